@@ -1,0 +1,39 @@
+// The chief: initialises the parameters (seeded) and hands each shard its part, spawns and
+// monitors every other role, schedules evaluations every `eval_every` global clocks (at most one
+// in flight, so training never waits), writes the metrics and the progress line, decides when
+// training ends, and answers (run) with the summary after stopping every other actor.
+//
+// Global clock = the smallest number of clocks finished by any live worker.
+// A worker that dies is removed from every shard's clock table at once (leave), so the shards
+// never wait on it; the run continues with the others.
+#pragma once
+
+#include "actors/dataset.hpp"
+#include "actors/messages.hpp"
+#include "actors/metrics.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+struct chief_config {
+  train_spec spec;
+  int batch = 64;
+  int64_t steps = 0;              ///< clocks per worker
+  int64_t eval_every = 0;         ///< global clocks between evaluations; 0: only the final one
+  std::vector<int> slow_ms;       ///< per worker straggler delay (empty: none)
+  std::shared_ptr<const dataset> train, test;
+  std::shared_ptr<metrics_file> metrics;  ///< null: no metrics file
+  bool progress = true;           ///< draw the progress line on stdout
+  std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
+};
+
+/// Spawns the chief; it starts the run when it receives (run).
+chief_actor spawn_chief(caf::actor_system& sys, chief_config cfg);
+
+} // namespace actorps

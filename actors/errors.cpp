@@ -1,0 +1,33 @@
+#include "actors/errors.hpp"
+
+#include <caf/message.hpp>
+
+namespace actorps {
+
+const char* to_string(errc code) {
+  switch (code) {
+    case errc::malformed_message: return "malformed_message";
+    case errc::wrong_shard: return "wrong_shard";
+    case errc::unknown_worker: return "unknown_worker";
+    case errc::unknown_block: return "unknown_block";
+    case errc::wrong_element_count: return "wrong_element_count";
+    case errc::missing_block: return "missing_block";
+    case errc::future_clock: return "future_clock";
+    case errc::stale_clock: return "stale_clock";
+    case errc::non_finite_value: return "non_finite_value";
+    case errc::not_initialized: return "not_initialized";
+    case errc::invalid_spec: return "invalid_spec";
+  }
+  return "unknown_error";
+}
+
+std::string describe(const caf::error& err) {
+  if (!err) return "no error";
+  if (err.category() != error_category) return caf::to_string(err);
+  std::string out = to_string(static_cast<errc>(err.code()));
+  if (err.context().match_elements<std::string>())
+    out += ": " + err.context().get_as<std::string>(0);
+  return out;
+}
+
+} // namespace actorps

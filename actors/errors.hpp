@@ -1,0 +1,43 @@
+// actorps' error codes, carried as caf::error values (category atom "actorps").
+#pragma once
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace actorps {
+
+enum class errc : uint8_t {
+  malformed_message = 1,  ///< not a Cap'n Proto message of the expected type, or truncated
+  wrong_shard,            ///< addressed to another shard
+  unknown_worker,         ///< worker id outside the run, or a worker that has left
+  unknown_block,          ///< a block id this shard does not own
+  wrong_element_count,    ///< a block whose float count differs from the spec
+  missing_block,          ///< a push that does not carry every block of the shard once
+  future_clock,           ///< a push for a clock the worker has not reached
+  stale_clock,            ///< a push for a clock the worker already pushed
+  non_finite_value,       ///< NaN or infinity in a gradient
+  not_initialized,        ///< a shard asked to serve before the chief initialised it
+  invalid_spec,           ///< a TrainSpec that cannot describe a run
+};
+
+const char* to_string(errc code);
+
+inline constexpr caf::atom_value error_category = caf::atom("actorps");
+
+inline caf::error make_error(errc code) {
+  return caf::error{static_cast<uint8_t>(code), error_category};
+}
+
+inline caf::error make_error(errc code, std::string context) {
+  return caf::error{static_cast<uint8_t>(code), error_category,
+                    caf::make_message(std::move(context))};
+}
+
+/// "unknown_block: block 17 belongs to shard 1" — for log lines and CLI messages.
+std::string describe(const caf::error& err);
+
+} // namespace actorps

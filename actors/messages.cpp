@@ -1,0 +1,24 @@
+#include "actors/messages.hpp"
+
+#include <caf/all.hpp>
+
+namespace actorps {
+
+void register_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<wire_buffer>("actorps::wire_buffer");
+  cfg.add_message_type<std::vector<wire_buffer>>("std::vector<actorps::wire_buffer>");
+  cfg.add_message_type<train_report>("actorps::train_report");
+  cfg.add_message_type<eval_report>("actorps::eval_report");
+  cfg.add_message_type<shard_stats>("actorps::shard_stats");
+  cfg.add_message_type<std::vector<shard_stats>>("std::vector<actorps::shard_stats>");
+  cfg.add_message_type<run_summary>("actorps::run_summary");
+  cfg.add_error_category(error_category,
+                         [](uint8_t code, caf::atom_value, const caf::message& context) {
+                           auto text = std::string("actorps: ") + to_string(static_cast<errc>(code));
+                           if (context.match_elements<std::string>())
+                             text += " (" + context.get_as<std::string>(0) + ")";
+                           return text;
+                         });
+}
+
+} // namespace actorps

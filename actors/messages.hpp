@@ -1,0 +1,152 @@
+// The message vocabulary of actorps: atoms, the report types, the typed interface of every role,
+// and the one function that registers all of it on an actor_system_config (so every process
+// registers the same types under the same names).
+#pragma once
+
+#include "actors/wire.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+// --- atoms (CAF 0.17: at most 10 characters) -----------------------------------------------
+using init_atom = caf::atom_constant<caf::atom("init")>;
+using pull_atom = caf::atom_constant<caf::atom("pull")>;
+using push_pull_atom = caf::atom_constant<caf::atom("push_pull")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using train_atom = caf::atom_constant<caf::atom("train")>;
+using eval_atom = caf::atom_constant<caf::atom("eval")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+
+// --- reports --------------------------------------------------------------------------------
+
+/// A worker's account of one finished clock.
+struct train_report {
+  int32_t worker = 0;
+  int64_t clock = 0;     ///< the clock just finished (0-based)
+  double loss = 0;       ///< mean training loss of its minibatch
+  int64_t samples = 0;   ///< rows in the minibatch
+  int64_t staleness = 0; ///< max over shards of (clock − min clock) of the parameters it used
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, train_report& x) {
+  return f(caf::meta::type_name("train_report"), x.worker, x.clock, x.loss, x.samples,
+           x.staleness);
+}
+
+/// The evaluator's result for one parameter snapshot.
+struct eval_report {
+  int64_t clock = 0;           ///< global clock the snapshot was requested at
+  double test_accuracy = 0;
+  double test_loss = 0;        ///< mean cross-entropy over the test set
+  int64_t test_rows = 0;
+  double eval_seconds = 0;     ///< snapshot + forward pass
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
+  return f(caf::meta::type_name("eval_report"), x.clock, x.test_accuracy, x.test_loss,
+           x.test_rows, x.eval_seconds);
+}
+
+/// A shard's counters.
+struct shard_stats {
+  int32_t shard = 0;
+  uint64_t updates = 0;         ///< optimizer updates applied
+  uint64_t pushes = 0;          ///< valid pushes accepted
+  uint64_t dropped = 0;         ///< invalid messages counted and dropped
+  uint64_t pulls_served = 0;
+  uint64_t pulls_held = 0;      ///< pulls that had to wait for the consistency rule
+  int64_t max_staleness = 0;    ///< max over replies of (requested clock − min clock)
+  int64_t min_clock = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
+  return f(caf::meta::type_name("shard_stats"), x.shard, x.updates, x.pushes, x.dropped,
+           x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock);
+}
+
+/// What a finished run returns to whoever started it.
+struct run_summary {
+  std::string mode;
+  int32_t staleness_bound = 0;   ///< -1 for async
+  int32_t workers = 0;
+  int32_t shards = 0;
+  int64_t clocks = 0;            ///< clocks each worker ran
+  int64_t samples = 0;           ///< training rows processed by all workers
+  double wall_s = 0;
+  double samples_per_s = 0;
+  double final_test_accuracy = 0;
+  double final_test_loss = 0;
+  int64_t max_staleness = 0;
+  uint64_t dropped_messages = 0;
+  std::string backend;
+  std::vector<shard_stats> shard_stats_list;
+  std::vector<wire_buffer> final_parameters;  ///< one ShardParameters snapshot per shard
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
+  return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
+           x.clocks, x.samples, x.wall_s, x.samples_per_s, x.final_test_accuracy,
+           x.final_test_loss, x.max_staleness, x.dropped_messages, x.backend,
+           x.shard_stats_list, x.final_parameters);
+}
+
+// --- typed interfaces -----------------------------------------------------------------------
+
+/// A parameter shard: owns some blocks and their optimizer state, applies pushed gradients,
+/// serves pulls once the run's consistency rule allows (ps_shard.hpp).
+using ps_shard_actor = caf::typed_actor<
+  // (init, ShardInit) -> ok: the run's spec and this shard's initial values; comes first.
+  caf::replies_to<init_atom, wire_buffer>::with<caf::ok_atom>,
+  // (pull, worker, clock) -> ShardParameters for computing `clock`; held until allowed.
+  caf::replies_to<pull_atom, int32_t, int64_t>::with<wire_buffer>,
+  // (push_pull, Push for clock c) -> ShardParameters for computing c + 1; held until allowed.
+  caf::replies_to<push_pull_atom, wire_buffer>::with<wire_buffer>,
+  // (snapshot) -> ShardParameters of kind snapshot, at once (never held).
+  caf::replies_to<snapshot_atom>::with<wire_buffer>,
+  // (stats) -> the shard's counters.
+  caf::replies_to<stats_atom>::with<shard_stats>,
+  // (leave, worker): the worker is gone; the clock table stops waiting for it.
+  caf::reacts_to<leave_atom, int32_t>>;
+
+/// A worker: pull → forward/backward → push, once per clock (worker.hpp).
+using worker_actor = caf::typed_actor<
+  // (start): begin training.
+  caf::reacts_to<start_atom>,
+  // (step): push the gradient computed last (sent to itself after a straggler delay).
+  caf::reacts_to<step_atom>>;
+
+/// The evaluator: (eval, clock) -> the test metrics of a fresh parameter snapshot.
+using evaluator_actor = caf::typed_actor<
+  caf::replies_to<eval_atom, int64_t>::with<eval_report>>;
+
+/// The chief: runs the training and answers (run) with its summary once it has ended.
+using chief_actor = caf::typed_actor<
+  // (run) -> summary, when training has ended and every other role has stopped.
+  caf::replies_to<run_atom>::with<run_summary>,
+  // (train, report): a worker finished a clock.
+  caf::reacts_to<train_atom, train_report>,
+  // (done, worker): a worker ran all its clocks.
+  caf::reacts_to<done_atom, int32_t>>;
+
+/// Registers every message type and the error category; call on every actor_system_config.
+void register_message_types(caf::actor_system_config& cfg);
+
+} // namespace actorps

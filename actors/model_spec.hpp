@@ -1,0 +1,85 @@
+// The run's specification and the deterministic cut of the model into blocks and shards.
+//
+// Every role computes the same block table from (layers, block_floats, shards) — DESIGN §2:
+// tensors in model order are cut into blocks of at most block_floats values; blocks are
+// assigned largest first to the shard holding the fewest floats so far (ties: lower block id,
+// lower shard index). A shard stores its blocks contiguously in block-id order.
+#pragma once
+
+#include "kernels/optimizer.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+enum class consistency { sync, ssp, async };
+
+std::optional<consistency> parse_consistency(const std::string& name);
+const char* to_string(consistency mode);
+
+/// Parses "784-256-128-10" into widths; nullopt unless ≥ 2 positive integers joined by '-'.
+std::optional<std::vector<int>> parse_layers(const std::string& text);
+std::string to_string(const std::vector<int>& layers);
+
+/// What every shard needs to know about a run (wire form: schema TrainSpec).
+struct train_spec {
+  std::vector<int> layers{784, 256, 128, 10};
+  uint32_t block_floats = 4096;
+  int shards = 2;
+  int workers = 2;
+  consistency mode = consistency::ssp;
+  int staleness = 2;
+  optimizer_config optimizer;
+  uint64_t seed = 1;
+
+  /// The staleness bound enforced at the shards: s for ssp, 0 for sync, -1 (none) for async.
+  int staleness_bound() const;
+};
+
+struct tensor_info {
+  std::string name;        ///< "dense0/kernel", "dense0/bias", ...
+  std::size_t offset = 0;  ///< first float in the flat parameter layout
+  std::size_t size = 0;
+};
+
+struct block_info {
+  uint32_t id = 0;
+  uint32_t tensor = 0;
+  std::size_t offset = 0;        ///< first float in the flat parameter layout
+  uint32_t size = 0;             ///< floats
+  int shard = 0;
+  std::size_t shard_offset = 0;  ///< first float in the owning shard's buffer
+};
+
+class block_layout {
+public:
+  block_layout(const std::vector<int>& layers, uint32_t block_floats, int shards);
+  explicit block_layout(const train_spec& spec)
+    : block_layout(spec.layers, spec.block_floats, spec.shards) {}
+
+  const std::vector<tensor_info>& tensors() const { return tensors_; }
+  const std::vector<block_info>& blocks() const { return blocks_; }
+  int shards() const { return static_cast<int>(shard_blocks_.size()); }
+  std::size_t total_floats() const { return total_floats_; }
+
+  /// Block ids of shard s, ascending (= the order of its buffer).
+  const std::vector<uint32_t>& shard_blocks(int s) const { return shard_blocks_[s]; }
+  std::size_t shard_floats(int s) const { return shard_floats_[s]; }
+
+  /// Copies shard s's part of a flat parameter vector into its contiguous buffer, and back.
+  void gather(int s, const float* flat, float* shard_buffer) const;
+  void scatter(int s, const float* shard_buffer, float* flat) const;
+
+private:
+  std::vector<tensor_info> tensors_;
+  std::vector<block_info> blocks_;
+  std::vector<std::vector<uint32_t>> shard_blocks_;
+  std::vector<std::size_t> shard_floats_;
+  std::size_t total_floats_ = 0;
+};
+
+} // namespace actorps

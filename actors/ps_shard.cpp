@@ -1,0 +1,341 @@
+#include "actors/ps_shard.hpp"
+
+#include "actors/log.hpp"
+#include "kernels/optimizer.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+namespace actorps {
+
+namespace {
+
+struct held_pull {
+  int32_t worker;
+  int64_t clock;
+  caf::typed_response_promise<wire_buffer> promise;
+};
+
+struct ps_shard_state {
+  static inline const char* name = "ps_shard";
+
+  int32_t shard = -1;
+  train_spec spec;
+  std::unique_ptr<block_layout> layout;
+  std::vector<float> params;        // the shard's blocks, contiguous in block-id order
+  std::vector<float> opt_state;     // per block: slots × block size, at slots × shard_offset
+  std::size_t slots = 0;
+
+  std::vector<int64_t> clocks;      // finished clocks per worker
+  std::vector<bool> live;
+  int64_t min_clock = 0;
+  int64_t newest_clock = -1;
+
+  // sync mode: each worker's gradient for the clock being accumulated
+  std::vector<std::vector<float>> sync_grads;
+  std::vector<bool> sync_pushed;
+  std::vector<float> sync_sum;
+
+  std::vector<held_pull> held;
+  std::vector<uint8_t> seen;        // scratch for push validation
+  shard_stats stats;
+
+  wire_buffer cached_reply;         // pull reply for the current values, shared by every reader
+  uint64_t cached_updates = std::numeric_limits<uint64_t>::max();
+  int64_t cached_min_clock = -1;
+
+  bool initialized() const { return layout != nullptr; }
+  std::string who() const { return "ps:" + std::to_string(shard); }
+};
+
+using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
+
+bool all_finite(const float* v, std::size_t n) {
+  // OR-reduce "exponent all ones" over the bits: vectorises, unlike a chain of isfinite().
+  uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, v + i, sizeof bits);
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+void recompute_min(ps_shard_state& st) {
+  int64_t min = std::numeric_limits<int64_t>::max();
+  for (std::size_t w = 0; w < st.clocks.size(); ++w)
+    if (st.live[w]) min = std::min(min, st.clocks[w]);
+  st.min_clock = min;
+}
+
+bool allowed(const ps_shard_state& st, int64_t clock) {
+  auto bound = st.spec.staleness_bound();
+  return bound < 0 || st.min_clock >= clock - bound;
+}
+
+const wire_buffer& current_reply(ps_shard_state& st) {
+  if (st.cached_updates != st.stats.updates || st.cached_min_clock != st.min_clock
+      || st.cached_reply.size_words() == 0) {
+    st.cached_reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.min_clock,
+                                              st.newest_clock, st.stats.updates, *st.layout,
+                                              st.params.data());
+    st.cached_updates = st.stats.updates;
+    st.cached_min_clock = st.min_clock;
+  }
+  return st.cached_reply;
+}
+
+void record_reply(ps_shard_state& st, int64_t clock) {
+  ++st.stats.pulls_served;
+  if (st.min_clock != std::numeric_limits<int64_t>::max())
+    st.stats.max_staleness = std::max(st.stats.max_staleness, clock - st.min_clock);
+}
+
+/// Delivers every held pull the rule now allows, in arrival order.
+void release_held(ps_shard_state& st) {
+  auto keep = st.held.begin();
+  for (auto& h : st.held) {
+    if (allowed(st, h.clock)) {
+      record_reply(st, h.clock);
+      h.promise.deliver(current_reply(st));
+    } else {
+      *keep++ = std::move(h);
+    }
+  }
+  st.held.erase(keep, st.held.end());
+}
+
+caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock) {
+  auto& st = self->state;
+  if (allowed(st, clock)) {
+    record_reply(st, clock);
+    return current_reply(st);
+  }
+  ++st.stats.pulls_held;
+  auto promise = self->make_response_promise<wire_buffer>();
+  st.held.push_back({worker, clock, promise});
+  return promise;
+}
+
+caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
+  ++st.stats.dropped;
+  log_line(st.who(), "dropped " + what + ": " + describe(err));
+  return err;
+}
+
+/// Checks a decoded push against the spec and the clock table; returns the error to drop it with.
+caf::error validate(ps_shard_state& st, const push_view& push) {
+  if (push.shard != st.shard)
+    return make_error(errc::wrong_shard, "addressed to shard " + std::to_string(push.shard));
+  if (push.worker < 0 || push.worker >= static_cast<int32_t>(st.clocks.size())
+      || !st.live[push.worker])
+    return make_error(errc::unknown_worker, "worker " + std::to_string(push.worker));
+  auto expected = st.clocks[push.worker];
+  if (push.clock > expected)
+    return make_error(errc::future_clock, "clock " + std::to_string(push.clock)
+                                            + ", worker is at " + std::to_string(expected));
+  if (push.clock < expected)
+    return make_error(errc::stale_clock, "clock " + std::to_string(push.clock)
+                                           + " already pushed");
+  const auto& ids = st.layout->shard_blocks(st.shard);
+  if (push.blocks.size() != ids.size())
+    return make_error(errc::missing_block, std::to_string(push.blocks.size()) + " blocks, expected "
+                                             + std::to_string(ids.size()));
+  std::fill(st.seen.begin(), st.seen.end(), 0);
+  const auto& all = st.layout->blocks();
+  for (const auto& b : push.blocks) {
+    if (b.id >= all.size() || all[b.id].shard != st.shard)
+      return make_error(errc::unknown_block, "block " + std::to_string(b.id));
+    if (b.count != all[b.id].size)
+      return make_error(errc::wrong_element_count,
+                        "block " + std::to_string(b.id) + " has " + std::to_string(b.count)
+                          + " floats, expected " + std::to_string(all[b.id].size));
+    auto index = std::lower_bound(ids.begin(), ids.end(), b.id) - ids.begin();
+    if (st.seen[index]++)
+      return make_error(errc::missing_block, "block " + std::to_string(b.id) + " twice");
+    if (!all_finite(b.values, b.count))
+      return make_error(errc::non_finite_value, "block " + std::to_string(b.id));
+  }
+  return caf::none;
+}
+
+void apply_block(ps_shard_state& st, const block_info& b, const float* grad, float lr) {
+  apply_update(st.spec.optimizer, lr, static_cast<int64_t>(st.stats.updates),
+               st.params.data() + b.shard_offset, grad,
+               st.opt_state.data() + st.slots * b.shard_offset, b.size);
+}
+
+std::size_t live_workers(const ps_shard_state& st) {
+  return static_cast<std::size_t>(std::count(st.live.begin(), st.live.end(), true));
+}
+
+/// Sync mode: once every live worker has pushed, applies the mean gradient once.
+void maybe_apply_sync(ps_shard_state& st) {
+  auto live = live_workers(st);
+  if (live == 0) return;
+  for (std::size_t w = 0; w < st.live.size(); ++w)
+    if (st.live[w] && !st.sync_pushed[w]) return;
+  auto& sum = st.sync_sum;
+  bool first = true;
+  for (std::size_t w = 0; w < st.live.size(); ++w) {  // worker order: arrival order never matters
+    if (!st.live[w]) continue;
+    const auto& g = st.sync_grads[w];
+    if (first) {
+      std::copy(g.begin(), g.end(), sum.begin());
+      first = false;
+    } else {
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
+    }
+  }
+  auto inv = 1.0f / static_cast<float>(live);
+  for (auto& v : sum) v *= inv;
+  ++st.stats.updates;
+  for (auto id : st.layout->shard_blocks(st.shard)) {
+    const auto& b = st.layout->blocks()[id];
+    apply_block(st, b, sum.data() + b.shard_offset, st.spec.optimizer.learning_rate);
+  }
+  std::fill(st.sync_pushed.begin(), st.sync_pushed.end(), false);
+}
+
+void accept_push(ps_shard_state& st, const push_view& push) {
+  const auto& all = st.layout->blocks();
+  if (st.spec.mode == consistency::sync) {
+    auto& slot = st.sync_grads[push.worker];
+    for (const auto& b : push.blocks)
+      std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
+    st.sync_pushed[push.worker] = true;
+  } else {
+    ++st.stats.updates;
+    auto lr = st.spec.optimizer.learning_rate / static_cast<float>(live_workers(st));
+    for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
+  }
+  ++st.stats.pushes;
+  st.clocks[push.worker] = push.clock + 1;
+  st.newest_clock = std::max(st.newest_clock, push.clock);
+  recompute_min(st);
+  if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
+}
+
+caf::result<caf::ok_atom> initialize(self_ptr self, const wire_buffer& buf) {
+  auto& st = self->state;
+  auto init = decode_shard_init(buf);
+  if (!init) return drop(st, "init", init.error());
+  if (init->shard != st.shard)
+    return drop(st, "init", make_error(errc::wrong_shard, "init for shard "
+                                                            + std::to_string(init->shard)));
+  std::unique_ptr<block_layout> layout;
+  try {
+    layout = std::make_unique<block_layout>(init->spec);
+  } catch (const std::exception& e) {
+    return drop(st, "init", make_error(errc::invalid_spec, e.what()));
+  }
+  if (st.shard >= layout->shards())
+    return drop(st, "init", make_error(errc::wrong_shard, "the spec has fewer shards"));
+  const auto& ids = layout->shard_blocks(st.shard);
+  if (init->blocks.size() != ids.size())
+    return drop(st, "init", make_error(errc::missing_block, "init carries "
+                                                              + std::to_string(init->blocks.size())
+                                                              + " blocks"));
+  std::vector<float> params(layout->shard_floats(st.shard));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout->blocks()[ids[i]];
+    const auto& v = init->blocks[i];
+    if (v.id != b.id || v.count != b.size || !all_finite(v.values, v.count))
+      return drop(st, "init", make_error(errc::wrong_element_count,
+                                         "init block " + std::to_string(v.id)));
+    std::memcpy(params.data() + b.shard_offset, v.values, v.count * sizeof(float));
+  }
+  for (auto& h : st.held) h.promise.deliver(make_error(errc::not_initialized, "shard re-initialised"));
+  auto workers = static_cast<std::size_t>(init->spec.workers);
+  st.spec = init->spec;
+  st.layout = std::move(layout);
+  st.params = std::move(params);
+  st.slots = optimizer_state_slots(st.spec.optimizer.kind);
+  st.opt_state.assign(st.slots * st.params.size(), 0.0f);
+  st.clocks.assign(workers, 0);
+  st.live.assign(workers, true);
+  st.min_clock = 0;
+  st.newest_clock = -1;
+  st.held.clear();
+  st.seen.assign(ids.size(), 0);
+  st.sync_grads.assign(st.spec.mode == consistency::sync ? workers : 0,
+                       std::vector<float>(st.params.size()));
+  st.sync_pushed.assign(workers, false);
+  st.sync_sum.assign(st.spec.mode == consistency::sync ? st.params.size() : 0, 0.0f);
+  st.stats = shard_stats{};
+  st.stats.shard = st.shard;
+  st.cached_updates = std::numeric_limits<uint64_t>::max();
+  return caf::ok_atom::value;
+}
+
+ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
+  self->state.shard = shard;
+  self->state.stats.shard = shard;
+  return {
+    [=](init_atom, const wire_buffer& buf) -> caf::result<caf::ok_atom> {
+      return initialize(self, buf);
+    },
+    [=](pull_atom, int32_t worker, int64_t clock) -> caf::result<wire_buffer> {
+      auto& st = self->state;
+      if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
+      if (worker < 0 || worker >= static_cast<int32_t>(st.clocks.size()) || !st.live[worker])
+        return drop(st, "pull", make_error(errc::unknown_worker, "worker " + std::to_string(worker)));
+      if (clock > st.clocks[worker])
+        return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
+                                                                 + std::to_string(clock)));
+      return serve_pull(self, worker, clock);
+    },
+    [=](push_pull_atom, const wire_buffer& buf) -> caf::result<wire_buffer> {
+      auto& st = self->state;
+      if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
+      auto push = decode_push(buf);
+      if (!push) return drop(st, "push", push.error());
+      if (auto err = validate(st, *push))
+        return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
+      accept_push(st, *push);
+      auto reply = serve_pull(self, push->worker, push->clock + 1);
+      release_held(st);
+      return reply;
+    },
+    [=](snapshot_atom) -> caf::result<wire_buffer> {
+      auto& st = self->state;
+      if (!st.initialized()) return make_error(errc::not_initialized);
+      return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.min_clock,
+                                     st.newest_clock, st.stats.updates, *st.layout,
+                                     st.params.data());
+    },
+    [=](stats_atom) -> shard_stats {
+      auto stats = self->state.stats;
+      stats.min_clock = self->state.min_clock;
+      return stats;
+    },
+    [=](leave_atom, int32_t worker) {
+      auto& st = self->state;
+      if (!st.initialized() || worker < 0 || worker >= static_cast<int32_t>(st.live.size())
+          || !st.live[worker])
+        return;
+      st.live[worker] = false;
+      auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
+        if (h.worker != worker) return false;
+        h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
+        return true;
+      });
+      st.held.erase(keep, st.held.end());
+      recompute_min(st);
+      if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
+      release_held(st);
+    },
+  };
+}
+
+} // namespace
+
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard) {
+  return sys.spawn(ps_shard, shard);
+}
+
+} // namespace actorps

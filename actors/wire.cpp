@@ -1,0 +1,266 @@
+#include "actors/wire.hpp"
+
+#include "schema/actorps.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <cmath>
+#include <cstring>
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "Data fields carry float32 in host order, which must be little-endian");
+
+namespace actorps {
+
+namespace {
+
+constexpr std::size_t word_bytes = sizeof(capnp::word);
+
+std::size_t words_for(std::size_t bytes) { return (bytes + word_bytes - 1) / word_bytes; }
+
+/// Builds one single-segment message directly inside the buffer that will travel. `bound` is
+/// an upper bound on the segment's words; the buffer is trimmed to the words actually used and
+/// prefixed with the flat-array segment table.
+template <class Fill>
+wire_buffer build(std::size_t bound, Fill&& fill) {
+  std::vector<capnp::word> words(1 + bound);  // zero-filled, as Cap'n Proto requires
+  std::size_t used = 0;
+  {
+    capnp::FlatMessageBuilder mb(kj::arrayPtr(words.data() + 1, bound));
+    fill(mb);
+    used = mb.getSegmentsForOutput()[0].size();
+  }
+  const uint32_t table[2] = {0, static_cast<uint32_t>(used)};  // one segment of `used` words
+  std::memcpy(words.data(), table, sizeof table);
+  words.resize(1 + used);
+  return wire_buffer{std::move(words)};
+}
+
+/// Segment words needed for a List(Block) holding `ids`: list tag + 2 words per Block struct +
+/// the padded Data of each.
+std::size_t blocks_bound(const block_layout& layout, const std::vector<uint32_t>& ids) {
+  std::size_t words = 1 + 2 * ids.size();
+  for (auto id : ids) words += words_for(layout.blocks()[id].size * sizeof(float));
+  return words;
+}
+
+constexpr std::size_t header_bound = 128;  // root structs, enums, the spec's layer list
+
+enum class source { flat, shard };
+
+void write_blocks(capnp::List<wire::Block>::Builder list, const block_layout& layout,
+                  const std::vector<uint32_t>& ids, const float* base, source from) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    auto out = list[static_cast<unsigned>(i)];
+    out.setId(b.id);
+    auto data = out.initValues(b.size * sizeof(float));
+    auto offset = from == source::flat ? b.offset : b.shard_offset;
+    std::memcpy(data.begin(), base + offset, b.size * sizeof(float));
+  }
+}
+
+caf::expected<std::vector<block_view>> read_blocks(capnp::List<wire::Block>::Reader list) {
+  std::vector<block_view> out;
+  out.reserve(list.size());
+  for (auto b : list) {
+    auto data = b.getValues();  // aligned to a word: Cap'n Proto objects start on words
+    if (data.size() % sizeof(float) != 0)
+      return make_error(errc::malformed_message, "block " + std::to_string(b.getId()) + " has "
+                                                   + std::to_string(data.size())
+                                                   + " bytes, not a whole number of floats");
+    out.push_back({b.getId(), reinterpret_cast<const float*>(data.begin()),
+                   data.size() / sizeof(float)});
+  }
+  return out;
+}
+
+void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
+  auto model = out.initModel();
+  auto layers = model.initLayers(static_cast<unsigned>(spec.layers.size()));
+  for (unsigned i = 0; i < spec.layers.size(); ++i) layers.set(i, spec.layers[i]);
+  model.setBlockFloats(spec.block_floats);
+  model.setNumShards(static_cast<uint32_t>(spec.shards));
+  out.setMode(static_cast<wire::Mode>(spec.mode));
+  out.setStaleness(spec.staleness);
+  out.setWorkers(static_cast<uint32_t>(spec.workers));
+  out.setOptimizer(static_cast<wire::Optimizer>(spec.optimizer.kind));
+  out.setLearningRate(spec.optimizer.learning_rate);
+  out.setMomentum(spec.optimizer.momentum);
+  out.setBeta1(spec.optimizer.beta1);
+  out.setBeta2(spec.optimizer.beta2);
+  out.setEpsilon(spec.optimizer.epsilon);
+  out.setSeed(spec.seed);
+}
+
+caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
+  train_spec spec;
+  auto model = in.getModel();
+  spec.layers.clear();
+  for (auto w : model.getLayers()) {
+    if (w == 0 || w > (1u << 24)) return make_error(errc::invalid_spec, "layer width " + std::to_string(w));
+    spec.layers.push_back(static_cast<int>(w));
+  }
+  if (spec.layers.size() < 2) return make_error(errc::invalid_spec, "fewer than two layers");
+  spec.block_floats = model.getBlockFloats();
+  spec.shards = static_cast<int>(model.getNumShards());
+  spec.workers = static_cast<int>(in.getWorkers());
+  auto mode = static_cast<unsigned>(in.getMode());
+  auto opt = static_cast<unsigned>(in.getOptimizer());
+  if (spec.block_floats == 0 || spec.shards <= 0 || spec.workers <= 0 || mode > 2 || opt > 3
+      || in.getStaleness() < 0 || !(in.getLearningRate() > 0) || !std::isfinite(in.getLearningRate()))
+    return make_error(errc::invalid_spec, "out-of-range field in TrainSpec");
+  spec.mode = static_cast<consistency>(mode);
+  spec.staleness = in.getStaleness();
+  spec.optimizer.kind = static_cast<optimizer_kind>(opt);
+  spec.optimizer.learning_rate = in.getLearningRate();
+  spec.optimizer.momentum = in.getMomentum();
+  spec.optimizer.beta1 = in.getBeta1();
+  spec.optimizer.beta2 = in.getBeta2();
+  spec.optimizer.epsilon = in.getEpsilon();
+  spec.seed = in.getSeed();
+  return spec;
+}
+
+/// Runs `read` on the message in `buf`; any Cap'n Proto failure (truncation, bad pointers,
+/// traversal limit) becomes a malformed_message error instead of an exception.
+template <class T, class Read>
+caf::expected<T> decode(const wire_buffer& buf, const char* what, Read&& read) {
+  if (buf.size_words() < 2)
+    return make_error(errc::malformed_message, std::string(what) + ": empty payload");
+  try {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = 4 * buf.size_words() + 1024;  // a full read touches each once
+    capnp::FlatArrayMessageReader reader(kj::arrayPtr(buf.words(), buf.size_words()), options);
+    if (reader.getEnd() != buf.words() + buf.size_words())
+      return make_error(errc::malformed_message, std::string(what) + ": trailing bytes");
+    return read(reader);
+  } catch (const kj::Exception& e) {
+    return make_error(errc::malformed_message,
+                      std::string(what) + ": " + e.getDescription().cStr());
+  }
+}
+
+} // namespace
+
+wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
+  std::vector<capnp::word> words(words_for(n));
+  if (n > 0) std::memcpy(words.data(), data, n);
+  return wire_buffer{std::move(words)};
+}
+
+wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
+                        const float* flat_grad) {
+  const auto& ids = layout.shard_blocks(shard);
+  return build(header_bound + blocks_bound(layout, ids), [&](capnp::MessageBuilder& mb) {
+    auto push = mb.initRoot<wire::Push>();
+    push.setWorker(worker);
+    push.setClock(clock);
+    push.setShard(shard);
+    write_blocks(push.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, flat_grad,
+                 source::flat);
+  });
+}
+
+wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
+                                    int64_t newest_clock, uint64_t updates,
+                                    const block_layout& layout, const float* shard_buffer) {
+  const auto& ids = layout.shard_blocks(shard);
+  return build(header_bound + blocks_bound(layout, ids), [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::ShardParameters>();
+    msg.setKind(kind == parameters_kind::pull ? wire::ShardParameters::Kind::PULL
+                                              : wire::ShardParameters::Kind::SNAPSHOT);
+    msg.setShard(shard);
+    msg.setMinClock(min_clock);
+    msg.setNewestClock(newest_clock);
+    msg.setUpdates(updates);
+    write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
+                 source::shard);
+  });
+}
+
+wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
+                              const float* shard_buffer) {
+  const auto& ids = layout.shard_blocks(shard);
+  auto bound = header_bound + spec.layers.size() + blocks_bound(layout, ids);
+  return build(bound, [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::ShardInit>();
+    write_spec(msg.initSpec(), spec);
+    msg.setShard(shard);
+    write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
+                 source::shard);
+  });
+}
+
+caf::expected<push_view> decode_push(const wire_buffer& buf) {
+  return decode<push_view>(buf, "push", [](capnp::MessageReader& reader) -> caf::expected<push_view> {
+    auto msg = reader.getRoot<wire::Push>();
+    push_view out;
+    out.worker = msg.getWorker();
+    out.clock = msg.getClock();
+    out.shard = msg.getShard();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    return out;
+  });
+}
+
+caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf) {
+  using result = caf::expected<shard_parameters_view>;
+  return decode<shard_parameters_view>(buf, "shard parameters", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::ShardParameters>();
+    shard_parameters_view out;
+    out.kind = msg.getKind() == wire::ShardParameters::Kind::SNAPSHOT ? parameters_kind::snapshot
+                                                                      : parameters_kind::pull;
+    out.shard = msg.getShard();
+    out.min_clock = msg.getMinClock();
+    out.newest_clock = msg.getNewestClock();
+    out.updates = msg.getUpdates();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    return out;
+  });
+}
+
+caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf) {
+  using result = caf::expected<shard_init_view>;
+  return decode<shard_init_view>(buf, "shard init", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::ShardInit>();
+    shard_init_view out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.shard = msg.getShard();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    return out;
+  });
+}
+
+caf::expected<shard_parameters_view> scatter_shard_parameters(const wire_buffer& buf,
+                                                              const block_layout& layout,
+                                                              float* flat) {
+  auto msg = decode_shard_parameters(buf);
+  if (!msg) return msg;
+  if (msg->shard < 0 || msg->shard >= layout.shards())
+    return make_error(errc::wrong_shard, "parameters of shard " + std::to_string(msg->shard));
+  const auto& ids = layout.shard_blocks(msg->shard);
+  if (msg->blocks.size() != ids.size())
+    return make_error(errc::missing_block, "parameters carry " + std::to_string(msg->blocks.size())
+                                             + " blocks, expected " + std::to_string(ids.size()));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    const auto& v = msg->blocks[i];
+    if (v.id != b.id || v.count != b.size)
+      return make_error(errc::wrong_element_count, "block " + std::to_string(v.id));
+    std::memcpy(flat + b.offset, v.values, b.size * sizeof(float));
+  }
+  return msg;
+}
+
+} // namespace actorps

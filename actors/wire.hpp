@@ -1,0 +1,132 @@
+// The one payload type that crosses actor boundaries, and the Cap'n Proto messages it carries.
+//
+// A wire_buffer is one Cap'n Proto message in flat-array form (segment table + one segment),
+// immutable and shared: copying it shares the bytes. Inside a process CAF passes it by
+// reference; across processes the middleman ships its bytes in one bulk copy (inspect below
+// never serialises element by element). Encoders build the message directly inside the buffer
+// that travels, so the float data is copied exactly once; decoders return views whose float
+// pointers point into the buffer (no copy) and stay valid while the buffer lives.
+#pragma once
+
+#include "actors/errors.hpp"
+#include "actors/model_spec.hpp"
+
+#include <caf/deserializer.hpp>
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/serializer.hpp>
+
+#include <capnp/common.h>
+
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace actorps {
+
+class wire_buffer {
+public:
+  wire_buffer() = default;
+  explicit wire_buffer(std::vector<capnp::word> words)
+    : words_(std::make_shared<const std::vector<capnp::word>>(std::move(words))) {}
+
+  const capnp::word* words() const { return words_ ? words_->data() : nullptr; }
+  std::size_t size_words() const { return words_ ? words_->size() : 0; }
+  std::size_t size_bytes() const { return size_words() * sizeof(capnp::word); }
+  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(words()); }
+
+  /// A buffer holding arbitrary bytes (zero-padded to whole words): for tests that feed
+  /// malformed payloads to a shard.
+  static wire_buffer from_bytes(const void* data, std::size_t n);
+
+private:
+  std::shared_ptr<const std::vector<capnp::word>> words_;
+};
+
+/// Upper bound on a buffer accepted from the network.
+inline constexpr std::size_t max_wire_bytes = std::size_t(1) << 31;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_buffer& x) {
+  if constexpr (std::is_base_of<caf::serializer, Inspector>::value) {
+    std::size_t n = x.size_bytes();
+    auto* data = const_cast<uint8_t*>(x.bytes());
+    return caf::error::eval([&] { return f.begin_sequence(n); },
+                            [&] { return n > 0 ? f.apply_raw(n, data) : caf::error{}; },
+                            [&] { return f.end_sequence(); });
+  } else if constexpr (std::is_base_of<caf::deserializer, Inspector>::value) {
+    std::size_t n = 0;
+    if (auto err = f.begin_sequence(n)) return err;
+    if (n % sizeof(capnp::word) != 0 || n > max_wire_bytes)
+      return make_error(errc::malformed_message, "wire buffer of " + std::to_string(n) + " bytes");
+    std::vector<capnp::word> words(n / sizeof(capnp::word));
+    if (n > 0)
+      if (auto err = f.apply_raw(n, words.data())) return err;
+    x = wire_buffer{std::move(words)};
+    return f.end_sequence();
+  } else {
+    auto n = x.size_bytes();
+    return f(caf::meta::type_name("wire_buffer"), n);
+  }
+}
+
+// --- decoded views ------------------------------------------------------------------------
+
+struct block_view {
+  uint32_t id = 0;
+  const float* values = nullptr;  ///< points into the wire_buffer
+  std::size_t count = 0;
+};
+
+struct push_view {
+  int32_t worker = 0;
+  int64_t clock = 0;
+  int32_t shard = 0;
+  std::vector<block_view> blocks;
+};
+
+enum class parameters_kind { pull, snapshot };
+
+struct shard_parameters_view {
+  parameters_kind kind = parameters_kind::pull;
+  int32_t shard = 0;
+  int64_t min_clock = 0;
+  int64_t newest_clock = -1;
+  uint64_t updates = 0;
+  std::vector<block_view> blocks;
+};
+
+struct shard_init_view {
+  train_spec spec;
+  int32_t shard = 0;
+  std::vector<block_view> blocks;
+};
+
+// --- encoders -----------------------------------------------------------------------------
+
+/// The gradient for shard `shard`'s blocks, taken from the flat gradient vector.
+wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
+                        const float* flat_grad);
+
+/// Shard `shard`'s values, taken from its contiguous buffer.
+wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
+                                    int64_t newest_clock, uint64_t updates,
+                                    const block_layout& layout, const float* shard_buffer);
+
+wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
+                              const float* shard_buffer);
+
+// --- decoders: structural checks only (the shard checks them against its spec) ------------
+
+caf::expected<push_view> decode_push(const wire_buffer& buf);
+caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf);
+caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf);
+
+/// Copies the blocks of a ShardParameters message into the flat parameter vector, checking
+/// shard, ids and sizes against the layout; returns the decoded header (blocks pointing into buf).
+caf::expected<shard_parameters_view> scatter_shard_parameters(const wire_buffer& buf,
+                                                              const block_layout& layout,
+                                                              float* flat);
+
+} // namespace actorps

@@ -1,0 +1,131 @@
+#include "actors/worker.hpp"
+
+#include "actors/log.hpp"
+#include "kernels/denormals.hpp"
+#include "kernels/mlp.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+
+namespace actorps {
+
+namespace {
+
+struct worker_state {
+  static inline const char* name = "worker";
+
+  worker_config cfg;
+  std::unique_ptr<block_layout> layout;
+  std::unique_ptr<backend> be;
+  std::unique_ptr<mlp> model;
+  std::unique_ptr<data_shard> data;
+  std::vector<float> params, grads, x;
+  std::vector<int32_t> y;
+  int64_t clock = 0;            // the clock being computed
+  std::size_t awaiting = 0;     // shard replies still missing for this clock
+  int64_t staleness = 0;        // of the parameters being received
+  loss_stats last;
+
+  std::string who() const { return "worker:" + std::to_string(cfg.index); }
+};
+
+using self_ptr = worker_actor::stateful_pointer<worker_state>;
+
+void compute(self_ptr self);
+
+void fail(self_ptr self, const std::string& what, const caf::error& err) {
+  log_line(self->state.who(), what + ": " + describe(err));
+  self->quit(err);
+}
+
+/// Takes one shard's parameter reply; starts the next clock once every shard has answered.
+void on_parameters(self_ptr self, const wire_buffer& reply) {
+  auto& st = self->state;
+  auto msg = scatter_shard_parameters(reply, *st.layout, st.params.data());
+  if (!msg) return fail(self, "bad parameters from a shard", msg.error());
+  st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
+  if (--st.awaiting > 0) return;
+  if (st.clock >= st.cfg.steps) {
+    self->send(st.cfg.chief, done_atom::value, st.cfg.index);
+    self->quit();
+    return;
+  }
+  compute(self);
+}
+
+void on_reply_error(self_ptr self, caf::error& err) {
+  fail(self, "request to a shard failed", err);
+}
+
+/// The first pull of a run: every shard's values for clock 0.
+void pull_initial(self_ptr self) {
+  auto& st = self->state;
+  st.awaiting = st.cfg.shards.size();
+  st.staleness = 0;
+  for (auto& shard : st.cfg.shards)
+    self->request(shard, st.cfg.request_timeout, pull_atom::value, st.cfg.index, int64_t{0})
+      .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
+            [=](caf::error& err) { on_reply_error(self, err); });
+}
+
+/// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
+void push(self_ptr self) {
+  auto& st = self->state;
+  train_report report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
+                      st.last.rows, st.staleness};
+  auto clock = st.clock;
+  st.clock += 1;
+  std::vector<wire_buffer> pushes;
+  for (int32_t s = 0; s < static_cast<int32_t>(st.cfg.shards.size()); ++s)
+    pushes.push_back(encode_push(st.cfg.index, clock, s, *st.layout, st.grads.data()));
+  self->send(st.cfg.chief, train_atom::value, report);
+  st.awaiting = st.cfg.shards.size();
+  st.staleness = 0;
+  for (std::size_t s = 0; s < pushes.size(); ++s)
+    self->request(st.cfg.shards[s], st.cfg.request_timeout, push_pull_atom::value, pushes[s])
+      .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
+            [=](caf::error& err) { on_reply_error(self, err); });
+}
+
+void compute(self_ptr self) {
+  auto& st = self->state;
+  st.model->set_parameters(st.params.data());
+  st.data->fill_batch(st.clock, st.x.data(), st.y.data());
+  st.last = st.model->train_step(st.x.data(), st.y.data(), st.cfg.batch, st.grads.data());
+  if (st.cfg.slow_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
+  else
+    push(self);
+}
+
+worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  return {
+    [=](start_atom) {
+      auto& st = self->state;
+      flush_denormals_to_zero();  // this (detached) thread runs the kernels
+      st.layout = std::make_unique<block_layout>(st.cfg.spec);
+      st.be = make_cpu_backend();
+      st.model = std::make_unique<mlp>(*st.be, st.cfg.spec.layers, st.cfg.batch);
+      st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
+                                             st.cfg.batch, st.cfg.spec.seed);
+      st.params.assign(st.layout->total_floats(), 0.0f);
+      st.grads.assign(st.layout->total_floats(), 0.0f);
+      st.x.assign(std::size_t(st.cfg.batch) * st.cfg.spec.layers.front(), 0.0f);
+      st.y.assign(st.cfg.batch, 0);
+      st.clock = 0;
+      pull_initial(self);
+    },
+    [=](step_atom) { push(self); },
+  };
+}
+
+} // namespace
+
+worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg) {
+  return sys.spawn<caf::detached>(worker, std::move(cfg));
+}
+
+} // namespace actorps

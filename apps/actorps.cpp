@@ -1,0 +1,38 @@
+// actorps — an actor-model parameter-server runtime. Entry point: dispatches the subcommand.
+#include "apps/simulate_command.hpp"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* usage = R"(usage: actorps <command> [flags]
+
+commands:
+  simulate    run a whole parameter-server cluster (shards, workers, chief, evaluator)
+              inside this process and train an MLP; `actorps simulate --help` lists its flags
+  version     print the version
+
+Example:
+  actorps simulate --ps 2 --workers 2 --mode ssp --staleness 2 --epochs 5 --metrics run.jsonl
+)";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(usage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  auto command = args[0];
+  args.erase(args.begin());
+  if (command == "simulate") return actorps::simulate_command(args);
+  if (command == "version" || command == "--version") {
+    std::printf("actorps 0.1.0\n");
+    return 0;
+  }
+  std::fprintf(stderr, "actorps: unknown command '%s'\n\n%s", command.c_str(), usage);
+  return 2;
+}

@@ -1,0 +1,91 @@
+// The compute backend interface every worker runs its forward/backward on.
+//
+// One implementation per device kind (CPU with OpenBLAS now; CUDA + cuBLAS next). Memory handed
+// to the compute calls lives where the backend says: host memory for the CPU backend, device
+// memory for a GPU backend; move data with copy_to_device / copy_to_host. All matrices are
+// row-major. A backend object belongs to one actor and is not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace actorps {
+
+enum class activation { identity, relu };
+
+/// Sums over a minibatch returned by the loss kernel (host values).
+struct loss_stats {
+  double loss_sum = 0;   ///< sum of per-row cross-entropy
+  int64_t correct = 0;   ///< rows whose argmax equals the label
+  int64_t rows = 0;
+};
+
+class backend {
+public:
+  virtual ~backend() = default;
+  virtual std::string name() const = 0;
+
+  // --- memory -----------------------------------------------------------------------------
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr) noexcept = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+  /// Blocks until every queued operation has finished.
+  virtual void synchronize() = 0;
+
+  // --- compute ----------------------------------------------------------------------------
+  /// c (m×n) = alpha · op(a) · op(b) + beta · c, op(x) = xᵀ if trans_x; row-major, leading
+  /// dimensions as in cblas.
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    int lda, const float* b, int ldb, float beta, float* c, int ldc) = 0;
+
+  /// z (rows×cols) += bias (cols) broadcast over rows, then z = act(z), in place.
+  virtual void bias_activation_forward(float* z, const float* bias, int rows, int cols,
+                                       activation act) = 0;
+
+  /// dz (n) *= act'(·), where out (n) = act(z) is the forward output.
+  virtual void activation_backward(float* dz, const float* out, std::size_t n,
+                                   activation act) = 0;
+
+  /// db (cols) = column sums of dz (rows×cols).
+  virtual void bias_backward(float* db, const float* dz, int rows, int cols) = 0;
+
+  /// Softmax cross-entropy of logits (rows×cols) against labels (rows, each in [0, cols)).
+  /// If dlogits is not null it receives (softmax − onehot) · grad_scale (rows×cols).
+  /// Returns host sums; the loss is computed stably (max-subtracted log-sum-exp).
+  virtual loss_stats softmax_cross_entropy(const float* logits, const int32_t* labels, int rows,
+                                           int cols, float* dlogits, float grad_scale) = 0;
+};
+
+/// The reference backend: OpenBLAS sgemm with one BLAS thread (the caller's), plain loops for
+/// the rest.
+std::unique_ptr<backend> make_cpu_backend();
+
+/// An owning buffer of `n` values of T in a backend's memory.
+template <class T>
+class device_buffer {
+public:
+  device_buffer() = default;
+  device_buffer(backend& be, std::size_t n)
+    : be_(&be), ptr_(static_cast<T*>(be.allocate(n * sizeof(T)))), size_(n) {}
+  device_buffer(device_buffer&& other) noexcept { swap(other); }
+  device_buffer& operator=(device_buffer&& other) noexcept { swap(other); return *this; }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  ~device_buffer() { if (ptr_) be_->deallocate(ptr_); }
+
+  T* get() const { return ptr_; }
+  std::size_t size() const { return size_; }
+
+private:
+  void swap(device_buffer& other) noexcept {
+    std::swap(be_, other.be_); std::swap(ptr_, other.ptr_); std::swap(size_, other.size_);
+  }
+  backend* be_ = nullptr;
+  T* ptr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+} // namespace actorps

@@ -1,0 +1,52 @@
+// A multilayer perceptron (dense + ReLU hidden layers, softmax cross-entropy output), written
+// once against the backend interface.
+//
+// Parameter layout, shared by every role: for each layer l (in_l → out_l), the tensor
+// "dense<l>/kernel" of shape [in_l, out_l] (row-major) followed by "dense<l>/bias" [out_l].
+// The flat host vector holds the tensors in that order.
+#pragma once
+
+#include "kernels/backend.hpp"
+
+#include <vector>
+
+namespace actorps {
+
+/// Number of parameters of an MLP with the given layer widths (e.g. {784, 256, 128, 10}).
+std::size_t mlp_parameter_count(const std::vector<int>& layers);
+
+class mlp {
+public:
+  /// `max_batch` bounds the rows of any later train_step / evaluate chunk.
+  mlp(backend& be, std::vector<int> layers, int max_batch);
+
+  const std::vector<int>& layers() const { return layers_; }
+  std::size_t parameter_count() const { return param_count_; }
+
+  /// Copies the flat host parameters into the backend's replica.
+  void set_parameters(const float* host_params);
+
+  /// Forward and backward on one minibatch x (n×in, host), y (n, host), n ≤ max_batch.
+  /// Writes the gradient of the *mean* loss over the batch into grad_host (parameter_count()
+  /// floats, flat layout) and returns the loss sums.
+  loss_stats train_step(const float* x, const int32_t* y, int n, float* grad_host);
+
+  /// Forward only over n rows (any n; processed in chunks of max_batch); returns loss sums.
+  loss_stats evaluate(const float* x, const int32_t* y, int n);
+
+private:
+  loss_stats forward(const float* x, const int32_t* y, int n, bool keep_dlogits);
+
+  backend& be_;
+  std::vector<int> layers_;
+  int max_batch_;
+  std::size_t param_count_;
+  std::vector<std::size_t> kernel_offset_, bias_offset_;  // into the flat layout
+  device_buffer<float> params_, grads_;
+  device_buffer<float> input_;
+  device_buffer<int32_t> labels_;
+  std::vector<device_buffer<float>> acts_;    // acts_[l]: output of layer l (max_batch × out_l)
+  std::vector<device_buffer<float>> deltas_;  // deltas_[l]: dLoss/dz of layer l
+};
+
+} // namespace actorps

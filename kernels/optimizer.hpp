@@ -1,0 +1,38 @@
+// The optimizers parameter shards apply to their blocks: SGD, momentum, Adam, Adagrad.
+//
+// Each update is in place on `n` parameters with `optimizer_state_slots(kind) × n` floats of
+// state (zero-initialised by the caller) laid out slot after slot. The per-element arithmetic
+// lives in kernels/math.hpp so that a GPU backend runs exactly the same formulas.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace actorps {
+
+enum class optimizer_kind { sgd, momentum, adam, adagrad };
+
+struct optimizer_config {
+  optimizer_kind kind = optimizer_kind::momentum;
+  float learning_rate = 0.05f;
+  float momentum = 0.9f;   ///< momentum
+  float beta1 = 0.9f;      ///< adam
+  float beta2 = 0.999f;    ///< adam
+  float epsilon = 1e-8f;   ///< adam, adagrad
+};
+
+std::optional<optimizer_kind> parse_optimizer_kind(const std::string& name);
+const char* to_string(optimizer_kind kind);
+
+/// Floats of optimizer state per parameter: 0 (sgd), 1 (momentum, adagrad), 2 (adam).
+std::size_t optimizer_state_slots(optimizer_kind kind);
+
+/// Applies one update with learning rate `lr` (the caller may scale the configured rate).
+/// `step` is the 1-based count of updates applied so far including this one (Adam's bias
+/// correction). `grad` is the gradient of the loss to minimise.
+void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* param,
+                  const float* grad, float* state, std::size_t n);
+
+} // namespace actorps

@@ -1,0 +1,79 @@
+@0xcc423255aa6efcb0;
+# actorps wire format: every payload that crosses an actor boundary is one of these messages,
+# carried in CAF as a single immutable byte buffer (actors/wire.hpp). Float data is a `Data`
+# field of little-endian float32 that the receiver reads in place.
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("actorps::wire");
+
+enum Mode {
+  sync @0;    # the shard averages every live worker's gradient for a clock, then applies once
+  ssp @1;     # stale-synchronous: a pull for clock c waits until min clock >= c - staleness
+  async @2;   # pulls are answered at once
+}
+
+enum Optimizer {
+  sgd @0;
+  momentum @1;
+  adam @2;
+  adagrad @3;
+}
+
+# The model and how it is cut into blocks. Every role derives the same tensors, blocks and
+# block-to-shard assignment from this (actors/model_spec.hpp); nobody ships the table around.
+struct ModelSpec {
+  layers @0 :List(UInt32);     # MLP widths, input first: 784, 256, 128, 10
+  blockFloats @1 :UInt32;      # a tensor is cut into blocks of at most this many floats
+  numShards @2 :UInt32;
+}
+
+# Everything a shard needs to know about the run.
+struct TrainSpec {
+  model @0 :ModelSpec;
+  mode @1 :Mode;
+  staleness @2 :Int32;         # ssp bound s; ignored by sync and async
+  workers @3 :UInt32;
+  optimizer @4 :Optimizer;
+  learningRate @5 :Float32;
+  momentum @6 :Float32;
+  beta1 @7 :Float32;
+  beta2 @8 :Float32;
+  epsilon @9 :Float32;
+  seed @10 :UInt64;
+}
+
+# The values of one block: blockFloats or fewer little-endian float32.
+struct Block {
+  id @0 :UInt32;               # global block id, in model-spec order
+  values @1 :Data;
+}
+
+# A worker's gradient for one clock, restricted to the blocks of one shard.
+struct Push {
+  worker @0 :Int32;
+  clock @1 :Int64;             # the clock this gradient was computed at; the worker has then
+                               # finished clock + 1 clocks
+  shard @2 :Int32;
+  blocks @3 :List(Block);      # every block of the shard exactly once
+}
+
+# Parameters a shard serves: the reply to a pull, or a snapshot for the evaluator.
+struct ShardParameters {
+  enum Kind {
+    pull @0;
+    snapshot @1;
+  }
+  kind @0 :Kind;
+  shard @1 :Int32;
+  minClock @2 :Int64;          # min over live workers of finished clocks, when served
+  newestClock @3 :Int64;       # clock of the newest gradient these values include; -1: none
+  updates @4 :UInt64;          # optimizer updates applied to this shard so far
+  blocks @5 :List(Block);
+}
+
+# The chief's first message to a shard: the run and the shard's initial values.
+struct ShardInit {
+  spec @0 :TrainSpec;
+  shard @1 :Int32;
+  blocks @2 :List(Block);
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package actorps needs (idempotent) and builds it in build/ (Release).
+# Usage: scripts/setup.sh            (as root, or with sudo available)
+#        ACTORPS_SKIP_BUILD=1 scripts/setup.sh   install only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ cmake make pkg-config
+  libcaf-dev capnproto libcapnp-dev
+  libboost-program-options-dev doctest-dev
+  libopenblas-dev zlib1g-dev
+  dataset-fashion-mnist
+  python3
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
+else
+  echo "setup: all ${#packages[@]} packages present"
+fi
+
+if [ "${ACTORPS_SKIP_BUILD:-0}" != 1 ]; then
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j "$(nproc)"
+fi
