@@ -234,7 +234,8 @@ void on_train_report(self_ptr self, const train_report& r) {
                       .add("staleness", r.staleness)
                       .add("wall_s", st.elapsed()));
   auto global = st.global_clock();
-  if (st.cfg.eval_every > 0 && !st.eval_in_flight && !st.training_over && global >= st.next_eval) {
+  if (st.cfg.eval_every > 0 && !st.eval_in_flight && !st.training_over && global >= st.next_eval
+      && global < st.cfg.steps) {  // the final evaluation covers the last clock
     st.next_eval = (global / st.cfg.eval_every + 1) * st.cfg.eval_every;
     start_eval(self, global, false);
   }

@@ -1,0 +1,222 @@
+// The parameter shard: updates, the consistency rule enforced in its mailbox, and bad input.
+#include "tests/shard_fixture.hpp"
+
+#include "schema/actorps.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace actorps;
+using namespace actorps::test;
+
+namespace {
+
+errc code_of(const caf::error& err) { return static_cast<errc>(err.code()); }
+
+/// A hand-built push, for payloads no honest worker would send.
+wire_buffer craft_push(int32_t worker, int64_t clock, int32_t shard,
+                       const std::vector<std::pair<uint32_t, std::vector<float>>>& blocks) {
+  capnp::MallocMessageBuilder mb;
+  auto push = mb.initRoot<wire::Push>();
+  push.setWorker(worker);
+  push.setClock(clock);
+  push.setShard(shard);
+  auto list = push.initBlocks(static_cast<unsigned>(blocks.size()));
+  for (unsigned i = 0; i < blocks.size(); ++i) {
+    list[i].setId(blocks[i].first);
+    auto data = list[i].initValues(blocks[i].second.size() * sizeof(float));
+    std::memcpy(data.begin(), blocks[i].second.data(), data.size());
+  }
+  auto flat = capnp::messageToFlatArray(mb);
+  return wire_buffer::from_bytes(flat.begin(), flat.size() * sizeof(capnp::word));
+}
+
+/// Every block of the tiny layout filled with `value`, optionally with one block changed.
+std::vector<std::pair<uint32_t, std::vector<float>>> all_blocks(const block_layout& layout,
+                                                                float value) {
+  std::vector<std::pair<uint32_t, std::vector<float>>> out;
+  for (auto id : layout.shard_blocks(0))
+    out.push_back({id, std::vector<float>(layout.blocks()[id].size, value)});
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("async shard applies each push at once with lr / workers and answers immediately") {
+  shard_fixture f(tiny_spec(consistency::async, 2));
+  auto params = f.push_pull(f.push_of(0, 0, 2.0f));
+  REQUIRE(params);
+  for (std::size_t i = 0; i < params->size(); ++i)
+    CHECK((*params)[i] == doctest::Approx(f.initial[i] - 0.5f * 2.0f));  // lr 1 / 2 workers
+  auto stats = f.stats();
+  CHECK(stats.updates == 1);
+  CHECK(stats.pushes == 1);
+  CHECK(stats.pulls_held == 0);
+  CHECK(stats.max_staleness == 1);  // worker 0 asks for clock 1 while worker 1 is at 0
+}
+
+TEST_CASE("ssp with staleness 0 holds a pull until the slow worker's push arrives") {
+  shard_fixture f(tiny_spec(consistency::ssp, 2, 0));
+  auto& self = *f.self;
+  // Worker 0 finishes clock 0 and asks for clock 1; worker 1 is still at clock 0.
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));
+  auto stats = f.stats();  // handled after the push: the mailbox order is the proof
+  CHECK(stats.pulls_held == 1);
+  CHECK(stats.pulls_served == 0);
+  CHECK(self->mailbox().empty());  // no reply to worker 0 yet
+  // Worker 1's push raises min to 1: both pulls for clock 1 are now allowed.
+  auto w1 = f.push_pull(f.push_of(1, 0, 3.0f));
+  REQUIRE(w1);
+  bool released = false;
+  self->receive(
+    [&](const wire_buffer& reply) {
+      released = true;
+      auto msg = decode_shard_parameters(reply);
+      REQUIRE(msg);
+      CHECK(msg->min_clock == 1);
+      CHECK(msg->newest_clock == 0);
+      CHECK(msg->updates == 2);
+      auto params = f.parameters_of(reply);
+      for (std::size_t i = 0; i < params.size(); ++i)
+        CHECK(params[i] == doctest::Approx(f.initial[i] - 0.5f * 1.0f - 0.5f * 3.0f));
+    },
+    caf::after(timeout) >> [] {});
+  CHECK(released);
+  stats = f.stats();
+  CHECK(stats.pulls_served == 2);
+  CHECK(stats.max_staleness == 0);
+}
+
+TEST_CASE("ssp with staleness 2 lets a worker run two clocks ahead, not three") {
+  shard_fixture f(tiny_spec(consistency::ssp, 2, 2));
+  auto& self = *f.self;
+  for (int64_t c = 0; c < 2; ++c) REQUIRE(f.push_pull(f.push_of(0, c, 0.0f)));  // clocks 1, 2
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 2, 0.0f));  // asks for clock 3
+  CHECK(f.stats().pulls_held == 1);
+  CHECK(self->mailbox().empty());
+  REQUIRE(f.push_pull(f.push_of(1, 0, 0.0f)));  // min 1: clock 3 is within 2
+  bool released = false;
+  self->receive([&](const wire_buffer&) { released = true; }, caf::after(timeout) >> [] {});
+  CHECK(released);
+  CHECK(f.stats().max_staleness == 2);
+}
+
+TEST_CASE("sync shard averages the workers' gradients and applies once per clock") {
+  shard_fixture f(tiny_spec(consistency::sync, 2));
+  auto& self = *f.self;
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));
+  CHECK(f.stats().updates == 0);  // waits for worker 1
+  CHECK(self->mailbox().empty());
+  auto params = f.push_pull(f.push_of(1, 0, 3.0f));
+  REQUIRE(params);
+  for (std::size_t i = 0; i < params->size(); ++i)
+    CHECK((*params)[i] == doctest::Approx(f.initial[i] - 2.0f));  // lr 1 × mean(1, 3)
+  bool released = false;
+  self->receive([&](const wire_buffer& r) { released = f.parameters_of(r) == *params; },
+                caf::after(timeout) >> [] {});
+  CHECK(released);
+  CHECK(f.stats().updates == 1);
+}
+
+TEST_CASE("a worker that leaves no longer holds back the others") {
+  shard_fixture f(tiny_spec(consistency::sync, 2));
+  auto& self = *f.self;
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 4.0f));
+  CHECK(f.stats().pulls_held == 1);
+  self->send(f.shard, leave_atom::value, int32_t{1});
+  bool released = false;
+  self->receive(
+    [&](const wire_buffer& r) {
+      released = true;
+      auto params = f.parameters_of(r);
+      CHECK(params[0] == doctest::Approx(f.initial[0] - 4.0f));  // mean over the one live worker
+    },
+    caf::after(timeout) >> [] {});
+  CHECK(released);
+  auto rejected = f.push_pull(f.push_of(1, 0, 1.0f));
+  REQUIRE_FALSE(rejected);
+  CHECK(code_of(rejected.error()) == errc::unknown_worker);
+}
+
+TEST_CASE("a shard drops bad pushes, counts them and keeps its state") {
+  shard_fixture f(tiny_spec(consistency::async, 2));
+  auto before = f.snapshot();
+  auto good = f.push_of(0, 0, 1.0f);
+  auto blocks = all_blocks(f.layout, 1.0f);
+
+  struct bad_case {
+    const char* name;
+    wire_buffer payload;
+    errc expected;
+  };
+  auto truncated = wire_buffer::from_bytes(good.bytes(), good.size_bytes() / 2);
+  std::vector<uint8_t> garbage(256);
+  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = uint8_t(i * 37 + 11);
+  auto unknown_block = blocks;
+  unknown_block[0].first = 99;
+  auto wrong_count = blocks;
+  wrong_count[1].second.pop_back();
+  auto duplicate = blocks;
+  duplicate[1] = duplicate[0];
+  auto nan = blocks;
+  nan[2].second[1] = std::numeric_limits<float>::quiet_NaN();
+  auto inf = blocks;
+  inf[3].second[0] = -std::numeric_limits<float>::infinity();
+  auto missing = blocks;
+  missing.pop_back();
+
+  std::vector<bad_case> cases{
+    {"empty", wire_buffer{}, errc::malformed_message},
+    {"truncated", truncated, errc::malformed_message},
+    {"garbage", wire_buffer::from_bytes(garbage.data(), garbage.size()), errc::malformed_message},
+    {"unknown block", craft_push(0, 0, 0, unknown_block), errc::unknown_block},
+    {"wrong element count", craft_push(0, 0, 0, wrong_count), errc::wrong_element_count},
+    {"duplicate block", craft_push(0, 0, 0, duplicate), errc::missing_block},
+    {"missing block", craft_push(0, 0, 0, missing), errc::missing_block},
+    {"NaN", craft_push(0, 0, 0, nan), errc::non_finite_value},
+    {"infinity", craft_push(0, 0, 0, inf), errc::non_finite_value},
+    {"clock from the future", craft_push(0, 5, 0, blocks), errc::future_clock},
+    {"unknown worker", craft_push(7, 0, 0, blocks), errc::unknown_worker},
+    {"negative worker", craft_push(-1, 0, 0, blocks), errc::unknown_worker},
+    {"other shard", craft_push(0, 0, 3, blocks), errc::wrong_shard},
+  };
+  uint64_t dropped = 0;
+  for (auto& c : cases) {
+    CAPTURE(c.name);
+    auto result = f.push_pull(c.payload);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().category() == error_category);
+    CHECK(code_of(result.error()) == c.expected);
+    CHECK(f.stats().dropped == ++dropped);
+    CHECK(f.snapshot() == before);
+  }
+  auto stats = f.stats();
+  CHECK(stats.updates == 0);
+  CHECK(stats.pushes == 0);
+  // The shard still serves, and worker 0 is still expected at clock 0.
+  REQUIRE(f.push_pull(good));
+  auto stale = f.push_pull(good);
+  REQUIRE_FALSE(stale);
+  CHECK(code_of(stale.error()) == errc::stale_clock);
+  CHECK(f.stats().dropped == dropped + 1);
+  CHECK(f.stats().updates == 1);
+}
+
+TEST_CASE("a shard refuses to serve before init and rejects a malformed init") {
+  actor_fixture f;
+  auto shard = spawn_ps_shard(*f.sys, 0);
+  caf::error err;
+  (*f.self)->request(shard, timeout, pull_atom::value, int32_t{0}, int64_t{0})
+    .receive([](const wire_buffer&) {}, [&](caf::error& e) { err = e; });
+  CHECK(code_of(err) == errc::not_initialized);
+  std::vector<uint8_t> junk(64, 0xff);
+  (*f.self)->request(shard, timeout, init_atom::value, wire_buffer::from_bytes(junk.data(), junk.size()))
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+  CHECK(code_of(err) == errc::malformed_message);
+  (*f.self)->send_exit(shard, caf::exit_reason::user_shutdown);
+}

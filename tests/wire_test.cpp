@@ -1,0 +1,155 @@
+// The wire format: encoders, zero-copy decoders, malformed input, and the bulk (de)serialiser
+// that carries a wire_buffer across processes.
+#include "actors/messages.hpp"
+
+#include <caf/all.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+using namespace actorps;
+
+namespace {
+
+train_spec small_spec() {
+  train_spec spec;
+  spec.layers = {5, 7, 3};
+  spec.block_floats = 8;
+  spec.shards = 3;
+  spec.workers = 4;
+  spec.mode = consistency::ssp;
+  spec.staleness = 3;
+  spec.optimizer.kind = optimizer_kind::adam;
+  spec.optimizer.learning_rate = 0.002f;
+  spec.seed = 99;
+  return spec;
+}
+
+std::vector<float> iota_floats(std::size_t n, float start) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("a push round-trips and its decoded blocks point into the buffer") {
+  auto spec = small_spec();
+  block_layout layout(spec);
+  auto grad = iota_floats(layout.total_floats(), 0.5f);
+  for (int32_t s = 0; s < spec.shards; ++s) {
+    auto buf = encode_push(2, 17, s, layout, grad.data());
+    CHECK(buf.size_bytes() % 8 == 0);
+    auto push = decode_push(buf);
+    REQUIRE(push);
+    CHECK(push->worker == 2);
+    CHECK(push->clock == 17);
+    CHECK(push->shard == s);
+    REQUIRE(push->blocks.size() == layout.shard_blocks(s).size());
+    for (std::size_t i = 0; i < push->blocks.size(); ++i) {
+      const auto& view = push->blocks[i];
+      const auto& info = layout.blocks()[layout.shard_blocks(s)[i]];
+      CHECK(view.id == info.id);
+      REQUIRE(view.count == info.size);
+      auto* begin = reinterpret_cast<const uint8_t*>(view.values);
+      CHECK(begin >= buf.bytes());  // zero copy: inside the received buffer
+      CHECK(begin + view.count * 4 <= buf.bytes() + buf.size_bytes());
+      for (std::size_t k = 0; k < view.count; ++k) CHECK(view.values[k] == grad[info.offset + k]);
+    }
+  }
+}
+
+TEST_CASE("a push carries little more than its floats") {
+  train_spec spec;  // the default model, two shards
+  block_layout layout(spec);
+  std::vector<float> grad(layout.total_floats(), 1.0f);
+  std::size_t total = 0;
+  for (int s = 0; s < spec.shards; ++s) total += encode_push(0, 0, s, layout, grad.data()).size_bytes();
+  auto floats = layout.total_floats() * sizeof(float);
+  CHECK(total >= floats);
+  CHECK(total < floats + floats / 100);  // < 1 % envelope
+}
+
+TEST_CASE("shard parameters and init round-trip through scatter and the spec") {
+  auto spec = small_spec();
+  block_layout layout(spec);
+  auto flat = iota_floats(layout.total_floats(), -3.0f);
+  std::vector<float> rebuilt(layout.total_floats(), 0.0f);
+  for (int32_t s = 0; s < spec.shards; ++s) {
+    std::vector<float> part(layout.shard_floats(s));
+    layout.gather(s, flat.data(), part.data());
+    auto buf = encode_shard_parameters(parameters_kind::snapshot, s, 4, 9, 123, layout, part.data());
+    auto view = scatter_shard_parameters(buf, layout, rebuilt.data());
+    REQUIRE(view);
+    CHECK(view->kind == parameters_kind::snapshot);
+    CHECK(view->min_clock == 4);
+    CHECK(view->newest_clock == 9);
+    CHECK(view->updates == 123);
+
+    auto init = decode_shard_init(encode_shard_init(spec, s, layout, part.data()));
+    REQUIRE(init);
+    CHECK(init->shard == s);
+    CHECK(init->spec.layers == spec.layers);
+    CHECK(init->spec.block_floats == spec.block_floats);
+    CHECK(init->spec.shards == spec.shards);
+    CHECK(init->spec.workers == spec.workers);
+    CHECK(init->spec.mode == spec.mode);
+    CHECK(init->spec.staleness == spec.staleness);
+    CHECK(init->spec.optimizer.kind == spec.optimizer.kind);
+    CHECK(init->spec.optimizer.learning_rate == spec.optimizer.learning_rate);
+    CHECK(init->spec.seed == spec.seed);
+  }
+  CHECK(rebuilt == flat);
+}
+
+TEST_CASE("decoders turn truncated, padded and garbage payloads into malformed_message") {
+  auto spec = small_spec();
+  block_layout layout(spec);
+  std::vector<float> grad(layout.total_floats(), 2.0f);
+  auto good = encode_push(0, 0, 0, layout, grad.data());
+  for (std::size_t cut : {std::size_t{0}, std::size_t{8}, good.size_bytes() / 2, good.size_bytes() - 8}) {
+    CAPTURE(cut);
+    auto bad = decode_push(wire_buffer::from_bytes(good.bytes(), cut));
+    REQUIRE_FALSE(bad);
+    CHECK(static_cast<errc>(bad.error().code()) == errc::malformed_message);
+  }
+  std::vector<uint8_t> padded(good.bytes(), good.bytes() + good.size_bytes());
+  padded.resize(padded.size() + 64, 0);
+  CHECK_FALSE(decode_push(wire_buffer::from_bytes(padded.data(), padded.size())));
+  std::vector<uint8_t> garbage(512, 0xab);
+  CHECK_FALSE(decode_shard_parameters(wire_buffer::from_bytes(garbage.data(), garbage.size())));
+  CHECK_FALSE(decode_shard_init(wire_buffer::from_bytes(garbage.data(), garbage.size())));
+}
+
+TEST_CASE("wire_buffer crosses CAF's serializer as one bulk byte copy") {
+  caf::actor_system_config cfg;
+  register_message_types(cfg);
+  caf::actor_system sys{cfg};
+  auto spec = small_spec();
+  block_layout layout(spec);
+  auto grad = iota_floats(layout.total_floats(), 1.0f);
+  auto original = encode_push(1, 2, 0, layout, grad.data());
+
+  std::vector<char> bytes;
+  caf::binary_serializer sink{sys, bytes};
+  REQUIRE_FALSE(sink(original));
+  // A sequence length plus the payload itself: no per-element framing.
+  CHECK(bytes.size() <= original.size_bytes() + 10);
+
+  wire_buffer copy;
+  caf::binary_deserializer source{sys, bytes};
+  REQUIRE_FALSE(source(copy));
+  REQUIRE(copy.size_bytes() == original.size_bytes());
+  CHECK(std::equal(copy.bytes(), copy.bytes() + copy.size_bytes(), original.bytes()));
+
+  // A length that is not a whole number of words is refused, not trusted.
+  std::vector<char> odd;
+  caf::binary_serializer odd_sink{sys, odd};
+  std::string seven = "1234567";
+  REQUIRE_FALSE(odd_sink(seven));
+  wire_buffer refused;
+  caf::binary_deserializer odd_source{sys, odd};
+  CHECK(odd_source(refused));
+}
