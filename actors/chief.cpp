@@ -330,6 +330,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
                           .add("model", to_string(spec.layers))
                           .add("optimizer", to_string(spec.optimizer.kind))
                           .add("learning_rate", double(spec.optimizer.learning_rate))
+                          .add("lr_schedule", to_string(spec.schedule))
                           .add("batch", st.cfg.batch)
                           .add("clocks", st.cfg.steps)
                           .add("seed", static_cast<int64_t>(spec.seed)));

@@ -6,6 +6,7 @@
 // lower shard index). A shard stores its blocks contiguously in block-id order.
 #pragma once
 
+#include "kernels/lr_schedule.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <cstddef>
@@ -34,6 +35,8 @@ struct train_spec {
   consistency mode = consistency::ssp;
   int staleness = 2;
   optimizer_config optimizer;
+  lr_schedule schedule = lr_schedule::cosine;
+  int64_t total_clocks = 0;  ///< clocks per worker in the run; schedules decay over them
   uint64_t seed = 1;
 
   /// The staleness bound enforced at the shards: s for ssp, 0 for sync, -1 (none) for async.

@@ -169,12 +169,18 @@ void apply_block(ps_shard_state& st, const block_info& b, const float* grad, flo
                st.opt_state.data() + st.slots * b.shard_offset, b.size);
 }
 
+/// The configured rate at global clock `clock`, after the run's schedule.
+float rate_at(const ps_shard_state& st, int64_t clock) {
+  return scheduled_learning_rate(st.spec.schedule, st.spec.optimizer.learning_rate, clock,
+                                 st.spec.total_clocks);
+}
+
 std::size_t live_workers(const ps_shard_state& st) {
   return static_cast<std::size_t>(std::count(st.live.begin(), st.live.end(), true));
 }
 
-/// Sync mode: once every live worker has pushed, applies the mean gradient once.
-void maybe_apply_sync(ps_shard_state& st) {
+/// Sync mode: once every live worker has pushed clock `clock`, applies their mean gradient once.
+void maybe_apply_sync(ps_shard_state& st, int64_t clock) {
   auto live = live_workers(st);
   if (live == 0) return;
   for (std::size_t w = 0; w < st.live.size(); ++w)
@@ -196,7 +202,7 @@ void maybe_apply_sync(ps_shard_state& st) {
   ++st.stats.updates;
   for (auto id : st.layout->shard_blocks(st.shard)) {
     const auto& b = st.layout->blocks()[id];
-    apply_block(st, b, sum.data() + b.shard_offset, st.spec.optimizer.learning_rate);
+    apply_block(st, b, sum.data() + b.shard_offset, rate_at(st, clock));
   }
   std::fill(st.sync_pushed.begin(), st.sync_pushed.end(), false);
 }
@@ -210,14 +216,14 @@ void accept_push(ps_shard_state& st, const push_view& push) {
     st.sync_pushed[push.worker] = true;
   } else {
     ++st.stats.updates;
-    auto lr = st.spec.optimizer.learning_rate / static_cast<float>(live_workers(st));
+    auto lr = rate_at(st, st.min_clock) / static_cast<float>(live_workers(st));
     for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
   }
   ++st.stats.pushes;
   st.clocks[push.worker] = push.clock + 1;
   st.newest_clock = std::max(st.newest_clock, push.clock);
   recompute_min(st);
-  if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
+  if (st.spec.mode == consistency::sync) maybe_apply_sync(st, push.clock);
 }
 
 caf::result<caf::ok_atom> initialize(self_ptr self, const wire_buffer& buf) {
@@ -326,7 +332,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
       });
       st.held.erase(keep, st.held.end());
       recompute_min(st);
-      if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
+      if (st.spec.mode == consistency::sync) maybe_apply_sync(st, st.min_clock - 1);  // the clock still pending
       release_held(st);
     },
   };

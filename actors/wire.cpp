@@ -93,6 +93,8 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   out.setBeta2(spec.optimizer.beta2);
   out.setEpsilon(spec.optimizer.epsilon);
   out.setSeed(spec.seed);
+  out.setLrSchedule(static_cast<wire::LrSchedule>(spec.schedule));
+  out.setTotalClocks(spec.total_clocks);
 }
 
 caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
@@ -109,8 +111,9 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   spec.workers = static_cast<int>(in.getWorkers());
   auto mode = static_cast<unsigned>(in.getMode());
   auto opt = static_cast<unsigned>(in.getOptimizer());
+  auto schedule = static_cast<unsigned>(in.getLrSchedule());
   if (spec.block_floats == 0 || spec.shards <= 0 || spec.workers <= 0 || mode > 2 || opt > 3
-      || in.getStaleness() < 0 || !(in.getLearningRate() > 0) || !std::isfinite(in.getLearningRate()))
+      || schedule > 2 || in.getTotalClocks() < 0 || in.getStaleness() < 0 || !(in.getLearningRate() > 0) || !std::isfinite(in.getLearningRate()))
     return make_error(errc::invalid_spec, "out-of-range field in TrainSpec");
   spec.mode = static_cast<consistency>(mode);
   spec.staleness = in.getStaleness();
@@ -121,6 +124,8 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   spec.optimizer.beta2 = in.getBeta2();
   spec.optimizer.epsilon = in.getEpsilon();
   spec.seed = in.getSeed();
+  spec.schedule = static_cast<lr_schedule>(schedule);
+  spec.total_clocks = in.getTotalClocks();
   return spec;
 }
 

@@ -26,7 +26,7 @@ struct raw_options {
   int ps = 2, workers = 2, batch = 64, threads = 0, staleness = 2;
   std::string model = "784-256-128-10", dataset = "fashion-mnist",
               data_dir = default_fashion_mnist_dir, optimizer = "momentum", mode = "ssp",
-              metrics;
+              lr_schedule = "cosine", metrics;
   double epochs = 5, lr = 0, momentum = 0.9, request_timeout = 120;
   int64_t steps = 0, eval_every = 100, synthetic_rows = 8192, synthetic_test_rows = 2048;
   uint64_t seed = 1;
@@ -61,6 +61,9 @@ po::options_description describe_options(raw_options& o) {
     ("lr", po::value(&o.lr)->default_value(o.lr),
      "learning rate; 0 picks the optimizer's default (sgd 0.1, momentum 0.05, adam 0.001, "
      "adagrad 0.05). ssp/async apply each push with lr / workers")
+    ("lr-schedule", po::value(&o.lr_schedule)->default_value(o.lr_schedule),
+     "constant | cosine | linear: decay from --lr to 5 % of it over the run, evaluated at the "
+     "shards from the global clock")
     ("momentum", po::value(&o.momentum)->default_value(o.momentum), "momentum coefficient")
     ("mode", po::value(&o.mode)->default_value(o.mode),
      "consistency: sync (average all workers, apply once per clock) | ssp (stale-synchronous, "
@@ -131,6 +134,8 @@ simulation_options build(const raw_options& o) {
           "must be at least two positive widths joined by '-', e.g. 784-256-128-10");
   auto mode = parse_consistency(o.mode);
   require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");
+  auto schedule = parse_lr_schedule(o.lr_schedule);
+  require(schedule.has_value(), "lr-schedule", o.lr_schedule, "must be constant, cosine or linear");
   auto opt = parse_optimizer_kind(o.optimizer);
   require(opt.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
 
@@ -145,6 +150,7 @@ simulation_options build(const raw_options& o) {
   c.spec.optimizer.kind = *opt;
   c.spec.optimizer.learning_rate = o.lr > 0 ? float(o.lr) : default_learning_rate(*opt);
   c.spec.optimizer.momentum = float(o.momentum);
+  c.spec.schedule = *schedule;
   c.spec.seed = o.seed;
   c.batch = o.batch;
   c.eval_every = o.eval_every;
@@ -183,6 +189,7 @@ simulation_options build(const raw_options& o) {
   auto per_epoch = shard_rows / o.batch;
   c.steps = o.steps > 0 ? o.steps
                         : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
+  c.spec.total_clocks = c.steps;
   return sim;
 }
 

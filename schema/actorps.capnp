@@ -40,6 +40,14 @@ struct TrainSpec {
   beta2 @8 :Float32;
   epsilon @9 :Float32;
   seed @10 :UInt64;
+  lrSchedule @11 :LrSchedule;
+  totalClocks @12 :Int64;      # clocks per worker; the schedules decay over them
+}
+
+enum LrSchedule {
+  constant @0;
+  cosine @1;
+  linear @2;
 }
 
 # The values of one block: blockFloats or fewer little-endian float32.

@@ -1,0 +1,113 @@
+// The CPU backend: OpenBLAS sgemm on the calling thread, plain loops over kernels/math.hpp for
+// everything else. "Device" memory is 64-byte aligned host memory.
+#include "kernels/backend.hpp"
+#include "kernels/math.hpp"
+
+#include <cblas.h>
+
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+
+namespace actorps {
+namespace {
+
+constexpr std::align_val_t buffer_alignment{64};
+
+class cpu_backend final : public backend {
+public:
+  std::string name() const override { return "cpu"; }
+
+  void* allocate(std::size_t bytes) override { return ::operator new(bytes, buffer_alignment); }
+
+  void deallocate(void* ptr) noexcept override { ::operator delete(ptr, buffer_alignment); }
+
+  void copy_to_device(void* dst, const void* host_src, std::size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, host_src, bytes);
+  }
+
+  void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0) std::memcpy(host_dst, src, bytes);
+  }
+
+  void synchronize() override {}
+
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            int lda, const float* b, int ldb, float beta, float* c, int ldc) override {
+    if (m < 0 || n < 0 || k < 0) throw std::invalid_argument("gemm: negative dimension");
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+      // Nothing to multiply; BLAS would reject lda = 0, so scale c here (beta = 0 overwrites).
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          float& cij = c[static_cast<std::size_t>(i) * ldc + j];
+          cij = beta == 0.0f ? 0.0f : beta * cij;
+        }
+      }
+      return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
+  }
+
+  void bias_activation_forward(float* z, const float* bias, int rows, int cols,
+                               activation act) override {
+    for (int i = 0; i < rows; ++i) {
+      float* row = z + static_cast<std::size_t>(i) * cols;
+      if (act == activation::relu) {
+        for (int j = 0; j < cols; ++j) row[j] = math::relu(row[j] + bias[j]);
+      } else {
+        for (int j = 0; j < cols; ++j) row[j] += bias[j];
+      }
+    }
+  }
+
+  void activation_backward(float* dz, const float* out, std::size_t n,
+                           activation act) override {
+    if (act == activation::identity) return;
+    for (std::size_t i = 0; i < n; ++i) dz[i] *= math::relu_derivative(out[i]);
+  }
+
+  void bias_backward(float* db, const float* dz, int rows, int cols) override {
+    // dz is (rows, cols); walk it row by row so the inner loop is contiguous.
+    for (int j = 0; j < cols; ++j) db[j] = 0.0f;
+    for (int i = 0; i < rows; ++i) {
+      const float* row = dz + static_cast<std::size_t>(i) * cols;
+      for (int j = 0; j < cols; ++j) db[j] += row[j];
+    }
+  }
+
+  loss_stats softmax_cross_entropy(const float* logits, const int32_t* labels, int rows,
+                                   int cols, float* dlogits, float grad_scale) override {
+    loss_stats stats;
+    stats.rows = rows;
+    for (int i = 0; i < rows; ++i) {
+      if (labels[i] < 0 || labels[i] >= cols) {
+        throw std::invalid_argument("softmax_cross_entropy: label " + std::to_string(labels[i]) +
+                                    " of row " + std::to_string(i) + " is not in [0, " +
+                                    std::to_string(cols) + ")");
+      }
+      const std::size_t offset = static_cast<std::size_t>(i) * cols;
+      bool correct = false;
+      stats.loss_sum += math::softmax_cross_entropy_row(
+          logits + offset, cols, labels[i], dlogits ? dlogits + offset : nullptr, grad_scale,
+          &correct);
+      stats.correct += correct ? 1 : 0;
+    }
+    return stats;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<backend> make_cpu_backend() {
+  // Each compute actor is one thread running its own backend; OpenBLAS must not start a
+  // thread pool of its own on top of that.
+  static std::once_flag blas_threads_set;
+  std::call_once(blas_threads_set, [] { openblas_set_num_threads(1); });
+  return std::make_unique<cpu_backend>();
+}
+
+} // namespace actorps

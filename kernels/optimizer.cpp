@@ -1,0 +1,73 @@
+// The optimizers' loops over a block; the per-element formulas are in kernels/math.hpp.
+#include "kernels/optimizer.hpp"
+#include "kernels/math.hpp"
+
+#include <stdexcept>
+
+namespace actorps {
+
+std::optional<optimizer_kind> parse_optimizer_kind(const std::string& name) {
+  if (name == "sgd") return optimizer_kind::sgd;
+  if (name == "momentum") return optimizer_kind::momentum;
+  if (name == "adam") return optimizer_kind::adam;
+  if (name == "adagrad") return optimizer_kind::adagrad;
+  return std::nullopt;
+}
+
+const char* to_string(optimizer_kind kind) {
+  switch (kind) {
+    case optimizer_kind::sgd: return "sgd";
+    case optimizer_kind::momentum: return "momentum";
+    case optimizer_kind::adam: return "adam";
+    case optimizer_kind::adagrad: return "adagrad";
+  }
+  return "unknown";
+}
+
+std::size_t optimizer_state_slots(optimizer_kind kind) {
+  switch (kind) {
+    case optimizer_kind::sgd: return 0;
+    case optimizer_kind::momentum: return 1;
+    case optimizer_kind::adam: return 2;
+    case optimizer_kind::adagrad: return 1;
+  }
+  throw std::invalid_argument("optimizer_state_slots: unknown optimizer kind");
+}
+
+void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* param,
+                  const float* grad, float* state, std::size_t n) {
+  switch (cfg.kind) {
+    case optimizer_kind::sgd:
+      for (std::size_t i = 0; i < n; ++i) math::sgd_step(param[i], grad[i], lr);
+      return;
+    case optimizer_kind::momentum:
+      for (std::size_t i = 0; i < n; ++i) {
+        math::momentum_step(param[i], state[i], grad[i], lr, cfg.momentum);
+      }
+      return;
+    case optimizer_kind::adam: {
+      if (step < 1) {
+        throw std::invalid_argument("apply_update: adam needs a 1-based step, got " +
+                                    std::to_string(step));
+      }
+      const float correction1 = math::adam_bias_correction(cfg.beta1, step);
+      const float correction2 = math::adam_bias_correction(cfg.beta2, step);
+      // state holds m (slot 0) then v (slot 1), n floats each.
+      float* m = state;
+      float* v = state + n;
+      for (std::size_t i = 0; i < n; ++i) {
+        math::adam_step(param[i], m[i], v[i], grad[i], lr, cfg.beta1, cfg.beta2, cfg.epsilon,
+                        correction1, correction2);
+      }
+      return;
+    }
+    case optimizer_kind::adagrad:
+      for (std::size_t i = 0; i < n; ++i) {
+        math::adagrad_step(param[i], state[i], grad[i], lr, cfg.epsilon);
+      }
+      return;
+  }
+  throw std::invalid_argument("apply_update: unknown optimizer kind");
+}
+
+} // namespace actorps

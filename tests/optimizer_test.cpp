@@ -1,0 +1,136 @@
+// The optimizers against values worked out by hand for a few steps on a few elements.
+#include "kernels/optimizer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace actorps {
+namespace {
+
+/// Relative tolerance only (scale 0): float rounding over a few steps, nothing looser.
+doctest::Approx near(double expected) { return doctest::Approx(expected).epsilon(2e-6).scale(0); }
+
+/// A config whose own learning rate is absurd, so the tests prove `lr` is the one used.
+optimizer_config config_for(optimizer_kind kind) {
+  optimizer_config cfg;
+  cfg.kind = kind;
+  cfg.learning_rate = 999.0f;
+  return cfg;
+}
+
+} // namespace
+
+TEST_CASE("optimizer names round-trip and unknown names are rejected") {
+  for (auto kind : {optimizer_kind::sgd, optimizer_kind::momentum, optimizer_kind::adam,
+                    optimizer_kind::adagrad}) {
+    const auto parsed = parse_optimizer_kind(to_string(kind));
+    REQUIRE(parsed.has_value());
+    CHECK(*parsed == kind);
+  }
+  CHECK(std::string(to_string(optimizer_kind::adagrad)) == "adagrad");
+  CHECK_FALSE(parse_optimizer_kind("rmsprop").has_value());
+  CHECK_FALSE(parse_optimizer_kind("").has_value());
+  CHECK_FALSE(parse_optimizer_kind("Adam").has_value());  // names are lower-case, exact
+}
+
+TEST_CASE("optimizer state slots") {
+  CHECK(optimizer_state_slots(optimizer_kind::sgd) == 0);
+  CHECK(optimizer_state_slots(optimizer_kind::momentum) == 1);
+  CHECK(optimizer_state_slots(optimizer_kind::adam) == 2);
+  CHECK(optimizer_state_slots(optimizer_kind::adagrad) == 1);
+}
+
+TEST_CASE("sgd: p -= lr g") {
+  const auto cfg = config_for(optimizer_kind::sgd);
+  std::vector<float> p = {1.0f, -2.0f, 0.5f};
+  const std::vector<float> g1 = {0.5f, 0.25f, -1.0f}, g2 = {-0.5f, 1.0f, 2.0f};
+  apply_update(cfg, 0.1f, 1, p.data(), g1.data(), nullptr, p.size());
+  CHECK(p[0] == near(0.95));
+  CHECK(p[1] == near(-2.025));
+  CHECK(p[2] == near(0.6));
+  apply_update(cfg, 0.1f, 2, p.data(), g2.data(), nullptr, p.size());
+  CHECK(p[0] == near(1.0));
+  CHECK(p[1] == near(-2.125));
+  CHECK(p[2] == near(0.4));
+}
+
+TEST_CASE("momentum: v = mu v + g, then p -= lr v") {
+  auto cfg = config_for(optimizer_kind::momentum);
+  cfg.momentum = 0.9f;
+  std::vector<float> p = {1.0f, -2.0f};
+  std::vector<float> v(2, 0.0f);
+  const std::vector<std::vector<float>> grads = {{0.5f, -0.25f}, {0.5f, 0.5f}, {-1.0f, 0.0f}};
+  // element 0: v 0.5, 0.95, -0.145;   p 0.95, 0.855, 0.8695
+  // element 1: v -0.25, 0.275, 0.2475; p -1.975, -2.0025, -2.02725
+  const double v_expected[3][2] = {{0.5, -0.25}, {0.95, 0.275}, {-0.145, 0.2475}};
+  const double p_expected[3][2] = {{0.95, -1.975}, {0.855, -2.0025}, {0.8695, -2.02725}};
+  for (int step = 1; step <= 3; ++step) {
+    CAPTURE(step);
+    apply_update(cfg, 0.1f, step, p.data(), grads[step - 1].data(), v.data(), p.size());
+    for (int i = 0; i < 2; ++i) {
+      CHECK(v[i] == near(v_expected[step - 1][i]));
+      CHECK(p[i] == near(p_expected[step - 1][i]));
+    }
+  }
+}
+
+TEST_CASE("adam with bias correction, state m (slot 0) then v (slot 1)") {
+  auto cfg = config_for(optimizer_kind::adam);
+  cfg.beta1 = 0.9f;
+  cfg.beta2 = 0.999f;
+  cfg.epsilon = 1e-8f;
+  std::vector<float> p = {1.0f, -2.0f};
+  std::vector<float> state(4, 0.0f);  // m0 m1 v0 v1
+  const std::vector<std::vector<float>> grads = {{0.5f, -0.1f}, {-0.25f, -0.1f}, {0.5f, 0.3f}};
+  // Step 1: m = 0.1 g, v = 0.001 g², m̂ = g, v̂ = g² → p -= 0.1 · sign(g).
+  // Step 2, element 0: m = 0.045 − 0.025 = 0.02, v = 0.00024975 + 0.0000625 = 0.00031225,
+  //   m̂ = 0.02 / 0.19, v̂ = 0.00031225 / 0.001999 → p = 0.9 − 0.1 · 0.10526 / 0.39523.
+  // Element 1 sees a constant gradient, so every step moves it by exactly lr.
+  const double p_expected[3][2] = {
+      {0.9, -1.9}, {0.873366299, -1.8}, {0.815418232, -1.82485004}};
+  const double m_expected[3][2] = {{0.05, -0.01}, {0.02, -0.019}, {0.068, 0.0129}};
+  const double v_expected[3][2] = {
+      {0.00025, 1e-05}, {0.00031225, 1.999e-05}, {0.00056193775, 0.00010997001}};
+  for (int step = 1; step <= 3; ++step) {
+    CAPTURE(step);
+    apply_update(cfg, 0.1f, step, p.data(), grads[step - 1].data(), state.data(), p.size());
+    for (int i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      CHECK(p[i] == near(p_expected[step - 1][i]));
+      CHECK(state[i] == near(m_expected[step - 1][i]));
+      // 1 − 0.999f is 0.000999987 in float, so v sits ~1.3e-5 (relative) below the decimals.
+      CHECK(state[2 + i] == doctest::Approx(v_expected[step - 1][i]).epsilon(3e-5).scale(0));
+    }
+  }
+}
+
+TEST_CASE("adam rejects step 0 (bias correction would divide by zero)") {
+  const auto cfg = config_for(optimizer_kind::adam);
+  float p = 1.0f, g = 1.0f;
+  float state[2] = {0.0f, 0.0f};
+  CHECK_THROWS_AS(apply_update(cfg, 0.1f, 0, &p, &g, state, 1), std::invalid_argument);
+}
+
+TEST_CASE("adagrad: acc += g squared, then p -= lr g / (sqrt(acc) + eps)") {
+  auto cfg = config_for(optimizer_kind::adagrad);
+  cfg.epsilon = 0.1f;  // large enough to matter in the expected values
+  std::vector<float> p = {1.0f, 3.0f};
+  std::vector<float> acc(2, 0.0f);
+  const std::vector<std::vector<float>> grads = {{0.5f, -2.0f}, {0.5f, 1.0f}};
+  // element 0: acc 0.25 → p = 1 − 0.05/0.6;  acc 0.5 → p −= 0.05/(0.70711 + 0.1)
+  // element 1: acc 4 → p = 3 + 0.2/2.1;      acc 5 → p −= 0.1/(2.23607 + 0.1)
+  const double acc_expected[2][2] = {{0.25, 4.0}, {0.5, 5.0}};
+  const double p_expected[2][2] = {{0.916666667, 3.0952381}, {0.854716995, 3.05243112}};
+  for (int step = 1; step <= 2; ++step) {
+    CAPTURE(step);
+    apply_update(cfg, 0.1f, step, p.data(), grads[step - 1].data(), acc.data(), p.size());
+    for (int i = 0; i < 2; ++i) {
+      CHECK(acc[i] == near(acc_expected[step - 1][i]));
+      CHECK(p[i] == near(p_expected[step - 1][i]));
+    }
+  }
+}
+
+} // namespace actorps
