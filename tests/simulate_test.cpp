@@ -1,0 +1,143 @@
+// The single-process cluster end to end on synthetic data: sync mode is exact, the staleness
+// bound holds under a straggler, and the summary reports what happened.
+#include "actors/simulation.hpp"
+#include "kernels/mlp.hpp"
+#include "kernels/parameter_init.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace actorps;
+
+namespace {
+
+simulation_options synthetic_run(consistency mode, int workers, int shards, int64_t steps,
+                                 int staleness = 0) {
+  simulation_options opts;
+  auto& c = opts.chief;
+  c.spec.layers = {32, 24, 10};
+  c.spec.block_floats = 100;
+  c.spec.shards = shards;
+  c.spec.workers = workers;
+  c.spec.mode = mode;
+  c.spec.staleness = staleness;
+  c.spec.optimizer.kind = optimizer_kind::momentum;
+  c.spec.optimizer.learning_rate = 0.05f;
+  c.spec.schedule = lr_schedule::cosine;
+  c.spec.total_clocks = steps;
+  c.spec.seed = 7;
+  c.batch = 16;
+  c.steps = steps;
+  c.eval_every = 10;
+  c.progress = false;
+  c.train = std::make_shared<dataset>(make_synthetic(2048, 32, 7, true));
+  c.test = std::make_shared<dataset>(make_synthetic(512, 32, 7, false));
+  opts.scheduler_threads = 2;
+  return opts;
+}
+
+std::vector<float> final_parameters(const run_summary& summary, const train_spec& spec) {
+  block_layout layout(spec);
+  std::vector<float> flat(layout.total_floats(), std::nanf(""));
+  for (const auto& snap : summary.final_parameters) {
+    auto ok = scatter_shard_parameters(snap, layout, flat.data());
+    REQUIRE(ok);
+  }
+  return flat;
+}
+
+} // namespace
+
+TEST_CASE("sync mode equals a plain loop applying the mean of the workers' gradients") {
+  constexpr int workers = 3;
+  constexpr int64_t clocks = 25;
+  auto opts = synthetic_run(consistency::sync, workers, 2, clocks);
+  auto spec = opts.chief.spec;
+  auto train = opts.chief.train;
+  auto batch = opts.chief.batch;
+  auto result = simulate(opts);
+  REQUIRE(result);
+  auto got = final_parameters(*result, spec);
+
+  // The reference: one process, no actors, the same minibatches and the same update rule.
+  auto be = make_cpu_backend();
+  mlp model(*be, spec.layers, batch);
+  auto params = initial_parameters(spec.layers, spec.seed);
+  std::vector<float> state(optimizer_state_slots(spec.optimizer.kind) * params.size(), 0.0f);
+  std::vector<std::vector<float>> grads(workers, std::vector<float>(params.size()));
+  std::vector<float> mean(params.size()), x(std::size_t(batch) * spec.layers[0]);
+  std::vector<int32_t> y(batch);
+  std::vector<data_shard> shards;
+  for (int w = 0; w < workers; ++w) shards.emplace_back(train, w, workers, batch, spec.seed);
+  for (int64_t c = 0; c < clocks; ++c) {
+    model.set_parameters(params.data());
+    for (int w = 0; w < workers; ++w) {
+      shards[w].fill_batch(c, x.data(), y.data());
+      model.train_step(x.data(), y.data(), batch, grads[w].data());
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      float sum = grads[0][i];
+      for (int w = 1; w < workers; ++w) sum += grads[w][i];
+      mean[i] = sum * (1.0f / workers);
+    }
+    auto lr = scheduled_learning_rate(spec.schedule, spec.optimizer.learning_rate, c, clocks);
+    apply_update(spec.optimizer, lr, c + 1, params.data(), mean.data(), state.data(), params.size());
+  }
+  REQUIRE(got.size() == params.size());
+  double max_diff = 0;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    max_diff = std::max(max_diff, double(std::fabs(got[i] - params[i])));
+  MESSAGE("max |sync - reference| = " << max_diff);
+  CHECK(max_diff <= 1e-5);
+  CHECK(params != initial_parameters(spec.layers, spec.seed));  // training moved them
+  CHECK(result->max_staleness == 0);
+  for (const auto& s : result->shard_stats_list) CHECK(s.updates == uint64_t(clocks));
+}
+
+TEST_CASE("with a straggler, ssp never exceeds its bound and async runs ahead of it") {
+  struct expectation {
+    consistency mode;
+    int staleness;
+  };
+  for (auto e : {expectation{consistency::ssp, 0}, expectation{consistency::ssp, 2},
+                 expectation{consistency::async, 0}}) {
+    CAPTURE(to_string(e.mode));
+    CAPTURE(e.staleness);
+    auto opts = synthetic_run(e.mode, 4, 2, 30, e.staleness);
+    opts.chief.slow_ms = {0, 20, 0, 0};
+    opts.chief.eval_every = 0;
+    auto result = simulate(opts);
+    REQUIRE(result);
+    int64_t held = 0;
+    for (const auto& s : result->shard_stats_list) held += int64_t(s.pulls_held);
+    if (e.mode == consistency::async) {
+      CHECK(result->staleness_bound == -1);
+      CHECK(result->max_staleness > 2);
+      CHECK(held == 0);
+    } else {
+      CHECK(result->staleness_bound == e.staleness);
+      CHECK(result->max_staleness <= e.staleness);
+      CHECK(result->max_staleness == e.staleness);  // the straggler makes the bound bind
+      CHECK(held > 0);
+    }
+  }
+}
+
+TEST_CASE("a synthetic run trains, evaluates and accounts for every sample") {
+  auto opts = synthetic_run(consistency::ssp, 2, 3, 150, 1);
+  auto result = simulate(opts);
+  REQUIRE(result);
+  CHECK(result->mode == "ssp");
+  CHECK(result->workers == 2);
+  CHECK(result->shards == 3);
+  CHECK(result->clocks == 150);
+  CHECK(result->samples == 2 * 150 * 16);
+  CHECK(result->dropped_messages == 0);
+  CHECK(result->samples_per_s > 0);
+  CHECK(result->final_test_accuracy > 0.9);
+  CHECK(result->final_parameters.size() == 3);
+  REQUIRE(result->shard_stats_list.size() == 3);
+  for (const auto& s : result->shard_stats_list) CHECK(s.pushes == 2 * 150);
+}
