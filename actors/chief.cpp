@@ -1,65 +1,10 @@
-#include "actors/chief.hpp"
+#include "actors/chief_state.hpp"
 
-#include "actors/evaluator.hpp"
 #include "actors/log.hpp"
-#include "actors/metrics.hpp"
-#include "actors/ps_shard.hpp"
-#include "actors/worker.hpp"
-#include "kernels/parameter_init.hpp"
 
-#include <caf/all.hpp>
-
-#include <algorithm>
 #include <cstdio>
-#include <limits>
 
-namespace actorps {
-
-namespace {
-
-struct chief_state {
-  static inline const char* name = "chief";
-
-  chief_config cfg;
-  std::shared_ptr<metrics_file> metrics;
-  std::unique_ptr<progress_line> progress;
-  caf::typed_response_promise<run_summary> run_promise;
-  bool running = false, stopping = false;
-
-  std::vector<ps_shard_actor> shards;
-  std::vector<worker_actor> workers;
-  evaluator_actor evaluator;
-
-  std::vector<int64_t> clocks;     // finished clocks per worker, from its reports
-  std::vector<bool> live, done;
-  std::vector<double> last_loss;
-  int64_t samples = 0;
-  int64_t max_staleness = 0;
-  int failures = 0;
-
-  bool eval_in_flight = false, training_over = false, final_eval_started = false;
-  int64_t next_eval = 0;
-  double last_accuracy = -1, last_test_loss = -1;
-
-  std::chrono::steady_clock::time_point start, end;
-
-  double elapsed() const {
-    auto until = training_over ? end : std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(until - start).count();
-  }
-  int64_t global_clock() const {
-    int64_t min = std::numeric_limits<int64_t>::max();
-    for (std::size_t w = 0; w < clocks.size(); ++w)
-      if (live[w]) min = std::min(min, clocks[w]);
-    return min == std::numeric_limits<int64_t>::max() ? cfg.steps : min;
-  }
-  int64_t steps_per_epoch() const {
-    auto rows = cfg.train ? cfg.train->rows : 1;
-    return std::max<int64_t>(1, rows / (int64_t(cfg.spec.workers) * cfg.batch));
-  }
-};
-
-using self_ptr = chief_actor::stateful_pointer<chief_state>;
+namespace actorps::chief_detail {
 
 /// Sends the same request to every shard and calls `done` with the replies in shard order, or
 /// `failed` with the first error.
@@ -88,9 +33,14 @@ void shutdown(self_ptr self) {
   st.stopping = true;
   st.progress->finish();
   st.metrics->flush();
-  for (auto& w : st.workers) self->send_exit(w, caf::exit_reason::user_shutdown);
-  if (st.evaluator) self->send_exit(st.evaluator, caf::exit_reason::user_shutdown);
-  for (auto& s : st.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
+  auto stop = [&](const auto& handle) {
+    if (handle) self->send_exit(handle, caf::exit_reason::user_shutdown);
+  };
+  for (auto& w : st.workers) stop(w);
+  stop(st.evaluator);
+  for (auto& n : st.worker_nodes) stop(n);
+  stop(st.evaluator_node);
+  for (auto& s : st.shards) stop(s);
   self->quit();
 }
 
@@ -123,18 +73,38 @@ std::string progress_text(const chief_state& st) {
 
 void finish_run(self_ptr self, const eval_report& final_eval);
 
+/// The best final figures when no final evaluation can run: the last one that did.
+eval_report last_known_eval(const chief_state& st) {
+  eval_report r;
+  r.clock = st.cfg.steps;
+  r.test_accuracy = st.last_accuracy >= 0 ? st.last_accuracy : 0;
+  r.test_loss = st.last_test_loss >= 0 ? st.last_test_loss : 0;
+  return r;
+}
+
+/// An evaluation that will not come back (its evaluator is gone or the request failed):
+/// training never waits for it, and the run still ends.
+void abandon_eval(self_ptr self) {
+  auto& st = self->state;
+  if (!st.eval_in_flight) return;
+  st.eval_in_flight = false;
+  ++st.eval_generation;
+  if (st.training_over) finish_run(self, last_known_eval(st));
+}
+
 void start_eval(self_ptr self, int64_t clock, bool final_eval) {
   auto& st = self->state;
   if (!st.evaluator) {
-    if (final_eval) finish_run(self, eval_report{});
+    if (final_eval) finish_run(self, last_known_eval(st));
     return;
   }
   st.eval_in_flight = true;
-  if (final_eval) st.final_eval_started = true;
+  auto generation = ++st.eval_generation;
   self->request(st.evaluator, st.cfg.request_timeout, eval_atom::value, clock)
     .then(
       [=](eval_report& report) {
         auto& st = self->state;
+        if (generation != st.eval_generation) return;  // abandoned meanwhile
         st.eval_in_flight = false;
         st.last_accuracy = report.test_accuracy;
         st.last_test_loss = report.test_loss;
@@ -155,7 +125,11 @@ void start_eval(self_ptr self, int64_t clock, bool final_eval) {
         else if (st.training_over)
           start_eval(self, st.cfg.steps, true);  // the last snapshot predates the end
       },
-      [=](caf::error& err) { fail_run(self, "evaluation failed", err); });
+      [=](caf::error& err) {
+        if (generation != self->state.eval_generation) return;
+        log_line("chief", "evaluation at clock " + std::to_string(clock) + " failed: " + describe(err));
+        abandon_eval(self);
+      });
 }
 
 void on_training_over(self_ptr self) {
@@ -242,27 +216,9 @@ void on_train_report(self_ptr self, const train_report& r) {
   st.progress->show(progress_text(st), false);
 }
 
-void start_roles(self_ptr self) {
+void begin_training(self_ptr self) {
   auto& st = self->state;
-  auto& sys = self->system();
-  if (st.cfg.test) {
-    st.evaluator = spawn_evaluator(sys, {st.cfg.spec, st.cfg.test, st.shards, st.cfg.request_timeout});
-    self->monitor(st.evaluator);
-  }
-  for (int32_t w = 0; w < st.cfg.spec.workers; ++w) {
-    worker_config wc;
-    wc.index = w;
-    wc.spec = st.cfg.spec;
-    wc.batch = st.cfg.batch;
-    wc.steps = st.cfg.steps;
-    wc.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
-    wc.request_timeout = st.cfg.request_timeout;
-    wc.train = st.cfg.train;
-    wc.shards = st.shards;
-    wc.chief = self;
-    st.workers.push_back(spawn_worker(sys, std::move(wc)));
-    self->monitor(st.workers.back());
-  }
+  st.roles_started = true;
   st.next_eval = st.cfg.eval_every;
   st.start = std::chrono::steady_clock::now();
   for (auto& w : st.workers) self->send(w, start_atom::value);
@@ -272,8 +228,14 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   if (st.stopping) return;
   auto reason = caf::to_string(dm.reason);
+  auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
-    if (st.workers[w].address() != dm.source) continue;
+    // A worker is lost when its actor or (distributed) the process hosting it goes down.
+    bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
+    if (!is(st.workers[w]) && !node) continue;
+    if (!st.roles_started)
+      return fail_run(self, "worker:" + std::to_string(w) + " lost before training began",
+                      dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
     if (st.done[w] || !st.live[w]) return;  // a finished worker leaving normally
     st.live[w] = false;
     ++st.failures;
@@ -285,20 +247,18 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     check_all_done(self);
     return;
   }
-  if (st.evaluator && st.evaluator.address() == dm.source) {
+  if (is(st.evaluator) || is(st.evaluator_node)) {
+    if (!st.evaluator) return;  // already handled via the other handle
     ++st.failures;
     log_line("chief", "evaluator lost (" + reason + "); continuing without evaluations");
     st.metrics->write(json_object().add("event", "failure").add("role", "evaluator")
                         .add("index", 0).add("reason", reason).add("wall_s", st.elapsed()));
     st.evaluator = nullptr;
-    if (st.eval_in_flight) {  // its request fails on its own; make sure the run still ends
-      st.eval_in_flight = false;
-      if (st.training_over) finish_run(self, eval_report{});
-    }
+    abandon_eval(self);  // a promise held by a dead evaluator may never be answered
     return;
   }
   for (int32_t s = 0; s < static_cast<int32_t>(st.shards.size()); ++s)
-    if (st.shards[s].address() == dm.source)
+    if (is(st.shards[s]))
       return fail_run(self, "parameter shard " + std::to_string(s) + " lost",
                       dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
 }
@@ -312,6 +272,9 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   st.live.assign(workers, true);
   st.done.assign(workers, false);
   st.last_loss.assign(workers, 0.0);
+  st.shards.resize(workers > 0 ? static_cast<std::size_t>(cfg.spec.shards) : 0);
+  st.workers.resize(workers);
+  if (cfg.remote) st.worker_nodes.resize(workers);
   st.cfg = std::move(cfg);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {
@@ -334,22 +297,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
                           .add("batch", st.cfg.batch)
                           .add("clocks", st.cfg.steps)
                           .add("seed", static_cast<int64_t>(spec.seed)));
-      block_layout layout(spec);
-      auto initial = initial_parameters(spec.layers, spec.seed);
-      std::vector<float> part;
-      for (int32_t s = 0; s < spec.shards; ++s) {
-        st.shards.push_back(spawn_ps_shard(self->system(), s));
-        self->monitor(st.shards.back());
-      }
-      auto failed = [=](caf::error& err) { fail_run(self, "initialising the shards failed", err); };
-      auto left = std::make_shared<std::size_t>(st.shards.size());
-      for (int32_t s = 0; s < spec.shards; ++s) {
-        part.resize(layout.shard_floats(s));
-        layout.gather(s, initial.data(), part.data());
-        self->request(st.shards[s], st.cfg.request_timeout, init_atom::value,
-                      encode_shard_init(spec, s, layout, part.data()))
-          .then([=](caf::ok_atom) { if (--*left == 0) start_roles(self); }, failed);
-      }
+      place_roles(self);
       return st.run_promise;
     },
     [=](train_atom, const train_report& report) { on_train_report(self, report); },
@@ -359,13 +307,23 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
       st.done[worker] = true;
       check_all_done(self);
     },
+    [=](join_atom, int32_t index, ps_shard_actor shard) -> caf::result<caf::ok_atom> {
+      return on_shard_join(self, index, std::move(shard));
+    },
+    [=](join_atom, const std::string& type, int32_t index,
+        task_node_actor node) -> caf::result<caf::ok_atom> {
+      return on_node_join(self, type, index, std::move(node));
+    },
+    [=](deadline_atom) { on_join_deadline(self); },
   };
 }
 
-} // namespace
+} // namespace actorps::chief_detail
+
+namespace actorps {
 
 chief_actor spawn_chief(caf::actor_system& sys, chief_config cfg) {
-  return sys.spawn(chief, std::move(cfg));
+  return sys.spawn(chief_detail::chief, std::move(cfg));
 }
 
 } // namespace actorps

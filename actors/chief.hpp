@@ -8,6 +8,8 @@
 // never wait on it; the run continues with the others.
 #pragma once
 
+#include "actors/cluster_spec.hpp"
+#include "actors/data_source.hpp"
 #include "actors/dataset.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
@@ -16,10 +18,20 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace actorps {
+
+/// A distributed run: the ps, worker and evaluator tasks join the chief over the network
+/// instead of being spawned by it.
+struct remote_tasks {
+  std::vector<host_port> ps, workers;   ///< addresses in index order (workers dial the shards)
+  std::optional<host_port> evaluator;
+  data_source data;                     ///< what the workers and the evaluator load themselves
+  std::chrono::milliseconds join_timeout{std::chrono::seconds(60)};
+};
 
 struct chief_config {
   train_spec spec;
@@ -27,7 +39,9 @@ struct chief_config {
   int64_t steps = 0;              ///< clocks per worker
   int64_t eval_every = 0;         ///< global clocks between evaluations; 0: only the final one
   std::vector<int> slow_ms;       ///< per worker straggler delay (empty: none)
-  std::shared_ptr<const dataset> train, test;
+  std::shared_ptr<const dataset> train, test;  ///< simulate: the data the local roles use
+  int64_t train_rows = 0;         ///< rows of the training set (for the epoch count)
+  std::optional<remote_tasks> remote;  ///< set: distributed run, roles join instead of spawning
   std::shared_ptr<metrics_file> metrics;  ///< null: no metrics file
   bool progress = true;           ///< draw the progress line on stdout
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};

@@ -12,6 +12,11 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<shard_stats>("actorps::shard_stats");
   cfg.add_message_type<std::vector<shard_stats>>("std::vector<actorps::shard_stats>");
   cfg.add_message_type<run_summary>("actorps::run_summary");
+  cfg.add_message_type<ps_shard_actor>("actorps::ps_shard_actor");
+  cfg.add_message_type<worker_actor>("actorps::worker_actor");
+  cfg.add_message_type<evaluator_actor>("actorps::evaluator_actor");
+  cfg.add_message_type<task_node_actor>("actorps::task_node_actor");
+  cfg.add_message_type<chief_actor>("actorps::chief_actor");
   cfg.add_error_category(error_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {
                            auto text = std::string("actorps: ") + to_string(static_cast<errc>(code));

@@ -30,6 +30,9 @@ using train_atom = caf::atom_constant<caf::atom("train")>;
 using eval_atom = caf::atom_constant<caf::atom("eval")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using setup_atom = caf::atom_constant<caf::atom("setup")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -137,6 +140,14 @@ using worker_actor = caf::typed_actor<
 using evaluator_actor = caf::typed_actor<
   caf::replies_to<eval_atom, int64_t>::with<eval_report>>;
 
+/// The host actor of a worker or evaluator process (distributed runs): when the chief sends
+/// the setup it loads the data, connects to the shards and spawns the role in its process.
+using task_node_actor = caf::typed_actor<
+  // (setup, RoleSetup) -> the worker it spawned (its reports go to the chief this node joined).
+  caf::replies_to<setup_atom, wire_buffer>::with<worker_actor>,
+  // (setup, eval, RoleSetup) -> the evaluator it spawned.
+  caf::replies_to<setup_atom, eval_atom, wire_buffer>::with<evaluator_actor>>;
+
 /// The chief: runs the training and answers (run) with its summary once it has ended.
 using chief_actor = caf::typed_actor<
   // (run) -> summary, when training has ended and every other role has stopped.
@@ -144,7 +155,13 @@ using chief_actor = caf::typed_actor<
   // (train, report): a worker finished a clock.
   caf::reacts_to<train_atom, train_report>,
   // (done, worker): a worker ran all its clocks.
-  caf::reacts_to<done_atom, int32_t>>;
+  caf::reacts_to<done_atom, int32_t>,
+  // (join, ps index, shard) -> ok: a ps process offers its shard (distributed runs).
+  caf::replies_to<join_atom, int32_t, ps_shard_actor>::with<caf::ok_atom>,
+  // (join, "worker"|"evaluator", index, node) -> ok: a worker or evaluator process joins.
+  caf::replies_to<join_atom, std::string, int32_t, task_node_actor>::with<caf::ok_atom>,
+  // (deadline): the time for every task to join has passed.
+  caf::reacts_to<deadline_atom>>;
 
 /// Registers every message type and the error category; call on every actor_system_config.
 void register_message_types(caf::actor_system_config& cfg);

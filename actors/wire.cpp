@@ -247,6 +247,61 @@ caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf) {
   });
 }
 
+wire_buffer encode_role_setup(const role_setup& setup) {
+  std::size_t text = 0;
+  for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
+  auto bound = header_bound + setup.spec.layers.size() + words_for(setup.data.dir.size() + 1) + text;
+  return build(bound, [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::RoleSetup>();
+    write_spec(msg.initSpec(), setup.spec);
+    msg.setIndex(setup.index);
+    msg.setBatch(static_cast<uint32_t>(setup.batch));
+    msg.setSteps(setup.steps);
+    msg.setSlowMs(static_cast<uint32_t>(setup.slow_ms));
+    msg.setRequestTimeoutMs(static_cast<uint32_t>(setup.request_timeout.count()));
+    auto data = msg.initData();
+    data.setKind(setup.data.what == data_source::kind::synthetic ? wire::DataSource::Kind::SYNTHETIC
+                                                                 : wire::DataSource::Kind::FASHION_MNIST);
+    data.setDir(setup.data.dir);
+    data.setTrainRows(static_cast<uint32_t>(setup.data.train_rows));
+    data.setTestRows(static_cast<uint32_t>(setup.data.test_rows));
+    data.setSeed(setup.data.seed);
+    auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
+    for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
+      addresses.set(i, setup.shard_addresses[i]);
+  });
+}
+
+caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
+  using result = caf::expected<role_setup>;
+  return decode<role_setup>(buf, "role setup", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::RoleSetup>();
+    role_setup out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.index = msg.getIndex();
+    out.batch = static_cast<int>(msg.getBatch());
+    out.steps = msg.getSteps();
+    out.slow_ms = static_cast<int>(msg.getSlowMs());
+    out.request_timeout = std::chrono::milliseconds(msg.getRequestTimeoutMs());
+    auto data = msg.getData();
+    out.data.what = data.getKind() == wire::DataSource::Kind::SYNTHETIC ? data_source::kind::synthetic
+                                                                        : data_source::kind::fashion_mnist;
+    out.data.dir = data.getDir();
+    out.data.train_rows = static_cast<int>(data.getTrainRows());
+    out.data.test_rows = static_cast<int>(data.getTestRows());
+    out.data.seed = data.getSeed();
+    out.data.cols = out.spec.layers.front();
+    for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
+    if (out.batch <= 0 || out.steps < 0 || out.index < 0 || out.index >= out.spec.workers
+        || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
+        || out.data.train_rows <= 0 || out.data.test_rows <= 0)
+      return make_error(errc::invalid_spec, "out-of-range field in RoleSetup");
+    return out;
+  });
+}
+
 caf::expected<shard_parameters_view> scatter_shard_parameters(const wire_buffer& buf,
                                                               const block_layout& layout,
                                                               float* flat) {

@@ -8,6 +8,7 @@
 // pointers point into the buffer (no copy) and stay valid while the buffer lives.
 #pragma once
 
+#include "actors/data_source.hpp"
 #include "actors/errors.hpp"
 #include "actors/model_spec.hpp"
 
@@ -18,8 +19,10 @@
 
 #include <capnp/common.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -103,6 +106,18 @@ struct shard_init_view {
   std::vector<block_view> blocks;
 };
 
+/// What the chief tells a worker or evaluator process (distributed runs; schema RoleSetup).
+struct role_setup {
+  train_spec spec;
+  int32_t index = 0;
+  int batch = 64;
+  int64_t steps = 0;
+  int slow_ms = 0;
+  std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
+  data_source data;
+  std::vector<std::string> shard_addresses;  ///< host:port per shard
+};
+
 // --- encoders -----------------------------------------------------------------------------
 
 /// The gradient for shard `shard`'s blocks, taken from the flat gradient vector.
@@ -117,11 +132,14 @@ wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t
 wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
                               const float* shard_buffer);
 
+wire_buffer encode_role_setup(const role_setup& setup);
+
 // --- decoders: structural checks only (the shard checks them against its spec) ------------
 
 caf::expected<push_view> decode_push(const wire_buffer& buf);
 caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf);
 caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf);
+caf::expected<role_setup> decode_role_setup(const wire_buffer& buf);
 
 /// Copies the blocks of a ShardParameters message into the flat parameter vector, checking
 /// shard, ids and sizes against the layout; returns the decoded header (blocks pointing into buf).

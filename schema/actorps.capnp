@@ -79,6 +79,31 @@ struct ShardParameters {
   blocks @5 :List(Block);
 }
 
+# Where a role finds its data: every host reads its own copy.
+struct DataSource {
+  enum Kind {
+    fashionMnist @0;
+    synthetic @1;
+  }
+  kind @0 :Kind;
+  dir @1 :Text;                # fashion-mnist: the directory of the IDX files
+  trainRows @2 :UInt32;        # synthetic sizes
+  testRows @3 :UInt32;
+  seed @4 :UInt64;
+}
+
+# The chief's instructions to a worker or evaluator process (distributed runs).
+struct RoleSetup {
+  spec @0 :TrainSpec;
+  index @1 :Int32;             # worker index
+  batch @2 :UInt32;
+  steps @3 :Int64;             # clocks to run
+  slowMs @4 :UInt32;           # straggler delay per step
+  requestTimeoutMs @5 :UInt32;
+  data @6 :DataSource;
+  shardAddresses @7 :List(Text); # host:port of every ps task, in shard order
+}
+
 # The chief's first message to a shard: the run and the shard's initial values.
 struct ShardInit {
   spec @0 :TrainSpec;
