@@ -9,8 +9,6 @@
 
 namespace actorps {
 
-namespace {
-
 host_port parse_address(const std::string& text, const std::string& where) {
   auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
@@ -23,8 +21,6 @@ host_port parse_address(const std::string& text, const std::string& where) {
   if (port < 1 || port > 65535) throw cluster_error(where + ": port of '" + text + "' is out of range");
   return {text.substr(0, colon), static_cast<uint16_t>(port)};
 }
-
-} // namespace
 
 const std::vector<host_port>& cluster_spec::tasks(const std::string& type) const {
   static const std::vector<host_port> none;

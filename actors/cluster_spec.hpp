@@ -58,6 +58,9 @@ tf_config parse_tf_config(const std::string& json, const std::string& source);
 /// Reads and parses a TF_CONFIG-style file.
 tf_config read_tf_config_file(const std::string& path);
 
+/// Parses "host:port"; throws cluster_error starting with `where`.
+host_port parse_address(const std::string& text, const std::string& where);
+
 /// Parses "worker:1"; throws cluster_error naming the text.
 task_id parse_task(const std::string& text);
 

@@ -1,5 +1,7 @@
 #include "actors/connect.hpp"
 
+#include "actors/errors.hpp"
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
@@ -48,7 +50,7 @@ caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port ad
           st.last_error = err;
           if (caf::make_timestamp() + st.backoff > st.deadline)
             return fail("gave up after " + std::to_string(st.attempts) + " attempts ("
-                        + self->system().render(err) + ")");
+                        + describe(err) + ")");
           self->delayed_send(self, st.backoff, retry_atom::value);
           st.backoff = std::min(st.backoff * 2, max_backoff);
         });

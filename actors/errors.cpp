@@ -23,11 +23,17 @@ const char* to_string(errc code) {
 
 std::string describe(const caf::error& err) {
   if (!err) return "no error";
-  if (err.category() != error_category) return caf::to_string(err);
-  std::string out = to_string(static_cast<errc>(err.code()));
-  if (err.context().match_elements<std::string>())
-    out += ": " + err.context().get_as<std::string>(0);
-  return out;
+  const auto& context = err.context();
+  // Our own errors, and CAF errors we built with one sentence: the sentence says it all.
+  if (err.category() == error_category) {
+    std::string out = to_string(static_cast<errc>(err.code()));
+    if (context.match_elements<std::string>()) out += ": " + context.get_as<std::string>(0);
+    return out;
+  }
+  if (context.match_elements<std::string>()) return context.get_as<std::string>(0);
+  if (context.size() > 0 && context.match_element<std::string>(0))  // CAF: (what, details...)
+    return context.get_as<std::string>(0);
+  return caf::to_string(err);
 }
 
 } // namespace actorps

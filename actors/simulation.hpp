@@ -17,4 +17,7 @@ struct simulation_options {
 /// actor has stopped when it returns.
 caf::expected<run_summary> simulate(simulation_options opts);
 
+/// Sends (run) to a chief and blocks until its summary, its error, or its death.
+caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief);
+
 } // namespace actorps

@@ -1,4 +1,5 @@
 // actorps — an actor-model parameter-server runtime. Entry point: dispatches the subcommand.
+#include "apps/cluster_commands.hpp"
 #include "apps/simulate_command.hpp"
 
 #include <cstdio>
@@ -12,10 +13,16 @@ const char* usage = R"(usage: actorps <command> [flags]
 commands:
   simulate    run a whole parameter-server cluster (shards, workers, chief, evaluator)
               inside this process and train an MLP; `actorps simulate --help` lists its flags
+  chief       the chief of a distributed run (one task per process; takes the training flags)
+  ps          a parameter-shard task
+  worker      a worker task
+  evaluator   the evaluator task
+              (the cluster: --cluster FILE --task TYPE:INDEX, or the TF_CONFIG variable)
   version     print the version
 
-Example:
+Examples:
   actorps simulate --ps 2 --workers 2 --mode ssp --staleness 2 --epochs 5 --metrics run.jsonl
+  scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5     (one process per task, loopback)
 )";
 
 } // namespace
@@ -29,6 +36,8 @@ int main(int argc, char** argv) {
   auto command = args[0];
   args.erase(args.begin());
   if (command == "simulate") return actorps::simulate_command(args);
+  if (command == "chief" || command == "ps" || command == "worker" || command == "evaluator")
+    return actorps::cluster_command(command, args);
   if (command == "version" || command == "--version") {
     std::printf("actorps 0.1.0\n");
     return 0;

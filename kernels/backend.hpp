@@ -1,20 +1,31 @@
 // The compute backend interface every worker runs its forward/backward on.
 //
-// One implementation per device kind (CPU with OpenBLAS now; CUDA + cuBLAS next). Memory handed
-// to the compute calls lives where the backend says: host memory for the CPU backend, device
-// memory for a GPU backend; move data with copy_to_device / copy_to_host. All matrices are
-// row-major. A backend object belongs to one actor and is not thread-safe.
+// One implementation per device kind (CPU with OpenBLAS; CUDA + cuBLAS, built by
+// backend_factory.hpp). Memory handed to the compute calls lives where the backend says: host
+// memory for the CPU backend, device memory for a GPU backend; move data with copy_to_device /
+// copy_to_host. All matrices are row-major. A backend object belongs to one actor and is not
+// thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 namespace actorps {
 
 enum class activation { identity, relu };
+
+/// A device or driver failure inside a backend (a CUDA or cuBLAS error, device memory
+/// exhausted), with the failing call's file:line and the driver's own text. Bad arguments stay
+/// std::invalid_argument.
+class backend_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
 
 /// Sums over a minibatch returned by the loss kernel (host values).
 struct loss_stats {
@@ -31,10 +42,22 @@ public:
   // --- memory -----------------------------------------------------------------------------
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr) noexcept = 0;
+  /// Queues a host → backend copy. It may still be running on return when host_src came from
+  /// allocate_host: keep such a source unchanged until synchronize() or copy_to_host().
   virtual void copy_to_device(void* dst, const void* host_src, std::size_t bytes) = 0;
+  /// Backend → host copy; returns with the data in host_dst (after all queued work).
   virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
   /// Blocks until every queued operation has finished.
   virtual void synchronize() = 0;
+
+  /// Host memory the backend copies to and from fastest (page-locked for CUDA), 64-byte
+  /// aligned. The CPU backend's is plain aligned memory.
+  virtual void* allocate_host(std::size_t bytes) {
+    return ::operator new(bytes, std::align_val_t{64});
+  }
+  virtual void deallocate_host(void* ptr) noexcept {
+    ::operator delete(ptr, std::align_val_t{64});
+  }
 
   // --- compute ----------------------------------------------------------------------------
   /// c (m×n) = alpha · op(a) · op(b) + beta · c, op(x) = xᵀ if trans_x; row-major, leading
@@ -82,6 +105,35 @@ public:
 
 private:
   void swap(device_buffer& other) noexcept {
+    std::swap(be_, other.be_); std::swap(ptr_, other.ptr_); std::swap(size_, other.size_);
+  }
+  backend* be_ = nullptr;
+  T* ptr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// An owning buffer of `n` values of T in a backend's host memory (allocate_host): the
+/// staging area for parameters and gradients, one copy each way per step.
+template <class T>
+class host_buffer {
+public:
+  host_buffer() = default;
+  host_buffer(backend& be, std::size_t n)
+    : be_(&be), ptr_(static_cast<T*>(be.allocate_host(n * sizeof(T)))), size_(n) {}
+  host_buffer(host_buffer&& other) noexcept { swap(other); }
+  host_buffer& operator=(host_buffer&& other) noexcept { swap(other); return *this; }
+  host_buffer(const host_buffer&) = delete;
+  host_buffer& operator=(const host_buffer&) = delete;
+  ~host_buffer() { if (ptr_) be_->deallocate_host(ptr_); }
+
+  T* get() const { return ptr_; }
+  std::size_t size() const { return size_; }
+  T& operator[](std::size_t i) const { return ptr_[i]; }
+  T* begin() const { return ptr_; }
+  T* end() const { return ptr_ + size_; }
+
+private:
+  void swap(host_buffer& other) noexcept {
     std::swap(be_, other.be_); std::swap(ptr_, other.ptr_); std::swap(size_, other.size_);
   }
   backend* be_ = nullptr;

@@ -9,9 +9,10 @@ packages=(
   g++ cmake make pkg-config
   libcaf-dev capnproto libcapnp-dev
   libboost-program-options-dev doctest-dev
-  libopenblas-dev zlib1g-dev
+  libopenblas-dev zlib1g-dev nlohmann-json3-dev
   dataset-fashion-mnist
-  python3
+  python3 python3-matplotlib
+  iproute2 iperf3
 )
 
 sudo_cmd=()

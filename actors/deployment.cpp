@@ -1,0 +1,133 @@
+#include "actors/deployment.hpp"
+
+#include "actors/connect.hpp"
+#include "actors/log.hpp"
+#include "actors/ps_shard.hpp"
+#include "actors/simulation.hpp"
+#include "actors/task_node.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace actorps {
+
+namespace {
+
+bool is_orderly(const caf::error& reason) {
+  return !reason || reason == caf::exit_reason::normal
+         || reason == caf::exit_reason::user_shutdown;
+}
+
+/// Publishes `handle` on the task's own address; the error names the address.
+template <class Handle>
+caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr) {
+  // SO_REUSEADDR: a restarted task may bind while the last run's sockets are in TIME_WAIT;
+  // a port another process listens on is still refused.
+  auto port = sys.middleman().publish(handle, addr.port, addr.host.c_str(), true);
+  if (!port)
+    return caf::make_error(caf::sec::cannot_open_port,
+                           "cannot listen on " + addr.text() + " (in use, or not an address of "
+                             "this host): " + describe(port.error()));
+  return port;
+}
+
+/// Joins the chief with `join` (a request to send), then waits until the local actor stops
+/// (the chief ended the run: 0) or the chief is lost (1).
+template <class Join>
+int serve(caf::actor_system& sys, const deployment_options& opts, const caf::actor& local,
+          Join join) {
+  auto name = opts.task.text();
+  auto chief_addr = opts.cluster.address({"chief", 0});
+  auto chief = connect_to<chief_actor>(sys, chief_addr, opts.connect_timeout);
+  if (!chief) {
+    log_line(name, describe(chief.error()));
+    caf::anon_send_exit(local, caf::exit_reason::kill);
+    return 1;
+  }
+  caf::scoped_actor self{sys};
+  self->monitor(*chief);
+  self->monitor(local);
+  caf::error refused;
+  join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
+  if (refused) {
+    log_line(name, "the chief refused the join: " + describe(refused));
+    caf::anon_send_exit(local, caf::exit_reason::kill);
+    return 1;
+  }
+  log_line(name, "serving on " + opts.cluster.address(opts.task).text() + ", joined the chief at "
+                   + chief_addr.text());
+  int status = 0;
+  self->receive([&](caf::down_msg& dm) {
+    if (dm.source == local.address()) {
+      status = is_orderly(dm.reason) ? 0 : 1;
+      if (status) log_line(name, "stopped: " + describe(dm.reason));
+    } else if (is_orderly(dm.reason)) {
+      caf::anon_send_exit(local, caf::exit_reason::user_shutdown);  // the run has ended
+    } else {
+      log_line(name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
+                       + "); stopping");
+      status = 1;
+    }
+  });
+  if (status != 0) {
+    // After a peer is lost, CAF 0.17's network layer may keep references to our detached
+    // actors, and ~actor_system would wait for their threads forever. The run is over for
+    // this task: leave at once (the OS closes every socket).
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+  // The middleman keeps published actors alive; a detached one that is never released would
+  // make ~actor_system wait for its thread forever.
+  sys.middleman().unpublish(local, 0);
+  return status;
+}
+
+} // namespace
+
+int run_task(const deployment_options& opts) {
+  caf::actor_system_config cfg;
+  configure_system(cfg, opts.scheduler_threads, opts.network);
+  caf::actor_system sys{cfg};
+  const auto& addr = opts.cluster.address(opts.task);
+  auto index = static_cast<int32_t>(opts.task.index);
+  if (opts.task.type == "ps") {
+    auto shard = spawn_ps_shard(sys, index);
+    if (auto port = publish_on(sys, shard, addr); !port) {
+      log_line(opts.task.text(), describe(port.error()));
+      caf::anon_send_exit(shard, caf::exit_reason::kill);
+      return 2;
+    }
+    return serve(sys, opts, caf::actor_cast<caf::actor>(shard),
+                 [&](caf::scoped_actor& self, const chief_actor& chief) {
+                   return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
+                 });
+  }
+  auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout});
+  if (auto port = publish_on(sys, node, addr); !port) {
+    log_line(opts.task.text(), describe(port.error()));
+    caf::anon_send_exit(node, caf::exit_reason::kill);
+    return 2;
+  }
+  return serve(sys, opts, caf::actor_cast<caf::actor>(node),
+               [&](caf::scoped_actor& self, const chief_actor& chief) {
+                 return self->request(chief, opts.connect_timeout, join_atom::value,
+                                      opts.task.type, index, node);
+               });
+}
+
+caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg) {
+  caf::actor_system_config sys_cfg;
+  configure_system(sys_cfg, opts.scheduler_threads, opts.network);
+  caf::actor_system sys{sys_cfg};
+  auto chief = spawn_chief(sys, std::move(cfg));
+  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task)); !port) {
+    caf::anon_send_exit(chief, caf::exit_reason::kill);
+    return port.error();
+  }
+  return run_to_end(sys, chief);
+}
+
+} // namespace actorps

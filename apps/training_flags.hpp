@@ -1,0 +1,52 @@
+// The training flags shared by `actorps simulate` and `actorps chief`: what to train and how.
+#pragma once
+
+#include "actors/chief.hpp"
+#include "actors/data_source.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+/// A bad flag or bad input: what() names the flag (or file) and what is wrong.
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The flags as typed, before validation.
+struct training_flags {
+  int ps = 2, workers = 2, batch = 64, threads = 0, staleness = 2;
+  std::string model = "784-256-128-10", dataset = "fashion-mnist",
+              data_dir = default_fashion_mnist_dir, optimizer = "momentum", mode = "ssp",
+              lr_schedule = "cosine", metrics;
+  double epochs = 5, lr = 0, momentum = 0.9, request_timeout = 120;
+  int64_t steps = 0, eval_every = 100, synthetic_rows = 8192, synthetic_test_rows = 2048;
+  uint64_t seed = 1;
+  uint32_t block_floats = 4096;
+  std::vector<std::string> slow;
+  bool no_progress = false;
+};
+
+/// Adds every training flag, with its default and help text, bound to `flags`.
+void add_training_options(boost::program_options::options_description& desc,
+                          training_flags& flags);
+
+/// The validated run: the chief's configuration (without loaded data) and where the data is.
+struct training_plan {
+  chief_config chief;
+  data_source data;
+  int scheduler_threads = 0;
+};
+
+/// Validates the flags (throws usage_error naming the flag) and builds the plan. `--ps` and
+/// `--workers` may be overridden by the caller (a cluster spec fixes them).
+training_plan plan_training(const training_flags& flags);
+
+/// Prints the end-of-run summary to stdout.
+void print_summary(const run_summary& summary);
+
+} // namespace actorps

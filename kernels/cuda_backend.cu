@@ -1,0 +1,524 @@
+// The CUDA backend: cuBLAS sgemm plus four small kernels, all queued on the backend's own
+// stream. The kernels only decide launch geometry and memory movement; every formula comes
+// from kernels/math.hpp, the same code the CPU backend runs.
+#include "kernels/backend_factory.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/math.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+namespace actorps {
+namespace {
+
+// ----------------------------------------------------------------------------------------
+// launch geometry
+
+constexpr int elementwise_threads = 256;  // grid-stride loops, capped at max_blocks_
+constexpr int column_tile = 32;           // bias_backward: one warp reads 32 adjacent columns
+constexpr int row_slices = 16;            // ... while 16 warps walk interleaved rows
+constexpr int loss_threads = 256;         // softmax_cross_entropy: one thread per row
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+unsigned grid_for(std::size_t work_items, int threads, int max_blocks) {
+  const std::size_t blocks = (work_items + threads - 1) / threads;
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(blocks, max_blocks)));
+}
+
+// ----------------------------------------------------------------------------------------
+// device helpers
+
+__device__ std::size_t global_thread() {
+  return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ std::size_t grid_stride() { return static_cast<std::size_t>(gridDim.x) * blockDim.x; }
+
+template <bool relu>
+__device__ float activate(float v) {
+  return relu ? math::relu(v) : v;
+}
+
+/// Warp-level folds (lane 0 ends up with the result), as functors so they inline.
+struct warp_sum {
+  template <class T>
+  __device__ T operator()(T v) const {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    return v;
+  }
+};
+
+struct warp_min {
+  __device__ int operator()(int v) const {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      v = min(v, __shfl_down_sync(0xffffffffu, v, offset));
+    }
+    return v;
+  }
+};
+
+/// Per-block (then total) sums of the loss kernel; copied back to the host once per call.
+struct loss_totals {
+  double loss_sum;
+  long long correct;
+  int bad_rows;       // rows whose label is outside [0, cols)
+  int first_bad_row;  // INT_MAX when none
+};
+
+/// Reduces one value per thread of a block of `loss_threads` to thread 0 (which returns it);
+/// `lanes` is shared scratch of 32 entries, written only by warp leaders.
+template <class T, class Op>
+__device__ T block_reduce(T v, T* lanes, Op warp_op, T identity) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_op(v);
+  if (lane == 0) lanes[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < blockDim.x / 32 ? lanes[lane] : identity;
+  return warp == 0 ? warp_op(v) : identity;
+}
+
+// ----------------------------------------------------------------------------------------
+// kernels
+
+/// c[i, j] = beta·c[i, j] over an m×n window with leading dimension ldc (gemm with k = 0).
+__global__ void scale_matrix_kernel(float* c, int m, int n, int ldc, float beta) {
+  const std::size_t total = static_cast<std::size_t>(m) * n;
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    float& cij = c[(i / n) * ldc + i % n];
+    cij = beta == 0.0f ? 0.0f : beta * cij;  // beta = 0 overwrites, as BLAS does
+  }
+}
+
+/// z = act(z + bias[column]) over rows×cols, one element per step.
+template <bool relu>
+__global__ void bias_activation_kernel(float* z, const float* bias, std::size_t n, int cols) {
+  for (std::size_t i = global_thread(); i < n; i += grid_stride()) {
+    z[i] = activate<relu>(z[i] + bias[i % cols]);
+  }
+}
+
+/// The same with float4 accesses: cols % 4 == 0 and z 16-byte aligned (bias need not be).
+template <bool relu>
+__global__ void bias_activation_vec4_kernel(float4* z, const float* bias, std::size_t n4,
+                                            int cols4) {
+  for (std::size_t i = global_thread(); i < n4; i += grid_stride()) {
+    const float* b = bias + (i % cols4) * 4;
+    float4 v = z[i];
+    v.x = activate<relu>(v.x + b[0]);
+    v.y = activate<relu>(v.y + b[1]);
+    v.z = activate<relu>(v.z + b[2]);
+    v.w = activate<relu>(v.w + b[3]);
+    z[i] = v;
+  }
+}
+
+/// dz *= relu'(out), one element per step.
+__global__ void relu_backward_kernel(float* dz, const float* out, std::size_t n) {
+  for (std::size_t i = global_thread(); i < n; i += grid_stride()) {
+    dz[i] *= math::relu_derivative(out[i]);
+  }
+}
+
+/// The same with float4 accesses over the first 4·(n/4) elements (both pointers 16-byte
+/// aligned); the first n % 4 threads then take the tail one element each.
+__global__ void relu_backward_vec4_kernel(float* dz, const float* out, std::size_t n) {
+  const std::size_t n4 = n / 4;
+  float4* dz4 = reinterpret_cast<float4*>(dz);
+  const float4* out4 = reinterpret_cast<const float4*>(out);
+  for (std::size_t i = global_thread(); i < n4; i += grid_stride()) {
+    float4 d = dz4[i];
+    const float4 o = out4[i];
+    d.x *= math::relu_derivative(o.x);
+    d.y *= math::relu_derivative(o.y);
+    d.z *= math::relu_derivative(o.z);
+    d.w *= math::relu_derivative(o.w);
+    dz4[i] = d;
+  }
+  const std::size_t tail = n4 * 4 + global_thread();
+  if (tail < n) dz[tail] *= math::relu_derivative(out[tail]);
+}
+
+/// db[col] = Σ_rows dz[row, col]. Block (column_tile × row_slices) owns 32 columns: each warp
+/// reads 32 adjacent floats of a row (coalesced), slices then fold in shared memory. Fixed
+/// summation order, so the result is the same on every run.
+__global__ void column_sum_kernel(float* db, const float* dz, int rows, int cols) {
+  __shared__ float partial[row_slices][column_tile];
+  const int col = blockIdx.x * column_tile + threadIdx.x;
+  float sum = 0.0f;
+  if (col < cols) {
+#pragma unroll 4
+    for (int r = threadIdx.y; r < rows; r += row_slices) {
+      sum += dz[static_cast<std::size_t>(r) * cols + col];
+    }
+  }
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    float total = 0.0f;
+    for (int s = 0; s < row_slices; ++s) total += partial[s][threadIdx.x];
+    db[col] = total;
+  }
+}
+
+/// One thread per row runs math::softmax_cross_entropy_row; each block sums its rows' loss
+/// (in double, like the CPU) and correct count into out[blockIdx.x]. Rows with a label outside
+/// [0, cols) are skipped and counted instead (the host turns them into invalid_argument).
+__global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t* labels,
+                                             int rows, int cols, float* dlogits,
+                                             float grad_scale, loss_totals* out) {
+  __shared__ double loss_lanes[32];
+  __shared__ long long correct_lanes[32];
+  __shared__ int bad_lanes[32], first_bad_lanes[32];
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  double loss = 0.0;
+  long long correct = 0;
+  int bad = 0, first_bad = INT_MAX;
+  if (row < rows) {
+    const int label = labels[row];
+    if (label < 0 || label >= cols) {
+      bad = 1;
+      first_bad = row;
+    } else {
+      const std::size_t offset = static_cast<std::size_t>(row) * cols;
+      bool hit = false;
+      loss = math::softmax_cross_entropy_row(logits + offset, cols, label,
+                                             dlogits ? dlogits + offset : nullptr, grad_scale,
+                                             &hit);
+      correct = hit ? 1 : 0;
+    }
+  }
+  loss = block_reduce(loss, loss_lanes, warp_sum{}, 0.0);
+  correct = block_reduce(correct, correct_lanes, warp_sum{}, 0LL);
+  bad = block_reduce(bad, bad_lanes, warp_sum{}, 0);
+  first_bad = block_reduce(first_bad, first_bad_lanes, warp_min{}, INT_MAX);
+  if (threadIdx.x == 0) out[blockIdx.x] = {loss, correct, bad, first_bad};
+}
+
+/// Folds `blocks` per-block totals into *total in a fixed order (one block).
+__global__ void sum_loss_totals_kernel(const loss_totals* partial, int blocks,
+                                       loss_totals* total) {
+  __shared__ double loss_lanes[32];
+  __shared__ long long correct_lanes[32];
+  __shared__ int bad_lanes[32], first_bad_lanes[32];
+  double loss = 0.0;
+  long long correct = 0;
+  int bad = 0, first_bad = INT_MAX;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
+    loss += partial[b].loss_sum;
+    correct += partial[b].correct;
+    bad += partial[b].bad_rows;
+    first_bad = min(first_bad, partial[b].first_bad_row);
+  }
+  loss = block_reduce(loss, loss_lanes, warp_sum{}, 0.0);
+  correct = block_reduce(correct, correct_lanes, warp_sum{}, 0LL);
+  bad = block_reduce(bad, bad_lanes, warp_sum{}, 0);
+  first_bad = block_reduce(first_bad, first_bad_lanes, warp_min{}, INT_MAX);
+  if (threadIdx.x == 0) *total = {loss, correct, bad, first_bad};
+}
+
+// ----------------------------------------------------------------------------------------
+// backend
+
+class cuda_backend final : public backend {
+public:
+  explicit cuda_backend(int device) : device_(device) {
+    try {
+      CUDA_CHECK(cudaSetDevice(device_));
+      cudaDeviceProp props{};
+      CUDA_CHECK(cudaGetDeviceProperties(&props, device_));
+      max_blocks_ = props.multiProcessorCount * 32;
+      // A device this build has no code for fails here, not at the first launch.
+      cudaFuncAttributes attributes{};
+      const cudaError_t image = cudaFuncGetAttributes(&attributes, column_sum_kernel);
+      if (image != cudaSuccess) {
+        detail::throw_cuda_error(image,
+                                 std::string("device ") + props.name + " (compute capability " +
+                                   std::to_string(props.major) + "." +
+                                   std::to_string(props.minor) +
+                                   ") cannot run this build's kernels; rebuild with "
+                                   "CMAKE_CUDA_ARCHITECTURES including it",
+                                 __FILE__, __LINE__);
+      }
+      CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      CUBLAS_CHECK(cublasCreate(&cublas_));
+      CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+      // Plain FP32 (no TF32 tensor cores): results must match the CPU backend to FP32 rounding.
+      CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+      CUDA_CHECK(cudaMallocHost(&host_totals_, sizeof(loss_totals)));
+      reserve_loss_blocks(64);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~cuda_backend() override { release(); }
+
+  std::string name() const override { return "cuda"; }
+
+  /// The stream every call of this backend is queued on.
+  cudaStream_t stream() const { return stream_; }
+
+  // --- memory -----------------------------------------------------------------------------
+
+  void* allocate(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    select_device();
+    void* ptr = nullptr;
+    const cudaError_t err = cudaMalloc(&ptr, bytes);
+    if (err != cudaSuccess) {
+      detail::throw_cuda_error(err, "cudaMalloc of " + std::to_string(bytes) + " bytes",
+                               __FILE__, __LINE__);
+    }
+    return ptr;
+  }
+
+  void deallocate(void* ptr) noexcept override {
+    if (ptr == nullptr) return;
+    cudaSetDevice(device_);
+    cudaFree(ptr);  // errors here mean the context is already gone; nothing left to free
+  }
+
+  void* allocate_host(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    select_device();
+    void* ptr = nullptr;
+    const cudaError_t err = cudaMallocHost(&ptr, bytes);
+    if (err != cudaSuccess) {
+      detail::throw_cuda_error(err, "cudaMallocHost of " + std::to_string(bytes) + " bytes",
+                               __FILE__, __LINE__);
+    }
+    return ptr;
+  }
+
+  void deallocate_host(void* ptr) noexcept override {
+    if (ptr != nullptr) cudaFreeHost(ptr);
+  }
+
+  void copy_to_device(void* dst, const void* host_src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    select_device();
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+
+  void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    select_device();
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void synchronize() override {
+    select_device();
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // --- compute ----------------------------------------------------------------------------
+
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            int lda, const float* b, int ldb, float beta, float* c, int ldc) override {
+    if (m < 0 || n < 0 || k < 0) throw std::invalid_argument("gemm: negative dimension");
+    if (m == 0 || n == 0) return;
+    select_device();
+    if (k == 0) {  // cuBLAS would reject lda = 0; only the beta scaling is left to do
+      const std::size_t total = static_cast<std::size_t>(m) * n;
+      scale_matrix_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                            elementwise_threads, 0, stream_>>>(c, m, n, ldc, beta);
+      CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+    // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a row-major matrix
+    // read column-major is its transpose: swap the operands, keep the transpose flags.
+    CUBLAS_CHECK(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
+                             lda, &beta, c, ldc));
+  }
+
+  void bias_activation_forward(float* z, const float* bias, int rows, int cols,
+                               activation act) override {
+    if (rows <= 0 || cols <= 0) return;
+    select_device();
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    const bool relu = act == activation::relu;
+    if (cols % 4 == 0 && aligned16(z)) {
+      const unsigned grid = grid_for(n / 4, elementwise_threads, max_blocks_);
+      float4* z4 = reinterpret_cast<float4*>(z);
+      if (relu) {
+        bias_activation_vec4_kernel<true>
+          <<<grid, elementwise_threads, 0, stream_>>>(z4, bias, n / 4, cols / 4);
+      } else {
+        bias_activation_vec4_kernel<false>
+          <<<grid, elementwise_threads, 0, stream_>>>(z4, bias, n / 4, cols / 4);
+      }
+    } else {
+      const unsigned grid = grid_for(n, elementwise_threads, max_blocks_);
+      if (relu) {
+        bias_activation_kernel<true><<<grid, elementwise_threads, 0, stream_>>>(z, bias, n, cols);
+      } else {
+        bias_activation_kernel<false><<<grid, elementwise_threads, 0, stream_>>>(z, bias, n, cols);
+      }
+    }
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void activation_backward(float* dz, const float* out, std::size_t n,
+                           activation act) override {
+    if (act == activation::identity || n == 0) return;
+    select_device();
+    if (aligned16(dz) && aligned16(out)) {
+      relu_backward_vec4_kernel<<<grid_for(n / 4, elementwise_threads, max_blocks_),
+                                  elementwise_threads, 0, stream_>>>(dz, out, n);
+    } else {
+      relu_backward_kernel<<<grid_for(n, elementwise_threads, max_blocks_),
+                             elementwise_threads, 0, stream_>>>(dz, out, n);
+    }
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void bias_backward(float* db, const float* dz, int rows, int cols) override {
+    if (cols <= 0) return;
+    select_device();
+    const unsigned grid = static_cast<unsigned>((cols + column_tile - 1) / column_tile);
+    column_sum_kernel<<<grid, dim3(column_tile, row_slices), 0, stream_>>>(
+      db, dz, std::max(rows, 0), cols);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  loss_stats softmax_cross_entropy(const float* logits, const int32_t* labels, int rows,
+                                   int cols, float* dlogits, float grad_scale) override {
+    loss_stats stats;
+    stats.rows = rows;
+    if (rows <= 0) return stats;
+    if (cols <= 0) throw std::invalid_argument("softmax_cross_entropy: no columns");
+    select_device();
+    const int blocks = (rows + loss_threads - 1) / loss_threads;
+    reserve_loss_blocks(blocks);
+    // One block writes its sums straight into the total; more are folded by a second launch.
+    loss_totals* total = loss_blocks_;
+    softmax_cross_entropy_kernel<<<blocks, loss_threads, 0, stream_>>>(
+      logits, labels, rows, cols, dlogits, grad_scale, blocks == 1 ? total : loss_blocks_ + 1);
+    CUDA_CHECK(cudaGetLastError());
+    if (blocks > 1) {
+      sum_loss_totals_kernel<<<1, loss_threads, 0, stream_>>>(loss_blocks_ + 1, blocks, total);
+      CUDA_CHECK(cudaGetLastError());
+    }
+    CUDA_CHECK(cudaMemcpyAsync(host_totals_, total, sizeof(loss_totals), cudaMemcpyDeviceToHost,
+                               stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (host_totals_->bad_rows > 0) {
+      const int row = host_totals_->first_bad_row;
+      int32_t label = 0;
+      copy_to_host(&label, labels + row, sizeof(label));
+      throw std::invalid_argument("softmax_cross_entropy: label " + std::to_string(label) +
+                                  " of row " + std::to_string(row) + " is not in [0, " +
+                                  std::to_string(cols) + ")");
+    }
+    stats.loss_sum = host_totals_->loss_sum;
+    stats.correct = host_totals_->correct;
+    return stats;
+  }
+
+private:
+  /// The calling thread's current device becomes ours: an actor may run on any thread.
+  void select_device() { CUDA_CHECK(cudaSetDevice(device_)); }
+
+  /// Room for the total plus `blocks` per-block sums of the loss kernel.
+  void reserve_loss_blocks(int blocks) {
+    if (blocks <= loss_block_capacity_) return;
+    if (loss_blocks_ != nullptr) {
+      CUDA_CHECK(cudaStreamSynchronize(stream_));  // a queued loss kernel may still use it
+      CUDA_CHECK(cudaFree(loss_blocks_));
+      loss_blocks_ = nullptr;
+      loss_block_capacity_ = 0;
+    }
+    CUDA_CHECK(cudaMalloc(&loss_blocks_, sizeof(loss_totals) * (blocks + 1)));
+    loss_block_capacity_ = blocks;
+  }
+
+  void release() noexcept {
+    cudaSetDevice(device_);
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    if (loss_blocks_ != nullptr) cudaFree(loss_blocks_);
+    if (host_totals_ != nullptr) cudaFreeHost(host_totals_);
+    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    loss_blocks_ = nullptr;
+    host_totals_ = nullptr;
+    cublas_ = nullptr;
+    stream_ = nullptr;
+    cudaGetLastError();  // leave no error behind for the next CUDA user on this thread
+  }
+
+  int device_;
+  int max_blocks_ = 1;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  loss_totals* host_totals_ = nullptr;  // pinned: the one device→host copy of the loss sums
+  loss_totals* loss_blocks_ = nullptr;  // [0] the total, [1..] per-block sums
+  int loss_block_capacity_ = 0;
+};
+
+// ----------------------------------------------------------------------------------------
+// event stopwatch
+
+class event_stopwatch final : public stopwatch {
+public:
+  explicit event_stopwatch(cuda_backend& be) : stream_(be.stream()) {
+    CUDA_CHECK(cudaEventCreate(&start_));
+    const cudaError_t err = cudaEventCreate(&stop_);
+    if (err != cudaSuccess) {
+      cudaEventDestroy(start_);
+      detail::throw_cuda_error(err, "cudaEventCreate(&stop_)", __FILE__, __LINE__);
+    }
+  }
+  ~event_stopwatch() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  void start() override { CUDA_CHECK(cudaEventRecord(start_, stream_)); }
+  double stop_ms() override {
+    CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
+  }
+
+private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+} // namespace
+
+// ----------------------------------------------------------------------------------------
+// factory entry points (declared in backend_factory.hpp)
+
+int cuda_device_count(std::string* why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
+    return 0;  // without a driver the count is left untouched: never trust it on error
+  }
+  if (count == 0 && why) *why = "cudaGetDeviceCount found no CUDA device";
+  return count;
+}
+
+std::unique_ptr<backend> make_cuda_backend(int device) {
+  return std::make_unique<cuda_backend>(device);
+}
+
+namespace detail {
+std::unique_ptr<stopwatch> make_cuda_stopwatch(backend& be) {
+  auto* cuda = dynamic_cast<cuda_backend*>(&be);
+  if (cuda == nullptr) return nullptr;
+  return std::make_unique<event_stopwatch>(*cuda);
+}
+} // namespace detail
+
+} // namespace actorps

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Usage: scripts/bench/throughput.sh [-o FILE] [-c TOTAL_CLOCKS] [-r REPEATS]
+#
+# Training throughput of `actorps simulate` (Fashion-MNIST, default model, batch 64, default
+# ssp mode) for W = 1, 2, 4 workers on 2 shards and W = 1 on 1 shard, against the no-actor
+# baseline actorps_bench_loop. Every run processes the same number of samples: TOTAL_CLOCKS
+# (default 2000) minibatches in all, i.e. TOTAL_CLOCKS / W clocks per worker; the plain loop runs
+# TOTAL_CLOCKS steps. Each configuration runs REPEATS times (default 3), round-robin so that
+# machine noise spreads over all of them; the JSON (default build/bench/throughput.json) holds
+# every run and the medians, plus overhead_ratio_w1 = samples/s of W=1 (2 shards) / plain loop.
+# samples/s is the simulation's own figure (chief: first start → last worker done).
+set -euo pipefail
+
+usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="$root/build/bench/throughput.json"
+total=2000
+repeats=3
+while getopts "o:c:r:h" opt; do
+  case "$opt" in
+    o) out="$(realpath -m "$OPTARG")" ;;
+    c) total="$OPTARG" ;;
+    r) repeats="$OPTARG" ;;
+    *) usage ;;
+  esac
+done
+if (( total % 4 != 0 || total <= 0 || repeats <= 0 )); then
+  echo "throughput.sh: -c must be a positive multiple of 4 and -r positive" >&2
+  exit 2
+fi
+
+sim="$root/build/actorps"
+loop="$root/build/actorps_bench_loop"
+for exe in "$sim" "$loop"; do
+  if [[ ! -x "$exe" ]]; then
+    echo "throughput.sh: $exe is missing; build first:" >&2
+    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=Release && cmake --build $root/build -j2" >&2
+    exit 1
+  fi
+done
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$(dirname "$out")"
+runs="$tmp/runs.jsonl"  # one line per run: {"config":..., <summary or plain-loop object>}
+load_before="$(cut -d' ' -f1 /proc/loadavg)"
+
+configs=("1 2" "2 2" "4 2" "1 1")
+budget=180  # seconds for the whole script; each run gets what is left (at most 60)
+remaining() { local left=$((budget - SECONDS)); echo $((left < 60 ? (left > 1 ? left : 1) : 60)); }
+for ((r = 1; r <= repeats; ++r)); do
+  for c in "${configs[@]}"; do
+    read -r w ps <<<"$c"
+    name="w${w}_ps${ps}"
+    metrics="$tmp/$name.$r.jsonl"
+    echo "throughput.sh: run $r/$repeats $name ($((total / w)) clocks per worker)" >&2
+    if ! timeout "$(remaining)" "$sim" simulate --workers "$w" --ps "$ps" --steps $((total / w)) \
+         --eval-every 0 --no-progress --metrics "$metrics" >/dev/null; then
+      echo "throughput.sh: $name run $r failed or ran out of time (${budget} s budget; busy machine? try -c)" >&2
+      exit 1
+    fi
+    summary="$(grep '"event":"summary"' "$metrics")" \
+      || { echo "throughput.sh: $name run $r wrote no summary" >&2; exit 1; }
+    echo "{\"config\":\"$name\",\"result\":$summary}" >>"$runs"
+  done
+  echo "throughput.sh: run $r/$repeats plain loop ($total steps)" >&2
+  plain="$(timeout "$(remaining)" "$loop" --steps "$total")" \
+    || { echo "throughput.sh: plain loop run $r failed or ran out of time" >&2; exit 1; }
+  echo "{\"config\":\"plain_loop\",\"result\":$plain}" >>"$runs"
+done
+
+python3 - "$runs" "$out" "$total" "$repeats" "$load_before" <<'EOF'
+import json, statistics, sys
+
+runs_path, out_path, total, repeats, load_before = sys.argv[1:]
+runs = [json.loads(line) for line in open(runs_path)]
+
+def by(config):
+    return [r["result"] for r in runs if r["config"] == config]
+
+def med(values):
+    return statistics.median(values)
+
+result = {
+    "bench": "throughput",
+    "dataset": "fashion-mnist",
+    "model": "784-256-128-10",
+    "batch": 64,
+    "mode": by("w1_ps2")[0]["mode"],
+    "total_clocks": int(total),
+    "samples_per_run": int(total) * 64,
+    "workload": "same total samples for every W: total_clocks / W clocks per worker",
+    "repeats": int(repeats),
+    "loadavg_1m_before": float(load_before),
+    "configs": {},
+}
+for name in ("w1_ps2", "w2_ps2", "w4_ps2", "w1_ps1"):
+    rs = by(name)
+    result["configs"][name] = {
+        "workers": rs[0]["workers"],
+        "ps": rs[0]["shards"],
+        "clocks_per_worker": rs[0]["clocks"],
+        "samples_per_s": med([r["samples_per_s"] for r in rs]),
+        "runs_samples_per_s": [r["samples_per_s"] for r in rs],
+        "runs_wall_s": [r["wall_s"] for r in rs],
+        "final_test_accuracy": med([r["final_test_accuracy"] for r in rs]),
+    }
+plain = by("plain_loop")
+result["plain_loop"] = {
+    "steps": plain[0]["steps"],
+    "samples_per_s": med([p["samples_per_s"] for p in plain]),
+    "runs_samples_per_s": [p["samples_per_s"] for p in plain],
+    "step_ms": med([p["step_ms"] for p in plain]),
+}
+c, base = result["configs"], result["plain_loop"]["samples_per_s"]
+result["overhead_ratio_w1"] = c["w1_ps2"]["samples_per_s"] / base
+result["overhead_ratio_w1_ps1"] = c["w1_ps1"]["samples_per_s"] / base
+result["speedup_w2_vs_w1"] = c["w2_ps2"]["samples_per_s"] / c["w1_ps2"]["samples_per_s"]
+result["speedup_w4_vs_w1"] = c["w4_ps2"]["samples_per_s"] / c["w1_ps2"]["samples_per_s"]
+result["loadavg_1m_after"] = float(open("/proc/loadavg").read().split()[0])
+with open(out_path, "w") as f:
+    json.dump(result, f, indent=2)
+    f.write("\n")
+print(json.dumps(result, indent=2))
+EOF
+echo "throughput.sh: wrote $out" >&2

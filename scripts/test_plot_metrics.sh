@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Self-check of scripts/plot_metrics.py: trains two small synthetic runs (ssp and async), plots
+# them, checks the PNG (magic bytes, > 10 kB), and checks that bad input exits 2 naming the file.
+# Usage: scripts/test_plot_metrics.sh [path/to/actorps]   (default: build/actorps; ~5 s)
+# Exit status: 0 pass, 1 a check failed, 2 usage/missing binary, 77 no python3 with matplotlib
+# (for CTest's SKIP_RETURN_CODE).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+actorps=${1:-$root/build/actorps}
+plot="$root/scripts/plot_metrics.py"
+[ -x "$actorps" ] || { echo "test_plot_metrics: $actorps is missing or not executable" >&2; exit 2; }
+
+python=""
+for p in "${PYTHON:-}" python3 /usr/bin/python3; do
+  if [ -n "$p" ] && command -v "$p" > /dev/null && "$p" -c 'import matplotlib' 2> /dev/null; then
+    python=$p; break
+  fi
+done
+[ -n "$python" ] || { echo "test_plot_metrics: SKIP: no python3 with matplotlib (apt-get install python3-matplotlib)" >&2; exit 77; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass() { echo "ok    $*"; }
+fail() { echo "FAIL  $*" >&2; failures=$((failures + 1)); }
+
+run_sim() {  # run_sim OUT.jsonl FLAGS...
+  local out=$1; shift
+  timeout 120 "$actorps" simulate --dataset synthetic --model 784-32-10 --synthetic-rows 2048 \
+    --synthetic-test-rows 512 --workers 2 --ps 2 --steps 120 --eval-every 20 --no-progress \
+    --metrics "$out" "$@" > "$tmp/sim.log" 2>&1 || { cat "$tmp/sim.log" >&2; return 1; }
+}
+run_sim "$tmp/ssp.jsonl" --mode ssp --staleness 2 || { echo "FAIL  ssp simulation" >&2; exit 1; }
+run_sim "$tmp/async.jsonl" --mode async --seed 2 || { echo "FAIL  async simulation" >&2; exit 1; }
+
+check_png() {  # check_png FILE WHAT
+  local f=$1 what=$2 size magic
+  [ -f "$f" ] || { fail "$what: $f was not written"; return; }
+  magic=$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')
+  [ "$magic" = 89504e470d0a1a0a ] || { fail "$what: $f is not a PNG (starts with $magic)"; return; }
+  size=$(wc -c < "$f")
+  [ "$size" -gt 10240 ] || { fail "$what: $f is only $size bytes"; return; }
+  pass "$what ($size bytes)"
+}
+
+# 1. two runs overlaid, with labels and a title
+if "$python" "$plot" "$tmp/ssp.jsonl" "$tmp/async.jsonl" -o "$tmp/out/two.png" \
+    --label "ssp S=2" --label async --title "plot_metrics self-test" > "$tmp/log" 2>&1; then
+  check_png "$tmp/out/two.png" "two runs"
+else
+  fail "two runs: exit $?: $(cat "$tmp/log")"
+fi
+
+# 2. one run, default labels, raw train loss, plus events the plotter must tolerate: unknown
+#    kinds and failure/recovery (drawn as vertical lines)
+cp "$tmp/ssp.jsonl" "$tmp/events.jsonl"
+cat >> "$tmp/events.jsonl" <<'EOF'
+{"event":"failure","worker":1,"clock":40,"wall_s":0.05}
+
+{"event":"recovery","worker":1,"clock":45,"wall_s":0.07}
+{"event":"something_new","value":[1,2,3]}
+EOF
+if "$python" "$plot" "$tmp/events.jsonl" -o "$tmp/one.png" --smooth 1 > "$tmp/log" 2>&1; then
+  check_png "$tmp/one.png" "one run with failure/recovery/unknown events"
+else
+  fail "one run with extra events: exit $?: $(cat "$tmp/log")"
+fi
+
+# 3. bad input: exit status 2 and a message naming the file (and the line where there is one)
+expect_error() {  # expect_error WHAT PATTERN FILES...
+  local what=$1 pattern=$2 status=0; shift 2
+  "$python" "$plot" "$@" -o "$tmp/bad.png" > "$tmp/log" 2>&1 || status=$?
+  if [ "$status" -ne 2 ]; then
+    fail "$what: exit $status, expected 2: $(cat "$tmp/log")"
+  elif ! grep -qF -- "$pattern" "$tmp/log"; then
+    fail "$what: message does not contain '$pattern': $(cat "$tmp/log")"
+  else
+    pass "$what -> exit 2: $(head -n 1 "$tmp/log")"
+  fi
+}
+expect_error "missing file" "$tmp/nope.jsonl" "$tmp/ssp.jsonl" "$tmp/nope.jsonl"
+{ head -n 3 "$tmp/ssp.jsonl"; echo 'this is {not json'; tail -n +4 "$tmp/ssp.jsonl"; } > "$tmp/garbage.jsonl"
+expect_error "garbage line" "$tmp/garbage.jsonl:4:" "$tmp/garbage.jsonl"
+grep -v '"event":"eval"' "$tmp/ssp.jsonl" > "$tmp/noeval.jsonl"
+expect_error "no eval events" "$tmp/noeval.jsonl: no eval events" "$tmp/noeval.jsonl"
+: > "$tmp/empty.jsonl"
+expect_error "empty file" "$tmp/empty.jsonl" "$tmp/empty.jsonl"
+[ -f "$tmp/bad.png" ] && fail "an error run still wrote $tmp/bad.png"
+
+if [ "$failures" -ne 0 ]; then
+  echo "test_plot_metrics: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "test_plot_metrics: all checks passed"

@@ -1,0 +1,381 @@
+// The CUDA backend against the CPU backend: every kernel, then whole MLP steps, on the same
+// seeded random inputs. Without a usable GPU (or in a build without CUDA) each test prints one
+// line "SKIPPED: <reason>" and returns; CTest's SKIP_REGULAR_EXPRESSION reports it skipped.
+// ACTORPS_REQUIRE_CUDA=1 in the environment turns a skip into a failure (for GPU machines).
+#include "kernels/backend_factory.hpp"
+#include "kernels/mlp.hpp"
+#include "kernels/parameter_init.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace actorps {
+namespace {
+
+/// The CUDA backend on device 0, or nullptr after printing the one SKIPPED line.
+std::unique_ptr<backend> cuda_or_skip() {
+  std::string why;
+  auto be = make_backend(backend_kind::cuda, 0, &why);
+  if (!be) {
+    const char* require = std::getenv("ACTORPS_REQUIRE_CUDA");
+    if (require != nullptr && std::string(require) == "1") FAIL("ACTORPS_REQUIRE_CUDA=1: " << why);
+    std::cout << "SKIPPED: " << why << std::endl;
+  }
+  return be;
+}
+
+std::vector<float> random_floats(std::mt19937& rng, std::size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<int32_t> random_labels(std::mt19937& rng, std::size_t n, int classes) {
+  std::vector<int32_t> v(n);
+  for (auto& y : v) y = static_cast<int32_t>(rng() % static_cast<unsigned>(classes));
+  return v;
+}
+
+template <class T>
+device_buffer<T> to_device(backend& be, const std::vector<T>& host) {
+  device_buffer<T> buf(be, host.size());
+  be.copy_to_device(buf.get(), host.data(), host.size() * sizeof(T));
+  return buf;
+}
+
+template <class T>
+std::vector<T> to_host(backend& be, const device_buffer<T>& buf) {
+  std::vector<T> host(buf.size());
+  be.copy_to_host(host.data(), buf.get(), host.size() * sizeof(T));
+  return host;
+}
+
+/// Checks |got − ref| ≤ tol + |ref|·eps elementwise (NaN fails), printing the first 5
+/// mismatches.
+void check_close(const std::vector<float>& got, const std::vector<float>& ref, double tol,
+                 double eps, const std::string& what) {
+  REQUIRE(got.size() == ref.size());
+  std::size_t bad = 0;
+  std::ostringstream first;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double diff = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    if (!(diff <= tol + std::fabs(static_cast<double>(ref[i])) * eps)) {
+      if (bad < 5) first << "  [" << i << "] cuda " << got[i] << ", cpu " << ref[i] << "\n";
+      ++bad;
+    }
+  }
+  INFO(what << ": " << bad << " of " << got.size() << " mismatches\n" << first.str());
+  CHECK(bad == 0);
+}
+
+/// Runs `op(backend, buffer)` on the CPU and the CUDA backend from the same host data and
+/// returns both results (cpu, cuda).
+template <class Op>
+std::pair<std::vector<float>, std::vector<float>> on_both(backend& cpu, backend& cuda,
+                                                          const std::vector<float>& data,
+                                                          Op op) {
+  auto on_cpu = to_device(cpu, data);
+  op(cpu, on_cpu.get());
+  auto on_cuda = to_device(cuda, data);
+  op(cuda, on_cuda.get());
+  return {to_host(cpu, on_cpu), to_host(cuda, on_cuda)};
+}
+
+} // namespace
+
+TEST_CASE("cuda parity: name, copies through device and pinned host memory, empty buffers") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  CHECK(cuda->name() == "cuda");
+  for (std::size_t n : {1u, 3u, 17u, 1000u, 1u << 20}) {
+    CAPTURE(n);
+    std::mt19937 rng(static_cast<unsigned>(n));
+    const auto data = random_floats(rng, n, -1, 1);
+    host_buffer<float> pinned(*cuda, n);
+    CHECK(reinterpret_cast<std::uintptr_t>(pinned.get()) % 64 == 0);
+    std::copy(data.begin(), data.end(), pinned.begin());
+    device_buffer<float> dev(*cuda, n);
+    cuda->copy_to_device(dev.get(), pinned.get(), n * sizeof(float));
+    host_buffer<float> back(*cuda, n);
+    cuda->copy_to_host(back.get(), dev.get(), n * sizeof(float));
+    CHECK(std::equal(data.begin(), data.end(), back.begin()));
+  }
+  device_buffer<float> empty(*cuda, 0);
+  host_buffer<float> empty_host(*cuda, 0);
+  cuda->copy_to_device(empty.get(), empty_host.get(), 0);
+  cuda->synchronize();
+}
+
+TEST_CASE("cuda parity: a failed allocation throws backend_error and the backend stays usable") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  CHECK_THROWS_AS(cuda->allocate(std::size_t(1) << 52), backend_error);  // 4 PiB
+  const std::vector<float> data = {1, 2, 3};
+  CHECK(to_host(*cuda, to_device(*cuda, data)) == data);
+}
+
+TEST_CASE("cuda parity: gemm in all transpose combinations, odd sizes, padded lds") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int m, n, k; };
+  for (shape s : {shape{37, 29, 53}, shape{1, 7, 5}, shape{257, 513, 129}}) {
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        CAPTURE(s.m); CAPTURE(s.n); CAPTURE(s.k); CAPTURE(trans_a); CAPTURE(trans_b);
+        std::mt19937 rng(static_cast<unsigned>(s.m * 7 + 2 * trans_a + trans_b));
+        const int a_rows = trans_a ? s.k : s.m, a_cols = trans_a ? s.m : s.k;
+        const int b_rows = trans_b ? s.n : s.k, b_cols = trans_b ? s.k : s.n;
+        const int lda = a_cols + 3, ldb = b_cols + 2, ldc = s.n + 5;
+        const auto a = random_floats(rng, static_cast<std::size_t>(a_rows) * lda, -1, 1);
+        const auto b = random_floats(rng, static_cast<std::size_t>(b_rows) * ldb, -1, 1);
+        auto c = random_floats(rng, static_cast<std::size_t>(s.m) * ldc, -1, 1);
+        for (int i = 0; i < s.m; ++i) {
+          for (int j = s.n; j < ldc; ++j) c[i * ldc + j] = 12345.0f;  // padding must survive
+        }
+        auto [ref, got] = on_both(*cpu, *cuda, c, [&](backend& be, float* dc) {
+          auto da = to_device(be, a), db = to_device(be, b);
+          be.gemm(trans_a, trans_b, s.m, s.n, s.k, 0.75f, da.get(), lda, db.get(), ldb, -1.25f,
+                  dc, ldc);
+          be.synchronize();  // da, db die here
+        });
+        check_close(got, ref, 1e-5 * std::sqrt(s.k), 1e-5, "gemm");
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: gemm with beta = 0 ignores NaN in c, and with k = 0 only scales c") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  const int m = 5, n = 6, k = 7, ldc = 9;
+  std::mt19937 rng(3);
+  const auto a = random_floats(rng, m * k, -2, 2);
+  const auto b = random_floats(rng, k * n, -2, 2);
+  const std::vector<float> nan_c(m * ldc, std::numeric_limits<float>::quiet_NaN());
+  auto [ref, got] = on_both(*cpu, *cuda, nan_c, [&](backend& be, float* dc) {
+    auto da = to_device(be, a), db = to_device(be, b);
+    be.gemm(false, false, m, n, k, 1.0f, da.get(), k, db.get(), n, 0.0f, dc, ldc);
+    be.synchronize();
+  });
+  for (int i = 0; i < m; ++i) {  // the padding stays NaN on both; compare the window only
+    for (int j = n; j < ldc; ++j) got[i * ldc + j] = ref[i * ldc + j] = 0.0f;
+  }
+  check_close(got, ref, 1e-5, 1e-5, "gemm beta=0");
+
+  const auto c = random_floats(rng, m * ldc, -1, 1);
+  for (float beta : {0.0f, -0.5f}) {
+    CAPTURE(beta);
+    auto [ref0, got0] = on_both(*cpu, *cuda, c, [&](backend& be, float* dc) {
+      be.gemm(false, false, m, n, 0, 1.0f, nullptr, 0, nullptr, n, beta, dc, ldc);
+    });
+    check_close(got0, ref0, 0, 0, "gemm k=0");
+  }
+  CHECK_THROWS_AS(cuda->gemm(false, false, -1, 2, 2, 1.0f, nullptr, 2, nullptr, 2, 0.0f,
+                             nullptr, 2),
+                  std::invalid_argument);
+}
+
+TEST_CASE("cuda parity: bias_activation_forward, identity and relu, vector and scalar paths") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int rows, cols, offset; };  // offset 1 makes z misaligned for float4
+  for (shape s : {shape{64, 256, 0}, shape{67, 131, 0}, shape{9, 12, 1}, shape{512, 2048, 0}}) {
+    for (activation act : {activation::identity, activation::relu}) {
+      CAPTURE(s.rows); CAPTURE(s.cols); CAPTURE(s.offset);
+      CAPTURE(act == activation::relu);
+      std::mt19937 rng(static_cast<unsigned>(s.rows + s.cols));
+      const auto z = random_floats(rng, static_cast<std::size_t>(s.rows) * s.cols + s.offset,
+                                   -2, 2);
+      const auto bias = random_floats(rng, s.cols + 1, -1, 1);
+      auto [ref, got] = on_both(*cpu, *cuda, z, [&](backend& be, float* dz) {
+        auto db = to_device(be, bias);
+        // bias + 1: a bias vector that is not 16-byte aligned, as in the flat parameters
+        be.bias_activation_forward(dz + s.offset, db.get() + 1, s.rows, s.cols, act);
+        be.synchronize();
+      });
+      check_close(got, ref, 0, 0, "bias_activation_forward");
+    }
+  }
+}
+
+TEST_CASE("cuda parity: activation_backward, aligned, misaligned and odd lengths") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { std::size_t n, offset; };
+  for (shape s : {shape{1001, 0}, shape{1001, 1}, shape{3, 0}, shape{(1u << 20) + 3, 0}}) {
+    for (activation act : {activation::identity, activation::relu}) {
+      CAPTURE(s.n); CAPTURE(s.offset); CAPTURE(act == activation::relu);
+      std::mt19937 rng(static_cast<unsigned>(s.n));
+      const auto dz = random_floats(rng, s.n + s.offset, -3, 3);
+      auto out = random_floats(rng, s.n + s.offset, -1, 1);
+      for (auto& o : out) o = o < 0 ? 0.0f : o;
+      auto [ref, got] = on_both(*cpu, *cuda, dz, [&](backend& be, float* ddz) {
+        auto dout = to_device(be, out);
+        be.activation_backward(ddz + s.offset, dout.get() + s.offset, s.n, act);
+        be.synchronize();
+      });
+      check_close(got, ref, 0, 0, "activation_backward");
+    }
+  }
+}
+
+TEST_CASE("cuda parity: bias_backward column sums") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int rows, cols; };
+  for (shape s : {shape{513, 77}, shape{64, 10}, shape{1, 3000}, shape{0, 5}, shape{512, 2048}}) {
+    CAPTURE(s.rows); CAPTURE(s.cols);
+    std::mt19937 rng(static_cast<unsigned>(s.rows * 31 + s.cols));
+    const auto dz = random_floats(rng, static_cast<std::size_t>(s.rows) * s.cols, -1, 1);
+    const std::vector<float> db_init(s.cols, 99.0f);  // must be overwritten, not added to
+    auto [ref, got] = on_both(*cpu, *cuda, db_init, [&](backend& be, float* db) {
+      auto ddz = to_device(be, dz);
+      be.bias_backward(db, ddz.get(), s.rows, s.cols);
+      be.synchronize();
+    });
+    check_close(got, ref, 1e-6 * (s.rows + 1), 1e-5, "bias_backward");
+  }
+}
+
+TEST_CASE("cuda parity: softmax_cross_entropy sums and dlogits, one and many blocks") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int rows, cols; float spread; };
+  // 1000 rows: several blocks folded on the device; ±1000 logits: the stable path.
+  for (shape s : {shape{64, 10, 3}, shape{7, 37, 3}, shape{1000, 10, 3}, shape{33, 5, 1000}}) {
+    CAPTURE(s.rows); CAPTURE(s.cols); CAPTURE(s.spread);
+    std::mt19937 rng(static_cast<unsigned>(s.rows + s.cols));
+    const auto logits = random_floats(rng, static_cast<std::size_t>(s.rows) * s.cols,
+                                      -s.spread, s.spread);
+    const auto labels = random_labels(rng, s.rows, s.cols);
+    const float grad_scale = 1.0f / static_cast<float>(s.rows);
+    loss_stats stats[2], no_grad[2];
+    std::vector<float> dlogits[2];
+    backend* backends[2] = {cpu.get(), cuda.get()};
+    for (int b = 0; b < 2; ++b) {
+      backend& be = *backends[b];
+      auto dl = to_device(be, logits);
+      auto dy = to_device(be, labels);
+      device_buffer<float> grad(be, logits.size());
+      stats[b] = be.softmax_cross_entropy(dl.get(), dy.get(), s.rows, s.cols, grad.get(),
+                                          grad_scale);
+      no_grad[b] = be.softmax_cross_entropy(dl.get(), dy.get(), s.rows, s.cols, nullptr,
+                                            grad_scale);
+      dlogits[b] = to_host(be, grad);
+    }
+    CHECK(stats[1].rows == s.rows);
+    CHECK(stats[1].correct == stats[0].correct);
+    CHECK(stats[1].loss_sum == doctest::Approx(stats[0].loss_sum).epsilon(1e-5));
+    CHECK(no_grad[1].loss_sum == stats[1].loss_sum);
+    CHECK(no_grad[1].correct == stats[1].correct);
+    check_close(dlogits[1], dlogits[0], 1e-7, 1e-4, "dlogits");
+  }
+}
+
+TEST_CASE("cuda parity: softmax_cross_entropy rejects an out-of-range label like the CPU") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  std::mt19937 rng(5);
+  const auto logits = random_floats(rng, 600 * 4, -1, 1);
+  for (int32_t bad : {-1, 4}) {
+    auto labels = random_labels(rng, 600, 4);
+    labels[517] = bad;
+    labels[599] = bad;
+    auto dl = to_device(*cuda, logits);
+    auto dy = to_device(*cuda, labels);
+    try {
+      cuda->softmax_cross_entropy(dl.get(), dy.get(), 600, 4, nullptr, 1.0f);
+      FAIL("no exception");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()) == "softmax_cross_entropy: label " + std::to_string(bad) +
+                                       " of row 517 is not in [0, 4)");
+    }
+  }
+  const std::vector<float> row = {0.0f, 1.0f};
+  const std::vector<int32_t> label = {1};
+  auto dl = to_device(*cuda, row);
+  auto dy = to_device(*cuda, label);
+  CHECK(cuda->softmax_cross_entropy(dl.get(), dy.get(), 1, 2, nullptr, 1.0f).correct == 1);
+}
+
+namespace {
+
+/// One train_step and one chunked evaluate of the same MLP on both backends; the CUDA side
+/// keeps parameters and gradients in pinned host buffers, as a worker does.
+void check_mlp_parity(backend& cuda, const std::vector<int>& layers, int batch, int eval_rows,
+                      unsigned seed) {
+  CAPTURE(batch);
+  auto cpu = make_cpu_backend();
+  const auto params = initial_parameters(layers, seed);
+  std::mt19937 rng(seed);
+  auto biased = params;  // non-zero biases so bias_backward and the bias path matter
+  for (auto& v : biased) {
+    if (v == 0.0f) v = std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng);
+  }
+  const auto x = random_floats(rng, static_cast<std::size_t>(eval_rows) * layers[0], 0, 1);
+  const auto y = random_labels(rng, eval_rows, layers.back());
+
+  mlp ref(*cpu, layers, batch);
+  ref.set_parameters(biased.data());
+  std::vector<float> ref_grad(ref.parameter_count());
+  const loss_stats ref_step = ref.train_step(x.data(), y.data(), batch, ref_grad.data());
+  const loss_stats ref_eval = ref.evaluate(x.data(), y.data(), eval_rows);
+
+  mlp net(cuda, layers, batch);
+  host_buffer<float> pinned_params(cuda, net.parameter_count());
+  host_buffer<float> pinned_grad(cuda, net.parameter_count());
+  std::copy(biased.begin(), biased.end(), pinned_params.begin());
+  net.set_parameters(pinned_params.get());
+  const loss_stats step = net.train_step(x.data(), y.data(), batch, pinned_grad.get());
+  const loss_stats eval = net.evaluate(x.data(), y.data(), eval_rows);
+
+  CHECK(step.rows == ref_step.rows);
+  CHECK(step.correct == ref_step.correct);
+  CHECK(step.loss_sum == doctest::Approx(ref_step.loss_sum).epsilon(1e-5));
+  CHECK(eval.rows == ref_eval.rows);
+  CHECK(eval.correct == ref_eval.correct);
+  CHECK(eval.loss_sum == doctest::Approx(ref_eval.loss_sum).epsilon(1e-5));
+  double max_grad = 0;
+  for (float g : ref_grad) max_grad = std::max(max_grad, std::fabs(static_cast<double>(g)));
+  REQUIRE(max_grad > 0);
+  const std::vector<float> grad(pinned_grad.begin(), pinned_grad.end());
+  // Summation order differs (cuBLAS vs OpenBLAS): absolute slack relative to the largest.
+  check_close(grad, ref_grad, 1e-4 * max_grad, 1e-3, "mlp gradient");
+
+  // The same step again gives bit-identical results (no atomics in any reduction).
+  const loss_stats again = net.train_step(x.data(), y.data(), batch, pinned_grad.get());
+  CHECK(again.loss_sum == step.loss_sum);
+  CHECK(std::equal(grad.begin(), grad.end(), pinned_grad.begin()));
+}
+
+} // namespace
+
+TEST_CASE("cuda parity: mlp 784-256-128-10 train_step and evaluate at batch 64") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  check_mlp_parity(*cuda, {784, 256, 128, 10}, 64, 300, 42);
+}
+
+TEST_CASE("cuda parity: small odd mlp 33-17-9-5 at batch 13") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  check_mlp_parity(*cuda, {33, 17, 9, 5}, 13, 50, 7);
+}
+
+} // namespace actorps
