@@ -163,7 +163,7 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
       sum.samples_per_s = sum.wall_s > 0 ? double(st.samples) / sum.wall_s : 0;
       sum.final_test_accuracy = final_eval.test_accuracy;
       sum.final_test_loss = final_eval.test_loss;
-      sum.backend = "cpu";
+      sum.backend = to_string(st.cfg.backend);
       for (const auto& s : stats) {
         sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
         sum.dropped_messages += s.dropped;

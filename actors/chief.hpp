@@ -12,6 +12,7 @@
 #include "actors/data_source.hpp"
 #include "actors/dataset.hpp"
 #include "actors/messages.hpp"
+#include "kernels/backend_factory.hpp"
 #include "actors/metrics.hpp"
 
 #include <caf/actor_system.hpp>
@@ -44,6 +45,8 @@ struct chief_config {
   std::optional<remote_tasks> remote;  ///< set: distributed run, roles join instead of spawning
   std::shared_ptr<metrics_file> metrics;  ///< null: no metrics file
   bool progress = true;           ///< draw the progress line on stdout
+  backend_kind backend = backend_kind::cpu;  ///< the workers' backend (auto: decided per host)
+  std::vector<int> gpus{0};       ///< CUDA devices; worker w uses gpus[w % size]
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
 };
 

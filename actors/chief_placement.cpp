@@ -37,6 +37,8 @@ void spawn_local_roles(self_ptr self) {
     wc.steps = st.cfg.steps;
     wc.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
     wc.request_timeout = st.cfg.request_timeout;
+    wc.backend = st.cfg.backend;
+    wc.device = st.cfg.gpus[w % st.cfg.gpus.size()];
     wc.train = st.cfg.train;
     wc.shards = st.shards;
     wc.chief = self;
@@ -56,6 +58,7 @@ void set_up_remote_roles(self_ptr self) {
   setup.steps = st.cfg.steps;
   setup.request_timeout = st.cfg.request_timeout;
   setup.data = remote.data;
+  setup.backend = st.cfg.backend;
   for (const auto& a : remote.ps) setup.shard_addresses.push_back(a.text());
   auto left = std::make_shared<std::size_t>(st.worker_nodes.size() + (st.evaluator_node ? 1 : 0));
   auto one_done = [=] {
@@ -67,6 +70,7 @@ void set_up_remote_roles(self_ptr self) {
   for (int32_t w = 0; w < static_cast<int32_t>(st.worker_nodes.size()); ++w) {
     setup.index = w;
     setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
+    setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
     self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value, encode_role_setup(setup))
       .then(
         [=](worker_actor& worker) {

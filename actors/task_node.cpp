@@ -63,6 +63,8 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       wc.batch = setup.batch;
       wc.steps = setup.steps;
       wc.slow_ms = setup.slow_ms;
+      wc.backend = setup.backend;
+      wc.device = setup.device;
       wc.request_timeout = setup.request_timeout;
       wc.train = data;
       wc.shards = std::move(*shards);

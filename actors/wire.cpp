@@ -269,6 +269,8 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
     for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
       addresses.set(i, setup.shard_addresses[i]);
+    msg.setBackend(static_cast<uint8_t>(setup.backend));
+    msg.setDevice(setup.device);
   });
 }
 
@@ -294,6 +296,10 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.data.seed = data.getSeed();
     out.data.cols = out.spec.layers.front();
     for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
+    if (msg.getBackend() > static_cast<uint8_t>(backend_kind::automatic))
+      return make_error(errc::invalid_spec, "unknown backend in RoleSetup");
+    out.backend = static_cast<backend_kind>(msg.getBackend());
+    out.device = msg.getDevice();
     if (out.batch <= 0 || out.steps < 0 || out.index < 0 || out.index >= out.spec.workers
         || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
         || out.data.train_rows <= 0 || out.data.test_rows <= 0)

@@ -11,6 +11,7 @@
 #include "actors/data_source.hpp"
 #include "actors/errors.hpp"
 #include "actors/model_spec.hpp"
+#include "kernels/backend_factory.hpp"
 
 #include <caf/deserializer.hpp>
 #include <caf/expected.hpp>
@@ -116,6 +117,8 @@ struct role_setup {
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
   data_source data;
   std::vector<std::string> shard_addresses;  ///< host:port per shard
+  backend_kind backend = backend_kind::cpu;
+  int device = 0;
 };
 
 // --- encoders -----------------------------------------------------------------------------

@@ -20,8 +20,10 @@ struct worker_state {
   std::unique_ptr<backend> be;
   std::unique_ptr<mlp> model;
   std::unique_ptr<data_shard> data;
-  std::vector<float> params, grads, x;
-  std::vector<int32_t> y;
+  // Host sides of the transfers: pinned memory on a GPU backend, so each step moves the pulled
+  // parameters in and the gradient out with one copy each.
+  host_buffer<float> params, grads, x;
+  host_buffer<int32_t> y;
   int64_t clock = 0;            // the clock being computed
   std::size_t awaiting = 0;     // shard replies still missing for this clock
   int64_t staleness = 0;        // of the parameters being received
@@ -42,7 +44,7 @@ void fail(self_ptr self, const std::string& what, const caf::error& err) {
 /// Takes one shard's parameter reply; starts the next clock once every shard has answered.
 void on_parameters(self_ptr self, const wire_buffer& reply) {
   auto& st = self->state;
-  auto msg = scatter_shard_parameters(reply, *st.layout, st.params.data());
+  auto msg = scatter_shard_parameters(reply, *st.layout, st.params.get());
   if (!msg) return fail(self, "bad parameters from a shard", msg.error());
   st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
   if (--st.awaiting > 0) return;
@@ -78,7 +80,7 @@ void push(self_ptr self) {
   st.clock += 1;
   std::vector<wire_buffer> pushes;
   for (int32_t s = 0; s < static_cast<int32_t>(st.cfg.shards.size()); ++s)
-    pushes.push_back(encode_push(st.cfg.index, clock, s, *st.layout, st.grads.data()));
+    pushes.push_back(encode_push(st.cfg.index, clock, s, *st.layout, st.grads.get()));
   self->send(st.cfg.chief, train_atom::value, report);
   st.awaiting = st.cfg.shards.size();
   st.staleness = 0;
@@ -90,9 +92,9 @@ void push(self_ptr self) {
 
 void compute(self_ptr self) {
   auto& st = self->state;
-  st.model->set_parameters(st.params.data());
-  st.data->fill_batch(st.clock, st.x.data(), st.y.data());
-  st.last = st.model->train_step(st.x.data(), st.y.data(), st.cfg.batch, st.grads.data());
+  st.model->set_parameters(st.params.get());
+  st.data->fill_batch(st.clock, st.x.get(), st.y.get());
+  st.last = st.model->train_step(st.x.get(), st.y.get(), st.cfg.batch, st.grads.get());
   if (st.cfg.slow_ms > 0)
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
   else
@@ -107,14 +109,23 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       auto& st = self->state;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
       st.layout = std::make_unique<block_layout>(st.cfg.spec);
-      st.be = make_cpu_backend();
+      std::string why;
+      try {
+        st.be = make_backend(st.cfg.backend, st.cfg.device, &why);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!st.be || (st.cfg.backend == backend_kind::cuda && st.be->name() != "cuda"))
+        return fail(self, "cannot start its backend",
+                    caf::make_error(caf::sec::runtime_error, why));
       st.model = std::make_unique<mlp>(*st.be, st.cfg.spec.layers, st.cfg.batch);
       st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
                                              st.cfg.batch, st.cfg.spec.seed);
-      st.params.assign(st.layout->total_floats(), 0.0f);
-      st.grads.assign(st.layout->total_floats(), 0.0f);
-      st.x.assign(std::size_t(st.cfg.batch) * st.cfg.spec.layers.front(), 0.0f);
-      st.y.assign(st.cfg.batch, 0);
+      auto n = st.layout->total_floats();
+      st.params = host_buffer<float>(*st.be, n);
+      st.grads = host_buffer<float>(*st.be, n);
+      st.x = host_buffer<float>(*st.be, std::size_t(st.cfg.batch) * st.cfg.spec.layers.front());
+      st.y = host_buffer<int32_t>(*st.be, st.cfg.batch);
       st.clock = 0;
       pull_initial(self);
     },

@@ -8,6 +8,7 @@
 
 #include "actors/dataset.hpp"
 #include "actors/messages.hpp"
+#include "kernels/backend_factory.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -23,6 +24,8 @@ struct worker_config {
   int batch = 64;
   int64_t steps = 0;                       ///< clocks to run
   int slow_ms = 0;                         ///< straggler delay added to every step
+  backend_kind backend = backend_kind::cpu; ///< auto: CUDA when this host has a usable GPU
+  int device = 0;                          ///< CUDA device index
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
   std::shared_ptr<const dataset> train;
   std::vector<ps_shard_actor> shards;      ///< index = shard id

@@ -7,8 +7,11 @@
 // applies and encodes its reply → scatter_shard_parameters into the flat parameters.
 // It is driven twice: by an event-based actor chaining request(...).then (how workers run), and
 // by a scoped_actor doing request(...).receive (a blocking thread). The same pieces are then timed
-// standalone, without actors, on the same payload; the gap between their sum and the round trip
-// is the messaging itself. All figures are medians over --iterations; GB = 1e9 bytes.
+// standalone, without actors, on the same payload, each on one thread with warm caches; the gap
+// between their sum and the round trip is the messaging plus the payload changing cores.
+// Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
+// gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
+// copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/ps_shard.hpp"
@@ -158,15 +161,16 @@ std::string time_components(const train_spec& spec, worker_side& side, int itera
   auto encode_push_ms = median_ms(iterations, [&] {
     push = encode_push(0, 0, 0, layout, side.grad.data());
   });
-  // What the shard does with a push: decode, the finiteness check, the SGD update per block.
+  // What the shard does with a push: decode, check every block, then apply every block
+  // (validation ends before state changes, so these are two passes, as in the shard).
   auto apply_ms = median_ms(iterations, [&] {
     auto view = decode_push(push);
     if (!view) throw std::runtime_error("decode_push failed");
-    for (const auto& b : view->blocks) {
-      ok &= all_finite(b.values, b.count);
-      apply_update(spec.optimizer, 1e-6f, 1, shard_params.data() + layout.blocks()[b.id].shard_offset,
-                   b.values, nullptr, b.count);
-    }
+    for (const auto& b : view->blocks) ok &= all_finite(b.values, b.count);
+    for (const auto& b : view->blocks)
+      apply_update(spec.optimizer, spec.optimizer.learning_rate, 1,
+                   shard_params.data() + layout.blocks()[b.id].shard_offset, b.values, nullptr,
+                   b.count);
   });
   auto encode_reply_ms = median_ms(iterations, [&] {
     reply = encode_shard_parameters(parameters_kind::pull, 0, 0, 0, 0, layout, shard_params.data());
@@ -197,6 +201,7 @@ std::string time_components(const train_spec& spec, worker_side& side, int itera
     .add("memcpy", memcpy_ms)
     .add("alloc_words", alloc_words_ms)
     .add("alloc_memset", alloc_memset_ms)
+    .add("sum_of_round_trip_parts", encode_push_ms + apply_ms + encode_reply_ms + scatter_ms)
     .str();
 }
 

@@ -21,6 +21,28 @@ po::options_description simulate_options(training_flags& flags) {
   return desc;
 }
 
+/// In one process the backend is decided up front: `cuda` without a usable GPU is refused with
+/// the CUDA error text, and `auto` says when it falls back to the CPU.
+void resolve_backend_here(chief_config& c) {
+  if (c.backend == backend_kind::cpu) return;
+  std::string why;
+  int devices = cuda_device_count(&why);
+  if (devices == 0) {
+    if (c.backend == backend_kind::cuda)
+      throw usage_error("--backend cuda needs a usable CUDA device and this host has none (" + why
+                        + ")");
+    std::printf("backend: auto chose cpu (%s)\n", why.c_str());
+    c.backend = backend_kind::cpu;
+    return;
+  }
+  for (int id : c.gpus)
+    if (id >= devices)
+      throw usage_error("--gpus names device " + std::to_string(id) + " but this host has "
+                        + std::to_string(devices));
+  c.backend = backend_kind::cuda;
+  std::printf("backend: cuda on %d device(s)\n", devices);
+}
+
 } // namespace
 
 std::string simulate_help() {
@@ -48,6 +70,7 @@ int simulate_command(const std::vector<std::string>& args) {
       throw usage_error("--data-dir " + plan.data.dir
                         + " is not a directory (install Debian's dataset-fashion-mnist: "
                           "scripts/setup.sh)");
+    resolve_backend_here(plan.chief);
     sim.chief = std::move(plan.chief);
     sim.scheduler_threads = plan.scheduler_threads;
     sim.chief.train = load_split(plan.data, true);

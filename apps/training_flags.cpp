@@ -93,7 +93,12 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "worker:I=MS adds MS milliseconds to every step of worker I (repeatable): a straggler")
     ("request-timeout", po::value(&o.request_timeout)->default_value(o.request_timeout),
      "seconds any request between actors may take before it fails")
-    ("no-progress", po::bool_switch(&o.no_progress), "do not draw the progress line");
+    ("no-progress", po::bool_switch(&o.no_progress), "do not draw the progress line")
+    ("backend", po::value(&o.backend)->default_value(o.backend),
+     "auto | cpu | cuda: where workers run forward/backward (auto: CUDA when a usable GPU "
+     "exists, else the CPU)")
+    ("gpus", po::value(&o.gpus)->default_value(o.gpus),
+     "comma-separated CUDA device ids; workers are assigned round-robin");
 }
 
 
@@ -119,8 +124,23 @@ training_plan plan_training(const training_flags& o) {
   auto opt = parse_optimizer_kind(o.optimizer);
   require(opt.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
 
+  auto backend = parse_backend_kind(o.backend);
+  require(backend.has_value(), "backend", o.backend, "must be auto, cpu or cuda");
+  std::vector<int> gpus;
+  {
+    std::stringstream list(o.gpus);
+    for (std::string id; std::getline(list, id, ',');) {
+      require(!id.empty() && id.size() < 4 && id.find_first_not_of("0123456789") == std::string::npos,
+              "gpus", o.gpus, "must be device ids like 0,1");
+      gpus.push_back(std::stoi(id));
+    }
+    require(!gpus.empty(), "gpus", o.gpus, "must name at least one device");
+  }
+
   training_plan plan;
   auto& c = plan.chief;
+  c.backend = *backend;
+  c.gpus = gpus;
   c.spec.layers = *layers;
   c.spec.block_floats = o.block_floats;
   c.spec.shards = o.ps;

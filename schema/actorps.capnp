@@ -102,6 +102,8 @@ struct RoleSetup {
   requestTimeoutMs @5 :UInt32;
   data @6 :DataSource;
   shardAddresses @7 :List(Text); # host:port of every ps task, in shard order
+  backend @8 :UInt8;           # 0 cpu, 1 cuda, 2 auto (decided on the worker's host)
+  device @9 :Int32;            # CUDA device index
 }
 
 # The chief's first message to a shard: the run and the shard's initial values.

@@ -104,13 +104,33 @@ TEST_CASE("a malformed dataset file is named with what is wrong") {
   std::system(("rm -rf " + dir).c_str());
 }
 
+TEST_CASE("--backend cuda without a GPU is refused in one sentence and auto falls back") {
+  auto cuda = run_actorps(std::string(quick) + " --backend cuda");
+  if (cuda.status == 0) {  // a machine with a usable GPU
+    CHECK(cuda.output.find("backend cuda") != std::string::npos);
+  } else {
+    CHECK(cuda.status == 2);
+    CHECK_MESSAGE(cuda.output.find("--backend cuda needs a usable CUDA device") != std::string::npos,
+                  cuda.output);
+    CHECK(cuda.output.find("Segmentation") == std::string::npos);
+    auto fallback = run_actorps(std::string(quick) + " --backend auto");
+    CHECK(fallback.status == 0);
+    CHECK_MESSAGE(fallback.output.find("backend: auto chose cpu (") != std::string::npos,
+                  fallback.output);
+    CHECK(fallback.output.find("backend cpu") != std::string::npos);
+  }
+  auto bad = run_actorps(std::string(quick) + " --gpus 0,x");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("--gpus") != std::string::npos);
+}
+
 TEST_CASE("help explains every flag with its default") {
   auto r = run_actorps("simulate --help");
   CHECK(r.status == 0);
   for (const char* flag : {"--ps", "--workers", "--model", "--dataset", "--data-dir", "--epochs",
                            "--steps", "--batch", "--optimizer", "--lr", "--lr-schedule", "--mode",
                            "--staleness", "--eval-every", "--metrics", "--seed", "--threads",
-                           "--slow", "--request-timeout"}) {
+                           "--slow", "--request-timeout", "--backend", "--gpus"}) {
     CAPTURE(flag);
     CHECK(r.output.find(flag) != std::string::npos);
   }
