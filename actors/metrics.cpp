@@ -84,10 +84,13 @@ void metrics_file::write(const json_object& event) {
   if (!file_) return;
   auto line = event.str() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
+  if (std::chrono::steady_clock::now() - last_flush_ > std::chrono::milliseconds(500)) flush();
 }
 
 void metrics_file::flush() {
-  if (file_) std::fflush(file_);
+  if (!file_) return;
+  std::fflush(file_);
+  last_flush_ = std::chrono::steady_clock::now();
 }
 
 progress_line::progress_line(bool enabled)

@@ -31,7 +31,8 @@ private:
 
 std::string json_escape(const std::string& text);
 
-/// Appends JSON lines to a file; an empty path disables it. The constructor throws
+/// Appends JSON lines to a file; an empty path disables it. Lines reach the file at least every
+/// half second, so `tail -f` and live plots follow a run. The constructor throws
 /// std::runtime_error naming the file if it cannot be opened for writing.
 class metrics_file {
 public:
@@ -45,6 +46,7 @@ public:
 
 private:
   std::FILE* file_ = nullptr;
+  std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();
 };
 
 /// The terminal progress line: redrawn in place (at most every 100 ms) on a TTY; on anything

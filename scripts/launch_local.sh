@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Starts a whole actorps cluster on 127.0.0.1, one process per task, on free ports:
+# P parameter shards, W workers, the evaluator and the chief. Flags after `--` go to the chief
+# (the training flags); every line a task prints is prefixed with its task name. Exits with the
+# chief's status; Ctrl-C stops every task.
+#
+# usage: scripts/launch_local.sh --ps P --workers W [--no-evaluator] [--connect-timeout S]
+#                                [--binary PATH] [--keep-cluster FILE] -- [chief flags...]
+# e.g.   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5 --mode ssp --metrics run.jsonl
+set -euo pipefail
+
+usage() { sed -n 7,8p "$0" >&2; exit 2; }
+ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --ps) ps=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --no-evaluator) evaluator=0; shift ;;
+    --connect-timeout) connect_timeout=$2; shift 2 ;;
+    --binary) binary=$2; shift 2 ;;
+    --keep-cluster) keep_cluster=$2; shift 2 ;;
+    --) shift; break ;;
+    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    *) echo "launch_local.sh: unknown flag $1" >&2; usage ;;
+  esac
+done
+[[ $ps =~ ^[1-9][0-9]*$ ]] || { echo "launch_local.sh: --ps must be a positive number" >&2; exit 2; }
+[[ $workers =~ ^[1-9][0-9]*$ ]] || { echo "launch_local.sh: --workers must be a positive number" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+binary=${binary:-${ACTORPS_BINARY:-$root/build/actorps}}
+[ -x "$binary" ] || { echo "launch_local.sh: $binary is missing: run scripts/setup.sh first" >&2; exit 2; }
+python=$(command -v /usr/bin/python3 || command -v python3)
+
+dir=$(mktemp -d /tmp/actorps-cluster.XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'echo "launch_local.sh: interrupted, stopping every task" >&2; exit 130' INT TERM
+
+# Free ports: bind to port 0 and let the kernel choose (all at once, so they differ).
+count=$((1 + ps + workers + evaluator))
+read -r -a ports <<< "$("$python" - "$count" <<'PY'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+)"
+"$python" - "$dir/cluster.json" "$ps" "$workers" "$evaluator" "${ports[@]}" <<'PY'
+import json, sys
+path, ps, workers, evaluator = sys.argv[1], *map(int, sys.argv[2:5])
+ports = iter(sys.argv[5:])
+addr = lambda: f"127.0.0.1:{next(ports)}"
+cluster = {"chief": [addr()], "ps": [addr() for _ in range(ps)], "worker": [addr() for _ in range(workers)]}
+if evaluator: cluster["evaluator"] = [addr()]
+json.dump({"cluster": cluster}, open(path, "w"), indent=1)
+PY
+[ -n "$keep_cluster" ] && cp "$dir/cluster.json" "$keep_cluster"
+
+start() {  # start TYPE INDEX: a background task whose lines are prefixed with its name
+  local task="$1:$2"
+  "$binary" "$1" --cluster "$dir/cluster.json" --task "$task" --connect-timeout "$connect_timeout" \
+    > >(sed -u "s/^/$task | /") 2>&1 &
+  pids+=($!)
+}
+for ((i = 0; i < ps; i++)); do start ps "$i"; done
+for ((i = 0; i < workers; i++)); do start worker "$i"; done
+[ "$evaluator" = 1 ] && start evaluator 0
+
+set +e
+"$binary" chief --cluster "$dir/cluster.json" --task chief:0 --connect-timeout "$connect_timeout" "$@" \
+  2>&1 | sed -u "s/^/chief:0 | /"
+status=${PIPESTATUS[0]}
+set -e
+
+# Every task stops on its own when the chief ends; give them a bounded grace period.
+( sleep 10; for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done ) &
+watchdog=$!
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+kill "$watchdog" 2>/dev/null || true
+pids=()
+[ "$status" -eq 0 ] && [ "$failed" -gt 0 ] && echo "launch_local.sh: $failed task(s) exited non-zero" >&2
+exit "$status"

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Multi-process runs on 127.0.0.1, one process per task:
+#  1. scripts/launch_local.sh trains synthetic data and the summary is right;
+#  2. strangers sending garbage to a shard's and a worker's port, and a peer expecting another
+#     message interface, are turned away while the run goes on and finishes cleanly;
+#  3. SIGKILL on the chief makes every other task exit non-zero within the connect timeout.
+# usage: tests/multiprocess_test.sh [path/to/actorps]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/build/actorps}
+python=$(command -v /usr/bin/python3 || command -v python3)
+dir=$(mktemp -d /tmp/actorps-mp.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+summary_field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+
+echo "== 1. launch_local.sh on synthetic data"
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 -- \
+  --dataset synthetic --model 784-64-10 --steps 300 --no-progress --metrics "$dir/m1.jsonl" \
+  > "$dir/launch.log" 2>&1 || { cat "$dir/launch.log"; fail "launch_local.sh exited non-zero"; }
+for task in chief:0 ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  grep -q "^$task | " "$dir/launch.log" || fail "no lines prefixed with $task"
+done
+line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
+[ "$(summary_field "$line" clocks)" = 300 ] || fail "clocks: $line"
+[ "$(summary_field "$line" dropped_messages)" = 0 ] || fail "dropped: $line"
+"$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" \
+  "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
+
+# A cluster of our own, for the next two parts.
+cluster() {  # cluster FILE: fresh free ports for chief, 2 ps, 2 workers, evaluator
+  "$python" - "$1" <<'PY'
+import json, socket, sys
+socks = [socket.socket() for _ in range(6)]
+for s in socks: s.bind(("127.0.0.1", 0))
+a = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
+json.dump({"cluster": {"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}}, open(sys.argv[1], "w"))
+PY
+}
+port_of() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster'][sys.argv[2]][int(sys.argv[3])].split(':')[1])" "$1" "$2" "$3"; }
+start_tasks() {  # start_tasks CLUSTER TIMEOUT: every task but the chief, in the background
+  task_pids=()
+  for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+    "$bin" "${t%%:*}" --cluster "$1" --task "$t" --connect-timeout "$2" > "$dir/$t.log" 2>&1 &
+    pids+=($!); task_pids+=($!)
+  done
+}
+await_training() {  # block until the first train event appears in FILE (bounded)
+  grep -q -m1 '"event":"train"' < <(timeout 60 tail -F "$1" 2>/dev/null) || fail "training never started"
+}
+
+echo "== 2. strangers and a peer with another interface are turned away"
+cluster "$dir/c2.json"
+start_tasks "$dir/c2.json" 20
+"$bin" chief --cluster "$dir/c2.json" --task chief:0 --connect-timeout 20 --dataset synthetic \
+  --model 784-64-10 --steps 1500 --slow worker:0=2 --no-progress --metrics "$dir/m2.jsonl" \
+  > "$dir/chief2.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_training "$dir/m2.jsonl"
+for target in "ps 0" "worker 0"; do
+  port=$(port_of "$dir/c2.json" $target)
+  "$python" - "$port" <<'PY'
+import os, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(os.urandom(4096) + b"\xff" * 4096)
+s.close()
+PY
+done
+# A ps whose "chief" is really worker:0's node: the interface check refuses it.
+wport=$(port_of "$dir/c2.json" worker 0)
+"$python" - "$dir/wrong.json" "$wport" <<'PY'
+import json, socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0))
+json.dump({"cluster": {"chief": [f"127.0.0.1:{sys.argv[2]}"], "ps": [f"127.0.0.1:{s.getsockname()[1]}"], "worker": ["127.0.0.1:1"]}}, open(sys.argv[1], "w"))
+PY
+set +e
+"$bin" ps --cluster "$dir/wrong.json" --task ps:0 --connect-timeout 2 > "$dir/wrong.log" 2>&1
+wrong=$?
+wait "$chief"; chief_status=$?
+set -e
+[ "$wrong" = 1 ] || fail "the mismatched peer exited $wrong"
+grep -q "another message interface" "$dir/wrong.log" || { cat "$dir/wrong.log"; fail "no interface message"; }
+[ "$chief_status" = 0 ] || { cat "$dir/chief2.log"; fail "the run did not survive the strangers"; }
+for p in "${task_pids[@]}"; do wait "$p" || fail "a task exited non-zero after a clean run"; done
+line=$(grep '"event":"summary"' "$dir/m2.jsonl")
+[ "$(summary_field "$line" clocks)" = 1500 ] || fail "clocks: $line"
+
+echo "== 3. losing the chief stops every task, non-zero, within the connect timeout"
+cluster "$dir/c3.json"
+start_tasks "$dir/c3.json" 5
+"$bin" chief --cluster "$dir/c3.json" --task chief:0 --connect-timeout 5 --dataset synthetic \
+  --model 784-64-10 --steps 1000000 --no-progress --metrics "$dir/m3.jsonl" > "$dir/chief3.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_training "$dir/m3.jsonl"
+killed=$(date +%s%N)
+kill -9 "$chief"
+for i in "${!task_pids[@]}"; do
+  set +e; timeout 5 tail --pid="${task_pids[$i]}" -f /dev/null; waited=$?; wait "${task_pids[$i]}"; status=$?; set -e
+  [ "$waited" = 0 ] || fail "task $i still running 5 s after the chief died"
+  [ "$status" != 0 ] || fail "task $i exited 0 after losing the chief"
+done
+elapsed=$(( ($(date +%s%N) - killed) / 1000000 ))
+grep -h "is gone" "$dir"/*:*.log
+echo "all tasks exited non-zero ${elapsed} ms after the chief was killed"
+echo PASS
