@@ -18,24 +18,33 @@ namespace {
 
 constexpr std::size_t word_bytes = sizeof(capnp::word);
 
+constexpr std::size_t header_bound = 128;  // root structs, enums, the spec's layer list
+
 std::size_t words_for(std::size_t bytes) { return (bytes + word_bytes - 1) / word_bytes; }
 
 /// Builds one single-segment message directly inside the buffer that will travel. `bound` is
-/// an upper bound on the segment's words; the buffer is trimmed to the words actually used and
-/// prefixed with the flat-array segment table.
+/// an upper bound on the segment's words, and the first `zero_words` of them are zeroed:
+/// Cap'n Proto needs zeroed memory wherever it does not write every byte itself. Messages
+/// carrying blocks zero only their structure (allocated first: root, lists) and each Data's
+/// padding (write_blocks), since the floats overwrite the rest. The segment table goes first.
 template <class Fill>
-wire_buffer build(std::size_t bound, Fill&& fill) {
-  std::vector<capnp::word> words(1 + bound);  // zero-filled, as Cap'n Proto requires
+wire_buffer build(std::size_t bound, std::size_t zero_words, Fill&& fill) {
+  auto words = wire_buffer::allocate(1 + bound);
+  std::memset(words.get() + 1, 0, std::min(zero_words, bound) * sizeof(capnp::word));
   std::size_t used = 0;
   {
-    capnp::FlatMessageBuilder mb(kj::arrayPtr(words.data() + 1, bound));
+    capnp::FlatMessageBuilder mb(kj::arrayPtr(words.get() + 1, bound));
     fill(mb);
     used = mb.getSegmentsForOutput()[0].size();
   }
   const uint32_t table[2] = {0, static_cast<uint32_t>(used)};  // one segment of `used` words
-  std::memcpy(words.data(), table, sizeof table);
-  words.resize(1 + used);
-  return wire_buffer{std::move(words)};
+  std::memcpy(words.get(), table, sizeof table);
+  return wire_buffer{std::move(words), 1 + used};
+}
+
+/// The words a message with the blocks `ids` needs zeroed: everything before the first Data.
+std::size_t structure_words(const std::vector<uint32_t>& ids) {
+  return header_bound + 1 + 2 * ids.size();  // + list tag + a Block struct per block
 }
 
 /// Segment words needed for a List(Block) holding `ids`: list tag + 2 words per Block struct +
@@ -46,7 +55,6 @@ std::size_t blocks_bound(const block_layout& layout, const std::vector<uint32_t>
   return words;
 }
 
-constexpr std::size_t header_bound = 128;  // root structs, enums, the spec's layer list
 
 enum class source { flat, shard };
 
@@ -56,9 +64,12 @@ void write_blocks(capnp::List<wire::Block>::Builder list, const block_layout& la
     const auto& b = layout.blocks()[ids[i]];
     auto out = list[static_cast<unsigned>(i)];
     out.setId(b.id);
-    auto data = out.initValues(b.size * sizeof(float));
+    auto bytes = b.size * sizeof(float);
+    auto data = out.initValues(bytes);
+    auto padded = words_for(bytes) * word_bytes;
+    std::memset(data.begin() + bytes, 0, padded - bytes);  // the last word's unused tail
     auto offset = from == source::flat ? b.offset : b.shard_offset;
-    std::memcpy(data.begin(), base + offset, b.size * sizeof(float));
+    std::memcpy(data.begin(), base + offset, bytes);
   }
 }
 
@@ -151,15 +162,17 @@ caf::expected<T> decode(const wire_buffer& buf, const char* what, Read&& read) {
 } // namespace
 
 wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
-  std::vector<capnp::word> words(words_for(n));
-  if (n > 0) std::memcpy(words.data(), data, n);
-  return wire_buffer{std::move(words)};
+  auto words = allocate(words_for(n));
+  std::memset(words.get(), 0, words_for(n) * word_bytes);
+  if (n > 0) std::memcpy(words.get(), data, n);
+  return wire_buffer{std::move(words), words_for(n)};
 }
 
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
                         const float* flat_grad) {
   const auto& ids = layout.shard_blocks(shard);
-  return build(header_bound + blocks_bound(layout, ids), [&](capnp::MessageBuilder& mb) {
+  return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
+               [&](capnp::MessageBuilder& mb) {
     auto push = mb.initRoot<wire::Push>();
     push.setWorker(worker);
     push.setClock(clock);
@@ -173,7 +186,8 @@ wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t
                                     int64_t newest_clock, uint64_t updates,
                                     const block_layout& layout, const float* shard_buffer) {
   const auto& ids = layout.shard_blocks(shard);
-  return build(header_bound + blocks_bound(layout, ids), [&](capnp::MessageBuilder& mb) {
+  return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
+               [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::ShardParameters>();
     msg.setKind(kind == parameters_kind::pull ? wire::ShardParameters::Kind::PULL
                                               : wire::ShardParameters::Kind::SNAPSHOT);
@@ -190,7 +204,7 @@ wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block
                               const float* shard_buffer) {
   const auto& ids = layout.shard_blocks(shard);
   auto bound = header_bound + spec.layers.size() + blocks_bound(layout, ids);
-  return build(bound, [&](capnp::MessageBuilder& mb) {
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::ShardInit>();
     write_spec(msg.initSpec(), spec);
     msg.setShard(shard);
@@ -251,7 +265,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
   std::size_t text = 0;
   for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
   auto bound = header_bound + setup.spec.layers.size() + words_for(setup.data.dir.size() + 1) + text;
-  return build(bound, [&](capnp::MessageBuilder& mb) {
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::RoleSetup>();
     write_spec(msg.initSpec(), setup.spec);
     msg.setIndex(setup.index);

@@ -32,11 +32,20 @@ namespace actorps {
 class wire_buffer {
 public:
   wire_buffer() = default;
-  explicit wire_buffer(std::vector<capnp::word> words)
-    : words_(std::make_shared<const std::vector<capnp::word>>(std::move(words))) {}
 
-  const capnp::word* words() const { return words_ ? words_->data() : nullptr; }
-  std::size_t size_words() const { return words_ ? words_->size() : 0; }
+  /// Takes `storage`, of which the first `size_words` words hold the message. Only the creator
+  /// (an encoder, the deserializer) writes to it, before the buffer is shared.
+  wire_buffer(std::shared_ptr<capnp::word[]> storage, std::size_t size_words)
+    : words_(std::move(storage)), size_(size_words) {}
+
+  /// Uninitialised storage for `n` words (value-initialising would cost a pass over a payload
+  /// that the encoder overwrites anyway).
+  static std::shared_ptr<capnp::word[]> allocate(std::size_t n) {
+    return std::shared_ptr<capnp::word[]>(new capnp::word[n]);
+  }
+
+  const capnp::word* words() const { return words_.get(); }
+  std::size_t size_words() const { return words_ ? size_ : 0; }
   std::size_t size_bytes() const { return size_words() * sizeof(capnp::word); }
   const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(words()); }
 
@@ -45,7 +54,8 @@ public:
   static wire_buffer from_bytes(const void* data, std::size_t n);
 
 private:
-  std::shared_ptr<const std::vector<capnp::word>> words_;
+  std::shared_ptr<capnp::word[]> words_;
+  std::size_t size_ = 0;
 };
 
 /// Upper bound on a buffer accepted from the network.
@@ -64,10 +74,10 @@ typename Inspector::result_type inspect(Inspector& f, wire_buffer& x) {
     if (auto err = f.begin_sequence(n)) return err;
     if (n % sizeof(capnp::word) != 0 || n > max_wire_bytes)
       return make_error(errc::malformed_message, "wire buffer of " + std::to_string(n) + " bytes");
-    std::vector<capnp::word> words(n / sizeof(capnp::word));
+    auto words = wire_buffer::allocate(n / sizeof(capnp::word));
     if (n > 0)
-      if (auto err = f.apply_raw(n, words.data())) return err;
-    x = wire_buffer{std::move(words)};
+      if (auto err = f.apply_raw(n, words.get())) return err;
+    x = wire_buffer{std::move(words), n / sizeof(capnp::word)};
     return f.end_sequence();
   } else {
     auto n = x.size_bytes();
