@@ -12,21 +12,26 @@
 // Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
 // gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
 // copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
+#include "actors/connect.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/ps_shard.hpp"
+#include "actors/system_config.hpp"
 #include "kernels/denormals.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -211,7 +216,26 @@ struct options {
   int64_t floats = 1048575;
   uint32_t block_floats = 65536;
   int iterations = 200, warmup = 10, threads = 2;
+  int serve = 0;         ///< > 0: publish a shard on 127.0.0.1:serve and wait (the shard process)
+  std::string connect;   ///< host:port: drive the shard published there (the worker process)
 };
+
+/// The shard process of the two-process benchmark: publishes an uninitialised shard and runs
+/// until the driving process stops it.
+int serve(const options& o) {
+  caf::actor_system_config cfg;
+  configure_system(cfg, o.threads, network_settings{});
+  caf::actor_system sys{cfg};
+  auto shard = spawn_ps_shard(sys, 0);
+  auto port = sys.middleman().publish(shard, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
+  if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.serve));
+  caf::scoped_actor self{sys};
+  self->monitor(shard);
+  std::fprintf(stderr, "bench shard serving on 127.0.0.1:%d\n", o.serve);
+  self->receive([](caf::down_msg&) {});
+  std::fflush(nullptr);
+  std::_Exit(0);  // see actors/deployment.cpp: CAF 0.17 may keep a dead peer's references
+}
 
 train_spec spec_for(const options& o) {
   train_spec spec;
@@ -237,11 +261,20 @@ int run(const options& o) {
   for (std::size_t i = 0; i < floats; ++i) side.params[i] = 0.01f * float(i % 97);
 
   caf::actor_system_config cfg;
-  register_message_types(cfg);
-  cfg.set("scheduler.max-threads", static_cast<size_t>(o.threads));
+  bool remote = !o.connect.empty();
+  configure_system(cfg, o.threads,
+                   remote ? std::optional<network_settings>{network_settings{}} : std::nullopt);
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
-  auto shard = spawn_ps_shard(sys, 0);
+  ps_shard_actor shard;
+  if (remote) {
+    auto found = connect_to<ps_shard_actor>(sys, parse_address(o.connect, "--connect"),
+                                            std::chrono::seconds(20));
+    if (!found) throw std::runtime_error(describe(found.error()));
+    shard = *found;
+  } else {
+    shard = spawn_ps_shard(sys, 0);
+  }
   std::vector<float> part(side.layout.shard_floats(0));
   side.layout.gather(0, side.params.data(), part.data());
   bool ok = false;
@@ -289,6 +322,7 @@ int run(const options& o) {
   };
   std::printf("%s\n", json_object()
                         .add("bench", "transport")
+                        .add("placement", remote ? "two processes over loopback" : "one process")
                         .add("floats", static_cast<int64_t>(floats))
                         .add("blocks", static_cast<int64_t>(side.layout.blocks().size()))
                         .add("payload_bytes", static_cast<int64_t>(payload))
@@ -319,7 +353,9 @@ int main(int argc, char** argv) {
     ("block-floats", po::value(&o.block_floats)->default_value(o.block_floats), "floats per block")
     ("iterations", po::value(&o.iterations)->default_value(o.iterations), "timed round trips")
     ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed round trips first")
-    ("threads", po::value(&o.threads)->default_value(o.threads), "CAF scheduler threads");
+    ("threads", po::value(&o.threads)->default_value(o.threads), "CAF scheduler threads")
+    ("serve", po::value(&o.serve), "publish a shard on 127.0.0.1:PORT and wait (shard process)")
+    ("connect", po::value(&o.connect), "drive the shard at HOST:PORT (worker process)");
   try {
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -331,7 +367,7 @@ int main(int argc, char** argv) {
     po::notify(vm);
     if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1)
       throw po::error("--floats, --block-floats, --iterations, --threads must be positive");
-    return run(o);
+    return o.serve > 0 ? serve(o) : run(o);
   } catch (const po::error& e) {
     std::fprintf(stderr, "actorps_bench_transport: %s\n", e.what());
     return 2;
