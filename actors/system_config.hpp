@@ -12,8 +12,11 @@ namespace actorps {
 /// Failure detection between processes. Both sides must send heartbeats: a connection timeout
 /// without heartbeats from the peer gives false alarms (STACK.md), so every process sets both.
 struct network_settings {
-  std::chrono::milliseconds heartbeat{250};
-  std::chrono::milliseconds peer_timeout{1500};  ///< silence after which a peer counts as lost
+  std::chrono::milliseconds heartbeat{500};
+  /// Silence after which a peer counts as lost (a frozen process). A peer that dies closes its
+  /// connections and is noticed at once; this only bounds the frozen case, so it leaves room
+  /// for an overloaded machine.
+  std::chrono::milliseconds peer_timeout{4000};
 };
 
 /// Registers actorps' message types and error category, sets the scheduler's thread count

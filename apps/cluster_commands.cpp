@@ -17,7 +17,7 @@ namespace {
 struct cluster_flags {
   std::string cluster_file, task;
   double connect_timeout = 60;
-  int heartbeat_ms = 250, peer_timeout_ms = 1500, threads = 0;
+  int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
 };
 
 void add_cluster_options(po::options_description& desc, cluster_flags& f, bool with_threads) {

@@ -6,6 +6,8 @@
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
 
+#include "tests/backend_test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,6 +23,8 @@
 namespace actorps {
 namespace {
 
+using namespace actorps::test;
+
 /// The CUDA backend on device 0, or nullptr after printing the one SKIPPED line.
 std::unique_ptr<backend> cuda_or_skip() {
   std::string why;
@@ -33,50 +37,6 @@ std::unique_ptr<backend> cuda_or_skip() {
   return be;
 }
 
-std::vector<float> random_floats(std::mt19937& rng, std::size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<int32_t> random_labels(std::mt19937& rng, std::size_t n, int classes) {
-  std::vector<int32_t> v(n);
-  for (auto& y : v) y = static_cast<int32_t>(rng() % static_cast<unsigned>(classes));
-  return v;
-}
-
-template <class T>
-device_buffer<T> to_device(backend& be, const std::vector<T>& host) {
-  device_buffer<T> buf(be, host.size());
-  be.copy_to_device(buf.get(), host.data(), host.size() * sizeof(T));
-  return buf;
-}
-
-template <class T>
-std::vector<T> to_host(backend& be, const device_buffer<T>& buf) {
-  std::vector<T> host(buf.size());
-  be.copy_to_host(host.data(), buf.get(), host.size() * sizeof(T));
-  return host;
-}
-
-/// Checks |got − ref| ≤ tol + |ref|·eps elementwise (NaN fails), printing the first 5
-/// mismatches.
-void check_close(const std::vector<float>& got, const std::vector<float>& ref, double tol,
-                 double eps, const std::string& what) {
-  REQUIRE(got.size() == ref.size());
-  std::size_t bad = 0;
-  std::ostringstream first;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double diff = std::fabs(static_cast<double>(got[i]) - ref[i]);
-    if (!(diff <= tol + std::fabs(static_cast<double>(ref[i])) * eps)) {
-      if (bad < 5) first << "  [" << i << "] cuda " << got[i] << ", cpu " << ref[i] << "\n";
-      ++bad;
-    }
-  }
-  INFO(what << ": " << bad << " of " << got.size() << " mismatches\n" << first.str());
-  CHECK(bad == 0);
-}
 
 /// Runs `op(backend, buffer)` on the CPU and the CUDA backend from the same host data and
 /// returns both results (cpu, cuda).

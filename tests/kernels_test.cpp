@@ -3,6 +3,8 @@
 #include "kernels/backend.hpp"
 #include "kernels/denormals.hpp"
 
+#include "tests/backend_test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,44 +18,8 @@
 namespace actorps {
 namespace {
 
-std::vector<float> random_floats(std::mt19937& rng, std::size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using namespace actorps::test;
 
-template <class T>
-device_buffer<T> to_device(backend& be, const std::vector<T>& host) {
-  device_buffer<T> buf(be, host.size());
-  be.copy_to_device(buf.get(), host.data(), host.size() * sizeof(T));
-  return buf;
-}
-
-template <class T>
-std::vector<T> to_host(backend& be, const device_buffer<T>& buf) {
-  std::vector<T> host(buf.size());
-  be.copy_to_host(host.data(), buf.get(), host.size() * sizeof(T));
-  be.synchronize();
-  return host;
-}
-
-/// Checks |got − ref| ≤ tol + |ref|·eps elementwise (NaN fails); reports the first mismatches.
-void check_close(const std::vector<float>& got, const std::vector<double>& ref, double tol,
-                 double eps, const char* what) {
-  REQUIRE(got.size() == ref.size());
-  std::size_t bad = 0;
-  std::ostringstream first;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double diff = std::fabs(static_cast<double>(got[i]) - ref[i]);
-    if (!(diff <= tol + std::fabs(ref[i]) * eps)) {
-      if (bad < 5) first << "  [" << i << "] got " << got[i] << ", expected " << ref[i] << "\n";
-      ++bad;
-    }
-  }
-  INFO(what << ": " << bad << " of " << got.size() << " mismatches\n" << first.str());
-  CHECK(bad == 0);
-}
 
 // c = alpha · op(a) · op(b) + beta · c in double, with the same row-major / ld conventions.
 std::vector<double> reference_gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha,

@@ -14,7 +14,11 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
 trap cleanup EXIT
 [ -n "${KEEP:-}" ] && trap - EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {  # with every task's log, so that a failure in CI explains itself
+  echo "FAIL: $*" >&2
+  for f in "$dir"/*.log; do echo "--- $(basename "$f")" >&2; tail -n 20 "$f" >&2; done
+  exit 1
+}
 summary_field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
 
 echo "== 1. launch_local.sh on synthetic data"
