@@ -54,17 +54,6 @@ struct ps_shard_state {
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 
-bool all_finite(const float* v, std::size_t n) {
-  // OR-reduce "exponent all ones" over the bits: vectorises, unlike a chain of isfinite().
-  uint32_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, v + i, sizeof bits);
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return bad == 0;
-}
-
 void recompute_min(ps_shard_state& st) {
   int64_t min = std::numeric_limits<int64_t>::max();
   for (std::size_t w = 0; w < st.clocks.size(); ++w)

@@ -142,16 +142,6 @@ double median_ms(int iterations, F&& f) {
   return percentile(t, 0.5);
 }
 
-bool all_finite(const float* v, std::size_t n) {
-  uint32_t bad = 0;  // branch-free, like the shard's check
-  for (std::size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, v + i, sizeof bits);
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return bad == 0;
-}
-
 std::string time_components(const train_spec& spec, worker_side& side, int iterations) {
   const auto& layout = side.layout;
   std::vector<float> shard_params(layout.shard_floats(0));

@@ -1,7 +1,9 @@
 // The optimizers' loops over a block; the per-element formulas are in kernels/math.hpp.
 #include "kernels/optimizer.hpp"
+
 #include "kernels/math.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace actorps {
@@ -68,6 +70,17 @@ void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* pa
       return;
   }
   throw std::invalid_argument("apply_update: unknown optimizer kind");
+}
+
+bool all_finite(const float* values, std::size_t n) {
+  // OR-reduce "exponent all ones" over the bits: vectorises, unlike a chain of isfinite().
+  uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, values + i, sizeof bits);
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
 }
 
 } // namespace actorps

@@ -29,6 +29,10 @@ const char* to_string(optimizer_kind kind);
 /// Floats of optimizer state per parameter: 0 (sgd), 1 (momentum, adagrad), 2 (adam).
 std::size_t optimizer_state_slots(optimizer_kind kind);
 
+/// True when none of the n values is NaN or infinite. The shards check every pushed gradient
+/// with it before anything touches their state.
+bool all_finite(const float* values, std::size_t n);
+
 /// Applies one update with learning rate `lr` (the caller may scale the configured rate).
 /// `step` is the 1-based count of updates applied so far including this one (Adam's bias
 /// correction). `grad` is the gradient of the loss to minimise.
