@@ -52,6 +52,13 @@ void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
   shutdown(self);
 }
 
+/// "cpu", "cuda", or "cpu+cuda" when workers on different hosts chose differently.
+std::string backends_text(const chief_state& st) {
+  std::string out;
+  for (const auto& b : st.backends) out += (out.empty() ? "" : "+") + b;
+  return out.empty() ? to_string(st.cfg.backend) : out;
+}
+
 std::string progress_text(const chief_state& st) {
   char buf[256];
   auto clock = st.global_clock();
@@ -64,10 +71,11 @@ std::string progress_text(const chief_state& st) {
   if (st.last_accuracy >= 0) std::snprintf(acc, sizeof acc, "%.4f", st.last_accuracy);
   std::snprintf(buf, sizeof buf,
                 "epoch %5.2f  clock %6lld/%lld  %8.0f samples/s  loss %.4f  test acc %s  "
-                "max staleness %lld",
+                "max staleness %lld  %s",
                 double(clock) / double(st.steps_per_epoch()), static_cast<long long>(clock),
                 static_cast<long long>(st.cfg.steps), elapsed > 0 ? st.samples / elapsed : 0.0,
-                n ? loss / n : 0.0, acc, static_cast<long long>(st.max_staleness));
+                n ? loss / n : 0.0, acc, static_cast<long long>(st.max_staleness),
+                backends_text(st).c_str());
   return buf;
 }
 
@@ -163,7 +171,7 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
       sum.samples_per_s = sum.wall_s > 0 ? double(st.samples) / sum.wall_s : 0;
       sum.final_test_accuracy = final_eval.test_accuracy;
       sum.final_test_loss = final_eval.test_loss;
-      sum.backend = to_string(st.cfg.backend);
+      sum.backend = backends_text(st);
       for (const auto& s : stats) {
         sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
         sum.dropped_messages += s.dropped;
@@ -195,6 +203,7 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
 void on_train_report(self_ptr self, const train_report& r) {
   auto& st = self->state;
   if (r.worker < 0 || r.worker >= static_cast<int32_t>(st.clocks.size())) return;
+  st.backends.insert(r.backend);
   st.clocks[r.worker] = std::max(st.clocks[r.worker], r.clock + 1);
   st.last_loss[r.worker] = r.loss;
   st.samples += r.samples;
@@ -206,6 +215,7 @@ void on_train_report(self_ptr self, const train_report& r) {
                       .add("loss", r.loss)
                       .add("samples", r.samples)
                       .add("staleness", r.staleness)
+                      .add("backend", r.backend)
                       .add("wall_s", st.elapsed()));
   auto global = st.global_clock();
   if (st.cfg.eval_every > 0 && !st.eval_in_flight && !st.training_over && global >= st.next_eval

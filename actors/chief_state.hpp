@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
+#include <string>
 #include <limits>
 
 namespace actorps::chief_detail {
@@ -34,6 +36,7 @@ struct chief_state {
   int64_t samples = 0;
   int64_t max_staleness = 0;
   int failures = 0;
+  std::set<std::string> backends;  // what the workers report computing on
 
   bool eval_in_flight = false, training_over = false;
   uint64_t eval_generation = 0;   // replies of abandoned evaluations are ignored

@@ -43,12 +43,13 @@ struct train_report {
   double loss = 0;       ///< mean training loss of its minibatch
   int64_t samples = 0;   ///< rows in the minibatch
   int64_t staleness = 0; ///< max over shards of (clock − min clock) of the parameters it used
+  std::string backend;   ///< what it computes on: "cpu" or "cuda"
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, train_report& x) {
   return f(caf::meta::type_name("train_report"), x.worker, x.clock, x.loss, x.samples,
-           x.staleness);
+           x.staleness, x.backend);
 }
 
 /// The evaluator's result for one parameter snapshot.

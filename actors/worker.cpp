@@ -75,7 +75,7 @@ void pull_initial(self_ptr self) {
 void push(self_ptr self) {
   auto& st = self->state;
   train_report report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
-                      st.last.rows, st.staleness};
+                      st.last.rows, st.staleness, st.be->name()};
   auto clock = st.clock;
   st.clock += 1;
   std::vector<wire_buffer> pushes;
