@@ -35,15 +35,9 @@ for v in "$workers" "$ps" "$epochs" "$eval_every" "$timeout_s"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "compare_modes: '$v' is not a whole number" >&2; exit 2; }
 done
 
-# A python3 that can import matplotlib (a pyenv/venv python3 first on PATH often cannot, while
-# Debian's python3-matplotlib serves /usr/bin/python3). Checked before minutes of training.
-python=""
-for p in "${PYTHON:-}" python3 /usr/bin/python3; do
-  if [ -n "$p" ] && command -v "$p" > /dev/null && "$p" -c 'import matplotlib' 2> /dev/null; then
-    python=$p; break
-  fi
-done
-[ -n "$python" ] || { echo "compare_modes: no python3 with matplotlib: apt-get install python3-matplotlib" >&2; exit 2; }
+# Checked before minutes of training.
+source "$root/scripts/python_with.sh"
+python=$(python_with matplotlib) || { echo "compare_modes: no python3 with matplotlib: apt-get install python3-matplotlib" >&2; exit 2; }
 
 if [ -n "$keep" ]; then
   mkdir -p "$keep"; dir=$(cd "$keep" && pwd)

@@ -10,13 +10,8 @@ actorps=${1:-$root/build/actorps}
 plot="$root/scripts/plot_metrics.py"
 [ -x "$actorps" ] || { echo "test_plot_metrics: $actorps is missing or not executable" >&2; exit 2; }
 
-python=""
-for p in "${PYTHON:-}" python3 /usr/bin/python3; do
-  if [ -n "$p" ] && command -v "$p" > /dev/null && "$p" -c 'import matplotlib' 2> /dev/null; then
-    python=$p; break
-  fi
-done
-[ -n "$python" ] || { echo "test_plot_metrics: SKIP: no python3 with matplotlib (apt-get install python3-matplotlib)" >&2; exit 77; }
+source "$root/scripts/python_with.sh"
+python=$(python_with matplotlib) || { echo "test_plot_metrics: SKIP: no python3 with matplotlib (apt-get install python3-matplotlib)" >&2; exit 77; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
