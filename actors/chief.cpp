@@ -41,6 +41,21 @@ void shutdown(self_ptr self) {
   for (auto& n : st.worker_nodes) stop(n);
   stop(st.evaluator_node);
   for (auto& s : st.shards) stop(s);
+  if (st.cfg.remote) {
+    // Stay until every task process has stopped (its down message): quitting at once could end
+    // this process before the stop orders reach the sockets, and the tasks would then see a
+    // lost chief instead of an orderly end. Bounded, in case a task is already gone.
+    auto remember = [&](const auto& handle) {
+      if (handle) st.stopping_tasks.insert(handle.address());
+    };
+    for (auto& n : st.worker_nodes) remember(n);
+    remember(st.evaluator_node);
+    for (auto& s : st.shards) remember(s);
+    if (!st.stopping_tasks.empty()) {
+      self->delayed_send(self, std::chrono::seconds(10), deadline_atom::value);
+      return;
+    }
+  }
   self->quit();
 }
 
@@ -236,7 +251,10 @@ void begin_training(self_ptr self) {
 
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
-  if (st.stopping) return;
+  if (st.stopping) {
+    if (st.stopping_tasks.erase(dm.source) > 0 && st.stopping_tasks.empty()) self->quit();
+    return;
+  }
   auto reason = caf::to_string(dm.reason);
   auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {

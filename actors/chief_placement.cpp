@@ -178,7 +178,11 @@ caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, i
 
 void on_join_deadline(self_ptr self) {
   auto& st = self->state;
-  if (!st.cfg.remote || all_joined(st) || st.stopping) return;
+  if (st.stopping) {  // the bound on waiting for the tasks to stop
+    self->quit();
+    return;
+  }
+  if (!st.cfg.remote || all_joined(st)) return;
   std::string missing;
   const auto& remote = *st.cfg.remote;
   auto add = [&](const std::string& name, const host_port& addr) {

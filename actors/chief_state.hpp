@@ -37,6 +37,7 @@ struct chief_state {
   int64_t max_staleness = 0;
   int failures = 0;
   std::set<std::string> backends;  // what the workers report computing on
+  std::set<caf::actor_addr> stopping_tasks;  // distributed: told to stop, not yet down
 
   bool eval_in_flight = false, training_over = false;
   uint64_t eval_generation = 0;   // replies of abandoned evaluations are ignored

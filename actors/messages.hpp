@@ -161,7 +161,7 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<join_atom, int32_t, ps_shard_actor>::with<caf::ok_atom>,
   // (join, "worker"|"evaluator", index, node) -> ok: a worker or evaluator process joins.
   caf::replies_to<join_atom, std::string, int32_t, task_node_actor>::with<caf::ok_atom>,
-  // (deadline): the time for every task to join has passed.
+  // (deadline): distributed runs: the time for every task to join, or to stop, has passed.
   caf::reacts_to<deadline_atom>>;
 
 /// Registers every message type and the error category; call on every actor_system_config.

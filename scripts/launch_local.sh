@@ -70,11 +70,17 @@ for ((i = 0; i < ps; i++)); do start ps "$i"; done
 for ((i = 0; i < workers; i++)); do start worker "$i"; done
 [ "$evaluator" = 1 ] && start evaluator 0
 
-set +e
+# The chief runs in the background too: `wait` lets a signal sent to this script alone (not just
+# a terminal's Ctrl-C, which reaches every process) run the trap at once.
 "$binary" chief --cluster "$dir/cluster.json" --task chief:0 --connect-timeout "$connect_timeout" "$@" \
-  2>&1 | sed -u "s/^/chief:0 | /"
-status=${PIPESTATUS[0]}
+  > >(sed -u "s/^/chief:0 | /") 2>&1 &
+chief=$!
+pids+=("$chief")
+set +e
+wait "$chief"
+status=$?
 set -e
+unset 'pids[-1]'  # the chief has ended; only the tasks remain to be waited for
 
 # Every task stops on its own when the chief ends; give them a bounded grace period.
 ( sleep 10; for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done ) &
