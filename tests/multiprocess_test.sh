@@ -3,7 +3,10 @@
 #  1. scripts/launch_local.sh trains synthetic data and the summary is right;
 #  2. strangers sending garbage to a shard's and a worker's port, and a peer expecting another
 #     message interface, are turned away while the run goes on and finishes cleanly;
-#  3. SIGKILL on the chief makes every other task exit non-zero within the connect timeout.
+#  3. SIGKILL on the chief makes every other task exit non-zero within the connect timeout;
+#  4. SIGTERM to launch_local.sh stops every task (as Ctrl-C does; a background job of a script
+#     ignores SIGINT, so the test sends TERM).
+# After every run no port of its cluster is left listening.
 # usage: tests/multiprocess_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,9 +23,20 @@ fail() {  # with every task's log, so that a failure in CI explains itself
   exit 1
 }
 summary_field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+no_listeners() {  # no_listeners CLUSTER: fail if any address of the cluster still accepts connections
+  "$python" - "$1" <<'PY' || fail "a task of $1 is still listening"
+import json, socket, sys
+for addrs in json.load(open(sys.argv[1]))["cluster"].values():
+    for a in addrs:
+        host, port = a.rsplit(":", 1)
+        s = socket.socket(); s.settimeout(1)
+        if s.connect_ex((host, int(port))) == 0: print("still listening:", a); sys.exit(1)
+PY
+}
 
 echo "== 1. launch_local.sh on synthetic data"
-ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 -- \
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 \
+  --keep-cluster "$dir/c1.json" -- \
   --dataset synthetic --model 784-64-10 --steps 300 --no-progress --metrics "$dir/m1.jsonl" \
   > "$dir/launch.log" 2>&1 || { cat "$dir/launch.log"; fail "launch_local.sh exited non-zero"; }
 for task in chief:0 ps:0 ps:1 worker:0 worker:1 evaluator:0; do
@@ -33,6 +47,8 @@ line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
 [ "$(summary_field "$line" dropped_messages)" = 0 ] || fail "dropped: $line"
 "$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" \
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
+grep -q "exited non-zero" "$dir/launch.log" && fail "a task exited non-zero after a clean run"
+no_listeners "$dir/c1.json"
 
 # A cluster of our own, for the next two parts.
 cluster() {  # cluster FILE: fresh free ports for chief, 2 ps, 2 workers, evaluator
@@ -91,6 +107,7 @@ grep -q "another message interface" "$dir/wrong.log" || { cat "$dir/wrong.log"; 
 for p in "${task_pids[@]}"; do wait "$p" || fail "a task exited non-zero after a clean run"; done
 line=$(grep '"event":"summary"' "$dir/m2.jsonl")
 [ "$(summary_field "$line" clocks)" = 1500 ] || fail "clocks: $line"
+no_listeners "$dir/c2.json"
 
 echo "== 3. losing the chief stops every task, non-zero, within the connect timeout"
 cluster "$dir/c3.json"
@@ -109,4 +126,17 @@ done
 elapsed=$(( ($(date +%s%N) - killed) / 1000000 ))
 grep -h "is gone" "$dir"/*:*.log
 echo "all tasks exited non-zero ${elapsed} ms after the chief was killed"
+no_listeners "$dir/c3.json"
+
+echo "== 4. SIGTERM to launch_local.sh stops every task"
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 1 --workers 2 --connect-timeout 20 \
+  --keep-cluster "$dir/c4.json" -- --dataset synthetic --model 784-64-10 --steps 1000000 \
+  --no-progress --metrics "$dir/m4.jsonl" > "$dir/launch4.log" 2>&1 &
+launcher=$!; pids+=($launcher)
+await_training "$dir/m4.jsonl"
+kill -TERM "$launcher"
+set +e; timeout 15 tail --pid="$launcher" -f /dev/null; waited=$?; wait "$launcher"; status=$?; set -e
+[ "$waited" = 0 ] || fail "launch_local.sh still running 15 s after SIGTERM"
+[ "$status" = 130 ] || { cat "$dir/launch4.log"; fail "launch_local.sh exited $status after SIGTERM"; }
+no_listeners "$dir/c4.json"
 echo PASS
