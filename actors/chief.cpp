@@ -238,7 +238,7 @@ void on_train_report(self_ptr self, const train_report& r) {
     st.next_eval = (global / st.cfg.eval_every + 1) * st.cfg.eval_every;
     start_eval(self, global, false);
   }
-  st.progress->show(progress_text(st), false);
+  if (st.progress->due(false)) st.progress->show(progress_text(st), false);
 }
 
 void begin_training(self_ptr self) {

@@ -34,12 +34,19 @@ caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle,
   return port;
 }
 
-/// Joins the chief with `join` (a request to send), then waits until the local actor stops
-/// (the chief ended the run: 0) or the chief is lost (1), and ends the process with that status.
-template <class Join>
-[[noreturn]] void serve(caf::actor_system& sys, const deployment_options& opts, const caf::actor& local,
-          Join join) {
+/// Publishes `handle` on the task's address (exit 2 if it cannot), joins the chief with `join`
+/// (a request to send), then waits until the local actor stops (the chief ended the run: 0) or
+/// the chief is lost (1), and ends the process with that status.
+template <class Handle, class Join>
+[[noreturn]] void serve(caf::actor_system& sys, const deployment_options& opts, const Handle& handle,
+                        Join join) {
   auto name = opts.task.text();
+  auto local = caf::actor_cast<caf::actor>(handle);
+  if (auto port = publish_on(sys, handle, opts.cluster.address(opts.task)); !port) {
+    log_line(name, describe(port.error()));
+    std::fflush(nullptr);
+    std::_Exit(2);
+  }
   auto chief_addr = opts.cluster.address({"chief", 0});
   auto chief = connect_to<chief_actor>(sys, chief_addr, opts.connect_timeout);
   if (!chief) {
@@ -83,35 +90,21 @@ template <class Join>
 
 } // namespace
 
-int run_task(const deployment_options& opts) {
+void run_task(const deployment_options& opts) {
   caf::actor_system_config cfg;
   configure_system(cfg, opts.scheduler_threads, opts.network);
   caf::actor_system sys{cfg};
-  const auto& addr = opts.cluster.address(opts.task);
   auto index = static_cast<int32_t>(opts.task.index);
   if (opts.task.type == "ps") {
     auto shard = spawn_ps_shard(sys, index);
-    if (auto port = publish_on(sys, shard, addr); !port) {
-      log_line(opts.task.text(), describe(port.error()));
-      caf::anon_send_exit(shard, caf::exit_reason::kill);
-      return 2;
-    }
-    serve(sys, opts, caf::actor_cast<caf::actor>(shard),
-                 [&](caf::scoped_actor& self, const chief_actor& chief) {
-                   return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
-                 });
+    serve(sys, opts, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
+      return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
+    });
   }
   auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout});
-  if (auto port = publish_on(sys, node, addr); !port) {
-    log_line(opts.task.text(), describe(port.error()));
-    caf::anon_send_exit(node, caf::exit_reason::kill);
-    return 2;
-  }
-  serve(sys, opts, caf::actor_cast<caf::actor>(node),
-               [&](caf::scoped_actor& self, const chief_actor& chief) {
-                 return self->request(chief, opts.connect_timeout, join_atom::value,
-                                      opts.task.type, index, node);
-               });
+  serve(sys, opts, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
+    return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
+  });
 }
 
 caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg) {

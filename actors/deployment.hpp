@@ -26,10 +26,10 @@ struct deployment_options {
   int scheduler_threads = 0;
 };
 
-/// Runs a ps, worker or evaluator task until the chief stops it. Returns the process exit
-/// status: 0 when the chief ended the run, 1 when the chief was lost or unreachable, 2 when
-/// the task could not start (e.g. its port is in use).
-int run_task(const deployment_options& opts);
+/// Runs a ps, worker or evaluator task until the chief stops it, then ends the process with
+/// status 0 when the chief ended the run, 1 when the chief was lost or unreachable, 2 when the
+/// task could not start (e.g. its port is in use).
+[[noreturn]] void run_task(const deployment_options& opts);
 
 /// Runs the chief task: publishes the chief, waits up to the connect timeout for every task to
 /// join, trains, and stops every task. Returns the summary or the error that ended the run.

@@ -96,16 +96,21 @@ void metrics_file::flush() {
 progress_line::progress_line(bool enabled)
   : enabled_(enabled), tty_(isatty(STDOUT_FILENO) == 1) {}
 
+bool progress_line::due(bool important) const {
+  if (!enabled_) return false;
+  if (important) return true;
+  if (!tty_) return false;  // plain output: only the important lines
+  return std::chrono::steady_clock::now() - last_draw_ >= std::chrono::milliseconds(100);
+}
+
 void progress_line::show(const std::string& text, bool important) {
-  if (!enabled_) return;
+  if (!due(important)) return;
   if (!tty_) {
-    if (important) std::printf("%s\n", text.c_str());
+    std::printf("%s\n", text.c_str());
     std::fflush(stdout);
     return;
   }
-  auto now = std::chrono::steady_clock::now();
-  if (!important && now - last_draw_ < std::chrono::milliseconds(100)) return;
-  last_draw_ = now;
+  last_draw_ = std::chrono::steady_clock::now();
   std::printf("\r\033[K%s", text.c_str());
   std::fflush(stdout);
   dirty_ = true;

@@ -54,6 +54,8 @@ private:
 class progress_line {
 public:
   explicit progress_line(bool enabled);
+  /// Whether show() would draw now; lets the caller skip formatting a line nobody sees.
+  bool due(bool important) const;
   void show(const std::string& text, bool important);
   /// Ends the in-place line so later output starts on a fresh line.
   void finish();

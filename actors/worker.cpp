@@ -56,38 +56,38 @@ void on_parameters(self_ptr self, const wire_buffer& reply) {
   compute(self);
 }
 
-void on_reply_error(self_ptr self, caf::error& err) {
-  fail(self, "request to a shard failed", err);
+/// Starts waiting for one parameter reply per shard (for st.clock).
+void expect_replies(worker_state& st) {
+  st.awaiting = st.cfg.shards.size();
+  st.staleness = 0;
+}
+
+/// Asks shard `s`; its reply (parameters for st.clock) goes to on_parameters.
+template <class... Ts>
+void ask(self_ptr self, std::size_t s, Ts&&... xs) {
+  self->request(self->state.cfg.shards[s], self->state.cfg.request_timeout, std::forward<Ts>(xs)...)
+    .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
+          [=](caf::error& err) { fail(self, "request to a shard failed", err); });
 }
 
 /// The first pull of a run: every shard's values for clock 0.
 void pull_initial(self_ptr self) {
-  auto& st = self->state;
-  st.awaiting = st.cfg.shards.size();
-  st.staleness = 0;
-  for (auto& shard : st.cfg.shards)
-    self->request(shard, st.cfg.request_timeout, pull_atom::value, st.cfg.index, int64_t{0})
-      .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
-            [=](caf::error& err) { on_reply_error(self, err); });
+  expect_replies(self->state);
+  for (std::size_t s = 0; s < self->state.cfg.shards.size(); ++s)
+    ask(self, s, pull_atom::value, self->state.cfg.index, int64_t{0});
 }
 
 /// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
 void push(self_ptr self) {
   auto& st = self->state;
-  train_report report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
-                      st.last.rows, st.staleness, st.be->name()};
-  auto clock = st.clock;
-  st.clock += 1;
-  std::vector<wire_buffer> pushes;
-  for (int32_t s = 0; s < static_cast<int32_t>(st.cfg.shards.size()); ++s)
-    pushes.push_back(encode_push(st.cfg.index, clock, s, *st.layout, st.grads.get()));
-  self->send(st.cfg.chief, train_atom::value, report);
-  st.awaiting = st.cfg.shards.size();
-  st.staleness = 0;
-  for (std::size_t s = 0; s < pushes.size(); ++s)
-    self->request(st.cfg.shards[s], st.cfg.request_timeout, push_pull_atom::value, pushes[s])
-      .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
-            [=](caf::error& err) { on_reply_error(self, err); });
+  self->send(st.cfg.chief, train_atom::value,
+             train_report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
+                          st.last.rows, st.staleness, st.be->name()});
+  auto clock = st.clock++;
+  expect_replies(st);
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+    ask(self, s, push_pull_atom::value,
+        encode_push(st.cfg.index, clock, static_cast<int32_t>(s), *st.layout, st.grads.get()));
 }
 
 void compute(self_ptr self) {

@@ -119,7 +119,7 @@ int cluster_command(const std::string& type, const std::vector<std::string>& arg
     po::notify(vm);
     auto opts = resolve(type, cf);
     if (chief) return run_chief(opts, tf, vm);
-    return run_task(opts);
+    run_task(opts);
   } catch (const po::error& e) {
     std::fprintf(stderr, "actorps %s: %s\n(see actorps %s --help)\n", type.c_str(), e.what(), type.c_str());
     return 2;
