@@ -87,44 +87,33 @@ public:
 /// the rest.
 std::unique_ptr<backend> make_cpu_backend();
 
-/// An owning buffer of `n` values of T in a backend's memory.
-template <class T>
-class device_buffer {
+/// Where a backend_buffer lives: the backend's compute memory, or its host staging memory.
+enum class memory { device, host };
+
+/// An owning buffer of `n` values of T allocated by a backend: `device_buffer` in its compute
+/// memory (allocate), `host_buffer` in its host memory (allocate_host; pinned on a GPU backend:
+/// the staging area for parameters and gradients, one copy each way per step). Element access
+/// is only meaningful for host buffers.
+template <class T, memory Where>
+class backend_buffer {
 public:
-  device_buffer() = default;
-  device_buffer(backend& be, std::size_t n)
-    : be_(&be), ptr_(static_cast<T*>(be.allocate(n * sizeof(T)))), size_(n) {}
-  device_buffer(device_buffer&& other) noexcept { swap(other); }
-  device_buffer& operator=(device_buffer&& other) noexcept { swap(other); return *this; }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  ~device_buffer() { if (ptr_) be_->deallocate(ptr_); }
-
-  T* get() const { return ptr_; }
-  std::size_t size() const { return size_; }
-
-private:
-  void swap(device_buffer& other) noexcept {
-    std::swap(be_, other.be_); std::swap(ptr_, other.ptr_); std::swap(size_, other.size_);
+  backend_buffer() = default;
+  backend_buffer(backend& be, std::size_t n)
+    : be_(&be),
+      ptr_(static_cast<T*>(Where == memory::device ? be.allocate(n * sizeof(T))
+                                                   : be.allocate_host(n * sizeof(T)))),
+      size_(n) {}
+  backend_buffer(backend_buffer&& other) noexcept { swap(other); }
+  backend_buffer& operator=(backend_buffer&& other) noexcept { swap(other); return *this; }
+  backend_buffer(const backend_buffer&) = delete;
+  backend_buffer& operator=(const backend_buffer&) = delete;
+  ~backend_buffer() {
+    if (!ptr_) return;
+    if (Where == memory::device)
+      be_->deallocate(ptr_);
+    else
+      be_->deallocate_host(ptr_);
   }
-  backend* be_ = nullptr;
-  T* ptr_ = nullptr;
-  std::size_t size_ = 0;
-};
-
-/// An owning buffer of `n` values of T in a backend's host memory (allocate_host): the
-/// staging area for parameters and gradients, one copy each way per step.
-template <class T>
-class host_buffer {
-public:
-  host_buffer() = default;
-  host_buffer(backend& be, std::size_t n)
-    : be_(&be), ptr_(static_cast<T*>(be.allocate_host(n * sizeof(T)))), size_(n) {}
-  host_buffer(host_buffer&& other) noexcept { swap(other); }
-  host_buffer& operator=(host_buffer&& other) noexcept { swap(other); return *this; }
-  host_buffer(const host_buffer&) = delete;
-  host_buffer& operator=(const host_buffer&) = delete;
-  ~host_buffer() { if (ptr_) be_->deallocate_host(ptr_); }
 
   T* get() const { return ptr_; }
   std::size_t size() const { return size_; }
@@ -133,12 +122,17 @@ public:
   T* end() const { return ptr_ + size_; }
 
 private:
-  void swap(host_buffer& other) noexcept {
+  void swap(backend_buffer& other) noexcept {
     std::swap(be_, other.be_); std::swap(ptr_, other.ptr_); std::swap(size_, other.size_);
   }
   backend* be_ = nullptr;
   T* ptr_ = nullptr;
   std::size_t size_ = 0;
 };
+
+template <class T>
+using device_buffer = backend_buffer<T, memory::device>;
+template <class T>
+using host_buffer = backend_buffer<T, memory::host>;
 
 } // namespace actorps
