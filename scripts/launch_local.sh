@@ -33,8 +33,9 @@ python=$(command -v /usr/bin/python3 || command -v python3)
 
 dir=$(mktemp -d /tmp/actorps-cluster.XXXXXX)
 pids=()
-cleanup() {
+cleanup() {  # stop every task still running and reap it: gone, ports closed, when we return
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   rm -rf "$dir"
 }
 trap cleanup EXIT
