@@ -1,32 +1,11 @@
 #include "actors/chief_state.hpp"
 
+#include "actors/checkpoint_io.hpp"
 #include "actors/log.hpp"
 
 #include <cstdio>
 
 namespace actorps::chief_detail {
-
-/// Sends the same request to every shard and calls `done` with the replies in shard order, or
-/// `failed` with the first error.
-template <class Reply, class Done, class Failed, class... Ts>
-void ask_all_shards(self_ptr self, Done done, Failed failed, Ts... xs) {
-  auto& shards = self->state.shards;
-  auto replies = std::make_shared<std::vector<Reply>>(shards.size());
-  auto left = std::make_shared<std::size_t>(shards.size());
-  auto errored = std::make_shared<bool>(false);
-  for (std::size_t i = 0; i < shards.size(); ++i)
-    self->request(shards[i], self->state.cfg.request_timeout, xs...)
-      .then(
-        [=](Reply& reply) {
-          (*replies)[i] = std::move(reply);
-          if (--*left == 0) done(std::move(*replies));
-        },
-        [=](caf::error& err) {
-          if (*errored) return;
-          *errored = true;
-          failed(err);
-        });
-}
 
 void shutdown(self_ptr self) {
   auto& st = self->state;
@@ -41,6 +20,7 @@ void shutdown(self_ptr self) {
   for (auto& n : st.worker_nodes) stop(n);
   stop(st.evaluator_node);
   for (auto& s : st.shards) stop(s);
+  stop(st.io);
   if (st.cfg.remote) {
     // Stay until every task process has stopped (its down message): quitting at once could end
     // this process before the stop orders reach the sockets, and the tasks would then see a
@@ -94,8 +74,6 @@ std::string progress_text(const chief_state& st) {
   return buf;
 }
 
-void finish_run(self_ptr self, const eval_report& final_eval);
-
 /// The best final figures when no final evaluation can run: the last one that did.
 eval_report last_known_eval(const chief_state& st) {
   eval_report r;
@@ -112,7 +90,7 @@ void abandon_eval(self_ptr self) {
   if (!st.eval_in_flight) return;
   st.eval_in_flight = false;
   ++st.eval_generation;
-  if (st.training_over) finish_run(self, last_known_eval(st));
+  if (st.final_ready) finish_run(self, last_known_eval(st));
 }
 
 void start_eval(self_ptr self, int64_t clock, bool final_eval) {
@@ -145,7 +123,7 @@ void start_eval(self_ptr self, int64_t clock, bool final_eval) {
         st.progress->show(progress_text(st), true);
         if (final_eval)
           finish_run(self, report);
-        else if (st.training_over)
+        else if (st.final_ready)
           start_eval(self, st.cfg.steps, true);  // the last snapshot predates the end
       },
       [=](caf::error& err) {
@@ -160,11 +138,16 @@ void on_training_over(self_ptr self) {
   if (st.training_over) return;
   st.training_over = true;
   st.end = std::chrono::steady_clock::now();
-  if (!st.eval_in_flight) start_eval(self, st.cfg.steps, true);
+  final_checkpoint(self, [=] {
+    auto& st = self->state;
+    st.final_ready = true;
+    if (!st.eval_in_flight) start_eval(self, st.cfg.steps, true);
+  });
 }
 
 void check_all_done(self_ptr self) {
   auto& st = self->state;
+  if (st.rolling_back || !st.replacing.empty()) return;
   for (std::size_t w = 0; w < st.live.size(); ++w)
     if (st.live[w] && !st.done[w]) return;
   on_training_over(self);
@@ -187,6 +170,10 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
       sum.final_test_accuracy = final_eval.test_accuracy;
       sum.final_test_loss = final_eval.test_loss;
       sum.backend = backends_text(st);
+      sum.failures = st.failures;
+      sum.recoveries = st.recoveries;
+      sum.checkpoints = st.checkpoints;
+      sum.resumed_from = st.resumed_from;
       for (const auto& s : stats) {
         sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
         sum.dropped_messages += s.dropped;
@@ -207,7 +194,10 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
                           .add("samples", sum.samples)
                           .add("wall_s", sum.wall_s)
                           .add("dropped_messages", sum.dropped_messages)
-                          .add("failures", st.failures)
+                          .add("failures", sum.failures)
+                          .add("recoveries", sum.recoveries)
+                          .add("checkpoints", sum.checkpoints)
+                          .add("resumed_from", sum.resumed_from)
                           .add("backend", sum.backend));
       st.run_promise.deliver(std::move(sum));
       shutdown(self);
@@ -215,9 +205,17 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
   }, failed, stats_atom::value);
 }
 
+/// Whether the current message comes from the actor now in charge of worker w (reports of a
+/// stopped or replaced one may still be in the mailbox).
+bool from_current_worker(self_ptr self, int32_t w) {
+  auto& st = self->state;
+  if (w < 0 || w >= static_cast<int32_t>(st.workers.size()) || !st.workers[w]) return false;
+  return caf::actor_cast<caf::actor_addr>(self->current_sender()) == st.workers[w].address();
+}
+
 void on_train_report(self_ptr self, const train_report& r) {
   auto& st = self->state;
-  if (r.worker < 0 || r.worker >= static_cast<int32_t>(st.clocks.size())) return;
+  if (!from_current_worker(self, r.worker) || st.rolling_back) return;
   st.backends.insert(r.backend);
   st.clocks[r.worker] = std::max(st.clocks[r.worker], r.clock + 1);
   st.last_loss[r.worker] = r.loss;
@@ -238,57 +236,19 @@ void on_train_report(self_ptr self, const train_report& r) {
     st.next_eval = (global / st.cfg.eval_every + 1) * st.cfg.eval_every;
     start_eval(self, global, false);
   }
+  check_kills(self);
+  maybe_checkpoint(self);
   if (st.progress->due(false)) st.progress->show(progress_text(st), false);
 }
 
 void begin_training(self_ptr self) {
   auto& st = self->state;
   st.roles_started = true;
-  st.next_eval = st.cfg.eval_every;
+  auto every = st.cfg.eval_every;
+  st.next_eval = every > 0 ? (st.start_clock / every + 1) * every : 0;
   st.start = std::chrono::steady_clock::now();
   for (auto& w : st.workers) self->send(w, start_atom::value);
-}
-
-void on_down(self_ptr self, const caf::down_msg& dm) {
-  auto& st = self->state;
-  if (st.stopping) {
-    if (st.stopping_tasks.erase(dm.source) > 0 && st.stopping_tasks.empty()) self->quit();
-    return;
-  }
-  auto reason = caf::to_string(dm.reason);
-  auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
-  for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
-    // A worker is lost when its actor or (distributed) the process hosting it goes down.
-    bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
-    if (!is(st.workers[w]) && !node) continue;
-    if (!st.roles_started)
-      return fail_run(self, "worker:" + std::to_string(w) + " lost before training began",
-                      dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
-    if (st.done[w] || !st.live[w]) return;  // a finished worker leaving normally
-    st.live[w] = false;
-    ++st.failures;
-    log_line("chief", "worker " + std::to_string(w) + " lost (" + reason
-                        + "); the shards stop waiting for it");
-    st.metrics->write(json_object().add("event", "failure").add("role", "worker").add("index", w)
-                        .add("reason", reason).add("wall_s", st.elapsed()));
-    for (auto& s : st.shards) self->send(s, leave_atom::value, w);
-    check_all_done(self);
-    return;
-  }
-  if (is(st.evaluator) || is(st.evaluator_node)) {
-    if (!st.evaluator) return;  // already handled via the other handle
-    ++st.failures;
-    log_line("chief", "evaluator lost (" + reason + "); continuing without evaluations");
-    st.metrics->write(json_object().add("event", "failure").add("role", "evaluator")
-                        .add("index", 0).add("reason", reason).add("wall_s", st.elapsed()));
-    st.evaluator = nullptr;
-    abandon_eval(self);  // a promise held by a dead evaluator may never be answered
-    return;
-  }
-  for (int32_t s = 0; s < static_cast<int32_t>(st.shards.size()); ++s)
-    if (is(st.shards[s]))
-      return fail_run(self, "parameter shard " + std::to_string(s) + " lost",
-                      dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
+  schedule_timed_kills(self);
 }
 
 chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
@@ -303,6 +263,19 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   st.shards.resize(workers > 0 ? static_cast<std::size_t>(cfg.spec.shards) : 0);
   st.workers.resize(workers);
   if (cfg.remote) st.worker_nodes.resize(workers);
+  st.incarnation.assign(workers, 0);
+  st.replacements.assign(workers + 1, 0);
+  st.kill_done.assign(cfg.kills.size(), false);
+  if (!cfg.checkpoints.dir.empty()) st.io = spawn_checkpoint_io(self->system());
+  if (const auto& resume = cfg.checkpoints.resume) {
+    auto run = decode_run_checkpoint(resume->run_bytes);  // verified when it was loaded
+    st.start_clock = st.resumed_from = resume->clock;
+    st.last_checkpoint = resume->clock;
+    st.samples = run ? run->samples : 0;
+    st.clocks.assign(workers, resume->clock);
+  }
+  auto every = cfg.checkpoints.every;
+  st.next_checkpoint = every > 0 ? (st.start_clock / every + 1) * every : cfg.steps;
   st.cfg = std::move(cfg);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {
@@ -331,7 +304,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
     [=](train_atom, const train_report& report) { on_train_report(self, report); },
     [=](done_atom, int32_t worker) {
       auto& st = self->state;
-      if (worker < 0 || worker >= static_cast<int32_t>(st.done.size())) return;
+      if (!from_current_worker(self, worker)) return;
       st.done[worker] = true;
       check_all_done(self);
     },
@@ -343,6 +316,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
       return on_node_join(self, type, index, std::move(node));
     },
     [=](deadline_atom) { on_join_deadline(self); },
+    [=](kill_atom, int32_t i) { run_kill(self, i); },
   };
 }
 

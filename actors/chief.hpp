@@ -4,8 +4,10 @@
 // training ends, and answers (run) with the summary after stopping every other actor.
 //
 // Global clock = the smallest number of clocks finished by any live worker.
-// A worker that dies is removed from every shard's clock table at once (leave), so the shards
-// never wait on it; the run continues with the others.
+// Failures (actors/chief_recovery.cpp): a worker that dies is removed from every shard's clock
+// table at once (leave), so the shards never wait on it, and a replacement enters at the
+// shards' agreed clock; a lost evaluator is respawned; a lost shard sends the whole run back to
+// the newest checkpoint. Checkpoints: actors/chief_checkpoint.cpp.
 #pragma once
 
 #include "actors/cluster_spec.hpp"
@@ -34,6 +36,29 @@ struct remote_tasks {
   std::chrono::milliseconds join_timeout{std::chrono::seconds(60)};
 };
 
+/// Fault injection (`--kill`): kill one role's actor with exit_reason::kill at a global clock
+/// or a number of seconds after training began.
+struct planned_kill {
+  enum class role { worker, ps, evaluator };
+  role target = role::worker;
+  int32_t index = 0;
+  int64_t at_clock = -1;     ///< >= 0: when the global clock reaches it
+  double at_seconds = -1;    ///< >= 0: this long after training began
+};
+
+const char* to_string(planned_kill::role r);
+
+/// Checkpoints (`--checkpoint-dir`, `--checkpoint-every`, `--keep`) and resuming from one.
+struct checkpoint_config {
+  std::string dir;                         ///< empty: no checkpoints
+  int64_t every = 0;                       ///< global clocks between checkpoints (0: only the last)
+  int keep = 3;                            ///< complete checkpoints kept (older ones removed)
+  std::optional<loaded_checkpoint> resume; ///< verified by the caller: the run continues from it
+  int64_t crash_at = -1;                   ///< fault injection: SIGKILL this process once the
+                                           ///< first shard file of the checkpoint at this clock
+                                           ///< is on disk (a crash between shard files)
+};
+
 struct chief_config {
   train_spec spec;
   int batch = 64;
@@ -48,6 +73,9 @@ struct chief_config {
   backend_kind backend = backend_kind::cpu;  ///< the workers' backend (auto: decided per host)
   std::vector<int> gpus{0};       ///< CUDA devices; worker w uses gpus[w % size]
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
+  checkpoint_config checkpoints;
+  std::vector<planned_kill> kills;
+  int max_replacements = 3;       ///< per role index; then the run goes on without it
 };
 
 /// Spawns the chief; it starts the run when it receives (run).

@@ -22,35 +22,7 @@ bool all_joined(const chief_state& st) {
          && (!st.cfg.remote->evaluator || st.evaluator_node);
 }
 
-void spawn_local_roles(self_ptr self) {
-  auto& st = self->state;
-  auto& sys = self->system();
-  if (st.cfg.test) {
-    st.evaluator = spawn_evaluator(sys, {st.cfg.spec, st.cfg.test, st.shards, st.cfg.request_timeout});
-    self->monitor(st.evaluator);
-  }
-  for (int32_t w = 0; w < st.cfg.spec.workers; ++w) {
-    worker_config wc;
-    wc.index = w;
-    wc.spec = st.cfg.spec;
-    wc.batch = st.cfg.batch;
-    wc.steps = st.cfg.steps;
-    wc.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
-    wc.request_timeout = st.cfg.request_timeout;
-    wc.backend = st.cfg.backend;
-    wc.device = st.cfg.gpus[w % st.cfg.gpus.size()];
-    wc.train = st.cfg.train;
-    wc.shards = st.shards;
-    wc.chief = self;
-    st.workers[w] = spawn_worker(sys, std::move(wc));
-    self->monitor(st.workers[w]);
-  }
-  begin_training(self);
-}
-
-/// Asks every worker process (and the evaluator process) to spawn its role.
-void set_up_remote_roles(self_ptr self) {
-  auto& st = self->state;
+role_setup base_setup(const chief_state& st) {
   const auto& remote = *st.cfg.remote;
   role_setup setup;
   setup.spec = st.cfg.spec;
@@ -60,44 +32,34 @@ void set_up_remote_roles(self_ptr self) {
   setup.data = remote.data;
   setup.backend = st.cfg.backend;
   for (const auto& a : remote.ps) setup.shard_addresses.push_back(a.text());
-  auto left = std::make_shared<std::size_t>(st.worker_nodes.size() + (st.evaluator_node ? 1 : 0));
-  auto one_done = [=] {
+  return setup;
+}
+
+/// Starts the evaluator and every worker at the run's start clock; then training begins.
+void start_roles(self_ptr self) {
+  auto& st = self->state;
+  auto left = std::make_shared<std::size_t>(st.workers.size() + 1);
+  auto one_done = [=](bool) {
     if (--*left == 0) begin_training(self);
   };
-  auto failed = [=](const std::string& who) {
-    return [=](caf::error& err) { fail_run(self, who + " could not start its role", err); };
-  };
-  for (int32_t w = 0; w < static_cast<int32_t>(st.worker_nodes.size()); ++w) {
-    setup.index = w;
-    setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
-    setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
-    self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value, encode_role_setup(setup))
-      .then(
-        [=](worker_actor& worker) {
-          self->monitor(worker);
-          self->state.workers[w] = std::move(worker);
-          one_done();
-        },
-        failed("worker:" + std::to_string(w)));
-  }
-  if (st.evaluator_node) {
-    setup.index = 0;
-    setup.slow_ms = 0;
-    self->request(st.evaluator_node, st.cfg.request_timeout, setup_atom::value, eval_atom::value,
-                  encode_role_setup(setup))
-      .then(
-        [=](evaluator_actor& evaluator) {
-          self->monitor(evaluator);
-          self->state.evaluator = std::move(evaluator);
-          one_done();
-        },
-        failed("evaluator:0"));
-  }
+  start_evaluator(self, one_done);
+  for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
+    start_worker(self, w, st.start_clock, [=](bool ok) {
+      if (!ok)
+        return fail_run(self, "worker:" + std::to_string(w) + " could not start its role",
+                        caf::make_error(caf::sec::runtime_error, "see its log"));
+      one_done(true);
+    });
 }
 
 /// Sends each shard the spec and its part of the seeded initial parameters.
 void init_shards(self_ptr self) {
   auto& st = self->state;
+  if (st.cfg.checkpoints.resume) {
+    auto ckpt = std::make_shared<const loaded_checkpoint>(*st.cfg.checkpoints.resume);
+    restore_shards(self, ckpt, [=] { start_roles(self); });
+    return;
+  }
   const auto& spec = st.cfg.spec;
   block_layout layout(spec);
   auto initial = initial_parameters(spec.layers, spec.seed);
@@ -111,11 +73,7 @@ void init_shards(self_ptr self) {
                   encode_shard_init(spec, s, layout, part.data()))
       .then(
         [=](caf::ok_atom) {
-          if (--*left > 0) return;
-          if (self->state.cfg.remote)
-            set_up_remote_roles(self);
-          else
-            spawn_local_roles(self);
+          if (--*left == 0) start_roles(self);
         },
         failed);
   }
@@ -127,13 +85,97 @@ caf::error join_refused(const std::string& why) {
 
 } // namespace
 
+void spawn_local_shard(self_ptr self, int32_t s) {
+  auto& st = self->state;
+  st.shards[s] = spawn_ps_shard(self->system(), s);
+  self->monitor(st.shards[s]);
+}
+
+void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<void(bool)> done) {
+  auto& st = self->state;
+  st.clocks[w] = start_clock;
+  st.done[w] = false;
+  if (!st.cfg.remote) {
+    worker_config wc;
+    wc.index = w;
+    wc.spec = st.cfg.spec;
+    wc.batch = st.cfg.batch;
+    wc.steps = st.cfg.steps;
+    wc.start_clock = start_clock;
+    wc.incarnation = st.incarnation[w];
+    wc.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
+    wc.request_timeout = st.cfg.request_timeout;
+    wc.backend = st.cfg.backend;
+    wc.device = st.cfg.gpus[w % st.cfg.gpus.size()];
+    wc.train = st.cfg.train;
+    wc.shards = st.shards;
+    wc.chief = self;
+    st.workers[w] = spawn_worker(self->system(), std::move(wc));
+    self->monitor(st.workers[w]);
+    st.live[w] = true;
+    done(true);
+    return;
+  }
+  auto setup = base_setup(st);
+  setup.index = w;
+  setup.start_clock = start_clock;
+  setup.incarnation = st.incarnation[w];
+  setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
+  setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
+  auto incarnation = st.incarnation[w];
+  self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value, encode_role_setup(setup))
+    .then(
+      [=](worker_actor& worker) {
+        auto& st = self->state;
+        if (st.incarnation[w] != incarnation) {  // superseded meanwhile (a rollback)
+          self->send_exit(worker, caf::exit_reason::kill);
+          return;
+        }
+        self->monitor(worker);
+        st.workers[w] = std::move(worker);
+        st.live[w] = true;
+        done(true);
+      },
+      [=](caf::error& err) {
+        log_line("chief", "worker:" + std::to_string(w) + " could not start: " + describe(err));
+        done(false);
+      });
+}
+
+void start_evaluator(self_ptr self, std::function<void(bool)> done) {
+  auto& st = self->state;
+  if (!st.cfg.remote) {
+    if (st.cfg.test) {
+      st.evaluator = spawn_evaluator(self->system(),
+                                     {st.cfg.spec, st.cfg.test, st.shards, st.cfg.request_timeout});
+      self->monitor(st.evaluator);
+    }
+    done(true);
+    return;
+  }
+  if (!st.evaluator_node) {
+    done(true);
+    return;
+  }
+  auto setup = base_setup(st);
+  self->request(st.evaluator_node, st.cfg.request_timeout, setup_atom::value, eval_atom::value,
+                encode_role_setup(setup))
+    .then(
+      [=](evaluator_actor& evaluator) {
+        self->monitor(evaluator);
+        self->state.evaluator = std::move(evaluator);
+        done(true);
+      },
+      [=](caf::error& err) {
+        log_line("chief", "evaluator:0 could not start: " + describe(err));
+        done(false);
+      });
+}
+
 void place_roles(self_ptr self) {
   auto& st = self->state;
   if (!st.cfg.remote) {
-    for (int32_t s = 0; s < st.cfg.spec.shards; ++s) {
-      st.shards[s] = spawn_ps_shard(self->system(), s);
-      self->monitor(st.shards[s]);
-    }
+    for (int32_t s = 0; s < st.cfg.spec.shards; ++s) spawn_local_shard(self, s);
     init_shards(self);
     return;
   }
@@ -152,8 +194,11 @@ caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_a
   if (st.shards[index]) return join_refused("ps:" + std::to_string(index) + " has already joined");
   st.shards[index] = std::move(shard);
   self->monitor(st.shards[index]);
-  log_line("chief", "ps:" + std::to_string(index) + " joined");
-  if (st.running && !st.roles_started && all_joined(st)) init_shards(self);
+  log_line("chief", "ps:" + std::to_string(index) + (st.roles_started ? " is back" : " joined"));
+  if (st.roles_started)
+    on_rejoined_shard(self, index);  // a lost shard's process, restarted
+  else if (st.running && all_joined(st))
+    init_shards(self);
   return caf::ok_atom::value;
 }
 
@@ -171,8 +216,11 @@ caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, i
   if (*slot) return join_refused(name + " has already joined");
   *slot = std::move(node);
   self->monitor(*slot);
-  log_line("chief", name + " joined");
-  if (st.running && !st.roles_started && all_joined(st)) init_shards(self);
+  log_line("chief", name + (st.roles_started ? " is back" : " joined"));
+  if (st.roles_started)
+    on_rejoined_node(self, type, index);  // a lost task's process, restarted
+  else if (st.running && all_joined(st))
+    init_shards(self);
   return caf::ok_atom::value;
 }
 
@@ -182,7 +230,14 @@ void on_join_deadline(self_ptr self) {
     self->quit();
     return;
   }
-  if (!st.cfg.remote || all_joined(st)) return;
+  if (st.rolling_back && !st.rollback.shard_back) {
+    auto s = st.rollback.shard;
+    return fail_run(self, "ps:" + std::to_string(s) + " did not come back",
+                    caf::make_error(caf::sec::runtime_error,
+                                    "no process joined as ps:" + std::to_string(s) + " at "
+                                      + st.cfg.remote->ps[s].text() + " in time"));
+  }
+  if (!st.cfg.remote || st.roles_started || all_joined(st)) return;
   std::string missing;
   const auto& remote = *st.cfg.remote;
   auto add = [&](const std::string& name, const host_port& addr) {

@@ -17,6 +17,8 @@ const char* to_string(errc code) {
     case errc::non_finite_value: return "non_finite_value";
     case errc::not_initialized: return "not_initialized";
     case errc::invalid_spec: return "invalid_spec";
+    case errc::checkpoint_failed: return "checkpoint_failed";
+    case errc::rolled_back: return "rolled_back";
   }
   return "unknown_error";
 }

@@ -22,6 +22,8 @@ enum class errc : uint8_t {
   non_finite_value,       ///< NaN or infinity in a gradient
   not_initialized,        ///< a shard asked to serve before the chief initialised it
   invalid_spec,           ///< a TrainSpec that cannot describe a run
+  checkpoint_failed,      ///< a checkpoint could not be written, read or verified
+  rolled_back,            ///< a request dropped because the run went back to a checkpoint
 };
 
 const char* to_string(errc code);

@@ -12,6 +12,11 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<shard_stats>("actorps::shard_stats");
   cfg.add_message_type<std::vector<shard_stats>>("std::vector<actorps::shard_stats>");
   cfg.add_message_type<run_summary>("actorps::run_summary");
+  cfg.add_message_type<std::vector<uint32_t>>("std::vector<uint32_t>");
+  cfg.add_message_type<file_record>("actorps::file_record");
+  cfg.add_message_type<std::vector<file_record>>("std::vector<actorps::file_record>");
+  cfg.add_message_type<loaded_checkpoint>("actorps::loaded_checkpoint");
+  cfg.add_message_type<checkpoint_io_actor>("actorps::checkpoint_io_actor");
   cfg.add_message_type<ps_shard_actor>("actorps::ps_shard_actor");
   cfg.add_message_type<worker_actor>("actorps::worker_actor");
   cfg.add_message_type<evaluator_actor>("actorps::evaluator_actor");

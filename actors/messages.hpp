@@ -3,6 +3,7 @@
 // registers the same types under the same names).
 #pragma once
 
+#include "actors/checkpoint_store.hpp"
 #include "actors/wire.hpp"
 
 #include <caf/actor_system_config.hpp>
@@ -33,6 +34,15 @@ using run_atom = caf::atom_constant<caf::atom("run")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using setup_atom = caf::atom_constant<caf::atom("setup")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+using checkpoint_atom = caf::atom_constant<caf::atom("checkpoint")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
+using admit_atom = caf::atom_constant<caf::atom("admit")>;
+using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
+using write_atom = caf::atom_constant<caf::atom("write")>;
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using load_atom = caf::atom_constant<caf::atom("load")>;
+using kill_atom = caf::atom_constant<caf::atom("kill")>;
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -100,6 +110,10 @@ struct run_summary {
   int64_t max_staleness = 0;
   uint64_t dropped_messages = 0;
   std::string backend;
+  int32_t failures = 0;          ///< roles lost (killed, crashed, unreachable)
+  int32_t recoveries = 0;        ///< losses the run recovered from (replaced, restored)
+  int32_t checkpoints = 0;       ///< checkpoints completed
+  int64_t resumed_from = -1;     ///< the checkpoint clock the run resumed from; -1: none
   std::vector<shard_stats> shard_stats_list;
   std::vector<wire_buffer> final_parameters;  ///< one ShardParameters snapshot per shard
 };
@@ -108,8 +122,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
   return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
            x.clocks, x.samples, x.wall_s, x.samples_per_s, x.final_test_accuracy,
-           x.final_test_loss, x.max_staleness, x.dropped_messages, x.backend,
-           x.shard_stats_list, x.final_parameters);
+           x.final_test_loss, x.max_staleness, x.dropped_messages, x.backend, x.failures,
+           x.recoveries, x.checkpoints, x.resumed_from, x.shard_stats_list, x.final_parameters);
 }
 
 // --- typed interfaces -----------------------------------------------------------------------
@@ -128,7 +142,32 @@ using ps_shard_actor = caf::typed_actor<
   // (stats) -> the shard's counters.
   caf::replies_to<stats_atom>::with<shard_stats>,
   // (leave, worker): the worker is gone; the clock table stops waiting for it.
-  caf::reacts_to<leave_atom, int32_t>>;
+  caf::reacts_to<leave_atom, int32_t>,
+  // (rejoin, worker) -> clock m: a replacement for a worker that left; it counts as live at the
+  // shard's min clock m, which therefore cannot advance until (admit) says where it enters.
+  caf::replies_to<rejoin_atom, int32_t>::with<int64_t>,
+  // (admit, worker, clock, incarnation) -> ok: the replacement enters at `clock` (>= the m it
+  // was given); only pushes of that incarnation are accepted from it.
+  caf::replies_to<admit_atom, int32_t, int64_t, uint32_t>::with<caf::ok_atom>,
+  // (checkpoint, dir, clock) -> file record: writes dir/shard-<i>.capnp once min clock >= clock
+  // (held until then); the state is exactly the one after clock's updates in sync mode.
+  caf::replies_to<checkpoint_atom, std::string, int64_t>::with<file_record>,
+  // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
+  // every worker is live at its clock, expected with the given incarnation. Held pulls and
+  // checkpoints are answered with rolled_back.
+  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>>;
+
+/// Disk work for checkpoints (actors/checkpoint_io.hpp).
+using checkpoint_io_actor = caf::typed_actor<
+  // (prepare, root, clock) -> the new, empty checkpoint directory
+  caf::replies_to<prepare_atom, std::string, int64_t>::with<std::string>,
+  // (write, path, bytes) -> the file's manifest record, once it is durably on disk
+  caf::replies_to<write_atom, std::string, wire_buffer>::with<file_record>,
+  // (commit, dir, clock, shard files, RunCheckpoint, keep) -> ok: run file, manifest, pruning
+  caf::replies_to<commit_atom, std::string, int64_t, std::vector<file_record>, wire_buffer,
+                  int32_t>::with<caf::ok_atom>,
+  // (load, path) -> the newest valid checkpoint under path
+  caf::replies_to<load_atom, std::string>::with<loaded_checkpoint>>;
 
 /// A worker: pull → forward/backward → push, once per clock (worker.hpp).
 using worker_actor = caf::typed_actor<
@@ -162,7 +201,9 @@ using chief_actor = caf::typed_actor<
   // (join, "worker"|"evaluator", index, node) -> ok: a worker or evaluator process joins.
   caf::replies_to<join_atom, std::string, int32_t, task_node_actor>::with<caf::ok_atom>,
   // (deadline): distributed runs: the time for every task to join, or to stop, has passed.
-  caf::reacts_to<deadline_atom>>;
+  caf::reacts_to<deadline_atom>,
+  // (kill, i): fault injection: the i-th planned kill is due (its time has come).
+  caf::reacts_to<kill_atom, int32_t>>;
 
 /// Registers every message type and the error category; call on every actor_system_config.
 void register_message_types(caf::actor_system_config& cfg);

@@ -37,6 +37,7 @@ struct train_spec {
   optimizer_config optimizer;
   lr_schedule schedule = lr_schedule::cosine;
   int64_t total_clocks = 0;  ///< clocks per worker in the run; schedules decay over them
+  int64_t checkpoint_every = 0;  ///< shards keep their state at its multiples; 0: never
   uint64_t seed = 1;
 
   /// The staleness bound enforced at the shards: s for ssp, 0 for sync, -1 (none) for async.

@@ -58,18 +58,20 @@ std::size_t blocks_bound(const block_layout& layout, const std::vector<uint32_t>
 
 enum class source { flat, shard };
 
+/// Writes each block's values; `per_value` floats per parameter (optimizer state: its slots).
 void write_blocks(capnp::List<wire::Block>::Builder list, const block_layout& layout,
-                  const std::vector<uint32_t>& ids, const float* base, source from) {
+                  const std::vector<uint32_t>& ids, const float* base, source from,
+                  std::size_t per_value = 1) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto& b = layout.blocks()[ids[i]];
     auto out = list[static_cast<unsigned>(i)];
     out.setId(b.id);
-    auto bytes = b.size * sizeof(float);
+    auto bytes = per_value * b.size * sizeof(float);
     auto data = out.initValues(bytes);
     auto padded = words_for(bytes) * word_bytes;
     std::memset(data.begin() + bytes, 0, padded - bytes);  // the last word's unused tail
-    auto offset = from == source::flat ? b.offset : b.shard_offset;
-    std::memcpy(data.begin(), base + offset, bytes);
+    auto offset = per_value * (from == source::flat ? b.offset : b.shard_offset);
+    if (bytes > 0) std::memcpy(data.begin(), base + offset, bytes);
   }
 }
 
@@ -106,6 +108,7 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   out.setSeed(spec.seed);
   out.setLrSchedule(static_cast<wire::LrSchedule>(spec.schedule));
   out.setTotalClocks(spec.total_clocks);
+  out.setCheckpointEvery(spec.checkpoint_every);
 }
 
 caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
@@ -137,6 +140,8 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   spec.seed = in.getSeed();
   spec.schedule = static_cast<lr_schedule>(schedule);
   spec.total_clocks = in.getTotalClocks();
+  spec.checkpoint_every = in.getCheckpointEvery();
+  if (spec.checkpoint_every < 0) return make_error(errc::invalid_spec, "negative checkpointEvery");
   return spec;
 }
 
@@ -169,7 +174,7 @@ wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
 }
 
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
-                        const float* flat_grad) {
+                        const float* flat_grad, uint32_t incarnation) {
   const auto& ids = layout.shard_blocks(shard);
   return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
                [&](capnp::MessageBuilder& mb) {
@@ -177,6 +182,7 @@ wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const bloc
     push.setWorker(worker);
     push.setClock(clock);
     push.setShard(shard);
+    push.setIncarnation(incarnation);
     write_blocks(push.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, flat_grad,
                  source::flat);
   });
@@ -220,6 +226,7 @@ caf::expected<push_view> decode_push(const wire_buffer& buf) {
     out.worker = msg.getWorker();
     out.clock = msg.getClock();
     out.shard = msg.getShard();
+    out.incarnation = msg.getIncarnation();
     auto blocks = read_blocks(msg.getBlocks());
     if (!blocks) return std::move(blocks.error());
     out.blocks = std::move(*blocks);
@@ -285,6 +292,8 @@ wire_buffer encode_role_setup(const role_setup& setup) {
       addresses.set(i, setup.shard_addresses[i]);
     msg.setBackend(static_cast<uint8_t>(setup.backend));
     msg.setDevice(setup.device);
+    msg.setStartClock(setup.start_clock);
+    msg.setIncarnation(setup.incarnation);
   });
 }
 
@@ -314,10 +323,127 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
       return make_error(errc::invalid_spec, "unknown backend in RoleSetup");
     out.backend = static_cast<backend_kind>(msg.getBackend());
     out.device = msg.getDevice();
-    if (out.batch <= 0 || out.steps < 0 || out.index < 0 || out.index >= out.spec.workers
+    out.start_clock = msg.getStartClock();
+    out.incarnation = msg.getIncarnation();
+    if (out.batch <= 0 || out.steps < 0 || out.start_clock < 0 || out.index < 0 || out.index >= out.spec.workers
         || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
         || out.data.train_rows <= 0 || out.data.test_rows <= 0)
       return make_error(errc::invalid_spec, "out-of-range field in RoleSetup");
+    return out;
+  });
+}
+
+wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
+                                    uint64_t updates, int64_t newest_clock,
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const float* state, std::size_t slots) {
+  const auto& ids = layout.shard_blocks(shard);
+  auto state_words = 1 + 2 * ids.size();
+  for (auto id : ids) state_words += words_for(slots * layout.blocks()[id].size * sizeof(float));
+  auto bound = header_bound + spec.layers.size() + blocks_bound(layout, ids) + state_words;
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
+    auto msg = mb.initRoot<wire::ShardCheckpoint>();
+    write_spec(msg.initSpec(), spec);
+    msg.setShard(shard);
+    msg.setClock(clock);
+    msg.setUpdates(updates);
+    msg.setNewestClock(newest_clock);
+    write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
+                 source::shard);
+    write_blocks(msg.initState(static_cast<unsigned>(ids.size())), layout, ids, state,
+                 source::shard, slots);
+  });
+}
+
+wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoint_view& saved) {
+  auto views_words = [](const std::vector<block_view>& views) {
+    std::size_t words = 1 + 2 * views.size();
+    for (const auto& v : views) words += words_for(v.count * sizeof(float));
+    return words;
+  };
+  auto write_views = [](capnp::List<wire::Block>::Builder list, const std::vector<block_view>& views) {
+    for (unsigned i = 0; i < views.size(); ++i) {
+      list[i].setId(views[i].id);
+      auto bytes = views[i].count * sizeof(float);
+      auto data = list[i].initValues(bytes);  // zeroed: the whole buffer is
+      if (bytes > 0) std::memcpy(data.begin(), views[i].values, bytes);
+    }
+  };
+  auto bound = header_bound + spec.layers.size() + views_words(saved.blocks) + views_words(saved.state);
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
+    auto msg = mb.initRoot<wire::ShardCheckpoint>();
+    write_spec(msg.initSpec(), spec);
+    msg.setShard(saved.shard);
+    msg.setClock(saved.clock);
+    msg.setUpdates(saved.updates);
+    msg.setNewestClock(saved.newest_clock);
+    write_views(msg.initBlocks(static_cast<unsigned>(saved.blocks.size())), saved.blocks);
+    write_views(msg.initState(static_cast<unsigned>(saved.state.size())), saved.state);
+  });
+}
+
+caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf) {
+  using result = caf::expected<shard_checkpoint_view>;
+  return decode<shard_checkpoint_view>(buf, "shard checkpoint", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::ShardCheckpoint>();
+    shard_checkpoint_view out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.shard = msg.getShard();
+    out.clock = msg.getClock();
+    out.updates = msg.getUpdates();
+    out.newest_clock = msg.getNewestClock();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    auto state = read_blocks(msg.getState());
+    if (!state) return std::move(state.error());
+    out.state = std::move(*state);
+    if (out.clock < 0) return make_error(errc::invalid_spec, "negative checkpoint clock");
+    return out;
+  });
+}
+
+wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
+  auto bound = header_bound + run.spec.layers.size() + 1 + 4 * run.positions.size();
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::RunCheckpoint>();
+    write_spec(msg.initSpec(), run.spec);
+    msg.setClock(run.clock);
+    msg.setBatch(static_cast<uint32_t>(run.batch));
+    msg.setSteps(run.steps);
+    msg.setSamples(run.samples);
+    msg.setWallSeconds(run.wall_s);
+    auto positions = msg.initPositions(static_cast<unsigned>(run.positions.size()));
+    for (unsigned i = 0; i < run.positions.size(); ++i) {
+      const auto& p = run.positions[i];
+      positions[i].setWorker(p.worker);
+      positions[i].setClock(p.clock);
+      positions[i].setEpoch(p.epoch);
+      positions[i].setBatchInEpoch(p.batch_in_epoch);
+    }
+  });
+}
+
+caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf) {
+  using result = caf::expected<run_checkpoint>;
+  return decode<run_checkpoint>(buf, "run checkpoint", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::RunCheckpoint>();
+    run_checkpoint out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.clock = msg.getClock();
+    out.batch = static_cast<int>(msg.getBatch());
+    out.steps = msg.getSteps();
+    out.samples = msg.getSamples();
+    out.wall_s = msg.getWallSeconds();
+    for (auto p : msg.getPositions())
+      out.positions.push_back({p.getWorker(), p.getClock(), p.getEpoch(), p.getBatchInEpoch()});
+    if (out.clock < 0 || out.batch <= 0 || out.steps < 0
+        || out.positions.size() != static_cast<std::size_t>(out.spec.workers))
+      return make_error(errc::invalid_spec, "out-of-range field in RunCheckpoint");
     return out;
   });
 }

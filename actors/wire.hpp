@@ -97,6 +97,7 @@ struct push_view {
   int32_t worker = 0;
   int64_t clock = 0;
   int32_t shard = 0;
+  uint32_t incarnation = 0;
   std::vector<block_view> blocks;
 };
 
@@ -129,13 +130,45 @@ struct role_setup {
   std::vector<std::string> shard_addresses;  ///< host:port per shard
   backend_kind backend = backend_kind::cpu;
   int device = 0;
+  int64_t start_clock = 0;
+  uint32_t incarnation = 0;
+};
+
+/// A shard's state at a checkpoint (schema ShardCheckpoint).
+struct shard_checkpoint_view {
+  train_spec spec;
+  int32_t shard = 0;
+  int64_t clock = 0;
+  uint64_t updates = 0;
+  int64_t newest_clock = -1;
+  std::vector<block_view> blocks;  ///< parameters
+  std::vector<block_view> state;   ///< optimizer state: slots × block size floats per block
+};
+
+/// Where a worker is in its data (schema DataPosition).
+struct data_position {
+  int32_t worker = 0;
+  int64_t clock = 0;          ///< next clock to compute
+  int64_t epoch = 0;
+  int64_t batch_in_epoch = 0;
+};
+
+/// The run's part of a checkpoint (schema RunCheckpoint).
+struct run_checkpoint {
+  train_spec spec;
+  int64_t clock = 0;
+  int batch = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double wall_s = 0;
+  std::vector<data_position> positions;
 };
 
 // --- encoders -----------------------------------------------------------------------------
 
 /// The gradient for shard `shard`'s blocks, taken from the flat gradient vector.
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
-                        const float* flat_grad);
+                        const float* flat_grad, uint32_t incarnation = 0);
 
 /// Shard `shard`'s values, taken from its contiguous buffer.
 wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
@@ -147,12 +180,27 @@ wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block
 
 wire_buffer encode_role_setup(const role_setup& setup);
 
+/// Shard `shard`'s parameters and optimizer state (`slots` floats per parameter, laid out per
+/// block as the shard keeps them: slots × size floats at slots × shard_offset).
+wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
+                                    uint64_t updates, int64_t newest_clock,
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const float* state, std::size_t slots);
+
+/// The same checkpoint under another spec (a resumed run's: its rate, mode or length may differ
+/// from the saved run's; its model and layout may not — the caller checks compatibility).
+wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoint_view& saved);
+
+wire_buffer encode_run_checkpoint(const run_checkpoint& run);
+
 // --- decoders: structural checks only (the shard checks them against its spec) ------------
 
 caf::expected<push_view> decode_push(const wire_buffer& buf);
 caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf);
 caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf);
 caf::expected<role_setup> decode_role_setup(const wire_buffer& buf);
+caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf);
+caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf);
 
 /// Copies the blocks of a ShardParameters message into the flat parameter vector, checking
 /// shard, ids and sizes against the layout; returns the decoded header (blocks pointing into buf).

@@ -70,11 +70,12 @@ void ask(self_ptr self, std::size_t s, Ts&&... xs) {
           [=](caf::error& err) { fail(self, "request to a shard failed", err); });
 }
 
-/// The first pull of a run: every shard's values for clock 0.
+/// The first pull: every shard's values for the start clock.
 void pull_initial(self_ptr self) {
-  expect_replies(self->state);
-  for (std::size_t s = 0; s < self->state.cfg.shards.size(); ++s)
-    ask(self, s, pull_atom::value, self->state.cfg.index, int64_t{0});
+  auto& st = self->state;
+  expect_replies(st);
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+    ask(self, s, pull_atom::value, st.cfg.index, st.clock);
 }
 
 /// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
@@ -87,7 +88,8 @@ void push(self_ptr self) {
   expect_replies(st);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
     ask(self, s, push_pull_atom::value,
-        encode_push(st.cfg.index, clock, static_cast<int32_t>(s), *st.layout, st.grads.get()));
+        encode_push(st.cfg.index, clock, static_cast<int32_t>(s), *st.layout, st.grads.get(),
+                    st.cfg.incarnation));
 }
 
 void compute(self_ptr self) {
@@ -126,7 +128,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.grads = host_buffer<float>(*st.be, n);
       st.x = host_buffer<float>(*st.be, std::size_t(st.cfg.batch) * st.cfg.spec.layers.front());
       st.y = host_buffer<int32_t>(*st.be, st.cfg.batch);
-      st.clock = 0;
+      st.clock = st.cfg.start_clock;
       pull_initial(self);
     },
     [=](step_atom) { push(self); },

@@ -22,7 +22,9 @@ struct worker_config {
   int32_t index = 0;
   train_spec spec;
   int batch = 64;
-  int64_t steps = 0;                       ///< clocks to run
+  int64_t steps = 0;                       ///< clocks to run (its last clock is steps - 1)
+  int64_t start_clock = 0;                 ///< first clock (a replacement's, a rollback's)
+  uint32_t incarnation = 0;                ///< which spawn of worker `index` this is (Push)
   int slow_ms = 0;                         ///< straggler delay added to every step
   backend_kind backend = backend_kind::cpu; ///< auto: CUDA when this host has a usable GPU
   int device = 0;                          ///< CUDA device index

@@ -42,6 +42,8 @@ struct TrainSpec {
   seed @10 :UInt64;
   lrSchedule @11 :LrSchedule;
   totalClocks @12 :Int64;      # clocks per worker; the schedules decay over them
+  checkpointEvery @13 :Int64;  # shards keep their state at every multiple of it (and at
+                               # totalClocks) for the chief's checkpoints; 0: never
 }
 
 enum LrSchedule {
@@ -63,6 +65,8 @@ struct Push {
                                # finished clock + 1 clocks
   shard @2 :Int32;
   blocks @3 :List(Block);      # every block of the shard exactly once
+  incarnation @4 :UInt32;      # which spawn of this worker pushed it: after a replacement or a
+                               # rollback, pushes still in flight from an earlier one are refused
 }
 
 # Parameters a shard serves: the reply to a pull, or a snapshot for the evaluator.
@@ -104,6 +108,8 @@ struct RoleSetup {
   shardAddresses @7 :List(Text); # host:port of every ps task, in shard order
   backend @8 :UInt8;           # 0 cpu, 1 cuda, 2 auto (decided on the worker's host)
   device @9 :Int32;            # CUDA device index
+  startClock @10 :Int64;       # the clock the worker starts at (a replacement, a rollback)
+  incarnation @11 :UInt32;     # see Push.incarnation
 }
 
 # The chief's first message to a shard: the run and the shard's initial values.
@@ -111,4 +117,34 @@ struct ShardInit {
   spec @0 :TrainSpec;
   shard @1 :Int32;
   blocks @2 :List(Block);
+}
+
+# One shard's state at a checkpoint (file shard-<i>.capnp): enough to continue exactly.
+struct ShardCheckpoint {
+  spec @0 :TrainSpec;
+  shard @1 :Int32;
+  clock @2 :Int64;             # the checkpoint's global clock (the shard's min clock reached it)
+  updates @3 :UInt64;          # optimizer updates applied so far (Adam's bias correction)
+  newestClock @4 :Int64;
+  blocks @5 :List(Block);      # parameters, the shard's blocks in id order
+  state @6 :List(Block);       # optimizer state per block: slots x block size floats, same ids
+}
+
+# The run's part of a checkpoint (file run.capnp), written by the chief.
+struct RunCheckpoint {
+  spec @0 :TrainSpec;
+  clock @1 :Int64;             # every worker resumes at this clock
+  batch @2 :UInt32;
+  steps @3 :Int64;             # clocks per worker the run was started with
+  samples @4 :Int64;           # training rows processed before the checkpoint
+  wallSeconds @5 :Float64;
+  positions @6 :List(DataPosition);
+}
+
+# Where a worker is in its data: its minibatch order depends only on (seed, worker, epoch).
+struct DataPosition {
+  worker @0 :Int32;
+  clock @1 :Int64;             # next clock to compute
+  epoch @2 :Int64;
+  batchInEpoch @3 :Int64;
 }
