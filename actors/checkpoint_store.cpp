@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -92,18 +93,19 @@ std::vector<std::pair<int64_t, fs::path>> checkpoint_dirs(const fs::path& root, 
   return out;
 }
 
+/// Removes what --keep no longer needs: every checkpoint older than the keep-th newest complete
+/// one, and unfinished ones (no manifest: a crash while writing) older than the newest complete.
 void prune(const fs::path& root, int keep) {
   if (keep <= 0) return;
-  int complete = 0;
-  std::optional<int64_t> cutoff;  // clock of the keep-th newest complete checkpoint
+  std::vector<int64_t> complete;
   for (const auto& [clock, dir] : checkpoint_dirs(root, true))
-    if (fs::exists(dir / manifest_name) && ++complete == keep) {
-      cutoff = clock;
-      break;
-    }
-  if (!cutoff) return;
+    if (fs::exists(dir / manifest_name)) complete.push_back(clock);
+  if (complete.empty()) return;
+  auto newest = complete.front();
+  auto cutoff = complete.size() >= static_cast<std::size_t>(keep) ? complete[keep - 1] : INT64_MIN;
   for (const auto& [clock, dir] : checkpoint_dirs(root, false)) {
-    if (clock >= *cutoff) continue;
+    bool unfinished = is_checkpoint_name(dir.filename().string()) && !fs::exists(dir / manifest_name);
+    if (clock >= cutoff && !(unfinished && clock < newest)) continue;
     std::error_code ec;
     fs::remove_all(dir, ec);  // best effort: a leftover is only disk space
   }

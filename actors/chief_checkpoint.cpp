@@ -21,7 +21,8 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
   run.clock = clock;
   run.batch = st.cfg.batch;
   run.steps = st.cfg.steps;
-  run.samples = st.samples;
+  // the rows behind the model's state at `clock` (what a resumed run counts from)
+  run.samples = clock * st.cfg.batch * st.cfg.spec.workers;
   run.wall_s = st.elapsed();
   const int64_t rows = st.cfg.train_rows, workers = st.cfg.spec.workers;
   for (int32_t w = 0; w < st.cfg.spec.workers; ++w) {

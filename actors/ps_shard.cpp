@@ -358,7 +358,11 @@ void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
                       caf::typed_response_promise<file_record> promise) {
   auto& st = self->state;
   auto i = st.snapshots.find(clock);
-  if (!st.io) st.io = spawn_checkpoint_io(self->system());
+  if (!st.io) {
+    auto io = st.io = spawn_checkpoint_io(self->system());
+    // by value: the state is gone when attached functors run
+    self->attach_functor([io] { caf::anon_send_exit(io, caf::exit_reason::user_shutdown); });
+  }
   auto path = dir + "/" + shard_file_name(st.shard);
   self->request(st.io, caf::infinite, write_atom::value, path, i->second)
     .then([=](file_record& rec) mutable { promise.deliver(std::move(rec)); },
@@ -405,9 +409,6 @@ void advance(self_ptr self, int64_t before) {
 ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
   self->state.shard = shard;
   self->state.stats.shard = shard;
-  self->attach_functor([=] {
-    if (self->state.io) caf::anon_send_exit(self->state.io, caf::exit_reason::user_shutdown);
-  });
   auto valid_worker = [=](int32_t worker) {
     return worker >= 0 && worker < static_cast<int32_t>(self->state.live.size());
   };

@@ -18,6 +18,7 @@ po::options_description simulate_options(training_flags& flags) {
   po::options_description desc("actorps simulate flags");
   desc.add_options()("help,h", "print this help");
   add_training_options(desc, flags);
+  add_fault_options(desc, flags);
   return desc;
 }
 
@@ -64,6 +65,7 @@ int simulate_command(const std::vector<std::string>& args) {
       return 0;
     }
     po::notify(vm);
+    flags.resume_given = vm.count("resume") > 0;
     auto plan = plan_training(flags);
     if (plan.data.what == data_source::kind::fashion_mnist
         && !std::filesystem::is_directory(plan.data.dir))

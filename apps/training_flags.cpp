@@ -46,6 +46,26 @@ float default_learning_rate(optimizer_kind kind) {
   return 0.05f;
 }
 
+/// Loads and checks the checkpoint to resume from; what is skipped is said on stderr.
+loaded_checkpoint resume_checkpoint(const std::string& path, const train_spec& spec) {
+  if (path.empty()) throw usage_error("--resume needs a directory (or --checkpoint-dir)");
+  loaded_checkpoint ckpt;
+  try {
+    ckpt = load_newest_checkpoint(path);
+  } catch (const checkpoint_error& e) {
+    throw usage_error(std::string("--resume: ") + e.what());
+  }
+  for (const auto& why : ckpt.skipped) std::fprintf(stderr, "resume: skipping %s\n", why.c_str());
+  auto run = decode_run_checkpoint(ckpt.run_bytes);
+  if (!run) throw usage_error("--resume: " + ckpt.dir + ": " + describe(run.error()));
+  auto why = incompatibility(run->spec, spec);
+  if (!why.empty())
+    throw usage_error("--resume: " + ckpt.dir + " cannot continue this run: " + why);
+  std::printf("resuming from %s (clock %lld)\n", ckpt.dir.c_str(),
+              static_cast<long long>(ckpt.clock));
+  return ckpt;
+}
+
 } // namespace
 
 void add_training_options(po::options_description& desc, training_flags& o) {
@@ -98,7 +118,71 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "auto | cpu | cuda: where workers run forward/backward (auto: CUDA when a usable GPU "
      "exists, else the CPU)")
     ("gpus", po::value(&o.gpus)->default_value(o.gpus),
-     "comma-separated CUDA device ids; workers are assigned round-robin");
+     "comma-separated CUDA device ids; workers are assigned round-robin")
+    ("checkpoint-dir", po::value(&o.checkpoint_dir),
+     "write checkpoints under this directory (ckpt-<clock>/: one Cap'n Proto file per shard, "
+     "run.capnp, MANIFEST.json with sizes and CRC-32s, written last); a lost shard sends the "
+     "run back to the newest one")
+    ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
+     "global clocks between checkpoints (0: only at the end of training)")
+    ("keep", po::value(&o.keep)->default_value(o.keep),
+     "complete checkpoints to keep; older ones are removed once a newer one is complete")
+    ("resume", po::value(&o.resume)->implicit_value(""),
+     "continue from the newest valid checkpoint in DIR (a ckpt-* directory or a directory "
+     "holding them; default: --checkpoint-dir); a corrupt newest one is reported and skipped")
+    ("max-replacements", po::value(&o.max_replacements)->default_value(o.max_replacements),
+     "times a lost worker (or the evaluator) is replaced before the run goes on without it");
+}
+
+void add_fault_options(po::options_description& desc, training_flags& o) {
+  desc.add_options()
+    ("kill", po::value(&o.kill)->composing(),
+     "fault injection (repeatable): ROLE:I@clock=C kills that actor with exit_reason::kill once "
+     "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
+     "worker, ps, evaluator); process@checkpoint=C SIGKILLs this process once the first shard "
+     "file of the checkpoint at clock C is on disk (a crash between shard files)");
+}
+
+planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at) {
+  auto bad = [&](const std::string& why) {
+    return usage_error("--kill " + text + ": " + why);
+  };
+  long long value = -1;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "process@checkpoint=%lld%c", &value, &tail) == 1) {
+    if (value < 0) throw bad("the clock must be 0 or more");
+    *crash_at = value;
+    return {};
+  }
+  auto at = text.find('@'), colon = text.find(':');
+  if (at == std::string::npos || colon == std::string::npos || colon > at)
+    throw bad("expected ROLE:INDEX@clock=C or ROLE:INDEX@seconds=T");
+  planned_kill k;
+  auto role = text.substr(0, colon);
+  if (role == "worker") k.target = planned_kill::role::worker;
+  else if (role == "ps") k.target = planned_kill::role::ps;
+  else if (role == "evaluator") k.target = planned_kill::role::evaluator;
+  else throw bad("ROLE must be worker, ps or evaluator");
+  int index = -1;
+  if (std::sscanf(text.c_str() + colon + 1, "%d%c", &index, &tail) != 2 || tail != '@')
+    throw bad("INDEX must be a number");
+  int limit = k.target == planned_kill::role::worker ? workers
+              : k.target == planned_kill::role::ps   ? shards
+                                                     : 1;
+  if (index < 0 || index >= limit)
+    throw bad("there is no " + role + ":" + std::to_string(index) + " (" + std::to_string(limit)
+              + " in this run)");
+  k.index = index;
+  auto when = text.substr(at + 1);
+  double seconds = -1;
+  if (std::sscanf(when.c_str(), "clock=%lld%c", &value, &tail) == 1 && value >= 0)
+    k.at_clock = value;
+  else if (std::sscanf(when.c_str(), "seconds=%lf%c", &seconds, &tail) == 1 && seconds >= 0
+           && std::isfinite(seconds))
+    k.at_seconds = seconds;
+  else
+    throw bad("the moment must be clock=C or seconds=T (non-negative)");
+  return k;
 }
 
 
@@ -193,6 +277,25 @@ training_plan plan_training(const training_flags& o) {
   c.steps = o.steps > 0 ? o.steps
                         : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
+
+  require(o.keep >= 1, "keep", o.keep, "must be at least 1");
+  require(o.checkpoint_every >= 0, "checkpoint-every", o.checkpoint_every, "must be 0 or more");
+  require(o.max_replacements >= 0, "max-replacements", o.max_replacements, "must be 0 or more");
+  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
+    throw usage_error("--checkpoint-every needs --checkpoint-dir");
+  c.max_replacements = o.max_replacements;
+  auto& ck = c.checkpoints;
+  ck.dir = o.checkpoint_dir;
+  ck.every = o.checkpoint_every;
+  ck.keep = o.keep;
+  c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
+  for (const auto& k : o.kill) {
+    auto kill = parse_kill(k, o.workers, o.ps, &ck.crash_at);
+    if (k.rfind("process@", 0) != 0) c.kills.push_back(kill);
+  }
+  if (ck.crash_at >= 0 && ck.dir.empty())
+    throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
+  if (o.resume_given) ck.resume = resume_checkpoint(o.resume.empty() ? ck.dir : o.resume, c.spec);
   return plan;
 }
 
@@ -206,6 +309,13 @@ void print_summary(const run_summary& s) {
               s.samples_per_s, s.final_test_accuracy, s.final_test_loss,
               static_cast<long long>(s.max_staleness),
               static_cast<unsigned long long>(s.dropped_messages));
+  if (s.failures > 0 || s.recoveries > 0 || s.checkpoints > 0 || s.resumed_from >= 0) {
+    std::printf("  failures %d, recoveries %d, checkpoints %d", s.failures, s.recoveries,
+                s.checkpoints);
+    if (s.resumed_from >= 0)
+      std::printf(", resumed from clock %lld", static_cast<long long>(s.resumed_from));
+    std::printf("\n");
+  }
 }
 
 } // namespace actorps

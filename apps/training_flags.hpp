@@ -29,11 +29,24 @@ struct training_flags {
   uint32_t block_floats = 4096;
   std::vector<std::string> slow;
   bool no_progress = false;
+  std::string checkpoint_dir, resume;
+  bool resume_given = false;       ///< --resume appeared (its value may be empty)
+  int64_t checkpoint_every = 0;
+  int keep = 3;
+  int max_replacements = 3;
+  std::vector<std::string> kill;   ///< simulate only
 };
 
 /// Adds every training flag, with its default and help text, bound to `flags`.
 void add_training_options(boost::program_options::options_description& desc,
                           training_flags& flags);
+
+/// Adds --kill (fault injection; `actorps simulate` only).
+void add_fault_options(boost::program_options::options_description& desc, training_flags& flags);
+
+/// Parses one --kill value: ROLE:INDEX@clock=C, ROLE:INDEX@seconds=T (ROLE worker, ps or
+/// evaluator) or process@checkpoint=C; throws usage_error naming the value.
+planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at);
 
 /// The validated run: the chief's configuration (without loaded data) and where the data is.
 struct training_plan {

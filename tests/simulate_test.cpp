@@ -1,6 +1,7 @@
 // The single-process cluster end to end on synthetic data: sync mode is exact, the staleness
 // bound holds under a straggler, and the summary reports what happened.
 #include "actors/simulation.hpp"
+#include "tests/simulation_fixture.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
 
@@ -10,45 +11,9 @@
 #include <cmath>
 
 using namespace actorps;
+using actorps::test::final_parameters;
+using actorps::test::synthetic_run;
 
-namespace {
-
-simulation_options synthetic_run(consistency mode, int workers, int shards, int64_t steps,
-                                 int staleness = 0) {
-  simulation_options opts;
-  auto& c = opts.chief;
-  c.spec.layers = {32, 24, 10};
-  c.spec.block_floats = 100;
-  c.spec.shards = shards;
-  c.spec.workers = workers;
-  c.spec.mode = mode;
-  c.spec.staleness = staleness;
-  c.spec.optimizer.kind = optimizer_kind::momentum;
-  c.spec.optimizer.learning_rate = 0.05f;
-  c.spec.schedule = lr_schedule::cosine;
-  c.spec.total_clocks = steps;
-  c.spec.seed = 7;
-  c.batch = 16;
-  c.steps = steps;
-  c.eval_every = 10;
-  c.progress = false;
-  c.train = std::make_shared<dataset>(make_synthetic(2048, 32, 7, true));
-  c.test = std::make_shared<dataset>(make_synthetic(512, 32, 7, false));
-  opts.scheduler_threads = 2;
-  return opts;
-}
-
-std::vector<float> final_parameters(const run_summary& summary, const train_spec& spec) {
-  block_layout layout(spec);
-  std::vector<float> flat(layout.total_floats(), std::nanf(""));
-  for (const auto& snap : summary.final_parameters) {
-    auto ok = scatter_shard_parameters(snap, layout, flat.data());
-    REQUIRE(ok);
-  }
-  return flat;
-}
-
-} // namespace
 
 TEST_CASE("sync mode equals a plain loop applying the mean of the workers' gradients") {
   constexpr int workers = 3;

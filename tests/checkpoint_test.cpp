@@ -1,0 +1,256 @@
+// Checkpoints on disk: what a complete one holds, how a corrupt, truncated, lying or unfinished
+// one is detected and the previous one used, pruning, and resuming a sync run bitwise.
+#include "actors/checkpoint_store.hpp"
+#include "kernels/parameter_init.hpp"
+#include "tests/simulation_fixture.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace actorps;
+using actorps::test::final_parameters;
+using actorps::test::synthetic_run;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct scratch {
+  fs::path path;
+  scratch() {
+    char tmpl[] = "/tmp/actorps-ckpt-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~scratch() { fs::remove_all(path); }
+};
+
+train_spec small_spec() {
+  train_spec spec;
+  spec.layers = {6, 5, 3};
+  spec.block_floats = 8;
+  spec.shards = 2;
+  spec.workers = 2;
+  return spec;
+}
+
+/// Writes a complete checkpoint at `clock` whose parameters are all `value`, as the chief and
+/// the shards would; returns its directory.
+fs::path write_checkpoint(const fs::path& root, int64_t clock, float value, int keep = 10) {
+  auto spec = small_spec();
+  block_layout layout(spec);
+  auto slots = optimizer_state_slots(spec.optimizer.kind);
+  auto dir = prepare_checkpoint_dir(root, clock);
+  std::vector<file_record> files;
+  for (int32_t s = 0; s < spec.shards; ++s) {
+    std::vector<float> params(layout.shard_floats(s), value), state(slots * params.size(), -value);
+    auto buf = encode_shard_checkpoint(spec, s, clock, uint64_t(clock), clock - 1, layout,
+                                       params.data(), state.data(), slots);
+    files.push_back(write_file_durably(dir / shard_file_name(s), buf.bytes(), buf.size_bytes()));
+  }
+  run_checkpoint run;
+  run.spec = spec;
+  run.clock = clock;
+  run.batch = 4;
+  run.steps = 1000;
+  run.positions = {{0, clock, 0, clock}, {1, clock, 0, clock}};
+  commit_checkpoint(dir, clock, files, encode_run_checkpoint(run), keep);
+  return dir;
+}
+
+float first_value(const loaded_checkpoint& ckpt) {
+  auto view = decode_shard_checkpoint(ckpt.shards.at(0));
+  REQUIRE(view);
+  return view->blocks.at(0).values[0];
+}
+
+void flip_byte(const fs::path& file, std::size_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+
+std::string skipped_text(const loaded_checkpoint& ckpt) {
+  std::string out;
+  for (const auto& s : ckpt.skipped) out += s + "\n";
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a complete checkpoint lists every file with its size and CRC-32 and loads back") {
+  scratch tmp;
+  auto dir = write_checkpoint(tmp.path, 100, 1.5f);
+  CHECK(dir.filename() == "ckpt-000000000100");
+  std::ifstream in(dir / manifest_name);
+  auto manifest = nlohmann::json::parse(in);
+  CHECK(manifest["clock"] == 100);
+  REQUIRE(manifest["files"].size() == 3);  // two shards and run.capnp
+  for (const auto& f : manifest["files"]) {
+    auto path = dir / f["name"].get<std::string>();
+    CHECK(fs::file_size(path) == f["bytes"].get<uint64_t>());
+  }
+  for (const auto& entry : fs::directory_iterator(dir))  // nothing left under a temporary name
+    CHECK(entry.path().extension() != ".tmp");
+  auto loaded = load_newest_checkpoint(tmp.path);
+  CHECK(loaded.clock == 100);
+  CHECK(loaded.skipped.empty());
+  CHECK(first_value(loaded) == 1.5f);
+  auto view = decode_shard_checkpoint(loaded.shards[1]);
+  REQUIRE(view);
+  CHECK(view->updates == 100);
+  CHECK(view->state.at(0).values[0] == -1.5f);  // the optimizer state travels too
+}
+
+TEST_CASE("a corrupt, truncated or lying newest checkpoint is reported and the previous used") {
+  enum class damage { flipped_byte, truncated, manifest_lies, no_manifest, bad_manifest };
+  for (auto d : {damage::flipped_byte, damage::truncated, damage::manifest_lies,
+                 damage::no_manifest, damage::bad_manifest}) {
+    CAPTURE(static_cast<int>(d));
+    scratch tmp;
+    write_checkpoint(tmp.path, 100, 1.0f);
+    auto newest = write_checkpoint(tmp.path, 200, 2.0f);
+    auto shard1 = newest / shard_file_name(1);
+    std::string expect;
+    switch (d) {
+      case damage::flipped_byte:
+        flip_byte(shard1, fs::file_size(shard1) / 2);
+        expect = "(corrupt)";
+        break;
+      case damage::truncated:
+        fs::resize_file(shard1, fs::file_size(shard1) - 64);
+        expect = "truncated";
+        break;
+      case damage::manifest_lies: {
+        std::ifstream in(newest / manifest_name);
+        auto m = nlohmann::json::parse(in);
+        m["files"][1]["bytes"] = m["files"][1]["bytes"].get<uint64_t>() + 8;
+        std::ofstream(newest / manifest_name) << m.dump();
+        expect = "the manifest says";
+        break;
+      }
+      case damage::no_manifest:  // a crash between the shard files and the manifest
+        fs::remove(newest / manifest_name);
+        expect = "no MANIFEST.json";
+        break;
+      case damage::bad_manifest:
+        std::ofstream(newest / manifest_name) << "{\"format\": ";
+        expect = "not valid JSON";
+        break;
+    }
+    auto loaded = load_newest_checkpoint(tmp.path);
+    CHECK(loaded.clock == 100);
+    CHECK(first_value(loaded) == 1.0f);
+    REQUIRE(loaded.skipped.size() == 1);
+    CHECK(skipped_text(loaded).find("ckpt-000000000200") != std::string::npos);
+    CHECK(skipped_text(loaded).find(expect) != std::string::npos);
+    CHECK_THROWS_WITH_AS(load_checkpoint(newest), doctest::Contains(expect.c_str()), checkpoint_error);
+  }
+}
+
+TEST_CASE("with no valid checkpoint the error lists why each one failed") {
+  scratch tmp;
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path), doctest::Contains("no ckpt-* directories"),
+                       checkpoint_error);
+  auto dir = write_checkpoint(tmp.path, 100, 1.0f);
+  fs::remove(dir / run_file_name);
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path),
+                       doctest::Contains("no valid checkpoint"), checkpoint_error);
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path), doctest::Contains("run.capnp: missing"),
+                       checkpoint_error);
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path / "nowhere"),
+                       doctest::Contains("no such checkpoint directory"), checkpoint_error);
+}
+
+TEST_CASE("--keep removes older checkpoints only once a newer one is complete") {
+  scratch tmp;
+  write_checkpoint(tmp.path, 100, 1.0f, 2);
+  write_checkpoint(tmp.path, 200, 2.0f, 2);
+  // an unfinished one (no manifest) does not count as complete: nothing older may go yet
+  auto unfinished = prepare_checkpoint_dir(tmp.path, 300);
+  CHECK(fs::exists(tmp.path / "ckpt-000000000100"));
+  write_checkpoint(tmp.path, 400, 4.0f, 2);
+  CHECK_FALSE(fs::exists(tmp.path / "ckpt-000000000100"));
+  CHECK_FALSE(fs::exists(unfinished));  // older than the second newest complete one
+  CHECK(fs::exists(tmp.path / "ckpt-000000000200"));
+  CHECK(fs::exists(tmp.path / "ckpt-000000000400"));
+  CHECK(load_newest_checkpoint(tmp.path).clock == 400);
+}
+
+TEST_CASE("an existing checkpoint directory is moved aside, never overwritten") {
+  scratch tmp;
+  auto first = write_checkpoint(tmp.path, 100, 1.0f);
+  auto bytes = fs::file_size(first / manifest_name);
+  auto again = prepare_checkpoint_dir(tmp.path, 100);
+  CHECK(fs::is_empty(again));
+  CHECK(fs::file_size(tmp.path / "ckpt-000000000100.old-1" / manifest_name) == bytes);
+}
+
+TEST_CASE("a checkpoint directory that cannot be created is refused with its name") {
+  scratch tmp;
+  std::ofstream(tmp.path / "a-file") << "x";
+  CHECK_THROWS_WITH_AS(prepare_checkpoint_dir(tmp.path / "a-file" / "ckpts", 10),
+                       doctest::Contains("a-file/ckpts: the checkpoint directory cannot be created"),
+                       checkpoint_error);
+}
+
+TEST_CASE("a checkpoint of another model, cut or optimizer cannot continue a run") {
+  auto saved = small_spec();
+  auto other = saved;
+  CHECK(incompatibility(saved, other).empty());
+  other.optimizer.learning_rate *= 2;  // rates, modes and lengths may change on resume
+  other.mode = consistency::async;
+  CHECK(incompatibility(saved, other).empty());
+  other.layers = {6, 4, 3};
+  CHECK(incompatibility(saved, other) == "the checkpoint's model is 6-5-3, this run's is 6-4-3");
+  other = saved;
+  other.shards = 3;
+  CHECK(incompatibility(saved, other).find("2 shards") != std::string::npos);
+  other = saved;
+  other.optimizer.kind = optimizer_kind::adam;
+  CHECK(incompatibility(saved, other).find("optimizer") != std::string::npos);
+}
+
+TEST_CASE("sync: N clocks, checkpoint, resume, N clocks equals 2N clocks bitwise") {
+  constexpr int64_t n = 20;
+  for (auto kind : {optimizer_kind::momentum, optimizer_kind::adam}) {
+    CAPTURE(to_string(kind));
+    scratch tmp;
+    auto opts = synthetic_run(consistency::sync, 3, 2, 2 * n);
+    opts.chief.spec.optimizer.kind = kind;
+    opts.chief.spec.optimizer.learning_rate = kind == optimizer_kind::adam ? 0.002f : 0.05f;
+    opts.chief.checkpoints.dir = tmp.path.string();
+    opts.chief.checkpoints.every = n;
+    opts.chief.spec.checkpoint_every = n;
+    auto resumed = opts;
+    auto spec = opts.chief.spec;
+    auto whole = simulate(std::move(opts));
+    REQUIRE(whole);
+    CHECK(whole->checkpoints == 2);  // at n and at 2n (the end)
+
+    resumed.chief.checkpoints.dir = (tmp.path / "after").string();
+    resumed.chief.checkpoints.resume = load_newest_checkpoint(tmp.path / "ckpt-000000000020");
+    auto second_half = simulate(std::move(resumed));
+    REQUIRE(second_half);
+    CHECK(second_half->resumed_from == n);
+    CHECK(second_half->samples == whole->samples);
+    auto a = final_parameters(*whole, spec), b = final_parameters(*second_half, spec);
+    REQUIRE(a.size() == b.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+    CHECK(differ == 0);
+    // and the final checkpoints of both runs hold the same shard bytes
+    auto last_a = load_newest_checkpoint(tmp.path), last_b = load_newest_checkpoint(tmp.path / "after");
+    REQUIRE(last_a.clock == 2 * n);
+    REQUIRE(last_b.clock == 2 * n);
+    for (std::size_t s = 0; s < 2; ++s) {
+      REQUIRE(last_a.shards[s].size_bytes() == last_b.shards[s].size_bytes());
+      CHECK(std::memcmp(last_a.shards[s].bytes(), last_b.shards[s].bytes(),
+                        last_a.shards[s].size_bytes()) == 0);
+    }
+  }
+}
