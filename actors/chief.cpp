@@ -42,8 +42,9 @@ void shutdown(self_ptr self) {
 void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
   auto& st = self->state;
   if (st.stopping) return;
-  log_line("chief", what + ": " + describe(err));
-  st.run_promise.deliver(err);
+  auto sentence = what + ": " + describe(err);
+  log_line("chief", sentence);
+  st.run_promise.deliver(caf::make_error(caf::sec::runtime_error, std::move(sentence)));
   shutdown(self);
 }
 
@@ -147,7 +148,7 @@ void on_training_over(self_ptr self) {
 
 void check_all_done(self_ptr self) {
   auto& st = self->state;
-  if (st.rolling_back || !st.replacing.empty()) return;
+  if (st.rolling_back || !st.replacing.empty() || !st.parked.empty()) return;
   for (std::size_t w = 0; w < st.live.size(); ++w)
     if (st.live[w] && !st.done[w]) return;
   on_training_over(self);

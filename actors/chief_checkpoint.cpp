@@ -47,8 +47,11 @@ void checkpoint_over(self_ptr self) {
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto& st = self->state;
   st.checkpoint_in_flight = true;
+  auto generation = ++st.checkpoint_generation;
   auto started = std::chrono::steady_clock::now();
+  auto abandoned = [=] { return self->state.checkpoint_generation != generation; };
   auto failed = [=](const caf::error& err) {
+    if (abandoned()) return;
     auto& st = self->state;
     log_line("chief", "checkpoint at clock " + std::to_string(clock) + " failed: " + describe(err)
                         + " (the previous one stays)");
@@ -63,6 +66,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
                   run_file(st, clock), static_cast<int32_t>(st.cfg.checkpoints.keep))
       .then(
         [=](caf::ok_atom) {
+          if (abandoned()) return;  // complete on disk, but the run went back before it
           auto& st = self->state;
           st.last_checkpoint = std::max(st.last_checkpoint, clock);
           ++st.checkpoints;
@@ -77,6 +81,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   self->request(st.io, caf::infinite, prepare_atom::value, st.cfg.checkpoints.dir, clock)
     .then(
       [=](std::string& dir) {
+        if (abandoned()) return;
         auto& st = self->state;
         auto files = std::make_shared<std::vector<file_record>>(st.shards.size());
         auto left = std::make_shared<std::size_t>(st.shards.size());
@@ -85,6 +90,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
           self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, dir, clock)
             .then(
               [=](file_record& rec) {
+                if (abandoned()) return;
                 if (self->state.cfg.checkpoints.crash_at == clock) {  // fault injection
                   log_line("chief", "fault injection: crashing while checkpoint " + dir
                                       + " has " + rec.name + " and no manifest");

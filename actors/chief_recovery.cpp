@@ -184,6 +184,12 @@ void on_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {
   st.rollback.failed_at = st.global_clock();
   st.rollback.detected = std::chrono::steady_clock::now();
   st.replacing.clear();
+  st.parked.clear();
+  if (st.checkpoint_in_flight) {  // its shard may never answer; the next one starts afresh
+    ++st.checkpoint_generation;
+    st.checkpoint_in_flight = false;
+    log_line("chief", "the checkpoint in flight is abandoned");
+  }
   st.shards[s] = nullptr;
   for (auto& w : st.workers)
     if (w) {
@@ -231,6 +237,14 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     st.live[w] = false;
     for (auto& s : st.shards)
       if (s) self->send(s, leave_atom::value, w);
+    if (dm.reason.category() == error_category
+        && dm.reason.code() == static_cast<uint8_t>(errc::shard_lost)) {
+      // Not the worker's fault: the lost shard's recovery restarts it with the others.
+      st.parked.insert(w);
+      log_line("chief", "worker:" + std::to_string(w) + " stopped (" + describe(dm.reason)
+                          + "); it restarts with the shard's recovery");
+      return;
+    }
     bool replace = may_replace(st, static_cast<std::size_t>(w));
     record_failure(self, "worker", w, reason,
                    !replace ? "the run goes on without it"

@@ -44,6 +44,7 @@ struct chief_state {
   // checkpoints
   checkpoint_io_actor io;          // the chief's disk actor (null without --checkpoint-dir)
   bool checkpoint_in_flight = false;
+  uint64_t checkpoint_generation = 0;  // a rollback abandons the one in flight
   int64_t next_checkpoint = 0;     // global clock of the next one
   int64_t last_checkpoint = -1;    // clock of the newest complete one
   int checkpoints = 0;
@@ -58,6 +59,8 @@ struct chief_state {
   std::vector<uint32_t> incarnation;  // per worker: the spawn in charge now
   uint32_t next_incarnation = 1;
   std::set<int32_t> replacing;     // workers whose replacement is under way
+  std::set<int32_t> parked;        // workers that stopped because a shard is gone (they
+                                   // restart with the shard's recovery)
   uint64_t recovery_epoch = 0;     // bumped by a rollback: older continuations give up
   bool rolling_back = false;
   struct rollback_state {

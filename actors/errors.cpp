@@ -19,6 +19,7 @@ const char* to_string(errc code) {
     case errc::invalid_spec: return "invalid_spec";
     case errc::checkpoint_failed: return "checkpoint_failed";
     case errc::rolled_back: return "rolled_back";
+    case errc::shard_lost: return "shard_lost";
   }
   return "unknown_error";
 }

@@ -24,6 +24,7 @@ enum class errc : uint8_t {
   invalid_spec,           ///< a TrainSpec that cannot describe a run
   checkpoint_failed,      ///< a checkpoint could not be written, read or verified
   rolled_back,            ///< a request dropped because the run went back to a checkpoint
+  shard_lost,             ///< a worker stopped because a shard it needs is gone
 };
 
 const char* to_string(errc code);

@@ -14,7 +14,9 @@ namespace {
 struct task_node_state {
   static inline const char* name = "task_node";
   task_node_config cfg;
-  std::vector<caf::actor_addr> roles;  // what it spawned; stopped when this task stops
+  // what it spawned, stopped when this task stops (shared with the functor that does it: the
+  // state is gone when attached functors run)
+  std::shared_ptr<std::vector<caf::actor_addr>> roles = std::make_shared<std::vector<caf::actor_addr>>();
 };
 
 using self_ptr = task_node_actor::stateful_pointer<task_node_state>;
@@ -51,9 +53,8 @@ caf::expected<std::pair<role_setup, std::shared_ptr<const dataset>>> prepare(con
 
 task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
   self->state.cfg = std::move(cfg);
-  self->attach_functor([=] {  // stopping this task stops its roles
-    for (const auto& role : self->state.roles)
-      caf::anon_send_exit(role, caf::exit_reason::user_shutdown);
+  self->attach_functor([roles = self->state.roles] {  // stopping this task stops its roles
+    for (const auto& role : *roles) caf::anon_send_exit(role, caf::exit_reason::user_shutdown);
   });
   return {
     [=](setup_atom, const wire_buffer& buf) -> caf::result<worker_actor> {
@@ -80,7 +81,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
                                        + " shard(s); starting worker " + std::to_string(wc.index));
       auto worker = spawn_worker(self->system(), std::move(wc));
       // Not linked: the chief may stop the role (a rollback) and set this task up again.
-      self->state.roles.push_back(worker.address());
+      self->state.roles->push_back(worker.address());
       return worker;
     },
     [=](setup_atom, eval_atom, const wire_buffer& buf) -> caf::result<evaluator_actor> {
@@ -93,7 +94,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
                                        + " shard(s); starting the evaluator");
       auto evaluator = spawn_evaluator(self->system(),
                                        {setup.spec, data, std::move(*shards), setup.request_timeout});
-      self->state.roles.push_back(evaluator.address());
+      self->state.roles->push_back(evaluator.address());
       return evaluator;
     },
   };

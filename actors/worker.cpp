@@ -67,7 +67,13 @@ template <class... Ts>
 void ask(self_ptr self, std::size_t s, Ts&&... xs) {
   self->request(self->state.cfg.shards[s], self->state.cfg.request_timeout, std::forward<Ts>(xs)...)
     .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
-          [=](caf::error& err) { fail(self, "request to a shard failed", err); });
+          [=](caf::error& err) {
+            // A shard that is gone is the chief's to repair (it restarts every worker from a
+            // checkpoint); say so in the exit reason, so this is not counted as a lost worker.
+            if (err == caf::sec::request_receiver_down)
+              err = make_error(errc::shard_lost, "shard " + std::to_string(s) + ": " + describe(err));
+            fail(self, "request to a shard failed", err);
+          });
 }
 
 /// The first pull: every shard's values for the start clock.
