@@ -11,28 +11,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build/actorps}
-python=$(command -v /usr/bin/python3 || command -v python3)
 dir=$(mktemp -d /tmp/actorps-mp.XXXXXX)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
-trap cleanup EXIT
-[ -n "${KEEP:-}" ] && trap - EXIT
-fail() {  # with every task's log, so that a failure in CI explains itself
-  echo "FAIL: $*" >&2
-  for f in "$dir"/*.log; do echo "--- $(basename "$f")" >&2; tail -n 20 "$f" >&2; done
-  exit 1
-}
-summary_field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
-no_listeners() {  # no_listeners CLUSTER: fail if any address of the cluster still accepts connections
-  "$python" - "$1" <<'PY' || fail "a task of $1 is still listening"
-import json, socket, sys
-for addrs in json.load(open(sys.argv[1]))["cluster"].values():
-    for a in addrs:
-        host, port = a.rsplit(":", 1)
-        s = socket.socket(); s.settimeout(1)
-        if s.connect_ex((host, int(port))) == 0: print("still listening:", a); sys.exit(1)
-PY
-}
+. "$root/tests/cluster_test_lib.sh"
 
 echo "== 1. launch_local.sh on synthetic data"
 ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 \
@@ -50,26 +30,13 @@ line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
 grep -q "exited non-zero" "$dir/launch.log" && fail "a task exited non-zero after a clean run"
 no_listeners "$dir/c1.json"
 
-# A cluster of our own, for the next two parts.
-cluster() {  # cluster FILE: fresh free ports for chief, 2 ps, 2 workers, evaluator
-  "$python" - "$1" <<'PY'
-import json, socket, sys
-socks = [socket.socket() for _ in range(6)]
-for s in socks: s.bind(("127.0.0.1", 0))
-a = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
-json.dump({"cluster": {"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}}, open(sys.argv[1], "w"))
-PY
-}
-port_of() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster'][sys.argv[2]][int(sys.argv[3])].split(':')[1])" "$1" "$2" "$3"; }
+# Clusters of our own, for the next two parts.
 start_tasks() {  # start_tasks CLUSTER TIMEOUT: every task but the chief, in the background
   task_pids=()
   for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
     "$bin" "${t%%:*}" --cluster "$1" --task "$t" --connect-timeout "$2" > "$dir/$t.log" 2>&1 &
     pids+=($!); task_pids+=($!)
   done
-}
-await_training() {  # block until the first train event appears in FILE (bounded)
-  grep -q -m1 '"event":"train"' < <(timeout 60 tail -F "$1" 2>/dev/null) || fail "training never started"
 }
 
 echo "== 2. strangers and a peer with another interface are turned away"

@@ -1,0 +1,37 @@
+# Shell helpers for the tests that run one process per task on 127.0.0.1 (sourced, not run).
+# Expects: $bin (the actorps binary) and $dir (a scratch directory); keeps pids in $pids.
+python=$(command -v /usr/bin/python3 || command -v python3)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT
+fail() {  # with every task's log, so that a failure in CI explains itself
+  echo "FAIL: $*" >&2
+  for f in "$dir"/*.log; do echo "--- $(basename "$f")" >&2; tail -n 20 "$f" >&2; done
+  exit 1
+}
+summary_field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+no_listeners() {  # no_listeners CLUSTER: fail if any address of the cluster still accepts connections
+  "$python" - "$1" <<'PY' || fail "a task of $1 is still listening"
+import json, socket, sys
+for addrs in json.load(open(sys.argv[1]))["cluster"].values():
+    for a in addrs:
+        host, port = a.rsplit(":", 1)
+        s = socket.socket(); s.settimeout(1)
+        if s.connect_ex((host, int(port))) == 0: print("still listening:", a); sys.exit(1)
+PY
+}
+cluster() {  # cluster FILE: fresh free ports for chief, 2 ps, 2 workers, evaluator
+  "$python" - "$1" <<'PY'
+import json, socket, sys
+socks = [socket.socket() for _ in range(6)]
+for s in socks: s.bind(("127.0.0.1", 0))
+a = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
+json.dump({"cluster": {"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}}, open(sys.argv[1], "w"))
+PY
+}
+port_of() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster'][sys.argv[2]][int(sys.argv[3])].split(':')[1])" "$1" "$2" "$3"; }
+await_event() {  # await_event FILE PATTERN [SECONDS]: block until a line of FILE matches (bounded)
+  grep -q -m1 -E "$2" < <(timeout "${3:-60}" tail -n +1 -F "$1" 2>/dev/null) || fail "no line matching $2 in $1"
+}
+await_training() { await_event "$1" '"event":"train"'; }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Failures of whole processes in a multi-process run on 127.0.0.1 (one process per task), all
+# in one training run with checkpoints:
+#  1. SIGKILL a worker process and start it again: it rejoins and the chief admits it;
+#  2. SIGKILL a shard process and start it again: every shard goes back to the newest checkpoint;
+#  3. SIGSTOP a worker process: the heartbeat timeout (200 ms heartbeats, 1 s timeout) reports it
+#     lost within 2 s, and training finishes without it.
+# The run then completes, the summary counts 3 failures and 2 recoveries, and every task exits.
+# usage: tests/multiprocess_faults_test.sh [path/to/actorps]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/build/actorps}
+dir=$(mktemp -d /tmp/actorps-mpf.XXXXXX)
+. "$root/tests/cluster_test_lib.sh"
+
+net=(--heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
+declare -A task_pid
+start() {  # start TASK: one task process in the background (again, after a kill)
+  "$bin" "${1%%:*}" --cluster "$dir/c.json" --task "$1" "${net[@]}" >> "$dir/$1.log" 2>&1 &
+  task_pid[$1]=$!; pids+=($!)
+}
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+cluster "$dir/c.json"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
+  --model 784-64-10 --steps 2500 --slow worker:0=3 --slow worker:1=3 --no-progress \
+  --checkpoint-dir "$dir/ckpt" --checkpoint-every 200 --metrics "$dir/m.jsonl" > "$dir/chief.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_event "$dir/m.jsonl" '"event":"checkpoint","clock":200'
+
+echo "== 1. SIGKILL worker:1, start it again"
+kill -9 "${task_pid[worker:1]}"
+await_event "$dir/m.jsonl" '"event":"failure","role":"worker","index":1' 20
+start worker:1
+await_event "$dir/m.jsonl" '"event":"recovery","role":"worker","index":1' 30
+grep -q "worker:1 is back" "$dir/chief.log" || fail "the chief did not see worker:1 rejoin"
+
+echo "== 2. SIGKILL ps:1, start it again"
+last=$(grep -c '"event":"checkpoint"' "$dir/m.jsonl")
+await_event "$dir/m.jsonl" "\"event\":\"checkpoint\",\"clock\":$(( (last + 1) * 200 ))" 30
+kill -9 "${task_pid[ps:1]}"
+await_event "$dir/m.jsonl" '"event":"failure","role":"ps","index":1' 20
+start ps:1
+await_event "$dir/m.jsonl" '"event":"recovery","role":"ps","index":1' 30
+line=$(grep '"event":"recovery","role":"ps"' "$dir/m.jsonl")
+clock=$(summary_field "$line" clock)
+[ $((clock % 200)) = 0 ] && [ "$clock" -gt 0 ] || fail "ps:1 was not restored from a checkpoint: $line"
+grep -q "restored to the checkpoint at clock $clock" "$dir/ps:0.log" || fail "ps:0 was not restored to $clock"
+grep -q "restored to the checkpoint at clock $clock" "$dir/ps:1.log" || fail "ps:1 was not restored to $clock"
+
+echo "== 3. SIGSTOP worker:0"
+await_training "$dir/m.jsonl"
+stopped=$(now_ms)
+kill -STOP "${task_pid[worker:0]}"
+await_event "$dir/m.jsonl" '"event":"failure","role":"worker","index":0' 10
+detected=$(( $(now_ms) - stopped ))
+echo "a frozen worker was reported lost ${detected} ms after SIGSTOP"
+[ "$detected" -le 2000 ] || fail "detecting the frozen worker took ${detected} ms (> 2 s)"
+
+set +e; timeout 120 tail --pid="$chief" -f /dev/null; wait "$chief"; status=$?; set -e
+[ "$status" = 0 ] || fail "the chief exited $status"
+line=$(grep '"event":"summary"' "$dir/m.jsonl") || fail "no summary"
+[ "$(summary_field "$line" clocks)" = 2500 ] || fail "clocks: $line"
+[ "$(summary_field "$line" failures)" = 3 ] || fail "failures: $line"
+[ "$(summary_field "$line" recoveries)" = 2 ] || fail "recoveries: $line"
+"$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" \
+  "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
+grep '"event":"recovery"' "$dir/m.jsonl"
+kill -9 "${task_pid[worker:0]}"  # still frozen: nobody can stop it but us
+for t in ps:0 ps:1 worker:1 evaluator:0; do
+  set +e; timeout 15 tail --pid="${task_pid[$t]}" -f /dev/null; waited=$?; wait "${task_pid[$t]}"; s=$?; set -e
+  [ "$waited" = 0 ] || fail "$t still running after the run"
+  [ "$s" = 0 ] || fail "$t exited $s after the run"
+done
+no_listeners "$dir/c.json"
+echo PASS
