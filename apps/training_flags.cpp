@@ -2,7 +2,12 @@
 
 #include "actors/metrics.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <cstdio>
 #include <sstream>
 
@@ -44,6 +49,20 @@ float default_learning_rate(optimizer_kind kind) {
     case optimizer_kind::adagrad: return 0.05f;
   }
   return 0.05f;
+}
+
+/// Refuses a checkpoint directory that cannot be created or written, before any training: a
+/// probe file is created and removed (permission bits alone say nothing to root).
+void check_writable(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw usage_error("--checkpoint-dir " + dir + " cannot be created (" + ec.message() + ")");
+  auto probe = fs::path(dir) / (".actorps-probe-" + std::to_string(::getpid()));
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) throw usage_error("--checkpoint-dir " + dir + " is not writable (" + std::strerror(errno) + ")");
+  std::fclose(f);
+  fs::remove(probe, ec);
 }
 
 /// Loads and checks the checkpoint to resume from; what is skipped is said on stderr.
@@ -295,6 +314,7 @@ training_plan plan_training(const training_flags& o) {
   }
   if (ck.crash_at >= 0 && ck.dir.empty())
     throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
+  if (!ck.dir.empty()) check_writable(ck.dir);
   if (o.resume_given) ck.resume = resume_checkpoint(o.resume.empty() ? ck.dir : o.resume, c.spec);
   return plan;
 }
