@@ -6,6 +6,8 @@
 #  3. SIGSTOP a worker process: the heartbeat timeout (200 ms heartbeats, 1 s timeout) reports it
 #     lost within 2 s, and training finishes without it.
 # The run then completes, the summary counts 3 failures and 2 recoveries, and every task exits.
+#  4. SIGKILL the chief of another run: every task exits 1; the whole run started again with
+#     --resume continues from the newest checkpoint and completes.
 # usage: tests/multiprocess_faults_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,6 +74,36 @@ for t in ps:0 ps:1 worker:1 evaluator:0; do
   set +e; timeout 15 tail --pid="${task_pid[$t]}" -f /dev/null; waited=$?; wait "${task_pid[$t]}"; s=$?; set -e
   [ "$waited" = 0 ] || fail "$t still running after the run"
   [ "$s" = 0 ] || fail "$t exited $s after the run"
+done
+no_listeners "$dir/c.json"
+
+echo "== 4. SIGKILL the chief, start the run again with --resume"
+cluster "$dir/c.json"
+: > "$dir/m4.jsonl"
+run4=(--dataset synthetic --model 784-64-10 --steps 1200 --slow worker:0=2 --slow worker:1=2
+      --no-progress --checkpoint-dir "$dir/ckpt4" --checkpoint-every 200)
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" "${run4[@]}" --metrics "$dir/m4.jsonl" \
+  > "$dir/chief4.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_event "$dir/m4.jsonl" '"event":"checkpoint","clock":400' 60
+kill -9 "$chief"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  set +e; timeout 10 tail --pid="${task_pid[$t]}" -f /dev/null; wait "${task_pid[$t]}"; s=$?; set -e
+  [ "$s" = 1 ] || fail "$t exited $s after losing the chief"
+done
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" "${run4[@]}" --resume \
+  --metrics "$dir/m5.jsonl" > "$dir/chief5.log" 2>&1 || fail "the resumed run failed"
+line=$(grep '"event":"summary"' "$dir/m5.jsonl") || fail "no summary after resuming"
+resumed=$(summary_field "$line" resumed_from)
+[ "$resumed" -ge 400 ] || fail "resumed from clock $resumed, expected the checkpoint at 400 or later"
+grep -q "resuming from .*ckpt-0*$resumed" "$dir/chief5.log" || fail "the resumed chief did not say where from"
+[ "$(summary_field "$line" clocks)" = 1200 ] || fail "clocks: $line"
+echo "resumed from clock $resumed after the chief was killed"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  set +e; timeout 15 tail --pid="${task_pid[$t]}" -f /dev/null; wait "${task_pid[$t]}"; s=$?; set -e
+  [ "$s" = 0 ] || fail "$t exited $s after the resumed run"
 done
 no_listeners "$dir/c.json"
 echo PASS
