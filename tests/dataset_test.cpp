@@ -203,6 +203,37 @@ TEST_CASE("fashion-mnist: malformed files throw dataset_error naming the file an
   }
 }
 
+TEST_CASE("idx images: one file by path, .gz or plain, scaled like training; errors name it") {
+  temp_dir t;
+  for (const std::string name : {"/images.idx.gz", "/images.idx"}) {
+    CAPTURE(name);
+    write_file(t.path + name, idx_images(0x803, 3, 28, 28, 3 * 784));
+    const dataset d = load_idx_images(t.path + name);
+    CHECK(d.rows == 3);
+    CHECK(d.cols == 784);
+    CHECK(d.y.empty());
+    REQUIRE(d.x.size() == 3 * 784);
+    CHECK(d.x[1] == 51 / pixel_divisor);
+    CHECK(d.x[3 * 784 - 1] == static_cast<float>((3 * 784 - 1) * 51 % 256) / 255.f);
+  }
+  auto check_error = [](const std::string& path, const std::string& word) {
+    try {
+      load_idx_images(path);
+      FAIL("expected dataset_error mentioning " << word);
+    } catch (const dataset_error& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.rfind(path + ": ", 0) == 0);
+      CHECK(msg.find(word) != std::string::npos);
+    }
+  };
+  check_error(t.path + "/absent.idx", "missing");
+  write_file(t.path + "/labels.idx", idx_labels(0x801, 2, {1, 2}));
+  check_error(t.path + "/labels.idx", "bad magic 0x00000801");
+  write_file(t.path + "/short.idx.gz", idx_images(0x803, 3, 28, 28, 784));
+  check_error(t.path + "/short.idx.gz", "truncated pixel data");
+}
+
 TEST_CASE("synthetic: deterministic per seed, train and test share centroids but not noise") {
   const dataset a = make_synthetic(500, 32, 7, true), b = make_synthetic(500, 32, 7, true);
   CHECK(a.rows == 500);
