@@ -1,5 +1,7 @@
 #include "actors/dataset.hpp"
 
+#include "tests/scratch_dir.hpp"
+
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -15,15 +17,9 @@ using namespace actorps;
 
 namespace {
 
-/// A fresh mkdtemp directory, removed with its contents at scope exit.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "actorps_dataset_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
+/// A fresh directory, removed with its contents at scope exit.
+struct temp_dir : actorps::test::scratch_dir {
+  temp_dir() : scratch_dir("actorps_dataset") {}
 };
 
 void put_be32(std::vector<unsigned char>& b, uint32_t v) {
