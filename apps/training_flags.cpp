@@ -98,7 +98,10 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "auto | cpu | cuda: where workers run forward/backward (auto: CUDA when a usable GPU "
      "exists, else the CPU)")
     ("gpus", po::value(&o.gpus)->default_value(o.gpus),
-     "comma-separated CUDA device ids; workers are assigned round-robin");
+     "comma-separated CUDA device ids; workers are assigned round-robin")
+    ("export-dir", po::value(&o.export_dir),
+     "after a successful run, export the model to DIR/<version>/ (model.capnp, model.onnx, "
+     "metadata.json; version = the largest existing + 1, never overwritten)");
 }
 
 
@@ -163,6 +166,7 @@ training_plan plan_training(const training_flags& o) {
   c.progress = !o.no_progress;
   c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   plan.scheduler_threads = o.threads;
+  plan.export_dir = o.export_dir;
 
   auto& d = plan.data;
   if (o.dataset == "fashion-mnist") {
