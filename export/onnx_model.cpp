@@ -69,8 +69,9 @@ std::string make_onnx_model(const exported_model& model, const std::string& prod
     add_initializer(graph, kernel, model.parameters.data());
     add_initializer(graph, bias, model.parameters.data());
     const auto dense = "dense" + std::to_string(l);
-    // Gemm: x [N, in] · kernel [in, out] + bias [out], broadcast over N.
-    add_node(graph, "Gemm", dense, {x, kernel.name, bias.name}, dense + "/z");
+    // x [N, in] · kernel [in, out], then + bias [out] broadcast over N.
+    add_node(graph, "MatMul", dense + "/matmul", {x, kernel.name}, dense + "/xw");
+    add_node(graph, "Add", dense + "/add", {dense + "/xw", bias.name}, dense + "/z");
     x = dense + "/z";
     if (l + 1 < dense_layers) {
       add_node(graph, "Relu", dense + "/relu", {x}, dense + "/a");

@@ -1,9 +1,11 @@
 // model.onnx: the exported MLP as a standard ONNX graph, for any ONNX runtime.
 //
 //   input "input" float32 [N, in]  (N dynamic; scaled as in training)
-//   → Gemm(dense0/kernel, dense0/bias) → Relu → … → Gemm(last) → Softmax(axis 1)
+//   → MatMul(dense0/kernel) → Add(dense0/bias) → Relu → … → MatMul → Add → Softmax(axis 1)
 //   → output "probabilities" float32 [N, classes]
 //
+// The initializers are model.capnp's tensors with the same names, shapes and bytes. MatMul+Add
+// rather than Gemm: OpenCV 4.6 reads a Gemm without transB as if B were [out, in].
 // Opset 13 (IR version 7): libonnx 1.12 checks it, OpenCV 4.6's DNN module reads it.
 #pragma once
 

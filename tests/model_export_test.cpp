@@ -144,7 +144,12 @@ TEST_CASE("export: model.onnx passes the ONNX checker with the documented interf
   CHECK(g.output(0).type().tensor_type().shape().dim(1).dim_value() == 10);
   std::vector<std::string> ops;
   for (const auto& node : g.node()) ops.push_back(node.op_type());
-  CHECK(ops == std::vector<std::string>{"Gemm", "Relu", "Gemm", "Relu", "Gemm", "Softmax"});
+  CHECK(ops == std::vector<std::string>{"MatMul", "Add", "Relu", "MatMul", "Add", "Relu",
+                                        "MatMul", "Add", "Softmax"});
+  const auto& softmax = g.node(g.node_size() - 1);
+  REQUIRE(softmax.attribute_size() == 1);
+  CHECK(softmax.attribute(0).name() == "axis");
+  CHECK(softmax.attribute(0).i() == 1);  // over the classes of each row, not over the batch
   REQUIRE(g.initializer_size() == 6);
   const auto& bias2 = g.initializer(5);
   CHECK(bias2.name() == "dense2/bias");
