@@ -10,10 +10,14 @@ namespace actorps {
 
 namespace {
 
+/// Whether the file starts with an IDX header of uint8 data (00 00 08, then 1-4 dimensions) or
+/// a gzip header (1f 8b, deflate, no reserved flag bits). Read as raw little-endian float32,
+/// either would be a first value below 1e-19 in magnitude, which no scaled input holds.
 bool looks_like_idx(const std::string& bytes) {
-  const bool gzip = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f
-                    && static_cast<unsigned char>(bytes[1]) == 0x8b;
-  const bool idx_ubyte = bytes.size() >= 3 && bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 8;
+  if (bytes.size() < 4) return false;
+  const auto b = [&](int i) { return static_cast<unsigned char>(bytes[i]); };
+  const bool gzip = b(0) == 0x1f && b(1) == 0x8b && b(2) == 8 && (b(3) & 0xe0) == 0;
+  const bool idx_ubyte = b(0) == 0 && b(1) == 0 && b(2) == 8 && b(3) >= 1 && b(3) <= 4;
   return gzip || idx_ubyte;
 }
 

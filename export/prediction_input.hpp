@@ -11,7 +11,7 @@
 namespace actorps {
 
 enum class input_format {
-  automatic,  ///< IDX when the file starts like one (00 00 08 …, or gzip's 1f 8b), else raw
+  automatic,  ///< IDX when the file starts with an IDX or gzip header, else raw
   idx,        ///< IDX images (magic 0x00000803, 28×28 uint8)
   raw,        ///< little-endian float32, rows × cols, no header
 };
