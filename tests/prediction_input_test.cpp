@@ -40,9 +40,9 @@ TEST_CASE("prediction input: IDX pixels are divided by the model's input divisor
   }
   const auto unscaled = read_prediction_input(path, 784, 1.0f, input_format::automatic);
   CHECK(unscaled.x[200] == doctest::Approx(200.0f).epsilon(1e-6));
+  const std::string too_wide = path + ": holds images of 784 pixels but the model takes 100 inputs";
   CHECK_THROWS_WITH_AS(read_prediction_input(path, 100, 255.0f, input_format::automatic),
-                       (path + ": holds images of 784 pixels but the model takes 100 inputs").c_str(),
-                       input_error);
+                       too_wide.c_str(), input_error);
 }
 
 TEST_CASE("prediction input: raw float32 rows as they are, even when they start like IDX") {
