@@ -181,12 +181,16 @@ TEST_CASE("--export-dir that cannot be written is refused with exit 2 before tra
   REQUIRE(chmod(scratch.path.c_str(), 0755) == 0);
   const std::string locked = scratch.path + "/locked";
   REQUIRE(mkdir(locked.c_str(), 0555) == 0);
-  // root writes anywhere: run as nobody then, for whom 0555 means read-only.
-  const std::string as_user =
-    geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  // root writes anywhere: run as nobody then, for whom 0555 means read-only, from a copy of
+  // the binary that nobody can reach (the build tree may sit below a private directory).
+  std::string binary = ACTORPS_BINARY;
+  if (geteuid() == 0) {
+    fs::copy_file(binary, scratch.path + "/actorps");
+    binary = "setpriv --reuid=65534 --regid=65534 --clear-groups " + scratch.path + "/actorps";
+  }
   for (const std::string& dir : {locked, locked + "/sub"}) {
     CAPTURE(dir);
-    auto r = test::run_command(as_user + ACTORPS_BINARY + " " + quick_run + " --export-dir " + dir);
+    auto r = test::run_command(binary + " " + quick_run + " --export-dir " + dir);
     check_refused(r, "--export-dir cannot be written: " + dir, "Permission denied");
     CHECK(r.output.find("summary:") == std::string::npos);  // refused before the run
   }
