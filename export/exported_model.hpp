@@ -32,7 +32,8 @@ struct tensor_slot {
   std::size_t size = 0;
 };
 
-/// The tensors of an MLP with these widths, in layout order.
+/// The tensors of an MLP with these widths, in layout order (the names and offsets of
+/// block_layout's tensors). Throws std::invalid_argument for fewer than two widths.
 std::vector<tensor_slot> tensor_slots(const std::vector<int>& layers);
 
 /// The ExportedModel message of `model` (flat-array form). Throws std::invalid_argument when

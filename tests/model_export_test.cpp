@@ -234,6 +234,24 @@ TEST_CASE("evaluate_model: accuracy, loss and confusion matrix from the probabil
   CHECK(m.loss == doctest::Approx(expected).epsilon(1e-6));
 }
 
+TEST_CASE("tensor_slots: block_layout's tensors, with their shapes") {
+  const std::vector<int> layers{784, 256, 128, 10};
+  const auto slots = tensor_slots(layers);
+  const block_layout layout(layers, 4096, 3);
+  REQUIRE(slots.size() == layout.tensors().size());
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    CAPTURE(t);
+    CHECK(slots[t].name == layout.tensors()[t].name);
+    CHECK(slots[t].offset == layout.tensors()[t].offset);
+    CHECK(slots[t].size == layout.tensors()[t].size);
+    std::size_t product = 1;
+    for (auto d : slots[t].shape) product *= d;
+    CHECK(product == slots[t].size);
+  }
+  CHECK(slots[2].shape == std::vector<std::size_t>{256, 128});
+  CHECK(slots[5].shape == std::vector<std::size_t>{10});
+}
+
 TEST_CASE("model.capnp: a damaged or mismatched file is refused, naming it and the problem") {
   const export_case c;
   const exported_model model{c.spec.layers, c.params, 1.0f};
