@@ -65,7 +65,8 @@ std::string hex32(uint32_t v) {
 /// An open (possibly gzip-compressed) file; closes itself.
 class gz_file {
 public:
-  explicit gz_file(const std::string& dir, const std::string& name) {
+  /// dir/name.gz, or else dir/name.
+  gz_file(const std::string& dir, const std::string& name) {
     path_ = dir + "/" + name + ".gz";
     f_ = gzopen(path_.c_str(), "rb");
     if (!f_) {
@@ -77,6 +78,12 @@ public:
                             "; also tried " + plain + ")");
       path_ = plain;
     }
+    gzbuffer(f_, 1 << 18);
+  }
+
+  /// Exactly `path` (zlib reads a file that is not gzip-compressed as it is).
+  explicit gz_file(const std::string& path) : f_(gzopen(path.c_str(), "rb")), path_(path) {
+    if (!f_) throw dataset_error(path_ + ": missing or unreadable (" + std::strerror(errno) + ")");
     gzbuffer(f_, 1 << 18);
   }
   ~gz_file() { gzclose(f_); }
@@ -139,20 +146,14 @@ private:
   std::string path_;
 };
 
-} // namespace
-
-dataset load_fashion_mnist(const std::string& dir, bool train) {
-  const std::string prefix = train ? "train" : "t10k";
-  dataset d;
-  d.cols = side * side;
-  d.classes = 10;
-
-  gz_file images(dir, prefix + "-images-idx3-ubyte");
+/// Reads an IDX image file into d: rows, cols = 28·28, x scaled to [0, 1].
+void read_images(gz_file& images, dataset& d) {
   images.check_magic(images_magic);
   const uint32_t count = images.read_be32("header");
   const uint32_t h = images.read_be32("header"), w = images.read_be32("header");
   if (h != side || w != side)
     images.fail("wrong image size " + std::to_string(h) + "x" + std::to_string(w) + ", expected 28x28");
+  d.cols = side * side;
   if (count > static_cast<uint32_t>(INT32_MAX / d.cols))
     images.fail("implausible image count " + std::to_string(count));
   d.rows = static_cast<int>(count);
@@ -161,7 +162,26 @@ dataset load_fashion_mnist(const std::string& dir, bool train) {
   images.read_exact(buf.data(), pixels, "pixel data");
   images.expect_end(16 + pixels);
   d.x.resize(pixels);
-  for (size_t i = 0; i < pixels; ++i) d.x[i] = static_cast<float>(buf[i]) / 255.f;
+  for (size_t i = 0; i < pixels; ++i) d.x[i] = static_cast<float>(buf[i]) / pixel_divisor;
+}
+
+} // namespace
+
+dataset load_idx_images(const std::string& path) {
+  gz_file images(path);
+  dataset d;
+  read_images(images, d);
+  return d;
+}
+
+dataset load_fashion_mnist(const std::string& dir, bool train) {
+  const std::string prefix = train ? "train" : "t10k";
+  dataset d;
+  d.classes = 10;
+
+  gz_file images(dir, prefix + "-images-idx3-ubyte");
+  read_images(images, d);
+  const uint32_t count = static_cast<uint32_t>(d.rows);
 
   gz_file labels(dir, prefix + "-labels-idx1-ubyte");
   labels.check_magic(labels_magic);
@@ -169,7 +189,7 @@ dataset load_fashion_mnist(const std::string& dir, bool train) {
   if (nlabels != count)
     labels.fail("count mismatch: " + std::to_string(nlabels) + " labels but " + images.path() + " has " +
                 std::to_string(count) + " images");
-  buf.assign(count, 0);
+  std::vector<unsigned char> buf(count);
   labels.read_exact(buf.data(), count, "label data");
   labels.expect_end(8 + size_t{count});
   d.y.resize(count);

@@ -28,11 +28,19 @@ struct dataset {
 
 inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 
+/// What the uint8 pixels of Fashion-MNIST are divided by for training: inputs lie in [0, 1].
+inline constexpr float pixel_divisor = 255.0f;
+
 /// Loads the train (60 000) or test (10 000) split from `dir` ({train,t10k}-{images-idx3,
 /// labels-idx1}-ubyte.gz, plain files without .gz also accepted). Pixels are scaled to [0, 1]
-/// (value / 255), images flattened to 784 columns. Validates magic numbers, counts, image size,
-/// file lengths and label range; throws dataset_error otherwise.
+/// (value / pixel_divisor), images flattened to 784 columns. Validates magic numbers, counts,
+/// image size, file lengths and label range; throws dataset_error otherwise.
 dataset load_fashion_mnist(const std::string& dir, bool train);
+
+/// Loads the images of one IDX image file (magic 0x00000803, 28×28 uint8; gzip-compressed or
+/// plain) as rows of 784 floats scaled like load_fashion_mnist; no labels (classes = 0).
+/// Throws dataset_error naming the file and the problem.
+dataset load_idx_images(const std::string& path);
 
 /// A seeded, generated 10-class problem with `cols` features: class centroids drawn once from
 /// `seed`, samples = centroid + Gaussian noise. Train and test share the centroids and use

@@ -1,5 +1,7 @@
 // actorps — an actor-model parameter-server runtime. Entry point: dispatches the subcommand.
 #include "apps/cluster_commands.hpp"
+#include "apps/evaluate_command.hpp"
+#include "apps/predict_command.hpp"
 #include "apps/simulate_command.hpp"
 
 #include <cstdio>
@@ -18,11 +20,14 @@ commands:
   worker      a worker task
   evaluator   the evaluator task
               (the cluster: --cluster FILE --task TYPE:INDEX, or the TF_CONFIG variable)
+  predict     classify images with a model exported by --export-dir (one JSON line each)
+  evaluate    an exported model's accuracy, loss and confusion matrix on a test split
   version     print the version
 
 Examples:
   actorps simulate --ps 2 --workers 2 --mode ssp --staleness 2 --epochs 5 --metrics run.jsonl
   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5     (one process per task, loopback)
+  actorps simulate --export-dir export && actorps predict --model export/1 --input images.idx
 )";
 
 } // namespace
@@ -38,8 +43,10 @@ int main(int argc, char** argv) {
   if (command == "simulate") return actorps::simulate_command(args);
   if (command == "chief" || command == "ps" || command == "worker" || command == "evaluator")
     return actorps::cluster_command(command, args);
+  if (command == "predict") return actorps::predict_command(args);
+  if (command == "evaluate") return actorps::evaluate_command(args);
   if (command == "version" || command == "--version") {
-    std::printf("actorps 0.1.0\n");
+    std::printf("actorps %s\n", ACTORPS_VERSION);
     return 0;
   }
   std::fprintf(stderr, "actorps: unknown command '%s'\n\n%s", command.c_str(), usage);

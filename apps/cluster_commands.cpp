@@ -2,6 +2,7 @@
 
 #include "actors/deployment.hpp"
 #include "actors/errors.hpp"
+#include "apps/export_after_run.hpp"
 #include "apps/training_flags.hpp"
 
 #include <cstdio>
@@ -76,6 +77,7 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
   fix("ps", flags.ps, opts.cluster.count("ps"));
   fix("workers", flags.workers, opts.cluster.count("worker"));
   auto plan = plan_training(flags);
+  auto exporting = plan_export(plan, "chief");
   remote_tasks remote;
   remote.ps = opts.cluster.tasks("ps");
   remote.workers = opts.cluster.tasks("worker");
@@ -91,7 +93,7 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
     return 1;
   }
   print_summary(*result);
-  return 0;
+  return export_run(exporting, *result, nullptr);
 }
 
 } // namespace

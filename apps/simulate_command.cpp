@@ -2,6 +2,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/simulation.hpp"
+#include "apps/export_after_run.hpp"
 #include "apps/training_flags.hpp"
 
 #include <cstdio>
@@ -57,6 +58,7 @@ int simulate_command(const std::vector<std::string>& args) {
   training_flags flags;
   auto desc = simulate_options(flags);
   simulation_options sim;
+  export_request exporting;
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -73,6 +75,7 @@ int simulate_command(const std::vector<std::string>& args) {
                         + " is not a directory (install Debian's dataset-fashion-mnist: "
                           "scripts/setup.sh)");
     resolve_backend_here(plan.chief);
+    exporting = plan_export(plan, "simulate");
     sim.chief = std::move(plan.chief);
     sim.scheduler_threads = plan.scheduler_threads;
     sim.chief.train = load_split(plan.data, true);
@@ -84,13 +87,14 @@ int simulate_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "actorps simulate: %s\n", e.what());
     return 2;
   }
+  auto test = sim.chief.test;
   auto result = simulate(std::move(sim));
   if (!result) {
     std::fprintf(stderr, "actorps simulate: the run failed: %s\n", describe(result.error()).c_str());
     return 1;
   }
   print_summary(*result);
-  return 0;
+  return export_run(exporting, *result, test);
 }
 
 } // namespace actorps

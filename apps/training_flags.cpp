@@ -150,7 +150,10 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "continue from the newest valid checkpoint in DIR (a ckpt-* directory or a directory "
      "holding them; default: --checkpoint-dir); a corrupt newest one is reported and skipped")
     ("max-replacements", po::value(&o.max_replacements)->default_value(o.max_replacements),
-     "times a lost worker (or the evaluator) is replaced before the run goes on without it");
+     "times a lost worker (or the evaluator) is replaced before the run goes on without it")
+    ("export-dir", po::value(&o.export_dir),
+     "after a successful run, export the model to DIR/<version>/ (model.capnp, model.onnx, "
+     "metadata.json; version = the largest existing + 1, never overwritten)");
 }
 
 void add_fault_options(po::options_description& desc, training_flags& o) {
@@ -266,6 +269,7 @@ training_plan plan_training(const training_flags& o) {
   c.progress = !o.no_progress;
   c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   plan.scheduler_threads = o.threads;
+  plan.export_dir = o.export_dir;
 
   auto& d = plan.data;
   if (o.dataset == "fashion-mnist") {

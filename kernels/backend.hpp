@@ -76,6 +76,10 @@ public:
   /// db (cols) = column sums of dz (rows×cols).
   virtual void bias_backward(float* db, const float* dz, int rows, int cols) = 0;
 
+  /// probs (rows×cols) = the softmax of each row of logits (rows×cols); probs may be logits
+  /// (in place). For inference: the class probabilities of a forward pass.
+  virtual void softmax(const float* logits, int rows, int cols, float* probs) = 0;
+
   /// Softmax cross-entropy of logits (rows×cols) against labels (rows, each in [0, cols)).
   /// If dlogits is not null it receives (softmax − onehot) · grad_scale (rows×cols).
   /// Returns host sums; the loss is computed stably (max-subtracted log-sum-exp).

@@ -79,6 +79,13 @@ public:
     }
   }
 
+  void softmax(const float* logits, int rows, int cols, float* probs) override {
+    for (int i = 0; i < rows; ++i) {
+      const std::size_t offset = static_cast<std::size_t>(i) * cols;
+      math::softmax_row(logits + offset, cols, probs + offset);
+    }
+  }
+
   loss_stats softmax_cross_entropy(const float* logits, const int32_t* labels, int rows,
                                    int cols, float* dlogits, float grad_scale) override {
     loss_stats stats;

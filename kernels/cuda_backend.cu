@@ -1,4 +1,4 @@
-// The CUDA backend: cuBLAS sgemm plus four small kernels, all queued on the backend's own
+// The CUDA backend: cuBLAS sgemm plus five small kernels, all queued on the backend's own
 // stream. The kernels only decide launch geometry and memory movement; every formula comes
 // from kernels/math.hpp, the same code the CPU backend runs.
 #include "kernels/backend_factory.hpp"
@@ -19,7 +19,7 @@ namespace {
 constexpr int elementwise_threads = 256;  // grid-stride loops, capped at max_blocks_
 constexpr int column_tile = 32;           // bias_backward: one warp reads 32 adjacent columns
 constexpr int row_slices = 16;            // ... while 16 warps walk interleaved rows
-constexpr int loss_threads = 256;         // softmax_cross_entropy: one thread per row
+constexpr int loss_threads = 256;         // softmax(_cross_entropy): one thread per row
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -160,6 +160,16 @@ __global__ void column_sum_kernel(float* db, const float* dz, int rows, int cols
     float total = 0.0f;
     for (int s = 0; s < row_slices; ++s) total += partial[s][threadIdx.x];
     db[col] = total;
+  }
+}
+
+/// probs = softmax of each row of logits, one thread per row (math::softmax_row); in place
+/// is fine, since a row is read and written by the same thread.
+__global__ void softmax_rows_kernel(const float* logits, int rows, int cols, float* probs) {
+  for (std::size_t row = global_thread(); row < static_cast<std::size_t>(rows);
+       row += grid_stride()) {
+    const std::size_t offset = row * cols;
+    math::softmax_row(logits + offset, cols, probs + offset);
   }
 }
 
@@ -384,6 +394,15 @@ public:
     const unsigned grid = static_cast<unsigned>((cols + column_tile - 1) / column_tile);
     column_sum_kernel<<<grid, dim3(column_tile, row_slices), 0, stream_>>>(
       db, dz, std::max(rows, 0), cols);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void softmax(const float* logits, int rows, int cols, float* probs) override {
+    if (rows <= 0) return;
+    if (cols <= 0) throw std::invalid_argument("softmax: no columns");
+    select_device();
+    softmax_rows_kernel<<<grid_for(static_cast<std::size_t>(rows), loss_threads, max_blocks_),
+                          loss_threads, 0, stream_>>>(logits, rows, cols, probs);
     CUDA_CHECK(cudaGetLastError());
   }
 

@@ -54,6 +54,19 @@ ACTORPS_HD inline float softmax_cross_entropy_row(const float* logits, int cols,
   return (max_logit - logits[label]) + logf(sum_exp);
 }
 
+/// Softmax of one row of `cols` logits into probs (which may be logits itself), max-subtracted
+/// so no exponential overflows. Each probability is exp(logit − max) / Σ exp(· − max).
+ACTORPS_HD inline void softmax_row(const float* logits, int cols, float* probs) {
+  float max_logit = logits[0];
+  for (int j = 1; j < cols; ++j) max_logit = logits[j] > max_logit ? logits[j] : max_logit;
+  float sum_exp = 0.0f;
+  for (int j = 0; j < cols; ++j) {
+    probs[j] = expf(logits[j] - max_logit);
+    sum_exp += probs[j];
+  }
+  for (int j = 0; j < cols; ++j) probs[j] /= sum_exp;
+}
+
 // --- optimizers (one element, one step) ---------------------------------------------------
 
 /// Plain SGD: p −= lr·g.

@@ -72,10 +72,9 @@ void mlp::set_parameters(const float* host_params) {
   be_.copy_to_device(params_.get(), host_params, param_count_ * sizeof(float));
 }
 
-loss_stats mlp::forward(const float* x, const int32_t* y, int n, bool keep_dlogits) {
+float* mlp::forward_logits(const float* x, int n) {
   be_.copy_to_device(input_.get(), x,
                      static_cast<std::size_t>(n) * layers_.front() * sizeof(float));
-  be_.copy_to_device(labels_.get(), y, static_cast<std::size_t>(n) * sizeof(int32_t));
   const std::size_t num_layers = acts_.size();
   const float* a_prev = input_.get();
   for (std::size_t l = 0; l < num_layers; ++l) {
@@ -90,7 +89,13 @@ loss_stats mlp::forward(const float* x, const int32_t* y, int n, bool keep_dlogi
                                 hidden ? activation::relu : activation::identity);
     a_prev = z;
   }
-  return be_.softmax_cross_entropy(acts_.back().get(), labels_.get(), n, layers_.back(),
+  return acts_.back().get();
+}
+
+loss_stats mlp::forward(const float* x, const int32_t* y, int n, bool keep_dlogits) {
+  const float* logits = forward_logits(x, n);
+  be_.copy_to_device(labels_.get(), y, static_cast<std::size_t>(n) * sizeof(int32_t));
+  return be_.softmax_cross_entropy(logits, labels_.get(), n, layers_.back(),
                                    keep_dlogits ? deltas_.back().get() : nullptr,
                                    1.0f / static_cast<float>(n));
 }
@@ -137,6 +142,19 @@ loss_stats mlp::evaluate(const float* x, const int32_t* y, int n) {
     total.rows += chunk.rows;
   }
   return total;
+}
+
+void mlp::predict(const float* x, int n, float* probs_host) {
+  if (n < 0) throw std::invalid_argument("mlp::predict: negative row count");
+  const auto in = static_cast<std::size_t>(layers_.front());
+  const auto out = static_cast<std::size_t>(layers_.back());
+  for (int begin = 0; begin < n; begin += max_batch_) {
+    const int rows = std::min(max_batch_, n - begin);
+    float* logits = forward_logits(x + static_cast<std::size_t>(begin) * in, rows);
+    be_.softmax(logits, rows, layers_.back(), logits);  // in place: the logits are not needed
+    be_.copy_to_host(probs_host + static_cast<std::size_t>(begin) * out, logits,
+                     static_cast<std::size_t>(rows) * out * sizeof(float));
+  }
 }
 
 } // namespace actorps

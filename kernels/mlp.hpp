@@ -34,7 +34,13 @@ public:
   /// Forward only over n rows (any n; processed in chunks of max_batch); returns loss sums.
   loss_stats evaluate(const float* x, const int32_t* y, int n);
 
+  /// Inference over n rows x (n×in, host; any n, in chunks of max_batch): writes the class
+  /// probabilities, the softmax of the logits, into probs_host (n×out, row-major).
+  void predict(const float* x, int n, float* probs_host);
+
 private:
+  /// Runs the layers on n ≤ max_batch rows of host x; returns the logits (backend memory).
+  float* forward_logits(const float* x, int n);
   loss_stats forward(const float* x, const int32_t* y, int n, bool keep_dlogits);
 
   backend& be_;

@@ -10,6 +10,7 @@ packages=(
   libcaf-dev capnproto libcapnp-dev
   libboost-program-options-dev doctest-dev
   libopenblas-dev zlib1g-dev nlohmann-json3-dev
+  libonnx-dev libprotobuf-dev libopencv-dnn-dev
   dataset-fashion-mnist
   python3 python3-matplotlib
   iproute2 iperf3

@@ -1,38 +1,21 @@
 // The `actorps` binary as a user meets it: bad flags name themselves, bad data names the file,
 // --help documents every flag, and --metrics writes the JSONL contract.
+#include "tests/command_runner.hpp"
+
 #include <doctest/doctest.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
 namespace {
 
-struct run_result {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-/// Runs the actorps binary with `args` (bounded by timeout(1): a hang fails the test).
-run_result run_actorps(const std::string& args) {
-  std::string cmd = std::string("timeout 120 ") + ACTORPS_BINARY + " " + args + " 2>&1";
-  run_result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+using actorps::test::run_actorps;
 
 std::string temp_dir() {
   char tmpl[] = "/tmp/actorps-cli-XXXXXX";

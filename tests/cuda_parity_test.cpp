@@ -248,6 +248,31 @@ TEST_CASE("cuda parity: softmax_cross_entropy sums and dlogits, one and many blo
   }
 }
 
+TEST_CASE("cuda parity: softmax probabilities, in place and not, one and many blocks") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int rows, cols; float spread; };
+  for (shape s : {shape{64, 10, 3}, shape{1000, 10, 3}, shape{7, 37, 3}, shape{33, 5, 1000}}) {
+    CAPTURE(s.rows); CAPTURE(s.cols); CAPTURE(s.spread);
+    std::mt19937 rng(static_cast<unsigned>(s.rows * 3 + s.cols));
+    const auto logits = random_floats(rng, static_cast<std::size_t>(s.rows) * s.cols,
+                                      -s.spread, s.spread);
+    auto [ref, got] = on_both(*cpu, *cuda, logits, [&](backend& be, float* dl) {
+      be.softmax(dl, s.rows, s.cols, dl);
+    });
+    check_close(got, ref, 1e-7, 1e-5, "softmax in place");
+    auto [ref_out, got_out] = on_both(*cpu, *cuda, std::vector<float>(logits.size(), -1.0f),
+                                      [&](backend& be, float* dout) {
+      auto dl = to_device(be, logits);
+      be.softmax(dl.get(), s.rows, s.cols, dout);
+      be.synchronize();
+    });
+    check_close(got_out, ref_out, 1e-7, 1e-5, "softmax");
+    check_close(got_out, got, 0, 0, "cuda softmax in place = out of place");
+  }
+}
+
 TEST_CASE("cuda parity: softmax_cross_entropy rejects an out-of-range label like the CPU") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
@@ -325,6 +350,26 @@ void check_mlp_parity(backend& cuda, const std::vector<int>& layers, int batch, 
 }
 
 } // namespace
+
+TEST_CASE("cuda parity: mlp predict probabilities over 1000 rows in chunks of 64") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  const std::vector<int> layers{784, 256, 128, 10};
+  const int rows = 1000;  // 15 full chunks and a partial one
+  const auto params = initial_parameters(layers, 5);
+  std::mt19937 rng(5);
+  const auto x = random_floats(rng, static_cast<std::size_t>(rows) * layers[0], 0, 1);
+  std::vector<float> probs[2];
+  backend* backends[2] = {cpu.get(), cuda.get()};
+  for (int b = 0; b < 2; ++b) {
+    mlp net(*backends[b], layers, 64);
+    net.set_parameters(params.data());
+    probs[b].assign(static_cast<std::size_t>(rows) * layers.back(), -1.0f);
+    net.predict(x.data(), rows, probs[b].data());
+  }
+  check_close(probs[1], probs[0], 1e-5, 1e-4, "mlp predict probabilities");
+}
 
 TEST_CASE("cuda parity: mlp 784-256-128-10 train_step and evaluate at batch 64") {
   auto cuda = cuda_or_skip();

@@ -1,5 +1,7 @@
 #include "actors/dataset.hpp"
 
+#include "tests/scratch_dir.hpp"
+
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -15,15 +17,9 @@ using namespace actorps;
 
 namespace {
 
-/// A fresh mkdtemp directory, removed with its contents at scope exit.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "actorps_dataset_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
+/// A fresh directory, removed with its contents at scope exit.
+struct temp_dir : actorps::test::scratch_dir {
+  temp_dir() : scratch_dir("actorps_dataset") {}
 };
 
 void put_be32(std::vector<unsigned char>& b, uint32_t v) {
@@ -201,6 +197,37 @@ TEST_CASE("fashion-mnist: malformed files throw dataset_error naming the file an
     write_file(t.path + "/train-labels-idx1-ubyte", idx_labels(0x801, 3, {1, 2}));
     check_load_error(t.path, true, t.path + "/train-labels-idx1-ubyte", "truncated");
   }
+}
+
+TEST_CASE("idx images: one file by path, .gz or plain, scaled like training; errors name it") {
+  temp_dir t;
+  for (const std::string name : {"/images.idx.gz", "/images.idx"}) {
+    CAPTURE(name);
+    write_file(t.path + name, idx_images(0x803, 3, 28, 28, 3 * 784));
+    const dataset d = load_idx_images(t.path + name);
+    CHECK(d.rows == 3);
+    CHECK(d.cols == 784);
+    CHECK(d.y.empty());
+    REQUIRE(d.x.size() == 3 * 784);
+    CHECK(d.x[1] == 51 / pixel_divisor);
+    CHECK(d.x[3 * 784 - 1] == static_cast<float>((3 * 784 - 1) * 51 % 256) / 255.f);
+  }
+  auto check_error = [](const std::string& path, const std::string& word) {
+    try {
+      load_idx_images(path);
+      FAIL("expected dataset_error mentioning " << word);
+    } catch (const dataset_error& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.rfind(path + ": ", 0) == 0);
+      CHECK(msg.find(word) != std::string::npos);
+    }
+  };
+  check_error(t.path + "/absent.idx", "missing");
+  write_file(t.path + "/labels.idx", idx_labels(0x801, 2, {1, 2}));
+  check_error(t.path + "/labels.idx", "bad magic 0x00000801");
+  write_file(t.path + "/short.idx.gz", idx_images(0x803, 3, 28, 28, 784));
+  check_error(t.path + "/short.idx.gz", "truncated pixel data");
 }
 
 TEST_CASE("synthetic: deterministic per seed, train and test share centroids but not noise") {

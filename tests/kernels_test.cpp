@@ -227,6 +227,25 @@ TEST_CASE("softmax_cross_entropy: loss sum, correct count and dlogits") {
   CHECK(s2.correct == s.correct);
 }
 
+TEST_CASE("softmax gives each row's probabilities, in place or not, stable at +-1000") {
+  auto be = make_cpu_backend();
+  const int rows = 6, cols = 10;
+  std::mt19937 rng(23);
+  for (float spread : {3.0f, 1000.0f}) {
+    CAPTURE(spread);
+    const auto logits = random_floats(rng, rows * cols, -spread, spread);
+    // The reference's gradient at label 0 and scale 1 is p − onehot(0): add the one back.
+    auto ref = reference_softmax(logits, std::vector<int32_t>(rows, 0), rows, cols, 1.0).dlogits;
+    for (int i = 0; i < rows; ++i) ref[i * cols] += 1.0;
+    auto din = to_device(*be, logits);
+    device_buffer<float> dout(*be, logits.size());
+    be->softmax(din.get(), rows, cols, dout.get());
+    check_close(to_host(*be, dout), ref, 1e-7, 1e-5, "softmax");
+    be->softmax(din.get(), rows, cols, din.get());
+    check_close(to_host(*be, din), ref, 1e-7, 1e-5, "softmax in place");
+  }
+}
+
 TEST_CASE("softmax_cross_entropy is stable for logits around +-1000") {
   auto be = make_cpu_backend();
   const int rows = 6, cols = 5;

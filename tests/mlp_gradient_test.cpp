@@ -4,6 +4,8 @@
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
 
+#include "tests/mlp_reference.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -30,30 +32,12 @@ reference_pass reference_forward(const std::vector<int>& layers, const std::vect
   reference_pass pass;
   double loss_sum = 0;
   for (int r = 0; r < n; ++r) {
-    std::vector<double> a(x.begin() + r * layers[0], x.begin() + (r + 1) * layers[0]);
-    std::size_t offset = 0;
-    for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
-      const int in = layers[l], out = layers[l + 1];
-      const double* w = p.data() + offset;  // (in, out)
-      const double* b = w + in * out;       // (out)
-      offset += static_cast<std::size_t>(in) * out + out;
-      std::vector<double> z(b, b + out);
-      for (int i = 0; i < in; ++i) {
-        for (int j = 0; j < out; ++j) z[j] += a[i] * w[i * out + j];
-      }
-      if (l + 2 < layers.size()) {
-        for (double& v : z) {
-          pass.min_abs_hidden_z = std::min(pass.min_abs_hidden_z, std::fabs(v));
-          pass.active.push_back(v > 0);
-          v = std::max(v, 0.0);
-        }
-      }
-      a = std::move(z);
-    }
-    const double max_logit = *std::max_element(a.begin(), a.end());
-    double sum = 0;
-    for (double v : a) sum += std::exp(v - max_logit);
-    loss_sum += max_logit + std::log(sum) - a[y[r]];
+    const auto logits =
+      test::reference_logits(layers, p, x.data() + r * layers[0], [&](double z) {
+        pass.min_abs_hidden_z = std::min(pass.min_abs_hidden_z, std::fabs(z));
+        pass.active.push_back(z > 0);
+      });
+    loss_sum += test::reference_log_sum_exp(logits) - logits[y[r]];
   }
   pass.mean_loss = loss_sum / n;
   return pass;

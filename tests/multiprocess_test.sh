@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Multi-process runs on 127.0.0.1, one process per task:
-#  1. scripts/launch_local.sh trains synthetic data and the summary is right;
+#  1. scripts/launch_local.sh trains synthetic data, the summary is right and the chief alone
+#     exports the model (--export-dir);
 #  2. strangers sending garbage to a shard's and a worker's port, and a peer expecting another
 #     message interface, are turned away while the run goes on and finishes cleanly;
 #  3. SIGKILL on the chief makes every other task exit non-zero within the connect timeout;
@@ -18,6 +19,7 @@ echo "== 1. launch_local.sh on synthetic data"
 ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 \
   --keep-cluster "$dir/c1.json" -- \
   --dataset synthetic --model 784-64-10 --steps 300 --no-progress --metrics "$dir/m1.jsonl" \
+  --export-dir "$dir/export" \
   > "$dir/launch.log" 2>&1 || { cat "$dir/launch.log"; fail "launch_local.sh exited non-zero"; }
 for task in chief:0 ps:0 ps:1 worker:0 worker:1 evaluator:0; do
   grep -q "^$task | " "$dir/launch.log" || fail "no lines prefixed with $task"
@@ -29,6 +31,17 @@ line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
 grep -q "exited non-zero" "$dir/launch.log" && fail "a task exited non-zero after a clean run"
 no_listeners "$dir/c1.json"
+# Only the chief exports, once, with its test metrics in metadata.json.
+[ "$(ls -A "$dir/export")" = 1 ] || fail "export dir holds: $(ls -A "$dir/export")"
+for f in metadata.json model.capnp model.onnx; do [ -s "$dir/export/1/$f" ] || fail "no export/1/$f"; done
+"$python" - "$dir/export/1/metadata.json" <<'PY' || fail "metadata.json: $(cat "$dir/export/1/metadata.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["training"]["source"] == "chief" and m["training"]["clocks"] == 300, m["training"]
+assert m["training"]["workers"] == 2 and m["training"]["shards"] == 2, m["training"]
+assert m["test_accuracy"] > 0.9, m["test_accuracy"]
+PY
+grep -q "exported to $dir/export/1 " "$dir/launch.log" || fail "the chief did not say where it exported"
 
 # Clusters of our own, for the next two parts.
 start_tasks() {  # start_tasks CLUSTER TIMEOUT: every task but the chief, in the background

@@ -1,0 +1,32 @@
+// `--export-dir DIR` of `actorps simulate` and `actorps chief`: the directory is checked before
+// the run, and the final parameters are exported after it succeeded (export/model_export.hpp).
+#pragma once
+
+#include "actors/messages.hpp"
+#include "apps/training_flags.hpp"
+
+#include <memory>
+#include <string>
+
+namespace actorps {
+
+/// What the export needs, taken from the plan before the run consumes it.
+struct export_request {
+  std::string dir;     ///< empty: the run exports nothing
+  std::string source;  ///< the command: "simulate" or "chief"
+  train_spec spec;
+  data_source data;
+  int batch = 0;
+};
+
+/// The request of `plan` (run by `actorps <source>`). When it exports, proves now that the
+/// directory can be written (creating it if missing); throws usage_error naming it otherwise.
+export_request plan_export(const training_plan& plan, const std::string& source);
+
+/// After a successful run: assembles the final parameters from the summary's shard snapshots
+/// and exports them, evaluated on `test` (loaded from the plan's data when null); prints where.
+/// Returns the exit status: 0, or 1 after printing why the export failed.
+int export_run(const export_request& request, const run_summary& summary,
+               std::shared_ptr<const dataset> test);
+
+} // namespace actorps

@@ -1,0 +1,116 @@
+#include "apps/predict_command.hpp"
+
+#include "actors/metrics.hpp"
+#include "apps/command_line.hpp"
+#include "export/model_evaluation.hpp"
+#include "export/prediction_input.hpp"
+#include "kernels/backend_factory.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <stdexcept>
+
+namespace po = boost::program_options;
+
+namespace actorps {
+
+namespace {
+
+struct predict_flags {
+  std::string model, input, format = "auto", backend = "cpu";
+  int top = 0;
+};
+
+const char* predict_intro = R"(usage: actorps predict --model DIR/<version> --input FILE [--top K]
+
+Classifies every image of FILE with the exported model in DIR/<version> (from --export-dir)
+and prints one JSON object per image, in file order:
+  {"index":0,"class":9,"probabilities":[p0,p1,...,p9]}
+With --top K, the K most probable classes instead, best first (ties: lower class first):
+  {"index":0,"class":9,"top":[{"class":9,"probability":0.91},{"class":7,"probability":0.05}]}
+FILE is an IDX image file (Fashion-MNIST's format, gzip-compressed or not; its uint8 pixels
+are scaled as in training, / 255) or raw little-endian float32, N x 784 values already scaled
+to [0, 1], no header.
+
+)";
+
+po::options_description predict_options(predict_flags& f) {
+  po::options_description desc("actorps predict flags");
+  desc.add_options()
+    ("help,h", "print this help")
+    ("model", po::value(&f.model), "the export version directory, DIR/<version>")
+    ("input", po::value(&f.input), "the images: an IDX file (.gz or not) or raw float32")
+    ("top", po::value(&f.top)->default_value(f.top),
+     "print the K most probable classes with their probabilities (0: every probability)")
+    ("format", po::value(&f.format)->default_value(f.format),
+     "auto | idx | raw: how to read --input (auto: IDX when the file starts like one)")
+    ("backend", po::value(&f.backend)->default_value(f.backend),
+     "cpu | cuda | auto: where the forward pass runs");
+  return desc;
+}
+
+std::string probability_text(float p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(p));
+  return buf;
+}
+
+/// One output line: every probability, or the `top` best classes.
+std::string prediction_line(int index, const float* p, int classes, int top) {
+  json_object line;
+  line.add("index", index).add("class", predicted_class(p, classes));
+  std::string list = "[";
+  if (top == 0) {
+    for (int c = 0; c < classes; ++c) list += (c ? "," : "") + probability_text(p[c]);
+    line.add_raw("probabilities", list + "]");
+  } else {
+    std::vector<int> order(classes);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+    for (int k = 0; k < top; ++k)
+      list += (k ? "," : "") + json_object().add("class", order[k])
+                                 .add_raw("probability", probability_text(p[order[k]])).str();
+    line.add_raw("top", list + "]");
+  }
+  return line.str();
+}
+
+} // namespace
+
+int predict_command(const std::vector<std::string>& args) {
+  predict_flags f;
+  return run_command_line("predict", args, predict_options(f), predict_intro, [&] {
+    if (f.model.empty()) throw std::invalid_argument("--model DIR/<version> is required");
+    if (f.input.empty()) throw std::invalid_argument("--input FILE is required");
+    auto format = parse_input_format(f.format);
+    if (!format)
+      throw std::invalid_argument("--format must be auto, idx or raw (got " + f.format + ")");
+    auto kind = parse_backend_kind(f.backend);
+    if (!kind)
+      throw std::invalid_argument("--backend must be cpu, cuda or auto (got " + f.backend + ")");
+    const auto model = load_model_directory(f.model);
+    const int classes = model.layers.back();
+    if (f.top < 0 || f.top > classes)
+      throw std::invalid_argument("--top must be between 0 and the model's "
+                                  + std::to_string(classes) + " classes (got "
+                                  + std::to_string(f.top) + ")");
+    const auto images = read_prediction_input(f.input, model.layers.front(), model.input_divisor,
+                                              *format);
+    std::string why;
+    auto be = make_backend(*kind, 0, &why);
+    if (!be) throw std::invalid_argument("--backend cuda needs a usable CUDA device: " + why);
+    const auto probs = predict_probabilities(*be, model, images.x.data(), images.rows);
+    for (int i = 0; i < images.rows; ++i) {
+      const auto line = prediction_line(i, probs.data() + static_cast<std::size_t>(i) * classes,
+                                        classes, f.top);
+      std::fwrite(line.data(), 1, line.size(), stdout);
+      std::fputc('\n', stdout);
+    }
+    return std::fflush(stdout) == 0 ? 0 : 1;
+  });
+}
+
+} // namespace actorps
