@@ -124,7 +124,7 @@ TEST_CASE("help explains every flag with its default") {
   CHECK(top.output.find("simulate") != std::string::npos);
 }
 
-TEST_CASE("--metrics writes train, eval and summary events; the process exits 0") {
+TEST_CASE("--metrics writes train, eval and summary events, and the process exits 0") {
   auto dir = temp_dir();
   auto path = dir + "/run.jsonl";
   auto r = run_actorps(std::string(quick) + " --mode async --workers 2 --ps 2 --metrics " + path);

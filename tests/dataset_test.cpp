@@ -199,7 +199,7 @@ TEST_CASE("fashion-mnist: malformed files throw dataset_error naming the file an
   }
 }
 
-TEST_CASE("idx images: one file by path, .gz or plain, scaled like training; errors name it") {
+TEST_CASE("idx images: one file by path, .gz or plain, scaled like training, errors naming it") {
   temp_dir t;
   for (const std::string name : {"/images.idx.gz", "/images.idx"}) {
     CAPTURE(name);
@@ -280,7 +280,7 @@ TEST_CASE("synthetic: nearest class-mean centroid accuracy on the test split is 
   CHECK(nearest_centroid_accuracy(make_synthetic(2000, 32, 1, true), make_synthetic(2000, 32, 2, false)) < 0.5);
 }
 
-TEST_CASE("data_shard: shards partition the rows; batches are deterministic permutations") {
+TEST_CASE("data_shard: shards partition the rows, batches are deterministic permutations") {
   auto data = std::make_shared<dataset>(make_synthetic(103, 4, 3, true));
 
   SUBCASE("the W shards cover every row exactly once, sizes differ by at most one") {

@@ -94,7 +94,7 @@ TEST_CASE("--export-dir: a run exports 1/, the next 2/, and 1/ keeps every byte"
   CHECK(read_file_bytes(root + "/2/model.capnp") != before.at("model.capnp"));
 }
 
-TEST_CASE("evaluate reproduces metadata.json's test accuracy and loss; predict agrees") {
+TEST_CASE("evaluate reproduces metadata.json's test accuracy and loss, and predict agrees") {
   exported_run run;
   const auto meta = json::parse(read_file_bytes(run.version + "/metadata.json"));
   const double accuracy = meta["test_accuracy"], loss = meta["test_loss"];

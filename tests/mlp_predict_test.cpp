@@ -88,7 +88,7 @@ TEST_CASE("mlp predict's argmax is the class evaluate counts as correct") {
   CHECK(net.evaluate(pr.x.data(), wrong.data(), pr.n).correct == 0);
 }
 
-TEST_CASE("mlp predict on no rows writes nothing; a negative count is refused") {
+TEST_CASE("mlp predict on no rows writes nothing and refuses a negative count") {
   const auto pr = make_predict_problem();
   auto be = make_cpu_backend();
   mlp net(*be, pr.layers, 4);

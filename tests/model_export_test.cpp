@@ -70,7 +70,7 @@ void check_refused(const std::string& bytes, const std::string& words) {
 
 } // namespace
 
-TEST_CASE("export: versions 1 then 2, each with the three files; 1/ stays byte for byte") {
+TEST_CASE("export: versions 1 then 2, each with the three files, and 1/ stays byte for byte") {
   const export_case c;
   test::scratch_dir scratch;
   const std::string root = scratch.path + "/export";

@@ -28,7 +28,7 @@ uint64_t publish_one(const std::string& root, const std::string& text) {
 
 } // namespace
 
-TEST_CASE("versioned dir: versions 1, 2, 3 with their files; the root is created on first use") {
+TEST_CASE("versioned dir: versions 1, 2, 3 with their files, the root created on first use") {
   test::scratch_dir scratch;
   const std::string root = scratch.path + "/nested/export";
   CHECK(latest_version(root) == 0);
