@@ -143,6 +143,81 @@ TEST_CASE("a worker that leaves no longer holds back the others") {
   CHECK(code_of(rejected.error()) == errc::unknown_worker);
 }
 
+TEST_CASE("sync: a replacement holds the min clock until admitted and only its incarnation may push") {
+  shard_fixture f(tiny_spec(consistency::sync, 2));
+  auto& self = *f.self;
+  auto ask_clock = [&](auto... xs) {
+    int64_t clock = -1;
+    self->request(f.shard, timeout, xs...).receive([&](int64_t c) { clock = c; }, [&](caf::error&) {});
+    return clock;
+  };
+  auto admit = [&](int32_t w, int64_t clock, uint32_t incarnation) {
+    caf::error err;
+    self->request(f.shard, timeout, admit_atom::value, w, clock, incarnation)
+      .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+    return err;
+  };
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));
+  CHECK(f.stats().updates == 0);                                      // waits for worker 1
+  self->send(f.shard, leave_atom::value, int32_t{1});                 // 1 is gone: clock 0 applied
+  self->receive([](const wire_buffer&) {}, caf::after(timeout) >> [] { FAIL("not released"); });
+  CHECK(f.stats().updates == 1);
+
+  CHECK(ask_clock(rejoin_atom::value, int32_t{1}) == 1);  // counted live at the min clock, 1
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 1, 2.0f));
+  CHECK(f.stats().updates == 1);  // clock 1 now waits for the replacement too
+  CHECK(admit(1, 0, 7) != caf::none);  // never below the clock it was given
+  CHECK(admit(1, 2, 7) == caf::none);  // it enters at 2: owes nothing for clock 1
+  CHECK(f.stats().updates == 2);
+  self->receive([](const wire_buffer&) {}, caf::after(timeout) >> [] { FAIL("not released"); });
+
+  auto before = f.stats().dropped;
+  auto stale = encode_push(1, 2, 0, f.layout, std::vector<float>(f.layout.total_floats(), 1.0f).data(), 0);
+  auto refused = f.push_pull(stale);  // a push from the worker it replaced
+  REQUIRE_FALSE(refused);
+  CHECK(code_of(refused.error()) == errc::stale_clock);
+  CHECK(f.stats().dropped == before + 1);
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 2, 1.0f));
+  auto fresh = encode_push(1, 2, 0, f.layout, std::vector<float>(f.layout.total_floats(), 3.0f).data(), 7);
+  auto params = f.push_pull(fresh);
+  REQUIRE(params);
+  CHECK(f.stats().updates == 3);  // clock 2: the mean of both
+  self->receive([](const wire_buffer&) {}, caf::after(timeout) >> [] { FAIL("not released"); });
+}
+
+TEST_CASE("restore replaces values, optimizer state and clocks, and answers held pulls") {
+  auto spec = tiny_spec(consistency::ssp, 2, 0);
+  spec.optimizer.kind = optimizer_kind::momentum;
+  shard_fixture f(spec);
+  auto& self = *f.self;
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));  // held: worker 1 is behind
+  CHECK(f.stats().pulls_held == 1);
+  std::vector<float> values(f.layout.shard_floats(0), 0.5f), state(values.size(), 0.25f);
+  auto saved = encode_shard_checkpoint(spec, 0, 40, 17, 39, f.layout, values.data(), state.data(), 1);
+  caf::error err;
+  self->request(f.shard, timeout, restore_atom::value, saved, std::vector<uint32_t>{3, 4})
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+  CHECK(err == caf::none);
+  bool rolled_back = false;  // the held pull belonged to the old state
+  self->receive([](const wire_buffer&) {},
+                [&](caf::error& e) { rolled_back = code_of(e) == errc::rolled_back; },
+                caf::after(timeout) >> [] {});
+  CHECK(rolled_back);
+  CHECK(f.stats().updates == 17);
+  CHECK(f.stats().min_clock == 40);
+  CHECK(f.snapshot() == std::vector<float>(f.layout.total_floats(), 0.5f));
+  auto grad = std::vector<float>(f.layout.total_floats(), 1.0f);
+  auto stale = f.push_pull(encode_push(0, 40, 0, f.layout, grad.data(), 0));
+  REQUIRE_FALSE(stale);  // incarnation 0 is gone
+  self->send(f.shard, push_pull_atom::value, encode_push(0, 40, 0, f.layout, grad.data(), 3));
+  auto params = f.push_pull(encode_push(1, 40, 0, f.layout, grad.data(), 4));
+  REQUIRE(params);
+  // momentum from the restored state, one push after the other with lr / workers = 0.5:
+  // v1 = 0.9 × 0.25 + 1, v2 = 0.9 × v1 + 1, p = 0.5 − 0.5 v1 − 0.5 v2
+  float v1 = 0.9f * 0.25f + 1.0f, v2 = 0.9f * v1 + 1.0f;
+  CHECK((*params)[0] == doctest::Approx(0.5f - 0.5f * v1 - 0.5f * v2).epsilon(1e-5));
+}
+
 TEST_CASE("a shard drops bad pushes, counts them and keeps its state") {
   shard_fixture f(tiny_spec(consistency::async, 2));
   auto before = f.snapshot();
