@@ -2,6 +2,7 @@
 // one is detected and the previous one used, pruning, and resuming a sync run bitwise.
 #include "actors/checkpoint_store.hpp"
 #include "kernels/parameter_init.hpp"
+#include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"
 
 #include <doctest/doctest.h>
@@ -12,19 +13,10 @@
 using namespace actorps;
 using actorps::test::final_parameters;
 using actorps::test::synthetic_run;
+using scratch = actorps::test::scratch_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct scratch {
-  fs::path path;
-  scratch() {
-    char tmpl[] = "/tmp/actorps-ckpt-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~scratch() { fs::remove_all(path); }
-};
 
 train_spec small_spec() {
   train_spec spec;
@@ -84,7 +76,7 @@ std::string skipped_text(const loaded_checkpoint& ckpt) {
 
 TEST_CASE("a complete checkpoint lists every file with its size and CRC-32 and loads back") {
   scratch tmp;
-  auto dir = write_checkpoint(tmp.path, 100, 1.5f);
+  auto dir = write_checkpoint(fs::path(tmp.path), 100, 1.5f);
   CHECK(dir.filename() == "ckpt-000000000100");
   std::ifstream in(dir / manifest_name);
   auto manifest = nlohmann::json::parse(in);
@@ -96,7 +88,7 @@ TEST_CASE("a complete checkpoint lists every file with its size and CRC-32 and l
   }
   for (const auto& entry : fs::directory_iterator(dir))  // nothing left under a temporary name
     CHECK(entry.path().extension() != ".tmp");
-  auto loaded = load_newest_checkpoint(tmp.path);
+  auto loaded = load_newest_checkpoint(fs::path(tmp.path));
   CHECK(loaded.clock == 100);
   CHECK(loaded.skipped.empty());
   CHECK(first_value(loaded) == 1.5f);
@@ -112,8 +104,8 @@ TEST_CASE("a corrupt, truncated or lying newest checkpoint is reported and the p
                  damage::no_manifest, damage::bad_manifest}) {
     CAPTURE(static_cast<int>(d));
     scratch tmp;
-    write_checkpoint(tmp.path, 100, 1.0f);
-    auto newest = write_checkpoint(tmp.path, 200, 2.0f);
+    write_checkpoint(fs::path(tmp.path), 100, 1.0f);
+    auto newest = write_checkpoint(fs::path(tmp.path), 200, 2.0f);
     auto shard1 = newest / shard_file_name(1);
     std::string expect;
     switch (d) {
@@ -142,7 +134,7 @@ TEST_CASE("a corrupt, truncated or lying newest checkpoint is reported and the p
         expect = "not valid JSON";
         break;
     }
-    auto loaded = load_newest_checkpoint(tmp.path);
+    auto loaded = load_newest_checkpoint(fs::path(tmp.path));
     CHECK(loaded.clock == 100);
     CHECK(first_value(loaded) == 1.0f);
     REQUIRE(loaded.skipped.size() == 1);
@@ -154,46 +146,46 @@ TEST_CASE("a corrupt, truncated or lying newest checkpoint is reported and the p
 
 TEST_CASE("with no valid checkpoint the error lists why each one failed") {
   scratch tmp;
-  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path), doctest::Contains("no ckpt-* directories"),
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(fs::path(tmp.path)), doctest::Contains("no ckpt-* directories"),
                        checkpoint_error);
-  auto dir = write_checkpoint(tmp.path, 100, 1.0f);
+  auto dir = write_checkpoint(fs::path(tmp.path), 100, 1.0f);
   fs::remove(dir / run_file_name);
-  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path),
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(fs::path(tmp.path)),
                        doctest::Contains("no valid checkpoint"), checkpoint_error);
-  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path), doctest::Contains("run.capnp: missing"),
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(fs::path(tmp.path)), doctest::Contains("run.capnp: missing"),
                        checkpoint_error);
-  CHECK_THROWS_WITH_AS(load_newest_checkpoint(tmp.path / "nowhere"),
+  CHECK_THROWS_WITH_AS(load_newest_checkpoint(fs::path(tmp.path) / "nowhere"),
                        doctest::Contains("no such checkpoint directory"), checkpoint_error);
 }
 
 TEST_CASE("--keep removes older checkpoints only once a newer one is complete") {
   scratch tmp;
-  write_checkpoint(tmp.path, 100, 1.0f, 2);
-  write_checkpoint(tmp.path, 200, 2.0f, 2);
+  write_checkpoint(fs::path(tmp.path), 100, 1.0f, 2);
+  write_checkpoint(fs::path(tmp.path), 200, 2.0f, 2);
   // an unfinished one (no manifest) does not count as complete: nothing older may go yet
-  auto unfinished = prepare_checkpoint_dir(tmp.path, 300);
-  CHECK(fs::exists(tmp.path / "ckpt-000000000100"));
-  write_checkpoint(tmp.path, 400, 4.0f, 2);
-  CHECK_FALSE(fs::exists(tmp.path / "ckpt-000000000100"));
+  auto unfinished = prepare_checkpoint_dir(fs::path(tmp.path), 300);
+  CHECK(fs::exists(fs::path(tmp.path) / "ckpt-000000000100"));
+  write_checkpoint(fs::path(tmp.path), 400, 4.0f, 2);
+  CHECK_FALSE(fs::exists(fs::path(tmp.path) / "ckpt-000000000100"));
   CHECK_FALSE(fs::exists(unfinished));  // older than the second newest complete one
-  CHECK(fs::exists(tmp.path / "ckpt-000000000200"));
-  CHECK(fs::exists(tmp.path / "ckpt-000000000400"));
-  CHECK(load_newest_checkpoint(tmp.path).clock == 400);
+  CHECK(fs::exists(fs::path(tmp.path) / "ckpt-000000000200"));
+  CHECK(fs::exists(fs::path(tmp.path) / "ckpt-000000000400"));
+  CHECK(load_newest_checkpoint(fs::path(tmp.path)).clock == 400);
 }
 
 TEST_CASE("an existing checkpoint directory is moved aside, never overwritten") {
   scratch tmp;
-  auto first = write_checkpoint(tmp.path, 100, 1.0f);
+  auto first = write_checkpoint(fs::path(tmp.path), 100, 1.0f);
   auto bytes = fs::file_size(first / manifest_name);
-  auto again = prepare_checkpoint_dir(tmp.path, 100);
+  auto again = prepare_checkpoint_dir(fs::path(tmp.path), 100);
   CHECK(fs::is_empty(again));
-  CHECK(fs::file_size(tmp.path / "ckpt-000000000100.old-1" / manifest_name) == bytes);
+  CHECK(fs::file_size(fs::path(tmp.path) / "ckpt-000000000100.old-1" / manifest_name) == bytes);
 }
 
 TEST_CASE("a checkpoint directory that cannot be created is refused with its name") {
   scratch tmp;
-  std::ofstream(tmp.path / "a-file") << "x";
-  CHECK_THROWS_WITH_AS(prepare_checkpoint_dir(tmp.path / "a-file" / "ckpts", 10),
+  std::ofstream(fs::path(tmp.path) / "a-file") << "x";
+  CHECK_THROWS_WITH_AS(prepare_checkpoint_dir(fs::path(tmp.path) / "a-file" / "ckpts", 10),
                        doctest::Contains("a-file/ckpts: the checkpoint directory cannot be created"),
                        checkpoint_error);
 }
@@ -223,7 +215,7 @@ TEST_CASE("sync: N clocks, checkpoint, resume, N clocks equals 2N clocks bitwise
     auto opts = synthetic_run(consistency::sync, 3, 2, 2 * n);
     opts.chief.spec.optimizer.kind = kind;
     opts.chief.spec.optimizer.learning_rate = kind == optimizer_kind::adam ? 0.002f : 0.05f;
-    opts.chief.checkpoints.dir = tmp.path.string();
+    opts.chief.checkpoints.dir = fs::path(tmp.path).string();
     opts.chief.checkpoints.every = n;
     opts.chief.spec.checkpoint_every = n;
     auto resumed = opts;
@@ -232,8 +224,8 @@ TEST_CASE("sync: N clocks, checkpoint, resume, N clocks equals 2N clocks bitwise
     REQUIRE(whole);
     CHECK(whole->checkpoints == 2);  // at n and at 2n (the end)
 
-    resumed.chief.checkpoints.dir = (tmp.path / "after").string();
-    resumed.chief.checkpoints.resume = load_newest_checkpoint(tmp.path / "ckpt-000000000020");
+    resumed.chief.checkpoints.dir = (fs::path(tmp.path) / "after").string();
+    resumed.chief.checkpoints.resume = load_newest_checkpoint(fs::path(tmp.path) / "ckpt-000000000020");
     auto second_half = simulate(std::move(resumed));
     REQUIRE(second_half);
     CHECK(second_half->resumed_from == n);
@@ -244,7 +236,7 @@ TEST_CASE("sync: N clocks, checkpoint, resume, N clocks equals 2N clocks bitwise
     for (std::size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
     CHECK(differ == 0);
     // and the final checkpoints of both runs hold the same shard bytes
-    auto last_a = load_newest_checkpoint(tmp.path), last_b = load_newest_checkpoint(tmp.path / "after");
+    auto last_a = load_newest_checkpoint(fs::path(tmp.path)), last_b = load_newest_checkpoint(fs::path(tmp.path) / "after");
     REQUIRE(last_a.clock == 2 * n);
     REQUIRE(last_b.clock == 2 * n);
     for (std::size_t s = 0; s < 2; ++s) {

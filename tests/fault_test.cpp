@@ -1,6 +1,7 @@
 // Fault injection in the single-process cluster: a worker, the evaluator and a shard are
 // killed mid-run in every consistency mode; every run finishes, counts its failures and
 // recoveries, reports each in the metrics, and ends within a point of the same run without faults.
+#include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"
 
 #include <doctest/doctest.h>
@@ -11,19 +12,10 @@
 
 using namespace actorps;
 using actorps::test::synthetic_run;
+using scratch = actorps::test::scratch_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct scratch {
-  fs::path path;
-  scratch() {
-    char tmpl[] = "/tmp/actorps-faults-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~scratch() { fs::remove_all(path); }
-};
 
 std::vector<nlohmann::json> events(const fs::path& file, const std::string& kind) {
   std::vector<nlohmann::json> out;
@@ -72,11 +64,11 @@ TEST_CASE("a killed worker, evaluator and shard are recovered in sync, ssp and a
     std::string mode_name = to_string(mode);
     CAPTURE(mode_name);
     scratch clean_dir, faulty_dir;
-    auto clean = simulate(fault_run(mode, clean_dir.path));
+    auto clean = simulate(fault_run(mode, fs::path(clean_dir.path)));
     REQUIRE(clean);
     CHECK(clean->failures == 0);
 
-    auto opts = fault_run(mode, faulty_dir.path);
+    auto opts = fault_run(mode, fs::path(faulty_dir.path));
     opts.chief.kills = {kill(planned_kill::role::worker, 1, 25),
                         kill(planned_kill::role::evaluator, 0, 55),
                         kill(planned_kill::role::ps, 1, 95)};
@@ -87,7 +79,7 @@ TEST_CASE("a killed worker, evaluator and shard are recovered in sync, ssp and a
     CHECK(faulty->recoveries == 3);
     CHECK(std::abs(faulty->final_test_accuracy - clean->final_test_accuracy) <= 0.01);
 
-    auto metrics = faulty_dir.path / "run.jsonl";
+    auto metrics = fs::path(faulty_dir.path) / "run.jsonl";
     auto failures = events(metrics, "failure"), recoveries = events(metrics, "recovery");
     REQUIRE(failures.size() == 3);
     REQUIRE(recoveries.size() == 3);
@@ -114,14 +106,14 @@ TEST_CASE("a killed worker, evaluator and shard are recovered in sync, ssp and a
 
 TEST_CASE("a shard lost before any checkpoint restarts the run from the initial values") {
   scratch dir;
-  auto clean = simulate(fault_run(consistency::sync, dir.path));
+  auto clean = simulate(fault_run(consistency::sync, fs::path(dir.path)));
   REQUIRE(clean);
   scratch faulty_dir;
-  auto opts = fault_run(consistency::sync, faulty_dir.path);
+  auto opts = fault_run(consistency::sync, fs::path(faulty_dir.path));
   opts.chief.kills = {kill(planned_kill::role::ps, 0, 15)};
   auto faulty = simulate(std::move(opts));
   REQUIRE(faulty);
-  auto recoveries = events(faulty_dir.path / "run.jsonl", "recovery");
+  auto recoveries = events(fs::path(faulty_dir.path) / "run.jsonl", "recovery");
   REQUIRE(recoveries.size() == 1);
   CHECK(recoveries[0]["clock"] == 0);
   CHECK(recoveries[0]["lost_clocks"].get<int64_t>() >= 15);
@@ -139,7 +131,7 @@ TEST_CASE("without --checkpoint-dir a lost shard ends the run with an error sayi
 
 TEST_CASE("a worker lost more often than --max-replacements is left out and the run ends") {
   scratch dir;
-  auto opts = fault_run(consistency::ssp, dir.path);
+  auto opts = fault_run(consistency::ssp, fs::path(dir.path));
   opts.chief.max_replacements = 1;
   opts.chief.kills = {kill(planned_kill::role::worker, 2, 10), kill(planned_kill::role::worker, 2, 30)};
   auto result = simulate(std::move(opts));
