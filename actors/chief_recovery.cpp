@@ -142,10 +142,23 @@ void continue_rollback(self_ptr self) {
           if (w) self->send(w, start_atom::value);
         record_recovery(self, "ps", st.rollback.shard, st.rollback.detected, clock,
                         st.rollback.failed_at - clock);
+        // processes that came back while this ran and were not started by it take over now
+        auto back = st.awaiting_rejoin;
+        for (const auto& [name, when] : back) {
+          auto colon = name.find(':');
+          auto type = name.substr(0, colon);
+          auto index = std::stoi(name.substr(colon + 1));
+          bool present = type == "worker" ? static_cast<bool>(st.worker_nodes[index])
+                                          : static_cast<bool>(st.evaluator_node);
+          if (present) on_rejoined_node(self, type, index);
+        }
         check_all_done(self);
       };
+      if (!st.cfg.remote || st.evaluator_node)
+        st.awaiting_rejoin.erase("evaluator:0");  // started below
       for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
         st.clocks[w] = clock;
+        if (st.cfg.remote && st.worker_nodes[w]) st.awaiting_rejoin.erase("worker:" + std::to_string(w));
         if (st.cfg.remote && !st.worker_nodes[w]) {  // its process is gone: not waited for
           st.live[w] = false;
           for (auto& s : st.shards) self->send(s, leave_atom::value, w);
@@ -280,9 +293,9 @@ void on_rejoined_node(self_ptr self, const std::string& type, int32_t index) {
   auto name = type + ":" + std::to_string(index);
   auto i = st.awaiting_rejoin.find(name);
   if (i == st.awaiting_rejoin.end()) return;  // not lost as far as we know, or given up
+  if (st.rolling_back) return;  // the rollback starts it (or hands it back here when done)
   auto detected = i->second;
   st.awaiting_rejoin.erase(i);
-  if (st.rolling_back) return;  // the rollback starts every role whose process is there
   if (type == "worker")
     replace_worker(self, index, detected);
   else
