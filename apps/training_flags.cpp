@@ -159,7 +159,7 @@ void add_training_options(po::options_description& desc, training_flags& o) {
 void add_fault_options(po::options_description& desc, training_flags& o) {
   desc.add_options()
     ("kill", po::value(&o.kill)->composing(),
-     "fault injection (repeatable): ROLE:I@clock=C kills that actor with exit_reason::kill once "
+     "fault injection (repeatable, or several joined by ','): ROLE:I@clock=C kills that actor with exit_reason::kill once "
      "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
      "worker, ps, evaluator); process@checkpoint=C SIGKILLs this process once the first shard "
      "file of the checkpoint at clock C is on disk (a crash between shard files)");
@@ -312,9 +312,12 @@ training_plan plan_training(const training_flags& o) {
   ck.every = o.checkpoint_every;
   ck.keep = o.keep;
   c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
-  for (const auto& k : o.kill) {
-    auto kill = parse_kill(k, o.workers, o.ps, &ck.crash_at);
-    if (k.rfind("process@", 0) != 0) c.kills.push_back(kill);
+  for (const auto& list : o.kill) {  // repeatable, and each may list several: a,b,c
+    std::stringstream items(list);
+    for (std::string k; std::getline(items, k, ',');) {
+      auto kill = parse_kill(k, o.workers, o.ps, &ck.crash_at);
+      if (k.rfind("process@", 0) != 0) c.kills.push_back(kill);
+    }
   }
   if (ck.crash_at >= 0 && ck.dir.empty())
     throw usage_error("--kill process@checkpoint needs --checkpoint-dir");

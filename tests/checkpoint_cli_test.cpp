@@ -85,6 +85,7 @@ TEST_CASE("bad checkpoint and fault flags exit 2 naming the flag") {
          {"--kill worker:9@clock=5", "--kill worker:9@clock=5: there is no worker:9"},
          {"--kill ps:0@sometime", "the moment must be clock=C or seconds=T"},
          {"--kill chief:0@clock=5", "ROLE must be worker, ps or evaluator"},
+         {"--kill worker:0@clock=5,ps:3@seconds=1", "--kill ps:3@seconds=1: there is no ps:3"},
          {"--kill process@checkpoint=10", "--kill process@checkpoint needs --checkpoint-dir"},
          {"--resume", "--resume needs a directory (or --checkpoint-dir)"},
        }) {
