@@ -140,3 +140,21 @@ TEST_CASE("a worker lost more often than --max-replacements is left out and the 
   CHECK(result->recoveries == 1);
   CHECK(result->final_test_accuracy > 0.85);
 }
+
+TEST_CASE("a kill at a number of seconds happens while training runs") {
+  scratch dir;
+  auto opts = fault_run(consistency::ssp, fs::path(dir.path));
+  opts.chief.slow_ms = {4, 4, 4};  // 150 clocks take well over half a second
+  planned_kill k;
+  k.target = planned_kill::role::evaluator;
+  k.at_seconds = 0.2;
+  opts.chief.kills = {k};
+  auto result = simulate(std::move(opts));
+  REQUIRE(result);
+  auto kills = events(fs::path(dir.path) / "run.jsonl", "kill");
+  REQUIRE(kills.size() == 1);
+  CHECK(kills[0]["wall_s"].get<double>() >= 0.2);
+  CHECK(kills[0]["clock"].get<int64_t>() < 150);
+  CHECK(result->failures == 1);
+  CHECK(result->recoveries == 1);
+}
