@@ -1,9 +1,8 @@
 #include "apps/evaluate_command.hpp"
 
-#include "actors/data_source.hpp"
 #include "actors/metrics.hpp"
 #include "apps/command_line.hpp"
-#include "apps/training_flags.hpp"
+#include "apps/export_command.hpp"
 #include "export/model_evaluation.hpp"
 
 #include <cstdio>
@@ -16,53 +15,20 @@ namespace actorps {
 namespace {
 
 struct evaluate_flags {
-  std::string model, dataset, data_dir;
-  int64_t synthetic_test_rows = 0;
-  uint64_t seed = 0;
+  std::string model;
+  test_split_flags data;
   bool json = false;
 };
 
-/// The data flags, with the names and defaults of the training flags so that a synthetic
-/// run's test split is rebuilt exactly.
 po::options_description evaluate_options(evaluate_flags& f) {
-  const training_flags training;
-  f.dataset = training.dataset;
-  f.data_dir = training.data_dir;
-  f.synthetic_test_rows = training.synthetic_test_rows;
-  f.seed = training.seed;
   po::options_description desc("actorps evaluate flags");
   desc.add_options()
     ("help,h", "print this help")
-    ("model", po::value(&f.model), "the export version directory, DIR/<version>")
-    ("dataset", po::value(&f.dataset)->default_value(f.dataset),
-     "fashion-mnist | synthetic: whose test split to evaluate on")
-    ("data-dir", po::value(&f.data_dir)->default_value(f.data_dir),
-     "directory holding the Fashion-MNIST IDX files")
-    ("synthetic-test-rows", po::value(&f.synthetic_test_rows)->default_value(f.synthetic_test_rows),
-     "test rows of the synthetic dataset (as given to the training)")
-    ("seed", po::value(&f.seed)->default_value(f.seed),
-     "seed of the synthetic dataset (as given to the training)")
+    ("model", po::value(&f.model), "the export version directory, DIR/<version>");
+  add_test_split_options(desc, f.data);
+  desc.add_options()
     ("json", po::bool_switch(&f.json), "print one JSON object instead of the table");
   return desc;
-}
-
-data_source test_source(const evaluate_flags& f, int cols) {
-  data_source src;
-  if (f.dataset == "fashion-mnist") {
-    src.what = data_source::kind::fashion_mnist;
-    src.dir = f.data_dir;
-  } else if (f.dataset == "synthetic") {
-    if (f.synthetic_test_rows <= 0 || f.synthetic_test_rows >= (1 << 30))
-      throw std::invalid_argument("--synthetic-test-rows must be positive");
-    src.what = data_source::kind::synthetic;
-    src.test_rows = static_cast<int>(f.synthetic_test_rows);
-    src.seed = f.seed;
-    src.cols = cols;
-  } else {
-    throw std::invalid_argument("--dataset must be fashion-mnist or synthetic (got " + f.dataset
-                                + ")");
-  }
-  return src;
 }
 
 /// Rows of the true classes, columns of the predicted ones.
@@ -80,7 +46,7 @@ std::string metrics_json(const evaluate_flags& f, const model_metrics& m) {
   }
   return json_object()
     .add("model", f.model)
-    .add("dataset", f.dataset)
+    .add("dataset", f.data.dataset)
     .add("split", "test")
     .add("rows", m.rows)
     .add("correct", m.correct)
@@ -92,7 +58,7 @@ std::string metrics_json(const evaluate_flags& f, const model_metrics& m) {
 
 void print_table(const evaluate_flags& f, const exported_model& model, const model_metrics& m) {
   std::printf("model %s (%zu parameters), %s test split: %lld rows\n", f.model.c_str(),
-              model.parameters.size(), f.dataset.c_str(), static_cast<long long>(m.rows));
+              model.parameters.size(), f.data.dataset.c_str(), static_cast<long long>(m.rows));
   std::printf("accuracy %.6f (%lld correct), loss %.6f\n", m.accuracy,
               static_cast<long long>(m.correct), m.loss);
   std::printf("confusion matrix (rows: true class, columns: predicted class)\n      ");
@@ -118,7 +84,7 @@ int evaluate_command(const std::vector<std::string>& args) {
   return run_command_line("evaluate", args, evaluate_options(f), usage, [&] {
     if (f.model.empty()) throw std::invalid_argument("--model DIR/<version> is required");
     const auto model = load_model_directory(f.model);
-    const auto test = load_split(test_source(f, model.layers.front()), false);
+    const auto test = load_split(test_split_source(f.data, model.layers.front()), false);
     const auto m = evaluate_model(model, *test);
     if (f.json)
       std::printf("%s\n", metrics_json(f, m).c_str());
