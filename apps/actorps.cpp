@@ -1,6 +1,7 @@
 // actorps — an actor-model parameter-server runtime. Entry point: dispatches the subcommand.
 #include "apps/cluster_commands.hpp"
 #include "apps/evaluate_command.hpp"
+#include "apps/export_command.hpp"
 #include "apps/predict_command.hpp"
 #include "apps/simulate_command.hpp"
 
@@ -22,6 +23,7 @@ commands:
               (the cluster: --cluster FILE --task TYPE:INDEX, or the TF_CONFIG variable)
   predict     classify images with a model exported by --export-dir (one JSON line each)
   evaluate    an exported model's accuracy, loss and confusion matrix on a test split
+  export      export a saved checkpoint as a model directory, as --export-dir does after a run
   version     print the version
 
 Examples:
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
     return actorps::cluster_command(command, args);
   if (command == "predict") return actorps::predict_command(args);
   if (command == "evaluate") return actorps::evaluate_command(args);
+  if (command == "export") return actorps::export_command(args);
   if (command == "version" || command == "--version") {
     std::printf("actorps %s\n", ACTORPS_VERSION);
     return 0;

@@ -1,7 +1,16 @@
 #include "apps/export_command.hpp"
 
+#include "actors/checkpoint_store.hpp"
+#include "actors/errors.hpp"
+#include "apps/command_line.hpp"
 #include "apps/training_flags.hpp"
+#include "export/model_export.hpp"
+#include "export/versioned_dir.hpp"
+#include "kernels/optimizer.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace po = boost::program_options;
@@ -42,6 +51,114 @@ data_source test_split_source(const test_split_flags& f, int cols) {
                                 + ")");
   }
   return src;
+}
+
+namespace {
+
+struct export_flags {
+  std::string checkpoint, export_dir;
+  test_split_flags data;
+};
+
+po::options_description export_options(export_flags& f) {
+  po::options_description desc("actorps export flags");
+  desc.add_options()
+    ("help,h", "print this help")
+    ("checkpoint", po::value(&f.checkpoint),
+     "a ckpt-* directory, or a directory holding them (the newest valid one is exported; "
+     "a corrupt newer one is reported and skipped)")
+    ("export-dir", po::value(&f.export_dir),
+     "write the model to OUT/<version>/ (model.capnp, model.onnx, metadata.json; version = "
+     "the largest existing + 1, never overwritten)");
+  add_test_split_options(desc, f.data);
+  return desc;
+}
+
+/// The newest valid checkpoint at `path`; each newer invalid one is said on stderr.
+loaded_checkpoint newest_checkpoint(const std::string& path) {
+  loaded_checkpoint ckpt;
+  try {
+    ckpt = load_newest_checkpoint(path);
+  } catch (const checkpoint_error& e) {
+    throw std::invalid_argument(std::string("--checkpoint: ") + e.what());
+  }
+  for (const auto& why : ckpt.skipped) std::fprintf(stderr, "export: skipping %s\n", why.c_str());
+  return ckpt;
+}
+
+/// The flat parameters (mlp layout) from the shard files: each shard's blocks checked against
+/// the layout and copied to their offsets; every parameter must end up covered and finite.
+std::vector<float> checkpoint_parameters(const loaded_checkpoint& ckpt, const train_spec& spec) {
+  const block_layout layout(spec);
+  if (ckpt.shards.size() != static_cast<std::size_t>(layout.shards()))
+    throw std::invalid_argument("--checkpoint: " + ckpt.dir + " holds "
+                                + std::to_string(ckpt.shards.size()) + " shard files for "
+                                + std::to_string(layout.shards()) + " shards");
+  std::vector<float> params(layout.total_floats(), std::nanf(""));
+  for (int32_t s = 0; s < layout.shards(); ++s) {
+    const auto file = ckpt.dir + "/" + shard_file_name(s);
+    auto view = decode_shard_checkpoint(ckpt.shards[s]);
+    if (!view) throw std::invalid_argument("--checkpoint: " + file + ": " + describe(view.error()));
+    if (auto err = check_shard_checkpoint(*view, layout, s))
+      throw std::invalid_argument("--checkpoint: " + file + ": " + describe(err));
+    for (const auto& b : view->blocks)  // ids and sizes are the layout's (checked above)
+      std::copy_n(b.values, b.count, params.begin() + layout.blocks()[b.id].offset);
+  }
+  if (!all_finite(params.data(), params.size()))  // NaN left: a block no shard file holds
+    throw std::invalid_argument("--checkpoint: " + ckpt.dir + ": its shard files do not cover "
+                                "every parameter with finite values");
+  return params;
+}
+
+int export_checkpoint(const export_flags& f) {
+  const auto ckpt = newest_checkpoint(f.checkpoint);
+  const auto run = decode_run_checkpoint(ckpt.run_bytes);
+  if (!run)
+    throw std::invalid_argument("--checkpoint: " + ckpt.dir + "/" + run_file_name + ": "
+                                + describe(run.error()));
+  const auto params = checkpoint_parameters(ckpt, run->spec);
+  const auto test = load_split(test_split_source(f.data, run->spec.layers.front()), false);
+  run_info info;
+  info.source = "checkpoint";
+  info.dataset = f.data.dataset;
+  info.batch = run->batch;
+  info.clocks = ckpt.clock;
+  info.samples = run->samples;
+  info.wall_s = run->wall_s;
+  info.backend = "unknown";  // checkpoints do not record what the workers computed on
+  std::printf("export: %s (clock %lld, %lld samples)\n", ckpt.dir.c_str(),
+              static_cast<long long>(ckpt.clock), static_cast<long long>(run->samples));
+  export_result done;
+  try {
+    done = export_model(run->spec, params, info, *test, f.export_dir);
+  } catch (const versioned_dir_error& e) {
+    throw std::invalid_argument(std::string("--export-dir cannot be written: ") + e.what());
+  } catch (const std::invalid_argument& e) {  // the test split does not fit the model
+    throw std::invalid_argument("--dataset " + f.data.dataset + ": " + e.what());
+  }
+  std::printf("  exported to %s (model.capnp %zu bytes, model.onnx %zu bytes, metadata.json): "
+              "test accuracy %.4f, test loss %.4f on %lld rows\n",
+              done.path.c_str(), done.capnp_bytes, done.onnx_bytes, done.test.accuracy,
+              done.test.loss, static_cast<long long>(done.test.rows));
+  return 0;
+}
+
+} // namespace
+
+int export_command(const std::vector<std::string>& args) {
+  export_flags f;
+  const std::string usage =
+    "usage: actorps export --checkpoint DIR --export-dir OUT [--dataset fashion-mnist|synthetic]\n"
+    "\nThe parameters of a saved checkpoint exported as OUT/<version>/, as `actorps simulate "
+    "--export-dir OUT`\nwrites it at the end of a run; test accuracy and loss on the test split "
+    "given by the data flags\n(for a synthetic run: the training's --synthetic-test-rows and "
+    "--seed). Checkpoints do not record\nthe dataset: --dataset must be the training's, as it "
+    "also sets the model's input scaling.\n\n";
+  return run_command_line("export", args, export_options(f), usage, [&] {
+    if (f.checkpoint.empty()) throw std::invalid_argument("--checkpoint DIR is required");
+    if (f.export_dir.empty()) throw std::invalid_argument("--export-dir OUT is required");
+    return export_checkpoint(f);
+  });
 }
 
 } // namespace actorps

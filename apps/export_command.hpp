@@ -1,4 +1,6 @@
-// The test-split flags of `actorps evaluate` (and of `actorps export`, to come).
+// `actorps export`: a saved checkpoint exported as a versioned model directory, the same
+// DIR/<version>/ that `--export-dir` writes at the end of a run (export/model_export.hpp).
+// Also the test-split flags it shares with `actorps evaluate`.
 #pragma once
 
 #include "actors/data_source.hpp"
@@ -7,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -26,5 +29,10 @@ void add_test_split_options(boost::program_options::options_description& desc,
 /// Where the test split is, for a model taking `cols` features; throws std::invalid_argument
 /// naming the flag when --dataset or --synthetic-test-rows is bad.
 data_source test_split_source(const test_split_flags& flags, int cols);
+
+/// Runs the command with the arguments after "export"; returns the process exit status
+/// (0 exported, 2 bad usage or bad input: no valid checkpoint, an export directory that cannot
+/// be written, a test split that does not fit the model).
+int export_command(const std::vector<std::string>& args);
 
 } // namespace actorps
