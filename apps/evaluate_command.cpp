@@ -2,7 +2,7 @@
 
 #include "actors/metrics.hpp"
 #include "apps/command_line.hpp"
-#include "apps/export_command.hpp"
+#include "apps/test_split_flags.hpp"
 #include "export/model_evaluation.hpp"
 
 #include <cstdio>

@@ -30,6 +30,13 @@ std::vector<float> gather_parameters(const train_spec& spec, const run_summary& 
 
 } // namespace
 
+void print_export(const export_result& done) {
+  std::printf("  exported to %s (model.capnp %zu bytes, model.onnx %zu bytes, metadata.json): "
+              "test accuracy %.4f, test loss %.4f on %lld rows\n",
+              done.path.c_str(), done.capnp_bytes, done.onnx_bytes, done.test.accuracy,
+              done.test.loss, static_cast<long long>(done.test.rows));
+}
+
 export_request plan_export(const training_plan& plan, const std::string& source) {
   export_request request;
   request.dir = plan.export_dir;
@@ -62,10 +69,7 @@ int export_run(const export_request& request, const run_summary& summary,
     run.wall_s = summary.wall_s;
     run.backend = summary.backend;
     const auto done = export_model(request.spec, params, run, *test, request.dir);
-    std::printf("  exported to %s (model.capnp %zu bytes, model.onnx %zu bytes, metadata.json): "
-                "test accuracy %.4f, test loss %.4f on %lld rows\n",
-                done.path.c_str(), done.capnp_bytes, done.onnx_bytes, done.test.accuracy,
-                done.test.loss, static_cast<long long>(done.test.rows));
+    print_export(done);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "actorps %s: the run succeeded but exporting it to %s failed: %s\n",

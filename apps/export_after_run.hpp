@@ -4,6 +4,7 @@
 
 #include "actors/messages.hpp"
 #include "apps/training_flags.hpp"
+#include "export/model_export.hpp"
 
 #include <memory>
 #include <string>
@@ -22,6 +23,9 @@ struct export_request {
 /// The request of `plan` (run by `actorps <source>`). When it exports, proves now that the
 /// directory can be written (creating it if missing); throws usage_error naming it otherwise.
 export_request plan_export(const training_plan& plan, const std::string& source);
+
+/// Prints where an export went and what its parameters score ("  exported to DIR/<v> ...").
+void print_export(const export_result& done);
 
 /// After a successful run: assembles the final parameters from the summary's shard snapshots
 /// and exports them, evaluated on `test` (loaded from the plan's data when null); prints where.
