@@ -265,7 +265,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   st.workers.resize(workers);
   if (cfg.remote) st.worker_nodes.resize(workers);
   st.incarnation.assign(workers, 0);
-  st.replacements.assign(workers + 1, 0);
+  st.replacements.assign(workers, 0);
   st.kill_done.assign(cfg.kills.size(), false);
   if (!cfg.checkpoints.dir.empty()) st.io = spawn_checkpoint_io(self->system());
   if (const auto& resume = cfg.checkpoints.resume) {

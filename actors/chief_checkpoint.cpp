@@ -24,10 +24,8 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
   // the rows behind the model's state at `clock` (what a resumed run counts from)
   run.samples = clock * st.cfg.batch * st.cfg.spec.workers;
   run.wall_s = st.elapsed();
-  const int64_t rows = st.cfg.train_rows, workers = st.cfg.spec.workers;
   for (int32_t w = 0; w < st.cfg.spec.workers; ++w) {
-    // the same cut of the training set as data_shard's: rows [w·n/W, (w+1)·n/W)
-    auto size = (w + 1) * rows / workers - w * rows / workers;
+    auto size = data_shard::rows_of(st.cfg.train_rows, w, st.cfg.spec.workers);
     auto per_epoch = std::max<int64_t>(1, size / st.cfg.batch);
     run.positions.push_back({w, clock, clock / per_epoch, clock % per_epoch});
   }

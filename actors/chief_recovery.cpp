@@ -62,8 +62,9 @@ void record_recovery(self_ptr self, const char* role, int32_t index, time_point 
   st.metrics->flush();
 }
 
-bool may_replace(chief_state& st, std::size_t slot) {
-  return !st.stopping && !st.training_over && st.replacements[slot] < st.cfg.max_replacements;
+/// Whether a role replaced `so_far` times may be replaced once more.
+bool may_replace(const chief_state& st, int so_far) {
+  return !st.stopping && !st.training_over && so_far < st.cfg.max_replacements;
 }
 
 void replace_worker(self_ptr self, int32_t w, time_point detected) {
@@ -102,7 +103,7 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
 
 void restart_evaluator(self_ptr self, time_point detected) {
   auto& st = self->state;
-  ++st.replacements.back();
+  ++st.evaluator_replacements;
   auto epoch = st.recovery_epoch;
   start_evaluator(self, [=](bool ok) {
     if (self->state.recovery_epoch != epoch || !ok) return;
@@ -258,7 +259,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
                           + "); it restarts with the shard's recovery");
       return;
     }
-    bool replace = may_replace(st, static_cast<std::size_t>(w));
+    bool replace = may_replace(st, st.replacements[w]);
     record_failure(self, "worker", w, reason,
                    !replace ? "the run goes on without it"
                    : st.cfg.remote ? "the shards stop waiting for it until its process is back"
@@ -274,7 +275,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     if (is(st.evaluator_node)) st.evaluator_node = nullptr;
     if (!st.evaluator) return;  // already handled via the other handle
     st.evaluator = nullptr;
-    bool replace = may_replace(st, st.replacements.size() - 1);
+    bool replace = may_replace(st, st.evaluator_replacements);
     record_failure(self, "evaluator", 0, reason,
                    replace ? "respawning it; training does not wait" : "continuing without evaluations");
     abandon_eval(self);  // a promise held by a dead evaluator may never be answered

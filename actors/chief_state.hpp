@@ -55,7 +55,8 @@ struct chief_state {
   // failures
   int recoveries = 0;
   std::vector<bool> kill_done;
-  std::vector<int> replacements;   // per worker, and the evaluator at the end
+  std::vector<int> replacements;   // per worker
+  int evaluator_replacements = 0;
   std::vector<uint32_t> incarnation;  // per worker: the spawn in charge now
   uint32_t next_incarnation = 1;
   std::set<int32_t> replacing;     // workers whose replacement is under way

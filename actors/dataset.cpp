@@ -257,7 +257,7 @@ data_shard::data_shard(std::shared_ptr<const dataset> data, int worker, int work
   if (batch <= 0) throw std::invalid_argument("data_shard: batch must be positive, got " + std::to_string(batch));
   const int64_t n = data_->rows;
   begin_ = worker * n / workers;
-  size_ = (worker + 1) * n / workers - begin_;
+  size_ = rows_of(n, worker, workers);
   if (size_ < batch)
     throw std::invalid_argument("data_shard: the shard of worker " + std::to_string(worker) + " has " +
                                 std::to_string(size_) + " rows, fewer than the batch " + std::to_string(batch));

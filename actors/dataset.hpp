@@ -61,6 +61,12 @@ public:
 
   int64_t begin() const { return begin_; }     ///< first row of the shard in the dataset
   int64_t size() const { return size_; }       ///< rows in the shard
+  /// The rows worker `worker` of `workers` gets out of `rows`: [w·n/W, (w+1)·n/W). Also what a
+  /// checkpoint records data positions against, without the data at hand.
+  static int64_t rows_of(int64_t rows, int worker, int workers) {
+    return (worker + 1) * rows / workers - worker * rows / workers;
+  }
+
   int batch_size() const { return batch_; }
   int64_t steps_per_epoch() const { return size_ / batch_; }
 
