@@ -3,6 +3,7 @@
 #include "actors/connect.hpp"
 #include "actors/log.hpp"
 #include "actors/ps_shard.hpp"
+#include "actors/shard_link_server.hpp"
 #include "actors/simulation.hpp"
 #include "actors/task_node.hpp"
 
@@ -96,7 +97,18 @@ void run_task(const deployment_options& opts) {
   caf::actor_system sys{cfg};
   auto index = static_cast<int32_t>(opts.task.index);
   if (opts.task.type == "ps") {
-    auto shard = spawn_ps_shard(sys, index);
+    // The data link listens on a free port of the task's own host address; the shard tells
+    // clients which (remote_shard.hpp).
+    auto name = opts.task.text();
+    auto links = shard_link_server::listen(opts.cluster.address(opts.task).host, 0,
+                                           [name](const std::string& line) { log_line(name, line); });
+    if (!links) {
+      log_line(name, describe(links.error()));
+      std::fflush(nullptr);
+      std::_Exit(2);
+    }
+    auto shard = spawn_ps_shard(sys, index, (*links)->port());
+    (*links)->serve(sys, shard, index);
     serve(sys, opts, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
     });

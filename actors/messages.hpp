@@ -43,6 +43,7 @@ using write_atom = caf::atom_constant<caf::atom("write")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
+using link_atom = caf::atom_constant<caf::atom("link")>;
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -155,7 +156,10 @@ using ps_shard_actor = caf::typed_actor<
   // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
   // every worker is live at its clock, expected with the given incarnation. Held pulls and
   // checkpoints are answered with rolled_back.
-  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>>;
+  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
+  // (link) -> the port of its process's data link for pulls, push_pulls and snapshots
+  // (remote_shard.hpp); 0: none, everything goes over CAF (one process).
+  caf::replies_to<link_atom>::with<uint16_t>>;
 
 /// Disk work for checkpoints (actors/checkpoint_io.hpp).
 using checkpoint_io_actor = caf::typed_actor<

@@ -406,7 +406,7 @@ void advance(self_ptr self, int64_t before) {
   release_held(st);
 }
 
-ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
+ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t link_port) {
   self->state.shard = shard;
   self->state.stats.shard = shard;
   auto valid_worker = [=](int32_t worker) {
@@ -498,6 +498,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
       advance(self, before);
       return caf::ok_atom::value;
     },
+    [=](link_atom) { return link_port; },
     [=](checkpoint_atom, const std::string& dir, int64_t clock) -> caf::result<file_record> {
       auto& st = self->state;
       if (!st.initialized()) return make_error(errc::not_initialized);
@@ -516,8 +517,8 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
 
 } // namespace
 
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard) {
-  return sys.spawn(ps_shard, shard);
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port) {
+  return sys.spawn(ps_shard, shard, link_port);
 }
 
 } // namespace actorps

@@ -23,6 +23,7 @@
 namespace actorps {
 
 /// Spawns an uninitialised shard with index `shard`; it serves once it has received init.
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard);
+/// `link_port`: the port of its process's data link (shard_link_server), 0 for none.
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port = 0);
 
 } // namespace actorps

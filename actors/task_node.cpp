@@ -3,6 +3,7 @@
 #include "actors/connect.hpp"
 #include "actors/evaluator.hpp"
 #include "actors/log.hpp"
+#include "actors/remote_shard.hpp"
 #include "actors/worker.hpp"
 
 #include <caf/all.hpp>
@@ -21,21 +22,47 @@ struct task_node_state {
 
 using self_ptr = task_node_actor::stateful_pointer<task_node_state>;
 
-/// Connects to every shard of the setup, in shard order.
-caf::expected<std::vector<ps_shard_actor>> connect_shards(self_ptr self, const role_setup& setup) {
-  std::vector<ps_shard_actor> shards;
-  for (const auto& text : setup.shard_addresses) {
+/// The shards of a role, connected in shard order; closed when the role stops.
+struct shard_set {
+  std::vector<remote_shard> remote;
+
+  std::vector<ps_shard_actor> handles() const {
+    std::vector<ps_shard_actor> out;
+    for (const auto& s : remote) out.push_back(s.handle);
+    return out;
+  }
+  void close() const {
+    for (const auto& s : remote) s.close();
+  }
+};
+
+/// Connects to every shard of the setup, with its data link.
+caf::expected<shard_set> connect_shards(self_ptr self, const role_setup& setup) {
+  shard_set shards;
+  for (std::size_t i = 0; i < setup.shard_addresses.size(); ++i) {
     host_port addr;
     try {
-      addr = parse_address(text, "shard address");
+      addr = parse_address(setup.shard_addresses[i], "shard address");
     } catch (const cluster_error& e) {
+      shards.close();
       return caf::make_error(caf::sec::runtime_error, e.what());
     }
-    auto shard = connect_to<ps_shard_actor>(self->system(), addr, self->state.cfg.connect_timeout);
-    if (!shard) return std::move(shard.error());
-    shards.push_back(std::move(*shard));
+    auto shard = connect_shard(self->system(), addr, static_cast<int32_t>(i),
+                               self->state.cfg.connect_timeout, setup.request_timeout);
+    if (!shard) {
+      shards.close();
+      return std::move(shard.error());
+    }
+    shards.remote.push_back(std::move(*shard));
   }
   return shards;
+}
+
+/// Closes the role's shard links once the role has stopped, however it stopped.
+template <class Handle>
+void close_links_with(const Handle& role, shard_set shards) {
+  auto ptr = caf::actor_cast<caf::strong_actor_ptr>(role);
+  ptr->get()->attach_functor([shards = std::move(shards)] { shards.close(); });
 }
 
 /// Decodes the setup and loads the split the role needs; errors name what is wrong.
@@ -75,11 +102,12 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       wc.device = setup.device;
       wc.request_timeout = setup.request_timeout;
       wc.train = data;
-      wc.shards = std::move(*shards);
+      wc.shards = shards->handles();
       wc.chief = caf::actor_cast<chief_actor>(self->current_sender());  // the chief asked
       log_line(self->state.cfg.name, "connected to " + std::to_string(wc.shards.size())
                                        + " shard(s); starting worker " + std::to_string(wc.index));
       auto worker = spawn_worker(self->system(), std::move(wc));
+      close_links_with(worker, std::move(*shards));
       // Not linked: the chief may stop the role (a rollback) and set this task up again.
       self->state.roles->push_back(worker.address());
       return worker;
@@ -90,10 +118,11 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       auto& [setup, data] = *prepared;
       auto shards = connect_shards(self, setup);
       if (!shards) return std::move(shards.error());
-      log_line(self->state.cfg.name, "connected to " + std::to_string(shards->size())
+      log_line(self->state.cfg.name, "connected to " + std::to_string(shards->remote.size())
                                        + " shard(s); starting the evaluator");
       auto evaluator = spawn_evaluator(self->system(),
-                                       {setup.spec, data, std::move(*shards), setup.request_timeout});
+                                       {setup.spec, data, shards->handles(), setup.request_timeout});
+      close_links_with(evaluator, std::move(*shards));
       self->state.roles->push_back(evaluator.address());
       return evaluator;
     },

@@ -16,6 +16,8 @@
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/ps_shard.hpp"
+#include "actors/remote_shard.hpp"
+#include "actors/shard_link_server.hpp"
 #include "actors/system_config.hpp"
 #include "kernels/denormals.hpp"
 #include "kernels/optimizer.hpp"
@@ -208,6 +210,7 @@ struct options {
   int iterations = 200, warmup = 10, threads = 2;
   int serve = 0;         ///< > 0: publish a shard on 127.0.0.1:serve and wait (the shard process)
   std::string connect;   ///< host:port: drive the shard published there (the worker process)
+  bool no_data_link = false;  ///< serve: offer no data link; everything over CAF's middleman
 };
 
 /// The shard process of the two-process benchmark: publishes an uninitialised shard and runs
@@ -216,7 +219,17 @@ int serve(const options& o) {
   caf::actor_system_config cfg;
   configure_system(cfg, o.threads, network_settings{});
   caf::actor_system sys{cfg};
-  auto shard = spawn_ps_shard(sys, 0);
+  // As a ps task does (actors/deployment.cpp): the data link on a free port, announced by the shard.
+  std::unique_ptr<shard_link_server> links;
+  if (!o.no_data_link) {
+    auto listening = shard_link_server::listen("127.0.0.1", 0, [](const std::string& line) {
+      std::fprintf(stderr, "bench shard: %s\n", line.c_str());
+    });
+    if (!listening) throw std::runtime_error(describe(listening.error()));
+    links = std::move(*listening);
+  }
+  auto shard = spawn_ps_shard(sys, 0, links ? links->port() : 0);
+  if (links) links->serve(sys, shard, 0);
   auto port = sys.middleman().publish(shard, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
   if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.serve));
   caf::scoped_actor self{sys};
@@ -257,11 +270,13 @@ int run(const options& o) {
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   ps_shard_actor shard;
+  remote_shard connection;
   if (remote) {
-    auto found = connect_to<ps_shard_actor>(sys, parse_address(o.connect, "--connect"),
-                                            std::chrono::seconds(20));
+    auto found = connect_shard(sys, parse_address(o.connect, "--connect"), 0,
+                               std::chrono::seconds(20), timeout);
     if (!found) throw std::runtime_error(describe(found.error()));
-    shard = *found;
+    connection = *found;
+    shard = connection.handle;
   } else {
     shard = spawn_ps_shard(sys, 0);
   }
@@ -302,7 +317,9 @@ int run(const options& o) {
     if (failure) throw std::runtime_error("scoped driver: " + describe(failure));
     if (i >= o.warmup) scoped_times.push_back(ms_since(t0));
   }
-  self->send_exit(shard, caf::exit_reason::user_shutdown);
+  // Stopping the shard (over CAF) ends the shard process; then the data link, if any.
+  self->send_exit(remote ? connection.shard : shard, caf::exit_reason::user_shutdown);
+  connection.close();
 
   auto components = time_components(spec, side, o.iterations);
   auto payload = double(floats * sizeof(float));
@@ -313,6 +330,7 @@ int run(const options& o) {
   std::printf("%s\n", json_object()
                         .add("bench", "transport")
                         .add("placement", remote ? "two processes over loopback" : "one process")
+                        .add("transport", !remote ? "in-process" : connection.link ? "data link" : "caf")
                         .add("floats", static_cast<int64_t>(floats))
                         .add("blocks", static_cast<int64_t>(side.layout.blocks().size()))
                         .add("payload_bytes", static_cast<int64_t>(payload))
@@ -345,7 +363,9 @@ int main(int argc, char** argv) {
     ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed round trips first")
     ("threads", po::value(&o.threads)->default_value(o.threads), "CAF scheduler threads")
     ("serve", po::value(&o.serve), "publish a shard on 127.0.0.1:PORT and wait (shard process)")
-    ("connect", po::value(&o.connect), "drive the shard at HOST:PORT (worker process)");
+    ("connect", po::value(&o.connect), "drive the shard at HOST:PORT (worker process)")
+    ("no-data-link", po::bool_switch(&o.no_data_link),
+     "serve: offer no data link, so pulls and pushes travel through CAF's middleman");
   try {
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);

@@ -1,0 +1,170 @@
+#include "actors/shard_link_server.hpp"
+
+#include "actors/errors.hpp"
+
+#include <caf/all.hpp>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace actorps {
+
+namespace {
+
+using refused_counter = std::shared_ptr<std::atomic<std::size_t>>;
+
+/// One request frame's answer from the shard, sent back on the link; false once the link is
+/// gone (the client left) and the session should end.
+template <class... Ts>
+bool answer(caf::blocking_actor* self, link_socket& link, const ps_shard_actor& shard,
+            caf::timespan timeout, Ts&&... xs) {
+  caf::error sent;
+  self->request(shard, timeout, std::forward<Ts>(xs)...)
+    .receive([&](wire_buffer& reply) { sent = link.send(frame_kind::reply, reply); },
+             [&](caf::error& err) { sent = link.send_failure(err); });
+  return !sent;
+}
+
+/// Serves one connection: a hello naming this shard, then request frames until the client
+/// closes. Anything that is not a well-formed frame ends the connection with a log line.
+void link_session(caf::blocking_actor* self, std::shared_ptr<link_socket> link,
+                  ps_shard_actor shard, int32_t shard_index, shard_link_server::log_fn log,
+                  refused_counter refused) {
+  auto refuse = [&](const std::string& why) {
+    ++*refused;
+    log("refused a data connection from " + link->peer() + ": " + why);
+    link->shutdown();
+  };
+  frame_header h;
+  if (link->receive_header(h)) return;  // connected and left without a word
+  if (auto why = check_header(h); !why.empty()) return refuse(why);
+  if (static_cast<frame_kind>(h.kind) != frame_kind::hello)
+    return refuse("the first frame is not a hello");
+  if (h.a != shard_index) {
+    link->send_failure(make_error(errc::wrong_shard, "this is shard " + std::to_string(shard_index)
+                                                       + ", not " + std::to_string(h.a)));
+    return refuse("it asked for shard " + std::to_string(h.a));
+  }
+  // The client's own request timeout bounds every request made for it (at least 1 s).
+  caf::timespan timeout = std::chrono::milliseconds(std::max<int64_t>(h.b, 1000));
+  if (link->send(make_header(frame_kind::reply))) return;
+  while (!link->receive_header(h)) {
+    if (auto why = check_header(h); !why.empty()) return refuse(why);
+    bool open = true;
+    switch (static_cast<frame_kind>(h.kind)) {
+      case frame_kind::push_pull: {
+        auto push = link->receive_buffer(h);
+        if (!push) return;
+        open = answer(self, *link, shard, timeout, push_pull_atom::value, std::move(*push));
+        break;
+      }
+      case frame_kind::pull:
+        open = answer(self, *link, shard, timeout, pull_atom::value, static_cast<int32_t>(h.a), h.b);
+        break;
+      case frame_kind::snapshot:
+        open = answer(self, *link, shard, timeout, snapshot_atom::value);
+        break;
+      default:
+        return refuse("a frame of kind " + std::to_string(h.kind) + " where a request belongs");
+    }
+    if (!open) return;
+  }
+}
+
+} // namespace
+
+caf::expected<std::unique_ptr<shard_link_server>>
+shard_link_server::listen(const std::string& host, uint16_t port, log_fn log) {
+  auto where = host + ":" + std::to_string(port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
+    return caf::make_error(caf::sec::cannot_open_port,
+                           "cannot listen for data links on " + where + ": " + gai_strerror(rc));
+  std::string why = "no address";
+  for (auto* ai = found; ai != nullptr; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    uint16_t actual = bound.ss_family == AF_INET6
+                        ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    freeaddrinfo(found);
+    return std::unique_ptr<shard_link_server>(new shard_link_server(fd, actual, std::move(log)));
+  }
+  freeaddrinfo(found);
+  return caf::make_error(caf::sec::cannot_open_port,
+                         "cannot listen for data links on " + where + ": " + why);
+}
+
+shard_link_server::shard_link_server(int fd, uint16_t port, log_fn log)
+  : fd_(fd), port_(port), log_(std::move(log)) {}
+
+void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int32_t shard_index) {
+  acceptor_ = std::thread([this, &sys, shard, shard_index] { accept_loop(sys, shard, shard_index); });
+}
+
+void shard_link_server::accept_loop(caf::actor_system& sys, ps_shard_actor shard,
+                                    int32_t shard_index) {
+  for (;;) {
+    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (!stopping_) log_("stopped accepting data links: " + std::string(std::strerror(errno)));
+      return;
+    }
+    tune_link_socket(fd, std::chrono::milliseconds{0});
+    auto link = std::make_shared<link_socket>(fd);
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (stopping_) return;
+      sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
+                                     [](const auto& s) { return s.expired(); }),
+                      sessions_.end());
+      sessions_.push_back(link);
+    }
+    // A blocking actor (a thread of its own): it waits in recv() between requests.
+    sys.spawn(link_session, std::move(link), shard, shard_index, log_, refused_);
+  }
+}
+
+std::size_t shard_link_server::refused() const { return refused_->load(); }
+
+shard_link_server::~shard_link_server() {
+  std::vector<std::shared_ptr<link_socket>> open;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    stopping_ = true;
+    for (auto& s : sessions_)
+      if (auto link = s.lock()) open.push_back(std::move(link));
+  }
+  ::shutdown(fd_, SHUT_RDWR);  // ends the blocked accept()
+  if (acceptor_.joinable()) acceptor_.join();
+  ::close(fd_);
+  for (auto& link : open) link->shutdown();  // ends the sessions' blocked recv()
+}
+
+} // namespace actorps
