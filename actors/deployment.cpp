@@ -107,7 +107,7 @@ void run_task(const deployment_options& opts) {
       std::fflush(nullptr);
       std::_Exit(2);
     }
-    auto shard = spawn_ps_shard(sys, index, (*links)->port());
+    auto shard = spawn_ps_shard(sys, index, (*links)->port(), (*links)->local_name());
     (*links)->serve(sys, shard, index);
     serve(sys, opts, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);

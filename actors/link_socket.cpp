@@ -15,9 +15,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace actorps {
@@ -63,6 +65,7 @@ std::string peer_of(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  if (addr.ss_family == AF_UNIX) return "a local socket";
   char host[INET6_ADDRSTRLEN] = "?";
   uint16_t port = 0;
   if (addr.ss_family == AF_INET) {
@@ -181,7 +184,7 @@ caf::error link_socket::receive_failure(const frame_header& h) {
 
 void tune_link_socket(int fd, std::chrono::milliseconds receive_timeout) {
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a local socket
   // Asking for more than net.core.[rw]mem_max gets the maximum; a buffer as large as the
   // payload lets a 4 MiB frame leave without waiting for the reader.
   int bytes = 8 << 20;
@@ -193,6 +196,24 @@ void tune_link_socket(int fd, std::chrono::milliseconds receive_timeout) {
     tv.tv_usec = static_cast<suseconds_t>(receive_timeout.count() % 1000 * 1000);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
+}
+
+caf::expected<std::shared_ptr<link_socket>> connect_local_link(const std::string& name,
+                                                               std::chrono::milliseconds receive_timeout) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (name.empty() || name.size() + 1 > sizeof addr.sun_path)
+    return caf::make_error(caf::sec::cannot_connect_to_node, "no local data link name");
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: sun_path[0] == 0
+  auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    auto why = std::string(std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return caf::make_error(caf::sec::cannot_connect_to_node, "local data link: " + why);
+  }
+  tune_link_socket(fd, receive_timeout);
+  return std::make_shared<link_socket>(fd);
 }
 
 caf::expected<std::shared_ptr<link_socket>> connect_link(const std::string& host, uint16_t port,

@@ -96,6 +96,11 @@ private:
 /// allows (a 4 MiB payload then leaves in one go), and, when > 0, a receive timeout.
 void tune_link_socket(int fd, std::chrono::milliseconds receive_timeout);
 
+/// Connects to the local (abstract Unix) socket `name` of a server on this host and in this
+/// network namespace; fails at once where there is none.
+caf::expected<std::shared_ptr<link_socket>> connect_local_link(const std::string& name,
+                                                               std::chrono::milliseconds receive_timeout);
+
 /// Connects to host:port (an address or a name) within `timeout`; receives on it then fail
 /// with sec::request_timeout after `receive_timeout` without data.
 caf::expected<std::shared_ptr<link_socket>> connect_link(const std::string& host, uint16_t port,

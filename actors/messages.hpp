@@ -157,9 +157,10 @@ using ps_shard_actor = caf::typed_actor<
   // every worker is live at its clock, expected with the given incarnation. Held pulls and
   // checkpoints are answered with rolled_back.
   caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
-  // (link) -> the port of its process's data link for pulls, push_pulls and snapshots
-  // (remote_shard.hpp); 0: none, everything goes over CAF (one process).
-  caf::replies_to<link_atom>::with<uint16_t>>;
+  // (link) -> where its process's data link for pulls, push_pulls and snapshots listens
+  // (remote_shard.hpp): a TCP port on the shard's host (0: none, everything goes over CAF, as in
+  // one process) and the name of a local socket for clients on the same host ("": none).
+  caf::replies_to<link_atom>::with<uint16_t, std::string>>;
 
 /// Disk work for checkpoints (actors/checkpoint_io.hpp).
 using checkpoint_io_actor = caf::typed_actor<

@@ -406,7 +406,8 @@ void advance(self_ptr self, int64_t before) {
   release_held(st);
 }
 
-ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t link_port) {
+ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t link_port,
+                                       std::string link_name) {
   self->state.shard = shard;
   self->state.stats.shard = shard;
   auto valid_worker = [=](int32_t worker) {
@@ -498,7 +499,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
       advance(self, before);
       return caf::ok_atom::value;
     },
-    [=](link_atom) { return link_port; },
+    [=](link_atom) { return std::make_tuple(link_port, link_name); },
     [=](checkpoint_atom, const std::string& dir, int64_t clock) -> caf::result<file_record> {
       auto& st = self->state;
       if (!st.initialized()) return make_error(errc::not_initialized);
@@ -517,8 +518,9 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
 
 } // namespace
 
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port) {
-  return sys.spawn(ps_shard, shard, link_port);
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port,
+                              std::string link_name) {
+  return sys.spawn(ps_shard, shard, link_port, std::move(link_name));
 }
 
 } // namespace actorps

@@ -80,20 +80,25 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
   auto shard = connect_to<ps_shard_actor>(sys, addr, connect_timeout);
   if (!shard) return std::move(shard.error());
   uint16_t port = 0;
+  std::string local_name;
   caf::error failed;
   caf::scoped_actor self{sys};
   self->request(*shard, request_timeout, link_atom::value)
-    .receive([&](uint16_t p) { port = p; }, [&](caf::error& err) { failed = std::move(err); });
+    .receive([&](uint16_t p, std::string& name) { port = p; local_name = std::move(name); },
+             [&](caf::error& err) { failed = std::move(err); });
   if (failed)
     return caf::make_error(caf::sec::cannot_connect_to_node,
                            "shard at " + addr.text() + " did not say its data link: " + describe(failed));
   if (port == 0) return remote_shard{*shard, *shard, nullptr};  // control and data over CAF
 
-  auto link = connect_link(addr.host, port,
-                           std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout),
-                           request_timeout);
+  // The shard's local socket when it is on this host (and in this network namespace), else TCP.
+  auto link = connect_local_link(local_name, request_timeout);
+  auto where = addr.host + ":" + std::to_string(port) + (link ? " (local socket)" : "");
+  if (!link)
+    link = connect_link(addr.host, port,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout),
+                        request_timeout);
   if (!link) return std::move(link.error());
-  auto where = addr.host + ":" + std::to_string(port);
   frame_header h;
   auto hello = (*link)->send(make_header(frame_kind::hello, index, request_timeout.count()));
   if (!hello) hello = (*link)->receive_header(h);

@@ -8,11 +8,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <random>
 
 namespace actorps {
 
@@ -78,6 +81,25 @@ void link_session(caf::blocking_actor* self, std::shared_ptr<link_socket> link,
   }
 }
 
+/// Listens on a fresh abstract Unix socket; its name carries 64 random bits, so a client on
+/// another host that happens to try it finds nothing. Returns the descriptor and the name.
+std::pair<int, std::string> listen_local() {
+  std::random_device rd;
+  char name[40];
+  std::snprintf(name, sizeof name, "actorps-link-%08x%08x", rd(), rd());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name, std::strlen(name));
+  auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + std::strlen(name));
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return {-1, {}};
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 64) != 0) {
+    ::close(fd);
+    return {-1, {}};  // TCP alone still works
+  }
+  return {fd, name};
+}
+
 } // namespace
 
 caf::expected<std::unique_ptr<shard_link_server>>
@@ -112,24 +134,30 @@ shard_link_server::listen(const std::string& host, uint16_t port, log_fn log) {
                         ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     freeaddrinfo(found);
-    return std::unique_ptr<shard_link_server>(new shard_link_server(fd, actual, std::move(log)));
+    auto [local_fd, local_name] = listen_local();
+    return std::unique_ptr<shard_link_server>(
+      new shard_link_server(fd, actual, local_fd, std::move(local_name), std::move(log)));
   }
   freeaddrinfo(found);
   return caf::make_error(caf::sec::cannot_open_port,
                          "cannot listen for data links on " + where + ": " + why);
 }
 
-shard_link_server::shard_link_server(int fd, uint16_t port, log_fn log)
-  : fd_(fd), port_(port), log_(std::move(log)) {}
+shard_link_server::shard_link_server(int fd, uint16_t port, int local_fd, std::string local_name,
+                                     log_fn log)
+  : fd_(fd), port_(port), local_fd_(local_fd), local_name_(std::move(local_name)),
+    log_(std::move(log)) {}
 
 void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int32_t shard_index) {
-  acceptor_ = std::thread([this, &sys, shard, shard_index] { accept_loop(sys, shard, shard_index); });
+  acceptor_ = std::thread([=, &sys] { accept_loop(fd_, sys, shard, shard_index); });
+  if (local_fd_ >= 0)
+    local_acceptor_ = std::thread([=, &sys] { accept_loop(local_fd_, sys, shard, shard_index); });
 }
 
-void shard_link_server::accept_loop(caf::actor_system& sys, ps_shard_actor shard,
+void shard_link_server::accept_loop(int listener, caf::actor_system& sys, ps_shard_actor shard,
                                     int32_t shard_index) {
   for (;;) {
-    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       std::lock_guard<std::mutex> guard{mutex_};
@@ -162,8 +190,11 @@ shard_link_server::~shard_link_server() {
       if (auto link = s.lock()) open.push_back(std::move(link));
   }
   ::shutdown(fd_, SHUT_RDWR);  // ends the blocked accept()
+  if (local_fd_ >= 0) ::shutdown(local_fd_, SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
+  if (local_acceptor_.joinable()) local_acceptor_.join();
   ::close(fd_);
+  if (local_fd_ >= 0) ::close(local_fd_);
   for (auto& link : open) link->shutdown();  // ends the sessions' blocked recv()
 }
 

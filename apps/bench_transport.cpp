@@ -211,6 +211,7 @@ struct options {
   int serve = 0;         ///< > 0: publish a shard on 127.0.0.1:serve and wait (the shard process)
   std::string connect;   ///< host:port: drive the shard published there (the worker process)
   bool no_data_link = false;  ///< serve: offer no data link; everything over CAF's middleman
+  bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
 };
 
 /// The shard process of the two-process benchmark: publishes an uninitialised shard and runs
@@ -228,7 +229,8 @@ int serve(const options& o) {
     if (!listening) throw std::runtime_error(describe(listening.error()));
     links = std::move(*listening);
   }
-  auto shard = spawn_ps_shard(sys, 0, links ? links->port() : 0);
+  auto shard = spawn_ps_shard(sys, 0, links ? links->port() : 0,
+                              links && !o.tcp_only ? links->local_name() : std::string{});
   if (links) links->serve(sys, shard, 0);
   auto port = sys.middleman().publish(shard, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
   if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.serve));
@@ -322,6 +324,10 @@ int run(const options& o) {
   connection.close();
 
   auto components = time_components(spec, side, o.iterations);
+  std::string transport = !remote                ? "in-process"
+                          : !connection.link     ? "caf"
+                          : connection.link->peer() == "a local socket" ? "data link, local socket"
+                                                                          : "data link, tcp";
   auto payload = double(floats * sizeof(float));
   auto wire_bytes = encode_push(0, 0, 0, side.layout, side.grad.data()).size_bytes();
   auto gbps = [&](const std::vector<double>& t, double bytes) {
@@ -330,7 +336,7 @@ int run(const options& o) {
   std::printf("%s\n", json_object()
                         .add("bench", "transport")
                         .add("placement", remote ? "two processes over loopback" : "one process")
-                        .add("transport", !remote ? "in-process" : connection.link ? "data link" : "caf")
+                        .add("transport", transport)
                         .add("floats", static_cast<int64_t>(floats))
                         .add("blocks", static_cast<int64_t>(side.layout.blocks().size()))
                         .add("payload_bytes", static_cast<int64_t>(payload))
@@ -364,6 +370,8 @@ int main(int argc, char** argv) {
     ("threads", po::value(&o.threads)->default_value(o.threads), "CAF scheduler threads")
     ("serve", po::value(&o.serve), "publish a shard on 127.0.0.1:PORT and wait (shard process)")
     ("connect", po::value(&o.connect), "drive the shard at HOST:PORT (worker process)")
+    ("tcp-link", po::bool_switch(&o.tcp_only),
+     "serve: offer the data link over loopback TCP only, not over a local socket")
     ("no-data-link", po::bool_switch(&o.no_data_link),
      "serve: offer no data link, so pulls and pushes travel through CAF's middleman");
   try {
