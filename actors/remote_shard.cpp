@@ -17,8 +17,7 @@ caf::result<wire_buffer> call(link_socket& link, const std::string& where, const
     link.shutdown();
     if (err == caf::sec::request_timeout) return err;
     // What a request to a local shard that died gets, so workers read it the same way.
-    return caf::make_error(caf::sec::request_receiver_down,
-                           "shard at " + where + ": " + describe(err));
+    return caf::make_error(caf::sec::request_receiver_down, where + ": " + describe(err));
   };
   if (auto err = link.send(h, payload)) return lost(std::move(err));
   frame_header r;
@@ -93,27 +92,34 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
 
   // The shard's local socket when it is on this host (and in this network namespace), else TCP.
   auto link = connect_local_link(local_name, request_timeout);
-  auto where = addr.host + ":" + std::to_string(port) + (link ? " (local socket)" : "");
   if (!link)
     link = connect_link(addr.host, port,
                         std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout),
                         request_timeout);
   if (!link) return std::move(link.error());
+  return attach_link(sys, *shard, std::move(*link), index, request_timeout);
+}
+
+caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,
+                                        std::shared_ptr<link_socket> link, int32_t index,
+                                        std::chrono::milliseconds request_timeout) {
   frame_header h;
-  auto hello = (*link)->send(make_header(frame_kind::hello, index, request_timeout.count()));
-  if (!hello) hello = (*link)->receive_header(h);
-  if (!hello && !check_header(h).empty())
-    hello = make_error(errc::malformed_message, "data link at " + where + ": " + check_header(h));
+  auto hello = link->send(make_header(frame_kind::hello, index, request_timeout.count()));
+  if (!hello) hello = link->receive_header(h);
+  if (!hello && !check_header(h).empty()) hello = make_error(errc::malformed_message, check_header(h));
   if (!hello && static_cast<frame_kind>(h.kind) == frame_kind::failure)
-    hello = (*link)->receive_failure(h);
+    hello = link->receive_failure(h);
   else if (!hello && static_cast<frame_kind>(h.kind) != frame_kind::reply)
-    hello = make_error(errc::malformed_message, "data link at " + where + ": no hello reply");
-  if (hello)
+    hello = make_error(errc::malformed_message, "no hello reply");
+  if (hello) {
+    link->shutdown();
     return caf::make_error(caf::sec::cannot_connect_to_node,
-                           "data link of shard " + std::to_string(index) + " at " + where + ": "
-                             + describe(hello));
-  auto proxy = sys.spawn<caf::detached>(shard_proxy, *shard, *link, where);
-  return remote_shard{caf::actor_cast<ps_shard_actor>(proxy), *shard, std::move(*link)};
+                           "data link of shard " + std::to_string(index) + " at " + link->peer()
+                             + ": " + describe(hello));
+  }
+  auto where = "shard " + std::to_string(index) + " (data link to " + link->peer() + ")";
+  auto proxy = sys.spawn<caf::detached>(shard_proxy, shard, link, std::move(where));
+  return remote_shard{caf::actor_cast<ps_shard_actor>(proxy), shard, std::move(link)};
 }
 
 } // namespace actorps

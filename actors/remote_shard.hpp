@@ -26,6 +26,12 @@ struct remote_shard {
   void close() const;
 };
 
+/// Introduces itself on `link` (connected to shard `index`'s data link) and wraps it in a proxy
+/// that sends pulls, push_pulls and snapshots over it and everything else to `shard`.
+caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,
+                                        std::shared_ptr<link_socket> link, int32_t index,
+                                        std::chrono::milliseconds request_timeout);
+
 /// Connects to the shard published at `addr` (retrying until `connect_timeout`, as
 /// connect_to does), then to its data link when its process offers one, introducing itself as
 /// a client of shard `index` whose requests time out after `request_timeout`.

@@ -1,0 +1,210 @@
+// The data link between a worker and a shard in another process (remote_shard.hpp,
+// shard_link_server.hpp), exercised inside one process over real sockets: the same bytes as
+// asking the shard directly, the shard's own errors, held pulls, strangers, a lost shard.
+#include "actors/remote_shard.hpp"
+#include "actors/shard_link_server.hpp"
+#include "shard_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace actorps;
+using namespace actorps::test;
+
+namespace {
+
+using line_atom = caf::atom_constant<caf::atom("line")>;
+
+constexpr auto request_timeout = std::chrono::milliseconds(10000);
+
+/// A shard (from shard_fixture) served by a link server; the server's log lines are sent to the
+/// fixture's scoped actor, so a test can wait for one without sleeping.
+struct link_fixture : shard_fixture {
+  std::unique_ptr<shard_link_server> server;
+
+  explicit link_fixture(train_spec s) : shard_fixture(std::move(s)) {
+    caf::actor me = caf::actor_cast<caf::actor>(*self);
+    auto listening = shard_link_server::listen("127.0.0.1", 0, [me](const std::string& line) {
+      caf::anon_send(me, line_atom::value, line);
+    });
+    REQUIRE(listening);
+    server = std::move(*listening);
+    server->serve(*sys, shard, 0);
+  }
+  ~link_fixture() { server.reset(); }
+
+  remote_shard attach(bool local, int32_t index = 0) {
+    auto link = local ? connect_local_link(server->local_name(), request_timeout)
+                      : connect_link("127.0.0.1", server->port(), request_timeout, request_timeout);
+    REQUIRE(link);
+    auto remote = attach_link(*sys, shard, std::move(*link), index, request_timeout);
+    REQUIRE(remote);
+    return *remote;
+  }
+
+  /// Asks `to` and returns the reply buffer or the error.
+  template <class... Ts>
+  caf::expected<wire_buffer> ask(const ps_shard_actor& to, Ts&&... xs) {
+    caf::expected<wire_buffer> out{caf::none};
+    (*self)->request(to, timeout, std::forward<Ts>(xs)...)
+      .receive([&](wire_buffer& reply) { out = std::move(reply); },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
+  std::string next_log_line() {
+    std::string line;
+    (*self)->receive([&](line_atom, std::string& l) { line = std::move(l); },
+                     caf::after(timeout) >> [] {});
+    return line;
+  }
+};
+
+bool same_bytes(const wire_buffer& a, const wire_buffer& b) {
+  return a.size_bytes() == b.size_bytes() && std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) == 0;
+}
+
+/// A TCP connection of a stranger to the link server.
+int stranger_to(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+} // namespace
+
+TEST_CASE("data link: pull, push_pull and snapshot give the shard's own bytes over TCP and the local socket") {
+  // Two identical async shards: `link` is asked over the data link, `direct` as in one process.
+  auto spec = tiny_spec(consistency::async, 1);
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    link_fixture link{spec};
+    shard_fixture direct{spec};
+    auto remote = link.attach(local);
+    CHECK((remote.link->peer() == "a local socket") == local);
+    auto pulled = link.ask(remote.handle, pull_atom::value, int32_t{0}, int64_t{0});
+    auto expected = link.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
+    REQUIRE(pulled);
+    REQUIRE(expected);
+    CHECK(same_bytes(*pulled, *expected));
+    for (int64_t clock = 0; clock < 4; ++clock) {
+      auto via_link = link.ask(remote.handle, push_pull_atom::value,
+                               link.push_of(0, clock, 0.25f * float(clock + 1)));
+      auto in_process = link.ask(direct.shard, push_pull_atom::value,
+                                 direct.push_of(0, clock, 0.25f * float(clock + 1)));
+      REQUIRE(via_link);
+      REQUIRE(in_process);
+      CHECK(same_bytes(*via_link, *in_process));
+    }
+    auto snap = link.ask(remote.handle, snapshot_atom::value);
+    REQUIRE(snap);
+    CHECK(link.parameters_of(*snap) == direct.snapshot());
+    // Control messages reach the shard itself.
+    (*link.self)->request(remote.handle, timeout, stats_atom::value)
+      .receive([&](shard_stats& s) { CHECK(s.pushes == 4); },
+               [&](caf::error& err) { FAIL(describe(err)); });
+    remote.close();
+  }
+}
+
+TEST_CASE("data link: a refused push comes back as the shard's own error and the link keeps serving") {
+  link_fixture link{tiny_spec(consistency::async, 1)};
+  auto remote = link.attach(false);
+  std::vector<float> grad(link.layout.total_floats(), 0.5f);
+  grad[3] = std::numeric_limits<float>::quiet_NaN();
+  auto refused = link.ask(remote.handle, push_pull_atom::value,
+                          encode_push(0, 0, 0, link.layout, grad.data()));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == make_error(errc::non_finite_value));
+  CHECK(refused.error().category() == error_category);
+  auto garbage = link.ask(remote.handle, push_pull_atom::value, wire_buffer::from_bytes("garbage!", 8));
+  REQUIRE_FALSE(garbage);
+  CHECK(garbage.error() == make_error(errc::malformed_message));
+  // The same link still serves, and nothing was applied by the refused pushes.
+  auto ok = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f));
+  REQUIRE(ok);
+  auto params = link.parameters_of(*ok);
+  for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i] == doctest::Approx(link.initial[i] - 1.0f));
+  CHECK(link.stats().dropped == 2);
+  remote.close();
+}
+
+TEST_CASE("data link: a pull held by the consistency rule is answered over the link once the other worker pushes") {
+  // sync, 2 workers: worker 0's push_pull over the link can only be answered after worker 1's
+  // push (sent straight to the shard); whichever arrives second is answered at once.
+  link_fixture link{tiny_spec(consistency::sync, 2)};
+  auto remote = link.attach(true);
+  caf::actor me = caf::actor_cast<caf::actor>(*link.self);
+  auto push0 = link.push_of(0, 0, 1.0f);
+  auto asker = link.sys->spawn([=](caf::event_based_actor* a) {
+    a->request(remote.handle, timeout, push_pull_atom::value, push0)
+      .then([=](const wire_buffer& reply) { a->send(me, reply); },
+            [=](caf::error& err) { a->send(me, err); });
+  });
+  auto direct = link.ask(link.shard, push_pull_atom::value, link.push_of(1, 0, 3.0f));
+  REQUIRE(direct);
+  wire_buffer via_link;
+  (*link.self)->receive([&](wire_buffer& reply) { via_link = std::move(reply); },
+                        [&](caf::error& err) { FAIL(describe(err)); },
+                        caf::after(timeout) >> [] { FAIL("no reply over the link"); });
+  // Both are the parameters after the one averaged update: lr 1, mean gradient 2.
+  auto params = link.parameters_of(via_link);
+  CHECK(params == link.parameters_of(*direct));
+  for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i] == doctest::Approx(link.initial[i] - 2.0f));
+  CHECK(link.stats().pulls_held == 1);
+  remote.close();
+}
+
+TEST_CASE("data link: strangers and a client of another shard are refused and logged, the server keeps serving") {
+  link_fixture link{tiny_spec(consistency::async, 1)};
+  int fd = stranger_to(link.server->port());
+  std::vector<char> garbage(4096, '\xff');
+  REQUIRE(::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL) > 0);
+  auto line = link.next_log_line();
+  CHECK(line.find("refused a data connection from 127.0.0.1:") == 0);
+  CHECK(line.find("bad magic") != std::string::npos);
+  char byte;
+  CHECK(::recv(fd, &byte, 1, 0) <= 0);  // disconnected
+  ::close(fd);
+
+  auto link_socket = connect_link("127.0.0.1", link.server->port(), request_timeout, request_timeout);
+  REQUIRE(link_socket);
+  auto wrong = attach_link(*link.sys, link.shard, std::move(*link_socket), 3, request_timeout);
+  REQUIRE_FALSE(wrong);
+  CHECK(describe(wrong.error()).find("wrong_shard: this is shard 0, not 3") != std::string::npos);
+  CHECK(link.next_log_line().find("it asked for shard 3") != std::string::npos);
+  CHECK(link.server->refused() == 2);
+
+  auto remote = link.attach(false);
+  CHECK(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+  remote.close();
+}
+
+TEST_CASE("data link: once the shard's side is gone, requests fail as to a dead shard") {
+  // (A shard process that dies closes its sockets the same way; the multi-process fault tests
+  // kill one while workers wait on it.)
+  link_fixture link{tiny_spec(consistency::async, 1)};
+  auto remote = link.attach(false);
+  REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+  link.server.reset();
+  auto later = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 1, 1.0f));
+  REQUIRE_FALSE(later);
+  CHECK(later.error() == caf::sec::request_receiver_down);
+  CHECK(describe(later.error()).find("shard 0 (data link to 127.0.0.1:") == 0);
+  auto again = link.ask(remote.handle, snapshot_atom::value);
+  REQUIRE_FALSE(again);
+  CHECK(again.error() == caf::sec::request_receiver_down);
+  remote.close();
+}
