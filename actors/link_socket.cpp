@@ -24,11 +24,12 @@
 
 namespace actorps {
 
-frame_header make_header(frame_kind kind, int64_t a, int64_t b, uint64_t size) {
+frame_header make_header(frame_kind kind, uint64_t id, int64_t a, int64_t b, uint64_t size) {
   frame_header h;
   h.magic = frame_magic;
   h.version = frame_version;
   h.kind = static_cast<uint16_t>(kind);
+  h.id = id;
   h.a = a;
   h.b = b;
   h.size = size;
@@ -128,17 +129,17 @@ caf::error link_socket::send(const frame_header& h, const void* payload) {
   return {};
 }
 
-caf::error link_socket::send(frame_kind kind, const wire_buffer& payload) {
-  return send(make_header(kind, 0, 0, payload.size_bytes()), payload.bytes());
+caf::error link_socket::send(frame_kind kind, uint64_t id, const wire_buffer& payload) {
+  return send(make_header(kind, id, 0, 0, payload.size_bytes()), payload.bytes());
 }
 
-caf::error link_socket::send_failure(const caf::error& err) {
+caf::error link_socket::send_failure(uint64_t id, const caf::error& err) {
   std::string text;
   const auto& context = err.context();
   if (context.size() > 0 && context.match_element<std::string>(0))
     text = context.get_as<std::string>(0);
   if (text.size() > max_failure_text) text.resize(max_failure_text);
-  auto h = make_header(frame_kind::failure, err.code(),
+  auto h = make_header(frame_kind::failure, id, err.code(),
                        static_cast<int64_t>(static_cast<uint64_t>(err.category())), text.size());
   return send(h, text.data());
 }
@@ -172,14 +173,22 @@ caf::expected<wire_buffer> link_socket::receive_buffer(const frame_header& h) {
   return wire_buffer{std::move(storage), words};
 }
 
-caf::error link_socket::receive_failure(const frame_header& h) {
+caf::error link_socket::receive_failure(const frame_header& h, caf::error& carried) {
   std::string text(h.size, '\0');
   if (h.size > 0)
     if (auto err = receive_bytes(text.data(), text.size())) return err;
   auto code = static_cast<uint8_t>(h.a);
   auto category = static_cast<caf::atom_value>(static_cast<uint64_t>(h.b));
-  if (text.empty()) return caf::error{code, category};
-  return caf::error{code, category, caf::make_message(std::move(text))};
+  carried = text.empty() ? caf::error{code, category}
+                         : caf::error{code, category, caf::make_message(std::move(text))};
+  return {};
+}
+
+void link_socket::set_receive_timeout(std::chrono::milliseconds timeout) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
 void tune_link_socket(int fd, std::chrono::milliseconds receive_timeout) {

@@ -23,6 +23,9 @@
 
 namespace actorps {
 
+// Several requests may be in flight on one connection: the shard side asks its shard in arrival
+// order and sends each answer as soon as it has it (a held pull's answer may overtake nothing
+// but its successors); the answer carries its request's id.
 enum class frame_kind : uint16_t {
   hello = 1,      ///< client → shard, first: a = shard index expected, b = request timeout (ms)
   push_pull = 2,  ///< payload: a Push
@@ -37,24 +40,26 @@ struct frame_header {
   uint32_t magic = 0;
   uint16_t version = 0;
   uint16_t kind = 0;
+  uint64_t id = 0;    ///< the request's id; an answer carries the id of its request
   int64_t a = 0;
   int64_t b = 0;
   uint64_t size = 0;  ///< payload bytes that follow
 };
-static_assert(sizeof(frame_header) == 32, "the frame header is 32 bytes on the wire");
+static_assert(sizeof(frame_header) == 40, "the frame header is 40 bytes on the wire");
 
 inline constexpr uint32_t frame_magic = 0x4c535041;  // "APSL"
 inline constexpr uint16_t frame_version = 1;
 /// Largest error text accepted in a failure frame.
 inline constexpr uint64_t max_failure_text = 64 * 1024;
 
-frame_header make_header(frame_kind kind, int64_t a = 0, int64_t b = 0, uint64_t size = 0);
+frame_header make_header(frame_kind kind, uint64_t id = 0, int64_t a = 0, int64_t b = 0,
+                         uint64_t size = 0);
 
 /// Empty if `h` is a frame this version understands, else what is wrong with it.
 std::string check_header(const frame_header& h);
 
-/// One connected TCP socket carrying frames. Sends and receives block; a socket is used by one
-/// thread at a time, except shutdown(), which any thread may call to end a blocked call.
+/// One connected socket carrying frames. Sends and receives block; one thread sends and one
+/// receives at a time, and shutdown() may be called from any thread to end blocked calls.
 class link_socket {
 public:
   explicit link_socket(int fd);
@@ -64,16 +69,20 @@ public:
 
   /// Sends a header and `size` payload bytes with as few system calls as the kernel allows.
   caf::error send(const frame_header& h, const void* payload = nullptr);
-  caf::error send(frame_kind kind, const wire_buffer& payload);
+  caf::error send(frame_kind kind, uint64_t id, const wire_buffer& payload);
   /// Sends a failure frame carrying `err` (its code, category and first context string).
-  caf::error send_failure(const caf::error& err);
+  caf::error send_failure(uint64_t id, const caf::error& err);
 
   /// Receives the next header (exit_reason::remote_link_unreachable once the peer has closed).
   caf::error receive_header(frame_header& h);
   /// Receives a payload of h.size bytes (a multiple of 8) into a new buffer.
   caf::expected<wire_buffer> receive_buffer(const frame_header& h);
-  /// Receives a failure frame's payload and rebuilds the error it carries.
-  caf::error receive_failure(const frame_header& h);
+  /// Receives a failure frame's payload into `carried`, the error it carries; returns an error
+  /// only if the link broke.
+  caf::error receive_failure(const frame_header& h, caf::error& carried);
+
+  /// Receives fail with sec::request_timeout after `timeout` without data (0: wait forever).
+  void set_receive_timeout(std::chrono::milliseconds timeout);
 
   /// Ends the connection: blocked and later calls fail. Safe from any thread, any number of
   /// times; the descriptor itself is closed by the destructor only.

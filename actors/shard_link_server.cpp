@@ -23,20 +23,26 @@ namespace {
 
 using refused_counter = std::shared_ptr<std::atomic<std::size_t>>;
 
-/// One request frame's answer from the shard, sent back on the link; false once the link is
-/// gone (the client left) and the session should end.
-template <class... Ts>
-bool answer(caf::blocking_actor* self, link_socket& link, const ps_shard_actor& shard,
-            caf::timespan timeout, Ts&&... xs) {
-  caf::error sent;
-  self->request(shard, timeout, std::forward<Ts>(xs)...)
-    .receive([&](wire_buffer& reply) { sent = link.send(frame_kind::reply, reply); },
-             [&](caf::error& err) { sent = link.send_failure(err); });
-  return !sent;
+/// Asks the shard for each request the reader hands over, in arrival order (the shard sees a
+/// connection's requests in the order the client sent them), and writes every answer the moment
+/// it has it. Detached: a send blocks while the socket is full.
+caf::behavior link_writer(caf::event_based_actor* self, std::shared_ptr<link_socket> link,
+                          ps_shard_actor shard, caf::timespan timeout) {
+  auto ask = [=](uint64_t id, auto&&... xs) {
+    self->request(shard, timeout, std::forward<decltype(xs)>(xs)...)
+      .then([=](wire_buffer& reply) { if (link->send(frame_kind::reply, id, reply)) self->quit(); },
+            [=](caf::error& err) { if (link->send_failure(id, err)) self->quit(); });
+  };
+  return {
+    [=](push_pull_atom a, uint64_t id, wire_buffer& push) { ask(id, a, std::move(push)); },
+    [=](pull_atom a, uint64_t id, int32_t worker, int64_t clock) { ask(id, a, worker, clock); },
+    [=](snapshot_atom a, uint64_t id) { ask(id, a); },
+  };
 }
 
-/// Serves one connection: a hello naming this shard, then request frames until the client
-/// closes. Anything that is not a well-formed frame ends the connection with a log line.
+/// Serves one connection: a hello naming this shard, then reads request frames until the client
+/// closes, handing each to the connection's writer. Anything that is not a well-formed frame ends
+/// the connection with a log line. A blocking actor: it waits in recv() between requests.
 void link_session(caf::blocking_actor* self, std::shared_ptr<link_socket> link,
                   ps_shard_actor shard, int32_t shard_index, shard_link_server::log_fn log,
                   refused_counter refused) {
@@ -51,34 +57,34 @@ void link_session(caf::blocking_actor* self, std::shared_ptr<link_socket> link,
   if (static_cast<frame_kind>(h.kind) != frame_kind::hello)
     return refuse("the first frame is not a hello");
   if (h.a != shard_index) {
-    link->send_failure(make_error(errc::wrong_shard, "this is shard " + std::to_string(shard_index)
-                                                       + ", not " + std::to_string(h.a)));
+    link->send_failure(0, make_error(errc::wrong_shard, "this is shard " + std::to_string(shard_index)
+                                                          + ", not " + std::to_string(h.a)));
     return refuse("it asked for shard " + std::to_string(h.a));
   }
   // The client's own request timeout bounds every request made for it (at least 1 s).
   caf::timespan timeout = std::chrono::milliseconds(std::max<int64_t>(h.b, 1000));
   if (link->send(make_header(frame_kind::reply))) return;
+  auto writer = self->system().spawn<caf::detached>(link_writer, link, shard, timeout);
   while (!link->receive_header(h)) {
-    if (auto why = check_header(h); !why.empty()) return refuse(why);
-    bool open = true;
-    switch (static_cast<frame_kind>(h.kind)) {
-      case frame_kind::push_pull: {
-        auto push = link->receive_buffer(h);
-        if (!push) return;
-        open = answer(self, *link, shard, timeout, push_pull_atom::value, std::move(*push));
-        break;
-      }
-      case frame_kind::pull:
-        open = answer(self, *link, shard, timeout, pull_atom::value, static_cast<int32_t>(h.a), h.b);
-        break;
-      case frame_kind::snapshot:
-        open = answer(self, *link, shard, timeout, snapshot_atom::value);
-        break;
-      default:
-        return refuse("a frame of kind " + std::to_string(h.kind) + " where a request belongs");
+    if (auto why = check_header(h); !why.empty()) {
+      refuse(why);
+      break;
     }
-    if (!open) return;
+    auto kind = static_cast<frame_kind>(h.kind);
+    if (kind == frame_kind::push_pull) {
+      auto push = link->receive_buffer(h);
+      if (!push) break;
+      caf::anon_send(writer, push_pull_atom::value, h.id, std::move(*push));
+    } else if (kind == frame_kind::pull) {
+      caf::anon_send(writer, pull_atom::value, h.id, static_cast<int32_t>(h.a), h.b);
+    } else if (kind == frame_kind::snapshot) {
+      caf::anon_send(writer, snapshot_atom::value, h.id);
+    } else {
+      refuse("a frame of kind " + std::to_string(h.kind) + " where a request belongs");
+      break;
+    }
   }
+  caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);  // the client has gone
 }
 
 /// Listens on a fresh abstract Unix socket; its name carries 64 random bits, so a client on

@@ -86,20 +86,21 @@ struct driver_state {
   static inline const char* name = "bench_driver";
   ps_shard_actor shard;
   worker_side* side = nullptr;
-  std::size_t done = 0;
-  bench_clock::time_point t0;
-  caf::typed_response_promise<int64_t> promise;
+  std::size_t issued = 0, done = 0;
+  bench_clock::time_point started;
+  caf::typed_response_promise<double> promise;  ///< the wall time of the whole run, ms
 };
 
 using driver_ptr = caf::stateful_actor<driver_state>*;
 
+/// Sends the next push_pull (the push for the next clock, as a worker does); its reply sends
+/// the one after, so as many are in flight as were started. The shard serves one worker's
+/// pushes in order, so pipelined pushes are valid in async mode.
 void next_round(driver_ptr self) {
   auto& st = self->state;
-  if (st.done == st.side->times.size()) {
-    st.promise.deliver(static_cast<int64_t>(st.done));
-    return;
-  }
-  st.t0 = bench_clock::now();
+  if (st.issued == st.side->times.size()) return;
+  auto slot = st.issued++;
+  auto t0 = bench_clock::now();
   auto push = encode_push(0, st.side->clock++, 0, st.side->layout, st.side->grad.data());
   self->request(st.shard, timeout, push_pull_atom::value, std::move(push))
     .then(
@@ -110,8 +111,11 @@ void next_round(driver_ptr self) {
           st.promise.deliver(msg.error());
           return;
         }
-        st.side->times[st.done++] = ms_since(st.t0);
-        next_round(self);
+        st.side->times[slot] = ms_since(t0);
+        if (++st.done == st.side->times.size())
+          st.promise.deliver(ms_since(st.started));
+        else
+          next_round(self);
       },
       [=](caf::error& err) { self->state.promise.deliver(err); });
 }
@@ -120,12 +124,13 @@ caf::behavior driver(driver_ptr self, ps_shard_actor shard, worker_side* side) {
   self->state.shard = shard;
   self->state.side = side;
   return {
-    [=](run_atom, int64_t rounds) -> caf::result<int64_t> {
+    [=](run_atom, int64_t rounds, int32_t in_flight) -> caf::result<double> {
       auto& st = self->state;
       st.side->times.assign(static_cast<std::size_t>(rounds), 0.0);
-      st.done = 0;
-      st.promise = self->make_response_promise<int64_t>();
-      next_round(self);
+      st.issued = st.done = 0;
+      st.started = bench_clock::now();
+      st.promise = self->make_response_promise<double>();
+      for (int32_t i = 0; i < in_flight; ++i) next_round(self);
       return st.promise;
     },
   };
@@ -208,6 +213,7 @@ struct options {
   int64_t floats = 1048575;
   uint32_t block_floats = 65536;
   int iterations = 200, warmup = 10, threads = 2;
+  int in_flight = 4;     ///< push_pulls in flight in the pipelined run
   int serve = 0;         ///< > 0: publish a shard on 127.0.0.1:serve and wait (the shard process)
   std::string connect;   ///< host:port: drive the shard published there (the worker process)
   bool no_data_link = false;  ///< serve: offer no data link; everything over CAF's middleman
@@ -289,18 +295,25 @@ int run(const options& o) {
     .receive([&](caf::ok_atom) { ok = true; }, [&](caf::error&) {});
   if (!ok) throw std::runtime_error("shard init failed");
 
-  // Event-based driver: warm-up rounds, then the timed ones.
+  // Event-based driver: warm-up rounds, then the timed ones, one in flight (a worker's round
+  // trip); then the same with --in-flight pipelined (the throughput of the connection).
   auto drv = sys.spawn(driver, shard, &side);
-  int64_t faults_before = 0;
-  for (int64_t rounds : {int64_t{o.warmup}, int64_t{o.iterations}}) {
-    faults_before = minor_faults();
+  auto drive = [&](int64_t rounds, int32_t in_flight) {
+    double wall_ms = 0;
     caf::error failure;
-    self->request(drv, timeout, run_atom::value, rounds)
-      .receive([](int64_t) {}, [&](caf::error& err) { failure = std::move(err); });
+    self->request(drv, timeout, run_atom::value, rounds, in_flight)
+      .receive([&](double ms) { wall_ms = ms; }, [&](caf::error& err) { failure = std::move(err); });
     if (failure) throw std::runtime_error("event driver: " + describe(failure));
-  }
+    return wall_ms;
+  };
+  drive(o.warmup, 1);
+  auto faults_before = minor_faults();
+  drive(o.iterations, 1);
   auto event_times = side.times;
   auto event_faults = minor_faults() - faults_before;
+  drive(o.warmup, o.in_flight);
+  auto pipelined_ms = drive(o.iterations, o.in_flight) / o.iterations;
+  auto pipelined_latency = side.times;
   self->send_exit(drv, caf::exit_reason::user_shutdown);
 
   // Scoped driver: the same round trip from a blocking thread.
@@ -346,6 +359,10 @@ int run(const options& o) {
                         .add_raw("round_trip_ms", summary_json(event_times))
                         .add("push_pull_GBps", gbps(event_times, payload))
                         .add("bytes_moved_GBps", gbps(event_times, 2 * payload))
+                        .add("in_flight", o.in_flight)
+                        .add("pipelined_ms_per_push_pull", pipelined_ms)
+                        .add("pipelined_push_pull_GBps", payload / (pipelined_ms * 1e-3) / 1e9)
+                        .add_raw("pipelined_round_trip_ms", summary_json(pipelined_latency))
                         .add("minor_faults_per_round_trip", double(event_faults) / o.iterations)
                         .add_raw("scoped_round_trip_ms", summary_json(scoped_times))
                         .add("scoped_push_pull_GBps", gbps(scoped_times, payload))
@@ -367,6 +384,8 @@ int main(int argc, char** argv) {
     ("block-floats", po::value(&o.block_floats)->default_value(o.block_floats), "floats per block")
     ("iterations", po::value(&o.iterations)->default_value(o.iterations), "timed round trips")
     ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed round trips first")
+    ("in-flight", po::value(&o.in_flight)->default_value(o.in_flight),
+     "push_pulls kept in flight in the pipelined run")
     ("threads", po::value(&o.threads)->default_value(o.threads), "CAF scheduler threads")
     ("serve", po::value(&o.serve), "publish a shard on 127.0.0.1:PORT and wait (shard process)")
     ("connect", po::value(&o.connect), "drive the shard at HOST:PORT (worker process)")
@@ -383,8 +402,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
-    if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1)
-      throw po::error("--floats, --block-floats, --iterations, --threads must be positive");
+    if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1
+        || o.in_flight < 1)
+      throw po::error("--floats, --block-floats, --iterations, --threads, --in-flight must be positive");
     return o.serve > 0 ? serve(o) : run(o);
   } catch (const po::error& e) {
     std::fprintf(stderr, "actorps_bench_transport: %s\n", e.what());

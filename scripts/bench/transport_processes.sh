@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Push+pull throughput between a worker process and a shard process on loopback, for payloads of
-# 64 KiB, 1 MiB, 4 MiB and 16 MiB, next to the same figure inside one process and next to the
-# loopback TCP limit measured by iperf3. Writes one JSON file.
+# Push+pull throughput between a worker process and a shard process on one host, for payloads of
+# 64 KiB, 1 MiB, 4 MiB and 16 MiB, over each transport a worker can use: the data link over
+# loopback TCP (what tasks on different hosts use), the data link over a local socket (what
+# tasks on the same host use), and CAF's middleman alone (before the data link); next to the same
+# figure inside one process and the loopback TCP limit measured by iperf3. Writes one JSON file.
 # usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,10 +30,14 @@ wait "$server" 2>/dev/null || true; server=""
 
 for floats in 16384 262144 1048576 4194304; do
   "$bench" --floats "$floats" --iterations "$iterations" > "$tmp/local-$floats.json"
-  port=$(free_port)
-  "$bench" --serve "$port" 2> "$tmp/serve.log" & server=$!
-  "$bench" --floats "$floats" --iterations "$iterations" --connect "127.0.0.1:$port" > "$tmp/remote-$floats.json"
-  wait "$server" || true; server=""
+  for transport in tcp socket caf; do
+    case $transport in tcp) flag=--tcp-link ;; socket) flag="" ;; caf) flag=--no-data-link ;; esac
+    port=$(free_port)
+    "$bench" --serve "$port" $flag 2> "$tmp/serve.log" & server=$!
+    "$bench" --floats "$floats" --iterations "$iterations" --connect "127.0.0.1:$port" \
+      > "$tmp/$transport-$floats.json"
+    wait "$server" || true; server=""
+  done
 done
 
 "$python" - "$tmp" "$out" <<'PY'
@@ -42,25 +48,29 @@ tcp = iperf["end"]["sum_received"]["bits_per_second"] / 8 / 1e9
 rows = []
 for floats in (16384, 262144, 1048576, 4194304):
     local = json.load(open(os.path.join(tmp, f"local-{floats}.json")))
-    remote = json.load(open(os.path.join(tmp, f"remote-{floats}.json")))
-    rows.append({"payload_bytes": remote["payload_bytes"],
-                 "in_process_round_trip_ms": local["round_trip_ms"]["median"],
-                 "in_process_push_pull_GBps": local["push_pull_GBps"],
-                 "two_process_round_trip_ms": remote["round_trip_ms"],
-                 "two_process_push_pull_GBps": remote["push_pull_GBps"],
-                 "two_process_bytes_moved_GBps": remote["bytes_moved_GBps"],
-                 "two_process_scoped_round_trip_ms": remote["scoped_round_trip_ms"]["median"],
-                 "components_ms": remote["components_ms"]})
+    row = {"payload_bytes": local["payload_bytes"],
+           "in_process_round_trip_ms": local["round_trip_ms"]["median"],
+           "in_process_push_pull_GBps": local["push_pull_GBps"]}
+    for transport in ("tcp", "socket", "caf"):
+        r = json.load(open(os.path.join(tmp, f"{transport}-{floats}.json")))
+        row[transport] = {"transport": r["transport"], "round_trip_ms": r["round_trip_ms"],
+                          "push_pull_GBps": r["push_pull_GBps"],
+                          "bytes_moved_GBps": r["bytes_moved_GBps"],
+                          "scoped_round_trip_ms": r["scoped_round_trip_ms"]["median"]}
+    row["components_ms"] = local["components_ms"]
+    rows.append(row)
 four = next(r for r in rows if abs(r["payload_bytes"] - 4 * 2**20) < 8192)
+ratio = lambda t: 1.7 / four[t]["round_trip_ms"]["median"]
 result = {"bench": "transport_processes", "loopback_tcp_GBps_iperf3": tcp, "sizes": rows,
           "ps_lite_4MiB_push_pull_ms": 1.7,
-          "ratio_vs_ps_lite_4MiB": 1.7 / four["two_process_round_trip_ms"]["median"],
+          "ratio_vs_ps_lite_4MiB": {t: ratio(t) for t in ("tcp", "socket", "caf")},
           "load_average": os.getloadavg()[0]}
 json.dump(result, open(out, "w"), indent=1)
-print(f"loopback TCP (iperf3): {tcp:.2f} GB/s")
+print(f"loopback TCP (iperf3): {tcp:.2f} GB/s; push+pull round trip, median ms (GB/s of payload):")
+print(f"{'payload':>10} {'in-process':>17} {'link, TCP':>17} {'link, socket':>17} {'CAF only':>17}")
+cell = lambda ms, gbps: f"{ms:8.3f} ({gbps:5.2f})"
 for r in rows:
-    print(f"{r['payload_bytes']/2**20:7.3f} MiB  in-process {r['in_process_round_trip_ms']:7.3f} ms "
-          f"({r['in_process_push_pull_GBps']:.2f} GB/s)   two processes {r['two_process_round_trip_ms']['median']:7.3f} ms "
-          f"({r['two_process_push_pull_GBps']:.2f} GB/s)")
-print(f"4 MiB vs ps-lite's 1.7 ms: {result['ratio_vs_ps_lite_4MiB']:.2f}x  -> {out}")
+    print(f"{r['payload_bytes']/2**20:6.3f} MiB {cell(r['in_process_round_trip_ms'], r['in_process_push_pull_GBps']):>17} "
+          + " ".join(f"{cell(r[t]['round_trip_ms']['median'], r[t]['push_pull_GBps']):>17}" for t in ("tcp", "socket", "caf")))
+print("4 MiB vs ps-lite's 1.7 ms: " + ", ".join(f"{t} {v:.2f}x" for t, v in result["ratio_vs_ps_lite_4MiB"].items()) + f"  -> {out}")
 PY
