@@ -70,6 +70,7 @@ line=$(grep '"event":"summary"' "$dir/m.jsonl") || fail "no summary"
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
 grep '"event":"recovery"' "$dir/m.jsonl"
 kill -9 "${task_pid[worker:0]}"  # still frozen: nobody can stop it but us
+wait "${task_pid[worker:0]}" 2>/dev/null || true  # reaped: its sockets are closed
 for t in ps:0 ps:1 worker:1 evaluator:0; do
   set +e; timeout 15 tail --pid="${task_pid[$t]}" -f /dev/null; waited=$?; wait "${task_pid[$t]}"; s=$?; set -e
   [ "$waited" = 0 ] || fail "$t still running after the run"
