@@ -34,6 +34,16 @@ struct shard_set {
   void close() const {
     for (const auto& s : remote) s.close();
   }
+  /// "2 shard(s) (data links: tcp, local socket)", for the log.
+  std::string describe() const {
+    std::string out = std::to_string(remote.size()) + " shard(s) (data links:";
+    for (std::size_t i = 0; i < remote.size(); ++i) {
+      const auto& link = remote[i].link;
+      out += i ? ", " : " ";
+      out += !link ? "none, over CAF" : link->peer() == "a local socket" ? "local socket" : "tcp";
+    }
+    return out + ")";
+  }
 };
 
 /// Connects to every shard of the setup, with its data link.
@@ -104,8 +114,8 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       wc.train = data;
       wc.shards = shards->handles();
       wc.chief = caf::actor_cast<chief_actor>(self->current_sender());  // the chief asked
-      log_line(self->state.cfg.name, "connected to " + std::to_string(wc.shards.size())
-                                       + " shard(s); starting worker " + std::to_string(wc.index));
+      log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting worker "
+                                       + std::to_string(wc.index));
       auto worker = spawn_worker(self->system(), std::move(wc));
       close_links_with(worker, std::move(*shards));
       // Not linked: the chief may stop the role (a rollback) and set this task up again.
@@ -118,8 +128,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       auto& [setup, data] = *prepared;
       auto shards = connect_shards(self, setup);
       if (!shards) return std::move(shards.error());
-      log_line(self->state.cfg.name, "connected to " + std::to_string(shards->remote.size())
-                                       + " shard(s); starting the evaluator");
+      log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting the evaluator");
       auto evaluator = spawn_evaluator(self->system(),
                                        {setup.spec, data, shards->handles(), setup.request_timeout});
       close_links_with(evaluator, std::move(*shards));

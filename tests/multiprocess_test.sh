@@ -24,6 +24,11 @@ ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect
 for task in chief:0 ps:0 ps:1 worker:0 worker:1 evaluator:0; do
   grep -q "^$task | " "$dir/launch.log" || fail "no lines prefixed with $task"
 done
+# One host: pulls and pushes take the shards' local sockets, not CAF.
+for task in worker:0 worker:1 evaluator:0; do
+  grep -q "^$task | .*connected to 2 shard(s) (data links: local socket, local socket)" "$dir/launch.log" \
+    || fail "$task did not use local data links"
+done
 line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
 [ "$(summary_field "$line" clocks)" = 300 ] || fail "clocks: $line"
 [ "$(summary_field "$line" dropped_messages)" = 0 ] || fail "dropped: $line"

@@ -66,6 +66,11 @@ cat "$dir/chief.log"
 [ "$status" = 0 ] || { tail -n 5 "$dir"/*.log; fail "the chief exited $status"; }
 for p in "${pids[@]}"; do wait "$p" || fail "a task exited non-zero"; done
 grep -h "serving on" "$dir"/*.log
+# Each task is a host of its own: the data links to the shards run over TCP between namespaces.
+for t in worker:0 worker:1 evaluator:0; do
+  grep -q "connected to 2 shard(s) (data links: tcp, tcp)" "$dir/$t.log" \
+    || { cat "$dir/$t.log"; fail "$t did not reach the shards over TCP data links"; }
+done
 line=$(grep '"event":"summary"' "$dir/m.jsonl")
 "$python" -c "import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s['clocks']==300 and s['final_test_accuracy']>0.9 else 1)" "$line" \
   || fail "unexpected summary: $line"
