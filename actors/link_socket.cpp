@@ -225,19 +225,26 @@ caf::expected<std::shared_ptr<link_socket>> connect_local_link(const std::string
   return std::make_shared<link_socket>(fd);
 }
 
+address_list resolve_stream(const std::string& host, uint16_t port, bool passive, std::string& why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    why = gai_strerror(rc);
+    return {nullptr, freeaddrinfo};
+  }
+  return {found, freeaddrinfo};
+}
+
 caf::expected<std::shared_ptr<link_socket>> connect_link(const std::string& host, uint16_t port,
                                                          std::chrono::milliseconds timeout,
                                                          std::chrono::milliseconds receive_timeout) {
   auto where = host + ":" + std::to_string(port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
-    return caf::make_error(caf::sec::cannot_connect_to_node,
-                           "data link to " + where + ": " + gai_strerror(rc));
   std::string why = "no address";
-  for (auto* ai = found; ai != nullptr; ai = ai->ai_next) {
+  auto found = resolve_stream(host, port, false, why);
+  for (auto* ai = found.get(); ai != nullptr; ai = ai->ai_next) {
     int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) {
       why = std::strerror(errno);
@@ -265,11 +272,9 @@ caf::expected<std::shared_ptr<link_socket>> connect_link(const std::string& host
       ::close(fd);
       continue;
     }
-    freeaddrinfo(found);
     tune_link_socket(fd, receive_timeout);
     return std::make_shared<link_socket>(fd);
   }
-  freeaddrinfo(found);
   return caf::make_error(caf::sec::cannot_connect_to_node, "data link to " + where + ": " + why);
 }
 

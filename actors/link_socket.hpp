@@ -15,6 +15,8 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include <netdb.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -100,6 +102,11 @@ private:
   std::mutex shutdown_mutex_;
   bool shut_ = false;
 };
+
+/// The addresses of host:port for a stream socket (`passive`: to listen on), freed with the
+/// pointer; null with `why` set when the name does not resolve.
+using address_list = std::unique_ptr<addrinfo, void (*)(addrinfo*)>;
+address_list resolve_stream(const std::string& host, uint16_t port, bool passive, std::string& why);
 
 /// Sets what every data connection uses: no Nagle delay, the largest socket buffers the host
 /// allows (a 4 MiB payload then leaves in one go), and, when > 0, a receive timeout.

@@ -110,17 +110,9 @@ std::pair<int, std::string> listen_local() {
 
 caf::expected<std::unique_ptr<shard_link_server>>
 shard_link_server::listen(const std::string& host, uint16_t port, log_fn log) {
-  auto where = host + ":" + std::to_string(port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
-    return caf::make_error(caf::sec::cannot_open_port,
-                           "cannot listen for data links on " + where + ": " + gai_strerror(rc));
   std::string why = "no address";
-  for (auto* ai = found; ai != nullptr; ai = ai->ai_next) {
+  auto found = resolve_stream(host, port, true, why);
+  for (auto* ai = found.get(); ai != nullptr; ai = ai->ai_next) {
     int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
       why = std::strerror(errno);
@@ -139,14 +131,12 @@ shard_link_server::listen(const std::string& host, uint16_t port, log_fn log) {
     uint16_t actual = bound.ss_family == AF_INET6
                         ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    freeaddrinfo(found);
     auto [local_fd, local_name] = listen_local();
     return std::unique_ptr<shard_link_server>(
       new shard_link_server(fd, actual, local_fd, std::move(local_name), std::move(log)));
   }
-  freeaddrinfo(found);
-  return caf::make_error(caf::sec::cannot_open_port,
-                         "cannot listen for data links on " + where + ": " + why);
+  return caf::make_error(caf::sec::cannot_open_port, "cannot listen for data links on " + host
+                                                       + ":" + std::to_string(port) + ": " + why);
 }
 
 shard_link_server::shard_link_server(int fd, uint16_t port, int local_fd, std::string local_name,
