@@ -1,6 +1,7 @@
 #include "actors/deployment.hpp"
 
 #include "actors/connect.hpp"
+#include "actors/guarded_publish.hpp"
 #include "actors/log.hpp"
 #include "actors/ps_shard.hpp"
 #include "actors/shard_link_server.hpp"
@@ -22,12 +23,17 @@ bool is_orderly(const caf::error& reason) {
          || reason == caf::exit_reason::user_shutdown;
 }
 
-/// Publishes `handle` on the task's own address; the error names the address.
+/// Publishes `handle` on the task's own address; the error names the address. A connection
+/// CAF refuses there (a stranger, a malformed handshake) is logged under the task's name.
 template <class Handle>
-caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr) {
+caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr,
+                                   const std::string& task) {
   // SO_REUSEADDR: a restarted task may bind while the last run's sockets are in TIME_WAIT;
   // a port another process listens on is still refused.
-  auto port = sys.middleman().publish(handle, addr.port, addr.host.c_str(), true);
+  auto port = publish_guarded(sys, handle, addr.host, addr.port,
+                              [task](const std::string& peer, const std::string& why) {
+                                log_line(task, "refused a connection from " + peer + ": " + why);
+                              });
   if (!port)
     return caf::make_error(caf::sec::cannot_open_port,
                            "cannot listen on " + addr.text() + " (in use, or not an address of "
@@ -43,7 +49,7 @@ template <class Handle, class Join>
                         Join join) {
   auto name = opts.task.text();
   auto local = caf::actor_cast<caf::actor>(handle);
-  if (auto port = publish_on(sys, handle, opts.cluster.address(opts.task)); !port) {
+  if (auto port = publish_on(sys, handle, opts.cluster.address(opts.task), name); !port) {
     log_line(name, describe(port.error()));
     std::fflush(nullptr);
     std::_Exit(2);
@@ -124,7 +130,7 @@ caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_
   configure_system(sys_cfg, opts.scheduler_threads, opts.network);
   caf::actor_system sys{sys_cfg};
   auto chief = spawn_chief(sys, std::move(cfg));
-  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task)); !port) {
+  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task), "chief"); !port) {
     caf::anon_send_exit(chief, caf::exit_reason::kill);
     return port.error();
   }

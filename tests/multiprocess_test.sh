@@ -3,7 +3,8 @@
 #  1. scripts/launch_local.sh trains synthetic data, the summary is right and the chief alone
 #     exports the model (--export-dir);
 #  2. strangers sending garbage to a shard's and a worker's port, and a peer expecting another
-#     message interface, are turned away while the run goes on and finishes cleanly;
+#     message interface, are turned away while the run goes on and finishes cleanly; each
+#     stranger is logged, with its address, by the task it tried;
 #  3. SIGKILL on the chief makes every other task exit non-zero within the connect timeout;
 #  4. SIGTERM to launch_local.sh stops every task (as Ctrl-C does; a background job of a script
 #     ignores SIGINT, so the test sends TERM).
@@ -92,6 +93,15 @@ grep -q "another message interface" "$dir/wrong.log" || { cat "$dir/wrong.log"; 
 for p in "${task_pids[@]}"; do wait "$p" || fail "a task exited non-zero after a clean run"; done
 line=$(grep '"event":"summary"' "$dir/m2.jsonl")
 [ "$(summary_field "$line" clocks)" = 1500 ] || fail "clocks: $line"
+# Each stranger is logged once, with its address, by the task it tried; no CAF peer of the run
+# (nor the mismatched ps, whose handshake was fine) is.
+for t in ps:0 worker:0; do
+  n=$(grep -c "^\[$t\] refused a connection from 127\.0\.0\.1:[0-9]*: not a CAF peer" "$dir/$t.log" || true)
+  [ "$n" = 1 ] || fail "$t logged $n refusals of the stranger, not 1"
+done
+for f in ps:1 worker:1 evaluator:0 chief2; do
+  if grep -q "refused a connection" "$dir/$f.log"; then fail "$f.log reports a refused connection"; fi
+done
 no_listeners "$dir/c2.json"
 
 echo "== 3. losing the chief stops every task, non-zero, within the connect timeout"
