@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/bench/transport_processes.json iterations=60 build=build
 while getopts "o:i:b:" opt; do
-  case $opt in o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; *) sed -n 5p "$0"; exit 2 ;; esac
+  case $opt in o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; *) sed -n 7p "$0"; exit 2 ;; esac
 done
 bench=$build/actorps_bench_transport
 [ -x "$bench" ] || { echo "$bench is missing: run scripts/setup.sh first" >&2; exit 2; }
@@ -56,7 +56,9 @@ for floats in (16384, 262144, 1048576, 4194304):
         row[transport] = {"transport": r["transport"], "round_trip_ms": r["round_trip_ms"],
                           "push_pull_GBps": r["push_pull_GBps"],
                           "bytes_moved_GBps": r["bytes_moved_GBps"],
-                          "scoped_round_trip_ms": r["scoped_round_trip_ms"]["median"]}
+                          "scoped_round_trip_ms": r["scoped_round_trip_ms"]["median"],
+                          "in_flight": r["in_flight"],
+                          "pipelined_ms_per_push_pull": r["pipelined_ms_per_push_pull"]}
     row["components_ms"] = local["components_ms"]
     rows.append(row)
 four = next(r for r in rows if abs(r["payload_bytes"] - 4 * 2**20) < 8192)
@@ -72,5 +74,7 @@ cell = lambda ms, gbps: f"{ms:8.3f} ({gbps:5.2f})"
 for r in rows:
     print(f"{r['payload_bytes']/2**20:6.3f} MiB {cell(r['in_process_round_trip_ms'], r['in_process_push_pull_GBps']):>17} "
           + " ".join(f"{cell(r[t]['round_trip_ms']['median'], r[t]['push_pull_GBps']):>17}" for t in ("tcp", "socket", "caf")))
+print(f"4 MiB with {four['tcp']['in_flight']} push+pulls in flight, ms each: "
+      + ", ".join(f"{t} {four[t]['pipelined_ms_per_push_pull']:.3f}" for t in ("tcp", "socket", "caf")))
 print("4 MiB vs ps-lite's 1.7 ms: " + ", ".join(f"{t} {v:.2f}x" for t, v in result["ratio_vs_ps_lite_4MiB"].items()) + f"  -> {out}")
 PY
