@@ -3,7 +3,8 @@
 # 64 KiB, 1 MiB, 4 MiB and 16 MiB, over each transport a worker can use: the data link over
 # loopback TCP (what tasks on different hosts use), the data link over a local socket (what
 # tasks on the same host use), and CAF's middleman alone (before the data link); next to the same
-# figure inside one process and the loopback TCP limit measured by iperf3. Writes one JSON file.
+# figure inside one process, the loopback TCP limit measured by iperf3, and the floor: the same
+# sockets echoing frames of the payload's size, with nothing else to do. Writes one JSON file.
 # usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,7 +13,10 @@ while getopts "o:i:b:" opt; do
   case $opt in o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; *) sed -n 7p "$0"; exit 2 ;; esac
 done
 bench=$build/actorps_bench_transport
-[ -x "$bench" ] || { echo "$bench is missing: run scripts/setup.sh first" >&2; exit 2; }
+floor=$build/actorps_bench_socket_floor
+for b in "$bench" "$floor"; do
+  [ -x "$b" ] || { echo "$b is missing: run scripts/setup.sh first" >&2; exit 2; }
+done
 command -v iperf3 > /dev/null || { echo "iperf3 is missing: run scripts/setup.sh first" >&2; exit 2; }
 python=$(command -v /usr/bin/python3 || command -v python3)
 mkdir -p "$(dirname "$out")"
@@ -30,6 +34,10 @@ wait "$server" 2>/dev/null || true; server=""
 
 for floats in 16384 262144 1048576 4194304; do
   "$bench" --floats "$floats" --iterations "$iterations" > "$tmp/local-$floats.json"
+  for family in tcp unix; do
+    "$floor" --family "$family" --bytes $((floats * 4)) --iterations "$iterations" \
+      > "$tmp/floor-$family-$floats.json"
+  done
   for transport in tcp socket caf; do
     case $transport in tcp) flag=--tcp-link ;; socket) flag="" ;; caf) flag=--no-data-link ;; esac
     port=$(free_port)
@@ -59,6 +67,9 @@ for floats in (16384, 262144, 1048576, 4194304):
                           "scoped_round_trip_ms": r["scoped_round_trip_ms"]["median"],
                           "in_flight": r["in_flight"],
                           "pipelined_ms_per_push_pull": r["pipelined_ms_per_push_pull"]}
+    for family, key in (("tcp", "tcp"), ("unix", "socket")):
+        f = json.load(open(os.path.join(tmp, f"floor-{family}-{floats}.json")))
+        row[key]["floor_round_trip_ms"] = f["round_trip_ms"]["median"]
     row["components_ms"] = local["components_ms"]
     rows.append(row)
 four = next(r for r in rows if abs(r["payload_bytes"] - 4 * 2**20) < 8192)
@@ -74,6 +85,8 @@ cell = lambda ms, gbps: f"{ms:8.3f} ({gbps:5.2f})"
 for r in rows:
     print(f"{r['payload_bytes']/2**20:6.3f} MiB {cell(r['in_process_round_trip_ms'], r['in_process_push_pull_GBps']):>17} "
           + " ".join(f"{cell(r[t]['round_trip_ms']['median'], r[t]['push_pull_GBps']):>17}" for t in ("tcp", "socket", "caf")))
+print(f"floor (the same sockets echoing frames), 4 MiB: tcp {four['tcp']['floor_round_trip_ms']:.3f} ms, "
+      f"socket {four['socket']['floor_round_trip_ms']:.3f} ms")
 print(f"4 MiB with {four['tcp']['in_flight']} push+pulls in flight, ms each: "
       + ", ".join(f"{t} {four[t]['pipelined_ms_per_push_pull']:.3f}" for t in ("tcp", "socket", "caf")))
 print("4 MiB vs ps-lite's 1.7 ms: " + ", ".join(f"{t} {v:.2f}x" for t, v in result["ratio_vs_ps_lite_4MiB"].items()) + f"  -> {out}")
