@@ -14,6 +14,8 @@
 #include "kernels/optimizer.hpp"
 #include "kernels/parameter_init.hpp"
 
+#include "apps/bench_main.hpp"
+
 #include <boost/program_options.hpp>
 
 #include <chrono>
@@ -98,21 +100,5 @@ int main(int argc, char** argv) {
     ("steps", po::value(&o.steps)->default_value(o.steps), "training steps to time")
     ("seed", po::value(&o.seed)->default_value(o.seed), "seed for parameters and data order")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "Fashion-MNIST directory");
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::printf("usage: actorps_bench_loop [flags]\n\n");
-      desc.print(std::cout);
-      return 0;
-    }
-    po::notify(vm);
-    return run(o);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "actorps_bench_loop: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "actorps_bench_loop: %s\n", e.what());
-    return 1;
-  }
+  return run_benchmark("actorps_bench_loop", argc, argv, desc, [] {}, [&] { return run(o); });
 }

@@ -5,6 +5,8 @@
 #include "actors/link_socket.hpp"
 #include "actors/metrics.hpp"
 
+#include "apps/bench_main.hpp"
+
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -131,24 +133,9 @@ int main(int argc, char** argv) {
     ("family", po::value(&o.family)->default_value(o.family), "tcp (127.0.0.1) or unix (local socket)")
     ("iterations", po::value(&o.iterations)->default_value(o.iterations), "timed round trips")
     ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed round trips first");
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::printf("usage: actorps_bench_socket_floor [flags]\n\n");
-      desc.print(std::cout);
-      return 0;
-    }
-    po::notify(vm);
+  return run_benchmark("actorps_bench_socket_floor", argc, argv, desc, [&] {
     if (o.family != "tcp" && o.family != "unix") throw po::error("--family must be tcp or unix");
     if (o.bytes < 8 || o.iterations < 1 || o.warmup < 0)
       throw po::error("--bytes must be at least 8, --iterations positive");
-    return run(o);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "actorps_bench_socket_floor: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "actorps_bench_socket_floor: %s\n", e.what());
-    return 1;
-  }
+  }, [&] { return run(o); });
 }

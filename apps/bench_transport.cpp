@@ -22,6 +22,8 @@
 #include "kernels/denormals.hpp"
 #include "kernels/optimizer.hpp"
 
+#include "apps/bench_main.hpp"
+
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -393,24 +395,9 @@ int main(int argc, char** argv) {
      "serve: offer the data link over loopback TCP only, not over a local socket")
     ("no-data-link", po::bool_switch(&o.no_data_link),
      "serve: offer no data link, so pulls and pushes travel through CAF's middleman");
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::printf("usage: actorps_bench_transport [flags]\n\n");
-      desc.print(std::cout);
-      return 0;
-    }
-    po::notify(vm);
+  return run_benchmark("actorps_bench_transport", argc, argv, desc, [&] {
     if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1
         || o.in_flight < 1)
       throw po::error("--floats, --block-floats, --iterations, --threads, --in-flight must be positive");
-    return o.serve > 0 ? serve(o) : run(o);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "actorps_bench_transport: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "actorps_bench_transport: %s\n", e.what());
-    return 1;
-  }
+  }, [&] { return o.serve > 0 ? serve(o) : run(o); });
 }
