@@ -23,6 +23,8 @@ namespace {
 
 using refused_counter = std::shared_ptr<std::atomic<std::size_t>>;
 
+constexpr auto hello_timeout = std::chrono::milliseconds(10000);
+
 /// Asks the shard for each request the reader hands over, in arrival order (the shard sees a
 /// connection's requests in the order the client sent them), and writes every answer the moment
 /// it has it. Detached: a send blocks while the socket is full.
@@ -52,7 +54,13 @@ void link_session(caf::blocking_actor* self, std::shared_ptr<link_socket> link,
     link->shutdown();
   };
   frame_header h;
-  if (link->receive_header(h)) return;  // connected and left without a word
+  link->set_receive_timeout(hello_timeout);  // a silent stranger does not keep this thread
+  if (auto err = link->receive_header(h)) {
+    if (err == caf::sec::request_timeout)
+      refuse("no hello within " + std::to_string(hello_timeout.count()) + " ms");
+    return;  // else it connected and left without a word
+  }
+  link->set_receive_timeout(std::chrono::milliseconds{0});
   if (auto why = check_header(h); !why.empty()) return refuse(why);
   if (static_cast<frame_kind>(h.kind) != frame_kind::hello)
     return refuse("the first frame is not a hello");
