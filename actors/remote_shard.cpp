@@ -126,8 +126,8 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
     auto id = self->state.next_id++;
     auto mid = self->take_current_message_id();  // answered by the reader thread
     if (!pending->add(id, self->current_sender(), mid)) {
-      auto err = pending->reason();
-      self->current_sender()->enqueue(nullptr, mid.response_id(), caf::make_message(err), nullptr);
+      if (auto& requester = self->current_sender())  // the link is gone: answer at once
+        requester->enqueue(nullptr, mid.response_id(), caf::make_message(pending->reason()), nullptr);
       return;
     }
     auto h = make_header(kind, id, a, b, payload ? payload->size_bytes() : 0);
