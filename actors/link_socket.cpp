@@ -15,7 +15,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -81,9 +80,15 @@ std::string peer_of(int fd) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
+bool is_unix_socket(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  return getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.ss_family == AF_UNIX;
+}
+
 } // namespace
 
-link_socket::link_socket(int fd) : fd_(fd), peer_(peer_of(fd)) {}
+link_socket::link_socket(int fd) : fd_(fd), local_(is_unix_socket(fd)), peer_(peer_of(fd)) {}
 
 link_socket::~link_socket() { ::close(fd_); }
 
@@ -191,7 +196,7 @@ void link_socket::set_receive_timeout(std::chrono::milliseconds timeout) {
   setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
-void tune_link_socket(int fd, std::chrono::milliseconds receive_timeout) {
+void tune_link_socket(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a local socket
   // Asking for more than net.core.[rw]mem_max gets the maximum; a buffer as large as the
@@ -199,29 +204,29 @@ void tune_link_socket(int fd, std::chrono::milliseconds receive_timeout) {
   int bytes = 8 << 20;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
-  if (receive_timeout.count() > 0) {
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(receive_timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>(receive_timeout.count() % 1000 * 1000);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
 }
 
-caf::expected<std::shared_ptr<link_socket>> connect_local_link(const std::string& name,
-                                                               std::chrono::milliseconds receive_timeout) {
+sockaddr_un local_address(const std::string& name, socklen_t& len) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (name.empty() || name.size() + 1 > sizeof addr.sun_path)
-    return caf::make_error(caf::sec::cannot_connect_to_node, "no local data link name");
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: sun_path[0] == 0
-  auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  len = 0;
+  if (name.empty() || name.size() + 1 > sizeof addr.sun_path) return addr;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return addr;
+}
+
+caf::expected<std::shared_ptr<link_socket>> connect_local_link(const std::string& name) {
+  socklen_t len = 0;
+  auto addr = local_address(name, len);
+  if (len == 0) return caf::make_error(caf::sec::cannot_connect_to_node, "no local data link name");
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     auto why = std::string(std::strerror(errno));
     if (fd >= 0) ::close(fd);
     return caf::make_error(caf::sec::cannot_connect_to_node, "local data link: " + why);
   }
-  tune_link_socket(fd, receive_timeout);
+  tune_link_socket(fd);
   return std::make_shared<link_socket>(fd);
 }
 
@@ -239,8 +244,7 @@ address_list resolve_stream(const std::string& host, uint16_t port, bool passive
 }
 
 caf::expected<std::shared_ptr<link_socket>> connect_link(const std::string& host, uint16_t port,
-                                                         std::chrono::milliseconds timeout,
-                                                         std::chrono::milliseconds receive_timeout) {
+                                                         std::chrono::milliseconds timeout) {
   auto where = host + ":" + std::to_string(port);
   std::string why = "no address";
   auto found = resolve_stream(host, port, false, why);
@@ -272,7 +276,7 @@ caf::expected<std::shared_ptr<link_socket>> connect_link(const std::string& host
       ::close(fd);
       continue;
     }
-    tune_link_socket(fd, receive_timeout);
+    tune_link_socket(fd);
     return std::make_shared<link_socket>(fd);
   }
   return caf::make_error(caf::sec::cannot_connect_to_node, "data link to " + where + ": " + why);

@@ -1,10 +1,11 @@
-// The bulk data path between a worker (or the evaluator) and a shard in another process: one TCP
-// connection per pair, beside CAF's middleman, carrying framed requests and replies.
+// The bulk data path between a worker (or the evaluator) and a shard in another process: one
+// connection per pair (TCP, or a local socket on the same host), beside CAF's middleman,
+// carrying framed requests and replies.
 //
 // Why beside BASP: CAF 0.17's middleman copies a 4 MiB payload into its own buffers and moves it
 // around there several times (memmove was 35-47 % of both processes' time in perf), so a 4 MiB
 // push+pull cost 12.4 ms across loopback against 2.7 ms in one process. A frame is a fixed
-// 32-byte header followed by the payload, which is a wire_buffer's bytes: the sender hands the
+// 40-byte header followed by the payload, which is a wire_buffer's bytes: the sender hands the
 // buffer to the kernel as it is (sendmsg with the header beside it) and the receiver reads it
 // straight into the wire_buffer that the shard or worker then uses, so the payload is copied
 // only by the kernel. Control messages (init, leave, rejoin, checkpoints, ...) stay on CAF.
@@ -16,6 +17,8 @@
 #include <caf/expected.hpp>
 
 #include <netdb.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <chrono>
 #include <cstdint>
@@ -90,14 +93,17 @@ public:
   /// times; the descriptor itself is closed by the destructor only.
   void shutdown();
 
-  /// "ip:port" of the other end.
+  /// "ip:port" of the other end, or "a local socket".
   const std::string& peer() const { return peer_; }
+  /// A local (Unix) socket rather than TCP.
+  bool is_local() const { return local_; }
 
 private:
   caf::error receive_bytes(void* data, std::size_t n);
   caf::error broken(const char* what, int err);
 
   int fd_;
+  bool local_;
   std::string peer_;
   std::mutex shutdown_mutex_;
   bool shut_ = false;
@@ -108,19 +114,20 @@ private:
 using address_list = std::unique_ptr<addrinfo, void (*)(addrinfo*)>;
 address_list resolve_stream(const std::string& host, uint16_t port, bool passive, std::string& why);
 
-/// Sets what every data connection uses: no Nagle delay, the largest socket buffers the host
-/// allows (a 4 MiB payload then leaves in one go), and, when > 0, a receive timeout.
-void tune_link_socket(int fd, std::chrono::milliseconds receive_timeout);
+/// Sets what every data connection uses: no Nagle delay, and the largest socket buffers the
+/// host allows (a 4 MiB payload then leaves in one go).
+void tune_link_socket(int fd);
+
+/// The address of the abstract Unix socket `name` (sun_path[0] == 0: no file; the name lives in
+/// the network namespace) and its length; `len` is 0 for a name that does not fit.
+sockaddr_un local_address(const std::string& name, socklen_t& len);
 
 /// Connects to the local (abstract Unix) socket `name` of a server on this host and in this
 /// network namespace; fails at once where there is none.
-caf::expected<std::shared_ptr<link_socket>> connect_local_link(const std::string& name,
-                                                               std::chrono::milliseconds receive_timeout);
+caf::expected<std::shared_ptr<link_socket>> connect_local_link(const std::string& name);
 
-/// Connects to host:port (an address or a name) within `timeout`; receives on it then fail
-/// with sec::request_timeout after `receive_timeout` without data.
+/// Connects to host:port (an address or a name) within `timeout`.
 caf::expected<std::shared_ptr<link_socket>> connect_link(const std::string& host, uint16_t port,
-                                                         std::chrono::milliseconds timeout,
-                                                         std::chrono::milliseconds receive_timeout);
+                                                         std::chrono::milliseconds timeout);
 
 } // namespace actorps

@@ -17,12 +17,12 @@ namespace {
 /// the thread that reads the answers and hands each to its requester.
 class pending_requests {
 public:
-  /// Registers the current request of the proxy; false once the link is broken.
-  bool add(uint64_t id, caf::strong_actor_ptr requester, caf::message_id mid) {
+  /// Registers the current request of the proxy; once the link is broken, returns why instead.
+  caf::error add(uint64_t id, caf::strong_actor_ptr requester, caf::message_id mid) {
     std::lock_guard<std::mutex> guard{mutex_};
-    if (broken_) return false;
+    if (broken_) return reason_;
     waiting_.emplace(id, entry{std::move(requester), mid});
-    return true;
+    return {};
   }
 
   /// Answers request `id` (ignored if it is unknown: it has been failed already).
@@ -50,11 +50,6 @@ public:
     for (auto& [id, e] : failed) respond(e, caf::make_message(err));
   }
 
-  caf::error reason() const {
-    std::lock_guard<std::mutex> guard{mutex_};
-    return reason_;
-  }
-
 private:
   struct entry {
     caf::strong_actor_ptr requester;
@@ -67,7 +62,7 @@ private:
     if (e.requester) e.requester->enqueue(nullptr, e.mid.response_id(), std::move(msg), nullptr);
   }
 
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::map<uint64_t, entry> waiting_;
   bool broken_ = false;
   caf::error reason_;
@@ -125,9 +120,9 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
   auto send = [=](frame_kind kind, int64_t a, int64_t b, const wire_buffer* payload) {
     auto id = self->state.next_id++;
     auto mid = self->take_current_message_id();  // answered by the reader thread
-    if (!pending->add(id, self->current_sender(), mid)) {
+    if (auto gone = pending->add(id, self->current_sender(), mid)) {
       if (auto& requester = self->current_sender())  // the link is gone: answer at once
-        requester->enqueue(nullptr, mid.response_id(), caf::make_message(pending->reason()), nullptr);
+        requester->enqueue(nullptr, mid.response_id(), caf::make_message(std::move(gone)), nullptr);
       return;
     }
     auto h = make_header(kind, id, a, b, payload ? payload->size_bytes() : 0);
@@ -178,11 +173,10 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
   if (port == 0) return remote_shard{*shard, *shard, nullptr};  // control and data over CAF
 
   // The shard's local socket when it is on this host (and in this network namespace), else TCP.
-  auto link = connect_local_link(local_name, request_timeout);
+  auto link = connect_local_link(local_name);
   if (!link)
     link = connect_link(addr.host, port,
-                        std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout),
-                        request_timeout);
+                        std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout));
   if (!link) return std::move(link.error());
   return attach_link(sys, *shard, std::move(*link), index, request_timeout);
 }
@@ -191,6 +185,7 @@ caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor s
                                         std::shared_ptr<link_socket> link, int32_t index,
                                         std::chrono::milliseconds request_timeout) {
   frame_header h;
+  link->set_receive_timeout(request_timeout);  // for the hello's answer
   auto hello = link->send(make_header(frame_kind::hello, 0, index, request_timeout.count()));
   if (!hello) hello = link->receive_header(h);
   if (!hello && !check_header(h).empty()) hello = make_error(errc::malformed_message, check_header(h));

@@ -21,6 +21,9 @@ struct remote_shard {
   ps_shard_actor shard;                ///< the shard itself, over CAF
   std::shared_ptr<link_socket> link;   ///< null when the shard offers no data link
 
+  /// How pulls and pushes travel: "local socket", "tcp", or "caf" (the shard offers no link).
+  const char* transport() const { return !link ? "caf" : link->is_local() ? "local socket" : "tcp"; }
+
   /// Ends the proxy and its connection (a request blocked on it fails at once). Call when the
   /// role using the handle has stopped.
   void close() const;

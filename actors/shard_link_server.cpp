@@ -8,12 +8,10 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstddef>
 #include <cstring>
 #include <random>
 
@@ -101,10 +99,8 @@ std::pair<int, std::string> listen_local() {
   std::random_device rd;
   char name[40];
   std::snprintf(name, sizeof name, "actorps-link-%08x%08x", rd(), rd());
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name, std::strlen(name));
-  auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + std::strlen(name));
+  socklen_t len = 0;
+  auto addr = local_address(name, len);
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return {-1, {}};
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 64) != 0) {
@@ -168,7 +164,7 @@ void shard_link_server::accept_loop(int listener, caf::actor_system& sys, ps_sha
       if (!stopping_) log_("stopped accepting data links: " + std::string(std::strerror(errno)));
       return;
     }
-    tune_link_socket(fd, std::chrono::milliseconds{0});
+    tune_link_socket(fd);
     auto link = std::make_shared<link_socket>(fd);
     {
       std::lock_guard<std::mutex> guard{mutex_};

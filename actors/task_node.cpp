@@ -38,9 +38,8 @@ struct shard_set {
   std::string describe() const {
     std::string out = std::to_string(remote.size()) + " shard(s) (data links:";
     for (std::size_t i = 0; i < remote.size(); ++i) {
-      const auto& link = remote[i].link;
       out += i ? ", " : " ";
-      out += !link ? "none, over CAF" : link->peer() == "a local socket" ? "local socket" : "tcp";
+      out += remote[i].transport();
     }
     return out + ")";
   }

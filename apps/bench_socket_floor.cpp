@@ -22,7 +22,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,10 +51,8 @@ int listen_on(const std::string& family, uint16_t& port, std::string& name) {
   } else {
     fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     name = "actorps-floor-" + std::to_string(std::random_device{}());
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path + 1, name.data(), name.size());
-    auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    socklen_t len = 0;
+    auto addr = local_address(name, len);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) throw std::runtime_error("bind");
   }
   if (::listen(fd, 1) != 0) throw std::runtime_error("listen");
@@ -65,7 +62,7 @@ int listen_on(const std::string& family, uint16_t& port, std::string& name) {
 /// The child: echoes each frame once it has all of it, until the parent closes.
 [[noreturn]] void echo(int listener) {
   int fd = ::accept(listener, nullptr, nullptr);
-  tune_link_socket(fd, std::chrono::milliseconds{0});
+  tune_link_socket(fd);
   link_socket link{fd};
   frame_header h;
   while (!link.receive_header(h)) {
@@ -88,8 +85,8 @@ int run(const options& o) {
   if (child == 0) echo(listener);
   ::close(listener);
   auto link = o.family == "tcp"
-                ? connect_link("127.0.0.1", port, std::chrono::seconds(5), std::chrono::seconds(30))
-                : connect_local_link(name, std::chrono::seconds(30));
+                ? connect_link("127.0.0.1", port, std::chrono::seconds(5))
+                : connect_local_link(name);
   if (!link) throw std::runtime_error(describe(link.error()));
   std::vector<char> bytes(o.bytes / sizeof(capnp::word) * sizeof(capnp::word), 1);
   auto push = wire_buffer::from_bytes(bytes.data(), bytes.size());

@@ -339,10 +339,9 @@ int run(const options& o) {
   connection.close();
 
   auto components = time_components(spec, side, o.iterations);
-  std::string transport = !remote                ? "in-process"
-                          : !connection.link     ? "caf"
-                          : connection.link->peer() == "a local socket" ? "data link, local socket"
-                                                                          : "data link, tcp";
+  std::string transport = !remote            ? "in-process"
+                          : !connection.link ? "caf"
+                                             : std::string("data link, ") + connection.transport();
   auto payload = double(floats * sizeof(float));
   auto wire_bytes = encode_push(0, 0, 0, side.layout, side.grad.data()).size_bytes();
   auto gbps = [&](const std::vector<double>& t, double bytes) {

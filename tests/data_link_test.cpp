@@ -42,8 +42,8 @@ struct link_fixture : shard_fixture {
   ~link_fixture() { server.reset(); }
 
   remote_shard attach(bool local, int32_t index = 0) {
-    auto link = local ? connect_local_link(server->local_name(), request_timeout)
-                      : connect_link("127.0.0.1", server->port(), request_timeout, request_timeout);
+    auto link = local ? connect_local_link(server->local_name())
+                      : connect_link("127.0.0.1", server->port(), request_timeout);
     REQUIRE(link);
     auto remote = attach_link(*sys, shard, std::move(*link), index, request_timeout);
     REQUIRE(remote);
@@ -93,7 +93,8 @@ TEST_CASE("data link: pull, push_pull and snapshot give the shard's own bytes ov
     link_fixture link{spec};
     shard_fixture direct{spec};
     auto remote = link.attach(local);
-    CHECK((remote.link->peer() == "a local socket") == local);
+    CHECK(remote.link->is_local() == local);
+    CHECK(remote.transport() == std::string(local ? "local socket" : "tcp"));
     auto pulled = link.ask(remote.handle, pull_atom::value, int32_t{0}, int64_t{0});
     auto expected = link.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
     REQUIRE(pulled);
@@ -179,7 +180,7 @@ TEST_CASE("data link: strangers and a client of another shard are refused and lo
   CHECK(::recv(fd, &byte, 1, 0) <= 0);  // disconnected
   ::close(fd);
 
-  auto link_socket = connect_link("127.0.0.1", link.server->port(), request_timeout, request_timeout);
+  auto link_socket = connect_link("127.0.0.1", link.server->port(), request_timeout);
   REQUIRE(link_socket);
   auto wrong = attach_link(*link.sys, link.shard, std::move(*link_socket), 3, request_timeout);
   REQUIRE_FALSE(wrong);

@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -142,6 +143,30 @@ struct guarded_server {
   }
 };
 
+/// A stranger connects to `server` and sends `bytes`: the server must report it once, naming
+/// the stranger's port, and disconnect it. Returns why it was refused.
+std::string refusal_of_stranger(guarded_server& server, const std::vector<char>& bytes) {
+  raw_socket stranger;
+  REQUIRE(stranger.connect(server.port));
+  REQUIRE(stranger.send_all(bytes));
+  auto refused = server.next_refusal();
+  REQUIRE_MESSAGE(refused, "no refusal reported");
+  CHECK(refused->peer == "127.0.0.1:" + std::to_string(stranger.local_port()));
+  CHECK(stranger.closed_by_peer());
+  return refused->why;
+}
+
+/// A BASP header as CAF itself writes one, followed by `payload`.
+std::vector<char> basp_bytes(caf::actor_system& sys, caf::io::basp::header hdr,
+                             std::initializer_list<char> payload = {}) {
+  std::vector<char> bytes;
+  caf::binary_serializer sink{sys, bytes};
+  REQUIRE(!sink(hdr));
+  REQUIRE(bytes.size() == caf::io::basp::header_size);
+  bytes.insert(bytes.end(), payload);
+  return bytes;
+}
+
 /// A request to the adder through a real remote_actor from a second actor system.
 void check_remote_peer_is_served(uint16_t port) {
   caf::actor_system_config cfg;
@@ -163,17 +188,11 @@ void check_remote_peer_is_served(uint16_t port) {
 
 TEST_CASE("publish_guarded reports a stranger sending garbage once and disconnects it") {
   guarded_server server;
-  raw_socket stranger;
-  REQUIRE(stranger.connect(server.port));
   std::vector<char> garbage(4096, '\xff');
   garbage[0] = 'G';  // not the byte of any BASP operation either way
-  REQUIRE(stranger.send_all(garbage));
-  auto refused = server.next_refusal();
-  REQUIRE_MESSAGE(refused, "no refusal reported");
-  CHECK(refused->peer == "127.0.0.1:" + std::to_string(stranger.local_port()));
-  CHECK(refused->why.find("not a CAF peer") != std::string::npos);
-  CHECK(refused->why.find("47 ff ff") != std::string::npos);  // the leading bytes, in hex
-  CHECK(stranger.closed_by_peer());
+  auto why = refusal_of_stranger(server, garbage);
+  CHECK(why.find("not a CAF peer") != std::string::npos);
+  CHECK(why.find("47 ff ff") != std::string::npos);  // the leading bytes, in hex
   // A real peer after the stranger is served; its handshake went through before the reply,
   // so a refusal of it (or a second one of the stranger) would be in the inbox by now.
   check_remote_peer_is_served(server.port);
@@ -184,35 +203,15 @@ TEST_CASE("publish_guarded reports a well-formed BASP header that is no handshak
   guarded_server server;
   // A heartbeat: valid BASP, but no CAF peer sends one before its handshake.
   caf::io::basp::header heartbeat{caf::io::basp::message_type::heartbeat, 0, 0, 0, 0, 0};
-  std::vector<char> bytes;
-  caf::binary_serializer sink{server.sys, bytes};
-  REQUIRE(!sink(heartbeat));
-  REQUIRE(bytes.size() == caf::io::basp::header_size);
-  raw_socket stranger;
-  REQUIRE(stranger.connect(server.port));
-  REQUIRE(stranger.send_all(bytes));
-  auto refused = server.next_refusal();
-  REQUIRE_MESSAGE(refused, "no refusal reported");
-  CHECK(refused->peer == "127.0.0.1:" + std::to_string(stranger.local_port()));
-  CHECK(refused->why.find("not a CAF peer") != std::string::npos);
-  CHECK(stranger.closed_by_peer());
+  auto why = refusal_of_stranger(server, basp_bytes(server.sys, heartbeat));
+  CHECK(why.find("not a CAF peer") != std::string::npos);
 }
 
 TEST_CASE("publish_guarded reports a client handshake whose payload is malformed") {
   guarded_server server;
   caf::io::basp::header handshake{caf::io::basp::message_type::client_handshake, 0, 4, 0, 0, 0};
-  std::vector<char> bytes;
-  caf::binary_serializer sink{server.sys, bytes};
-  REQUIRE(!sink(handshake));
-  bytes.insert(bytes.end(), {'\xde', '\xad', '\xbe', '\xef'});  // no node id
-  raw_socket impostor;
-  REQUIRE(impostor.connect(server.port));
-  REQUIRE(impostor.send_all(bytes));
-  auto refused = server.next_refusal();
-  REQUIRE_MESSAGE(refused, "no refusal reported");
-  CHECK(refused->peer == "127.0.0.1:" + std::to_string(impostor.local_port()));
-  CHECK(refused->why == "its BASP handshake was malformed");
-  CHECK(impostor.closed_by_peer());
+  auto bytes = basp_bytes(server.sys, handshake, {'\xde', '\xad', '\xbe', '\xef'});  // no node id
+  CHECK(refusal_of_stranger(server, bytes) == "its BASP handshake was malformed");
 }
 
 TEST_CASE("publish_guarded refuses a port in use as CAF's publish does") {
