@@ -1,7 +1,7 @@
 #include "apps/cluster_commands.hpp"
 
-#include "actors/deployment.hpp"
-#include "actors/errors.hpp"
+#include "actors/deploy/deployment.hpp"
+#include "actors/protocol/errors.hpp"
 #include "apps/export_after_run.hpp"
 #include "apps/training_flags.hpp"
 

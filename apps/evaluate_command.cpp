@@ -1,9 +1,10 @@
 #include "apps/evaluate_command.hpp"
 
-#include "actors/metrics.hpp"
+#include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
 #include "apps/test_split_flags.hpp"
-#include "export/model_evaluation.hpp"
+#include "apps/export/model_evaluation.hpp"
+#include "actors/data/load_split.hpp"
 
 #include <cstdio>
 #include <stdexcept>

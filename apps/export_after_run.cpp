@@ -1,7 +1,8 @@
 #include "apps/export_after_run.hpp"
 
-#include "export/model_export.hpp"
-#include "export/versioned_dir.hpp"
+#include "apps/export/model_export.hpp"
+#include "apps/export/versioned_dir.hpp"
+#include "actors/data/load_split.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <cmath>

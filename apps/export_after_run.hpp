@@ -2,9 +2,9 @@
 // the run, and the final parameters are exported after it succeeded (export/model_export.hpp).
 #pragma once
 
-#include "actors/messages.hpp"
+#include "actors/protocol/messages.hpp"
 #include "apps/training_flags.hpp"
-#include "export/model_export.hpp"
+#include "apps/export/model_export.hpp"
 
 #include <memory>
 #include <string>

@@ -1,13 +1,14 @@
 #include "apps/export_command.hpp"
 
-#include "actors/checkpoint_store.hpp"
-#include "actors/errors.hpp"
+#include "actors/storage/checkpoint_store.hpp"
+#include "actors/protocol/errors.hpp"
 #include "apps/command_line.hpp"
 #include "apps/export_after_run.hpp"
 #include "apps/test_split_flags.hpp"
 #include "apps/training_flags.hpp"
-#include "export/model_export.hpp"
-#include "export/versioned_dir.hpp"
+#include "apps/export/model_export.hpp"
+#include "apps/export/versioned_dir.hpp"
+#include "actors/data/load_split.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <algorithm>

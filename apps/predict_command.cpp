@@ -1,9 +1,9 @@
 #include "apps/predict_command.hpp"
 
-#include "actors/metrics.hpp"
+#include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
-#include "export/model_evaluation.hpp"
-#include "export/prediction_input.hpp"
+#include "apps/export/model_evaluation.hpp"
+#include "apps/export/prediction_input.hpp"
 #include "kernels/backend_factory.hpp"
 
 #include <boost/program_options.hpp>

@@ -1,9 +1,10 @@
 #include "apps/simulate_command.hpp"
 
-#include "actors/errors.hpp"
-#include "actors/simulation.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/deploy/simulation.hpp"
 #include "apps/export_after_run.hpp"
 #include "apps/training_flags.hpp"
+#include "actors/data/load_split.hpp"
 
 #include <cstdio>
 #include <filesystem>

@@ -2,7 +2,7 @@
 // the names and defaults of the training flags.
 #pragma once
 
-#include "actors/data_source.hpp"
+#include "actors/protocol/data_source.hpp"
 
 #include <boost/program_options.hpp>
 

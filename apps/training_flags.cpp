@@ -1,6 +1,7 @@
 #include "apps/training_flags.hpp"
 
-#include "actors/metrics.hpp"
+#include "actors/chief/metrics.hpp"
+#include "actors/storage/checkpoint_store.hpp"
 
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
 // The training flags shared by `actorps simulate` and `actorps chief`: what to train and how.
 #pragma once
 
-#include "actors/chief.hpp"
-#include "actors/data_source.hpp"
+#include "actors/chief/chief.hpp"
+#include "actors/protocol/data_source.hpp"
 
 #include <boost/program_options.hpp>
 

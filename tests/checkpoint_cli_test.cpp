@@ -1,7 +1,7 @@
 // Checkpoints and fault injection as a user meets them: a process killed between shard files
 // leaves the previous checkpoint in use, --resume says what it skipped and where it resumes,
 // and bad checkpoint flags name themselves.
-#include "actors/checkpoint_store.hpp"
+#include "actors/storage/checkpoint_store.hpp"
 #include "tests/command_runner.hpp"
 #include "tests/scratch_dir.hpp"
 

@@ -1,6 +1,6 @@
 // Checkpoints on disk: what a complete one holds, how a corrupt, truncated, lying or unfinished
 // one is detected and the previous one used, pruning, and resuming a sync run bitwise.
-#include "actors/checkpoint_store.hpp"
+#include "actors/storage/checkpoint_store.hpp"
 #include "kernels/parameter_init.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"

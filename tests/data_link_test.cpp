@@ -1,8 +1,8 @@
 // The data link between a worker and a shard in another process (remote_shard.hpp,
 // shard_link_server.hpp), exercised inside one process over real sockets: the same bytes as
 // asking the shard directly, the shard's own errors, held pulls, strangers, a lost shard.
-#include "actors/remote_shard.hpp"
-#include "actors/shard_link_server.hpp"
+#include "actors/net/remote_shard.hpp"
+#include "actors/net/shard_link_server.hpp"
 #include "shard_fixture.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-#include "actors/dataset.hpp"
+#include "actors/data/dataset.hpp"
 
 #include "tests/scratch_dir.hpp"
 

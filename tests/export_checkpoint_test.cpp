@@ -1,8 +1,8 @@
 // `actorps export --checkpoint` as a user meets it: the final checkpoint exports exactly the
 // model the run exported, an earlier one its own parameters, a corrupt newest one is reported
 // and skipped, and bad input is refused with exit 2 naming the flag, nothing written.
-#include "actors/checkpoint_store.hpp"
-#include "export/file_bytes.hpp"
+#include "actors/storage/checkpoint_store.hpp"
+#include "apps/export/file_bytes.hpp"
 
 #include "tests/command_runner.hpp"
 #include "tests/scratch_dir.hpp"

@@ -1,8 +1,9 @@
 // `--export-dir`, `actorps predict` and `actorps evaluate` as a user meets them: versions that
 // never overwrite, numbers that agree with metadata.json, and bad input refused with exit 2,
 // a message naming the file, and nothing half-written left behind.
-#include "actors/data_source.hpp"
-#include "export/file_bytes.hpp"
+#include "actors/protocol/data_source.hpp"
+#include "apps/export/file_bytes.hpp"
+#include "actors/data/load_split.hpp"
 
 #include "tests/command_runner.hpp"
 #include "tests/model_bytes_edit.hpp"

@@ -1,8 +1,8 @@
 // publish_guarded: a stranger on the port is disconnected and reported once with its address,
 // real CAF peers still connect, a malformed handshake is reported too, a busy port is refused
 // as CAF's publish refuses it.
-#include "actors/guarded_publish.hpp"
-#include "actors/system_config.hpp"
+#include "actors/net/guarded_publish.hpp"
+#include "actors/protocol/system_config.hpp"
 
 #include <caf/all.hpp>
 #include <caf/binary_serializer.hpp>

@@ -1,5 +1,5 @@
 // The model spec: flag parsing and the deterministic, balanced cut into blocks and shards.
-#include "actors/model_spec.hpp"
+#include "actors/protocol/model_spec.hpp"
 #include "kernels/mlp.hpp"
 
 #include <doctest/doctest.h>

@@ -2,8 +2,8 @@
 // talk to one ps_shard through a scoped actor with finite timeouts (a hang fails the test).
 #pragma once
 
-#include "actors/messages.hpp"
-#include "actors/ps_shard.hpp"
+#include "actors/protocol/messages.hpp"
+#include "actors/roles/ps_shard.hpp"
 
 #include <caf/all.hpp>
 

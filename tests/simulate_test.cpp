@@ -1,6 +1,6 @@
 // The single-process cluster end to end on synthetic data: sync mode is exact, the staleness
 // bound holds under a straggler, and the summary reports what happened.
-#include "actors/simulation.hpp"
+#include "actors/deploy/simulation.hpp"
 #include "tests/simulation_fixture.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"

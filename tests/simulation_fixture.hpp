@@ -2,7 +2,7 @@
 // final parameters of a run as one flat vector.
 #pragma once
 
-#include "actors/simulation.hpp"
+#include "actors/deploy/simulation.hpp"
 
 #include <doctest/doctest.h>
 

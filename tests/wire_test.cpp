@@ -1,6 +1,6 @@
 // The wire format: encoders, zero-copy decoders, malformed input, and the bulk (de)serialiser
 // that carries a wire_buffer across processes.
-#include "actors/messages.hpp"
+#include "actors/protocol/messages.hpp"
 
 #include <caf/all.hpp>
 #include <caf/binary_deserializer.hpp>

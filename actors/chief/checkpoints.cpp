@@ -1,0 +1,170 @@
+// The chief's side of checkpoints: every `every` global clocks (and once training is over) it
+// asks the disk actor for a fresh directory, asks every shard for its file (each shard writes
+// the state it kept when its min clock reached that clock), then has the disk actor write
+// run.capnp and, last, the manifest. A failed checkpoint is logged and the previous one stays;
+// training never waits for a checkpoint.
+#include "actors/chief/state.hpp"
+
+#include "actors/protocol/log.hpp"
+#include "kernels/parameter_init.hpp"
+
+#include <csignal>
+#include <cstdio>
+
+namespace actorps::chief_detail {
+
+namespace {
+
+wire_buffer run_file(const chief_state& st, int64_t clock) {
+  run_checkpoint run;
+  run.spec = st.cfg.spec;
+  run.clock = clock;
+  run.batch = st.cfg.batch;
+  run.steps = st.cfg.steps;
+  // the rows behind the model's state at `clock` (what a resumed run counts from)
+  run.samples = clock * st.cfg.batch * st.cfg.spec.workers;
+  run.wall_s = st.elapsed();
+  for (int32_t w = 0; w < st.cfg.spec.workers; ++w) {
+    auto size = data_shard::rows_of(st.cfg.train_rows, w, st.cfg.spec.workers);
+    auto per_epoch = std::max<int64_t>(1, size / st.cfg.batch);
+    run.positions.push_back({w, clock, clock / per_epoch, clock % per_epoch});
+  }
+  return encode_run_checkpoint(run);
+}
+
+void checkpoint_over(self_ptr self) {
+  auto& st = self->state;
+  st.checkpoint_in_flight = false;
+  if (st.after_checkpoint) {
+    auto next = std::move(st.after_checkpoint);
+    st.after_checkpoint = nullptr;
+    next();
+  }
+}
+
+void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
+  auto& st = self->state;
+  st.checkpoint_in_flight = true;
+  auto generation = ++st.checkpoint_generation;
+  auto started = std::chrono::steady_clock::now();
+  auto abandoned = [=] { return self->state.checkpoint_generation != generation; };
+  auto failed = [=](const caf::error& err) {
+    if (abandoned()) return;
+    auto& st = self->state;
+    log_line("chief", "checkpoint at clock " + std::to_string(clock) + " failed: " + describe(err)
+                        + " (the previous one stays)");
+    st.metrics->write(json_object().add("event", "checkpoint_failed").add("clock", clock)
+                        .add("reason", describe(err)).add("wall_s", st.elapsed()));
+    then();
+    checkpoint_over(self);
+  };
+  auto commit = [=](const std::string& dir, std::vector<file_record> files) {
+    auto& st = self->state;
+    self->request(st.io, caf::infinite, commit_atom::value, dir, clock, std::move(files),
+                  run_file(st, clock), static_cast<int32_t>(st.cfg.checkpoints.keep))
+      .then(
+        [=](caf::ok_atom) {
+          if (abandoned()) return;  // complete on disk, but the run went back before it
+          auto& st = self->state;
+          st.last_checkpoint = std::max(st.last_checkpoint, clock);
+          ++st.checkpoints;
+          st.metrics->write(json_object().add("event", "checkpoint").add("clock", clock)
+                              .add("dir", dir).add("ms", ms_since(started))
+                              .add("wall_s", st.elapsed()));
+          then();
+          checkpoint_over(self);
+        },
+        failed);
+  };
+  self->request(st.io, caf::infinite, prepare_atom::value, st.cfg.checkpoints.dir, clock)
+    .then(
+      [=](std::string& dir) {
+        if (abandoned()) return;
+        auto& st = self->state;
+        auto files = std::make_shared<std::vector<file_record>>(st.shards.size());
+        auto left = std::make_shared<std::size_t>(st.shards.size());
+        auto errored = std::make_shared<bool>(false);
+        for (std::size_t s = 0; s < st.shards.size(); ++s)
+          self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, dir, clock)
+            .then(
+              [=](file_record& rec) {
+                if (abandoned()) return;
+                if (self->state.cfg.checkpoints.crash_at == clock) {  // fault injection
+                  log_line("chief", "fault injection: crashing while checkpoint " + dir
+                                      + " has " + rec.name + " and no manifest");
+                  std::fflush(nullptr);
+                  std::raise(SIGKILL);
+                }
+                (*files)[s] = std::move(rec);
+                if (--*left == 0) commit(dir, std::move(*files));
+              },
+              [=](caf::error& err) {
+                if (*errored) return;
+                *errored = true;
+                failed(err);
+              });
+      },
+      failed);
+}
+
+} // namespace
+
+void maybe_checkpoint(self_ptr self) {
+  auto& st = self->state;
+  auto every = st.cfg.checkpoints.every;
+  if (!st.io || every <= 0 || st.checkpoint_in_flight || st.rolling_back || st.training_over)
+    return;
+  auto global = st.global_clock();
+  if (global < st.next_checkpoint || global >= st.cfg.steps) return;  // the last one: at the end
+  auto clock = global / every * every;  // the newest the shards may still hold
+  st.next_checkpoint = clock + every;
+  take_checkpoint(self, clock, [] {});
+}
+
+void final_checkpoint(self_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  if (!st.io || st.last_checkpoint >= st.cfg.steps) return then();
+  if (st.checkpoint_in_flight) {
+    st.after_checkpoint = [=] { final_checkpoint(self, then); };
+    return;
+  }
+  take_checkpoint(self, st.cfg.steps, then);
+}
+
+void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,
+                    std::function<void()> done) {
+  auto& st = self->state;
+  const auto& spec = st.cfg.spec;
+  block_layout layout(spec);
+  std::vector<wire_buffer> files;
+  if (ckpt) {
+    for (const auto& saved : ckpt->shards) {
+      auto view = decode_shard_checkpoint(saved);  // verified when it was loaded
+      if (!view) return fail_run(self, "restoring the shards failed", view.error());
+      files.push_back(encode_shard_checkpoint(spec, *view));  // under this run's spec
+    }
+  } else {  // no checkpoint yet: back to the seeded initial values at clock 0
+    auto initial = initial_parameters(spec.layers, spec.seed);
+    auto slots = optimizer_state_slots(spec.optimizer.kind);
+    for (int32_t s = 0; s < spec.shards; ++s) {
+      std::vector<float> part(layout.shard_floats(s)), state(slots * part.size());
+      layout.gather(s, initial.data(), part.data());
+      files.push_back(encode_shard_checkpoint(spec, s, 0, 0, -1, layout, part.data(),
+                                              state.data(), slots));
+    }
+  }
+  auto left = std::make_shared<std::size_t>(st.shards.size());
+  for (std::size_t s = 0; s < st.shards.size(); ++s)
+    self->request(st.shards[s], st.cfg.request_timeout, restore_atom::value, files[s], st.incarnation)
+      .then(
+        [=](caf::ok_atom) {
+          if (--*left == 0) done();
+        },
+        [=](caf::error& err) {
+          if (*left == 0) return;
+          *left = 0;
+          fail_run(self, "restoring the shards failed", err);
+        });
+}
+
+} // namespace actorps::chief_detail

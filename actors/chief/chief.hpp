@@ -1,0 +1,84 @@
+// The chief: initialises the parameters (seeded) and hands each shard its part, spawns and
+// monitors every other role, schedules evaluations every `eval_every` global clocks (at most one
+// in flight, so training never waits), writes the metrics and the progress line, decides when
+// training ends, and answers (run) with the summary after stopping every other actor.
+//
+// Global clock = the smallest number of clocks finished by any live worker.
+// Failures (actors/chief_recovery.cpp): a worker that dies is removed from every shard's clock
+// table at once (leave), so the shards never wait on it, and a replacement enters at the
+// shards' agreed clock; a lost evaluator is respawned; a lost shard sends the whole run back to
+// the newest checkpoint. Checkpoints: actors/chief_checkpoint.cpp.
+#pragma once
+
+#include "actors/net/address.hpp"
+#include "actors/protocol/data_source.hpp"
+#include "actors/data/dataset.hpp"
+#include "actors/protocol/messages.hpp"
+#include "kernels/backend_factory.hpp"
+#include "actors/chief/metrics.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+/// A distributed run: the ps, worker and evaluator tasks join the chief over the network
+/// instead of being spawned by it.
+struct remote_tasks {
+  std::vector<host_port> ps, workers;   ///< addresses in index order (workers dial the shards)
+  std::optional<host_port> evaluator;
+  data_source data;                     ///< what the workers and the evaluator load themselves
+  std::chrono::milliseconds join_timeout{std::chrono::seconds(60)};
+};
+
+/// Fault injection (`--kill`): kill one role's actor with exit_reason::kill at a global clock
+/// or a number of seconds after training began.
+struct planned_kill {
+  enum class role { worker, ps, evaluator };
+  role target = role::worker;
+  int32_t index = 0;
+  int64_t at_clock = -1;     ///< >= 0: when the global clock reaches it
+  double at_seconds = -1;    ///< >= 0: this long after training began
+};
+
+const char* to_string(planned_kill::role r);
+
+/// Checkpoints (`--checkpoint-dir`, `--checkpoint-every`, `--keep`) and resuming from one.
+struct checkpoint_config {
+  std::string dir;                         ///< empty: no checkpoints
+  int64_t every = 0;                       ///< global clocks between checkpoints (0: only the last)
+  int keep = 3;                            ///< complete checkpoints kept (older ones removed)
+  std::optional<loaded_checkpoint> resume; ///< verified by the caller: the run continues from it
+  int64_t crash_at = -1;                   ///< fault injection: SIGKILL this process once the
+                                           ///< first shard file of the checkpoint at this clock
+                                           ///< is on disk (a crash between shard files)
+};
+
+struct chief_config {
+  train_spec spec;
+  int batch = 64;
+  int64_t steps = 0;              ///< clocks per worker
+  int64_t eval_every = 0;         ///< global clocks between evaluations; 0: only the final one
+  std::vector<int> slow_ms;       ///< per worker straggler delay (empty: none)
+  std::shared_ptr<const dataset> train, test;  ///< simulate: the data the local roles use
+  int64_t train_rows = 0;         ///< rows of the training set (for the epoch count)
+  std::optional<remote_tasks> remote;  ///< set: distributed run, roles join instead of spawning
+  std::shared_ptr<metrics_file> metrics;  ///< null: no metrics file
+  bool progress = true;           ///< draw the progress line on stdout
+  backend_kind backend = backend_kind::cpu;  ///< the workers' backend (auto: decided per host)
+  std::vector<int> gpus{0};       ///< CUDA devices; worker w uses gpus[w % size]
+  std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
+  checkpoint_config checkpoints;
+  std::vector<planned_kill> kills;
+  int max_replacements = 3;       ///< per role index; then the run goes on without it
+};
+
+/// Spawns the chief; it starts the run when it receives (run).
+chief_actor spawn_chief(caf::actor_system& sys, chief_config cfg);
+
+} // namespace actorps

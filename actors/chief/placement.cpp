@@ -1,0 +1,255 @@
+// Where the roles come from. simulate: the chief spawns every shard, worker and the evaluator
+// in this process. Distributed: each ps, worker and evaluator process joins the chief with its
+// actor; once all have joined (within join_timeout) the chief initialises the shards and asks
+// each worker / evaluator process to spawn its role. Either way the same actors run the same
+// code; only placement differs.
+#include "actors/chief/state.hpp"
+
+#include "actors/roles/evaluator.hpp"
+#include "actors/protocol/log.hpp"
+#include "actors/roles/ps_shard.hpp"
+#include "actors/roles/worker.hpp"
+#include "kernels/parameter_init.hpp"
+
+namespace actorps::chief_detail {
+
+namespace {
+
+bool all_joined(const chief_state& st) {
+  auto present = [](const auto& handle) { return static_cast<bool>(handle); };
+  return std::all_of(st.shards.begin(), st.shards.end(), present)
+         && std::all_of(st.worker_nodes.begin(), st.worker_nodes.end(), present)
+         && (!st.cfg.remote->evaluator || st.evaluator_node);
+}
+
+role_setup base_setup(const chief_state& st) {
+  const auto& remote = *st.cfg.remote;
+  role_setup setup;
+  setup.spec = st.cfg.spec;
+  setup.batch = st.cfg.batch;
+  setup.steps = st.cfg.steps;
+  setup.request_timeout = st.cfg.request_timeout;
+  setup.data = remote.data;
+  setup.backend = st.cfg.backend;
+  for (const auto& a : remote.ps) setup.shard_addresses.push_back(a.text());
+  return setup;
+}
+
+/// Starts the evaluator and every worker at the run's start clock; then training begins.
+void start_roles(self_ptr self) {
+  auto& st = self->state;
+  auto left = std::make_shared<std::size_t>(st.workers.size() + 1);
+  auto one_done = [=](bool) {
+    if (--*left == 0) begin_training(self);
+  };
+  start_evaluator(self, one_done);
+  for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
+    start_worker(self, w, st.start_clock, [=](bool ok) {
+      if (!ok)
+        return fail_run(self, "worker:" + std::to_string(w) + " could not start its role",
+                        caf::make_error(caf::sec::runtime_error, "see its log"));
+      one_done(true);
+    });
+}
+
+/// Sends each shard the spec and its part of the seeded initial parameters.
+void init_shards(self_ptr self) {
+  auto& st = self->state;
+  if (st.cfg.checkpoints.resume) {
+    auto ckpt = std::make_shared<const loaded_checkpoint>(*st.cfg.checkpoints.resume);
+    restore_shards(self, ckpt, [=] { start_roles(self); });
+    return;
+  }
+  const auto& spec = st.cfg.spec;
+  block_layout layout(spec);
+  auto initial = initial_parameters(spec.layers, spec.seed);
+  std::vector<float> part;
+  auto failed = [=](caf::error& err) { fail_run(self, "initialising the shards failed", err); };
+  auto left = std::make_shared<std::size_t>(st.shards.size());
+  for (int32_t s = 0; s < spec.shards; ++s) {
+    part.resize(layout.shard_floats(s));
+    layout.gather(s, initial.data(), part.data());
+    self->request(st.shards[s], st.cfg.request_timeout, init_atom::value,
+                  encode_shard_init(spec, s, layout, part.data()))
+      .then(
+        [=](caf::ok_atom) {
+          if (--*left == 0) start_roles(self);
+        },
+        failed);
+  }
+}
+
+caf::error join_refused(const std::string& why) {
+  return caf::make_error(caf::sec::runtime_error, why);
+}
+
+} // namespace
+
+void spawn_local_shard(self_ptr self, int32_t s) {
+  auto& st = self->state;
+  st.shards[s] = spawn_ps_shard(self->system(), s);
+  self->monitor(st.shards[s]);
+}
+
+void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<void(bool)> done) {
+  auto& st = self->state;
+  st.clocks[w] = start_clock;
+  st.done[w] = false;
+  if (!st.cfg.remote) {
+    worker_config wc;
+    wc.index = w;
+    wc.spec = st.cfg.spec;
+    wc.batch = st.cfg.batch;
+    wc.steps = st.cfg.steps;
+    wc.start_clock = start_clock;
+    wc.incarnation = st.incarnation[w];
+    wc.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
+    wc.request_timeout = st.cfg.request_timeout;
+    wc.backend = st.cfg.backend;
+    wc.device = st.cfg.gpus[w % st.cfg.gpus.size()];
+    wc.train = st.cfg.train;
+    wc.shards = st.shards;
+    wc.chief = self;
+    st.workers[w] = spawn_worker(self->system(), std::move(wc));
+    self->monitor(st.workers[w]);
+    st.live[w] = true;
+    done(true);
+    return;
+  }
+  auto setup = base_setup(st);
+  setup.index = w;
+  setup.start_clock = start_clock;
+  setup.incarnation = st.incarnation[w];
+  setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
+  setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
+  auto incarnation = st.incarnation[w];
+  self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value, encode_role_setup(setup))
+    .then(
+      [=](worker_actor& worker) {
+        auto& st = self->state;
+        if (st.incarnation[w] != incarnation) {  // superseded meanwhile (a rollback)
+          self->send_exit(worker, caf::exit_reason::kill);
+          return;
+        }
+        self->monitor(worker);
+        st.workers[w] = std::move(worker);
+        st.live[w] = true;
+        done(true);
+      },
+      [=](caf::error& err) {
+        log_line("chief", "worker:" + std::to_string(w) + " could not start: " + describe(err));
+        done(false);
+      });
+}
+
+void start_evaluator(self_ptr self, std::function<void(bool)> done) {
+  auto& st = self->state;
+  if (!st.cfg.remote) {
+    if (st.cfg.test) {
+      st.evaluator = spawn_evaluator(self->system(),
+                                     {st.cfg.spec, st.cfg.test, st.shards, st.cfg.request_timeout});
+      self->monitor(st.evaluator);
+    }
+    done(true);
+    return;
+  }
+  if (!st.evaluator_node) {
+    done(true);
+    return;
+  }
+  auto setup = base_setup(st);
+  self->request(st.evaluator_node, st.cfg.request_timeout, setup_atom::value, eval_atom::value,
+                encode_role_setup(setup))
+    .then(
+      [=](evaluator_actor& evaluator) {
+        self->monitor(evaluator);
+        self->state.evaluator = std::move(evaluator);
+        done(true);
+      },
+      [=](caf::error& err) {
+        log_line("chief", "evaluator:0 could not start: " + describe(err));
+        done(false);
+      });
+}
+
+void place_roles(self_ptr self) {
+  auto& st = self->state;
+  if (!st.cfg.remote) {
+    for (int32_t s = 0; s < st.cfg.spec.shards; ++s) spawn_local_shard(self, s);
+    init_shards(self);
+    return;
+  }
+  if (all_joined(st)) {
+    init_shards(self);
+    return;
+  }
+  self->delayed_send(self, st.cfg.remote->join_timeout, deadline_atom::value);
+}
+
+caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_actor shard) {
+  auto& st = self->state;
+  if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
+  if (index < 0 || index >= static_cast<int32_t>(st.shards.size()) || !shard)
+    return join_refused("ps:" + std::to_string(index) + " is not part of this cluster");
+  if (st.shards[index]) return join_refused("ps:" + std::to_string(index) + " has already joined");
+  st.shards[index] = std::move(shard);
+  self->monitor(st.shards[index]);
+  log_line("chief", "ps:" + std::to_string(index) + (st.roles_started ? " is back" : " joined"));
+  if (st.roles_started)
+    on_rejoined_shard(self, index);  // a lost shard's process, restarted
+  else if (st.running && all_joined(st))
+    init_shards(self);
+  return caf::ok_atom::value;
+}
+
+caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, int32_t index,
+                                       task_node_actor node) {
+  auto& st = self->state;
+  auto name = type + ":" + std::to_string(index);
+  if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
+  task_node_actor* slot = nullptr;
+  if (type == "worker" && index >= 0 && index < static_cast<int32_t>(st.worker_nodes.size()))
+    slot = &st.worker_nodes[index];
+  else if (type == "evaluator" && index == 0 && st.cfg.remote->evaluator)
+    slot = &st.evaluator_node;
+  if (!slot || !node) return join_refused(name + " is not part of this cluster");
+  if (*slot) return join_refused(name + " has already joined");
+  *slot = std::move(node);
+  self->monitor(*slot);
+  log_line("chief", name + (st.roles_started ? " is back" : " joined"));
+  if (st.roles_started)
+    on_rejoined_node(self, type, index);  // a lost task's process, restarted
+  else if (st.running && all_joined(st))
+    init_shards(self);
+  return caf::ok_atom::value;
+}
+
+void on_join_deadline(self_ptr self) {
+  auto& st = self->state;
+  if (st.stopping) {  // the bound on waiting for the tasks to stop
+    self->quit();
+    return;
+  }
+  if (st.rolling_back && !st.rollback.shard_back) {
+    auto s = st.rollback.shard;
+    return fail_run(self, "ps:" + std::to_string(s) + " did not come back",
+                    caf::make_error(caf::sec::runtime_error,
+                                    "no process joined as ps:" + std::to_string(s) + " at "
+                                      + st.cfg.remote->ps[s].text() + " in time"));
+  }
+  if (!st.cfg.remote || st.roles_started || all_joined(st)) return;
+  std::string missing;
+  const auto& remote = *st.cfg.remote;
+  auto add = [&](const std::string& name, const host_port& addr) {
+    missing += (missing.empty() ? "" : ", ") + name + " at " + addr.text();
+  };
+  for (std::size_t s = 0; s < st.shards.size(); ++s)
+    if (!st.shards[s]) add("ps:" + std::to_string(s), remote.ps[s]);
+  for (std::size_t w = 0; w < st.worker_nodes.size(); ++w)
+    if (!st.worker_nodes[w]) add("worker:" + std::to_string(w), remote.workers[w]);
+  if (remote.evaluator && !st.evaluator_node) add("evaluator:0", *remote.evaluator);
+  fail_run(self, "tasks did not join in time",
+           caf::make_error(caf::sec::runtime_error, "never joined: " + missing));
+}
+
+} // namespace actorps::chief_detail

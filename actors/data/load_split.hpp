@@ -1,0 +1,14 @@
+// Loads what a data_source describes, on the host that trains or evaluates on it.
+#pragma once
+
+#include "actors/data/dataset.hpp"
+#include "actors/protocol/data_source.hpp"
+
+#include <memory>
+
+namespace actorps {
+
+/// Loads the training (or test) split; throws dataset_error naming the file on bad data.
+std::shared_ptr<const dataset> load_split(const data_source& src, bool train);
+
+} // namespace actorps

@@ -1,0 +1,100 @@
+#include "actors/deploy/cluster_spec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace actorps {
+
+const std::vector<host_port>& cluster_spec::tasks(const std::string& type) const {
+  static const std::vector<host_port> none;
+  auto i = jobs.find(type);
+  return i == jobs.end() ? none : i->second;
+}
+
+const host_port& cluster_spec::address(const task_id& task) const {
+  if (std::find(task_types().begin(), task_types().end(), task.type) == task_types().end())
+    throw cluster_error("unknown task type '" + task.type + "' (chief, ps, worker or evaluator)");
+  const auto& list = tasks(task.type);
+  if (task.index < 0 || task.index >= static_cast<int>(list.size()))
+    throw cluster_error("task " + task.text() + " is outside the cluster: it has "
+                        + std::to_string(list.size()) + " " + task.type + " task(s)");
+  return list[task.index];
+}
+
+void cluster_spec::validate(const std::string& source) const {
+  for (const auto& [type, list] : jobs)
+    if (std::find(task_types().begin(), task_types().end(), type) == task_types().end())
+      throw cluster_error(source + ": unknown job type '" + type
+                          + "' (chief, ps, worker or evaluator)");
+  if (count("chief") != 1) throw cluster_error(source + ": the cluster needs exactly one chief");
+  if (count("ps") < 1) throw cluster_error(source + ": the cluster needs at least one ps task");
+  if (count("worker") < 1) throw cluster_error(source + ": the cluster needs at least one worker");
+  if (count("evaluator") > 1) throw cluster_error(source + ": at most one evaluator is supported");
+  std::map<std::string, std::string> seen;
+  for (const auto& [type, list] : jobs)
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      auto name = type + ":" + std::to_string(i);
+      auto [it, fresh] = seen.emplace(list[i].text(), name);
+      if (!fresh)
+        throw cluster_error(source + ": address " + list[i].text() + " is used by both "
+                            + it->second + " and " + name);
+    }
+}
+
+tf_config parse_tf_config(const std::string& text, const std::string& source) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw cluster_error(source + ": malformed JSON: " + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object())
+    throw cluster_error(source + ": expected an object with a \"cluster\" object");
+  tf_config cfg;
+  for (const auto& [type, list] : doc["cluster"].items()) {
+    if (!list.is_array()) throw cluster_error(source + ": cluster." + type + " must be a list");
+    auto& out = cfg.cluster.jobs[type];
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      auto where = source + ": cluster." + type + "[" + std::to_string(i) + "]";
+      if (!list[i].is_string()) throw cluster_error(where + " must be a \"host:port\" string");
+      out.push_back(parse_address(list[i].get<std::string>(), where));
+    }
+  }
+  cfg.cluster.validate(source);
+  if (doc.contains("task")) {
+    const auto& t = doc["task"];
+    if (!t.is_object() || !t.contains("type") || !t["type"].is_string() || !t.contains("index")
+        || !t["index"].is_number_integer())
+      throw cluster_error(source + ": \"task\" must be {\"type\": string, \"index\": integer}");
+    cfg.task = task_id{t["type"].get<std::string>(), t["index"].get<int>()};
+    try {
+      cfg.cluster.address(*cfg.task);
+    } catch (const cluster_error& e) {
+      throw cluster_error(source + ": " + e.what());
+    }
+  }
+  return cfg;
+}
+
+tf_config read_tf_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw cluster_error(path + ": cannot read the cluster file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_tf_config(text.str(), path);
+}
+
+task_id parse_task(const std::string& text) {
+  auto colon = text.find(':');
+  auto index = colon == std::string::npos ? std::string{} : text.substr(colon + 1);
+  if (colon == std::string::npos || colon == 0 || index.empty() || index.size() > 6
+      || !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw cluster_error("--task expects TYPE:INDEX, e.g. worker:0 (got '" + text + "')");
+  return {text.substr(0, colon), std::stoi(index)};
+}
+
+} // namespace actorps

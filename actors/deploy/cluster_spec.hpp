@@ -1,0 +1,61 @@
+// The cluster spec: TensorFlow's TF_CONFIG JSON, so launchers that inject TF_CONFIG (Kubeflow's
+// TFJob, for one) work unchanged:
+//   {"cluster": {"chief": ["h0:2222"], "ps": ["h1:2222", ...], "worker": [...],
+//                "evaluator": ["h5:2222"]},
+//    "task": {"type": "worker", "index": 0}}
+// Read from --cluster FILE plus --task TYPE:INDEX, or from the TF_CONFIG environment variable.
+#pragma once
+
+#include "actors/net/address.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+struct task_id {
+  std::string type;  ///< chief, ps, worker or evaluator
+  int index = 0;
+  std::string text() const { return type + ":" + std::to_string(index); }
+};
+
+class cluster_spec {
+public:
+  /// Tasks of a job type, in index order (empty for a type the cluster lacks).
+  const std::vector<host_port>& tasks(const std::string& type) const;
+  int count(const std::string& type) const { return static_cast<int>(tasks(type).size()); }
+  /// The address of a task; throws cluster_error for an unknown type or an index out of range.
+  const host_port& address(const task_id& task) const;
+
+  /// Exactly one chief, at least one ps and one worker, at most one evaluator, known job types,
+  /// valid host:port entries, no address used twice. Throws cluster_error.
+  void validate(const std::string& source) const;
+
+  std::map<std::string, std::vector<host_port>> jobs;
+};
+
+struct tf_config {
+  cluster_spec cluster;
+  std::optional<task_id> task;
+};
+
+/// Parses TF_CONFIG JSON; `source` (a file name, or "TF_CONFIG") goes into every error.
+tf_config parse_tf_config(const std::string& json, const std::string& source);
+
+/// Reads and parses a TF_CONFIG-style file.
+tf_config read_tf_config_file(const std::string& path);
+
+/// Parses "worker:1"; throws cluster_error naming the text.
+task_id parse_task(const std::string& text);
+
+/// The role names, in the order the chief reports them.
+inline const std::vector<std::string>& task_types() {
+  static const std::vector<std::string> types{"chief", "ps", "worker", "evaluator"};
+  return types;
+}
+
+} // namespace actorps

@@ -1,0 +1,140 @@
+#include "actors/deploy/deployment.hpp"
+
+#include "actors/net/connect.hpp"
+#include "actors/net/guarded_publish.hpp"
+#include "actors/protocol/log.hpp"
+#include "actors/roles/ps_shard.hpp"
+#include "actors/net/shard_link_server.hpp"
+#include "actors/deploy/simulation.hpp"
+#include "actors/deploy/task_node.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace actorps {
+
+namespace {
+
+bool is_orderly(const caf::error& reason) {
+  return !reason || reason == caf::exit_reason::normal
+         || reason == caf::exit_reason::user_shutdown;
+}
+
+/// Publishes `handle` on the task's own address; the error names the address. A connection
+/// CAF refuses there (a stranger, a malformed handshake) is logged under the task's name.
+template <class Handle>
+caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr,
+                                   const std::string& task) {
+  // SO_REUSEADDR: a restarted task may bind while the last run's sockets are in TIME_WAIT;
+  // a port another process listens on is still refused.
+  auto port = publish_guarded(sys, handle, addr.host, addr.port,
+                              [task](const std::string& peer, const std::string& why) {
+                                log_line(task, "refused a connection from " + peer + ": " + why);
+                              });
+  if (!port)
+    return caf::make_error(caf::sec::cannot_open_port,
+                           "cannot listen on " + addr.text() + " (in use, or not an address of "
+                             "this host): " + describe(port.error()));
+  return port;
+}
+
+/// Publishes `handle` on the task's address (exit 2 if it cannot), joins the chief with `join`
+/// (a request to send), then waits until the local actor stops (the chief ended the run: 0) or
+/// the chief is lost (1), and ends the process with that status.
+template <class Handle, class Join>
+[[noreturn]] void serve(caf::actor_system& sys, const deployment_options& opts, const Handle& handle,
+                        Join join) {
+  auto name = opts.task.text();
+  auto local = caf::actor_cast<caf::actor>(handle);
+  if (auto port = publish_on(sys, handle, opts.cluster.address(opts.task), name); !port) {
+    log_line(name, describe(port.error()));
+    std::fflush(nullptr);
+    std::_Exit(2);
+  }
+  auto chief_addr = opts.cluster.address({"chief", 0});
+  auto chief = connect_to<chief_actor>(sys, chief_addr, opts.connect_timeout);
+  if (!chief) {
+    log_line(name, describe(chief.error()));
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  caf::scoped_actor self{sys};
+  self->monitor(*chief);
+  self->monitor(local);
+  caf::error refused;
+  join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
+  if (refused) {
+    log_line(name, "the chief refused the join: " + describe(refused));
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  log_line(name, "serving on " + opts.cluster.address(opts.task).text() + ", joined the chief at "
+                   + chief_addr.text());
+  int status = 0;
+  self->receive([&](caf::down_msg& dm) {
+    if (dm.source == local.address()) {
+      status = is_orderly(dm.reason) ? 0 : 1;
+      if (status) log_line(name, "stopped: " + describe(dm.reason));
+    } else if (is_orderly(dm.reason)) {
+      caf::anon_send_exit(local, caf::exit_reason::user_shutdown);  // the run has ended
+    } else {
+      log_line(name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
+                       + "); stopping");
+      status = 1;
+    }
+  });
+  // The task's work is done. CAF 0.17's network layer keeps references to local actors that a
+  // peer has seen (here: the worker or evaluator the chief talked to) until that peer releases
+  // them, which a peer that has already exited never does; ~actor_system would then wait for
+  // their detached threads forever (seen in about one clean run in five, and after a lost
+  // chief). Leave at once instead: the OS closes every socket.
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
+} // namespace
+
+void run_task(const deployment_options& opts) {
+  caf::actor_system_config cfg;
+  configure_system(cfg, opts.scheduler_threads, opts.network);
+  caf::actor_system sys{cfg};
+  auto index = static_cast<int32_t>(opts.task.index);
+  if (opts.task.type == "ps") {
+    // The data link listens on a free port of the task's own host address; the shard tells
+    // clients which (remote_shard.hpp).
+    auto name = opts.task.text();
+    auto links = shard_link_server::listen(opts.cluster.address(opts.task).host, 0,
+                                           [name](const std::string& line) { log_line(name, line); });
+    if (!links) {
+      log_line(name, describe(links.error()));
+      std::fflush(nullptr);
+      std::_Exit(2);
+    }
+    auto shard = spawn_ps_shard(sys, index, (*links)->port(), (*links)->local_name());
+    (*links)->serve(sys, shard, index);
+    serve(sys, opts, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
+      return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
+    });
+  }
+  auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout});
+  serve(sys, opts, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
+    return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
+  });
+}
+
+caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg) {
+  caf::actor_system_config sys_cfg;
+  configure_system(sys_cfg, opts.scheduler_threads, opts.network);
+  caf::actor_system sys{sys_cfg};
+  auto chief = spawn_chief(sys, std::move(cfg));
+  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task), "chief"); !port) {
+    caf::anon_send_exit(chief, caf::exit_reason::kill);
+    return port.error();
+  }
+  return run_to_end(sys, chief);
+}
+
+} // namespace actorps

@@ -1,0 +1,38 @@
+// A distributed run: one role per process, connected by CAF's middleman.
+//
+// Every task publishes its actor on its own address from the cluster spec (a ps its shard; a
+// worker or the evaluator its task node), connects to the chief (retrying with backoff up to
+// the connect timeout) and joins it. The chief publishes itself, waits for every task, then
+// trains exactly as `simulate` does. When training ends the chief stops every task and they
+// exit 0; when the chief is lost (down message or heartbeat timeout) every task stops and exits
+// non-zero saying why.
+#pragma once
+
+#include "actors/chief/chief.hpp"
+#include "actors/deploy/cluster_spec.hpp"
+#include "actors/protocol/system_config.hpp"
+
+#include <caf/expected.hpp>
+
+#include <chrono>
+
+namespace actorps {
+
+struct deployment_options {
+  cluster_spec cluster;
+  task_id task;
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
+  network_settings network;
+  int scheduler_threads = 0;
+};
+
+/// Runs a ps, worker or evaluator task until the chief stops it, then ends the process with
+/// status 0 when the chief ended the run, 1 when the chief was lost or unreachable, 2 when the
+/// task could not start (e.g. its port is in use).
+[[noreturn]] void run_task(const deployment_options& opts);
+
+/// Runs the chief task: publishes the chief, waits up to the connect timeout for every task to
+/// join, trains, and stops every task. Returns the summary or the error that ended the run.
+caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg);
+
+} // namespace actorps

@@ -1,0 +1,33 @@
+#include "actors/deploy/simulation.hpp"
+
+#include "actors/protocol/system_config.hpp"
+
+#include <caf/all.hpp>
+
+namespace actorps {
+
+caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief) {
+  caf::expected<run_summary> result{caf::make_error(caf::sec::runtime_error, "no result")};
+  {
+    caf::scoped_actor self{sys};
+    self->monitor(chief);  // a chief that dies without answering must not leave us waiting
+    self->send(chief, run_atom::value);
+    self->receive([&](run_summary& summary) { result = std::move(summary); },
+                  [&](caf::error& err) { result = std::move(err); },
+                  [&](caf::down_msg& dm) {
+                    result = dm.reason ? dm.reason
+                                       : caf::make_error(caf::sec::runtime_error,
+                                                         "the chief stopped without a summary");
+                  });
+  }
+  return result;
+}
+
+caf::expected<run_summary> simulate(simulation_options opts) {
+  caf::actor_system_config cfg;
+  configure_system(cfg, opts.scheduler_threads);
+  caf::actor_system sys{cfg};
+  return run_to_end(sys, spawn_chief(sys, std::move(opts.chief)));
+}
+
+} // namespace actorps

@@ -1,0 +1,23 @@
+// `actorps simulate`: the whole cluster — P shards, W workers, the chief and the evaluator — as
+// actors of one actor_system in this process.
+#pragma once
+
+#include "actors/chief/chief.hpp"
+
+#include <caf/expected.hpp>
+
+namespace actorps {
+
+struct simulation_options {
+  chief_config chief;
+  int scheduler_threads = 0;   ///< CAF scheduler threads; 0: one per core
+};
+
+/// Runs one training to its end and returns the summary (or the error that ended it). Every
+/// actor has stopped when it returns.
+caf::expected<run_summary> simulate(simulation_options opts);
+
+/// Sends (run) to a chief and blocks until its summary, its error, or its death.
+caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief);
+
+} // namespace actorps

@@ -1,0 +1,147 @@
+#include "actors/deploy/task_node.hpp"
+
+#include "actors/net/connect.hpp"
+#include "actors/roles/evaluator.hpp"
+#include "actors/protocol/log.hpp"
+#include "actors/net/remote_shard.hpp"
+#include "actors/roles/worker.hpp"
+#include "actors/data/load_split.hpp"
+
+#include <caf/all.hpp>
+
+namespace actorps {
+
+namespace {
+
+struct task_node_state {
+  static inline const char* name = "task_node";
+  task_node_config cfg;
+  // what it spawned, stopped when this task stops (shared with the functor that does it: the
+  // state is gone when attached functors run)
+  std::shared_ptr<std::vector<caf::actor_addr>> roles = std::make_shared<std::vector<caf::actor_addr>>();
+};
+
+using self_ptr = task_node_actor::stateful_pointer<task_node_state>;
+
+/// The shards of a role, connected in shard order; closed when the role stops.
+struct shard_set {
+  std::vector<remote_shard> remote;
+
+  std::vector<ps_shard_actor> handles() const {
+    std::vector<ps_shard_actor> out;
+    for (const auto& s : remote) out.push_back(s.handle);
+    return out;
+  }
+  void close() const {
+    for (const auto& s : remote) s.close();
+  }
+  /// "2 shard(s) (data links: tcp, local socket)", for the log.
+  std::string describe() const {
+    std::string out = std::to_string(remote.size()) + " shard(s) (data links:";
+    for (std::size_t i = 0; i < remote.size(); ++i) {
+      out += i ? ", " : " ";
+      out += remote[i].transport();
+    }
+    return out + ")";
+  }
+};
+
+/// Connects to every shard of the setup, with its data link.
+caf::expected<shard_set> connect_shards(self_ptr self, const role_setup& setup) {
+  shard_set shards;
+  for (std::size_t i = 0; i < setup.shard_addresses.size(); ++i) {
+    host_port addr;
+    try {
+      addr = parse_address(setup.shard_addresses[i], "shard address");
+    } catch (const cluster_error& e) {
+      shards.close();
+      return caf::make_error(caf::sec::runtime_error, e.what());
+    }
+    auto shard = connect_shard(self->system(), addr, static_cast<int32_t>(i),
+                               self->state.cfg.connect_timeout, setup.request_timeout);
+    if (!shard) {
+      shards.close();
+      return std::move(shard.error());
+    }
+    shards.remote.push_back(std::move(*shard));
+  }
+  return shards;
+}
+
+/// Closes the role's shard links once the role has stopped, however it stopped.
+template <class Handle>
+void close_links_with(const Handle& role, shard_set shards) {
+  auto ptr = caf::actor_cast<caf::strong_actor_ptr>(role);
+  ptr->get()->attach_functor([shards = std::move(shards)] { shards.close(); });
+}
+
+/// Decodes the setup and loads the split the role needs; errors name what is wrong.
+caf::expected<std::pair<role_setup, std::shared_ptr<const dataset>>> prepare(const wire_buffer& buf,
+                                                                            bool train) {
+  auto setup = decode_role_setup(buf);
+  if (!setup) return std::move(setup.error());
+  try {
+    auto data = load_split(setup->data, train);
+    return std::make_pair(std::move(*setup), std::move(data));
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, e.what());
+  }
+}
+
+task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
+  self->state.cfg = std::move(cfg);
+  self->attach_functor([roles = self->state.roles] {  // stopping this task stops its roles
+    for (const auto& role : *roles) caf::anon_send_exit(role, caf::exit_reason::user_shutdown);
+  });
+  return {
+    [=](setup_atom, const wire_buffer& buf) -> caf::result<worker_actor> {
+      auto prepared = prepare(buf, true);
+      if (!prepared) return std::move(prepared.error());
+      auto& [setup, data] = *prepared;
+      auto shards = connect_shards(self, setup);
+      if (!shards) return std::move(shards.error());
+      worker_config wc;
+      wc.index = setup.index;
+      wc.spec = setup.spec;
+      wc.batch = setup.batch;
+      wc.steps = setup.steps;
+      wc.start_clock = setup.start_clock;
+      wc.incarnation = setup.incarnation;
+      wc.slow_ms = setup.slow_ms;
+      wc.backend = setup.backend;
+      wc.device = setup.device;
+      wc.request_timeout = setup.request_timeout;
+      wc.train = data;
+      wc.shards = shards->handles();
+      wc.chief = caf::actor_cast<chief_actor>(self->current_sender());  // the chief asked
+      log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting worker "
+                                       + std::to_string(wc.index));
+      auto worker = spawn_worker(self->system(), std::move(wc));
+      close_links_with(worker, std::move(*shards));
+      // Not linked: the chief may stop the role (a rollback) and set this task up again.
+      self->state.roles->push_back(worker.address());
+      return worker;
+    },
+    [=](setup_atom, eval_atom, const wire_buffer& buf) -> caf::result<evaluator_actor> {
+      auto prepared = prepare(buf, false);
+      if (!prepared) return std::move(prepared.error());
+      auto& [setup, data] = *prepared;
+      auto shards = connect_shards(self, setup);
+      if (!shards) return std::move(shards.error());
+      log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting the evaluator");
+      auto evaluator = spawn_evaluator(self->system(),
+                                       {setup.spec, data, shards->handles(), setup.request_timeout});
+      close_links_with(evaluator, std::move(*shards));
+      self->state.roles->push_back(evaluator.address());
+      return evaluator;
+    },
+  };
+}
+
+} // namespace
+
+task_node_actor spawn_task_node(caf::actor_system& sys, task_node_config cfg) {
+  return sys.spawn<caf::detached>(task_node, std::move(cfg));
+}
+
+} // namespace actorps

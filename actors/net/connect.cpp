@@ -1,0 +1,76 @@
+#include "actors/net/connect.hpp"
+
+#include "actors/protocol/errors.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <algorithm>
+
+namespace actorps {
+
+namespace {
+
+using retry_atom = caf::atom_constant<caf::atom("retry")>;
+
+constexpr auto first_backoff = std::chrono::milliseconds(50);
+constexpr auto max_backoff = std::chrono::milliseconds(1000);
+
+struct connector_state {
+  static inline const char* name = "connector";
+  caf::response_promise promise;
+  std::chrono::milliseconds backoff = first_backoff;
+  caf::timestamp deadline;
+  caf::error last_error;
+  int attempts = 0;
+};
+
+caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port addr,
+                        std::set<std::string> expected_ifs, caf::timespan timeout) {
+  auto fail = [=](const std::string& why) {
+    self->state.promise.deliver(caf::make_error(caf::sec::cannot_connect_to_node,
+                                                "cannot reach " + addr.text() + ": " + why));
+    self->quit();
+  };
+  auto attempt = [=] {
+    ++self->state.attempts;
+    auto mm = self->system().middleman().actor_handle();
+    self->request(mm, std::chrono::seconds(10), caf::connect_atom::value, addr.host, addr.port)
+      .then(
+        [=](const caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& ifs) {
+          if (!ptr) return fail("no actor is published there");
+          if (ifs.empty() != expected_ifs.empty()
+              || !std::includes(ifs.begin(), ifs.end(), expected_ifs.begin(), expected_ifs.end()))
+            return fail("the actor there speaks another message interface");
+          self->state.promise.deliver(std::move(ptr));
+          self->quit();
+        },
+        [=](caf::error& err) {
+          auto& st = self->state;
+          st.last_error = err;
+          if (caf::make_timestamp() + st.backoff > st.deadline)
+            return fail("gave up after " + std::to_string(st.attempts) + " attempts ("
+                        + describe(err) + ")");
+          self->delayed_send(self, st.backoff, retry_atom::value);
+          st.backoff = std::min(st.backoff * 2, max_backoff);
+        });
+  };
+  return {
+    [=](caf::connect_atom) {
+      self->state.promise = self->make_response_promise();
+      self->state.deadline = caf::make_timestamp() + timeout;
+      attempt();
+      return self->state.promise;
+    },
+    [=](retry_atom) { attempt(); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_connector(caf::actor_system& sys, host_port addr,
+                           std::set<std::string> expected_ifs, caf::timespan timeout) {
+  return sys.spawn(connector, std::move(addr), std::move(expected_ifs), timeout);
+}
+
+} // namespace actorps

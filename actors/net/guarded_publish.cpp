@@ -1,0 +1,157 @@
+#include "actors/net/guarded_publish.hpp"
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/io/basp/header.hpp>
+#include <caf/io/basp_broker.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+#include <caf/io/network/doorman_impl.hpp>
+#include <caf/io/network/scribe_impl.hpp>
+#include <caf/send.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+namespace actorps {
+
+namespace {
+
+namespace basp = caf::io::basp;
+namespace net = caf::io::network;
+
+using shared_handler = std::shared_ptr<const refusal_handler>;
+
+/// "ip:port" of the peer on `fd` ("[ip]:port" for IPv6).
+std::string peer_of(net::native_socket fd) {
+  auto host = net::remote_addr_of_fd(fd);
+  auto port = net::remote_port_of_fd(fd);
+  if (!host || !port) return "a peer of unknown address";
+  auto ip = host->find(':') == std::string::npos ? *host : "[" + *host + "]";
+  return ip + ":" + std::to_string(*port);
+}
+
+/// The first bytes of `buf` in hex, for the log: enough to tell TLS or HTTP from noise.
+std::string leading_bytes(const void* buf, std::size_t n) {
+  auto bytes = static_cast<const unsigned char*>(buf);
+  std::string out;
+  for (std::size_t i = 0; i < std::min<std::size_t>(n, 8); ++i) {
+    char hex[4];
+    std::snprintf(hex, sizeof hex, "%s%02x", i ? " " : "", bytes[i]);
+    out += hex;
+  }
+  return out;
+}
+
+/// The connection a doorman of ours accepted. Until the peer's handshake is through, each read
+/// (the first BASP header, then the handshake's payload) is screened; after it, a bool check.
+class guarded_scribe final : public net::scribe_impl {
+public:
+  guarded_scribe(net::default_multiplexer& mx, net::native_socket fd, shared_handler on_refused)
+    : scribe_impl(mx, fd), peer_(peer_of(fd)), on_refused_(std::move(on_refused)) {}
+
+  bool consume(caf::execution_unit* ctx, const void* buf, std::size_t n) override {
+    if (trusted_) return scribe_impl::consume(ctx, buf, n);
+    return screen(ctx, buf, n);
+  }
+
+  // The BASP broker refuses a connection by closing it from within its handling of the data,
+  // that is, inside scribe_impl::consume.
+  void graceful_shutdown() override {
+    shut_down_ = true;
+    scribe_impl::graceful_shutdown();
+  }
+
+private:
+  bool screen(caf::execution_unit* ctx, const void* buf, std::size_t n) {
+    std::string why;
+    if (!got_header_) {
+      // A CAF peer that connects waits for our server handshake (sent on accept), then answers
+      // with a client handshake: that is the first message it ever sends on this connection.
+      got_header_ = true;
+      // scribe::consume hands the broker rd_buf(), not `buf`: read (and mark) what CAF reads.
+      auto& bytes = rd_buf();
+      basp::header hdr;
+      caf::binary_deserializer source{ctx, bytes.data(), std::min(n, bytes.size())};
+      if (n != basp::header_size || bytes.size() < n || source(hdr)
+          || hdr.operation != basp::message_type::client_handshake || !basp::valid(hdr)) {
+        why = "not a CAF peer (its first " + std::to_string(n) + " bytes, "
+              + leading_bytes(bytes.data(), std::min(n, bytes.size()))
+              + " ..., are not a BASP handshake)";
+        // CAF keeps a connection open whose first header is, say, a well-formed heartbeat; an
+        // operation that exists nowhere makes sure it refuses this one.
+        if (!bytes.empty()) bytes[0] = static_cast<char>(0xff);
+      } else {
+        trusted_ = hdr.payload_len == 0;
+      }
+    } else {
+      trusted_ = true;  // this was the handshake's payload
+    }
+    auto result = scribe_impl::consume(ctx, buf, n);
+    if (shut_down_) {
+      trusted_ = true;  // reported once; CAF reads nothing more from it
+      if (*on_refused_)
+        (*on_refused_)(peer_, why.empty() ? "its BASP handshake was malformed" : why);
+    } else if (!why.empty()) {
+      trusted_ = true;  // CAF kept it after all: its call, and nothing to report
+    }
+    return result;
+  }
+
+  std::string peer_;
+  shared_handler on_refused_;
+  bool trusted_ = false;     // the handshake is through, or the verdict is in
+  bool got_header_ = false;  // the first header was read: what comes next is its payload
+  bool shut_down_ = false;   // the broker closed this connection
+};
+
+/// An acceptor that hands the BASP broker guarded_scribes instead of CAF's own scribe_impl,
+/// made the way CAF 0.17.6's default_multiplexer::new_scribe makes them.
+class guarded_doorman final : public net::doorman_impl {
+public:
+  guarded_doorman(net::default_multiplexer& mx, net::native_socket fd, shared_handler on_refused)
+    : doorman_impl(mx, fd), on_refused_(std::move(on_refused)) {}
+
+  bool new_connection() override {
+    if (detached()) return false;  // the broker let go of this acceptor; its socket is not gone yet
+    auto& mx = acceptor_.backend();
+    auto fd = acceptor_.accepted_socket();
+    net::keepalive(fd, true);  // as CAF does; a failure only costs the keepalive
+    caf::io::scribe_ptr scribe = caf::make_counted<guarded_scribe>(mx, fd, on_refused_);
+    auto hdl = scribe->hdl();
+    parent()->add_scribe(std::move(scribe));
+    return doorman::new_connection(&mx, hdl);
+  }
+
+private:
+  shared_handler on_refused_;
+};
+
+} // namespace
+
+caf::expected<uint16_t> publish_guarded(caf::actor_system& sys, caf::strong_actor_ptr whom,
+                                        std::set<std::string> sigs, const std::string& host,
+                                        uint16_t port, refusal_handler on_refused) {
+  // The steps of middleman::publish and middleman_actor_impl::put.
+  if (!whom) return caf::make_error(caf::sec::cannot_publish_invalid_actor);
+  auto& mm = sys.middleman();
+  auto mx = dynamic_cast<net::default_multiplexer*>(&mm.backend());
+  if (!mx)
+    return caf::make_error(caf::sec::feature_disabled,
+                           "guarded publishing needs CAF's default network backend");
+  // Binding touches no event loop (CAF's middleman actor does it in its own thread too); the
+  // broker starts accepting once it has the doorman.
+  auto fd = net::new_tcp_acceptor_impl(port, host.empty() ? nullptr : host.c_str(), true);
+  if (!fd) return std::move(fd.error());
+  caf::io::doorman_ptr doorman = caf::make_counted<guarded_doorman>(
+    *mx, *fd, std::make_shared<const refusal_handler>(std::move(on_refused)));
+  auto bound = doorman->port();
+  // The BASP broker exists from the actor system's start on: looking it up only reads the
+  // middleman's map of named brokers.
+  auto basp_broker = mm.named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+  caf::anon_send(basp_broker, caf::publish_atom::value, std::move(doorman), bound,
+                 std::move(whom), std::move(sigs));
+  return bound;
+}
+
+} // namespace actorps

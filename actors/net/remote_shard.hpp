@@ -1,0 +1,45 @@
+// A shard in another process, as a worker or the evaluator sees it: a ps_shard_actor handle.
+// Control messages go to the shard over CAF's middleman; pulls, push_pulls and snapshots go over
+// the shard process's data link (link_socket.hpp) through a local proxy actor, so the worker's
+// code is the same as in one process and only the placement differs.
+#pragma once
+
+#include "actors/net/address.hpp"
+#include "actors/net/link_socket.hpp"
+#include "actors/protocol/messages.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace actorps {
+
+struct remote_shard {
+  ps_shard_actor handle;               ///< what the worker or evaluator talks to
+  ps_shard_actor shard;                ///< the shard itself, over CAF
+  std::shared_ptr<link_socket> link;   ///< null when the shard offers no data link
+
+  /// How pulls and pushes travel: "local socket", "tcp", or "caf" (the shard offers no link).
+  const char* transport() const { return !link ? "caf" : link->is_local() ? "local socket" : "tcp"; }
+
+  /// Ends the proxy and its connection (a request blocked on it fails at once). Call when the
+  /// role using the handle has stopped.
+  void close() const;
+};
+
+/// Introduces itself on `link` (connected to shard `index`'s data link) and wraps it in a proxy
+/// that sends pulls, push_pulls and snapshots over it and everything else to `shard`.
+caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,
+                                        std::shared_ptr<link_socket> link, int32_t index,
+                                        std::chrono::milliseconds request_timeout);
+
+/// Connects to the shard published at `addr` (retrying until `connect_timeout`, as
+/// connect_to does), then to its data link when its process offers one, introducing itself as
+/// a client of shard `index` whose requests time out after `request_timeout`.
+caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_port& addr,
+                                          int32_t index, caf::timespan connect_timeout,
+                                          std::chrono::milliseconds request_timeout);
+
+} // namespace actorps

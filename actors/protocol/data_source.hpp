@@ -1,0 +1,23 @@
+// Where a role gets its data, as a value that can travel: the chief sends it to worker and
+// evaluator processes, which load their own copy (every host has Debian's Fashion-MNIST).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace actorps {
+
+inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
+
+struct data_source {
+  enum class kind { fashion_mnist, synthetic };
+  kind what = kind::fashion_mnist;
+  std::string dir = default_fashion_mnist_dir;
+  int train_rows = 8192;   ///< synthetic only
+  int test_rows = 2048;    ///< synthetic only
+  uint64_t seed = 1;       ///< synthetic only
+  int cols = 784;          ///< synthetic only: features (the model's input width)
+};
+
+} // namespace actorps

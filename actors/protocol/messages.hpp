@@ -1,0 +1,216 @@
+// The message vocabulary of actorps: atoms, the report types, the typed interface of every role,
+// and the one function that registers all of it on an actor_system_config (so every process
+// registers the same types under the same names).
+#pragma once
+
+#include "actors/protocol/checkpoint_types.hpp"
+#include "actors/protocol/wire.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+// --- atoms (CAF 0.17: at most 10 characters) -----------------------------------------------
+using init_atom = caf::atom_constant<caf::atom("init")>;
+using pull_atom = caf::atom_constant<caf::atom("pull")>;
+using push_pull_atom = caf::atom_constant<caf::atom("push_pull")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using train_atom = caf::atom_constant<caf::atom("train")>;
+using eval_atom = caf::atom_constant<caf::atom("eval")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using setup_atom = caf::atom_constant<caf::atom("setup")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+using checkpoint_atom = caf::atom_constant<caf::atom("checkpoint")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
+using admit_atom = caf::atom_constant<caf::atom("admit")>;
+using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
+using write_atom = caf::atom_constant<caf::atom("write")>;
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using load_atom = caf::atom_constant<caf::atom("load")>;
+using kill_atom = caf::atom_constant<caf::atom("kill")>;
+using link_atom = caf::atom_constant<caf::atom("link")>;
+
+// --- reports --------------------------------------------------------------------------------
+
+/// A worker's account of one finished clock.
+struct train_report {
+  int32_t worker = 0;
+  int64_t clock = 0;     ///< the clock just finished (0-based)
+  double loss = 0;       ///< mean training loss of its minibatch
+  int64_t samples = 0;   ///< rows in the minibatch
+  int64_t staleness = 0; ///< max over shards of (clock − min clock) of the parameters it used
+  std::string backend;   ///< what it computes on: "cpu" or "cuda"
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, train_report& x) {
+  return f(caf::meta::type_name("train_report"), x.worker, x.clock, x.loss, x.samples,
+           x.staleness, x.backend);
+}
+
+/// The evaluator's result for one parameter snapshot.
+struct eval_report {
+  int64_t clock = 0;           ///< global clock the snapshot was requested at
+  double test_accuracy = 0;
+  double test_loss = 0;        ///< mean cross-entropy over the test set
+  int64_t test_rows = 0;
+  double eval_seconds = 0;     ///< snapshot + forward pass
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
+  return f(caf::meta::type_name("eval_report"), x.clock, x.test_accuracy, x.test_loss,
+           x.test_rows, x.eval_seconds);
+}
+
+/// A shard's counters.
+struct shard_stats {
+  int32_t shard = 0;
+  uint64_t updates = 0;         ///< optimizer updates applied
+  uint64_t pushes = 0;          ///< valid pushes accepted
+  uint64_t dropped = 0;         ///< invalid messages counted and dropped
+  uint64_t pulls_served = 0;
+  uint64_t pulls_held = 0;      ///< pulls that had to wait for the consistency rule
+  int64_t max_staleness = 0;    ///< max over replies of (requested clock − min clock)
+  int64_t min_clock = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
+  return f(caf::meta::type_name("shard_stats"), x.shard, x.updates, x.pushes, x.dropped,
+           x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock);
+}
+
+/// What a finished run returns to whoever started it.
+struct run_summary {
+  std::string mode;
+  int32_t staleness_bound = 0;   ///< -1 for async
+  int32_t workers = 0;
+  int32_t shards = 0;
+  int64_t clocks = 0;            ///< clocks each worker ran
+  int64_t samples = 0;           ///< training rows processed by all workers
+  double wall_s = 0;
+  double samples_per_s = 0;
+  double final_test_accuracy = 0;
+  double final_test_loss = 0;
+  int64_t max_staleness = 0;
+  uint64_t dropped_messages = 0;
+  std::string backend;
+  int32_t failures = 0;          ///< roles lost (killed, crashed, unreachable)
+  int32_t recoveries = 0;        ///< losses the run recovered from (replaced, restored)
+  int32_t checkpoints = 0;       ///< checkpoints completed
+  int64_t resumed_from = -1;     ///< the checkpoint clock the run resumed from; -1: none
+  std::vector<shard_stats> shard_stats_list;
+  std::vector<wire_buffer> final_parameters;  ///< one ShardParameters snapshot per shard
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
+  return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
+           x.clocks, x.samples, x.wall_s, x.samples_per_s, x.final_test_accuracy,
+           x.final_test_loss, x.max_staleness, x.dropped_messages, x.backend, x.failures,
+           x.recoveries, x.checkpoints, x.resumed_from, x.shard_stats_list, x.final_parameters);
+}
+
+// --- typed interfaces -----------------------------------------------------------------------
+
+/// A parameter shard: owns some blocks and their optimizer state, applies pushed gradients,
+/// serves pulls once the run's consistency rule allows (ps_shard.hpp).
+using ps_shard_actor = caf::typed_actor<
+  // (init, ShardInit) -> ok: the run's spec and this shard's initial values; comes first.
+  caf::replies_to<init_atom, wire_buffer>::with<caf::ok_atom>,
+  // (pull, worker, clock) -> ShardParameters for computing `clock`; held until allowed.
+  caf::replies_to<pull_atom, int32_t, int64_t>::with<wire_buffer>,
+  // (push_pull, Push for clock c) -> ShardParameters for computing c + 1; held until allowed.
+  caf::replies_to<push_pull_atom, wire_buffer>::with<wire_buffer>,
+  // (snapshot) -> ShardParameters of kind snapshot, at once (never held).
+  caf::replies_to<snapshot_atom>::with<wire_buffer>,
+  // (stats) -> the shard's counters.
+  caf::replies_to<stats_atom>::with<shard_stats>,
+  // (leave, worker): the worker is gone; the clock table stops waiting for it.
+  caf::reacts_to<leave_atom, int32_t>,
+  // (rejoin, worker) -> clock m: a replacement for a worker that left; it counts as live at the
+  // shard's min clock m, which therefore cannot advance until (admit) says where it enters.
+  caf::replies_to<rejoin_atom, int32_t>::with<int64_t>,
+  // (admit, worker, clock, incarnation) -> ok: the replacement enters at `clock` (>= the m it
+  // was given); only pushes of that incarnation are accepted from it.
+  caf::replies_to<admit_atom, int32_t, int64_t, uint32_t>::with<caf::ok_atom>,
+  // (checkpoint, dir, clock) -> file record: writes dir/shard-<i>.capnp once min clock >= clock
+  // (held until then); the state is exactly the one after clock's updates in sync mode.
+  caf::replies_to<checkpoint_atom, std::string, int64_t>::with<file_record>,
+  // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
+  // every worker is live at its clock, expected with the given incarnation. Held pulls and
+  // checkpoints are answered with rolled_back.
+  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
+  // (link) -> where its process's data link for pulls, push_pulls and snapshots listens
+  // (remote_shard.hpp): a TCP port on the shard's host (0: none, everything goes over CAF, as in
+  // one process) and the name of a local socket for clients on the same host ("": none).
+  caf::replies_to<link_atom>::with<uint16_t, std::string>>;
+
+/// Disk work for checkpoints (actors/checkpoint_io.hpp).
+using checkpoint_io_actor = caf::typed_actor<
+  // (prepare, root, clock) -> the new, empty checkpoint directory
+  caf::replies_to<prepare_atom, std::string, int64_t>::with<std::string>,
+  // (write, path, bytes) -> the file's manifest record, once it is durably on disk
+  caf::replies_to<write_atom, std::string, wire_buffer>::with<file_record>,
+  // (commit, dir, clock, shard files, RunCheckpoint, keep) -> ok: run file, manifest, pruning
+  caf::replies_to<commit_atom, std::string, int64_t, std::vector<file_record>, wire_buffer,
+                  int32_t>::with<caf::ok_atom>,
+  // (load, path) -> the newest valid checkpoint under path
+  caf::replies_to<load_atom, std::string>::with<loaded_checkpoint>>;
+
+/// A worker: pull → forward/backward → push, once per clock (worker.hpp).
+using worker_actor = caf::typed_actor<
+  // (start): begin training.
+  caf::reacts_to<start_atom>,
+  // (step): push the gradient computed last (sent to itself after a straggler delay).
+  caf::reacts_to<step_atom>>;
+
+/// The evaluator: (eval, clock) -> the test metrics of a fresh parameter snapshot.
+using evaluator_actor = caf::typed_actor<
+  caf::replies_to<eval_atom, int64_t>::with<eval_report>>;
+
+/// The host actor of a worker or evaluator process (distributed runs): when the chief sends
+/// the setup it loads the data, connects to the shards and spawns the role in its process.
+using task_node_actor = caf::typed_actor<
+  // (setup, RoleSetup) -> the worker it spawned (its reports go to the chief this node joined).
+  caf::replies_to<setup_atom, wire_buffer>::with<worker_actor>,
+  // (setup, eval, RoleSetup) -> the evaluator it spawned.
+  caf::replies_to<setup_atom, eval_atom, wire_buffer>::with<evaluator_actor>>;
+
+/// The chief: runs the training and answers (run) with its summary once it has ended.
+using chief_actor = caf::typed_actor<
+  // (run) -> summary, when training has ended and every other role has stopped.
+  caf::replies_to<run_atom>::with<run_summary>,
+  // (train, report): a worker finished a clock.
+  caf::reacts_to<train_atom, train_report>,
+  // (done, worker): a worker ran all its clocks.
+  caf::reacts_to<done_atom, int32_t>,
+  // (join, ps index, shard) -> ok: a ps process offers its shard (distributed runs).
+  caf::replies_to<join_atom, int32_t, ps_shard_actor>::with<caf::ok_atom>,
+  // (join, "worker"|"evaluator", index, node) -> ok: a worker or evaluator process joins.
+  caf::replies_to<join_atom, std::string, int32_t, task_node_actor>::with<caf::ok_atom>,
+  // (deadline): distributed runs: the time for every task to join, or to stop, has passed.
+  caf::reacts_to<deadline_atom>,
+  // (kill, i): fault injection: the i-th planned kill is due (its time has come).
+  caf::reacts_to<kill_atom, int32_t>>;
+
+/// Registers every message type and the error category; call on every actor_system_config.
+void register_message_types(caf::actor_system_config& cfg);
+
+} // namespace actorps

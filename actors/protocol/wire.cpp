@@ -1,0 +1,472 @@
+#include "actors/protocol/wire.hpp"
+
+#include "schema/actorps.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <cmath>
+#include <cstring>
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "Data fields carry float32 in host order, which must be little-endian");
+
+namespace actorps {
+
+namespace {
+
+constexpr std::size_t word_bytes = sizeof(capnp::word);
+
+constexpr std::size_t header_bound = 128;  // root structs, enums, the spec's layer list
+
+std::size_t words_for(std::size_t bytes) { return (bytes + word_bytes - 1) / word_bytes; }
+
+/// Builds one single-segment message directly inside the buffer that will travel. `bound` is
+/// an upper bound on the segment's words, and the first `zero_words` of them are zeroed:
+/// Cap'n Proto needs zeroed memory wherever it does not write every byte itself. Messages
+/// carrying blocks zero only their structure (allocated first: root, lists) and each Data's
+/// padding (write_blocks), since the floats overwrite the rest. The segment table goes first.
+template <class Fill>
+wire_buffer build(std::size_t bound, std::size_t zero_words, Fill&& fill) {
+  auto words = wire_buffer::allocate(1 + bound);
+  std::memset(words.get() + 1, 0, std::min(zero_words, bound) * sizeof(capnp::word));
+  std::size_t used = 0;
+  {
+    capnp::FlatMessageBuilder mb(kj::arrayPtr(words.get() + 1, bound));
+    fill(mb);
+    used = mb.getSegmentsForOutput()[0].size();
+  }
+  const uint32_t table[2] = {0, static_cast<uint32_t>(used)};  // one segment of `used` words
+  std::memcpy(words.get(), table, sizeof table);
+  return wire_buffer{std::move(words), 1 + used};
+}
+
+/// The words a message with the blocks `ids` needs zeroed: everything before the first Data.
+std::size_t structure_words(const std::vector<uint32_t>& ids) {
+  return header_bound + 1 + 2 * ids.size();  // + list tag + a Block struct per block
+}
+
+/// Segment words needed for a List(Block) holding `ids`: list tag + 2 words per Block struct +
+/// the padded Data of each.
+std::size_t blocks_bound(const block_layout& layout, const std::vector<uint32_t>& ids) {
+  std::size_t words = 1 + 2 * ids.size();
+  for (auto id : ids) words += words_for(layout.blocks()[id].size * sizeof(float));
+  return words;
+}
+
+
+enum class source { flat, shard };
+
+/// Writes each block's values; `per_value` floats per parameter (optimizer state: its slots).
+void write_blocks(capnp::List<wire::Block>::Builder list, const block_layout& layout,
+                  const std::vector<uint32_t>& ids, const float* base, source from,
+                  std::size_t per_value = 1) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    auto out = list[static_cast<unsigned>(i)];
+    out.setId(b.id);
+    auto bytes = per_value * b.size * sizeof(float);
+    auto data = out.initValues(bytes);
+    auto padded = words_for(bytes) * word_bytes;
+    std::memset(data.begin() + bytes, 0, padded - bytes);  // the last word's unused tail
+    auto offset = per_value * (from == source::flat ? b.offset : b.shard_offset);
+    if (bytes > 0) std::memcpy(data.begin(), base + offset, bytes);
+  }
+}
+
+caf::expected<std::vector<block_view>> read_blocks(capnp::List<wire::Block>::Reader list) {
+  std::vector<block_view> out;
+  out.reserve(list.size());
+  for (auto b : list) {
+    auto data = b.getValues();  // aligned to a word: Cap'n Proto objects start on words
+    if (data.size() % sizeof(float) != 0)
+      return make_error(errc::malformed_message, "block " + std::to_string(b.getId()) + " has "
+                                                   + std::to_string(data.size())
+                                                   + " bytes, not a whole number of floats");
+    out.push_back({b.getId(), reinterpret_cast<const float*>(data.begin()),
+                   data.size() / sizeof(float)});
+  }
+  return out;
+}
+
+void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
+  auto model = out.initModel();
+  auto layers = model.initLayers(static_cast<unsigned>(spec.layers.size()));
+  for (unsigned i = 0; i < spec.layers.size(); ++i) layers.set(i, spec.layers[i]);
+  model.setBlockFloats(spec.block_floats);
+  model.setNumShards(static_cast<uint32_t>(spec.shards));
+  out.setMode(static_cast<wire::Mode>(spec.mode));
+  out.setStaleness(spec.staleness);
+  out.setWorkers(static_cast<uint32_t>(spec.workers));
+  out.setOptimizer(static_cast<wire::Optimizer>(spec.optimizer.kind));
+  out.setLearningRate(spec.optimizer.learning_rate);
+  out.setMomentum(spec.optimizer.momentum);
+  out.setBeta1(spec.optimizer.beta1);
+  out.setBeta2(spec.optimizer.beta2);
+  out.setEpsilon(spec.optimizer.epsilon);
+  out.setSeed(spec.seed);
+  out.setLrSchedule(static_cast<wire::LrSchedule>(spec.schedule));
+  out.setTotalClocks(spec.total_clocks);
+  out.setCheckpointEvery(spec.checkpoint_every);
+}
+
+caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
+  train_spec spec;
+  auto model = in.getModel();
+  spec.layers.clear();
+  for (auto w : model.getLayers()) {
+    if (w == 0 || w > (1u << 24)) return make_error(errc::invalid_spec, "layer width " + std::to_string(w));
+    spec.layers.push_back(static_cast<int>(w));
+  }
+  if (spec.layers.size() < 2) return make_error(errc::invalid_spec, "fewer than two layers");
+  spec.block_floats = model.getBlockFloats();
+  spec.shards = static_cast<int>(model.getNumShards());
+  spec.workers = static_cast<int>(in.getWorkers());
+  auto mode = static_cast<unsigned>(in.getMode());
+  auto opt = static_cast<unsigned>(in.getOptimizer());
+  auto schedule = static_cast<unsigned>(in.getLrSchedule());
+  if (spec.block_floats == 0 || spec.shards <= 0 || spec.workers <= 0 || mode > 2 || opt > 3
+      || schedule > 2 || in.getTotalClocks() < 0 || in.getStaleness() < 0 || !(in.getLearningRate() > 0) || !std::isfinite(in.getLearningRate()))
+    return make_error(errc::invalid_spec, "out-of-range field in TrainSpec");
+  spec.mode = static_cast<consistency>(mode);
+  spec.staleness = in.getStaleness();
+  spec.optimizer.kind = static_cast<optimizer_kind>(opt);
+  spec.optimizer.learning_rate = in.getLearningRate();
+  spec.optimizer.momentum = in.getMomentum();
+  spec.optimizer.beta1 = in.getBeta1();
+  spec.optimizer.beta2 = in.getBeta2();
+  spec.optimizer.epsilon = in.getEpsilon();
+  spec.seed = in.getSeed();
+  spec.schedule = static_cast<lr_schedule>(schedule);
+  spec.total_clocks = in.getTotalClocks();
+  spec.checkpoint_every = in.getCheckpointEvery();
+  if (spec.checkpoint_every < 0) return make_error(errc::invalid_spec, "negative checkpointEvery");
+  return spec;
+}
+
+/// Runs `read` on the message in `buf`; any Cap'n Proto failure (truncation, bad pointers,
+/// traversal limit) becomes a malformed_message error instead of an exception.
+template <class T, class Read>
+caf::expected<T> decode(const wire_buffer& buf, const char* what, Read&& read) {
+  if (buf.size_words() < 2)
+    return make_error(errc::malformed_message, std::string(what) + ": empty payload");
+  try {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = 4 * buf.size_words() + 1024;  // a full read touches each once
+    capnp::FlatArrayMessageReader reader(kj::arrayPtr(buf.words(), buf.size_words()), options);
+    if (reader.getEnd() != buf.words() + buf.size_words())
+      return make_error(errc::malformed_message, std::string(what) + ": trailing bytes");
+    return read(reader);
+  } catch (const kj::Exception& e) {
+    return make_error(errc::malformed_message,
+                      std::string(what) + ": " + e.getDescription().cStr());
+  }
+}
+
+} // namespace
+
+wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
+  auto words = allocate(words_for(n));
+  std::memset(words.get(), 0, words_for(n) * word_bytes);
+  if (n > 0) std::memcpy(words.get(), data, n);
+  return wire_buffer{std::move(words), words_for(n)};
+}
+
+wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
+                        const float* flat_grad, uint32_t incarnation) {
+  const auto& ids = layout.shard_blocks(shard);
+  return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
+               [&](capnp::MessageBuilder& mb) {
+    auto push = mb.initRoot<wire::Push>();
+    push.setWorker(worker);
+    push.setClock(clock);
+    push.setShard(shard);
+    push.setIncarnation(incarnation);
+    write_blocks(push.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, flat_grad,
+                 source::flat);
+  });
+}
+
+wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
+                                    int64_t newest_clock, uint64_t updates,
+                                    const block_layout& layout, const float* shard_buffer) {
+  const auto& ids = layout.shard_blocks(shard);
+  return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
+               [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::ShardParameters>();
+    msg.setKind(kind == parameters_kind::pull ? wire::ShardParameters::Kind::PULL
+                                              : wire::ShardParameters::Kind::SNAPSHOT);
+    msg.setShard(shard);
+    msg.setMinClock(min_clock);
+    msg.setNewestClock(newest_clock);
+    msg.setUpdates(updates);
+    write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
+                 source::shard);
+  });
+}
+
+wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
+                              const float* shard_buffer) {
+  const auto& ids = layout.shard_blocks(shard);
+  auto bound = header_bound + spec.layers.size() + blocks_bound(layout, ids);
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
+    auto msg = mb.initRoot<wire::ShardInit>();
+    write_spec(msg.initSpec(), spec);
+    msg.setShard(shard);
+    write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
+                 source::shard);
+  });
+}
+
+caf::expected<push_view> decode_push(const wire_buffer& buf) {
+  return decode<push_view>(buf, "push", [](capnp::MessageReader& reader) -> caf::expected<push_view> {
+    auto msg = reader.getRoot<wire::Push>();
+    push_view out;
+    out.worker = msg.getWorker();
+    out.clock = msg.getClock();
+    out.shard = msg.getShard();
+    out.incarnation = msg.getIncarnation();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    return out;
+  });
+}
+
+caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf) {
+  using result = caf::expected<shard_parameters_view>;
+  return decode<shard_parameters_view>(buf, "shard parameters", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::ShardParameters>();
+    shard_parameters_view out;
+    out.kind = msg.getKind() == wire::ShardParameters::Kind::SNAPSHOT ? parameters_kind::snapshot
+                                                                      : parameters_kind::pull;
+    out.shard = msg.getShard();
+    out.min_clock = msg.getMinClock();
+    out.newest_clock = msg.getNewestClock();
+    out.updates = msg.getUpdates();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    return out;
+  });
+}
+
+caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf) {
+  using result = caf::expected<shard_init_view>;
+  return decode<shard_init_view>(buf, "shard init", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::ShardInit>();
+    shard_init_view out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.shard = msg.getShard();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    return out;
+  });
+}
+
+wire_buffer encode_role_setup(const role_setup& setup) {
+  std::size_t text = 0;
+  for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
+  auto bound = header_bound + setup.spec.layers.size() + words_for(setup.data.dir.size() + 1) + text;
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
+    auto msg = mb.initRoot<wire::RoleSetup>();
+    write_spec(msg.initSpec(), setup.spec);
+    msg.setIndex(setup.index);
+    msg.setBatch(static_cast<uint32_t>(setup.batch));
+    msg.setSteps(setup.steps);
+    msg.setSlowMs(static_cast<uint32_t>(setup.slow_ms));
+    msg.setRequestTimeoutMs(static_cast<uint32_t>(setup.request_timeout.count()));
+    auto data = msg.initData();
+    data.setKind(setup.data.what == data_source::kind::synthetic ? wire::DataSource::Kind::SYNTHETIC
+                                                                 : wire::DataSource::Kind::FASHION_MNIST);
+    data.setDir(setup.data.dir);
+    data.setTrainRows(static_cast<uint32_t>(setup.data.train_rows));
+    data.setTestRows(static_cast<uint32_t>(setup.data.test_rows));
+    data.setSeed(setup.data.seed);
+    auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
+    for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
+      addresses.set(i, setup.shard_addresses[i]);
+    msg.setBackend(static_cast<uint8_t>(setup.backend));
+    msg.setDevice(setup.device);
+    msg.setStartClock(setup.start_clock);
+    msg.setIncarnation(setup.incarnation);
+  });
+}
+
+caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
+  using result = caf::expected<role_setup>;
+  return decode<role_setup>(buf, "role setup", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::RoleSetup>();
+    role_setup out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.index = msg.getIndex();
+    out.batch = static_cast<int>(msg.getBatch());
+    out.steps = msg.getSteps();
+    out.slow_ms = static_cast<int>(msg.getSlowMs());
+    out.request_timeout = std::chrono::milliseconds(msg.getRequestTimeoutMs());
+    auto data = msg.getData();
+    out.data.what = data.getKind() == wire::DataSource::Kind::SYNTHETIC ? data_source::kind::synthetic
+                                                                        : data_source::kind::fashion_mnist;
+    out.data.dir = data.getDir();
+    out.data.train_rows = static_cast<int>(data.getTrainRows());
+    out.data.test_rows = static_cast<int>(data.getTestRows());
+    out.data.seed = data.getSeed();
+    out.data.cols = out.spec.layers.front();
+    for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
+    if (msg.getBackend() > static_cast<uint8_t>(backend_kind::automatic))
+      return make_error(errc::invalid_spec, "unknown backend in RoleSetup");
+    out.backend = static_cast<backend_kind>(msg.getBackend());
+    out.device = msg.getDevice();
+    out.start_clock = msg.getStartClock();
+    out.incarnation = msg.getIncarnation();
+    if (out.batch <= 0 || out.steps < 0 || out.start_clock < 0 || out.index < 0 || out.index >= out.spec.workers
+        || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
+        || out.data.train_rows <= 0 || out.data.test_rows <= 0)
+      return make_error(errc::invalid_spec, "out-of-range field in RoleSetup");
+    return out;
+  });
+}
+
+wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
+                                    uint64_t updates, int64_t newest_clock,
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const float* state, std::size_t slots) {
+  const auto& ids = layout.shard_blocks(shard);
+  auto state_words = 1 + 2 * ids.size();
+  for (auto id : ids) state_words += words_for(slots * layout.blocks()[id].size * sizeof(float));
+  auto bound = header_bound + spec.layers.size() + blocks_bound(layout, ids) + state_words;
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
+    auto msg = mb.initRoot<wire::ShardCheckpoint>();
+    write_spec(msg.initSpec(), spec);
+    msg.setShard(shard);
+    msg.setClock(clock);
+    msg.setUpdates(updates);
+    msg.setNewestClock(newest_clock);
+    write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
+                 source::shard);
+    write_blocks(msg.initState(static_cast<unsigned>(ids.size())), layout, ids, state,
+                 source::shard, slots);
+  });
+}
+
+wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoint_view& saved) {
+  auto views_words = [](const std::vector<block_view>& views) {
+    std::size_t words = 1 + 2 * views.size();
+    for (const auto& v : views) words += words_for(v.count * sizeof(float));
+    return words;
+  };
+  auto write_views = [](capnp::List<wire::Block>::Builder list, const std::vector<block_view>& views) {
+    for (unsigned i = 0; i < views.size(); ++i) {
+      list[i].setId(views[i].id);
+      auto bytes = views[i].count * sizeof(float);
+      auto data = list[i].initValues(bytes);  // zeroed: the whole buffer is
+      if (bytes > 0) std::memcpy(data.begin(), views[i].values, bytes);
+    }
+  };
+  auto bound = header_bound + spec.layers.size() + views_words(saved.blocks) + views_words(saved.state);
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
+    auto msg = mb.initRoot<wire::ShardCheckpoint>();
+    write_spec(msg.initSpec(), spec);
+    msg.setShard(saved.shard);
+    msg.setClock(saved.clock);
+    msg.setUpdates(saved.updates);
+    msg.setNewestClock(saved.newest_clock);
+    write_views(msg.initBlocks(static_cast<unsigned>(saved.blocks.size())), saved.blocks);
+    write_views(msg.initState(static_cast<unsigned>(saved.state.size())), saved.state);
+  });
+}
+
+caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf) {
+  using result = caf::expected<shard_checkpoint_view>;
+  return decode<shard_checkpoint_view>(buf, "shard checkpoint", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::ShardCheckpoint>();
+    shard_checkpoint_view out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.shard = msg.getShard();
+    out.clock = msg.getClock();
+    out.updates = msg.getUpdates();
+    out.newest_clock = msg.getNewestClock();
+    auto blocks = read_blocks(msg.getBlocks());
+    if (!blocks) return std::move(blocks.error());
+    out.blocks = std::move(*blocks);
+    auto state = read_blocks(msg.getState());
+    if (!state) return std::move(state.error());
+    out.state = std::move(*state);
+    if (out.clock < 0) return make_error(errc::invalid_spec, "negative checkpoint clock");
+    return out;
+  });
+}
+
+wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
+  auto bound = header_bound + run.spec.layers.size() + 1 + 4 * run.positions.size();
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::RunCheckpoint>();
+    write_spec(msg.initSpec(), run.spec);
+    msg.setClock(run.clock);
+    msg.setBatch(static_cast<uint32_t>(run.batch));
+    msg.setSteps(run.steps);
+    msg.setSamples(run.samples);
+    msg.setWallSeconds(run.wall_s);
+    auto positions = msg.initPositions(static_cast<unsigned>(run.positions.size()));
+    for (unsigned i = 0; i < run.positions.size(); ++i) {
+      const auto& p = run.positions[i];
+      positions[i].setWorker(p.worker);
+      positions[i].setClock(p.clock);
+      positions[i].setEpoch(p.epoch);
+      positions[i].setBatchInEpoch(p.batch_in_epoch);
+    }
+  });
+}
+
+caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf) {
+  using result = caf::expected<run_checkpoint>;
+  return decode<run_checkpoint>(buf, "run checkpoint", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::RunCheckpoint>();
+    run_checkpoint out;
+    auto spec = read_spec(msg.getSpec());
+    if (!spec) return std::move(spec.error());
+    out.spec = std::move(*spec);
+    out.clock = msg.getClock();
+    out.batch = static_cast<int>(msg.getBatch());
+    out.steps = msg.getSteps();
+    out.samples = msg.getSamples();
+    out.wall_s = msg.getWallSeconds();
+    for (auto p : msg.getPositions())
+      out.positions.push_back({p.getWorker(), p.getClock(), p.getEpoch(), p.getBatchInEpoch()});
+    if (out.clock < 0 || out.batch <= 0 || out.steps < 0
+        || out.positions.size() != static_cast<std::size_t>(out.spec.workers))
+      return make_error(errc::invalid_spec, "out-of-range field in RunCheckpoint");
+    return out;
+  });
+}
+
+caf::expected<shard_parameters_view> scatter_shard_parameters(const wire_buffer& buf,
+                                                              const block_layout& layout,
+                                                              float* flat) {
+  auto msg = decode_shard_parameters(buf);
+  if (!msg) return msg;
+  if (msg->shard < 0 || msg->shard >= layout.shards())
+    return make_error(errc::wrong_shard, "parameters of shard " + std::to_string(msg->shard));
+  const auto& ids = layout.shard_blocks(msg->shard);
+  if (msg->blocks.size() != ids.size())
+    return make_error(errc::missing_block, "parameters carry " + std::to_string(msg->blocks.size())
+                                             + " blocks, expected " + std::to_string(ids.size()));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    const auto& v = msg->blocks[i];
+    if (v.id != b.id || v.count != b.size)
+      return make_error(errc::wrong_element_count, "block " + std::to_string(v.id));
+    std::memcpy(flat + b.offset, v.values, b.size * sizeof(float));
+  }
+  return msg;
+}
+
+} // namespace actorps

@@ -1,0 +1,211 @@
+// The one payload type that crosses actor boundaries, and the Cap'n Proto messages it carries.
+//
+// A wire_buffer is one Cap'n Proto message in flat-array form (segment table + one segment),
+// immutable and shared: copying it shares the bytes. Inside a process CAF passes it by
+// reference; across processes the middleman ships its bytes in one bulk copy (inspect below
+// never serialises element by element). Encoders build the message directly inside the buffer
+// that travels, so the float data is copied exactly once; decoders return views whose float
+// pointers point into the buffer (no copy) and stay valid while the buffer lives.
+#pragma once
+
+#include "actors/protocol/data_source.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/model_spec.hpp"
+#include "kernels/backend_factory.hpp"
+
+#include <caf/deserializer.hpp>
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/serializer.hpp>
+
+#include <capnp/common.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace actorps {
+
+class wire_buffer {
+public:
+  wire_buffer() = default;
+
+  /// Takes `storage`, of which the first `size_words` words hold the message. Only the creator
+  /// (an encoder, the deserializer) writes to it, before the buffer is shared.
+  wire_buffer(std::shared_ptr<capnp::word[]> storage, std::size_t size_words)
+    : words_(std::move(storage)), size_(size_words) {}
+
+  /// Uninitialised storage for `n` words (value-initialising would cost a pass over a payload
+  /// that the encoder overwrites anyway).
+  static std::shared_ptr<capnp::word[]> allocate(std::size_t n) {
+    return std::shared_ptr<capnp::word[]>(new capnp::word[n]);
+  }
+
+  const capnp::word* words() const { return words_.get(); }
+  std::size_t size_words() const { return words_ ? size_ : 0; }
+  std::size_t size_bytes() const { return size_words() * sizeof(capnp::word); }
+  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(words()); }
+
+  /// A buffer holding arbitrary bytes (zero-padded to whole words): for tests that feed
+  /// malformed payloads to a shard.
+  static wire_buffer from_bytes(const void* data, std::size_t n);
+
+private:
+  std::shared_ptr<capnp::word[]> words_;
+  std::size_t size_ = 0;
+};
+
+/// Upper bound on a buffer accepted from the network.
+inline constexpr std::size_t max_wire_bytes = std::size_t(1) << 31;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_buffer& x) {
+  if constexpr (std::is_base_of<caf::serializer, Inspector>::value) {
+    std::size_t n = x.size_bytes();
+    auto* data = const_cast<uint8_t*>(x.bytes());
+    return caf::error::eval([&] { return f.begin_sequence(n); },
+                            [&] { return n > 0 ? f.apply_raw(n, data) : caf::error{}; },
+                            [&] { return f.end_sequence(); });
+  } else if constexpr (std::is_base_of<caf::deserializer, Inspector>::value) {
+    std::size_t n = 0;
+    if (auto err = f.begin_sequence(n)) return err;
+    if (n % sizeof(capnp::word) != 0 || n > max_wire_bytes)
+      return make_error(errc::malformed_message, "wire buffer of " + std::to_string(n) + " bytes");
+    auto words = wire_buffer::allocate(n / sizeof(capnp::word));
+    if (n > 0)
+      if (auto err = f.apply_raw(n, words.get())) return err;
+    x = wire_buffer{std::move(words), n / sizeof(capnp::word)};
+    return f.end_sequence();
+  } else {
+    auto n = x.size_bytes();
+    return f(caf::meta::type_name("wire_buffer"), n);
+  }
+}
+
+// --- decoded views ------------------------------------------------------------------------
+
+struct block_view {
+  uint32_t id = 0;
+  const float* values = nullptr;  ///< points into the wire_buffer
+  std::size_t count = 0;
+};
+
+struct push_view {
+  int32_t worker = 0;
+  int64_t clock = 0;
+  int32_t shard = 0;
+  uint32_t incarnation = 0;
+  std::vector<block_view> blocks;
+};
+
+enum class parameters_kind { pull, snapshot };
+
+struct shard_parameters_view {
+  parameters_kind kind = parameters_kind::pull;
+  int32_t shard = 0;
+  int64_t min_clock = 0;
+  int64_t newest_clock = -1;
+  uint64_t updates = 0;
+  std::vector<block_view> blocks;
+};
+
+struct shard_init_view {
+  train_spec spec;
+  int32_t shard = 0;
+  std::vector<block_view> blocks;
+};
+
+/// What the chief tells a worker or evaluator process (distributed runs; schema RoleSetup).
+struct role_setup {
+  train_spec spec;
+  int32_t index = 0;
+  int batch = 64;
+  int64_t steps = 0;
+  int slow_ms = 0;
+  std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
+  data_source data;
+  std::vector<std::string> shard_addresses;  ///< host:port per shard
+  backend_kind backend = backend_kind::cpu;
+  int device = 0;
+  int64_t start_clock = 0;
+  uint32_t incarnation = 0;
+};
+
+/// A shard's state at a checkpoint (schema ShardCheckpoint).
+struct shard_checkpoint_view {
+  train_spec spec;
+  int32_t shard = 0;
+  int64_t clock = 0;
+  uint64_t updates = 0;
+  int64_t newest_clock = -1;
+  std::vector<block_view> blocks;  ///< parameters
+  std::vector<block_view> state;   ///< optimizer state: slots × block size floats per block
+};
+
+/// Where a worker is in its data (schema DataPosition).
+struct data_position {
+  int32_t worker = 0;
+  int64_t clock = 0;          ///< next clock to compute
+  int64_t epoch = 0;
+  int64_t batch_in_epoch = 0;
+};
+
+/// The run's part of a checkpoint (schema RunCheckpoint).
+struct run_checkpoint {
+  train_spec spec;
+  int64_t clock = 0;
+  int batch = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double wall_s = 0;
+  std::vector<data_position> positions;
+};
+
+// --- encoders -----------------------------------------------------------------------------
+
+/// The gradient for shard `shard`'s blocks, taken from the flat gradient vector.
+wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
+                        const float* flat_grad, uint32_t incarnation = 0);
+
+/// Shard `shard`'s values, taken from its contiguous buffer.
+wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
+                                    int64_t newest_clock, uint64_t updates,
+                                    const block_layout& layout, const float* shard_buffer);
+
+wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
+                              const float* shard_buffer);
+
+wire_buffer encode_role_setup(const role_setup& setup);
+
+/// Shard `shard`'s parameters and optimizer state (`slots` floats per parameter, laid out per
+/// block as the shard keeps them: slots × size floats at slots × shard_offset).
+wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
+                                    uint64_t updates, int64_t newest_clock,
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const float* state, std::size_t slots);
+
+/// The same checkpoint under another spec (a resumed run's: its rate, mode or length may differ
+/// from the saved run's; its model and layout may not — the caller checks compatibility).
+wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoint_view& saved);
+
+wire_buffer encode_run_checkpoint(const run_checkpoint& run);
+
+// --- decoders: structural checks only (the shard checks them against its spec) ------------
+
+caf::expected<push_view> decode_push(const wire_buffer& buf);
+caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf);
+caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf);
+caf::expected<role_setup> decode_role_setup(const wire_buffer& buf);
+caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf);
+caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf);
+
+/// Copies the blocks of a ShardParameters message into the flat parameter vector, checking
+/// shard, ids and sizes against the layout; returns the decoded header (blocks pointing into buf).
+caf::expected<shard_parameters_view> scatter_shard_parameters(const wire_buffer& buf,
+                                                              const block_layout& layout,
+                                                              float* flat);
+
+} // namespace actorps

@@ -1,0 +1,96 @@
+#include "actors/roles/evaluator.hpp"
+
+#include "actors/protocol/log.hpp"
+#include "kernels/denormals.hpp"
+#include "kernels/mlp.hpp"
+
+#include <caf/all.hpp>
+
+namespace actorps {
+
+namespace {
+
+constexpr int eval_chunk = 1000;  // rows per forward pass
+
+struct evaluator_state {
+  static inline const char* name = "evaluator";
+
+  evaluator_config cfg;
+  std::unique_ptr<block_layout> layout;
+  std::unique_ptr<backend> be;
+  std::unique_ptr<mlp> model;
+  std::vector<float> params;
+};
+
+using self_ptr = evaluator_actor::stateful_pointer<evaluator_state>;
+
+struct pending_eval {
+  int64_t clock;
+  std::size_t awaiting;
+  bool failed = false;
+  caf::timestamp started;
+  caf::typed_response_promise<eval_report> promise;
+};
+
+void finish(self_ptr self, pending_eval& job) {
+  auto& st = self->state;
+  const auto& test = *st.cfg.test;
+  st.model->set_parameters(st.params.data());
+  auto stats = st.model->evaluate(test.x.data(), test.y.data(), test.rows);
+  eval_report report;
+  report.clock = job.clock;
+  report.test_rows = stats.rows;
+  report.test_accuracy = double(stats.correct) / double(stats.rows);
+  report.test_loss = stats.loss_sum / double(stats.rows);
+  report.eval_seconds =
+    std::chrono::duration<double>(caf::make_timestamp() - job.started).count();
+  job.promise.deliver(report);
+}
+
+evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
+  self->state.cfg = std::move(cfg);
+  return {
+    [=](eval_atom, int64_t clock) -> caf::result<eval_report> {
+      auto& st = self->state;
+      if (!st.model) {
+        flush_denormals_to_zero();  // this (detached) thread runs the kernels
+        st.layout = std::make_unique<block_layout>(st.cfg.spec);
+        st.be = make_cpu_backend();
+        st.model = std::make_unique<mlp>(*st.be, st.cfg.spec.layers, eval_chunk);
+        st.params.assign(st.layout->total_floats(), 0.0f);
+      }
+      auto job = std::make_shared<pending_eval>(pending_eval{
+        clock, st.cfg.shards.size(), false, caf::make_timestamp(),
+        self->make_response_promise<eval_report>()});
+      for (auto& shard : st.cfg.shards)
+        self->request(shard, st.cfg.request_timeout, snapshot_atom::value)
+          .then(
+            [=](const wire_buffer& snap) {
+              if (job->failed) return;
+              auto msg = scatter_shard_parameters(snap, *self->state.layout,
+                                                  self->state.params.data());
+              if (!msg) {
+                job->failed = true;
+                log_line("evaluator", "bad snapshot: " + describe(msg.error()));
+                job->promise.deliver(msg.error());
+                return;
+              }
+              if (--job->awaiting == 0) finish(self, *job);
+            },
+            [=](caf::error& err) {
+              if (job->failed) return;
+              job->failed = true;
+              job->promise.deliver(err);
+            });
+      return job->promise;
+    },
+  };
+}
+
+} // namespace
+
+evaluator_actor spawn_evaluator(caf::actor_system& sys, evaluator_config cfg) {
+  return sys.spawn<caf::detached>(evaluator, std::move(cfg));
+}
+
+} // namespace actorps

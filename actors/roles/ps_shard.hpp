@@ -1,0 +1,31 @@
+// A parameter shard.
+//
+// Owns the blocks the layout assigns to it (one contiguous buffer) and their optimizer state,
+// and the clock table: clocks[w] = clocks worker w has finished (pushed). With min = the
+// smallest clock over live workers and bound = the run's staleness bound, a pull for clock c is
+// answered when min >= c - bound (sync: bound 0; ssp: s; async: never held). A pull that may not
+// be answered yet is held as a response promise and delivered the moment a push or a leave
+// raises min — nothing polls or sleeps.
+//
+// Gradients: ssp and async apply every push at once with learning rate lr / live_workers, so
+// that one round of pushes moves as far as one averaged step; sync keeps each worker's gradient
+// for the clock and applies their mean once, with lr, when the last live worker has pushed
+// (summed in worker order, so the result does not depend on arrival order).
+//
+// Every push is validated in full before it touches state; an invalid one is counted in
+// shard_stats::dropped, logged in one line and answered with an error.
+#pragma once
+
+#include "actors/protocol/messages.hpp"
+
+#include <caf/actor_system.hpp>
+
+namespace actorps {
+
+/// Spawns an uninitialised shard with index `shard`; it serves once it has received init.
+/// `link_port`, `link_name`: where its process's data link listens (shard_link_server), 0 and
+/// "" for none.
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port = 0,
+                              std::string link_name = {});
+
+} // namespace actorps

@@ -1,0 +1,150 @@
+#include "actors/roles/worker.hpp"
+
+#include "actors/protocol/log.hpp"
+#include "kernels/denormals.hpp"
+#include "kernels/mlp.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+
+namespace actorps {
+
+namespace {
+
+struct worker_state {
+  static inline const char* name = "worker";
+
+  worker_config cfg;
+  std::unique_ptr<block_layout> layout;
+  std::unique_ptr<backend> be;
+  std::unique_ptr<mlp> model;
+  std::unique_ptr<data_shard> data;
+  // Host sides of the transfers: pinned memory on a GPU backend, so each step moves the pulled
+  // parameters in and the gradient out with one copy each.
+  host_buffer<float> params, grads, x;
+  host_buffer<int32_t> y;
+  int64_t clock = 0;            // the clock being computed
+  std::size_t awaiting = 0;     // shard replies still missing for this clock
+  int64_t staleness = 0;        // of the parameters being received
+  loss_stats last;
+
+  std::string who() const { return "worker:" + std::to_string(cfg.index); }
+};
+
+using self_ptr = worker_actor::stateful_pointer<worker_state>;
+
+void compute(self_ptr self);
+
+void fail(self_ptr self, const std::string& what, const caf::error& err) {
+  log_line(self->state.who(), what + ": " + describe(err));
+  self->quit(err);
+}
+
+/// Takes one shard's parameter reply; starts the next clock once every shard has answered.
+void on_parameters(self_ptr self, const wire_buffer& reply) {
+  auto& st = self->state;
+  auto msg = scatter_shard_parameters(reply, *st.layout, st.params.get());
+  if (!msg) return fail(self, "bad parameters from a shard", msg.error());
+  st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
+  if (--st.awaiting > 0) return;
+  if (st.clock >= st.cfg.steps) {
+    self->send(st.cfg.chief, done_atom::value, st.cfg.index);
+    self->quit();
+    return;
+  }
+  compute(self);
+}
+
+/// Starts waiting for one parameter reply per shard (for st.clock).
+void expect_replies(worker_state& st) {
+  st.awaiting = st.cfg.shards.size();
+  st.staleness = 0;
+}
+
+/// Asks shard `s`; its reply (parameters for st.clock) goes to on_parameters.
+template <class... Ts>
+void ask(self_ptr self, std::size_t s, Ts&&... xs) {
+  self->request(self->state.cfg.shards[s], self->state.cfg.request_timeout, std::forward<Ts>(xs)...)
+    .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
+          [=](caf::error& err) {
+            // A shard that is gone is the chief's to repair (it restarts every worker from a
+            // checkpoint); say so in the exit reason, so this is not counted as a lost worker.
+            if (err == caf::sec::request_receiver_down)
+              err = make_error(errc::shard_lost, "shard " + std::to_string(s) + ": " + describe(err));
+            fail(self, "request to a shard failed", err);
+          });
+}
+
+/// The first pull: every shard's values for the start clock.
+void pull_initial(self_ptr self) {
+  auto& st = self->state;
+  expect_replies(st);
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+    ask(self, s, pull_atom::value, st.cfg.index, st.clock);
+}
+
+/// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
+void push(self_ptr self) {
+  auto& st = self->state;
+  self->send(st.cfg.chief, train_atom::value,
+             train_report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
+                          st.last.rows, st.staleness, st.be->name()});
+  auto clock = st.clock++;
+  expect_replies(st);
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+    ask(self, s, push_pull_atom::value,
+        encode_push(st.cfg.index, clock, static_cast<int32_t>(s), *st.layout, st.grads.get(),
+                    st.cfg.incarnation));
+}
+
+void compute(self_ptr self) {
+  auto& st = self->state;
+  st.model->set_parameters(st.params.get());
+  st.data->fill_batch(st.clock, st.x.get(), st.y.get());
+  st.last = st.model->train_step(st.x.get(), st.y.get(), st.cfg.batch, st.grads.get());
+  if (st.cfg.slow_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
+  else
+    push(self);
+}
+
+worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  return {
+    [=](start_atom) {
+      auto& st = self->state;
+      flush_denormals_to_zero();  // this (detached) thread runs the kernels
+      st.layout = std::make_unique<block_layout>(st.cfg.spec);
+      std::string why;
+      try {
+        st.be = make_backend(st.cfg.backend, st.cfg.device, &why);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!st.be || (st.cfg.backend == backend_kind::cuda && st.be->name() != "cuda"))
+        return fail(self, "cannot start its backend",
+                    caf::make_error(caf::sec::runtime_error, why));
+      st.model = std::make_unique<mlp>(*st.be, st.cfg.spec.layers, st.cfg.batch);
+      st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
+                                             st.cfg.batch, st.cfg.spec.seed);
+      auto n = st.layout->total_floats();
+      st.params = host_buffer<float>(*st.be, n);
+      st.grads = host_buffer<float>(*st.be, n);
+      st.x = host_buffer<float>(*st.be, std::size_t(st.cfg.batch) * st.cfg.spec.layers.front());
+      st.y = host_buffer<int32_t>(*st.be, st.cfg.batch);
+      st.clock = st.cfg.start_clock;
+      pull_initial(self);
+    },
+    [=](step_atom) { push(self); },
+  };
+}
+
+} // namespace
+
+worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg) {
+  return sys.spawn<caf::detached>(worker, std::move(cfg));
+}
+
+} // namespace actorps

@@ -1,0 +1,39 @@
+// A worker: owns a backend, a model replica and its shard of the training data, and runs
+// pull → forward/backward → push once per clock. The push for clock c and the pull for c + 1
+// travel as one push_pull request per shard; the next clock starts when every shard has
+// answered (which the shards may delay, to enforce the consistency rule).
+//
+// Spawned detached: its kernels block only its own thread, never CAF's scheduler.
+#pragma once
+
+#include "actors/data/dataset.hpp"
+#include "actors/protocol/messages.hpp"
+#include "kernels/backend_factory.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace actorps {
+
+struct worker_config {
+  int32_t index = 0;
+  train_spec spec;
+  int batch = 64;
+  int64_t steps = 0;                       ///< clocks to run (its last clock is steps - 1)
+  int64_t start_clock = 0;                 ///< first clock (a replacement's, a rollback's)
+  uint32_t incarnation = 0;                ///< which spawn of worker `index` this is (Push)
+  int slow_ms = 0;                         ///< straggler delay added to every step
+  backend_kind backend = backend_kind::cpu; ///< auto: CUDA when this host has a usable GPU
+  int device = 0;                          ///< CUDA device index
+  std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
+  std::shared_ptr<const dataset> train;
+  std::vector<ps_shard_actor> shards;      ///< index = shard id
+  chief_actor chief;                       ///< receives train reports and done
+};
+
+worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg);
+
+} // namespace actorps

@@ -1,0 +1,345 @@
+#include "actors/storage/checkpoint_store.hpp"
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace actorps {
+
+namespace {
+
+constexpr const char* format_name = "actorps-checkpoint";
+constexpr int format_version = 1;
+
+[[noreturn]] void fail(const fs::path& path, const std::string& what) {
+  throw checkpoint_error(path.string() + ": " + what);
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+void fsync_directory(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail(dir, "cannot open the directory to sync it: " + errno_text());
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) fail(dir, "fsync failed: " + errno_text());
+}
+
+/// The clock in a checkpoint directory's name ("ckpt-000000001200", also "ckpt-…​.old-2").
+std::optional<int64_t> clock_of(const std::string& name) {
+  const std::string prefix = "ckpt-";
+  if (name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  std::size_t i = prefix.size(), end = i;
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+  if (end == i || end - i > 18) return std::nullopt;
+  return std::stoll(name.substr(i, end - i));
+}
+
+bool is_checkpoint_name(const std::string& name) {
+  auto clock = clock_of(name);
+  return clock && name == checkpoint_dir_name(*clock);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+wire_buffer read_file(const fs::path& path, uint64_t expected_bytes) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec) fail(path, "missing (" + ec.message() + ")");
+  if (size != expected_bytes)
+    fail(path, "the manifest says " + std::to_string(expected_bytes) + " bytes, the file has "
+                 + std::to_string(size) + " (truncated or replaced)");
+  if (size % sizeof(capnp::word) != 0 || size > max_wire_bytes)
+    fail(path, std::to_string(size) + " bytes is not a Cap'n Proto message");
+  auto words = wire_buffer::allocate(size / sizeof(capnp::word));
+  std::ifstream in(path, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(words.get()), static_cast<std::streamsize>(size)))
+    fail(path, "cannot be read");
+  return wire_buffer{std::move(words), size / sizeof(capnp::word)};
+}
+
+/// Every ckpt-* directory under root with its clock, newest first.
+std::vector<std::pair<int64_t, fs::path>> checkpoint_dirs(const fs::path& root, bool exact_names) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    auto name = entry.path().filename().string();
+    auto clock = clock_of(name);
+    if (!clock || !entry.is_directory()) continue;
+    if (exact_names && !is_checkpoint_name(name)) continue;
+    out.emplace_back(*clock, entry.path());
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a > b; });
+  return out;
+}
+
+/// Removes what --keep no longer needs: every checkpoint older than the keep-th newest complete
+/// one, and unfinished ones (no manifest: a crash while writing) older than the newest complete.
+void prune(const fs::path& root, int keep) {
+  if (keep <= 0) return;
+  std::vector<int64_t> complete;
+  for (const auto& [clock, dir] : checkpoint_dirs(root, true))
+    if (fs::exists(dir / manifest_name)) complete.push_back(clock);
+  if (complete.empty()) return;
+  auto newest = complete.front();
+  auto cutoff = complete.size() >= static_cast<std::size_t>(keep) ? complete[keep - 1] : INT64_MIN;
+  for (const auto& [clock, dir] : checkpoint_dirs(root, false)) {
+    bool unfinished = is_checkpoint_name(dir.filename().string()) && !fs::exists(dir / manifest_name);
+    if (clock >= cutoff && !(unfinished && clock < newest)) continue;
+    std::error_code ec;
+    fs::remove_all(dir, ec);  // best effort: a leftover is only disk space
+  }
+}
+
+/// Checks one decoded shard file against the run's layout.
+void check_shard(const fs::path& file, const shard_checkpoint_view& view, const block_layout& layout,
+                 int32_t shard, int64_t clock, const train_spec& run_spec) {
+  if (view.shard != shard) fail(file, "holds shard " + std::to_string(view.shard));
+  if (view.clock != clock)
+    fail(file, "is from clock " + std::to_string(view.clock) + ", the manifest's is "
+                 + std::to_string(clock));
+  auto why = incompatibility(view.spec, run_spec);
+  if (!why.empty()) fail(file, "does not match run.capnp: " + why);
+  if (auto err = check_shard_checkpoint(view, layout, shard)) fail(file, describe(err));
+}
+
+} // namespace
+
+caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block_layout& layout,
+                                  int32_t shard) {
+  if (shard < 0 || shard >= layout.shards() || view.shard != shard)
+    return make_error(errc::wrong_shard, "checkpoint of shard " + std::to_string(view.shard));
+  const auto& ids = layout.shard_blocks(shard);
+  if (view.blocks.size() != ids.size() || view.state.size() != ids.size())
+    return make_error(errc::missing_block, "checkpoint carries " + std::to_string(view.blocks.size())
+                                             + " blocks, expected " + std::to_string(ids.size()));
+  auto slots = optimizer_state_slots(view.spec.optimizer.kind);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    const auto& v = view.blocks[i];
+    const auto& s = view.state[i];
+    if (v.id != b.id || s.id != b.id || v.count != b.size || s.count != slots * b.size)
+      return make_error(errc::wrong_element_count, "checkpoint block " + std::to_string(v.id));
+    if (!all_finite(v.values, v.count) || !all_finite(s.values, s.count))
+      return make_error(errc::non_finite_value, "checkpoint block " + std::to_string(v.id));
+  }
+  return caf::none;
+}
+
+std::string shard_file_name(int32_t shard) { return "shard-" + std::to_string(shard) + ".capnp"; }
+
+std::string checkpoint_dir_name(int64_t clock) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "ckpt-%012lld", static_cast<long long>(clock));
+  return buf;
+}
+
+uint32_t crc32_of(const void* data, std::size_t n) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {  // zlib takes uInt lengths
+    auto chunk = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
+    crc = ::crc32(crc, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+file_record write_file_durably(const fs::path& path, const void* data, std::size_t n) {
+  auto tmp = path;
+  tmp += ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(path, "cannot be written: " + errno_text());
+  auto* p = static_cast<const char*>(data);
+  std::size_t left = n;
+  while (left > 0) {
+    auto written = ::write(fd, p, left);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      auto why = errno_text();
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      fail(path, "write failed: " + why);
+    }
+    p += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    auto why = errno_text();
+    ::unlink(tmp.c_str());
+    fail(path, "fsync failed: " + why);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    auto why = errno_text();
+    ::unlink(tmp.c_str());
+    fail(path, "rename failed: " + why);
+  }
+  fsync_directory(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+  return {path.filename().string(), n, crc32_of(data, n)};
+}
+
+fs::path prepare_checkpoint_dir(const fs::path& root, int64_t clock) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) fail(root, "the checkpoint directory cannot be created (" + ec.message() + ")");
+  if (::access(root.c_str(), W_OK | X_OK) != 0)
+    fail(root, "the checkpoint directory is not writable (" + errno_text() + ")");
+  auto dir = root / checkpoint_dir_name(clock);
+  if (fs::exists(dir)) {
+    for (int n = 1;; ++n) {  // keep what is there: it may be the only copy of something
+      auto aside = dir;
+      aside += ".old-" + std::to_string(n);
+      if (fs::exists(aside)) continue;
+      fs::rename(dir, aside, ec);
+      if (ec) fail(dir, "cannot be moved aside (" + ec.message() + ")");
+      break;
+    }
+  }
+  fs::create_directory(dir, ec);
+  if (ec) fail(dir, "cannot be created (" + ec.message() + ")");
+  fsync_directory(root);
+  return dir;
+}
+
+void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_record> files,
+                       const wire_buffer& run, int keep) {
+  files.push_back(write_file_durably(dir / run_file_name, run.bytes(), run.size_bytes()));
+  nlohmann::json manifest;
+  manifest["format"] = format_name;
+  manifest["version"] = format_version;
+  manifest["clock"] = clock;
+  manifest["created"] = utc_now();
+  auto& list = manifest["files"] = nlohmann::json::array();
+  for (const auto& f : files) {
+    char crc[16];
+    std::snprintf(crc, sizeof crc, "%08x", f.crc32);
+    list.push_back({{"name", f.name}, {"bytes", f.bytes}, {"crc32", crc}});
+  }
+  auto text = manifest.dump(2) + "\n";
+  write_file_durably(dir / manifest_name, text.data(), text.size());
+  prune(dir.parent_path(), keep);
+}
+
+loaded_checkpoint load_checkpoint(const fs::path& dir) {
+  auto manifest_path = dir / manifest_name;
+  if (!fs::exists(manifest_path))
+    fail(dir, "no " + std::string(manifest_name) + " (incomplete: the run stopped while writing it)");
+  nlohmann::json manifest;
+  try {
+    std::ifstream in(manifest_path);
+    manifest = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    fail(manifest_path, std::string("not valid JSON: ") + e.what());
+  }
+  loaded_checkpoint out;
+  out.dir = dir.string();
+  std::vector<std::pair<std::string, wire_buffer>> files;
+  try {
+    if (manifest.at("format") != format_name || manifest.at("version") != format_version)
+      fail(manifest_path, "not an actorps checkpoint manifest of version "
+                            + std::to_string(format_version));
+    out.clock = manifest.at("clock").get<int64_t>();
+    for (const auto& f : manifest.at("files")) {
+      auto name = f.at("name").get<std::string>();
+      if (name.empty() || name.find('/') != std::string::npos || name.front() == '.')
+        fail(manifest_path, "lists a file outside its directory: " + name);
+      auto bytes = read_file(dir / name, f.at("bytes").get<uint64_t>());
+      auto expected = std::stoul(f.at("crc32").get<std::string>(), nullptr, 16);
+      auto actual = crc32_of(bytes.bytes(), bytes.size_bytes());
+      if (actual != expected) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "checksum %08x, the manifest says %08lx", actual, expected);
+        fail(dir / name, std::string(buf) + " (corrupt)");
+      }
+      files.emplace_back(std::move(name), std::move(bytes));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail(manifest_path, std::string("malformed: ") + e.what());
+  } catch (const std::invalid_argument&) {
+    fail(manifest_path, "malformed checksum");
+  } catch (const std::out_of_range&) {
+    fail(manifest_path, "malformed checksum");
+  }
+  auto find = [&](const std::string& name) -> const wire_buffer& {
+    for (const auto& [n, buf] : files)
+      if (n == name) return buf;
+    fail(manifest_path, "does not list " + name);
+  };
+  out.run_bytes = find(run_file_name);
+  auto run = decode_run_checkpoint(out.run_bytes);
+  if (!run) fail(dir / run_file_name, describe(run.error()));
+  if (run->clock != out.clock)
+    fail(dir / run_file_name, "is from clock " + std::to_string(run->clock));
+  block_layout layout(run->spec);
+  for (int32_t s = 0; s < run->spec.shards; ++s) {
+    auto name = shard_file_name(s);
+    const auto& buf = find(name);
+    auto view = decode_shard_checkpoint(buf);
+    if (!view) fail(dir / name, describe(view.error()));
+    check_shard(dir / name, *view, layout, s, out.clock, run->spec);
+    out.shards.push_back(buf);
+  }
+  return out;
+}
+
+loaded_checkpoint load_newest_checkpoint(const fs::path& path) {
+  if (!fs::is_directory(path)) fail(path, "no such checkpoint directory");
+  if (fs::exists(path / manifest_name) || is_checkpoint_name(path.filename().string()))
+    return load_checkpoint(path);
+  std::vector<std::string> failed;
+  for (const auto& [clock, dir] : checkpoint_dirs(path, true)) {
+    try {
+      auto loaded = load_checkpoint(dir);
+      loaded.skipped = std::move(failed);
+      return loaded;
+    } catch (const checkpoint_error& e) {
+      failed.push_back(e.what());
+    }
+  }
+  std::string text = "no valid checkpoint";
+  for (const auto& f : failed) text += "\n  " + f;
+  if (failed.empty()) text += " (no ckpt-* directories)";
+  fail(path, text);
+}
+
+std::string incompatibility(const train_spec& saved, const train_spec& current) {
+  if (saved.layers != current.layers)
+    return "the checkpoint's model is " + to_string(saved.layers) + ", this run's is "
+           + to_string(current.layers);
+  if (saved.block_floats != current.block_floats)
+    return "the checkpoint cuts blocks of " + std::to_string(saved.block_floats)
+           + " floats, this run " + std::to_string(current.block_floats);
+  if (saved.shards != current.shards)
+    return "the checkpoint has " + std::to_string(saved.shards) + " shards, this run "
+           + std::to_string(current.shards);
+  if (saved.workers != current.workers)
+    return "the checkpoint has " + std::to_string(saved.workers) + " workers, this run "
+           + std::to_string(current.workers);
+  if (saved.optimizer.kind != current.optimizer.kind)
+    return std::string("the checkpoint's optimizer is ") + to_string(saved.optimizer.kind)
+           + ", this run's " + to_string(current.optimizer.kind);
+  return "";
+}
+
+} // namespace actorps

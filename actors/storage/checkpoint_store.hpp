@@ -1,0 +1,75 @@
+// Checkpoints on disk: ROOT/ckpt-<clock>/ holding one shard-<i>.capnp per shard (written by the
+// shards), run.capnp (the chief's: spec, clock, data positions) and MANIFEST.json, written
+// last by the chief, listing every file with its size and CRC-32.
+//
+// A checkpoint without a valid manifest does not exist. Every file, the manifest included, is
+// written durably and atomically (a temporary name, fsync, rename, fsync of the directory), so a
+// crash at any moment leaves either the complete checkpoint or none — never a half-written file
+// under its final name. Loading checks the manifest against every file's size and checksum and
+// decodes every file before anyone trusts it; the newest checkpoint that passes is used and each
+// newer one that failed is reported with the reason.
+//
+// Plain functions, blocking on the filesystem: actors call them from the detached
+// checkpoint_io actor (actors/checkpoint_io.hpp), never from a scheduler thread.
+#pragma once
+
+#include "actors/protocol/checkpoint_types.hpp"
+#include "actors/protocol/wire.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+/// Any failure to write or read a checkpoint; what() names the file and the problem.
+struct checkpoint_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr const char* manifest_name = "MANIFEST.json";
+inline constexpr const char* run_file_name = "run.capnp";
+
+std::string shard_file_name(int32_t shard);
+/// "ckpt-000000001200": zero-padded, so names sort by clock.
+std::string checkpoint_dir_name(int64_t clock);
+
+uint32_t crc32_of(const void* data, std::size_t n);
+
+/// Writes `n` bytes to `path` durably and atomically; returns its manifest record.
+file_record write_file_durably(const std::filesystem::path& path, const void* data, std::size_t n);
+
+/// Creates ROOT (if needed) and an empty directory for the checkpoint at `clock`; a directory of
+/// that name left by an earlier run (complete or not) is moved aside, never overwritten.
+/// Throws checkpoint_error (e.g. ROOT not writable).
+std::filesystem::path prepare_checkpoint_dir(const std::filesystem::path& root, int64_t clock);
+
+/// Writes run.capnp and then the manifest (which lists the shard files and run.capnp): the
+/// checkpoint exists from the manifest's rename on. Then removes every checkpoint directory
+/// older than the `keep` newest complete ones (keep <= 0: none removed).
+void commit_checkpoint(const std::filesystem::path& dir, int64_t clock,
+                       std::vector<file_record> shard_files, const wire_buffer& run, int keep);
+
+/// Verifies and decodes one checkpoint directory; throws checkpoint_error saying what is wrong.
+loaded_checkpoint load_checkpoint(const std::filesystem::path& dir);
+
+/// The newest valid checkpoint: `path` is a checkpoint directory (that one only) or a root
+/// holding ckpt-* directories. Throws checkpoint_error listing why each candidate failed when
+/// none is valid.
+loaded_checkpoint load_newest_checkpoint(const std::filesystem::path& path);
+
+/// Checks a shard's checkpoint against the layout: shard `shard`'s blocks in id order, each
+/// with its size in values and slots × size in optimizer state, all finite. Shards run it on
+/// every restore; loading runs it on every file.
+caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block_layout& layout,
+                                  int32_t shard);
+
+/// Why a checkpoint cannot continue the run `current` ("" when it can): the model, its cut into
+/// blocks and shards, the number of workers and the optimizer must be the same.
+std::string incompatibility(const train_spec& saved, const train_spec& current);
+
+} // namespace actorps

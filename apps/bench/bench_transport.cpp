@@ -1,0 +1,402 @@
+// actorps_bench_transport: what one push_pull round trip between a worker and a shard costs
+// inside one process, and where that time goes.
+//
+// A real ps_shard (async, SGD, constant rate, 1 worker, 1 shard) holds layers {1024, k}, i.e.
+// 1025·k floats in blocks of --block-floats. A round trip is what a worker does per clock and
+// shard: encode_push from the flat gradient → request(push_pull) → the shard decodes, validates,
+// applies and encodes its reply → scatter_shard_parameters into the flat parameters.
+// It is driven twice: by an event-based actor chaining request(...).then (how workers run), and
+// by a scoped_actor doing request(...).receive (a blocking thread). The same pieces are then timed
+// standalone, without actors, on the same payload, each on one thread with warm caches; the gap
+// between their sum and the round trip is the messaging plus the payload changing cores.
+// Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
+// gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
+// copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
+#include "actors/net/connect.hpp"
+#include "actors/protocol/messages.hpp"
+#include "actors/chief/metrics.hpp"
+#include "actors/roles/ps_shard.hpp"
+#include "actors/net/remote_shard.hpp"
+#include "actors/net/shard_link_server.hpp"
+#include "actors/protocol/system_config.hpp"
+#include "kernels/denormals.hpp"
+#include "kernels/optimizer.hpp"
+
+#include "apps/bench/bench_main.hpp"
+
+#include <boost/program_options.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+
+namespace po = boost::program_options;
+using namespace actorps;
+using bench_clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto timeout = std::chrono::seconds(60);
+
+double ms_since(bench_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(bench_clock::now() - t0).count();
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  auto i = static_cast<std::size_t>(std::lround(q * double(v.size() - 1)));
+  return v[i];
+}
+
+int64_t minor_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+std::string summary_json(const std::vector<double>& v) {
+  return json_object()
+    .add("median", percentile(v, 0.5))
+    .add("p10", percentile(v, 0.1))
+    .add("p90", percentile(v, 0.9))
+    .str();
+}
+
+/// The worker side's buffers, shared by both drivers (one runs at a time).
+struct worker_side {
+  block_layout layout;
+  std::vector<float> grad, params;
+  int64_t clock = 0;          // the next clock to push; the shard accepts them in order
+  std::vector<double> times;  // the event driver's last run, read once it has answered
+};
+
+// --- event-based driver: each reply starts the next round, as a worker does ----------------
+
+struct driver_state {
+  static inline const char* name = "bench_driver";
+  ps_shard_actor shard;
+  worker_side* side = nullptr;
+  std::size_t issued = 0, done = 0;
+  bench_clock::time_point started;
+  caf::typed_response_promise<double> promise;  ///< the wall time of the whole run, ms
+};
+
+using driver_ptr = caf::stateful_actor<driver_state>*;
+
+/// Sends the next push_pull (the push for the next clock, as a worker does); its reply sends
+/// the one after, so as many are in flight as were started. The shard serves one worker's
+/// pushes in order, so pipelined pushes are valid in async mode.
+void next_round(driver_ptr self) {
+  auto& st = self->state;
+  if (st.issued == st.side->times.size()) return;
+  auto slot = st.issued++;
+  auto t0 = bench_clock::now();
+  auto push = encode_push(0, st.side->clock++, 0, st.side->layout, st.side->grad.data());
+  self->request(st.shard, timeout, push_pull_atom::value, std::move(push))
+    .then(
+      [=](const wire_buffer& reply) {
+        auto& st = self->state;
+        auto msg = scatter_shard_parameters(reply, st.side->layout, st.side->params.data());
+        if (!msg) {
+          st.promise.deliver(msg.error());
+          return;
+        }
+        st.side->times[slot] = ms_since(t0);
+        if (++st.done == st.side->times.size())
+          st.promise.deliver(ms_since(st.started));
+        else
+          next_round(self);
+      },
+      [=](caf::error& err) { self->state.promise.deliver(err); });
+}
+
+caf::behavior driver(driver_ptr self, ps_shard_actor shard, worker_side* side) {
+  self->state.shard = shard;
+  self->state.side = side;
+  return {
+    [=](run_atom, int64_t rounds, int32_t in_flight) -> caf::result<double> {
+      auto& st = self->state;
+      st.side->times.assign(static_cast<std::size_t>(rounds), 0.0);
+      st.issued = st.done = 0;
+      st.started = bench_clock::now();
+      st.promise = self->make_response_promise<double>();
+      for (int32_t i = 0; i < in_flight; ++i) next_round(self);
+      return st.promise;
+    },
+  };
+}
+
+// --- the components, standalone --------------------------------------------------------------
+
+template <class F>
+double median_ms(int iterations, F&& f) {
+  std::vector<double> t(iterations);
+  for (auto& v : t) {
+    auto t0 = bench_clock::now();
+    f();
+    v = ms_since(t0);
+  }
+  return percentile(t, 0.5);
+}
+
+std::string time_components(const train_spec& spec, worker_side& side, int iterations) {
+  const auto& layout = side.layout;
+  std::vector<float> shard_params(layout.shard_floats(0));
+  layout.gather(0, side.params.data(), shard_params.data());
+  auto push = encode_push(0, 0, 0, layout, side.grad.data());
+  auto reply = encode_shard_parameters(parameters_kind::pull, 0, 0, 0, 0, layout,
+                                       shard_params.data());
+  auto bytes = shard_params.size() * sizeof(float);
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  bool ok = true;
+
+  auto encode_push_ms = median_ms(iterations, [&] {
+    push = encode_push(0, 0, 0, layout, side.grad.data());
+  });
+  // What the shard does with a push: decode, check every block, then apply every block
+  // (validation ends before state changes, so these are two passes, as in the shard).
+  auto apply_ms = median_ms(iterations, [&] {
+    auto view = decode_push(push);
+    if (!view) throw std::runtime_error("decode_push failed");
+    for (const auto& b : view->blocks) ok &= all_finite(b.values, b.count);
+    for (const auto& b : view->blocks)
+      apply_update(spec.optimizer, spec.optimizer.learning_rate, 1,
+                   shard_params.data() + layout.blocks()[b.id].shard_offset, b.values, nullptr,
+                   b.count);
+  });
+  auto encode_reply_ms = median_ms(iterations, [&] {
+    reply = encode_shard_parameters(parameters_kind::pull, 0, 0, 0, 0, layout, shard_params.data());
+  });
+  auto scatter_ms = median_ms(iterations, [&] {
+    ok &= bool(scatter_shard_parameters(reply, layout, side.params.data()));
+  });
+  auto memcpy_ms = median_ms(iterations, [&] {
+    std::memcpy(dst.data(), src.data(), bytes);
+    ++src[dst[bytes / 2] & 1];  // keeps the copy observable
+  });
+  // The zero-filled std::vector<capnp::word> every encoder starts from, and the same bytes
+  // zeroed by memset: capnp::word is a class, so the vector fills it one word at a time.
+  auto alloc_words_ms = median_ms(iterations, [&] {
+    std::vector<capnp::word> words(bytes / 8 + 1);
+    ok &= reinterpret_cast<const char*>(words.data())[bytes / 2] == 0;
+  });
+  auto alloc_memset_ms = median_ms(iterations, [&] {
+    std::vector<uint64_t> words(bytes / 8 + 1);
+    ok &= words[bytes / 16] == 0;
+  });
+  if (!ok) throw std::runtime_error("a standalone component failed");
+  return json_object()
+    .add("encode_push", encode_push_ms)
+    .add("decode_validate_apply", apply_ms)
+    .add("encode_reply", encode_reply_ms)
+    .add("scatter_reply", scatter_ms)
+    .add("memcpy", memcpy_ms)
+    .add("alloc_words", alloc_words_ms)
+    .add("alloc_memset", alloc_memset_ms)
+    .add("sum_of_round_trip_parts", encode_push_ms + apply_ms + encode_reply_ms + scatter_ms)
+    .str();
+}
+
+// --- the run ---------------------------------------------------------------------------------
+
+struct options {
+  int64_t floats = 1048575;
+  uint32_t block_floats = 65536;
+  int iterations = 200, warmup = 10, threads = 2;
+  int in_flight = 4;     ///< push_pulls in flight in the pipelined run
+  int serve = 0;         ///< > 0: publish a shard on 127.0.0.1:serve and wait (the shard process)
+  std::string connect;   ///< host:port: drive the shard published there (the worker process)
+  bool no_data_link = false;  ///< serve: offer no data link; everything over CAF's middleman
+  bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
+};
+
+/// The shard process of the two-process benchmark: publishes an uninitialised shard and runs
+/// until the driving process stops it.
+int serve(const options& o) {
+  caf::actor_system_config cfg;
+  configure_system(cfg, o.threads, network_settings{});
+  caf::actor_system sys{cfg};
+  // As a ps task does (actors/deployment.cpp): the data link on a free port, announced by the shard.
+  std::unique_ptr<shard_link_server> links;
+  if (!o.no_data_link) {
+    auto listening = shard_link_server::listen("127.0.0.1", 0, [](const std::string& line) {
+      std::fprintf(stderr, "bench shard: %s\n", line.c_str());
+    });
+    if (!listening) throw std::runtime_error(describe(listening.error()));
+    links = std::move(*listening);
+  }
+  auto shard = spawn_ps_shard(sys, 0, links ? links->port() : 0,
+                              links && !o.tcp_only ? links->local_name() : std::string{});
+  if (links) links->serve(sys, shard, 0);
+  auto port = sys.middleman().publish(shard, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
+  if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.serve));
+  caf::scoped_actor self{sys};
+  self->monitor(shard);
+  std::fprintf(stderr, "bench shard serving on 127.0.0.1:%d\n", o.serve);
+  self->receive([](caf::down_msg&) {});
+  std::fflush(nullptr);
+  std::_Exit(0);  // see actors/deployment.cpp: CAF 0.17 may keep a dead peer's references
+}
+
+train_spec spec_for(const options& o) {
+  train_spec spec;
+  int k = std::max(1, static_cast<int>(std::lround(double(o.floats) / 1025.0)));
+  spec.layers = {1024, k};  // 1024·k kernel + k bias = 1025·k floats
+  spec.block_floats = o.block_floats;
+  spec.shards = 1;
+  spec.workers = 1;
+  spec.mode = consistency::async;
+  spec.optimizer.kind = optimizer_kind::sgd;
+  spec.optimizer.learning_rate = 1e-6f;  // parameters stay near their start: no denormals
+  spec.schedule = lr_schedule::constant;
+  return spec;
+}
+
+int run(const options& o) {
+  flush_denormals_to_zero();
+  auto spec = spec_for(o);
+  worker_side side{block_layout(spec), {}, {}, 0, {}};
+  auto floats = side.layout.total_floats();
+  side.grad.assign(floats, 1e-3f);
+  side.params.resize(floats);
+  for (std::size_t i = 0; i < floats; ++i) side.params[i] = 0.01f * float(i % 97);
+
+  caf::actor_system_config cfg;
+  bool remote = !o.connect.empty();
+  configure_system(cfg, o.threads,
+                   remote ? std::optional<network_settings>{network_settings{}} : std::nullopt);
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  ps_shard_actor shard;
+  remote_shard connection;
+  if (remote) {
+    auto found = connect_shard(sys, parse_address(o.connect, "--connect"), 0,
+                               std::chrono::seconds(20), timeout);
+    if (!found) throw std::runtime_error(describe(found.error()));
+    connection = *found;
+    shard = connection.handle;
+  } else {
+    shard = spawn_ps_shard(sys, 0);
+  }
+  std::vector<float> part(side.layout.shard_floats(0));
+  side.layout.gather(0, side.params.data(), part.data());
+  bool ok = false;
+  self->request(shard, timeout, init_atom::value, encode_shard_init(spec, 0, side.layout, part.data()))
+    .receive([&](caf::ok_atom) { ok = true; }, [&](caf::error&) {});
+  if (!ok) throw std::runtime_error("shard init failed");
+
+  // Event-based driver: warm-up rounds, then the timed ones, one in flight (a worker's round
+  // trip); then the same with --in-flight pipelined (the throughput of the connection).
+  auto drv = sys.spawn(driver, shard, &side);
+  auto drive = [&](int64_t rounds, int32_t in_flight) {
+    double wall_ms = 0;
+    caf::error failure;
+    self->request(drv, timeout, run_atom::value, rounds, in_flight)
+      .receive([&](double ms) { wall_ms = ms; }, [&](caf::error& err) { failure = std::move(err); });
+    if (failure) throw std::runtime_error("event driver: " + describe(failure));
+    return wall_ms;
+  };
+  drive(o.warmup, 1);
+  auto faults_before = minor_faults();
+  drive(o.iterations, 1);
+  auto event_times = side.times;
+  auto event_faults = minor_faults() - faults_before;
+  drive(o.warmup, o.in_flight);
+  auto pipelined_ms = drive(o.iterations, o.in_flight) / o.iterations;
+  auto pipelined_latency = side.times;
+  self->send_exit(drv, caf::exit_reason::user_shutdown);
+
+  // Scoped driver: the same round trip from a blocking thread.
+  std::vector<double> scoped_times;
+  for (int i = 0; i < o.warmup + o.iterations; ++i) {
+    auto t0 = bench_clock::now();
+    caf::error failure;
+    self->request(shard, timeout, push_pull_atom::value,
+                  encode_push(0, side.clock++, 0, side.layout, side.grad.data()))
+      .receive(
+        [&](const wire_buffer& reply) {
+          if (auto msg = scatter_shard_parameters(reply, side.layout, side.params.data()); !msg)
+            failure = msg.error();
+        },
+        [&](caf::error& err) { failure = std::move(err); });
+    if (failure) throw std::runtime_error("scoped driver: " + describe(failure));
+    if (i >= o.warmup) scoped_times.push_back(ms_since(t0));
+  }
+  // Stopping the shard (over CAF) ends the shard process; then the data link, if any.
+  self->send_exit(remote ? connection.shard : shard, caf::exit_reason::user_shutdown);
+  connection.close();
+
+  auto components = time_components(spec, side, o.iterations);
+  std::string transport = !remote            ? "in-process"
+                          : !connection.link ? "caf"
+                                             : std::string("data link, ") + connection.transport();
+  auto payload = double(floats * sizeof(float));
+  auto wire_bytes = encode_push(0, 0, 0, side.layout, side.grad.data()).size_bytes();
+  auto gbps = [&](const std::vector<double>& t, double bytes) {
+    return bytes / (percentile(t, 0.5) * 1e-3) / 1e9;
+  };
+  std::printf("%s\n", json_object()
+                        .add("bench", "transport")
+                        .add("placement", remote ? "two processes over loopback" : "one process")
+                        .add("transport", transport)
+                        .add("floats", static_cast<int64_t>(floats))
+                        .add("blocks", static_cast<int64_t>(side.layout.blocks().size()))
+                        .add("payload_bytes", static_cast<int64_t>(payload))
+                        .add("push_wire_bytes", static_cast<int64_t>(wire_bytes))
+                        .add("iterations", o.iterations)
+                        .add("scheduler_threads", o.threads)
+                        .add_raw("round_trip_ms", summary_json(event_times))
+                        .add("push_pull_GBps", gbps(event_times, payload))
+                        .add("bytes_moved_GBps", gbps(event_times, 2 * payload))
+                        .add("in_flight", o.in_flight)
+                        .add("pipelined_ms_per_push_pull", pipelined_ms)
+                        .add("pipelined_push_pull_GBps", payload / (pipelined_ms * 1e-3) / 1e9)
+                        .add_raw("pipelined_round_trip_ms", summary_json(pipelined_latency))
+                        .add("minor_faults_per_round_trip", double(event_faults) / o.iterations)
+                        .add_raw("scoped_round_trip_ms", summary_json(scoped_times))
+                        .add("scoped_push_pull_GBps", gbps(scoped_times, payload))
+                        .add_raw("components_ms", components)
+                        .str()
+                        .c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  po::options_description desc("actorps_bench_transport flags");
+  desc.add_options()
+    ("help,h", "print this help")
+    ("floats", po::value(&o.floats)->default_value(o.floats),
+     "shard size in floats (rounded to a multiple of 1025: layers {1024, k})")
+    ("block-floats", po::value(&o.block_floats)->default_value(o.block_floats), "floats per block")
+    ("iterations", po::value(&o.iterations)->default_value(o.iterations), "timed round trips")
+    ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed round trips first")
+    ("in-flight", po::value(&o.in_flight)->default_value(o.in_flight),
+     "push_pulls kept in flight in the pipelined run")
+    ("threads", po::value(&o.threads)->default_value(o.threads), "CAF scheduler threads")
+    ("serve", po::value(&o.serve), "publish a shard on 127.0.0.1:PORT and wait (shard process)")
+    ("connect", po::value(&o.connect), "drive the shard at HOST:PORT (worker process)")
+    ("tcp-link", po::bool_switch(&o.tcp_only),
+     "serve: offer the data link over loopback TCP only, not over a local socket")
+    ("no-data-link", po::bool_switch(&o.no_data_link),
+     "serve: offer no data link, so pulls and pushes travel through CAF's middleman");
+  return run_benchmark("actorps_bench_transport", argc, argv, desc, [&] {
+    if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1
+        || o.in_flight < 1)
+      throw po::error("--floats, --block-floats, --iterations, --threads, --in-flight must be positive");
+  }, [&] { return o.serve > 0 ? serve(o) : run(o); });
+}

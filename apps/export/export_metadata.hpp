@@ -1,0 +1,35 @@
+// metadata.json of an export: what the model is, how to feed it, how it was trained and how
+// well these exact parameters do on the test split. For people and scripts; the model itself
+// is in model.capnp and model.onnx.
+#pragma once
+
+#include "actors/protocol/model_spec.hpp"
+#include "apps/export/exported_model.hpp"
+#include "apps/export/model_evaluation.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace actorps {
+
+inline constexpr const char* metadata_json_name = "metadata.json";
+
+/// What an export says about the run that produced its parameters.
+struct run_info {
+  std::string source;    ///< what produced the parameters: "simulate", "chief", ...
+  std::string dataset;   ///< what it trained and is tested on: "fashion-mnist" or "synthetic"
+  int batch = 0;         ///< rows per worker and clock
+  int64_t clocks = 0;    ///< clocks each worker ran
+  int64_t samples = 0;   ///< training rows processed by all workers
+  double wall_s = 0;     ///< training wall time
+  std::string backend;   ///< what the workers computed on
+};
+
+/// The JSON text (pretty-printed, ends in a newline). `created` becomes created_utc
+/// (ISO 8601, seconds, 'Z').
+std::string make_export_metadata(const train_spec& spec, const exported_model& model,
+                                 const run_info& run, const model_metrics& test,
+                                 std::chrono::system_clock::time_point created);
+
+} // namespace actorps
