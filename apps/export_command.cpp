@@ -9,6 +9,7 @@
 #include "apps/export/model_export.hpp"
 #include "apps/export/versioned_dir.hpp"
 #include "actors/data/load_split.hpp"
+#include "actors/model/mlp_plugin.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <algorithm>
@@ -84,7 +85,7 @@ int export_checkpoint(const export_flags& f) {
     throw std::invalid_argument("--checkpoint: " + ckpt.dir + "/" + run_file_name + ": "
                                 + describe(run.error()));
   const auto params = checkpoint_parameters(ckpt, run->spec);
-  const auto test = load_split(test_split_source(f.data, run->spec.layers.front()), false);
+  const auto test = load_split(test_split_source(f.data, mlp_layers(run->spec.model) ? mlp_layers(run->spec.model)->front() : 784), false);
   run_info info;
   info.source = "checkpoint";
   info.dataset = f.data.dataset;

@@ -1,6 +1,8 @@
 #include "apps/training_flags.hpp"
 
 #include "actors/chief/metrics.hpp"
+#include "actors/model/registry.hpp"
+#include "actors/model/mlp_plugin.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 
 #include <unistd.h>
@@ -221,9 +223,13 @@ training_plan plan_training(const training_flags& o) {
   require(o.threads >= 0, "threads", o.threads, "must be 0 or more");
   require(o.block_floats >= 1, "block-floats", o.block_floats, "must be at least 1");
   require(o.request_timeout > 0, "request-timeout", o.request_timeout, "must be positive");
-  auto layers = parse_layers(o.model);
-  require(layers.has_value(), "model", o.model,
-          "must be at least two positive widths joined by '-', e.g. 784-256-128-10");
+  std::unique_ptr<model_plugin> model;
+  try {
+    model = make_model(o.model);
+  } catch (const model_error& e) {
+    throw usage_error(std::string("--model ") + o.model + ": " + e.what());
+  }
+  auto layers = mlp_layers(model->spec());  // the synthetic data takes an MLP's input width
   auto mode = parse_consistency(o.mode);
   require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");
   auto schedule = parse_lr_schedule(o.lr_schedule);
@@ -248,7 +254,7 @@ training_plan plan_training(const training_flags& o) {
   auto& c = plan.chief;
   c.backend = *backend;
   c.gpus = gpus;
-  c.spec.layers = *layers;
+  c.spec.model = model->spec();
   c.spec.block_floats = o.block_floats;
   c.spec.shards = o.ps;
   c.spec.workers = o.workers;
@@ -274,7 +280,6 @@ training_plan plan_training(const training_flags& o) {
 
   auto& d = plan.data;
   if (o.dataset == "fashion-mnist") {
-    require(layers->front() == 784, "model", o.model, "must take 784 inputs for fashion-mnist");
     d.what = data_source::kind::fashion_mnist;
     d.dir = o.data_dir;
     c.train_rows = fashion_mnist_train_rows;
@@ -287,13 +292,14 @@ training_plan plan_training(const training_flags& o) {
     d.train_rows = static_cast<int>(o.synthetic_rows);
     d.test_rows = static_cast<int>(o.synthetic_test_rows);
     d.seed = o.seed;
-    d.cols = layers->front();
+    d.cols = layers ? layers->front() : d.cols;
     c.train_rows = d.train_rows;
   } else {
     throw usage_error("--dataset must be fashion-mnist or synthetic (got " + o.dataset + ")");
   }
-  require(layers->back() == fashion_mnist_classes, "model", o.model,
-          "must end in one output per class (10)");
+  const int cols = d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
+  if (auto why = model->check_data(cols, fashion_mnist_classes); !why.empty())
+    throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
   auto shard_rows = c.train_rows / o.workers;
   require(shard_rows >= o.batch, "batch", o.batch,
           "is larger than a worker's shard of the training set");

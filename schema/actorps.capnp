@@ -22,9 +22,24 @@ enum Optimizer {
 # The model and how it is cut into blocks. Every role derives the same tensors, blocks and
 # block-to-shard assignment from this (actors/model_spec.hpp); nobody ships the table around.
 struct ModelSpec {
-  layers @0 :List(UInt32);     # MLP widths, input first: 784, 256, 128, 10
+  obsoleteLayers @0 :List(UInt32);  # unused since models are named tensors (was: MLP widths)
   blockFloats @1 :UInt32;      # a tensor is cut into blocks of at most this many floats
   numShards @2 :UInt32;
+  name @3 :Text;               # the model plug-in and its arguments: "mlp:784-256-128-10"
+  tensors @4 :List(TensorSpec);  # the dense tensors, in layout order
+  # Sparse tables (keyed rows) join the dense tensors here: a later field.
+}
+
+# One named dense tensor: row-major float32 of the given shape.
+struct TensorSpec {
+  enum Init {
+    zeros @0;
+    uniform @1;                # in [-scale, scale), drawn from the run's one seeded stream
+  }
+  name @0 :Text;               # "dense0/kernel"
+  shape @1 :List(UInt32);      # [784, 256]
+  init @2 :Init;
+  scale @3 :Float64;
 }
 
 # Everything a shard needs to know about the run.
@@ -94,6 +109,7 @@ struct DataSource {
   trainRows @2 :UInt32;        # synthetic sizes
   testRows @3 :UInt32;
   seed @4 :UInt64;
+  cols @5 :UInt32;             # synthetic: features per row
 }
 
 # The chief's instructions to a worker or evaluator process (distributed runs).

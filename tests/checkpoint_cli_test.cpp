@@ -61,8 +61,8 @@ TEST_CASE("--resume refuses a checkpoint of another model, or none, and overwrit
                            "--checkpoint-dir " + tmp.path + " --resume");
   INFO(other.output);
   CHECK(other.status == 2);
-  CHECK(contains(other.output, "cannot continue this run: the checkpoint's model is 784-32-10, "
-                               "this run's is 784-16-10"));
+  CHECK(contains(other.output, "cannot continue this run: the checkpoint's model is mlp:784-32-10, "
+                               "this run's is mlp:784-16-10"));
   CHECK(fs::last_write_time(manifest) == written);
 
   scratch_dir empty("actorps_empty");

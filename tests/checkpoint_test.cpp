@@ -1,5 +1,6 @@
 // Checkpoints on disk: what a complete one holds, how a corrupt, truncated, lying or unfinished
 // one is detected and the previous one used, pruning, and resuming a sync run bitwise.
+#include "actors/model/mlp_plugin.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/parameter_init.hpp"
 #include "tests/scratch_dir.hpp"
@@ -20,7 +21,7 @@ namespace {
 
 train_spec small_spec() {
   train_spec spec;
-  spec.layers = {6, 5, 3};
+  spec.model = mlp_model({6, 5, 3});
   spec.block_floats = 8;
   spec.shards = 2;
   spec.workers = 2;
@@ -197,8 +198,8 @@ TEST_CASE("a checkpoint of another model, cut or optimizer cannot continue a run
   other.optimizer.learning_rate *= 2;  // rates, modes and lengths may change on resume
   other.mode = consistency::async;
   CHECK(incompatibility(saved, other).empty());
-  other.layers = {6, 4, 3};
-  CHECK(incompatibility(saved, other) == "the checkpoint's model is 6-5-3, this run's is 6-4-3");
+  other.model = mlp_model({6, 4, 3});
+  CHECK(incompatibility(saved, other) == "the checkpoint's model is mlp:6-5-3, this run's is mlp:6-4-3");
   other = saved;
   other.shards = 3;
   CHECK(incompatibility(saved, other).find("2 shards") != std::string::npos);

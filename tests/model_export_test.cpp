@@ -1,5 +1,6 @@
 // Exporting parameters: the three files of a version, what each holds, and how a reader
 // refuses a damaged model.capnp. Library level; tests/export_cli_test.cpp drives the binary.
+#include "actors/model/mlp_plugin.hpp"
 #include "apps/export/exported_model.hpp"
 #include "apps/export/file_bytes.hpp"
 #include "apps/export/model_export.hpp"
@@ -36,13 +37,13 @@ struct export_case {
   dataset test;
   run_info run;
   export_case() {
-    spec.layers = {16, 12, 8, 10};
+    spec.model = mlp_model({16, 12, 8, 10});
     spec.workers = 3;
     spec.shards = 2;
     spec.mode = consistency::sync;
     spec.optimizer.kind = optimizer_kind::adam;
     spec.optimizer.learning_rate = 0.001f;
-    params = initial_parameters(spec.layers, 5);
+    params = initial_parameters(*mlp_layers(spec.model), 5);
     for (std::size_t i = 0; i < params.size(); ++i)
       if (params[i] == 0.0f) params[i] = 0.01f * static_cast<float>(i % 7);
     test = make_synthetic(300, 16, 5, false);
@@ -97,7 +98,7 @@ TEST_CASE("export: model.capnp holds the spec and every tensor, read back bit fo
   test::scratch_dir scratch;
   const auto done = export_model(c.spec, c.params, c.run, c.test, scratch.path);
   const auto model = load_model_directory(done.path);
-  CHECK(model.layers == c.spec.layers);
+  CHECK(model.layers == *mlp_layers(c.spec.model));
   CHECK(model.input_divisor == 1.0f);  // synthetic features are used as they are
   REQUIRE(model.parameters.size() == c.params.size());
   CHECK(std::memcmp(model.parameters.data(), c.params.data(), c.params.size() * 4) == 0);
@@ -237,7 +238,7 @@ TEST_CASE("evaluate_model: accuracy, loss and confusion matrix from the probabil
 TEST_CASE("tensor_slots: block_layout's tensors, with their shapes") {
   const std::vector<int> layers{784, 256, 128, 10};
   const auto slots = tensor_slots(layers);
-  const block_layout layout(layers, 4096, 3);
+  const block_layout layout(mlp_model(layers), 4096, 3);
   REQUIRE(slots.size() == layout.tensors().size());
   for (std::size_t t = 0; t < slots.size(); ++t) {
     CAPTURE(t);
@@ -254,7 +255,7 @@ TEST_CASE("tensor_slots: block_layout's tensors, with their shapes") {
 
 TEST_CASE("model.capnp: a damaged or mismatched file is refused, naming it and the problem") {
   const export_case c;
-  const exported_model model{c.spec.layers, c.params, 1.0f};
+  const exported_model model{*mlp_layers(c.spec.model), c.params, 1.0f};
   const auto good = encode_exported_model(model);
   CHECK(decode_exported_model(good, "/m/model.capnp").parameters == c.params);
   check_refused("", "empty");

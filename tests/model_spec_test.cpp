@@ -1,6 +1,9 @@
 // The model spec: flag parsing and the deterministic, balanced cut into blocks and shards.
 #include "actors/protocol/model_spec.hpp"
+#include "actors/model/mlp_plugin.hpp"
+#include "actors/model/registry.hpp"
 #include "kernels/mlp.hpp"
+#include "kernels/parameter_init.hpp"
 
 #include <doctest/doctest.h>
 
@@ -19,11 +22,13 @@ TEST_CASE("layer widths parse from 784-256-128-10 and bad text is refused") {
 }
 
 TEST_CASE("blocks cover every tensor exactly once, in model order") {
-  block_layout layout({784, 256, 128, 10}, 4096, 3);
+  block_layout layout(mlp_model({784, 256, 128, 10}), 4096, 3);
   CHECK(layout.total_floats() == mlp_parameter_count({784, 256, 128, 10}));
   REQUIRE(layout.tensors().size() == 6);
   CHECK(layout.tensors()[0].name == "dense0/kernel");
   CHECK(layout.tensors()[5].name == "dense2/bias");
+  CHECK(layout.tensors()[0].shape == std::vector<uint32_t>{784, 256});
+  CHECK(layout.tensors()[5].shape == std::vector<uint32_t>{10});
   std::size_t next = 0;
   for (const auto& b : layout.blocks()) {
     CHECK(b.offset == next);
@@ -38,7 +43,7 @@ TEST_CASE("blocks cover every tensor exactly once, in model order") {
 }
 
 TEST_CASE("the default model over 4 shards is balanced within 1.1x and deterministic") {
-  block_layout a({784, 256, 128, 10}, 4096, 4), b({784, 256, 128, 10}, 4096, 4);
+  block_layout a(mlp_model({784, 256, 128, 10}), 4096, 4), b(mlp_model({784, 256, 128, 10}), 4096, 4);
   std::vector<std::size_t> bytes;
   for (int s = 0; s < 4; ++s) {
     bytes.push_back(a.shard_floats(s) * sizeof(float));
@@ -50,7 +55,7 @@ TEST_CASE("the default model over 4 shards is balanced within 1.1x and determini
 }
 
 TEST_CASE("gather and scatter are inverse and shard buffers are contiguous") {
-  block_layout layout({9, 7, 5}, 6, 3);
+  block_layout layout(mlp_model({9, 7, 5}), 6, 3);
   std::vector<float> flat(layout.total_floats());
   std::iota(flat.begin(), flat.end(), 1.0f);
   std::vector<float> back(flat.size(), 0.0f);
@@ -78,4 +83,39 @@ TEST_CASE("consistency modes parse and report their bound") {
   spec.mode = *parse_consistency("async");
   CHECK(spec.staleness_bound() == -1);
   CHECK_FALSE(parse_consistency("bsp"));
+}
+
+TEST_CASE("an MLP's named tensors start from the kernels' He-uniform values, bit for bit") {
+  const std::vector<int> layers{33, 17, 9, 5};
+  const auto model = mlp_model(layers);
+  CHECK(model.name == "mlp:33-17-9-5");
+  REQUIRE(model.tensors.size() == 6);
+  CHECK(model.tensors[2].name == "dense1/kernel");
+  CHECK(model.tensors[2].shape == std::vector<uint32_t>{17, 9});
+  CHECK(initial_values(model, 7) == initial_parameters(layers, 7));
+  CHECK(initial_values(model, 7) != initial_values(model, 8));
+}
+
+TEST_CASE("models are checked: names unique and printable, no zero dimension") {
+  model_spec m;
+  CHECK(invalid_model(m) == "the model has no tensors");
+  m.tensors = {{"w", {3, 2}, tensor_init::zeros, 0}, {"w", {2}, tensor_init::zeros, 0}};
+  CHECK(invalid_model(m) == "two tensors are named 'w'");
+  m.tensors[1].name = "b c";
+  CHECK(invalid_model(m).find("printable") != std::string::npos);
+  m.tensors[1] = {"b", {0}, tensor_init::zeros, 0};
+  CHECK(invalid_model(m) == "b [0] has a zero dimension");
+  m.tensors[1].shape = {2};
+  CHECK(invalid_model(m) == "");
+  CHECK_THROWS_AS(block_layout(model_spec{}, 16, 1), std::invalid_argument);
+}
+
+TEST_CASE("--model resolves through the registry: bare widths mean mlp, unknown names list the known") {
+  CHECK(make_model("784-256-10")->spec().name == "mlp:784-256-10");
+  CHECK(make_model("mlp:20-32-3")->spec().tensors.size() == 4);
+  CHECK_THROWS_WITH_AS(make_model("mlp:20-x"), doctest::Contains("at least two positive integers"),
+                       model_error);
+  CHECK_THROWS_WITH_AS(make_model("nosuch:1"), doctest::Contains("registered: mlp"), model_error);
+  CHECK(make_model("mlp:20-32-3")->check_data(20, 3) == "");
+  CHECK(make_model("mlp:20-32-3")->check_data(21, 3).find("takes 20 inputs") != std::string::npos);
 }

@@ -2,6 +2,7 @@
 // talk to one ps_shard through a scoped actor with finite timeouts (a hang fails the test).
 #pragma once
 
+#include "actors/model/mlp_plugin.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/roles/ps_shard.hpp"
 
@@ -19,7 +20,7 @@ inline constexpr auto timeout = std::chrono::seconds(10);
 /// SGD with lr 1 so that every update is easy to compute by hand.
 inline train_spec tiny_spec(consistency mode, int workers, int staleness = 0) {
   train_spec spec;
-  spec.layers = {4, 3, 2};
+  spec.model = mlp_model({4, 3, 2});
   spec.block_floats = 4;
   spec.shards = 1;
   spec.workers = workers;

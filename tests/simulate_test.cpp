@@ -1,5 +1,6 @@
 // The single-process cluster end to end on synthetic data: sync mode is exact, the staleness
 // bound holds under a straggler, and the summary reports what happened.
+#include "actors/model/mlp_plugin.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "tests/simulation_fixture.hpp"
 #include "kernels/mlp.hpp"
@@ -28,11 +29,12 @@ TEST_CASE("sync mode equals a plain loop applying the mean of the workers' gradi
 
   // The reference: one process, no actors, the same minibatches and the same update rule.
   auto be = make_cpu_backend();
-  mlp model(*be, spec.layers, batch);
-  auto params = initial_parameters(spec.layers, spec.seed);
+  const auto layers = *mlp_layers(spec.model);  // the reference builds its own MLP
+  mlp model(*be, layers, batch);
+  auto params = initial_parameters(layers, spec.seed);
   std::vector<float> state(optimizer_state_slots(spec.optimizer.kind) * params.size(), 0.0f);
   std::vector<std::vector<float>> grads(workers, std::vector<float>(params.size()));
-  std::vector<float> mean(params.size()), x(std::size_t(batch) * spec.layers[0]);
+  std::vector<float> mean(params.size()), x(std::size_t(batch) * layers[0]);
   std::vector<int32_t> y(batch);
   std::vector<data_shard> shards;
   for (int w = 0; w < workers; ++w) shards.emplace_back(train, w, workers, batch, spec.seed);
@@ -56,7 +58,7 @@ TEST_CASE("sync mode equals a plain loop applying the mean of the workers' gradi
     max_diff = std::max(max_diff, double(std::fabs(got[i] - params[i])));
   MESSAGE("max |sync - reference| = " << max_diff);
   CHECK(max_diff <= 1e-5);
-  CHECK(params != initial_parameters(spec.layers, spec.seed));  // training moved them
+  CHECK(params != initial_parameters(layers, spec.seed));  // training moved them
   CHECK(result->max_staleness == 0);
   for (const auto& s : result->shard_stats_list) CHECK(s.updates == uint64_t(clocks));
 }

@@ -2,6 +2,7 @@
 // final parameters of a run as one flat vector.
 #pragma once
 
+#include "actors/model/mlp_plugin.hpp"
 #include "actors/deploy/simulation.hpp"
 
 #include <doctest/doctest.h>
@@ -17,7 +18,7 @@ inline simulation_options synthetic_run(consistency mode, int workers, int shard
                                         int staleness = 0) {
   simulation_options opts;
   auto& c = opts.chief;
-  c.spec.layers = {32, 24, 10};
+  c.spec.model = mlp_model({32, 24, 10});
   c.spec.block_floats = 100;
   c.spec.shards = shards;
   c.spec.workers = workers;

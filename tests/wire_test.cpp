@@ -1,5 +1,6 @@
 // The wire format: encoders, zero-copy decoders, malformed input, and the bulk (de)serialiser
 // that carries a wire_buffer across processes.
+#include "actors/model/mlp_plugin.hpp"
 #include "actors/protocol/messages.hpp"
 
 #include <caf/all.hpp>
@@ -15,7 +16,7 @@ namespace {
 
 train_spec small_spec() {
   train_spec spec;
-  spec.layers = {5, 7, 3};
+  spec.model = mlp_model({5, 7, 3});
   spec.block_floats = 8;
   spec.shards = 3;
   spec.workers = 4;
@@ -63,6 +64,7 @@ TEST_CASE("a push round-trips and its decoded blocks point into the buffer") {
 
 TEST_CASE("a push carries little more than its floats") {
   train_spec spec;  // the default model, two shards
+  spec.model = mlp_model({784, 256, 128, 10});
   block_layout layout(spec);
   std::vector<float> grad(layout.total_floats(), 1.0f);
   std::size_t total = 0;
@@ -91,7 +93,13 @@ TEST_CASE("shard parameters and init round-trip through scatter and the spec") {
     auto init = decode_shard_init(encode_shard_init(spec, s, layout, part.data()));
     REQUIRE(init);
     CHECK(init->shard == s);
-    CHECK(init->spec.layers == spec.layers);
+    CHECK(init->spec.model.name == spec.model.name);
+    REQUIRE(init->spec.model.tensors.size() == spec.model.tensors.size());
+    for (std::size_t i = 0; i < spec.model.tensors.size(); ++i) {
+      CHECK(init->spec.model.tensors[i].name == spec.model.tensors[i].name);
+      CHECK(init->spec.model.tensors[i].shape == spec.model.tensors[i].shape);
+      CHECK(init->spec.model.tensors[i].scale == spec.model.tensors[i].scale);
+    }
     CHECK(init->spec.block_floats == spec.block_floats);
     CHECK(init->spec.shards == spec.shards);
     CHECK(init->spec.workers == spec.workers);

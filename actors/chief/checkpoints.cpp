@@ -6,7 +6,7 @@
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
-#include "kernels/parameter_init.hpp"
+#include "actors/protocol/model_spec.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -144,7 +144,7 @@ void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt
       files.push_back(encode_shard_checkpoint(spec, *view));  // under this run's spec
     }
   } else {  // no checkpoint yet: back to the seeded initial values at clock 0
-    auto initial = initial_parameters(spec.layers, spec.seed);
+    auto initial = initial_values(spec.model, spec.seed);
     auto slots = optimizer_state_slots(spec.optimizer.kind);
     for (int32_t s = 0; s < spec.shards; ++s) {
       std::vector<float> part(layout.shard_floats(s)), state(slots * part.size());

@@ -293,7 +293,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
                           .add("staleness_bound", spec.staleness_bound())
                           .add("workers", spec.workers)
                           .add("shards", spec.shards)
-                          .add("model", to_string(spec.layers))
+                          .add("model", spec.model.name)
                           .add("optimizer", to_string(spec.optimizer.kind))
                           .add("learning_rate", double(spec.optimizer.learning_rate))
                           .add("lr_schedule", to_string(spec.schedule))

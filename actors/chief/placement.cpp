@@ -9,7 +9,7 @@
 #include "actors/protocol/log.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/roles/worker.hpp"
-#include "kernels/parameter_init.hpp"
+#include "actors/protocol/model_spec.hpp"
 
 namespace actorps::chief_detail {
 
@@ -62,7 +62,7 @@ void init_shards(self_ptr self) {
   }
   const auto& spec = st.cfg.spec;
   block_layout layout(spec);
-  auto initial = initial_parameters(spec.layers, spec.seed);
+  auto initial = initial_values(spec.model, spec.seed);
   std::vector<float> part;
   auto failed = [=](caf::error& err) { fail_run(self, "initialising the shards failed", err); };
   auto left = std::make_shared<std::size_t>(st.shards.size());

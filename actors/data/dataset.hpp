@@ -3,6 +3,7 @@
 // deterministic minibatch order.
 #pragma once
 
+#include "actors/data/batch_source.hpp"
 #include "actors/protocol/data_source.hpp"
 
 #include <cstdint>
@@ -54,7 +55,7 @@ dataset make_synthetic(int rows, int cols, uint64_t seed, bool train);
 /// batches in any process. Each epoch visits the shard in a fresh permutation; the last partial
 /// batch of an epoch is dropped, so every batch has exactly `batch` rows. Not thread-safe (it
 /// caches the current epoch's permutation): one object per worker.
-class data_shard {
+class data_shard : public batch_source {
 public:
   data_shard(std::shared_ptr<const dataset> data, int worker, int workers, int batch,
              uint64_t seed);
@@ -67,12 +68,13 @@ public:
     return (worker + 1) * rows / workers - worker * rows / workers;
   }
 
-  int batch_size() const { return batch_; }
-  int64_t steps_per_epoch() const { return size_ / batch_; }
+  int batch_size() const override { return batch_; }
+  int cols() const override { return data_->cols; }
+  int64_t steps_per_epoch() const override { return size_ / batch_; }
 
   /// Fills x (batch × cols) and y (batch) with the minibatch of global step `step` (0-based;
   /// epoch = step / steps_per_epoch()).
-  void fill_batch(int64_t step, float* x, int32_t* y) const;
+  void fill_batch(int64_t step, float* x, int32_t* y) const override;
 
   /// The dataset row indices of that minibatch (for tests and reproducibility checks).
   std::vector<int64_t> batch_rows(int64_t step) const;

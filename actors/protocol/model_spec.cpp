@@ -1,11 +1,73 @@
 #include "actors/protocol/model_spec.hpp"
 
+#include "kernels/splitmix64.hpp"
+
 #include <algorithm>
+#include <cmath>
+#include <set>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
 
 namespace actorps {
+
+std::size_t tensor_spec::size() const {
+  std::size_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::size_t model_spec::total_floats() const {
+  std::size_t n = 0;
+  for (const auto& t : tensors) n += t.size();
+  return n;
+}
+
+std::vector<float> initial_values(const model_spec& model, uint64_t seed) {
+  std::vector<float> values(model.total_floats(), 0.0f);
+  splitmix64 rng(seed);
+  std::size_t offset = 0;
+  for (const auto& t : model.tensors) {
+    if (t.init == tensor_init::uniform) {
+      const double limit = t.scale;
+      for (std::size_t i = 0; i < t.size(); ++i)
+        values[offset + i] = static_cast<float>((2.0 * rng.next_unit() - 1.0) * limit);
+    }
+    offset += t.size();
+  }
+  return values;
+}
+
+std::string describe(const tensor_spec& tensor) {
+  std::string out = tensor.name + " [";
+  for (std::size_t i = 0; i < tensor.shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(tensor.shape[i]);
+  return out + "]";
+}
+
+std::string invalid_model(const model_spec& model) {
+  if (model.tensors.empty()) return "the model has no tensors";
+  std::set<std::string> names;
+  std::size_t total = 0;
+  for (const auto& t : model.tensors) {
+    if (t.name.empty() || t.name.size() > 200
+        || !std::all_of(t.name.begin(), t.name.end(), [](char c) { return c > ' ' && c < 127; }))
+      return "tensor name '" + t.name + "' must be 1 to 200 printable characters without spaces";
+    if (!names.insert(t.name).second) return "two tensors are named '" + t.name + "'";
+    if (t.shape.size() > 8) return describe(t) + " has more than 8 dimensions";
+    double floats = 1;
+    for (auto d : t.shape) {
+      if (d == 0) return describe(t) + " has a zero dimension";
+      floats *= d;
+    }
+    if (floats > double(1u << 31)) return describe(t) + " has more than 2^31 values";
+    if (t.init == tensor_init::uniform && !(std::isfinite(t.scale) && t.scale >= 0))
+      return describe(t) + " has a uniform initializer without a finite, non-negative scale";
+    total += t.size();
+    if (total > (std::size_t(1) << 31)) return "the model has more than 2^31 values";
+  }
+  return "";
+}
 
 std::optional<consistency> parse_consistency(const std::string& name) {
   if (name == "sync") return consistency::sync;
@@ -57,17 +119,13 @@ int train_spec::staleness_bound() const {
   return -1;
 }
 
-block_layout::block_layout(const std::vector<int>& layers, uint32_t block_floats, int shards) {
-  if (layers.size() < 2) throw std::invalid_argument("a model needs at least two layer widths");
+block_layout::block_layout(const model_spec& model, uint32_t block_floats, int shards) {
+  if (auto why = invalid_model(model); !why.empty()) throw std::invalid_argument(why);
   if (block_floats == 0) throw std::invalid_argument("block_floats must be positive");
   if (shards <= 0) throw std::invalid_argument("the number of shards must be positive");
-  for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
-    auto prefix = "dense" + std::to_string(l);
-    auto kernel = std::size_t(layers[l]) * std::size_t(layers[l + 1]);
-    tensors_.push_back({prefix + "/kernel", total_floats_, kernel});
-    total_floats_ += kernel;
-    tensors_.push_back({prefix + "/bias", total_floats_, std::size_t(layers[l + 1])});
-    total_floats_ += std::size_t(layers[l + 1]);
+  for (const auto& t : model.tensors) {
+    tensors_.push_back({t.name, t.shape, total_floats_, t.size()});
+    total_floats_ += t.size();
   }
   for (uint32_t t = 0; t < tensors_.size(); ++t) {
     for (std::size_t off = 0; off < tensors_[t].size; off += block_floats) {

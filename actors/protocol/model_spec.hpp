@@ -1,6 +1,9 @@
 // The run's specification and the deterministic cut of the model into blocks and shards.
 //
-// Every role computes the same block table from (layers, block_floats, shards) — DESIGN §2:
+// A model is a list of named dense tensors (name, shape, how to initialise them) plus the name
+// of the plug-in that trains it ("mlp:784-256-128-10"); nothing below the plug-in knows what the
+// tensors mean. Every role computes the same block table from (tensors, block_floats, shards) —
+// DESIGN §2:
 // tensors in model order are cut into blocks of at most block_floats values; blocks are
 // assigned largest first to the shard holding the fewest floats so far (ties: lower block id,
 // lower shard index). A shard stores its blocks contiguously in block-id order.
@@ -22,13 +25,47 @@ enum class consistency { sync, ssp, async };
 std::optional<consistency> parse_consistency(const std::string& name);
 const char* to_string(consistency mode);
 
+/// How the chief fills a tensor before the first clock. Every uniform tensor draws its values, in
+/// model order, from one seeded splitmix64 stream (kernels/splitmix64.hpp), so the same spec and
+/// seed give the same bits everywhere.
+enum class tensor_init { zeros, uniform };
+
+/// One named dense tensor of a model: "dense0/kernel" of shape [784, 256], row-major.
+struct tensor_spec {
+  std::string name;
+  std::vector<uint32_t> shape;
+  tensor_init init = tensor_init::zeros;
+  double scale = 0;  ///< uniform: values in [-scale, scale)
+
+  std::size_t size() const;  ///< product of the shape (1 for a scalar)
+};
+
+/// The model as the runtime sees it. A second kind of table, sparse keyed rows, joins the dense
+/// tensors here (the sparse-table issue); the block layout then covers the dense part only.
+struct model_spec {
+  std::string name;                  ///< the plug-in and its arguments: "mlp:784-256-128-10"
+  std::vector<tensor_spec> tensors;  ///< dense tensors, in layout order
+
+  std::size_t total_floats() const;
+};
+
+/// Initial values of every tensor, flat in model order (see tensor_init).
+std::vector<float> initial_values(const model_spec& model, uint64_t seed);
+
+/// "dense0/kernel [784, 256]" — for messages that compare two models.
+std::string describe(const tensor_spec& tensor);
+
+/// Checks names (non-empty, unique, printable) and shapes (non-zero dimensions, at most 2^31
+/// floats in all); "" when valid, else what is wrong.
+std::string invalid_model(const model_spec& model);
+
 /// Parses "784-256-128-10" into widths; nullopt unless ≥ 2 positive integers joined by '-'.
 std::optional<std::vector<int>> parse_layers(const std::string& text);
 std::string to_string(const std::vector<int>& layers);
 
 /// What every shard needs to know about a run (wire form: schema TrainSpec).
 struct train_spec {
-  std::vector<int> layers{784, 256, 128, 10};
+  model_spec model;
   uint32_t block_floats = 4096;
   int shards = 2;
   int workers = 2;
@@ -46,6 +83,7 @@ struct train_spec {
 
 struct tensor_info {
   std::string name;        ///< "dense0/kernel", "dense0/bias", ...
+  std::vector<uint32_t> shape;
   std::size_t offset = 0;  ///< first float in the flat parameter layout
   std::size_t size = 0;
 };
@@ -61,9 +99,10 @@ struct block_info {
 
 class block_layout {
 public:
-  block_layout(const std::vector<int>& layers, uint32_t block_floats, int shards);
+  /// Throws std::invalid_argument for an invalid model, block size or shard count.
+  block_layout(const model_spec& model, uint32_t block_floats, int shards);
   explicit block_layout(const train_spec& spec)
-    : block_layout(spec.layers, spec.block_floats, spec.shards) {}
+    : block_layout(spec.model, spec.block_floats, spec.shards) {}
 
   const std::vector<tensor_info>& tensors() const { return tensors_; }
   const std::vector<block_info>& blocks() const { return blocks_; }

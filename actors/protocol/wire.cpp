@@ -18,7 +18,19 @@ namespace {
 
 constexpr std::size_t word_bytes = sizeof(capnp::word);
 
-constexpr std::size_t header_bound = 128;  // root structs, enums, the spec's layer list
+constexpr std::size_t header_bound = 128;  // root structs, enums
+constexpr std::size_t max_tensors = 1u << 16;  // a spec with more is refused
+
+std::size_t words_for(std::size_t bytes);
+
+/// Segment words a TrainSpec's model needs beyond header_bound: its name, and per tensor a
+/// struct, its name and its shape.
+std::size_t spec_bound(const train_spec& spec) {
+  std::size_t words = words_for(spec.model.name.size() + 1) + 1;
+  for (const auto& t : spec.model.tensors)
+    words += 4 + words_for(t.name.size() + 1) + words_for(4 * t.shape.size()) + 1;
+  return words;
+}
 
 std::size_t words_for(std::size_t bytes) { return (bytes + word_bytes - 1) / word_bytes; }
 
@@ -92,8 +104,18 @@ caf::expected<std::vector<block_view>> read_blocks(capnp::List<wire::Block>::Rea
 
 void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   auto model = out.initModel();
-  auto layers = model.initLayers(static_cast<unsigned>(spec.layers.size()));
-  for (unsigned i = 0; i < spec.layers.size(); ++i) layers.set(i, spec.layers[i]);
+  model.setName(spec.model.name);
+  auto tensors = model.initTensors(static_cast<unsigned>(spec.model.tensors.size()));
+  for (unsigned i = 0; i < spec.model.tensors.size(); ++i) {
+    const auto& t = spec.model.tensors[i];
+    auto w = tensors[i];
+    w.setName(t.name);
+    auto shape = w.initShape(static_cast<unsigned>(t.shape.size()));
+    for (unsigned d = 0; d < t.shape.size(); ++d) shape.set(d, t.shape[d]);
+    w.setInit(t.init == tensor_init::uniform ? wire::TensorSpec::Init::UNIFORM
+                                             : wire::TensorSpec::Init::ZEROS);
+    w.setScale(t.scale);
+  }
   model.setBlockFloats(spec.block_floats);
   model.setNumShards(static_cast<uint32_t>(spec.shards));
   out.setMode(static_cast<wire::Mode>(spec.mode));
@@ -114,12 +136,22 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
 caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   train_spec spec;
   auto model = in.getModel();
-  spec.layers.clear();
-  for (auto w : model.getLayers()) {
-    if (w == 0 || w > (1u << 24)) return make_error(errc::invalid_spec, "layer width " + std::to_string(w));
-    spec.layers.push_back(static_cast<int>(w));
+  spec.model.name = model.getName().cStr();
+  spec.model.tensors.clear();
+  if (model.getTensors().size() > max_tensors)
+    return make_error(errc::invalid_spec, std::to_string(model.getTensors().size()) + " tensors");
+  for (auto t : model.getTensors()) {
+    tensor_spec tensor;
+    tensor.name = t.getName().cStr();
+    for (auto d : t.getShape()) tensor.shape.push_back(d);
+    auto init = static_cast<unsigned>(t.getInit());
+    if (init > 1) return make_error(errc::invalid_spec, "unknown initializer of " + tensor.name);
+    tensor.init = static_cast<tensor_init>(init);
+    tensor.scale = t.getScale();
+    spec.model.tensors.push_back(std::move(tensor));
   }
-  if (spec.layers.size() < 2) return make_error(errc::invalid_spec, "fewer than two layers");
+  if (auto why = invalid_model(spec.model); !why.empty())
+    return make_error(errc::invalid_spec, why);
   spec.block_floats = model.getBlockFloats();
   spec.shards = static_cast<int>(model.getNumShards());
   spec.workers = static_cast<int>(in.getWorkers());
@@ -209,7 +241,7 @@ wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t
 wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
                               const float* shard_buffer) {
   const auto& ids = layout.shard_blocks(shard);
-  auto bound = header_bound + spec.layers.size() + blocks_bound(layout, ids);
+  auto bound = header_bound + spec_bound(spec) + blocks_bound(layout, ids);
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::ShardInit>();
     write_spec(msg.initSpec(), spec);
@@ -271,7 +303,7 @@ caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf) {
 wire_buffer encode_role_setup(const role_setup& setup) {
   std::size_t text = 0;
   for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
-  auto bound = header_bound + setup.spec.layers.size() + words_for(setup.data.dir.size() + 1) + text;
+  auto bound = header_bound + spec_bound(setup.spec) + words_for(setup.data.dir.size() + 1) + text;
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::RoleSetup>();
     write_spec(msg.initSpec(), setup.spec);
@@ -287,6 +319,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     data.setTrainRows(static_cast<uint32_t>(setup.data.train_rows));
     data.setTestRows(static_cast<uint32_t>(setup.data.test_rows));
     data.setSeed(setup.data.seed);
+    data.setCols(static_cast<uint32_t>(setup.data.cols));
     auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
     for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
       addresses.set(i, setup.shard_addresses[i]);
@@ -317,7 +350,7 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.data.train_rows = static_cast<int>(data.getTrainRows());
     out.data.test_rows = static_cast<int>(data.getTestRows());
     out.data.seed = data.getSeed();
-    out.data.cols = out.spec.layers.front();
+    out.data.cols = static_cast<int>(data.getCols());
     for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
     if (msg.getBackend() > static_cast<uint8_t>(backend_kind::automatic))
       return make_error(errc::invalid_spec, "unknown backend in RoleSetup");
@@ -340,7 +373,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64
   const auto& ids = layout.shard_blocks(shard);
   auto state_words = 1 + 2 * ids.size();
   for (auto id : ids) state_words += words_for(slots * layout.blocks()[id].size * sizeof(float));
-  auto bound = header_bound + spec.layers.size() + blocks_bound(layout, ids) + state_words;
+  auto bound = header_bound + spec_bound(spec) + blocks_bound(layout, ids) + state_words;
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::ShardCheckpoint>();
     write_spec(msg.initSpec(), spec);
@@ -369,7 +402,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoi
       if (bytes > 0) std::memcpy(data.begin(), views[i].values, bytes);
     }
   };
-  auto bound = header_bound + spec.layers.size() + views_words(saved.blocks) + views_words(saved.state);
+  auto bound = header_bound + spec_bound(spec) + views_words(saved.blocks) + views_words(saved.state);
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::ShardCheckpoint>();
     write_spec(msg.initSpec(), spec);
@@ -406,7 +439,7 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
 }
 
 wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
-  auto bound = header_bound + run.spec.layers.size() + 1 + 4 * run.positions.size();
+  auto bound = header_bound + spec_bound(run.spec) + 1 + 4 * run.positions.size();
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::RunCheckpoint>();
     write_spec(msg.initSpec(), run.spec);

@@ -1,8 +1,8 @@
 #include "actors/roles/evaluator.hpp"
 
 #include "actors/protocol/log.hpp"
+#include "actors/model/registry.hpp"
 #include "kernels/denormals.hpp"
-#include "kernels/mlp.hpp"
 
 #include <caf/all.hpp>
 
@@ -10,15 +10,12 @@ namespace actorps {
 
 namespace {
 
-constexpr int eval_chunk = 1000;  // rows per forward pass
-
 struct evaluator_state {
   static inline const char* name = "evaluator";
 
   evaluator_config cfg;
   std::unique_ptr<block_layout> layout;
-  std::unique_ptr<backend> be;
-  std::unique_ptr<mlp> model;
+  std::unique_ptr<evaluation> model;  // the model plug-in's evaluation hook
   std::vector<float> params;
 };
 
@@ -34,14 +31,12 @@ struct pending_eval {
 
 void finish(self_ptr self, pending_eval& job) {
   auto& st = self->state;
-  const auto& test = *st.cfg.test;
-  st.model->set_parameters(st.params.data());
-  auto stats = st.model->evaluate(test.x.data(), test.y.data(), test.rows);
+  auto metrics = st.model->evaluate(st.params.data());
   eval_report report;
   report.clock = job.clock;
-  report.test_rows = stats.rows;
-  report.test_accuracy = double(stats.correct) / double(stats.rows);
-  report.test_loss = stats.loss_sum / double(stats.rows);
+  report.test_rows = metrics.rows;
+  report.test_accuracy = metrics.accuracy;
+  report.test_loss = metrics.loss;
   report.eval_seconds =
     std::chrono::duration<double>(caf::make_timestamp() - job.started).count();
   job.promise.deliver(report);
@@ -55,8 +50,11 @@ evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
       if (!st.model) {
         flush_denormals_to_zero();  // this (detached) thread runs the kernels
         st.layout = std::make_unique<block_layout>(st.cfg.spec);
-        st.be = make_cpu_backend();
-        st.model = std::make_unique<mlp>(*st.be, st.cfg.spec.layers, eval_chunk);
+        try {
+          st.model = make_model(st.cfg.spec.model.name)->make_evaluation(st.cfg.test);
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, std::string("evaluator: ") + e.what());
+        }
         st.params.assign(st.layout->total_floats(), 0.0f);
       }
       auto job = std::make_shared<pending_eval>(pending_eval{

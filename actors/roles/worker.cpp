@@ -1,8 +1,8 @@
 #include "actors/roles/worker.hpp"
 
 #include "actors/protocol/log.hpp"
+#include "actors/model/registry.hpp"
 #include "kernels/denormals.hpp"
-#include "kernels/mlp.hpp"
 
 #include <caf/all.hpp>
 
@@ -17,17 +17,13 @@ struct worker_state {
 
   worker_config cfg;
   std::unique_ptr<block_layout> layout;
-  std::unique_ptr<backend> be;
-  std::unique_ptr<mlp> model;
   std::unique_ptr<data_shard> data;
-  // Host sides of the transfers: pinned memory on a GPU backend, so each step moves the pulled
-  // parameters in and the gradient out with one copy each.
-  host_buffer<float> params, grads, x;
-  host_buffer<int32_t> y;
+  std::unique_ptr<trainer> model;  // the model plug-in's half for this worker
+  std::vector<float> params, grads;  // flat, model order
   int64_t clock = 0;            // the clock being computed
   std::size_t awaiting = 0;     // shard replies still missing for this clock
   int64_t staleness = 0;        // of the parameters being received
-  loss_stats last;
+  step_loss last;
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
 };
@@ -44,7 +40,7 @@ void fail(self_ptr self, const std::string& what, const caf::error& err) {
 /// Takes one shard's parameter reply; starts the next clock once every shard has answered.
 void on_parameters(self_ptr self, const wire_buffer& reply) {
   auto& st = self->state;
-  auto msg = scatter_shard_parameters(reply, *st.layout, st.params.get());
+  auto msg = scatter_shard_parameters(reply, *st.layout, st.params.data());
   if (!msg) return fail(self, "bad parameters from a shard", msg.error());
   st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
   if (--st.awaiting > 0) return;
@@ -89,20 +85,18 @@ void push(self_ptr self) {
   auto& st = self->state;
   self->send(st.cfg.chief, train_atom::value,
              train_report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
-                          st.last.rows, st.staleness, st.be->name()});
+                          st.last.rows, st.staleness, st.model->device()});
   auto clock = st.clock++;
   expect_replies(st);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
     ask(self, s, push_pull_atom::value,
-        encode_push(st.cfg.index, clock, static_cast<int32_t>(s), *st.layout, st.grads.get(),
+        encode_push(st.cfg.index, clock, static_cast<int32_t>(s), *st.layout, st.grads.data(),
                     st.cfg.incarnation));
 }
 
 void compute(self_ptr self) {
   auto& st = self->state;
-  st.model->set_parameters(st.params.get());
-  st.data->fill_batch(st.clock, st.x.get(), st.y.get());
-  st.last = st.model->train_step(st.x.get(), st.y.get(), st.cfg.batch, st.grads.get());
+  st.last = st.model->step(st.clock, st.params.data(), st.grads.data());
   if (st.cfg.slow_ms > 0)
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
   else
@@ -117,23 +111,24 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       auto& st = self->state;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
       st.layout = std::make_unique<block_layout>(st.cfg.spec);
-      std::string why;
-      try {
-        st.be = make_backend(st.cfg.backend, st.cfg.device, &why);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      if (!st.be || (st.cfg.backend == backend_kind::cuda && st.be->name() != "cuda"))
-        return fail(self, "cannot start its backend",
-                    caf::make_error(caf::sec::runtime_error, why));
-      st.model = std::make_unique<mlp>(*st.be, st.cfg.spec.layers, st.cfg.batch);
       st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
                                              st.cfg.batch, st.cfg.spec.seed);
-      auto n = st.layout->total_floats();
-      st.params = host_buffer<float>(*st.be, n);
-      st.grads = host_buffer<float>(*st.be, n);
-      st.x = host_buffer<float>(*st.be, std::size_t(st.cfg.batch) * st.cfg.spec.layers.front());
-      st.y = host_buffer<int32_t>(*st.be, st.cfg.batch);
+      trainer_context ctx;
+      ctx.worker = st.cfg.index;
+      ctx.workers = st.cfg.spec.workers;
+      ctx.batch = st.cfg.batch;
+      ctx.seed = st.cfg.spec.seed;
+      ctx.data = st.data.get();
+      ctx.backend = st.cfg.backend;
+      ctx.device = st.cfg.device;
+      try {
+        st.model = make_model(st.cfg.spec.model.name)->make_trainer(ctx);
+      } catch (const std::exception& e) {
+        return fail(self, "cannot start its trainer", caf::make_error(caf::sec::runtime_error,
+                                                                     e.what()));
+      }
+      st.params.assign(st.layout->total_floats(), 0.0f);
+      st.grads.assign(st.layout->total_floats(), 0.0f);
       st.clock = st.cfg.start_clock;
       pull_initial(self);
     },

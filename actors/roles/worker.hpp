@@ -1,5 +1,5 @@
-// A worker: owns a backend, a model replica and its shard of the training data, and runs
-// pull → forward/backward → push once per clock. The push for clock c and the pull for c + 1
+// A worker: owns its shard of the training data and a trainer from the run's model plug-in
+// (actors/model/), and runs pull → trainer step → push once per clock. The push for clock c and the pull for c + 1
 // travel as one push_pull request per shard; the next clock starts when every shard has
 // answered (which the shards may delay, to enforce the consistency rule).
 //

@@ -324,9 +324,19 @@ loaded_checkpoint load_newest_checkpoint(const fs::path& path) {
 }
 
 std::string incompatibility(const train_spec& saved, const train_spec& current) {
-  if (saved.layers != current.layers)
-    return "the checkpoint's model is " + to_string(saved.layers) + ", this run's is "
-           + to_string(current.layers);
+  if (saved.model.name != current.model.name)
+    return "the checkpoint's model is " + saved.model.name + ", this run's is "
+           + current.model.name;
+  if (saved.model.tensors.size() != current.model.tensors.size())
+    return "the checkpoint's model has " + std::to_string(saved.model.tensors.size())
+           + " tensors, this run's " + std::to_string(current.model.tensors.size());
+  for (std::size_t i = 0; i < saved.model.tensors.size(); ++i) {
+    const auto& a = saved.model.tensors[i];
+    const auto& b = current.model.tensors[i];
+    if (a.name != b.name || a.shape != b.shape)
+      return "the checkpoint's tensor " + std::to_string(i) + " is " + describe(a)
+             + ", this run's is " + describe(b);
+  }
   if (saved.block_floats != current.block_floats)
     return "the checkpoint cuts blocks of " + std::to_string(saved.block_floats)
            + " floats, this run " + std::to_string(current.block_floats);

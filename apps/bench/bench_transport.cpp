@@ -12,6 +12,7 @@
 // Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
 // gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
 // copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
+#include "actors/model/mlp_plugin.hpp"
 #include "actors/net/connect.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/chief/metrics.hpp"
@@ -253,7 +254,7 @@ int serve(const options& o) {
 train_spec spec_for(const options& o) {
   train_spec spec;
   int k = std::max(1, static_cast<int>(std::lround(double(o.floats) / 1025.0)));
-  spec.layers = {1024, k};  // 1024·k kernel + k bias = 1025·k floats
+  spec.model = mlp_model({1024, k});  // 1024·k kernel + k bias = 1025·k floats
   spec.block_floats = o.block_floats;
   spec.shards = 1;
   spec.workers = 1;

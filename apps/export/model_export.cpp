@@ -2,6 +2,7 @@
 
 #include "apps/export/onnx_model.hpp"
 #include "apps/export/versioned_dir.hpp"
+#include "actors/model/mlp_plugin.hpp"
 #include "kernels/mlp.hpp"
 
 #include <stdexcept>
@@ -14,11 +15,16 @@ float input_divisor_for(const std::string& dataset) {
 
 export_result export_model(const train_spec& spec, const std::vector<float>& params,
                            const run_info& run, const dataset& test, const std::string& dir) {
-  if (params.size() != mlp_parameter_count(spec.layers))
+  // The export format (model.capnp's fixed network, ONNX, predict) describes MLPs only.
+  const auto layers = mlp_layers(spec.model);
+  if (!layers)
+    throw std::invalid_argument("export: the model " + spec.model.name
+                                + " is not an MLP; only MLPs can be exported so far");
+  if (params.size() != mlp_parameter_count(*layers))
     throw std::invalid_argument("export: " + std::to_string(params.size()) + " parameters, layers "
-                                + to_string(spec.layers) + " need "
-                                + std::to_string(mlp_parameter_count(spec.layers)));
-  const exported_model model{spec.layers, params, input_divisor_for(run.dataset)};
+                                + to_string(*layers) + " need "
+                                + std::to_string(mlp_parameter_count(*layers)));
+  const exported_model model{*layers, params, input_divisor_for(run.dataset)};
   export_result result;
   result.test = evaluate_model(model, test);
   const auto capnp = encode_exported_model(model);
