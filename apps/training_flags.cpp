@@ -44,16 +44,6 @@ std::vector<int> parse_slow(const std::vector<std::string>& specs, int workers) 
   return slow;
 }
 
-float default_learning_rate(optimizer_kind kind) {
-  switch (kind) {
-    case optimizer_kind::sgd: return 0.1f;
-    case optimizer_kind::momentum: return 0.05f;
-    case optimizer_kind::adam: return 0.001f;
-    case optimizer_kind::adagrad: return 0.05f;
-  }
-  return 0.05f;
-}
-
 /// Refuses a checkpoint directory that cannot be created or written, before any training: a
 /// probe file is created and removed (permission bits alone say nothing to root).
 void check_writable(const std::string& dir) {

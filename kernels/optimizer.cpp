@@ -83,4 +83,14 @@ bool all_finite(const float* values, std::size_t n) {
   return bad == 0;
 }
 
+float default_learning_rate(optimizer_kind kind) {
+  switch (kind) {
+    case optimizer_kind::sgd: return 0.1f;
+    case optimizer_kind::momentum: return 0.05f;
+    case optimizer_kind::adam: return 0.001f;
+    case optimizer_kind::adagrad: return 0.05f;
+  }
+  return 0.05f;
+}
+
 } // namespace actorps

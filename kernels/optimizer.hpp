@@ -39,4 +39,7 @@ bool all_finite(const float* values, std::size_t n);
 void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* param,
                   const float* grad, float* state, std::size_t n);
 
+/// The learning rate a run uses when none is given: 0.1 sgd, 0.05 momentum and adagrad, 0.001 adam.
+float default_learning_rate(optimizer_kind kind);
+
 } // namespace actorps

@@ -1,0 +1,90 @@
+// train(): a whole run in this process, the runtime owning the loop (actors/ps.hpp).
+#include "actors/ps.hpp"
+
+#include "actors/deploy/simulation.hpp"
+
+#include <cmath>
+
+namespace actorps {
+
+namespace {
+
+caf::error bad_option(const std::string& what) { return make_error(errc::invalid_spec, what); }
+
+/// The run's spec from the options, or why they cannot describe a run.
+caf::expected<train_spec> spec_of(const train_options& o) {
+  if (o.ps < 1) return bad_option("ps must be at least 1");
+  if (o.workers < 1) return bad_option("workers must be at least 1");
+  if (o.staleness < 0) return bad_option("staleness must be 0 or more");
+  train_spec spec;
+  try {
+    spec.model = make_model(o.model)->spec();
+  } catch (const std::exception& e) {
+    return bad_option(e.what());
+  }
+  spec.shards = o.ps;
+  spec.workers = o.workers;
+  spec.mode = o.mode;
+  spec.staleness = o.staleness;
+  spec.optimizer = o.optimizer;
+  if (!(spec.optimizer.learning_rate > 0))
+    spec.optimizer.learning_rate = default_learning_rate(spec.optimizer.kind);
+  spec.schedule = o.schedule;
+  spec.seed = o.seed;
+  return spec;
+}
+
+} // namespace
+
+caf::expected<run_summary> train(const train_options& o) {
+  auto spec = spec_of(o);
+  if (!spec) return spec.error();
+  if (!o.train || !o.test) return bad_option("train and test data are both needed");
+  if (o.train->rows < 1 || o.test->rows < 1) return bad_option("a data split has no rows");
+  if (o.test->cols != o.train->cols) return bad_option("train and test have different widths");
+  const int classes = std::max(o.train->classes, o.test->classes);
+  if (auto why = make_model(o.model)->check_data(o.train->cols, classes); !why.empty())
+    return bad_option(o.model + " does not fit the data: " + why);
+  if (o.batch < 1) return bad_option("batch must be at least 1");
+  // Epochs count the rows really there: each worker's shard in whole batches.
+  const int64_t per_epoch = data_shard::rows_of(o.train->rows, 0, o.workers) / o.batch;
+  if (per_epoch < 1) return bad_option("batch is larger than a worker's shard of the data");
+  if (o.steps < 0 || !(o.epochs > 0) || !std::isfinite(o.epochs))
+    return bad_option("epochs must be positive (or steps > 0)");
+  simulation_options sim;
+  auto& c = sim.chief;
+  c.spec = *spec;
+  c.batch = o.batch;
+  c.steps = o.steps > 0 ? o.steps
+                        : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
+  c.spec.total_clocks = c.steps;
+  c.eval_every = o.eval_every;
+  c.train = o.train;
+  c.test = o.test;
+  c.train_rows = o.train->rows;
+  c.progress = o.progress;
+  try {
+    c.metrics = std::make_shared<metrics_file>(o.metrics);
+  } catch (const std::exception& e) {
+    return bad_option(std::string("metrics: ") + e.what());
+  }
+  sim.scheduler_threads = o.threads;
+  return simulate(std::move(sim));
+}
+
+caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
+                                                   const train_options& opts) {
+  auto spec = spec_of(opts);
+  if (!spec) return spec.error();
+  block_layout layout(*spec);
+  std::vector<float> flat(layout.total_floats(), 0.0f);
+  if (summary.final_parameters.size() != static_cast<std::size_t>(layout.shards()))
+    return make_error(errc::missing_block, "the summary holds "
+                                             + std::to_string(summary.final_parameters.size())
+                                             + " shard snapshots");
+  for (const auto& snap : summary.final_parameters)
+    if (auto ok = scatter_shard_parameters(snap, layout, flat.data()); !ok) return ok.error();
+  return flat;
+}
+
+} // namespace actorps

@@ -1,0 +1,154 @@
+// actorps — the front door. The one header a program that embeds the parameter server includes.
+//
+// Two ways to train:
+//  * The runtime owns the loop (recovery, checkpoints, stragglers and the SSP bound keep
+//    working): write a model plug-in (a trainer per worker + an evaluation hook, plugin.hpp),
+//    register it, and call train().
+//
+//      class my_model : public actorps::model_plugin { ... };
+//      actorps::register_model("mine", [](const std::string& args) {
+//        return std::make_unique<my_model>(args);
+//      });
+//      actorps::train_options opts;
+//      opts.model = "mine:16";
+//      opts.train = my_train_rows; opts.test = my_test_rows;
+//      auto summary = actorps::train(opts);   // caf::expected<run_summary>
+//
+//  * You own the loop (ps-lite's KVWorker): start the shards of a model and drive each worker
+//    with pull / push_pull / wait. The shards hold pushes and pulls in their mailboxes exactly
+//    as in a runtime-owned run (sync, ssp with its bound, async).
+//
+//      actorps::local_cluster ps(spec, opts);          // P shards, initialised
+//      auto w = ps.worker(0);
+//      auto t = w.pull(0, params.data());              // ticket
+//      w.wait(t);                                      // staleness, or the error
+//      t = w.push_pull(0, grad.data(), params.data()); // push clock 0, pull clock 1
+//
+// Errors are values (caf::expected / caf::error with actorps' codes, errors.hpp); nothing here
+// ends the process.
+#pragma once
+
+#include "actors/model/plugin.hpp"
+#include "actors/model/registry.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/messages.hpp"
+#include "actors/protocol/model_spec.hpp"
+
+#include <caf/expected.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+// --- the runtime owns the loop ------------------------------------------------------------
+
+/// A run in this process: every role an actor of one actor_system (what `actorps simulate`
+/// does). The same settings as the command line's training flags, with the same defaults.
+struct train_options {
+  std::string model = "mlp:784-256-128-10";  ///< NAME[:ARGS] of a registered model plug-in
+  std::shared_ptr<const dataset> train, test;  ///< the data (dataset.hpp: rows, cols, x, y)
+  int ps = 2;
+  int workers = 2;
+  consistency mode = consistency::ssp;
+  int staleness = 2;              ///< the ssp bound (ignored by sync and async)
+  optimizer_config optimizer;     ///< applied by the shards (learning_rate 0: its default)
+  lr_schedule schedule = lr_schedule::cosine;
+  int batch = 64;
+  double epochs = 1;              ///< passes over the training rows ...
+  int64_t steps = 0;              ///< ... or, when > 0, clocks per worker
+  int64_t eval_every = 0;         ///< global clocks between evaluations (0: only the final one)
+  uint64_t seed = 1;
+  std::string metrics;            ///< a JSONL file of events ("" none)
+  bool progress = false;          ///< draw the progress line on stdout
+  int threads = 0;                ///< CAF scheduler threads (0: one per core)
+};
+
+/// Trains to the end and returns the summary (final test metrics, samples/s, staleness, the
+/// final parameters per shard), or the error that ended the run (a bad option: invalid_spec,
+/// naming it). Blocks the calling thread; every actor has stopped when it returns.
+caf::expected<run_summary> train(const train_options& opts);
+
+/// The final parameters of a summary, flat in model order (every tensor of `model`).
+caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
+                                                   const train_options& opts);
+
+// --- you own the loop ---------------------------------------------------------------------
+
+/// What the shards of a user-driven run need: the model's tensors and how they learn.
+struct cluster_options {
+  int ps = 2;
+  int workers = 1;                ///< each calls push_pull once per clock
+  consistency mode = consistency::sync;
+  int staleness = 0;
+  optimizer_config optimizer;     ///< learning_rate 0: the optimizer's default
+  lr_schedule schedule = lr_schedule::constant;
+  int64_t total_clocks = 0;       ///< for decaying schedules; 0 with constant
+  uint64_t seed = 1;              ///< the tensors' initial values (model_spec's initializers)
+  uint32_t block_floats = 4096;
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per request
+};
+
+class worker_client;
+
+/// P parameter shards in this process, initialised from the model's initializers, for W
+/// workers that own their loop. Thread-safe: each worker_client may live on its own thread.
+class local_cluster {
+public:
+  /// Spawns and initialises the shards; throws std::invalid_argument naming a bad option.
+  local_cluster(const model_spec& model, const cluster_options& opts);
+  ~local_cluster();  ///< stops the shards (pending requests fail)
+  local_cluster(const local_cluster&) = delete;
+  local_cluster& operator=(const local_cluster&) = delete;
+
+  /// The client of worker `w` (0 ≤ w < workers). One client per worker and thread.
+  worker_client worker(int w);
+
+  /// Floats in the model (the size of params and grad buffers, model order).
+  std::size_t total_floats() const;
+
+  /// The current values, at once (never held by the consistency rule), flat in model order.
+  caf::expected<std::vector<float>> snapshot();
+
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+/// A worker's connection to the shards, ps-lite's KVWorker in size. Calls return a ticket at
+/// once; wait(ticket) blocks until every shard has answered. Buffers passed in must stay valid
+/// (and `grad` unchanged) until that ticket's wait returns.
+class worker_client {
+public:
+  using ticket = int64_t;
+
+  /// Pulls the parameters for computing `clock` into params_out (total_floats() floats). The
+  /// shards answer once the consistency rule allows (ssp: min clock ≥ clock − s).
+  ticket pull(int64_t clock, float* params_out);
+
+  /// Pushes the gradient of `clock` (total_floats() floats, model order) and pulls the
+  /// parameters for clock + 1 into params_out: one round trip per shard.
+  ticket push_pull(int64_t clock, const float* grad, float* params_out);
+
+  /// The staleness of what arrived (clock − the shards' min clock when they answered, the
+  /// largest over shards), or the error: a push refused (its code says why: stale_clock,
+  /// non_finite_value, ...), a shard lost or a timeout. An unknown or already waited ticket is
+  /// an error too.
+  caf::expected<int64_t> wait(ticket t);
+
+  /// The newest clock whose update is included in what arrived with the last waited ticket
+  /// (the smallest over shards; -1: none yet).
+  int64_t newest_clock() const { return newest_clock_; }
+
+  struct impl;
+  explicit worker_client(std::shared_ptr<impl> impl) : impl_(std::move(impl)) {}
+
+private:
+  std::shared_ptr<impl> impl_;
+  int64_t newest_clock_ = -1;
+};
+
+} // namespace actorps
