@@ -106,6 +106,12 @@ TEST_CASE("load_csv accepts CRLF, spaces, quotes, blank lines, a BOM and no fina
   semicolons.delimiter = ';';
   const auto semicolon_file = dir.plain("semicolons.csv", "0;1.5;-2\n2;0.25;3e2\n1;+4;0.1\n");
   check_small(load_csv(semicolon_file, semicolons));
+  csv_options tabs;
+  tabs.delimiter = '\t';
+  check_small(load_csv(dir.plain("tabs.tsv", "0\t 1.5\t-2\n2\t0.25 \t3e2\n1\t+4\t0.1\n"), tabs));
+  CHECK(load_error(semicolon_file, tabs) ==
+        semicolon_file + ":1: 1 field; a row needs a label and at least one feature (is tab the "
+                         "delimiter?)");
 }
 
 TEST_CASE("load_csv reads labels written as integral floats and tiny features as zero") {

@@ -207,6 +207,11 @@ std::string quoted(std::string_view text) {
   return "'" + std::string(text.substr(0, shown)) + (text.size() > shown ? "...'" : "'");
 }
 
+/// A delimiter as a message names it.
+std::string shown(char delimiter) {
+  return delimiter == '\t' ? "tab" : "'" + std::string(1, delimiter) + "'";
+}
+
 /// "a first line with a non-numeric feature field is a header"; an empty field names nothing,
 /// so it is a missing value of a data line rather than a sign of a header.
 bool looks_like_header(const std::vector<field>& fields, size_t label) {
@@ -250,8 +255,8 @@ dataset load_csv(const std::string& path, const csv_options& options) {
       first_line = lines.line_number();
       expected = fields.size();
       if (expected < 2)
-        throw dataset_error(at(0) + "1 field; a row needs a label and at least one feature (is '" +
-                            std::string(1, options.delimiter) + "' the delimiter?)");
+        throw dataset_error(at(0) + "1 field; a row needs a label and at least one feature (is " +
+                            shown(options.delimiter) + " the delimiter?)");
       label = options.label_column < 0 ? expected - 1 : static_cast<size_t>(options.label_column);
       if (label >= expected)
         throw dataset_error(at(0) + "the label column is " + std::to_string(label) +
