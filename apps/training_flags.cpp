@@ -1,6 +1,7 @@
 #include "apps/training_flags.hpp"
 
 #include "actors/chief/metrics.hpp"
+#include "actors/data/load_split.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/storage/checkpoint_store.hpp"
@@ -87,7 +88,10 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("model", po::value(&o.model)->default_value(o.model),
      "MLP layer widths, input first (the input must match the data: 784 for fashion-mnist)")
     ("dataset", po::value(&o.dataset)->default_value(o.dataset),
-     "fashion-mnist | synthetic (a seeded 10-class problem that trains in seconds)")
+     "fashion-mnist | synthetic (a seeded 10-class problem that trains in seconds) | csv:PATH "
+     "(a label column first, then numeric features; header optional; plain or gzip)")
+    ("test", po::value(&o.test)->default_value(o.test),
+     "the test file of --dataset csv:PATH (same columns: a class label first, then features)")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir),
      "directory holding the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist)")
     ("synthetic-rows", po::value(&o.synthetic_rows)->default_value(o.synthetic_rows),
@@ -272,7 +276,10 @@ training_plan plan_training(const training_flags& o) {
   if (o.dataset == "fashion-mnist") {
     d.what = data_source::kind::fashion_mnist;
     d.dir = o.data_dir;
-    c.train_rows = fashion_mnist_train_rows;
+    // The rows really there (a smaller IDX file trains one pass per epoch too); a chief whose
+    // host lacks the files (its workers have them) assumes the Debian package's 60 000.
+    c.train_rows = std::filesystem::is_directory(d.dir) ? training_rows(d)
+                                                        : fashion_mnist_train_rows;
   } else if (o.dataset == "synthetic") {
     require(o.synthetic_rows > 0 && o.synthetic_rows < (1 << 30), "synthetic-rows",
             o.synthetic_rows, "must be positive");
@@ -284,11 +291,27 @@ training_plan plan_training(const training_flags& o) {
     d.seed = o.seed;
     d.cols = layers ? layers->front() : d.cols;
     c.train_rows = d.train_rows;
+  } else if (o.dataset.rfind("csv:", 0) == 0) {
+    d.what = data_source::kind::csv;
+    d.train_path = o.dataset.substr(4);
+    d.test_path = o.test;
+    require(!d.train_path.empty(), "dataset", o.dataset, "must name a file: csv:PATH");
+    if (d.test_path.empty()) throw usage_error("--dataset csv:PATH needs --test PATH");
   } else {
-    throw usage_error("--dataset must be fashion-mnist or synthetic (got " + o.dataset + ")");
+    throw usage_error("--dataset must be fashion-mnist, synthetic or csv:PATH (got " + o.dataset
+                      + ")");
   }
-  const int cols = d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
-  if (auto why = model->check_data(cols, fashion_mnist_classes); !why.empty())
+  if (!o.test.empty() && d.what != data_source::kind::csv)
+    throw usage_error("--test " + o.test + " only applies to --dataset csv:PATH");
+  int cols = d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
+  int classes = fashion_mnist_classes;
+  if (d.what == data_source::kind::csv) {  // its shape and size are in the file
+    auto head = load_split(d, true);
+    cols = head->cols;
+    classes = head->classes;
+    c.train_rows = head->rows;
+  }
+  if (auto why = model->check_data(cols, classes); !why.empty())
     throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
   auto shard_rows = c.train_rows / o.workers;
   require(shard_rows >= o.batch, "batch", o.batch,

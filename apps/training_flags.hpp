@@ -21,7 +21,7 @@ struct usage_error : std::runtime_error {
 struct training_flags {
   int ps = 2, workers = 2, batch = 64, threads = 0, staleness = 2;
   std::string model = "784-256-128-10", dataset = "fashion-mnist",
-              data_dir = default_fashion_mnist_dir, optimizer = "momentum", mode = "ssp",
+              data_dir = default_fashion_mnist_dir, test, optimizer = "momentum", mode = "ssp",
               lr_schedule = "cosine", metrics, backend = "auto", gpus = "0", export_dir;
   double epochs = 5, lr = 0, momentum = 0.9, request_timeout = 120;
   int64_t steps = 0, eval_every = 100, synthetic_rows = 8192, synthetic_test_rows = 2048;

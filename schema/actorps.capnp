@@ -103,6 +103,7 @@ struct DataSource {
   enum Kind {
     fashionMnist @0;
     synthetic @1;
+    csv @2;
   }
   kind @0 :Kind;
   dir @1 :Text;                # fashion-mnist: the directory of the IDX files
@@ -110,6 +111,8 @@ struct DataSource {
   testRows @3 :UInt32;
   seed @4 :UInt64;
   cols @5 :UInt32;             # synthetic: features per row
+  trainPath @6 :Text;          # csv: the files, plain or gzip
+  testPath @7 :Text;
 }
 
 # The chief's instructions to a worker or evaluator process (distributed runs).

@@ -174,6 +174,12 @@ dataset load_idx_images(const std::string& path) {
   return d;
 }
 
+int64_t fashion_mnist_rows(const std::string& dir, bool train) {
+  gz_file images(dir, std::string(train ? "train" : "t10k") + "-images-idx3-ubyte");
+  images.check_magic(images_magic);
+  return images.read_be32("header");
+}
+
 dataset load_fashion_mnist(const std::string& dir, bool train) {
   const std::string prefix = train ? "train" : "t10k";
   dataset d;

@@ -38,6 +38,9 @@ inline constexpr float pixel_divisor = 255.0f;
 /// image size, file lengths and label range; throws dataset_error otherwise.
 dataset load_fashion_mnist(const std::string& dir, bool train);
 
+/// The rows of that split, from its image file's header (the pixels are not read).
+int64_t fashion_mnist_rows(const std::string& dir, bool train);
+
 /// Loads the images of one IDX image file (magic 0x00000803, 28×28 uint8; gzip-compressed or
 /// plain) as rows of 784 floats scaled like load_fashion_mnist; no labels (classes = 0).
 /// Throws dataset_error naming the file and the problem.

@@ -11,4 +11,7 @@ namespace actorps {
 /// Loads the training (or test) split; throws dataset_error naming the file on bad data.
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train);
 
+/// The rows of the training split really there (epochs count them); throws dataset_error.
+int64_t training_rows(const data_source& src);
+
 } // namespace actorps

@@ -303,7 +303,9 @@ caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf) {
 wire_buffer encode_role_setup(const role_setup& setup) {
   std::size_t text = 0;
   for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
-  auto bound = header_bound + spec_bound(setup.spec) + words_for(setup.data.dir.size() + 1) + text;
+  auto bound = header_bound + spec_bound(setup.spec) + words_for(setup.data.dir.size() + 1)
+               + words_for(setup.data.train_path.size() + 1) + words_for(setup.data.test_path.size() + 1)
+               + text;
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::RoleSetup>();
     write_spec(msg.initSpec(), setup.spec);
@@ -314,7 +316,10 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     msg.setRequestTimeoutMs(static_cast<uint32_t>(setup.request_timeout.count()));
     auto data = msg.initData();
     data.setKind(setup.data.what == data_source::kind::synthetic ? wire::DataSource::Kind::SYNTHETIC
+                 : setup.data.what == data_source::kind::csv     ? wire::DataSource::Kind::CSV
                                                                  : wire::DataSource::Kind::FASHION_MNIST);
+    data.setTrainPath(setup.data.train_path);
+    data.setTestPath(setup.data.test_path);
     data.setDir(setup.data.dir);
     data.setTrainRows(static_cast<uint32_t>(setup.data.train_rows));
     data.setTestRows(static_cast<uint32_t>(setup.data.test_rows));
@@ -345,7 +350,10 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.request_timeout = std::chrono::milliseconds(msg.getRequestTimeoutMs());
     auto data = msg.getData();
     out.data.what = data.getKind() == wire::DataSource::Kind::SYNTHETIC ? data_source::kind::synthetic
+                    : data.getKind() == wire::DataSource::Kind::CSV     ? data_source::kind::csv
                                                                         : data_source::kind::fashion_mnist;
+    out.data.train_path = data.getTrainPath();
+    out.data.test_path = data.getTestPath();
     out.data.dir = data.getDir();
     out.data.train_rows = static_cast<int>(data.getTrainRows());
     out.data.test_rows = static_cast<int>(data.getTestRows());
