@@ -1,5 +1,6 @@
 #include "actors/roles/ps_shard.hpp"
 
+#include "actors/roles/clock_table.hpp"
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/protocol/log.hpp"
@@ -39,10 +40,7 @@ struct ps_shard_state {
   std::vector<float> opt_state;     // per block: slots × block size, at slots × shard_offset
   std::size_t slots = 0;
 
-  std::vector<int64_t> clocks;      // finished clocks per worker
-  std::vector<bool> live;
-  std::vector<uint32_t> incarnation;  // per worker: the spawn whose pushes are accepted
-  int64_t min_clock = 0;
+  clock_table clocks;
   int64_t newest_clock = -1;
 
   // sync mode: each worker's gradient for the clock being accumulated
@@ -70,49 +68,29 @@ struct ps_shard_state {
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 
-constexpr int64_t no_live_workers = std::numeric_limits<int64_t>::max();
-
-void recompute_min(ps_shard_state& st) {
-  int64_t min = no_live_workers;
-  for (std::size_t w = 0; w < st.clocks.size(); ++w)
-    if (st.live[w]) min = std::min(min, st.clocks[w]);
-  st.min_clock = min;
-}
-
-/// Where the run is at this shard: the min clock, or with no live worker the furthest any got.
-int64_t progress_clock(const ps_shard_state& st) {
-  if (st.min_clock != no_live_workers) return st.min_clock;
-  return st.clocks.empty() ? 0 : *std::max_element(st.clocks.begin(), st.clocks.end());
-}
-
-bool allowed(const ps_shard_state& st, int64_t clock) {
-  auto bound = st.spec.staleness_bound();
-  return bound < 0 || st.min_clock >= clock - bound;
-}
-
 const wire_buffer& current_reply(ps_shard_state& st) {
-  if (st.cached_updates != st.stats.updates || st.cached_min_clock != st.min_clock
+  if (st.cached_updates != st.stats.updates || st.cached_min_clock != st.clocks.min()
       || st.cached_reply.size_words() == 0) {
-    st.cached_reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.min_clock,
+    st.cached_reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.clocks.min(),
                                               st.newest_clock, st.stats.updates, *st.layout,
                                               st.params.data());
     st.cached_updates = st.stats.updates;
-    st.cached_min_clock = st.min_clock;
+    st.cached_min_clock = st.clocks.min();
   }
   return st.cached_reply;
 }
 
 void record_reply(ps_shard_state& st, int64_t clock) {
   ++st.stats.pulls_served;
-  if (st.min_clock != no_live_workers)
-    st.stats.max_staleness = std::max(st.stats.max_staleness, clock - st.min_clock);
+  if (st.clocks.min() != clock_table::no_live_workers)
+    st.stats.max_staleness = std::max(st.stats.max_staleness, clock - st.clocks.min());
 }
 
 /// Delivers every held pull the rule now allows, in arrival order.
 void release_held(ps_shard_state& st) {
   auto keep = st.held.begin();
   for (auto& h : st.held) {
-    if (allowed(st, h.clock)) {
+    if (st.clocks.allowed(h.clock)) {
       record_reply(st, h.clock);
       h.promise.deliver(current_reply(st));
     } else {
@@ -124,7 +102,7 @@ void release_held(ps_shard_state& st) {
 
 caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock) {
   auto& st = self->state;
-  if (allowed(st, clock)) {
+  if (st.clocks.allowed(clock)) {
     record_reply(st, clock);
     return current_reply(st);
   }
@@ -144,14 +122,13 @@ caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
 caf::error validate(ps_shard_state& st, const push_view& push) {
   if (push.shard != st.shard)
     return make_error(errc::wrong_shard, "addressed to shard " + std::to_string(push.shard));
-  if (push.worker < 0 || push.worker >= static_cast<int32_t>(st.clocks.size())
-      || !st.live[push.worker])
+  if (!st.clocks.live(push.worker))
     return make_error(errc::unknown_worker, "worker " + std::to_string(push.worker));
-  if (push.incarnation != st.incarnation[push.worker])
+  if (push.incarnation != st.clocks.incarnation(push.worker))
     return make_error(errc::stale_clock, "from incarnation " + std::to_string(push.incarnation)
                                            + " of worker " + std::to_string(push.worker)
                                            + ", which was replaced");
-  auto expected = st.clocks[push.worker];
+  auto expected = st.clocks.finished(push.worker);
   if (push.clock > expected)
     return make_error(errc::future_clock, "clock " + std::to_string(push.clock)
                                             + ", worker is at " + std::to_string(expected));
@@ -192,23 +169,20 @@ float rate_at(const ps_shard_state& st, int64_t clock) {
                                  st.spec.total_clocks);
 }
 
-std::size_t live_workers(const ps_shard_state& st) {
-  return static_cast<std::size_t>(std::count(st.live.begin(), st.live.end(), true));
-}
-
 /// Sync mode: once no live worker still owes a gradient for the clock being accumulated (the
 /// one the pushers pushed), applies the mean of the live pushers' gradients once. A replacement
 /// admitted at a later clock owes nothing for this one.
 void maybe_apply_sync(ps_shard_state& st) {
   int64_t clock = -1;
   std::size_t pushers = 0;
-  for (std::size_t w = 0; w < st.live.size(); ++w)
-    if (st.live[w] && st.sync_pushed[w]) clock = st.clocks[w] - 1, ++pushers;
-  if (pushers == 0 || st.min_clock <= clock) return;
+  auto workers = static_cast<int32_t>(st.clocks.workers());
+  for (int32_t w = 0; w < workers; ++w)
+    if (st.clocks.live(w) && st.sync_pushed[w]) clock = st.clocks.finished(w) - 1, ++pushers;
+  if (pushers == 0 || st.clocks.min() <= clock) return;
   auto& sum = st.sync_sum;
   bool first = true;
-  for (std::size_t w = 0; w < st.live.size(); ++w) {  // worker order: arrival order never matters
-    if (!st.live[w] || !st.sync_pushed[w]) continue;
+  for (int32_t w = 0; w < workers; ++w) {  // worker order: arrival order never matters
+    if (!st.clocks.live(w) || !st.sync_pushed[w]) continue;
     const auto& g = st.sync_grads[w];
     if (first) {
       std::copy(g.begin(), g.end(), sum.begin());
@@ -236,13 +210,12 @@ void accept_push(ps_shard_state& st, const push_view& push) {
     st.sync_pushed[push.worker] = true;
   } else {
     ++st.stats.updates;
-    auto lr = rate_at(st, st.min_clock) / static_cast<float>(live_workers(st));
+    auto lr = rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
     for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
   }
   ++st.stats.pushes;
-  st.clocks[push.worker] = push.clock + 1;
+  st.clocks.finish(push.worker, push.clock);
   st.newest_clock = std::max(st.newest_clock, push.clock);
-  recompute_min(st);
   if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
 }
 
@@ -267,11 +240,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.params = std::move(params);
   st.slots = optimizer_state_slots(st.spec.optimizer.kind);
   st.opt_state = std::move(opt_state);
-  st.clocks.assign(workers, clock);
-  st.live.assign(workers, true);
-  incarnations.resize(workers, 0);
-  st.incarnation = std::move(incarnations);
-  st.min_clock = clock;
+  st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
   st.newest_clock = newest_clock;
   st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
   st.sync_grads.assign(st.spec.mode == consistency::sync ? workers : 0,
@@ -376,7 +345,7 @@ void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
 void take_snapshots(self_ptr self, int64_t before) {
   auto& st = self->state;
   auto every = st.spec.checkpoint_every;
-  auto now = progress_clock(st);
+  auto now = st.clocks.progress();
   if (every <= 0 || now <= before) return;
   int64_t due = -1;
   if (now / every > before / every) due = now / every * every;
@@ -411,9 +380,6 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
                                        std::string link_name) {
   self->state.shard = shard;
   self->state.stats.shard = shard;
-  auto valid_worker = [=](int32_t worker) {
-    return worker >= 0 && worker < static_cast<int32_t>(self->state.live.size());
-  };
   return {
     [=](init_atom, const wire_buffer& buf) -> caf::result<caf::ok_atom> {
       return initialize(self, buf);
@@ -425,9 +391,9 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
     [=](pull_atom, int32_t worker, int64_t clock) -> caf::result<wire_buffer> {
       auto& st = self->state;
       if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
-      if (!valid_worker(worker) || !st.live[worker])
+      if (!st.clocks.live(worker))
         return drop(st, "pull", make_error(errc::unknown_worker, "worker " + std::to_string(worker)));
-      if (clock > st.clocks[worker])
+      if (clock > st.clocks.finished(worker))
         return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
                                                                  + std::to_string(clock)));
       return serve_pull(self, worker, clock);
@@ -439,7 +405,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
       if (!push) return drop(st, "push", push.error());
       if (auto err = validate(st, *push))
         return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
-      auto before = progress_clock(st);
+      auto before = st.clocks.progress();
       accept_push(st, *push);
       take_snapshots(self, before);
       auto reply = serve_pull(self, push->worker, push->clock + 1);
@@ -449,20 +415,18 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
     [=](snapshot_atom) -> caf::result<wire_buffer> {
       auto& st = self->state;
       if (!st.initialized()) return make_error(errc::not_initialized);
-      return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.min_clock,
+      return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.clocks.min(),
                                      st.newest_clock, st.stats.updates, *st.layout,
                                      st.params.data());
     },
     [=](stats_atom) -> shard_stats {
       auto stats = self->state.stats;
-      stats.min_clock = self->state.min_clock;
+      stats.min_clock = self->state.clocks.min();
       return stats;
     },
     [=](leave_atom, int32_t worker) {
       auto& st = self->state;
-      if (!st.initialized() || !valid_worker(worker) || !st.live[worker]) return;
-      auto before = progress_clock(st);
-      st.live[worker] = false;
+      if (!st.initialized() || !st.clocks.live(worker)) return;
       st.sync_pushed[worker] = false;  // its gradient for the pending clock goes with it
       auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
         if (h.worker != worker) return false;
@@ -470,34 +434,25 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
         return true;
       });
       st.held.erase(keep, st.held.end());
-      recompute_min(st);
-      advance(self, before);
+      advance(self, st.clocks.leave(worker));
     },
     [=](rejoin_atom, int32_t worker) -> caf::result<int64_t> {
       auto& st = self->state;
       if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
-      if (!valid_worker(worker) || st.live[worker])
+      if (!st.clocks.known(worker) || st.clocks.live(worker))
         return drop(st, "rejoin", make_error(errc::unknown_worker,
                                              "worker " + std::to_string(worker) + " is not gone"));
-      auto clock = progress_clock(st);
-      st.live[worker] = true;  // holds the min clock here until admit
-      st.clocks[worker] = clock;
       st.sync_pushed[worker] = false;
-      recompute_min(st);
-      return clock;
+      return st.clocks.rejoin(worker);  // holds the min clock there until admit
     },
     [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
       if (!st.initialized()) return drop(st, "admit", make_error(errc::not_initialized));
-      if (!valid_worker(worker) || !st.live[worker] || clock < st.clocks[worker])
+      if (!st.clocks.live(worker) || clock < st.clocks.finished(worker))
         return drop(st, "admit", make_error(errc::unknown_worker,
                                             "worker " + std::to_string(worker) + " at clock "
                                               + std::to_string(clock) + " was not rejoined below it"));
-      auto before = progress_clock(st);
-      st.clocks[worker] = clock;
-      st.incarnation[worker] = incarnation;
-      recompute_min(st);
-      advance(self, before);
+      advance(self, st.clocks.admit(worker, clock, incarnation));
       return caf::ok_atom::value;
     },
     [=](link_atom) { return std::make_tuple(link_port, link_name); },
@@ -507,7 +462,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
       auto promise = self->make_response_promise<file_record>();
       if (st.snapshots.count(clock))
         write_checkpoint(self, dir, clock, promise);
-      else if (clock > progress_clock(st))
+      else if (clock > st.clocks.progress())
         st.held_checkpoints.push_back({dir, clock, promise});
       else
         return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
