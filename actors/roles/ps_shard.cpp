@@ -18,6 +18,8 @@ namespace actorps {
 
 namespace {
 
+// --- state ----------------------------------------------------------------------------------
+
 struct held_pull {
   int32_t worker;
   int64_t clock;
@@ -28,6 +30,21 @@ struct held_checkpoint {
   std::string dir;
   int64_t clock;
   caf::typed_response_promise<file_record> promise;
+};
+
+/// Sync mode: each live worker's gradient for the clock being accumulated.
+struct sync_round {
+  std::vector<std::vector<float>> grads;  // per worker, the shard's floats
+  std::vector<bool> pushed;               // per worker
+  std::vector<float> sum;                 // scratch for the mean
+};
+
+/// The pull reply for the current values, encoded once and shared by every reader until an
+/// update or a new min clock makes it stale.
+struct reply_cache {
+  wire_buffer reply;
+  uint64_t updates = std::numeric_limits<uint64_t>::max();
+  int64_t min_clock = -1;
 };
 
 struct ps_shard_state {
@@ -42,13 +59,8 @@ struct ps_shard_state {
 
   clock_table clocks;
   int64_t newest_clock = -1;
-
-  // sync mode: each worker's gradient for the clock being accumulated
-  std::vector<std::vector<float>> sync_grads;
-  std::vector<bool> sync_pushed;
-  std::vector<float> sync_sum;
-
-  std::vector<held_pull> held;
+  sync_round sync;
+  std::vector<held_pull> held;      // pulls the rule does not allow yet, in arrival order
   std::vector<uint8_t> seen;        // scratch for push validation
 
   // checkpoints: the state when min clock reached each checkpoint clock (the last two), and
@@ -56,11 +68,9 @@ struct ps_shard_state {
   std::map<int64_t, wire_buffer> snapshots;
   std::vector<held_checkpoint> held_checkpoints;
   checkpoint_io_actor io;           // spawned on the first checkpoint
-  shard_stats stats;
 
-  wire_buffer cached_reply;         // pull reply for the current values, shared by every reader
-  uint64_t cached_updates = std::numeric_limits<uint64_t>::max();
-  int64_t cached_min_clock = -1;
+  shard_stats stats;
+  reply_cache cache;
 
   bool initialized() const { return layout != nullptr; }
   std::string who() const { return "ps:" + std::to_string(shard); }
@@ -68,22 +78,44 @@ struct ps_shard_state {
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 
+caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
+  ++st.stats.dropped;
+  log_line(st.who(), "dropped " + what + ": " + describe(err));
+  return err;
+}
+
+// --- pulls ----------------------------------------------------------------------------------
+
 const wire_buffer& current_reply(ps_shard_state& st) {
-  if (st.cached_updates != st.stats.updates || st.cached_min_clock != st.clocks.min()
-      || st.cached_reply.size_words() == 0) {
-    st.cached_reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.clocks.min(),
-                                              st.newest_clock, st.stats.updates, *st.layout,
-                                              st.params.data());
-    st.cached_updates = st.stats.updates;
-    st.cached_min_clock = st.clocks.min();
+  auto& c = st.cache;
+  if (c.updates != st.stats.updates || c.min_clock != st.clocks.min()
+      || c.reply.size_words() == 0) {
+    c.reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.clocks.min(),
+                                      st.newest_clock, st.stats.updates, *st.layout,
+                                      st.params.data());
+    c.updates = st.stats.updates;
+    c.min_clock = st.clocks.min();
   }
-  return st.cached_reply;
+  return c.reply;
 }
 
 void record_reply(ps_shard_state& st, int64_t clock) {
   ++st.stats.pulls_served;
   if (st.clocks.min() != clock_table::no_live_workers)
     st.stats.max_staleness = std::max(st.stats.max_staleness, clock - st.clocks.min());
+}
+
+/// The reply to a pull for `clock` now, or a promise kept until the rule allows it.
+caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock) {
+  auto& st = self->state;
+  if (st.clocks.allowed(clock)) {
+    record_reply(st, clock);
+    return current_reply(st);
+  }
+  ++st.stats.pulls_held;
+  auto promise = self->make_response_promise<wire_buffer>();
+  st.held.push_back({worker, clock, promise});
+  return promise;
 }
 
 /// Delivers every held pull the rule now allows, in arrival order.
@@ -100,23 +132,15 @@ void release_held(ps_shard_state& st) {
   st.held.erase(keep, st.held.end());
 }
 
-caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock) {
-  auto& st = self->state;
-  if (st.clocks.allowed(clock)) {
-    record_reply(st, clock);
-    return current_reply(st);
-  }
-  ++st.stats.pulls_held;
-  auto promise = self->make_response_promise<wire_buffer>();
-  st.held.push_back({worker, clock, promise});
-  return promise;
+/// Answers every held pull and checkpoint with `err` (the state they waited for is gone).
+void fail_held(ps_shard_state& st, const caf::error& err) {
+  for (auto& h : st.held) h.promise.deliver(err);
+  st.held.clear();
+  for (auto& h : st.held_checkpoints) h.promise.deliver(err);
+  st.held_checkpoints.clear();
 }
 
-caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
-  ++st.stats.dropped;
-  log_line(st.who(), "dropped " + what + ": " + describe(err));
-  return err;
-}
+// --- pushes ---------------------------------------------------------------------------------
 
 /// Checks a decoded push against the spec and the clock table; returns the error to drop it with.
 caf::error validate(ps_shard_state& st, const push_view& push) {
@@ -169,6 +193,22 @@ float rate_at(const ps_shard_state& st, int64_t clock) {
                                  st.spec.total_clocks);
 }
 
+/// Takes a valid push's gradient: ssp and async apply it at once with lr / live workers at the
+/// min clock; sync keeps it for the mean of its clock.
+void take_gradient(ps_shard_state& st, const push_view& push) {
+  const auto& all = st.layout->blocks();
+  if (st.spec.mode == consistency::sync) {
+    auto& slot = st.sync.grads[push.worker];
+    for (const auto& b : push.blocks)
+      std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
+    st.sync.pushed[push.worker] = true;
+  } else {
+    ++st.stats.updates;
+    auto lr = rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
+    for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
+  }
+}
+
 /// Sync mode: once no live worker still owes a gradient for the clock being accumulated (the
 /// one the pushers pushed), applies the mean of the live pushers' gradients once. A replacement
 /// admitted at a later clock owes nothing for this one.
@@ -177,13 +217,13 @@ void maybe_apply_sync(ps_shard_state& st) {
   std::size_t pushers = 0;
   auto workers = static_cast<int32_t>(st.clocks.workers());
   for (int32_t w = 0; w < workers; ++w)
-    if (st.clocks.live(w) && st.sync_pushed[w]) clock = st.clocks.finished(w) - 1, ++pushers;
+    if (st.clocks.live(w) && st.sync.pushed[w]) clock = st.clocks.finished(w) - 1, ++pushers;
   if (pushers == 0 || st.clocks.min() <= clock) return;
-  auto& sum = st.sync_sum;
+  auto& sum = st.sync.sum;
   bool first = true;
   for (int32_t w = 0; w < workers; ++w) {  // worker order: arrival order never matters
-    if (!st.clocks.live(w) || !st.sync_pushed[w]) continue;
-    const auto& g = st.sync_grads[w];
+    if (!st.clocks.live(w) || !st.sync.pushed[w]) continue;
+    const auto& g = st.sync.grads[w];
     if (first) {
       std::copy(g.begin(), g.end(), sum.begin());
       first = false;
@@ -198,130 +238,10 @@ void maybe_apply_sync(ps_shard_state& st) {
     const auto& b = st.layout->blocks()[id];
     apply_block(st, b, sum.data() + b.shard_offset, rate_at(st, clock));
   }
-  std::fill(st.sync_pushed.begin(), st.sync_pushed.end(), false);
+  std::fill(st.sync.pushed.begin(), st.sync.pushed.end(), false);
 }
 
-void accept_push(ps_shard_state& st, const push_view& push) {
-  const auto& all = st.layout->blocks();
-  if (st.spec.mode == consistency::sync) {
-    auto& slot = st.sync_grads[push.worker];
-    for (const auto& b : push.blocks)
-      std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
-    st.sync_pushed[push.worker] = true;
-  } else {
-    ++st.stats.updates;
-    auto lr = rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
-    for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
-  }
-  ++st.stats.pushes;
-  st.clocks.finish(push.worker, push.clock);
-  st.newest_clock = std::max(st.newest_clock, push.clock);
-  if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
-}
-
-/// Answers every held pull and checkpoint with `err` (the state they waited for is gone).
-void fail_held(ps_shard_state& st, const caf::error& err) {
-  for (auto& h : st.held) h.promise.deliver(err);
-  st.held.clear();
-  for (auto& h : st.held_checkpoints) h.promise.deliver(err);
-  st.held_checkpoints.clear();
-}
-
-/// Replaces the whole state: the run's spec, values and optimizer state, every worker live at
-/// `clock`. init (clock 0, fresh state) and restore (a checkpoint) both end here.
-void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_layout> layout,
-             std::vector<float> params, std::vector<float> opt_state, int64_t clock,
-             uint64_t updates, int64_t newest_clock, std::vector<uint32_t> incarnations,
-             const caf::error& why) {
-  fail_held(st, why);
-  auto workers = static_cast<std::size_t>(spec.workers);
-  st.spec = spec;
-  st.layout = std::move(layout);
-  st.params = std::move(params);
-  st.slots = optimizer_state_slots(st.spec.optimizer.kind);
-  st.opt_state = std::move(opt_state);
-  st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
-  st.newest_clock = newest_clock;
-  st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
-  st.sync_grads.assign(st.spec.mode == consistency::sync ? workers : 0,
-                       std::vector<float>(st.params.size()));
-  st.sync_pushed.assign(workers, false);
-  st.sync_sum.assign(st.spec.mode == consistency::sync ? st.params.size() : 0, 0.0f);
-  st.snapshots.clear();
-  st.stats.updates = updates;
-  st.cached_updates = std::numeric_limits<uint64_t>::max();
-}
-
-/// The layout of `spec` for this shard, or the error to drop the message with.
-caf::expected<std::unique_ptr<block_layout>> layout_for(const ps_shard_state& st,
-                                                        const train_spec& spec) {
-  std::unique_ptr<block_layout> layout;
-  try {
-    layout = std::make_unique<block_layout>(spec);
-  } catch (const std::exception& e) {
-    return make_error(errc::invalid_spec, e.what());
-  }
-  if (st.shard >= layout->shards())
-    return make_error(errc::wrong_shard, "the spec has fewer shards");
-  return layout;
-}
-
-caf::result<caf::ok_atom> initialize(self_ptr self, const wire_buffer& buf) {
-  auto& st = self->state;
-  auto init = decode_shard_init(buf);
-  if (!init) return drop(st, "init", init.error());
-  if (init->shard != st.shard)
-    return drop(st, "init", make_error(errc::wrong_shard, "init for shard "
-                                                            + std::to_string(init->shard)));
-  auto layout = layout_for(st, init->spec);
-  if (!layout) return drop(st, "init", layout.error());
-  const auto& ids = (*layout)->shard_blocks(st.shard);
-  if (init->blocks.size() != ids.size())
-    return drop(st, "init", make_error(errc::missing_block, "init carries "
-                                                              + std::to_string(init->blocks.size())
-                                                              + " blocks"));
-  std::vector<float> params((*layout)->shard_floats(st.shard));
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const auto& b = (*layout)->blocks()[ids[i]];
-    const auto& v = init->blocks[i];
-    if (v.id != b.id || v.count != b.size || !all_finite(v.values, v.count))
-      return drop(st, "init", make_error(errc::wrong_element_count,
-                                         "init block " + std::to_string(v.id)));
-    std::memcpy(params.data() + b.shard_offset, v.values, v.count * sizeof(float));
-  }
-  auto state = std::vector<float>(optimizer_state_slots(init->spec.optimizer.kind) * params.size());
-  st.stats = shard_stats{};
-  st.stats.shard = st.shard;
-  install(st, init->spec, std::move(*layout), std::move(params), std::move(state), 0, 0, -1, {},
-          make_error(errc::not_initialized, "shard re-initialised"));
-  return caf::ok_atom::value;
-}
-
-caf::result<caf::ok_atom> restore(self_ptr self, const wire_buffer& buf,
-                                  std::vector<uint32_t> incarnations) {
-  auto& st = self->state;
-  auto saved = decode_shard_checkpoint(buf);
-  if (!saved) return drop(st, "restore", saved.error());
-  auto layout = layout_for(st, saved->spec);
-  if (!layout) return drop(st, "restore", layout.error());
-  if (auto err = check_shard_checkpoint(*saved, **layout, st.shard))
-    return drop(st, "restore", std::move(err));
-  std::vector<float> params((*layout)->shard_floats(st.shard));
-  auto slots = optimizer_state_slots(saved->spec.optimizer.kind);
-  std::vector<float> state(slots * params.size());
-  const auto& ids = (*layout)->shard_blocks(st.shard);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const auto& b = (*layout)->blocks()[ids[i]];
-    std::memcpy(params.data() + b.shard_offset, saved->blocks[i].values, b.size * sizeof(float));
-    std::memcpy(state.data() + slots * b.shard_offset, saved->state[i].values,
-                slots * b.size * sizeof(float));
-  }
-  install(st, saved->spec, std::move(*layout), std::move(params), std::move(state), saved->clock,
-          saved->updates, saved->newest_clock, std::move(incarnations),
-          make_error(errc::rolled_back, "restored to clock " + std::to_string(saved->clock)));
-  log_line(st.who(), "restored to the checkpoint at clock " + std::to_string(saved->clock));
-  return caf::ok_atom::value;
-}
+// --- checkpoints ----------------------------------------------------------------------------
 
 /// Writes the snapshot taken at `clock` through the shard's disk actor and answers `promise`.
 void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
@@ -368,12 +288,207 @@ void take_snapshots(self_ptr self, int64_t before) {
   st.held_checkpoints.erase(keep, st.held_checkpoints.end());
 }
 
-/// After anything that may raise the min clock: sync applies, snapshots, held pulls.
-void advance(self_ptr self, int64_t before) {
+// --- the one reaction to a rising min clock -------------------------------------------------
+
+/// Runs after every clock-table operation that can raise min (a push, a leave, an admit), with
+/// the progress clock from before it. In this order: sync applies the mean of a clock every
+/// live worker has pushed, the state at each checkpoint clock reached is kept, and the held
+/// pulls the rule now allows are answered in arrival order — so no pull for c + 1 is answered
+/// before clock c's mean is in the values. Whatever min did not allow stays as it was.
+void on_min_rose(self_ptr self, int64_t progress_before) {
   auto& st = self->state;
   if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
-  take_snapshots(self, before);
+  take_snapshots(self, progress_before);
   release_held(st);
+}
+
+// --- replacing the whole state --------------------------------------------------------------
+
+/// Replaces the whole state: the run's spec, values and optimizer state, every worker live at
+/// `clock`. init (clock 0, fresh state) and restore (a checkpoint) both end here.
+void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_layout> layout,
+             std::vector<float> params, std::vector<float> opt_state, int64_t clock,
+             uint64_t updates, int64_t newest_clock, std::vector<uint32_t> incarnations,
+             const caf::error& why) {
+  fail_held(st, why);
+  auto workers = static_cast<std::size_t>(spec.workers);
+  auto sync = spec.mode == consistency::sync;
+  st.spec = spec;
+  st.layout = std::move(layout);
+  st.params = std::move(params);
+  st.slots = optimizer_state_slots(st.spec.optimizer.kind);
+  st.opt_state = std::move(opt_state);
+  st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
+  st.newest_clock = newest_clock;
+  st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
+  st.sync.grads.assign(sync ? workers : 0, std::vector<float>(st.params.size()));
+  st.sync.pushed.assign(workers, false);
+  st.sync.sum.assign(sync ? st.params.size() : 0, 0.0f);
+  st.snapshots.clear();
+  st.stats.updates = updates;
+  st.cache = reply_cache{};
+}
+
+/// The layout of `spec` for this shard, or the error to drop the message with.
+caf::expected<std::unique_ptr<block_layout>> layout_for(const ps_shard_state& st,
+                                                        const train_spec& spec) {
+  std::unique_ptr<block_layout> layout;
+  try {
+    layout = std::make_unique<block_layout>(spec);
+  } catch (const std::exception& e) {
+    return make_error(errc::invalid_spec, e.what());
+  }
+  if (st.shard >= layout->shards())
+    return make_error(errc::wrong_shard, "the spec has fewer shards");
+  return layout;
+}
+
+// --- handlers, one per message --------------------------------------------------------------
+
+caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
+  auto& st = self->state;
+  auto init = decode_shard_init(buf);
+  if (!init) return drop(st, "init", init.error());
+  if (init->shard != st.shard)
+    return drop(st, "init", make_error(errc::wrong_shard, "init for shard "
+                                                            + std::to_string(init->shard)));
+  auto layout = layout_for(st, init->spec);
+  if (!layout) return drop(st, "init", layout.error());
+  const auto& ids = (*layout)->shard_blocks(st.shard);
+  if (init->blocks.size() != ids.size())
+    return drop(st, "init", make_error(errc::missing_block, "init carries "
+                                                              + std::to_string(init->blocks.size())
+                                                              + " blocks"));
+  std::vector<float> params((*layout)->shard_floats(st.shard));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = (*layout)->blocks()[ids[i]];
+    const auto& v = init->blocks[i];
+    if (v.id != b.id || v.count != b.size || !all_finite(v.values, v.count))
+      return drop(st, "init", make_error(errc::wrong_element_count,
+                                         "init block " + std::to_string(v.id)));
+    std::memcpy(params.data() + b.shard_offset, v.values, v.count * sizeof(float));
+  }
+  auto state = std::vector<float>(optimizer_state_slots(init->spec.optimizer.kind) * params.size());
+  st.stats = shard_stats{};
+  st.stats.shard = st.shard;
+  install(st, init->spec, std::move(*layout), std::move(params), std::move(state), 0, 0, -1, {},
+          make_error(errc::not_initialized, "shard re-initialised"));
+  return caf::ok_atom::value;
+}
+
+caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
+                                     std::vector<uint32_t> incarnations) {
+  auto& st = self->state;
+  auto saved = decode_shard_checkpoint(buf);
+  if (!saved) return drop(st, "restore", saved.error());
+  auto layout = layout_for(st, saved->spec);
+  if (!layout) return drop(st, "restore", layout.error());
+  if (auto err = check_shard_checkpoint(*saved, **layout, st.shard))
+    return drop(st, "restore", std::move(err));
+  std::vector<float> params((*layout)->shard_floats(st.shard));
+  auto slots = optimizer_state_slots(saved->spec.optimizer.kind);
+  std::vector<float> state(slots * params.size());
+  const auto& ids = (*layout)->shard_blocks(st.shard);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = (*layout)->blocks()[ids[i]];
+    std::memcpy(params.data() + b.shard_offset, saved->blocks[i].values, b.size * sizeof(float));
+    std::memcpy(state.data() + slots * b.shard_offset, saved->state[i].values,
+                slots * b.size * sizeof(float));
+  }
+  install(st, saved->spec, std::move(*layout), std::move(params), std::move(state), saved->clock,
+          saved->updates, saved->newest_clock, std::move(incarnations),
+          make_error(errc::rolled_back, "restored to clock " + std::to_string(saved->clock)));
+  log_line(st.who(), "restored to the checkpoint at clock " + std::to_string(saved->clock));
+  return caf::ok_atom::value;
+}
+
+caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
+  if (!st.clocks.live(worker))
+    return drop(st, "pull", make_error(errc::unknown_worker, "worker " + std::to_string(worker)));
+  if (clock > st.clocks.finished(worker))
+    return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
+                                                             + std::to_string(clock)));
+  return serve_pull(self, worker, clock);
+}
+
+/// A push for clock c, then the pusher's pull for c + 1, answered like any other pull once the
+/// push has been through the min-rose path.
+caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
+  auto push = decode_push(buf);
+  if (!push) return drop(st, "push", push.error());
+  if (auto err = validate(st, *push))
+    return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
+  take_gradient(st, *push);  // before finish: async's rate is the one at the old min clock
+  ++st.stats.pushes;
+  st.newest_clock = std::max(st.newest_clock, push->clock);
+  on_min_rose(self, st.clocks.finish(push->worker, push->clock));
+  return serve_pull(self, push->worker, push->clock + 1);
+}
+
+caf::result<wire_buffer> on_snapshot(self_ptr self) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.clocks.min(),
+                                 st.newest_clock, st.stats.updates, *st.layout, st.params.data());
+}
+
+shard_stats on_stats(const ps_shard_state& st) {
+  auto stats = st.stats;
+  stats.min_clock = st.clocks.min();
+  return stats;
+}
+
+void on_leave(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  if (!st.initialized() || !st.clocks.live(worker)) return;
+  st.sync.pushed[worker] = false;  // its gradient for the pending clock goes with it
+  auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
+    if (h.worker != worker) return false;
+    h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
+    return true;
+  });
+  st.held.erase(keep, st.held.end());
+  on_min_rose(self, st.clocks.leave(worker));
+}
+
+caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
+  if (!st.clocks.known(worker) || st.clocks.live(worker))
+    return drop(st, "rejoin", make_error(errc::unknown_worker,
+                                         "worker " + std::to_string(worker) + " is not gone"));
+  st.sync.pushed[worker] = false;
+  return st.clocks.rejoin(worker);  // holds the min clock there until admit
+}
+
+caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
+                                   uint32_t incarnation) {
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "admit", make_error(errc::not_initialized));
+  if (!st.clocks.live(worker) || clock < st.clocks.finished(worker))
+    return drop(st, "admit", make_error(errc::unknown_worker,
+                                        "worker " + std::to_string(worker) + " at clock "
+                                          + std::to_string(clock) + " was not rejoined below it"));
+  on_min_rose(self, st.clocks.admit(worker, clock, incarnation));
+  return caf::ok_atom::value;
+}
+
+caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  auto promise = self->make_response_promise<file_record>();
+  if (st.snapshots.count(clock))
+    write_checkpoint(self, dir, clock, promise);
+  else if (clock > st.clocks.progress())
+    st.held_checkpoints.push_back({dir, clock, promise});
+  else
+    return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
+                                                 + " has passed without a snapshot");
+  return promise;
 }
 
 ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t link_port,
@@ -381,93 +496,22 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
   self->state.shard = shard;
   self->state.stats.shard = shard;
   return {
-    [=](init_atom, const wire_buffer& buf) -> caf::result<caf::ok_atom> {
-      return initialize(self, buf);
+    [=](init_atom, const wire_buffer& buf) { return on_init(self, buf); },
+    [=](restore_atom, const wire_buffer& buf, std::vector<uint32_t>& incarnations) {
+      return on_restore(self, buf, std::move(incarnations));
     },
-    [=](restore_atom, const wire_buffer& buf,
-        std::vector<uint32_t>& incarnations) -> caf::result<caf::ok_atom> {
-      return restore(self, buf, std::move(incarnations));
-    },
-    [=](pull_atom, int32_t worker, int64_t clock) -> caf::result<wire_buffer> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
-      if (!st.clocks.live(worker))
-        return drop(st, "pull", make_error(errc::unknown_worker, "worker " + std::to_string(worker)));
-      if (clock > st.clocks.finished(worker))
-        return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
-                                                                 + std::to_string(clock)));
-      return serve_pull(self, worker, clock);
-    },
-    [=](push_pull_atom, const wire_buffer& buf) -> caf::result<wire_buffer> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
-      auto push = decode_push(buf);
-      if (!push) return drop(st, "push", push.error());
-      if (auto err = validate(st, *push))
-        return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
-      auto before = st.clocks.progress();
-      accept_push(st, *push);
-      take_snapshots(self, before);
-      auto reply = serve_pull(self, push->worker, push->clock + 1);
-      release_held(st);
-      return reply;
-    },
-    [=](snapshot_atom) -> caf::result<wire_buffer> {
-      auto& st = self->state;
-      if (!st.initialized()) return make_error(errc::not_initialized);
-      return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.clocks.min(),
-                                     st.newest_clock, st.stats.updates, *st.layout,
-                                     st.params.data());
-    },
-    [=](stats_atom) -> shard_stats {
-      auto stats = self->state.stats;
-      stats.min_clock = self->state.clocks.min();
-      return stats;
-    },
-    [=](leave_atom, int32_t worker) {
-      auto& st = self->state;
-      if (!st.initialized() || !st.clocks.live(worker)) return;
-      st.sync_pushed[worker] = false;  // its gradient for the pending clock goes with it
-      auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
-        if (h.worker != worker) return false;
-        h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
-        return true;
-      });
-      st.held.erase(keep, st.held.end());
-      advance(self, st.clocks.leave(worker));
-    },
-    [=](rejoin_atom, int32_t worker) -> caf::result<int64_t> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
-      if (!st.clocks.known(worker) || st.clocks.live(worker))
-        return drop(st, "rejoin", make_error(errc::unknown_worker,
-                                             "worker " + std::to_string(worker) + " is not gone"));
-      st.sync_pushed[worker] = false;
-      return st.clocks.rejoin(worker);  // holds the min clock there until admit
-    },
-    [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) -> caf::result<caf::ok_atom> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "admit", make_error(errc::not_initialized));
-      if (!st.clocks.live(worker) || clock < st.clocks.finished(worker))
-        return drop(st, "admit", make_error(errc::unknown_worker,
-                                            "worker " + std::to_string(worker) + " at clock "
-                                              + std::to_string(clock) + " was not rejoined below it"));
-      advance(self, st.clocks.admit(worker, clock, incarnation));
-      return caf::ok_atom::value;
+    [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
+    [=](push_pull_atom, const wire_buffer& buf) { return on_push_pull(self, buf); },
+    [=](snapshot_atom) { return on_snapshot(self); },
+    [=](stats_atom) { return on_stats(self->state); },
+    [=](leave_atom, int32_t worker) { on_leave(self, worker); },
+    [=](rejoin_atom, int32_t worker) { return on_rejoin(self, worker); },
+    [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) {
+      return on_admit(self, worker, clock, incarnation);
     },
     [=](link_atom) { return std::make_tuple(link_port, link_name); },
-    [=](checkpoint_atom, const std::string& dir, int64_t clock) -> caf::result<file_record> {
-      auto& st = self->state;
-      if (!st.initialized()) return make_error(errc::not_initialized);
-      auto promise = self->make_response_promise<file_record>();
-      if (st.snapshots.count(clock))
-        write_checkpoint(self, dir, clock, promise);
-      else if (clock > st.clocks.progress())
-        st.held_checkpoints.push_back({dir, clock, promise});
-      else
-        return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
-                                                     + " has passed without a snapshot");
-      return promise;
+    [=](checkpoint_atom, const std::string& dir, int64_t clock) {
+      return on_checkpoint(self, dir, clock);
     },
   };
 }
