@@ -1,5 +1,6 @@
 #include "actors/roles/ps_shard.hpp"
 
+#include "actors/roles/clock_table.hpp"
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/protocol/log.hpp"
@@ -17,6 +18,8 @@ namespace actorps {
 
 namespace {
 
+// --- state ----------------------------------------------------------------------------------
+
 struct held_pull {
   int32_t worker;
   int64_t clock;
@@ -29,6 +32,21 @@ struct held_checkpoint {
   caf::typed_response_promise<file_record> promise;
 };
 
+/// Sync mode: each live worker's gradient for the clock being accumulated.
+struct sync_round {
+  std::vector<std::vector<float>> grads;  // per worker, the shard's floats
+  std::vector<bool> pushed;               // per worker
+  std::vector<float> sum;                 // scratch for the mean
+};
+
+/// The pull reply for the current values, encoded once and shared by every reader until an
+/// update or a new min clock makes it stale.
+struct reply_cache {
+  wire_buffer reply;
+  uint64_t updates = std::numeric_limits<uint64_t>::max();
+  int64_t min_clock = -1;
+};
+
 struct ps_shard_state {
   static inline const char* name = "ps_shard";
 
@@ -39,18 +57,10 @@ struct ps_shard_state {
   std::vector<float> opt_state;     // per block: slots × block size, at slots × shard_offset
   std::size_t slots = 0;
 
-  std::vector<int64_t> clocks;      // finished clocks per worker
-  std::vector<bool> live;
-  std::vector<uint32_t> incarnation;  // per worker: the spawn whose pushes are accepted
-  int64_t min_clock = 0;
+  clock_table clocks;
   int64_t newest_clock = -1;
-
-  // sync mode: each worker's gradient for the clock being accumulated
-  std::vector<std::vector<float>> sync_grads;
-  std::vector<bool> sync_pushed;
-  std::vector<float> sync_sum;
-
-  std::vector<held_pull> held;
+  sync_round sync;
+  std::vector<held_pull> held;      // pulls the rule does not allow yet, in arrival order
   std::vector<uint8_t> seen;        // scratch for push validation
 
   // checkpoints: the state when min clock reached each checkpoint clock (the last two), and
@@ -58,11 +68,9 @@ struct ps_shard_state {
   std::map<int64_t, wire_buffer> snapshots;
   std::vector<held_checkpoint> held_checkpoints;
   checkpoint_io_actor io;           // spawned on the first checkpoint
-  shard_stats stats;
 
-  wire_buffer cached_reply;         // pull reply for the current values, shared by every reader
-  uint64_t cached_updates = std::numeric_limits<uint64_t>::max();
-  int64_t cached_min_clock = -1;
+  shard_stats stats;
+  reply_cache cache;
 
   bool initialized() const { return layout != nullptr; }
   std::string who() const { return "ps:" + std::to_string(shard); }
@@ -70,61 +78,37 @@ struct ps_shard_state {
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 
-constexpr int64_t no_live_workers = std::numeric_limits<int64_t>::max();
-
-void recompute_min(ps_shard_state& st) {
-  int64_t min = no_live_workers;
-  for (std::size_t w = 0; w < st.clocks.size(); ++w)
-    if (st.live[w]) min = std::min(min, st.clocks[w]);
-  st.min_clock = min;
+caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
+  ++st.stats.dropped;
+  log_line(st.who(), "dropped " + what + ": " + describe(err));
+  return err;
 }
 
-/// Where the run is at this shard: the min clock, or with no live worker the furthest any got.
-int64_t progress_clock(const ps_shard_state& st) {
-  if (st.min_clock != no_live_workers) return st.min_clock;
-  return st.clocks.empty() ? 0 : *std::max_element(st.clocks.begin(), st.clocks.end());
-}
-
-bool allowed(const ps_shard_state& st, int64_t clock) {
-  auto bound = st.spec.staleness_bound();
-  return bound < 0 || st.min_clock >= clock - bound;
-}
+// --- pulls ----------------------------------------------------------------------------------
 
 const wire_buffer& current_reply(ps_shard_state& st) {
-  if (st.cached_updates != st.stats.updates || st.cached_min_clock != st.min_clock
-      || st.cached_reply.size_words() == 0) {
-    st.cached_reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.min_clock,
-                                              st.newest_clock, st.stats.updates, *st.layout,
-                                              st.params.data());
-    st.cached_updates = st.stats.updates;
-    st.cached_min_clock = st.min_clock;
+  auto& c = st.cache;
+  if (c.updates != st.stats.updates || c.min_clock != st.clocks.min()
+      || c.reply.size_words() == 0) {
+    c.reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.clocks.min(),
+                                      st.newest_clock, st.stats.updates, *st.layout,
+                                      st.params.data());
+    c.updates = st.stats.updates;
+    c.min_clock = st.clocks.min();
   }
-  return st.cached_reply;
+  return c.reply;
 }
 
 void record_reply(ps_shard_state& st, int64_t clock) {
   ++st.stats.pulls_served;
-  if (st.min_clock != no_live_workers)
-    st.stats.max_staleness = std::max(st.stats.max_staleness, clock - st.min_clock);
+  if (st.clocks.min() != clock_table::no_live_workers)
+    st.stats.max_staleness = std::max(st.stats.max_staleness, clock - st.clocks.min());
 }
 
-/// Delivers every held pull the rule now allows, in arrival order.
-void release_held(ps_shard_state& st) {
-  auto keep = st.held.begin();
-  for (auto& h : st.held) {
-    if (allowed(st, h.clock)) {
-      record_reply(st, h.clock);
-      h.promise.deliver(current_reply(st));
-    } else {
-      *keep++ = std::move(h);
-    }
-  }
-  st.held.erase(keep, st.held.end());
-}
-
+/// The reply to a pull for `clock` now, or a promise kept until the rule allows it.
 caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock) {
   auto& st = self->state;
-  if (allowed(st, clock)) {
+  if (st.clocks.allowed(clock)) {
     record_reply(st, clock);
     return current_reply(st);
   }
@@ -134,24 +118,41 @@ caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock
   return promise;
 }
 
-caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
-  ++st.stats.dropped;
-  log_line(st.who(), "dropped " + what + ": " + describe(err));
-  return err;
+/// Delivers every held pull the rule now allows, in arrival order.
+void release_held(ps_shard_state& st) {
+  auto keep = st.held.begin();
+  for (auto& h : st.held) {
+    if (st.clocks.allowed(h.clock)) {
+      record_reply(st, h.clock);
+      h.promise.deliver(current_reply(st));
+    } else {
+      *keep++ = std::move(h);
+    }
+  }
+  st.held.erase(keep, st.held.end());
 }
+
+/// Answers every held pull and checkpoint with `err` (the state they waited for is gone).
+void fail_held(ps_shard_state& st, const caf::error& err) {
+  for (auto& h : st.held) h.promise.deliver(err);
+  st.held.clear();
+  for (auto& h : st.held_checkpoints) h.promise.deliver(err);
+  st.held_checkpoints.clear();
+}
+
+// --- pushes ---------------------------------------------------------------------------------
 
 /// Checks a decoded push against the spec and the clock table; returns the error to drop it with.
 caf::error validate(ps_shard_state& st, const push_view& push) {
   if (push.shard != st.shard)
     return make_error(errc::wrong_shard, "addressed to shard " + std::to_string(push.shard));
-  if (push.worker < 0 || push.worker >= static_cast<int32_t>(st.clocks.size())
-      || !st.live[push.worker])
+  if (!st.clocks.live(push.worker))
     return make_error(errc::unknown_worker, "worker " + std::to_string(push.worker));
-  if (push.incarnation != st.incarnation[push.worker])
+  if (push.incarnation != st.clocks.incarnation(push.worker))
     return make_error(errc::stale_clock, "from incarnation " + std::to_string(push.incarnation)
                                            + " of worker " + std::to_string(push.worker)
                                            + ", which was replaced");
-  auto expected = st.clocks[push.worker];
+  auto expected = st.clocks.finished(push.worker);
   if (push.clock > expected)
     return make_error(errc::future_clock, "clock " + std::to_string(push.clock)
                                             + ", worker is at " + std::to_string(expected));
@@ -192,8 +193,20 @@ float rate_at(const ps_shard_state& st, int64_t clock) {
                                  st.spec.total_clocks);
 }
 
-std::size_t live_workers(const ps_shard_state& st) {
-  return static_cast<std::size_t>(std::count(st.live.begin(), st.live.end(), true));
+/// Takes a valid push's gradient: ssp and async apply it at once with lr / live workers at the
+/// min clock; sync keeps it for the mean of its clock.
+void take_gradient(ps_shard_state& st, const push_view& push) {
+  const auto& all = st.layout->blocks();
+  if (st.spec.mode == consistency::sync) {
+    auto& slot = st.sync.grads[push.worker];
+    for (const auto& b : push.blocks)
+      std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
+    st.sync.pushed[push.worker] = true;
+  } else {
+    ++st.stats.updates;
+    auto lr = rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
+    for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
+  }
 }
 
 /// Sync mode: once no live worker still owes a gradient for the clock being accumulated (the
@@ -202,14 +215,15 @@ std::size_t live_workers(const ps_shard_state& st) {
 void maybe_apply_sync(ps_shard_state& st) {
   int64_t clock = -1;
   std::size_t pushers = 0;
-  for (std::size_t w = 0; w < st.live.size(); ++w)
-    if (st.live[w] && st.sync_pushed[w]) clock = st.clocks[w] - 1, ++pushers;
-  if (pushers == 0 || st.min_clock <= clock) return;
-  auto& sum = st.sync_sum;
+  auto workers = static_cast<int32_t>(st.clocks.workers());
+  for (int32_t w = 0; w < workers; ++w)
+    if (st.clocks.live(w) && st.sync.pushed[w]) clock = st.clocks.finished(w) - 1, ++pushers;
+  if (pushers == 0 || st.clocks.min() <= clock) return;
+  auto& sum = st.sync.sum;
   bool first = true;
-  for (std::size_t w = 0; w < st.live.size(); ++w) {  // worker order: arrival order never matters
-    if (!st.live[w] || !st.sync_pushed[w]) continue;
-    const auto& g = st.sync_grads[w];
+  for (int32_t w = 0; w < workers; ++w) {  // worker order: arrival order never matters
+    if (!st.clocks.live(w) || !st.sync.pushed[w]) continue;
+    const auto& g = st.sync.grads[w];
     if (first) {
       std::copy(g.begin(), g.end(), sum.begin());
       first = false;
@@ -224,35 +238,71 @@ void maybe_apply_sync(ps_shard_state& st) {
     const auto& b = st.layout->blocks()[id];
     apply_block(st, b, sum.data() + b.shard_offset, rate_at(st, clock));
   }
-  std::fill(st.sync_pushed.begin(), st.sync_pushed.end(), false);
+  std::fill(st.sync.pushed.begin(), st.sync.pushed.end(), false);
 }
 
-void accept_push(ps_shard_state& st, const push_view& push) {
-  const auto& all = st.layout->blocks();
-  if (st.spec.mode == consistency::sync) {
-    auto& slot = st.sync_grads[push.worker];
-    for (const auto& b : push.blocks)
-      std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
-    st.sync_pushed[push.worker] = true;
-  } else {
-    ++st.stats.updates;
-    auto lr = rate_at(st, st.min_clock) / static_cast<float>(live_workers(st));
-    for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
+// --- checkpoints ----------------------------------------------------------------------------
+
+/// Writes the snapshot taken at `clock` through the shard's disk actor and answers `promise`.
+void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
+                      caf::typed_response_promise<file_record> promise) {
+  auto& st = self->state;
+  auto i = st.snapshots.find(clock);
+  if (!st.io) {
+    auto io = st.io = spawn_checkpoint_io(self->system());
+    // by value: the state is gone when attached functors run
+    self->attach_functor([io] { caf::anon_send_exit(io, caf::exit_reason::user_shutdown); });
   }
-  ++st.stats.pushes;
-  st.clocks[push.worker] = push.clock + 1;
-  st.newest_clock = std::max(st.newest_clock, push.clock);
-  recompute_min(st);
-  if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
+  auto path = dir + "/" + shard_file_name(st.shard);
+  self->request(st.io, caf::infinite, write_atom::value, path, i->second)
+    .then([=](file_record& rec) mutable { promise.deliver(std::move(rec)); },
+          [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
 }
 
-/// Answers every held pull and checkpoint with `err` (the state they waited for is gone).
-void fail_held(ps_shard_state& st, const caf::error& err) {
-  for (auto& h : st.held) h.promise.deliver(err);
-  st.held.clear();
-  for (auto& h : st.held_checkpoints) h.promise.deliver(err);
-  st.held_checkpoints.clear();
+/// Keeps the state of every checkpoint clock the min clock has just reached or passed (labelled
+/// with that clock: in sync mode it is exactly the state after that clock's update), and writes
+/// the ones the chief is already waiting for.
+void take_snapshots(self_ptr self, int64_t before) {
+  auto& st = self->state;
+  auto every = st.spec.checkpoint_every;
+  auto now = st.clocks.progress();
+  if (every <= 0 || now <= before) return;
+  int64_t due = -1;
+  if (now / every > before / every) due = now / every * every;
+  if (before < st.spec.total_clocks && now >= st.spec.total_clocks) due = st.spec.total_clocks;
+  if (due < 0) return;
+  st.snapshots[due] = encode_shard_checkpoint(st.spec, st.shard, due, st.stats.updates,
+                                              st.newest_clock, *st.layout, st.params.data(),
+                                              st.opt_state.data(), st.slots);
+  while (st.snapshots.size() > 2) st.snapshots.erase(st.snapshots.begin());
+  auto keep = st.held_checkpoints.begin();
+  for (auto& h : st.held_checkpoints) {
+    if (st.snapshots.count(h.clock))
+      write_checkpoint(self, h.dir, h.clock, h.promise);
+    else if (h.clock <= now)
+      h.promise.deliver(make_error(errc::checkpoint_failed,
+                                   "clock " + std::to_string(h.clock) + " is not a checkpoint clock"));
+    else
+      *keep++ = std::move(h);
+  }
+  st.held_checkpoints.erase(keep, st.held_checkpoints.end());
 }
+
+// --- the one reaction to a rising min clock -------------------------------------------------
+
+/// Runs after every clock-table operation that can raise min (a push, a leave, an admit), with
+/// the progress clock from before it. In this order: sync applies the mean of a clock every
+/// live worker has pushed, the state at each checkpoint clock reached is kept, and the held
+/// pulls the rule now allows are answered in arrival order — so no pull for c + 1 is answered
+/// before clock c's mean is in the values. Whatever min did not allow stays as it was.
+void on_min_rose(self_ptr self, int64_t progress_before) {
+  auto& st = self->state;
+  if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
+  take_snapshots(self, progress_before);
+  release_held(st);
+}
+
+// --- replacing the whole state --------------------------------------------------------------
 
 /// Replaces the whole state: the run's spec, values and optimizer state, every worker live at
 /// `clock`. init (clock 0, fresh state) and restore (a checkpoint) both end here.
@@ -262,25 +312,21 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
              const caf::error& why) {
   fail_held(st, why);
   auto workers = static_cast<std::size_t>(spec.workers);
+  auto sync = spec.mode == consistency::sync;
   st.spec = spec;
   st.layout = std::move(layout);
   st.params = std::move(params);
   st.slots = optimizer_state_slots(st.spec.optimizer.kind);
   st.opt_state = std::move(opt_state);
-  st.clocks.assign(workers, clock);
-  st.live.assign(workers, true);
-  incarnations.resize(workers, 0);
-  st.incarnation = std::move(incarnations);
-  st.min_clock = clock;
+  st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
   st.newest_clock = newest_clock;
   st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
-  st.sync_grads.assign(st.spec.mode == consistency::sync ? workers : 0,
-                       std::vector<float>(st.params.size()));
-  st.sync_pushed.assign(workers, false);
-  st.sync_sum.assign(st.spec.mode == consistency::sync ? st.params.size() : 0, 0.0f);
+  st.sync.grads.assign(sync ? workers : 0, std::vector<float>(st.params.size()));
+  st.sync.pushed.assign(workers, false);
+  st.sync.sum.assign(sync ? st.params.size() : 0, 0.0f);
   st.snapshots.clear();
   st.stats.updates = updates;
-  st.cached_updates = std::numeric_limits<uint64_t>::max();
+  st.cache = reply_cache{};
 }
 
 /// The layout of `spec` for this shard, or the error to drop the message with.
@@ -297,7 +343,9 @@ caf::expected<std::unique_ptr<block_layout>> layout_for(const ps_shard_state& st
   return layout;
 }
 
-caf::result<caf::ok_atom> initialize(self_ptr self, const wire_buffer& buf) {
+// --- handlers, one per message --------------------------------------------------------------
+
+caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   auto& st = self->state;
   auto init = decode_shard_init(buf);
   if (!init) return drop(st, "init", init.error());
@@ -328,8 +376,8 @@ caf::result<caf::ok_atom> initialize(self_ptr self, const wire_buffer& buf) {
   return caf::ok_atom::value;
 }
 
-caf::result<caf::ok_atom> restore(self_ptr self, const wire_buffer& buf,
-                                  std::vector<uint32_t> incarnations) {
+caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
+                                     std::vector<uint32_t> incarnations) {
   auto& st = self->state;
   auto saved = decode_shard_checkpoint(buf);
   if (!saved) return drop(st, "restore", saved.error());
@@ -354,165 +402,116 @@ caf::result<caf::ok_atom> restore(self_ptr self, const wire_buffer& buf,
   return caf::ok_atom::value;
 }
 
-/// Writes the snapshot taken at `clock` through the shard's disk actor and answers `promise`.
-void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
-                      caf::typed_response_promise<file_record> promise) {
+caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
   auto& st = self->state;
-  auto i = st.snapshots.find(clock);
-  if (!st.io) {
-    auto io = st.io = spawn_checkpoint_io(self->system());
-    // by value: the state is gone when attached functors run
-    self->attach_functor([io] { caf::anon_send_exit(io, caf::exit_reason::user_shutdown); });
-  }
-  auto path = dir + "/" + shard_file_name(st.shard);
-  self->request(st.io, caf::infinite, write_atom::value, path, i->second)
-    .then([=](file_record& rec) mutable { promise.deliver(std::move(rec)); },
-          [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+  if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
+  if (!st.clocks.live(worker))
+    return drop(st, "pull", make_error(errc::unknown_worker, "worker " + std::to_string(worker)));
+  if (clock > st.clocks.finished(worker))
+    return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
+                                                             + std::to_string(clock)));
+  return serve_pull(self, worker, clock);
 }
 
-/// Keeps the state of every checkpoint clock the min clock has just reached or passed (labelled
-/// with that clock: in sync mode it is exactly the state after that clock's update), and writes
-/// the ones the chief is already waiting for.
-void take_snapshots(self_ptr self, int64_t before) {
+/// A push for clock c, then the pusher's pull for c + 1, answered like any other pull once the
+/// push has been through the min-rose path.
+caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
   auto& st = self->state;
-  auto every = st.spec.checkpoint_every;
-  auto now = progress_clock(st);
-  if (every <= 0 || now <= before) return;
-  int64_t due = -1;
-  if (now / every > before / every) due = now / every * every;
-  if (before < st.spec.total_clocks && now >= st.spec.total_clocks) due = st.spec.total_clocks;
-  if (due < 0) return;
-  st.snapshots[due] = encode_shard_checkpoint(st.spec, st.shard, due, st.stats.updates,
-                                              st.newest_clock, *st.layout, st.params.data(),
-                                              st.opt_state.data(), st.slots);
-  while (st.snapshots.size() > 2) st.snapshots.erase(st.snapshots.begin());
-  auto keep = st.held_checkpoints.begin();
-  for (auto& h : st.held_checkpoints) {
-    if (st.snapshots.count(h.clock))
-      write_checkpoint(self, h.dir, h.clock, h.promise);
-    else if (h.clock <= now)
-      h.promise.deliver(make_error(errc::checkpoint_failed,
-                                   "clock " + std::to_string(h.clock) + " is not a checkpoint clock"));
-    else
-      *keep++ = std::move(h);
-  }
-  st.held_checkpoints.erase(keep, st.held_checkpoints.end());
+  if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
+  auto push = decode_push(buf);
+  if (!push) return drop(st, "push", push.error());
+  if (auto err = validate(st, *push))
+    return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
+  take_gradient(st, *push);  // before finish: async's rate is the one at the old min clock
+  ++st.stats.pushes;
+  st.newest_clock = std::max(st.newest_clock, push->clock);
+  on_min_rose(self, st.clocks.finish(push->worker, push->clock));
+  return serve_pull(self, push->worker, push->clock + 1);
 }
 
-/// After anything that may raise the min clock: sync applies, snapshots, held pulls.
-void advance(self_ptr self, int64_t before) {
+caf::result<wire_buffer> on_snapshot(self_ptr self) {
   auto& st = self->state;
-  if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
-  take_snapshots(self, before);
-  release_held(st);
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.clocks.min(),
+                                 st.newest_clock, st.stats.updates, *st.layout, st.params.data());
+}
+
+shard_stats on_stats(const ps_shard_state& st) {
+  auto stats = st.stats;
+  stats.min_clock = st.clocks.min();
+  return stats;
+}
+
+void on_leave(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  if (!st.initialized() || !st.clocks.live(worker)) return;
+  st.sync.pushed[worker] = false;  // its gradient for the pending clock goes with it
+  auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
+    if (h.worker != worker) return false;
+    h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
+    return true;
+  });
+  st.held.erase(keep, st.held.end());
+  on_min_rose(self, st.clocks.leave(worker));
+}
+
+caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
+  if (!st.clocks.known(worker) || st.clocks.live(worker))
+    return drop(st, "rejoin", make_error(errc::unknown_worker,
+                                         "worker " + std::to_string(worker) + " is not gone"));
+  st.sync.pushed[worker] = false;
+  return st.clocks.rejoin(worker);  // holds the min clock there until admit
+}
+
+caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
+                                   uint32_t incarnation) {
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "admit", make_error(errc::not_initialized));
+  if (!st.clocks.live(worker) || clock < st.clocks.finished(worker))
+    return drop(st, "admit", make_error(errc::unknown_worker,
+                                        "worker " + std::to_string(worker) + " at clock "
+                                          + std::to_string(clock) + " was not rejoined below it"));
+  on_min_rose(self, st.clocks.admit(worker, clock, incarnation));
+  return caf::ok_atom::value;
+}
+
+caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  auto promise = self->make_response_promise<file_record>();
+  if (st.snapshots.count(clock))
+    write_checkpoint(self, dir, clock, promise);
+  else if (clock > st.clocks.progress())
+    st.held_checkpoints.push_back({dir, clock, promise});
+  else
+    return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
+                                                 + " has passed without a snapshot");
+  return promise;
 }
 
 ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t link_port,
                                        std::string link_name) {
   self->state.shard = shard;
   self->state.stats.shard = shard;
-  auto valid_worker = [=](int32_t worker) {
-    return worker >= 0 && worker < static_cast<int32_t>(self->state.live.size());
-  };
   return {
-    [=](init_atom, const wire_buffer& buf) -> caf::result<caf::ok_atom> {
-      return initialize(self, buf);
+    [=](init_atom, const wire_buffer& buf) { return on_init(self, buf); },
+    [=](restore_atom, const wire_buffer& buf, std::vector<uint32_t>& incarnations) {
+      return on_restore(self, buf, std::move(incarnations));
     },
-    [=](restore_atom, const wire_buffer& buf,
-        std::vector<uint32_t>& incarnations) -> caf::result<caf::ok_atom> {
-      return restore(self, buf, std::move(incarnations));
-    },
-    [=](pull_atom, int32_t worker, int64_t clock) -> caf::result<wire_buffer> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
-      if (!valid_worker(worker) || !st.live[worker])
-        return drop(st, "pull", make_error(errc::unknown_worker, "worker " + std::to_string(worker)));
-      if (clock > st.clocks[worker])
-        return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
-                                                                 + std::to_string(clock)));
-      return serve_pull(self, worker, clock);
-    },
-    [=](push_pull_atom, const wire_buffer& buf) -> caf::result<wire_buffer> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
-      auto push = decode_push(buf);
-      if (!push) return drop(st, "push", push.error());
-      if (auto err = validate(st, *push))
-        return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
-      auto before = progress_clock(st);
-      accept_push(st, *push);
-      take_snapshots(self, before);
-      auto reply = serve_pull(self, push->worker, push->clock + 1);
-      release_held(st);
-      return reply;
-    },
-    [=](snapshot_atom) -> caf::result<wire_buffer> {
-      auto& st = self->state;
-      if (!st.initialized()) return make_error(errc::not_initialized);
-      return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.min_clock,
-                                     st.newest_clock, st.stats.updates, *st.layout,
-                                     st.params.data());
-    },
-    [=](stats_atom) -> shard_stats {
-      auto stats = self->state.stats;
-      stats.min_clock = self->state.min_clock;
-      return stats;
-    },
-    [=](leave_atom, int32_t worker) {
-      auto& st = self->state;
-      if (!st.initialized() || !valid_worker(worker) || !st.live[worker]) return;
-      auto before = progress_clock(st);
-      st.live[worker] = false;
-      st.sync_pushed[worker] = false;  // its gradient for the pending clock goes with it
-      auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
-        if (h.worker != worker) return false;
-        h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
-        return true;
-      });
-      st.held.erase(keep, st.held.end());
-      recompute_min(st);
-      advance(self, before);
-    },
-    [=](rejoin_atom, int32_t worker) -> caf::result<int64_t> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
-      if (!valid_worker(worker) || st.live[worker])
-        return drop(st, "rejoin", make_error(errc::unknown_worker,
-                                             "worker " + std::to_string(worker) + " is not gone"));
-      auto clock = progress_clock(st);
-      st.live[worker] = true;  // holds the min clock here until admit
-      st.clocks[worker] = clock;
-      st.sync_pushed[worker] = false;
-      recompute_min(st);
-      return clock;
-    },
-    [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) -> caf::result<caf::ok_atom> {
-      auto& st = self->state;
-      if (!st.initialized()) return drop(st, "admit", make_error(errc::not_initialized));
-      if (!valid_worker(worker) || !st.live[worker] || clock < st.clocks[worker])
-        return drop(st, "admit", make_error(errc::unknown_worker,
-                                            "worker " + std::to_string(worker) + " at clock "
-                                              + std::to_string(clock) + " was not rejoined below it"));
-      auto before = progress_clock(st);
-      st.clocks[worker] = clock;
-      st.incarnation[worker] = incarnation;
-      recompute_min(st);
-      advance(self, before);
-      return caf::ok_atom::value;
+    [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
+    [=](push_pull_atom, const wire_buffer& buf) { return on_push_pull(self, buf); },
+    [=](snapshot_atom) { return on_snapshot(self); },
+    [=](stats_atom) { return on_stats(self->state); },
+    [=](leave_atom, int32_t worker) { on_leave(self, worker); },
+    [=](rejoin_atom, int32_t worker) { return on_rejoin(self, worker); },
+    [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) {
+      return on_admit(self, worker, clock, incarnation);
     },
     [=](link_atom) { return std::make_tuple(link_port, link_name); },
-    [=](checkpoint_atom, const std::string& dir, int64_t clock) -> caf::result<file_record> {
-      auto& st = self->state;
-      if (!st.initialized()) return make_error(errc::not_initialized);
-      auto promise = self->make_response_promise<file_record>();
-      if (st.snapshots.count(clock))
-        write_checkpoint(self, dir, clock, promise);
-      else if (clock > progress_clock(st))
-        st.held_checkpoints.push_back({dir, clock, promise});
-      else
-        return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
-                                                     + " has passed without a snapshot");
-      return promise;
+    [=](checkpoint_atom, const std::string& dir, int64_t clock) {
+      return on_checkpoint(self, dir, clock);
     },
   };
 }
