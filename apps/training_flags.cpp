@@ -209,7 +209,7 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
 }
 
 
-training_plan plan_training(const training_flags& o) {
+checked_flags check_training_flags(const training_flags& o) {
   require(o.ps >= 1, "ps", o.ps, "must be at least 1");
   require(o.workers >= 1, "workers", o.workers, "must be at least 1");
   require(o.batch >= 1, "batch", o.batch, "must be at least 1");
@@ -221,52 +221,86 @@ training_plan plan_training(const training_flags& o) {
   require(o.threads >= 0, "threads", o.threads, "must be 0 or more");
   require(o.block_floats >= 1, "block-floats", o.block_floats, "must be at least 1");
   require(o.request_timeout > 0, "request-timeout", o.request_timeout, "must be positive");
+  checked_flags v;
   auto layers = parse_layers(o.model);
   require(layers.has_value(), "model", o.model,
           "must be at least two positive widths joined by '-', e.g. 784-256-128-10");
+  v.layers = *layers;
   auto mode = parse_consistency(o.mode);
   require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");
+  v.mode = *mode;
   auto schedule = parse_lr_schedule(o.lr_schedule);
   require(schedule.has_value(), "lr-schedule", o.lr_schedule, "must be constant, cosine or linear");
+  v.schedule = *schedule;
   auto opt = parse_optimizer_kind(o.optimizer);
   require(opt.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
+  v.optimizer = *opt;
 
   auto backend = parse_backend_kind(o.backend);
   require(backend.has_value(), "backend", o.backend, "must be auto, cpu or cuda");
-  std::vector<int> gpus;
-  {
-    std::stringstream list(o.gpus);
-    for (std::string id; std::getline(list, id, ',');) {
-      require(!id.empty() && id.size() < 4 && id.find_first_not_of("0123456789") == std::string::npos,
-              "gpus", o.gpus, "must be device ids like 0,1");
-      gpus.push_back(std::stoi(id));
-    }
-    require(!gpus.empty(), "gpus", o.gpus, "must name at least one device");
+  v.backend = *backend;
+  std::stringstream list(o.gpus);
+  for (std::string id; std::getline(list, id, ',');) {
+    require(!id.empty() && id.size() < 4 && id.find_first_not_of("0123456789") == std::string::npos,
+            "gpus", o.gpus, "must be device ids like 0,1");
+    v.gpus.push_back(std::stoi(id));
   }
+  require(!v.gpus.empty(), "gpus", o.gpus, "must name at least one device");
+  v.slow_ms = parse_slow(o.slow, o.workers);
 
+  if (o.dataset == "fashion-mnist") {
+    require(v.layers.front() == 784, "model", o.model, "must take 784 inputs for fashion-mnist");
+    v.train_rows = fashion_mnist_train_rows;
+  } else if (o.dataset == "synthetic") {
+    require(o.synthetic_rows > 0 && o.synthetic_rows < (1 << 30), "synthetic-rows",
+            o.synthetic_rows, "must be positive");
+    require(o.synthetic_test_rows > 0 && o.synthetic_test_rows < (1 << 30),
+            "synthetic-test-rows", o.synthetic_test_rows, "must be positive");
+    v.train_rows = o.synthetic_rows;
+  } else {
+    throw usage_error("--dataset must be fashion-mnist or synthetic (got " + o.dataset + ")");
+  }
+  require(v.layers.back() == fashion_mnist_classes, "model", o.model,
+          "must end in one output per class (10)");
+  require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
+          "is larger than a worker's shard of the training set");
+
+  require(o.keep >= 1, "keep", o.keep, "must be at least 1");
+  require(o.checkpoint_every >= 0, "checkpoint-every", o.checkpoint_every, "must be 0 or more");
+  require(o.max_replacements >= 0, "max-replacements", o.max_replacements, "must be 0 or more");
+  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
+    throw usage_error("--checkpoint-every needs --checkpoint-dir");
+  for (const auto& kills : o.kill) {  // repeatable, and each may list several: a,b,c
+    std::stringstream items(kills);
+    for (std::string k; std::getline(items, k, ',');) {
+      auto kill = parse_kill(k, o.workers, o.ps, &v.crash_at);
+      if (k.rfind("process@", 0) != 0) v.kills.push_back(kill);
+    }
+  }
+  if (v.crash_at >= 0 && o.checkpoint_dir.empty())
+    throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
+  return v;
+}
+
+training_plan build_training_plan(const training_flags& o, const checked_flags& v) {
   training_plan plan;
   auto& c = plan.chief;
-  c.backend = *backend;
-  c.gpus = gpus;
-  c.spec.layers = *layers;
+  c.backend = v.backend;
+  c.gpus = v.gpus;
+  c.spec.layers = v.layers;
   c.spec.block_floats = o.block_floats;
   c.spec.shards = o.ps;
   c.spec.workers = o.workers;
-  c.spec.mode = *mode;
+  c.spec.mode = v.mode;
   c.spec.staleness = o.staleness;
-  c.spec.optimizer.kind = *opt;
-  c.spec.optimizer.learning_rate = o.lr > 0 ? float(o.lr) : default_learning_rate(*opt);
+  c.spec.optimizer.kind = v.optimizer;
+  c.spec.optimizer.learning_rate = o.lr > 0 ? float(o.lr) : default_learning_rate(v.optimizer);
   c.spec.optimizer.momentum = float(o.momentum);
-  c.spec.schedule = *schedule;
+  c.spec.schedule = v.schedule;
   c.spec.seed = o.seed;
   c.batch = o.batch;
   c.eval_every = o.eval_every;
-  c.slow_ms = parse_slow(o.slow, o.workers);
-  try {
-    c.metrics = std::make_shared<metrics_file>(o.metrics);
-  } catch (const std::exception& e) {
-    throw usage_error(std::string("--metrics: ") + e.what());
-  }
+  c.slow_ms = v.slow_ms;
   c.progress = !o.no_progress;
   c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   plan.scheduler_threads = o.threads;
@@ -274,56 +308,47 @@ training_plan plan_training(const training_flags& o) {
 
   auto& d = plan.data;
   if (o.dataset == "fashion-mnist") {
-    require(layers->front() == 784, "model", o.model, "must take 784 inputs for fashion-mnist");
     d.what = data_source::kind::fashion_mnist;
     d.dir = o.data_dir;
-    c.train_rows = fashion_mnist_train_rows;
-  } else if (o.dataset == "synthetic") {
-    require(o.synthetic_rows > 0 && o.synthetic_rows < (1 << 30), "synthetic-rows",
-            o.synthetic_rows, "must be positive");
-    require(o.synthetic_test_rows > 0 && o.synthetic_test_rows < (1 << 30),
-            "synthetic-test-rows", o.synthetic_test_rows, "must be positive");
+  } else {
     d.what = data_source::kind::synthetic;
-    d.train_rows = static_cast<int>(o.synthetic_rows);
+    d.train_rows = static_cast<int>(v.train_rows);
     d.test_rows = static_cast<int>(o.synthetic_test_rows);
     d.seed = o.seed;
-    d.cols = layers->front();
-    c.train_rows = d.train_rows;
-  } else {
-    throw usage_error("--dataset must be fashion-mnist or synthetic (got " + o.dataset + ")");
+    d.cols = v.layers.front();
   }
-  require(layers->back() == fashion_mnist_classes, "model", o.model,
-          "must end in one output per class (10)");
-  auto shard_rows = c.train_rows / o.workers;
-  require(shard_rows >= o.batch, "batch", o.batch,
-          "is larger than a worker's shard of the training set");
-  auto per_epoch = shard_rows / o.batch;
+  c.train_rows = v.train_rows;
+  auto per_epoch = (v.train_rows / o.workers) / o.batch;
   c.steps = o.steps > 0 ? o.steps
                         : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
 
-  require(o.keep >= 1, "keep", o.keep, "must be at least 1");
-  require(o.checkpoint_every >= 0, "checkpoint-every", o.checkpoint_every, "must be 0 or more");
-  require(o.max_replacements >= 0, "max-replacements", o.max_replacements, "must be 0 or more");
-  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
-    throw usage_error("--checkpoint-every needs --checkpoint-dir");
   c.max_replacements = o.max_replacements;
   auto& ck = c.checkpoints;
   ck.dir = o.checkpoint_dir;
   ck.every = o.checkpoint_every;
   ck.keep = o.keep;
+  ck.crash_at = v.crash_at;
   c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
-  for (const auto& list : o.kill) {  // repeatable, and each may list several: a,b,c
-    std::stringstream items(list);
-    for (std::string k; std::getline(items, k, ',');) {
-      auto kill = parse_kill(k, o.workers, o.ps, &ck.crash_at);
-      if (k.rfind("process@", 0) != 0) c.kills.push_back(kill);
-    }
+  c.kills = v.kills;
+  return plan;
+}
+
+void open_training_files(const training_flags& o, training_plan& plan) {
+  auto& c = plan.chief;
+  try {
+    c.metrics = std::make_shared<metrics_file>(o.metrics);
+  } catch (const std::exception& e) {
+    throw usage_error(std::string("--metrics: ") + e.what());
   }
-  if (ck.crash_at >= 0 && ck.dir.empty())
-    throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
+  auto& ck = c.checkpoints;
   if (!ck.dir.empty()) check_writable(ck.dir);
   if (o.resume_given) ck.resume = resume_checkpoint(o.resume.empty() ? ck.dir : o.resume, c.spec);
+}
+
+training_plan plan_training(const training_flags& flags) {
+  auto plan = build_training_plan(flags, check_training_flags(flags));
+  open_training_files(flags, plan);
   return plan;
 }
 

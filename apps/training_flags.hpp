@@ -56,8 +56,35 @@ struct training_plan {
   std::string export_dir;  ///< empty: no export (apps/export_after_run.hpp)
 };
 
-/// Validates the flags (throws usage_error naming the flag) and builds the plan. `--ps` and
-/// `--workers` may be overridden by the caller (a cluster spec fixes them).
+/// The flags' values once checked: what the plan is built from, parsed.
+struct checked_flags {
+  std::vector<int> layers;
+  consistency mode = consistency::ssp;
+  lr_schedule schedule = lr_schedule::constant;
+  optimizer_kind optimizer = optimizer_kind::momentum;
+  backend_kind backend = backend_kind::cpu;
+  std::vector<int> gpus;
+  std::vector<int> slow_ms;         ///< per worker
+  std::vector<planned_kill> kills;
+  int64_t crash_at = -1;            ///< --kill process@checkpoint=C, else -1
+  int64_t train_rows = 0;           ///< rows of the chosen training set
+};
+
+/// Checks every flag, alone and against the others, touching nothing: throws usage_error
+/// naming the flag, or returns the parsed values.
+checked_flags check_training_flags(const training_flags& flags);
+
+/// Turns checked flags into the plan (units, defaults, derived counts); no I/O: the metrics
+/// file and the checkpoint to resume are left to open_training_files.
+training_plan build_training_plan(const training_flags& flags, const checked_flags& checked);
+
+/// The plan's side effects: opens (truncates) the metrics file, probes that the checkpoint
+/// directory is writable (creating it), and loads the checkpoint --resume names (saying so on
+/// stdout). Throws usage_error naming the flag.
+void open_training_files(const training_flags& flags, training_plan& plan);
+
+/// check_training_flags, build_training_plan, then open_training_files. `--ps` and `--workers`
+/// may be overridden by the caller (a cluster spec fixes them).
 training_plan plan_training(const training_flags& flags);
 
 /// Prints the end-of-run summary to stdout.
