@@ -120,7 +120,8 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "consistency: sync (average all workers, apply once per clock) | ssp (stale-synchronous, "
      "bounded by --staleness) | async")
     ("staleness", po::value(&o.staleness)->default_value(o.staleness),
-     "ssp bound S: a worker at clock c gets parameters once every live worker finished c - S")
+     "ssp bound S: a worker at clock c gets parameters once every live worker finished c - S "
+     "(only with --mode ssp: sync and async refuse it)")
     ("block-floats", po::value(&o.block_floats)->default_value(o.block_floats),
      "tensors are cut into blocks of at most this many floats, balanced over the shards")
     ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every),
@@ -155,6 +156,11 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("export-dir", po::value(&o.export_dir),
      "after a successful run, export the model to DIR/<version>/ (model.capnp, model.onnx, "
      "metadata.json; version = the largest existing + 1, never overwritten)");
+}
+
+void note_given_flags(const po::variables_map& vm, training_flags& flags) {
+  flags.resume_given = vm.count("resume") > 0;
+  flags.staleness_given = vm.count("staleness") > 0 && !vm["staleness"].defaulted();
 }
 
 void add_fault_options(po::options_description& desc, training_flags& o) {
@@ -229,6 +235,10 @@ checked_flags check_training_flags(const training_flags& o) {
   auto mode = parse_consistency(o.mode);
   require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");
   v.mode = *mode;
+  // A bound the mode ignores is a mistake worth saying; the default is fine with every mode.
+  if (o.staleness_given && v.mode != consistency::ssp)
+    throw usage_error("--staleness " + std::to_string(o.staleness) + " has no effect with --mode "
+                      + o.mode + ": the bound only applies to --mode ssp");
   auto schedule = parse_lr_schedule(o.lr_schedule);
   require(schedule.has_value(), "lr-schedule", o.lr_schedule, "must be constant, cosine or linear");
   v.schedule = *schedule;

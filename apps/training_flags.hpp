@@ -31,6 +31,7 @@ struct training_flags {
   bool no_progress = false;
   std::string checkpoint_dir, resume;
   bool resume_given = false;       ///< --resume appeared (its value may be empty)
+  bool staleness_given = false;    ///< --staleness was typed (not left at its default)
   int64_t checkpoint_every = 0;
   int keep = 3;
   int max_replacements = 3;
@@ -40,6 +41,10 @@ struct training_flags {
 /// Adds every training flag, with its default and help text, bound to `flags`.
 void add_training_options(boost::program_options::options_description& desc,
                           training_flags& flags);
+
+/// Records which flags were typed rather than left at their defaults (--resume, --staleness);
+/// call after the variables map has been stored.
+void note_given_flags(const boost::program_options::variables_map& vm, training_flags& flags);
 
 /// Adds --kill (fault injection; `actorps simulate` only).
 void add_fault_options(boost::program_options::options_description& desc, training_flags& flags);
