@@ -119,7 +119,7 @@ int cluster_command(const std::string& type, const std::vector<std::string>& arg
       return 0;
     }
     po::notify(vm);
-    tf.resume_given = vm.count("resume") > 0;
+    note_given_flags(vm, tf);
     auto opts = resolve(type, cf);
     if (chief) return run_chief(opts, tf, vm);
     run_task(opts);

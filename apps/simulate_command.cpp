@@ -68,7 +68,7 @@ int simulate_command(const std::vector<std::string>& args) {
       return 0;
     }
     po::notify(vm);
-    flags.resume_given = vm.count("resume") > 0;
+    note_given_flags(vm, flags);
     auto plan = plan_training(flags);
     if (plan.data.what == data_source::kind::fashion_mnist
         && !std::filesystem::is_directory(plan.data.dir))

@@ -116,7 +116,8 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "consistency: sync (average all workers, apply once per clock) | ssp (stale-synchronous, "
      "bounded by --staleness) | async")
     ("staleness", po::value(&o.staleness)->default_value(o.staleness),
-     "ssp bound S: a worker at clock c gets parameters once every live worker finished c - S")
+     "ssp bound S: a worker at clock c gets parameters once every live worker finished c - S "
+     "(only with --mode ssp: sync and async refuse it)")
     ("block-floats", po::value(&o.block_floats)->default_value(o.block_floats),
      "tensors are cut into blocks of at most this many floats, balanced over the shards")
     ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every),
@@ -151,6 +152,11 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("export-dir", po::value(&o.export_dir),
      "after a successful run, export the model to DIR/<version>/ (model.capnp, model.onnx, "
      "metadata.json; version = the largest existing + 1, never overwritten)");
+}
+
+void note_given_flags(const po::variables_map& vm, training_flags& flags) {
+  flags.resume_given = vm.count("resume") > 0;
+  flags.staleness_given = vm.count("staleness") > 0 && !vm["staleness"].defaulted();
 }
 
 void add_fault_options(po::options_description& desc, training_flags& o) {
@@ -205,7 +211,19 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
 }
 
 
-training_plan plan_training(const training_flags& o) {
+/// Clocks per worker from --steps, or from --epochs over `train_rows` (each worker's share in
+/// whole batches); the checkpoint clocks follow the length.
+void set_run_length(const training_flags& o, int64_t train_rows, chief_config& c) {
+  c.train_rows = train_rows;
+  auto per_epoch = (train_rows / o.workers) / o.batch;
+  c.steps = o.steps > 0 ? o.steps
+                        : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
+  c.spec.total_clocks = c.steps;
+  const auto& ck = c.checkpoints;
+  c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
+}
+
+checked_flags check_training_flags(const training_flags& o) {
   require(o.ps >= 1, "ps", o.ps, "must be at least 1");
   require(o.workers >= 1, "workers", o.workers, "must be at least 1");
   require(o.batch >= 1, "batch", o.batch, "must be at least 1");
@@ -217,69 +235,46 @@ training_plan plan_training(const training_flags& o) {
   require(o.threads >= 0, "threads", o.threads, "must be 0 or more");
   require(o.block_floats >= 1, "block-floats", o.block_floats, "must be at least 1");
   require(o.request_timeout > 0, "request-timeout", o.request_timeout, "must be positive");
+  checked_flags v;
   std::unique_ptr<model_plugin> model;
   try {
     model = make_model(o.model);
   } catch (const model_error& e) {
     throw usage_error(std::string("--model ") + o.model + ": " + e.what());
   }
-  auto layers = mlp_layers(model->spec());  // the synthetic data takes an MLP's input width
+  v.model = model->spec();
+  const auto layers = mlp_layers(v.model);  // synthetic data takes an MLP's input width
   auto mode = parse_consistency(o.mode);
   require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");
+  v.mode = *mode;
+  // A bound the mode ignores is a mistake worth saying; the default is fine with every mode.
+  if (o.staleness_given && v.mode != consistency::ssp)
+    throw usage_error("--staleness " + std::to_string(o.staleness) + " has no effect with --mode "
+                      + o.mode + ": the bound only applies to --mode ssp");
   auto schedule = parse_lr_schedule(o.lr_schedule);
   require(schedule.has_value(), "lr-schedule", o.lr_schedule, "must be constant, cosine or linear");
+  v.schedule = *schedule;
   auto opt = parse_optimizer_kind(o.optimizer);
   require(opt.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
+  v.optimizer = *opt;
 
   auto backend = parse_backend_kind(o.backend);
   require(backend.has_value(), "backend", o.backend, "must be auto, cpu or cuda");
-  std::vector<int> gpus;
-  {
-    std::stringstream list(o.gpus);
-    for (std::string id; std::getline(list, id, ',');) {
-      require(!id.empty() && id.size() < 4 && id.find_first_not_of("0123456789") == std::string::npos,
-              "gpus", o.gpus, "must be device ids like 0,1");
-      gpus.push_back(std::stoi(id));
-    }
-    require(!gpus.empty(), "gpus", o.gpus, "must name at least one device");
+  v.backend = *backend;
+  std::stringstream list(o.gpus);
+  for (std::string id; std::getline(list, id, ',');) {
+    require(!id.empty() && id.size() < 4 && id.find_first_not_of("0123456789") == std::string::npos,
+            "gpus", o.gpus, "must be device ids like 0,1");
+    v.gpus.push_back(std::stoi(id));
   }
+  require(!v.gpus.empty(), "gpus", o.gpus, "must name at least one device");
+  v.slow_ms = parse_slow(o.slow, o.workers);
 
-  training_plan plan;
-  auto& c = plan.chief;
-  c.backend = *backend;
-  c.gpus = gpus;
-  c.spec.model = model->spec();
-  c.spec.block_floats = o.block_floats;
-  c.spec.shards = o.ps;
-  c.spec.workers = o.workers;
-  c.spec.mode = *mode;
-  c.spec.staleness = o.staleness;
-  c.spec.optimizer.kind = *opt;
-  c.spec.optimizer.learning_rate = o.lr > 0 ? float(o.lr) : default_learning_rate(*opt);
-  c.spec.optimizer.momentum = float(o.momentum);
-  c.spec.schedule = *schedule;
-  c.spec.seed = o.seed;
-  c.batch = o.batch;
-  c.eval_every = o.eval_every;
-  c.slow_ms = parse_slow(o.slow, o.workers);
-  try {
-    c.metrics = std::make_shared<metrics_file>(o.metrics);
-  } catch (const std::exception& e) {
-    throw usage_error(std::string("--metrics: ") + e.what());
-  }
-  c.progress = !o.no_progress;
-  c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
-  plan.scheduler_threads = o.threads;
-  plan.export_dir = o.export_dir;
-
-  auto& d = plan.data;
+  auto& d = v.data;
   if (o.dataset == "fashion-mnist") {
     d.what = data_source::kind::fashion_mnist;
     d.dir = o.data_dir;
-    // The rows really there (a smaller IDX file trains one pass per epoch too); a chief whose
-    // host lacks the files (its workers have them) assumes the Debian package's 60 000.
-    c.train_rows = std::filesystem::is_directory(d.dir) ? training_rows(d)
-                                                        : fashion_mnist_train_rows;
+    v.train_rows = fashion_mnist_train_rows;  // the package's; open_training_files counts
   } else if (o.dataset == "synthetic") {
     require(o.synthetic_rows > 0 && o.synthetic_rows < (1 << 30), "synthetic-rows",
             o.synthetic_rows, "must be positive");
@@ -290,7 +285,7 @@ training_plan plan_training(const training_flags& o) {
     d.test_rows = static_cast<int>(o.synthetic_test_rows);
     d.seed = o.seed;
     d.cols = layers ? layers->front() : d.cols;
-    c.train_rows = d.train_rows;
+    v.train_rows = o.synthetic_rows;
   } else if (o.dataset.rfind("csv:", 0) == 0) {
     d.what = data_source::kind::csv;
     d.train_path = o.dataset.substr(4);
@@ -303,46 +298,99 @@ training_plan plan_training(const training_flags& o) {
   }
   if (!o.test.empty() && d.what != data_source::kind::csv)
     throw usage_error("--test " + o.test + " only applies to --dataset csv:PATH");
-  int cols = d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
-  int classes = fashion_mnist_classes;
-  if (d.what == data_source::kind::csv) {  // its shape and size are in the file
-    auto head = load_split(d, true);
-    cols = head->cols;
-    classes = head->classes;
-    c.train_rows = head->rows;
+  if (d.what != data_source::kind::csv) {  // a CSV's shape is known once it is read
+    const int cols = d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
+    if (auto why = model->check_data(cols, fashion_mnist_classes); !why.empty())
+      throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
+    require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
+            "is larger than a worker's shard of the training set");
   }
-  if (auto why = model->check_data(cols, classes); !why.empty())
-    throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-  auto shard_rows = c.train_rows / o.workers;
-  require(shard_rows >= o.batch, "batch", o.batch,
-          "is larger than a worker's shard of the training set");
-  auto per_epoch = shard_rows / o.batch;
-  c.steps = o.steps > 0 ? o.steps
-                        : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
-  c.spec.total_clocks = c.steps;
 
   require(o.keep >= 1, "keep", o.keep, "must be at least 1");
   require(o.checkpoint_every >= 0, "checkpoint-every", o.checkpoint_every, "must be 0 or more");
   require(o.max_replacements >= 0, "max-replacements", o.max_replacements, "must be 0 or more");
   if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
     throw usage_error("--checkpoint-every needs --checkpoint-dir");
+  for (const auto& kills : o.kill) {  // repeatable, and each may list several: a,b,c
+    std::stringstream items(kills);
+    for (std::string k; std::getline(items, k, ',');) {
+      auto kill = parse_kill(k, o.workers, o.ps, &v.crash_at);
+      if (k.rfind("process@", 0) != 0) v.kills.push_back(kill);
+    }
+  }
+  if (v.crash_at >= 0 && o.checkpoint_dir.empty())
+    throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
+  return v;
+}
+
+training_plan build_training_plan(const training_flags& o, const checked_flags& v) {
+  training_plan plan;
+  auto& c = plan.chief;
+  c.backend = v.backend;
+  c.gpus = v.gpus;
+  c.spec.model = v.model;
+  c.spec.block_floats = o.block_floats;
+  c.spec.shards = o.ps;
+  c.spec.workers = o.workers;
+  c.spec.mode = v.mode;
+  c.spec.staleness = o.staleness;
+  c.spec.optimizer.kind = v.optimizer;
+  c.spec.optimizer.learning_rate = o.lr > 0 ? float(o.lr) : default_learning_rate(v.optimizer);
+  c.spec.optimizer.momentum = float(o.momentum);
+  c.spec.schedule = v.schedule;
+  c.spec.seed = o.seed;
+  c.batch = o.batch;
+  c.eval_every = o.eval_every;
+  c.slow_ms = v.slow_ms;
+  c.progress = !o.no_progress;
+  c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
+  plan.scheduler_threads = o.threads;
+  plan.export_dir = o.export_dir;
+
+  plan.data = v.data;
+  set_run_length(o, v.train_rows, c);
   c.max_replacements = o.max_replacements;
   auto& ck = c.checkpoints;
   ck.dir = o.checkpoint_dir;
   ck.every = o.checkpoint_every;
   ck.keep = o.keep;
-  c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
-  for (const auto& list : o.kill) {  // repeatable, and each may list several: a,b,c
-    std::stringstream items(list);
-    for (std::string k; std::getline(items, k, ',');) {
-      auto kill = parse_kill(k, o.workers, o.ps, &ck.crash_at);
-      if (k.rfind("process@", 0) != 0) c.kills.push_back(kill);
-    }
+  ck.crash_at = v.crash_at;
+  set_run_length(o, v.train_rows, c);  // again: the checkpoint clocks follow --checkpoint-dir
+  c.kills = v.kills;
+  return plan;
+}
+
+void open_training_files(const training_flags& o, training_plan& plan) {
+  auto& c = plan.chief;
+  auto& d = plan.data;
+  if (d.what == data_source::kind::csv) {  // its shape and size are in the file
+    auto head = load_split(d, true);
+    if (auto why = make_model(o.model)->check_data(head->cols, head->classes); !why.empty())
+      throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
+    require(head->rows / o.workers >= o.batch, "batch", o.batch,
+            "is larger than a worker's shard of the training set");
+    set_run_length(o, head->rows, c);
+  } else if (d.what == data_source::kind::fashion_mnist && std::filesystem::is_directory(d.dir)) {
+    // The rows really there (a smaller IDX file trains one pass per epoch too); a chief whose
+    // host lacks the files (its workers have them) keeps the Debian package's 60 000.
+    auto rows = training_rows(d);
+    require(rows / o.workers >= o.batch, "batch", o.batch,
+            "is larger than a worker's shard of the training set");
+    set_run_length(o, rows, c);
   }
-  if (ck.crash_at >= 0 && ck.dir.empty())
-    throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
+  try {
+    c.metrics = std::make_shared<metrics_file>(o.metrics);
+  } catch (const std::exception& e) {
+    throw usage_error(std::string("--metrics: ") + e.what());
+  }
+  auto& ck = c.checkpoints;
   if (!ck.dir.empty()) check_writable(ck.dir);
   if (o.resume_given) ck.resume = resume_checkpoint(o.resume.empty() ? ck.dir : o.resume, c.spec);
+}
+
+training_plan plan_training(const training_flags& flags) {
+  auto plan = build_training_plan(flags, check_training_flags(flags));
+  open_training_files(flags, plan);
   return plan;
 }
 

@@ -31,6 +31,7 @@ struct training_flags {
   bool no_progress = false;
   std::string checkpoint_dir, resume;
   bool resume_given = false;       ///< --resume appeared (its value may be empty)
+  bool staleness_given = false;    ///< --staleness was typed (not left at its default)
   int64_t checkpoint_every = 0;
   int keep = 3;
   int max_replacements = 3;
@@ -40,6 +41,10 @@ struct training_flags {
 /// Adds every training flag, with its default and help text, bound to `flags`.
 void add_training_options(boost::program_options::options_description& desc,
                           training_flags& flags);
+
+/// Records which flags were typed rather than left at their defaults (--resume, --staleness);
+/// call after the variables map has been stored.
+void note_given_flags(const boost::program_options::variables_map& vm, training_flags& flags);
 
 /// Adds --kill (fault injection; `actorps simulate` only).
 void add_fault_options(boost::program_options::options_description& desc, training_flags& flags);
@@ -56,8 +61,36 @@ struct training_plan {
   std::string export_dir;  ///< empty: no export (apps/export_after_run.hpp)
 };
 
-/// Validates the flags (throws usage_error naming the flag) and builds the plan. `--ps` and
-/// `--workers` may be overridden by the caller (a cluster spec fixes them).
+/// The flags' values once checked: what the plan is built from, parsed.
+struct checked_flags {
+  model_spec model;                 ///< the --model plug-in's tensors
+  data_source data;                 ///< what --dataset names (its shape is read later, I/O)
+  consistency mode = consistency::ssp;
+  lr_schedule schedule = lr_schedule::constant;
+  optimizer_kind optimizer = optimizer_kind::momentum;
+  backend_kind backend = backend_kind::cpu;
+  std::vector<int> gpus;
+  std::vector<int> slow_ms;         ///< per worker
+  std::vector<planned_kill> kills;
+  int64_t crash_at = -1;            ///< --kill process@checkpoint=C, else -1
+  int64_t train_rows = 0;           ///< rows of the training set, as far as known without I/O
+};
+
+/// Checks every flag, alone and against the others, touching nothing: throws usage_error
+/// naming the flag, or returns the parsed values.
+checked_flags check_training_flags(const training_flags& flags);
+
+/// Turns checked flags into the plan (units, defaults, derived counts); no I/O: the metrics
+/// file and the checkpoint to resume are left to open_training_files.
+training_plan build_training_plan(const training_flags& flags, const checked_flags& checked);
+
+/// The plan's side effects: opens (truncates) the metrics file, probes that the checkpoint
+/// directory is writable (creating it), and loads the checkpoint --resume names (saying so on
+/// stdout). Throws usage_error naming the flag.
+void open_training_files(const training_flags& flags, training_plan& plan);
+
+/// check_training_flags, build_training_plan, then open_training_files. `--ps` and `--workers`
+/// may be overridden by the caller (a cluster spec fixes them).
 training_plan plan_training(const training_flags& flags);
 
 /// Prints the end-of-run summary to stdout.

@@ -73,6 +73,39 @@ TEST_CASE("bad flags exit with status 2 and name the flag") {
   }
 }
 
+TEST_CASE("an explicit --staleness outside ssp is refused (simulate, chief), the default is not") {
+  auto dir = temp_dir();
+  auto cluster = dir + "/cluster.json";
+  std::ofstream(cluster) << R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"],
+                               "worker": ["127.0.0.1:3"]}})";
+  struct refused {
+    std::string args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<refused>{
+         {"simulate --mode sync --staleness 5",
+          "--staleness 5 has no effect with --mode sync: the bound only applies to --mode ssp"},
+         {"simulate --mode async --staleness 0",
+          "--staleness 0 has no effect with --mode async: the bound only applies to --mode ssp"},
+         {"chief --cluster " + cluster + " --task chief:0 --mode sync --staleness 2",
+          "--staleness 2 has no effect with --mode sync"},
+         {"chief --cluster " + cluster + " --task chief:0 --mode async --staleness 3",
+          "--staleness 3 has no effect with --mode async"}}) {
+    CAPTURE(c.args);
+    auto r = run_actorps(c.args);
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.output.find(c.says) != std::string::npos, r.output);
+  }
+  // The default bound goes with every mode (async: the --metrics test below), a typed one with ssp.
+  auto sync = run_actorps(std::string(quick) + " --mode sync");
+  CHECK_MESSAGE(sync.status == 0, sync.output);
+  CHECK(sync.output.find("summary: mode sync") != std::string::npos);
+  auto ssp = run_actorps(std::string(quick) + " --mode ssp --staleness 5");
+  CHECK_MESSAGE(ssp.status == 0, ssp.output);
+  CHECK(ssp.output.find("summary: mode ssp (staleness bound 5)") != std::string::npos);
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST_CASE("a malformed dataset file is named with what is wrong") {
   auto dir = temp_dir();
   {
