@@ -147,6 +147,8 @@ public:
   explicit worker_client(std::shared_ptr<impl> impl) : impl_(std::move(impl)) {}
 
 private:
+  ticket submit(bool push, int64_t clock, const float* grad, float* params_out);
+
   std::shared_ptr<impl> impl_;
   int64_t newest_clock_ = -1;
 };

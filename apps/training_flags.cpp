@@ -364,12 +364,13 @@ void open_training_files(const training_flags& o, training_plan& plan) {
   auto& c = plan.chief;
   auto& d = plan.data;
   if (d.what == data_source::kind::csv) {  // its shape and size are in the file
-    auto head = load_split(d, true);
-    if (auto why = make_model(o.model)->check_data(head->cols, head->classes); !why.empty())
+    plan.train_split = load_split(d, true);  // kept: simulate trains on it, unread again
+    const auto& train = *plan.train_split;
+    if (auto why = make_model(o.model)->check_data(train.cols, train.classes); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-    require(head->rows / o.workers >= o.batch, "batch", o.batch,
+    require(train.rows / o.workers >= o.batch, "batch", o.batch,
             "is larger than a worker's shard of the training set");
-    set_run_length(o, head->rows, c);
+    set_run_length(o, train.rows, c);
   } else if (d.what == data_source::kind::fashion_mnist && std::filesystem::is_directory(d.dir)) {
     // The rows really there (a smaller IDX file trains one pass per epoch too); a chief whose
     // host lacks the files (its workers have them) keeps the Debian package's 60 000.

@@ -57,6 +57,7 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
 struct training_plan {
   chief_config chief;
   data_source data;
+  std::shared_ptr<const dataset> train_split;  ///< set when planning had to read it (a CSV)
   int scheduler_threads = 0;
   std::string export_dir;  ///< empty: no export (apps/export_after_run.hpp)
 };

@@ -187,17 +187,17 @@ caf::expected<std::vector<float>> local_cluster::snapshot() {
 }
 
 worker_client::ticket worker_client::pull(int64_t clock, float* params_out) {
-  client_call call{false, clock, nullptr, params_out,
-                   std::make_shared<std::promise<call_result>>()};
-  auto t = impl_->next++;
-  impl_->pending.emplace(t, call.done->get_future());
-  caf::anon_send(impl_->client, std::move(call));
-  return t;
+  return submit(false, clock, nullptr, params_out);
 }
 
 worker_client::ticket worker_client::push_pull(int64_t clock, const float* grad,
                                                float* params_out) {
-  client_call call{true, clock, grad, params_out, std::make_shared<std::promise<call_result>>()};
+  return submit(true, clock, grad, params_out);
+}
+
+worker_client::ticket worker_client::submit(bool push, int64_t clock, const float* grad,
+                                            float* params_out) {
+  client_call call{push, clock, grad, params_out, std::make_shared<std::promise<call_result>>()};
   auto t = impl_->next++;
   impl_->pending.emplace(t, call.done->get_future());
   caf::anon_send(impl_->client, std::move(call));

@@ -11,17 +11,13 @@ namespace {
 
 caf::error bad_option(const std::string& what) { return make_error(errc::invalid_spec, what); }
 
-/// The run's spec from the options, or why they cannot describe a run.
-caf::expected<train_spec> spec_of(const train_options& o) {
+/// The run's spec from the options and the model's plug-in, or why they cannot describe a run.
+caf::expected<train_spec> spec_of(const train_options& o, const model_plugin& model) {
   if (o.ps < 1) return bad_option("ps must be at least 1");
   if (o.workers < 1) return bad_option("workers must be at least 1");
   if (o.staleness < 0) return bad_option("staleness must be 0 or more");
   train_spec spec;
-  try {
-    spec.model = make_model(o.model)->spec();
-  } catch (const std::exception& e) {
-    return bad_option(e.what());
-  }
+  spec.model = model.spec();
   spec.shards = o.ps;
   spec.workers = o.workers;
   spec.mode = o.mode;
@@ -34,16 +30,27 @@ caf::expected<train_spec> spec_of(const train_options& o) {
   return spec;
 }
 
+/// The --model plug-in, or the error naming why it cannot be built.
+caf::expected<std::unique_ptr<model_plugin>> plugin_of(const train_options& o) {
+  try {
+    return make_model(o.model);
+  } catch (const std::exception& e) {
+    return bad_option(e.what());
+  }
+}
+
 } // namespace
 
 caf::expected<run_summary> train(const train_options& o) {
-  auto spec = spec_of(o);
+  auto model = plugin_of(o);
+  if (!model) return model.error();
+  auto spec = spec_of(o, **model);
   if (!spec) return spec.error();
   if (!o.train || !o.test) return bad_option("train and test data are both needed");
   if (o.train->rows < 1 || o.test->rows < 1) return bad_option("a data split has no rows");
   if (o.test->cols != o.train->cols) return bad_option("train and test have different widths");
   const int classes = std::max(o.train->classes, o.test->classes);
-  if (auto why = make_model(o.model)->check_data(o.train->cols, classes); !why.empty())
+  if (auto why = (*model)->check_data(o.train->cols, classes); !why.empty())
     return bad_option(o.model + " does not fit the data: " + why);
   if (o.batch < 1) return bad_option("batch must be at least 1");
   // Epochs count the rows really there: each worker's shard in whole batches.
@@ -74,7 +81,9 @@ caf::expected<run_summary> train(const train_options& o) {
 
 caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
                                                    const train_options& opts) {
-  auto spec = spec_of(opts);
+  auto model = plugin_of(opts);
+  if (!model) return model.error();
+  auto spec = spec_of(opts, **model);
   if (!spec) return spec.error();
   block_layout layout(*spec);
   std::vector<float> flat(layout.total_floats(), 0.0f);
