@@ -295,3 +295,20 @@ TEST_CASE("a shard refuses to serve before init and rejects a malformed init") {
   CHECK(code_of(err) == errc::malformed_message);
   (*f.self)->send_exit(shard, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a checkpoint for a clock that passed without a snapshot is refused, not left unanswered") {
+  auto spec = tiny_spec(consistency::sync, 1);
+  spec.total_clocks = 10;
+  spec.checkpoint_every = 2;
+  shard_fixture f(spec);
+  for (int64_t c = 0; c < 6; ++c) REQUIRE(f.push_pull(f.push_of(0, c, 1.0f)));  // keeps 4 and 6
+  for (int64_t clock : {2, 3}) {  // an evicted snapshot, and a clock that was never one
+    CAPTURE(clock);
+    caf::error err;
+    (*f.self)->request(f.shard, timeout, checkpoint_atom::value, std::string("/nonexistent"), clock)
+      .receive([](file_record&) {}, [&](caf::error& e) { err = e; });
+    REQUIRE(err != caf::none);
+    CHECK(err.category() == error_category);
+    CHECK(code_of(err) == errc::checkpoint_failed);
+  }
+}

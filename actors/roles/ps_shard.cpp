@@ -480,14 +480,17 @@ caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
 caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
-  auto promise = self->make_response_promise<file_record>();
-  if (st.snapshots.count(clock))
-    write_checkpoint(self, dir, clock, promise);
-  else if (clock > st.clocks.progress())
-    st.held_checkpoints.push_back({dir, clock, promise});
-  else
+  auto kept = st.snapshots.count(clock) > 0;
+  // Refuse before making a promise: in CAF 0.17 the promise takes over the request, so an
+  // error returned after it would never reach the chief.
+  if (!kept && clock <= st.clocks.progress())
     return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
                                                  + " has passed without a snapshot");
+  auto promise = self->make_response_promise<file_record>();
+  if (kept)
+    write_checkpoint(self, dir, clock, promise);
+  else
+    st.held_checkpoints.push_back({dir, clock, promise});
   return promise;
 }
 
