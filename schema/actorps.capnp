@@ -124,7 +124,9 @@ struct ShardCheckpoint {
   spec @0 :TrainSpec;
   shard @1 :Int32;
   clock @2 :Int64;             # the checkpoint's global clock (the shard's min clock reached it)
-  updates @3 :UInt64;          # optimizer updates applied so far (Adam's bias correction)
+  optimizerStep @3 :UInt64;    # the optimizer's step count: updates applied to the shard's
+                               # optimizer state so far (Adam's bias correction), part of the
+                               # state like the moments; was `updates`, the same number
   newestClock @4 :Int64;
   blocks @5 :List(Block);      # parameters, the shard's blocks in id order
   state @6 :List(Block);       # optimizer state per block: slots x block size floats, same ids

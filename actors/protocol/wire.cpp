@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "Data fields carry float32 in host order, which must be little-endian");
@@ -334,7 +335,7 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
 }
 
 wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
-                                    uint64_t updates, int64_t newest_clock,
+                                    uint64_t optimizer_step, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer,
                                     const float* state, std::size_t slots) {
   const auto& ids = layout.shard_blocks(shard);
@@ -346,7 +347,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64
     write_spec(msg.initSpec(), spec);
     msg.setShard(shard);
     msg.setClock(clock);
-    msg.setUpdates(updates);
+    msg.setOptimizerStep(optimizer_step);
     msg.setNewestClock(newest_clock);
     write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
                  source::shard);
@@ -375,7 +376,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoi
     write_spec(msg.initSpec(), spec);
     msg.setShard(saved.shard);
     msg.setClock(saved.clock);
-    msg.setUpdates(saved.updates);
+    msg.setOptimizerStep(saved.optimizer_step);
     msg.setNewestClock(saved.newest_clock);
     write_views(msg.initBlocks(static_cast<unsigned>(saved.blocks.size())), saved.blocks);
     write_views(msg.initState(static_cast<unsigned>(saved.state.size())), saved.state);
@@ -392,7 +393,7 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
     out.spec = std::move(*spec);
     out.shard = msg.getShard();
     out.clock = msg.getClock();
-    out.updates = msg.getUpdates();
+    out.optimizer_step = msg.getOptimizerStep();
     out.newest_clock = msg.getNewestClock();
     auto blocks = read_blocks(msg.getBlocks());
     if (!blocks) return std::move(blocks.error());
@@ -401,6 +402,8 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
     if (!state) return std::move(state.error());
     out.state = std::move(*state);
     if (out.clock < 0) return make_error(errc::invalid_spec, "negative checkpoint clock");
+    if (out.optimizer_step > uint64_t(std::numeric_limits<int64_t>::max()))
+      return make_error(errc::invalid_spec, "optimizer step out of range");
     return out;
   });
 }
