@@ -189,19 +189,15 @@ wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const bloc
   });
 }
 
-wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
-                                    int64_t newest_clock, uint64_t updates,
+wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer) {
   const auto& ids = layout.shard_blocks(shard);
   return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
                [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::ShardParameters>();
-    msg.setKind(kind == parameters_kind::pull ? wire::ShardParameters::Kind::PULL
-                                              : wire::ShardParameters::Kind::SNAPSHOT);
     msg.setShard(shard);
     msg.setMinClock(min_clock);
     msg.setNewestClock(newest_clock);
-    msg.setUpdates(updates);
     write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
                  source::shard);
   });
@@ -240,12 +236,9 @@ caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& 
   return decode<shard_parameters_view>(buf, "shard parameters", [](capnp::MessageReader& reader) -> result {
     auto msg = reader.getRoot<wire::ShardParameters>();
     shard_parameters_view out;
-    out.kind = msg.getKind() == wire::ShardParameters::Kind::SNAPSHOT ? parameters_kind::snapshot
-                                                                      : parameters_kind::pull;
     out.shard = msg.getShard();
     out.min_clock = msg.getMinClock();
     out.newest_clock = msg.getNewestClock();
-    out.updates = msg.getUpdates();
     auto blocks = read_blocks(msg.getBlocks());
     if (!blocks) return std::move(blocks.error());
     out.blocks = std::move(*blocks);

@@ -101,14 +101,10 @@ struct push_view {
   std::vector<block_view> blocks;
 };
 
-enum class parameters_kind { pull, snapshot };
-
 struct shard_parameters_view {
-  parameters_kind kind = parameters_kind::pull;
   int32_t shard = 0;
   int64_t min_clock = 0;
-  int64_t newest_clock = -1;
-  uint64_t updates = 0;
+  int64_t newest_clock = -1;       ///< clock of the newest gradient the values include; -1: none
   std::vector<block_view> blocks;
 };
 
@@ -170,9 +166,8 @@ struct run_checkpoint {
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
                         const float* flat_grad, uint32_t incarnation = 0);
 
-/// Shard `shard`'s values, taken from its contiguous buffer.
-wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
-                                    int64_t newest_clock, uint64_t updates,
+/// Shard `shard`'s values, taken from its contiguous buffer: a pull reply or a snapshot.
+wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer);
 
 wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,

@@ -49,8 +49,8 @@ struct optimizer_state {
   int64_t step = 0;
 };
 
-/// The pull reply for the current values, encoded once and shared by every reader until an
-/// update or a new min clock makes it stale.
+/// The parameters message for the current values, encoded once and shared by every reader until
+/// an update (which alone moves newest_clock) or a new min clock makes it stale.
 struct reply_cache {
   wire_buffer reply;
   uint64_t updates = std::numeric_limits<uint64_t>::max();
@@ -67,7 +67,7 @@ struct ps_shard_state {
   optimizer_state opt;
 
   clock_table clocks;
-  int64_t newest_clock = -1;
+  int64_t newest_clock = -1;       // of the newest gradient applied to params; -1: none
   sync_round sync;
   std::vector<held_pull> held;      // pulls the rule does not allow yet, in arrival order
   std::vector<uint8_t> seen;        // scratch for push validation
@@ -99,8 +99,7 @@ const wire_buffer& current_reply(ps_shard_state& st) {
   auto& c = st.cache;
   if (c.updates != st.stats.updates || c.min_clock != st.clocks.min()
       || c.reply.size_words() == 0) {
-    c.reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.clocks.min(),
-                                      st.newest_clock, st.stats.updates, *st.layout,
+    c.reply = encode_shard_parameters(st.shard, st.clocks.min(), st.newest_clock, *st.layout,
                                       st.params.data());
     c.updates = st.stats.updates;
     c.min_clock = st.clocks.min();
@@ -220,6 +219,7 @@ void take_gradient(ps_shard_state& st, const push_view& push) {
     begin_update(st);
     auto lr = rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
     for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
+    st.newest_clock = std::max(st.newest_clock, push.clock);
   }
 }
 
@@ -252,6 +252,7 @@ void maybe_apply_sync(ps_shard_state& st) {
     const auto& b = st.layout->blocks()[id];
     apply_block(st, b, sum.data() + b.shard_offset, rate_at(st, clock));
   }
+  st.newest_clock = std::max(st.newest_clock, clock);
   std::fill(st.sync.pushed.begin(), st.sync.pushed.end(), false);
 }
 
@@ -295,8 +296,8 @@ void take_snapshots(self_ptr self, int64_t before) {
     if (st.snapshots.count(h.clock))
       write_checkpoint(self, h.dir, h.clock, h.promise);
     else if (h.clock <= now)
-      h.promise.deliver(make_error(errc::checkpoint_failed,
-                                   "clock " + std::to_string(h.clock) + " is not a checkpoint clock"));
+      h.promise.deliver(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
+                                                              + " is not a checkpoint clock"));
     else
       *keep++ = std::move(h);
   }
@@ -442,16 +443,15 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
     return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
   take_gradient(st, *push);  // before finish: async's rate is the one at the old min clock
   ++st.stats.pushes;
-  st.newest_clock = std::max(st.newest_clock, push->clock);
   on_min_rose(self, st.clocks.finish(push->worker, push->clock));
   return serve_pull(self, push->worker, push->clock + 1);
 }
 
+/// The current values at once, never held (the evaluator's and the chief's view).
 caf::result<wire_buffer> on_snapshot(self_ptr self) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
-  return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.clocks.min(),
-                                 st.newest_clock, st.stats.updates, *st.layout, st.params.data());
+  return current_reply(st);
 }
 
 shard_stats on_stats(const ps_shard_state& st) {
