@@ -35,7 +35,8 @@ bool all_finite(const float* values, std::size_t n);
 
 /// Applies one update with learning rate `lr` (the caller may scale the configured rate).
 /// `step` is the 1-based count of updates applied so far including this one (Adam's bias
-/// correction). `grad` is the gradient of the loss to minimise.
+/// correction); it is part of the optimizer state, so whoever keeps `state` keeps the step with
+/// it and checkpoints both. `grad` is the gradient of the loss to minimise.
 void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* param,
                   const float* grad, float* state, std::size_t n);
 

@@ -84,17 +84,18 @@ struct Push {
                                # rollback, pushes still in flight from an earlier one are refused
 }
 
-# Parameters a shard serves: the reply to a pull, or a snapshot for the evaluator.
+# Parameters a shard serves: the reply to a pull, or a snapshot for the evaluator (the same
+# message: what was served, at which min clock, including updates up to which clock).
 struct ShardParameters {
   enum Kind {
     pull @0;
     snapshot @1;
   }
-  kind @0 :Kind;
+  obsoleteKind @0 :Kind;       # unused, never set: nothing read it (was pull or snapshot)
   shard @1 :Int32;
   minClock @2 :Int64;          # min over live workers of finished clocks, when served
   newestClock @3 :Int64;       # clock of the newest gradient these values include; -1: none
-  updates @4 :UInt64;          # optimizer updates applied to this shard so far
+  obsoleteUpdates @4 :UInt64;  # unused, never set: nothing read it (was the update count)
   blocks @5 :List(Block);
 }
 
@@ -143,7 +144,9 @@ struct ShardCheckpoint {
   spec @0 :TrainSpec;
   shard @1 :Int32;
   clock @2 :Int64;             # the checkpoint's global clock (the shard's min clock reached it)
-  updates @3 :UInt64;          # optimizer updates applied so far (Adam's bias correction)
+  optimizerStep @3 :UInt64;    # the optimizer's step count: updates applied to the shard's
+                               # optimizer state so far (Adam's bias correction), part of the
+                               # state like the moments; was `updates`, the same number
   newestClock @4 :Int64;
   blocks @5 :List(Block);      # parameters, the shard's blocks in id order
   state @6 :List(Block);       # optimizer state per block: slots x block size floats, same ids

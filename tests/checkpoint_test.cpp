@@ -4,12 +4,15 @@
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/parameter_init.hpp"
 #include "tests/scratch_dir.hpp"
+#include "tests/shard_fixture.hpp"
 #include "tests/simulation_fixture.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <iterator>
 
 using namespace actorps;
 using actorps::test::final_parameters;
@@ -73,6 +76,13 @@ std::string skipped_text(const loaded_checkpoint& ckpt) {
   return out;
 }
 
+/// The bytes of a file, as the buffer a shard restores from.
+wire_buffer read_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return wire_buffer::from_bytes(bytes.data(), bytes.size());
+}
+
 } // namespace
 
 TEST_CASE("a complete checkpoint lists every file with its size and CRC-32 and loads back") {
@@ -95,7 +105,7 @@ TEST_CASE("a complete checkpoint lists every file with its size and CRC-32 and l
   CHECK(first_value(loaded) == 1.5f);
   auto view = decode_shard_checkpoint(loaded.shards[1]);
   REQUIRE(view);
-  CHECK(view->updates == 100);
+  CHECK(view->optimizer_step == 100);
   CHECK(view->state.at(0).values[0] == -1.5f);  // the optimizer state travels too
 }
 
@@ -246,4 +256,46 @@ TEST_CASE("sync: N clocks, checkpoint, resume, N clocks equals 2N clocks bitwise
                         last_a.shards[s].size_bytes()) == 0);
     }
   }
+}
+
+TEST_CASE("adam: a shard restored from its checkpoint after N updates takes update N+1 bitwise") {
+  using actorps::test::shard_fixture;
+  using actorps::test::timeout;
+  constexpr int64_t n = 5;
+  auto spec = actorps::test::tiny_spec(consistency::sync, 1);  // one update per push
+  spec.optimizer.kind = optimizer_kind::adam;
+  spec.optimizer.learning_rate = 0.01f;
+  spec.total_clocks = 2 * n;
+  spec.checkpoint_every = n;
+  scratch tmp;
+  shard_fixture whole(spec), resumed(spec);
+  auto push_at = [&](int64_t clock) {  // a gradient that differs per clock and per element
+    std::vector<float> grad(whole.layout.total_floats());
+    for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::sin(float(clock * 31 + i)) + 0.1f;
+    return encode_push(0, clock, 0, whole.layout, grad.data());
+  };
+  for (int64_t c = 0; c < n; ++c) REQUIRE(whole.push_pull(push_at(c)));
+  bool written = false;
+  (*whole.self)->request(whole.shard, timeout, checkpoint_atom::value, tmp.path, n)
+    .receive([&](file_record&) { written = true; }, [](caf::error&) {});
+  REQUIRE(written);
+  auto saved = read_bytes(fs::path(tmp.path) / shard_file_name(0));
+  auto view = decode_shard_checkpoint(saved);
+  REQUIRE(view);
+  CHECK(view->optimizer_step == uint64_t(n));  // Adam's step travels with its moments
+
+  caf::error err;
+  (*resumed.self)->request(resumed.shard, timeout, restore_atom::value, saved,
+                           std::vector<uint32_t>{0})
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+  REQUIRE(err == caf::none);
+  auto at_n = whole.snapshot();
+  CHECK(resumed.snapshot() == at_n);
+  auto a = whole.push_pull(push_at(n)), b = resumed.push_pull(push_at(n));
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(*a != at_n);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < a->size(); ++i) differ += (*a)[i] != (*b)[i];
+  CHECK(differ == 0);
 }

@@ -80,7 +80,6 @@ TEST_CASE("ssp with staleness 0 holds a pull until the slow worker's push arrive
       REQUIRE(msg);
       CHECK(msg->min_clock == 1);
       CHECK(msg->newest_clock == 0);
-      CHECK(msg->updates == 2);
       auto params = f.parameters_of(reply);
       for (std::size_t i = 0; i < params.size(); ++i)
         CHECK(params[i] == doctest::Approx(f.initial[i] - 0.5f * 1.0f - 0.5f * 3.0f));
@@ -88,6 +87,7 @@ TEST_CASE("ssp with staleness 0 holds a pull until the slow worker's push arrive
     caf::after(timeout) >> [] {});
   CHECK(released);
   stats = f.stats();
+  CHECK(stats.updates == 2);  // the released reply came after both (params checked above)
   CHECK(stats.pulls_served == 2);
   CHECK(stats.max_staleness == 0);
 }
@@ -294,4 +294,41 @@ TEST_CASE("a shard refuses to serve before init and rejects a malformed init") {
     .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
   CHECK(code_of(err) == errc::malformed_message);
   (*f.self)->send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a checkpoint of a clock passed without a snapshot is refused, not left unanswered") {
+  auto spec = tiny_spec(consistency::sync, 1);
+  spec.total_clocks = 10;
+  spec.checkpoint_every = 2;
+  shard_fixture f(spec);
+  for (int64_t c = 0; c < 6; ++c) REQUIRE(f.push_pull(f.push_of(0, c, 1.0f)));  // keeps 4 and 6
+  for (int64_t clock : {2, 3}) {  // an evicted snapshot, and a clock that was never one
+    CAPTURE(clock);
+    caf::error err;
+    (*f.self)->request(f.shard, timeout, checkpoint_atom::value, std::string("/nonexistent"), clock)
+      .receive([](file_record&) {}, [&](caf::error& e) { err = e; });
+    REQUIRE(err != caf::none);
+    CHECK(err.category() == error_category);
+    CHECK(code_of(err) == errc::checkpoint_failed);
+  }
+}
+
+TEST_CASE("sync: a reply's newest_clock counts only gradients already applied") {
+  shard_fixture f(tiny_spec(consistency::sync, 2));
+  auto& self = *f.self;
+  auto newest_of = [&](const wire_buffer& reply) {
+    auto msg = decode_shard_parameters(reply);
+    REQUIRE(msg);
+    return msg->newest_clock;
+  };
+  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));  // kept, not applied
+  int64_t newest = -2;
+  self->request(f.shard, timeout, pull_atom::value, int32_t{1}, int64_t{0})
+    .receive([&](const wire_buffer& r) { newest = newest_of(r); }, [](caf::error&) {});
+  CHECK(newest == -1);  // worker 0's clock-0 gradient waits for worker 1's
+  auto params = f.push_pull(f.push_of(1, 0, 3.0f));
+  REQUIRE(params);
+  self->receive([&](const wire_buffer& r) { newest = newest_of(r); },
+                caf::after(timeout) >> [] { FAIL("not released"); });
+  CHECK(newest == 0);  // the mean of clock 0 is in
 }

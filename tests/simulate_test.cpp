@@ -2,18 +2,37 @@
 // bound holds under a straggler, and the summary reports what happened.
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/deploy/simulation.hpp"
+#include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 using namespace actorps;
 using actorps::test::final_parameters;
 using actorps::test::synthetic_run;
+
+namespace {
+
+/// The `train` events of a metrics file.
+std::vector<nlohmann::json> train_events(const std::string& file) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    auto e = nlohmann::json::parse(line);
+    if (e["event"] == "train") out.push_back(std::move(e));
+  }
+  return out;
+}
+
+} // namespace
 
 
 TEST_CASE("sync mode equals a plain loop applying the mean of the workers' gradients") {
@@ -107,4 +126,36 @@ TEST_CASE("a synthetic run trains, evaluates and accounts for every sample") {
   CHECK(result->final_parameters.size() == 3);
   REQUIRE(result->shard_stats_list.size() == 3);
   for (const auto& s : result->shard_stats_list) CHECK(s.pushes == 2 * 150);
+}
+
+TEST_CASE("train events name the newest update the worker's parameters included") {
+  for (auto mode : {consistency::sync, consistency::ssp}) {
+    CAPTURE(to_string(mode));
+    constexpr int staleness = 2;
+    actorps::test::scratch_dir tmp;
+    auto file = (std::filesystem::path(tmp.path) / "run.jsonl").string();
+    auto opts = synthetic_run(mode, 4, 2, 30, staleness);
+    opts.chief.slow_ms = {0, 20, 0, 0};  // in ssp the others run ahead of worker 1
+    opts.chief.eval_every = 0;
+    opts.chief.metrics = std::make_shared<metrics_file>(file);
+    REQUIRE(simulate(std::move(opts)));  // the metrics file is closed with the run
+    auto events = train_events(file);
+    REQUIRE(events.size() == 4 * 30);
+    int ahead = 0;  // events whose parameters included a push of their own clock or later
+    for (const auto& e : events) {
+      auto clock = e["clock"].get<int64_t>(), newest = e["newest_clock"].get<int64_t>();
+      CAPTURE(e.dump());
+      if (mode == consistency::sync) {
+        CHECK(newest <= clock);
+        CHECK(newest == clock - 1);  // the mean of the previous clock, nothing newer
+      } else {
+        // served once min >= clock - s, so every worker's push of clock - s - 1 is in; no
+        // worker can have pushed past min + s <= clock + s
+        CHECK(newest >= clock - staleness - 1);
+        CHECK(newest <= clock + staleness);
+      }
+      ahead += newest >= clock;
+    }
+    if (mode == consistency::ssp) CHECK(ahead > 0);  // the straggler saw the others' later pushes
+  }
 }

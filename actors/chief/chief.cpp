@@ -230,6 +230,7 @@ void on_train_report(self_ptr self, const train_report& r) {
                       .add("loss", r.loss)
                       .add("samples", r.samples)
                       .add("staleness", r.staleness)
+                      .add("newest_clock", r.newest_clock)
                       .add("backend", r.backend)
                       .add("wall_s", st.elapsed()));
   auto global = st.global_clock();

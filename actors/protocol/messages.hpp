@@ -55,12 +55,15 @@ struct train_report {
   int64_t samples = 0;   ///< rows in the minibatch
   int64_t staleness = 0; ///< max over shards of (clock − min clock) of the parameters it used
   std::string backend;   ///< what it computes on: "cpu" or "cuda"
+  /// The clock of the newest update included in every shard's parameters it computed on (the
+  /// smallest newest_clock of the replies); -1: none
+  int64_t newest_clock = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, train_report& x) {
   return f(caf::meta::type_name("train_report"), x.worker, x.clock, x.loss, x.samples,
-           x.staleness, x.backend);
+           x.staleness, x.backend, x.newest_clock);
 }
 
 /// The evaluator's result for one parameter snapshot.
@@ -138,7 +141,7 @@ using ps_shard_actor = caf::typed_actor<
   caf::replies_to<pull_atom, int32_t, int64_t>::with<wire_buffer>,
   // (push_pull, Push for clock c) -> ShardParameters for computing c + 1; held until allowed.
   caf::replies_to<push_pull_atom, wire_buffer>::with<wire_buffer>,
-  // (snapshot) -> ShardParameters of kind snapshot, at once (never held).
+  // (snapshot) -> ShardParameters of the current values, at once (never held).
   caf::replies_to<snapshot_atom>::with<wire_buffer>,
   // (stats) -> the shard's counters.
   caf::replies_to<stats_atom>::with<shard_stats>,

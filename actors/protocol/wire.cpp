@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "Data fields carry float32 in host order, which must be little-endian");
@@ -220,19 +221,15 @@ wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const bloc
   });
 }
 
-wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
-                                    int64_t newest_clock, uint64_t updates,
+wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer) {
   const auto& ids = layout.shard_blocks(shard);
   return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
                [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::ShardParameters>();
-    msg.setKind(kind == parameters_kind::pull ? wire::ShardParameters::Kind::PULL
-                                              : wire::ShardParameters::Kind::SNAPSHOT);
     msg.setShard(shard);
     msg.setMinClock(min_clock);
     msg.setNewestClock(newest_clock);
-    msg.setUpdates(updates);
     write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
                  source::shard);
   });
@@ -271,12 +268,9 @@ caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& 
   return decode<shard_parameters_view>(buf, "shard parameters", [](capnp::MessageReader& reader) -> result {
     auto msg = reader.getRoot<wire::ShardParameters>();
     shard_parameters_view out;
-    out.kind = msg.getKind() == wire::ShardParameters::Kind::SNAPSHOT ? parameters_kind::snapshot
-                                                                      : parameters_kind::pull;
     out.shard = msg.getShard();
     out.min_clock = msg.getMinClock();
     out.newest_clock = msg.getNewestClock();
-    out.updates = msg.getUpdates();
     auto blocks = read_blocks(msg.getBlocks());
     if (!blocks) return std::move(blocks.error());
     out.blocks = std::move(*blocks);
@@ -375,7 +369,7 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
 }
 
 wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
-                                    uint64_t updates, int64_t newest_clock,
+                                    uint64_t optimizer_step, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer,
                                     const float* state, std::size_t slots) {
   const auto& ids = layout.shard_blocks(shard);
@@ -387,7 +381,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64
     write_spec(msg.initSpec(), spec);
     msg.setShard(shard);
     msg.setClock(clock);
-    msg.setUpdates(updates);
+    msg.setOptimizerStep(optimizer_step);
     msg.setNewestClock(newest_clock);
     write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
                  source::shard);
@@ -416,7 +410,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoi
     write_spec(msg.initSpec(), spec);
     msg.setShard(saved.shard);
     msg.setClock(saved.clock);
-    msg.setUpdates(saved.updates);
+    msg.setOptimizerStep(saved.optimizer_step);
     msg.setNewestClock(saved.newest_clock);
     write_views(msg.initBlocks(static_cast<unsigned>(saved.blocks.size())), saved.blocks);
     write_views(msg.initState(static_cast<unsigned>(saved.state.size())), saved.state);
@@ -433,7 +427,7 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
     out.spec = std::move(*spec);
     out.shard = msg.getShard();
     out.clock = msg.getClock();
-    out.updates = msg.getUpdates();
+    out.optimizer_step = msg.getOptimizerStep();
     out.newest_clock = msg.getNewestClock();
     auto blocks = read_blocks(msg.getBlocks());
     if (!blocks) return std::move(blocks.error());
@@ -442,6 +436,8 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
     if (!state) return std::move(state.error());
     out.state = std::move(*state);
     if (out.clock < 0) return make_error(errc::invalid_spec, "negative checkpoint clock");
+    if (out.optimizer_step > uint64_t(std::numeric_limits<int64_t>::max()))
+      return make_error(errc::invalid_spec, "optimizer step out of range");
     return out;
   });
 }

@@ -101,14 +101,10 @@ struct push_view {
   std::vector<block_view> blocks;
 };
 
-enum class parameters_kind { pull, snapshot };
-
 struct shard_parameters_view {
-  parameters_kind kind = parameters_kind::pull;
   int32_t shard = 0;
   int64_t min_clock = 0;
-  int64_t newest_clock = -1;
-  uint64_t updates = 0;
+  int64_t newest_clock = -1;       ///< clock of the newest gradient the values include; -1: none
   std::vector<block_view> blocks;
 };
 
@@ -139,7 +135,7 @@ struct shard_checkpoint_view {
   train_spec spec;
   int32_t shard = 0;
   int64_t clock = 0;
-  uint64_t updates = 0;
+  uint64_t optimizer_step = 0;     ///< updates applied to the optimizer state (Adam's step)
   int64_t newest_clock = -1;
   std::vector<block_view> blocks;  ///< parameters
   std::vector<block_view> state;   ///< optimizer state: slots × block size floats per block
@@ -170,9 +166,8 @@ struct run_checkpoint {
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
                         const float* flat_grad, uint32_t incarnation = 0);
 
-/// Shard `shard`'s values, taken from its contiguous buffer.
-wire_buffer encode_shard_parameters(parameters_kind kind, int32_t shard, int64_t min_clock,
-                                    int64_t newest_clock, uint64_t updates,
+/// Shard `shard`'s values, taken from its contiguous buffer: a pull reply or a snapshot.
+wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer);
 
 wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
@@ -181,9 +176,10 @@ wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block
 wire_buffer encode_role_setup(const role_setup& setup);
 
 /// Shard `shard`'s parameters and optimizer state (`slots` floats per parameter, laid out per
-/// block as the shard keeps them: slots × size floats at slots × shard_offset).
+/// block as the shard keeps them: slots × size floats at slots × shard_offset, and the
+/// optimizer's step count).
 wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
-                                    uint64_t updates, int64_t newest_clock,
+                                    uint64_t optimizer_step, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer,
                                     const float* state, std::size_t slots);
 

@@ -39,8 +39,18 @@ struct sync_round {
   std::vector<float> sum;                 // scratch for the mean
 };
 
-/// The pull reply for the current values, encoded once and shared by every reader until an
-/// update or a new min clock makes it stale.
+/// The optimizer's state for the shard's blocks.
+struct optimizer_state {
+  std::vector<float> values;  // per block: slots × block size floats, at slots × shard_offset
+  std::size_t slots = 0;
+  // Updates applied so far (Adam's bias correction). One count serves every block: each update
+  // of a shard touches all its blocks together (sync: a clock's mean; ssp, async: a whole push,
+  // which validation makes carry every block), so every block has had exactly `step` updates.
+  int64_t step = 0;
+};
+
+/// The parameters message for the current values, encoded once and shared by every reader until
+/// an update (which alone moves newest_clock) or a new min clock makes it stale.
 struct reply_cache {
   wire_buffer reply;
   uint64_t updates = std::numeric_limits<uint64_t>::max();
@@ -54,11 +64,10 @@ struct ps_shard_state {
   train_spec spec;
   std::unique_ptr<block_layout> layout;
   std::vector<float> params;        // the shard's blocks, contiguous in block-id order
-  std::vector<float> opt_state;     // per block: slots × block size, at slots × shard_offset
-  std::size_t slots = 0;
+  optimizer_state opt;
 
   clock_table clocks;
-  int64_t newest_clock = -1;
+  int64_t newest_clock = -1;       // of the newest gradient applied to params; -1: none
   sync_round sync;
   std::vector<held_pull> held;      // pulls the rule does not allow yet, in arrival order
   std::vector<uint8_t> seen;        // scratch for push validation
@@ -90,8 +99,7 @@ const wire_buffer& current_reply(ps_shard_state& st) {
   auto& c = st.cache;
   if (c.updates != st.stats.updates || c.min_clock != st.clocks.min()
       || c.reply.size_words() == 0) {
-    c.reply = encode_shard_parameters(parameters_kind::pull, st.shard, st.clocks.min(),
-                                      st.newest_clock, st.stats.updates, *st.layout,
+    c.reply = encode_shard_parameters(st.shard, st.clocks.min(), st.newest_clock, *st.layout,
                                       st.params.data());
     c.updates = st.stats.updates;
     c.min_clock = st.clocks.min();
@@ -181,10 +189,15 @@ caf::error validate(ps_shard_state& st, const push_view& push) {
   return caf::none;
 }
 
+/// Starts one optimizer update of the whole shard: its step, and the count in the stats.
+void begin_update(ps_shard_state& st) {
+  ++st.opt.step;
+  ++st.stats.updates;
+}
+
 void apply_block(ps_shard_state& st, const block_info& b, const float* grad, float lr) {
-  apply_update(st.spec.optimizer, lr, static_cast<int64_t>(st.stats.updates),
-               st.params.data() + b.shard_offset, grad,
-               st.opt_state.data() + st.slots * b.shard_offset, b.size);
+  apply_update(st.spec.optimizer, lr, st.opt.step, st.params.data() + b.shard_offset, grad,
+               st.opt.values.data() + st.opt.slots * b.shard_offset, b.size);
 }
 
 /// The configured rate at global clock `clock`, after the run's schedule.
@@ -203,9 +216,10 @@ void take_gradient(ps_shard_state& st, const push_view& push) {
       std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
     st.sync.pushed[push.worker] = true;
   } else {
-    ++st.stats.updates;
+    begin_update(st);
     auto lr = rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
     for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
+    st.newest_clock = std::max(st.newest_clock, push.clock);
   }
 }
 
@@ -233,11 +247,12 @@ void maybe_apply_sync(ps_shard_state& st) {
   }
   auto inv = 1.0f / static_cast<float>(pushers);
   for (auto& v : sum) v *= inv;
-  ++st.stats.updates;
+  begin_update(st);
   for (auto id : st.layout->shard_blocks(st.shard)) {
     const auto& b = st.layout->blocks()[id];
     apply_block(st, b, sum.data() + b.shard_offset, rate_at(st, clock));
   }
+  st.newest_clock = std::max(st.newest_clock, clock);
   std::fill(st.sync.pushed.begin(), st.sync.pushed.end(), false);
 }
 
@@ -271,17 +286,18 @@ void take_snapshots(self_ptr self, int64_t before) {
   if (now / every > before / every) due = now / every * every;
   if (before < st.spec.total_clocks && now >= st.spec.total_clocks) due = st.spec.total_clocks;
   if (due < 0) return;
-  st.snapshots[due] = encode_shard_checkpoint(st.spec, st.shard, due, st.stats.updates,
-                                              st.newest_clock, *st.layout, st.params.data(),
-                                              st.opt_state.data(), st.slots);
+  st.snapshots[due] = encode_shard_checkpoint(st.spec, st.shard, due,
+                                              static_cast<uint64_t>(st.opt.step), st.newest_clock,
+                                              *st.layout, st.params.data(), st.opt.values.data(),
+                                              st.opt.slots);
   while (st.snapshots.size() > 2) st.snapshots.erase(st.snapshots.begin());
   auto keep = st.held_checkpoints.begin();
   for (auto& h : st.held_checkpoints) {
     if (st.snapshots.count(h.clock))
       write_checkpoint(self, h.dir, h.clock, h.promise);
     else if (h.clock <= now)
-      h.promise.deliver(make_error(errc::checkpoint_failed,
-                                   "clock " + std::to_string(h.clock) + " is not a checkpoint clock"));
+      h.promise.deliver(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
+                                                              + " is not a checkpoint clock"));
     else
       *keep++ = std::move(h);
   }
@@ -305,19 +321,18 @@ void on_min_rose(self_ptr self, int64_t progress_before) {
 // --- replacing the whole state --------------------------------------------------------------
 
 /// Replaces the whole state: the run's spec, values and optimizer state, every worker live at
-/// `clock`. init (clock 0, fresh state) and restore (a checkpoint) both end here.
+/// `clock`. init (clock 0, fresh state) and restore (a checkpoint) both end here. The update
+/// counter of the stats continues from the step count: the updates these values contain.
 void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_layout> layout,
-             std::vector<float> params, std::vector<float> opt_state, int64_t clock,
-             uint64_t updates, int64_t newest_clock, std::vector<uint32_t> incarnations,
-             const caf::error& why) {
+             std::vector<float> params, optimizer_state opt, int64_t clock, int64_t newest_clock,
+             std::vector<uint32_t> incarnations, const caf::error& why) {
   fail_held(st, why);
   auto workers = static_cast<std::size_t>(spec.workers);
   auto sync = spec.mode == consistency::sync;
   st.spec = spec;
   st.layout = std::move(layout);
   st.params = std::move(params);
-  st.slots = optimizer_state_slots(st.spec.optimizer.kind);
-  st.opt_state = std::move(opt_state);
+  st.opt = std::move(opt);
   st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
   st.newest_clock = newest_clock;
   st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
@@ -325,7 +340,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.sync.pushed.assign(workers, false);
   st.sync.sum.assign(sync ? st.params.size() : 0, 0.0f);
   st.snapshots.clear();
-  st.stats.updates = updates;
+  st.stats.updates = static_cast<uint64_t>(st.opt.step);
   st.cache = reply_cache{};
 }
 
@@ -368,10 +383,12 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
                                          "init block " + std::to_string(v.id)));
     std::memcpy(params.data() + b.shard_offset, v.values, v.count * sizeof(float));
   }
-  auto state = std::vector<float>(optimizer_state_slots(init->spec.optimizer.kind) * params.size());
+  optimizer_state opt;
+  opt.slots = optimizer_state_slots(init->spec.optimizer.kind);
+  opt.values.assign(opt.slots * params.size(), 0.0f);
   st.stats = shard_stats{};
   st.stats.shard = st.shard;
-  install(st, init->spec, std::move(*layout), std::move(params), std::move(state), 0, 0, -1, {},
+  install(st, init->spec, std::move(*layout), std::move(params), std::move(opt), 0, -1, {},
           make_error(errc::not_initialized, "shard re-initialised"));
   return caf::ok_atom::value;
 }
@@ -386,17 +403,19 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
   if (auto err = check_shard_checkpoint(*saved, **layout, st.shard))
     return drop(st, "restore", std::move(err));
   std::vector<float> params((*layout)->shard_floats(st.shard));
-  auto slots = optimizer_state_slots(saved->spec.optimizer.kind);
-  std::vector<float> state(slots * params.size());
+  optimizer_state opt;
+  opt.slots = optimizer_state_slots(saved->spec.optimizer.kind);
+  opt.values.resize(opt.slots * params.size());
+  opt.step = static_cast<int64_t>(saved->optimizer_step);
   const auto& ids = (*layout)->shard_blocks(st.shard);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto& b = (*layout)->blocks()[ids[i]];
     std::memcpy(params.data() + b.shard_offset, saved->blocks[i].values, b.size * sizeof(float));
-    std::memcpy(state.data() + slots * b.shard_offset, saved->state[i].values,
-                slots * b.size * sizeof(float));
+    std::memcpy(opt.values.data() + opt.slots * b.shard_offset, saved->state[i].values,
+                opt.slots * b.size * sizeof(float));
   }
-  install(st, saved->spec, std::move(*layout), std::move(params), std::move(state), saved->clock,
-          saved->updates, saved->newest_clock, std::move(incarnations),
+  install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt), saved->clock,
+          saved->newest_clock, std::move(incarnations),
           make_error(errc::rolled_back, "restored to clock " + std::to_string(saved->clock)));
   log_line(st.who(), "restored to the checkpoint at clock " + std::to_string(saved->clock));
   return caf::ok_atom::value;
@@ -424,16 +443,15 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
     return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
   take_gradient(st, *push);  // before finish: async's rate is the one at the old min clock
   ++st.stats.pushes;
-  st.newest_clock = std::max(st.newest_clock, push->clock);
   on_min_rose(self, st.clocks.finish(push->worker, push->clock));
   return serve_pull(self, push->worker, push->clock + 1);
 }
 
+/// The current values at once, never held (the evaluator's and the chief's view).
 caf::result<wire_buffer> on_snapshot(self_ptr self) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
-  return encode_shard_parameters(parameters_kind::snapshot, st.shard, st.clocks.min(),
-                                 st.newest_clock, st.stats.updates, *st.layout, st.params.data());
+  return current_reply(st);
 }
 
 shard_stats on_stats(const ps_shard_state& st) {
@@ -480,14 +498,17 @@ caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
 caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
-  auto promise = self->make_response_promise<file_record>();
-  if (st.snapshots.count(clock))
-    write_checkpoint(self, dir, clock, promise);
-  else if (clock > st.clocks.progress())
-    st.held_checkpoints.push_back({dir, clock, promise});
-  else
+  auto kept = st.snapshots.count(clock) > 0;
+  // Refuse before making a promise: in CAF 0.17 the promise takes over the request, so an
+  // error returned after it would never reach the chief.
+  if (!kept && clock <= st.clocks.progress())
     return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
                                                  + " has passed without a snapshot");
+  auto promise = self->make_response_promise<file_record>();
+  if (kept)
+    write_checkpoint(self, dir, clock, promise);
+  else
+    st.held_checkpoints.push_back({dir, clock, promise});
   return promise;
 }
 

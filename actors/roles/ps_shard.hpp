@@ -1,16 +1,19 @@
 // A parameter shard.
 //
 // Owns the blocks the layout assigns to it (one contiguous buffer) and their optimizer state,
-// and the clock table: clocks[w] = clocks worker w has finished (pushed). With min = the
-// smallest clock over live workers and bound = the run's staleness bound, a pull for clock c is
-// answered when min >= c - bound (sync: bound 0; ssp: s; async: never held). A pull that may not
-// be answered yet is held as a response promise and delivered the moment a push or a leave
-// raises min — nothing polls or sleeps.
+// and the clock table (clock_table.hpp): clocks[w] = clocks worker w has finished (pushed).
+// With min = the smallest clock over live workers and bound = the run's staleness bound, a pull
+// for clock c is answered when min >= c - bound (sync: bound 0; ssp: s; async: never held). A
+// pull that may not be answered yet is held as a response promise and delivered the moment a
+// push, a leave or an admit raises min — nothing polls or sleeps.
 //
 // Gradients: ssp and async apply every push at once with learning rate lr / live_workers, so
 // that one round of pushes moves as far as one averaged step; sync keeps each worker's gradient
 // for the clock and applies their mean once, with lr, when the last live worker has pushed
 // (summed in worker order, so the result does not depend on arrival order).
+//
+// Every reply carries newest_clock, the clock of the newest gradient its values include (sync:
+// set when a clock's mean is applied, not when its first push arrives).
 //
 // Every push is validated in full before it touches state; an invalid one is counted in
 // shard_stats::dropped, logged in one line and answered with an error.

@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <limits>
 
 namespace actorps {
 
@@ -23,6 +24,7 @@ struct worker_state {
   int64_t clock = 0;            // the clock being computed
   std::size_t awaiting = 0;     // shard replies still missing for this clock
   int64_t staleness = 0;        // of the parameters being received
+  int64_t newest_clock = -1;    // the smallest newest_clock of the replies received
   step_loss last;
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
@@ -43,6 +45,7 @@ void on_parameters(self_ptr self, const wire_buffer& reply) {
   auto msg = scatter_shard_parameters(reply, *st.layout, st.params.data());
   if (!msg) return fail(self, "bad parameters from a shard", msg.error());
   st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
+  st.newest_clock = std::min(st.newest_clock, msg->newest_clock);
   if (--st.awaiting > 0) return;
   if (st.clock >= st.cfg.steps) {
     self->send(st.cfg.chief, done_atom::value, st.cfg.index);
@@ -56,6 +59,7 @@ void on_parameters(self_ptr self, const wire_buffer& reply) {
 void expect_replies(worker_state& st) {
   st.awaiting = st.cfg.shards.size();
   st.staleness = 0;
+  st.newest_clock = std::numeric_limits<int64_t>::max();
 }
 
 /// Asks shard `s`; its reply (parameters for st.clock) goes to on_parameters.
@@ -85,7 +89,7 @@ void push(self_ptr self) {
   auto& st = self->state;
   self->send(st.cfg.chief, train_atom::value,
              train_report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
-                          st.last.rows, st.staleness, st.model->device()});
+                          st.last.rows, st.staleness, st.model->device(), st.newest_clock});
   auto clock = st.clock++;
   expect_replies(st);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)

@@ -157,8 +157,7 @@ std::string time_components(const train_spec& spec, worker_side& side, int itera
   std::vector<float> shard_params(layout.shard_floats(0));
   layout.gather(0, side.params.data(), shard_params.data());
   auto push = encode_push(0, 0, 0, layout, side.grad.data());
-  auto reply = encode_shard_parameters(parameters_kind::pull, 0, 0, 0, 0, layout,
-                                       shard_params.data());
+  auto reply = encode_shard_parameters(0, 0, 0, layout, shard_params.data());
   auto bytes = shard_params.size() * sizeof(float);
   std::vector<char> src(bytes, 1), dst(bytes, 0);
   bool ok = true;
@@ -178,7 +177,7 @@ std::string time_components(const train_spec& spec, worker_side& side, int itera
                    b.count);
   });
   auto encode_reply_ms = median_ms(iterations, [&] {
-    reply = encode_shard_parameters(parameters_kind::pull, 0, 0, 0, 0, layout, shard_params.data());
+    reply = encode_shard_parameters(0, 0, 0, layout, shard_params.data());
   });
   auto scatter_ms = median_ms(iterations, [&] {
     ok &= bool(scatter_shard_parameters(reply, layout, side.params.data()));
