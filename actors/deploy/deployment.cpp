@@ -5,6 +5,7 @@
 #include "actors/protocol/log.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/net/shard_link_server.hpp"
+#include "actors/deploy/ps_task.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "actors/deploy/task_node.hpp"
 
@@ -39,15 +40,15 @@ caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle,
   return port;
 }
 
-/// Publishes `handle` on the task's address (2 if it cannot), joins the chief with `join` (a
-/// request to send), then waits until the local actor stops (the chief ended the run: 0) or the
-/// chief is lost (1); returns that status.
-template <class Handle, class Join>
-int serve(caf::actor_system& sys, const deployment_options& opts, const Handle& handle,
-          Join join) {
+/// Publishes `published` on the task's address (2 if it cannot), joins the chief with `join`
+/// (a request to send), then waits until `role` stops (the chief ended the run: 0) or the chief
+/// is lost (1); returns that status.
+template <class Published, class Role, class Join>
+int serve(caf::actor_system& sys, const deployment_options& opts, const Published& published,
+          const Role& role, Join join) {
   auto name = opts.task.text();
-  auto local = caf::actor_cast<caf::actor>(handle);
-  if (auto port = publish_on(sys, handle, opts.cluster.address(opts.task), name); !port) {
+  auto local = caf::actor_cast<caf::actor>(role);
+  if (auto port = publish_on(sys, published, opts.cluster.address(opts.task), name); !port) {
     log_line(name, describe(port.error()));
     return 2;
   }
@@ -93,8 +94,8 @@ void configure_task_system(caf::actor_system_config& cfg, const deployment_optio
 int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
   if (opts.task.type == "ps") {
-    // The data link listens on a free port of the task's own host address; the shard tells
-    // clients which (remote_shard.hpp).
+    // The data link listens on a free port of the task's own host address; the published ps
+    // task tells clients which, and hands them the shard (remote_shard.hpp).
     auto name = opts.task.text();
     auto links = shard_link_server::listen(opts.cluster.address(opts.task).host, 0,
                                            [name](const std::string& line) { log_line(name, line); });
@@ -102,14 +103,15 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       log_line(name, describe(links.error()));
       return 2;
     }
-    auto shard = spawn_ps_shard(sys, index, (*links)->port(), (*links)->local_name());
+    auto shard = spawn_ps_shard(sys, index);
     (*links)->serve(sys, shard, index);
-    return serve(sys, opts, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
+    auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name()});
+    return serve(sys, opts, task, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
     });
   }
   auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout});
-  return serve(sys, opts, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
+  return serve(sys, opts, node, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
     return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
   });
 }

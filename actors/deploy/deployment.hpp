@@ -1,7 +1,8 @@
 // A distributed run: one role per process, connected by CAF's middleman.
 //
-// Every task publishes its actor on its own address from the cluster spec (a ps its shard; a
-// worker or the evaluator its task node), connects to the chief (retrying with backoff up to
+// Every task publishes its actor on its own address from the cluster spec (a ps its ps task,
+// which hands out the shard and says where the data link listens; a worker or the evaluator
+// its task node), connects to the chief (retrying with backoff up to
 // the connect timeout) and joins it. The chief publishes itself, waits for every task, then
 // trains exactly as `simulate` does. When training ends the chief stops every task and they
 // exit 0; when the chief is lost (down message or heartbeat timeout) every task stops and exits

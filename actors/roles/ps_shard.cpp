@@ -407,8 +407,7 @@ void advance(self_ptr self, int64_t before) {
   release_held(st);
 }
 
-ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t link_port,
-                                       std::string link_name) {
+ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
   self->state.shard = shard;
   self->state.stats.shard = shard;
   auto valid_worker = [=](int32_t worker) {
@@ -500,7 +499,6 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
       advance(self, before);
       return caf::ok_atom::value;
     },
-    [=](link_atom) { return std::make_tuple(link_port, link_name); },
     [=](checkpoint_atom, const std::string& dir, int64_t clock) -> caf::result<file_record> {
       auto& st = self->state;
       if (!st.initialized()) return make_error(errc::not_initialized);
@@ -519,9 +517,8 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
 
 } // namespace
 
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port,
-                              std::string link_name) {
-  return sys.spawn(ps_shard, shard, link_port, std::move(link_name));
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard) {
+  return sys.spawn(ps_shard, shard);
 }
 
 } // namespace actorps

@@ -12,6 +12,7 @@
 // Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
 // gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
 // copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
+#include "actors/deploy/ps_task.hpp"
 #include "actors/net/connect.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/chief/metrics.hpp"
@@ -222,13 +223,14 @@ struct options {
   bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
 };
 
-/// The shard process of the two-process benchmark: publishes an uninitialised shard and runs
-/// until the driving process stops it.
+/// The shard process of the two-process benchmark: publishes an uninitialised shard, behind a
+/// ps task as a ps process does, and runs until the driving process stops the shard.
 int serve(const options& o) {
   caf::actor_system_config cfg;
   configure_system(cfg, o.threads, network_settings{});
   caf::actor_system sys{cfg};
-  // As a ps task does (actors/deployment.cpp): the data link on a free port, announced by the shard.
+  // As a ps process does (actors/deploy/deployment.cpp): the data link on a free port, announced
+  // by the published ps task.
   std::unique_ptr<shard_link_server> links;
   if (!o.no_data_link) {
     auto listening = shard_link_server::listen("127.0.0.1", 0, [](const std::string& line) {
@@ -237,17 +239,18 @@ int serve(const options& o) {
     if (!listening) throw std::runtime_error(describe(listening.error()));
     links = std::move(*listening);
   }
-  auto shard = spawn_ps_shard(sys, 0, links ? links->port() : 0,
-                              links && !o.tcp_only ? links->local_name() : std::string{});
+  auto shard = spawn_ps_shard(sys, 0);
   if (links) links->serve(sys, shard, 0);
-  auto port = sys.middleman().publish(shard, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
+  auto task = spawn_ps_task(sys, {shard, links ? links->port() : uint16_t{0},
+                                  links && !o.tcp_only ? links->local_name() : std::string{}});
+  auto port = sys.middleman().publish(task, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
   if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.serve));
   caf::scoped_actor self{sys};
   self->monitor(shard);
   std::fprintf(stderr, "bench shard serving on 127.0.0.1:%d\n", o.serve);
   self->receive([](caf::down_msg&) {});
   std::fflush(nullptr);
-  std::_Exit(0);  // see actors/deployment.cpp: CAF 0.17 may keep a dead peer's references
+  std::_Exit(0);  // see apps/cluster_commands.cpp: CAF 0.17 may keep a dead peer's references
 }
 
 train_spec spec_for(const options& o) {
