@@ -5,6 +5,9 @@
 #include "apps/export_after_run.hpp"
 #include "apps/training_flags.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -66,6 +69,26 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   return opts;
 }
 
+/// Runs a ps, worker or evaluator task and ends the process with the task's exit status.
+[[noreturn]] void run_task_process(const std::string& type, const deployment_options& opts) {
+  caf::actor_system_config cfg;
+  configure_task_system(cfg, opts);
+  caf::actor_system sys{cfg};
+  int status = 2;
+  try {
+    status = run_task(sys, opts);
+  } catch (const std::exception& e) {  // as cluster_command reports it, but `sys` must stay
+    std::fprintf(stderr, "actorps %s: %s\n", type.c_str(), e.what());
+  }
+  // The task's work is done. CAF 0.17's network layer keeps references to local actors that a
+  // peer has seen (here: the worker or evaluator the chief talked to) until that peer releases
+  // them, which a peer that has already exited never does; ~actor_system would then wait for
+  // their detached threads forever (seen in about one clean run in five, and after a lost
+  // chief). Leave at once instead: the OS closes every socket.
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
 int run_chief(const deployment_options& opts, training_flags flags, const po::variables_map& vm) {
   // The cluster fixes the number of shards and workers; explicit flags must agree with it.
   auto fix = [&](const char* flag, int& value, int count) {
@@ -122,7 +145,7 @@ int cluster_command(const std::string& type, const std::vector<std::string>& arg
     note_given_flags(vm, tf);
     auto opts = resolve(type, cf);
     if (chief) return run_chief(opts, tf, vm);
-    run_task(opts);
+    run_task_process(type, opts);
   } catch (const po::error& e) {
     std::fprintf(stderr, "actorps %s: %s\n(see actorps %s --help)\n", type.c_str(), e.what(), type.c_str());
     return 2;

@@ -38,23 +38,19 @@ int64_t confusion_at(const model_metrics& m, int truth, int predicted) {
 }
 
 std::string metrics_json(const evaluate_flags& f, const model_metrics& m) {
-  std::string rows = "[";
+  auto rows = nlohmann::ordered_json::array();
   for (int t = 0; t < m.classes; ++t) {
-    rows += t ? ",[" : "[";
-    for (int p = 0; p < m.classes; ++p)
-      rows += (p ? "," : "") + std::to_string(confusion_at(m, t, p));
-    rows += "]";
+    auto& row = rows.emplace_back(nlohmann::ordered_json::array());
+    for (int p = 0; p < m.classes; ++p) row.push_back(confusion_at(m, t, p));
   }
-  return json_object()
-    .add("model", f.model)
-    .add("dataset", f.data.dataset)
-    .add("split", "test")
-    .add("rows", m.rows)
-    .add("correct", m.correct)
-    .add("accuracy", m.accuracy)
-    .add("loss", m.loss)
-    .add_raw("confusion", rows + "]")
-    .str();
+  return render_json({{"model", f.model},
+                      {"dataset", f.data.dataset},
+                      {"split", "test"},
+                      {"rows", m.rows},
+                      {"correct", m.correct},
+                      {"accuracy", m.accuracy},
+                      {"loss", m.loss},
+                      {"confusion", std::move(rows)}});
 }
 
 void print_table(const evaluate_flags& f, const exported_model& model, const model_metrics& m) {

@@ -52,30 +52,22 @@ po::options_description predict_options(predict_flags& f) {
   return desc;
 }
 
-std::string probability_text(float p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(p));
-  return buf;
-}
-
-/// One output line: every probability, or the `top` best classes.
+/// One output line: every probability, or the `top` best classes. A probability is written as
+/// the double equal to the float (it reads back as the same float).
 std::string prediction_line(int index, const float* p, int classes, int top) {
-  json_object line;
-  line.add("index", index).add("class", predicted_class(p, classes));
-  std::string list = "[";
+  nlohmann::ordered_json line{{"index", index}, {"class", predicted_class(p, classes)}};
   if (top == 0) {
-    for (int c = 0; c < classes; ++c) list += (c ? "," : "") + probability_text(p[c]);
-    line.add_raw("probabilities", list + "]");
+    auto& list = line["probabilities"] = nlohmann::ordered_json::array();
+    for (int c = 0; c < classes; ++c) list.push_back(double(p[c]));
   } else {
     std::vector<int> order(classes);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+    auto& list = line["top"] = nlohmann::ordered_json::array();
     for (int k = 0; k < top; ++k)
-      list += (k ? "," : "") + json_object().add("class", order[k])
-                                 .add_raw("probability", probability_text(p[order[k]])).str();
-    line.add_raw("top", list + "]");
+      list.push_back({{"class", order[k]}, {"probability", double(p[order[k]])}});
   }
-  return line.str();
+  return render_json(line);
 }
 
 } // namespace

@@ -1,73 +1,14 @@
 #include "actors/chief/metrics.hpp"
 
-#include <cmath>
 #include <stdexcept>
 #include <unistd.h>
 
 namespace actorps {
 
-std::string json_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-void json_object::key(const char* k) {
-  body_ += body_.empty() ? "{\"" : ",\"";
-  body_ += k;
-  body_ += "\":";
-}
-
-json_object& json_object::add(const char* k, const std::string& value) {
-  key(k);
-  body_ += "\"" + json_escape(value) + "\"";
-  return *this;
-}
-
-json_object& json_object::add(const char* k, double value) {
-  key(k);
-  if (!std::isfinite(value)) {
-    body_ += "null";
-  } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", value);
-    body_ += buf;
-  }
-  return *this;
-}
-
-json_object& json_object::add(const char* k, int64_t value) {
-  key(k);
-  body_ += std::to_string(value);
-  return *this;
-}
-
-json_object& json_object::add(const char* k, bool value) {
-  key(k);
-  body_ += value ? "true" : "false";
-  return *this;
-}
-
-json_object& json_object::add_raw(const char* k, const std::string& json) {
-  key(k);
-  body_ += json;
-  return *this;
+std::string render_json(const nlohmann::ordered_json& value) {
+  // nlohmann writes NaN and infinities as null; invalid UTF-8 (a path, a peer's error text)
+  // must not throw inside an actor.
+  return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 metrics_file::metrics_file(const std::string& path) {
@@ -80,9 +21,9 @@ metrics_file::~metrics_file() {
   if (file_) std::fclose(file_);
 }
 
-void metrics_file::write(const json_object& event) {
+void metrics_file::write(const nlohmann::ordered_json& event) {
   if (!file_) return;
-  auto line = event.str() + "\n";
+  auto line = render_json(event) + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   if (std::chrono::steady_clock::now() - last_flush_ > std::chrono::milliseconds(500)) flush();
 }

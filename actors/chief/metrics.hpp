@@ -3,6 +3,8 @@
 // plain lines otherwise). Both belong to the chief, the only writer.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -10,26 +12,28 @@
 
 namespace actorps {
 
-/// Builds one JSON object: json_object().add("event", "eval").add("clock", 40).str().
+/// The one way actorps renders JSON text (metrics lines, the commands' and benchmarks' output):
+/// compact, keys in the order they were added, non-finite numbers as null, bytes that are not
+/// UTF-8 replaced by U+FFFD rather than thrown.
+std::string render_json(const nlohmann::ordered_json& value);
+
+/// One event built key by key, for call sites that chain:
+/// json_object().add("event", "eval").add("clock", 40). A thin builder over
+/// nlohmann::ordered_json; a value is stored with its own JSON type (string, integer, unsigned,
+/// double, bool, or any value nlohmann can convert).
 class json_object {
 public:
-  json_object& add(const char* key, const std::string& value);
-  json_object& add(const char* key, const char* value) { return add(key, std::string(value)); }
-  json_object& add(const char* key, double value);   ///< non-finite → null
-  json_object& add(const char* key, int64_t value);
-  json_object& add(const char* key, int value) { return add(key, int64_t{value}); }
-  json_object& add(const char* key, uint64_t value) { return add(key, static_cast<int64_t>(value)); }
-  json_object& add(const char* key, bool value);
-  /// Adds a pre-rendered JSON value (an array or object) verbatim.
-  json_object& add_raw(const char* key, const std::string& json);
-  std::string str() const { return body_.empty() ? "{}" : body_ + "}"; }
+  template <class T>
+  json_object& add(const char* key, const T& value) {
+    doc_[key] = value;
+    return *this;
+  }
+  const nlohmann::ordered_json& json() const { return doc_; }
+  std::string str() const { return render_json(doc_); }
 
 private:
-  void key(const char* k);
-  std::string body_;
+  nlohmann::ordered_json doc_ = nlohmann::ordered_json::object();
 };
-
-std::string json_escape(const std::string& text);
 
 /// Appends JSON lines to a file; an empty path disables it. Lines reach the file at least every
 /// half second, so `tail -f` and live plots follow a run. The constructor throws
@@ -41,7 +45,8 @@ public:
   metrics_file(const metrics_file&) = delete;
   metrics_file& operator=(const metrics_file&) = delete;
 
-  void write(const json_object& event);
+  void write(const nlohmann::ordered_json& event);
+  void write(const json_object& event) { write(event.json()); }
   void flush();
 
 private:

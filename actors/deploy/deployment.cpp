@@ -5,14 +5,13 @@
 #include "actors/protocol/log.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/net/shard_link_server.hpp"
+#include "actors/deploy/ps_task.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "actors/deploy/task_node.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include <cstdio>
-#include <cstdlib>
 
 namespace actorps {
 
@@ -41,25 +40,23 @@ caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle,
   return port;
 }
 
-/// Publishes `handle` on the task's address (exit 2 if it cannot), joins the chief with `join`
-/// (a request to send), then waits until the local actor stops (the chief ended the run: 0) or
-/// the chief is lost (1), and ends the process with that status.
-template <class Handle, class Join>
-[[noreturn]] void serve(caf::actor_system& sys, const deployment_options& opts, const Handle& handle,
-                        Join join) {
+/// Publishes `published` on the task's address (2 if it cannot), joins the chief with `join`
+/// (a request to send), then waits until `role` stops (the chief ended the run: 0) or the chief
+/// is lost (1); returns that status.
+template <class Published, class Role, class Join>
+int serve(caf::actor_system& sys, const deployment_options& opts, const Published& published,
+          const Role& role, Join join) {
   auto name = opts.task.text();
-  auto local = caf::actor_cast<caf::actor>(handle);
-  if (auto port = publish_on(sys, handle, opts.cluster.address(opts.task), name); !port) {
+  auto local = caf::actor_cast<caf::actor>(role);
+  if (auto port = publish_on(sys, published, opts.cluster.address(opts.task), name); !port) {
     log_line(name, describe(port.error()));
-    std::fflush(nullptr);
-    std::_Exit(2);
+    return 2;
   }
   auto chief_addr = opts.cluster.address({"chief", 0});
   auto chief = connect_to<chief_actor>(sys, chief_addr, opts.connect_timeout);
   if (!chief) {
     log_line(name, describe(chief.error()));
-    std::fflush(nullptr);
-    std::_Exit(1);
+    return 1;
   }
   caf::scoped_actor self{sys};
   self->monitor(*chief);
@@ -68,8 +65,7 @@ template <class Handle, class Join>
   join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
   if (refused) {
     log_line(name, "the chief refused the join: " + describe(refused));
-    std::fflush(nullptr);
-    std::_Exit(1);
+    return 1;
   }
   log_line(name, "serving on " + opts.cluster.address(opts.task).text() + ", joined the chief at "
                    + chief_addr.text());
@@ -86,41 +82,36 @@ template <class Handle, class Join>
       status = 1;
     }
   });
-  // The task's work is done. CAF 0.17's network layer keeps references to local actors that a
-  // peer has seen (here: the worker or evaluator the chief talked to) until that peer releases
-  // them, which a peer that has already exited never does; ~actor_system would then wait for
-  // their detached threads forever (seen in about one clean run in five, and after a lost
-  // chief). Leave at once instead: the OS closes every socket.
-  std::fflush(nullptr);
-  std::_Exit(status);
+  return status;
 }
 
 } // namespace
 
-void run_task(const deployment_options& opts) {
-  caf::actor_system_config cfg;
+void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts) {
   configure_system(cfg, opts.scheduler_threads, opts.network);
-  caf::actor_system sys{cfg};
+}
+
+int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
   if (opts.task.type == "ps") {
-    // The data link listens on a free port of the task's own host address; the shard tells
-    // clients which (remote_shard.hpp).
+    // The data link listens on a free port of the task's own host address; the published ps
+    // task tells clients which, and hands them the shard (remote_shard.hpp).
     auto name = opts.task.text();
     auto links = shard_link_server::listen(opts.cluster.address(opts.task).host, 0,
                                            [name](const std::string& line) { log_line(name, line); });
     if (!links) {
       log_line(name, describe(links.error()));
-      std::fflush(nullptr);
-      std::_Exit(2);
+      return 2;
     }
-    auto shard = spawn_ps_shard(sys, index, (*links)->port(), (*links)->local_name());
+    auto shard = spawn_ps_shard(sys, index);
     (*links)->serve(sys, shard, index);
-    serve(sys, opts, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
+    auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name()});
+    return serve(sys, opts, task, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
     });
   }
   auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout});
-  serve(sys, opts, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
+  return serve(sys, opts, node, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
     return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
   });
 }

@@ -1,7 +1,8 @@
 // A distributed run: one role per process, connected by CAF's middleman.
 //
-// Every task publishes its actor on its own address from the cluster spec (a ps its shard; a
-// worker or the evaluator its task node), connects to the chief (retrying with backoff up to
+// Every task publishes its actor on its own address from the cluster spec (a ps its ps task,
+// which hands out the shard and says where the data link listens; a worker or the evaluator
+// its task node), connects to the chief (retrying with backoff up to
 // the connect timeout) and joins it. The chief publishes itself, waits for every task, then
 // trains exactly as `simulate` does. When training ends the chief stops every task and they
 // exit 0; when the chief is lost (down message or heartbeat timeout) every task stops and exits
@@ -26,10 +27,17 @@ struct deployment_options {
   int scheduler_threads = 0;
 };
 
-/// Runs a ps, worker or evaluator task until the chief stops it, then ends the process with
-/// status 0 when the chief ended the run, 1 when the chief was lost or unreachable, 2 when the
-/// task could not start (e.g. its port is in use).
-[[noreturn]] void run_task(const deployment_options& opts);
+/// Configures the actor system of a ps, worker or evaluator task: scheduler threads, the
+/// middleman, heartbeats and peer timeouts, every message type.
+void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts);
+
+/// Runs a ps, worker or evaluator task in `sys` (configured by configure_task_system) until the
+/// chief stops it, and returns the task's exit status: 0 the chief ended the run, 1 the chief
+/// was lost or unreachable, 2 the task could not start (e.g. its port is in use).
+///
+/// Afterwards `sys` may hold references that a departed peer never releases, so destroying it
+/// can wait forever (CAF 0.17); apps/cluster_commands.cpp ends the process without doing so.
+int run_task(caf::actor_system& sys, const deployment_options& opts);
 
 /// Runs the chief task: publishes the chief, waits up to the connect timeout for every task to
 /// join, trains, and stops every task. Returns the summary or the error that ended the run.

@@ -143,7 +143,6 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
     [=](rejoin_atom a, int32_t w) { return self->delegate(remote, a, w); },
     [=](admit_atom a, int32_t w, int64_t c, uint32_t i) { return self->delegate(remote, a, w, c, i); },
     [=](checkpoint_atom a, const std::string& d, int64_t c) { return self->delegate(remote, a, d, c); },
-    [=](link_atom a) { return self->delegate(remote, a); },
   };
 }
 
@@ -158,19 +157,29 @@ void remote_shard::close() const {
 caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_port& addr,
                                           int32_t index, caf::timespan connect_timeout,
                                           std::chrono::milliseconds request_timeout) {
-  auto shard = connect_to<ps_shard_actor>(sys, addr, connect_timeout);
-  if (!shard) return std::move(shard.error());
+  auto task = connect_to<ps_task_actor>(sys, addr, connect_timeout);
+  if (!task) return std::move(task.error());
+  ps_shard_actor shard;
   uint16_t port = 0;
   std::string local_name;
   caf::error failed;
   caf::scoped_actor self{sys};
-  self->request(*shard, request_timeout, link_atom::value)
-    .receive([&](uint16_t p, std::string& name) { port = p; local_name = std::move(name); },
-             [&](caf::error& err) { failed = std::move(err); });
+  auto fail = [&](caf::error& err) { failed = std::move(err); };
+  self->request(*task, request_timeout, shard_atom::value)
+    .receive([&](ps_shard_actor& s) { shard = std::move(s); }, fail);
+  if (!failed)
+    self->request(*task, request_timeout, link_atom::value)
+      .receive(
+        [&](uint16_t p, std::string& name) {
+          port = p;
+          local_name = std::move(name);
+        },
+        fail);
   if (failed)
     return caf::make_error(caf::sec::cannot_connect_to_node,
-                           "shard at " + addr.text() + " did not say its data link: " + describe(failed));
-  if (port == 0) return remote_shard{*shard, *shard, nullptr};  // control and data over CAF
+                           "the ps task at " + addr.text() + " did not say where its shard "
+                             + "and data link are: " + describe(failed));
+  if (port == 0) return remote_shard{shard, shard, nullptr};  // control and data over CAF
 
   // The shard's local socket when it is on this host (and in this network namespace), else TCP.
   auto link = connect_local_link(local_name);
@@ -178,7 +187,7 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
     link = connect_link(addr.host, port,
                         std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout));
   if (!link) return std::move(link.error());
-  return attach_link(sys, *shard, std::move(*link), index, request_timeout);
+  return attach_link(sys, shard, std::move(*link), index, request_timeout);
 }
 
 caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,

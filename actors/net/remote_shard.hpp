@@ -19,9 +19,9 @@ namespace actorps {
 struct remote_shard {
   ps_shard_actor handle;               ///< what the worker or evaluator talks to
   ps_shard_actor shard;                ///< the shard itself, over CAF
-  std::shared_ptr<link_socket> link;   ///< null when the shard offers no data link
+  std::shared_ptr<link_socket> link;   ///< null when its process offers no data link
 
-  /// How pulls and pushes travel: "local socket", "tcp", or "caf" (the shard offers no link).
+  /// How pulls and pushes travel: "local socket", "tcp", or "caf" (its process offers no link).
   const char* transport() const { return !link ? "caf" : link->is_local() ? "local socket" : "tcp"; }
 
   /// Ends the proxy and its connection (a request blocked on it fails at once). Call when the
@@ -35,9 +35,10 @@ caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor s
                                         std::shared_ptr<link_socket> link, int32_t index,
                                         std::chrono::milliseconds request_timeout);
 
-/// Connects to the shard published at `addr` (retrying until `connect_timeout`, as
-/// connect_to does), then to its data link when its process offers one, introducing itself as
-/// a client of shard `index` whose requests time out after `request_timeout`.
+/// Connects to the ps task published at `addr` (retrying until `connect_timeout`, as
+/// connect_to does), asks it for its shard and where its data link listens, then connects to
+/// the data link when the process offers one, introducing itself as a client of shard `index`
+/// whose requests time out after `request_timeout`.
 caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_port& addr,
                                           int32_t index, caf::timespan connect_timeout,
                                           std::chrono::milliseconds request_timeout);

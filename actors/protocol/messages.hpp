@@ -44,6 +44,7 @@ using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using link_atom = caf::atom_constant<caf::atom("link")>;
+using shard_atom = caf::atom_constant<caf::atom("shard")>;
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -159,9 +160,15 @@ using ps_shard_actor = caf::typed_actor<
   // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
   // every worker is live at its clock, expected with the given incarnation. Held pulls and
   // checkpoints are answered with rolled_back.
-  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
-  // (link) -> where its process's data link for pulls, push_pulls and snapshots listens
-  // (remote_shard.hpp): a TCP port on the shard's host (0: none, everything goes over CAF, as in
+  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>>;
+
+/// What a ps process publishes on its address (distributed runs): it knows where its shard is
+/// and where the process's data link listens, so that the shard itself knows nothing of sockets.
+using ps_task_actor = caf::typed_actor<
+  // (shard) -> the shard this process hosts.
+  caf::replies_to<shard_atom>::with<ps_shard_actor>,
+  // (link) -> where the data link for pulls, push_pulls and snapshots listens
+  // (remote_shard.hpp): a TCP port on the task's host (0: none, everything goes over CAF, as in
   // one process) and the name of a local socket for clients on the same host ("": none).
   caf::replies_to<link_atom>::with<uint16_t, std::string>>;
 

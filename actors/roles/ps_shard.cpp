@@ -512,8 +512,7 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   return promise;
 }
 
-ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t link_port,
-                                       std::string link_name) {
+ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
   self->state.shard = shard;
   self->state.stats.shard = shard;
   return {
@@ -530,7 +529,6 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
     [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) {
       return on_admit(self, worker, clock, incarnation);
     },
-    [=](link_atom) { return std::make_tuple(link_port, link_name); },
     [=](checkpoint_atom, const std::string& dir, int64_t clock) {
       return on_checkpoint(self, dir, clock);
     },
@@ -539,9 +537,8 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, uint16_t li
 
 } // namespace
 
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port,
-                              std::string link_name) {
-  return sys.spawn(ps_shard, shard, link_port, std::move(link_name));
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard) {
+  return sys.spawn(ps_shard, shard);
 }
 
 } // namespace actorps

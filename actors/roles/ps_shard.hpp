@@ -26,9 +26,6 @@
 namespace actorps {
 
 /// Spawns an uninitialised shard with index `shard`; it serves once it has received init.
-/// `link_port`, `link_name`: where its process's data link listens (shard_link_server), 0 and
-/// "" for none.
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, uint16_t link_port = 0,
-                              std::string link_name = {});
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard);
 
 } // namespace actorps

@@ -74,17 +74,15 @@ int run(const options& o) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   auto samples = double(o.steps) * o.batch;
-  std::printf("%s\n", json_object()
-                        .add("bench", "plain_loop")
-                        .add("model", o.model)
-                        .add("batch", o.batch)
-                        .add("steps", o.steps)
-                        .add("samples_per_s", samples / seconds)
-                        .add("step_ms", 1e3 * seconds / double(o.steps))
-                        .add("wall_s", seconds)
-                        .add("mean_train_loss", loss_sum / samples)
-                        .str()
-                        .c_str());
+  nlohmann::ordered_json result{{"bench", "plain_loop"},
+                                {"model", o.model},
+                                {"batch", o.batch},
+                                {"steps", o.steps},
+                                {"samples_per_s", samples / seconds},
+                                {"step_ms", 1e3 * seconds / double(o.steps)},
+                                {"wall_s", seconds},
+                                {"mean_train_loss", loss_sum / samples}};
+  std::printf("%s\n", render_json(result).c_str());
   return 0;
 }
 

@@ -103,19 +103,15 @@ int run(const options& o) {
   (*link)->shutdown();
   ::waitpid(child, nullptr, 0);
   auto median = percentile(times, 0.5);
-  std::printf("%s\n", json_object()
-                        .add("bench", "socket_floor")
-                        .add("family", o.family)
-                        .add("payload_bytes", static_cast<int64_t>(push.size_bytes()))
-                        .add("iterations", o.iterations)
-                        .add_raw("round_trip_ms", json_object()
-                                                    .add("median", median)
-                                                    .add("p10", percentile(times, 0.1))
-                                                    .add("p90", percentile(times, 0.9))
-                                                    .str())
-                        .add("push_pull_GBps", double(push.size_bytes()) / (median * 1e-3) / 1e9)
-                        .str()
-                        .c_str());
+  nlohmann::ordered_json result{
+    {"bench", "socket_floor"},
+    {"family", o.family},
+    {"payload_bytes", static_cast<int64_t>(push.size_bytes())},
+    {"iterations", o.iterations},
+    {"round_trip_ms",
+     {{"median", median}, {"p10", percentile(times, 0.1)}, {"p90", percentile(times, 0.9)}}},
+    {"push_pull_GBps", double(push.size_bytes()) / (median * 1e-3) / 1e9}};
+  std::printf("%s\n", render_json(result).c_str());
   return 0;
 }
 

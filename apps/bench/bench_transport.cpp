@@ -12,6 +12,7 @@
 // Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
 // gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
 // copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
+#include "actors/deploy/ps_task.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/net/connect.hpp"
 #include "actors/protocol/messages.hpp"
@@ -67,12 +68,8 @@ int64_t minor_faults() {
   return usage.ru_minflt;
 }
 
-std::string summary_json(const std::vector<double>& v) {
-  return json_object()
-    .add("median", percentile(v, 0.5))
-    .add("p10", percentile(v, 0.1))
-    .add("p90", percentile(v, 0.9))
-    .str();
+nlohmann::ordered_json summary_json(const std::vector<double>& v) {
+  return {{"median", percentile(v, 0.5)}, {"p10", percentile(v, 0.1)}, {"p90", percentile(v, 0.9)}};
 }
 
 /// The worker side's buffers, shared by both drivers (one runs at a time).
@@ -152,7 +149,8 @@ double median_ms(int iterations, F&& f) {
   return percentile(t, 0.5);
 }
 
-std::string time_components(const train_spec& spec, worker_side& side, int iterations) {
+nlohmann::ordered_json time_components(const train_spec& spec, worker_side& side,
+                                       int iterations) {
   const auto& layout = side.layout;
   std::vector<float> shard_params(layout.shard_floats(0));
   layout.gather(0, side.params.data(), shard_params.data());
@@ -197,16 +195,14 @@ std::string time_components(const train_spec& spec, worker_side& side, int itera
     ok &= words[bytes / 16] == 0;
   });
   if (!ok) throw std::runtime_error("a standalone component failed");
-  return json_object()
-    .add("encode_push", encode_push_ms)
-    .add("decode_validate_apply", apply_ms)
-    .add("encode_reply", encode_reply_ms)
-    .add("scatter_reply", scatter_ms)
-    .add("memcpy", memcpy_ms)
-    .add("alloc_words", alloc_words_ms)
-    .add("alloc_memset", alloc_memset_ms)
-    .add("sum_of_round_trip_parts", encode_push_ms + apply_ms + encode_reply_ms + scatter_ms)
-    .str();
+  return {{"encode_push", encode_push_ms},
+          {"decode_validate_apply", apply_ms},
+          {"encode_reply", encode_reply_ms},
+          {"scatter_reply", scatter_ms},
+          {"memcpy", memcpy_ms},
+          {"alloc_words", alloc_words_ms},
+          {"alloc_memset", alloc_memset_ms},
+          {"sum_of_round_trip_parts", encode_push_ms + apply_ms + encode_reply_ms + scatter_ms}};
 }
 
 // --- the run ---------------------------------------------------------------------------------
@@ -222,13 +218,14 @@ struct options {
   bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
 };
 
-/// The shard process of the two-process benchmark: publishes an uninitialised shard and runs
-/// until the driving process stops it.
+/// The shard process of the two-process benchmark: publishes an uninitialised shard, behind a
+/// ps task as a ps process does, and runs until the driving process stops the shard.
 int serve(const options& o) {
   caf::actor_system_config cfg;
   configure_system(cfg, o.threads, network_settings{});
   caf::actor_system sys{cfg};
-  // As a ps task does (actors/deployment.cpp): the data link on a free port, announced by the shard.
+  // As a ps process does (actors/deploy/deployment.cpp): the data link on a free port, announced
+  // by the published ps task.
   std::unique_ptr<shard_link_server> links;
   if (!o.no_data_link) {
     auto listening = shard_link_server::listen("127.0.0.1", 0, [](const std::string& line) {
@@ -237,17 +234,18 @@ int serve(const options& o) {
     if (!listening) throw std::runtime_error(describe(listening.error()));
     links = std::move(*listening);
   }
-  auto shard = spawn_ps_shard(sys, 0, links ? links->port() : 0,
-                              links && !o.tcp_only ? links->local_name() : std::string{});
+  auto shard = spawn_ps_shard(sys, 0);
   if (links) links->serve(sys, shard, 0);
-  auto port = sys.middleman().publish(shard, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
+  auto task = spawn_ps_task(sys, {shard, links ? links->port() : uint16_t{0},
+                                  links && !o.tcp_only ? links->local_name() : std::string{}});
+  auto port = sys.middleman().publish(task, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
   if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.serve));
   caf::scoped_actor self{sys};
   self->monitor(shard);
   std::fprintf(stderr, "bench shard serving on 127.0.0.1:%d\n", o.serve);
   self->receive([](caf::down_msg&) {});
   std::fflush(nullptr);
-  std::_Exit(0);  // see actors/deployment.cpp: CAF 0.17 may keep a dead peer's references
+  std::_Exit(0);  // see apps/cluster_commands.cpp: CAF 0.17 may keep a dead peer's references
 }
 
 train_spec spec_for(const options& o) {
@@ -347,29 +345,28 @@ int run(const options& o) {
   auto gbps = [&](const std::vector<double>& t, double bytes) {
     return bytes / (percentile(t, 0.5) * 1e-3) / 1e9;
   };
-  std::printf("%s\n", json_object()
-                        .add("bench", "transport")
-                        .add("placement", remote ? "two processes over loopback" : "one process")
-                        .add("transport", transport)
-                        .add("floats", static_cast<int64_t>(floats))
-                        .add("blocks", static_cast<int64_t>(side.layout.blocks().size()))
-                        .add("payload_bytes", static_cast<int64_t>(payload))
-                        .add("push_wire_bytes", static_cast<int64_t>(wire_bytes))
-                        .add("iterations", o.iterations)
-                        .add("scheduler_threads", o.threads)
-                        .add_raw("round_trip_ms", summary_json(event_times))
-                        .add("push_pull_GBps", gbps(event_times, payload))
-                        .add("bytes_moved_GBps", gbps(event_times, 2 * payload))
-                        .add("in_flight", o.in_flight)
-                        .add("pipelined_ms_per_push_pull", pipelined_ms)
-                        .add("pipelined_push_pull_GBps", payload / (pipelined_ms * 1e-3) / 1e9)
-                        .add_raw("pipelined_round_trip_ms", summary_json(pipelined_latency))
-                        .add("minor_faults_per_round_trip", double(event_faults) / o.iterations)
-                        .add_raw("scoped_round_trip_ms", summary_json(scoped_times))
-                        .add("scoped_push_pull_GBps", gbps(scoped_times, payload))
-                        .add_raw("components_ms", components)
-                        .str()
-                        .c_str());
+  nlohmann::ordered_json result{
+    {"bench", "transport"},
+    {"placement", remote ? "two processes over loopback" : "one process"},
+    {"transport", transport},
+    {"floats", static_cast<int64_t>(floats)},
+    {"blocks", static_cast<int64_t>(side.layout.blocks().size())},
+    {"payload_bytes", static_cast<int64_t>(payload)},
+    {"push_wire_bytes", static_cast<int64_t>(wire_bytes)},
+    {"iterations", o.iterations},
+    {"scheduler_threads", o.threads},
+    {"round_trip_ms", summary_json(event_times)},
+    {"push_pull_GBps", gbps(event_times, payload)},
+    {"bytes_moved_GBps", gbps(event_times, 2 * payload)},
+    {"in_flight", o.in_flight},
+    {"pipelined_ms_per_push_pull", pipelined_ms},
+    {"pipelined_push_pull_GBps", payload / (pipelined_ms * 1e-3) / 1e9},
+    {"pipelined_round_trip_ms", summary_json(pipelined_latency)},
+    {"minor_faults_per_round_trip", double(event_faults) / o.iterations},
+    {"scoped_round_trip_ms", summary_json(scoped_times)},
+    {"scoped_push_pull_GBps", gbps(scoped_times, payload)},
+    {"components_ms", components}};
+  std::printf("%s\n", render_json(result).c_str());
   return 0;
 }
 

@@ -1,0 +1,25 @@
+// The actor a ps process publishes on its address in a distributed run (deployment.hpp). A
+// worker or evaluator connecting to the process asks it for the shard the process hosts and
+// where the process's data link listens (remote_shard.hpp): placement is deployment's
+// knowledge, so the shard itself keeps to the algorithm. It stops when the shard does, with
+// the shard's reason, taking the published address with it.
+#pragma once
+
+#include "actors/protocol/messages.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace actorps {
+
+struct ps_task_config {
+  ps_shard_actor shard;       ///< the shard this process hosts
+  uint16_t link_port = 0;     ///< the data link's TCP port; 0: none (everything over CAF)
+  std::string link_name;      ///< the data link's local socket; "": none (TCP only)
+};
+
+ps_task_actor spawn_ps_task(caf::actor_system& sys, ps_task_config cfg);
+
+} // namespace actorps

@@ -1,0 +1,127 @@
+// The actor a ps process publishes (actors/deploy/ps_task.hpp) and connect_shard, which finds a
+// shard and its data link through it: the shard's own interface says nothing about sockets.
+#include "actors/deploy/ps_task.hpp"
+#include "actors/net/remote_shard.hpp"
+#include "actors/net/shard_link_server.hpp"
+#include "actors/protocol/system_config.hpp"
+#include "shard_fixture.hpp"
+
+#include <caf/io/all.hpp>
+#include <doctest/doctest.h>
+
+#include <memory>
+
+using namespace actorps;
+using namespace actorps::test;
+
+namespace {
+
+enum class offered { local_and_tcp, tcp_only, none };
+
+caf::actor_system_config& with_network(caf::actor_system_config& cfg) {
+  configure_system(cfg, 2, network_settings{});
+  return cfg;
+}
+
+/// A ps process in miniature: a shard, its data link (as `what` says) and the ps task that
+/// tells clients about both, published on 127.0.0.1.
+struct ps_process {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{with_network(cfg)};
+  ps_shard_actor shard = spawn_ps_shard(sys, 0);
+  std::unique_ptr<shard_link_server> links;
+  ps_task_actor task;
+  uint16_t port = 0;
+
+  explicit ps_process(offered what) {
+    ps_task_config tc{shard, 0, {}};
+    if (what != offered::none) {
+      auto listening = shard_link_server::listen("127.0.0.1", 0, [](const std::string&) {});
+      REQUIRE(listening);
+      links = std::move(*listening);
+      links->serve(sys, shard, 0);
+      tc.link_port = links->port();
+      if (what == offered::local_and_tcp) tc.link_name = links->local_name();
+    }
+    task = spawn_ps_task(sys, tc);
+    auto published = sys.middleman().publish(task, 0, "127.0.0.1", true);
+    REQUIRE(published);
+    port = *published;
+  }
+  ~ps_process() {
+    sys.middleman().unpublish(task, port);
+    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+    links.reset();
+  }
+};
+
+} // namespace
+
+TEST_CASE("a ps task hands out its shard and its data link, and stops with the shard") {
+  actor_fixture f;
+  auto shard = spawn_ps_shard(*f.sys, 0);
+  auto task = spawn_ps_task(*f.sys, {shard, 4711, "actorps-link-test"});
+  auto& self = *f.self;
+  self->request(task, timeout, shard_atom::value)
+    .receive([&](ps_shard_actor& handed) { CHECK(handed == shard); },
+             [&](caf::error& err) { FAIL(describe(err)); });
+  self->request(task, timeout, link_atom::value)
+    .receive(
+      [&](uint16_t port, std::string& name) {
+        CHECK(port == 4711);
+        CHECK(name == "actorps-link-test");
+      },
+      [&](caf::error& err) { FAIL(describe(err)); });
+  self->monitor(task);
+  self->send_exit(shard, caf::exit_reason::kill);
+  bool down = false;
+  self->receive(
+    [&](caf::down_msg& dm) {
+      down = true;
+      CHECK(dm.source == task.address());
+      CHECK(dm.reason == caf::exit_reason::kill);  // the shard's reason, for whoever watches
+    },
+    caf::after(timeout) >> [] {});
+  CHECK(down);
+}
+
+TEST_CASE("connect_shard reaches the shard through the published ps task, with the offered link") {
+  auto spec = tiny_spec(consistency::async, 1);
+  block_layout layout(spec);
+  struct expectation {
+    offered what;
+    const char* transport;
+  };
+  for (auto e : {expectation{offered::local_and_tcp, "local socket"},
+                 expectation{offered::tcp_only, "tcp"}, expectation{offered::none, "caf"}}) {
+    CAPTURE(e.transport);
+    ps_process ps{e.what};
+    caf::actor_system_config cfg;
+    caf::actor_system client{with_network(cfg)};
+    auto remote = connect_shard(client, {"127.0.0.1", ps.port}, 0, std::chrono::seconds(10),
+                                std::chrono::milliseconds(10000));
+    REQUIRE_MESSAGE(remote, describe(remote.error()));
+    CHECK(std::string(remote->transport()) == e.transport);
+    {
+      caf::scoped_actor self{client};
+      // init goes to the shard over CAF, push_pull over the link (when there is one).
+      std::vector<float> initial(layout.total_floats(), 2.0f), grad(layout.total_floats(), 0.5f);
+      bool initialised = false;
+      self->request(remote->handle, timeout, init_atom::value,
+                    encode_shard_init(spec, 0, layout, initial.data()))
+        .receive([&](caf::ok_atom) { initialised = true; },
+                 [&](caf::error& err) { FAIL(describe(err)); });
+      REQUIRE(initialised);
+      std::vector<float> params(layout.total_floats(), 0.0f);
+      self->request(remote->handle, timeout, push_pull_atom::value,
+                    encode_push(0, 0, 0, layout, grad.data()))
+        .receive(
+          [&](const wire_buffer& reply) {
+            REQUIRE(scatter_shard_parameters(reply, layout, params.data()));
+          },
+          [&](caf::error& err) { FAIL(describe(err)); });
+      for (float p : params) CHECK(p == doctest::Approx(1.5f));  // SGD, lr 1: 2 - 0.5
+    }
+    remote->close();
+  }
+}
