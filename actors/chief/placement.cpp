@@ -38,17 +38,14 @@ role_setup base_setup(const chief_state& st) {
 /// Starts the evaluator and every worker at the run's start clock; then training begins.
 void start_roles(self_ptr self) {
   auto& st = self->state;
-  auto left = std::make_shared<std::size_t>(st.workers.size() + 1);
-  auto one_done = [=](bool) {
-    if (--*left == 0) begin_training(self);
-  };
-  start_evaluator(self, one_done);
+  auto one_started = after_all(st.workers.size() + 1, [=] { begin_training(self); });
+  start_evaluator(self, [=](bool) { one_started(); });
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
     start_worker(self, w, st.start_clock, [=](bool ok) {
       if (!ok)
         return fail_run(self, "worker:" + std::to_string(w) + " could not start its role",
                         caf::make_error(caf::sec::runtime_error, "see its log"));
-      one_done(true);
+      one_started();
     });
 }
 
@@ -63,20 +60,16 @@ void init_shards(self_ptr self) {
   const auto& spec = st.cfg.spec;
   block_layout layout(spec);
   auto initial = initial_parameters(spec.layers, spec.seed);
-  std::vector<float> part;
-  auto failed = [=](caf::error& err) { fail_run(self, "initialising the shards failed", err); };
-  auto left = std::make_shared<std::size_t>(st.shards.size());
-  for (int32_t s = 0; s < spec.shards; ++s) {
-    part.resize(layout.shard_floats(s));
-    layout.gather(s, initial.data(), part.data());
-    self->request(st.shards[s], st.cfg.request_timeout, init_atom::value,
-                  encode_shard_init(spec, s, layout, part.data()))
-      .then(
-        [=](caf::ok_atom) {
-          if (--*left == 0) start_roles(self);
-        },
-        failed);
-  }
+  ask_each<caf::ok_atom>(
+    st.shards.size(),
+    [&](std::size_t s) {
+      std::vector<float> part(layout.shard_floats(static_cast<int32_t>(s)));
+      layout.gather(static_cast<int32_t>(s), initial.data(), part.data());
+      return self->request(st.shards[s], st.cfg.request_timeout, init_atom::value,
+                           encode_shard_init(spec, static_cast<int32_t>(s), layout, part.data()));
+    },
+    [=](std::vector<caf::ok_atom>) { start_roles(self); },
+    [=](caf::error& err) { fail_run(self, "initialising the shards failed", err); });
 }
 
 caf::error join_refused(const std::string& why) {

@@ -134,10 +134,9 @@ void continue_rollback(self_ptr self) {
       st.next_checkpoint = every > 0 ? (clock / every + 1) * every : st.cfg.steps;
       auto eval_every = st.cfg.eval_every;
       st.next_eval = eval_every > 0 ? (clock / eval_every + 1) * eval_every : 0;
-      auto left = std::make_shared<std::size_t>(st.workers.size() + 1);
-      auto one_done = [=](bool) {
+      auto one_started = after_all(st.workers.size() + 1, [=] {
         auto& st = self->state;
-        if (--*left > 0 || st.recovery_epoch != epoch) return;
+        if (st.recovery_epoch != epoch) return;
         st.rolling_back = false;
         for (auto& w : st.workers)
           if (w) self->send(w, start_atom::value);
@@ -154,7 +153,8 @@ void continue_rollback(self_ptr self) {
           if (present) on_rejoined_node(self, type, index);
         }
         check_all_done(self);
-      };
+      });
+      auto one_done = [=](bool) { one_started(); };
       if (!st.cfg.remote || st.evaluator_node)
         st.awaiting_rejoin.erase("evaluator:0");  // started below
       for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "actors/chief/chief.hpp"
+#include "actors/chief/fan_out.hpp"
 #include "actors/chief/metrics.hpp"
 
 #include <caf/all.hpp>
@@ -112,22 +113,11 @@ std::string backends_text(const chief_state& st);
 /// `failed` with the first error.
 template <class Reply, class Done, class Failed, class... Ts>
 void ask_all_shards(self_ptr self, Done done, Failed failed, Ts... xs) {
-  auto& shards = self->state.shards;
-  auto replies = std::make_shared<std::vector<Reply>>(shards.size());
-  auto left = std::make_shared<std::size_t>(shards.size());
-  auto errored = std::make_shared<bool>(false);
-  for (std::size_t i = 0; i < shards.size(); ++i)
-    self->request(shards[i], self->state.cfg.request_timeout, xs...)
-      .then(
-        [=](Reply& reply) {
-          (*replies)[i] = std::move(reply);
-          if (--*left == 0) done(std::move(*replies));
-        },
-        [=](caf::error& err) {
-          if (*errored) return;
-          *errored = true;
-          failed(err);
-        });
+  const auto& st = self->state;
+  ask_each<Reply>(
+    st.shards.size(),
+    [&](std::size_t s) { return self->request(st.shards[s], st.cfg.request_timeout, xs...); },
+    std::move(done), std::move(failed));
 }
 
 /// Milliseconds since `t`.
