@@ -43,7 +43,7 @@ void start_roles(self_ptr self) {
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
     start_worker(self, w, st.start_clock, [=](bool ok) {
       if (!ok)
-        return fail_run(self, "worker:" + std::to_string(w) + " could not start its role",
+        return fail_run(self, worker_role(w).text() + " could not start its role",
                         caf::make_error(caf::sec::runtime_error, "see its log"));
       one_started();
     });
@@ -130,7 +130,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
         done(true);
       },
       [=](caf::error& err) {
-        log_line("chief", "worker:" + std::to_string(w) + " could not start: " + describe(err));
+        log_line("chief", worker_role(w).text() + " could not start: " + describe(err));
         done(false);
       });
 }
@@ -160,7 +160,7 @@ void start_evaluator(self_ptr self, std::function<void(bool)> done) {
         done(true);
       },
       [=](caf::error& err) {
-        log_line("chief", "evaluator:0 could not start: " + describe(err));
+        log_line("chief", evaluator_role().text() + " could not start: " + describe(err));
         done(false);
       });
 }
@@ -182,12 +182,13 @@ void place_roles(self_ptr self) {
 caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_actor shard) {
   auto& st = self->state;
   if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
+  auto name = ps_role(index).text();
   if (index < 0 || index >= static_cast<int32_t>(st.shards.size()) || !shard)
-    return join_refused("ps:" + std::to_string(index) + " is not part of this cluster");
-  if (st.shards[index]) return join_refused("ps:" + std::to_string(index) + " has already joined");
+    return join_refused(name + " is not part of this cluster");
+  if (st.shards[index]) return join_refused(name + " has already joined");
   st.shards[index] = std::move(shard);
   self->monitor(st.shards[index]);
-  log_line("chief", "ps:" + std::to_string(index) + (st.roles_started ? " is back" : " joined"));
+  log_line("chief", name + (st.roles_started ? " is back" : " joined"));
   if (st.roles_started)
     on_rejoined_shard(self, index);  // a lost shard's process, restarted
   else if (st.running && all_joined(st))
@@ -198,12 +199,14 @@ caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_a
 caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, int32_t index,
                                        task_node_actor node) {
   auto& st = self->state;
-  auto name = type + ":" + std::to_string(index);
+  auto name = type + ":" + std::to_string(index);  // as it came: it may name no role of ours
   if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
+  auto kind = role_kind_named(type);
   task_node_actor* slot = nullptr;
-  if (type == "worker" && index >= 0 && index < static_cast<int32_t>(st.worker_nodes.size()))
+  if (kind == role_kind::worker && index >= 0
+      && index < static_cast<int32_t>(st.worker_nodes.size()))
     slot = &st.worker_nodes[index];
-  else if (type == "evaluator" && index == 0 && st.cfg.remote->evaluator)
+  else if (kind == role_kind::evaluator && index == 0 && st.cfg.remote->evaluator)
     slot = &st.evaluator_node;
   if (!slot || !node) return join_refused(name + " is not part of this cluster");
   if (*slot) return join_refused(name + " has already joined");
@@ -211,7 +214,7 @@ caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, i
   self->monitor(*slot);
   log_line("chief", name + (st.roles_started ? " is back" : " joined"));
   if (st.roles_started)
-    on_rejoined_node(self, type, index);  // a lost task's process, restarted
+    on_rejoined_node(self, role_id{*kind, index});  // a lost task's process, restarted
   else if (st.running && all_joined(st))
     init_shards(self);
   return caf::ok_atom::value;
@@ -225,9 +228,9 @@ void on_join_deadline(self_ptr self) {
   }
   if (st.rolling_back && !st.rollback.shard_back) {
     auto s = st.rollback.shard;
-    return fail_run(self, "ps:" + std::to_string(s) + " did not come back",
+    return fail_run(self, ps_role(s).text() + " did not come back",
                     caf::make_error(caf::sec::runtime_error,
-                                    "no process joined as ps:" + std::to_string(s) + " at "
+                                    "no process joined as " + ps_role(s).text() + " at "
                                       + st.cfg.remote->ps[s].text() + " in time"));
   }
   if (!st.cfg.remote || st.roles_started || all_joined(st)) return;
@@ -237,10 +240,10 @@ void on_join_deadline(self_ptr self) {
     missing += (missing.empty() ? "" : ", ") + name + " at " + addr.text();
   };
   for (std::size_t s = 0; s < st.shards.size(); ++s)
-    if (!st.shards[s]) add("ps:" + std::to_string(s), remote.ps[s]);
+    if (!st.shards[s]) add(ps_role(static_cast<int32_t>(s)).text(), remote.ps[s]);
   for (std::size_t w = 0; w < st.worker_nodes.size(); ++w)
-    if (!st.worker_nodes[w]) add("worker:" + std::to_string(w), remote.workers[w]);
-  if (remote.evaluator && !st.evaluator_node) add("evaluator:0", *remote.evaluator);
+    if (!st.worker_nodes[w]) add(worker_role(static_cast<int32_t>(w)).text(), remote.workers[w]);
+  if (remote.evaluator && !st.evaluator_node) add(evaluator_role().text(), *remote.evaluator);
   fail_run(self, "tasks did not join in time",
            caf::make_error(caf::sec::runtime_error, "never joined: " + missing));
 }

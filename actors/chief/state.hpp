@@ -1,5 +1,5 @@
-// Internal to the chief (chief.cpp: the training lifecycle; chief_placement.cpp: where the
-// roles come from — spawned in this process, or joined over the network).
+// Internal to the chief (chief.cpp: the training lifecycle; placement.cpp: where the roles come
+// from — spawned in this process, or joined over the network).
 #pragma once
 
 #include "actors/chief/chief.hpp"
@@ -72,7 +72,7 @@ struct chief_state {
     bool shard_back = false;                       // the lost shard (re)joined
   } rollback;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
-  std::map<std::string, std::chrono::steady_clock::time_point> awaiting_rejoin;
+  std::map<role_id, std::chrono::steady_clock::time_point> awaiting_rejoin;
 
   bool eval_in_flight = false, training_over = false;
   bool final_ready = false;        // training over and the final checkpoint written
@@ -125,7 +125,7 @@ inline double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// chief_checkpoint.cpp
+// checkpoints.cpp
 /// Starts a checkpoint when the global clock has reached the next one (none in flight).
 void maybe_checkpoint(self_ptr self);
 /// Training is over: writes the final checkpoint (if any) and calls `then` once it is done.
@@ -134,18 +134,26 @@ void final_checkpoint(self_ptr self, std::function<void()> then);
 void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,
                     std::function<void()> done);
 
-// chief_recovery.cpp
+// recovery.cpp
 void on_down(self_ptr self, const caf::down_msg& dm);
+void record_failure(self_ptr self, role_id role, const std::string& reason,
+                    const std::string& consequence);
+void record_recovery(self_ptr self, role_id role, std::chrono::steady_clock::time_point detected,
+                     int64_t clock, int64_t lost_clocks);
 /// Kills whatever --kill planned for now (at_clock reached); schedules the timed ones.
 void check_kills(self_ptr self);
 void schedule_timed_kills(self_ptr self);
 void run_kill(self_ptr self, int32_t i);
 /// Distributed: a lost worker's or evaluator's process is back (join); it takes over.
-void on_rejoined_node(self_ptr self, const std::string& type, int32_t index);
+void on_rejoined_node(self_ptr self, role_id role);
+
+// rollback.cpp
+/// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).
+void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
 /// Distributed: a lost shard's process is back (join); the rollback can go on.
 void on_rejoined_shard(self_ptr self, int32_t index);
 
-// chief_placement.cpp
+// placement.cpp
 /// Spawns the shards (simulate) or checks every ps task has joined (distributed), then
 /// initialises them (or restores them from the checkpoint to resume) and starts the other
 /// roles; ends in begin_training.
