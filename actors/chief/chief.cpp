@@ -33,7 +33,7 @@ void shutdown(self_ptr self) {
     remember(st.evaluator_node);
     for (auto& s : st.shards) remember(s);
     if (!st.stopping_tasks.empty()) {
-      self->delayed_send(self, std::chrono::seconds(10), deadline_atom::value);
+      self->delayed_send(self, std::chrono::seconds(10), stop_due_atom::value);
       return;
     }
   }
@@ -317,7 +317,11 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
         task_node_actor node) -> caf::result<caf::ok_atom> {
       return on_node_join(self, type, index, std::move(node));
     },
-    [=](deadline_atom) { on_join_deadline(self); },
+    [=](join_due_atom) { on_join_due(self); },
+    [=](rejoin_due_atom, uint64_t rollback) { on_rejoin_due(self, rollback); },
+    [=](stop_due_atom) {
+      if (self->state.stopping) self->quit();  // some task never said it stopped
+    },
     [=](kill_atom, int32_t i) { run_kill(self, i); },
   };
 }

@@ -176,7 +176,7 @@ void place_roles(self_ptr self) {
     init_shards(self);
     return;
   }
-  self->delayed_send(self, st.cfg.remote->join_timeout, deadline_atom::value);
+  self->delayed_send(self, st.cfg.remote->join_timeout, join_due_atom::value);
 }
 
 caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_actor shard) {
@@ -220,19 +220,8 @@ caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, i
   return caf::ok_atom::value;
 }
 
-void on_join_deadline(self_ptr self) {
+void on_join_due(self_ptr self) {
   auto& st = self->state;
-  if (st.stopping) {  // the bound on waiting for the tasks to stop
-    self->quit();
-    return;
-  }
-  if (st.rolling_back && !st.rollback.shard_back) {
-    auto s = st.rollback.shard;
-    return fail_run(self, ps_role(s).text() + " did not come back",
-                    caf::make_error(caf::sec::runtime_error,
-                                    "no process joined as " + ps_role(s).text() + " at "
-                                      + st.cfg.remote->ps[s].text() + " in time"));
-  }
   if (!st.cfg.remote || st.roles_started || all_joined(st)) return;
   std::string missing;
   const auto& remote = *st.cfg.remote;

@@ -116,7 +116,8 @@ void wait_for_shard(self_ptr self, int32_t s) {
     return;
   }
   log_line("chief", "waiting for " + ps_role(s).text() + " to come back");
-  self->delayed_send(self, st.cfg.remote->join_timeout, deadline_atom::value);
+  self->delayed_send(self, st.cfg.remote->join_timeout, rejoin_due_atom::value,
+                     st.recovery_epoch);
 }
 
 void stop_roles(self_ptr self) {
@@ -169,6 +170,16 @@ void on_rejoined_shard(self_ptr self, int32_t index) {
   if (!st.rolling_back || st.rollback.shard != index || st.rollback.shard_back) return;
   st.rollback.shard_back = true;
   load_checkpoint(self);
+}
+
+void on_rejoin_due(self_ptr self, uint64_t rollback) {
+  auto& st = self->state;
+  auto s = st.rollback.shard;
+  if (!still_rolling_back(self, rollback) || st.rollback.shard_back) return;  // an older wait
+  fail_run(self, ps_role(s).text() + " did not come back",
+           caf::make_error(caf::sec::runtime_error, "no process joined as " + ps_role(s).text()
+                                                      + " at " + st.cfg.remote->ps[s].text()
+                                                      + " in time"));
 }
 
 } // namespace actorps::chief_detail

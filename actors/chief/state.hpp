@@ -152,6 +152,8 @@ void on_rejoined_node(self_ptr self, role_id role);
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
 /// Distributed: a lost shard's process is back (join); the rollback can go on.
 void on_rejoined_shard(self_ptr self, int32_t index);
+/// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
+void on_rejoin_due(self_ptr self, uint64_t rollback);
 
 // placement.cpp
 /// Spawns the shards (simulate) or checks every ps task has joined (distributed), then
@@ -165,10 +167,10 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
 void start_evaluator(self_ptr self, std::function<void(bool)> done);
 /// Spawns shard s in this process (simulate) and monitors it.
 void spawn_local_shard(self_ptr self, int32_t s);
-/// The join handlers and the deadline of a distributed run.
+/// The join handlers of a distributed run, and the end of the time to join.
 caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_actor shard);
 caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, int32_t index,
                                        task_node_actor node);
-void on_join_deadline(self_ptr self);
+void on_join_due(self_ptr self);
 
 } // namespace actorps::chief_detail
