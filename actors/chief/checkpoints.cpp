@@ -108,8 +108,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
 void maybe_checkpoint(self_ptr self) {
   auto& st = self->state;
   auto every = st.cfg.checkpoints.every;
-  if (!st.io || every <= 0 || st.checkpoint_in_flight || st.rolling_back || st.training_over)
-    return;
+  if (!st.io || every <= 0 || st.checkpoint_in_flight) return;
   auto global = st.global_clock();
   if (global < st.next_checkpoint || global >= st.cfg.steps) return;  // the last one: at the end
   auto clock = global / every * every;  // the newest the shards may still hold

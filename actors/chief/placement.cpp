@@ -116,7 +116,8 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
   setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
   auto incarnation = st.incarnation[w];
-  self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value, encode_role_setup(setup))
+  self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value,
+                encode_role_setup(setup))
     .then(
       [=](worker_actor& worker) {
         auto& st = self->state;
@@ -179,7 +180,7 @@ void place_roles(self_ptr self) {
   self->delayed_send(self, st.cfg.remote->join_timeout, join_due_atom::value);
 }
 
-caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_actor shard) {
+caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard) {
   auto& st = self->state;
   if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
   auto name = ps_role(index).text();
@@ -188,16 +189,11 @@ caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_a
   if (st.shards[index]) return join_refused(name + " has already joined");
   st.shards[index] = std::move(shard);
   self->monitor(st.shards[index]);
-  log_line("chief", name + (st.roles_started ? " is back" : " joined"));
-  if (st.roles_started)
-    on_rejoined_shard(self, index);  // a lost shard's process, restarted
-  else if (st.running && all_joined(st))
-    init_shards(self);
-  return caf::ok_atom::value;
+  return caf::none;
 }
 
-caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, int32_t index,
-                                       task_node_actor node) {
+caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t index,
+                                 task_node_actor node) {
   auto& st = self->state;
   auto name = type + ":" + std::to_string(index);  // as it came: it may name no role of ours
   if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
@@ -212,17 +208,16 @@ caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, i
   if (*slot) return join_refused(name + " has already joined");
   *slot = std::move(node);
   self->monitor(*slot);
-  log_line("chief", name + (st.roles_started ? " is back" : " joined"));
-  if (st.roles_started)
-    on_rejoined_node(self, role_id{*kind, index});  // a lost task's process, restarted
-  else if (st.running && all_joined(st))
-    init_shards(self);
-  return caf::ok_atom::value;
+  return role_id{*kind, index};
+}
+
+void on_joined_while_placing(self_ptr self) {
+  if (all_joined(self->state)) init_shards(self);
 }
 
 void on_join_due(self_ptr self) {
   auto& st = self->state;
-  if (!st.cfg.remote || st.roles_started || all_joined(st)) return;
+  if (all_joined(st)) return;  // the shards are being initialised
   std::string missing;
   const auto& remote = *st.cfg.remote;
   auto add = [&](const std::string& name, const host_port& addr) {

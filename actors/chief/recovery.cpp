@@ -50,19 +50,26 @@ void record_recovery(self_ptr self, role_id role, time_point detected, int64_t c
 
 namespace {
 
-/// Whether a role replaced `so_far` times may be replaced once more.
+/// Whether a role replaced `so_far` times may be replaced once more (not once training is
+/// over: nothing is left for it to do).
 bool may_replace(const chief_state& st, int so_far) {
-  return !st.stopping && !st.training_over && so_far < st.cfg.max_replacements;
+  return st.phase != run_phase::finishing && so_far < st.cfg.max_replacements;
 }
 
 void replace_worker(self_ptr self, int32_t w, time_point detected) {
   auto& st = self->state;
   ++st.replacements[w];
   st.replacing.insert(w);
-  auto epoch = st.recovery_epoch;
+  // A rollback gives every worker a new incarnation and restarts them itself, and a failed
+  // run stops: either way the steps below give up.
+  auto incarnation = st.incarnation[w] = st.next_incarnation++;
+  auto superseded = [=] {
+    const auto& st = self->state;
+    return st.incarnation[w] != incarnation || st.phase == run_phase::stopping;
+  };
   auto give_up = [=](const std::string& why) {
+    if (superseded()) return;
     auto& st = self->state;
-    if (st.recovery_epoch != epoch) return;
     st.replacing.erase(w);
     log_line("chief", worker_role(w).text() + " could not be replaced (" + why
                         + "); the run goes on without it");
@@ -71,16 +78,14 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
     check_all_done(self);
   };
   ask_all_shards<int64_t>(self, [=](std::vector<int64_t> mins) {
-    auto& st = self->state;
-    if (st.recovery_epoch != epoch) return;
+    if (superseded()) return;
     auto clock = *std::max_element(mins.begin(), mins.end());
-    auto incarnation = st.incarnation[w] = st.next_incarnation++;
     ask_all_shards<caf::ok_atom>(self, [=](std::vector<caf::ok_atom>) {
-      if (self->state.recovery_epoch != epoch) return;
+      if (superseded()) return;
       start_worker(self, w, clock, [=](bool ok) {
-        auto& st = self->state;
-        if (st.recovery_epoch != epoch) return;
+        if (superseded()) return;
         if (!ok) return give_up("its role did not start");
+        auto& st = self->state;
         st.replacing.erase(w);
         self->send(st.workers[w], start_atom::value);
         record_recovery(self, worker_role(w), detected, clock, 0);
@@ -92,9 +97,10 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
 void restart_evaluator(self_ptr self, time_point detected) {
   auto& st = self->state;
   ++st.evaluator_replacements;
-  auto epoch = st.recovery_epoch;
+  auto rollbacks = st.rollbacks;
   start_evaluator(self, [=](bool ok) {
-    if (self->state.recovery_epoch != epoch || !ok) return;
+    // a rollback meanwhile restarted the evaluator itself (and may be over already)
+    if (self->state.rollbacks != rollbacks || !ok) return;
     record_recovery(self, evaluator_role(), detected, self->state.global_clock(), 0);
   });
 }
@@ -103,10 +109,6 @@ void restart_evaluator(self_ptr self, time_point detected) {
 
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
-  if (st.stopping) {
-    if (st.stopping_tasks.erase(dm.source) > 0 && st.stopping_tasks.empty()) self->quit();
-    return;
-  }
   auto reason = caf::to_string(dm.reason);
   auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   auto now = std::chrono::steady_clock::now();
@@ -114,7 +116,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     // A worker is lost when its actor or (distributed) the process hosting it goes down.
     bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
     if (!is(st.workers[w]) && !node) continue;
-    if (!st.roles_started)
+    if (st.before_training())
       return fail_run(self, worker_role(w).text() + " lost before training began",
                       dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
     if (node) st.worker_nodes[w] = nullptr;  // its restarted process may join again
@@ -167,7 +169,6 @@ void on_rejoined_node(self_ptr self, role_id role) {
   auto& st = self->state;
   auto i = st.awaiting_rejoin.find(role);
   if (i == st.awaiting_rejoin.end()) return;  // not lost as far as we know, or given up
-  if (st.rolling_back) return;  // the rollback starts it (or hands it back here when done)
   auto detected = i->second;
   st.awaiting_rejoin.erase(i);
   if (role.kind == role_kind::worker)
@@ -195,8 +196,7 @@ void schedule_timed_kills(self_ptr self) {
 
 void run_kill(self_ptr self, int32_t i) {
   auto& st = self->state;
-  if (i < 0 || i >= static_cast<int32_t>(st.kill_done.size()) || st.kill_done[i] || st.stopping)
-    return;
+  if (i < 0 || i >= static_cast<int32_t>(st.kill_done.size()) || st.kill_done[i]) return;
   st.kill_done[i] = true;
   const auto& k = st.cfg.kills[i];
   caf::actor_addr target;

@@ -11,7 +11,9 @@
 //                       is left out), and the evaluator
 //   resume_training     the workers start; processes that came back meanwhile take over
 //
-// A step that finds the rollback over (the run failed meanwhile) does nothing.
+// The run is in phase rolling_back throughout (phases.cpp); a step that finds it in another
+// phase (the run failed meanwhile: stopping) does nothing. Rollbacks do not nest: losing a
+// second shard meanwhile fails the run.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -22,10 +24,8 @@ namespace {
 
 using checkpoint_ptr = std::shared_ptr<const loaded_checkpoint>;
 
-/// Whether the rollback that began as `epoch` is still going on.
-bool still_rolling_back(self_ptr self, uint64_t epoch) {
-  const auto& st = self->state;
-  return st.rolling_back && st.recovery_epoch == epoch;
+bool still_rolling_back(self_ptr self) {
+  return self->state.phase == run_phase::rolling_back;
 }
 
 /// Whether the process that hosts `role` (distributed runs) is connected now.
@@ -36,7 +36,7 @@ bool node_present(const chief_state& st, role_id role) {
 
 void resume_training(self_ptr self, int64_t clock) {
   auto& st = self->state;
-  st.rolling_back = false;
+  enter(self, run_phase::training);
   for (auto& w : st.workers)
     if (w) self->send(w, start_atom::value);
   record_recovery(self, ps_role(st.rollback.shard), st.rollback.detected, clock,
@@ -50,7 +50,6 @@ void resume_training(self_ptr self, int64_t clock) {
 
 void restart_roles(self_ptr self, int64_t clock) {
   auto& st = self->state;
-  auto epoch = st.recovery_epoch;
   st.start_clock = clock;
   st.last_checkpoint = std::min(st.last_checkpoint, clock);
   auto every = st.cfg.checkpoints.every;
@@ -58,7 +57,7 @@ void restart_roles(self_ptr self, int64_t clock) {
   auto eval_every = st.cfg.eval_every;
   st.next_eval = eval_every > 0 ? (clock / eval_every + 1) * eval_every : 0;
   auto one_started = after_all(st.workers.size() + 1, [=] {
-    if (still_rolling_back(self, epoch)) resume_training(self, clock);
+    if (still_rolling_back(self)) resume_training(self, clock);
   });
   if (!st.cfg.remote || st.evaluator_node) st.awaiting_rejoin.erase(evaluator_role());
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
@@ -77,7 +76,6 @@ void restart_roles(self_ptr self, int64_t clock) {
 
 void restore_from(self_ptr self, checkpoint_ptr ckpt) {
   auto& st = self->state;
-  auto epoch = st.recovery_epoch;
   int64_t clock = ckpt ? ckpt->clock : 0;
   if (ckpt)
     for (const auto& why : ckpt->skipped) log_line("chief", "skipping checkpoint " + why);
@@ -85,17 +83,15 @@ void restore_from(self_ptr self, checkpoint_ptr ckpt) {
                       + (ckpt ? ckpt->dir : std::string("the initial values")) + " (clock "
                       + std::to_string(clock) + "; clocks " + std::to_string(clock) + ".."
                       + std::to_string(st.rollback.failed_at) + " are lost)");
-  for (auto& inc : st.incarnation) inc = st.next_incarnation++;
   restore_shards(self, ckpt, [=] {
-    if (still_rolling_back(self, epoch)) restart_roles(self, clock);
+    if (still_rolling_back(self)) restart_roles(self, clock);
   });
 }
 
 void load_checkpoint(self_ptr self) {
   auto& st = self->state;
-  auto epoch = st.recovery_epoch;
   auto restore = [=](checkpoint_ptr ckpt) {
-    if (still_rolling_back(self, epoch)) restore_from(self, std::move(ckpt));
+    if (still_rolling_back(self)) restore_from(self, std::move(ckpt));
   };
   self->request(st.io, caf::infinite, load_atom::value, st.cfg.checkpoints.dir)
     .then(
@@ -116,12 +112,14 @@ void wait_for_shard(self_ptr self, int32_t s) {
     return;
   }
   log_line("chief", "waiting for " + ps_role(s).text() + " to come back");
-  self->delayed_send(self, st.cfg.remote->join_timeout, rejoin_due_atom::value,
-                     st.recovery_epoch);
+  self->delayed_send(self, st.cfg.remote->join_timeout, rejoin_due_atom::value, st.rollbacks);
 }
 
 void stop_roles(self_ptr self) {
   auto& st = self->state;
+  // every worker restarts under a new incarnation: the shards refuse a push still in flight
+  // from before, and a replacement under way gives up
+  for (auto& inc : st.incarnation) inc = st.next_incarnation++;
   st.replacing.clear();
   st.parked.clear();
   if (st.checkpoint_in_flight) {  // its shard may never answer; the next one starts afresh
@@ -140,42 +138,45 @@ void stop_roles(self_ptr self) {
   abandon_eval(self);
 }
 
+/// Why losing a shard now ends the run, or null when the run can go back to a checkpoint.
+const char* why_no_rollback(const chief_state& st) {
+  switch (st.phase) {
+    case run_phase::waiting:
+    case run_phase::placing: return " before training began";
+    case run_phase::rolling_back: return " while the run was going back to a checkpoint";
+    case run_phase::finishing: return " after training ended";
+    case run_phase::training:
+    case run_phase::stopping: break;
+  }
+  return st.cfg.checkpoints.dir.empty() ? " and there is no --checkpoint-dir to restore it from"
+                                        : nullptr;
+}
+
 } // namespace
 
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto& st = self->state;
-  auto error = dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error);
-  if (!st.roles_started || st.training_over || st.rolling_back || st.cfg.checkpoints.dir.empty()) {
-    auto why = !st.roles_started ? " before training began"
-               : st.training_over ? " after training ended"
-               : st.rolling_back  ? " while the run was going back to a checkpoint"
-                                  : " and there is no --checkpoint-dir to restore it from";
-    return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why, error);
-  }
+  if (auto why = why_no_rollback(st))
+    return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why,
+                    dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
   record_failure(self, ps_role(s), caf::to_string(dm.reason),
                  "going back to the newest checkpoint");
-  st.rolling_back = true;
-  ++st.recovery_epoch;
-  st.rollback = {};
-  st.rollback.shard = s;
-  st.rollback.failed_at = st.global_clock();
-  st.rollback.detected = std::chrono::steady_clock::now();
-  st.shards[s] = nullptr;
+  enter(self, run_phase::rolling_back);
+  ++st.rollbacks;
+  st.rollback = {s, st.global_clock(), std::chrono::steady_clock::now()};
+  st.shards[s] = nullptr;  // filled again when it is back
   stop_roles(self);
   wait_for_shard(self, s);
 }
 
 void on_rejoined_shard(self_ptr self, int32_t index) {
-  auto& st = self->state;
-  if (!st.rolling_back || st.rollback.shard != index || st.rollback.shard_back) return;
-  st.rollback.shard_back = true;
-  load_checkpoint(self);
+  if (index == self->state.rollback.shard) load_checkpoint(self);
 }
 
 void on_rejoin_due(self_ptr self, uint64_t rollback) {
   auto& st = self->state;
   auto s = st.rollback.shard;
-  if (!still_rolling_back(self, rollback) || st.rollback.shard_back) return;  // an older wait
+  if (rollback != st.rollbacks || st.shards[s]) return;  // an older wait, or the shard is back
   fail_run(self, ps_role(s).text() + " did not come back",
            caf::make_error(caf::sec::runtime_error, "no process joined as " + ps_role(s).text()
                                                       + " at " + st.cfg.remote->ps[s].text()
