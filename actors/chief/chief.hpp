@@ -3,7 +3,8 @@
 // in flight, so training never waits), writes the metrics and the progress line, decides when
 // training ends, and answers (run) with the summary after stopping every other actor.
 //
-// Global clock = the smallest number of clocks finished by any live worker.
+// Its run goes through phases (waiting, placing, training, rolling_back, finishing, stopping),
+// drawn in phases.cpp. Global clock = the smallest number of clocks finished by any live worker.
 // Failures (recovery.cpp, rollback.cpp): a worker that dies is removed from every shard's clock
 // table at once (leave), so the shards never wait on it, and a replacement enters at the
 // shards' agreed clock; a lost evaluator is respawned; a lost shard sends the whole run back to
