@@ -80,29 +80,25 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
     .then(
       [=](std::string& dir) {
         if (abandoned()) return;
-        auto& st = self->state;
-        auto files = std::make_shared<std::vector<file_record>>(st.shards.size());
-        auto left = std::make_shared<std::size_t>(st.shards.size());
-        auto errored = std::make_shared<bool>(false);
-        for (std::size_t s = 0; s < st.shards.size(); ++s)
-          self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, dir, clock)
-            .then(
-              [=](file_record& rec) {
-                if (abandoned()) return;
-                if (self->state.cfg.checkpoints.crash_at == clock) {  // fault injection
-                  log_line("chief", "fault injection: crashing while checkpoint " + dir
-                                      + " has " + rec.name + " and no manifest");
-                  std::fflush(nullptr);
-                  std::raise(SIGKILL);
-                }
-                (*files)[s] = std::move(rec);
-                if (--*left == 0) commit(dir, std::move(*files));
-              },
-              [=](caf::error& err) {
-                if (*errored) return;
-                *errored = true;
-                failed(err);
-              });
+        const auto& st = self->state;
+        ask_each<file_record>(
+          st.shards.size(),
+          [&](std::size_t s) {
+            return self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value,
+                                 dir, clock);
+          },
+          [=](std::size_t, const file_record& rec) {
+            if (abandoned() || self->state.cfg.checkpoints.crash_at != clock) return;
+            // fault injection: a crash between the shard files
+            log_line("chief", "fault injection: crashing while checkpoint " + dir + " has "
+                                + rec.name + " and no manifest");
+            std::fflush(nullptr);
+            std::raise(SIGKILL);
+          },
+          [=](std::vector<file_record> files) {
+            if (!abandoned()) commit(dir, std::move(files));
+          },
+          failed);
       },
       failed);
 }
@@ -112,8 +108,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
 void maybe_checkpoint(self_ptr self) {
   auto& st = self->state;
   auto every = st.cfg.checkpoints.every;
-  if (!st.io || every <= 0 || st.checkpoint_in_flight || st.rolling_back || st.training_over)
-    return;
+  if (!st.io || every <= 0 || st.checkpoint_in_flight) return;
   auto global = st.global_clock();
   if (global < st.next_checkpoint || global >= st.cfg.steps) return;  // the last one: at the end
   auto clock = global / every * every;  // the newest the shards may still hold
@@ -153,18 +148,14 @@ void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt
                                               state.data(), slots));
     }
   }
-  auto left = std::make_shared<std::size_t>(st.shards.size());
-  for (std::size_t s = 0; s < st.shards.size(); ++s)
-    self->request(st.shards[s], st.cfg.request_timeout, restore_atom::value, files[s], st.incarnation)
-      .then(
-        [=](caf::ok_atom) {
-          if (--*left == 0) done();
-        },
-        [=](caf::error& err) {
-          if (*left == 0) return;
-          *left = 0;
-          fail_run(self, "restoring the shards failed", err);
-        });
+  ask_each<caf::ok_atom>(
+    st.shards.size(),
+    [&](std::size_t s) {
+      return self->request(st.shards[s], st.cfg.request_timeout, restore_atom::value, files[s],
+                           st.incarnation);
+    },
+    [=](std::vector<caf::ok_atom>) { done(); },
+    [=](caf::error& err) { fail_run(self, "restoring the shards failed", err); });
 }
 
 } // namespace actorps::chief_detail

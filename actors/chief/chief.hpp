@@ -3,11 +3,12 @@
 // in flight, so training never waits), writes the metrics and the progress line, decides when
 // training ends, and answers (run) with the summary after stopping every other actor.
 //
-// Global clock = the smallest number of clocks finished by any live worker.
-// Failures (actors/chief_recovery.cpp): a worker that dies is removed from every shard's clock
+// Its run goes through phases (waiting, placing, training, rolling_back, finishing, stopping),
+// drawn in phases.cpp. Global clock = the smallest number of clocks finished by any live worker.
+// Failures (recovery.cpp, rollback.cpp): a worker that dies is removed from every shard's clock
 // table at once (leave), so the shards never wait on it, and a replacement enters at the
 // shards' agreed clock; a lost evaluator is respawned; a lost shard sends the whole run back to
-// the newest checkpoint. Checkpoints: actors/chief_checkpoint.cpp.
+// the newest checkpoint. Checkpoints: checkpoints.cpp.
 #pragma once
 
 #include "actors/net/address.hpp"
@@ -16,6 +17,7 @@
 #include "actors/protocol/messages.hpp"
 #include "kernels/backend_factory.hpp"
 #include "actors/chief/metrics.hpp"
+#include "actors/chief/role_id.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -39,14 +41,12 @@ struct remote_tasks {
 /// Fault injection (`--kill`): kill one role's actor with exit_reason::kill at a global clock
 /// or a number of seconds after training began.
 struct planned_kill {
-  enum class role { worker, ps, evaluator };
+  using role = role_kind;
   role target = role::worker;
   int32_t index = 0;
   int64_t at_clock = -1;     ///< >= 0: when the global clock reaches it
   double at_seconds = -1;    ///< >= 0: this long after training began
 };
-
-const char* to_string(planned_kill::role r);
 
 /// Checkpoints (`--checkpoint-dir`, `--checkpoint-every`, `--keep`) and resuming from one.
 struct checkpoint_config {

@@ -38,17 +38,14 @@ role_setup base_setup(const chief_state& st) {
 /// Starts the evaluator and every worker at the run's start clock; then training begins.
 void start_roles(self_ptr self) {
   auto& st = self->state;
-  auto left = std::make_shared<std::size_t>(st.workers.size() + 1);
-  auto one_done = [=](bool) {
-    if (--*left == 0) begin_training(self);
-  };
-  start_evaluator(self, one_done);
+  auto one_started = after_all(st.workers.size() + 1, [=] { begin_training(self); });
+  start_evaluator(self, [=](bool) { one_started(); });
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
     start_worker(self, w, st.start_clock, [=](bool ok) {
       if (!ok)
-        return fail_run(self, "worker:" + std::to_string(w) + " could not start its role",
+        return fail_run(self, worker_role(w).text() + " could not start its role",
                         caf::make_error(caf::sec::runtime_error, "see its log"));
-      one_done(true);
+      one_started();
     });
 }
 
@@ -63,20 +60,16 @@ void init_shards(self_ptr self) {
   const auto& spec = st.cfg.spec;
   block_layout layout(spec);
   auto initial = initial_values(spec.model, spec.seed);
-  std::vector<float> part;
-  auto failed = [=](caf::error& err) { fail_run(self, "initialising the shards failed", err); };
-  auto left = std::make_shared<std::size_t>(st.shards.size());
-  for (int32_t s = 0; s < spec.shards; ++s) {
-    part.resize(layout.shard_floats(s));
-    layout.gather(s, initial.data(), part.data());
-    self->request(st.shards[s], st.cfg.request_timeout, init_atom::value,
-                  encode_shard_init(spec, s, layout, part.data()))
-      .then(
-        [=](caf::ok_atom) {
-          if (--*left == 0) start_roles(self);
-        },
-        failed);
-  }
+  ask_each<caf::ok_atom>(
+    st.shards.size(),
+    [&](std::size_t s) {
+      std::vector<float> part(layout.shard_floats(static_cast<int32_t>(s)));
+      layout.gather(static_cast<int32_t>(s), initial.data(), part.data());
+      return self->request(st.shards[s], st.cfg.request_timeout, init_atom::value,
+                           encode_shard_init(spec, static_cast<int32_t>(s), layout, part.data()));
+    },
+    [=](std::vector<caf::ok_atom>) { start_roles(self); },
+    [=](caf::error& err) { fail_run(self, "initialising the shards failed", err); });
 }
 
 caf::error join_refused(const std::string& why) {
@@ -123,7 +116,8 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
   setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
   auto incarnation = st.incarnation[w];
-  self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value, encode_role_setup(setup))
+  self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value,
+                encode_role_setup(setup))
     .then(
       [=](worker_actor& worker) {
         auto& st = self->state;
@@ -137,7 +131,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
         done(true);
       },
       [=](caf::error& err) {
-        log_line("chief", "worker:" + std::to_string(w) + " could not start: " + describe(err));
+        log_line("chief", worker_role(w).text() + " could not start: " + describe(err));
         done(false);
       });
 }
@@ -167,7 +161,7 @@ void start_evaluator(self_ptr self, std::function<void(bool)> done) {
         done(true);
       },
       [=](caf::error& err) {
-        log_line("chief", "evaluator:0 could not start: " + describe(err));
+        log_line("chief", evaluator_role().text() + " could not start: " + describe(err));
         done(false);
       });
 }
@@ -183,71 +177,57 @@ void place_roles(self_ptr self) {
     init_shards(self);
     return;
   }
-  self->delayed_send(self, st.cfg.remote->join_timeout, deadline_atom::value);
+  self->delayed_send(self, st.cfg.remote->join_timeout, join_due_atom::value);
 }
 
-caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_actor shard) {
+caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard) {
   auto& st = self->state;
   if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
+  auto name = ps_role(index).text();
   if (index < 0 || index >= static_cast<int32_t>(st.shards.size()) || !shard)
-    return join_refused("ps:" + std::to_string(index) + " is not part of this cluster");
-  if (st.shards[index]) return join_refused("ps:" + std::to_string(index) + " has already joined");
+    return join_refused(name + " is not part of this cluster");
+  if (st.shards[index]) return join_refused(name + " has already joined");
   st.shards[index] = std::move(shard);
   self->monitor(st.shards[index]);
-  log_line("chief", "ps:" + std::to_string(index) + (st.roles_started ? " is back" : " joined"));
-  if (st.roles_started)
-    on_rejoined_shard(self, index);  // a lost shard's process, restarted
-  else if (st.running && all_joined(st))
-    init_shards(self);
-  return caf::ok_atom::value;
+  return caf::none;
 }
 
-caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, int32_t index,
-                                       task_node_actor node) {
+caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t index,
+                                 task_node_actor node) {
   auto& st = self->state;
-  auto name = type + ":" + std::to_string(index);
+  auto name = type + ":" + std::to_string(index);  // as it came: it may name no role of ours
   if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
+  auto kind = role_kind_named(type);
   task_node_actor* slot = nullptr;
-  if (type == "worker" && index >= 0 && index < static_cast<int32_t>(st.worker_nodes.size()))
+  if (kind == role_kind::worker && index >= 0
+      && index < static_cast<int32_t>(st.worker_nodes.size()))
     slot = &st.worker_nodes[index];
-  else if (type == "evaluator" && index == 0 && st.cfg.remote->evaluator)
+  else if (kind == role_kind::evaluator && index == 0 && st.cfg.remote->evaluator)
     slot = &st.evaluator_node;
   if (!slot || !node) return join_refused(name + " is not part of this cluster");
   if (*slot) return join_refused(name + " has already joined");
   *slot = std::move(node);
   self->monitor(*slot);
-  log_line("chief", name + (st.roles_started ? " is back" : " joined"));
-  if (st.roles_started)
-    on_rejoined_node(self, type, index);  // a lost task's process, restarted
-  else if (st.running && all_joined(st))
-    init_shards(self);
-  return caf::ok_atom::value;
+  return role_id{*kind, index};
 }
 
-void on_join_deadline(self_ptr self) {
+void on_joined_while_placing(self_ptr self) {
+  if (all_joined(self->state)) init_shards(self);
+}
+
+void on_join_due(self_ptr self) {
   auto& st = self->state;
-  if (st.stopping) {  // the bound on waiting for the tasks to stop
-    self->quit();
-    return;
-  }
-  if (st.rolling_back && !st.rollback.shard_back) {
-    auto s = st.rollback.shard;
-    return fail_run(self, "ps:" + std::to_string(s) + " did not come back",
-                    caf::make_error(caf::sec::runtime_error,
-                                    "no process joined as ps:" + std::to_string(s) + " at "
-                                      + st.cfg.remote->ps[s].text() + " in time"));
-  }
-  if (!st.cfg.remote || st.roles_started || all_joined(st)) return;
+  if (all_joined(st)) return;  // the shards are being initialised
   std::string missing;
   const auto& remote = *st.cfg.remote;
   auto add = [&](const std::string& name, const host_port& addr) {
     missing += (missing.empty() ? "" : ", ") + name + " at " + addr.text();
   };
   for (std::size_t s = 0; s < st.shards.size(); ++s)
-    if (!st.shards[s]) add("ps:" + std::to_string(s), remote.ps[s]);
+    if (!st.shards[s]) add(ps_role(static_cast<int32_t>(s)).text(), remote.ps[s]);
   for (std::size_t w = 0; w < st.worker_nodes.size(); ++w)
-    if (!st.worker_nodes[w]) add("worker:" + std::to_string(w), remote.workers[w]);
-  if (remote.evaluator && !st.evaluator_node) add("evaluator:0", *remote.evaluator);
+    if (!st.worker_nodes[w]) add(worker_role(static_cast<int32_t>(w)).text(), remote.workers[w]);
+  if (remote.evaluator && !st.evaluator_node) add(evaluator_role().text(), *remote.evaluator);
   fail_run(self, "tasks did not join in time",
            caf::make_error(caf::sec::runtime_error, "never joined: " + missing));
 }

@@ -8,26 +8,10 @@
 //   A shard below that clock simply does not expect its gradient until its min reaches it, so
 //   sync never mixes clocks and ssp's bound holds throughout.
 // - Evaluator: respawned (or re-set-up when its process is back); training never waits for it.
-// - Shard: every worker and the evaluator are stopped, the shard comes back (spawned, or its
-//   restarted process joins), every shard is restored from the newest valid checkpoint (the
-//   initial values when there is none yet) and every worker starts again at that clock under a
-//   new incarnation, so a push still in flight from before is refused.
+// - Shard: the whole run goes back to the newest checkpoint (rollback.cpp).
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
-
-namespace actorps {
-
-const char* to_string(planned_kill::role r) {
-  switch (r) {
-    case planned_kill::role::worker: return "worker";
-    case planned_kill::role::ps: return "ps";
-    case planned_kill::role::evaluator: return "evaluator";
-  }
-  return "?";
-}
-
-} // namespace actorps
 
 namespace actorps::chief_detail {
 
@@ -35,67 +19,76 @@ namespace {
 
 using time_point = std::chrono::steady_clock::time_point;
 
-void record_failure(self_ptr self, const char* role, int32_t index, const std::string& reason,
+} // namespace
+
+void record_failure(self_ptr self, role_id role, const std::string& reason,
                     const std::string& consequence) {
   auto& st = self->state;
   ++st.failures;
-  log_line("chief", std::string(role) + ":" + std::to_string(index) + " lost (" + reason + "); "
-                      + consequence);
-  st.metrics->write(json_object().add("event", "failure").add("role", role).add("index", index)
-                      .add("reason", reason).add("clock", st.global_clock())
-                      .add("wall_s", st.elapsed()));
+  log_line("chief", role.text() + " lost (" + reason + "); " + consequence);
+  st.metrics->write(json_object().add("event", "failure").add("role", to_string(role.kind))
+                      .add("index", role.index).add("reason", reason)
+                      .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
   st.metrics->flush();
 }
 
-void record_recovery(self_ptr self, const char* role, int32_t index, time_point detected,
-                     int64_t clock, int64_t lost_clocks) {
+void record_recovery(self_ptr self, role_id role, time_point detected, int64_t clock,
+                     int64_t lost_clocks) {
   auto& st = self->state;
   ++st.recoveries;
   auto ms = ms_since(detected);
   char text[160];
-  std::snprintf(text, sizeof text, "%s:%d recovered in %.1f ms at clock %lld (%lld clocks lost)",
-                role, index, ms, static_cast<long long>(clock), static_cast<long long>(lost_clocks));
+  std::snprintf(text, sizeof text, "%s recovered in %.1f ms at clock %lld (%lld clocks lost)",
+                role.text().c_str(), ms, static_cast<long long>(clock),
+                static_cast<long long>(lost_clocks));
   log_line("chief", text);
-  st.metrics->write(json_object().add("event", "recovery").add("role", role).add("index", index)
-                      .add("ms", ms).add("clock", clock).add("lost_clocks", lost_clocks)
-                      .add("wall_s", st.elapsed()));
+  st.metrics->write(json_object().add("event", "recovery").add("role", to_string(role.kind))
+                      .add("index", role.index).add("ms", ms).add("clock", clock)
+                      .add("lost_clocks", lost_clocks).add("wall_s", st.elapsed()));
   st.metrics->flush();
 }
 
-/// Whether a role replaced `so_far` times may be replaced once more.
+namespace {
+
+/// Whether a role replaced `so_far` times may be replaced once more (not once training is
+/// over: nothing is left for it to do).
 bool may_replace(const chief_state& st, int so_far) {
-  return !st.stopping && !st.training_over && so_far < st.cfg.max_replacements;
+  return st.phase != run_phase::finishing && so_far < st.cfg.max_replacements;
 }
 
 void replace_worker(self_ptr self, int32_t w, time_point detected) {
   auto& st = self->state;
   ++st.replacements[w];
   st.replacing.insert(w);
-  auto epoch = st.recovery_epoch;
+  // A rollback gives every worker a new incarnation and restarts them itself, and a failed
+  // run stops: either way the steps below give up.
+  auto incarnation = st.incarnation[w] = st.next_incarnation++;
+  auto superseded = [=] {
+    const auto& st = self->state;
+    return st.incarnation[w] != incarnation || st.phase == run_phase::stopping;
+  };
   auto give_up = [=](const std::string& why) {
+    if (superseded()) return;
     auto& st = self->state;
-    if (st.recovery_epoch != epoch) return;
     st.replacing.erase(w);
-    log_line("chief", "worker:" + std::to_string(w) + " could not be replaced (" + why
+    log_line("chief", worker_role(w).text() + " could not be replaced (" + why
                         + "); the run goes on without it");
     for (auto& s : st.shards)
       if (s) self->send(s, leave_atom::value, w);  // undoes a rejoin
     check_all_done(self);
   };
   ask_all_shards<int64_t>(self, [=](std::vector<int64_t> mins) {
-    auto& st = self->state;
-    if (st.recovery_epoch != epoch) return;
+    if (superseded()) return;
     auto clock = *std::max_element(mins.begin(), mins.end());
-    auto incarnation = st.incarnation[w] = st.next_incarnation++;
     ask_all_shards<caf::ok_atom>(self, [=](std::vector<caf::ok_atom>) {
-      if (self->state.recovery_epoch != epoch) return;
+      if (superseded()) return;
       start_worker(self, w, clock, [=](bool ok) {
-        auto& st = self->state;
-        if (st.recovery_epoch != epoch) return;
+        if (superseded()) return;
         if (!ok) return give_up("its role did not start");
+        auto& st = self->state;
         st.replacing.erase(w);
         self->send(st.workers[w], start_atom::value);
-        record_recovery(self, "worker", w, detected, clock, 0);
+        record_recovery(self, worker_role(w), detected, clock, 0);
       });
     }, [=](caf::error& err) { give_up(describe(err)); }, admit_atom::value, w, clock, incarnation);
   }, [=](caf::error& err) { give_up(describe(err)); }, rejoin_atom::value, w);
@@ -104,136 +97,18 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
 void restart_evaluator(self_ptr self, time_point detected) {
   auto& st = self->state;
   ++st.evaluator_replacements;
-  auto epoch = st.recovery_epoch;
+  auto rollbacks = st.rollbacks;
   start_evaluator(self, [=](bool ok) {
-    if (self->state.recovery_epoch != epoch || !ok) return;
-    record_recovery(self, "evaluator", 0, detected, self->state.global_clock(), 0);
+    // a rollback meanwhile restarted the evaluator itself (and may be over already)
+    if (self->state.rollbacks != rollbacks || !ok) return;
+    record_recovery(self, evaluator_role(), detected, self->state.global_clock(), 0);
   });
-}
-
-/// The lost shard is back (spawned or rejoined): restore every shard, restart every worker.
-void continue_rollback(self_ptr self) {
-  auto& st = self->state;
-  auto epoch = st.recovery_epoch;
-  auto restored = [=](std::shared_ptr<const loaded_checkpoint> ckpt) {
-    auto& st = self->state;
-    if (st.recovery_epoch != epoch) return;
-    int64_t clock = ckpt ? ckpt->clock : 0;
-    if (ckpt)
-      for (const auto& why : ckpt->skipped) log_line("chief", "skipping checkpoint " + why);
-    log_line("chief", "restoring every shard to " + (ckpt ? ckpt->dir : std::string("the initial values"))
-                        + " (clock " + std::to_string(clock) + "; clocks " + std::to_string(clock)
-                        + ".." + std::to_string(st.rollback.failed_at) + " are lost)");
-    for (auto& inc : st.incarnation) inc = st.next_incarnation++;
-    restore_shards(self, ckpt, [=] {
-      auto& st = self->state;
-      if (st.recovery_epoch != epoch) return;
-      st.start_clock = clock;
-      st.last_checkpoint = std::min(st.last_checkpoint, clock);
-      auto every = st.cfg.checkpoints.every;
-      st.next_checkpoint = every > 0 ? (clock / every + 1) * every : st.cfg.steps;
-      auto eval_every = st.cfg.eval_every;
-      st.next_eval = eval_every > 0 ? (clock / eval_every + 1) * eval_every : 0;
-      auto left = std::make_shared<std::size_t>(st.workers.size() + 1);
-      auto one_done = [=](bool) {
-        auto& st = self->state;
-        if (--*left > 0 || st.recovery_epoch != epoch) return;
-        st.rolling_back = false;
-        for (auto& w : st.workers)
-          if (w) self->send(w, start_atom::value);
-        record_recovery(self, "ps", st.rollback.shard, st.rollback.detected, clock,
-                        st.rollback.failed_at - clock);
-        // processes that came back while this ran and were not started by it take over now
-        auto back = st.awaiting_rejoin;
-        for (const auto& [name, when] : back) {
-          auto colon = name.find(':');
-          auto type = name.substr(0, colon);
-          auto index = std::stoi(name.substr(colon + 1));
-          bool present = type == "worker" ? static_cast<bool>(st.worker_nodes[index])
-                                          : static_cast<bool>(st.evaluator_node);
-          if (present) on_rejoined_node(self, type, index);
-        }
-        check_all_done(self);
-      };
-      if (!st.cfg.remote || st.evaluator_node)
-        st.awaiting_rejoin.erase("evaluator:0");  // started below
-      for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
-        st.clocks[w] = clock;
-        if (st.cfg.remote && st.worker_nodes[w]) st.awaiting_rejoin.erase("worker:" + std::to_string(w));
-        if (st.cfg.remote && !st.worker_nodes[w]) {  // its process is gone: not waited for
-          st.live[w] = false;
-          for (auto& s : st.shards) self->send(s, leave_atom::value, w);
-          one_done(false);
-          continue;
-        }
-        start_worker(self, w, clock, one_done);
-      }
-      start_evaluator(self, one_done);
-    });
-  };
-  self->request(st.io, caf::infinite, load_atom::value, st.cfg.checkpoints.dir)
-    .then([=](loaded_checkpoint& ckpt) { restored(std::make_shared<const loaded_checkpoint>(std::move(ckpt))); },
-          [=](caf::error& err) {
-            log_line("chief", "no checkpoint to restore (" + describe(err) + ")");
-            restored(nullptr);
-          });
-}
-
-void on_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {
-  auto& st = self->state;
-  auto reason = caf::to_string(dm.reason);
-  auto error = dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error);
-  if (!st.roles_started || st.training_over || st.rolling_back || st.cfg.checkpoints.dir.empty()) {
-    auto why = !st.roles_started ? " before training began"
-               : st.training_over ? " after training ended"
-               : st.rolling_back ? " while the run was going back to a checkpoint"
-                                 : " and there is no --checkpoint-dir to restore it from";
-    return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why, error);
-  }
-  record_failure(self, "ps", s, reason, "going back to the newest checkpoint");
-  st.rolling_back = true;
-  ++st.recovery_epoch;
-  st.rollback = {};
-  st.rollback.shard = s;
-  st.rollback.failed_at = st.global_clock();
-  st.rollback.detected = std::chrono::steady_clock::now();
-  st.replacing.clear();
-  st.parked.clear();
-  if (st.checkpoint_in_flight) {  // its shard may never answer; the next one starts afresh
-    ++st.checkpoint_generation;
-    st.checkpoint_in_flight = false;
-    log_line("chief", "the checkpoint in flight is abandoned");
-  }
-  st.shards[s] = nullptr;
-  for (auto& w : st.workers)
-    if (w) {
-      self->demonitor(w.address());
-      self->send_exit(w, caf::exit_reason::kill);
-      w = nullptr;
-    }
-  if (st.evaluator) {
-    self->demonitor(st.evaluator.address());
-    self->send_exit(st.evaluator, caf::exit_reason::kill);
-    st.evaluator = nullptr;
-  }
-  abandon_eval(self);
-  if (!st.cfg.remote) {
-    spawn_local_shard(self, s);
-    continue_rollback(self);
-    return;
-  }
-  log_line("chief", "waiting for ps:" + std::to_string(s) + " to come back");
-  self->delayed_send(self, st.cfg.remote->join_timeout, deadline_atom::value);
 }
 
 } // namespace
 
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
-  if (st.stopping) {
-    if (st.stopping_tasks.erase(dm.source) > 0 && st.stopping_tasks.empty()) self->quit();
-    return;
-  }
   auto reason = caf::to_string(dm.reason);
   auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   auto now = std::chrono::steady_clock::now();
@@ -241,8 +116,8 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     // A worker is lost when its actor or (distributed) the process hosting it goes down.
     bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
     if (!is(st.workers[w]) && !node) continue;
-    if (!st.roles_started)
-      return fail_run(self, "worker:" + std::to_string(w) + " lost before training began",
+    if (st.before_training())
+      return fail_run(self, worker_role(w).text() + " lost before training began",
                       dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
     if (node) st.worker_nodes[w] = nullptr;  // its restarted process may join again
     bool was_live = st.live[w] && !st.done[w] && st.workers[w];
@@ -255,19 +130,19 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
         && dm.reason.code() == static_cast<uint8_t>(errc::shard_lost)) {
       // Not the worker's fault: the lost shard's recovery restarts it with the others.
       st.parked.insert(w);
-      log_line("chief", "worker:" + std::to_string(w) + " stopped (" + describe(dm.reason)
+      log_line("chief", worker_role(w).text() + " stopped (" + describe(dm.reason)
                           + "); it restarts with the shard's recovery");
       return;
     }
     bool replace = may_replace(st, st.replacements[w]);
-    record_failure(self, "worker", w, reason,
+    record_failure(self, worker_role(w), reason,
                    !replace ? "the run goes on without it"
                    : st.cfg.remote ? "the shards stop waiting for it until its process is back"
                                    : "the shards stop waiting for it; replacing it");
     if (replace && !st.cfg.remote)
       replace_worker(self, w, now);
     else if (replace)
-      st.awaiting_rejoin["worker:" + std::to_string(w)] = now;
+      st.awaiting_rejoin[worker_role(w)] = now;
     check_all_done(self);
     return;
   }
@@ -276,38 +151,30 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     if (!st.evaluator) return;  // already handled via the other handle
     st.evaluator = nullptr;
     bool replace = may_replace(st, st.evaluator_replacements);
-    record_failure(self, "evaluator", 0, reason,
-                   replace ? "respawning it; training does not wait" : "continuing without evaluations");
+    record_failure(self, evaluator_role(), reason,
+                   replace ? "respawning it; training does not wait"
+                           : "continuing without evaluations");
     abandon_eval(self);  // a promise held by a dead evaluator may never be answered
     if (replace && !st.cfg.remote)
       restart_evaluator(self, now);
     else if (replace)
-      st.awaiting_rejoin["evaluator:0"] = now;
+      st.awaiting_rejoin[evaluator_role()] = now;
     return;
   }
   for (int32_t s = 0; s < static_cast<int32_t>(st.shards.size()); ++s)
-    if (is(st.shards[s])) return on_shard_lost(self, s, dm);
+    if (is(st.shards[s])) return begin_rollback(self, s, dm);
 }
 
-void on_rejoined_node(self_ptr self, const std::string& type, int32_t index) {
+void on_rejoined_node(self_ptr self, role_id role) {
   auto& st = self->state;
-  auto name = type + ":" + std::to_string(index);
-  auto i = st.awaiting_rejoin.find(name);
+  auto i = st.awaiting_rejoin.find(role);
   if (i == st.awaiting_rejoin.end()) return;  // not lost as far as we know, or given up
-  if (st.rolling_back) return;  // the rollback starts it (or hands it back here when done)
   auto detected = i->second;
   st.awaiting_rejoin.erase(i);
-  if (type == "worker")
-    replace_worker(self, index, detected);
+  if (role.kind == role_kind::worker)
+    replace_worker(self, role.index, detected);
   else
     restart_evaluator(self, detected);
-}
-
-void on_rejoined_shard(self_ptr self, int32_t index) {
-  auto& st = self->state;
-  if (!st.rolling_back || st.rollback.shard != index || st.rollback.shard_back) return;
-  st.rollback.shard_back = true;
-  continue_rollback(self);
 }
 
 void check_kills(self_ptr self) {
@@ -329,18 +196,17 @@ void schedule_timed_kills(self_ptr self) {
 
 void run_kill(self_ptr self, int32_t i) {
   auto& st = self->state;
-  if (i < 0 || i >= static_cast<int32_t>(st.kill_done.size()) || st.kill_done[i] || st.stopping)
-    return;
+  if (i < 0 || i >= static_cast<int32_t>(st.kill_done.size()) || st.kill_done[i]) return;
   st.kill_done[i] = true;
   const auto& k = st.cfg.kills[i];
   caf::actor_addr target;
-  if (k.target == planned_kill::role::worker && st.workers[k.index])
+  if (k.target == role_kind::worker && st.workers[k.index])
     target = st.workers[k.index].address();
-  else if (k.target == planned_kill::role::ps && st.shards[k.index])
+  else if (k.target == role_kind::ps && st.shards[k.index])
     target = st.shards[k.index].address();
-  else if (k.target == planned_kill::role::evaluator && st.evaluator)
+  else if (k.target == role_kind::evaluator && st.evaluator)
     target = st.evaluator.address();
-  auto name = std::string(to_string(k.target)) + ":" + std::to_string(k.index);
+  auto name = role_id{k.target, k.index}.text();
   auto clock = st.global_clock();
   if (!target) {
     log_line("chief", "fault injection: " + name + " is not running now; nothing killed");

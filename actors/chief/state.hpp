@@ -1,30 +1,42 @@
-// Internal to the chief (chief.cpp: the training lifecycle; chief_placement.cpp: where the
-// roles come from — spawned in this process, or joined over the network).
+// Internal to the chief. phases.cpp: the run's phases and what each does with every message;
+// training.cpp, evaluations.cpp, summary.cpp: the training itself; placement.cpp: where the
+// roles come from (spawned here, or joined over the network); checkpoints.cpp; recovery.cpp and
+// rollback.cpp: failures.
 #pragma once
 
 #include "actors/chief/chief.hpp"
+#include "actors/chief/fan_out.hpp"
 #include "actors/chief/metrics.hpp"
 
 #include <caf/all.hpp>
 
 #include <algorithm>
-#include <functional>
 #include <chrono>
+#include <functional>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
-#include <limits>
 
 namespace actorps::chief_detail {
 
+/// The phases of a run, in order (phases.cpp draws them); the chief's behaviour is that of its
+/// phase. A failed run goes to stopping from any phase.
+enum class run_phase { waiting, placing, training, rolling_back, finishing, stopping };
+
+/// Which evaluation is in flight (at most one: training never waits for the evaluator).
+enum class evaluation { none, periodic, final_one };
+
 struct chief_state {
   static inline const char* name = "chief";
+  using time_point = std::chrono::steady_clock::time_point;
 
   chief_config cfg;
+  run_phase phase = run_phase::waiting;  // set with the behaviour by enter() only
   std::shared_ptr<metrics_file> metrics;
   std::unique_ptr<progress_line> progress;
   caf::typed_response_promise<run_summary> run_promise;
-  bool running = false, stopping = false, roles_started = false;
 
   std::vector<ps_shard_actor> shards;        // index = shard id (null until spawned or joined)
   std::vector<worker_actor> workers;         // index = worker id
@@ -41,10 +53,12 @@ struct chief_state {
   std::set<std::string> backends;  // what the workers report computing on
   std::set<caf::actor_addr> stopping_tasks;  // distributed: told to stop, not yet down
 
-  // checkpoints
+  // checkpoints (one in flight at most; training goes on meanwhile)
   checkpoint_io_actor io;          // the chief's disk actor (null without --checkpoint-dir)
   bool checkpoint_in_flight = false;
-  uint64_t checkpoint_generation = 0;  // a rollback abandons the one in flight
+  // A rollback abandons the checkpoint in flight; its late replies may come once training has
+  // resumed, with another checkpoint in flight, so the phase cannot tell them apart: this can.
+  uint64_t checkpoint_generation = 0;
   int64_t next_checkpoint = 0;     // global clock of the next one
   int64_t last_checkpoint = -1;    // clock of the newest complete one
   int checkpoints = 0;
@@ -57,34 +71,38 @@ struct chief_state {
   std::vector<bool> kill_done;
   std::vector<int> replacements;   // per worker
   int evaluator_replacements = 0;
-  std::vector<uint32_t> incarnation;  // per worker: the spawn in charge now
+  std::vector<uint32_t> incarnation;  // per worker: the spawn in charge now (a replacement
+                                      // under way stops when it is no longer its own)
   uint32_t next_incarnation = 1;
   std::set<int32_t> replacing;     // workers whose replacement is under way
   std::set<int32_t> parked;        // workers that stopped because a shard is gone (they
                                    // restart with the shard's recovery)
-  uint64_t recovery_epoch = 0;     // bumped by a rollback: older continuations give up
-  bool rolling_back = false;
+  // Rollbacks begun. It tags the rejoin_due timer and an evaluator restart, whose answers may
+  // come after the rollback they belong to (or one after it) is over: the phase cannot tell.
+  uint64_t rollbacks = 0;
   struct rollback_state {
-    int32_t shard = -1;
-    int64_t failed_at = 0;                         // global clock when the shard was lost
-    std::chrono::steady_clock::time_point detected;
-    bool shard_back = false;                       // the lost shard (re)joined
+    int32_t shard = -1;            // the lost one (back when its slot is filled again)
+    int64_t failed_at = 0;         // global clock when it was lost
+    time_point detected;
   } rollback;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
-  std::map<std::string, std::chrono::steady_clock::time_point> awaiting_rejoin;
+  std::map<role_id, time_point> awaiting_rejoin;
 
-  bool eval_in_flight = false, training_over = false;
-  bool final_ready = false;        // training over and the final checkpoint written
-  uint64_t eval_generation = 0;   // replies of abandoned evaluations are ignored
+  // evaluations
+  evaluation eval_in_flight = evaluation::none;
+  // An abandoned evaluation (its evaluator lost) may still answer while a newer one is in
+  // flight, in the same phase: its replies are told apart by this.
+  uint64_t eval_generation = 0;
+  std::function<void()> after_eval;  // runs once the one in flight has ended
   int64_t next_eval = 0;
   double last_accuracy = -1, last_test_loss = -1;
 
-  std::chrono::steady_clock::time_point start, end;
+  std::optional<time_point> start, end;  // training began, ended
 
   double elapsed() const {
-    if (!roles_started) return 0;
-    auto until = training_over ? end : std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(until - start).count();
+    if (!start) return 0;
+    auto until = end ? *end : std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(until - *start).count();
   }
   int64_t global_clock() const {
     int64_t min = std::numeric_limits<int64_t>::max();
@@ -95,39 +113,64 @@ struct chief_state {
   int64_t steps_per_epoch() const {
     return std::max<int64_t>(1, cfg.train_rows / (int64_t(cfg.spec.workers) * cfg.batch));
   }
+  /// Whether the workers have not been started yet (placing, or waiting for (run)).
+  bool before_training() const {
+    return phase == run_phase::waiting || phase == run_phase::placing;
+  }
 };
 
 using self_ptr = chief_actor::stateful_pointer<chief_state>;
 
-// chief.cpp
-void fail_run(self_ptr self, const std::string& what, const caf::error& err);
+// phases.cpp: the transitions
+/// Makes `next` the phase: the chief's behaviour is now that phase's.
+void enter(self_ptr self, run_phase next);
+/// The behaviour of phase `p`.
+chief_actor::behavior_type phase_behavior(self_ptr self, run_phase p);
+/// placing -> training: every role has started.
 void begin_training(self_ptr self);
+/// training -> finishing: every live worker is done.
+void finish_training(self_ptr self);
+/// -> stopping: answers (run) with `err` and stops every role.
+void fail_run(self_ptr self, const std::string& what, const caf::error& err);
+/// finishing -> stopping: every role is told to stop; the chief quits once all have.
+void stop_run(self_ptr self);
+
+// training.cpp
+/// training: counts a report and starts whatever its clock makes due (evaluation, kill,
+/// checkpoint).
+void on_train_report(self_ptr self, const train_report& r);
+/// Only counts a report (finishing: what was still on its way).
+void record_train_report(self_ptr self, const train_report& r);
+void on_worker_done(self_ptr self, int32_t worker);
+/// training: once every live worker is done (and no replacement is under way), it is over.
 void check_all_done(self_ptr self);
-void abandon_eval(self_ptr self);
-void finish_run(self_ptr self, const eval_report& final_eval);
-eval_report last_known_eval(const chief_state& st);
+std::string progress_text(const chief_state& st);
+/// "cpu", "cuda", or "cpu+cuda" when workers on different hosts chose differently.
 std::string backends_text(const chief_state& st);
+
+// evaluations.cpp
+/// training: starts a periodic evaluation when the global clock has reached the next one.
+void maybe_evaluate(self_ptr self);
+/// finishing: the final evaluation (after the one in flight), then the summary.
+void evaluate_final(self_ptr self);
+/// The evaluation in flight will not come back (its evaluator is gone, or the request failed).
+void abandon_eval(self_ptr self);
+/// The best final figures when no final evaluation can run: the last one that did.
+eval_report last_known_eval(const chief_state& st);
+
+// summary.cpp
+/// Collects every shard's statistics and parameters, answers (run) with the summary, stops.
+void finish_run(self_ptr self, const eval_report& final_eval);
 
 /// Sends the same request to every shard and calls `done` with the replies in shard order, or
 /// `failed` with the first error.
 template <class Reply, class Done, class Failed, class... Ts>
 void ask_all_shards(self_ptr self, Done done, Failed failed, Ts... xs) {
-  auto& shards = self->state.shards;
-  auto replies = std::make_shared<std::vector<Reply>>(shards.size());
-  auto left = std::make_shared<std::size_t>(shards.size());
-  auto errored = std::make_shared<bool>(false);
-  for (std::size_t i = 0; i < shards.size(); ++i)
-    self->request(shards[i], self->state.cfg.request_timeout, xs...)
-      .then(
-        [=](Reply& reply) {
-          (*replies)[i] = std::move(reply);
-          if (--*left == 0) done(std::move(*replies));
-        },
-        [=](caf::error& err) {
-          if (*errored) return;
-          *errored = true;
-          failed(err);
-        });
+  const auto& st = self->state;
+  ask_each<Reply>(
+    st.shards.size(),
+    [&](std::size_t s) { return self->request(st.shards[s], st.cfg.request_timeout, xs...); },
+    std::move(done), std::move(failed));
 }
 
 /// Milliseconds since `t`.
@@ -135,8 +178,9 @@ inline double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// chief_checkpoint.cpp
-/// Starts a checkpoint when the global clock has reached the next one (none in flight).
+// checkpoints.cpp
+/// training: starts a checkpoint when the global clock has reached the next one (none in
+/// flight).
 void maybe_checkpoint(self_ptr self);
 /// Training is over: writes the final checkpoint (if any) and calls `then` once it is done.
 void final_checkpoint(self_ptr self, std::function<void()> then);
@@ -144,18 +188,28 @@ void final_checkpoint(self_ptr self, std::function<void()> then);
 void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,
                     std::function<void()> done);
 
-// chief_recovery.cpp
+// recovery.cpp
 void on_down(self_ptr self, const caf::down_msg& dm);
+void record_failure(self_ptr self, role_id role, const std::string& reason,
+                    const std::string& consequence);
+void record_recovery(self_ptr self, role_id role, std::chrono::steady_clock::time_point detected,
+                     int64_t clock, int64_t lost_clocks);
 /// Kills whatever --kill planned for now (at_clock reached); schedules the timed ones.
 void check_kills(self_ptr self);
 void schedule_timed_kills(self_ptr self);
 void run_kill(self_ptr self, int32_t i);
 /// Distributed: a lost worker's or evaluator's process is back (join); it takes over.
-void on_rejoined_node(self_ptr self, const std::string& type, int32_t index);
+void on_rejoined_node(self_ptr self, role_id role);
+
+// rollback.cpp
+/// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).
+void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
 /// Distributed: a lost shard's process is back (join); the rollback can go on.
 void on_rejoined_shard(self_ptr self, int32_t index);
+/// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
+void on_rejoin_due(self_ptr self, uint64_t rollback);
 
-// chief_placement.cpp
+// placement.cpp
 /// Spawns the shards (simulate) or checks every ps task has joined (distributed), then
 /// initialises them (or restores them from the checkpoint to resume) and starts the other
 /// roles; ends in begin_training.
@@ -167,10 +221,15 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
 void start_evaluator(self_ptr self, std::function<void(bool)> done);
 /// Spawns shard s in this process (simulate) and monitors it.
 void spawn_local_shard(self_ptr self, int32_t s);
-/// The join handlers and the deadline of a distributed run.
-caf::result<caf::ok_atom> on_shard_join(self_ptr self, int32_t index, ps_shard_actor shard);
-caf::result<caf::ok_atom> on_node_join(self_ptr self, const std::string& type, int32_t index,
-                                       task_node_actor node);
-void on_join_deadline(self_ptr self);
+/// Distributed: a ps task's shard takes its empty slot and is monitored; an error says why
+/// not (no such shard in this cluster, a simulation, or the slot is taken).
+caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard);
+/// Likewise for a worker or evaluator task's node (`type` as the task says it); the role it is.
+caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t index,
+                                 task_node_actor node);
+/// placing: a task has joined; once every one has, the shards are initialised.
+void on_joined_while_placing(self_ptr self);
+/// placing: the time to join is up; the run fails naming every task still missing.
+void on_join_due(self_ptr self);
 
 } // namespace actorps::chief_detail

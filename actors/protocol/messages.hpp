@@ -33,7 +33,9 @@ using done_atom = caf::atom_constant<caf::atom("done")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using setup_atom = caf::atom_constant<caf::atom("setup")>;
-using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+using join_due_atom = caf::atom_constant<caf::atom("join_due")>;      // timers of the chief
+using rejoin_due_atom = caf::atom_constant<caf::atom("rejoin_due")>;
+using stop_due_atom = caf::atom_constant<caf::atom("stop_due")>;
 using checkpoint_atom = caf::atom_constant<caf::atom("checkpoint")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
@@ -215,8 +217,12 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<join_atom, int32_t, ps_shard_actor>::with<caf::ok_atom>,
   // (join, "worker"|"evaluator", index, node) -> ok: a worker or evaluator process joins.
   caf::replies_to<join_atom, std::string, int32_t, task_node_actor>::with<caf::ok_atom>,
-  // (deadline): distributed runs: the time for every task to join, or to stop, has passed.
-  caf::reacts_to<deadline_atom>,
+  // (join_due): distributed runs: the time for every task to join has passed.
+  caf::reacts_to<join_due_atom>,
+  // (rejoin_due, rollback): the shard lost by that rollback (a count) had its time to come back.
+  caf::reacts_to<rejoin_due_atom, uint64_t>,
+  // (stop_due): the run has ended; the time for the tasks to stop has passed.
+  caf::reacts_to<stop_due_atom>,
   // (kill, i): fault injection: the i-th planned kill is due (its time has come).
   caf::reacts_to<kill_atom, int32_t>>;
 

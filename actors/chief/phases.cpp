@@ -1,0 +1,291 @@
+// The chief's run, phase by phase. Each phase is a behaviour (become()) that accepts the whole
+// chief_actor interface; what a message does depends on the phase it finds. A request a phase
+// has no use for is answered with an error saying why; any other message is dropped, the reason
+// beside its handler.
+//
+//   waiting
+//      | (run)
+//      v
+//   placing
+//      | (every role started)
+//      v
+//   training --------(a shard lost)-------> rolling_back
+//      |     <--(every shard restored,           |
+//      |         every role restarted)-----------+
+//      | (every live worker done)
+//      v
+//   finishing
+//      | (summary delivered)
+//      v
+//   stopping <-------(the run fails, in any phase)
+//      | (every task down, or stop_due)
+//      v
+//   (quit)
+//
+//   waiting       before (run): tasks that join are kept
+//   placing       the shards are spawned (simulate) or every task joins (by join_due), the shards
+//                 are initialised (or restored: --resume), the workers and the evaluator started
+//   training      reports, evaluations, checkpoints, kills; a lost worker is replaced, a lost
+//                 evaluator respawned (recovery.cpp)
+//   rolling_back  a shard was lost: every shard goes back to the newest checkpoint, every role
+//                 restarts there (rollback.cpp); reports from before are dropped
+//   finishing     the final checkpoint, the final evaluation, the summary (summary.cpp)
+//   stopping      every other role is told to stop; distributed: the chief waits for each
+//                 task's down message (by stop_due) so that none sees a lost chief instead
+#include "actors/chief/state.hpp"
+
+#include "actors/protocol/log.hpp"
+
+namespace actorps::chief_detail {
+
+namespace {
+
+using behavior = chief_actor::behavior_type;
+
+// -- handlers several phases share ---------------------------------------------------------
+
+auto refuse_run(const char* why) {
+  return [why](run_atom) -> caf::result<run_summary> {
+    return caf::make_error(caf::sec::runtime_error, why);
+  };
+}
+
+/// (join, ps index, shard): the shard takes its slot ("ps:0" + `said` is logged), then
+/// `seated(index)`.
+template <class Seated>
+auto join_shard(self_ptr self, const char* said, Seated seated) {
+  return [=](join_atom, int32_t index, ps_shard_actor shard) -> caf::result<caf::ok_atom> {
+    if (auto err = seat_shard(self, index, std::move(shard))) return err;
+    log_line("chief", ps_role(index).text() + said);
+    seated(index);
+    return caf::ok_atom::value;
+  };
+}
+
+/// (join, type, index, node): a worker's or the evaluator's node takes its slot, then
+/// `seated(role)`.
+template <class Seated>
+auto join_node(self_ptr self, const char* said, Seated seated) {
+  return [=](join_atom, const std::string& type, int32_t index,
+             task_node_actor node) -> caf::result<caf::ok_atom> {
+    auto role = seat_node(self, type, index, std::move(node));
+    if (!role) return role.error();
+    log_line("chief", role->text() + said);
+    seated(*role);
+    return caf::ok_atom::value;
+  };
+}
+
+auto kills(self_ptr self) {
+  return [=](kill_atom, int32_t i) { run_kill(self, i); };
+}
+
+caf::result<run_summary> start_run(self_ptr self);
+
+// -- the phases ----------------------------------------------------------------------------
+
+behavior waiting(self_ptr self) {
+  return {
+    [=](run_atom) { return start_run(self); },
+    [](train_atom, const train_report&) {},  // no worker runs yet
+    [](done_atom, int32_t) {},               // no worker runs yet
+    join_shard(self, " joined", [](int32_t) {}),  // placing counts it
+    join_node(self, " joined", [](role_id) {}),
+    [](join_due_atom) {},              // (run) sets it
+    [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
+    [](stop_due_atom) {},              // stopping sets it
+    [](kill_atom, int32_t) {},         // due only once training has begun
+  };
+}
+
+behavior placing(self_ptr self) {
+  return {
+    refuse_run("already running"),
+    [](train_atom, const train_report&) {},  // the workers have not been told to start
+    [](done_atom, int32_t) {},
+    join_shard(self, " joined", [=](int32_t) { on_joined_while_placing(self); }),
+    join_node(self, " joined", [=](role_id) { on_joined_while_placing(self); }),
+    [=](join_due_atom) { on_join_due(self); },
+    [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
+    [](stop_due_atom) {},              // stopping sets it
+    [](kill_atom, int32_t) {},         // due only once training has begun
+  };
+}
+
+behavior training(self_ptr self) {
+  return {
+    refuse_run("already running"),
+    [=](train_atom, const train_report& r) { on_train_report(self, r); },
+    [=](done_atom, int32_t worker) { on_worker_done(self, worker); },
+    // every shard is in its slot while training: seat_shard refuses
+    join_shard(self, " is back", [](int32_t) {}),
+    join_node(self, " is back", [=](role_id role) { on_rejoined_node(self, role); }),
+    [](join_due_atom) {},              // every task joined before training began
+    [](rejoin_due_atom, uint64_t) {},  // the wait of a rollback that is over
+    [](stop_due_atom) {},              // stopping sets it
+    kills(self),
+  };
+}
+
+behavior rolling_back(self_ptr self) {
+  return {
+    refuse_run("already running"),
+    [](train_atom, const train_report&) {},  // from before the checkpoint: its work is undone
+    [](done_atom, int32_t) {},               // likewise
+    join_shard(self, " is back", [=](int32_t index) { on_rejoined_shard(self, index); }),
+    // the rollback starts the workers whose processes are there, and hands the processes that
+    // come back later over to training when it resumes
+    join_node(self, " is back", [](role_id) {}),
+    [](join_due_atom) {},  // every task joined before training began
+    [=](rejoin_due_atom, uint64_t rollback) { on_rejoin_due(self, rollback); },
+    [](stop_due_atom) {},  // stopping sets it
+    kills(self),
+  };
+}
+
+behavior finishing(self_ptr self) {
+  return {
+    refuse_run("already running"),
+    // a report still on its way counts; it starts nothing
+    [=](train_atom, const train_report& r) { record_train_report(self, r); },
+    [](done_atom, int32_t) {},  // every live worker is done already
+    join_shard(self, " is back", [](int32_t) {}),  // training is over: nothing to take over
+    join_node(self, " is back", [](role_id) {}),
+    [](join_due_atom) {},              // every task joined before training began
+    [](rejoin_due_atom, uint64_t) {},  // the wait of a rollback that is over
+    [](stop_due_atom) {},              // stopping sets it
+    kills(self),
+  };
+}
+
+behavior stopping(self_ptr self) {
+  const char* over = "this run is over";
+  return {
+    refuse_run(over),
+    [](train_atom, const train_report&) {},  // the run is over: nothing counts any more
+    [](done_atom, int32_t) {},
+    [=](join_atom, int32_t, const ps_shard_actor&) -> caf::result<caf::ok_atom> {
+      return caf::make_error(caf::sec::runtime_error, over);
+    },
+    [=](join_atom, const std::string&, int32_t,
+        const task_node_actor&) -> caf::result<caf::ok_atom> {
+      return caf::make_error(caf::sec::runtime_error, over);
+    },
+    [](join_due_atom) {},
+    [](rejoin_due_atom, uint64_t) {},
+    [=](stop_due_atom) { self->quit(); },  // some task never said it stopped
+    [](kill_atom, int32_t) {},
+  };
+}
+
+// -- the transitions -----------------------------------------------------------------------
+
+/// waiting -> placing.
+caf::result<run_summary> start_run(self_ptr self) {
+  auto& st = self->state;
+  st.run_promise = self->make_response_promise<run_summary>();
+  const auto& spec = st.cfg.spec;
+  st.metrics->write(json_object()
+                      .add("event", "start")
+                      .add("mode", to_string(spec.mode))
+                      .add("staleness_bound", spec.staleness_bound())
+                      .add("workers", spec.workers)
+                      .add("shards", spec.shards)
+                      .add("model", spec.model.name)
+                      .add("optimizer", to_string(spec.optimizer.kind))
+                      .add("learning_rate", double(spec.optimizer.learning_rate))
+                      .add("lr_schedule", to_string(spec.schedule))
+                      .add("batch", st.cfg.batch)
+                      .add("clocks", st.cfg.steps)
+                      .add("seed", static_cast<int64_t>(spec.seed)));
+  enter(self, run_phase::placing);
+  place_roles(self);
+  return st.run_promise;
+}
+
+/// stopping: a task told to stop has gone; once every one has, the chief quits.
+void on_task_stopped(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (st.stopping_tasks.erase(dm.source) > 0 && st.stopping_tasks.empty()) self->quit();
+}
+
+} // namespace
+
+chief_actor::behavior_type phase_behavior(self_ptr self, run_phase p) {
+  switch (p) {
+    case run_phase::waiting: return waiting(self);
+    case run_phase::placing: return placing(self);
+    case run_phase::training: return training(self);
+    case run_phase::rolling_back: return rolling_back(self);
+    case run_phase::finishing: return finishing(self);
+    case run_phase::stopping: break;
+  }
+  return stopping(self);
+}
+
+void enter(self_ptr self, run_phase next) {
+  self->state.phase = next;
+  self->become(phase_behavior(self, next));
+}
+
+void begin_training(self_ptr self) {
+  auto& st = self->state;
+  if (st.phase != run_phase::placing) return;  // the run failed meanwhile
+  enter(self, run_phase::training);
+  auto every = st.cfg.eval_every;
+  st.next_eval = every > 0 ? (st.start_clock / every + 1) * every : 0;
+  st.start = std::chrono::steady_clock::now();
+  for (auto& w : st.workers) self->send(w, start_atom::value);
+  schedule_timed_kills(self);
+}
+
+void finish_training(self_ptr self) {
+  auto& st = self->state;
+  enter(self, run_phase::finishing);
+  st.end = std::chrono::steady_clock::now();
+  final_checkpoint(self, [=] { evaluate_final(self); });
+}
+
+void stop_run(self_ptr self) {
+  auto& st = self->state;
+  enter(self, run_phase::stopping);
+  self->set_down_handler([=](caf::down_msg& dm) { on_task_stopped(self, dm); });
+  st.progress->finish();
+  st.metrics->flush();
+  auto stop = [&](const auto& handle) {
+    if (handle) self->send_exit(handle, caf::exit_reason::user_shutdown);
+  };
+  for (auto& w : st.workers) stop(w);
+  stop(st.evaluator);
+  for (auto& n : st.worker_nodes) stop(n);
+  stop(st.evaluator_node);
+  for (auto& s : st.shards) stop(s);
+  stop(st.io);
+  if (st.cfg.remote) {
+    // Stay until every task process has stopped (its down message): quitting at once could end
+    // this process before the stop orders reach the sockets, and the tasks would then see a
+    // lost chief instead of an orderly end. Bounded, in case a task is already gone.
+    auto remember = [&](const auto& handle) {
+      if (handle) st.stopping_tasks.insert(handle.address());
+    };
+    for (auto& n : st.worker_nodes) remember(n);
+    remember(st.evaluator_node);
+    for (auto& s : st.shards) remember(s);
+    if (!st.stopping_tasks.empty()) {
+      self->delayed_send(self, std::chrono::seconds(10), stop_due_atom::value);
+      return;
+    }
+  }
+  self->quit();
+}
+
+void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
+  auto& st = self->state;
+  if (st.phase == run_phase::stopping) return;
+  auto sentence = what + ": " + describe(err);
+  log_line("chief", sentence);
+  st.run_promise.deliver(caf::make_error(caf::sec::runtime_error, std::move(sentence)));
+  stop_run(self);
+}
+
+} // namespace actorps::chief_detail

@@ -1,0 +1,186 @@
+// A lost shard sends the whole run back to the newest checkpoint, one step per function, each
+// going on to the next once its work is done:
+//
+//   stop_roles          every worker and the evaluator are stopped (their state is ahead of
+//                       the checkpoint), the checkpoint and evaluation in flight abandoned
+//   wait_for_shard      simulate: a new shard is spawned; distributed: its restarted process
+//                       joins (on_rejoined_shard) within join_timeout, or the run fails
+//   load_checkpoint     the newest valid checkpoint (none yet: the initial values at clock 0)
+//   restore_from        every shard takes its part of it, with every worker's new incarnation
+//   restart_roles       every worker at the checkpoint's clock (a worker whose process is gone
+//                       is left out), and the evaluator
+//   resume_training     the workers start; processes that came back meanwhile take over
+//
+// The run is in phase rolling_back throughout (phases.cpp); a step that finds it in another
+// phase (the run failed meanwhile: stopping) does nothing. Rollbacks do not nest: losing a
+// second shard meanwhile fails the run.
+#include "actors/chief/state.hpp"
+
+#include "actors/protocol/log.hpp"
+
+namespace actorps::chief_detail {
+
+namespace {
+
+using checkpoint_ptr = std::shared_ptr<const loaded_checkpoint>;
+
+bool still_rolling_back(self_ptr self) {
+  return self->state.phase == run_phase::rolling_back;
+}
+
+/// Whether the process that hosts `role` (distributed runs) is connected now.
+bool node_present(const chief_state& st, role_id role) {
+  return role.kind == role_kind::worker ? static_cast<bool>(st.worker_nodes[role.index])
+                                        : static_cast<bool>(st.evaluator_node);
+}
+
+void resume_training(self_ptr self, int64_t clock) {
+  auto& st = self->state;
+  enter(self, run_phase::training);
+  for (auto& w : st.workers)
+    if (w) self->send(w, start_atom::value);
+  record_recovery(self, ps_role(st.rollback.shard), st.rollback.detected, clock,
+                  st.rollback.failed_at - clock);
+  // processes that came back while the rollback ran and were not started by it take over now
+  auto back = st.awaiting_rejoin;
+  for (const auto& entry : back)
+    if (node_present(st, entry.first)) on_rejoined_node(self, entry.first);
+  check_all_done(self);
+}
+
+void restart_roles(self_ptr self, int64_t clock) {
+  auto& st = self->state;
+  st.start_clock = clock;
+  st.last_checkpoint = std::min(st.last_checkpoint, clock);
+  auto every = st.cfg.checkpoints.every;
+  st.next_checkpoint = every > 0 ? (clock / every + 1) * every : st.cfg.steps;
+  auto eval_every = st.cfg.eval_every;
+  st.next_eval = eval_every > 0 ? (clock / eval_every + 1) * eval_every : 0;
+  auto one_started = after_all(st.workers.size() + 1, [=] {
+    if (still_rolling_back(self)) resume_training(self, clock);
+  });
+  if (!st.cfg.remote || st.evaluator_node) st.awaiting_rejoin.erase(evaluator_role());
+  for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
+    st.clocks[w] = clock;
+    if (st.cfg.remote && !st.worker_nodes[w]) {  // its process is gone: not waited for
+      st.live[w] = false;
+      for (auto& s : st.shards) self->send(s, leave_atom::value, w);
+      one_started();
+      continue;
+    }
+    st.awaiting_rejoin.erase(worker_role(w));  // started here
+    start_worker(self, w, clock, [=](bool) { one_started(); });
+  }
+  start_evaluator(self, [=](bool) { one_started(); });
+}
+
+void restore_from(self_ptr self, checkpoint_ptr ckpt) {
+  auto& st = self->state;
+  int64_t clock = ckpt ? ckpt->clock : 0;
+  if (ckpt)
+    for (const auto& why : ckpt->skipped) log_line("chief", "skipping checkpoint " + why);
+  log_line("chief", "restoring every shard to "
+                      + (ckpt ? ckpt->dir : std::string("the initial values")) + " (clock "
+                      + std::to_string(clock) + "; clocks " + std::to_string(clock) + ".."
+                      + std::to_string(st.rollback.failed_at) + " are lost)");
+  restore_shards(self, ckpt, [=] {
+    if (still_rolling_back(self)) restart_roles(self, clock);
+  });
+}
+
+void load_checkpoint(self_ptr self) {
+  auto& st = self->state;
+  auto restore = [=](checkpoint_ptr ckpt) {
+    if (still_rolling_back(self)) restore_from(self, std::move(ckpt));
+  };
+  self->request(st.io, caf::infinite, load_atom::value, st.cfg.checkpoints.dir)
+    .then(
+      [=](loaded_checkpoint& ckpt) {
+        restore(std::make_shared<const loaded_checkpoint>(std::move(ckpt)));
+      },
+      [=](caf::error& err) {
+        log_line("chief", "no checkpoint to restore (" + describe(err) + ")");
+        restore(nullptr);
+      });
+}
+
+void wait_for_shard(self_ptr self, int32_t s) {
+  auto& st = self->state;
+  if (!st.cfg.remote) {
+    spawn_local_shard(self, s);
+    load_checkpoint(self);
+    return;
+  }
+  log_line("chief", "waiting for " + ps_role(s).text() + " to come back");
+  self->delayed_send(self, st.cfg.remote->join_timeout, rejoin_due_atom::value, st.rollbacks);
+}
+
+void stop_roles(self_ptr self) {
+  auto& st = self->state;
+  // every worker restarts under a new incarnation: the shards refuse a push still in flight
+  // from before, and a replacement under way gives up
+  for (auto& inc : st.incarnation) inc = st.next_incarnation++;
+  st.replacing.clear();
+  st.parked.clear();
+  if (st.checkpoint_in_flight) {  // its shard may never answer; the next one starts afresh
+    ++st.checkpoint_generation;
+    st.checkpoint_in_flight = false;
+    log_line("chief", "the checkpoint in flight is abandoned");
+  }
+  auto stop = [&](auto& handle) {
+    if (!handle) return;
+    self->demonitor(handle.address());
+    self->send_exit(handle, caf::exit_reason::kill);
+    handle = nullptr;
+  };
+  for (auto& w : st.workers) stop(w);
+  stop(st.evaluator);
+  abandon_eval(self);
+}
+
+/// Why losing a shard now ends the run, or null when the run can go back to a checkpoint.
+const char* why_no_rollback(const chief_state& st) {
+  switch (st.phase) {
+    case run_phase::waiting:
+    case run_phase::placing: return " before training began";
+    case run_phase::rolling_back: return " while the run was going back to a checkpoint";
+    case run_phase::finishing: return " after training ended";
+    case run_phase::training:
+    case run_phase::stopping: break;
+  }
+  return st.cfg.checkpoints.dir.empty() ? " and there is no --checkpoint-dir to restore it from"
+                                        : nullptr;
+}
+
+} // namespace
+
+void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (auto why = why_no_rollback(st))
+    return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why,
+                    dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
+  record_failure(self, ps_role(s), caf::to_string(dm.reason),
+                 "going back to the newest checkpoint");
+  enter(self, run_phase::rolling_back);
+  ++st.rollbacks;
+  st.rollback = {s, st.global_clock(), std::chrono::steady_clock::now()};
+  st.shards[s] = nullptr;  // filled again when it is back
+  stop_roles(self);
+  wait_for_shard(self, s);
+}
+
+void on_rejoined_shard(self_ptr self, int32_t index) {
+  if (index == self->state.rollback.shard) load_checkpoint(self);
+}
+
+void on_rejoin_due(self_ptr self, uint64_t rollback) {
+  auto& st = self->state;
+  auto s = st.rollback.shard;
+  if (rollback != st.rollbacks || st.shards[s]) return;  // an older wait, or the shard is back
+  fail_run(self, ps_role(s).text() + " did not come back",
+           caf::make_error(caf::sec::runtime_error, "no process joined as " + ps_role(s).text()
+                                                      + " at " + st.cfg.remote->ps[s].text()
+                                                      + " in time"));
+}
+
+} // namespace actorps::chief_detail

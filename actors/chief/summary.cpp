@@ -1,0 +1,74 @@
+// The end of a run: every shard's statistics and final parameters, with the chief's own
+// counts and the final evaluation, make the summary that answers (run) and ends the metrics.
+#include "actors/chief/state.hpp"
+
+namespace actorps::chief_detail {
+
+namespace {
+
+run_summary make_summary(const chief_state& st, const eval_report& final_eval,
+                         std::vector<shard_stats> stats, std::vector<wire_buffer> snapshots) {
+  run_summary sum;
+  sum.mode = to_string(st.cfg.spec.mode);
+  sum.staleness_bound = st.cfg.spec.staleness_bound();
+  sum.workers = st.cfg.spec.workers;
+  sum.shards = st.cfg.spec.shards;
+  sum.clocks = st.cfg.steps;
+  sum.samples = st.samples;
+  sum.wall_s = st.elapsed();
+  sum.samples_per_s = sum.wall_s > 0 ? double(st.samples) / sum.wall_s : 0;
+  sum.final_test_accuracy = final_eval.test_accuracy;
+  sum.final_test_loss = final_eval.test_loss;
+  sum.backend = backends_text(st);
+  sum.failures = st.failures;
+  sum.recoveries = st.recoveries;
+  sum.checkpoints = st.checkpoints;
+  sum.resumed_from = st.resumed_from;
+  for (const auto& s : stats) {
+    sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
+    sum.dropped_messages += s.dropped;
+  }
+  sum.shard_stats_list = std::move(stats);
+  sum.final_parameters = std::move(snapshots);
+  return sum;
+}
+
+void write_summary(metrics_file& metrics, const run_summary& sum) {
+  metrics.write(json_object()
+                  .add("event", "summary")
+                  .add("final_test_accuracy", sum.final_test_accuracy)
+                  .add("final_test_loss", sum.final_test_loss)
+                  .add("samples_per_s", sum.samples_per_s)
+                  .add("max_staleness", sum.max_staleness)
+                  .add("staleness_bound", sum.staleness_bound)
+                  .add("mode", sum.mode)
+                  .add("workers", sum.workers)
+                  .add("shards", sum.shards)
+                  .add("clocks", sum.clocks)
+                  .add("samples", sum.samples)
+                  .add("wall_s", sum.wall_s)
+                  .add("dropped_messages", sum.dropped_messages)
+                  .add("failures", sum.failures)
+                  .add("recoveries", sum.recoveries)
+                  .add("checkpoints", sum.checkpoints)
+                  .add("resumed_from", sum.resumed_from)
+                  .add("backend", sum.backend));
+}
+
+} // namespace
+
+void finish_run(self_ptr self, const eval_report& final_eval) {
+  auto failed = [=](caf::error& err) { fail_run(self, "collecting the final state failed", err); };
+  ask_all_shards<shard_stats>(self, [=](std::vector<shard_stats> stats) {
+    ask_all_shards<wire_buffer>(self, [=](std::vector<wire_buffer> snapshots) {
+      auto& st = self->state;
+      if (st.phase != run_phase::finishing) return;  // the run failed meanwhile
+      auto sum = make_summary(st, final_eval, std::move(stats), std::move(snapshots));
+      write_summary(*st.metrics, sum);
+      st.run_promise.deliver(std::move(sum));
+      stop_run(self);
+    }, failed, snapshot_atom::value);
+  }, failed, stats_atom::value);
+}
+
+} // namespace actorps::chief_detail

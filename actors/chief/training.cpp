@@ -1,0 +1,97 @@
+// Training as the chief sees it: the workers' reports (one per finished clock) move the global
+// clock, which makes evaluations, planned kills and checkpoints due; the progress line; the
+// end, once every live worker is done.
+#include "actors/chief/state.hpp"
+
+#include <cstdio>
+
+namespace actorps::chief_detail {
+
+namespace {
+
+/// Whether the current message comes from the actor now in charge of worker w (reports of a
+/// stopped or replaced one may still be in the mailbox).
+bool from_current_worker(self_ptr self, int32_t w) {
+  auto& st = self->state;
+  if (w < 0 || w >= static_cast<int32_t>(st.workers.size()) || !st.workers[w]) return false;
+  return caf::actor_cast<caf::actor_addr>(self->current_sender()) == st.workers[w].address();
+}
+
+/// Counts a report; false when it is not from a worker in charge.
+bool count_report(self_ptr self, const train_report& r) {
+  auto& st = self->state;
+  if (!from_current_worker(self, r.worker)) return false;
+  st.backends.insert(r.backend);
+  st.clocks[r.worker] = std::max(st.clocks[r.worker], r.clock + 1);
+  st.last_loss[r.worker] = r.loss;
+  st.samples += r.samples;
+  st.max_staleness = std::max(st.max_staleness, r.staleness);
+  st.metrics->write(json_object()
+                      .add("event", "train")
+                      .add("worker", r.worker)
+                      .add("clock", r.clock)
+                      .add("loss", r.loss)
+                      .add("samples", r.samples)
+                      .add("staleness", r.staleness)
+                      .add("newest_clock", r.newest_clock)
+                      .add("backend", r.backend)
+                      .add("wall_s", st.elapsed()));
+  return true;
+}
+
+} // namespace
+
+std::string backends_text(const chief_state& st) {
+  std::string out;
+  for (const auto& b : st.backends) out += (out.empty() ? "" : "+") + b;
+  return out.empty() ? to_string(st.cfg.backend) : out;
+}
+
+std::string progress_text(const chief_state& st) {
+  char buf[256];
+  auto clock = st.global_clock();
+  auto elapsed = st.elapsed();
+  double loss = 0;
+  int n = 0;
+  for (std::size_t w = 0; w < st.last_loss.size(); ++w)
+    if (st.live[w]) loss += st.last_loss[w], ++n;
+  char acc[16] = "  -   ";
+  if (st.last_accuracy >= 0) std::snprintf(acc, sizeof acc, "%.4f", st.last_accuracy);
+  std::snprintf(buf, sizeof buf,
+                "epoch %5.2f  clock %6lld/%lld  %8.0f samples/s  loss %.4f  test acc %s  "
+                "max staleness %lld  %s",
+                double(clock) / double(st.steps_per_epoch()), static_cast<long long>(clock),
+                static_cast<long long>(st.cfg.steps), elapsed > 0 ? st.samples / elapsed : 0.0,
+                n ? loss / n : 0.0, acc, static_cast<long long>(st.max_staleness),
+                backends_text(st).c_str());
+  return buf;
+}
+
+void on_train_report(self_ptr self, const train_report& r) {
+  if (!count_report(self, r)) return;
+  maybe_evaluate(self);
+  check_kills(self);
+  maybe_checkpoint(self);
+  auto& st = self->state;
+  if (st.progress->due(false)) st.progress->show(progress_text(st), false);
+}
+
+void record_train_report(self_ptr self, const train_report& r) {
+  count_report(self, r);
+}
+
+void on_worker_done(self_ptr self, int32_t worker) {
+  if (!from_current_worker(self, worker)) return;
+  self->state.done[worker] = true;
+  check_all_done(self);
+}
+
+void check_all_done(self_ptr self) {
+  auto& st = self->state;
+  if (st.phase != run_phase::training || !st.replacing.empty() || !st.parked.empty()) return;
+  for (std::size_t w = 0; w < st.live.size(); ++w)
+    if (st.live[w] && !st.done[w]) return;
+  finish_training(self);
+}
+
+} // namespace actorps::chief_detail
