@@ -24,6 +24,9 @@
 //      w.wait(t);                                      // staleness, or the error
 //      t = w.push_pull(0, grad.data(), params.data()); // push clock 0, pull clock 1
 //
+//    The same loop runs as one process per task: task_cluster reads TF_CONFIG; its ps tasks
+//    serve() a shard, its worker tasks get their client from worker().
+//
 // Errors are values (caf::expected / caf::error with actorps' codes, errors.hpp); nothing here
 // ends the process.
 #pragma once
@@ -92,6 +95,9 @@ struct cluster_options {
 };
 
 class worker_client;
+namespace detail {
+struct cluster_core;
+}
 
 /// P parameter shards in this process, initialised from the model's initializers, for W
 /// workers that own their loop. Thread-safe: each worker_client may live on its own thread.
@@ -110,6 +116,48 @@ public:
   std::size_t total_floats() const;
 
   /// The current values, at once (never held by the consistency rule), flat in model order.
+  caf::expected<std::vector<float>> snapshot();
+
+private:
+  std::shared_ptr<detail::cluster_core> core_;
+};
+
+/// This process's task in a cluster of processes that runs a loop of your own, from TF_CONFIG:
+///   {"cluster": {"ps": ["h1:2222", ...], "worker": ["h2:2222", ...]},
+///    "task": {"type": "worker", "index": 0}}
+/// A ps task hosts one shard until every worker has called finish(). A worker task connects to
+/// every shard (retrying until opts.timeout) and initialises it: every worker sends the same
+/// init and a shard keeps the first, so no task waits for another. opts.ps and opts.workers are
+/// the cluster's.
+///
+/// CAF 0.17: the actor system of a task whose peers have gone may wait for them forever when
+/// destroyed; end such a process with std::_Exit once its work is done, as `actorps` does
+/// (apps/examples/kv_loop.cpp shows it).
+class task_cluster {
+public:
+  /// Throws std::invalid_argument naming what is wrong with TF_CONFIG or the model.
+  task_cluster(const std::string& tf_config, const model_spec& model, cluster_options opts);
+  ~task_cluster();
+  task_cluster(const task_cluster&) = delete;
+  task_cluster& operator=(const task_cluster&) = delete;
+
+  bool is_ps() const;  ///< else a worker
+  int index() const;
+  int workers() const;
+  std::size_t total_floats() const;
+
+  /// A ps task: hosts the shard until every worker has finished (0); 2 when it cannot listen on
+  /// its address.
+  int serve();
+
+  /// A worker task: its client (connecting and initialising the shards on the first call), or
+  /// the error naming the shard that could not be reached or refused the init.
+  caf::expected<worker_client> worker();
+
+  /// A worker task: tells every ps task that this worker is done.
+  caf::error finish();
+
+  /// The current values of every shard (after worker()), flat in model order.
   caf::expected<std::vector<float>> snapshot();
 
   struct impl;

@@ -332,3 +332,26 @@ TEST_CASE("sync: a reply's newest_clock counts only gradients already applied") 
                 caf::after(timeout) >> [] { FAIL("not released"); });
   CHECK(newest == 0);  // the mean of clock 0 is in
 }
+
+TEST_CASE("an init identical to the installed one changes nothing, a different one is refused") {
+  // Without a chief every worker of a user's own loop sends the same init (ps.hpp task_cluster).
+  shard_fixture f(tiny_spec(consistency::sync, 1));
+  auto after_one = f.push_pull(f.push_of(0, 0, 1.0f));
+  REQUIRE(after_one);
+  auto init_with = [&](const std::vector<float>& values) {
+    std::vector<float> part(f.layout.shard_floats(0));
+    f.layout.gather(0, values.data(), part.data());
+    caf::error err;
+    (*f.self)->request(f.shard, timeout, init_atom::value,
+                       encode_shard_init(f.spec, 0, f.layout, part.data()))
+      .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+    return err;
+  };
+  CHECK(!init_with(f.initial));           // the same bytes: acknowledged ...
+  CHECK(f.snapshot() == *after_one);      // ... and the update of clock 0 is still there
+  auto other = f.initial;
+  other[0] += 1;
+  CHECK(code_of(init_with(other)) == errc::invalid_spec);
+  CHECK(f.snapshot() == *after_one);
+  CHECK(f.stats().dropped == 1);
+}

@@ -25,15 +25,20 @@ const host_port& cluster_spec::address(const task_id& task) const {
   return list[task.index];
 }
 
-void cluster_spec::validate(const std::string& source) const {
+void cluster_spec::validate(const std::string& source, loop_owner owner) const {
   for (const auto& [type, list] : jobs)
     if (std::find(task_types().begin(), task_types().end(), type) == task_types().end())
       throw cluster_error(source + ": unknown job type '" + type
                           + "' (chief, ps, worker or evaluator)");
-  if (count("chief") != 1) throw cluster_error(source + ": the cluster needs exactly one chief");
+  if (owner == loop_owner::runtime) {
+    if (count("chief") != 1) throw cluster_error(source + ": the cluster needs exactly one chief");
+    if (count("evaluator") > 1) throw cluster_error(source + ": at most one evaluator is supported");
+  } else if (count("chief") + count("evaluator") > 0) {
+    throw cluster_error(source + ": a loop of your own has ps and worker tasks only (no chief "
+                                 "or evaluator)");
+  }
   if (count("ps") < 1) throw cluster_error(source + ": the cluster needs at least one ps task");
   if (count("worker") < 1) throw cluster_error(source + ": the cluster needs at least one worker");
-  if (count("evaluator") > 1) throw cluster_error(source + ": at most one evaluator is supported");
   std::map<std::string, std::string> seen;
   for (const auto& [type, list] : jobs)
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -45,7 +50,7 @@ void cluster_spec::validate(const std::string& source) const {
     }
 }
 
-tf_config parse_tf_config(const std::string& text, const std::string& source) {
+tf_config parse_tf_config(const std::string& text, const std::string& source, loop_owner owner) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
@@ -64,7 +69,7 @@ tf_config parse_tf_config(const std::string& text, const std::string& source) {
       out.push_back(parse_address(list[i].get<std::string>(), where));
     }
   }
-  cfg.cluster.validate(source);
+  cfg.cluster.validate(source, owner);
   if (doc.contains("task")) {
     const auto& t = doc["task"];
     if (!t.is_object() || !t.contains("type") || !t["type"].is_string() || !t.contains("index")

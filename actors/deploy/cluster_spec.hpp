@@ -23,6 +23,11 @@ struct task_id {
   std::string text() const { return type + ":" + std::to_string(index); }
 };
 
+/// Who owns the training loop decides the tasks a cluster has: the runtime's loop needs a chief
+/// (and may have an evaluator); a user-owned loop (ps.hpp's task_cluster) has ps and worker
+/// tasks only.
+enum class loop_owner { runtime, user };
+
 class cluster_spec {
 public:
   /// Tasks of a job type, in index order (empty for a type the cluster lacks).
@@ -31,9 +36,10 @@ public:
   /// The address of a task; throws cluster_error for an unknown type or an index out of range.
   const host_port& address(const task_id& task) const;
 
-  /// Exactly one chief, at least one ps and one worker, at most one evaluator, known job types,
-  /// valid host:port entries, no address used twice. Throws cluster_error.
-  void validate(const std::string& source) const;
+  /// At least one ps and one worker; for the runtime's loop exactly one chief and at most one
+  /// evaluator, for a user's loop neither; known job types, no address used twice. Throws
+  /// cluster_error.
+  void validate(const std::string& source, loop_owner owner = loop_owner::runtime) const;
 
   std::map<std::string, std::vector<host_port>> jobs;
 };
@@ -44,7 +50,8 @@ struct tf_config {
 };
 
 /// Parses TF_CONFIG JSON; `source` (a file name, or "TF_CONFIG") goes into every error.
-tf_config parse_tf_config(const std::string& json, const std::string& source);
+tf_config parse_tf_config(const std::string& json, const std::string& source,
+                          loop_owner owner = loop_owner::runtime);
 
 /// Reads and parses a TF_CONFIG-style file.
 tf_config read_tf_config_file(const std::string& path);

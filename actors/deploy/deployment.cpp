@@ -91,22 +91,40 @@ void configure_task_system(caf::actor_system_config& cfg, const deployment_optio
   configure_system(cfg, opts.scheduler_threads, opts.network);
 }
 
+namespace {
+
+struct hosted_shard {
+  ps_shard_actor shard;
+  ps_task_actor task;
+  std::unique_ptr<shard_link_server> links;  // listens as long as this lives
+};
+
+/// Spawns shard `index` and its ps task, with the data link listening on a free port of the
+/// task's own host address (the ps task tells clients which, remote_shard.hpp).
+caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
+                                       int32_t index, int32_t finish_after) {
+  auto name = task_id{"ps", index}.text();
+  auto links = shard_link_server::listen(cluster.address({"ps", index}).host, 0,
+                                         [name](const std::string& line) { log_line(name, line); });
+  if (!links) return links.error();
+  auto shard = spawn_ps_shard(sys, index);
+  (*links)->serve(sys, shard, index);
+  auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name(), finish_after});
+  return hosted_shard{shard, task, std::move(*links)};
+}
+
+} // namespace
+
 int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
   if (opts.task.type == "ps") {
-    // The data link listens on a free port of the task's own host address; the published ps
-    // task tells clients which, and hands them the shard (remote_shard.hpp).
-    auto name = opts.task.text();
-    auto links = shard_link_server::listen(opts.cluster.address(opts.task).host, 0,
-                                           [name](const std::string& line) { log_line(name, line); });
-    if (!links) {
-      log_line(name, describe(links.error()));
+    auto hosted = host_shard(sys, opts.cluster, index, 0);
+    if (!hosted) {
+      log_line(opts.task.text(), describe(hosted.error()));
       return 2;
     }
-    auto shard = spawn_ps_shard(sys, index);
-    (*links)->serve(sys, shard, index);
-    auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name()});
-    return serve(sys, opts, task, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
+    auto shard = hosted->shard;
+    return serve(sys, opts, hosted->task, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
     });
   }
@@ -114,6 +132,29 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
   return serve(sys, opts, node, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
     return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
   });
+}
+
+int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster, int32_t index) {
+  auto name = task_id{"ps", index}.text();
+  auto workers = static_cast<int32_t>(cluster.count("worker"));
+  auto hosted = host_shard(sys, cluster, index, workers);
+  if (!hosted) {
+    log_line(name, describe(hosted.error()));
+    return 2;
+  }
+  caf::scoped_actor self{sys};
+  self->monitor(hosted->task);
+  if (auto port = publish_on(sys, hosted->task, cluster.address({"ps", index}), name); !port) {
+    log_line(name, describe(port.error()));
+    self->send_exit(hosted->shard, caf::exit_reason::user_shutdown);
+    return 2;
+  }
+  int status = 0;
+  self->receive([&](caf::down_msg& dm) {
+    status = is_orderly(dm.reason) ? 0 : 1;
+    if (status) log_line(name, "stopped: " + describe(dm.reason));
+  });
+  return status;
 }
 
 caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg) {

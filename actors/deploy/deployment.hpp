@@ -39,6 +39,11 @@ void configure_task_system(caf::actor_system_config& cfg, const deployment_optio
 /// can wait forever (CAF 0.17); apps/cluster_commands.cpp ends the process without doing so.
 int run_task(caf::actor_system& sys, const deployment_options& opts);
 
+/// Hosts shard `index` of a loop of the user's own (ps.hpp's task_cluster): publishes its ps
+/// task on the cluster's address for ps:index and returns once every worker of the cluster has
+/// said done (0), or 2 when the task cannot listen there. The same CAF 0.17 caveat as run_task.
+int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster, int32_t index);
+
 /// Runs the chief task: publishes the chief, waits up to the connect timeout for every task to
 /// join, trains, and stops every task. Returns the summary or the error that ended the run.
 caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg);

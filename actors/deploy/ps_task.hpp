@@ -2,7 +2,8 @@
 // worker or evaluator connecting to the process asks it for the shard the process hosts and
 // where the process's data link listens (remote_shard.hpp): placement is deployment's
 // knowledge, so the shard itself keeps to the algorithm. It stops when the shard does, with
-// the shard's reason, taking the published address with it.
+// the shard's reason, taking the published address with it. Without a chief (a loop of the
+// user's own) it also counts the workers that said done and stops the shard after the last.
 #pragma once
 
 #include "actors/protocol/messages.hpp"
@@ -18,6 +19,9 @@ struct ps_task_config {
   ps_shard_actor shard;       ///< the shard this process hosts
   uint16_t link_port = 0;     ///< the data link's TCP port; 0: none (everything over CAF)
   std::string link_name;      ///< the data link's local socket; "": none (TCP only)
+  /// A loop of the user's own: the shard stops (normally) once workers 0..finish_after-1 have
+  /// each said done. 0: the chief of a runtime-owned run stops it.
+  int32_t finish_after = 0;
 };
 
 ps_task_actor spawn_ps_task(caf::actor_system& sys, ps_task_config cfg);

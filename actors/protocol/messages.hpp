@@ -172,7 +172,10 @@ using ps_task_actor = caf::typed_actor<
   // (link) -> where the data link for pulls, push_pulls and snapshots listens
   // (remote_shard.hpp): a TCP port on the task's host (0: none, everything goes over CAF, as in
   // one process) and the name of a local socket for clients on the same host ("": none).
-  caf::replies_to<link_atom>::with<uint16_t, std::string>>;
+  caf::replies_to<link_atom>::with<uint16_t, std::string>,
+  // (done, worker) -> ok: in a loop of the user's own (ps.hpp's task_cluster), worker `worker`
+  // has finished; the task stops its shard once every worker has.
+  caf::replies_to<done_atom, int32_t>::with<caf::ok_atom>>;
 
 /// Disk work for checkpoints (actors/checkpoint_io.hpp).
 using checkpoint_io_actor = caf::typed_actor<

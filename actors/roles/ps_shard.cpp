@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <memory>
 
 namespace actorps {
@@ -80,6 +81,7 @@ struct ps_shard_state {
 
   shard_stats stats;
   reply_cache cache;
+  std::size_t init_digest = 0;      // of the init message installed (0: none, or restored)
 
   bool initialized() const { return layout != nullptr; }
   std::string who() const { return "ps:" + std::to_string(shard); }
@@ -360,8 +362,23 @@ caf::expected<std::unique_ptr<block_layout>> layout_for(const ps_shard_state& st
 
 // --- handlers, one per message --------------------------------------------------------------
 
+/// The init's bytes, hashed: the workers of a loop of the user's own each send the same init.
+std::size_t digest_of(const wire_buffer& buf) {
+  return std::hash<std::string_view>{}(
+    std::string_view(reinterpret_cast<const char*>(buf.bytes()), buf.size_bytes()));
+}
+
+/// Installs a fresh run. Without a chief, every worker of a loop of the user's own sends the
+/// same init so that none waits for another: an init identical to the installed one is
+/// acknowledged and changes nothing, a different one is refused (it would wipe the run).
 caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   auto& st = self->state;
+  auto digest = digest_of(buf);
+  if (st.initialized()) {
+    if (digest == st.init_digest) return caf::ok_atom::value;
+    return drop(st, "init", make_error(errc::invalid_spec, "the shard already serves another "
+                                                            "run's init"));
+  }
   auto init = decode_shard_init(buf);
   if (!init) return drop(st, "init", init.error());
   if (init->shard != st.shard)
@@ -390,6 +407,7 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   st.stats.shard = st.shard;
   install(st, init->spec, std::move(*layout), std::move(params), std::move(opt), 0, -1, {},
           make_error(errc::not_initialized, "shard re-initialised"));
+  st.init_digest = digest;
   return caf::ok_atom::value;
 }
 
@@ -417,6 +435,7 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
   install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt), saved->clock,
           saved->newest_clock, std::move(incarnations),
           make_error(errc::rolled_back, "restored to clock " + std::to_string(saved->clock)));
+  st.init_digest = 0;  // no init matches a restored state
   log_line(st.who(), "restored to the checkpoint at clock " + std::to_string(saved->clock));
   return caf::ok_atom::value;
 }

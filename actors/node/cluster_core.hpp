@@ -1,0 +1,45 @@
+// What local_cluster and task_cluster (actors/ps.hpp) share with the worker clients they hand
+// out: the actor system, the run's spec and block layout, and one handle per shard — the shard
+// itself in one process, a proxy over the data link to a shard in another (remote_shard.hpp).
+// Private to actors/node.
+#pragma once
+
+#include "actors/ps.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace actorps::detail {
+
+struct cluster_core {
+  caf::actor_system_config cfg;  // before sys: the system keeps a reference to it
+  std::unique_ptr<caf::actor_system> sys;
+  cluster_options opts;
+  train_spec spec;
+  std::unique_ptr<block_layout> layout;
+  std::vector<ps_shard_actor> shards;
+  std::function<void()> stop;  // ends what the core started (shards, or proxies to them)
+
+  ~cluster_core() {
+    if (stop) stop();
+  }
+};
+
+/// The spec shards of a user-driven run get: the model and the options (a learning rate of 0
+/// becomes the optimizer's default).
+train_spec user_loop_spec(const model_spec& model, const cluster_options& opts);
+
+/// Sends every shard its part of the model's initial values; the first refusal, naming its shard.
+caf::error init_shards(cluster_core& core);
+
+/// The current values of every shard, flat in model order.
+caf::expected<std::vector<float>> snapshot_shards(cluster_core& core);
+
+/// The client of worker `w`: an actor of core.sys that talks to core.shards.
+worker_client make_worker_client(std::shared_ptr<cluster_core> core, int32_t w);
+
+} // namespace actorps::detail

@@ -1,0 +1,105 @@
+// task_cluster (actors/ps.hpp): one process's task in a cluster of processes running a loop of
+// the user's own. A ps task hosts its shard (deployment.hpp's serve_shard_of_own_loop); a worker
+// task connects to every shard over the data link and initialises it — every worker sends the
+// same init and a shard keeps the first, so no task waits for another and none coordinates.
+#include "actors/node/cluster_core.hpp"
+
+#include "actors/deploy/cluster_spec.hpp"
+#include "actors/deploy/deployment.hpp"
+#include "actors/net/connect.hpp"
+#include "actors/net/remote_shard.hpp"
+#include "actors/protocol/system_config.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+namespace actorps {
+
+struct task_cluster::impl {
+  cluster_spec cluster;
+  task_id task;
+  std::shared_ptr<detail::cluster_core> core;
+  bool connected = false;  // a worker: its shards connected and initialised
+};
+
+task_cluster::task_cluster(const std::string& tf_config, const model_spec& model,
+                           cluster_options opts)
+  : impl_(std::make_shared<impl>()) {
+  auto& im = *impl_;
+  try {
+    auto cfg = parse_tf_config(tf_config, "TF_CONFIG", loop_owner::user);
+    if (!cfg.task) throw cluster_error("TF_CONFIG: no \"task\": which task is this process?");
+    im.cluster = std::move(cfg.cluster);
+    im.task = *cfg.task;
+  } catch (const cluster_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  opts.ps = im.cluster.count("ps");
+  opts.workers = im.cluster.count("worker");
+  im.core = std::make_shared<detail::cluster_core>();
+  auto& core = *im.core;
+  core.opts = opts;
+  core.spec = detail::user_loop_spec(model, opts);
+  core.layout = std::make_unique<block_layout>(core.spec);  // throws for an invalid model
+  configure_system(core.cfg, 0, network_settings{});
+  core.sys = std::make_unique<caf::actor_system>(core.cfg);
+}
+
+task_cluster::~task_cluster() = default;
+
+bool task_cluster::is_ps() const { return impl_->task.type == "ps"; }
+int task_cluster::index() const { return impl_->task.index; }
+int task_cluster::workers() const { return impl_->core->opts.workers; }
+std::size_t task_cluster::total_floats() const { return impl_->core->layout->total_floats(); }
+
+int task_cluster::serve() {
+  if (!is_ps()) throw std::logic_error("serve() is for a ps task; this is " + impl_->task.text());
+  return serve_shard_of_own_loop(*impl_->core->sys, impl_->cluster, impl_->task.index);
+}
+
+caf::expected<worker_client> task_cluster::worker() {
+  auto& im = *impl_;
+  if (is_ps()) throw std::logic_error("worker() is for a worker task; this is " + im.task.text());
+  auto& core = *im.core;
+  if (!im.connected) {
+    std::vector<remote_shard> remote;
+    for (int s = 0; s < core.opts.ps; ++s) {
+      auto shard = connect_shard(*core.sys, im.cluster.address({"ps", s}), s, core.opts.timeout,
+                                 core.opts.timeout);
+      if (!shard) return shard.error();
+      core.shards.push_back(shard->handle);
+      remote.push_back(*shard);
+    }
+    core.stop = [remote] {
+      for (auto& r : remote) r.close();
+    };
+    if (auto err = detail::init_shards(core)) return err;
+    im.connected = true;
+  }
+  return detail::make_worker_client(im.core, static_cast<int32_t>(im.task.index));
+}
+
+caf::error task_cluster::finish() {
+  auto& im = *impl_;
+  if (is_ps()) throw std::logic_error("finish() is for a worker task; this is " + im.task.text());
+  auto& sys = *im.core->sys;
+  caf::scoped_actor self{sys};
+  for (int s = 0; s < im.core->opts.ps; ++s) {
+    auto addr = im.cluster.address({"ps", s});
+    auto task = connect_to<ps_task_actor>(sys, addr, im.core->opts.timeout);
+    if (!task) return task.error();
+    caf::error failed;
+    self->request(*task, im.core->opts.timeout, done_atom::value,
+                  static_cast<int32_t>(im.task.index))
+      .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
+    if (failed) return failed;
+  }
+  return {};
+}
+
+caf::expected<std::vector<float>> task_cluster::snapshot() {
+  if (!impl_->connected) return caf::make_error(caf::sec::runtime_error, "not connected: call worker() first");
+  return detail::snapshot_shards(*impl_->core);
+}
+
+} // namespace actorps
