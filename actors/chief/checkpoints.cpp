@@ -35,11 +35,11 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
 void checkpoint_over(self_ptr self) {
   auto& st = self->state;
   st.checkpoint_in_flight = false;
-  if (st.after_checkpoint) {
-    auto next = std::move(st.after_checkpoint);
-    st.after_checkpoint = nullptr;
-    next();
-  }
+  maybe_checkpoint(self);  // one that came due while this one was being written, first
+  if (st.checkpoint_in_flight || !st.after_checkpoint) return;
+  auto next = std::move(st.after_checkpoint);
+  st.after_checkpoint = nullptr;
+  next();
 }
 
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
@@ -108,10 +108,16 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
 void maybe_checkpoint(self_ptr self) {
   auto& st = self->state;
   auto every = st.cfg.checkpoints.every;
-  if (!st.io || every <= 0 || st.checkpoint_in_flight) return;
-  auto global = st.global_clock();
-  if (global < st.next_checkpoint || global >= st.cfg.steps) return;  // the last one: at the end
-  auto clock = global / every * every;  // the newest the shards may still hold
+  auto running = st.phase == run_phase::training || st.phase == run_phase::finishing;
+  if (!st.io || every <= 0 || st.checkpoint_in_flight || !running) return;
+  auto global = std::min(st.global_clock(), st.cfg.steps);
+  if (global < st.next_checkpoint) return;
+  // The shards keep their state at the two newest checkpoint clocks they reached: take the
+  // oldest one not written yet that they still hold, so that a checkpoint that came due while
+  // another was being written is not skipped. The run's last clock is final_checkpoint's.
+  auto newest = global / every * every;
+  auto clock = std::max(st.next_checkpoint, newest - every);
+  if (clock >= st.cfg.steps) return;
   st.next_checkpoint = clock + every;
   take_checkpoint(self, clock, [] {});
 }
