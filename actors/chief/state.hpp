@@ -5,7 +5,7 @@
 #pragma once
 
 #include "actors/chief/chief.hpp"
-#include "actors/chief/fan_out.hpp"
+#include "actors/protocol/fan_out.hpp"
 #include "actors/chief/metrics.hpp"
 
 #include <caf/all.hpp>

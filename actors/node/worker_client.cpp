@@ -1,7 +1,9 @@
 // worker_client (actors/ps.hpp): a user's loop talking to the shards. Each client owns a small
-// actor that sends the requests, scatters each shard's reply into the caller's buffer and fulfils
-// the ticket's promise once every shard has answered; the caller's thread blocks only in wait.
+// actor that asks every shard, and once all have answered scatters their replies into the
+// caller's buffer and fulfils the ticket's promise; the caller's thread blocks only in wait.
 #include "actors/node/cluster_core.hpp"
+
+#include "actors/protocol/fan_out.hpp"
 
 #include <caf/all.hpp>
 
@@ -49,12 +51,22 @@ struct worker_client::impl {
 
 namespace {
 
-/// One call in flight: replies still missing and what arrived so far.
-struct call_progress {
-  std::size_t awaiting;
-  call_result result;
-  bool finished = false;
-};
+/// What the shards' replies to one call say together: the staleness (the largest over shards)
+/// and the newest clock included (the smallest); each reply is scattered into `out`.
+call_result combine(const std::vector<wire_buffer>& replies, const block_layout& layout,
+                    int64_t target, float* out) {
+  call_result r;
+  for (std::size_t s = 0; s < replies.size(); ++s) {
+    auto view = scatter_shard_parameters(replies[s], layout, out);
+    if (!view) {
+      r.err = view.error();
+      return r;
+    }
+    r.staleness = std::max(r.staleness, target - view->min_clock);
+    r.newest_clock = s == 0 ? view->newest_clock : std::min(r.newest_clock, view->newest_clock);
+  }
+  return r;
+}
 
 caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster_core> cluster,
                            int32_t worker) {
@@ -62,39 +74,21 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
     [=](const client_call& call) {
       const auto& shards = cluster->shards;
       const auto& layout = *cluster->layout;
-      auto progress = std::make_shared<call_progress>(call_progress{shards.size(), {}});
       const auto target = call.push ? call.clock + 1 : call.clock;
-      auto finish = [progress, done = call.done] {
-        progress->finished = true;
-        done->set_value(std::move(progress->result));
-      };
-      for (std::size_t s = 0; s < shards.size(); ++s) {
-        auto on_reply = [=, out = call.out](const wire_buffer& reply) {
-          if (progress->finished) return;
-          auto view = scatter_shard_parameters(reply, layout, out);
-          if (!view) {
-            progress->result.err = view.error();
-            return finish();
-          }
-          auto& r = progress->result;
-          r.staleness = std::max(r.staleness, target - view->min_clock);
-          r.newest_clock = s == 0 ? view->newest_clock : std::min(r.newest_clock,
-                                                                  view->newest_clock);
-          if (--progress->awaiting == 0) finish();
-        };
-        auto on_error = [=](caf::error& err) {
-          if (progress->finished) return;
-          progress->result.err = std::move(err);
-          finish();
-        };
-        if (call.push)
-          self->request(shards[s], cluster->opts.timeout, push_pull_atom::value,
-                        encode_push(worker, call.clock, static_cast<int32_t>(s), layout, call.grad))
-            .then(on_reply, on_error);
-        else
-          self->request(shards[s], cluster->opts.timeout, pull_atom::value, worker, call.clock)
-            .then(on_reply, on_error);
-      }
+      ask_each<wire_buffer>(
+        shards.size(),
+        [&](std::size_t s) {
+          if (call.push)
+            return self->request(shards[s], cluster->opts.timeout, push_pull_atom::value,
+                                 encode_push(worker, call.clock, static_cast<int32_t>(s), layout,
+                                             call.grad));
+          return self->request(shards[s], cluster->opts.timeout, pull_atom::value, worker,
+                               call.clock);
+        },
+        [=, out = call.out, done = call.done](std::vector<wire_buffer> replies) {
+          done->set_value(combine(replies, *cluster->layout, target, out));
+        },
+        [done = call.done](caf::error& err) { done->set_value(call_result{err}); });
     },
   };
 }

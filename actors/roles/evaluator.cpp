@@ -1,10 +1,14 @@
 #include "actors/roles/evaluator.hpp"
 
+#include "actors/protocol/fan_out.hpp"
+
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
 #include "kernels/denormals.hpp"
 
 #include <caf/all.hpp>
+
+#include <memory>
 
 namespace actorps {
 
@@ -21,25 +25,24 @@ struct evaluator_state {
 
 using self_ptr = evaluator_actor::stateful_pointer<evaluator_state>;
 
-struct pending_eval {
-  int64_t clock;
-  std::size_t awaiting;
-  bool failed = false;
-  caf::timestamp started;
-  caf::typed_response_promise<eval_report> promise;
-};
-
-void finish(self_ptr self, pending_eval& job) {
+/// Evaluates the parameters of the snapshots (one per shard) taken for `clock`.
+eval_report evaluate_snapshots(self_ptr self, int64_t clock, const std::vector<wire_buffer>& snaps,
+                               caf::timestamp started, caf::error& failed) {
   auto& st = self->state;
-  auto metrics = st.model->evaluate(st.params.data());
   eval_report report;
-  report.clock = job.clock;
+  for (const auto& snap : snaps)
+    if (auto msg = scatter_shard_parameters(snap, *st.layout, st.params.data()); !msg) {
+      log_line("evaluator", "bad snapshot: " + describe(msg.error()));
+      failed = msg.error();
+      return report;
+    }
+  auto metrics = st.model->evaluate(st.params.data());
+  report.clock = clock;
   report.test_rows = metrics.rows;
   report.test_accuracy = metrics.accuracy;
   report.test_loss = metrics.loss;
-  report.eval_seconds =
-    std::chrono::duration<double>(caf::make_timestamp() - job.started).count();
-  job.promise.deliver(report);
+  report.eval_seconds = std::chrono::duration<double>(caf::make_timestamp() - started).count();
+  return report;
 }
 
 evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
@@ -57,30 +60,25 @@ evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
         }
         st.params.assign(st.layout->total_floats(), 0.0f);
       }
-      auto job = std::make_shared<pending_eval>(pending_eval{
-        clock, st.cfg.shards.size(), false, caf::make_timestamp(),
-        self->make_response_promise<eval_report>()});
-      for (auto& shard : st.cfg.shards)
-        self->request(shard, st.cfg.request_timeout, snapshot_atom::value)
-          .then(
-            [=](const wire_buffer& snap) {
-              if (job->failed) return;
-              auto msg = scatter_shard_parameters(snap, *self->state.layout,
-                                                  self->state.params.data());
-              if (!msg) {
-                job->failed = true;
-                log_line("evaluator", "bad snapshot: " + describe(msg.error()));
-                job->promise.deliver(msg.error());
-                return;
-              }
-              if (--job->awaiting == 0) finish(self, *job);
-            },
-            [=](caf::error& err) {
-              if (job->failed) return;
-              job->failed = true;
-              job->promise.deliver(err);
-            });
-      return job->promise;
+      // shared: the fan-out's callbacks are const, and delivering is not
+      auto promise = std::make_shared<caf::typed_response_promise<eval_report>>(
+        self->make_response_promise<eval_report>());
+      auto started = caf::make_timestamp();
+      ask_each<wire_buffer>(
+        st.cfg.shards.size(),
+        [&](std::size_t s) {
+          return self->request(st.cfg.shards[s], st.cfg.request_timeout, snapshot_atom::value);
+        },
+        [=](std::vector<wire_buffer> snaps) {
+          caf::error failed;
+          auto report = evaluate_snapshots(self, clock, snaps, started, failed);
+          if (failed)
+            promise->deliver(failed);
+          else
+            promise->deliver(report);
+        },
+        [=](caf::error& err) { promise->deliver(err); });
+      return *promise;
     },
   };
 }

@@ -1,6 +1,7 @@
-// The chief's one fan-out: "ask every shard, collect the replies in shard order, fail on the
-// first error" (initialising, checkpointing, restoring, re-admitting a worker, the summary), and
-// its fan-in twin for callbacks: "start every role, go on once all have".
+// The one fan-out: "ask every shard, collect the replies in shard order, fail on the first
+// error" (the chief initialising, checkpointing, restoring, re-admitting a worker, summing up;
+// the evaluator's snapshots; a user's worker_client), and its fan-in twin for callbacks: "start
+// every role, go on once all have".
 #pragma once
 
 #include <caf/error.hpp>
@@ -11,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace actorps::chief_detail {
+namespace actorps {
 
 template <class Reply>
 struct gathered_replies {
@@ -68,4 +69,4 @@ inline std::function<void()> after_all(std::size_t count, std::function<void()> 
   };
 }
 
-} // namespace actorps::chief_detail
+} // namespace actorps
