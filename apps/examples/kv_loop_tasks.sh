@@ -6,7 +6,8 @@ set -euo pipefail
 bin=$1
 dir=$(mktemp -d)
 pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
+# each pid is a `timeout` wrapper: its child, the task, goes first
+trap 'for p in "${pids[@]}"; do pkill -9 -P "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   for f in "$dir"/*.log; do echo "--- $(basename "$f")" >&2; tail -n 20 "$f" >&2; done
