@@ -27,18 +27,25 @@
 //    The same loop runs as one process per task: task_cluster reads TF_CONFIG; its ps tasks
 //    serve() a shard, its worker tasks get their client from worker().
 //
+// A runtime-owned run spreads over processes the same way: the chief task calls
+// train_cluster(), every other task serve_task() (on the same deployment code as the
+// `actorps chief|ps|worker|evaluator` commands).
+//
 // Errors are values (caf::expected / caf::error with actorps' codes, errors.hpp); nothing here
 // ends the process.
 #pragma once
 
+#include "actors/deploy/cluster_spec.hpp"
 #include "actors/model/plugin.hpp"
 #include "actors/model/registry.hpp"
+#include "actors/protocol/data_source.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/protocol/model_spec.hpp"
 
 #include <caf/expected.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,6 +84,38 @@ caf::expected<run_summary> train(const train_options& opts);
 /// The final parameters of a summary, flat in model order (every tensor of `model`).
 caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
                                                    const train_options& opts);
+
+// --- the runtime owns the loop, one process per task (TF_CONFIG) --------------------------
+
+/// How a task process talks to its peers.
+struct task_options {
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};  ///< retrying peers
+  std::chrono::milliseconds heartbeat{500};      ///< between processes
+  std::chrono::milliseconds peer_timeout{4000};  ///< silence after which a peer is lost
+  int threads = 0;                               ///< CAF scheduler threads (0: one per core)
+};
+
+/// The task TF_CONFIG names for this process ({"type": "chief", "index": 0}), or the error
+/// naming what is wrong with TF_CONFIG.
+caf::expected<task_id> task_of(const std::string& tf_config);
+
+/// This process is the ps, worker or evaluator task that TF_CONFIG names
+///   {"cluster": {"chief": [...], "ps": [...], "worker": [...], "evaluator": [...]},
+///    "task": {"type": "worker", "index": 0}}
+/// and serves until the chief ends the run. Returns the task's exit status: 0 the run ended,
+/// 1 the chief was lost or unreachable, 2 it could not start (a bad TF_CONFIG, its port in
+/// use: logged). The model plug-in the chief names must be registered in this process too.
+///
+/// CAF 0.17: destroying the actor system of a task whose peers have gone may wait for them
+/// forever, so this one is left to the end of the process: end it with std::_Exit(status).
+int serve_task(const std::string& tf_config, const task_options& task = {});
+
+/// This process is the chief of the TF_CONFIG cluster: trains with `opts` (ps and workers
+/// must agree with the cluster, or be left at their defaults) on the data `data` describes,
+/// which every worker and the evaluator load themselves (opts.train and opts.test are not
+/// used). Returns the summary once every task has stopped, or the error that ended the run.
+caf::expected<run_summary> train_cluster(const std::string& tf_config, train_options opts,
+                                         const data_source& data, const task_options& task = {});
 
 // --- you own the loop ---------------------------------------------------------------------
 

@@ -1,7 +1,5 @@
 // train(): a whole run in this process, the runtime owning the loop (actors/ps.hpp).
-#include "actors/ps.hpp"
-
-#include "actors/deploy/simulation.hpp"
+#include "actors/node/plan_run.hpp"
 
 #include <cmath>
 
@@ -41,20 +39,19 @@ caf::expected<std::unique_ptr<model_plugin>> plugin_of(const train_options& o) {
 
 } // namespace
 
-caf::expected<run_summary> train(const train_options& o) {
+namespace detail {
+
+caf::expected<simulation_options> plan_run(const train_options& o, int64_t train_rows, int cols,
+                                           int classes) {
   auto model = plugin_of(o);
   if (!model) return model.error();
   auto spec = spec_of(o, **model);
   if (!spec) return spec.error();
-  if (!o.train || !o.test) return bad_option("train and test data are both needed");
-  if (o.train->rows < 1 || o.test->rows < 1) return bad_option("a data split has no rows");
-  if (o.test->cols != o.train->cols) return bad_option("train and test have different widths");
-  const int classes = std::max(o.train->classes, o.test->classes);
-  if (auto why = (*model)->check_data(o.train->cols, classes); !why.empty())
+  if (auto why = (*model)->check_data(cols, classes); !why.empty())
     return bad_option(o.model + " does not fit the data: " + why);
   if (o.batch < 1) return bad_option("batch must be at least 1");
   // Epochs count the rows really there: each worker's shard in whole batches.
-  const int64_t per_epoch = data_shard::rows_of(o.train->rows, 0, o.workers) / o.batch;
+  const int64_t per_epoch = data_shard::rows_of(train_rows, 0, o.workers) / o.batch;
   if (per_epoch < 1) return bad_option("batch is larger than a worker's shard of the data");
   if (o.steps < 0 || !(o.epochs > 0) || !std::isfinite(o.epochs))
     return bad_option("epochs must be positive (or steps > 0)");
@@ -66,9 +63,7 @@ caf::expected<run_summary> train(const train_options& o) {
                         : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
   c.eval_every = o.eval_every;
-  c.train = o.train;
-  c.test = o.test;
-  c.train_rows = o.train->rows;
+  c.train_rows = train_rows;
   c.progress = o.progress;
   try {
     c.metrics = std::make_shared<metrics_file>(o.metrics);
@@ -76,7 +71,21 @@ caf::expected<run_summary> train(const train_options& o) {
     return bad_option(std::string("metrics: ") + e.what());
   }
   sim.scheduler_threads = o.threads;
-  return simulate(std::move(sim));
+  return sim;
+}
+
+} // namespace detail
+
+caf::expected<run_summary> train(const train_options& o) {
+  if (!o.train || !o.test) return bad_option("train and test data are both needed");
+  if (o.train->rows < 1 || o.test->rows < 1) return bad_option("a data split has no rows");
+  if (o.test->cols != o.train->cols) return bad_option("train and test have different widths");
+  auto sim = detail::plan_run(o, o.train->rows, o.train->cols,
+                              std::max(o.train->classes, o.test->classes));
+  if (!sim) return sim.error();
+  sim->chief.train = o.train;
+  sim->chief.test = o.test;
+  return simulate(std::move(*sim));
 }
 
 caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
