@@ -83,7 +83,8 @@ std::vector<float> planted_weights(const planted_libsvm_spec& spec) {
 class text_sink {
 public:
   text_sink(const std::string& path, bool gzip) : path_(path) {
-    if (gzip) gz_ = gzopen(path.c_str(), "wb6");
+    // Level 1: a fifth of the time of gzip's default level 6 for files a quarter larger.
+    if (gzip) gz_ = gzopen(path.c_str(), "wb1");
     else plain_ = std::fopen(path.c_str(), "wb");
     if (!gz_ && !plain_) throw std::runtime_error(path + ": cannot be written");
     text_.reserve(chunk_bytes + 4096);
