@@ -116,7 +116,7 @@ libsvm_reader::libsvm_reader(const std::string& path, int part, int parts,
   }
 }
 
-bool libsvm_reader::mine(std::string_view data) {
+bool libsvm_reader::is_ours(std::string_view data) {
   if (data.empty()) return false;
   if (!lines_.compressed()) return true;  // the byte range already chose
   return data_lines_seen_++ % parts_ == part_;
@@ -128,7 +128,7 @@ size_t libsvm_reader::next_batch(size_t max_rows, sparse_batch& out) {
   std::string_view line;
   while (out.rows() < max_rows && lines_.next(line)) {
     const std::string_view data = data_of(line);
-    if (!mine(data)) continue;
+    if (!is_ours(data)) continue;
     line_fault fault = append_row(line, data, out);
     if (fault.what.empty()) continue;
     std::string message = path() + ":" + std::to_string(lines_.line_number()) + ":" +

@@ -70,7 +70,9 @@ public:
   const std::string& path() const { return lines_.path(); }
 
 private:
-  bool mine(std::string_view data);
+  /// Whether this part reads a line whose text without comment and blanks is `data` (never
+  /// when that is empty); for gzip it also counts the data line.
+  bool is_ours(std::string_view data);
 
   line_reader lines_;
   int part_, parts_;
