@@ -10,6 +10,7 @@
 #include "apps/gen_data/planted_libsvm.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "apps/bench/bench_scratch.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -32,22 +33,6 @@ struct options {
   planted_libsvm_spec spec;
   int repeats = 3;
   std::string dir;  ///< where the files go; empty: the system's temp directory
-};
-
-/// A fresh directory, removed with its files when the benchmark ends.
-struct scratch {
-  std::string path;
-  explicit scratch(const std::string& parent) {
-    const auto base = parent.empty() ? std::filesystem::temp_directory_path()
-                                     : std::filesystem::path(parent);
-    std::string tmpl = (base / "actorps_bench_libsvm_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a directory in " + tmpl);
-    path = tmpl;
-  }
-  ~scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
 };
 
 /// Rows and nonzeros one read of all `parts` parts of `file` gives, each part on its thread.
@@ -105,15 +90,9 @@ nlohmann::ordered_json time_reads(const std::string& file, int parts, const opti
       .json();
 }
 
-/// The 1-minute load average: on a busy machine the figures above are low and noisy.
-double load_average() {
-  double load = -1;
-  return getloadavg(&load, 1) == 1 ? load : -1;
-}
-
 int run(options o) {
   const double load_before = load_average();
-  scratch dir(o.dir);
+  bench_scratch_dir dir(o.dir, "actorps_bench_libsvm");
   o.spec.test_rows = 1;
   o.spec.gzip = false;
   const std::string plain = write_planted_libsvm(o.spec, dir.path).train_path;
