@@ -2,6 +2,7 @@
 #include "apps/cluster_commands.hpp"
 #include "apps/evaluate_command.hpp"
 #include "apps/export_command.hpp"
+#include "apps/gen_data_command.hpp"
 #include "apps/predict_command.hpp"
 #include "apps/simulate_command.hpp"
 
@@ -24,12 +25,14 @@ commands:
   predict     classify images with a model exported by --export-dir (one JSON line each)
   evaluate    an exported model's accuracy, loss and confusion matrix on a test split
   export      export a saved checkpoint as a model directory, as --export-dir does after a run
+  gen-data    write a seeded sparse binary problem as libsvm files (`gen-data libsvm --help`)
   version     print the version
 
 Examples:
   actorps simulate --ps 2 --workers 2 --mode ssp --staleness 2 --epochs 5 --metrics run.jsonl
   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5     (one process per task, loopback)
   actorps simulate --export-dir export && actorps predict --model export/1 --input images.idx
+  actorps gen-data libsvm --out data --rows 1000000 --features 1000000 --gzip
 )";
 
 } // namespace
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   if (command == "predict") return actorps::predict_command(args);
   if (command == "evaluate") return actorps::evaluate_command(args);
   if (command == "export") return actorps::export_command(args);
+  if (command == "gen-data") return actorps::gen_data_command(args);
   if (command == "version" || command == "--version") {
     std::printf("actorps %s\n", ACTORPS_VERSION);
     return 0;

@@ -1,9 +1,8 @@
 #include "actors/data/csv_dataset.hpp"
 
-#include "tests/scratch_dir.hpp"
+#include "tests/text_file_dir.hpp"
 
 #include <doctest/doctest.h>
-#include <zlib.h>
 
 #include <cstdio>
 #include <fstream>
@@ -16,26 +15,8 @@ using namespace actorps;
 
 namespace {
 
-struct csv_dir : test::scratch_dir {
-  csv_dir() : scratch_dir("actorps_csv") {}
-
-  /// Writes `text` to `name` in this directory as it is; returns the path.
-  std::string plain(const std::string& name, const std::string& text) const {
-    const std::string file = path + "/" + name;
-    std::ofstream(file, std::ios::binary) << text;
-    return file;
-  }
-
-  /// Writes `text` gzip-compressed to `name` in this directory; returns the path.
-  std::string gzip(const std::string& name, const std::string& text) const {
-    const std::string file = path + "/" + name;
-    gzFile f = gzopen(file.c_str(), "wb");
-    REQUIRE(f != nullptr);
-    REQUIRE(gzwrite(f, text.data(), static_cast<unsigned>(text.size())) ==
-            static_cast<int>(text.size()));
-    REQUIRE(gzclose(f) == Z_OK);
-    return file;
-  }
+struct csv_dir : test::text_file_dir {
+  csv_dir() : text_file_dir("actorps_csv") {}
 };
 
 /// What load_csv throws for `file`; fails the test when it throws nothing.

@@ -7,6 +7,7 @@
 #include "actors/data/csv_dataset.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "apps/bench/bench_scratch.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -30,22 +31,6 @@ namespace {
 struct options {
   int rows = 200000, cols = 20, repeats = 3;
   std::string dir;  ///< where the files go; empty: the system's temp directory
-};
-
-/// A fresh directory, removed with its files when the benchmark ends.
-struct scratch {
-  std::string path;
-  explicit scratch(const std::string& parent) {
-    const auto base = parent.empty() ? std::filesystem::temp_directory_path()
-                                     : std::filesystem::path(parent);
-    std::string tmpl = (base / "actorps_bench_csv_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a directory in " + tmpl);
-    path = tmpl;
-  }
-  ~scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
 };
 
 /// The generated table: what the files hold and what a read must give back.
@@ -123,15 +108,9 @@ nlohmann::ordered_json time_reads(const std::string& file, const dataset& expect
       .json();
 }
 
-/// The 1-minute load average: on a busy machine the figures above are low and noisy.
-double load_average() {
-  double load = -1;
-  return getloadavg(&load, 1) == 1 ? load : -1;
-}
-
 int run(const options& o) {
   const double load_before = load_average();
-  scratch dir(o.dir);
+  bench_scratch_dir dir(o.dir, "actorps_bench_csv");
   const std::string plain = dir.path + "/bench.csv", gz = plain + ".gz";
   const dataset expected = generate(o);
   const size_t text_bytes = write_files(expected, plain, gz);
