@@ -1,0 +1,275 @@
+#include "kernels/sparse/sparse_table.hpp"
+
+#include "kernels/splitmix64.hpp"
+
+#include <absl/container/flat_hash_set.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace actorps {
+
+namespace {
+
+constexpr uint32_t max_rows = std::numeric_limits<uint32_t>::max();
+
+/// A page is one allocation just under 256 KiB: large enough that the per-page pointer costs
+/// nothing, small enough that the one partly filled page wastes little; the 4 KiB below
+/// 256 KiB leave room for malloc's header so an mmap'd page is not rounded up a whole page.
+constexpr std::size_t page_bytes_target = 256 * 1024 - 4096;
+
+/// Bytes abseil 20220623 allocates for a flat_hash_map of this capacity: one control byte per
+/// slot plus a sentinel and Group::kWidth − 1 cloned bytes (16-wide SSE2 groups), rounded up to
+/// the slot alignment, then the slots.
+template <class Map>
+std::size_t map_bytes(const Map& map) {
+  const std::size_t capacity = map.capacity();
+  if (capacity == 0) return 0;
+  constexpr std::size_t slot_size = sizeof(typename Map::value_type);
+  constexpr std::size_t slot_align = alignof(typename Map::value_type);
+  const std::size_t control = (capacity + 1 + 15 + slot_align - 1) / slot_align * slot_align;
+  return control + capacity * slot_size;
+}
+
+/// Counters stop at their largest value rather than wrap to 0.
+uint32_t saturating_increment(uint32_t count) {
+  return count == std::numeric_limits<uint32_t>::max() ? count : count + 1;
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("sparse_table: " + what);
+}
+
+} // namespace
+
+std::optional<row_init> parse_row_init(const std::string& name) {
+  if (name == "zeros") return row_init::zeros;
+  if (name == "uniform") return row_init::uniform;
+  if (name == "normal") return row_init::normal;
+  return std::nullopt;
+}
+
+const char* to_string(row_init init) {
+  switch (init) {
+    case row_init::zeros: return "zeros";
+    case row_init::uniform: return "uniform";
+    case row_init::normal: return "normal";
+  }
+  return "unknown";
+}
+
+std::optional<std::size_t> find_duplicate(const uint64_t* keys, std::size_t n) {
+  absl::flat_hash_set<uint64_t> seen;
+  seen.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!seen.insert(keys[i]).second) return i;
+  }
+  return std::nullopt;
+}
+
+void initial_row_values(const sparse_table_config& cfg, uint64_t seed, uint32_t table,
+                        uint64_t key, float* out) {
+  const uint32_t dim = cfg.dim;
+  if (cfg.init == row_init::zeros) {
+    std::fill(out, out + dim, 0.0f);
+    return;
+  }
+  splitmix64 rng(splitmix64_mix(splitmix64_mix(splitmix64_mix(seed) ^ table) ^ key));
+  const double scale = cfg.scale;
+  if (cfg.init == row_init::uniform) {
+    for (uint32_t i = 0; i < dim; ++i) {
+      out[i] = static_cast<float>((2.0 * rng.next_unit() - 1.0) * scale);
+    }
+    return;
+  }
+  // Box–Muller, two values per pair of draws; u1 in (0, 1] keeps log finite.
+  constexpr double two_pi = 6.283185307179586476925286766559;
+  for (uint32_t i = 0; i < dim; i += 2) {
+    const double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1p-53;
+    const double u2 = static_cast<double>(rng.next() >> 11) * 0x1p-53;
+    const double radius = std::sqrt(-2.0 * std::log(u1)) * scale;
+    out[i] = static_cast<float>(radius * std::cos(two_pi * u2));
+    if (i + 1 < dim) out[i + 1] = static_cast<float>(radius * std::sin(two_pi * u2));
+  }
+}
+
+sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32_t table)
+  : cfg_(cfg), seed_(seed), table_(table) {
+  require(cfg.dim > 0, "dim must be at least 1");
+  require(std::isfinite(cfg.scale) && cfg.scale >= 0,
+          "scale must be finite and >= 0, got " + std::to_string(cfg.scale));
+  validate_row_optimizer(cfg.optimizer);
+  slots_ = row_state_slots(cfg.optimizer.kind);
+  const uint64_t stride = uint64_t(cfg.dim) * (1 + slots_);
+  require(stride <= max_rows, "dim " + std::to_string(cfg.dim) + " is too large");
+  stride_ = static_cast<uint32_t>(stride);
+  rows_per_page_ = static_cast<uint32_t>(
+    std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));
+}
+
+std::size_t sparse_table::memory_bytes() const {
+  const std::size_t page_bytes = std::size_t(rows_per_page_) * stride_ * sizeof(float);
+  return sizeof(*this) + pages_.size() * page_bytes +
+         pages_.capacity() * sizeof(decltype(pages_)::value_type) + map_bytes(index_) +
+         map_bytes(pending_) + steps_.capacity() * sizeof(uint32_t);
+}
+
+void sparse_table::read(const uint64_t* keys, std::size_t n, float* out) const {
+  const uint32_t dim = cfg_.dim;
+  for (std::size_t i = 0; i < n; ++i, out += dim) {
+    const auto found = index_.find(keys[i]);
+    if (found != index_.end()) {
+      std::memcpy(out, row(found->second.index), dim * sizeof(float));
+    } else if (cfg_.admit_after > 1) {
+      std::fill(out, out + dim, 0.0f);
+    } else {
+      initial_row_values(cfg_, seed_, table_, keys[i], out);
+    }
+  }
+}
+
+void sparse_table::ensure_page_for(uint32_t index) {
+  if (index / rows_per_page_ < pages_.size()) return;
+  pages_.push_back(std::make_unique<float[]>(std::size_t(rows_per_page_) * stride_));
+}
+
+uint32_t sparse_table::create_row(uint64_t key) {
+  const auto index = static_cast<uint32_t>(index_.size());
+  float* values = row(index);
+  initial_row_values(cfg_, seed_, table_, key, values);
+  init_row_state(cfg_.optimizer, values, values + cfg_.dim, cfg_.dim);
+  if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
+  return index;
+}
+
+void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
+                         float lr_scale) {
+  require(std::isfinite(lr_scale) && lr_scale >= 0,
+          "lr_scale must be finite and >= 0, got " + std::to_string(lr_scale));
+  const uint32_t dim = cfg_.dim;
+  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint64_t key = keys[i];
+    auto found = index_.find(key);
+    if (found == index_.end()) {
+      if (index_.size() == max_rows) {
+        throw std::length_error("sparse_table: table " + std::to_string(table_) +
+                                " already holds the most rows one table can (2^32 - 1)");
+      }
+      uint32_t touches = 0;  // bumped to 1 below; with admission, to admit_after
+      auto counted = pending_.end();
+      if (cfg_.admit_after > 1) {
+        counted = pending_.try_emplace(key, 0).first;
+        if (++counted->second < cfg_.admit_after) continue;  // not admitted: gradient dropped
+        touches = counted->second - 1;
+      }
+      // Every allocation before the map changes, so a throw leaves key and row unpaired nowhere.
+      const auto index = static_cast<uint32_t>(index_.size());
+      ensure_page_for(index);
+      if (adam && steps_.size() == steps_.capacity()) {
+        steps_.reserve(std::max<std::size_t>(64, 2 * steps_.capacity()));
+      }
+      found = index_.try_emplace(key, row_ref{index, touches}).first;
+      create_row(key);
+      if (counted != pending_.end()) pending_.erase(counted);
+    }
+    row_ref& ref = found->second;
+    ref.touches = saturating_increment(ref.touches);
+    uint32_t step = 1;
+    if (adam) step = steps_[ref.index] = saturating_increment(steps_[ref.index]);
+    float* values = row(ref.index);
+    apply_row_update(cfg_.optimizer, lr_scale, step, values, grads + i * dim, values + dim, dim);
+  }
+}
+
+sparse_table_rows sparse_table::export_rows() const {
+  std::vector<std::pair<uint64_t, row_ref>> by_key(index_.begin(), index_.end());
+  std::sort(by_key.begin(), by_key.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const uint32_t dim = cfg_.dim;
+  const std::size_t state_floats = std::size_t(slots_) * dim;
+  sparse_table_rows out;
+  out.keys.reserve(by_key.size());
+  out.values.resize(by_key.size() * dim);
+  out.state.resize(by_key.size() * state_floats);
+  out.touches.reserve(by_key.size());
+  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
+  for (std::size_t r = 0; r < by_key.size(); ++r) {
+    const auto& [key, ref] = by_key[r];
+    const float* values = row(ref.index);
+    out.keys.push_back(key);
+    std::memcpy(out.values.data() + r * dim, values, dim * sizeof(float));
+    std::memcpy(out.state.data() + r * state_floats, values + dim, state_floats * sizeof(float));
+    out.touches.push_back(ref.touches);
+    if (adam) out.steps.push_back(steps_[ref.index]);
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> pending(pending_.begin(), pending_.end());
+  std::sort(pending.begin(), pending.end());
+  for (const auto& [key, count] : pending) {
+    out.pending_keys.push_back(key);
+    out.pending_counts.push_back(count);
+  }
+  return out;
+}
+
+void sparse_table::import_rows(const sparse_table_rows& in) {
+  const std::size_t n = in.keys.size();
+  const uint32_t dim = cfg_.dim;
+  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
+  auto sizes = [](const char* what, std::size_t got, std::size_t want) {
+    require(got == want, std::string(what) + " holds " + std::to_string(got) + " entries, " +
+                           std::to_string(want) + " expected");
+  };
+  require(n <= max_rows, "import_rows: more rows than one table can hold");
+  sizes("import_rows: values", in.values.size(), n * dim);
+  sizes("import_rows: state", in.state.size(), n * slots_ * dim);
+  sizes("import_rows: touches", in.touches.size(), n);
+  sizes("import_rows: steps", in.steps.size(), adam ? n : 0);
+  sizes("import_rows: pending_counts", in.pending_counts.size(), in.pending_keys.size());
+  for (std::size_t r = 1; r < n; ++r) {
+    require(in.keys[r - 1] < in.keys[r],
+            "import_rows: keys are not strictly ascending at row " + std::to_string(r));
+  }
+  require(in.pending_keys.empty() || cfg_.admit_after > 1,
+          "import_rows: pending keys for a table without admission (admit_after <= 1)");
+  for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
+    require(p == 0 || in.pending_keys[p - 1] < in.pending_keys[p],
+            "import_rows: pending keys are not strictly ascending at " + std::to_string(p));
+    require(in.pending_counts[p] >= 1 && in.pending_counts[p] < cfg_.admit_after,
+            "import_rows: pending count " + std::to_string(in.pending_counts[p]) +
+              " of key " + std::to_string(in.pending_keys[p]) + " is outside [1, " +
+              std::to_string(cfg_.admit_after) + ")");
+    require(!std::binary_search(in.keys.begin(), in.keys.end(), in.pending_keys[p]),
+            "import_rows: key " + std::to_string(in.pending_keys[p]) +
+              " is both a row and pending");
+  }
+
+  // Built aside and swapped in, so a failed allocation leaves the table as it was.
+  sparse_table fresh(cfg_, seed_, table_);
+  fresh.index_.reserve(n);
+  fresh.pages_.reserve((n + rows_per_page_ - 1) / rows_per_page_);
+  if (adam) fresh.steps_.assign(in.steps.begin(), in.steps.end());
+  const std::size_t state_floats = std::size_t(slots_) * dim;
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto index = static_cast<uint32_t>(r);
+    fresh.ensure_page_for(index);
+    float* values = fresh.row(index);
+    std::memcpy(values, in.values.data() + r * dim, dim * sizeof(float));
+    std::memcpy(values + dim, in.state.data() + r * state_floats, state_floats * sizeof(float));
+    fresh.index_.emplace(in.keys[r], row_ref{index, in.touches[r]});
+  }
+  fresh.pending_.reserve(in.pending_keys.size());
+  for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
+    fresh.pending_.emplace(in.pending_keys[p], in.pending_counts[p]);
+  }
+  index_.swap(fresh.index_);
+  pages_.swap(fresh.pages_);
+  steps_.swap(fresh.steps_);
+  pending_.swap(fresh.pending_);
+}
+
+} // namespace actorps
