@@ -17,10 +17,11 @@ namespace {
 
 constexpr uint32_t max_rows = std::numeric_limits<uint32_t>::max();
 
-/// A page is one allocation just under 256 KiB: large enough that the per-page pointer costs
-/// nothing, small enough that the one partly filled page wastes little; the 4 KiB below
-/// 256 KiB leave room for malloc's header so an mmap'd page is not rounded up a whole page.
-constexpr std::size_t page_bytes_target = 256 * 1024 - 4096;
+/// A page is one allocation of at most 256 KiB − 64 bytes: large enough that the per-page
+/// pointer costs nothing, small enough that the one partly filled page wastes little. The 64
+/// bytes leave room for malloc's header, so an mmap'd page takes exactly 64 pages of 4 KiB
+/// instead of being rounded up to 65.
+constexpr std::size_t page_bytes_target = 256 * 1024 - 64;
 
 /// Bytes abseil 20220623 allocates for a flat_hash_map of this capacity: one control byte per
 /// slot plus a sentinel and Group::kWidth − 1 cloned bytes (16-wide SSE2 groups), rounded up to
@@ -134,22 +135,23 @@ void sparse_table::read(const uint64_t* keys, std::size_t n, float* out) const {
 
 void sparse_table::ensure_page_for(uint32_t index) {
   if (index / rows_per_page_ < pages_.size()) return;
-  pages_.push_back(std::make_unique<float[]>(std::size_t(rows_per_page_) * stride_));
+  // Left uninitialised (no make_unique): a page costs memory only as its rows are written.
+  pages_.emplace_back(new float[std::size_t(rows_per_page_) * stride_]);
 }
 
-uint32_t sparse_table::create_row(uint64_t key) {
-  const auto index = static_cast<uint32_t>(index_.size());
+void sparse_table::create_row(uint64_t key, uint32_t index) {
   float* values = row(index);
   initial_row_values(cfg_, seed_, table_, key, values);
   init_row_state(cfg_.optimizer, values, values + cfg_.dim, cfg_.dim);
   if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
-  return index;
 }
 
 void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
                          float lr_scale) {
-  require(std::isfinite(lr_scale) && lr_scale >= 0,
-          "lr_scale must be finite and >= 0, got " + std::to_string(lr_scale));
+  if (!(std::isfinite(lr_scale) && lr_scale >= 0)) {
+    throw std::invalid_argument("sparse_table: lr_scale must be finite and >= 0, got " +
+                                std::to_string(lr_scale));
+  }
   const uint32_t dim = cfg_.dim;
   const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
   for (std::size_t i = 0; i < n; ++i) {
@@ -174,7 +176,7 @@ void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads
         steps_.reserve(std::max<std::size_t>(64, 2 * steps_.capacity()));
       }
       found = index_.try_emplace(key, row_ref{index, touches}).first;
-      create_row(key);
+      create_row(key, index);
       if (counted != pending_.end()) pending_.erase(counted);
     }
     row_ref& ref = found->second;

@@ -128,15 +128,15 @@ private:
   }
   /// Makes room for row `index` (a new page when the last one is full).
   void ensure_page_for(uint32_t index);
-  /// Appends a row for `key` with its initial values and state; returns its index.
-  uint32_t create_row(uint64_t key);
+  /// Writes `key`'s initial values and state into row `index` (whose page exists).
+  void create_row(uint64_t key, uint32_t index);
 
   sparse_table_config cfg_;
   uint64_t seed_;
   uint32_t table_;
   uint32_t slots_;          ///< row_state_slots(cfg_.optimizer.kind)
   uint32_t stride_;         ///< floats per row: dim × (1 + slots)
-  uint32_t rows_per_page_;  ///< pages are just under 256 KiB
+  uint32_t rows_per_page_;  ///< pages are at most 256 KiB − 64 bytes
   absl::flat_hash_map<uint64_t, row_ref> index_;
   std::vector<std::unique_ptr<float[]>> pages_;
   std::vector<uint32_t> steps_;                     ///< Adam only, by row index
