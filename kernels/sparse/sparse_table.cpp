@@ -119,16 +119,32 @@ std::size_t sparse_table::memory_bytes() const {
          map_bytes(pending_) + steps_.capacity() * sizeof(uint32_t);
 }
 
+void sparse_table::prefetch_row(uint32_t index) const {
+  const char* first = reinterpret_cast<const char*>(row(index));
+  const std::size_t bytes = std::size_t(stride_) * sizeof(float);
+  // The row's cache lines, up to 8: on longer rows the hardware prefetcher takes over.
+  for (std::size_t offset = 0; offset < bytes && offset < 512; offset += 64) {
+    __builtin_prefetch(first + offset);
+  }
+  __builtin_prefetch(first + bytes - 1);
+  if (!steps_.empty()) __builtin_prefetch(&steps_[index]);
+}
+
 void sparse_table::read(const uint64_t* keys, std::size_t n, float* out) const {
   const uint32_t dim = cfg_.dim;
-  for (std::size_t i = 0; i < n; ++i, out += dim) {
-    const auto found = index_.find(keys[i]);
-    if (found != index_.end()) {
-      std::memcpy(out, row(found->second.index), dim * sizeof(float));
-    } else if (cfg_.admit_after > 1) {
-      std::fill(out, out + dim, 0.0f);
-    } else {
-      initial_row_values(cfg_, seed_, table_, keys[i], out);
+  const row_ref* found[lookup_block];
+  for (std::size_t start = 0; start < n; start += lookup_block) {
+    const std::size_t count = std::min(lookup_block, n - start);
+    find_block(keys + start, count, found);
+    for (std::size_t j = 0; j < count; ++j) {
+      float* into = out + (start + j) * dim;
+      if (found[j] != nullptr) {
+        std::memcpy(into, row(found[j]->index), dim * sizeof(float));
+      } else if (cfg_.admit_after > 1) {
+        std::fill(into, into + dim, 0.0f);
+      } else {
+        initial_row_values(cfg_, seed_, table_, keys[start + j], into);
+      }
     }
   }
 }
@@ -146,6 +162,43 @@ void sparse_table::create_row(uint64_t key, uint32_t index) {
   if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
 }
 
+void sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
+  ref.touches = saturating_increment(ref.touches);
+  uint32_t step = 1;
+  if (cfg_.optimizer.kind == row_optimizer_kind::adam) {
+    step = steps_[ref.index] = saturating_increment(steps_[ref.index]);
+  }
+  float* values = row(ref.index);
+  apply_row_update(cfg_.optimizer, lr_scale, step, values, grad, values + cfg_.dim, cfg_.dim);
+}
+
+void sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale) {
+  auto found = index_.find(key);  // an earlier repeat of the key may have created it
+  if (found == index_.end()) {
+    if (index_.size() == max_rows) {
+      throw std::length_error("sparse_table: table " + std::to_string(table_) +
+                              " already holds the most rows one table can (2^32 - 1)");
+    }
+    uint32_t touches = 0;  // bumped to 1 below; with admission, to admit_after
+    auto counted = pending_.end();
+    if (cfg_.admit_after > 1) {
+      counted = pending_.try_emplace(key, 0).first;
+      if (++counted->second < cfg_.admit_after) return;  // not admitted: gradient dropped
+      touches = counted->second - 1;
+    }
+    // Every allocation before the map changes, so a throw leaves no key without its row.
+    const auto index = static_cast<uint32_t>(index_.size());
+    ensure_page_for(index);
+    if (cfg_.optimizer.kind == row_optimizer_kind::adam && steps_.size() == steps_.capacity()) {
+      steps_.reserve(std::max<std::size_t>(64, 2 * steps_.capacity()));
+    }
+    found = index_.try_emplace(key, row_ref{index, touches}).first;
+    create_row(key, index);
+    if (counted != pending_.end()) pending_.erase(counted);
+  }
+  update_row(found->second, grad, lr_scale);
+}
+
 void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
                          float lr_scale) {
   if (!(std::isfinite(lr_scale) && lr_scale >= 0)) {
@@ -153,38 +206,33 @@ void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads
                                 std::to_string(lr_scale));
   }
   const uint32_t dim = cfg_.dim;
-  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint64_t key = keys[i];
-    auto found = index_.find(key);
-    if (found == index_.end()) {
-      if (index_.size() == max_rows) {
-        throw std::length_error("sparse_table: table " + std::to_string(table_) +
-                                " already holds the most rows one table can (2^32 - 1)");
+  const row_ref* found[lookup_block];
+  for (std::size_t start = 0; start < n; start += lookup_block) {
+    const std::size_t count = std::min(lookup_block, n - start);
+    find_block(keys + start, count, found);
+    // Rows that exist first: the map does not change meanwhile, so the slots found stay valid.
+    // Each key's result does not depend on the others', so this order gives the same values
+    // as one key after another (a repeated key's occurrences still apply in their order).
+    for (std::size_t j = 0; j < count; ++j) {
+      if (found[j] != nullptr) {
+        update_row(const_cast<row_ref&>(*found[j]), grads + (start + j) * dim, lr_scale);
       }
-      uint32_t touches = 0;  // bumped to 1 below; with admission, to admit_after
-      auto counted = pending_.end();
-      if (cfg_.admit_after > 1) {
-        counted = pending_.try_emplace(key, 0).first;
-        if (++counted->second < cfg_.admit_after) continue;  // not admitted: gradient dropped
-        touches = counted->second - 1;
-      }
-      // Every allocation before the map changes, so a throw leaves key and row unpaired nowhere.
-      const auto index = static_cast<uint32_t>(index_.size());
-      ensure_page_for(index);
-      if (adam && steps_.size() == steps_.capacity()) {
-        steps_.reserve(std::max<std::size_t>(64, 2 * steps_.capacity()));
-      }
-      found = index_.try_emplace(key, row_ref{index, touches}).first;
-      create_row(key, index);
-      if (counted != pending_.end()) pending_.erase(counted);
     }
-    row_ref& ref = found->second;
-    ref.touches = saturating_increment(ref.touches);
-    uint32_t step = 1;
-    if (adam) step = steps_[ref.index] = saturating_increment(steps_[ref.index]);
-    float* values = row(ref.index);
-    apply_row_update(cfg_.optimizer, lr_scale, step, values, grads + i * dim, values + dim, dim);
+    for (std::size_t j = 0; j < count; ++j) {
+      if (found[j] == nullptr) push_missing(keys[start + j], grads + (start + j) * dim, lr_scale);
+    }
+  }
+}
+
+void sparse_table::find_block(const uint64_t* keys, std::size_t count,
+                              const row_ref** found) const {
+  // All lookups of the block are requested before any is waited for, so their cache misses
+  // overlap instead of queueing: the map's group and slot, then each found row.
+  for (std::size_t j = 0; j < count; ++j) index_.prefetch(keys[j]);
+  for (std::size_t j = 0; j < count; ++j) {
+    const auto it = index_.find(keys[j]);
+    found[j] = it == index_.end() ? nullptr : &it->second;
+    if (found[j] != nullptr) prefetch_row(found[j]->index);
   }
 }
 

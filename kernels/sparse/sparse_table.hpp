@@ -126,6 +126,16 @@ private:
   const float* row(uint32_t index) const {
     return pages_[index / rows_per_page_].get() + std::size_t(index % rows_per_page_) * stride_;
   }
+  /// Keys are looked up this many at a time (find_block).
+  static constexpr std::size_t lookup_block = 16;
+
+  /// Each key's slot in the map (nullptr: no row), its row's cache lines requested early.
+  void find_block(const uint64_t* keys, std::size_t count, const row_ref** found) const;
+  void prefetch_row(uint32_t index) const;
+  /// One push of a key that has a row: touch count, Adam's step, the optimizer.
+  void update_row(row_ref& ref, const float* grad, float lr_scale);
+  /// One push of a key that had no row at lookup: admission, creation, then update_row.
+  void push_missing(uint64_t key, const float* grad, float lr_scale);
   /// Makes room for row `index` (a new page when the last one is full).
   void ensure_page_for(uint32_t index);
   /// Writes `key`'s initial values and state into row `index` (whose page exists).
