@@ -382,7 +382,8 @@ TEST_CASE("sparse table bytes per row (dim 1 and 16, adagrad) match what malloc 
       }
       REQUIRE(table.rows() == rows);
       const double heap = double(heap_in_use() - heap_before);
-      const double reported = double(table.memory_bytes()) - sizeof(table);  // table is on the stack
+      // memory_bytes() counts the object itself, which is on the stack here.
+      const double reported = double(table.memory_bytes()) - sizeof(table);
       const double floats = 2.0 * dim * sizeof(float);  // value + accumulator
       MESSAGE("dim " << dim << " adagrad, " << rows << " rows: memory_bytes/row "
                      << reported / rows << " (floats " << floats << ", the rest "

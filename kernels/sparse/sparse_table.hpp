@@ -129,9 +129,11 @@ private:
   /// Keys are looked up this many at a time (find_block).
   static constexpr std::size_t lookup_block = 16;
 
-  /// Each key's slot in the map (nullptr: no row), its row's cache lines requested early.
-  void find_block(const uint64_t* keys, std::size_t count, const row_ref** found) const;
-  void prefetch_row(uint32_t index) const;
+  /// Each key's slot in the map (nullptr: no row), with the first `row_floats` floats of each
+  /// row found (and Adam's step) brought into cache.
+  void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
+                  const row_ref** found) const;
+  void touch_row(uint32_t index, uint32_t floats) const;
   /// One push of a key that has a row: touch count, Adam's step, the optimizer.
   void update_row(row_ref& ref, const float* grad, float lr_scale);
   /// One push of a key that had no row at lookup: admission, creation, then update_row.
