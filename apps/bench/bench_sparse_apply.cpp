@@ -87,6 +87,12 @@ std::size_t heap_in_use() {
   return info.uordblks + info.hblkhd;
 }
 
+/// The 1-minute load average: on a busy machine the rates are low and noisy.
+double load_average() {
+  double load = -1;
+  return getloadavg(&load, 1) == 1 ? load : -1;
+}
+
 sparse_table_config adagrad_table(uint32_t dim) {
   sparse_table_config cfg;
   cfg.dim = dim;
@@ -187,7 +193,10 @@ ordered_json peak_rss_case(uint64_t rows, uint32_t dim, uint32_t batch) {
 }
 
 int run(const options& o) {
-  ordered_json result{{"bench", "sparse_apply"}, {"optimizer", "adagrad"}, {"batch", o.batch}};
+  ordered_json result{{"bench", "sparse_apply"},
+                      {"optimizer", "adagrad"},
+                      {"batch", o.batch},
+                      {"loadavg_1m_before", load_average()}};
   if (o.peak_rss) {
     result["peak_rss"] = peak_rss_case(o.rss_rows, o.rss_dim, o.batch);
   } else {
@@ -201,6 +210,7 @@ int run(const options& o) {
     }
     result["apply"] = cases;
   }
+  result["loadavg_1m_after"] = load_average();
   std::printf("%s\n", result.dump().c_str());
   return 0;
 }

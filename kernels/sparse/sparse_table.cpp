@@ -214,7 +214,7 @@ void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads
     // Each key's result does not depend on the others', so this order gives the same values
     // as one key after another (a repeated key's occurrences still apply in their order).
     for (std::size_t j = 0; j < count; ++j) {
-      if (found[j] != nullptr) {
+      if (found[j] != nullptr) {  // const only because find_block also serves read()
         update_row(const_cast<row_ref&>(*found[j]), grads + (start + j) * dim, lr_scale);
       }
     }

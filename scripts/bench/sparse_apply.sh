@@ -53,7 +53,8 @@ r = json.load(open(sys.argv[1]))
 if os.path.getsize(sys.argv[2]):
     r["peak_rss"] = json.load(open(sys.argv[2]))["peak_rss"]
 json.dump(r, open(sys.argv[3], "w"), indent=1)
-print(f"sparse_table, {r['optimizer']}, {r['batch']} unique keys a push; rows/s in millions, bytes/row")
+print(f"sparse_table, {r['optimizer']}, {r['batch']} unique keys a push; rows/s in millions, "
+      f"bytes/row (load average {r['loadavg_1m_before']:.1f} before, {r['loadavg_1m_after']:.1f} after)")
 print(f"{'dim':>4s} {'rows':>10s} {'create':>8s} {'update':>8s} {'read':>8s} "
       f"{'bytes':>7s} {'malloc':>7s} {'floats':>7s} {'extra':>6s}")
 for c in r["apply"]:
