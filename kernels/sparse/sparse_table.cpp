@@ -106,7 +106,8 @@ sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32
   validate_row_optimizer(cfg.optimizer);
   slots_ = row_state_slots(cfg.optimizer.kind);
   const uint64_t stride = uint64_t(cfg.dim) * (1 + slots_);
-  require(stride <= max_rows, "dim " + std::to_string(cfg.dim) + " is too large");
+  require(stride <= std::numeric_limits<uint32_t>::max(),
+          "dim " + std::to_string(cfg.dim) + " is too large");
   stride_ = static_cast<uint32_t>(stride);
   rows_per_page_ = static_cast<uint32_t>(
     std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));

@@ -102,7 +102,8 @@ public:
   /// gradients finite (the caller's all_finite). Creates missing rows subject to admission,
   /// counts the push on every key, then updates each row with learning rate
   /// cfg.optimizer.learning_rate × lr_scale. Throws std::invalid_argument for a negative or
-  /// non-finite lr_scale (nothing changed), std::length_error past 2^32 − 1 rows.
+  /// non-finite lr_scale (nothing changed); std::length_error past 2^32 − 1 rows and
+  /// std::bad_alloc leave the push partly applied (every row whole, every key counted once).
   void apply(const uint64_t* keys, std::size_t n, const float* grads, float lr_scale);
 
   /// The whole table, keys ascending.
