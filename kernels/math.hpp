@@ -104,4 +104,25 @@ ACTORPS_HD inline void adagrad_step(float& param, float& accumulator, float grad
   param -= lr * grad / (sqrtf(accumulator) + epsilon);
 }
 
+/// FTRL-proximal's weight from its accumulators (McMahan et al. 2013, Algorithm 1):
+/// 0 when |z| ≤ l1 — an exact zero, which is how l1 makes rows sparse — else
+/// −(z − sign(z)·l1) / ((beta + sqrt(n)) / alpha + l2).
+ACTORPS_HD inline float ftrl_weight(float z, float n, float alpha, float beta, float l1,
+                                    float l2) {
+  if (fabsf(z) <= l1) return 0.0f;
+  const float shrunk = z < 0.0f ? z + l1 : z - l1;
+  return -shrunk / ((beta + sqrtf(n)) / alpha + l2);
+}
+
+/// FTRL-proximal, one step with the gradient g taken at the current weight w:
+/// σ = (sqrt(n + g²) − sqrt(n)) / alpha; z += g − σ·w; n += g²; w = ftrl_weight(z, n).
+ACTORPS_HD inline void ftrl_step(float& weight, float& z, float& n, float grad, float alpha,
+                                 float beta, float l1, float l2) {
+  const float n_next = n + grad * grad;
+  const float sigma = (sqrtf(n_next) - sqrtf(n)) / alpha;
+  z += grad - sigma * weight;
+  n = n_next;
+  weight = ftrl_weight(z, n, alpha, beta, l1, l2);
+}
+
 } // namespace actorps::math

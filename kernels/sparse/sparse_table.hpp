@@ -1,0 +1,159 @@
+// One sparse table's rows on one shard: uint64 keys, each a row of `dim` floats created on its
+// first push (or its N-th, with admission), with its own optimizer state.
+//
+// Layout: an absl::flat_hash_map from key to row index, and the rows in fixed-size pages of
+// one contiguous block each; a row is its dim values followed by its optimizer state
+// (row_state_slots × dim floats, slot after slot). Pages rather than one growing vector: a
+// 10 M-row table never copies its 1+ GB of rows to grow (no second copy in memory, no
+// half-second stall inside one apply), and at most one page is allocated but unused.
+//
+// Thread safety: none; one owner (a shard actor) calls everything.
+//
+//   sparse_table_config cfg;
+//   cfg.dim = 16;
+//   cfg.init = row_init::normal;
+//   cfg.scale = 0.01f;
+//   sparse_table table(cfg, /*seed=*/42, /*table=*/0);
+//   if (auto at = find_duplicate(keys, n)) refuse(*at);  // apply wants unique keys
+//   table.apply(keys, n, grads, 1.0f);                    // creates rows on first push
+//   table.read(keys, n, out);                             // never creates rows
+#pragma once
+
+#include "kernels/sparse/row_optimizer.hpp"
+
+#include <absl/container/flat_hash_map.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+/// How a new row's values start: all 0, uniform in [−scale, scale), or normal with standard
+/// deviation `scale`.
+enum class row_init { zeros, uniform, normal };
+
+std::optional<row_init> parse_row_init(const std::string& name);
+const char* to_string(row_init init);
+
+struct sparse_table_config {
+  uint32_t dim = 0;                  ///< floats per row; 0 is refused
+  row_init init = row_init::zeros;
+  float scale = 0.0f;                ///< uniform: half-width; normal: standard deviation
+  row_optimizer_config optimizer;
+  /// 0 or 1: a push creates the row. N > 1: a key's first N − 1 pushes are only counted (their
+  /// gradients dropped, the key reads as zeros); the N-th creates the row and applies its
+  /// gradient. Keeps one-off keys (typos, rare ids) from costing a row each.
+  uint32_t admit_after = 0;
+};
+
+/// One table's contents in the flat form a checkpoint stores. import_rows(export_rows())
+/// gives back a table that reads and updates bit for bit like the original.
+struct sparse_table_rows {
+  std::vector<uint64_t> keys;            ///< strictly ascending
+  std::vector<float> values;             ///< keys.size() × dim, in key order
+  std::vector<float> state;              ///< keys.size() × slots × dim, in key order
+  std::vector<uint32_t> touches;         ///< pushes that reached each key, admission included
+  std::vector<uint32_t> steps;           ///< Adam's per-row step; empty for other optimizers
+  std::vector<uint64_t> pending_keys;    ///< strictly ascending, keys not admitted yet
+  std::vector<uint32_t> pending_counts;  ///< pushes counted so far, in [1, admit_after)
+};
+
+/// The index of the first key in keys[0, n) equal to an earlier one, or nullopt if all are
+/// unique. For the caller's validation of a push before apply().
+std::optional<std::size_t> find_duplicate(const uint64_t* keys, std::size_t n);
+
+/// The values `key`'s row starts with (cfg.dim floats into out): a splitmix64 stream seeded by
+/// splitmix64_mix(splitmix64_mix(splitmix64_mix(seed) ^ table) ^ key), so the same key starts
+/// with the same values on any shard, in any insertion order, after any restart. uniform:
+/// (2u − 1)·scale with u on a 2^-24 grid (exact on every platform); normal: Box–Muller in
+/// double (log, cos and sin may differ in the last double bit between C libraries, which
+/// rarely reaches the float).
+void initial_row_values(const sparse_table_config& cfg, uint64_t seed, uint32_t table,
+                        uint64_t key, float* out);
+
+class sparse_table {
+public:
+  /// Throws std::invalid_argument naming the problem: dim 0, a negative or non-finite scale,
+  /// or an optimizer setting out of range (validate_row_optimizer).
+  sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32_t table);
+
+  const sparse_table_config& config() const { return cfg_; }
+
+  /// Rows that exist (admitted keys).
+  std::size_t rows() const { return index_.size(); }
+  /// Keys pushed but not admitted yet.
+  std::size_t pending() const { return pending_.size(); }
+
+  /// Bytes this table holds: allocated pages, both hash maps' slot arrays and control bytes,
+  /// the step counters and the object itself (not malloc's own headers).
+  std::size_t memory_bytes() const;
+
+  /// Writes n × dim floats to out: each key's current values. A key without a row reads as
+  /// the values it would start with (initial_row_values), or as zeros while admission is on
+  /// (admit_after > 1). Never creates a row or counts a push.
+  void read(const uint64_t* keys, std::size_t n, float* out) const;
+
+  /// Applies one push: grads holds n × dim floats, row i's gradient for keys[i]. Keys must be
+  /// unique (check with find_duplicate; a repeated key is updated once per occurrence) and the
+  /// gradients finite (the caller's all_finite). Creates missing rows subject to admission,
+  /// counts the push on every key, then updates each row with learning rate
+  /// cfg.optimizer.learning_rate × lr_scale. Throws std::invalid_argument for a negative or
+  /// non-finite lr_scale (nothing changed); std::length_error past 2^32 − 1 rows and
+  /// std::bad_alloc leave the push partly applied (every row whole, every key counted once).
+  void apply(const uint64_t* keys, std::size_t n, const float* grads, float lr_scale);
+
+  /// The whole table, keys ascending.
+  sparse_table_rows export_rows() const;
+
+  /// Replaces the table's contents with `rows`. Throws std::invalid_argument naming the first
+  /// mismatch (array sizes against dim and the optimizer's slots, keys not strictly ascending,
+  /// a pending key that is also a row, a pending count outside [1, admit_after)); the table is
+  /// unchanged then.
+  void import_rows(const sparse_table_rows& rows);
+
+private:
+  struct row_ref {
+    uint32_t index;    ///< into the pages
+    uint32_t touches;  ///< sits in the slot's padding: a uint64 key aligns the slot to 16 bytes
+  };
+
+  float* row(uint32_t index) {
+    return pages_[index / rows_per_page_].get() + std::size_t(index % rows_per_page_) * stride_;
+  }
+  const float* row(uint32_t index) const {
+    return pages_[index / rows_per_page_].get() + std::size_t(index % rows_per_page_) * stride_;
+  }
+  /// Keys are looked up this many at a time (find_block).
+  static constexpr std::size_t lookup_block = 16;
+
+  /// Each key's slot in the map (nullptr: no row), with the first `row_floats` floats of each
+  /// row found (and Adam's step) brought into cache.
+  void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
+                  const row_ref** found) const;
+  void touch_row(uint32_t index, uint32_t floats) const;
+  /// One push of a key that has a row: touch count, Adam's step, the optimizer.
+  void update_row(row_ref& ref, const float* grad, float lr_scale);
+  /// One push of a key that had no row at lookup: admission, creation, then update_row.
+  void push_missing(uint64_t key, const float* grad, float lr_scale);
+  /// Makes room for row `index` (a new page when the last one is full).
+  void ensure_page_for(uint32_t index);
+  /// Writes `key`'s initial values and state into row `index` (whose page exists).
+  void create_row(uint64_t key, uint32_t index);
+
+  sparse_table_config cfg_;
+  uint64_t seed_;
+  uint32_t table_;
+  uint32_t slots_;          ///< row_state_slots(cfg_.optimizer.kind)
+  uint32_t stride_;         ///< floats per row: dim × (1 + slots)
+  uint32_t rows_per_page_;  ///< pages are at most 256 KiB − 64 bytes
+  absl::flat_hash_map<uint64_t, row_ref> index_;
+  std::vector<std::unique_ptr<float[]>> pages_;
+  std::vector<uint32_t> steps_;                     ///< Adam only, by row index
+  absl::flat_hash_map<uint64_t, uint32_t> pending_; ///< key → pushes so far (admission)
+};
+
+} // namespace actorps

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Usage: scripts/bench/sparse_apply.sh [-b BUILD_DIR] [-s SIZES] [-d DIMS] [-r] [OUT_FILE]
+#
+# One shard's sparse_table alone (actorps_bench_sparse_apply; builds nothing): Adagrad rows
+# created by a first pass of pushes, updated by a second, then read, for each of DIMS (default
+# 1,16) × SIZES (default 1000000,10000000 rows); rows/s and bytes per row. With -r, also the
+# peak resident set of 2 shards grown to 20 M rows × dim 16 in a process of its own (needs
+# about 3 GB of memory). Writes one JSON object to OUT_FILE (default
+# BUILD_DIR/bench/sparse_apply.json, BUILD_DIR default build) and prints a table. ~1 min; -r
+# adds ~1 min.
+set -euo pipefail
+
+usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$root/build" sizes=1000000,10000000 dims=1,16 peak_rss=0
+while getopts "b:s:d:rh" opt; do
+  case "$opt" in
+    b) build="$(realpath -m "$OPTARG")" ;;
+    s) sizes="$OPTARG" ;;
+    d) dims="$OPTARG" ;;
+    r) peak_rss=1 ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+(( $# <= 1 )) || usage
+out="$(realpath -m "${1:-$build/bench/sparse_apply.json}")"
+
+bench="$build/actorps_bench_sparse_apply"
+if [[ ! -x "$bench" ]]; then
+  echo "sparse_apply.sh: $bench is missing; build first:" >&2
+  echo "  cmake -S $root -B $build -DCMAKE_BUILD_TYPE=Release && cmake --build $build --target actorps_bench_sparse_apply -j2" >&2
+  exit 1
+fi
+
+mkdir -p "$(dirname "$out")"
+apply_json="$(mktemp)" rss_json="$(mktemp)"
+trap 'rm -f "$apply_json" "$rss_json"' EXIT
+if ! timeout 600 "$bench" --sizes "$sizes" --dims "$dims" >"$apply_json"; then
+  echo "sparse_apply.sh: actorps_bench_sparse_apply failed or took over 600 s" >&2
+  exit 1
+fi
+# The peak resident set is the whole process's: measured in a process that does nothing else.
+if (( peak_rss )) && ! timeout 600 "$bench" --peak-rss >"$rss_json"; then
+  echo "sparse_apply.sh: actorps_bench_sparse_apply --peak-rss failed or took over 600 s" >&2
+  exit 1
+fi
+
+python3 - "$apply_json" "$rss_json" "$out" <<'PY'
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+if os.path.getsize(sys.argv[2]):
+    r["peak_rss"] = json.load(open(sys.argv[2]))["peak_rss"]
+json.dump(r, open(sys.argv[3], "w"), indent=1)
+print(f"sparse_table, {r['optimizer']}, {r['batch']} unique keys a push; rows/s in millions, "
+      f"bytes/row (load average {r['loadavg_1m_before']:.1f} before, {r['loadavg_1m_after']:.1f} after)")
+print(f"{'dim':>4s} {'rows':>10s} {'create':>8s} {'update':>8s} {'read':>8s} "
+      f"{'bytes':>7s} {'malloc':>7s} {'floats':>7s} {'extra':>6s}")
+for c in r["apply"]:
+    print(f"{c['dim']:4d} {c['rows']:10d} {c['create_rows_per_s'] / 1e6:8.2f} "
+          f"{c['update_rows_per_s'] / 1e6:8.2f} {c['read_rows_per_s'] / 1e6:8.2f} "
+          f"{c['bytes_per_row']:7.1f} {c['malloc_bytes_per_row']:7.1f} "
+          f"{c['float_bytes_per_row']:7.1f} {c['overhead_bytes_per_row']:6.1f}")
+if "peak_rss" in r:
+    p = r["peak_rss"]
+    print(f"peak RSS, {p['shards']} shards, {p['rows']} rows x dim {p['dim']}: "
+          f"{p['peak_rss_bytes'] / 2**30:.2f} GiB ({p['peak_rss_bytes_per_row']:.1f} B/row; "
+          f"memory_bytes {p['memory_bytes_per_row']:.1f} B/row; floats "
+          f"{p['float_bytes'] / p['rows']:.0f} B/row), grown in {p['grow_s']:.1f} s")
+PY
+echo "sparse_apply.sh: wrote $out" >&2

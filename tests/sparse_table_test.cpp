@@ -1,0 +1,396 @@
+// sparse_table: rows that start the same wherever and whenever they are created, reads that
+// create nothing, admission, per-row Adam steps, a bit-exact checkpoint form, and memory that
+// memory_bytes() reports honestly (checked against malloc's own count).
+#include "kernels/sparse/key_buckets.hpp"
+#include "kernels/sparse/sparse_table.hpp"
+#include "kernels/splitmix64.hpp"
+
+#include <doctest/doctest.h>
+
+#include <malloc.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace actorps {
+namespace {
+
+/// n distinct keys spread over all 64 bits (the mix is a bijection).
+std::vector<uint64_t> keys_for(std::size_t n, uint64_t salt = 0) {
+  std::vector<uint64_t> keys(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = splitmix64_mix(salt * 1000003 + i + 1);
+  return keys;
+}
+
+/// Deterministic gradients in [−1, 1).
+std::vector<float> grads_for(std::size_t n, uint64_t seed) {
+  splitmix64 rng(seed);
+  std::vector<float> g(n);
+  for (float& v : g) v = static_cast<float>(2 * rng.next_unit() - 1);
+  return g;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+void check_same_rows(const sparse_table_rows& a, const sparse_table_rows& b) {
+  CHECK(a.keys == b.keys);
+  CHECK(same_bits(a.values, b.values));
+  CHECK(same_bits(a.state, b.state));
+  CHECK(a.touches == b.touches);
+  CHECK(a.steps == b.steps);
+  CHECK(a.pending_keys == b.pending_keys);
+  CHECK(a.pending_counts == b.pending_counts);
+}
+
+sparse_table_config config(uint32_t dim, row_optimizer_kind kind, row_init init = row_init::zeros,
+                           float scale = 0.0f) {
+  sparse_table_config cfg;
+  cfg.dim = dim;
+  cfg.init = init;
+  cfg.scale = scale;
+  cfg.optimizer.kind = kind;
+  cfg.optimizer.learning_rate = 0.1f;
+  return cfg;
+}
+
+std::vector<float> read_all(const sparse_table& table, const std::vector<uint64_t>& keys) {
+  std::vector<float> out(keys.size() * table.config().dim, -1.0f);
+  table.read(keys.data(), keys.size(), out.data());
+  return out;
+}
+
+/// Bytes malloc hands out right now: the main arena's chunks in use plus mmap'd blocks.
+std::size_t heap_in_use() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+} // namespace
+
+TEST_CASE("sparse table refuses dim 0, a bad scale and a bad optimizer, by name") {
+  auto cfg = config(0, row_optimizer_kind::sgd);
+  CHECK_THROWS_WITH_AS(sparse_table(cfg, 1, 0), doctest::Contains("dim"), std::invalid_argument);
+  cfg = config(4, row_optimizer_kind::sgd, row_init::normal, -1.0f);
+  CHECK_THROWS_WITH_AS(sparse_table(cfg, 1, 0), doctest::Contains("scale"),
+                       std::invalid_argument);
+  cfg = config(4, row_optimizer_kind::adam);
+  cfg.optimizer.beta2 = 1.0f;
+  CHECK_THROWS_WITH_AS(sparse_table(cfg, 1, 0), doctest::Contains("beta2"),
+                       std::invalid_argument);
+  CHECK(parse_row_init("normal") == row_init::normal);
+  CHECK(std::string(to_string(row_init::uniform)) == "uniform");
+  CHECK_FALSE(parse_row_init("gaussian").has_value());
+}
+
+TEST_CASE("sparse table rows start the same on any shard, in any insertion order") {
+  const auto cfg = config(5, row_optimizer_kind::sgd, row_init::normal, 0.5f);
+  const std::vector<uint64_t> keys = keys_for(300);
+  const std::vector<float> zero_grads(keys.size() * cfg.dim, 0.0f);  // sgd: values stay put
+
+  sparse_table ascending(cfg, 7, 3), descending(cfg, 7, 3);
+  ascending.apply(keys.data(), keys.size(), zero_grads.data(), 1.0f);
+  const std::vector<uint64_t> reversed(keys.rbegin(), keys.rend());
+  for (std::size_t at = 0; at < reversed.size(); at += 3) {  // three keys a push
+    descending.apply(reversed.data() + at, 3, zero_grads.data(), 1.0f);
+  }
+  // Two shards that own the keys by bucket, as a cluster places them.
+  const std::vector<int32_t> owner = assign_buckets(default_bucket_count, 2);
+  std::vector<sparse_table> shards;
+  shards.emplace_back(cfg, 7, 3);
+  shards.emplace_back(cfg, 7, 3);
+  for (uint64_t key : keys) {
+    shards[owner[bucket_of(key, default_bucket_count)]].apply(&key, 1, zero_grads.data(), 1.0f);
+  }
+  CHECK(shards[0].rows() + shards[1].rows() == keys.size());
+  CHECK(shards[0].rows() > 100);
+  CHECK(shards[1].rows() > 100);
+
+  const std::vector<float> expected = read_all(sparse_table(cfg, 7, 3), keys);  // nothing pushed
+  CHECK(same_bits(read_all(ascending, keys), expected));
+  CHECK(same_bits(read_all(descending, keys), expected));
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::vector<float> direct(cfg.dim), on_shard(cfg.dim);
+    initial_row_values(cfg, 7, 3, keys[i], direct.data());
+    shards[owner[bucket_of(keys[i], default_bucket_count)]].read(&keys[i], 1, on_shard.data());
+    REQUIRE(same_bits(direct, std::vector<float>(expected.begin() + i * cfg.dim,
+                                                 expected.begin() + (i + 1) * cfg.dim)));
+    REQUIRE(same_bits(on_shard, direct));
+  }
+  // Another table index or seed gives other values.
+  std::size_t equal_to_other_table = 0, equal_to_other_seed = 0;
+  const std::vector<float> other_table = read_all(sparse_table(cfg, 7, 4), keys);
+  const std::vector<float> other_seed = read_all(sparse_table(cfg, 8, 3), keys);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    equal_to_other_table += expected[i] == other_table[i];
+    equal_to_other_seed += expected[i] == other_seed[i];
+  }
+  CHECK(equal_to_other_table == 0);
+  CHECK(equal_to_other_seed == 0);
+}
+
+TEST_CASE("sparse table initial values have the configured spread") {
+  constexpr std::size_t keys = 20000;
+  constexpr uint32_t dim = 5;  // odd: the last Box–Muller pair is cut in half
+  for (row_init init : {row_init::zeros, row_init::uniform, row_init::normal}) {
+    const std::string name = to_string(init);
+    CAPTURE(name);
+    const auto cfg = config(dim, row_optimizer_kind::sgd, init, 0.5f);
+    double sum = 0, sum_squares = 0, largest = 0;
+    std::vector<float> row(dim);
+    for (uint64_t key = 0; key < keys; ++key) {
+      initial_row_values(cfg, 11, 0, key, row.data());
+      for (float v : row) {
+        sum += v;
+        sum_squares += double(v) * v;
+        largest = std::max(largest, std::fabs(double(v)));
+      }
+    }
+    const double n = keys * dim, mean = sum / n, sd = std::sqrt(sum_squares / n - mean * mean);
+    MESSAGE(name << ": mean " << mean << ", sd " << sd << ", largest |v| " << largest);
+    if (init == row_init::zeros) {
+      CHECK(largest == 0.0);
+      continue;
+    }
+    const double expected_sd = init == row_init::uniform ? 0.5 / std::sqrt(3.0) : 0.5;
+    CHECK(std::fabs(mean) < 5 * expected_sd / std::sqrt(n));
+    CHECK(sd == doctest::Approx(expected_sd).epsilon(0.02));
+    if (init == row_init::uniform) CHECK(largest <= 0.5);
+    if (init == row_init::normal) CHECK(largest > 3 * 0.5);  // real tails, not a sum of uniforms
+  }
+}
+
+TEST_CASE("sparse table read never creates a row nor counts a push") {
+  auto cfg = config(4, row_optimizer_kind::adagrad, row_init::uniform, 0.1f);
+  const std::vector<uint64_t> keys = keys_for(100);
+  sparse_table table(cfg, 1, 0);
+  const std::size_t bytes = table.memory_bytes();
+  const std::vector<float> first = read_all(table, keys), second = read_all(table, keys);
+  CHECK(table.rows() == 0);
+  CHECK(table.memory_bytes() == bytes);
+  CHECK(same_bits(first, second));
+  CHECK(first[0] != 0.0f);  // the would-be initial values, not zeros
+
+  cfg.admit_after = 2;
+  sparse_table admitting(cfg, 1, 0);
+  CHECK(read_all(admitting, keys) == std::vector<float>(keys.size() * 4, 0.0f));
+  CHECK(admitting.rows() == 0);
+  CHECK(admitting.pending() == 0);
+}
+
+TEST_CASE("sparse table admission: N - 1 pushes leave no row, the N-th creates it") {
+  auto cfg = config(3, row_optimizer_kind::sgd, row_init::uniform, 0.5f);
+  cfg.admit_after = 3;
+  sparse_table table(cfg, 5, 2);
+  const uint64_t key = 42, other = 43;
+  const std::vector<float> g1 = {1, 2, 3}, g2 = {4, 5, 6}, g3 = {0.5f, -0.25f, 1.0f};
+
+  table.apply(&key, 1, g1.data(), 1.0f);
+  table.apply(&other, 1, g1.data(), 1.0f);
+  table.apply(&key, 1, g2.data(), 1.0f);
+  CHECK(table.rows() == 0);
+  CHECK(table.pending() == 2);
+  CHECK(read_all(table, {key, other}) == std::vector<float>(6, 0.0f));
+
+  table.apply(&key, 1, g3.data(), 1.0f);  // the 3rd push: created, then only g3 applied
+  CHECK(table.rows() == 1);
+  CHECK(table.pending() == 1);
+  std::vector<float> expected(3);
+  initial_row_values(cfg, 5, 2, key, expected.data());
+  apply_row_update(cfg.optimizer, 1.0f, 1, expected.data(), g3.data(), nullptr, 3);
+  CHECK(same_bits(read_all(table, {key}), expected));
+  CHECK(read_all(table, {other}) == std::vector<float>(3, 0.0f));
+
+  table.apply(&key, 1, g1.data(), 1.0f);
+  const sparse_table_rows saved = table.export_rows();
+  CHECK(saved.keys == std::vector<uint64_t>{key});
+  CHECK(saved.touches == std::vector<uint32_t>{4});  // the two counted pushes included
+  CHECK(saved.pending_keys == std::vector<uint64_t>{other});
+  CHECK(saved.pending_counts == std::vector<uint32_t>{1});
+
+  cfg.admit_after = 1;  // 1 means the same as 0: the first push creates the row
+  sparse_table immediate(cfg, 5, 2);
+  immediate.apply(&key, 1, g1.data(), 1.0f);
+  CHECK(immediate.rows() == 1);
+  CHECK(immediate.pending() == 0);
+}
+
+TEST_CASE("sparse table adam counts steps per row, as rows are pushed at different rates") {
+  const auto cfg = config(2, row_optimizer_kind::adam, row_init::normal, 0.3f);
+  sparse_table table(cfg, 9, 0);
+  const uint64_t often = 10, once = 20;
+  const std::vector<std::vector<float>> grads = {{0.5f, -1}, {0.25f, 0.75f}, {-2, 0.125f}};
+  std::vector<float> ref_often(2), ref_once(2), m_v_often(4, 0.0f), m_v_once(4, 0.0f);
+  initial_row_values(cfg, 9, 0, often, ref_often.data());
+  initial_row_values(cfg, 9, 0, once, ref_once.data());
+  for (uint32_t push = 1; push <= 3; ++push) {
+    table.apply(&often, 1, grads[push - 1].data(), 0.5f);
+    apply_row_update(cfg.optimizer, 0.5f, push, ref_often.data(), grads[push - 1].data(),
+                     m_v_often.data(), 2);
+  }
+  table.apply(&once, 1, grads[2].data(), 0.5f);
+  apply_row_update(cfg.optimizer, 0.5f, 1, ref_once.data(), grads[2].data(), m_v_once.data(), 2);
+
+  CHECK(same_bits(read_all(table, {often}), ref_often));
+  CHECK(same_bits(read_all(table, {once}), ref_once));
+  const sparse_table_rows saved = table.export_rows();
+  CHECK(saved.keys == std::vector<uint64_t>{often, once});
+  CHECK(saved.steps == std::vector<uint32_t>{3, 1});
+  CHECK(saved.touches == std::vector<uint32_t>{3, 1});
+  CHECK(same_bits(std::vector<float>(saved.state.begin(), saved.state.begin() + 4), m_v_often));
+}
+
+TEST_CASE("sparse table a push of many keys updates rows as one key at a time would") {
+  auto cfg = config(3, row_optimizer_kind::adam, row_init::normal, 0.2f);
+  cfg.admit_after = 2;
+  const std::vector<uint64_t> keys = keys_for(300);
+  sparse_table batched(cfg, 4, 0), one_by_one(cfg, 4, 0);
+  for (uint64_t round = 0; round < 5; ++round) {
+    // Overlapping ranges: rows that exist, keys pending and new keys mixed in every push.
+    std::vector<uint64_t> push(keys.begin() + round * 40, keys.begin() + round * 40 + 100);
+    push.push_back(push[3]);  // a repeat (refused by callers) still applies once per occurrence
+    const auto grads = grads_for(push.size() * cfg.dim, round);
+    batched.apply(push.data(), push.size(), grads.data(), 0.5f);
+    for (std::size_t i = 0; i < push.size(); ++i) {
+      one_by_one.apply(&push[i], 1, grads.data() + i * cfg.dim, 0.5f);
+    }
+  }
+  REQUIRE(batched.rows() > 100);
+  check_same_rows(batched.export_rows(), one_by_one.export_rows());
+}
+
+TEST_CASE("sparse table find_duplicate names the first repeated key") {
+  const std::vector<uint64_t> repeated = {5, 7, 9, 7, 5};
+  CHECK(find_duplicate(repeated.data(), repeated.size()) == std::optional<std::size_t>(3));
+  const std::vector<uint64_t> unique = keys_for(1000);
+  CHECK_FALSE(find_duplicate(unique.data(), unique.size()).has_value());
+  CHECK_FALSE(find_duplicate(nullptr, 0).has_value());
+}
+
+TEST_CASE("sparse table export and import round-trip bit for bit, then update identically") {
+  auto cfg = config(3, row_optimizer_kind::adam, row_init::normal, 0.2f);
+  cfg.admit_after = 2;
+  const std::vector<uint64_t> keys = keys_for(500);
+  // Rounds over overlapping key ranges: some keys admitted, some pending, steps differ.
+  auto push_rounds = [&](sparse_table& table, uint64_t first_round, uint64_t rounds) {
+    for (uint64_t r = first_round; r < first_round + rounds; ++r) {
+      const std::size_t begin = (r * 97) % 300, count = 150 + r % 50;
+      const auto grads = grads_for(count * cfg.dim, r);
+      table.apply(keys.data() + begin, count, grads.data(), 1.0f / float(r + 1));
+    }
+  };
+  sparse_table original(cfg, 3, 1);
+  push_rounds(original, 0, 6);
+  const sparse_table_rows saved = original.export_rows();
+  REQUIRE(saved.keys.size() > 100);
+  REQUIRE(saved.pending_keys.size() > 10);
+  CHECK(std::is_sorted(saved.keys.begin(), saved.keys.end()));
+
+  sparse_table restored(cfg, 3, 1);
+  push_rounds(restored, 40, 2);  // contents that the import must replace, not merge with
+  restored.import_rows(saved);
+  CHECK(restored.rows() == original.rows());
+  CHECK(restored.pending() == original.pending());
+  check_same_rows(restored.export_rows(), saved);
+
+  push_rounds(original, 6, 5);
+  push_rounds(restored, 6, 5);
+  check_same_rows(restored.export_rows(), original.export_rows());
+  CHECK(same_bits(read_all(restored, keys), read_all(original, keys)));
+}
+
+TEST_CASE("sparse table import refuses mismatched rows and keeps what it had") {
+  auto cfg = config(2, row_optimizer_kind::adagrad, row_init::uniform, 0.1f);
+  cfg.admit_after = 3;
+  sparse_table table(cfg, 1, 0);
+  const std::vector<uint64_t> keys = {3, 1, 2};
+  const std::vector<float> grads = grads_for(6, 1);
+  for (int push = 0; push < 3; ++push) table.apply(keys.data(), 3, grads.data(), 1.0f);
+  const uint64_t lone = 9;
+  table.apply(&lone, 1, grads.data(), 1.0f);
+  const sparse_table_rows good = table.export_rows();
+  REQUIRE(good.keys == std::vector<uint64_t>{1, 2, 3});
+
+  auto refused = [&](const char* what, auto&& corrupt) {
+    CAPTURE(what);
+    sparse_table_rows bad = good;
+    corrupt(bad);
+    CHECK_THROWS_WITH_AS(table.import_rows(bad), doctest::Contains(what), std::invalid_argument);
+    check_same_rows(table.export_rows(), good);
+  };
+  refused("values holds 5 entries, 6 expected", [](auto& r) { r.values.pop_back(); });
+  refused("state holds 7 entries, 6 expected", [](auto& r) { r.state.push_back(0); });
+  refused("touches", [](auto& r) { r.touches.pop_back(); });
+  refused("steps holds 3 entries, 0 expected", [](auto& r) { r.steps = {1, 1, 1}; });
+  refused("keys are not strictly ascending at row 2", [](auto& r) { r.keys[2] = 2; });
+  refused("pending_counts", [](auto& r) { r.pending_counts.clear(); });
+  refused("outside [1, 3)", [](auto& r) { r.pending_counts[0] = 3; });
+  refused("key 2 is both a row and pending", [](auto& r) { r.pending_keys[0] = 2; });
+
+  sparse_table no_admission(config(2, row_optimizer_kind::adagrad), 1, 0);
+  CHECK_THROWS_WITH_AS(no_admission.import_rows(good), doctest::Contains("pending keys"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("sparse table apply refuses a bad lr_scale and changes nothing") {
+  sparse_table table(config(2, row_optimizer_kind::sgd), 1, 0);
+  const uint64_t key = 1;
+  const float grad[2] = {1, 1};
+  for (float bad : {-0.5f, NAN, INFINITY}) {
+    CHECK_THROWS_WITH_AS(table.apply(&key, 1, grad, bad), doctest::Contains("lr_scale"),
+                         std::invalid_argument);
+  }
+  CHECK(table.rows() == 0);
+}
+
+TEST_CASE("sparse table ftrl: l1 keeps weakly pushed rows at exactly zero") {
+  auto cfg = config(4, row_optimizer_kind::ftrl);
+  cfg.optimizer.learning_rate = 0.5f;
+  cfg.optimizer.l1 = 1.0f;
+  sparse_table table(cfg, 1, 0);
+  const std::vector<uint64_t> keys = keys_for(50);
+  for (uint64_t round = 0; round < 5; ++round) {
+    std::vector<float> grads = grads_for(keys.size() * 4, round);
+    for (float& g : grads) g *= 0.1f;  // |z| ≤ 5 · 0.1 < l1 throughout
+    grads[0] = 2.0f;                   // except the first value of the first key
+    table.apply(keys.data(), keys.size(), grads.data(), 1.0f);
+  }
+  const std::vector<float> values = read_all(table, keys);
+  CHECK(table.rows() == 50);
+  CHECK(values[0] < -0.1f);
+  std::size_t exact_zeros = 0;
+  for (std::size_t i = 1; i < values.size(); ++i) exact_zeros += values[i] == 0.0f;
+  CHECK(exact_zeros == values.size() - 1);
+}
+
+TEST_CASE("sparse table bytes per row (dim 1 and 16, adagrad) match what malloc handed out") {
+  constexpr std::size_t rows = 200000, batch = 1000;
+  for (uint32_t dim : {1u, 16u}) {
+    CAPTURE(dim);
+    const std::vector<uint64_t> keys = keys_for(rows, dim);
+    const std::vector<float> grads = grads_for(batch * dim, dim);
+    const std::size_t heap_before = heap_in_use();
+    {
+      sparse_table table(config(dim, row_optimizer_kind::adagrad, row_init::uniform, 0.01f), 1, 0);
+      for (std::size_t at = 0; at < rows; at += batch) {
+        table.apply(keys.data() + at, batch, grads.data(), 1.0f);
+      }
+      REQUIRE(table.rows() == rows);
+      const double heap = double(heap_in_use() - heap_before);
+      // memory_bytes() counts the object itself, which is on the stack here.
+      const double reported = double(table.memory_bytes()) - sizeof(table);
+      const double floats = 2.0 * dim * sizeof(float);  // value + accumulator
+      MESSAGE("dim " << dim << " adagrad, " << rows << " rows: memory_bytes/row "
+                     << reported / rows << " (floats " << floats << ", the rest "
+                     << reported / rows - floats << "); malloc's count/row " << heap / rows);
+      CHECK(reported == doctest::Approx(heap).epsilon(0.03));
+    }
+  }
+}
+
+} // namespace actorps
