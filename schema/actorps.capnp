@@ -27,7 +27,37 @@ struct ModelSpec {
   numShards @2 :UInt32;
   name @3 :Text;               # the model plug-in and its arguments: "mlp:784-256-128-10"
   tensors @4 :List(TensorSpec);  # the dense tensors, in layout order
-  # Sparse tables (keyed rows) join the dense tensors here: a later field.
+  sparseTables @5 :List(SparseTableSpec);  # tables of keyed rows
+}
+
+# A table of keyed rows (kernels/sparse/table_config.hpp): uint64 keys, rows of `dim` float32
+# created on first push, each with its own optimizer state.
+struct SparseTableSpec {
+  enum Init {
+    zeros @0;
+    uniform @1;                # in [-scale, scale), seeded by (run seed, table, key)
+    normal @2;                 # standard deviation `scale`, seeded the same way
+  }
+  enum Optimizer {
+    sgd @0;
+    adagrad @1;
+    adam @2;                   # with a step count per row
+    ftrl @3;                   # FTRL-proximal: learningRate is alpha
+  }
+  name @0 :Text;
+  dim @1 :UInt32;
+  init @2 :Init;
+  scale @3 :Float32;
+  admitAfter @4 :UInt32;       # 0 or 1: the first push creates a row; N: the N-th
+  optimizer @5 :Optimizer;
+  learningRate @6 :Float32;
+  initialAccumulator @7 :Float32;  # adagrad
+  epsilon @8 :Float32;         # adagrad, adam
+  beta1 @9 :Float32;           # adam
+  beta2 @10 :Float32;          # adam
+  ftrlBeta @11 :Float32;
+  l1 @12 :Float32;             # ftrl
+  l2 @13 :Float32;             # ftrl
 }
 
 # One named dense tensor: row-major float32 of the given shape.

@@ -160,3 +160,52 @@ TEST_CASE("wire_buffer crosses CAF's serializer as one bulk byte copy") {
   caf::binary_deserializer odd_source{sys, odd};
   CHECK(odd_source(refused));
 }
+
+TEST_CASE("a spec's sparse tables round-trip, and an invalid table is refused by the decoder") {
+  train_spec spec;
+  spec.model = mlp_model({4, 3, 2});
+  spec.shards = 1;
+  sparse_table_config ftrl;
+  ftrl.dim = 1;
+  ftrl.admit_after = 3;
+  ftrl.optimizer.kind = row_optimizer_kind::ftrl;
+  ftrl.optimizer.learning_rate = 0.125f;
+  ftrl.optimizer.l1 = 0.5f;
+  ftrl.optimizer.l2 = 0.25f;
+  sparse_table_config embedding;
+  embedding.dim = 16;
+  embedding.init = row_init::normal;
+  embedding.scale = 0.01f;
+  embedding.optimizer.kind = row_optimizer_kind::adam;
+  embedding.optimizer.beta2 = 0.99f;
+  spec.model.sparse_tables = {{"wide/weights", ftrl}, {"embedding/user", embedding}};
+  block_layout layout(spec);
+  std::vector<float> part(layout.shard_floats(0), 1.0f);
+  auto init = decode_shard_init(encode_shard_init(spec, 0, layout, part.data()));
+  REQUIRE(init);
+  const auto& got = init->spec.model.sparse_tables;
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].name == "wide/weights");
+  CHECK(got[0].config.dim == 1);
+  CHECK(got[0].config.admit_after == 3);
+  CHECK(got[0].config.optimizer.kind == row_optimizer_kind::ftrl);
+  CHECK(got[0].config.optimizer.learning_rate == 0.125f);
+  CHECK(got[0].config.optimizer.l1 == 0.5f);
+  CHECK(got[0].config.optimizer.l2 == 0.25f);
+  CHECK(got[1].name == "embedding/user");
+  CHECK(got[1].config.dim == 16);
+  CHECK(got[1].config.init == row_init::normal);
+  CHECK(got[1].config.scale == 0.01f);
+  CHECK(got[1].config.optimizer.kind == row_optimizer_kind::adam);
+  CHECK(got[1].config.optimizer.beta2 == 0.99f);
+
+  spec.model.sparse_tables[1].config.dim = 0;  // what a hostile or broken peer might send
+  auto refused = decode_shard_init(encode_shard_init(spec, 0, layout, part.data()));
+  REQUIRE(!refused);
+  CHECK(static_cast<errc>(refused.error().code()) == errc::invalid_spec);
+  CHECK(describe(refused.error()).find("sparse table embedding/user: dim must be at least 1")
+        != std::string::npos);
+  spec.model.sparse_tables[1].name = "dense0/kernel";  // a tensor's name
+  spec.model.sparse_tables[1].config.dim = 4;
+  CHECK(invalid_model(spec.model) == "two tensors or tables are named 'dense0/kernel'");
+}

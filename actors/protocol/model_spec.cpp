@@ -45,13 +45,21 @@ std::string describe(const tensor_spec& tensor) {
   return out + "]";
 }
 
+namespace {
+
+bool valid_name(const std::string& name) {
+  return !name.empty() && name.size() <= 200
+         && std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127; });
+}
+
+} // namespace
+
 std::string invalid_model(const model_spec& model) {
   if (model.tensors.empty()) return "the model has no tensors";
   std::set<std::string> names;
   std::size_t total = 0;
   for (const auto& t : model.tensors) {
-    if (t.name.empty() || t.name.size() > 200
-        || !std::all_of(t.name.begin(), t.name.end(), [](char c) { return c > ' ' && c < 127; }))
+    if (!valid_name(t.name))
       return "tensor name '" + t.name + "' must be 1 to 200 printable characters without spaces";
     if (!names.insert(t.name).second) return "two tensors are named '" + t.name + "'";
     if (t.shape.size() > 8) return describe(t) + " has more than 8 dimensions";
@@ -65,6 +73,14 @@ std::string invalid_model(const model_spec& model) {
       return describe(t) + " has a uniform initializer without a finite, non-negative scale";
     total += t.size();
     if (total > (std::size_t(1) << 31)) return "the model has more than 2^31 values";
+  }
+  for (const auto& t : model.sparse_tables) {
+    if (!valid_name(t.name))
+      return "sparse table name '" + t.name + "' must be 1 to 200 printable characters without "
+             "spaces";
+    if (!names.insert(t.name).second) return "two tensors or tables are named '" + t.name + "'";
+    if (auto why = invalid_table_config(t.config); !why.empty())
+      return "sparse table " + t.name + ": " + why;
   }
   return "";
 }

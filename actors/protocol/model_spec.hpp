@@ -11,6 +11,7 @@
 
 #include "kernels/lr_schedule.hpp"
 #include "kernels/optimizer.hpp"
+#include "kernels/sparse/table_config.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -40,11 +41,19 @@ struct tensor_spec {
   std::size_t size() const;  ///< product of the shape (1 for a scalar)
 };
 
-/// The model as the runtime sees it. A second kind of table, sparse keyed rows, joins the dense
-/// tensors here (the sparse-table issue); the block layout then covers the dense part only.
+/// A table of keyed rows: uint64 keys, each a row of config.dim floats created on its first
+/// push (or its N-th, with admission), with its own optimizer state (kernels/sparse).
+struct sparse_table_spec {
+  std::string name;  ///< "embedding/user", unique among the model's tensors and tables
+  sparse_table_config config;
+};
+
+/// The model as the runtime sees it: dense tensors, cut into blocks by block_layout, and
+/// sparse tables, whose rows live on the shard that owns their key's bucket.
 struct model_spec {
   std::string name;                  ///< the plug-in and its arguments: "mlp:784-256-128-10"
   std::vector<tensor_spec> tensors;  ///< dense tensors, in layout order
+  std::vector<sparse_table_spec> sparse_tables = {};  // may be left out of a brace list
 
   std::size_t total_floats() const;
 };
@@ -55,8 +64,9 @@ std::vector<float> initial_values(const model_spec& model, uint64_t seed);
 /// "dense0/kernel [784, 256]" — for messages that compare two models.
 std::string describe(const tensor_spec& tensor);
 
-/// Checks names (non-empty, unique, printable) and shapes (non-zero dimensions, at most 2^31
-/// floats in all); "" when valid, else what is wrong.
+/// Checks names (non-empty, unique across tensors and tables, printable), shapes (non-zero
+/// dimensions, at most 2^31 floats in all) and each table's config; "" when valid, else what is
+/// wrong.
 std::string invalid_model(const model_spec& model);
 
 /// Parses "784-256-128-10" into widths; nullopt unless ≥ 2 positive integers joined by '-'.

@@ -30,6 +30,8 @@ std::size_t spec_bound(const train_spec& spec) {
   std::size_t words = words_for(spec.model.name.size() + 1) + 1;
   for (const auto& t : spec.model.tensors)
     words += 4 + words_for(t.name.size() + 1) + words_for(4 * t.shape.size()) + 1;
+  for (const auto& t : spec.model.sparse_tables)
+    words += 8 + words_for(t.name.size() + 1) + 1;  // a SparseTableSpec: 7 data words, a name
   return words;
 }
 
@@ -117,6 +119,26 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
                                              : wire::TensorSpec::Init::ZEROS);
     w.setScale(t.scale);
   }
+  auto tables = model.initSparseTables(static_cast<unsigned>(spec.model.sparse_tables.size()));
+  for (unsigned i = 0; i < spec.model.sparse_tables.size(); ++i) {
+    const auto& t = spec.model.sparse_tables[i];
+    const auto& o = t.config.optimizer;
+    auto w = tables[i];
+    w.setName(t.name);
+    w.setDim(t.config.dim);
+    w.setInit(static_cast<wire::SparseTableSpec::Init>(t.config.init));
+    w.setScale(t.config.scale);
+    w.setAdmitAfter(t.config.admit_after);
+    w.setOptimizer(static_cast<wire::SparseTableSpec::Optimizer>(o.kind));
+    w.setLearningRate(o.learning_rate);
+    w.setInitialAccumulator(o.initial_accumulator);
+    w.setEpsilon(o.epsilon);
+    w.setBeta1(o.beta1);
+    w.setBeta2(o.beta2);
+    w.setFtrlBeta(o.ftrl_beta);
+    w.setL1(o.l1);
+    w.setL2(o.l2);
+  }
   model.setBlockFloats(spec.block_floats);
   model.setNumShards(static_cast<uint32_t>(spec.shards));
   out.setMode(static_cast<wire::Mode>(spec.mode));
@@ -150,6 +172,32 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
     tensor.init = static_cast<tensor_init>(init);
     tensor.scale = t.getScale();
     spec.model.tensors.push_back(std::move(tensor));
+  }
+  if (model.getSparseTables().size() > max_tensors)
+    return make_error(errc::invalid_spec,
+                      std::to_string(model.getSparseTables().size()) + " sparse tables");
+  for (auto t : model.getSparseTables()) {
+    sparse_table_spec table;
+    table.name = t.getName().cStr();
+    auto init = static_cast<unsigned>(t.getInit());
+    auto kind = static_cast<unsigned>(t.getOptimizer());
+    if (init > 2 || kind > 3)
+      return make_error(errc::invalid_spec, "unknown initializer or optimizer of " + table.name);
+    auto& c = table.config;
+    c.dim = t.getDim();
+    c.init = static_cast<row_init>(init);
+    c.scale = t.getScale();
+    c.admit_after = t.getAdmitAfter();
+    c.optimizer.kind = static_cast<row_optimizer_kind>(kind);
+    c.optimizer.learning_rate = t.getLearningRate();
+    c.optimizer.initial_accumulator = t.getInitialAccumulator();
+    c.optimizer.epsilon = t.getEpsilon();
+    c.optimizer.beta1 = t.getBeta1();
+    c.optimizer.beta2 = t.getBeta2();
+    c.optimizer.ftrl_beta = t.getFtrlBeta();
+    c.optimizer.l1 = t.getL1();
+    c.optimizer.l2 = t.getL2();
+    spec.model.sparse_tables.push_back(std::move(table));
   }
   if (auto why = invalid_model(spec.model); !why.empty())
     return make_error(errc::invalid_spec, why);

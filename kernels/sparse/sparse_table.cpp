@@ -47,21 +47,6 @@ void require(bool ok, const std::string& what) {
 
 } // namespace
 
-std::optional<row_init> parse_row_init(const std::string& name) {
-  if (name == "zeros") return row_init::zeros;
-  if (name == "uniform") return row_init::uniform;
-  if (name == "normal") return row_init::normal;
-  return std::nullopt;
-}
-
-const char* to_string(row_init init) {
-  switch (init) {
-    case row_init::zeros: return "zeros";
-    case row_init::uniform: return "uniform";
-    case row_init::normal: return "normal";
-  }
-  return "unknown";
-}
 
 std::optional<std::size_t> find_duplicate(const uint64_t* keys, std::size_t n) {
   absl::flat_hash_set<uint64_t> seen;
@@ -100,15 +85,10 @@ void initial_row_values(const sparse_table_config& cfg, uint64_t seed, uint32_t 
 
 sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32_t table)
   : cfg_(cfg), seed_(seed), table_(table) {
-  require(cfg.dim > 0, "dim must be at least 1");
-  require(std::isfinite(cfg.scale) && cfg.scale >= 0,
-          "scale must be finite and >= 0, got " + std::to_string(cfg.scale));
-  validate_row_optimizer(cfg.optimizer);
+  auto why = invalid_table_config(cfg);
+  require(why.empty(), why);
   slots_ = row_state_slots(cfg.optimizer.kind);
-  const uint64_t stride = uint64_t(cfg.dim) * (1 + slots_);
-  require(stride <= std::numeric_limits<uint32_t>::max(),
-          "dim " + std::to_string(cfg.dim) + " is too large");
-  stride_ = static_cast<uint32_t>(stride);
+  stride_ = cfg.dim * (1 + slots_);  // checked to fit
   rows_per_page_ = static_cast<uint32_t>(
     std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));
 }

@@ -19,7 +19,7 @@
 //   table.read(keys, n, out);                             // never creates rows
 #pragma once
 
-#include "kernels/sparse/row_optimizer.hpp"
+#include "kernels/sparse/table_config.hpp"
 
 #include <absl/container/flat_hash_map.h>
 
@@ -31,24 +31,6 @@
 #include <vector>
 
 namespace actorps {
-
-/// How a new row's values start: all 0, uniform in [−scale, scale), or normal with standard
-/// deviation `scale`.
-enum class row_init { zeros, uniform, normal };
-
-std::optional<row_init> parse_row_init(const std::string& name);
-const char* to_string(row_init init);
-
-struct sparse_table_config {
-  uint32_t dim = 0;                  ///< floats per row; 0 is refused
-  row_init init = row_init::zeros;
-  float scale = 0.0f;                ///< uniform: half-width; normal: standard deviation
-  row_optimizer_config optimizer;
-  /// 0 or 1: a push creates the row. N > 1: a key's first N − 1 pushes are only counted (their
-  /// gradients dropped, the key reads as zeros); the N-th creates the row and applies its
-  /// gradient. Keeps one-off keys (typos, rare ids) from costing a row each.
-  uint32_t admit_after = 0;
-};
 
 /// One table's contents in the flat form a checkpoint stores. import_rows(export_rows())
 /// gives back a table that reads and updates bit for bit like the original.

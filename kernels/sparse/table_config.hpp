@@ -1,0 +1,35 @@
+// What a sparse table is, as a value: row width, initializer, optimizer, admission. The
+// model spec carries one per table (protocol/model_spec.hpp); sparse_table.hpp stores the rows.
+#pragma once
+
+#include "kernels/sparse/row_optimizer.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace actorps {
+
+/// How a new row's values start: all 0, uniform in [−scale, scale), or normal with standard
+/// deviation `scale`.
+enum class row_init { zeros, uniform, normal };
+
+std::optional<row_init> parse_row_init(const std::string& name);
+const char* to_string(row_init init);
+
+struct sparse_table_config {
+  uint32_t dim = 0;                  ///< floats per row; 0 is refused
+  row_init init = row_init::zeros;
+  float scale = 0.0f;                ///< uniform: half-width; normal: standard deviation
+  row_optimizer_config optimizer;
+  /// 0 or 1: a push creates the row. N > 1: a key's first N − 1 pushes are only counted (their
+  /// gradients dropped, the key reads as zeros); the N-th creates the row and applies its
+  /// gradient. Keeps one-off keys (typos, rare ids) from costing a row each.
+  uint32_t admit_after = 0;
+};
+
+/// "" when the config can describe a table, else what is wrong ("dim is 0", an optimizer
+/// field out of range).
+std::string invalid_table_config(const sparse_table_config& cfg);
+
+} // namespace actorps
