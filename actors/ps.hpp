@@ -193,7 +193,7 @@ public:
   /// the error naming the shard that could not be reached or refused the init.
   caf::expected<worker_client> worker();
 
-  /// A worker task: tells every ps task that this worker is done.
+  /// A worker task, after worker(): tells every ps task that this worker is done.
   caf::error finish();
 
   /// The current values of every shard (after worker()), flat in model order.

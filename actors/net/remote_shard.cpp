@@ -179,7 +179,7 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
     return caf::make_error(caf::sec::cannot_connect_to_node,
                            "the ps task at " + addr.text() + " did not say where its shard "
                              + "and data link are: " + describe(failed));
-  if (port == 0) return remote_shard{shard, shard, nullptr};  // control and data over CAF
+  if (port == 0) return remote_shard{shard, shard, nullptr, *task};  // all over CAF
 
   // The shard's local socket when it is on this host (and in this network namespace), else TCP.
   auto link = connect_local_link(local_name);
@@ -187,7 +187,9 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
     link = connect_link(addr.host, port,
                         std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout));
   if (!link) return std::move(link.error());
-  return attach_link(sys, shard, std::move(*link), index, request_timeout);
+  auto attached = attach_link(sys, shard, std::move(*link), index, request_timeout);
+  if (attached) attached->task = *task;
+  return attached;
 }
 
 caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,

@@ -20,6 +20,7 @@ struct remote_shard {
   ps_shard_actor handle;               ///< what the worker or evaluator talks to
   ps_shard_actor shard;                ///< the shard itself, over CAF
   std::shared_ptr<link_socket> link;   ///< null when its process offers no data link
+  ps_task_actor task = {};             ///< the ps task it came from (connect_shard only)
 
   /// How pulls and pushes travel: "local socket", "tcp", or "caf" (its process offers no link).
   const char* transport() const { return !link ? "caf" : link->is_local() ? "local socket" : "tcp"; }

@@ -4,7 +4,7 @@
 
 namespace actorps::detail {
 
-train_spec user_loop_spec(const model_spec& model, const cluster_options& opts) {
+train_spec shards_spec(const model_spec& model, const cluster_options& opts) {
   train_spec spec;
   spec.model = model;
   spec.shards = opts.ps;

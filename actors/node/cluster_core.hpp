@@ -29,9 +29,9 @@ struct cluster_core {
   }
 };
 
-/// The spec shards of a user-driven run get: the model and the options (a learning rate of 0
-/// becomes the optimizer's default).
-train_spec user_loop_spec(const model_spec& model, const cluster_options& opts);
+/// The spec the shards of a run get: the model and the options (a learning rate of 0 becomes
+/// the optimizer's default). train() fills the options' shard part from its own.
+train_spec shards_spec(const model_spec& model, const cluster_options& opts);
 
 /// Sends every shard its part of the model's initial values; the first refusal, naming its shard.
 caf::error init_shards(cluster_core& core);

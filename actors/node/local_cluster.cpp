@@ -14,7 +14,7 @@ local_cluster::local_cluster(const model_spec& model, const cluster_options& opt
     throw std::invalid_argument("a cluster needs at least one shard and one worker");
   auto& core = *core_;
   core.opts = opts;
-  core.spec = detail::user_loop_spec(model, opts);
+  core.spec = detail::shards_spec(model, opts);
   core.layout = std::make_unique<block_layout>(core.spec);  // throws for an invalid model
   configure_system(core.cfg, 0);
   core.sys = std::make_unique<caf::actor_system>(core.cfg);

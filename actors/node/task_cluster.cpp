@@ -6,7 +6,6 @@
 
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/deploy/deployment.hpp"
-#include "actors/net/connect.hpp"
 #include "actors/net/remote_shard.hpp"
 #include "actors/protocol/system_config.hpp"
 
@@ -15,11 +14,19 @@
 
 namespace actorps {
 
+namespace {
+
+caf::error not_connected() {
+  return caf::make_error(caf::sec::runtime_error, "not connected: call worker() first");
+}
+
+} // namespace
+
 struct task_cluster::impl {
   cluster_spec cluster;
   task_id task;
   std::shared_ptr<detail::cluster_core> core;
-  bool connected = false;  // a worker: its shards connected and initialised
+  std::vector<remote_shard> remote;  // a worker: its shards, connected and initialised
 };
 
 task_cluster::task_cluster(const std::string& tf_config, const model_spec& model,
@@ -39,7 +46,7 @@ task_cluster::task_cluster(const std::string& tf_config, const model_spec& model
   im.core = std::make_shared<detail::cluster_core>();
   auto& core = *im.core;
   core.opts = opts;
-  core.spec = detail::user_loop_spec(model, opts);
+  core.spec = detail::shards_spec(model, opts);
   core.layout = std::make_unique<block_layout>(core.spec);  // throws for an invalid model
   configure_system(core.cfg, 0, network_settings{});
   core.sys = std::make_unique<caf::actor_system>(core.cfg);
@@ -61,20 +68,21 @@ caf::expected<worker_client> task_cluster::worker() {
   auto& im = *impl_;
   if (is_ps()) throw std::logic_error("worker() is for a worker task; this is " + im.task.text());
   auto& core = *im.core;
-  if (!im.connected) {
+  if (im.remote.empty()) {
     std::vector<remote_shard> remote;
     for (int s = 0; s < core.opts.ps; ++s) {
       auto shard = connect_shard(*core.sys, im.cluster.address({"ps", s}), s, core.opts.timeout,
                                  core.opts.timeout);
       if (!shard) return shard.error();
-      core.shards.push_back(shard->handle);
       remote.push_back(*shard);
     }
+    core.shards.clear();
+    for (auto& r : remote) core.shards.push_back(r.handle);
     core.stop = [remote] {
       for (auto& r : remote) r.close();
     };
     if (auto err = detail::init_shards(core)) return err;
-    im.connected = true;
+    im.remote = std::move(remote);
   }
   return detail::make_worker_client(im.core, static_cast<int32_t>(im.task.index));
 }
@@ -82,14 +90,11 @@ caf::expected<worker_client> task_cluster::worker() {
 caf::error task_cluster::finish() {
   auto& im = *impl_;
   if (is_ps()) throw std::logic_error("finish() is for a worker task; this is " + im.task.text());
-  auto& sys = *im.core->sys;
-  caf::scoped_actor self{sys};
-  for (int s = 0; s < im.core->opts.ps; ++s) {
-    auto addr = im.cluster.address({"ps", s});
-    auto task = connect_to<ps_task_actor>(sys, addr, im.core->opts.timeout);
-    if (!task) return task.error();
+  if (im.remote.empty()) return not_connected();
+  caf::scoped_actor self{*im.core->sys};
+  for (const auto& r : im.remote) {  // the ps tasks worker() connected to
     caf::error failed;
-    self->request(*task, im.core->opts.timeout, done_atom::value,
+    self->request(r.task, im.core->opts.timeout, done_atom::value,
                   static_cast<int32_t>(im.task.index))
       .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
     if (failed) return failed;
@@ -98,7 +103,7 @@ caf::error task_cluster::finish() {
 }
 
 caf::expected<std::vector<float>> task_cluster::snapshot() {
-  if (!impl_->connected) return caf::make_error(caf::sec::runtime_error, "not connected: call worker() first");
+  if (impl_->remote.empty()) return not_connected();
   return detail::snapshot_shards(*impl_->core);
 }
 

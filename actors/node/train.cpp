@@ -1,4 +1,5 @@
 // train(): a whole run in this process, the runtime owning the loop (actors/ps.hpp).
+#include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
 
 #include <cmath>
@@ -14,18 +15,15 @@ caf::expected<train_spec> spec_of(const train_options& o, const model_plugin& mo
   if (o.ps < 1) return bad_option("ps must be at least 1");
   if (o.workers < 1) return bad_option("workers must be at least 1");
   if (o.staleness < 0) return bad_option("staleness must be 0 or more");
-  train_spec spec;
-  spec.model = model.spec();
-  spec.shards = o.ps;
-  spec.workers = o.workers;
-  spec.mode = o.mode;
-  spec.staleness = o.staleness;
-  spec.optimizer = o.optimizer;
-  if (!(spec.optimizer.learning_rate > 0))
-    spec.optimizer.learning_rate = default_learning_rate(spec.optimizer.kind);
-  spec.schedule = o.schedule;
-  spec.seed = o.seed;
-  return spec;
+  cluster_options shards;  // the shards' part of the options; the rest is the chief's
+  shards.ps = o.ps;
+  shards.workers = o.workers;
+  shards.mode = o.mode;
+  shards.staleness = o.staleness;
+  shards.optimizer = o.optimizer;
+  shards.schedule = o.schedule;
+  shards.seed = o.seed;
+  return detail::shards_spec(model.spec(), shards);
 }
 
 /// The --model plug-in, or the error naming why it cannot be built.

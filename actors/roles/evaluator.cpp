@@ -26,17 +26,17 @@ struct evaluator_state {
 using self_ptr = evaluator_actor::stateful_pointer<evaluator_state>;
 
 /// Evaluates the parameters of the snapshots (one per shard) taken for `clock`.
-eval_report evaluate_snapshots(self_ptr self, int64_t clock, const std::vector<wire_buffer>& snaps,
-                               caf::timestamp started, caf::error& failed) {
+caf::expected<eval_report> evaluate_snapshots(self_ptr self, int64_t clock,
+                                              const std::vector<wire_buffer>& snaps,
+                                              caf::timestamp started) {
   auto& st = self->state;
-  eval_report report;
   for (const auto& snap : snaps)
     if (auto msg = scatter_shard_parameters(snap, *st.layout, st.params.data()); !msg) {
       log_line("evaluator", "bad snapshot: " + describe(msg.error()));
-      failed = msg.error();
-      return report;
+      return msg.error();
     }
   auto metrics = st.model->evaluate(st.params.data());
+  eval_report report;
   report.clock = clock;
   report.test_rows = metrics.rows;
   report.test_accuracy = metrics.accuracy;
@@ -70,12 +70,10 @@ evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
           return self->request(st.cfg.shards[s], st.cfg.request_timeout, snapshot_atom::value);
         },
         [=](std::vector<wire_buffer> snaps) {
-          caf::error failed;
-          auto report = evaluate_snapshots(self, clock, snaps, started, failed);
-          if (failed)
-            promise->deliver(failed);
+          if (auto report = evaluate_snapshots(self, clock, snaps, started))
+            promise->deliver(*report);
           else
-            promise->deliver(report);
+            promise->deliver(report.error());
         },
         [=](caf::error& err) { promise->deliver(err); });
       return *promise;

@@ -23,21 +23,11 @@ shift $((OPTIND - 1))
 (( $# <= 1 )) || usage
 out="$(realpath -m "${1:-$build/bench/csv.json}")"
 
+name=$(basename "$0")
+. "$root/scripts/bench/bench_lib.sh"
 bench="$build/actorps_bench_csv"
-if [[ ! -x "$bench" ]]; then
-  echo "csv.sh: $bench is missing; build first:" >&2
-  echo "  cmake -S $root -B $build -DCMAKE_BUILD_TYPE=Release && cmake --build $build -j2" >&2
-  exit 1
-fi
-
-mkdir -p "$(dirname "$out")"
-tmp="$(mktemp)"
-trap 'rm -f "$tmp"' EXIT
-if ! timeout 300 "$bench" --rows "$rows" --cols "$cols" --repeats 3 >"$tmp"; then
-  echo "csv.sh: actorps_bench_csv failed or took over 300 s" >&2
-  exit 1
-fi
-mv "$tmp" "$out"
+require_bench "$bench"
+run_bench 300 "$out" "$bench" --rows "$rows" --cols "$cols" --repeats 3
 
 python3 - "$out" <<'PY'
 import json, sys

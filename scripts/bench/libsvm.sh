@@ -25,21 +25,11 @@ shift $((OPTIND - 1))
 (( $# <= 1 )) || usage
 out="$(realpath -m "${1:-$build/bench/libsvm.json}")"
 
+name=$(basename "$0")
+. "$root/scripts/bench/bench_lib.sh"
 bench="$build/actorps_bench_libsvm"
-if [[ ! -x "$bench" ]]; then
-  echo "libsvm.sh: $bench is missing; build first:" >&2
-  echo "  cmake -S $root -B $build -DCMAKE_BUILD_TYPE=Release && cmake --build $build -j2" >&2
-  exit 1
-fi
-
-mkdir -p "$(dirname "$out")"
-tmp="$(mktemp)"
-trap 'rm -f "$tmp"' EXIT
-if ! timeout 600 "$bench" --rows "$rows" --nnz "$nnz" --repeats 3 >"$tmp"; then
-  echo "libsvm.sh: actorps_bench_libsvm failed or took over 600 s" >&2
-  exit 1
-fi
-mv "$tmp" "$out"
+require_bench "$bench"
+run_bench 600 "$out" "$bench" --rows "$rows" --nnz "$nnz" --repeats 3
 
 python3 - "$out" <<'PY'
 import json, sys

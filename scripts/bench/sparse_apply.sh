@@ -27,25 +27,18 @@ shift $((OPTIND - 1))
 (( $# <= 1 )) || usage
 out="$(realpath -m "${1:-$build/bench/sparse_apply.json}")"
 
+name=$(basename "$0")
+. "$root/scripts/bench/bench_lib.sh"
 bench="$build/actorps_bench_sparse_apply"
-if [[ ! -x "$bench" ]]; then
-  echo "sparse_apply.sh: $bench is missing; build first:" >&2
-  echo "  cmake -S $root -B $build -DCMAKE_BUILD_TYPE=Release && cmake --build $build --target actorps_bench_sparse_apply -j2" >&2
-  exit 1
-fi
+require_bench "$bench"
 
-mkdir -p "$(dirname "$out")"
-apply_json="$(mktemp)" rss_json="$(mktemp)"
-trap 'rm -f "$apply_json" "$rss_json"' EXIT
-if ! timeout 600 "$bench" --sizes "$sizes" --dims "$dims" >"$apply_json"; then
-  echo "sparse_apply.sh: actorps_bench_sparse_apply failed or took over 600 s" >&2
-  exit 1
-fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+apply_json="$tmp/apply.json" rss_json="$tmp/rss.json"
+: >"$rss_json"
+run_bench 600 "$apply_json" "$bench" --sizes "$sizes" --dims "$dims"
 # The peak resident set is the whole process's: measured in a process that does nothing else.
-if (( peak_rss )) && ! timeout 600 "$bench" --peak-rss >"$rss_json"; then
-  echo "sparse_apply.sh: actorps_bench_sparse_apply --peak-rss failed or took over 600 s" >&2
-  exit 1
-fi
+if (( peak_rss )); then run_bench 600 "$rss_json" "$bench" --peak-rss; fi
 
 python3 - "$apply_json" "$rss_json" "$out" <<'PY'
 import json, os, sys

@@ -1,0 +1,27 @@
+# What the benchmark scripts that drive one benchmark binary share (sourced, not run).
+# Expects $root (the repository) and $build (the build directory); $name names the script in
+# messages.
+
+# require_bench BINARY: fails naming the build command when the binary was not built.
+require_bench() {
+  if [[ ! -x "$1" ]]; then
+    echo "$name: $1 is missing; build first:" >&2
+    echo "  cmake -S $root -B $build -DCMAKE_BUILD_TYPE=Release && cmake --build $build --target $(basename "$1") -j2" >&2
+    exit 1
+  fi
+}
+
+# run_bench SECONDS OUT BINARY ARGS...: runs the binary (at most SECONDS) and writes its JSON
+# to OUT only when it succeeded, so a failed run never leaves a half-written result.
+run_bench() {
+  local limit=$1 out=$2 bin=$3 tmp
+  shift 3
+  mkdir -p "$(dirname "$out")"
+  tmp="$(mktemp)"
+  if ! timeout "$limit" "$bin" "$@" >"$tmp"; then
+    rm -f "$tmp"
+    echo "$name: $(basename "$bin") $* failed or took over $limit s" >&2
+    exit 1
+  fi
+  mv "$tmp" "$out"
+}
