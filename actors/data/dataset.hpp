@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/data/batch_source.hpp"
+#include "actors/data/sparse_batch.hpp"
 #include "actors/protocol/data_source.hpp"
 
 #include <cstdint>
@@ -20,13 +21,16 @@ struct dataset_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Row-major samples: x holds rows × cols floats, y holds rows labels in [0, classes).
+/// Row-major samples: x holds rows × cols floats, y holds rows labels in [0, classes). A split of
+/// sparse rows (libsvm) holds them in `sparse` instead (labels there), with cols 0 and classes 2;
+/// a streamed training split holds only its row count (each worker reads its own part).
 struct dataset {
   int rows = 0;
   int cols = 0;
   int classes = 0;
   std::vector<float> x;
   std::vector<int32_t> y;
+  sparse_batch sparse;
 };
 
 /// What the uint8 pixels of Fashion-MNIST are divided by for training: inputs lie in [0, 1].

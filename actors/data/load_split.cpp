@@ -1,10 +1,47 @@
 #include "actors/data/load_split.hpp"
 
 #include "actors/data/csv_dataset.hpp"
+#include "actors/data/libsvm_reader.hpp"
+
+#include <limits>
 
 namespace actorps {
 
+namespace {
+
+/// The rows of a libsvm split: a test split whole (in `sparse`), a training split only counted
+/// (its workers stream their parts).
+dataset load_libsvm(const std::string& path, bool train) {
+  dataset out;
+  out.classes = 2;
+  auto rows = int64_t{0};
+  if (train) {
+    rows = count_libsvm_rows(path);
+  } else {
+    libsvm_reader reader(path);
+    sparse_batch batch;
+    out.sparse.clear();
+    while (reader.next_batch(1 << 16, batch) > 0) {
+      auto base = out.sparse.keys.size();
+      out.sparse.labels.insert(out.sparse.labels.end(), batch.labels.begin(), batch.labels.end());
+      out.sparse.keys.insert(out.sparse.keys.end(), batch.keys.begin(), batch.keys.end());
+      out.sparse.values.insert(out.sparse.values.end(), batch.values.begin(), batch.values.end());
+      for (std::size_t r = 1; r < batch.offsets.size(); ++r)
+        out.sparse.offsets.push_back(base + batch.offsets[r]);
+    }
+    rows = static_cast<int64_t>(out.sparse.rows());
+  }
+  if (rows > std::numeric_limits<int>::max())
+    throw dataset_error(path + ": " + std::to_string(rows) + " rows, more than 2^31 - 1");
+  out.rows = static_cast<int>(rows);
+  return out;
+}
+
+} // namespace
+
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
+  if (src.what == data_source::kind::libsvm)
+    return std::make_shared<dataset>(load_libsvm(train ? src.train_path : src.test_path, train));
   if (src.what == data_source::kind::fashion_mnist)
     return std::make_shared<dataset>(load_fashion_mnist(src.dir, train));
   if (src.what == data_source::kind::csv)
@@ -18,6 +55,7 @@ int64_t training_rows(const data_source& src) {
     case data_source::kind::fashion_mnist: return fashion_mnist_rows(src.dir, true);
     case data_source::kind::synthetic: return src.train_rows;
     case data_source::kind::csv: return load_csv(src.train_path).rows;  // a full parse, for now
+    case data_source::kind::libsvm: return count_libsvm_rows(src.train_path);
   }
   return 0;
 }

@@ -8,7 +8,8 @@
 
 namespace actorps {
 
-/// Loads the training (or test) split; throws dataset_error naming the file on bad data.
+/// Loads the training (or test) split; throws dataset_error naming the file on bad data. A
+/// libsvm training split is only counted (rows set, no data): its workers stream their parts.
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train);
 
 /// The rows of the training split really there (epochs count them); throws dataset_error.

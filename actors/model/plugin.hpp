@@ -5,6 +5,7 @@
 
 #include "actors/data/batch_source.hpp"
 #include "actors/data/dataset.hpp"
+#include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "kernels/backend_factory.hpp"
 
@@ -29,15 +30,44 @@ struct trainer_context {
   const batch_source* data = nullptr;  ///< this worker's minibatches; outlives the trainer
   backend_kind backend = backend_kind::cpu;  ///< where to compute (automatic: decide here)
   int device = 0;        ///< CUDA device index
+  /// Where the training data is. In-memory data arrive as `data`; a plug-in that streams its
+  /// own (libsvm: each worker reads part `worker` of `workers` of the file) opens it from here.
+  data_source source;
 };
 
-/// One worker's half of the model: called once per clock from the worker's own thread.
+/// One sparse table's rows for one minibatch. The trainer names the keys its batch reads
+/// (trainer::keys), the runtime de-duplicates them, pulls each distinct key's row once from the
+/// shard that owns it, and hands them to trainer::step; after the step it pushes `grads`.
+struct table_rows {
+  uint32_t dim = 0;               ///< floats per row (the table's spec)
+  std::vector<uint64_t> keys;     ///< the distinct keys, ascending
+  std::vector<uint32_t> inverse;  ///< for each key the trainer named, in its order: its index
+                                  ///< in `keys`
+  std::vector<float> values;      ///< keys.size() × dim: each key's row as pulled
+  std::vector<float> grads;       ///< keys.size() × dim, zeroed before step: the trainer adds
+                                  ///< each use's gradient of the mean loss, so a key used twice
+                                  ///< pushes the sum of both
+};
+
+/// One worker's half of the model: called once per clock from the worker's own thread. A dense
+/// model implements the first step(); a model with sparse tables implements keys() and the
+/// second step().
 class trainer {
 public:
   virtual ~trainer() = default;
   /// Computes, at `params` (every tensor of the spec, flat in model order), the gradient of the
   /// mean loss over the minibatch of `clock` into `grad` (same layout, every value written).
-  virtual step_loss step(int64_t clock, const float* params, float* grad) = 0;
+  /// The default throws std::logic_error: a sparse model's trainer needs its tables.
+  virtual step_loss step(int64_t clock, const float* params, float* grad);
+  /// Sparse models: the keys of each sparse table (model spec order; `per_table` arrives sized
+  /// and emptied) that the minibatch of `clock` reads, in the order step() will find them in
+  /// table_rows::inverse; repeats welcome. The runtime calls keys(c + 1) right after step(c),
+  /// to pull clock c + 1's rows with clock c's push. Default: no keys.
+  virtual void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table);
+  /// As the first step(), with each sparse table's rows for the minibatch (spec order): reads
+  /// tables[t].values, adds into tables[t].grads. The default calls the first step().
+  virtual step_loss step(int64_t clock, const float* params, float* grad,
+                         std::vector<table_rows>& tables);
   /// What it computes on: "cpu", "cuda", ...; shown in train events and the summary.
   virtual std::string device() const { return "cpu"; }
 };
@@ -45,15 +75,26 @@ public:
 /// The evaluator's view of a model on the test split.
 struct eval_metrics {
   double accuracy = 0;  ///< fraction of rows predicted right (classification); 0 if meaningless
-  double loss = 0;      ///< mean loss per row
+  double loss = 0;      ///< mean loss per row (binary models: the logloss)
   int64_t rows = 0;
+  double auc = -1;      ///< binary models: ROC AUC over the rows; -1: not computed
 };
 
+/// The evaluator's half of a model. A dense model implements the first evaluate(); a model with
+/// sparse tables implements keys() and the second.
 class evaluation {
 public:
   virtual ~evaluation() = default;
-  /// Test metrics at `params` (flat, model order). Called from the evaluator's own thread.
-  virtual eval_metrics evaluate(const float* params) = 0;
+  /// Test metrics at `params` (flat, model order). Called from the evaluator's own thread. The
+  /// default throws std::logic_error: a sparse model's evaluation needs its tables.
+  virtual eval_metrics evaluate(const float* params);
+  /// Sparse models: every key of each table (spec order; `per_table` arrives sized and emptied)
+  /// that the test split reads; repeats welcome. Asked once; the evaluator then pulls only
+  /// these rows for every evaluation. Default: none.
+  virtual void keys(std::vector<std::vector<uint64_t>>& per_table);
+  /// As the first evaluate(), with those rows (table_rows::grads stay empty). The default calls
+  /// the first evaluate().
+  virtual eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables);
 };
 
 class model_plugin {

@@ -11,15 +11,16 @@ namespace actorps {
 inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 
 struct data_source {
-  enum class kind { fashion_mnist, synthetic, csv };
+  enum class kind { fashion_mnist, synthetic, csv, libsvm };
   kind what = kind::fashion_mnist;
   std::string dir = default_fashion_mnist_dir;
   int train_rows = 8192;   ///< synthetic only
   int test_rows = 2048;    ///< synthetic only
   uint64_t seed = 1;       ///< synthetic only
   int cols = 784;          ///< synthetic only: features (the model's input width)
-  std::string train_path;  ///< csv: the training file (plain or gzip), label in column 1
-  std::string test_path;   ///< csv: the test file
+  std::string train_path;  ///< csv: the training file (plain or gzip), label in column 1;
+                           ///< libsvm: the training file, which each worker streams its part of
+  std::string test_path;   ///< csv, libsvm: the test file
 };
 
 } // namespace actorps

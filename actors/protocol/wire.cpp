@@ -15,6 +15,11 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace actorps {
 
+static_assert(unsigned(wire::DataSource::Kind::LIBSVM) == unsigned(data_source::kind::libsvm)
+              && unsigned(wire::DataSource::Kind::CSV) == unsigned(data_source::kind::csv)
+              && unsigned(wire::DataSource::Kind::SYNTHETIC)
+                   == unsigned(data_source::kind::synthetic));
+
 namespace {
 
 constexpr std::size_t word_bytes = sizeof(capnp::word);
@@ -357,9 +362,8 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     msg.setSlowMs(static_cast<uint32_t>(setup.slow_ms));
     msg.setRequestTimeoutMs(static_cast<uint32_t>(setup.request_timeout.count()));
     auto data = msg.initData();
-    data.setKind(setup.data.what == data_source::kind::synthetic ? wire::DataSource::Kind::SYNTHETIC
-                 : setup.data.what == data_source::kind::csv     ? wire::DataSource::Kind::CSV
-                                                                 : wire::DataSource::Kind::FASHION_MNIST);
+    // the schema's kinds are data_source::kind's, in the same order
+    data.setKind(static_cast<wire::DataSource::Kind>(setup.data.what));
     data.setTrainPath(setup.data.train_path);
     data.setTestPath(setup.data.test_path);
     data.setDir(setup.data.dir);
@@ -391,9 +395,10 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.slow_ms = static_cast<int>(msg.getSlowMs());
     out.request_timeout = std::chrono::milliseconds(msg.getRequestTimeoutMs());
     auto data = msg.getData();
-    out.data.what = data.getKind() == wire::DataSource::Kind::SYNTHETIC ? data_source::kind::synthetic
-                    : data.getKind() == wire::DataSource::Kind::CSV     ? data_source::kind::csv
-                                                                        : data_source::kind::fashion_mnist;
+    if (data.getKind() > wire::DataSource::Kind::LIBSVM)
+      return make_error(errc::malformed_message, "unknown data source kind "
+                                                   + std::to_string(unsigned(data.getKind())));
+    out.data.what = static_cast<data_source::kind>(data.getKind());
     out.data.train_path = data.getTrainPath();
     out.data.test_path = data.getTestPath();
     out.data.dir = data.getDir();
