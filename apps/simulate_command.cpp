@@ -81,6 +81,7 @@ int simulate_command(const std::vector<std::string>& args) {
     sim.scheduler_threads = plan.scheduler_threads;
     sim.chief.train = plan.train_split ? plan.train_split : load_split(plan.data, true);
     sim.chief.test = load_split(plan.data, false);
+    sim.chief.source = plan.data;
   } catch (const po::error& e) {
     std::fprintf(stderr, "actorps simulate: %s\n(see actorps simulate --help)\n", e.what());
     return 2;

@@ -405,6 +405,17 @@ void print_summary(const run_summary& s) {
               s.samples_per_s, s.final_test_accuracy, s.final_test_loss,
               static_cast<long long>(s.max_staleness),
               static_cast<unsigned long long>(s.dropped_messages));
+  if (s.final_test_auc >= 0)
+    std::printf("  final test auc %.4f, logloss %.4f\n", s.final_test_auc, s.final_test_loss);
+  if (!s.shard_stats_list.empty() && !s.shard_stats_list.front().table_rows.empty()) {
+    std::printf("  sparse rows per shard:");
+    for (const auto& shard : s.shard_stats_list) {
+      std::printf(" ps:%d", shard.shard);
+      for (auto rows : shard.table_rows) std::printf(" %llu", static_cast<unsigned long long>(rows));
+      std::printf(" (%.1f MiB);", double(shard.table_bytes) / (1 << 20));
+    }
+    std::printf("\n");
+  }
   if (s.failures > 0 || s.recoveries > 0 || s.checkpoints > 0 || s.resumed_from >= 0) {
     std::printf("  failures %d, recoveries %d, checkpoints %d", s.failures, s.recoveries,
                 s.checkpoints);

@@ -89,6 +89,8 @@ struct TrainSpec {
   totalClocks @12 :Int64;      # clocks per worker; the schedules decay over them
   checkpointEvery @13 :Int64;  # shards keep their state at every multiple of it (and at
                                # totalClocks) for the chief's checkpoints; 0: never
+  bucketShards @14 :List(UInt16);  # sparse keys: the shard of each virtual bucket
+                               # (kernels/sparse/key_buckets.hpp); empty without sparse tables
 }
 
 enum LrSchedule {
@@ -112,6 +114,25 @@ struct Push {
   blocks @3 :List(Block);      # every block of the shard exactly once
   incarnation @4 :UInt32;      # which spawn of this worker pushed it: after a replacement or a
                                # rollback, pushes still in flight from an earlier one are refused
+  sparse @5 :List(SparseRows); # gradient rows of this clock, per table this shard owns keys of
+  pullKeys @6 :List(SparseRows);  # the keys (no values) of the pull for clock + 1
+}
+
+# Rows of one sparse table on one shard. Keys are distinct; rows follow the keys' order.
+struct SparseRows {
+  table @0 :UInt32;            # index in ModelSpec.sparseTables
+  keys @1 :Data;               # little-endian uint64; empty in a reply (the rows come in the
+                               # order of the keys asked)
+  values @2 :Data;             # keys x dim little-endian float32; empty where only keys travel
+}
+
+# A pull that names sparse keys (a dense-only pull is the message (pull, worker, clock)), or,
+# with worker -1, a snapshot of those keys' rows answered at once.
+struct Pull {
+  worker @0 :Int32;
+  clock @1 :Int64;
+  shard @2 :Int32;
+  keys @3 :List(SparseRows);   # keys only
 }
 
 # Parameters a shard serves: the reply to a pull, or a snapshot for the evaluator (the same
@@ -127,6 +148,7 @@ struct ShardParameters {
   newestClock @3 :Int64;       # clock of the newest gradient these values include; -1: none
   obsoleteUpdates @4 :UInt64;  # unused, never set: nothing read it (was the update count)
   blocks @5 :List(Block);
+  sparse @6 :List(SparseRows); # the rows of the keys asked, values only, in the order asked
 }
 
 # Where a role finds its data: every host reads its own copy.
@@ -181,6 +203,19 @@ struct ShardCheckpoint {
   newestClock @4 :Int64;
   blocks @5 :List(Block);      # parameters, the shard's blocks in id order
   state @6 :List(Block);       # optimizer state per block: slots x block size floats, same ids
+  sparse @7 :List(SparseTableState);  # every sparse table, in spec order
+}
+
+# One sparse table's rows on one shard (kernels/sparse/sparse_table.hpp's sparse_table_rows).
+struct SparseTableState {
+  table @0 :UInt32;
+  keys @1 :Data;               # uint64, strictly ascending
+  values @2 :Data;             # keys x dim float32
+  state @3 :Data;              # keys x slots x dim float32: the row optimizer's state
+  touches @4 :Data;            # uint32 per key: pushes that reached it
+  steps @5 :Data;              # uint32 per key: Adam's per-row step; empty for other optimizers
+  pendingKeys @6 :Data;        # uint64, strictly ascending: keys counted but not admitted yet
+  pendingCounts @7 :Data;      # uint32 per pending key
 }
 
 # The run's part of a checkpoint (file run.capnp), written by the chief.

@@ -41,6 +41,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
 namespace actorps {
 
 chief_actor spawn_chief(caf::actor_system& sys, chief_config cfg) {
+  place_buckets(cfg.spec);  // the chief creates the run: every other role reads its placement
   return sys.spawn(chief_detail::chief, std::move(cfg));
 }
 

@@ -15,13 +15,16 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
   auto& st = self->state;
   st.last_accuracy = report.test_accuracy;
   st.last_test_loss = report.test_loss;
-  st.metrics->write(json_object()
-                      .add("event", "eval")
-                      .add("clock", report.clock)
-                      .add("epoch", double(report.clock) / double(st.steps_per_epoch()))
-                      .add("test_accuracy", report.test_accuracy)
-                      .add("test_loss", report.test_loss)
-                      .add("test_rows", report.test_rows)
+  st.last_auc = report.test_auc;
+  auto event = json_object()
+                 .add("event", "eval")
+                 .add("clock", report.clock)
+                 .add("epoch", double(report.clock) / double(st.steps_per_epoch()))
+                 .add("test_accuracy", report.test_accuracy)
+                 .add("test_loss", report.test_loss);
+  if (report.test_auc >= 0)  // a binary model: its loss is the logloss
+    event.add("test_auc", report.test_auc).add("test_logloss", report.test_loss);
+  st.metrics->write(event.add("test_rows", report.test_rows)
                       .add("eval_s", report.eval_seconds)
                       .add("final", final_eval)
                       .add("wall_s", st.elapsed()));
@@ -71,6 +74,7 @@ eval_report last_known_eval(const chief_state& st) {
   r.clock = st.cfg.steps;
   r.test_accuracy = st.last_accuracy >= 0 ? st.last_accuracy : 0;
   r.test_loss = st.last_test_loss >= 0 ? st.last_test_loss : 0;
+  r.test_auc = st.last_auc;
   return r;
 }
 

@@ -101,6 +101,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
     wc.backend = st.cfg.backend;
     wc.device = st.cfg.gpus[w % st.cfg.gpus.size()];
     wc.train = st.cfg.train;
+    wc.source = st.cfg.source;
     wc.shards = st.shards;
     wc.chief = self;
     st.workers[w] = spawn_worker(self->system(), std::move(wc));

@@ -95,7 +95,7 @@ struct chief_state {
   uint64_t eval_generation = 0;
   std::function<void()> after_eval;  // runs once the one in flight has ended
   int64_t next_eval = 0;
-  double last_accuracy = -1, last_test_loss = -1;
+  double last_accuracy = -1, last_test_loss = -1, last_auc = -1;
 
   std::optional<time_point> start, end;  // training began, ended
 

@@ -19,6 +19,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.samples_per_s = sum.wall_s > 0 ? double(st.samples) / sum.wall_s : 0;
   sum.final_test_accuracy = final_eval.test_accuracy;
   sum.final_test_loss = final_eval.test_loss;
+  sum.final_test_auc = final_eval.test_auc;
   sum.backend = backends_text(st);
   sum.failures = st.failures;
   sum.recoveries = st.recoveries;
@@ -33,11 +34,23 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   return sum;
 }
 
+/// Each shard's rows per sparse table: [[rows of table 0, ...] per shard].
+std::vector<std::vector<uint64_t>> table_rows(const run_summary& sum) {
+  std::vector<std::vector<uint64_t>> rows;
+  for (const auto& s : sum.shard_stats_list) rows.push_back(s.table_rows);
+  return rows;
+}
+
 void write_summary(metrics_file& metrics, const run_summary& sum) {
-  metrics.write(json_object()
-                  .add("event", "summary")
-                  .add("final_test_accuracy", sum.final_test_accuracy)
-                  .add("final_test_loss", sum.final_test_loss)
+  auto event = json_object()
+                 .add("event", "summary")
+                 .add("final_test_accuracy", sum.final_test_accuracy)
+                 .add("final_test_loss", sum.final_test_loss);
+  if (sum.final_test_auc >= 0)
+    event.add("final_test_auc", sum.final_test_auc).add("final_test_logloss", sum.final_test_loss);
+  if (!sum.shard_stats_list.empty() && !sum.shard_stats_list.front().table_rows.empty())
+    event.add("sparse_rows", table_rows(sum));
+  metrics.write(event
                   .add("samples_per_s", sum.samples_per_s)
                   .add("max_staleness", sum.max_staleness)
                   .add("staleness_bound", sum.staleness_bound)

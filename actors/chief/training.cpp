@@ -55,10 +55,14 @@ std::string progress_text(const chief_state& st) {
   int n = 0;
   for (std::size_t w = 0; w < st.last_loss.size(); ++w)
     if (st.live[w]) loss += st.last_loss[w], ++n;
-  char acc[16] = "  -   ";
-  if (st.last_accuracy >= 0) std::snprintf(acc, sizeof acc, "%.4f", st.last_accuracy);
+  // binary models show their AUC where the others show accuracy
+  char acc[32] = "test acc   -   ";
+  if (st.last_auc >= 0)
+    std::snprintf(acc, sizeof acc, "test auc %.4f", st.last_auc);
+  else if (st.last_accuracy >= 0)
+    std::snprintf(acc, sizeof acc, "test acc %.4f", st.last_accuracy);
   std::snprintf(buf, sizeof buf,
-                "epoch %5.2f  clock %6lld/%lld  %8.0f samples/s  loss %.4f  test acc %s  "
+                "epoch %5.2f  clock %6lld/%lld  %8.0f samples/s  loss %.4f  %s  "
                 "max staleness %lld  %s",
                 double(clock) / double(st.steps_per_epoch()), static_cast<long long>(clock),
                 static_cast<long long>(st.cfg.steps), elapsed > 0 ? st.samples / elapsed : 0.0,

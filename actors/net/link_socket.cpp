@@ -48,6 +48,8 @@ std::string check_header(const frame_header& h) {
       if (h.size != 0) return "a request of kind " + std::to_string(h.kind) + " with a payload";
       return {};
     case frame_kind::push_pull:
+    case frame_kind::keyed_pull:
+    case frame_kind::keyed_snapshot:
     case frame_kind::reply:
       if (h.size % sizeof(capnp::word) != 0 || h.size > max_wire_bytes)
         return "payload of " + std::to_string(h.size) + " bytes";

@@ -38,6 +38,8 @@ enum class frame_kind : uint16_t {
   snapshot = 4,   ///< no payload
   reply = 5,      ///< payload: the reply's wire_buffer (empty for hello)
   failure = 6,    ///< a = error code, b = error category (atom value), payload: context text
+  keyed_pull = 7, ///< payload: a Pull naming sparse keys
+  keyed_snapshot = 8,  ///< payload: a Pull (worker -1) naming sparse keys
 };
 
 /// Host byte order (every supported host is little-endian, like the Cap'n Proto payload).

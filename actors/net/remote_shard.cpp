@@ -133,6 +133,8 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
     [=](push_pull_atom, const wire_buffer& push) { send(frame_kind::push_pull, 0, 0, &push); },
     [=](pull_atom, int32_t worker, int64_t clock) { send(frame_kind::pull, worker, clock, nullptr); },
     [=](snapshot_atom) { send(frame_kind::snapshot, 0, 0, nullptr); },
+    [=](pull_atom, const wire_buffer& pull) { send(frame_kind::keyed_pull, 0, 0, &pull); },
+    [=](snapshot_atom, const wire_buffer& pull) { send(frame_kind::keyed_snapshot, 0, 0, &pull); },
     // Control messages go to the shard itself, over CAF.
     [=](init_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
     [=](restore_atom a, const wire_buffer& x, const std::vector<uint32_t>& y) {

@@ -37,6 +37,8 @@ caf::behavior link_writer(caf::event_based_actor* self, std::shared_ptr<link_soc
     [=](push_pull_atom a, uint64_t id, wire_buffer& push) { ask(id, a, std::move(push)); },
     [=](pull_atom a, uint64_t id, int32_t worker, int64_t clock) { ask(id, a, worker, clock); },
     [=](snapshot_atom a, uint64_t id) { ask(id, a); },
+    [=](pull_atom a, uint64_t id, wire_buffer& pull) { ask(id, a, std::move(pull)); },
+    [=](snapshot_atom a, uint64_t id, wire_buffer& pull) { ask(id, a, std::move(pull)); },
   };
 }
 
@@ -77,10 +79,16 @@ void link_session(caf::blocking_actor* self, std::shared_ptr<link_socket> link,
       break;
     }
     auto kind = static_cast<frame_kind>(h.kind);
-    if (kind == frame_kind::push_pull) {
-      auto push = link->receive_buffer(h);
-      if (!push) break;
-      caf::anon_send(writer, push_pull_atom::value, h.id, std::move(*push));
+    if (kind == frame_kind::push_pull || kind == frame_kind::keyed_pull
+        || kind == frame_kind::keyed_snapshot) {
+      auto payload = link->receive_buffer(h);
+      if (!payload) break;
+      if (kind == frame_kind::push_pull)
+        caf::anon_send(writer, push_pull_atom::value, h.id, std::move(*payload));
+      else if (kind == frame_kind::keyed_pull)
+        caf::anon_send(writer, pull_atom::value, h.id, std::move(*payload));
+      else
+        caf::anon_send(writer, snapshot_atom::value, h.id, std::move(*payload));
     } else if (kind == frame_kind::pull) {
       caf::anon_send(writer, pull_atom::value, h.id, static_cast<int32_t>(h.a), h.b);
     } else if (kind == frame_kind::snapshot) {

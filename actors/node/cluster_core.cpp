@@ -18,6 +18,7 @@ train_spec shards_spec(const model_spec& model, const cluster_options& opts) {
   spec.total_clocks = opts.total_clocks;
   spec.seed = opts.seed;
   spec.block_floats = opts.block_floats;
+  place_buckets(spec);
   return spec;
 }
 

@@ -20,6 +20,9 @@ const char* to_string(errc code) {
     case errc::checkpoint_failed: return "checkpoint_failed";
     case errc::rolled_back: return "rolled_back";
     case errc::shard_lost: return "shard_lost";
+    case errc::unknown_table: return "unknown_table";
+    case errc::key_not_owned: return "key_not_owned";
+    case errc::duplicate_key: return "duplicate_key";
   }
   return "unknown_error";
 }

@@ -25,6 +25,9 @@ enum class errc : uint8_t {
   checkpoint_failed,      ///< a checkpoint could not be written, read or verified
   rolled_back,            ///< a request dropped because the run went back to a checkpoint
   shard_lost,             ///< a worker stopped because a shard it needs is gone
+  unknown_table,          ///< a sparse table index outside the spec, or named twice in a message
+  key_not_owned,          ///< a sparse key whose bucket another shard owns
+  duplicate_key,          ///< a sparse key twice in one push
 };
 
 const char* to_string(errc code);

@@ -76,12 +76,13 @@ struct eval_report {
   double test_loss = 0;        ///< mean cross-entropy over the test set
   int64_t test_rows = 0;
   double eval_seconds = 0;     ///< snapshot + forward pass
+  double test_auc = -1;        ///< binary models: ROC AUC (test_loss is then the logloss); -1: none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
   return f(caf::meta::type_name("eval_report"), x.clock, x.test_accuracy, x.test_loss,
-           x.test_rows, x.eval_seconds);
+           x.test_rows, x.eval_seconds, x.test_auc);
 }
 
 /// A shard's counters.
@@ -94,12 +95,15 @@ struct shard_stats {
   uint64_t pulls_held = 0;      ///< pulls that had to wait for the consistency rule
   int64_t max_staleness = 0;    ///< max over replies of (requested clock − min clock)
   int64_t min_clock = 0;
+  std::vector<uint64_t> table_rows;  ///< rows of each sparse table on this shard (spec order)
+  uint64_t table_bytes = 0;          ///< memory its sparse tables hold (sparse_table::memory_bytes)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.updates, x.pushes, x.dropped,
-           x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock);
+           x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
+           x.table_bytes);
 }
 
 /// What a finished run returns to whoever started it.
@@ -114,6 +118,7 @@ struct run_summary {
   double samples_per_s = 0;
   double final_test_accuracy = 0;
   double final_test_loss = 0;
+  double final_test_auc = -1;    ///< binary models; -1: the model reports none
   int64_t max_staleness = 0;
   uint64_t dropped_messages = 0;
   std::string backend;
@@ -129,7 +134,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
   return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
            x.clocks, x.samples, x.wall_s, x.samples_per_s, x.final_test_accuracy,
-           x.final_test_loss, x.max_staleness, x.dropped_messages, x.backend, x.failures,
+           x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages, x.backend, x.failures,
            x.recoveries, x.checkpoints, x.resumed_from, x.shard_stats_list, x.final_parameters);
 }
 
@@ -142,10 +147,14 @@ using ps_shard_actor = caf::typed_actor<
   caf::replies_to<init_atom, wire_buffer>::with<caf::ok_atom>,
   // (pull, worker, clock) -> ShardParameters for computing `clock`; held until allowed.
   caf::replies_to<pull_atom, int32_t, int64_t>::with<wire_buffer>,
+  // (pull, Pull) -> the same with the rows of the sparse keys the Pull names.
+  caf::replies_to<pull_atom, wire_buffer>::with<wire_buffer>,
   // (push_pull, Push for clock c) -> ShardParameters for computing c + 1; held until allowed.
   caf::replies_to<push_pull_atom, wire_buffer>::with<wire_buffer>,
   // (snapshot) -> ShardParameters of the current values, at once (never held).
   caf::replies_to<snapshot_atom>::with<wire_buffer>,
+  // (snapshot, Pull with worker -1) -> the same with the current rows of the keys it names.
+  caf::replies_to<snapshot_atom, wire_buffer>::with<wire_buffer>,
   // (stats) -> the shard's counters.
   caf::replies_to<stats_atom>::with<shard_stats>,
   // (leave, worker): the worker is gone; the clock table stops waiting for it.

@@ -135,6 +135,25 @@ int train_spec::staleness_bound() const {
   return -1;
 }
 
+void place_buckets(train_spec& spec) {
+  if (spec.model.sparse_tables.empty() || !spec.bucket_shards.empty()) return;
+  for (auto shard : assign_buckets(default_bucket_count, spec.shards))
+    spec.bucket_shards.push_back(static_cast<uint16_t>(shard));
+}
+
+std::string invalid_buckets(const train_spec& spec) {
+  const auto& b = spec.bucket_shards;
+  if (spec.model.sparse_tables.empty())
+    return b.empty() ? "" : "buckets placed for a model without sparse tables";
+  if (b.empty()) return "the sparse tables' buckets are not placed";
+  if (b.size() > 65536) return std::to_string(b.size()) + " buckets, more than 65536";
+  for (std::size_t i = 0; i < b.size(); ++i)
+    if (b[i] >= spec.shards)
+      return "bucket " + std::to_string(i) + " is placed on shard " + std::to_string(b[i])
+             + " of " + std::to_string(spec.shards);
+  return "";
+}
+
 block_layout::block_layout(const model_spec& model, uint32_t block_floats, int shards) {
   if (auto why = invalid_model(model); !why.empty()) throw std::invalid_argument(why);
   if (block_floats == 0) throw std::invalid_argument("block_floats must be positive");

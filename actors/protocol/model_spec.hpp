@@ -11,6 +11,7 @@
 
 #include "kernels/lr_schedule.hpp"
 #include "kernels/optimizer.hpp"
+#include "kernels/sparse/key_buckets.hpp"
 #include "kernels/sparse/table_config.hpp"
 
 #include <cstddef>
@@ -86,10 +87,28 @@ struct train_spec {
   int64_t total_clocks = 0;  ///< clocks per worker in the run; schedules decay over them
   int64_t checkpoint_every = 0;  ///< shards keep their state at its multiples; 0: never
   uint64_t seed = 1;
+  /// Sparse keys: the owner shard of each virtual bucket (kernels/sparse/key_buckets.hpp);
+  /// empty for a model without sparse tables. Written once by place_buckets, then only read, so
+  /// that a later change of placement (elastic shards, replicas) moves buckets, not keys.
+  std::vector<uint16_t> bucket_shards = {};
 
   /// The staleness bound enforced at the shards: s for ssp, 0 for sync, -1 (none) for async.
   int staleness_bound() const;
+  /// The shard that owns `key` of any sparse table (bucket_shards must be placed).
+  int shard_of_key(uint64_t key) const {
+    return bucket_shards[bucket_of(key, static_cast<uint32_t>(bucket_shards.size()))];
+  }
 };
+
+/// Places the buckets of a model with sparse tables (assign_buckets: default_bucket_count
+/// buckets round robin over the shards) unless already placed; does nothing for a model
+/// without tables. Whoever creates a run calls it once, before any shard or worker sees the
+/// spec.
+void place_buckets(train_spec& spec);
+
+/// "" when spec.bucket_shards fits the spec (empty exactly when there are no sparse tables, at
+/// most 65 536 buckets, each on a shard in [0, shards)), else what is wrong.
+std::string invalid_buckets(const train_spec& spec);
 
 struct tensor_info {
   std::string name;        ///< "dense0/kernel", "dense0/bias", ...

@@ -37,7 +37,7 @@ std::size_t spec_bound(const train_spec& spec) {
     words += 4 + words_for(t.name.size() + 1) + words_for(4 * t.shape.size()) + 1;
   for (const auto& t : spec.model.sparse_tables)
     words += 8 + words_for(t.name.size() + 1) + 1;  // a SparseTableSpec: 7 data words, a name
-  return words;
+  return words + 1 + words_for(2 * spec.bucket_shards.size());
 }
 
 std::size_t words_for(std::size_t bytes) { return (bytes + word_bytes - 1) / word_bytes; }
@@ -110,6 +110,135 @@ caf::expected<std::vector<block_view>> read_blocks(capnp::List<wire::Block>::Rea
   return out;
 }
 
+// --- sparse rows -----------------------------------------------------------------------------
+
+/// Segment words of a List(SparseRows)'s structure: the list tag and 3 words per element (a
+/// data word for the table, pointers to keys and values). Allocated before any Data, so that
+/// it lies in the zeroed prefix of the message (see build).
+std::size_t sparse_structure_words(std::size_t parts) { return 1 + 3 * parts; }
+
+std::size_t sparse_bound(const std::vector<sparse_rows_ref>& parts) {
+  std::size_t words = sparse_structure_words(parts.size());
+  for (const auto& p : parts)
+    words += words_for(p.count * sizeof(uint64_t))
+             + (p.rows ? words_for(p.count * p.dim * sizeof(float)) : 0);
+  return words;
+}
+
+/// The bytes of a Data field just allocated, with the unused tail of its last word zeroed (the
+/// caller writes the rest).
+uint8_t* padded(capnp::Data::Builder data) {
+  auto bytes = data.size();
+  std::memset(data.begin() + bytes, 0, words_for(bytes) * word_bytes - bytes);
+  return data.begin();
+}
+
+/// Writes each part's keys (and rows, when it has them), gathered through its positions.
+void write_sparse(capnp::List<wire::SparseRows>::Builder list,
+                  const std::vector<sparse_rows_ref>& parts) {
+  for (unsigned i = 0; i < parts.size(); ++i) {
+    const auto& p = parts[i];
+    auto out = list[i];
+    out.setTable(p.table);
+    auto* keys = reinterpret_cast<uint64_t*>(padded(out.initKeys(p.count * sizeof(uint64_t))));
+    if (p.pos)
+      for (std::size_t j = 0; j < p.count; ++j) keys[j] = p.keys[p.pos[j]];
+    else if (p.count > 0)
+      std::memcpy(keys, p.keys, p.count * sizeof(uint64_t));
+    if (!p.rows) continue;
+    auto row_bytes = p.dim * sizeof(float);
+    auto* values = padded(out.initValues(p.count * row_bytes));
+    if (p.pos)
+      for (std::size_t j = 0; j < p.count; ++j)
+        std::memcpy(values + j * row_bytes, p.rows + std::size_t(p.pos[j]) * p.dim, row_bytes);
+    else if (p.count > 0)
+      std::memcpy(values, p.rows, p.count * row_bytes);
+  }
+}
+
+caf::expected<std::vector<sparse_rows_view>>
+read_sparse(capnp::List<wire::SparseRows>::Reader list) {
+  std::vector<sparse_rows_view> out;
+  out.reserve(list.size());
+  for (auto r : list) {
+    auto keys = r.getKeys();
+    auto values = r.getValues();
+    if (keys.size() % sizeof(uint64_t) != 0 || values.size() % sizeof(float) != 0)
+      return make_error(errc::malformed_message,
+                        "sparse rows of table " + std::to_string(r.getTable()) + ": "
+                          + std::to_string(keys.size()) + " key bytes, "
+                          + std::to_string(values.size()) + " value bytes");
+    out.push_back({r.getTable(), reinterpret_cast<const uint64_t*>(keys.begin()),
+                   keys.size() / sizeof(uint64_t), reinterpret_cast<const float*>(values.begin()),
+                   values.size() / sizeof(float)});
+  }
+  return out;
+}
+
+/// Segment words of the SparseTableState list for `tables`: 8 words per element (a data word,
+/// seven pointers) and each array padded to words.
+std::size_t table_states_bound(const std::vector<sparse_table_rows>& tables) {
+  std::size_t words = 1 + 8 * tables.size();
+  for (const auto& t : tables)
+    words += words_for(8 * t.keys.size()) + words_for(4 * t.values.size())
+             + words_for(4 * t.state.size()) + words_for(4 * t.touches.size())
+             + words_for(4 * t.steps.size()) + words_for(8 * t.pending_keys.size())
+             + words_for(4 * t.pending_counts.size());
+  return words;
+}
+
+template <class T>
+void copy_into(capnp::Data::Builder data, const std::vector<T>& from) {
+  if (!from.empty()) std::memcpy(data.begin(), from.data(), from.size() * sizeof(T));
+}
+
+/// Writes checkpoint tables into a message zeroed in full (so no padding to clear).
+void write_table_states(capnp::List<wire::SparseTableState>::Builder list,
+                        const std::vector<sparse_table_rows>& tables) {
+  for (unsigned i = 0; i < tables.size(); ++i) {
+    const auto& t = tables[i];
+    auto out = list[i];
+    out.setTable(i);
+    copy_into(out.initKeys(8 * t.keys.size()), t.keys);
+    copy_into(out.initValues(4 * t.values.size()), t.values);
+    copy_into(out.initState(4 * t.state.size()), t.state);
+    copy_into(out.initTouches(4 * t.touches.size()), t.touches);
+    copy_into(out.initSteps(4 * t.steps.size()), t.steps);
+    copy_into(out.initPendingKeys(8 * t.pending_keys.size()), t.pending_keys);
+    copy_into(out.initPendingCounts(4 * t.pending_counts.size()), t.pending_counts);
+  }
+}
+
+/// Copies a Data field into `to`; false when its length is not a whole number of T.
+template <class T>
+bool copy_out(capnp::Data::Reader data, std::vector<T>& to) {
+  if (data.size() % sizeof(T) != 0) return false;
+  to.resize(data.size() / sizeof(T));
+  if (!to.empty()) std::memcpy(to.data(), data.begin(), data.size());
+  return true;
+}
+
+/// The tables in table order; their contents are checked against the spec by import_rows.
+caf::expected<std::vector<sparse_table_rows>>
+read_table_states(capnp::List<wire::SparseTableState>::Reader list) {
+  std::vector<sparse_table_rows> out(list.size());
+  for (unsigned i = 0; i < list.size(); ++i) {
+    auto t = list[i];
+    auto& o = out[i];
+    if (t.getTable() != i)
+      return make_error(errc::malformed_message, "sparse table state " + std::to_string(i)
+                                                   + " is labelled table "
+                                                   + std::to_string(t.getTable()));
+    if (!copy_out(t.getKeys(), o.keys) || !copy_out(t.getValues(), o.values)
+        || !copy_out(t.getState(), o.state) || !copy_out(t.getTouches(), o.touches)
+        || !copy_out(t.getSteps(), o.steps) || !copy_out(t.getPendingKeys(), o.pending_keys)
+        || !copy_out(t.getPendingCounts(), o.pending_counts))
+      return make_error(errc::malformed_message,
+                        "sparse table state " + std::to_string(i) + ": an array of partial items");
+  }
+  return out;
+}
+
 void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   auto model = out.initModel();
   model.setName(spec.model.name);
@@ -159,6 +288,8 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   out.setLrSchedule(static_cast<wire::LrSchedule>(spec.schedule));
   out.setTotalClocks(spec.total_clocks);
   out.setCheckpointEvery(spec.checkpoint_every);
+  auto buckets = out.initBucketShards(static_cast<unsigned>(spec.bucket_shards.size()));
+  for (unsigned i = 0; i < spec.bucket_shards.size(); ++i) buckets.set(i, spec.bucket_shards[i]);
 }
 
 caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
@@ -228,6 +359,10 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   spec.total_clocks = in.getTotalClocks();
   spec.checkpoint_every = in.getCheckpointEvery();
   if (spec.checkpoint_every < 0) return make_error(errc::invalid_spec, "negative checkpointEvery");
+  if (in.getBucketShards().size() > 65536)
+    return make_error(errc::invalid_spec, "more than 65536 buckets");
+  for (auto b : in.getBucketShards()) spec.bucket_shards.push_back(b);
+  if (auto why = invalid_buckets(spec); !why.empty()) return make_error(errc::invalid_spec, why);
   return spec;
 }
 
@@ -260,31 +395,66 @@ wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
 }
 
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
-                        const float* flat_grad, uint32_t incarnation) {
+                        const float* flat_grad, uint32_t incarnation,
+                        const std::vector<sparse_rows_ref>& sparse,
+                        const std::vector<sparse_rows_ref>& pull_keys) {
   const auto& ids = layout.shard_blocks(shard);
-  return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
-               [&](capnp::MessageBuilder& mb) {
+  auto zeroed = structure_words(ids) + sparse_structure_words(sparse.size())
+                + sparse_structure_words(pull_keys.size());
+  return build(header_bound + blocks_bound(layout, ids) + sparse_bound(sparse)
+                 + sparse_bound(pull_keys),
+               zeroed, [&](capnp::MessageBuilder& mb) {
     auto push = mb.initRoot<wire::Push>();
     push.setWorker(worker);
     push.setClock(clock);
     push.setShard(shard);
     push.setIncarnation(incarnation);
-    write_blocks(push.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, flat_grad,
-                 source::flat);
+    // every list first: their structure must lie in the zeroed prefix
+    auto blocks = push.initBlocks(static_cast<unsigned>(ids.size()));
+    auto rows = push.initSparse(static_cast<unsigned>(sparse.size()));
+    auto keys = push.initPullKeys(static_cast<unsigned>(pull_keys.size()));
+    write_blocks(blocks, layout, ids, flat_grad, source::flat);
+    write_sparse(rows, sparse);
+    write_sparse(keys, pull_keys);
+  });
+}
+
+wire_buffer encode_pull(int32_t worker, int64_t clock, int32_t shard,
+                        const std::vector<sparse_rows_ref>& keys) {
+  return build(header_bound + sparse_bound(keys), header_bound + sparse_structure_words(keys.size()),
+               [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::Pull>();
+    msg.setWorker(worker);
+    msg.setClock(clock);
+    msg.setShard(shard);
+    write_sparse(msg.initKeys(static_cast<unsigned>(keys.size())), keys);
   });
 }
 
 wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
-                                    const block_layout& layout, const float* shard_buffer) {
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const std::vector<sparse_rows_view>& asked,
+                                    const std::vector<uint32_t>& dims,
+                                    const sparse_row_reader& read) {
   const auto& ids = layout.shard_blocks(shard);
-  return build(header_bound + blocks_bound(layout, ids), structure_words(ids),
+  auto rows_words = sparse_structure_words(asked.size());
+  for (const auto& a : asked) rows_words += words_for(a.key_count * dims[a.table] * sizeof(float));
+  return build(header_bound + blocks_bound(layout, ids) + rows_words,
+               structure_words(ids) + sparse_structure_words(asked.size()),
                [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::ShardParameters>();
     msg.setShard(shard);
     msg.setMinClock(min_clock);
     msg.setNewestClock(newest_clock);
-    write_blocks(msg.initBlocks(static_cast<unsigned>(ids.size())), layout, ids, shard_buffer,
-                 source::shard);
+    auto blocks = msg.initBlocks(static_cast<unsigned>(ids.size()));
+    auto rows = msg.initSparse(static_cast<unsigned>(asked.size()));
+    write_blocks(blocks, layout, ids, shard_buffer, source::shard);
+    for (unsigned i = 0; i < asked.size(); ++i) {
+      const auto& a = asked[i];
+      rows[i].setTable(a.table);
+      auto* out = padded(rows[i].initValues(a.key_count * dims[a.table] * sizeof(float)));
+      if (a.key_count > 0) read(a.table, a.keys, a.key_count, reinterpret_cast<float*>(out));
+    }
   });
 }
 
@@ -312,6 +482,26 @@ caf::expected<push_view> decode_push(const wire_buffer& buf) {
     auto blocks = read_blocks(msg.getBlocks());
     if (!blocks) return std::move(blocks.error());
     out.blocks = std::move(*blocks);
+    auto rows = read_sparse(msg.getSparse());
+    if (!rows) return std::move(rows.error());
+    out.sparse = std::move(*rows);
+    auto keys = read_sparse(msg.getPullKeys());
+    if (!keys) return std::move(keys.error());
+    out.pull_keys = std::move(*keys);
+    return out;
+  });
+}
+
+caf::expected<pull_view> decode_pull(const wire_buffer& buf) {
+  return decode<pull_view>(buf, "pull", [](capnp::MessageReader& reader) -> caf::expected<pull_view> {
+    auto msg = reader.getRoot<wire::Pull>();
+    pull_view out;
+    out.worker = msg.getWorker();
+    out.clock = msg.getClock();
+    out.shard = msg.getShard();
+    auto keys = read_sparse(msg.getKeys());
+    if (!keys) return std::move(keys.error());
+    out.keys = std::move(*keys);
     return out;
   });
 }
@@ -327,6 +517,9 @@ caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& 
     auto blocks = read_blocks(msg.getBlocks());
     if (!blocks) return std::move(blocks.error());
     out.blocks = std::move(*blocks);
+    auto rows = read_sparse(msg.getSparse());
+    if (!rows) return std::move(rows.error());
+    out.sparse = std::move(*rows);
     return out;
   });
 }
@@ -424,11 +617,13 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
 wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
                                     uint64_t optimizer_step, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer,
-                                    const float* state, std::size_t slots) {
+                                    const float* state, std::size_t slots,
+                                    const std::vector<sparse_table_rows>& sparse) {
   const auto& ids = layout.shard_blocks(shard);
   auto state_words = 1 + 2 * ids.size();
   for (auto id : ids) state_words += words_for(slots * layout.blocks()[id].size * sizeof(float));
-  auto bound = header_bound + spec_bound(spec) + blocks_bound(layout, ids) + state_words;
+  auto bound = header_bound + spec_bound(spec) + blocks_bound(layout, ids) + state_words
+               + table_states_bound(sparse);
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::ShardCheckpoint>();
     write_spec(msg.initSpec(), spec);
@@ -440,6 +635,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64
                  source::shard);
     write_blocks(msg.initState(static_cast<unsigned>(ids.size())), layout, ids, state,
                  source::shard, slots);
+    write_table_states(msg.initSparse(static_cast<unsigned>(sparse.size())), sparse);
   });
 }
 
@@ -457,7 +653,8 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoi
       if (bytes > 0) std::memcpy(data.begin(), views[i].values, bytes);
     }
   };
-  auto bound = header_bound + spec_bound(spec) + views_words(saved.blocks) + views_words(saved.state);
+  auto bound = header_bound + spec_bound(spec) + views_words(saved.blocks) + views_words(saved.state)
+               + table_states_bound(saved.sparse);
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::ShardCheckpoint>();
     write_spec(msg.initSpec(), spec);
@@ -467,6 +664,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoi
     msg.setNewestClock(saved.newest_clock);
     write_views(msg.initBlocks(static_cast<unsigned>(saved.blocks.size())), saved.blocks);
     write_views(msg.initState(static_cast<unsigned>(saved.state.size())), saved.state);
+    write_table_states(msg.initSparse(static_cast<unsigned>(saved.sparse.size())), saved.sparse);
   });
 }
 
@@ -488,6 +686,9 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
     auto state = read_blocks(msg.getState());
     if (!state) return std::move(state.error());
     out.state = std::move(*state);
+    auto tables = read_table_states(msg.getSparse());
+    if (!tables) return std::move(tables.error());
+    out.sparse = std::move(*tables);
     if (out.clock < 0) return make_error(errc::invalid_spec, "negative checkpoint clock");
     if (out.optimizer_step > uint64_t(std::numeric_limits<int64_t>::max()))
       return make_error(errc::invalid_spec, "optimizer step out of range");

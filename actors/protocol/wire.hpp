@@ -12,6 +12,7 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "kernels/backend_factory.hpp"
+#include "kernels/sparse/sparse_table.hpp"
 
 #include <caf/deserializer.hpp>
 #include <caf/expected.hpp>
@@ -22,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -93,12 +95,44 @@ struct block_view {
   std::size_t count = 0;
 };
 
+/// One sparse table's part of a message (schema SparseRows), decoded: pointers into the buffer
+/// (Cap'n Proto starts every Data on a word, so the keys are aligned uint64).
+struct sparse_rows_view {
+  uint32_t table = 0;
+  const uint64_t* keys = nullptr;
+  std::size_t key_count = 0;
+  const float* values = nullptr;
+  std::size_t value_count = 0;     ///< floats
+};
+
+/// One sparse table's part of a message to encode, read where it lies: the keys keys[pos[i]]
+/// for i < count (keys[i] when pos is null) and, unless rows is null, the row of dim floats at
+/// rows + pos[i]·dim of each.
+struct sparse_rows_ref {
+  uint32_t table = 0;
+  uint32_t dim = 0;
+  const uint64_t* keys = nullptr;
+  const uint32_t* pos = nullptr;
+  std::size_t count = 0;
+  const float* rows = nullptr;
+};
+
 struct push_view {
   int32_t worker = 0;
   int64_t clock = 0;
   int32_t shard = 0;
   uint32_t incarnation = 0;
   std::vector<block_view> blocks;
+  std::vector<sparse_rows_view> sparse;     ///< gradient rows
+  std::vector<sparse_rows_view> pull_keys;  ///< the keys of the pull for clock + 1
+};
+
+/// A pull naming sparse keys (schema Pull); worker -1: a snapshot of those rows.
+struct pull_view {
+  int32_t worker = 0;
+  int64_t clock = 0;
+  int32_t shard = 0;
+  std::vector<sparse_rows_view> keys;
 };
 
 struct shard_parameters_view {
@@ -106,6 +140,7 @@ struct shard_parameters_view {
   int64_t min_clock = 0;
   int64_t newest_clock = -1;       ///< clock of the newest gradient the values include; -1: none
   std::vector<block_view> blocks;
+  std::vector<sparse_rows_view> sparse;  ///< the rows of the keys asked, values only
 };
 
 struct shard_init_view {
@@ -139,6 +174,7 @@ struct shard_checkpoint_view {
   int64_t newest_clock = -1;
   std::vector<block_view> blocks;  ///< parameters
   std::vector<block_view> state;   ///< optimizer state: slots × block size floats per block
+  std::vector<sparse_table_rows> sparse;  ///< every sparse table's rows, in spec order (copied)
 };
 
 /// Where a worker is in its data (schema DataPosition).
@@ -162,13 +198,29 @@ struct run_checkpoint {
 
 // --- encoders -----------------------------------------------------------------------------
 
-/// The gradient for shard `shard`'s blocks, taken from the flat gradient vector.
+/// The gradient for shard `shard`'s blocks, taken from the flat gradient vector, with the
+/// gradient rows of its sparse keys and the keys of the next clock's pull (both optional).
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
-                        const float* flat_grad, uint32_t incarnation = 0);
+                        const float* flat_grad, uint32_t incarnation = 0,
+                        const std::vector<sparse_rows_ref>& sparse = {},
+                        const std::vector<sparse_rows_ref>& pull_keys = {});
 
-/// Shard `shard`'s values, taken from its contiguous buffer: a pull reply or a snapshot.
+/// A pull of shard `shard`'s blocks and of the sparse rows of `keys` (their rows unread).
+wire_buffer encode_pull(int32_t worker, int64_t clock, int32_t shard,
+                        const std::vector<sparse_rows_ref>& keys);
+
+/// Writes the rows of keys[0, n) of sparse table `table` to out (n × its dim floats).
+using sparse_row_reader =
+  std::function<void(uint32_t table, const uint64_t* keys, std::size_t n, float* out)>;
+
+/// Shard `shard`'s values, taken from its contiguous buffer: a pull reply or a snapshot; with
+/// the rows of the keys `asked` (dims: each table's row width), which `read` writes straight
+/// into the message.
 wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
-                                    const block_layout& layout, const float* shard_buffer);
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const std::vector<sparse_rows_view>& asked = {},
+                                    const std::vector<uint32_t>& dims = {},
+                                    const sparse_row_reader& read = {});
 
 wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
                               const float* shard_buffer);
@@ -181,7 +233,8 @@ wire_buffer encode_role_setup(const role_setup& setup);
 wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
                                     uint64_t optimizer_step, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer,
-                                    const float* state, std::size_t slots);
+                                    const float* state, std::size_t slots,
+                                    const std::vector<sparse_table_rows>& sparse = {});
 
 /// The same checkpoint under another spec (a resumed run's: its rate, mode or length may differ
 /// from the saved run's; its model and layout may not — the caller checks compatibility).
@@ -192,6 +245,7 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run);
 // --- decoders: structural checks only (the shard checks them against its spec) ------------
 
 caf::expected<push_view> decode_push(const wire_buffer& buf);
+caf::expected<pull_view> decode_pull(const wire_buffer& buf);
 caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf);
 caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf);
 caf::expected<role_setup> decode_role_setup(const wire_buffer& buf);

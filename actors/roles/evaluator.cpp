@@ -1,6 +1,7 @@
 #include "actors/roles/evaluator.hpp"
 
 #include "actors/protocol/fan_out.hpp"
+#include "actors/roles/batch_tables.hpp"
 
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
@@ -21,6 +22,7 @@ struct evaluator_state {
   std::unique_ptr<block_layout> layout;
   std::unique_ptr<evaluation> model;  // the model plug-in's evaluation hook
   std::vector<float> params;
+  batch_tables rows;  // sparse models: the rows of every key the test split reads
 };
 
 using self_ptr = evaluator_actor::stateful_pointer<evaluator_state>;
@@ -30,17 +32,21 @@ caf::expected<eval_report> evaluate_snapshots(self_ptr self, int64_t clock,
                                               const std::vector<wire_buffer>& snaps,
                                               caf::timestamp started) {
   auto& st = self->state;
-  for (const auto& snap : snaps)
-    if (auto msg = scatter_shard_parameters(snap, *st.layout, st.params.data()); !msg) {
-      log_line("evaluator", "bad snapshot: " + describe(msg.error()));
-      return msg.error();
+  for (const auto& snap : snaps) {
+    auto msg = scatter_shard_parameters(snap, *st.layout, st.params.data());
+    auto err = msg ? st.rows.take_rows(msg->shard, msg->sparse) : msg.error();
+    if (err) {
+      log_line("evaluator", "bad snapshot: " + describe(err));
+      return err;
     }
-  auto metrics = st.model->evaluate(st.params.data());
+  }
+  auto metrics = st.model->evaluate(st.params.data(), st.rows.rows());
   eval_report report;
   report.clock = clock;
   report.test_rows = metrics.rows;
   report.test_accuracy = metrics.accuracy;
   report.test_loss = metrics.loss;
+  report.test_auc = metrics.auc;
   report.eval_seconds = std::chrono::duration<double>(caf::make_timestamp() - started).count();
   return report;
 }
@@ -55,7 +61,12 @@ evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
         st.layout = std::make_unique<block_layout>(st.cfg.spec);
         try {
           st.model = make_model(st.cfg.spec.model.name)->make_evaluation(st.cfg.test);
+          st.rows = batch_tables(st.cfg.spec);
+          std::vector<std::vector<uint64_t>> keys(st.cfg.spec.model.sparse_tables.size());
+          st.model->keys(keys);  // asked once: the test split does not change
+          st.rows.prepare(keys);
         } catch (const std::exception& e) {
+          st.model.reset();
           return caf::make_error(caf::sec::runtime_error, std::string("evaluator: ") + e.what());
         }
         st.params.assign(st.layout->total_floats(), 0.0f);
@@ -67,7 +78,11 @@ evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
       ask_each<wire_buffer>(
         st.cfg.shards.size(),
         [&](std::size_t s) {
-          return self->request(st.cfg.shards[s], st.cfg.request_timeout, snapshot_atom::value);
+          if (st.rows.empty())
+            return self->request(st.cfg.shards[s], st.cfg.request_timeout, snapshot_atom::value);
+          auto shard = static_cast<int32_t>(s);
+          return self->request(st.cfg.shards[s], st.cfg.request_timeout, snapshot_atom::value,
+                               encode_pull(-1, clock, shard, st.rows.keys_for(shard)));
         },
         [=](std::vector<wire_buffer> snaps) {
           if (auto report = evaluate_snapshots(self, clock, snaps, started))

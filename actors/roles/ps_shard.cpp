@@ -1,6 +1,7 @@
 #include "actors/roles/ps_shard.hpp"
 
 #include "actors/roles/clock_table.hpp"
+#include "actors/roles/shard_tables.hpp"
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/protocol/log.hpp"
@@ -25,6 +26,8 @@ struct held_pull {
   int32_t worker;
   int64_t clock;
   caf::typed_response_promise<wire_buffer> promise;
+  wire_buffer request;                  // holds the memory `keys` points to
+  std::vector<sparse_rows_view> keys;   // sparse rows to read when it is answered
 };
 
 struct held_checkpoint {
@@ -66,6 +69,7 @@ struct ps_shard_state {
   std::unique_ptr<block_layout> layout;
   std::vector<float> params;        // the shard's blocks, contiguous in block-id order
   optimizer_state opt;
+  shard_tables tables;              // the sparse rows whose buckets the spec places here
 
   clock_table clocks;
   int64_t newest_clock = -1;       // of the newest gradient applied to params; -1: none
@@ -109,22 +113,35 @@ const wire_buffer& current_reply(ps_shard_state& st) {
   return c.reply;
 }
 
+/// The reply with the current rows of `keys` too: encoded for this request alone.
+wire_buffer reply_with_rows(ps_shard_state& st, const std::vector<sparse_rows_view>& keys) {
+  if (keys.empty()) return current_reply(st);
+  return encode_shard_parameters(st.shard, st.clocks.min(), st.newest_clock, *st.layout,
+                                 st.params.data(), keys, st.tables.dims(),
+                                 [&](uint32_t t, const uint64_t* k, std::size_t n, float* out) {
+                                   st.tables.read(t, k, n, out);
+                                 });
+}
+
 void record_reply(ps_shard_state& st, int64_t clock) {
   ++st.stats.pulls_served;
   if (st.clocks.min() != clock_table::no_live_workers)
     st.stats.max_staleness = std::max(st.stats.max_staleness, clock - st.clocks.min());
 }
 
-/// The reply to a pull for `clock` now, or a promise kept until the rule allows it.
-caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock) {
+/// The reply to a pull for `clock` now, or a promise kept until the rule allows it; with the
+/// rows of `keys` (pointing into `request`) as they are when it is answered.
+caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock,
+                                    wire_buffer request = {},
+                                    std::vector<sparse_rows_view> keys = {}) {
   auto& st = self->state;
   if (st.clocks.allowed(clock)) {
     record_reply(st, clock);
-    return current_reply(st);
+    return reply_with_rows(st, keys);
   }
   ++st.stats.pulls_held;
   auto promise = self->make_response_promise<wire_buffer>();
-  st.held.push_back({worker, clock, promise});
+  st.held.push_back({worker, clock, promise, std::move(request), std::move(keys)});
   return promise;
 }
 
@@ -134,7 +151,7 @@ void release_held(ps_shard_state& st) {
   for (auto& h : st.held) {
     if (st.clocks.allowed(h.clock)) {
       record_reply(st, h.clock);
-      h.promise.deliver(current_reply(st));
+      h.promise.deliver(reply_with_rows(st, h.keys));
     } else {
       *keep++ = std::move(h);
     }
@@ -188,7 +205,8 @@ caf::error validate(ps_shard_state& st, const push_view& push) {
     if (!all_finite(b.values, b.count))
       return make_error(errc::non_finite_value, "block " + std::to_string(b.id));
   }
-  return caf::none;
+  if (auto err = st.tables.validate(push.sparse, true)) return err;
+  return st.tables.validate(push.pull_keys, false);
 }
 
 /// Starts one optimizer update of the whole shard: its step, and the count in the stats.
@@ -208,19 +226,22 @@ float rate_at(const ps_shard_state& st, int64_t clock) {
                                  st.spec.total_clocks);
 }
 
-/// Takes a valid push's gradient: ssp and async apply it at once with lr / live workers at the
-/// min clock; sync keeps it for the mean of its clock.
-void take_gradient(ps_shard_state& st, const push_view& push) {
+/// Takes a valid push's gradient (`buf` holds it): ssp and async apply it at once with lr / live
+/// workers at the min clock; sync keeps it for the mean of its clock.
+void take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& push) {
   const auto& all = st.layout->blocks();
   if (st.spec.mode == consistency::sync) {
     auto& slot = st.sync.grads[push.worker];
     for (const auto& b : push.blocks)
       std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
+    st.tables.keep(push.worker, buf, std::move(push.sparse));
     st.sync.pushed[push.worker] = true;
   } else {
     begin_update(st);
-    auto lr = rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
+    auto live = static_cast<float>(st.clocks.live_count());
+    auto lr = rate_at(st, st.clocks.min()) / live;
     for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
+    st.tables.apply(push.sparse, 1.0f / live);
     st.newest_clock = std::max(st.newest_clock, push.clock);
   }
 }
@@ -230,11 +251,11 @@ void take_gradient(ps_shard_state& st, const push_view& push) {
 /// admitted at a later clock owes nothing for this one.
 void maybe_apply_sync(ps_shard_state& st) {
   int64_t clock = -1;
-  std::size_t pushers = 0;
+  std::vector<int32_t> pushers;
   auto workers = static_cast<int32_t>(st.clocks.workers());
   for (int32_t w = 0; w < workers; ++w)
-    if (st.clocks.live(w) && st.sync.pushed[w]) clock = st.clocks.finished(w) - 1, ++pushers;
-  if (pushers == 0 || st.clocks.min() <= clock) return;
+    if (st.clocks.live(w) && st.sync.pushed[w]) clock = st.clocks.finished(w) - 1, pushers.push_back(w);
+  if (pushers.empty() || st.clocks.min() <= clock) return;
   auto& sum = st.sync.sum;
   bool first = true;
   for (int32_t w = 0; w < workers; ++w) {  // worker order: arrival order never matters
@@ -247,13 +268,14 @@ void maybe_apply_sync(ps_shard_state& st) {
       for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
     }
   }
-  auto inv = 1.0f / static_cast<float>(pushers);
+  auto inv = 1.0f / static_cast<float>(pushers.size());
   for (auto& v : sum) v *= inv;
   begin_update(st);
   for (auto id : st.layout->shard_blocks(st.shard)) {
     const auto& b = st.layout->blocks()[id];
     apply_block(st, b, sum.data() + b.shard_offset, rate_at(st, clock));
   }
+  st.tables.apply_mean(pushers);
   st.newest_clock = std::max(st.newest_clock, clock);
   std::fill(st.sync.pushed.begin(), st.sync.pushed.end(), false);
 }
@@ -291,7 +313,7 @@ void take_snapshots(self_ptr self, int64_t before) {
   st.snapshots[due] = encode_shard_checkpoint(st.spec, st.shard, due,
                                               static_cast<uint64_t>(st.opt.step), st.newest_clock,
                                               *st.layout, st.params.data(), st.opt.values.data(),
-                                              st.opt.slots);
+                                              st.opt.slots, st.tables.export_rows());
   while (st.snapshots.size() > 2) st.snapshots.erase(st.snapshots.begin());
   auto keep = st.held_checkpoints.begin();
   for (auto& h : st.held_checkpoints) {
@@ -326,8 +348,8 @@ void on_min_rose(self_ptr self, int64_t progress_before) {
 /// `clock`. init (clock 0, fresh state) and restore (a checkpoint) both end here. The update
 /// counter of the stats continues from the step count: the updates these values contain.
 void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_layout> layout,
-             std::vector<float> params, optimizer_state opt, int64_t clock, int64_t newest_clock,
-             std::vector<uint32_t> incarnations, const caf::error& why) {
+             std::vector<float> params, optimizer_state opt, shard_tables tables, int64_t clock,
+             int64_t newest_clock, std::vector<uint32_t> incarnations, const caf::error& why) {
   fail_held(st, why);
   auto workers = static_cast<std::size_t>(spec.workers);
   auto sync = spec.mode == consistency::sync;
@@ -335,6 +357,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.layout = std::move(layout);
   st.params = std::move(params);
   st.opt = std::move(opt);
+  st.tables = std::move(tables);
   st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
   st.newest_clock = newest_clock;
   st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
@@ -357,6 +380,7 @@ caf::expected<std::unique_ptr<block_layout>> layout_for(const ps_shard_state& st
   }
   if (st.shard >= layout->shards())
     return make_error(errc::wrong_shard, "the spec has fewer shards");
+  if (auto why = invalid_buckets(spec); !why.empty()) return make_error(errc::invalid_spec, why);
   return layout;
 }
 
@@ -405,8 +429,9 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   opt.values.assign(opt.slots * params.size(), 0.0f);
   st.stats = shard_stats{};
   st.stats.shard = st.shard;
-  install(st, init->spec, std::move(*layout), std::move(params), std::move(opt), 0, -1, {},
-          make_error(errc::not_initialized, "shard re-initialised"));
+  shard_tables tables(init->spec, st.shard);
+  install(st, init->spec, std::move(*layout), std::move(params), std::move(opt), std::move(tables),
+          0, -1, {}, make_error(errc::not_initialized, "shard re-initialised"));
   st.init_digest = digest;
   return caf::ok_atom::value;
 }
@@ -432,8 +457,10 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
     std::memcpy(opt.values.data() + opt.slots * b.shard_offset, saved->state[i].values,
                 opt.slots * b.size * sizeof(float));
   }
-  install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt), saved->clock,
-          saved->newest_clock, std::move(incarnations),
+  shard_tables tables(saved->spec, st.shard);
+  if (auto err = tables.import_rows(saved->sparse)) return drop(st, "restore", std::move(err));
+  install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt),
+          std::move(tables), saved->clock, saved->newest_clock, std::move(incarnations),
           make_error(errc::rolled_back, "restored to clock " + std::to_string(saved->clock)));
   st.init_digest = 0;  // no init matches a restored state
   log_line(st.who(), "restored to the checkpoint at clock " + std::to_string(saved->clock));
@@ -460,10 +487,43 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
   if (!push) return drop(st, "push", push.error());
   if (auto err = validate(st, *push))
     return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
-  take_gradient(st, *push);  // before finish: async's rate is the one at the old min clock
+  auto keys = std::move(push->pull_keys);
+  take_gradient(st, buf, *push);  // before finish: async's rate is the one at the old min clock
   ++st.stats.pushes;
   on_min_rose(self, st.clocks.finish(push->worker, push->clock));
-  return serve_pull(self, push->worker, push->clock + 1);
+  return serve_pull(self, push->worker, push->clock + 1, buf, std::move(keys));
+}
+
+/// A pull naming sparse keys: checked like (pull, worker, clock), then served the same way.
+caf::result<wire_buffer> on_keyed_pull(self_ptr self, const wire_buffer& buf) {
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
+  auto pull = decode_pull(buf);
+  if (!pull) return drop(st, "pull", pull.error());
+  if (pull->shard != st.shard)
+    return drop(st, "pull", make_error(errc::wrong_shard, "addressed to shard "
+                                                            + std::to_string(pull->shard)));
+  if (!st.clocks.live(pull->worker))
+    return drop(st, "pull", make_error(errc::unknown_worker, "worker "
+                                                               + std::to_string(pull->worker)));
+  if (pull->clock > st.clocks.finished(pull->worker))
+    return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
+                                                             + std::to_string(pull->clock)));
+  if (auto err = st.tables.validate(pull->keys, false)) return drop(st, "pull", std::move(err));
+  return serve_pull(self, pull->worker, pull->clock, buf, std::move(pull->keys));
+}
+
+/// The current values and the current rows of the keys a Pull names, at once, never held.
+caf::result<wire_buffer> on_keyed_snapshot(self_ptr self, const wire_buffer& buf) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  auto pull = decode_pull(buf);
+  if (!pull) return drop(st, "snapshot", pull.error());
+  if (pull->shard != st.shard)
+    return drop(st, "snapshot", make_error(errc::wrong_shard, "addressed to shard "
+                                                                + std::to_string(pull->shard)));
+  if (auto err = st.tables.validate(pull->keys, false)) return drop(st, "snapshot", std::move(err));
+  return reply_with_rows(st, pull->keys);
 }
 
 /// The current values at once, never held (the evaluator's and the chief's view).
@@ -476,6 +536,8 @@ caf::result<wire_buffer> on_snapshot(self_ptr self) {
 shard_stats on_stats(const ps_shard_state& st) {
   auto stats = st.stats;
   stats.min_clock = st.clocks.min();
+  stats.table_rows = st.tables.rows();
+  stats.table_bytes = st.tables.memory_bytes();
   return stats;
 }
 
@@ -483,6 +545,7 @@ void on_leave(self_ptr self, int32_t worker) {
   auto& st = self->state;
   if (!st.initialized() || !st.clocks.live(worker)) return;
   st.sync.pushed[worker] = false;  // its gradient for the pending clock goes with it
+  st.tables.forget(worker);
   auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
     if (h.worker != worker) return false;
     h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
@@ -499,6 +562,7 @@ caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
     return drop(st, "rejoin", make_error(errc::unknown_worker,
                                          "worker " + std::to_string(worker) + " is not gone"));
   st.sync.pushed[worker] = false;
+  st.tables.forget(worker);
   return st.clocks.rejoin(worker);  // holds the min clock there until admit
 }
 
@@ -541,7 +605,9 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
     },
     [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
     [=](push_pull_atom, const wire_buffer& buf) { return on_push_pull(self, buf); },
+    [=](pull_atom, const wire_buffer& buf) { return on_keyed_pull(self, buf); },
     [=](snapshot_atom) { return on_snapshot(self); },
+    [=](snapshot_atom, const wire_buffer& buf) { return on_keyed_snapshot(self, buf); },
     [=](stats_atom) { return on_stats(self->state); },
     [=](leave_atom, int32_t worker) { on_leave(self, worker); },
     [=](rejoin_atom, int32_t worker) { return on_rejoin(self, worker); },

@@ -1,5 +1,6 @@
 #include "actors/roles/worker.hpp"
 
+#include "actors/roles/batch_tables.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
 #include "kernels/denormals.hpp"
@@ -21,6 +22,10 @@ struct worker_state {
   std::unique_ptr<data_shard> data;
   std::unique_ptr<trainer> model;  // the model plug-in's half for this worker
   std::vector<float> params, grads;  // flat, model order
+  // Sparse tables: `rows` is the clock whose rows the pending replies bring (and the next step
+  // reads and fills with gradients); `next` is scratch for the following clock's keys.
+  batch_tables rows, next;
+  std::vector<std::vector<uint64_t>> keys;  // scratch: the trainer's keys per table
   int64_t clock = 0;            // the clock being computed
   std::size_t awaiting = 0;     // shard replies still missing for this clock
   int64_t staleness = 0;        // of the parameters being received
@@ -44,6 +49,8 @@ void on_parameters(self_ptr self, const wire_buffer& reply) {
   auto& st = self->state;
   auto msg = scatter_shard_parameters(reply, *st.layout, st.params.data());
   if (!msg) return fail(self, "bad parameters from a shard", msg.error());
+  if (auto err = st.rows.take_rows(msg->shard, msg->sparse))
+    return fail(self, "bad sparse rows from a shard", err);
   st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
   st.newest_clock = std::min(st.newest_clock, msg->newest_clock);
   if (--st.awaiting > 0) return;
@@ -76,12 +83,28 @@ void ask(self_ptr self, std::size_t s, Ts&&... xs) {
           });
 }
 
-/// The first pull: every shard's values for the start clock.
+/// Asks the trainer for the keys of `clock`'s minibatch and prepares `into` for them (none
+/// after the last clock: the final push pulls no rows).
+void prepare_keys(worker_state& st, int64_t clock, batch_tables& into) {
+  for (auto& k : st.keys) k.clear();
+  if (clock < st.cfg.steps) st.model->keys(clock, st.keys);
+  into.prepare(st.keys);
+}
+
+/// The first pull: every shard's values (and rows of the batch's keys) for the start clock.
 void pull_initial(self_ptr self) {
   auto& st = self->state;
   expect_replies(st);
+  if (st.rows.empty()) {
+    for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+      ask(self, s, pull_atom::value, st.cfg.index, st.clock);
+    return;
+  }
+  prepare_keys(st, st.clock, st.rows);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
-    ask(self, s, pull_atom::value, st.cfg.index, st.clock);
+    ask(self, s, pull_atom::value,
+        encode_pull(st.cfg.index, st.clock, static_cast<int32_t>(s),
+                    st.rows.keys_for(static_cast<int>(s))));
 }
 
 /// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
@@ -92,15 +115,23 @@ void push(self_ptr self) {
                           st.last.rows, st.staleness, st.model->device(), st.newest_clock});
   auto clock = st.clock++;
   expect_replies(st);
-  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+  bool sparse = !st.rows.empty();
+  if (sparse) prepare_keys(st, st.clock, st.next);
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
+    auto shard = static_cast<int32_t>(s);
     ask(self, s, push_pull_atom::value,
-        encode_push(st.cfg.index, clock, static_cast<int32_t>(s), *st.layout, st.grads.data(),
-                    st.cfg.incarnation));
+        sparse ? encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                             st.cfg.incarnation, st.rows.grads_for(shard),
+                             st.next.keys_for(shard))
+               : encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                             st.cfg.incarnation));
+  }
+  std::swap(st.rows, st.next);  // the replies bring the next clock's rows
 }
 
 void compute(self_ptr self) {
   auto& st = self->state;
-  st.last = st.model->step(st.clock, st.params.data(), st.grads.data());
+  st.last = st.model->step(st.clock, st.params.data(), st.grads.data(), st.rows.rows());
   if (st.cfg.slow_ms > 0)
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
   else
@@ -115,8 +146,9 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       auto& st = self->state;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
       st.layout = std::make_unique<block_layout>(st.cfg.spec);
-      st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
-                                             st.cfg.batch, st.cfg.spec.seed);
+      if (st.cfg.source.what != data_source::kind::libsvm)  // else the plug-in streams it
+        st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
+                                               st.cfg.batch, st.cfg.spec.seed);
       trainer_context ctx;
       ctx.worker = st.cfg.index;
       ctx.workers = st.cfg.spec.workers;
@@ -125,6 +157,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       ctx.data = st.data.get();
       ctx.backend = st.cfg.backend;
       ctx.device = st.cfg.device;
+      ctx.source = st.cfg.source;
       try {
         st.model = make_model(st.cfg.spec.model.name)->make_trainer(ctx);
       } catch (const std::exception& e) {
@@ -133,6 +166,9 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       }
       st.params.assign(st.layout->total_floats(), 0.0f);
       st.grads.assign(st.layout->total_floats(), 0.0f);
+      st.rows = batch_tables(st.cfg.spec);
+      st.next = batch_tables(st.cfg.spec);
+      st.keys.resize(st.cfg.spec.model.sparse_tables.size());
       st.clock = st.cfg.start_clock;
       pull_initial(self);
     },

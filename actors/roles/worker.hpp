@@ -30,6 +30,8 @@ struct worker_config {
   int device = 0;                          ///< CUDA device index
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
   std::shared_ptr<const dataset> train;
+  data_source source;                      ///< where `train` came from; a plug-in that streams
+                                           ///< its own data (libsvm) reads its part from here
   std::vector<ps_shard_actor> shards;      ///< index = shard id
   chief_actor chief;                       ///< receives train reports and done
 };

@@ -143,6 +143,16 @@ caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block
     if (!all_finite(v.values, v.count) || !all_finite(s.values, s.count))
       return make_error(errc::non_finite_value, "checkpoint block " + std::to_string(v.id));
   }
+  if (view.sparse.size() != view.spec.model.sparse_tables.size())
+    return make_error(errc::unknown_table, "checkpoint carries " + std::to_string(view.sparse.size())
+                                             + " sparse tables, the spec "
+                                             + std::to_string(view.spec.model.sparse_tables.size()));
+  for (std::size_t t = 0; t < view.sparse.size(); ++t) {
+    const auto& rows = view.sparse[t];
+    if (!all_finite(rows.values.data(), rows.values.size())
+        || !all_finite(rows.state.data(), rows.state.size()))
+      return make_error(errc::non_finite_value, "checkpoint sparse table " + std::to_string(t));
+  }
   return caf::none;
 }
 

@@ -1,0 +1,145 @@
+#include "actors/roles/shard_tables.hpp"
+
+#include "actors/protocol/errors.hpp"
+#include "kernels/optimizer.hpp"
+
+#include <absl/container/flat_hash_map.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace actorps {
+
+shard_tables::shard_tables(const train_spec& spec, int32_t shard)
+  : buckets_(spec.bucket_shards), shard_(shard), seed_(spec.seed) {
+  const auto& specs = spec.model.sparse_tables;
+  for (uint32_t t = 0; t < specs.size(); ++t) {
+    tables_.emplace_back(specs[t].config, spec.seed, t);
+    dims_.push_back(specs[t].config.dim);
+  }
+  kept_.resize(static_cast<std::size_t>(spec.workers));
+}
+
+caf::error shard_tables::validate(const std::vector<sparse_rows_view>& parts,
+                                  bool with_rows) const {
+  std::vector<bool> seen(tables_.size(), false);
+  for (const auto& p : parts) {
+    auto name = "table " + std::to_string(p.table);
+    if (p.table >= tables_.size() || seen[p.table])
+      return make_error(errc::unknown_table,
+                        p.table >= tables_.size() ? name + " is not in the spec"
+                                                  : name + " twice in one message");
+    seen[p.table] = true;
+    auto expected = with_rows ? p.key_count * dims_[p.table] : 0;
+    if (p.value_count != expected)
+      return make_error(errc::wrong_element_count,
+                        name + ": " + std::to_string(p.value_count) + " floats for "
+                          + std::to_string(p.key_count) + " keys, expected "
+                          + std::to_string(expected));
+    for (std::size_t i = 0; i < p.key_count; ++i)
+      if (!owns(p.keys[i]))
+        return make_error(errc::key_not_owned, name + ": key " + std::to_string(p.keys[i])
+                                                 + " belongs to shard "
+                                                 + std::to_string(buckets_[bucket_of(
+                                                     p.keys[i], uint32_t(buckets_.size()))]));
+    if (!with_rows) continue;
+    if (auto at = find_duplicate(p.keys, p.key_count))
+      return make_error(errc::duplicate_key,
+                        name + ": key " + std::to_string(p.keys[*at]) + " twice");
+    if (!all_finite(p.values, p.value_count))
+      return make_error(errc::non_finite_value, name + ": a row");
+  }
+  return caf::none;
+}
+
+void shard_tables::apply(const std::vector<sparse_rows_view>& parts, float lr_scale) {
+  for (const auto& p : parts) tables_[p.table].apply(p.keys, p.key_count, p.values, lr_scale);
+}
+
+void shard_tables::keep(int32_t worker, wire_buffer push, std::vector<sparse_rows_view> parts) {
+  kept_[worker] = {std::move(push), std::move(parts)};
+}
+
+void shard_tables::forget(int32_t worker) { kept_[worker] = {}; }
+
+void shard_tables::apply_mean(const std::vector<int32_t>& pushers) {
+  if (pushers.empty()) return;
+  auto inv = 1.0f / static_cast<float>(pushers.size());
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  std::vector<uint64_t> keys;
+  std::vector<float> sum;
+  for (uint32_t t = 0; t < tables_.size(); ++t) {
+    auto dim = dims_[t];
+    index.clear();
+    keys.clear();
+    sum.clear();
+    for (auto w : pushers) {  // worker order: the sum does not depend on arrival order
+      for (const auto& p : kept_[w].parts) {
+        if (p.table != t) continue;
+        for (std::size_t i = 0; i < p.key_count; ++i) {
+          const float* row = p.values + i * dim;
+          auto [it, fresh] = index.try_emplace(p.keys[i], static_cast<uint32_t>(keys.size()));
+          if (fresh) {
+            keys.push_back(p.keys[i]);
+            sum.insert(sum.end(), row, row + dim);
+          } else {
+            float* acc = sum.data() + std::size_t(it->second) * dim;
+            for (uint32_t j = 0; j < dim; ++j) acc[j] += row[j];
+          }
+        }
+      }
+    }
+    for (auto& v : sum) v *= inv;
+    tables_[t].apply(keys.data(), keys.size(), sum.data(), 1.0f);
+  }
+  for (auto& k : kept_) k = {};
+}
+
+std::vector<sparse_table_rows> shard_tables::export_rows() const {
+  std::vector<sparse_table_rows> out;
+  out.reserve(tables_.size());
+  for (const auto& t : tables_) out.push_back(t.export_rows());
+  return out;
+}
+
+caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved) {
+  if (saved.size() != tables_.size())
+    return make_error(errc::checkpoint_failed, "the checkpoint has " + std::to_string(saved.size())
+                                                 + " sparse tables, the spec "
+                                                 + std::to_string(tables_.size()));
+  for (uint32_t t = 0; t < saved.size(); ++t) {
+    for (auto key : saved[t].keys)
+      if (!owns(key))
+        return make_error(errc::checkpoint_failed, "sparse table " + std::to_string(t) + ": key "
+                                                     + std::to_string(key)
+                                                     + " belongs to another shard");
+  }
+  // Into fresh tables first, so that a bad table leaves every table as it was.
+  std::vector<sparse_table> fresh;
+  for (uint32_t t = 0; t < saved.size(); ++t) {
+    try {
+      fresh.emplace_back(tables_[t].config(), seed_, t);
+      fresh[t].import_rows(saved[t]);
+    } catch (const std::exception& e) {
+      return make_error(errc::checkpoint_failed, "sparse table " + std::to_string(t) + ": "
+                                                   + e.what());
+    }
+  }
+  tables_ = std::move(fresh);
+  return caf::none;
+}
+
+std::vector<uint64_t> shard_tables::rows() const {
+  std::vector<uint64_t> out;
+  for (const auto& t : tables_) out.push_back(t.rows());
+  return out;
+}
+
+uint64_t shard_tables::memory_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& t : tables_) bytes += t.memory_bytes();
+  return bytes;
+}
+
+} // namespace actorps

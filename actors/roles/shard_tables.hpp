@@ -1,0 +1,86 @@
+// The sparse tables of one parameter shard: the rows of the keys whose buckets the spec places
+// on it (kernels/sparse/sparse_table.hpp), and what the shard actor does with them — check a
+// message's rows, apply a push at once (ssp, async) or keep it for the clock's mean (sync),
+// read rows into a reply, and move all of it in and out of a checkpoint.
+//
+// Sync: each worker's push for the clock is kept as it arrived (the message buffer, rows read in
+// place, never copied); the mean is summed per key in worker order, so neither arrival order nor
+// the order of keys in a push changes a single bit of the result. A key that a worker did not
+// push counts as a zero gradient from it: the mean is over every pusher, as for dense blocks.
+//
+// Rates: a table's optimizer carries its own learning rate (the spec's table config); sync
+// applies the mean with it, ssp and async apply each push with it / live workers, as dense
+// blocks do. The run's learning-rate schedule is for dense tensors and does not touch tables.
+#pragma once
+
+#include "actors/protocol/model_spec.hpp"
+#include "actors/protocol/wire.hpp"
+#include "kernels/sparse/sparse_table.hpp"
+
+#include <caf/error.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace actorps {
+
+class shard_tables {
+public:
+  shard_tables() = default;
+  /// Empty tables for spec.model.sparse_tables, on shard `shard` (spec's buckets placed).
+  shard_tables(const train_spec& spec, int32_t shard);
+
+  std::size_t size() const { return tables_.size(); }
+  /// Floats per row of each table.
+  const std::vector<uint32_t>& dims() const { return dims_; }
+
+  /// Checks a message's parts: a known table, each at most once, every key owned by this shard;
+  /// with_rows (a push): dim finite floats per key and no key twice; else (keys to read) no
+  /// values. Returns the error to drop the message with, or none.
+  caf::error validate(const std::vector<sparse_rows_view>& parts, bool with_rows) const;
+
+  /// ssp, async: applies one valid push's rows at once with each table's rate × lr_scale.
+  void apply(const std::vector<sparse_rows_view>& parts, float lr_scale);
+
+  /// sync: keeps `worker`'s valid push for the clock; `push` holds the memory `parts` points to.
+  void keep(int32_t worker, wire_buffer push, std::vector<sparse_rows_view> parts);
+  /// sync: drops what `worker` pushed for the clock (it left).
+  void forget(int32_t worker);
+  /// sync: applies, with each table's rate, the mean over `pushers` (ascending worker ids) of
+  /// their kept rows, summed per key in that order; then forgets every kept push.
+  void apply_mean(const std::vector<int32_t>& pushers);
+
+  /// Writes the current rows of keys[0, n) of `table` (values a missing key would start with).
+  void read(uint32_t table, const uint64_t* keys, std::size_t n, float* out) const {
+    tables_[table].read(keys, n, out);
+  }
+
+  /// Every table's rows and state, for a checkpoint.
+  std::vector<sparse_table_rows> export_rows() const;
+  /// Replaces every table's contents with a checkpoint's; on error (table count, a table's
+  /// contents, a key another shard owns) nothing changes.
+  caf::error import_rows(const std::vector<sparse_table_rows>& saved);
+
+  /// Rows of each table, and the bytes all of them hold.
+  std::vector<uint64_t> rows() const;
+  uint64_t memory_bytes() const;
+
+private:
+  struct kept_push {
+    wire_buffer buffer;
+    std::vector<sparse_rows_view> parts;
+  };
+
+  std::vector<uint16_t> buckets_;  // the spec's bucket → shard placement
+  int32_t shard_ = 0;
+  uint64_t seed_ = 0;
+  std::vector<sparse_table> tables_;
+  std::vector<uint32_t> dims_;
+  std::vector<kept_push> kept_;  // sync: per worker
+
+  bool owns(uint64_t key) const {
+    return buckets_[bucket_of(key, static_cast<uint32_t>(buckets_.size()))] == shard_;
+  }
+};
+
+} // namespace actorps
