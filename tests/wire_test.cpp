@@ -179,10 +179,15 @@ TEST_CASE("a spec's sparse tables round-trip, and an invalid table is refused by
   embedding.optimizer.kind = row_optimizer_kind::adam;
   embedding.optimizer.beta2 = 0.99f;
   spec.model.sparse_tables = {{"wide/weights", ftrl}, {"embedding/user", embedding}};
+  spec.shards = 3;
+  place_buckets(spec);
   block_layout layout(spec);
   std::vector<float> part(layout.shard_floats(0), 1.0f);
   auto init = decode_shard_init(encode_shard_init(spec, 0, layout, part.data()));
   REQUIRE(init);
+  CHECK(init->spec.bucket_shards == spec.bucket_shards);  // 4096 buckets, round robin
+  REQUIRE(init->spec.bucket_shards.size() == 4096);
+  CHECK(init->spec.bucket_shards[4095] == 4095 % 3);
   const auto& got = init->spec.model.sparse_tables;
   REQUIRE(got.size() == 2);
   CHECK(got[0].name == "wide/weights");
@@ -208,4 +213,9 @@ TEST_CASE("a spec's sparse tables round-trip, and an invalid table is refused by
   spec.model.sparse_tables[1].name = "dense0/kernel";  // a tensor's name
   spec.model.sparse_tables[1].config.dim = 4;
   CHECK(invalid_model(spec.model) == "two tensors or tables are named 'dense0/kernel'");
+  spec.model.sparse_tables[1].name = "embedding/user";
+  spec.bucket_shards[7] = 3;  // a shard the run does not have
+  auto misplaced = decode_shard_init(encode_shard_init(spec, 0, layout, part.data()));
+  REQUIRE(!misplaced);
+  CHECK(describe(misplaced.error()).find("bucket 7 is placed on shard 3 of 3") != std::string::npos);
 }
