@@ -150,8 +150,9 @@ void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt
     for (int32_t s = 0; s < spec.shards; ++s) {
       std::vector<float> part(layout.shard_floats(s)), state(slots * part.size());
       layout.gather(s, initial.data(), part.data());
+      std::vector<sparse_table_rows> empty_tables(spec.model.sparse_tables.size());
       files.push_back(encode_shard_checkpoint(spec, s, 0, 0, -1, layout, part.data(),
-                                              state.data(), slots));
+                                              state.data(), slots, empty_tables));
     }
   }
   ask_each<caf::ok_atom>(

@@ -153,7 +153,8 @@ void release_held(ps_shard_state& st) {
       record_reply(st, h.clock);
       h.promise.deliver(reply_with_rows(st, h.keys));
     } else {
-      *keep++ = std::move(h);
+      if (&*keep != &h) *keep = std::move(h);  // a self-move would empty h.keys
+      ++keep;
     }
   }
   st.held.erase(keep, st.held.end());
@@ -322,8 +323,8 @@ void take_snapshots(self_ptr self, int64_t before) {
     else if (h.clock <= now)
       h.promise.deliver(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
                                                               + " is not a checkpoint clock"));
-    else
-      *keep++ = std::move(h);
+    else if (&*keep++ != &h)  // never a self-move
+      *std::prev(keep) = std::move(h);
   }
   st.held_checkpoints.erase(keep, st.held_checkpoints.end());
 }

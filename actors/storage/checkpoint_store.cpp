@@ -359,6 +359,23 @@ std::string incompatibility(const train_spec& saved, const train_spec& current) 
   if (saved.optimizer.kind != current.optimizer.kind)
     return std::string("the checkpoint's optimizer is ") + to_string(saved.optimizer.kind)
            + ", this run's " + to_string(current.optimizer.kind);
+  const auto& st = saved.model.sparse_tables;
+  const auto& ct = current.model.sparse_tables;
+  if (st.size() != ct.size())
+    return "the checkpoint's model has " + std::to_string(st.size()) + " sparse tables, this run's "
+           + std::to_string(ct.size());
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    if (st[i].name != ct[i].name || st[i].config.dim != ct[i].config.dim
+        || st[i].config.optimizer.kind != ct[i].config.optimizer.kind)
+      return "the checkpoint's sparse table " + std::to_string(i) + " is " + st[i].name + " (dim "
+             + std::to_string(st[i].config.dim) + ", " + to_string(st[i].config.optimizer.kind)
+             + "), this run's " + ct[i].name + " (dim " + std::to_string(ct[i].config.dim) + ", "
+             + to_string(ct[i].config.optimizer.kind) + ")";
+  }
+  auto placed = current;  // the chief places the buckets when the run starts
+  place_buckets(placed);
+  if (saved.bucket_shards != placed.bucket_shards)
+    return "the checkpoint places sparse keys on other shards than this run";
   return "";
 }
 
