@@ -208,17 +208,38 @@ private:
 /// A worker's connection to the shards, ps-lite's KVWorker in size. Calls return a ticket at
 /// once; wait(ticket) blocks until every shard has answered. Buffers passed in must stay valid
 /// (and `grad` unchanged) until that ticket's wait returns.
+/// Rows of one sparse table to pull in a call: `count` keys (any order, repeats allowed); their
+/// rows (the table's dim floats each, in the keys' order) go to rows_out.
+struct sparse_pull {
+  uint32_t table = 0;          ///< index in the model's sparse_tables
+  const uint64_t* keys = nullptr;
+  std::size_t count = 0;
+  float* rows_out = nullptr;   ///< count × dim floats
+};
+
+/// Gradient rows of one sparse table to push in a call: `count` distinct keys and their rows.
+struct sparse_push {
+  uint32_t table = 0;
+  const uint64_t* keys = nullptr;
+  std::size_t count = 0;
+  const float* grads = nullptr;  ///< count × dim floats, the gradient of the mean loss
+};
+
 class worker_client {
 public:
   using ticket = int64_t;
 
-  /// Pulls the parameters for computing `clock` into params_out (total_floats() floats). The
-  /// shards answer once the consistency rule allows (ssp: min clock ≥ clock − s).
-  ticket pull(int64_t clock, float* params_out);
+  /// Pulls the parameters for computing `clock` into params_out (total_floats() floats), and
+  /// the rows of the sparse keys in `rows`. The shards answer once the consistency rule allows
+  /// (ssp: min clock ≥ clock − s). Every pointer must stay valid until wait(ticket) returns.
+  ticket pull(int64_t clock, float* params_out, const std::vector<sparse_pull>& rows = {});
 
-  /// Pushes the gradient of `clock` (total_floats() floats, model order) and pulls the
-  /// parameters for clock + 1 into params_out: one round trip per shard.
-  ticket push_pull(int64_t clock, const float* grad, float* params_out);
+  /// Pushes the gradient of `clock` (total_floats() floats, model order) with the gradient rows
+  /// in `push`, and pulls the parameters for clock + 1 into params_out with the rows in `rows`:
+  /// one round trip per shard, each shard sent only the keys it owns.
+  ticket push_pull(int64_t clock, const float* grad, float* params_out,
+                   const std::vector<sparse_push>& push = {},
+                   const std::vector<sparse_pull>& rows = {});
 
   /// The staleness of what arrived (clock − the shards' min clock when they answered, the
   /// largest over shards), or the error: a push refused (its code says why: stale_clock,
@@ -234,7 +255,8 @@ public:
   explicit worker_client(std::shared_ptr<impl> impl) : impl_(std::move(impl)) {}
 
 private:
-  ticket submit(bool push, int64_t clock, const float* grad, float* params_out);
+  ticket submit(bool push, int64_t clock, const float* grad, float* params_out,
+                const std::vector<sparse_push>& grads, const std::vector<sparse_pull>& rows);
 
   std::shared_ptr<impl> impl_;
   int64_t newest_clock_ = -1;

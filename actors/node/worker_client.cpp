@@ -8,7 +8,9 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <future>
+#include <type_traits>
 #include <map>
 
 namespace actorps::detail {
@@ -27,8 +29,39 @@ struct client_call {
   int64_t clock = 0;
   const float* grad = nullptr;
   float* out = nullptr;
+  std::vector<sparse_push> grads;  // sparse gradient rows
+  std::vector<sparse_pull> rows;   // sparse rows to pull
   std::shared_ptr<std::promise<call_result>> done;
 };
+
+/// A call's sparse keys split by owner shard: [shard][part] the positions, within the caller's
+/// array of that part, of the keys the shard owns.
+using key_split = std::vector<std::vector<std::vector<uint32_t>>>;
+
+template <class Part>
+key_split split_by_shard(const train_spec& spec, const std::vector<Part>& parts) {
+  key_split split(static_cast<std::size_t>(spec.shards), std::vector<std::vector<uint32_t>>(parts.size()));
+  for (std::size_t p = 0; p < parts.size(); ++p)
+    for (std::size_t i = 0; i < parts[p].count; ++i)
+      split[spec.shard_of_key(parts[p].keys[i])][p].push_back(static_cast<uint32_t>(i));
+  return split;
+}
+
+/// What shard s is sent of `parts`: each part's keys it owns (and their rows, for a push).
+template <class Part>
+std::vector<sparse_rows_ref> refs_for(const train_spec& spec, const std::vector<Part>& parts,
+                                      const key_split& split, std::size_t s) {
+  std::vector<sparse_rows_ref> refs;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const auto& pos = split[s][p];
+    if (pos.empty()) continue;
+    const float* rows = nullptr;
+    if constexpr (std::is_same_v<Part, sparse_push>) rows = parts[p].grads;
+    refs.push_back({parts[p].table, spec.model.sparse_tables.at(parts[p].table).config.dim,
+                    parts[p].keys, pos.data(), pos.size(), rows});
+  }
+  return refs;
+}
 
 } // namespace actorps::detail
 
@@ -39,6 +72,9 @@ namespace actorps {
 using detail::call_result;
 using detail::client_call;
 using detail::cluster_core;
+using detail::key_split;
+using detail::refs_for;
+using detail::split_by_shard;
 
 struct worker_client::impl {
   std::shared_ptr<cluster_core> cluster;  // keeps the shards (or the proxies) alive
@@ -53,14 +89,31 @@ namespace {
 
 /// What the shards' replies to one call say together: the staleness (the largest over shards)
 /// and the newest clock included (the smallest); each reply is scattered into `out`.
-call_result combine(const std::vector<wire_buffer>& replies, const block_layout& layout,
-                    int64_t target, float* out) {
+call_result combine(const std::vector<wire_buffer>& replies, const cluster_core& core,
+                    int64_t target, float* out, const std::vector<sparse_pull>& rows,
+                    const key_split& split) {
   call_result r;
   for (std::size_t s = 0; s < replies.size(); ++s) {
-    auto view = scatter_shard_parameters(replies[s], layout, out);
+    auto view = scatter_shard_parameters(replies[s], *core.layout, out);
     if (!view) {
       r.err = view.error();
       return r;
+    }
+    // the shard answers the parts it was asked, in order, each row in the order of its keys
+    std::size_t next = 0;
+    for (std::size_t p = 0; p < rows.size(); ++p) {
+      const auto& pos = split[s][p];
+      if (pos.empty()) continue;
+      auto dim = core.spec.model.sparse_tables[rows[p].table].config.dim;
+      if (next >= view->sparse.size() || view->sparse[next].value_count != pos.size() * dim) {
+        r.err = make_error(errc::wrong_element_count,
+                           "shard " + std::to_string(s) + " sent other rows than asked");
+        return r;
+      }
+      const float* from = view->sparse[next++].values;
+      for (std::size_t i = 0; i < pos.size(); ++i)
+        std::memcpy(rows[p].rows_out + std::size_t(pos[i]) * dim, from + i * dim,
+                    dim * sizeof(float));
     }
     r.staleness = std::max(r.staleness, target - view->min_clock);
     r.newest_clock = s == 0 ? view->newest_clock : std::min(r.newest_clock, view->newest_clock);
@@ -74,19 +127,29 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
     [=](const client_call& call) {
       const auto& shards = cluster->shards;
       const auto& layout = *cluster->layout;
+      const auto& spec = cluster->spec;
       const auto target = call.push ? call.clock + 1 : call.clock;
+      auto pushed = split_by_shard(spec, call.grads);
+      auto pulled = std::make_shared<key_split>(split_by_shard(spec, call.rows));
+      const bool sparse = !spec.model.sparse_tables.empty();
       ask_each<wire_buffer>(
         shards.size(),
         [&](std::size_t s) {
+          auto shard = static_cast<int32_t>(s);
           if (call.push)
             return self->request(shards[s], cluster->opts.timeout, push_pull_atom::value,
-                                 encode_push(worker, call.clock, static_cast<int32_t>(s), layout,
-                                             call.grad));
+                                 encode_push(worker, call.clock, shard, layout, call.grad, 0,
+                                             refs_for(spec, call.grads, pushed, s),
+                                             refs_for(spec, call.rows, *pulled, s)));
+          if (sparse)
+            return self->request(shards[s], cluster->opts.timeout, pull_atom::value,
+                                 encode_pull(worker, call.clock, shard,
+                                             refs_for(spec, call.rows, *pulled, s)));
           return self->request(shards[s], cluster->opts.timeout, pull_atom::value, worker,
                                call.clock);
         },
-        [=, out = call.out, done = call.done](std::vector<wire_buffer> replies) {
-          done->set_value(combine(replies, *cluster->layout, target, out));
+        [=, out = call.out, rows = call.rows, done = call.done](std::vector<wire_buffer> replies) {
+          done->set_value(combine(replies, *cluster, target, out, rows, *pulled));
         },
         [done = call.done](caf::error& err) { done->set_value(call_result{err}); });
     },
@@ -106,18 +169,24 @@ worker_client make_worker_client(std::shared_ptr<cluster_core> core, int32_t w) 
 
 } // namespace detail
 
-worker_client::ticket worker_client::pull(int64_t clock, float* params_out) {
-  return submit(false, clock, nullptr, params_out);
+worker_client::ticket worker_client::pull(int64_t clock, float* params_out,
+                                          const std::vector<sparse_pull>& rows) {
+  return submit(false, clock, nullptr, params_out, {}, rows);
 }
 
 worker_client::ticket worker_client::push_pull(int64_t clock, const float* grad,
-                                               float* params_out) {
-  return submit(true, clock, grad, params_out);
+                                               float* params_out,
+                                               const std::vector<sparse_push>& push,
+                                               const std::vector<sparse_pull>& rows) {
+  return submit(true, clock, grad, params_out, push, rows);
 }
 
 worker_client::ticket worker_client::submit(bool push, int64_t clock, const float* grad,
-                                            float* params_out) {
-  client_call call{push, clock, grad, params_out, std::make_shared<std::promise<call_result>>()};
+                                            float* params_out,
+                                            const std::vector<sparse_push>& grads,
+                                            const std::vector<sparse_pull>& rows) {
+  client_call call{push, clock, grad, params_out, grads, rows,
+                   std::make_shared<std::promise<call_result>>()};
   auto t = impl_->next++;
   impl_->pending.emplace(t, call.done->get_future());
   caf::anon_send(impl_->client, std::move(call));
