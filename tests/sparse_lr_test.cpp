@@ -1,10 +1,12 @@
 // The sparse-lr plug-in against independent arithmetic: its gradient against central
 // differences of its own mean loss, its clock → rows contract, its test metrics against a
-// pairwise AUC and a direct log loss, a local training loop against the generator's best AUC.
+// pairwise AUC and a direct log loss, a local training loop against the generator's best AUC,
+// and the flags that pick it.
 #include "actors/data/load_split.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/sparse_lr_plugin.hpp"
 #include "apps/gen_data/planted_libsvm.hpp"
+#include "tests/command_runner.hpp"
 #include "tests/sparse_loop.hpp"
 #include "tests/text_file_dir.hpp"
 
@@ -313,6 +315,40 @@ TEST_CASE("sparse-lr: a local training loop approaches the planted model's test 
     // Measured: AUC 0.822 (best 0.831), log loss 0.484 (best 0.466), both optimizers.
     CHECK(after.auc > data.best_test_auc - 0.015);
     CHECK(after.loss < data.best_test_logloss + 0.03);
+  }
+}
+
+TEST_CASE("sparse-lr: --dataset libsvm flags are checked and name what is wrong") {
+  test::text_file_dir dir("actorps_sparse_lr");
+  const auto file = dir.plain("ten.libsvm", libsvm_text(std::vector<row>(10, tiny_rows[0])));
+  struct refused {
+    std::string args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<refused>{
+         {"--model sparse-lr --dataset libsvm:",
+          "--dataset must name a file: libsvm:PATH (got libsvm:)"},
+         {"--model sparse-lr --dataset libsvm:" + file, "--dataset libsvm:PATH needs --test PATH"},
+         {"--model sparse-lr",
+          "--model sparse-lr does not fit --dataset fashion-mnist: sparse-lr trains on --dataset "
+          "libsvm:PATH"},
+         {"--model sparse-lr --dataset synthetic", "sparse-lr trains on --dataset libsvm:PATH"},
+         {"--model 784-10 --dataset libsvm:" + file + " --test " + file,
+          "--model 784-10 does not fit --dataset libsvm:"},
+         {"--model sparse-lr:sgd --dataset libsvm:" + file + " --test " + file,
+          "--model sparse-lr:sgd: sparse-lr:sgd: the weights' optimizer must be ftrl"},
+         {"--model sparse-lr --dataset libsvm:" + file + " --test " + file + " --batch 8",
+          // 10 rows counted, 2 workers: 5 each
+          "--batch is larger than a worker's shard of the training set (got 8)"},
+         {"--model sparse-lr --dataset libsvm:" + dir.path + "/none.libsvm --test " + file,
+          dir.path + "/none.libsvm"},
+         {"--dataset synthetic --test " + file,
+          "only applies to --dataset csv:PATH or libsvm:PATH"},
+         {"--dataset imagenet", "fashion-mnist, synthetic, csv:PATH or libsvm:PATH"}}) {
+    CAPTURE(c.args);
+    auto r = test::run_actorps("simulate --no-progress " + c.args);
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.output.find(c.says) != std::string::npos, r.output);
   }
 }
 
