@@ -86,12 +86,16 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("ps", po::value(&o.ps)->default_value(o.ps), "number of parameter shards")
     ("workers", po::value(&o.workers)->default_value(o.workers), "number of workers")
     ("model", po::value(&o.model)->default_value(o.model),
-     "MLP layer widths, input first (the input must match the data: 784 for fashion-mnist)")
+     "MLP layer widths, input first (the input must match the data: 784 for fashion-mnist); "
+     "or sparse-lr[:ftrl|:adagrad], logistic regression over the sparse features of --dataset "
+     "libsvm:PATH")
     ("dataset", po::value(&o.dataset)->default_value(o.dataset),
      "fashion-mnist | synthetic (a seeded 10-class problem that trains in seconds) | csv:PATH "
-     "(a label column first, then numeric features; header optional; plain or gzip)")
+     "(a label column first, then numeric features; header optional; plain or gzip) | "
+     "libsvm:PATH (label 0/1 or -1/+1, then index:value pairs; plain or gzip; each worker "
+     "streams its part; for --model sparse-lr)")
     ("test", po::value(&o.test)->default_value(o.test),
-     "the test file of --dataset csv:PATH (same columns: a class label first, then features)")
+     "the test file of --dataset csv:PATH or libsvm:PATH (the same format as the training file)")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir),
      "directory holding the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist)")
     ("synthetic-rows", po::value(&o.synthetic_rows)->default_value(o.synthetic_rows),
@@ -292,18 +296,28 @@ checked_flags check_training_flags(const training_flags& o) {
     d.test_path = o.test;
     require(!d.train_path.empty(), "dataset", o.dataset, "must name a file: csv:PATH");
     if (d.test_path.empty()) throw usage_error("--dataset csv:PATH needs --test PATH");
+  } else if (o.dataset.rfind("libsvm:", 0) == 0) {
+    d.what = data_source::kind::libsvm;
+    d.train_path = o.dataset.substr(7);
+    d.test_path = o.test;
+    require(!d.train_path.empty(), "dataset", o.dataset, "must name a file: libsvm:PATH");
+    if (d.test_path.empty()) throw usage_error("--dataset libsvm:PATH needs --test PATH");
   } else {
-    throw usage_error("--dataset must be fashion-mnist, synthetic or csv:PATH (got " + o.dataset
-                      + ")");
+    throw usage_error("--dataset must be fashion-mnist, synthetic, csv:PATH or libsvm:PATH (got "
+                      + o.dataset + ")");
   }
-  if (!o.test.empty() && d.what != data_source::kind::csv)
-    throw usage_error("--test " + o.test + " only applies to --dataset csv:PATH");
+  const bool files = d.what == data_source::kind::csv || d.what == data_source::kind::libsvm;
+  if (!o.test.empty() && !files)
+    throw usage_error("--test " + o.test + " only applies to --dataset csv:PATH or libsvm:PATH");
   if (d.what != data_source::kind::csv) {  // a CSV's shape is known once it is read
-    const int cols = d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
-    if (auto why = model->check_data(cols, fashion_mnist_classes); !why.empty())
+    // libsvm rows are sparse (no fixed width) and binary, as the reader reports them.
+    const bool sparse = d.what == data_source::kind::libsvm;
+    const int cols = sparse ? 0 : d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
+    if (auto why = model->check_data(cols, sparse ? 2 : fashion_mnist_classes); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-    require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
-            "is larger than a worker's shard of the training set");
+    if (!sparse)  // libsvm rows are counted by open_training_files
+      require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
+              "is larger than a worker's shard of the training set");
   }
 
   require(o.keep >= 1, "keep", o.keep, "must be at least 1");
@@ -371,6 +385,11 @@ void open_training_files(const training_flags& o, training_plan& plan) {
     require(train.rows / o.workers >= o.batch, "batch", o.batch,
             "is larger than a worker's shard of the training set");
     set_run_length(o, train.rows, c);
+  } else if (d.what == data_source::kind::libsvm) {  // counted, never loaded: workers stream
+    auto rows = training_rows(d);
+    require(rows / o.workers >= o.batch, "batch", o.batch,
+            "is larger than a worker's shard of the training set");
+    set_run_length(o, rows, c);
   } else if (d.what == data_source::kind::fashion_mnist && std::filesystem::is_directory(d.dir)) {
     // The rows really there (a smaller IDX file trains one pass per epoch too); a chief whose
     // host lacks the files (its workers have them) keeps the Debian package's 60 000.

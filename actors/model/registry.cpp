@@ -1,6 +1,7 @@
 #include "actors/model/registry.hpp"
 
 #include "actors/model/mlp_plugin.hpp"
+#include "actors/model/sparse_lr_plugin.hpp"
 
 #include <algorithm>
 #include <map>
@@ -19,6 +20,7 @@ registry& the_registry() {
   static registry* r = [] {  // never destroyed: plug-ins may be resolved during shutdown
     auto* fresh = new registry;
     fresh->factories["mlp"] = make_mlp_plugin;
+    fresh->factories["sparse-lr"] = make_sparse_lr_plugin;
     return fresh;
   }();
   return *r;
