@@ -66,15 +66,36 @@ private:
   double span_;
 };
 
-/// The weight of each feature index (entry 0 unused): 0, or N(0, σ²) by Box–Muller.
-std::vector<float> planted_weights(const planted_libsvm_spec& spec) {
+/// A feature carries weight only if it is expected in at least this many training rows: a weight
+/// seen a handful of times cannot be learnt by any model, so planting one would put the best
+/// AUC out of reach of every learner (the rare features stay in the rows, as noise).
+constexpr double min_signal_rows = 300;
+
+/// The probability that one draw of zipf_ranks over F features is rank r.
+double rank_probability(uint64_t r, uint64_t features) {
+  const double s = 1 - zipf_exponent;  // negative
+  const double total = std::pow(static_cast<double>(features) + 1, s) - 1;
+  return (std::pow(static_cast<double>(r) + 1, s) - std::pow(static_cast<double>(r), s)) / total;
+}
+
+/// The weight of each feature index (entry 0 unused): 0, or N(0, σ²) by Box–Muller for a
+/// weighted_fraction of the features common enough to learn (min_signal_rows).
+std::vector<float> planted_weights(const planted_libsvm_spec& spec, const rank_scatter& scatter) {
+  const auto features = static_cast<uint64_t>(spec.features);
+  const double draws = static_cast<double>(spec.rows) * spec.nnz;
+  uint64_t head = 0;  // ranks 1..head are common enough; their share of the draws:
+  double head_share = 0;
+  while (head < features && draws * rank_probability(head + 1, features) >= min_signal_rows)
+    head_share += rank_probability(++head, features);
   splitmix64 random(stream_seed(spec.seed, 3));
-  const double sigma = logit_sd / std::sqrt(weighted_fraction * spec.nnz);
+  const double weighted_per_row = std::max(weighted_fraction * spec.nnz * head_share, 1.0);
+  const double sigma = logit_sd / std::sqrt(weighted_per_row);
   std::vector<float> w(static_cast<size_t>(spec.features) + 1, 0.0f);
-  for (size_t j = 1; j < w.size(); ++j) {
+  for (uint64_t r = 1; r <= head; ++r) {
     const double chosen = open_unit(random), u1 = open_unit(random), u2 = open_unit(random);
     if (chosen < weighted_fraction)
-      w[j] = static_cast<float>(sigma * std::sqrt(-2 * std::log(u1)) * std::cos(2 * pi * u2));
+      w[scatter.index(r)] =
+        static_cast<float>(sigma * std::sqrt(-2 * std::log(u1)) * std::cos(2 * pi * u2));
   }
   return w;
 }
@@ -199,8 +220,8 @@ planted_libsvm_summary write_planted_libsvm(const planted_libsvm_spec& spec,
   summary.train_path = dir + "/train" + suffix;
   summary.test_path = dir + "/test" + suffix;
 
-  const std::vector<float> weights = planted_weights(spec);
   const rank_scatter scatter(static_cast<uint64_t>(spec.features), stream_seed(spec.seed, 4));
+  const std::vector<float> weights = planted_weights(spec, scatter);
   std::vector<bool> seen(static_cast<size_t>(spec.features) + 1, false);
   text_sink train_file(summary.train_path, spec.gzip);
   const drawn_rows train = write_rows(spec, spec.rows, 1, weights, scatter, train_file, &seen);
