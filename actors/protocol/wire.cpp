@@ -239,6 +239,14 @@ read_table_states(capnp::List<wire::SparseTableState>::Reader list) {
   return out;
 }
 
+/// Moves a decoded part into its place in the view; its error, if decoding it failed.
+template <class T>
+caf::error take(caf::expected<T> got, T& into) {
+  if (!got) return std::move(got.error());
+  into = std::move(*got);
+  return caf::none;
+}
+
 void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   auto model = out.initModel();
   model.setName(spec.model.name);
@@ -479,15 +487,9 @@ caf::expected<push_view> decode_push(const wire_buffer& buf) {
     out.clock = msg.getClock();
     out.shard = msg.getShard();
     out.incarnation = msg.getIncarnation();
-    auto blocks = read_blocks(msg.getBlocks());
-    if (!blocks) return std::move(blocks.error());
-    out.blocks = std::move(*blocks);
-    auto rows = read_sparse(msg.getSparse());
-    if (!rows) return std::move(rows.error());
-    out.sparse = std::move(*rows);
-    auto keys = read_sparse(msg.getPullKeys());
-    if (!keys) return std::move(keys.error());
-    out.pull_keys = std::move(*keys);
+    if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) return err;
+    if (auto err = take(read_sparse(msg.getSparse()), out.sparse)) return err;
+    if (auto err = take(read_sparse(msg.getPullKeys()), out.pull_keys)) return err;
     return out;
   });
 }
@@ -499,9 +501,7 @@ caf::expected<pull_view> decode_pull(const wire_buffer& buf) {
     out.worker = msg.getWorker();
     out.clock = msg.getClock();
     out.shard = msg.getShard();
-    auto keys = read_sparse(msg.getKeys());
-    if (!keys) return std::move(keys.error());
-    out.keys = std::move(*keys);
+    if (auto err = take(read_sparse(msg.getKeys()), out.keys)) return err;
     return out;
   });
 }
@@ -514,12 +514,8 @@ caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& 
     out.shard = msg.getShard();
     out.min_clock = msg.getMinClock();
     out.newest_clock = msg.getNewestClock();
-    auto blocks = read_blocks(msg.getBlocks());
-    if (!blocks) return std::move(blocks.error());
-    out.blocks = std::move(*blocks);
-    auto rows = read_sparse(msg.getSparse());
-    if (!rows) return std::move(rows.error());
-    out.sparse = std::move(*rows);
+    if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) return err;
+    if (auto err = take(read_sparse(msg.getSparse()), out.sparse)) return err;
     return out;
   });
 }
@@ -529,13 +525,9 @@ caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf) {
   return decode<shard_init_view>(buf, "shard init", [](capnp::MessageReader& reader) -> result {
     auto msg = reader.getRoot<wire::ShardInit>();
     shard_init_view out;
-    auto spec = read_spec(msg.getSpec());
-    if (!spec) return std::move(spec.error());
-    out.spec = std::move(*spec);
+    if (auto err = take(read_spec(msg.getSpec()), out.spec)) return err;
     out.shard = msg.getShard();
-    auto blocks = read_blocks(msg.getBlocks());
-    if (!blocks) return std::move(blocks.error());
-    out.blocks = std::move(*blocks);
+    if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) return err;
     return out;
   });
 }
@@ -579,9 +571,7 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
   return decode<role_setup>(buf, "role setup", [](capnp::MessageReader& reader) -> result {
     auto msg = reader.getRoot<wire::RoleSetup>();
     role_setup out;
-    auto spec = read_spec(msg.getSpec());
-    if (!spec) return std::move(spec.error());
-    out.spec = std::move(*spec);
+    if (auto err = take(read_spec(msg.getSpec()), out.spec)) return err;
     out.index = msg.getIndex();
     out.batch = static_cast<int>(msg.getBatch());
     out.steps = msg.getSteps();
@@ -673,22 +663,14 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
   return decode<shard_checkpoint_view>(buf, "shard checkpoint", [](capnp::MessageReader& reader) -> result {
     auto msg = reader.getRoot<wire::ShardCheckpoint>();
     shard_checkpoint_view out;
-    auto spec = read_spec(msg.getSpec());
-    if (!spec) return std::move(spec.error());
-    out.spec = std::move(*spec);
+    if (auto err = take(read_spec(msg.getSpec()), out.spec)) return err;
     out.shard = msg.getShard();
     out.clock = msg.getClock();
     out.optimizer_step = msg.getOptimizerStep();
     out.newest_clock = msg.getNewestClock();
-    auto blocks = read_blocks(msg.getBlocks());
-    if (!blocks) return std::move(blocks.error());
-    out.blocks = std::move(*blocks);
-    auto state = read_blocks(msg.getState());
-    if (!state) return std::move(state.error());
-    out.state = std::move(*state);
-    auto tables = read_table_states(msg.getSparse());
-    if (!tables) return std::move(tables.error());
-    out.sparse = std::move(*tables);
+    if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) return err;
+    if (auto err = take(read_blocks(msg.getState()), out.state)) return err;
+    if (auto err = take(read_table_states(msg.getSparse()), out.sparse)) return err;
     if (out.clock < 0) return make_error(errc::invalid_spec, "negative checkpoint clock");
     if (out.optimizer_step > uint64_t(std::numeric_limits<int64_t>::max()))
       return make_error(errc::invalid_spec, "optimizer step out of range");
@@ -722,9 +704,7 @@ caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf) {
   return decode<run_checkpoint>(buf, "run checkpoint", [](capnp::MessageReader& reader) -> result {
     auto msg = reader.getRoot<wire::RunCheckpoint>();
     run_checkpoint out;
-    auto spec = read_spec(msg.getSpec());
-    if (!spec) return std::move(spec.error());
-    out.spec = std::move(*spec);
+    if (auto err = take(read_spec(msg.getSpec()), out.spec)) return err;
     out.clock = msg.getClock();
     out.batch = static_cast<int>(msg.getBatch());
     out.steps = msg.getSteps();
