@@ -22,7 +22,8 @@
 //
 // --components: then, in this process, the shard's handling of one push and pull without
 // actors or sockets, piece by piece (decode, validate and its duplicate check, create, update,
-// read into a reply), on the same sizes. Prints one JSON object; GB = 1e9 bytes.
+// read into a reply), on the same sizes (its table holds only these keys' rows, the served one
+// also every earlier round's). Prints one JSON object; GB = 1e9 bytes.
 #include "actors/chief/metrics.hpp"
 #include "actors/net/address.hpp"
 #include "actors/net/remote_shard.hpp"

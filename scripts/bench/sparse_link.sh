@@ -9,8 +9,8 @@
 # machine (push 117 ms, pull 166 ms; its server stores nothing); (b) KEYS_B keys x dim 16
 # (default 1000000). Over the data link on loopback TCP and on a local socket (TRANSPORTS,
 # default "tcp socket"). Writes one JSON object to FILE (default BUILD_DIR/bench/sparse_link.json,
-# BUILD_DIR default build) and prints a table. About 2 min at the default sizes (~3 GB of memory
-# in the shard process at most); `-n 2000 -m 500 -r 1` takes seconds.
+# BUILD_DIR default build) and prints a table. About 1 min at the default sizes (the shard
+# process peaks near 2 GB: (1 + REPEATS) x KEYS_A rows); `-n 2000 -m 500 -r 1` takes a second.
 set -euo pipefail
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
