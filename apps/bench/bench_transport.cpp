@@ -12,19 +12,18 @@
 // Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
 // gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
 // copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
-#include "actors/deploy/ps_task.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/net/connect.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/chief/metrics.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/net/remote_shard.hpp"
-#include "actors/net/shard_link_server.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "kernels/denormals.hpp"
 #include "kernels/optimizer.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "apps/bench/bench_serve.hpp"
 
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
@@ -218,36 +217,6 @@ struct options {
   bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
 };
 
-/// The shard process of the two-process benchmark: publishes an uninitialised shard, behind a
-/// ps task as a ps process does, and runs until the driving process stops the shard.
-int serve(const options& o) {
-  caf::actor_system_config cfg;
-  configure_system(cfg, o.threads, network_settings{});
-  caf::actor_system sys{cfg};
-  // As a ps process does (actors/deploy/deployment.cpp): the data link on a free port, announced
-  // by the published ps task.
-  std::unique_ptr<shard_link_server> links;
-  if (!o.no_data_link) {
-    auto listening = shard_link_server::listen("127.0.0.1", 0, [](const std::string& line) {
-      std::fprintf(stderr, "bench shard: %s\n", line.c_str());
-    });
-    if (!listening) throw std::runtime_error(describe(listening.error()));
-    links = std::move(*listening);
-  }
-  auto shard = spawn_ps_shard(sys, 0);
-  if (links) links->serve(sys, shard, 0);
-  auto task = spawn_ps_task(sys, {shard, links ? links->port() : uint16_t{0},
-                                  links && !o.tcp_only ? links->local_name() : std::string{}});
-  auto port = sys.middleman().publish(task, static_cast<uint16_t>(o.serve), "127.0.0.1", true);
-  if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.serve));
-  caf::scoped_actor self{sys};
-  self->monitor(shard);
-  std::fprintf(stderr, "bench shard serving on 127.0.0.1:%d\n", o.serve);
-  self->receive([](caf::down_msg&) {});
-  std::fflush(nullptr);
-  std::_Exit(0);  // see apps/cluster_commands.cpp: CAF 0.17 may keep a dead peer's references
-}
-
 train_spec spec_for(const options& o) {
   train_spec spec;
   int k = std::max(1, static_cast<int>(std::lround(double(o.floats) / 1025.0)));
@@ -395,5 +364,10 @@ int main(int argc, char** argv) {
     if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1
         || o.in_flight < 1)
       throw po::error("--floats, --block-floats, --iterations, --threads, --in-flight must be positive");
-  }, [&] { return o.serve > 0 ? serve(o) : run(o); });
+    if (o.serve < 0 || o.serve > 65535) throw po::error("--serve wants a port");
+  }, [&] {
+    if (o.serve > 0)
+      serve_bench_shard({static_cast<uint16_t>(o.serve), o.threads, !o.no_data_link, o.tcp_only});
+    return run(o);
+  });
 }
