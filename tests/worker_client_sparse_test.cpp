@@ -61,7 +61,7 @@ TEST_CASE("worker_client pulls and pushes sparse rows by key across shards") {
   CHECK(a == b);
 }
 
-TEST_CASE("worker_client: a push naming a key twice is refused with its code") {
+TEST_CASE("worker_client: a push naming a key twice, or a table the model lacks, is refused with its code") {
   cluster_options opts;
   opts.ps = 2;
   opts.mode = consistency::async;
@@ -74,6 +74,12 @@ TEST_CASE("worker_client: a push naming a key twice is refused with its code") {
   auto got = client.wait(t);
   REQUIRE_FALSE(got);
   CHECK(got.error() == make_error(errc::duplicate_key));
+  // a table the model does not have is refused by the client itself
+  keys = {7};
+  auto wrong = client.pull(0, &bias, {{3, keys.data(), 1, grads.data()}});
+  auto refused = client.wait(wrong);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == make_error(errc::unknown_table));
 }
 
 } // namespace actorps

@@ -125,6 +125,13 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
                            int32_t worker) {
   return {
     [=](const client_call& call) {
+      auto tables = cluster->spec.model.sparse_tables.size();
+      auto unknown = [&](const auto& parts) {
+        return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.table >= tables; });
+      };
+      if (unknown(call.grads) || unknown(call.rows))
+        return call.done->set_value(call_result{make_error(
+          errc::unknown_table, "the model has " + std::to_string(tables) + " sparse tables")});
       const auto& shards = cluster->shards;
       const auto& layout = *cluster->layout;
       const auto& spec = cluster->spec;

@@ -23,8 +23,8 @@ void batch_tables::prepare(const std::vector<std::vector<uint64_t>>& keys) {
   auto buckets = static_cast<uint32_t>(buckets_.size());
   for (std::size_t t = 0; t < rows_.size(); ++t) {
     auto& r = rows_[t];
-    const auto& named = t < keys.size() ? keys[t] : std::vector<uint64_t>{};
-    dedup_keys(named.data(), named.size(), r.keys, r.inverse);
+    const bool named = t < keys.size();  // (a ternary over a temporary would copy keys[t])
+    dedup_keys(named ? keys[t].data() : nullptr, named ? keys[t].size() : 0, r.keys, r.inverse);
     r.values.resize(r.keys.size() * r.dim);
     r.grads.assign(r.keys.size() * r.dim, 0.0f);
     for (auto& shard : owned_) shard[t].clear();
