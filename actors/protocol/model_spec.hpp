@@ -95,10 +95,17 @@ struct train_spec {
   /// The staleness bound enforced at the shards: s for ssp, 0 for sync, -1 (none) for async.
   int staleness_bound() const;
   /// The shard that owns `key` of any sparse table (bucket_shards must be placed).
-  int shard_of_key(uint64_t key) const {
-    return bucket_shards[bucket_of(key, static_cast<uint32_t>(bucket_shards.size()))];
-  }
+  int shard_of_key(uint64_t key) const;
 };
+
+/// The shard that owns `key` under a bucket placement (train_spec::bucket_shards, not empty).
+inline int shard_of_key(const std::vector<uint16_t>& bucket_shards, uint64_t key) {
+  return bucket_shards[bucket_of(key, static_cast<uint32_t>(bucket_shards.size()))];
+}
+
+inline int train_spec::shard_of_key(uint64_t key) const {
+  return actorps::shard_of_key(bucket_shards, key);
+}
 
 /// Places the buckets of a model with sparse tables (assign_buckets: default_bucket_count
 /// buckets round robin over the shards) unless already placed; does nothing for a model

@@ -20,7 +20,6 @@ batch_tables::batch_tables(const train_spec& spec) : buckets_(spec.bucket_shards
 }
 
 void batch_tables::prepare(const std::vector<std::vector<uint64_t>>& keys) {
-  auto buckets = static_cast<uint32_t>(buckets_.size());
   for (std::size_t t = 0; t < rows_.size(); ++t) {
     auto& r = rows_[t];
     const bool named = t < keys.size();  // (a ternary over a temporary would copy keys[t])
@@ -29,7 +28,7 @@ void batch_tables::prepare(const std::vector<std::vector<uint64_t>>& keys) {
     r.grads.assign(r.keys.size() * r.dim, 0.0f);
     for (auto& shard : owned_) shard[t].clear();
     for (uint32_t i = 0; i < r.keys.size(); ++i)
-      owned_[buckets_[bucket_of(r.keys[i], buckets)]][t].push_back(i);
+      owned_[shard_of_key(buckets_, r.keys[i])][t].push_back(i);
   }
 }
 

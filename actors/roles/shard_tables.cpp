@@ -41,8 +41,7 @@ caf::error shard_tables::validate(const std::vector<sparse_rows_view>& parts,
       if (!owns(p.keys[i]))
         return make_error(errc::key_not_owned, name + ": key " + std::to_string(p.keys[i])
                                                  + " belongs to shard "
-                                                 + std::to_string(buckets_[bucket_of(
-                                                     p.keys[i], uint32_t(buckets_.size()))]));
+                                                 + std::to_string(shard_of_key(buckets_, p.keys[i])));
     if (!with_rows) continue;
     if (auto at = find_duplicate(p.keys, p.key_count))
       return make_error(errc::duplicate_key,

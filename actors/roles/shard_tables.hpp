@@ -79,7 +79,7 @@ private:
   std::vector<kept_push> kept_;  // sync: per worker
 
   bool owns(uint64_t key) const {
-    return buckets_[bucket_of(key, static_cast<uint32_t>(buckets_.size()))] == shard_;
+    return shard_of_key(buckets_, key) == shard_;
   }
 };
 

@@ -115,16 +115,12 @@ void push(self_ptr self) {
                           st.last.rows, st.staleness, st.model->device(), st.newest_clock});
   auto clock = st.clock++;
   expect_replies(st);
-  bool sparse = !st.rows.empty();
-  if (sparse) prepare_keys(st, st.clock, st.next);
+  if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
     auto shard = static_cast<int32_t>(s);
-    ask(self, s, push_pull_atom::value,
-        sparse ? encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
-                             st.cfg.incarnation, st.rows.grads_for(shard),
-                             st.next.keys_for(shard))
-               : encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
-                             st.cfg.incarnation));
+    ask(self, s, push_pull_atom::value,  // no tables: no rows, no keys, a dense push
+        encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(), st.cfg.incarnation,
+                    st.rows.grads_for(shard), st.next.keys_for(shard)));
   }
   std::swap(st.rows, st.next);  // the replies bring the next clock's rows
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -49,6 +50,10 @@ void require(bool ok, const std::string& what) {
 
 
 std::optional<std::size_t> find_duplicate(const uint64_t* keys, std::size_t n) {
+  // Workers send each shard its keys ascending: then one pass proves them distinct, without a
+  // hash set of n keys (which cost 660 ms a push of 10 M keys).
+  if (std::adjacent_find(keys, keys + n, std::greater_equal<uint64_t>()) == keys + n)
+    return std::nullopt;
   absl::flat_hash_set<uint64_t> seen;
   seen.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
