@@ -158,10 +158,13 @@ train_spec spec_for(const options& o) {
   return spec;
 }
 
-/// Round r's keys: splitmix64 of r·n + i + 1, distinct within and across rounds (a bijection).
+/// Round r's keys: splitmix64 of r·n + i + 1, distinct within and across rounds (a bijection),
+/// sorted ascending — as ps-lite requires of its pushes and as an actorps worker sends each
+/// shard its keys (key_dedup sorts them).
 std::vector<uint64_t> keys_of_round(uint64_t round, uint64_t n) {
   std::vector<uint64_t> keys(n);
   for (uint64_t i = 0; i < n; ++i) keys[i] = splitmix64_mix(round * n + i + 1);
+  std::sort(keys.begin(), keys.end());
   return keys;
 }
 

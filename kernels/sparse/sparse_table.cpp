@@ -159,30 +159,30 @@ void sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
 }
 
 void sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale) {
-  auto found = index_.find(key);  // an earlier repeat of the key may have created it
-  if (found == index_.end()) {
-    if (index_.size() == max_rows) {
-      throw std::length_error("sparse_table: table " + std::to_string(table_) +
-                              " already holds the most rows one table can (2^32 - 1)");
-    }
-    uint32_t touches = 0;  // bumped to 1 below; with admission, to admit_after
-    auto counted = pending_.end();
-    if (cfg_.admit_after > 1) {
-      counted = pending_.try_emplace(key, 0).first;
-      if (++counted->second < cfg_.admit_after) return;  // not admitted: gradient dropped
-      touches = counted->second - 1;
-    }
-    // Every allocation before the map changes, so a throw leaves no key without its row.
-    const auto index = static_cast<uint32_t>(index_.size());
-    ensure_page_for(index);
-    if (cfg_.optimizer.kind == row_optimizer_kind::adam && steps_.size() == steps_.capacity()) {
-      steps_.reserve(std::max<std::size_t>(64, 2 * steps_.capacity()));
-    }
-    found = index_.try_emplace(key, row_ref{index, touches}).first;
+  if (index_.size() == max_rows && !index_.contains(key)) {
+    throw std::length_error("sparse_table: table " + std::to_string(table_) +
+                            " already holds the most rows one table can (2^32 - 1)");
+  }
+  uint32_t touches = 0;  // bumped to 1 by update_row; with admission, to admit_after
+  auto counted = pending_.end();
+  if (cfg_.admit_after > 1 && !index_.contains(key)) {
+    counted = pending_.try_emplace(key, 0).first;
+    if (++counted->second < cfg_.admit_after) return;  // not admitted: gradient dropped
+    touches = counted->second - 1;
+  }
+  // Every allocation before the map changes, so a throw leaves no key without its row.
+  const auto index = static_cast<uint32_t>(index_.size());
+  ensure_page_for(index);
+  if (cfg_.optimizer.kind == row_optimizer_kind::adam && steps_.size() == steps_.capacity()) {
+    steps_.reserve(std::max<std::size_t>(64, 2 * steps_.capacity()));
+  }
+  // One probe: an earlier repeat of the key in this push may have created the row already.
+  auto [slot, created] = index_.try_emplace(key, row_ref{index, touches});
+  if (created) {
     create_row(key, index);
     if (counted != pending_.end()) pending_.erase(counted);
   }
-  update_row(found->second, grad, lr_scale);
+  update_row(slot->second, grad, lr_scale);
 }
 
 void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
@@ -193,19 +193,35 @@ void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads
   }
   const uint32_t dim = cfg_.dim;
   const row_ref* found[lookup_block];
+  // Rows that exist are updated in the first pass, and the keys without a row collected for
+  // the second: the map does not change meanwhile, so the slots found stay valid. Each key's
+  // result does not depend on the others', so this order gives the same values as one key
+  // after another (a repeated key's occurrences are all missing or all found, and keep their
+  // order).
+  std::vector<std::size_t> missing;
   for (std::size_t start = 0; start < n; start += lookup_block) {
     const std::size_t count = std::min(lookup_block, n - start);
     find_block(keys + start, count, stride_, found);
-    // Rows that exist first: the map does not change meanwhile, so the slots found stay valid.
-    // Each key's result does not depend on the others', so this order gives the same values
-    // as one key after another (a repeated key's occurrences still apply in their order).
     for (std::size_t j = 0; j < count; ++j) {
       if (found[j] != nullptr) {  // const only because find_block also serves read()
         update_row(const_cast<row_ref&>(*found[j]), grads + (start + j) * dim, lr_scale);
+      } else {
+        missing.push_back(start + j);
       }
     }
+  }
+  if (missing.empty()) return;
+  // Room for every new row at once: a push of 10 M fresh keys would otherwise rehash the map
+  // through a dozen doublings (half of its 1.4 s). With admission most may stay pending.
+  if (cfg_.admit_after <= 1) {
+    index_.reserve(std::min<std::size_t>(max_rows, index_.size() + missing.size()));
+  }
+  for (std::size_t start = 0; start < missing.size(); start += lookup_block) {
+    const std::size_t count = std::min(lookup_block, missing.size() - start);
+    for (std::size_t j = 0; j < count; ++j) index_.prefetch(keys[missing[start + j]]);
     for (std::size_t j = 0; j < count; ++j) {
-      if (found[j] == nullptr) push_missing(keys[start + j], grads + (start + j) * dim, lr_scale);
+      const std::size_t at = missing[start + j];
+      push_missing(keys[at], grads + at * dim, lr_scale);
     }
   }
 }
