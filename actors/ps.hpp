@@ -59,7 +59,11 @@ namespace actorps {
 /// does). The same settings as the command line's training flags, with the same defaults.
 struct train_options {
   std::string model = "mlp:784-256-128-10";  ///< NAME[:ARGS] of a registered model plug-in
-  std::shared_ptr<const dataset> train, test;  ///< the data (dataset.hpp: rows, cols, x, y)
+  std::shared_ptr<const dataset> train, test;  ///< the data (dataset.hpp: rows, cols, x, y);
+                                               ///< either left empty: loaded from `source`
+  /// Where the data is. A model that streams its training file (sparse-lr on libsvm) reads it
+  /// from here in every worker; a split not given above is loaded from here (load_split).
+  data_source source;
   int ps = 2;
   int workers = 2;
   consistency mode = consistency::ssp;

@@ -5,6 +5,7 @@
 #include "actors/data/load_split.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/sparse_lr_plugin.hpp"
+#include "actors/ps.hpp"
 #include "apps/gen_data/planted_libsvm.hpp"
 #include "tests/command_runner.hpp"
 #include "tests/sparse_loop.hpp"
@@ -395,6 +396,36 @@ TEST_CASE("sparse-lr trains through the shards: AUC near the planted model's, in
     for (const auto& shard : summary["sparse_rows"]) rows += shard[0].get<uint64_t>();
     CHECK(rows == data.distinct_train_features);  // a row for every feature trained on
   }
+}
+
+TEST_CASE("sparse-lr from the library: train() loads and streams a libsvm source by itself") {
+  test::scratch_dir dir("actorps_sparse_lr");
+  planted_libsvm_spec gen;
+  gen.rows = 40000;
+  gen.test_rows = 5000;
+  gen.features = 500;
+  gen.seed = 7;
+  const auto data = write_planted_libsvm(gen, dir.path);
+  CAPTURE(data.best_test_auc);
+  train_options opts;
+  opts.model = "sparse-lr";
+  opts.source.what = data_source::kind::libsvm;
+  opts.source.train_path = data.train_path;
+  opts.source.test_path = data.test_path;
+  opts.mode = consistency::sync;
+  opts.batch = 256;
+  opts.threads = 2;
+  auto summary = train(opts);  // no train or test split given: both come from the source
+  REQUIRE(summary);
+  CHECK(summary->final_test_auc > data.best_test_auc - 0.02);
+  uint64_t rows = 0;
+  for (const auto& shard : summary->shard_stats_list) rows += shard.table_rows.at(0);
+  CHECK(rows == data.distinct_train_features);
+
+  opts.source.test_path = dir.path + "/missing.libsvm";  // the error names the file
+  auto missing = train(opts);
+  REQUIRE_FALSE(missing);
+  CHECK(to_string(missing.error()).find("missing.libsvm") != std::string::npos);
 }
 
 } // namespace actorps

@@ -1,4 +1,5 @@
 // train(): a whole run in this process, the runtime owning the loop (actors/ps.hpp).
+#include "actors/data/load_split.hpp"
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
 
@@ -75,14 +76,22 @@ caf::expected<simulation_options> plan_run(const train_options& o, int64_t train
 } // namespace detail
 
 caf::expected<run_summary> train(const train_options& o) {
-  if (!o.train || !o.test) return bad_option("train and test data are both needed");
-  if (o.train->rows < 1 || o.test->rows < 1) return bad_option("a data split has no rows");
-  if (o.test->cols != o.train->cols) return bad_option("train and test have different widths");
-  auto sim = detail::plan_run(o, o.train->rows, o.train->cols,
-                              std::max(o.train->classes, o.test->classes));
+  std::shared_ptr<const dataset> train_split = o.train, test_split = o.test;
+  try {
+    if (!train_split) train_split = load_split(o.source, true);
+    if (!test_split) test_split = load_split(o.source, false);
+  } catch (const std::exception& e) {
+    return bad_option(e.what());
+  }
+  if (train_split->rows < 1 || test_split->rows < 1) return bad_option("a data split has no rows");
+  if (test_split->cols != train_split->cols)
+    return bad_option("train and test have different widths");
+  auto sim = detail::plan_run(o, train_split->rows, train_split->cols,
+                              std::max(train_split->classes, test_split->classes));
   if (!sim) return sim.error();
-  sim->chief.train = o.train;
-  sim->chief.test = o.test;
+  sim->chief.train = std::move(train_split);
+  sim->chief.test = std::move(test_split);
+  sim->chief.source = o.source;
   return simulate(std::move(*sim));
 }
 
