@@ -79,6 +79,43 @@ loaded_checkpoint resume_checkpoint(const std::string& path, const train_spec& s
   return ckpt;
 }
 
+/// Applies --table-optimizer, --table-lr and --admit-after to every sparse table of `model`;
+/// throws usage_error naming the flag for a bad value or a model without tables.
+void set_table_flags(const training_flags& o, model_spec& model) {
+  const bool any = !o.table_optimizer.empty() || o.table_lr != 0 || o.admit_after != -1;
+  if (!any) return;
+  const char* flag = !o.table_optimizer.empty() ? "--table-optimizer"
+                     : o.table_lr != 0          ? "--table-lr"
+                                                : "--admit-after";
+  if (model.sparse_tables.empty())
+    throw usage_error(std::string(flag) + ": --model " + o.model + " has no sparse tables");
+  for (auto& table : model.sparse_tables) {
+    auto& cfg = table.config;
+    if (!o.table_optimizer.empty()) {
+      auto kind = parse_row_optimizer_kind(o.table_optimizer);
+      require(kind.has_value(), "table-optimizer", o.table_optimizer,
+              "must be sgd, adagrad, adam or ftrl");
+      cfg.optimizer = row_optimizer_config{};
+      cfg.optimizer.kind = *kind;
+    }
+    if (o.table_lr != 0) {
+      require(std::isfinite(o.table_lr) && o.table_lr > 0, "table-lr", o.table_lr,
+              "must be a positive learning rate");
+      cfg.optimizer.learning_rate = static_cast<float>(o.table_lr);
+    }
+    if (o.admit_after != -1) {
+      require(o.admit_after >= 1 && o.admit_after <= int64_t(UINT32_MAX), "admit-after",
+              o.admit_after, "must be at least 1 (1: a key's first push creates its row)");
+      cfg.admit_after = static_cast<uint32_t>(o.admit_after);
+    }
+    try {
+      validate_row_optimizer(cfg.optimizer);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(std::string(flag) + ": table " + table.name + ": " + e.what());
+    }
+  }
+}
+
 } // namespace
 
 void add_training_options(po::options_description& desc, training_flags& o) {
@@ -128,6 +165,15 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "evaluate on the test set every N global clocks (0: only at the end)")
     ("metrics", po::value(&o.metrics), "write one JSON object per event to this file (JSONL)")
     ("seed", po::value(&o.seed)->default_value(o.seed), "seed for parameters, data order, synthetic data")
+    ("table-optimizer", po::value(&o.table_optimizer),
+     "sgd | adagrad | adam | ftrl: the row optimizer of every sparse table, with that "
+     "optimizer's defaults (without it each table keeps the model's: FTRL for sparse-lr)")
+    ("table-lr", po::value(&o.table_lr),
+     "learning rate of every sparse table's rows (FTRL: alpha); without it the model's or the "
+     "--table-optimizer's default")
+    ("admit-after", po::value(&o.admit_after),
+     "N >= 1: a key of a sparse table gets its row on its N-th push, the pushes before only "
+     "counted (1: the first push creates it)")
     ("threads", po::value(&o.threads)->default_value(o.threads),
      "CAF scheduler threads (0: one per core); workers and the evaluator have their own")
     ("slow", po::value(&o.slow)->composing(),
@@ -247,6 +293,7 @@ checked_flags check_training_flags(const training_flags& o) {
     throw usage_error(std::string("--model ") + o.model + ": " + e.what());
   }
   v.model = model->spec();
+  set_table_flags(o, v.model);
   const auto layers = mlp_layers(v.model);  // synthetic data takes an MLP's input width
   auto mode = parse_consistency(o.mode);
   require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");

@@ -36,6 +36,9 @@ struct training_flags {
   int keep = 3;
   int max_replacements = 3;
   std::vector<std::string> kill;   ///< simulate only
+  std::string table_optimizer;     ///< "" keeps each sparse table's own
+  double table_lr = 0;             ///< 0 keeps each sparse table's own
+  int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
 };
 
 /// Adds every training flag, with its default and help text, bound to `flags`.

@@ -347,7 +347,16 @@ TEST_CASE("sparse-lr: --dataset libsvm flags are checked and name what is wrong"
           dir.path + "/none.libsvm"},
          {"--dataset synthetic --test " + file,
           "only applies to --dataset csv:PATH or libsvm:PATH"},
-         {"--dataset imagenet", "fashion-mnist, synthetic, csv:PATH or libsvm:PATH"}}) {
+         {"--dataset imagenet", "fashion-mnist, synthetic, csv:PATH or libsvm:PATH"},
+         {"--dataset synthetic --admit-after 2", "--admit-after: --model 784-256-128-10 has no "
+                                                 "sparse tables"},
+         {"--model sparse-lr --dataset libsvm:" + file + " --test " + file + " --admit-after 0",
+          "--admit-after must be at least 1"},
+         {"--model sparse-lr --dataset libsvm:" + file + " --test " + file
+            + " --table-optimizer rmsprop",
+          "--table-optimizer must be sgd, adagrad, adam or ftrl (got rmsprop)"},
+         {"--model sparse-lr --dataset libsvm:" + file + " --test " + file + " --table-lr -1",
+          "--table-lr must be a positive learning rate (got -1)"}}) {
     CAPTURE(c.args);
     auto r = test::run_actorps("simulate --no-progress " + c.args);
     CHECK(r.status == 2);
@@ -396,6 +405,29 @@ TEST_CASE("sparse-lr trains through the shards: AUC near the planted model's, in
     for (const auto& shard : summary["sparse_rows"]) rows += shard[0].get<uint64_t>();
     CHECK(rows == data.distinct_train_features);  // a row for every feature trained on
   }
+
+  // The table flags reach the shards: SGD at a rate far below a float's resolution next to
+  // the bias leaves every row's logit tied (AUC near 0.5), and admission after 200 pushes
+  // leaves the features seen in fewer batches without a row.
+  auto metrics = dir.path + "/flags.jsonl";
+  auto r = test::run_actorps("simulate --no-progress --model sparse-lr --dataset libsvm:"
+                             + data.train_path + " --test " + data.test_path
+                             + " --epochs 1 --batch 256 --mode async --table-optimizer sgd"
+                             + " --table-lr 1e-12 --admit-after 200 --metrics " + metrics);
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  std::ifstream in(metrics);
+  nlohmann::json summary;
+  for (std::string line; std::getline(in, line);) {
+    auto e = nlohmann::json::parse(line);
+    if (e["event"] == "summary") summary = e;
+  }
+  REQUIRE(summary.contains("sparse_rows"));
+  uint64_t rows = 0;
+  for (const auto& shard : summary["sparse_rows"]) rows += shard[0].get<uint64_t>();
+  CHECK(rows > 0);
+  CHECK(rows < data.distinct_train_features);
+  CHECK(summary["final_test_auc"].get<double>() < 0.6);
 }
 
 TEST_CASE("sparse-lr from the library: train() loads and streams a libsvm source by itself") {
