@@ -34,6 +34,12 @@ struct loss_stats {
   int64_t rows = 0;
 };
 
+/// Sums over a minibatch returned by the binary loss kernel (host values).
+struct binary_loss_stats {
+  double loss_sum = 0;   ///< sum of per-row sigmoid cross-entropy
+  int64_t rows = 0;
+};
+
 class backend {
 public:
   virtual ~backend() = default;
@@ -85,6 +91,46 @@ public:
   /// Returns host sums; the loss is computed stably (max-subtracted log-sum-exp).
   virtual loss_stats softmax_cross_entropy(const float* logits, const int32_t* labels, int rows,
                                            int cols, float* dlogits, float grad_scale) = 0;
+
+  // --- click-through-rate models (DLRM; formulas in kernels/ctr_math.hpp) ----------------
+
+  /// out (n×dim) row r = rows (u×dim) row index[r], for index (n) with values in [0, u).
+  /// An index outside [0, u): the CPU backend throws std::invalid_argument naming it; the
+  /// CUDA backend cannot report it without a stall and writes a zero row instead (callers
+  /// check their indexes on the host, as dlrm does).
+  virtual void embedding_gather(const float* rows, int u, int dim, const int32_t* index, int n,
+                                float* out) = 0;
+
+  /// The gather's adjoint: zeroes grad_rows (u×dim), then adds each row r of dout (n×dim) into
+  /// grad_rows row index[r] (index (n), each in [0, u); outside it the CPU backend throws
+  /// std::invalid_argument, the CUDA backend skips the row). The CPU backend adds in index
+  /// order; the CUDA backend uses atomicAdd, so a row hit more than once sums in an unspecified
+  /// order: equal to the CPU's up to float rounding, and not bit-reproducible run to run.
+  virtual void embedding_scatter_add(const float* dout, const int32_t* index, int n, int dim,
+                                     float* grad_rows, int u) = 0;
+
+  /// The DLRM dot interaction: vectors is (n×t×dim), t vectors per sample; out (n×pairs),
+  /// pairs = t(t−1)/2, receives each sample's pairwise dot products v_i·v_j, i > j, in the order
+  /// of kernels/ctr_math.hpp: (1,0), (2,0), (2,1), (3,0), …, pair (i, j) at i(i−1)/2 + j.
+  virtual void dot_interaction_forward(const float* vectors, int n, int t, int dim,
+                                       float* out) = 0;
+
+  /// The interaction's backward: dout (n×pairs) is the gradient of the dots; dvectors
+  /// (n×t×dim) is overwritten with dvectors[r,i,:] = Σ_{k≠i} dout[r, pair(i,k)]·vectors[r,k,:].
+  virtual void dot_interaction_backward(const float* vectors, const float* dout, int n, int t,
+                                        int dim, float* dvectors) = 0;
+
+  /// probs (n) = the logistic sigmoid of logits (n); probs may be logits (in place). For
+  /// inference: the probability of label 1 of a binary model.
+  virtual void sigmoid(const float* logits, int n, float* probs) = 0;
+
+  /// Sigmoid cross-entropy of logits (n) against labels (n, each 0 or 1; values in [0, 1] work
+  /// as soft labels), computed stably as max(z,0) − z·y + log1p(exp(−|z|)). If dlogits is not
+  /// null it receives (sigmoid(z) − y)·grad_scale; if probs is not null, sigmoid(z) (n each).
+  /// Returns host sums (the loss summed in double).
+  virtual binary_loss_stats sigmoid_cross_entropy(const float* logits, const float* labels,
+                                                  int n, float* dlogits, float grad_scale,
+                                                  float* probs) = 0;
 };
 
 /// The reference backend: OpenBLAS sgemm with one BLAS thread (the caller's), plain loops for

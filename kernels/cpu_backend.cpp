@@ -1,10 +1,12 @@
 // The CPU backend: OpenBLAS sgemm on the calling thread, plain loops over kernels/math.hpp for
 // everything else. "Device" memory is 64-byte aligned host memory.
 #include "kernels/backend.hpp"
+#include "kernels/ctr_math.hpp"
 #include "kernels/math.hpp"
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -14,6 +16,15 @@ namespace actorps {
 namespace {
 
 constexpr std::align_val_t buffer_alignment{64};
+
+/// Throws std::invalid_argument unless index[r] is in [0, u).
+void check_row_index(const char* kernel, const int32_t* index, int r, int u) {
+  if (index[r] < 0 || index[r] >= u) {
+    throw std::invalid_argument(std::string(kernel) + ": index " + std::to_string(index[r]) +
+                                " of row " + std::to_string(r) + " is not in [0, " +
+                                std::to_string(u) + ")");
+  }
+}
 
 class cpu_backend final : public backend {
 public:
@@ -102,6 +113,68 @@ public:
           logits + offset, cols, labels[i], dlogits ? dlogits + offset : nullptr, grad_scale,
           &correct);
       stats.correct += correct ? 1 : 0;
+    }
+    return stats;
+  }
+
+  void embedding_gather(const float* rows, int u, int dim, const int32_t* index, int n,
+                        float* out) override {
+    for (int r = 0; r < n; ++r) {
+      check_row_index("embedding_gather", index, r, u);
+      const float* src = rows + static_cast<std::size_t>(index[r]) * dim;
+      std::copy(src, src + dim, out + static_cast<std::size_t>(r) * dim);
+    }
+  }
+
+  void embedding_scatter_add(const float* dout, const int32_t* index, int n, int dim,
+                             float* grad_rows, int u) override {
+    std::fill(grad_rows, grad_rows + static_cast<std::size_t>(std::max(u, 0)) * dim, 0.0f);
+    for (int r = 0; r < n; ++r) {
+      check_row_index("embedding_scatter_add", index, r, u);
+      const float* src = dout + static_cast<std::size_t>(r) * dim;
+      float* dst = grad_rows + static_cast<std::size_t>(index[r]) * dim;
+      for (int d = 0; d < dim; ++d) dst[d] += src[d];
+    }
+  }
+
+  void dot_interaction_forward(const float* vectors, int n, int t, int dim,
+                               float* out) override {
+    const int pairs = math::interaction_pairs(t);
+    for (int r = 0; r < n; ++r) {
+      const float* sample = vectors + static_cast<std::size_t>(r) * t * dim;
+      float* dots = out + static_cast<std::size_t>(r) * pairs;
+      for (int p = 0; p < pairs; ++p) dots[p] = math::interaction_pair_dot(sample, dim, p);
+    }
+  }
+
+  void dot_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
+                                float* dvectors) override {
+    const int pairs = math::interaction_pairs(t);
+    for (int r = 0; r < n; ++r) {
+      const std::size_t offset = static_cast<std::size_t>(r) * t * dim;
+      const float* dots_grad = dout + static_cast<std::size_t>(r) * pairs;
+      for (int i = 0; i < t; ++i) {
+        for (int d = 0; d < dim; ++d) {
+          dvectors[offset + static_cast<std::size_t>(i) * dim + d] =
+            math::interaction_vector_grad(vectors + offset, dots_grad, t, dim, i, d);
+        }
+      }
+    }
+  }
+
+  void sigmoid(const float* logits, int n, float* probs) override {
+    for (int i = 0; i < n; ++i) probs[i] = math::sigmoid(logits[i]);
+  }
+
+  binary_loss_stats sigmoid_cross_entropy(const float* logits, const float* labels, int n,
+                                          float* dlogits, float grad_scale,
+                                          float* probs) override {
+    binary_loss_stats stats;
+    stats.rows = n;
+    for (int i = 0; i < n; ++i) {
+      stats.loss_sum += math::sigmoid_cross_entropy(logits[i], labels[i], grad_scale,
+                                                    dlogits ? dlogits + i : nullptr,
+                                                    probs ? probs + i : nullptr);
     }
     return stats;
   }

@@ -1,7 +1,8 @@
-// The CUDA backend: cuBLAS sgemm plus five small kernels, all queued on the backend's own
-// stream. The kernels only decide launch geometry and memory movement; every formula comes
-// from kernels/math.hpp, the same code the CPU backend runs.
+// The CUDA backend: cuBLAS sgemm plus small kernels, all queued on the backend's own stream.
+// The kernels only decide launch geometry and memory movement; every formula comes from
+// kernels/math.hpp and kernels/ctr_math.hpp, the same code the CPU backend runs.
 #include "kernels/backend_factory.hpp"
+#include "kernels/ctr_math.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/math.hpp"
 
@@ -229,6 +230,78 @@ __global__ void sum_loss_totals_kernel(const loss_totals* partial, int blocks,
   if (threadIdx.x == 0) *total = {loss, correct, bad, first_bad};
 }
 
+/// out[r, :] = rows[index[r], :], one element of out (n×dim) per step; a row whose index is
+/// outside [0, u) becomes zeros instead of a read outside rows.
+__global__ void embedding_gather_kernel(const float* rows, int u, int dim, const int32_t* index,
+                                        std::size_t total, float* out) {
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    const int32_t row = index[i / dim];
+    out[i] = row >= 0 && row < u ? rows[static_cast<std::size_t>(row) * dim + i % dim] : 0.0f;
+  }
+}
+
+/// grad_rows[index[r], :] += dout[r, :], one element of dout (n×dim) per step, by atomicAdd
+/// (rows repeat within a batch); an index outside [0, u) is skipped. grad_rows starts zeroed.
+__global__ void embedding_scatter_add_kernel(const float* dout, const int32_t* index,
+                                             std::size_t total, int dim, float* grad_rows,
+                                             int u) {
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    const int32_t row = index[i / dim];
+    if (row >= 0 && row < u) {
+      atomicAdd(grad_rows + static_cast<std::size_t>(row) * dim + i % dim, dout[i]);
+    }
+  }
+}
+
+/// out[r, p] = math::interaction_pair_dot of sample r, one pair per step (total = n·pairs).
+__global__ void dot_interaction_forward_kernel(const float* vectors, std::size_t total, int t,
+                                               int dim, int pairs, float* out) {
+  const std::size_t sample_size = static_cast<std::size_t>(t) * dim;
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    const std::size_t r = i / pairs;
+    out[i] = math::interaction_pair_dot(vectors + r * sample_size, dim,
+                                        static_cast<int>(i % pairs));
+  }
+}
+
+/// dvectors[r, v, d] = math::interaction_vector_grad, one element of dvectors (n×t×dim) per
+/// step: each thread sums its own element, so no atomics and a fixed order.
+__global__ void dot_interaction_backward_kernel(const float* vectors, const float* dout,
+                                                std::size_t total, int t, int dim, int pairs,
+                                                float* dvectors) {
+  const std::size_t sample_size = static_cast<std::size_t>(t) * dim;
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    const std::size_t r = i / sample_size;
+    const int within = static_cast<int>(i % sample_size);
+    dvectors[i] = math::interaction_vector_grad(vectors + r * sample_size, dout + r * pairs, t,
+                                                dim, within / dim, within % dim);
+  }
+}
+
+/// probs = σ(logits), one element per step (in place is fine).
+__global__ void sigmoid_kernel(const float* logits, std::size_t n, float* probs) {
+  for (std::size_t i = global_thread(); i < n; i += grid_stride()) {
+    probs[i] = math::sigmoid(logits[i]);
+  }
+}
+
+/// One thread per logit runs math::sigmoid_cross_entropy; each block sums its loss (in double,
+/// like the CPU) into out[blockIdx.x] (the other fields of loss_totals stay empty).
+__global__ void sigmoid_cross_entropy_kernel(const float* logits, const float* labels, int n,
+                                             float* dlogits, float grad_scale, float* probs,
+                                             loss_totals* out) {
+  __shared__ double loss_lanes[32];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  double loss = 0.0;
+  if (i < n) {
+    loss = math::sigmoid_cross_entropy(logits[i], labels[i], grad_scale,
+                                       dlogits ? dlogits + i : nullptr,
+                                       probs ? probs + i : nullptr);
+  }
+  loss = block_reduce(loss, loss_lanes, warp_sum{}, 0.0);
+  if (threadIdx.x == 0) out[blockIdx.x] = {loss, 0, 0, INT_MAX};
+}
+
 // ----------------------------------------------------------------------------------------
 // backend
 
@@ -414,19 +487,10 @@ public:
     if (cols <= 0) throw std::invalid_argument("softmax_cross_entropy: no columns");
     select_device();
     const int blocks = (rows + loss_threads - 1) / loss_threads;
-    reserve_loss_blocks(blocks);
-    // One block writes its sums straight into the total; more are folded by a second launch.
-    loss_totals* total = loss_blocks_;
     softmax_cross_entropy_kernel<<<blocks, loss_threads, 0, stream_>>>(
-      logits, labels, rows, cols, dlogits, grad_scale, blocks == 1 ? total : loss_blocks_ + 1);
+      logits, labels, rows, cols, dlogits, grad_scale, loss_block_sums(blocks));
     CUDA_CHECK(cudaGetLastError());
-    if (blocks > 1) {
-      sum_loss_totals_kernel<<<1, loss_threads, 0, stream_>>>(loss_blocks_ + 1, blocks, total);
-      CUDA_CHECK(cudaGetLastError());
-    }
-    CUDA_CHECK(cudaMemcpyAsync(host_totals_, total, sizeof(loss_totals), cudaMemcpyDeviceToHost,
-                               stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    fold_loss_totals(blocks);
     if (host_totals_->bad_rows > 0) {
       const int row = host_totals_->first_bad_row;
       int32_t label = 0;
@@ -440,9 +504,101 @@ public:
     return stats;
   }
 
+  void embedding_gather(const float* rows, int u, int dim, const int32_t* index, int n,
+                        float* out) override {
+    if (n <= 0 || dim <= 0) return;
+    select_device();
+    const std::size_t total = static_cast<std::size_t>(n) * dim;
+    embedding_gather_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                              elementwise_threads, 0, stream_>>>(rows, u, dim, index, total, out);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void embedding_scatter_add(const float* dout, const int32_t* index, int n, int dim,
+                             float* grad_rows, int u) override {
+    if (u <= 0 || dim <= 0) return;
+    select_device();
+    CUDA_CHECK(cudaMemsetAsync(grad_rows, 0,
+                               static_cast<std::size_t>(u) * dim * sizeof(float), stream_));
+    if (n <= 0) return;
+    const std::size_t total = static_cast<std::size_t>(n) * dim;
+    embedding_scatter_add_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                                   elementwise_threads, 0, stream_>>>(dout, index, total, dim,
+                                                                      grad_rows, u);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void dot_interaction_forward(const float* vectors, int n, int t, int dim,
+                               float* out) override {
+    const int pairs = math::interaction_pairs(t);
+    if (n <= 0 || pairs <= 0) return;
+    select_device();
+    const std::size_t total = static_cast<std::size_t>(n) * pairs;
+    dot_interaction_forward_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                                     elementwise_threads, 0, stream_>>>(vectors, total, t, dim,
+                                                                        pairs, out);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void dot_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
+                                float* dvectors) override {
+    if (n <= 0 || t <= 0 || dim <= 0) return;
+    select_device();
+    const std::size_t total = static_cast<std::size_t>(n) * t * dim;
+    dot_interaction_backward_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                                      elementwise_threads, 0, stream_>>>(
+      vectors, dout, total, t, dim, math::interaction_pairs(t), dvectors);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void sigmoid(const float* logits, int n, float* probs) override {
+    if (n <= 0) return;
+    select_device();
+    sigmoid_kernel<<<grid_for(static_cast<std::size_t>(n), elementwise_threads, max_blocks_),
+                     elementwise_threads, 0, stream_>>>(logits, static_cast<std::size_t>(n),
+                                                        probs);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  binary_loss_stats sigmoid_cross_entropy(const float* logits, const float* labels, int n,
+                                          float* dlogits, float grad_scale,
+                                          float* probs) override {
+    binary_loss_stats stats;
+    stats.rows = n;
+    if (n <= 0) return stats;
+    select_device();
+    const int blocks = (n + loss_threads - 1) / loss_threads;
+    sigmoid_cross_entropy_kernel<<<blocks, loss_threads, 0, stream_>>>(
+      logits, labels, n, dlogits, grad_scale, probs, loss_block_sums(blocks));
+    CUDA_CHECK(cudaGetLastError());
+    stats.loss_sum = fold_loss_totals(blocks).loss_sum;
+    return stats;
+  }
+
 private:
   /// The calling thread's current device becomes ours: an actor may run on any thread.
   void select_device() { CUDA_CHECK(cudaSetDevice(device_)); }
+
+  /// Where a loss kernel of `blocks` blocks writes its per-block sums: straight into the
+  /// total for one block, else after it (folded by fold_loss_totals).
+  loss_totals* loss_block_sums(int blocks) {
+    reserve_loss_blocks(blocks);
+    return blocks == 1 ? loss_blocks_ : loss_blocks_ + 1;
+  }
+
+  /// Folds the per-block sums of the loss kernel just queued (when more than one block) and
+  /// returns the total, copied to host_totals_ after all queued work.
+  const loss_totals& fold_loss_totals(int blocks) {
+    if (blocks > 1) {
+      sum_loss_totals_kernel<<<1, loss_threads, 0, stream_>>>(loss_blocks_ + 1, blocks,
+                                                              loss_blocks_);
+      CUDA_CHECK(cudaGetLastError());
+    }
+    CUDA_CHECK(cudaMemcpyAsync(host_totals_, loss_blocks_, sizeof(loss_totals),
+                               cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return *host_totals_;
+  }
 
   /// Room for the total plus `blocks` per-block sums of the loss kernel.
   void reserve_loss_blocks(int blocks) {

@@ -1,8 +1,10 @@
-// The CUDA backend against the CPU backend: every kernel, then whole MLP steps, on the same
-// seeded random inputs. Without a usable GPU (or in a build without CUDA) each test prints one
+// The CUDA backend against the CPU backend: every kernel, then whole MLP and DLRM steps, on the
+// same seeded random inputs. Without a usable GPU (or in a build without CUDA) each test prints one
 // line "SKIPPED: <reason>" and returns; CTest's SKIP_REGULAR_EXPRESSION reports it skipped.
 // ACTORPS_REQUIRE_CUDA=1 in the environment turns a skip into a failure (for GPU machines).
 #include "kernels/backend_factory.hpp"
+#include "kernels/ctr_math.hpp"
+#include "kernels/dlrm.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
 
@@ -381,6 +383,224 @@ TEST_CASE("cuda parity: small odd mlp 33-17-9-5 at batch 13") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   check_mlp_parity(*cuda, {33, 17, 9, 5}, 13, 50, 7);
+}
+
+// ------------------------------------------------------------------------------------------
+// click-through-rate kernels and the DLRM
+
+namespace {
+
+/// n indexes in [0, u), the first min(n, u) covering every row once, the rest random repeats.
+std::vector<int32_t> random_index(std::mt19937& rng, std::size_t n, int u) {
+  std::vector<int32_t> index(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    index[i] = static_cast<int32_t>(i < static_cast<std::size_t>(u) ? i : rng() % u);
+  }
+  std::shuffle(index.begin(), index.end(), rng);
+  return index;
+}
+
+} // namespace
+
+TEST_CASE("cuda parity: embedding_gather and embedding_scatter_add with repeated rows") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int u, dim, n; };
+  for (shape s : {shape{50, 16, 4096}, shape{3, 5, 7}, shape{1000, 1, 100}, shape{1, 16, 300}}) {
+    CAPTURE(s.u); CAPTURE(s.dim); CAPTURE(s.n);
+    std::mt19937 rng(static_cast<unsigned>(s.u * 13 + s.n));
+    const auto rows = random_floats(rng, static_cast<std::size_t>(s.u) * s.dim, -1, 1);
+    const auto index = random_index(rng, s.n, s.u);
+    const auto dout = random_floats(rng, static_cast<std::size_t>(s.n) * s.dim, -1, 1);
+    auto [ref, got] = on_both(*cpu, *cuda, std::vector<float>(dout.size(), 99.0f),
+                              [&](backend& be, float* out) {
+      auto dr = to_device(be, rows);
+      auto di = to_device(be, index);
+      be.embedding_gather(dr.get(), s.u, s.dim, di.get(), s.n, out);
+      be.synchronize();
+    });
+    check_close(got, ref, 0, 0, "embedding_gather");
+    auto [ref_grad, got_grad] = on_both(*cpu, *cuda, std::vector<float>(rows.size(), 99.0f),
+                                        [&](backend& be, float* grad) {
+      auto dd = to_device(be, dout);
+      auto di = to_device(be, index);
+      be.embedding_scatter_add(dd.get(), di.get(), s.n, s.dim, grad, s.u);
+      be.synchronize();
+    });
+    // atomicAdd sums a row's n/u contributions in any order.
+    const double terms = static_cast<double>(s.n) / s.u + 1;
+    check_close(got_grad, ref_grad, 1e-6 * terms, 1e-5, "embedding_scatter_add");
+  }
+}
+
+TEST_CASE("cuda parity: the CUDA gather and scatter step over indexes outside [0, u)") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  const std::vector<float> rows = {1, 2, 3, 4};  // u = 2, dim = 2
+  const std::vector<int32_t> index = {1, -1, 2, 0};
+  auto dr = to_device(*cuda, rows);
+  auto di = to_device(*cuda, index);
+  auto out = to_device(*cuda, std::vector<float>(8, 99.0f));
+  cuda->embedding_gather(dr.get(), 2, 2, di.get(), 4, out.get());
+  CHECK(to_host(*cuda, out) == std::vector<float>{3, 4, 0, 0, 0, 0, 1, 2});
+  const std::vector<float> dout = {1, 1, 10, 10, 100, 100, 1000, 1000};
+  auto dd = to_device(*cuda, dout);
+  auto grad = to_device(*cuda, std::vector<float>(4, 99.0f));
+  cuda->embedding_scatter_add(dd.get(), di.get(), 4, 2, grad.get(), 2);
+  CHECK(to_host(*cuda, grad) == std::vector<float>{1000, 1000, 1, 1});
+}
+
+TEST_CASE("cuda parity: dot_interaction forward and backward") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int n, t, dim; };
+  for (shape s : {shape{64, 27, 16}, shape{5, 2, 3}, shape{33, 9, 7}, shape{1000, 4, 1}}) {
+    CAPTURE(s.n); CAPTURE(s.t); CAPTURE(s.dim);
+    std::mt19937 rng(static_cast<unsigned>(s.n * 7 + s.t));
+    const int pairs = math::interaction_pairs(s.t);
+    const auto vectors = random_floats(rng, static_cast<std::size_t>(s.n) * s.t * s.dim, -1, 1);
+    const auto dout = random_floats(rng, static_cast<std::size_t>(s.n) * pairs, -1, 1);
+    auto [ref, got] = on_both(*cpu, *cuda, std::vector<float>(dout.size(), 99.0f),
+                              [&](backend& be, float* out) {
+      auto dv = to_device(be, vectors);
+      be.dot_interaction_forward(dv.get(), s.n, s.t, s.dim, out);
+      be.synchronize();
+    });
+    // The same sums in the same order; only FMA contraction may differ.
+    check_close(got, ref, 1e-6 * s.dim, 1e-5, "dot_interaction_forward");
+    auto [ref_grad, got_grad] = on_both(*cpu, *cuda, std::vector<float>(vectors.size(), 99.0f),
+                                        [&](backend& be, float* dvectors) {
+      auto dv = to_device(be, vectors);
+      auto dd = to_device(be, dout);
+      be.dot_interaction_backward(dv.get(), dd.get(), s.n, s.t, s.dim, dvectors);
+      be.synchronize();
+    });
+    check_close(got_grad, ref_grad, 1e-6 * s.t, 1e-5, "dot_interaction_backward");
+  }
+}
+
+TEST_CASE("cuda parity: sigmoid_cross_entropy and sigmoid, one and many blocks, wide logits") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int n; float spread; };
+  for (shape s : {shape{64, 3}, shape{1000, 3}, shape{7, 3}, shape{333, 1000}, shape{70000, 8}}) {
+    CAPTURE(s.n); CAPTURE(s.spread);
+    std::mt19937 rng(static_cast<unsigned>(s.n));
+    const auto logits = random_floats(rng, s.n, -s.spread, s.spread);
+    std::vector<float> labels(s.n);
+    for (auto& y : labels) y = static_cast<float>(rng() % 2);
+    const float grad_scale = 1.0f / static_cast<float>(s.n);
+    binary_loss_stats stats[2], bare[2];
+    std::vector<float> dlogits[2], probs[2], sigmoid_probs[2];
+    backend* backends[2] = {cpu.get(), cuda.get()};
+    for (int b = 0; b < 2; ++b) {
+      backend& be = *backends[b];
+      auto dl = to_device(be, logits);
+      auto dy = to_device(be, labels);
+      device_buffer<float> grad(be, logits.size()), p(be, logits.size());
+      stats[b] = be.sigmoid_cross_entropy(dl.get(), dy.get(), s.n, grad.get(), grad_scale,
+                                          p.get());
+      bare[b] = be.sigmoid_cross_entropy(dl.get(), dy.get(), s.n, nullptr, grad_scale, nullptr);
+      dlogits[b] = to_host(be, grad);
+      probs[b] = to_host(be, p);
+      be.sigmoid(dl.get(), s.n, dl.get());
+      sigmoid_probs[b] = to_host(be, dl);
+    }
+    CHECK(stats[1].rows == s.n);
+    CHECK(stats[1].loss_sum == doctest::Approx(stats[0].loss_sum).epsilon(1e-5));
+    CHECK(bare[1].loss_sum == stats[1].loss_sum);
+    check_close(dlogits[1], dlogits[0], 1e-7 * grad_scale, 1e-5, "dlogits");
+    check_close(probs[1], probs[0], 1e-7, 1e-5, "probs");
+    check_close(sigmoid_probs[1], probs[1], 0, 0, "cuda sigmoid = the loss kernel's probs");
+  }
+}
+
+namespace {
+
+/// One train_step and one chunked predict of the same DLRM on both backends, from the same
+/// seeded inputs (u rows shared by the batch's n·fields lookups, with repeats).
+void check_dlrm_parity(backend& cuda, const dlrm_shape& shape, int batch, int u,
+                       int predict_rows, unsigned seed) {
+  CAPTURE(batch); CAPTURE(u); CAPTURE(seed);
+  auto cpu = make_cpu_backend();
+  std::mt19937 rng(seed);
+  auto params = dlrm_initial_parameters(shape, seed);
+  for (auto& v : params) {  // non-zero biases so bias_backward and the bias path matter
+    if (v == 0.0f) v = std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng);
+  }
+  const int rows_n = std::max(batch, predict_rows);
+  const auto dense = random_floats(rng, static_cast<std::size_t>(rows_n) * shape.dense_in, 0, 1);
+  std::vector<float> labels(rows_n);
+  for (auto& y : labels) y = static_cast<float>(rng() % 2);
+  const auto rows = random_floats(rng, static_cast<std::size_t>(u) * shape.dim, -0.5f, 0.5f);
+  const auto index = random_index(rng, static_cast<std::size_t>(rows_n) * shape.fields, u);
+
+  binary_loss_stats stats[2];
+  std::vector<float> grad[2], row_grad[2], probs[2];
+  backend* backends[2] = {cpu.get(), &cuda};
+  for (int b = 0; b < 2; ++b) {
+    dlrm net(*backends[b], shape, batch);
+    // Pinned host buffers on both, as a worker keeps them.
+    host_buffer<float> pinned_params(*backends[b], net.parameter_count());
+    host_buffer<float> pinned_grad(*backends[b], net.parameter_count());
+    std::copy(params.begin(), params.end(), pinned_params.begin());
+    net.set_parameters(pinned_params.get());
+    row_grad[b].assign(rows.size(), NAN);
+    stats[b] = net.train_step(dense.data(), labels.data(), rows.data(), u, index.data(), batch,
+                              pinned_grad.get(), row_grad[b].data());
+    grad[b].assign(pinned_grad.begin(), pinned_grad.end());
+    probs[b].assign(predict_rows, -1.0f);
+    net.predict(dense.data(), rows.data(), u, index.data(), predict_rows, probs[b].data());
+    if (b == 1) {
+      // Again: the dense gradient is bit-identical (each x0 row takes one atomicAdd onto zero);
+      // the rows' gradients only up to the atomics' order.
+      std::vector<float> again_rows(rows.size());
+      const auto again = net.train_step(dense.data(), labels.data(), rows.data(), u,
+                                        index.data(), batch, pinned_grad.get(),
+                                        again_rows.data());
+      CHECK(again.loss_sum == stats[1].loss_sum);
+      CHECK(std::equal(grad[1].begin(), grad[1].end(), pinned_grad.begin()));
+      check_close(again_rows, row_grad[1], 1e-7, 1e-5, "dlrm row gradient, run to run");
+    }
+  }
+  CHECK(stats[1].rows == batch);
+  CHECK(stats[1].loss_sum == doctest::Approx(stats[0].loss_sum).epsilon(1e-5));
+  const auto largest = [](const std::vector<float>& v) {
+    double m = 0;
+    for (float g : v) m = std::max(m, std::fabs(static_cast<double>(g)));
+    return m;
+  };
+  const double max_grad = largest(grad[0]), max_row_grad = largest(row_grad[0]);
+  REQUIRE(max_grad > 0);
+  REQUIRE(max_row_grad > 0);
+  // Summation order differs (cuBLAS vs OpenBLAS, atomics): absolute slack relative to the
+  // largest.
+  check_close(grad[1], grad[0], 1e-4 * max_grad, 1e-3, "dlrm gradient");
+  check_close(row_grad[1], row_grad[0], 1e-4 * max_row_grad, 1e-3, "dlrm row gradient");
+  check_close(probs[1], probs[0], 1e-6, 1e-4, "dlrm predict probabilities");
+}
+
+} // namespace
+
+TEST_CASE("cuda parity: dlrm with the Criteo shape, train_step at batch 128, predict 1000") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  check_dlrm_parity(*cuda, dlrm_shape{}, 128, 2000, 1000, 13);
+}
+
+TEST_CASE("cuda parity: small odd dlrm 5-3x7, bottom 9, no top hidden layer, batch 13") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  dlrm_shape shape;
+  shape.dense_in = 5;
+  shape.fields = 3;
+  shape.dim = 7;
+  shape.bottom = {9};
+  shape.top = {};
+  check_dlrm_parity(*cuda, shape, 13, 11, 50, 29);
 }
 
 } // namespace actorps

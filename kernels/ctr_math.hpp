@@ -1,0 +1,83 @@
+// The per-element formulas of the click-through-rate (DLRM) kernels: the order of the feature
+// interaction's pairs, one pairwise dot product and its gradient, and the sigmoid
+// cross-entropy of one logit.
+//
+// As with kernels/math.hpp, this is the only copy: the CPU backend calls these from plain
+// loops, the CUDA backend from its kernels (one thread per output element), so only C math
+// functions that device code has and no std:: calls.
+#pragma once
+
+#include "kernels/math.hpp"
+
+namespace actorps::math {
+
+// --- dot interaction ----------------------------------------------------------------------
+//
+// The t vectors of one sample interact in the t(t−1)/2 pairs (i, j) with i > j, taken from
+// the strictly lower triangle row by row:
+//   p = 0: (1,0)   p = 1: (2,0)   p = 2: (2,1)   p = 3: (3,0)   ...   p = i(i−1)/2 + j.
+// This is the order of the DLRM reference (interact_features, "dot", no self-interaction);
+// an exported model must flatten its lower triangle the same way.
+
+/// The number of pairs among t vectors: t(t−1)/2.
+ACTORPS_HD inline int interaction_pairs(int t) { return t * (t - 1) / 2; }
+
+/// The position of pair (i, j), i > j ≥ 0, in the order above: i(i−1)/2 + j.
+ACTORPS_HD inline int interaction_pair_index(int i, int j) { return i * (i - 1) / 2 + j; }
+
+/// The pair (i, j), i > j, at position p of the order above (the inverse of
+/// interaction_pair_index). The float square root only guesses i; integer steps correct it.
+ACTORPS_HD inline void interaction_pair(int p, int* i, int* j) {
+  int row = static_cast<int>((1.0f + sqrtf(8.0f * static_cast<float>(p) + 1.0f)) * 0.5f);
+  while (row > 1 && interaction_pair_index(row, 0) > p) --row;
+  while (interaction_pair_index(row + 1, 0) <= p) ++row;
+  *i = row;
+  *j = p - interaction_pair_index(row, 0);
+}
+
+/// Pair p's dot product for one sample: vectors is (t, dim), the result Σ_d v[i,d]·v[j,d].
+ACTORPS_HD inline float interaction_pair_dot(const float* vectors, int dim, int p) {
+  int i = 0, j = 0;
+  interaction_pair(p, &i, &j);
+  const float* a = vectors + i * dim;
+  const float* b = vectors + j * dim;
+  float dot = 0.0f;
+  for (int d = 0; d < dim; ++d) dot += a[d] * b[d];
+  return dot;
+}
+
+/// One element of the interaction's input gradient for one sample: vectors is (t, dim), dout
+/// (pairs) the gradient of the dots; returns ∂/∂v[i,d] = Σ_{k≠i} dout[pair(i,k)]·v[k,d],
+/// summed over k in increasing order.
+ACTORPS_HD inline float interaction_vector_grad(const float* vectors, const float* dout, int t,
+                                                int dim, int i, int d) {
+  float grad = 0.0f;
+  for (int k = 0; k < t; ++k) {
+    if (k == i) continue;
+    const int p = k < i ? interaction_pair_index(i, k) : interaction_pair_index(k, i);
+    grad += dout[p] * vectors[k * dim + d];
+  }
+  return grad;
+}
+
+// --- binary loss --------------------------------------------------------------------------
+
+/// The logistic function 1 / (1 + e^−z), from whichever side keeps e^· ≤ 1 (no overflow).
+ACTORPS_HD inline float sigmoid(float z) {
+  if (z >= 0.0f) return 1.0f / (1.0f + expf(-z));
+  const float e = expf(z);
+  return e / (1.0f + e);
+}
+
+/// Sigmoid cross-entropy of one logit z against a label y in [0, 1]:
+/// −[y·ln σ(z) + (1−y)·ln(1−σ(z))] = max(z, 0) − z·y + log1p(e^−|z|), finite for every finite z.
+/// If dlogit is not null it receives (σ(z) − y)·grad_scale; if prob is not null, σ(z).
+ACTORPS_HD inline float sigmoid_cross_entropy(float z, float y, float grad_scale, float* dlogit,
+                                              float* prob) {
+  const float p = sigmoid(z);
+  if (dlogit != nullptr) *dlogit = (p - y) * grad_scale;
+  if (prob != nullptr) *prob = p;
+  return fmaxf(z, 0.0f) - z * y + log1pf(expf(-fabsf(z)));
+}
+
+} // namespace actorps::math

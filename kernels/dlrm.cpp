@@ -1,0 +1,332 @@
+// DLRM's forward and backward passes, written only against the backend interface so the same
+// code runs on every backend.
+//
+// The interaction's t vectors per sample are built by one embedding_gather from table_, which
+// holds the batch's u embedding rows followed by the n bottom outputs x0 (the bottom MLP's last
+// layer writes straight into it): sample r gathers rows (u + r, index[r, 0], …). Backwards, one
+// embedding_scatter_add of the vectors' gradient into dtable_ yields both the rows' gradients
+// (dtable_[0, u)) and the interaction's part of dx0 (dtable_[u, u + n)), to which the top MLP's
+// direct path is then added. The top MLP never concatenates its input: its first layer runs as
+// two gemms, x0 against rows [0, dim) of its kernel and the dots against rows [dim, dim + pairs).
+#include "kernels/dlrm.hpp"
+
+#include "kernels/parameter_init.hpp"
+#include "kernels/splitmix64.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace actorps {
+namespace {
+
+using layer = dlrm::layer;
+
+/// The layers of an MLP with the given widths, their tensors from `offset` on (advanced).
+std::vector<layer> layers_of(const std::vector<int>& widths, std::size_t& offset) {
+  std::vector<layer> layers;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    layer ly{widths[l], widths[l + 1], 0, 0};
+    ly.kernel = offset;
+    offset += static_cast<std::size_t>(ly.in) * ly.out;
+    ly.bias = offset;
+    offset += static_cast<std::size_t>(ly.out);
+    layers.push_back(ly);
+  }
+  return layers;
+}
+
+/// z (n×out) = act(a (n×in) · W + b).
+void layer_forward(backend& be, const float* params, const layer& ly, const float* a, int n,
+                   float* z, activation act) {
+  be.gemm(false, false, n, ly.out, ly.in, 1.0f, a, ly.in, params + ly.kernel, ly.out, 0.0f, z,
+          ly.out);
+  be.bias_activation_forward(z, params + ly.bias, n, ly.out, act);
+}
+
+/// The layer's gradients from its input a (n×in) and delta = ∂loss/∂z (n×out):
+/// dW (in×out) = aᵀ·delta, db (out) = column sums of delta.
+void layer_grads(backend& be, float* grads, const layer& ly, const float* a, const float* delta,
+                 int n) {
+  be.gemm(true, false, ly.in, ly.out, n, 1.0f, a, ly.in, delta, ly.out, 0.0f,
+          grads + ly.kernel, ly.out);
+  be.bias_backward(grads + ly.bias, delta, n, ly.out);
+}
+
+/// The delta of the layer below: delta_in (n×in) = (delta (n×out) · Wᵀ) ⊙ relu'(a), where
+/// a (n×in) = relu(·) is this layer's input.
+void layer_input_delta(backend& be, const float* params, const layer& ly, const float* delta,
+                       const float* a, int n, float* delta_in) {
+  be.gemm(false, true, n, ly.in, ly.out, 1.0f, delta, ly.out, params + ly.kernel, ly.out, 0.0f,
+          delta_in, ly.in);
+  be.activation_backward(delta_in, a, static_cast<std::size_t>(n) * ly.in, activation::relu);
+}
+
+void check_positive(const char* what, int value) {
+  if (value <= 0) {
+    throw std::invalid_argument(std::string("dlrm: ") + what + " is " + std::to_string(value) +
+                                ", must be positive");
+  }
+}
+
+std::vector<int> widths(int in, const std::vector<int>& hidden, int out) {
+  std::vector<int> all{in};
+  all.insert(all.end(), hidden.begin(), hidden.end());
+  all.push_back(out);
+  return all;
+}
+
+dlrm_shape checked(dlrm_shape shape, int max_batch) {
+  validate_dlrm_shape(shape);
+  check_positive("max_batch", max_batch);
+  return shape;
+}
+
+} // namespace
+
+std::vector<int> dlrm_shape::bottom_layers() const { return widths(dense_in, bottom, dim); }
+
+std::vector<int> dlrm_shape::top_layers() const { return widths(dim + pairs(), top, 1); }
+
+void validate_dlrm_shape(const dlrm_shape& shape) {
+  check_positive("dense_in", shape.dense_in);
+  check_positive("fields", shape.fields);
+  check_positive("dim", shape.dim);
+  for (std::size_t l = 0; l < shape.bottom.size(); ++l) {
+    check_positive(("bottom width " + std::to_string(l)).c_str(), shape.bottom[l]);
+  }
+  for (std::size_t l = 0; l < shape.top.size(); ++l) {
+    check_positive(("top width " + std::to_string(l)).c_str(), shape.top[l]);
+  }
+}
+
+std::size_t dlrm_parameter_count(const dlrm_shape& shape) {
+  validate_dlrm_shape(shape);
+  std::size_t count = 0;
+  layers_of(shape.bottom_layers(), count);
+  layers_of(shape.top_layers(), count);
+  return count;
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> dlrm_tensors(const dlrm_shape& shape) {
+  validate_dlrm_shape(shape);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+  for (const char* stack : {"bottom", "top"}) {
+    const std::vector<int> all =
+      std::string(stack) == "bottom" ? shape.bottom_layers() : shape.top_layers();
+    for (std::size_t l = 0; l + 1 < all.size(); ++l) {
+      const std::string prefix = stack + std::to_string(l);
+      tensors.push_back({prefix + "/kernel", {all[l], all[l + 1]}});
+      tensors.push_back({prefix + "/bias", {all[l + 1]}});
+    }
+  }
+  return tensors;
+}
+
+std::vector<float> dlrm_initial_parameters(const dlrm_shape& shape, uint64_t seed) {
+  validate_dlrm_shape(shape);
+  std::vector<float> params = initial_parameters(shape.bottom_layers(), seed);
+  const std::vector<float> top = initial_parameters(shape.top_layers(), splitmix64_mix(seed));
+  params.insert(params.end(), top.begin(), top.end());
+  return params;
+}
+
+dlrm::dlrm(backend& be, dlrm_shape shape, int max_batch)
+  : be_(be),
+    shape_(checked(std::move(shape), max_batch)),
+    max_batch_(max_batch),
+    param_count_(0) {
+  bottom_ = layers_of(shape_.bottom_layers(), param_count_);
+  top_ = layers_of(shape_.top_layers(), param_count_);
+  const std::size_t batch = static_cast<std::size_t>(max_batch_);
+  const std::size_t t = static_cast<std::size_t>(shape_.vectors());
+  const std::size_t dim = static_cast<std::size_t>(shape_.dim);
+  for (std::size_t l = 0; l + 1 < bottom_.size(); ++l) {  // the last writes into table_
+    bottom_acts_.emplace_back(be_, batch * bottom_[l].out);
+    bottom_deltas_.emplace_back(be_, batch * bottom_[l].out);
+  }
+  for (const layer& ly : top_) {
+    top_acts_.emplace_back(be_, batch * ly.out);
+    top_deltas_.emplace_back(be_, batch * ly.out);
+  }
+  params_ = device_buffer<float>(be_, param_count_);
+  grads_ = device_buffer<float>(be_, param_count_);
+  dense_ = device_buffer<float>(be_, batch * shape_.dense_in);
+  labels_ = device_buffer<float>(be_, batch);
+  index_ = device_buffer<int32_t>(be_, batch * t);
+  host_index_.resize(batch * t);
+  vectors_ = device_buffer<float>(be_, batch * t * dim);
+  dots_ = device_buffer<float>(be_, batch * shape_.pairs());
+  // A batch has at most max_batch·fields distinct rows: sized for it, grown only when a
+  // caller passes more (predict's rows span every chunk).
+  reserve_rows(max_batch_ * shape_.fields, false);
+}
+
+void dlrm::set_parameters(const float* host_params) {
+  be_.copy_to_device(params_.get(), host_params, param_count_ * sizeof(float));
+}
+
+void dlrm::reserve_rows(int u, bool for_training) {
+  const std::size_t rows = static_cast<std::size_t>(u) + max_batch_;
+  const std::size_t dim = static_cast<std::size_t>(shape_.dim);
+  if (rows > table_rows_) {
+    table_ = device_buffer<float>(be_, rows * dim);
+    table_rows_ = rows;
+  }
+  if (for_training && rows > dtable_rows_) {
+    if (dvectors_.size() == 0) {  // the backward's own buffers, made on the first train_step
+      const std::size_t batch = static_cast<std::size_t>(max_batch_);
+      dvectors_ = device_buffer<float>(be_, batch * shape_.vectors() * dim);
+      ddots_ = device_buffer<float>(be_, batch * shape_.pairs());
+    }
+    dtable_ = device_buffer<float>(be_, rows * dim);
+    dtable_rows_ = rows;
+  }
+}
+
+void dlrm::check_index(const int32_t* index, int u, int n) const {
+  const std::size_t entries = static_cast<std::size_t>(n) * shape_.fields;
+  for (std::size_t i = 0; i < entries; ++i) {
+    if (index[i] < 0 || index[i] >= u) {
+      throw std::invalid_argument(
+        "dlrm: index " + std::to_string(index[i]) + " of sample " +
+        std::to_string(i / shape_.fields) + ", field " + std::to_string(i % shape_.fields) +
+        " is not in [0, " + std::to_string(u) + ")");
+    }
+  }
+}
+
+void dlrm::stage_index(const int32_t* index, int u, int n) {
+  const int fields = shape_.fields, t = shape_.vectors();
+  for (int r = 0; r < n; ++r) {
+    int32_t* sample = host_index_.data() + static_cast<std::size_t>(r) * t;
+    sample[0] = u + r;  // x0 of sample r
+    std::copy_n(index + static_cast<std::size_t>(r) * fields, fields, sample + 1);
+  }
+  be_.copy_to_device(index_.get(), host_index_.data(),
+                     static_cast<std::size_t>(n) * t * sizeof(int32_t));
+}
+
+float* dlrm::forward_logits(const float* dense, int u, const int32_t* index, int n) {
+  const int dim = shape_.dim, t = shape_.vectors(), pairs = shape_.pairs();
+  stage_index(index, u, n);
+  be_.copy_to_device(dense_.get(), dense,
+                     static_cast<std::size_t>(n) * shape_.dense_in * sizeof(float));
+  float* x0 = table_.get() + static_cast<std::size_t>(u) * dim;  // n×dim
+
+  // Bottom MLP, ReLU on every layer: dense (n×dense_in) → x0 (n×dim).
+  const float* a = dense_.get();
+  for (std::size_t l = 0; l < bottom_.size(); ++l) {
+    float* z = l + 1 < bottom_.size() ? bottom_acts_[l].get() : x0;
+    layer_forward(be_, params_.get(), bottom_[l], a, n, z, activation::relu);
+    a = z;
+  }
+
+  // Interaction: vectors (n×t×dim) = (x0, e_0, …) per sample; dots (n×pairs).
+  be_.embedding_gather(table_.get(), u + n, dim, index_.get(), n * t, vectors_.get());
+  be_.dot_interaction_forward(vectors_.get(), n, t, dim, dots_.get());
+
+  // Top MLP. Layer 0's input is concat(x0, dots): z = x0·W[0:dim] + dots·W[dim:] + b.
+  const layer& first = top_.front();
+  const float* w = params_.get() + first.kernel;
+  float* z = top_acts_.front().get();
+  be_.gemm(false, false, n, first.out, dim, 1.0f, x0, dim, w, first.out, 0.0f, z, first.out);
+  be_.gemm(false, false, n, first.out, pairs, 1.0f, dots_.get(), pairs,
+           w + static_cast<std::size_t>(dim) * first.out, first.out, 1.0f, z, first.out);
+  const auto top_activation = [&](std::size_t l) {
+    return l + 1 < top_.size() ? activation::relu : activation::identity;
+  };
+  be_.bias_activation_forward(z, params_.get() + first.bias, n, first.out, top_activation(0));
+  for (std::size_t l = 1; l < top_.size(); ++l) {
+    layer_forward(be_, params_.get(), top_[l], top_acts_[l - 1].get(), n, top_acts_[l].get(),
+                  top_activation(l));
+  }
+  return top_acts_.back().get();  // n×1
+}
+
+binary_loss_stats dlrm::train_step(const float* dense, const float* labels, const float* rows,
+                                   int u, const int32_t* index, int n, float* grad_host,
+                                   float* row_grad_host) {
+  if (n <= 0 || n > max_batch_) {
+    throw std::invalid_argument("dlrm::train_step: batch of " + std::to_string(n) +
+                                " samples, must be in [1, " + std::to_string(max_batch_) + "]");
+  }
+  if (u < 0) throw std::invalid_argument("dlrm::train_step: negative row count");
+  check_index(index, u, n);
+  const int dim = shape_.dim, t = shape_.vectors(), pairs = shape_.pairs();
+  reserve_rows(u, true);
+  be_.copy_to_device(table_.get(), rows, static_cast<std::size_t>(u) * dim * sizeof(float));
+  const float* logits = forward_logits(dense, u, index, n);
+  be_.copy_to_device(labels_.get(), labels, static_cast<std::size_t>(n) * sizeof(float));
+  const binary_loss_stats stats =
+    be_.sigmoid_cross_entropy(logits, labels_.get(), n, top_deltas_.back().get(),
+                              1.0f / static_cast<float>(n), nullptr);
+
+  // Top MLP backwards; top_deltas_.back() holds ∂(mean loss)/∂logits.
+  for (std::size_t l = top_.size(); l-- > 1;) {
+    layer_grads(be_, grads_.get(), top_[l], top_acts_[l - 1].get(), top_deltas_[l].get(), n);
+    layer_input_delta(be_, params_.get(), top_[l], top_deltas_[l].get(), top_acts_[l - 1].get(),
+                      n, top_deltas_[l - 1].get());
+  }
+  // Top layer 0, input concat(x0, dots): its kernel's gradient and ddots, block by block.
+  const layer& first = top_.front();
+  const float* delta = top_deltas_.front().get();  // n×out
+  const float* x0 = table_.get() + static_cast<std::size_t>(u) * dim;
+  const float* w_dots = params_.get() + first.kernel + static_cast<std::size_t>(dim) * first.out;
+  float* dw = grads_.get() + first.kernel;
+  be_.gemm(true, false, dim, first.out, n, 1.0f, x0, dim, delta, first.out, 0.0f, dw,
+           first.out);
+  be_.gemm(true, false, pairs, first.out, n, 1.0f, dots_.get(), pairs, delta, first.out, 0.0f,
+           dw + static_cast<std::size_t>(dim) * first.out, first.out);
+  be_.bias_backward(grads_.get() + first.bias, delta, n, first.out);
+  be_.gemm(false, true, n, pairs, first.out, 1.0f, delta, first.out, w_dots, first.out, 0.0f,
+           ddots_.get(), pairs);
+
+  // Interaction backwards, then the gather's adjoint: dtable_ rows [0, u) are the embedding
+  // rows' gradients, rows [u, u + n) the dots' part of dx0.
+  be_.dot_interaction_backward(vectors_.get(), ddots_.get(), n, t, dim, dvectors_.get());
+  be_.embedding_scatter_add(dvectors_.get(), index_.get(), n * t, dim, dtable_.get(), u + n);
+  // dx0 += delta · W[0:dim]ᵀ (x0's direct path into the top MLP), then through x0's ReLU.
+  float* dx0 = dtable_.get() + static_cast<std::size_t>(u) * dim;
+  be_.gemm(false, true, n, dim, first.out, 1.0f, delta, first.out, params_.get() + first.kernel,
+           first.out, 1.0f, dx0, dim);
+  be_.activation_backward(dx0, x0, static_cast<std::size_t>(n) * dim, activation::relu);
+
+  // Bottom MLP backwards from dx0.
+  for (std::size_t l = bottom_.size(); l-- > 0;) {
+    const float* a = l == 0 ? dense_.get() : bottom_acts_[l - 1].get();
+    const float* d = l + 1 == bottom_.size() ? dx0 : bottom_deltas_[l].get();
+    layer_grads(be_, grads_.get(), bottom_[l], a, d, n);
+    if (l > 0) {
+      layer_input_delta(be_, params_.get(), bottom_[l], d, a, n, bottom_deltas_[l - 1].get());
+    }
+  }
+
+  be_.copy_to_host(row_grad_host, dtable_.get(),
+                   static_cast<std::size_t>(u) * dim * sizeof(float));
+  be_.copy_to_host(grad_host, grads_.get(), param_count_ * sizeof(float));
+  return stats;
+}
+
+void dlrm::predict(const float* dense, const float* rows, int u, const int32_t* index, int n,
+                   float* probs_host) {
+  if (n < 0) throw std::invalid_argument("dlrm::predict: negative sample count");
+  if (u < 0) throw std::invalid_argument("dlrm::predict: negative row count");
+  if (n == 0) return;
+  check_index(index, u, n);
+  reserve_rows(u, false);
+  be_.copy_to_device(table_.get(), rows,
+                     static_cast<std::size_t>(u) * shape_.dim * sizeof(float));
+  for (int begin = 0; begin < n; begin += max_batch_) {
+    const int chunk = std::min(max_batch_, n - begin);
+    float* logits =
+      forward_logits(dense + static_cast<std::size_t>(begin) * shape_.dense_in, u,
+                     index + static_cast<std::size_t>(begin) * shape_.fields, chunk);
+    be_.sigmoid(logits, chunk, logits);  // in place: the logits are not needed
+    be_.copy_to_host(probs_host + begin, logits,
+                     static_cast<std::size_t>(chunk) * sizeof(float));
+  }
+}
+
+} // namespace actorps
