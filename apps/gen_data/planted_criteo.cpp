@@ -302,7 +302,7 @@ void append_row(std::string& text, const drawn_row& row, bool click) {
 /// The labels and true logits of the rows written, for the summary.
 struct written_rows {
   int64_t clicks = 0;
-  std::vector<float> labels, logits, linear_logits;  ///< kept only when asked
+  std::vector<float> labels = {}, logits = {}, linear_logits = {};  ///< kept only when asked
 };
 
 written_rows write_rows(const planted_model& m, uint64_t seed, uint64_t stream, int64_t rows,

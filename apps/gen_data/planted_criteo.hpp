@@ -21,7 +21,7 @@ struct planted_criteo_spec {
 
 /// What write_planted_criteo wrote, and how well the planted model itself scores.
 struct planted_criteo_summary {
-  std::string train_path, test_path;
+  std::string train_path = {}, test_path = {};
   std::vector<int64_t> vocabulary = {};             ///< values each of C1..C26 draws from
   std::vector<int64_t> distinct_train_values = {};  ///< of those, in a training row (per field)
   std::vector<std::pair<int, int>> interaction_pairs = {};  ///< fields (0..25) that interact
