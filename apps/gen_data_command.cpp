@@ -2,6 +2,7 @@
 
 #include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
+#include "apps/gen_data/planted_criteo.hpp"
 #include "apps/gen_data/planted_libsvm.hpp"
 
 #include <chrono>
@@ -14,17 +15,30 @@ namespace actorps {
 
 namespace {
 
-struct gen_data_flags {
-  std::string out;
-  planted_libsvm_spec spec;
-};
+const std::string libsvm_usage =
+  "usage: actorps gen-data libsvm --out DIR [--rows N] [--test-rows M] [--features F] "
+  "[--nnz K] [--seed S] [--gzip]\n"
+  "\nA sparse binary problem with a planted logistic model: rows of K hashed features "
+  "(value 1) whose\nlabels are drawn from sigmoid(w·x + b). Writes DIR/train.libsvm and "
+  "DIR/test.libsvm and prints one\nJSON line: what was written, the distinct features the "
+  "training rows touch, the positive rate, and\nthe planted model's own test AUC and log "
+  "loss (the best a model can reach).\n\n";
 
-po::options_description gen_data_options(gen_data_flags& f) {
+const std::string criteo_usage =
+  "usage: actorps gen-data criteo --out DIR [--rows N] [--test-rows M] [--seed S] [--gzip]\n"
+  "\nA click-through problem in Criteo's display-ads format (label, I1-I13, C1-C26, TAB "
+  "separated):\nZipf-distributed categorical values with per-value effects, 8 pairs of fields "
+  "with rank-4\ninteractions, heavy-tailed integers, a 25 % click rate. Writes DIR/train.tsv "
+  "and DIR/test.tsv and\nprints one JSON line: what was written, each field's vocabulary and "
+  "distinct training values, the\npositive rate, and the planted model's own test AUC and log "
+  "loss (the best a model can reach),\nand the AUC of its logit without the interactions "
+  "(linear_part_test_auc).\n\n";
+
+po::options_description libsvm_options(std::string& out, planted_libsvm_spec& s) {
   po::options_description desc("actorps gen-data libsvm flags");
-  auto& s = f.spec;
   desc.add_options()
     ("help,h", "print this help")
-    ("out", po::value(&f.out), "write DIR/train.libsvm and DIR/test.libsvm (required)")
+    ("out", po::value(&out), "write DIR/train.libsvm and DIR/test.libsvm (required)")
     ("rows", po::value(&s.rows)->default_value(s.rows), "training rows")
     ("test-rows", po::value(&s.test_rows)->default_value(s.test_rows), "test rows")
     ("features", po::value(&s.features)->default_value(s.features),
@@ -35,24 +49,65 @@ po::options_description gen_data_options(gen_data_flags& f) {
   return desc;
 }
 
-int write_libsvm(const gen_data_flags& f) {
+po::options_description criteo_options(std::string& out, planted_criteo_spec& s) {
+  po::options_description desc("actorps gen-data criteo flags");
+  desc.add_options()
+    ("help,h", "print this help")
+    ("out", po::value(&out), "write DIR/train.tsv and DIR/test.tsv (required)")
+    ("rows", po::value(&s.rows)->default_value(s.rows), "training rows")
+    ("test-rows", po::value(&s.test_rows)->default_value(s.test_rows), "test rows")
+    ("seed", po::value(&s.seed)->default_value(s.seed), "same seed and flags, same bytes")
+    ("gzip", po::bool_switch(&s.gzip), "write train.tsv.gz and test.tsv.gz instead");
+  return desc;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int write_libsvm(const std::string& out, const planted_libsvm_spec& spec) {
   const auto t0 = std::chrono::steady_clock::now();
-  const planted_libsvm_summary done = write_planted_libsvm(f.spec, f.out);
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  const planted_libsvm_summary done = write_planted_libsvm(spec, out);
   std::printf("%s\n", json_object()
                           .add("train", done.train_path)
                           .add("test", done.test_path)
-                          .add("rows", f.spec.rows)
-                          .add("test_rows", f.spec.test_rows)
-                          .add("features", f.spec.features)
-                          .add("nnz", f.spec.nnz)
-                          .add("seed", f.spec.seed)
+                          .add("rows", spec.rows)
+                          .add("test_rows", spec.test_rows)
+                          .add("features", spec.features)
+                          .add("nnz", spec.nnz)
+                          .add("seed", spec.seed)
                           .add("distinct_train_features", done.distinct_train_features)
                           .add("positive_rate", done.positive_rate)
                           .add("test_positive_rate", done.test_positive_rate)
                           .add("best_test_auc", done.best_test_auc)
                           .add("best_test_logloss", done.best_test_logloss)
-                          .add("wall_s", took.count())
+                          .add("wall_s", seconds_since(t0))
+                          .str()
+                          .c_str());
+  return 0;
+}
+
+int write_criteo(const std::string& out, const planted_criteo_spec& spec) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const planted_criteo_summary done = write_planted_criteo(spec, out);
+  std::vector<std::string> pairs;  // "C3*C17": the fields as the format names them
+  for (const auto& [f, g] : done.interaction_pairs)
+    pairs.push_back("C" + std::to_string(f + 1) + "*C" + std::to_string(g + 1));
+  std::printf("%s\n", json_object()
+                          .add("train", done.train_path)
+                          .add("test", done.test_path)
+                          .add("rows", spec.rows)
+                          .add("test_rows", spec.test_rows)
+                          .add("seed", spec.seed)
+                          .add("vocabulary", done.vocabulary)
+                          .add("distinct_train_values", done.distinct_train_values)
+                          .add("interaction_pairs", pairs)
+                          .add("positive_rate", done.positive_rate)
+                          .add("test_positive_rate", done.test_positive_rate)
+                          .add("best_test_auc", done.best_test_auc)
+                          .add("best_test_logloss", done.best_test_logloss)
+                          .add("linear_part_test_auc", done.linear_part_test_auc)
+                          .add("wall_s", seconds_since(t0))
                           .str()
                           .c_str());
   return 0;
@@ -61,26 +116,33 @@ int write_libsvm(const gen_data_flags& f) {
 } // namespace
 
 int gen_data_command(const std::vector<std::string>& args) {
-  gen_data_flags f;
-  const std::string usage =
-    "usage: actorps gen-data libsvm --out DIR [--rows N] [--test-rows M] [--features F] "
-    "[--nnz K] [--seed S] [--gzip]\n"
-    "\nA sparse binary problem with a planted logistic model: rows of K hashed features "
-    "(value 1) whose\nlabels are drawn from sigmoid(w·x + b). Writes DIR/train.libsvm and "
-    "DIR/test.libsvm and prints one\nJSON line: what was written, the distinct features the "
-    "training rows touch, the positive rate, and\nthe planted model's own test AUC and log "
-    "loss (the best a model can reach).\n\n";
-  if (args.empty() || (args[0] != "libsvm" && args[0] != "--help" && args[0] != "-h")) {
-    if (args.empty()) std::fprintf(stderr, "actorps gen-data: which format? (known: libsvm)\n");
-    else std::fprintf(stderr, "actorps gen-data: unknown format '%s' (known: libsvm)\n",
-                      args[0].c_str());
-    std::fputs(usage.c_str(), stderr);
+  const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
+  if (args.empty() || (args[0] != "libsvm" && args[0] != "criteo" && !help)) {
+    if (args.empty())
+      std::fprintf(stderr, "actorps gen-data: which format? (known: libsvm, criteo)\n");
+    else
+      std::fprintf(stderr, "actorps gen-data: unknown format '%s' (known: libsvm, criteo)\n",
+                   args[0].c_str());
+    std::fputs((libsvm_usage + criteo_usage).c_str(), stderr);
     return 2;
   }
-  const std::vector<std::string> flags(args.begin() + (args[0] == "libsvm"), args.end());
-  return run_command_line("gen-data", flags, gen_data_options(f), usage, [&] {
-    if (f.out.empty()) throw std::invalid_argument("--out DIR is required");
-    return write_libsvm(f);
+  const std::vector<std::string> flags(args.begin() + !help, args.end());
+  std::string out;
+  const auto require_out = [&] {
+    if (out.empty()) throw std::invalid_argument("--out DIR is required");
+  };
+  if (args[0] == "criteo") {
+    planted_criteo_spec spec;
+    return run_command_line("gen-data", flags, criteo_options(out, spec), criteo_usage, [&] {
+      require_out();
+      return write_criteo(out, spec);
+    });
+  }
+  planted_libsvm_spec spec;  // libsvm, or plain --help: libsvm's flags after both usages
+  return run_command_line("gen-data", flags, libsvm_options(out, spec),
+                          help ? libsvm_usage + criteo_usage : libsvm_usage, [&] {
+    require_out();
+    return write_libsvm(out, spec);
   });
 }
 
