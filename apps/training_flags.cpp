@@ -125,14 +125,18 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("model", po::value(&o.model)->default_value(o.model),
      "MLP layer widths, input first (the input must match the data: 784 for fashion-mnist); "
      "or sparse-lr[:ftrl|:adagrad], logistic regression over the sparse features of --dataset "
-     "libsvm:PATH")
+     "libsvm:PATH; or, on --dataset criteo:PATH, lr (one weight per categorical value and per "
+     "integer feature) or dlrm[:DIM[:BOTTOM[:TOP]]] (embeddings of DIM floats, MLP widths like "
+     "64-32)")
     ("dataset", po::value(&o.dataset)->default_value(o.dataset),
      "fashion-mnist | synthetic (a seeded 10-class problem that trains in seconds) | csv:PATH "
      "(a label column first, then numeric features; header optional; plain or gzip) | "
      "libsvm:PATH (label 0/1 or -1/+1, then index:value pairs; plain or gzip; each worker "
-     "streams its part; for --model sparse-lr)")
+     "streams its part; for --model sparse-lr) | criteo:PATH (Criteo's click-log TSV: label, "
+     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm)")
     ("test", po::value(&o.test)->default_value(o.test),
-     "the test file of --dataset csv:PATH or libsvm:PATH (the same format as the training file)")
+     "the test file of --dataset csv:PATH, libsvm:PATH or criteo:PATH (the same format as the "
+     "training file)")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir),
      "directory holding the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist)")
     ("synthetic-rows", po::value(&o.synthetic_rows)->default_value(o.synthetic_rows),
@@ -349,20 +353,29 @@ checked_flags check_training_flags(const training_flags& o) {
     d.test_path = o.test;
     require(!d.train_path.empty(), "dataset", o.dataset, "must name a file: libsvm:PATH");
     if (d.test_path.empty()) throw usage_error("--dataset libsvm:PATH needs --test PATH");
+  } else if (o.dataset.rfind("criteo:", 0) == 0) {
+    d.what = data_source::kind::criteo;
+    d.train_path = o.dataset.substr(7);
+    d.test_path = o.test;
+    require(!d.train_path.empty(), "dataset", o.dataset, "must name a file: criteo:PATH");
+    if (d.test_path.empty()) throw usage_error("--dataset criteo:PATH needs --test PATH");
   } else {
-    throw usage_error("--dataset must be fashion-mnist, synthetic, csv:PATH or libsvm:PATH (got "
-                      + o.dataset + ")");
+    throw usage_error("--dataset must be fashion-mnist, synthetic, csv:PATH, libsvm:PATH or "
+                      "criteo:PATH (got " + o.dataset + ")");
   }
-  const bool files = d.what == data_source::kind::csv || d.what == data_source::kind::libsvm;
+  const bool files = d.what == data_source::kind::csv || streamed(d.what);
   if (!o.test.empty() && !files)
-    throw usage_error("--test " + o.test + " only applies to --dataset csv:PATH or libsvm:PATH");
+    throw usage_error("--test " + o.test + " only applies to --dataset csv:PATH, libsvm:PATH or "
+                      "criteo:PATH");
+  if (auto why = model->check_source(d.what); !why.empty())
+    throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
   if (d.what != data_source::kind::csv) {  // a CSV's shape is known once it is read
-    // libsvm rows are sparse (no fixed width) and binary, as the reader reports them.
-    const bool sparse = d.what == data_source::kind::libsvm;
+    // Streamed rows (libsvm, criteo) have no fixed width and are binary, as the readers say.
+    const bool sparse = streamed(d.what);
     const int cols = sparse ? 0 : d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
     if (auto why = model->check_data(cols, sparse ? 2 : fashion_mnist_classes); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-    if (!sparse)  // libsvm rows are counted by open_training_files
+    if (!sparse)  // streamed rows are counted by open_training_files
       require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
               "is larger than a worker's shard of the training set");
   }
@@ -432,7 +445,7 @@ void open_training_files(const training_flags& o, training_plan& plan) {
     require(train.rows / o.workers >= o.batch, "batch", o.batch,
             "is larger than a worker's shard of the training set");
     set_run_length(o, train.rows, c);
-  } else if (d.what == data_source::kind::libsvm) {  // counted, never loaded: workers stream
+  } else if (streamed(d.what)) {  // counted, never loaded: workers stream
     auto rows = training_rows(d);
     require(rows / o.workers >= o.batch, "batch", o.batch,
             "is larger than a worker's shard of the training set");

@@ -311,6 +311,16 @@ binary_loss_stats dlrm::train_step(const float* dense, const float* labels, cons
 
 void dlrm::predict(const float* dense, const float* rows, int u, const int32_t* index, int n,
                    float* probs_host) {
+  score(dense, rows, u, index, n, probs_host, true);
+}
+
+void dlrm::predict_logits(const float* dense, const float* rows, int u, const int32_t* index,
+                          int n, float* logits_host) {
+  score(dense, rows, u, index, n, logits_host, false);
+}
+
+void dlrm::score(const float* dense, const float* rows, int u, const int32_t* index, int n,
+                 float* out_host, bool probabilities) {
   if (n < 0) throw std::invalid_argument("dlrm::predict: negative sample count");
   if (u < 0) throw std::invalid_argument("dlrm::predict: negative row count");
   if (n == 0) return;
@@ -323,8 +333,8 @@ void dlrm::predict(const float* dense, const float* rows, int u, const int32_t* 
     float* logits =
       forward_logits(dense + static_cast<std::size_t>(begin) * shape_.dense_in, u,
                      index + static_cast<std::size_t>(begin) * shape_.fields, chunk);
-    be_.sigmoid(logits, chunk, logits);  // in place: the logits are not needed
-    be_.copy_to_host(probs_host + begin, logits,
+    if (probabilities) be_.sigmoid(logits, chunk, logits);  // in place
+    be_.copy_to_host(out_host + begin, logits,
                      static_cast<std::size_t>(chunk) * sizeof(float));
   }
 }

@@ -88,6 +88,9 @@ public:
   /// std::invalid_argument, before queueing any work, for an index outside [0, u).
   void predict(const float* dense, const float* rows, int u, const int32_t* index, int n,
                float* probs_host);
+  /// As predict, writing the logits z instead (exact AUC and log loss need no rounded σ).
+  void predict_logits(const float* dense, const float* rows, int u, const int32_t* index, int n,
+                      float* logits_host);
 
   /// One dense layer of either MLP within the flat layout.
   struct layer {
@@ -96,6 +99,9 @@ public:
   };
 
 private:
+  /// predict and predict_logits: z, or sigmoid(z) when `probabilities`.
+  void score(const float* dense, const float* rows, int u, const int32_t* index, int n,
+             float* out_host, bool probabilities);
   /// Room in the embedding table buffers for u rows plus a chunk's bottom outputs.
   void reserve_rows(int u, bool for_training);
   /// Throws std::invalid_argument naming the first entry of index (n×fields, host) outside

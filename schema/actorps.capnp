@@ -158,6 +158,7 @@ struct DataSource {
     synthetic @1;
     csv @2;
     libsvm @3;                 # binary rows of hashed features, streamed by each worker
+    criteo @4;                 # click logs: label, 13 integers, 26 categoricals; streamed
   }
   kind @0 :Kind;
   dir @1 :Text;                # fashion-mnist: the directory of the IDX files
@@ -165,7 +166,7 @@ struct DataSource {
   testRows @3 :UInt32;
   seed @4 :UInt64;
   cols @5 :UInt32;             # synthetic: features per row
-  trainPath @6 :Text;          # csv, libsvm: the files, plain or gzip
+  trainPath @6 :Text;          # csv, libsvm, criteo: the files, plain or gzip
   testPath @7 :Text;
 }
 

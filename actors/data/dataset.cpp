@@ -1,5 +1,7 @@
 #include "actors/data/dataset.hpp"
 
+#include "kernels/splitmix64.hpp"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -15,21 +17,13 @@ namespace {
 
 // ---- deterministic random numbers (no <random> distributions, so bits are portable) ----
 
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+/// Derives an independent stream seed from a parent seed and a tag.
+uint64_t derive(uint64_t seed, uint64_t tag) {
+  return splitmix64_mix(seed ^ splitmix64_mix(tag + 0x9e3779b97f4a7c15ULL));
 }
 
-/// Derives an independent stream seed from a parent seed and a tag.
-uint64_t derive(uint64_t seed, uint64_t tag) { return mix64(seed ^ mix64(tag + 0x9e3779b97f4a7c15ULL)); }
-
-struct splitmix64 {
-  uint64_t state;
-  uint64_t next() { return mix64(state += 0x9e3779b97f4a7c15ULL); }
-  /// Uniform in [0, n); the modulo bias (n / 2^64) is negligible for row counts.
-  uint64_t below(uint64_t n) { return next() % n; }
-};
+/// Uniform in [0, n); the modulo bias (n / 2^64) is negligible for row counts.
+uint64_t below(splitmix64& gen, uint64_t n) { return gen.next() % n; }
 
 /// Standard normals by Box–Muller, both outputs used.
 struct gaussian {
@@ -244,7 +238,7 @@ dataset make_synthetic(int rows, int cols, uint64_t seed, bool train) {
   d.x.resize(n * m);
   splitmix64 lg{derive(seed, train ? 0x6c747261 : 0x6c747374)};
   for (size_t i = 0; i < n; ++i) d.y[i] = static_cast<int32_t>(i % classes);  // balanced, then shuffled
-  for (size_t i = n; i > 1; --i) std::swap(d.y[i - 1], d.y[lg.below(i)]);
+  for (size_t i = n; i > 1; --i) std::swap(d.y[i - 1], d.y[below(lg, i)]);
   gaussian ng{splitmix64{derive(seed, train ? 0x6e747261 : 0x6e747374)}};
   for (size_t i = 0; i < n; ++i) {
     const double* c = &centroids[static_cast<size_t>(d.y[i]) * m];
@@ -275,7 +269,7 @@ const std::vector<int64_t>& data_shard::permutation(int64_t epoch) const {
     for (int64_t i = 0; i < size_; ++i) cached_perm_[i] = begin_ + i;
     splitmix64 g{derive(derive(seed_, static_cast<uint64_t>(worker_)), static_cast<uint64_t>(epoch))};
     for (int64_t i = size_; i > 1; --i)
-      std::swap(cached_perm_[i - 1], cached_perm_[g.below(static_cast<uint64_t>(i))]);
+      std::swap(cached_perm_[i - 1], cached_perm_[below(g, static_cast<uint64_t>(i))]);
     cached_epoch_ = epoch;
   }
   return cached_perm_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/data/batch_source.hpp"
+#include "actors/data/criteo_batch.hpp"
 #include "actors/data/sparse_batch.hpp"
 #include "actors/protocol/data_source.hpp"
 
@@ -31,6 +32,7 @@ struct dataset {
   std::vector<float> x;
   std::vector<int32_t> y;
   sparse_batch sparse;
+  criteo_batch criteo;  ///< a Criteo test split (cols 0, classes 2), else empty
 };
 
 /// What the uint8 pixels of Fashion-MNIST are divided by for training: inputs lie in [0, 1].

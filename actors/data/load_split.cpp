@@ -1,5 +1,6 @@
 #include "actors/data/load_split.hpp"
 
+#include "actors/data/criteo_reader.hpp"
 #include "actors/data/csv_dataset.hpp"
 #include "actors/data/libsvm_reader.hpp"
 
@@ -37,9 +38,35 @@ dataset load_libsvm(const std::string& path, bool train) {
   return out;
 }
 
+/// The rows of a Criteo split: a test split whole (in `criteo`), a training split only counted.
+dataset load_criteo(const std::string& path, bool train) {
+  dataset out;
+  out.classes = 2;
+  auto rows = int64_t{0};
+  if (train) {
+    rows = count_criteo_rows(path);
+  } else {
+    criteo_reader reader(path);
+    criteo_batch batch;
+    auto& all = out.criteo;
+    while (reader.next_batch(1 << 16, batch) > 0) {
+      all.labels.insert(all.labels.end(), batch.labels.begin(), batch.labels.end());
+      all.dense.insert(all.dense.end(), batch.dense.begin(), batch.dense.end());
+      all.keys.insert(all.keys.end(), batch.keys.begin(), batch.keys.end());
+    }
+    rows = static_cast<int64_t>(all.rows());
+  }
+  if (rows > std::numeric_limits<int>::max())
+    throw dataset_error(path + ": " + std::to_string(rows) + " rows, more than 2^31 - 1");
+  out.rows = static_cast<int>(rows);
+  return out;
+}
+
 } // namespace
 
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
+  if (src.what == data_source::kind::criteo)
+    return std::make_shared<dataset>(load_criteo(train ? src.train_path : src.test_path, train));
   if (src.what == data_source::kind::libsvm)
     return std::make_shared<dataset>(load_libsvm(train ? src.train_path : src.test_path, train));
   if (src.what == data_source::kind::fashion_mnist)
@@ -56,6 +83,7 @@ int64_t training_rows(const data_source& src) {
     case data_source::kind::synthetic: return src.train_rows;
     case data_source::kind::csv: return load_csv(src.train_path).rows;  // a full parse, for now
     case data_source::kind::libsvm: return count_libsvm_rows(src.train_path);
+    case data_source::kind::criteo: return count_criteo_rows(src.train_path);
   }
   return 0;
 }

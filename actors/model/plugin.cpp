@@ -25,4 +25,10 @@ eval_metrics evaluation::evaluate(const float* params, const std::vector<table_r
   return evaluate(params);
 }
 
+std::string model_plugin::check_source(data_source::kind what) const {
+  if (!streamed(what)) return "";
+  return "it trains on rows handed over in memory (fashion-mnist, synthetic, csv), not on a "
+         "file each worker streams (libsvm, criteo)";
+}
+
 } // namespace actorps

@@ -104,6 +104,10 @@ public:
   virtual model_spec spec() const = 0;
   /// Why data with `cols` features and `classes` classes cannot train this model ("" if it can).
   virtual std::string check_data(int cols, int classes) const = 0;
+  /// Why this model cannot read data of kind `what` ("" if it can). The default takes every
+  /// kind the runtime hands over in memory and refuses the streamed ones (libsvm, criteo),
+  /// which only a plug-in that reads its own files can train on.
+  virtual std::string check_source(data_source::kind what) const;
   /// A trainer for one worker; throws std::exception saying why it cannot (no GPU, ...).
   virtual std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const = 0;
   /// The evaluation hook over `test`; throws std::exception saying why it cannot.

@@ -1,5 +1,7 @@
 #include "actors/model/registry.hpp"
 
+#include "actors/model/criteo_lr_plugin.hpp"
+#include "actors/model/dlrm_plugin.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/model/sparse_lr_plugin.hpp"
 
@@ -21,6 +23,8 @@ registry& the_registry() {
     auto* fresh = new registry;
     fresh->factories["mlp"] = make_mlp_plugin;
     fresh->factories["sparse-lr"] = make_sparse_lr_plugin;
+    fresh->factories["lr"] = make_criteo_lr_plugin;
+    fresh->factories["dlrm"] = make_dlrm_plugin;
     return fresh;
   }();
   return *r;

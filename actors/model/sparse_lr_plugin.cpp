@@ -116,6 +116,10 @@ public:
     return cols == 0 && classes == 2 ? "" : needs_libsvm;
   }
 
+  std::string check_source(data_source::kind what) const override {
+    return what == data_source::kind::libsvm ? "" : needs_libsvm;
+  }
+
   std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
     return std::make_unique<sparse_lr_trainer>(ctx);
   }

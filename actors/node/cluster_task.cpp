@@ -85,6 +85,7 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
   } catch (const std::exception& e) {
     return bad(e.what());
   }
+  opts.source = data;  // what plan_run checks the model against
   auto sim = detail::plan_run(opts, rows, test->cols, test->classes);
   if (!sim) return sim.error();
   remote_tasks remote;

@@ -46,6 +46,8 @@ caf::expected<simulation_options> plan_run(const train_options& o, int64_t train
   if (!model) return model.error();
   auto spec = spec_of(o, **model);
   if (!spec) return spec.error();
+  if (auto why = (*model)->check_source(o.source.what); !why.empty())
+    return bad_option(o.model + " does not fit the data: " + why);
   if (auto why = (*model)->check_data(cols, classes); !why.empty())
     return bad_option(o.model + " does not fit the data: " + why);
   if (o.batch < 1) return bad_option("batch must be at least 1");

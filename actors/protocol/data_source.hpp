@@ -11,7 +11,7 @@ namespace actorps {
 inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 
 struct data_source {
-  enum class kind { fashion_mnist, synthetic, csv, libsvm };
+  enum class kind { fashion_mnist, synthetic, csv, libsvm, criteo };
   kind what = kind::fashion_mnist;
   std::string dir = default_fashion_mnist_dir;
   int train_rows = 8192;   ///< synthetic only
@@ -19,8 +19,15 @@ struct data_source {
   uint64_t seed = 1;       ///< synthetic only
   int cols = 784;          ///< synthetic only: features (the model's input width)
   std::string train_path;  ///< csv: the training file (plain or gzip), label in column 1;
-                           ///< libsvm: the training file, which each worker streams its part of
-  std::string test_path;   ///< csv, libsvm: the test file
+                           ///< libsvm, criteo: the training file, which each worker streams its
+                           ///< part of
+  std::string test_path;   ///< csv, libsvm, criteo: the test file
 };
+
+/// Whether each worker streams its own part of the training file (libsvm, criteo) instead of
+/// being handed rows in memory.
+inline bool streamed(data_source::kind what) {
+  return what == data_source::kind::libsvm || what == data_source::kind::criteo;
+}
 
 } // namespace actorps

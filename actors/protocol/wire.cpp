@@ -15,7 +15,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace actorps {
 
-static_assert(unsigned(wire::DataSource::Kind::LIBSVM) == unsigned(data_source::kind::libsvm)
+static_assert(unsigned(wire::DataSource::Kind::CRITEO) == unsigned(data_source::kind::criteo)
+              && unsigned(wire::DataSource::Kind::LIBSVM) == unsigned(data_source::kind::libsvm)
               && unsigned(wire::DataSource::Kind::CSV) == unsigned(data_source::kind::csv)
               && unsigned(wire::DataSource::Kind::SYNTHETIC)
                    == unsigned(data_source::kind::synthetic));
@@ -578,7 +579,7 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.slow_ms = static_cast<int>(msg.getSlowMs());
     out.request_timeout = std::chrono::milliseconds(msg.getRequestTimeoutMs());
     auto data = msg.getData();
-    if (data.getKind() > wire::DataSource::Kind::LIBSVM)
+    if (data.getKind() > wire::DataSource::Kind::CRITEO)
       return make_error(errc::malformed_message, "unknown data source kind "
                                                    + std::to_string(unsigned(data.getKind())));
     out.data.what = static_cast<data_source::kind>(data.getKind());

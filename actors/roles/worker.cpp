@@ -142,7 +142,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       auto& st = self->state;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
       st.layout = std::make_unique<block_layout>(st.cfg.spec);
-      if (st.cfg.source.what != data_source::kind::libsvm)  // else the plug-in streams it
+      if (!streamed(st.cfg.source.what))  // else the plug-in streams it
         st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
                                                st.cfg.batch, st.cfg.spec.seed);
       trainer_context ctx;

@@ -1,0 +1,205 @@
+#include "actors/model/dlrm_plugin.hpp"
+
+#include "actors/data/criteo_batches.hpp"
+#include "actors/model/criteo_model.hpp"
+#include "actors/model/registry.hpp"
+
+#include <cmath>
+#include <vector>
+
+namespace actorps {
+
+namespace {
+
+constexpr int eval_chunk = 4096;  // samples per forward pass of the evaluation
+constexpr const char* dlrm_form =
+  "the form is dlrm[:DIM[:BOTTOM[:TOP]]], hidden widths joined by '-', e.g. dlrm:16:64-32:64-32";
+
+/// Hidden widths "64-32" → {64, 32}; "" → none.
+std::optional<std::vector<int>> parse_hidden(const std::string& text) {
+  if (text.empty()) return std::vector<int>{};
+  auto widths = parse_layers("1-" + text);  // parse_layers wants two widths at least
+  if (!widths) return std::nullopt;
+  widths->erase(widths->begin());
+  return widths;
+}
+
+/// The batch's gather index: table_rows::inverse as the kernels' int32 (a batch's distinct
+/// rows are far below 2^31).
+const int32_t* row_index(const table_rows& t) {
+  return reinterpret_cast<const int32_t*>(t.inverse.data());
+}
+
+void name_keys(const criteo_batch& b, std::vector<std::vector<uint64_t>>& per_table) {
+  if (per_table.size() != 1)
+    throw std::logic_error("dlrm: keys() for " + std::to_string(per_table.size())
+                           + " tables, the model has 1");
+  per_table[0].assign(b.keys.begin(), b.keys.end());  // sample by sample, field by field
+}
+
+std::unique_ptr<backend> backend_for(const trainer_context& ctx) {
+  std::string why;
+  auto be = make_backend(ctx.backend, ctx.device, &why);
+  if (!be || (ctx.backend == backend_kind::cuda && be->name() != "cuda"))
+    throw std::runtime_error(why.empty() ? "no backend" : why);
+  return be;
+}
+
+class dlrm_trainer : public trainer {
+public:
+  dlrm_trainer(const dlrm_shape& shape, const trainer_context& ctx)
+    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch),
+      be_(backend_for(ctx)), model_(*be_, shape, ctx.batch) {}
+
+  void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
+    name_keys(data_.at(clock), per_table);
+  }
+
+  step_loss step(int64_t clock, const float* params, float* grad,
+                 std::vector<table_rows>& tables) override {
+    const auto& b = data_.at(clock);
+    const auto& shape = model_.shape();
+    check_one_table("dlrm", tables, uint32_t(shape.dim), b.keys.size(), true);
+    auto& t = tables[0];
+    model_.set_parameters(params);
+    auto stats = model_.train_step(b.dense.data(), b.labels.data(), t.values.data(),
+                                   static_cast<int>(t.keys.size()), row_index(t),
+                                   static_cast<int>(b.rows()), grad, t.grads.data());
+    return {stats.loss_sum, stats.rows};
+  }
+
+  std::string device() const override { return be_->name(); }
+
+private:
+  criteo_batches data_;
+  std::unique_ptr<backend> be_;
+  dlrm model_;
+};
+
+class dlrm_evaluation : public evaluation {
+public:
+  dlrm_evaluation(const dlrm_shape& shape, std::shared_ptr<const dataset> test)
+    : test_(std::move(test)), split_(criteo_test_split(test_)), be_(make_cpu_backend()),
+      model_(*be_, shape, eval_chunk) {}
+
+  void keys(std::vector<std::vector<uint64_t>>& per_table) override {
+    name_keys(split_, per_table);
+  }
+
+  eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables) override {
+    check_one_table("dlrm", tables, uint32_t(model_.shape().dim), split_.keys.size(), false);
+    const auto& t = tables[0];
+    model_.set_parameters(params);
+    z_.resize(split_.rows());
+    model_.predict_logits(split_.dense.data(), t.values.data(), static_cast<int>(t.keys.size()),
+                          row_index(t), static_cast<int>(split_.rows()), z_.data());
+    return binary_metrics_from_logits(z_.data(), split_.labels.data(), split_.rows());
+  }
+
+private:
+  std::shared_ptr<const dataset> test_;
+  const criteo_batch& split_;
+  std::unique_ptr<backend> be_;
+  dlrm model_;
+  std::vector<float> z_;
+};
+
+class dlrm_plugin : public model_plugin {
+public:
+  explicit dlrm_plugin(dlrm_shape shape) : shape_(std::move(shape)) {}
+
+  model_spec spec() const override { return dlrm_model(shape_); }
+  std::string check_data(int cols, int classes) const override {
+    return cols == 0 && classes == 2 ? "" : needs_criteo;
+  }
+  std::string check_source(data_source::kind what) const override {
+    return what == data_source::kind::criteo ? "" : needs_criteo;
+  }
+  std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
+    return std::make_unique<dlrm_trainer>(shape_, ctx);
+  }
+  std::unique_ptr<evaluation> make_evaluation(std::shared_ptr<const dataset> test) const override {
+    return std::make_unique<dlrm_evaluation>(shape_, std::move(test));
+  }
+
+private:
+  dlrm_shape shape_;
+};
+
+} // namespace
+
+dlrm_shape parse_dlrm_shape(const std::string& args) {
+  dlrm_shape shape;  // 13 dense features, 26 fields: Criteo's layout
+  if (args.empty()) return shape;
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  for (;;) {
+    auto colon = args.find(':', pos);
+    parts.push_back(args.substr(pos, colon == std::string::npos ? colon : colon - pos));
+    if (colon == std::string::npos) break;
+    pos = colon + 1;
+  }
+  auto bad = [&](const std::string& what) {
+    return model_error("dlrm:" + args + ": " + what + "; " + dlrm_form);
+  };
+  if (parts.size() > 3) throw bad("more than three parts");
+  const auto& dim = parts[0];
+  if (dim.empty() || dim.size() > 4
+      || dim.find_first_not_of("0123456789") != std::string::npos || std::stoi(dim) < 1)
+    throw bad("DIM '" + dim + "' is not a positive width");
+  shape.dim = std::stoi(dim);
+  for (std::size_t p = 1; p < parts.size(); ++p) {
+    auto widths = parse_hidden(parts[p]);
+    if (!widths) throw bad((p == 1 ? "BOTTOM '" : "TOP '") + parts[p] + "' is not widths like 64-32");
+    (p == 1 ? shape.bottom : shape.top) = *widths;
+  }
+  return shape;
+}
+
+std::string dlrm_name(const dlrm_shape& shape) {
+  auto hidden = [](const std::vector<int>& widths) {
+    std::string out;
+    for (int w : widths) out += (out.empty() ? "" : "-") + std::to_string(w);
+    return out;
+  };
+  return "dlrm:" + std::to_string(shape.dim) + ":" + hidden(shape.bottom) + ":" + hidden(shape.top);
+}
+
+// The embeddings' defaults, measured on `actorps gen-data criteo` sets (see the issue note):
+// rows start uniform in ±0.05 (small against the bottom output, but not so small that the dot
+// products, their only way into the loss, give them no gradient), and Adagrad's accumulator
+// starts below one use's g² of the MEAN loss, as sparse-lr's does.
+model_spec dlrm_model(const dlrm_shape& shape) {
+  validate_dlrm_shape(shape);
+  model_spec model;
+  model.name = dlrm_name(shape);
+  for (const auto& [name, dims] : dlrm_tensors(shape)) {
+    std::vector<uint32_t> shape_u(dims.begin(), dims.end());
+    if (dims.size() == 2)  // He-uniform, as the MLP's kernels
+      model.tensors.push_back({name, shape_u, tensor_init::uniform,
+                               std::sqrt(6.0 / static_cast<double>(dims[0]))});
+    else
+      model.tensors.push_back({name, shape_u, tensor_init::zeros, 0});
+  }
+  sparse_table_config embeddings;
+  embeddings.dim = static_cast<uint32_t>(shape.dim);
+  embeddings.init = row_init::uniform;
+  embeddings.scale = 0.05f;
+  embeddings.optimizer.kind = row_optimizer_kind::adagrad;
+  embeddings.optimizer.learning_rate = 0.05f;
+  embeddings.optimizer.initial_accumulator = 1e-6f;
+  model.sparse_tables.push_back({"embeddings", embeddings});
+  return model;
+}
+
+std::unique_ptr<model_plugin> make_dlrm_plugin(const std::string& args) {
+  dlrm_shape shape = parse_dlrm_shape(args);
+  try {
+    validate_dlrm_shape(shape);
+  } catch (const std::invalid_argument& e) {
+    throw model_error("dlrm:" + args + ": " + e.what());
+  }
+  return std::make_unique<dlrm_plugin>(std::move(shape));
+}
+
+} // namespace actorps
