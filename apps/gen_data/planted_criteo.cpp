@@ -23,6 +23,9 @@ constexpr int fields = criteo_categorical_fields;
 constexpr int integers = criteo_dense_fields;
 constexpr double zipf_exponent = 1.1;
 constexpr double min_signal_rows = 300;  // see planted_criteo.hpp: rarer values have no effect
+// A value's interaction vector u (rank 4) shows only through its partner field's values in
+// the same rows, most of which carry little: it takes ten times the rows of a weight to learn.
+constexpr double min_interaction_rows = 3000;
 constexpr int embedding_rank = 4;        // of the interaction vectors u
 constexpr int pair_count = 8;
 constexpr double linear_variance = 1.1, interaction_variance = 0.6, dense_variance = 0.3;
@@ -69,7 +72,9 @@ struct field_law {
   double span = 0;        ///< (V+1)^(1-s) - 1
   double missing = 0;     ///< share of rows without a value
   int64_t head = 0;       ///< ranks 1..head have an effect
+  int64_t interaction_head = 0;  ///< ranks 1..interaction_head have a vector u
   bool missing_effect = false;
+  bool missing_interaction = false;
   bool interacts = false;  ///< in one of the interaction pairs: has a vector u
 
   field_law(int64_t v, double missing_share, int64_t rows)
@@ -78,7 +83,11 @@ struct field_law {
         missing(missing_share) {
     const double present_rows = static_cast<double>(rows) * (1 - missing);
     while (head < vocabulary && present_rows * probability(head + 1) >= min_signal_rows) ++head;
+    while (interaction_head < head
+           && present_rows * probability(interaction_head + 1) >= min_interaction_rows)
+      ++interaction_head;
     missing_effect = static_cast<double>(rows) * missing >= min_signal_rows;
+    missing_interaction = static_cast<double>(rows) * missing >= min_interaction_rows;
   }
 
   /// P(rank r) among the present values.
@@ -95,6 +104,9 @@ struct field_law {
   }
 
   bool has_effect(uint32_t rank) const { return rank == 0 ? missing_effect : rank <= head; }
+  bool has_interaction(uint32_t rank) const {
+    return rank == 0 ? missing_interaction : rank <= interaction_head;
+  }
 };
 
 /// The effect of one value: its weight w and, for an interacting field, its vector u.
@@ -117,7 +129,8 @@ struct planted_model {
     splitmix64 random(splitmix64_mix(effects_seed ^ (static_cast<uint64_t>(f) << 40) ^ rank));
     const auto [w, u0] = normal_pair(random);
     e.w = w;
-    if (!laws[static_cast<size_t>(f)].interacts) return e;
+    const auto& law = laws[static_cast<size_t>(f)];
+    if (!law.interacts || !law.has_interaction(rank)) return e;
     const auto [u1, u2] = normal_pair(random);
     const auto [u3, unused] = normal_pair(random);
     e.u = {u0, u1, u2, u3};
