@@ -434,7 +434,7 @@ TEST_CASE("cuda parity: embedding_gather and embedding_scatter_add with repeated
   }
 }
 
-TEST_CASE("cuda parity: the CUDA gather and scatter step over indexes outside [0, u)") {
+TEST_CASE("cuda parity: the CUDA gather and scatter step over indexes outside 0..u-1") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   const std::vector<float> rows = {1, 2, 3, 4};  // u = 2, dim = 2

@@ -346,8 +346,8 @@ TEST_CASE("sparse-lr: --dataset libsvm flags are checked and name what is wrong"
          {"--model sparse-lr --dataset libsvm:" + dir.path + "/none.libsvm --test " + file,
           dir.path + "/none.libsvm"},
          {"--dataset synthetic --test " + file,
-          "only applies to --dataset csv:PATH or libsvm:PATH"},
-         {"--dataset imagenet", "fashion-mnist, synthetic, csv:PATH or libsvm:PATH"},
+          "only applies to --dataset csv:PATH, libsvm:PATH or criteo:PATH"},
+         {"--dataset imagenet", "fashion-mnist, synthetic, csv:PATH, libsvm:PATH or criteo:PATH"},
          {"--dataset synthetic --admit-after 2", "--admit-after: --model 784-256-128-10 has no "
                                                  "sparse tables"},
          {"--model sparse-lr --dataset libsvm:" + file + " --test " + file + " --admit-after 0",
