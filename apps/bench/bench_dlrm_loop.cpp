@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
   po::options_description desc("actorps_bench_dlrm_loop flags");
   desc.add_options()
     ("help,h", "print this help")
-    ("train", po::value(&o.train)->required(), "Criteo TSV (plain or gzip), e.g. gen-data's train.tsv")
+    ("train", po::value(&o.train)->required(),
+     "Criteo TSV (plain or gzip), e.g. gen-data's train.tsv")
     ("model", po::value(&o.model)->default_value(o.model), "dlrm[:DIM[:BOTTOM[:TOP]]]")
     ("batch", po::value(&o.batch)->default_value(o.batch), "minibatch rows per step")
     ("steps", po::value(&o.steps)->default_value(o.steps), "training steps to time")
@@ -166,7 +167,8 @@ int main(int argc, char** argv) {
     ("lr", po::value(&o.lr)->default_value(o.lr), "its learning rate (0: the optimizer's default)")
     ("lr-schedule", po::value(&o.schedule)->default_value(o.schedule),
      "constant | cosine | linear over --steps")
-    ("seed", po::value(&o.seed)->default_value(o.seed), "seed for the dense parameters and the rows");
+    ("seed", po::value(&o.seed)->default_value(o.seed),
+     "seed for the dense parameters and the rows");
   return run_benchmark("actorps_bench_dlrm_loop", argc, argv, desc, [&] {
     shape_of(o.model);
     if (o.batch < 1 || o.steps < 1) throw po::error("--batch and --steps must be positive");

@@ -7,16 +7,16 @@
 # (one thread, the same kernels, the same per-clock arithmetic), plus how fast criteo_reader
 # streams rows (actorps_bench_criteo_reader: plain and gzip, one and two parts). Builds nothing.
 #
-# The data: `actorps gen-data criteo` writes ROWS training rows (default 256000: one epoch of
-# the default run) and ROWS / 20 test rows (at most 5000) once into a temp directory, or -d DIR
-# holds train.tsv and test.tsv already. Every run processes the same samples: TOTAL_CLOCKS
-# (default 1000, even) minibatches in all, TOTAL_CLOCKS / W clocks per worker; the plain loop
-# runs TOTAL_CLOCKS steps. Each configuration runs REPEATS times (default 3), round-robin so
-# that machine noise spreads over all of them. samples/s of a simulation is its own figure
-# (chief: workers started → last worker done; the final evaluation is outside it); the plain
-# loop times its loop only. The JSON (default BUILD_DIR/bench/ctr_throughput.json) holds every
-# run, the medians, overhead_ratio_w1 = W=1 / plain loop, the reader's figures and the load
-# average. About 2 min at the defaults on 2 idle cores; `-n 2000 -c 8 -r 1` takes seconds.
+# The data: `actorps gen-data criteo` writes ROWS training rows (default 256000: one epoch of the
+# default run) and ROWS / 20 test rows (at most 5000) once into a temp directory, or -d DIR holds
+# train.tsv and test.tsv already (-n is then its line count). Every run processes the same
+# samples: TOTAL_CLOCKS (default 1000, even) minibatches in all, TOTAL_CLOCKS / W clocks per
+# worker; the plain loop runs TOTAL_CLOCKS steps. Each configuration runs REPEATS times (default
+# 3), round-robin so that machine noise spreads over all of them. samples/s of a simulation is its
+# own figure (chief: workers started → last worker done; the final evaluation is outside it); the
+# plain loop times its loop only. The JSON (default BUILD_DIR/bench/ctr_throughput.json) holds
+# every run, the medians, overhead_ratio_w1 = W=1 / plain loop, the reader's figures and the load
+# average. About 2 min at the defaults on 2 cores; `-n 2000 -c 8 -r 1` takes seconds.
 set -euo pipefail
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
@@ -45,7 +45,8 @@ fi
 
 name=$(basename "$0")
 . "$root/scripts/bench/bench_lib.sh"
-sim="$build/actorps" loop="$build/actorps_bench_dlrm_loop" reader="$build/actorps_bench_criteo_reader"
+sim="$build/actorps" loop="$build/actorps_bench_dlrm_loop"
+reader="$build/actorps_bench_criteo_reader"
 for exe in "$sim" "$loop" "$reader"; do require_bench "$exe"; done
 
 tmp="$(mktemp -d)"
@@ -61,6 +62,7 @@ fi
 for f in train.tsv test.tsv; do
   [[ -f "$data/$f" ]] || { echo "$name: $data/$f is missing" >&2; exit 1; }
 done
+rows="$(wc -l <"$data/train.tsv")"  # with -d: the set's size, not -n's
 
 batch=256 optimizer=adam lr=0.003
 runs="$tmp/runs.jsonl"  # one line per run: {"config":..., "result": <summary or loop object>}
@@ -190,7 +192,8 @@ if not result["w1_loss_matches_plain_loop"]:
     print(f"  WARNING: W=1's mean training loss {w1_loss} is not the plain loop's "
           f"{p['mean_train_loss']}: they no longer run the same arithmetic")
 print(f"  overhead ratio W=1 / plain loop: {result['overhead_ratio_w1']:.3f} (aim >= 0.9); "
-      f"W=2 / W=1: {result['speedup_w2_vs_w1']:.2f} ssp, {result['speedup_w2_sync_vs_w1']:.2f} sync")
+      f"W=2 / W=1: {result['speedup_w2_vs_w1']:.2f} ssp, "
+      f"{result['speedup_w2_sync_vs_w1']:.2f} sync")
 print("  plain loop per step, ms: "
       + ", ".join(f"{k} {v:.3f}" for k, v in p["split_ms"].items()))
 rr = result["reader"]
