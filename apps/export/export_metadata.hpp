@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/protocol/model_spec.hpp"
+#include "apps/export/ctr_model.hpp"
 #include "apps/export/exported_model.hpp"
 #include "apps/export/model_evaluation.hpp"
 
@@ -24,6 +25,7 @@ struct run_info {
   int64_t samples = 0;   ///< training rows processed by all workers
   double wall_s = 0;     ///< training wall time
   std::string backend;   ///< what the workers computed on
+  std::string test_path; ///< the test file, for data read from files (criteo); else empty
 };
 
 /// The JSON text (pretty-printed, ends in a newline). `created` becomes created_utc
@@ -31,5 +33,12 @@ struct run_info {
 std::string make_export_metadata(const train_spec& spec, const exported_model& model,
                                  const run_info& run, const model_metrics& test,
                                  std::chrono::system_clock::time_point created);
+
+/// The same for a CTR model: format_version 2, test_auc and test_logloss (test.auc, test.loss),
+/// the model string, the input layout (Criteo's fields, their transform and keys, the
+/// vocabulary files) and model.onnx's inputs and output.
+std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& model,
+                                     const run_info& run, const model_metrics& test,
+                                     std::chrono::system_clock::time_point created);
 
 } // namespace actorps
