@@ -97,17 +97,19 @@ std::string add_dlrm(onnx::GraphProto* graph, const ctr_model& model,
   return add_mlp(graph, model, slots, 2 * bottom_layers, top_layers, "top/in", false);
 }
 
-/// lr: the fields' weights summed, plus the dense part; returns the logit's name.
+/// lr: the dense part and the fields' weights in one Sum; returns the logit's name.
 std::string add_lr(onnx::GraphProto* graph, const ctr_model& model,
                    const std::vector<std::string>& weights) {
   const auto slots = model.tensor_slots();  // dense/kernel [13], bias [1]
-  add_node(graph, "Sum", "wide/sum", weights, "wide/sum");  // [N, 1]
   add_initializer(graph, slots[0].name, {static_cast<int64_t>(slots[0].size), 1},
                   model.dense.data() + slots[0].offset);  // a column: [N, 13] · [13, 1]
   add_initializer(graph, slots[1].name, {1}, model.dense.data() + slots[1].offset);
   add_node(graph, "MatMul", "dense/matmul", {onnx_dense_input, slots[0].name}, "dense/xw");
-  add_node(graph, "Add", "dense/add", {"dense/xw", slots[1].name}, "dense/z");
-  add_node(graph, "Add", "logit", {"dense/z", "wide/sum"}, "logit");
+  add_node(graph, "Add", "dense/add", {"dense/xw", slots[1].name}, "dense/z");  // [N, 1]
+  // One Sum of the 27 [N, 1] terms.
+  std::vector<std::string> terms{"dense/z"};
+  terms.insert(terms.end(), weights.begin(), weights.end());
+  add_node(graph, "Sum", "logit", terms, "logit");
   return "logit";
 }
 
