@@ -1,5 +1,6 @@
 #include "apps/export_after_run.hpp"
 
+#include "actors/model/mlp_plugin.hpp"
 #include "apps/export/model_export.hpp"
 #include "apps/export/versioned_dir.hpp"
 #include "actors/data/load_split.hpp"
@@ -83,6 +84,9 @@ export_request plan_export(training_plan& plan, const std::string& source) {
   request.data = plan.data;
   request.batch = plan.chief.batch;
   if (request.dir.empty()) return request;
+  if (!mlp_layers(request.spec.model) && !ctr_kind_of(request.spec.model))
+    throw usage_error("--export-dir: the model " + request.spec.model.name + " cannot be "
+                      "exported; only MLPs, lr and dlrm can be so far");
   plan.chief.final_rows = true;  // the export needs every sparse row, not only the dense values
   try {
     staged_version probe(request.dir);  // removed again at once: only proves we can write

@@ -21,8 +21,9 @@ struct export_request {
 };
 
 /// The request of `plan` (run by `actorps <source>`). When it exports, proves now that the
-/// directory can be written (creating it if missing; throws usage_error naming it otherwise)
-/// and asks the chief for every sparse row with the final snapshots (chief_config::final_rows).
+/// model can be exported (an MLP, lr or dlrm) and the directory written (creating it if
+/// missing), throwing usage_error naming what is wrong, and asks the chief for every sparse
+/// row with the final snapshots (chief_config::final_rows).
 export_request plan_export(training_plan& plan, const std::string& source);
 
 /// Prints where an export went and what its parameters score ("  exported to DIR/<v> ...").

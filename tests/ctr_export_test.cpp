@@ -283,6 +283,16 @@ TEST_CASE("ctr serving refuses lines of another layout and flags of another mode
   CHECK(got.status == 2);
   CHECK(got.output.find("--test FILE is required for a CTR model") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(scratch.path + "/out/1"));
+
+  // a model no export knows is refused before it trains, and nothing is created
+  REQUIRE(run_actorps("gen-data libsvm --out " + scratch.path + " --rows 500 --test-rows 50").status
+          == 0);
+  got = run_actorps("simulate --no-progress --model sparse-lr --dataset libsvm:" + scratch.path
+                    + "/train.libsvm --test " + scratch.path + "/test.libsvm --export-dir "
+                    + scratch.path + "/sparse");
+  CHECK(got.status == 2);
+  CHECK(got.output.find("the model sparse-lr:ftrl cannot be exported") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(scratch.path + "/sparse"));
 }
 
 } // namespace actorps
