@@ -29,10 +29,12 @@ trained_parameters gather_parameters(const train_spec& spec, const run_summary& 
   for (const auto& snapshot : summary.final_parameters) {
     auto view = scatter_shard_parameters(snapshot, layout, out.dense.data());
     if (!view)
-      throw std::runtime_error("a final parameter snapshot is malformed: " + describe(view.error()));
+      throw std::runtime_error("a final parameter snapshot is malformed: "
+                               + describe(view.error()));
     if (view->sparse.size() != tables.size())
-      throw std::runtime_error("a final snapshot carries rows of " + std::to_string(view->sparse.size())
-                               + " sparse tables, the model has " + std::to_string(tables.size()));
+      throw std::runtime_error("a final snapshot carries rows of "
+                               + std::to_string(view->sparse.size()) + " sparse tables, the model "
+                               "has " + std::to_string(tables.size()));
     for (const auto& rows : view->sparse) {
       if (rows.table >= tables.size())
         throw std::runtime_error("a final snapshot carries rows of an unknown table");

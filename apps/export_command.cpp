@@ -99,7 +99,8 @@ trained_parameters checkpoint_parameters(const loaded_checkpoint& ckpt, const tr
 
 /// The test split of the checkpoint's model: a CTR model's from --test, an MLP's from the
 /// other data flags.
-std::shared_ptr<const dataset> checkpoint_test_split(const export_flags& f, const train_spec& spec) {
+std::shared_ptr<const dataset> checkpoint_test_split(const export_flags& f,
+                                                     const train_spec& spec) {
   if (ctr_kind_of(spec.model)) return load_split(criteo_test_source(f.data), false);
   const auto layers = mlp_layers(spec.model);
   return load_split(test_split_source(f.data, layers ? layers->front() : 784), false);

@@ -132,7 +132,8 @@ double reference_probability(const checkpoint_state& s, const dlrm_shape& shape,
       }
     std::size_t bottom_params = 0;
     const auto b = shape.bottom_layers();
-    for (std::size_t l = 0; l + 1 < b.size(); ++l) bottom_params += std::size_t(b[l]) * b[l + 1] + b[l + 1];
+    for (std::size_t l = 0; l + 1 < b.size(); ++l)
+      bottom_params += std::size_t(b[l]) * b[l + 1] + b[l + 1];
     const std::vector<double> top(s.dense.begin() + static_cast<std::ptrdiff_t>(bottom_params),
                                   s.dense.end());
     z = test::reference_logits(shape.top_layers(), top, top_in.data(), [](double) {}).at(0);
@@ -244,11 +245,11 @@ void check_export(const std::string& model_flag, bool lr) {
 
 } // namespace
 
-TEST_CASE("ctr export: lr trained by simulate, served by predict and evaluate, again from its checkpoint") {
+TEST_CASE("ctr export: lr trained, served by predict and evaluate, again from its checkpoint") {
   check_export("lr", true);
 }
 
-TEST_CASE("ctr export: dlrm trained by simulate, served by predict and evaluate, again from its checkpoint") {
+TEST_CASE("ctr export: dlrm trained, served by predict and evaluate, again from its checkpoint") {
   check_export("dlrm:8:16-8:16", false);
 }
 

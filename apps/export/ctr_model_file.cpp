@@ -26,9 +26,10 @@ std::vector<uint32_t> widths(const std::vector<int>& w) { return {w.begin(), w.e
 template <class Fail>
 ctr_model read_sizes(exported::CtrModel::Reader ctr, Fail&& fail) {
   ctr_model model;
-  if (ctr.getKind() != exported::CtrModel::Kind::LR && ctr.getKind() != exported::CtrModel::Kind::DLRM)
+  using kind = exported::CtrModel::Kind;
+  if (ctr.getKind() != kind::LR && ctr.getKind() != kind::DLRM)
     throw fail("unknown CTR model kind " + std::to_string(static_cast<unsigned>(ctr.getKind())));
-  model.kind = ctr.getKind() == exported::CtrModel::Kind::LR ? ctr_kind::lr : ctr_kind::dlrm;
+  model.kind = ctr.getKind() == kind::LR ? ctr_kind::lr : ctr_kind::dlrm;
   if (std::string(ctr.getLayout().cStr()) != criteo_layout)
     throw fail("input layout '" + std::string(ctr.getLayout().cStr()) + "', this actorps reads '"
                + criteo_layout + "' (label, I1-I13, C1-C26)");
@@ -39,17 +40,20 @@ ctr_model read_sizes(exported::CtrModel::Reader ctr, Fail&& fail) {
   auto hidden = [&](capnp::List<uint32_t>::Reader list) {
     std::vector<int> out;
     for (auto w : list) {
-      if (w == 0 || w > max_rows_width) throw fail("hidden width " + std::to_string(w) + " out of range");
+      if (w == 0 || w > max_rows_width)
+        throw fail("hidden width " + std::to_string(w) + " out of range");
       out.push_back(static_cast<int>(w));
     }
     return out;
   };
   const uint32_t dim = ctr.getDim();
-  if (dim == 0 || dim > max_rows_width) throw fail("row width " + std::to_string(dim) + " out of range");
+  if (dim == 0 || dim > max_rows_width)
+    throw fail("row width " + std::to_string(dim) + " out of range");
   model.shape.dim = static_cast<int>(dim);
   model.shape.bottom = hidden(ctr.getBottom());
   model.shape.top = hidden(ctr.getTop());
-  if (model.kind == ctr_kind::lr && (dim != 1 || !model.shape.bottom.empty() || !model.shape.top.empty()))
+  const bool mlp = !model.shape.bottom.empty() || !model.shape.top.empty();
+  if (model.kind == ctr_kind::lr && (dim != 1 || mlp))
     throw fail("an lr model has rows of 1 float and no MLP");
   return model;
 }
@@ -79,8 +83,9 @@ std::string encode_ctr_model(const ctr_model& model) {
   ctr.setDenseFeatures(static_cast<uint32_t>(model.shape.dense_in));
   ctr.setFields(static_cast<uint32_t>(model.shape.fields));
   ctr.setDim(static_cast<uint32_t>(dim));
-  const auto bottom = widths(model.kind == ctr_kind::dlrm ? model.shape.bottom : std::vector<int>{});
-  const auto top = widths(model.kind == ctr_kind::dlrm ? model.shape.top : std::vector<int>{});
+  const bool dlrm = model.kind == ctr_kind::dlrm;
+  const auto bottom = widths(dlrm ? model.shape.bottom : std::vector<int>{});
+  const auto top = widths(dlrm ? model.shape.top : std::vector<int>{});
   auto b = ctr.initBottom(static_cast<unsigned>(bottom.size()));
   for (unsigned i = 0; i < bottom.size(); ++i) b.set(i, bottom[i]);
   auto t = ctr.initTop(static_cast<unsigned>(top.size()));

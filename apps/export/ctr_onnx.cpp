@@ -22,8 +22,8 @@ std::vector<std::string> add_lookups(onnx::GraphProto* graph, const ctr_model& m
     add_initializer(graph, matrix, {static_cast<int64_t>(rows.keys.size()) + 1, dim},
                     rows.rows.data());
     add_int64_initializer(graph, field + "/field", {}, {static_cast<int64_t>(f)});
-    set_attribute(add_node(graph, "Gather", field + "/index", {onnx_indices_input, field + "/field"},
-                           field + "/index"),
+    set_attribute(add_node(graph, "Gather", field + "/index",
+                           {onnx_indices_input, field + "/field"}, field + "/index"),
                   "axis", int64_t{1});  // [N]: the field's column of indices
     set_attribute(add_node(graph, "Gather", field + "/lookup", {matrix, field + "/index"},
                            field + "/row"),
@@ -71,16 +71,16 @@ std::string add_dlrm(onnx::GraphProto* graph, const ctr_model& model,
   set_attribute(add_node(graph, "Concat", "interaction/concat", vectors, "interaction/flat"),
                 "axis", int64_t{1});  // [N, t·dim]
   add_int64_initializer(graph, "interaction/vectors_shape", {3}, {-1, t, dim});
-  add_node(graph, "Reshape", "interaction/vectors", {"interaction/flat", "interaction/vectors_shape"},
-           "interaction/vectors");  // [N, t, dim]
+  add_node(graph, "Reshape", "interaction/vectors",  // [N, t, dim]
+           {"interaction/flat", "interaction/vectors_shape"}, "interaction/vectors");
   set_attribute(add_node(graph, "Transpose", "interaction/transpose", {"interaction/vectors"},
                          "interaction/vectors_t"),
                 "perm", std::vector<int64_t>{0, 2, 1});
   add_node(graph, "MatMul", "interaction/gram", {"interaction/vectors", "interaction/vectors_t"},
            "interaction/gram");  // [N, t, t]: every v_i · v_j
   add_int64_initializer(graph, "interaction/gram_shape", {2}, {-1, t * t});
-  add_node(graph, "Reshape", "interaction/gram_flat", {"interaction/gram", "interaction/gram_shape"},
-           "interaction/gram_flat");
+  add_node(graph, "Reshape", "interaction/gram_flat",
+           {"interaction/gram", "interaction/gram_shape"}, "interaction/gram_flat");
   // Row i's entries j < i lie at i·t + j: one slice per row keeps the pair order (i, j), i > j,
   // row by row — p = i(i−1)/2 + j, as kernels/ctr_math.hpp numbers them.
   std::vector<std::string> top_in{x0};

@@ -19,7 +19,7 @@ inline constexpr const char* metadata_json_name = "metadata.json";
 /// What an export says about the run that produced its parameters.
 struct run_info {
   std::string source;    ///< what produced the parameters: "simulate", "chief", ...
-  std::string dataset;   ///< what it trained and is tested on: "fashion-mnist" or "synthetic"
+  std::string dataset;   ///< what it trained and tests on: "fashion-mnist", "synthetic", "criteo"
   int batch = 0;         ///< rows per worker and clock
   int64_t clocks = 0;    ///< clocks each worker ran
   int64_t samples = 0;   ///< training rows processed by all workers
