@@ -3,7 +3,9 @@
 #include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
 #include "apps/test_split_flags.hpp"
+#include "apps/export/ctr_scoring.hpp"
 #include "apps/export/model_evaluation.hpp"
+#include "apps/export/served_model.hpp"
 #include "actors/data/load_split.hpp"
 
 #include <cstdio>
@@ -69,18 +71,45 @@ void print_table(const evaluate_flags& f, const exported_model& model, const mod
   }
 }
 
+std::string ctr_metrics_json(const evaluate_flags& f, const model_metrics& m) {
+  return render_json({{"model", f.model},
+                      {"test", f.data.test_path},
+                      {"rows", m.rows},
+                      {"auc", m.auc},
+                      {"logloss", m.loss},
+                      {"accuracy", m.accuracy}});
+}
+
+/// A CTR model on its Criteo test file: AUC, logloss and accuracy at p ≥ 0.5.
+int evaluate_ctr(const evaluate_flags& f, const ctr_model& model) {
+  const auto test = load_split(criteo_test_source(f.data), false);
+  const auto m = evaluate_ctr_model(model, test->criteo);
+  if (f.json) {
+    std::printf("%s\n", ctr_metrics_json(f, m).c_str());
+    return 0;
+  }
+  std::printf("model %s (%s), test %s: %lld rows\n", f.model.c_str(), model.name.c_str(),
+              f.data.test_path.c_str(), static_cast<long long>(m.rows));
+  std::printf("auc %.6f, logloss %.6f, accuracy %.6f (p >= 0.5)\n", m.auc, m.loss, m.accuracy);
+  return 0;
+}
+
 } // namespace
 
 int evaluate_command(const std::vector<std::string>& args) {
   evaluate_flags f;
   const std::string usage =
     "usage: actorps evaluate --model DIR/<version> [--dataset fashion-mnist|synthetic] [--json]\n"
+    "       actorps evaluate --model DIR/<version> --test FILE [--json]   (lr, dlrm)\n"
     "\nThe exported model on the test split: accuracy, loss (mean -ln p(label)) and the "
     "confusion matrix,\ncomputed as the export computed metadata.json's test_accuracy and "
-    "test_loss.\n\n";
+    "test_loss. A CTR model (lr, dlrm)\non the Criteo file --test: AUC and logloss, as "
+    "metadata.json's test_auc and test_logloss.\n\n";
   return run_command_line("evaluate", args, evaluate_options(f), usage, [&] {
     if (f.model.empty()) throw std::invalid_argument("--model DIR/<version> is required");
-    const auto model = load_model_directory(f.model);
+    auto served = load_served_model(f.model);
+    if (const auto* ctr = std::get_if<ctr_model>(&served)) return evaluate_ctr(f, *ctr);
+    const auto& model = std::get<exported_model>(served);
     const auto test = load_split(test_split_source(f.data, model.layers.front()), false);
     const auto m = evaluate_model(model, *test);
     if (f.json)

@@ -1,5 +1,6 @@
 #include "apps/export_after_run.hpp"
 
+#include "actors/model/mlp_plugin.hpp"
 #include "apps/export/model_export.hpp"
 #include "apps/export/versioned_dir.hpp"
 #include "actors/data/load_split.hpp"
@@ -13,32 +14,71 @@ namespace actorps {
 
 namespace {
 
-/// The flat parameters (mlp layout) from one ShardParameters snapshot per shard.
-std::vector<float> gather_parameters(const train_spec& spec, const run_summary& summary) {
+/// The dense parameters (flat, model order) and every sparse row from one ShardParameters
+/// snapshot per shard; the rows are there when the chief was asked for them (final_rows).
+trained_parameters gather_parameters(const train_spec& spec, const run_summary& summary) {
   const block_layout layout(spec);
   if (summary.final_parameters.size() != static_cast<std::size_t>(layout.shards()))
     throw std::runtime_error("the run returned " + std::to_string(summary.final_parameters.size())
                              + " parameter snapshots for " + std::to_string(layout.shards())
                              + " shards");
-  std::vector<float> params(layout.total_floats(), std::nanf(""));
-  for (const auto& snapshot : summary.final_parameters)
-    if (auto ok = scatter_shard_parameters(snapshot, layout, params.data()); !ok)
-      throw std::runtime_error("a final parameter snapshot is malformed: " + describe(ok.error()));
-  if (!all_finite(params.data(), params.size()))  // NaN left: a shard's snapshot came twice
+  const auto& tables = spec.model.sparse_tables;
+  trained_parameters out;
+  out.dense.assign(layout.total_floats(), std::nanf(""));
+  std::vector<std::vector<gathered_rows>> parts(tables.size());
+  for (const auto& snapshot : summary.final_parameters) {
+    auto view = scatter_shard_parameters(snapshot, layout, out.dense.data());
+    if (!view)
+      throw std::runtime_error("a final parameter snapshot is malformed: "
+                               + describe(view.error()));
+    if (view->sparse.size() != tables.size())
+      throw std::runtime_error("a final snapshot carries rows of "
+                               + std::to_string(view->sparse.size()) + " sparse tables, the model "
+                               "has " + std::to_string(tables.size()));
+    for (const auto& rows : view->sparse) {
+      if (rows.table >= tables.size())
+        throw std::runtime_error("a final snapshot carries rows of an unknown table");
+      parts[rows.table].push_back({{rows.keys, rows.keys + rows.key_count},
+                                   {rows.values, rows.values + rows.value_count}});
+    }
+  }
+  if (!all_finite(out.dense.data(), out.dense.size()))  // NaN left: a shard's snapshot came twice
     throw std::runtime_error("the final snapshots do not cover every parameter with finite values");
-  return params;
+  for (std::size_t t = 0; t < tables.size(); ++t)
+    out.tables.push_back(merge_rows(parts[t], tables[t].config.dim));
+  return out;
+}
+
+/// What metadata.json calls the data.
+std::string dataset_name(const data_source& data) {
+  switch (data.what) {
+    case data_source::kind::fashion_mnist: return "fashion-mnist";
+    case data_source::kind::synthetic: return "synthetic";
+    case data_source::kind::csv: return "csv";
+    case data_source::kind::libsvm: return "libsvm";
+    case data_source::kind::criteo: return "criteo";
+  }
+  return "unknown";
 }
 
 } // namespace
 
 void print_export(const export_result& done) {
+  if (done.test.auc >= 0) {
+    std::printf("  exported to %s in %.2f s (model.capnp %zu bytes, model.onnx %zu bytes, vocab/ "
+                "%zu bytes, metadata.json): test AUC %.4f, test logloss %.4f on %lld rows\n",
+                done.path.c_str(), done.seconds, done.capnp_bytes, done.onnx_bytes,
+                done.vocab_bytes, done.test.auc, done.test.loss,
+                static_cast<long long>(done.test.rows));
+    return;
+  }
   std::printf("  exported to %s (model.capnp %zu bytes, model.onnx %zu bytes, metadata.json): "
               "test accuracy %.4f, test loss %.4f on %lld rows\n",
               done.path.c_str(), done.capnp_bytes, done.onnx_bytes, done.test.accuracy,
               done.test.loss, static_cast<long long>(done.test.rows));
 }
 
-export_request plan_export(const training_plan& plan, const std::string& source) {
+export_request plan_export(training_plan& plan, const std::string& source) {
   export_request request;
   request.dir = plan.export_dir;
   request.source = source;
@@ -46,6 +86,10 @@ export_request plan_export(const training_plan& plan, const std::string& source)
   request.data = plan.data;
   request.batch = plan.chief.batch;
   if (request.dir.empty()) return request;
+  if (!mlp_layers(request.spec.model) && !ctr_kind_of(request.spec.model))
+    throw usage_error("--export-dir: the model " + request.spec.model.name + " cannot be "
+                      "exported; only MLPs, lr and dlrm can be so far");
+  plan.chief.final_rows = true;  // the export needs every sparse row, not only the dense values
   try {
     staged_version probe(request.dir);  // removed again at once: only proves we can write
   } catch (const versioned_dir_error& e) {
@@ -62,14 +106,14 @@ int export_run(const export_request& request, const run_summary& summary,
     if (!test) test = load_split(request.data, false);
     run_info run;
     run.source = request.source;
-    run.dataset = request.data.what == data_source::kind::fashion_mnist ? "fashion-mnist"
-                                                                        : "synthetic";
+    run.dataset = dataset_name(request.data);
+    run.test_path = request.data.test_path;
     run.batch = request.batch;
     run.clocks = summary.clocks;
     run.samples = summary.samples;
     run.wall_s = summary.wall_s;
     run.backend = summary.backend;
-    const auto done = export_model(request.spec, params, run, *test, request.dir);
+    const auto done = export_trained_model(request.spec, params, run, *test, request.dir);
     print_export(done);
     return 0;
   } catch (const std::exception& e) {

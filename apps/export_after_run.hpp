@@ -21,14 +21,17 @@ struct export_request {
 };
 
 /// The request of `plan` (run by `actorps <source>`). When it exports, proves now that the
-/// directory can be written (creating it if missing); throws usage_error naming it otherwise.
-export_request plan_export(const training_plan& plan, const std::string& source);
+/// model can be exported (an MLP, lr or dlrm) and the directory written (creating it if
+/// missing), throwing usage_error naming what is wrong, and asks the chief for every sparse
+/// row with the final snapshots (chief_config::final_rows).
+export_request plan_export(training_plan& plan, const std::string& source);
 
 /// Prints where an export went and what its parameters score ("  exported to DIR/<v> ...").
 void print_export(const export_result& done);
 
-/// After a successful run: assembles the final parameters from the summary's shard snapshots
-/// and exports them, evaluated on `test` (loaded from the plan's data when null); prints where.
+/// After a successful run: assembles the final parameters (and a CTR model's sparse rows) from
+/// the summary's shard snapshots and exports them, evaluated on `test` (loaded from the plan's
+/// data when null); prints where.
 /// Returns the exit status: 0, or 1 after printing why the export failed.
 int export_run(const export_request& request, const run_summary& summary,
                std::shared_ptr<const dataset> test);

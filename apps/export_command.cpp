@@ -10,6 +10,7 @@
 #include "apps/export/versioned_dir.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/model/mlp_plugin.hpp"
+#include "apps/export/ctr_model.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <algorithm>
@@ -54,15 +55,19 @@ loaded_checkpoint newest_checkpoint(const std::string& path) {
   return ckpt;
 }
 
-/// The flat parameters (mlp layout) from the shard files: each shard's blocks checked against
-/// the layout and copied to their offsets; every parameter must end up covered and finite.
-std::vector<float> checkpoint_parameters(const loaded_checkpoint& ckpt, const train_spec& spec) {
+/// The dense parameters (flat, model order) and every sparse row from the shard files: each
+/// shard's blocks checked against the layout and copied to their offsets (every parameter must
+/// end up covered and finite), each table's rows merged over the shards.
+trained_parameters checkpoint_parameters(const loaded_checkpoint& ckpt, const train_spec& spec) {
   const block_layout layout(spec);
   if (ckpt.shards.size() != static_cast<std::size_t>(layout.shards()))
     throw std::invalid_argument("--checkpoint: " + ckpt.dir + " holds "
                                 + std::to_string(ckpt.shards.size()) + " shard files for "
                                 + std::to_string(layout.shards()) + " shards");
-  std::vector<float> params(layout.total_floats(), std::nanf(""));
+  const auto& tables = spec.model.sparse_tables;
+  trained_parameters out;
+  out.dense.assign(layout.total_floats(), std::nanf(""));
+  std::vector<std::vector<gathered_rows>> parts(tables.size());
   for (int32_t s = 0; s < layout.shards(); ++s) {
     const auto file = ckpt.dir + "/" + shard_file_name(s);
     auto view = decode_shard_checkpoint(ckpt.shards[s]);
@@ -70,12 +75,35 @@ std::vector<float> checkpoint_parameters(const loaded_checkpoint& ckpt, const tr
     if (auto err = check_shard_checkpoint(*view, layout, s))
       throw std::invalid_argument("--checkpoint: " + file + ": " + describe(err));
     for (const auto& b : view->blocks)  // ids and sizes are the layout's (checked above)
-      std::copy_n(b.values, b.count, params.begin() + layout.blocks()[b.id].offset);
+      std::copy_n(b.values, b.count, out.dense.begin() + layout.blocks()[b.id].offset);
+    if (view->sparse.size() != tables.size())
+      throw std::invalid_argument("--checkpoint: " + file + ": rows of "
+                                  + std::to_string(view->sparse.size()) + " sparse tables, the "
+                                  "model has " + std::to_string(tables.size()));
+    for (std::size_t t = 0; t < tables.size(); ++t)
+      parts[t].push_back({std::move(view->sparse[t].keys), std::move(view->sparse[t].values)});
   }
-  if (!all_finite(params.data(), params.size()))  // NaN left: a block no shard file holds
+  if (!all_finite(out.dense.data(), out.dense.size()))  // NaN left: a block no shard file holds
     throw std::invalid_argument("--checkpoint: " + ckpt.dir + ": its shard files do not cover "
                                 "every parameter with finite values");
-  return params;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    try {
+      out.tables.push_back(merge_rows(parts[t], tables[t].config.dim));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("--checkpoint: " + ckpt.dir + ": table " + tables[t].name + ": "
+                                  + e.what());
+    }
+  }
+  return out;
+}
+
+/// The test split of the checkpoint's model: a CTR model's from --test, an MLP's from the
+/// other data flags.
+std::shared_ptr<const dataset> checkpoint_test_split(const export_flags& f,
+                                                     const train_spec& spec) {
+  if (ctr_kind_of(spec.model)) return load_split(criteo_test_source(f.data), false);
+  const auto layers = mlp_layers(spec.model);
+  return load_split(test_split_source(f.data, layers ? layers->front() : 784), false);
 }
 
 int export_checkpoint(const export_flags& f) {
@@ -85,10 +113,12 @@ int export_checkpoint(const export_flags& f) {
     throw std::invalid_argument("--checkpoint: " + ckpt.dir + "/" + run_file_name + ": "
                                 + describe(run.error()));
   const auto params = checkpoint_parameters(ckpt, run->spec);
-  const auto test = load_split(test_split_source(f.data, mlp_layers(run->spec.model) ? mlp_layers(run->spec.model)->front() : 784), false);
+  const auto test = checkpoint_test_split(f, run->spec);
+  const bool ctr = ctr_kind_of(run->spec.model).has_value();
   run_info info;
   info.source = "checkpoint";
-  info.dataset = f.data.dataset;
+  info.dataset = ctr ? "criteo" : f.data.dataset;
+  info.test_path = ctr ? f.data.test_path : "";
   info.batch = run->batch;
   info.clocks = ckpt.clock;
   info.samples = run->samples;
@@ -98,11 +128,12 @@ int export_checkpoint(const export_flags& f) {
               static_cast<long long>(ckpt.clock), static_cast<long long>(run->samples));
   export_result done;
   try {
-    done = export_model(run->spec, params, info, *test, f.export_dir);
+    done = export_trained_model(run->spec, params, info, *test, f.export_dir);
   } catch (const versioned_dir_error& e) {
     throw std::invalid_argument(std::string("--export-dir cannot be written: ") + e.what());
   } catch (const std::invalid_argument& e) {  // the test split does not fit the model
-    throw std::invalid_argument("--dataset " + f.data.dataset + ": " + e.what());
+    throw std::invalid_argument((ctr ? "--test " + f.data.test_path : "--dataset " + f.data.dataset)
+                                + ": " + e.what());
   }
   print_export(done);
   return 0;
@@ -114,11 +145,14 @@ int export_command(const std::vector<std::string>& args) {
   export_flags f;
   const std::string usage =
     "usage: actorps export --checkpoint DIR --export-dir OUT [--dataset fashion-mnist|synthetic]\n"
+    "       actorps export --checkpoint DIR --export-dir OUT --test FILE   (lr, dlrm)\n"
     "\nThe parameters of a saved checkpoint exported as OUT/<version>/, as `actorps simulate "
     "--export-dir OUT`\nwrites it at the end of a run; test accuracy and loss on the test split "
     "given by the data flags\n(for a synthetic run: the training's --synthetic-test-rows and "
     "--seed). Checkpoints do not record\nthe dataset: --dataset must be the training's, as it "
-    "also sets the model's input scaling.\n\n";
+    "also sets the model's input scaling.\nA CTR model (lr, dlrm) is tested on the Criteo file "
+    "--test (AUC and logloss) and its export\nholds every row of its table, with vocab/C1.tsv ... "
+    "vocab/C26.tsv.\n\n";
   return run_command_line("export", args, export_options(f), usage, [&] {
     if (f.checkpoint.empty()) throw std::invalid_argument("--checkpoint DIR is required");
     if (f.export_dir.empty()) throw std::invalid_argument("--export-dir OUT is required");

@@ -2,13 +2,17 @@
 
 #include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
+#include "actors/data/criteo_reader.hpp"
+#include "apps/export/ctr_scoring.hpp"
 #include "apps/export/model_evaluation.hpp"
 #include "apps/export/prediction_input.hpp"
+#include "apps/export/served_model.hpp"
 #include "kernels/backend_factory.hpp"
 
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
@@ -26,8 +30,10 @@ struct predict_flags {
 
 const char* predict_intro = R"(usage: actorps predict --model DIR/<version> --input FILE [--top K]
 
-Classifies every image of FILE with the exported model in DIR/<version> (from --export-dir)
-and prints one JSON object per image, in file order:
+Scores every row of FILE with the exported model in DIR/<version> (from --export-dir) and
+prints one JSON object per row, in file order.
+
+A classifier (MLP) classifies images:
   {"index":0,"class":9,"probabilities":[p0,p1,...,p9]}
 With --top K, the K most probable classes instead, best first (ties: lower class first):
   {"index":0,"class":9,"top":[{"class":9,"probability":0.91},{"class":7,"probability":0.05}]}
@@ -35,7 +41,14 @@ FILE is an IDX image file (Fashion-MNIST's format, gzip-compressed or not; its u
 are scaled as in training, / 255) or raw little-endian float32, N x 784 values already scaled
 to [0, 1], no header.
 
+A CTR model (lr, dlrm) gives the click probability of each line of a Criteo file (plain or
+gzip; label, I1-I13, C1-C26, TAB-separated, the label read but not used; a value the model
+never saw gets the unknown row, zeros):
+  {"index":0,"probability":0.2371}
+
 )";
+
+constexpr std::size_t ctr_chunk = 4096;  // lines scored at a time: memory stays bounded
 
 po::options_description predict_options(predict_flags& f) {
   po::options_description desc("actorps predict flags");
@@ -70,6 +83,54 @@ std::string prediction_line(int index, const float* p, int classes, int top) {
   return render_json(line);
 }
 
+/// Writes one line and its newline to stdout.
+void print_line(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+int predict_images(const predict_flags& f, const exported_model& model, backend& be) {
+  auto format = parse_input_format(f.format);
+  if (!format)
+    throw std::invalid_argument("--format must be auto, idx or raw (got " + f.format + ")");
+  const int classes = model.layers.back();
+  if (f.top < 0 || f.top > classes)
+    throw std::invalid_argument("--top must be between 0 and the model's "
+                                + std::to_string(classes) + " classes (got "
+                                + std::to_string(f.top) + ")");
+  const auto images = read_prediction_input(f.input, model.layers.front(), model.input_divisor,
+                                            *format);
+  const auto probs = predict_probabilities(be, model, images.x.data(), images.rows);
+  for (int i = 0; i < images.rows; ++i)
+    print_line(prediction_line(i, probs.data() + static_cast<std::size_t>(i) * classes, classes,
+                               f.top));
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+/// Streams the Criteo lines of f.input through the model, a chunk at a time. A file of another
+/// layout stops at its first line with the reader's error (which line, which field).
+int predict_clicks(const predict_flags& f, const ctr_model& model, backend& be) {
+  if (f.top != 0 || f.format != "auto")
+    throw std::invalid_argument("--top and --format are for classifiers; " + model.name
+                                + " reads Criteo lines");
+  std::unique_ptr<criteo_reader> reader;
+  criteo_batch batch;
+  int64_t index = 0;
+  try {
+    reader = std::make_unique<criteo_reader>(f.input);
+    while (reader->next_batch(ctr_chunk, batch) > 0) {
+      for (float p : ctr_probabilities(ctr_logits(be, model, batch)))
+        print_line(render_json({{"index", index++}, {"probability", double(p)}}));
+    }
+  } catch (const dataset_error& e) {
+    std::fflush(stdout);
+    throw std::invalid_argument(std::string("--input is not in the model's input layout (Criteo "
+                                            "lines: label, I1-I13, C1-C26, TAB-separated): ")
+                                + e.what());
+  }
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int predict_command(const std::vector<std::string>& args) {
@@ -77,31 +138,15 @@ int predict_command(const std::vector<std::string>& args) {
   return run_command_line("predict", args, predict_options(f), predict_intro, [&] {
     if (f.model.empty()) throw std::invalid_argument("--model DIR/<version> is required");
     if (f.input.empty()) throw std::invalid_argument("--input FILE is required");
-    auto format = parse_input_format(f.format);
-    if (!format)
-      throw std::invalid_argument("--format must be auto, idx or raw (got " + f.format + ")");
     auto kind = parse_backend_kind(f.backend);
     if (!kind)
       throw std::invalid_argument("--backend must be cpu, cuda or auto (got " + f.backend + ")");
-    const auto model = load_model_directory(f.model);
-    const int classes = model.layers.back();
-    if (f.top < 0 || f.top > classes)
-      throw std::invalid_argument("--top must be between 0 and the model's "
-                                  + std::to_string(classes) + " classes (got "
-                                  + std::to_string(f.top) + ")");
-    const auto images = read_prediction_input(f.input, model.layers.front(), model.input_divisor,
-                                              *format);
+    const auto model = load_served_model(f.model);
     std::string why;
     auto be = make_backend(*kind, 0, &why);
     if (!be) throw std::invalid_argument("--backend cuda needs a usable CUDA device: " + why);
-    const auto probs = predict_probabilities(*be, model, images.x.data(), images.rows);
-    for (int i = 0; i < images.rows; ++i) {
-      const auto line = prediction_line(i, probs.data() + static_cast<std::size_t>(i) * classes,
-                                        classes, f.top);
-      std::fwrite(line.data(), 1, line.size(), stdout);
-      std::fputc('\n', stdout);
-    }
-    return std::fflush(stdout) == 0 ? 0 : 1;
+    if (const auto* ctr = std::get_if<ctr_model>(&model)) return predict_clicks(f, *ctr, *be);
+    return predict_images(f, std::get<exported_model>(model), *be);
   });
 }
 

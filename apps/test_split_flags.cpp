@@ -22,10 +22,15 @@ void add_test_split_options(po::options_description& desc, test_split_flags& f) 
     ("synthetic-test-rows", po::value(&f.synthetic_test_rows)->default_value(f.synthetic_test_rows),
      "test rows of the synthetic dataset (as given to the training)")
     ("seed", po::value(&f.seed)->default_value(f.seed),
-     "seed of the synthetic dataset (as given to the training)");
+     "seed of the synthetic dataset (as given to the training)")
+    ("test", po::value(&f.test_path),
+     "a CTR model's (lr, dlrm) test split: a Criteo file, plain or gzip (label, I1-I13, C1-C26)");
 }
 
 data_source test_split_source(const test_split_flags& f, int cols) {
+  if (!f.test_path.empty())
+    throw std::invalid_argument("--test is the test file of a CTR model (lr, dlrm); this model's "
+                                "test split is given by --dataset");
   data_source src;
   if (f.dataset == "fashion-mnist") {
     src.what = data_source::kind::fashion_mnist;
@@ -41,6 +46,15 @@ data_source test_split_source(const test_split_flags& f, int cols) {
     throw std::invalid_argument("--dataset must be fashion-mnist or synthetic (got " + f.dataset
                                 + ")");
   }
+  return src;
+}
+
+data_source criteo_test_source(const test_split_flags& f) {
+  if (f.test_path.empty())
+    throw std::invalid_argument("--test FILE is required for a CTR model: its Criteo test split");
+  data_source src;
+  src.what = data_source::kind::criteo;
+  src.test_path = f.test_path;
   return src;
 }
 

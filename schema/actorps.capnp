@@ -133,6 +133,9 @@ struct Pull {
   clock @1 :Int64;
   shard @2 :Int32;
   keys @3 :List(SparseRows);   # keys only
+  allRows @4 :Bool;            # a snapshot (worker -1) of every row of every table the shard
+                               # holds, keys and values; `keys` is empty then. The chief asks
+                               # it once at the end of a run that exports its model.
 }
 
 # Parameters a shard serves: the reply to a pull, or a snapshot for the evaluator (the same
@@ -148,7 +151,9 @@ struct ShardParameters {
   newestClock @3 :Int64;       # clock of the newest gradient these values include; -1: none
   obsoleteUpdates @4 :UInt64;  # unused, never set: nothing read it (was the update count)
   blocks @5 :List(Block);
-  sparse @6 :List(SparseRows); # the rows of the keys asked, values only, in the order asked
+  sparse @6 :List(SparseRows); # the rows of the keys asked, values only, in the order asked;
+                               # for an allRows snapshot, one entry per table with all its
+                               # keys (ascending) and their values
 }
 
 # Where a role finds its data: every host reads its own copy.

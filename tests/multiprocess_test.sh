@@ -134,4 +134,31 @@ set +e; timeout 15 tail --pid="$launcher" -f /dev/null; waited=$?; wait "$launch
 [ "$waited" = 0 ] || fail "launch_local.sh still running 15 s after SIGTERM"
 [ "$status" = 130 ] || { cat "$dir/launch4.log"; fail "launch_local.sh exited $status after SIGTERM"; }
 no_listeners "$dir/c4.json"
+
+echo "== 5. a dlrm trained by a cluster exports every row its shards hold"
+"$bin" gen-data criteo --out "$dir/criteo" --rows 8000 --test-rows 500 > /dev/null
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 -- \
+  --model dlrm:8:16:16 --dataset "criteo:$dir/criteo/train.tsv" --test "$dir/criteo/test.tsv" \
+  --epochs 1 --batch 256 --no-progress --metrics "$dir/m5.jsonl" --export-dir "$dir/ctr" \
+  > "$dir/launch5.log" 2>&1 || { cat "$dir/launch5.log"; fail "the dlrm cluster exited non-zero"; }
+grep -q "exported to $dir/ctr/1 " "$dir/launch5.log" || fail "the chief did not export the dlrm"
+for f in metadata.json model.capnp model.onnx vocab/C1.tsv vocab/C26.tsv; do
+  [ -s "$dir/ctr/1/$f" ] || fail "no ctr/1/$f"
+done
+# every row the shards reported is in the vocabularies (one header line per file)
+line=$(grep '"event":"summary"' "$dir/m5.jsonl") || fail "no summary event of the dlrm run"
+"$python" - "$line" "$dir/ctr/1" <<'PY' || fail "the export's rows are not the shards' rows"
+import glob, json, sys
+rows = sum(sum(shard) for shard in json.loads(sys.argv[1])["sparse_rows"])
+vocab = sum(sum(1 for _ in open(f)) - 1 for f in glob.glob(sys.argv[2] + "/vocab/C*.tsv"))
+meta = json.load(open(sys.argv[2] + "/metadata.json"))
+assert rows == vocab == meta["model"]["table"]["rows"], (rows, vocab, meta["model"]["table"])
+PY
+"$bin" evaluate --model "$dir/ctr/1" --test "$dir/criteo/test.tsv" --json > "$dir/eval5.json" \
+  || fail "evaluate of the dlrm export failed"
+"$python" - "$dir/eval5.json" "$dir/ctr/1/metadata.json" <<'PY' || fail "evaluate disagrees with metadata.json"
+import json, sys
+e, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert e["auc"] == m["test_auc"] and e["logloss"] == m["test_logloss"], (e, m["test_auc"])
+PY
 echo PASS

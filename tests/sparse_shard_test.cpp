@@ -165,4 +165,29 @@ TEST_CASE("a shard drops bad sparse pushes and pulls, counts them and keeps its 
   CHECK(s.ask(s.push(0, 1, mine, {1, 1, 1, 1}), true));
 }
 
+TEST_CASE("an all-rows snapshot carries every row of the shard with its key, ascending") {
+  sparse_shard s(sparse_spec(consistency::async, 1));
+  auto k = keys_of(s.spec, 0, 3);
+  // pushed out of order: the snapshot lists them by key
+  REQUIRE(s.ask(s.push(0, 0, {k[2], k[0]}, {1, 2, 3, 4}), true));
+  wire_buffer reply;
+  (*s.self)->request(s.shard, timeout, snapshot_atom::value, encode_all_rows_pull(0))
+    .receive([&](const wire_buffer& r) { reply = r; }, [](caf::error& err) { FAIL(describe(err)); });
+  auto msg = decode_shard_parameters(reply);
+  REQUIRE(msg);
+  CHECK(msg->blocks.size() == s.layout.shard_blocks(0).size());
+  REQUIRE(msg->sparse.size() == 1);
+  const auto& rows = msg->sparse[0];
+  CHECK(std::vector<uint64_t>(rows.keys, rows.keys + rows.key_count)
+        == std::vector<uint64_t>{k[0], k[2]});
+  CHECK(std::vector<float>(rows.values, rows.values + rows.value_count)
+        == std::vector<float>{-3, -4, -1, -2});  // SGD rate 1 on zeros
+  // all rows are for a snapshot only: a pull asking for them is dropped
+  auto pull = encode_all_rows_pull(0);
+  caf::error refused;
+  (*s.self)->request(s.shard, timeout, pull_atom::value, pull)
+    .receive([](const wire_buffer&) {}, [&](caf::error& err) { refused = std::move(err); });
+  CHECK(refused);
+}
+
 } // namespace actorps

@@ -78,6 +78,9 @@ struct chief_config {
   checkpoint_config checkpoints;
   std::vector<planned_kill> kills;
   int max_replacements = 3;       ///< per role index; then the run goes on without it
+  /// The summary's final snapshots carry every row of every sparse table with its key (what an
+  /// export of the model needs); false: the dense values only.
+  bool final_rows = false;
 };
 
 /// Spawns the chief; it starts the run when it receives (run).

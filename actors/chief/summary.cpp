@@ -73,14 +73,26 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
 void finish_run(self_ptr self, const eval_report& final_eval) {
   auto failed = [=](caf::error& err) { fail_run(self, "collecting the final state failed", err); };
   ask_all_shards<shard_stats>(self, [=](std::vector<shard_stats> stats) {
-    ask_all_shards<wire_buffer>(self, [=](std::vector<wire_buffer> snapshots) {
-      auto& st = self->state;
-      if (st.phase != run_phase::finishing) return;  // the run failed meanwhile
-      auto sum = make_summary(st, final_eval, std::move(stats), std::move(snapshots));
-      write_summary(*st.metrics, sum);
-      st.run_promise.deliver(std::move(sum));
-      stop_run(self);
-    }, failed, snapshot_atom::value);
+    auto& st = self->state;
+    // An export needs every sparse row with its key: asked here, of the shards that hold them,
+    // rather than read back later, as the run's roles stop once the summary is delivered.
+    const bool rows = st.cfg.final_rows && !st.cfg.spec.model.sparse_tables.empty();
+    ask_each<wire_buffer>(
+      st.shards.size(),
+      [&](std::size_t s) {
+        if (!rows) return self->request(st.shards[s], st.cfg.request_timeout, snapshot_atom::value);
+        return self->request(st.shards[s], st.cfg.request_timeout, snapshot_atom::value,
+                             encode_all_rows_pull(static_cast<int32_t>(s)));
+      },
+      [=](std::vector<wire_buffer> snapshots) {
+        auto& st = self->state;
+        if (st.phase != run_phase::finishing) return;  // the run failed meanwhile
+        auto sum = make_summary(st, final_eval, std::move(stats), std::move(snapshots));
+        write_summary(*st.metrics, sum);
+        st.run_promise.deliver(std::move(sum));
+        stop_run(self);
+      },
+      failed);
   }, failed, stats_atom::value);
 }
 

@@ -127,7 +127,9 @@ struct run_summary {
   int32_t checkpoints = 0;       ///< checkpoints completed
   int64_t resumed_from = -1;     ///< the checkpoint clock the run resumed from; -1: none
   std::vector<shard_stats> shard_stats_list;
-  std::vector<wire_buffer> final_parameters;  ///< one ShardParameters snapshot per shard
+  /// One ShardParameters snapshot per shard; with every sparse row (an allRows snapshot) when
+  /// the chief was asked for them (chief_config::final_rows).
+  std::vector<wire_buffer> final_parameters;
 };
 
 template <class Inspector>
@@ -153,7 +155,8 @@ using ps_shard_actor = caf::typed_actor<
   caf::replies_to<push_pull_atom, wire_buffer>::with<wire_buffer>,
   // (snapshot) -> ShardParameters of the current values, at once (never held).
   caf::replies_to<snapshot_atom>::with<wire_buffer>,
-  // (snapshot, Pull with worker -1) -> the same with the current rows of the keys it names.
+  // (snapshot, Pull with worker -1) -> the same with the current rows of the keys it names, or
+  // with every row of every table and its key when the Pull says allRows.
   caf::replies_to<snapshot_atom, wire_buffer>::with<wire_buffer>,
   // (stats) -> the shard's counters.
   caf::replies_to<stats_atom>::with<shard_stats>,

@@ -467,6 +467,33 @@ wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t ne
   });
 }
 
+wire_buffer encode_all_rows_pull(int32_t shard) {
+  return build(header_bound, header_bound, [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::Pull>();
+    msg.setWorker(-1);
+    msg.setShard(shard);
+    msg.setAllRows(true);
+  });
+}
+
+wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const std::vector<sparse_rows_ref>& rows) {
+  const auto& ids = layout.shard_blocks(shard);
+  return build(header_bound + blocks_bound(layout, ids) + sparse_bound(rows),
+               structure_words(ids) + sparse_structure_words(rows.size()),
+               [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::ShardParameters>();
+    msg.setShard(shard);
+    msg.setMinClock(min_clock);
+    msg.setNewestClock(newest_clock);
+    auto blocks = msg.initBlocks(static_cast<unsigned>(ids.size()));
+    auto parts = msg.initSparse(static_cast<unsigned>(rows.size()));
+    write_blocks(blocks, layout, ids, shard_buffer, source::shard);
+    write_sparse(parts, rows);
+  });
+}
+
 wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
                               const float* shard_buffer) {
   const auto& ids = layout.shard_blocks(shard);
@@ -503,6 +530,7 @@ caf::expected<pull_view> decode_pull(const wire_buffer& buf) {
     out.clock = msg.getClock();
     out.shard = msg.getShard();
     if (auto err = take(read_sparse(msg.getKeys()), out.keys)) return err;
+    out.all_rows = msg.getAllRows();
     return out;
   });
 }

@@ -133,6 +133,7 @@ struct pull_view {
   int64_t clock = 0;
   int32_t shard = 0;
   std::vector<sparse_rows_view> keys;
+  bool all_rows = false;  ///< a snapshot of every row of every table (keys empty)
 };
 
 struct shard_parameters_view {
@@ -209,6 +210,10 @@ wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const bloc
 wire_buffer encode_pull(int32_t worker, int64_t clock, int32_t shard,
                         const std::vector<sparse_rows_ref>& keys);
 
+/// A snapshot request (worker -1) for every row of every sparse table shard `shard` holds: the
+/// reply is encode_shard_parameters' with `rows` (keys and values of each table).
+wire_buffer encode_all_rows_pull(int32_t shard);
+
 /// Writes the rows of keys[0, n) of sparse table `table` to out (n × its dim floats).
 using sparse_row_reader =
   std::function<void(uint32_t table, const uint64_t* keys, std::size_t n, float* out)>;
@@ -221,6 +226,12 @@ wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t ne
                                     const std::vector<sparse_rows_view>& asked = {},
                                     const std::vector<uint32_t>& dims = {},
                                     const sparse_row_reader& read = {});
+
+/// As above with whole rows instead of asked ones: each part's keys and rows (sparse_rows_ref,
+/// keys and rows set), the reply to encode_all_rows_pull.
+wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t newest_clock,
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const std::vector<sparse_rows_ref>& rows);
 
 wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block_layout& layout,
                               const float* shard_buffer);

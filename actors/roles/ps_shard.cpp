@@ -113,6 +113,18 @@ const wire_buffer& current_reply(ps_shard_state& st) {
   return c.reply;
 }
 
+/// The reply with every row of every table, keys and values (an all-rows snapshot): the end
+/// of a run that exports its model, so encoded for this request alone.
+wire_buffer reply_with_all_rows(ps_shard_state& st) {
+  const auto tables = st.tables.export_rows();
+  std::vector<sparse_rows_ref> rows;
+  for (uint32_t t = 0; t < tables.size(); ++t)
+    rows.push_back({t, st.tables.dims()[t], tables[t].keys.data(), nullptr,
+                    tables[t].keys.size(), tables[t].values.data()});
+  return encode_shard_parameters(st.shard, st.clocks.min(), st.newest_clock, *st.layout,
+                                 st.params.data(), rows);
+}
+
 /// The reply with the current rows of `keys` too: encoded for this request alone.
 wire_buffer reply_with_rows(ps_shard_state& st, const std::vector<sparse_rows_view>& keys) {
   if (keys.empty()) return current_reply(st);
@@ -510,6 +522,9 @@ caf::result<wire_buffer> on_keyed_pull(self_ptr self, const wire_buffer& buf) {
   if (pull->clock > st.clocks.finished(pull->worker))
     return drop(st, "pull", make_error(errc::future_clock, "pull for clock "
                                                              + std::to_string(pull->clock)));
+  if (pull->all_rows)
+    return drop(st, "pull", make_error(errc::malformed_message, "all rows asked by a pull, "
+                                                                  "not a snapshot"));
   if (auto err = st.tables.validate(pull->keys, false)) return drop(st, "pull", std::move(err));
   return serve_pull(self, pull->worker, pull->clock, buf, std::move(pull->keys));
 }
@@ -523,6 +538,9 @@ caf::result<wire_buffer> on_keyed_snapshot(self_ptr self, const wire_buffer& buf
   if (pull->shard != st.shard)
     return drop(st, "snapshot", make_error(errc::wrong_shard, "addressed to shard "
                                                                 + std::to_string(pull->shard)));
+  if (pull->all_rows && !pull->keys.empty())
+    return drop(st, "snapshot", make_error(errc::malformed_message, "all rows and keys asked"));
+  if (pull->all_rows) return reply_with_all_rows(st);
   if (auto err = st.tables.validate(pull->keys, false)) return drop(st, "snapshot", std::move(err));
   return reply_with_rows(st, pull->keys);
 }

@@ -1,6 +1,8 @@
 #include "apps/export/export_metadata.hpp"
 
+#include "apps/export/ctr_onnx.hpp"
 #include "apps/export/onnx_model.hpp"
+#include "apps/export/vocab_files.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +50,73 @@ json optimizer_json(const optimizer_config& o) {
 
 json batch_shape(int width) { return json::array({"N", width}); }
 
+/// How the parameters were trained.
+json training_json(const train_spec& spec, const run_info& run) {
+  return {{"source", run.source},
+          {"dataset", run.dataset},
+          {"mode", to_string(spec.mode)},
+          {"staleness", spec.staleness},
+          {"staleness_bound", spec.staleness_bound()},
+          {"workers", spec.workers},
+          {"shards", spec.shards},
+          {"optimizer", optimizer_json(spec.optimizer)},
+          {"lr_schedule", to_string(spec.schedule)},
+          {"batch", run.batch},
+          {"clocks", run.clocks},
+          {"samples", run.samples},
+          {"seed", spec.seed},
+          {"wall_s", run.wall_s},
+          {"backend", run.backend}};
+}
+
+/// The model, its input layout and its files, for a CTR model.
+json ctr_model_json(const ctr_model& model) {
+  json tensors = json::array();
+  for (const auto& slot : model.tensor_slots())
+    tensors.push_back({{"name", slot.name}, {"shape", slot.shape}});
+  std::size_t rows = 0;
+  for (const auto& f : model.fields) rows += f.keys.size();
+  json out = {{"type", to_string(model.kind)},
+              {"model", model.name},
+              {"dense_parameters", model.dense.size()},
+              {"tensors", tensors},
+              {"table", {{"name", model.table}, {"dim", model.dim()}, {"rows", rows}}}};
+  if (model.kind == ctr_kind::dlrm) {
+    out["dim"] = model.shape.dim;
+    out["bottom_layers"] = model.shape.bottom_layers();
+    out["top_layers"] = model.shape.top_layers();
+    out["interaction"] = "the dot products v_i . v_j, i > j, of v = (bottom output, e_C1, ..., "
+                         "e_C26), in the order (1,0), (2,0), (2,1), (3,0), ...: pair (i, j) at "
+                         "i(i-1)/2 + j, after the bottom output in the top MLP's input";
+    out["activations"] = "ReLU after every bottom layer and between top layers; sigmoid output";
+  } else {
+    out["formula"] = "p = sigmoid(bias + dense/kernel . dense + sum over fields of the key's "
+                     "weight)";
+  }
+  out["unknown_key"] = "row 0 of each field's matrix, zeros";
+  return out;
+}
+
+json criteo_layout_json(const ctr_model& model) {
+  json dense = json::array(), fields = json::array();
+  for (int j = 0; j < model.shape.dense_in; ++j) dense.push_back("I" + std::to_string(j + 1));
+  for (std::size_t f = 0; f < model.fields.size(); ++f)
+    fields.push_back({{"name", "C" + std::to_string(f + 1)},
+                      {"vocabulary", vocab_file_name(f)},
+                      {"rows", model.fields[f].keys.size() + 1}});
+  return {
+    {"name", "criteo"},
+    {"line", "label<TAB>I1<TAB>...<TAB>I13<TAB>C1<TAB>...<TAB>C26 (plain or gzip)"},
+    {"label", "0 or 1 (read, not used by predict)"},
+    {"dense", {{"fields", dense},
+               {"transform", "log(1 + max(x, 0)); a missing value is 0"}}},
+    {"categorical",
+     {{"fields", fields},
+      {"key", "(f << 56) | the value's 64-bit hash in its low 56 bits (1 if those are 0), f = 0 "
+              "for C1; a missing (empty) value is f << 56 (actorps: actors/data/criteo_keys.hpp)"},
+      {"row", "the key's row in the field's vocabulary file; 0 for a key not in it"}}}};
+}
+
 } // namespace
 
 std::string make_export_metadata(const train_spec& spec, const exported_model& model,
@@ -88,22 +157,7 @@ std::string make_export_metadata(const train_spec& spec, const exported_model& m
      {{"model.capnp", "schema/model_export.capnp ExportedModel"},
       {"model.onnx", "ONNX opset " + std::to_string(onnx_opset) + ", IR version "
                        + std::to_string(onnx_ir_version)}}},
-    {"training",
-     {{"source", run.source},
-      {"dataset", run.dataset},
-      {"mode", to_string(spec.mode)},
-      {"staleness", spec.staleness},
-      {"staleness_bound", spec.staleness_bound()},
-      {"workers", spec.workers},
-      {"shards", spec.shards},
-      {"optimizer", optimizer_json(spec.optimizer)},
-      {"lr_schedule", to_string(spec.schedule)},
-      {"batch", run.batch},
-      {"clocks", run.clocks},
-      {"samples", run.samples},
-      {"seed", spec.seed},
-      {"wall_s", run.wall_s},
-      {"backend", run.backend}}},
+    {"training", training_json(spec, run)},
     {"evaluation",
      {{"dataset", run.dataset},
       {"split", "test"},
@@ -113,6 +167,54 @@ std::string make_export_metadata(const train_spec& spec, const exported_model& m
       {"loss", test.loss},
       {"loss_definition", "mean over rows of -ln p(label), p floored at FLT_MIN"},
       {"computed_by", "actorps' CPU backend on these parameters (actorps evaluate repeats it)"}}},
+  };
+  return meta.dump(2) + "\n";
+}
+
+std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& model,
+                                     const run_info& run, const model_metrics& test,
+                                     std::chrono::system_clock::time_point created) {
+  json meta = {
+    {"format", "actorps export"},
+    {"format_version", 2},
+    {"actorps_version", ACTORPS_VERSION},
+    {"created_utc", iso8601_utc(created)},
+    {"model_string", model.name},
+    {"test_auc", test.auc},
+    {"test_logloss", test.loss},
+    {"model", ctr_model_json(model)},
+    {"layout", criteo_layout_json(model)},
+    {"input",
+     json::array({{{"name", onnx_dense_input},
+                   {"dtype", "float32"},
+                   {"shape", batch_shape(model.shape.dense_in)},
+                   {"meaning", "I1..I13 transformed as layout.dense says"}},
+                  {{"name", onnx_indices_input},
+                   {"dtype", "int64"},
+                   {"shape", batch_shape(static_cast<int>(model.fields.size()))},
+                   {"meaning", "C1..C26: each key's row in vocab/C<f>.tsv, 0 when not there"}}})},
+    {"output",
+     {{"name", onnx_probability_output},
+      {"dtype", "float32"},
+      {"shape", batch_shape(1)},
+      {"meaning", "p(click)"}}},
+    {"files",
+     {{"model.capnp", "schema/model_export.capnp ExportedModel, format 2 (CtrModel)"},
+      {"model.onnx", "ONNX opset " + std::to_string(onnx_opset) + ", IR version "
+                       + std::to_string(onnx_ir_version)},
+      {"vocab", "vocab/C1.tsv ... vocab/C26.tsv: key<TAB>row, rows from 1"}}},
+    {"training", training_json(spec, run)},
+    {"evaluation",
+     {{"dataset", run.dataset},
+      {"test_file", run.test_path},
+      {"split", "test"},
+      {"rows", test.rows},
+      {"auc", test.auc},
+      {"logloss", test.loss},
+      {"accuracy", test.accuracy},
+      {"loss_definition", "mean over rows of -[y ln p + (1-y) ln(1-p)], from the logits"},
+      {"computed_by", "actorps' CPU backend on these parameters, keys not in the vocabulary on "
+                      "row 0 (actorps evaluate repeats it)"}}},
   };
   return meta.dump(2) + "\n";
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/protocol/model_spec.hpp"
+#include "apps/export/ctr_model.hpp"
 #include "apps/export/exported_model.hpp"
 #include "apps/export/model_evaluation.hpp"
 
@@ -18,12 +19,13 @@ inline constexpr const char* metadata_json_name = "metadata.json";
 /// What an export says about the run that produced its parameters.
 struct run_info {
   std::string source;    ///< what produced the parameters: "simulate", "chief", ...
-  std::string dataset;   ///< what it trained and is tested on: "fashion-mnist" or "synthetic"
+  std::string dataset;   ///< what it trained and tests on: "fashion-mnist", "synthetic", "criteo"
   int batch = 0;         ///< rows per worker and clock
   int64_t clocks = 0;    ///< clocks each worker ran
   int64_t samples = 0;   ///< training rows processed by all workers
   double wall_s = 0;     ///< training wall time
   std::string backend;   ///< what the workers computed on
+  std::string test_path; ///< the test file, for data read from files (criteo); else empty
 };
 
 /// The JSON text (pretty-printed, ends in a newline). `created` becomes created_utc
@@ -31,5 +33,12 @@ struct run_info {
 std::string make_export_metadata(const train_spec& spec, const exported_model& model,
                                  const run_info& run, const model_metrics& test,
                                  std::chrono::system_clock::time_point created);
+
+/// The same for a CTR model: format_version 2, test_auc and test_logloss (test.auc, test.loss),
+/// the model string, the input layout (Criteo's fields, their transform and keys, the
+/// vocabulary files) and model.onnx's inputs and output.
+std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& model,
+                                     const run_info& run, const model_metrics& test,
+                                     std::chrono::system_clock::time_point created);
 
 } // namespace actorps

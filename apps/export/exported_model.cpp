@@ -1,18 +1,16 @@
 #include "apps/export/exported_model.hpp"
 
 #include "actors/protocol/model_spec.hpp"  // to_string(layers)
-#include "apps/export/file_bytes.hpp"
-#include "apps/export/versioned_dir.hpp"
+#include "apps/export/model_readers.hpp"
+#include "apps/export/served_model.hpp"
 #include "kernels/optimizer.hpp"
 #include "schema/model_export.capnp.h"
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
-#include <kj/exception.h>
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <sstream>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -22,8 +20,9 @@ namespace actorps {
 
 namespace {
 
-constexpr uint32_t format_version = 1;
 constexpr uint32_t max_width = 1u << 24;
+
+} // namespace
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
   std::ostringstream out;
@@ -33,12 +32,8 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
   return out.str();
 }
 
-/// The checks of decode_exported_model on an ExportedModel reader; throws model_file_error.
-exported_model read_model(exported::ExportedModel::Reader root, const std::string& origin) {
+exported_model read_mlp_model(exported::ExportedModel::Reader root, const std::string& origin) {
   auto fail = [&](const std::string& what) { return model_file_error(origin + ": " + what); };
-  if (root.getFormatVersion() != format_version)
-    throw fail("format version " + std::to_string(root.getFormatVersion()) + ", this actorps reads "
-               + std::to_string(format_version) + " (not an actorps model, or a newer one)");
   exported_model model;
   for (auto w : root.getLayers()) {
     if (w == 0 || w > max_width) throw fail("layer width " + std::to_string(w) + " out of range");
@@ -88,8 +83,6 @@ exported_model read_model(exported::ExportedModel::Reader root, const std::strin
   return model;
 }
 
-} // namespace
-
 std::vector<tensor_slot> tensor_slots(const std::vector<int>& layers) {
   // Computed from the widths alone (not through block_layout, whose blocks a hostile file with
   // huge widths could make explode); tests pin the names and offsets to block_layout's.
@@ -117,7 +110,7 @@ std::string encode_exported_model(const exported_model& model) {
                                 + std::to_string(total));
   capnp::MallocMessageBuilder builder(static_cast<unsigned>(total / 2 + 64 * slots.size() + 256));
   auto root = builder.initRoot<exported::ExportedModel>();
-  root.setFormatVersion(format_version);
+  root.setFormatVersion(mlp_format_version);
   auto layers = root.initLayers(static_cast<unsigned>(model.layers.size()));
   for (unsigned i = 0; i < model.layers.size(); ++i)
     layers.set(i, static_cast<uint32_t>(model.layers[i]));
@@ -140,47 +133,15 @@ std::string encode_exported_model(const exported_model& model) {
 }
 
 exported_model decode_exported_model(const std::string& bytes, const std::string& origin) {
-  if (bytes.empty()) throw model_file_error(origin + ": empty file, not a model");
-  if (bytes.size() % sizeof(capnp::word) != 0)
-    throw model_file_error(origin + ": truncated or not a Cap'n Proto message ("
-                           + std::to_string(bytes.size()) + " bytes, not whole 8-byte words)");
-  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  try {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = 4 * words.size() + 1024;  // a full read touches each once
-    capnp::FlatArrayMessageReader reader(words, options);
-    if (reader.getEnd() != words.end())
-      throw model_file_error(origin + ": bytes after the end of the message (not a model.capnp)");
-    return read_model(reader.getRoot<exported::ExportedModel>(), origin);
-  } catch (const kj::Exception& e) {
-    throw model_file_error(origin + ": truncated or not a model.capnp (Cap'n Proto: "
-                           + e.getDescription().cStr() + ")");
-  }
+  return as_mlp(decode_served_model(bytes, origin), origin);
 }
 
 exported_model read_exported_model(const std::string& path) {
-  std::string bytes;
-  try {
-    bytes = read_file_bytes(path);
-  } catch (const file_read_error& e) {
-    throw model_file_error(e.what());
-  }
-  return decode_exported_model(bytes, path);
+  return as_mlp(read_served_model(path), path);
 }
 
 exported_model load_model_directory(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw model_file_error(dir + ": not a directory (give an export version, DIR/<version>)");
-  const std::string path = dir + "/" + model_capnp_name;
-  if (!std::filesystem::exists(path, ec)) {
-    const uint64_t newest = latest_version(dir);
-    if (newest == 0) throw model_file_error(path + ": missing (not an export version directory)");
-    throw model_file_error(path + ": missing (" + dir + " is an export directory: its newest "
-                           "version is " + dir + "/" + std::to_string(newest) + ")");
-  }
-  return read_exported_model(path);
+  return as_mlp(load_served_model(dir), dir + "/" + model_capnp_name);
 }
 
 } // namespace actorps

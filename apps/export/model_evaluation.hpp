@@ -24,6 +24,8 @@ struct model_metrics {
   int64_t correct = 0;
   double accuracy = 0;   ///< correct / rows
   double loss = 0;       ///< mean of −log p(label); p floored at FLT_MIN (loss ≤ 87.3 per row)
+                         ///< (CTR models: the mean log loss from the logits, no floor)
+  double auc = -1;       ///< CTR models: ROC AUC over the rows; -1: not computed (classifiers)
   int classes = 0;
   std::vector<int64_t> confusion;  ///< classes × classes: [true label][predicted class]
 };

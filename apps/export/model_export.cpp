@@ -1,10 +1,16 @@
 #include "apps/export/model_export.hpp"
 
+#include "apps/export/ctr_model_file.hpp"
+#include "apps/export/ctr_onnx.hpp"
+#include "apps/export/ctr_scoring.hpp"
 #include "apps/export/onnx_model.hpp"
+#include "apps/export/served_model.hpp"
 #include "apps/export/versioned_dir.hpp"
+#include "apps/export/vocab_files.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "kernels/mlp.hpp"
 
+#include <chrono>
 #include <stdexcept>
 
 namespace actorps {
@@ -13,13 +19,68 @@ float input_divisor_for(const std::string& dataset) {
   return dataset == "fashion-mnist" ? pixel_divisor : 1.0f;
 }
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+export_result export_ctr_model(const train_spec& spec, const trained_parameters& params,
+                               const run_info& run, const dataset& test, const std::string& dir) {
+  const auto start = std::chrono::steady_clock::now();
+  if (params.tables.size() != 1)
+    throw std::invalid_argument("export: the model " + spec.model.name + " has one sparse table, "
+                                "the run left " + std::to_string(params.tables.size()));
+  if (test.criteo.rows() == 0)
+    throw std::invalid_argument("export: the test split holds no Criteo rows to evaluate "
+                                + spec.model.name + " on");
+  const auto model = make_ctr_model(spec.model, params.dense, params.tables[0]);
+  export_result result;
+  result.test = evaluate_ctr_model(model, test.criteo);
+  const auto capnp = encode_ctr_model(model);
+  decode_served_model(capnp, model_capnp_name);  // what a reader will check, checked now
+  const auto onnx = make_ctr_onnx_model(model, ACTORPS_VERSION);
+  const auto metadata = make_ctr_export_metadata(spec, model, run, result.test,
+                                                 std::chrono::system_clock::now());
+  staged_version staged(dir);
+  staged.write_file(model_capnp_name, capnp);
+  staged.write_file(onnx_model_name, onnx);
+  staged.make_dir(vocab_dir_name);
+  for (std::size_t f = 0; f < model.fields.size(); ++f) {
+    const auto text = vocab_file_text(model.fields[f]);
+    staged.write_file(vocab_file_name(f), text);
+    result.vocab_bytes += text.size();
+  }
+  staged.write_file(metadata_json_name, metadata);
+  result.version = staged.publish();
+  result.path = staged.path();
+  result.capnp_bytes = capnp.size();
+  result.onnx_bytes = onnx.size();
+  result.metadata_bytes = metadata.size();
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+} // namespace
+
+export_result export_trained_model(const train_spec& spec, const trained_parameters& params,
+                                   const run_info& run, const dataset& test,
+                                   const std::string& dir) {
+  if (ctr_kind_of(spec.model)) return export_ctr_model(spec, params, run, test, dir);
+  if (!params.tables.empty())
+    throw std::invalid_argument("export: the model " + spec.model.name + " has sparse tables; "
+                                "only MLPs, lr and dlrm can be exported so far");
+  return export_model(spec, params.dense, run, test, dir);
+}
+
 export_result export_model(const train_spec& spec, const std::vector<float>& params,
                            const run_info& run, const dataset& test, const std::string& dir) {
+  const auto start = std::chrono::steady_clock::now();
   // The export format (model.capnp's fixed network, ONNX, predict) describes MLPs only.
   const auto layers = mlp_layers(spec.model);
   if (!layers)
     throw std::invalid_argument("export: the model " + spec.model.name
-                                + " is not an MLP; only MLPs can be exported so far");
+                                + " is not an MLP; only MLPs, lr and dlrm can be exported so far");
   if (params.size() != mlp_parameter_count(*layers))
     throw std::invalid_argument("export: " + std::to_string(params.size()) + " parameters, layers "
                                 + to_string(*layers) + " need "
@@ -41,6 +102,7 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
   result.capnp_bytes = capnp.size();
   result.onnx_bytes = onnx.size();
   result.metadata_bytes = metadata.size();
+  result.seconds = seconds_since(start);
   return result;
 }
 

@@ -1,7 +1,9 @@
 // Exporting trained parameters as a versioned model directory, DIR/<version>/:
-//   model.capnp    the network and every tensor in our schema (exported_model.hpp)
-//   model.onnx     the same network as a standard ONNX graph (onnx_model.hpp)
-//   metadata.json  spec, input scaling, training, test accuracy and loss (export_metadata.hpp)
+//   model.capnp    the network and every tensor in our schema (exported_model.hpp; a CTR
+//                  model's, with every row of its table: ctr_model_file.hpp)
+//   model.onnx     the same network as a standard ONNX graph (onnx_model.hpp, ctr_onnx.hpp)
+//   metadata.json  spec, input scaling or layout, training, test metrics (export_metadata.hpp)
+//   vocab/C<f>.tsv a CTR model's vocabulary per field (vocab_files.hpp)
 // The version appears complete or not at all (versioned_dir.hpp). Only the parameters, the
 // spec and what to say about the run are needed, so any source of parameters can export: the
 // end of `actorps simulate` / `actorps chief --export-dir DIR`, or a checkpoint.
@@ -9,6 +11,7 @@
 
 #include "actors/data/dataset.hpp"
 #include "actors/protocol/model_spec.hpp"
+#include "apps/export/ctr_model.hpp"
 #include "apps/export/export_metadata.hpp"
 #include "apps/export/model_evaluation.hpp"
 
@@ -27,6 +30,15 @@ struct export_result {
   uint64_t version = 0;
   model_metrics test;      ///< the exported parameters on the test split (as in metadata.json)
   std::size_t capnp_bytes = 0, onnx_bytes = 0, metadata_bytes = 0;
+  std::size_t vocab_bytes = 0;  ///< CTR models: all vocabulary files together
+  double seconds = 0;      ///< building, checking, writing and publishing the files
+};
+
+/// What training leaves of a model: its dense tensors, flat in model order, and every row of
+/// each of its sparse tables (spec order; none for an MLP).
+struct trained_parameters {
+  std::vector<float> dense;
+  std::vector<gathered_rows> tables;
 };
 
 /// Evaluates `params` (flat, mlp layout, for spec.layers) on `test` with evaluate_model,
@@ -36,5 +48,15 @@ struct export_result {
 /// onnx_model_error when the ONNX checker refuses the graph; nothing stays in `dir` then.
 export_result export_model(const train_spec& spec, const std::vector<float>& params,
                            const run_info& run, const dataset& test, const std::string& dir);
+
+/// Exports a model of either kind: an MLP (no tables) as export_model above, or a CTR model
+/// (lr, dlrm: ctr_kind_of) built by make_ctr_model, evaluated on test.criteo with
+/// evaluate_ctr_model, its model.capnp decoded back and model.onnx checked before anything is
+/// written. Throws std::invalid_argument when the parameters do not fit the spec, the model is
+/// of another kind or the test split holds no Criteo rows; versioned_dir_error and
+/// onnx_model_error as export_model; nothing stays in `dir` then.
+export_result export_trained_model(const train_spec& spec, const trained_parameters& params,
+                                   const run_info& run, const dataset& test,
+                                   const std::string& dir);
 
 } // namespace actorps

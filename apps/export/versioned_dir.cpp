@@ -125,7 +125,14 @@ void staged_version::write_file(const std::string& name, const std::string& byte
   if (::close(fd) != 0) fail(file, "close failed", errno);
 }
 
+void staged_version::make_dir(const std::string& name) {
+  const std::string dir = path_ + "/" + name;
+  if (::mkdir(dir.c_str(), 0755) != 0) fail(dir, "cannot create", errno);
+  dirs_.push_back(name);
+}
+
 uint64_t staged_version::publish() {
+  for (const auto& dir : dirs_) fsync_path(path_ + "/" + dir, O_RDONLY | O_DIRECTORY);
   fsync_path(path_, O_RDONLY | O_DIRECTORY);
   const uint64_t v = rename_to_free_version(path_, root_, latest_version(root_) + 1);
   published_ = true;

@@ -6,6 +6,7 @@
 //
 //   staged_version v(dir);               // creates dir if needed, then the temporary directory
 //   v.write_file("model.onnx", bytes);   // written and fsynced
+//   v.make_dir("vocab");                 // a subdirectory, for v.write_file("vocab/C1.tsv", ...)
 //   uint64_t n = v.publish();            // dir/<n> now exists, complete
 //
 // A staged_version destroyed before publish() removes its temporary directory.
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -42,8 +44,11 @@ public:
   /// The temporary directory (until publish()), then the published one.
   const std::string& path() const { return path_; }
 
-  /// Writes path()/name (a new file) and fsyncs it.
+  /// Writes path()/name (a new file) and fsyncs it. `name` may lie in a directory of make_dir.
   void write_file(const std::string& name, const std::string& bytes);
+
+  /// Creates the directory path()/name (publish() fsyncs it with the version).
+  void make_dir(const std::string& name);
 
   /// Fsyncs the temporary directory, renames it to root/<latest_version + 1> (or the next
   /// free number), fsyncs root; returns the version. Call once.
@@ -51,6 +56,7 @@ public:
 
 private:
   std::string root_, path_;
+  std::vector<std::string> dirs_;  // made by make_dir, relative to path_
   bool published_ = false;
 };
 

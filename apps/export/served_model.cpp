@@ -1,0 +1,83 @@
+#include "apps/export/served_model.hpp"
+
+#include "apps/export/file_bytes.hpp"
+#include "apps/export/model_readers.hpp"
+#include "apps/export/versioned_dir.hpp"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace actorps {
+
+namespace {
+
+/// The reader of the root's format.
+served_model read_root(exported::ExportedModel::Reader root, const std::string& origin) {
+  switch (root.getFormatVersion()) {
+    case mlp_format_version: return read_mlp_model(root, origin);
+    case ctr_format_version: return read_ctr_model(root, origin);
+    default:
+      throw model_file_error(origin + ": format version " + std::to_string(root.getFormatVersion())
+                             + ", this actorps reads " + std::to_string(mlp_format_version)
+                             + " (MLP) and " + std::to_string(ctr_format_version)
+                             + " (CTR) (not an actorps model, or a newer one)");
+  }
+}
+
+} // namespace
+
+served_model decode_served_model(const std::string& bytes, const std::string& origin) {
+  if (bytes.empty()) throw model_file_error(origin + ": empty file, not a model");
+  if (bytes.size() % sizeof(capnp::word) != 0)
+    throw model_file_error(origin + ": truncated or not a Cap'n Proto message ("
+                           + std::to_string(bytes.size()) + " bytes, not whole 8-byte words)");
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  try {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = 4 * words.size() + 1024;  // a full read touches each once
+    capnp::FlatArrayMessageReader reader(words, options);
+    if (reader.getEnd() != words.end())
+      throw model_file_error(origin + ": bytes after the end of the message (not a model.capnp)");
+    return read_root(reader.getRoot<exported::ExportedModel>(), origin);
+  } catch (const kj::Exception& e) {
+    throw model_file_error(origin + ": truncated or not a model.capnp (Cap'n Proto: "
+                           + e.getDescription().cStr() + ")");
+  }
+}
+
+served_model read_served_model(const std::string& path) {
+  std::string bytes;
+  try {
+    bytes = read_file_bytes(path);
+  } catch (const file_read_error& e) {
+    throw model_file_error(e.what());
+  }
+  return decode_served_model(bytes, path);
+}
+
+served_model load_served_model(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw model_file_error(dir + ": not a directory (give an export version, DIR/<version>)");
+  const std::string path = dir + "/" + model_capnp_name;
+  if (!std::filesystem::exists(path, ec)) {
+    const uint64_t newest = latest_version(dir);
+    if (newest == 0) throw model_file_error(path + ": missing (not an export version directory)");
+    throw model_file_error(path + ": missing (" + dir + " is an export directory: its newest "
+                           "version is " + dir + "/" + std::to_string(newest) + ")");
+  }
+  return read_served_model(path);
+}
+
+exported_model as_mlp(served_model model, const std::string& origin) {
+  if (auto* ctr = std::get_if<ctr_model>(&model))
+    throw model_file_error(origin + ": a CTR model (" + ctr->name + "), not an MLP");
+  return std::get<exported_model>(std::move(model));
+}
+
+} // namespace actorps

@@ -1,0 +1,32 @@
+// Any exported model, as `actorps predict` and `actorps evaluate` load it: model.capnp holds an
+// MLP (format 1, exported_model.hpp) or a CTR model (format 2, ctr_model.hpp); its version says
+// which.
+#pragma once
+
+#include "apps/export/ctr_model.hpp"
+#include "apps/export/exported_model.hpp"
+
+#include <string>
+#include <variant>
+
+namespace actorps {
+
+using served_model = std::variant<exported_model, ctr_model>;
+
+/// Parses a model.capnp message and checks it as its format requires. `origin` (the file)
+/// starts every error message; throws model_file_error.
+served_model decode_served_model(const std::string& bytes, const std::string& origin);
+
+/// Reads and decodes `path`; throws model_file_error naming it.
+served_model read_served_model(const std::string& path);
+
+/// Reads model.capnp of an export version directory (DIR/<version>). Throws model_file_error
+/// naming what is missing or wrong; when `dir` is an export root rather than a version, the
+/// message names its newest version.
+served_model load_served_model(const std::string& dir);
+
+/// The MLP of `model`; throws model_file_error ("<origin>: a CTR model ..., not an MLP") for a
+/// CTR model.
+exported_model as_mlp(served_model model, const std::string& origin);
+
+} // namespace actorps
