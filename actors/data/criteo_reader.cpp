@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
@@ -106,22 +105,8 @@ void require_a_data_row(const std::string& path) {
 
 criteo_reader::criteo_reader(const std::string& path, int part, int parts,
                              const criteo_options& options)
-    : lines_(path), part_(part), parts_(parts), options_(options) {
-  if (parts < 1 || part < 0 || part >= parts)
-    throw std::invalid_argument("criteo_reader: part " + std::to_string(part) + " of " +
-                                std::to_string(parts) + " (need 0 <= part < parts)");
+    : lines_(path, part, parts, "criteo_reader"), options_(options) {
   require_a_data_row(path);
-  if (!lines_.compressed() && parts > 1) {
-    const auto size = static_cast<unsigned __int128>(std::filesystem::file_size(path));
-    lines_.restrict_to(static_cast<uint64_t>(size * part / parts),
-                       static_cast<uint64_t>(size * (part + 1) / parts));
-  }
-}
-
-bool criteo_reader::is_ours(std::string_view line) {
-  if (line.empty()) return false;
-  if (!lines_.compressed()) return true;  // the byte range already chose
-  return data_lines_seen_++ % parts_ == part_;
 }
 
 size_t criteo_reader::next_batch(size_t max_rows, criteo_batch& out) {
@@ -129,7 +114,7 @@ size_t criteo_reader::next_batch(size_t max_rows, criteo_batch& out) {
   out.clear();
   std::string_view line;
   while (out.rows() < max_rows && lines_.next(line)) {
-    if (!is_ours(line)) continue;
+    if (!lines_.ours(line)) continue;
     const size_t r = out.rows();
     out.dense.resize((r + 1) * criteo_dense_fields);
     out.keys.resize((r + 1) * criteo_categorical_fields);
@@ -153,7 +138,7 @@ size_t criteo_reader::next_batch(size_t max_rows, criteo_batch& out) {
 
 void criteo_reader::rewind() {
   lines_.rewind();
-  data_lines_seen_ = rows_read_ = lines_skipped_ = 0;
+  rows_read_ = lines_skipped_ = 0;
   first_skip_reason_.clear();
 }
 

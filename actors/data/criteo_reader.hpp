@@ -3,7 +3,7 @@
 #pragma once
 
 #include "actors/data/criteo_batch.hpp"
-#include "actors/data/line_reader.hpp"
+#include "actors/data/file_part.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -68,13 +68,8 @@ public:
   const std::string& path() const { return lines_.path(); }
 
 private:
-  /// Whether this part reads the non-empty `line`; for gzip it also counts the data line.
-  bool is_ours(std::string_view line);
-
-  line_reader lines_;
-  int part_, parts_;
+  file_part lines_;
   criteo_options options_;
-  int64_t data_lines_seen_ = 0;  ///< gzip: data lines of all parts so far
   int64_t rows_read_ = 0, lines_skipped_ = 0;
   std::string first_skip_reason_;
 };

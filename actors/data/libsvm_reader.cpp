@@ -4,7 +4,6 @@
 #include "actors/data/text_fields.hpp"
 
 #include <charconv>
-#include <filesystem>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
@@ -104,22 +103,8 @@ void require_a_data_row(const std::string& path) {
 
 libsvm_reader::libsvm_reader(const std::string& path, int part, int parts,
                              const libsvm_options& options)
-    : lines_(path), part_(part), parts_(parts), options_(options) {
-  if (parts < 1 || part < 0 || part >= parts)
-    throw std::invalid_argument("libsvm_reader: part " + std::to_string(part) + " of " +
-                                std::to_string(parts) + " (need 0 <= part < parts)");
+    : lines_(path, part, parts, "libsvm_reader"), options_(options) {
   require_a_data_row(path);
-  if (!lines_.compressed() && parts > 1) {
-    const auto size = static_cast<unsigned __int128>(std::filesystem::file_size(path));
-    lines_.restrict_to(static_cast<uint64_t>(size * part / parts),
-                       static_cast<uint64_t>(size * (part + 1) / parts));
-  }
-}
-
-bool libsvm_reader::is_ours(std::string_view data) {
-  if (data.empty()) return false;
-  if (!lines_.compressed()) return true;  // the byte range already chose
-  return data_lines_seen_++ % parts_ == part_;
 }
 
 size_t libsvm_reader::next_batch(size_t max_rows, sparse_batch& out) {
@@ -128,7 +113,7 @@ size_t libsvm_reader::next_batch(size_t max_rows, sparse_batch& out) {
   std::string_view line;
   while (out.rows() < max_rows && lines_.next(line)) {
     const std::string_view data = data_of(line);
-    if (!is_ours(data)) continue;
+    if (!lines_.ours(data)) continue;
     line_fault fault = append_row(line, data, out);
     if (fault.what.empty()) continue;
     std::string message = path() + ":" + std::to_string(lines_.line_number()) + ":" +
@@ -142,7 +127,7 @@ size_t libsvm_reader::next_batch(size_t max_rows, sparse_batch& out) {
 
 void libsvm_reader::rewind() {
   lines_.rewind();
-  data_lines_seen_ = rows_read_ = lines_skipped_ = 0;
+  rows_read_ = lines_skipped_ = 0;
   first_skip_reason_.clear();
 }
 

@@ -2,7 +2,7 @@
 // reads its own part of one file in batches, never the whole file.
 #pragma once
 
-#include "actors/data/line_reader.hpp"
+#include "actors/data/file_part.hpp"
 #include "actors/data/sparse_batch.hpp"
 
 #include <cstddef>
@@ -70,14 +70,8 @@ public:
   const std::string& path() const { return lines_.path(); }
 
 private:
-  /// Whether this part reads a line whose text without comment and blanks is `data` (never
-  /// when that is empty); for gzip it also counts the data line.
-  bool is_ours(std::string_view data);
-
-  line_reader lines_;
-  int part_, parts_;
+  file_part lines_;
   libsvm_options options_;
-  int64_t data_lines_seen_ = 0;  ///< gzip: data lines of all parts so far
   int64_t rows_read_ = 0, lines_skipped_ = 0;
   std::string first_skip_reason_;
 };

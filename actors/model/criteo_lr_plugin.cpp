@@ -61,20 +61,13 @@ private:
   std::vector<float> ones_, z_;
 };
 
-void name_keys(const criteo_batch& b, std::vector<std::vector<uint64_t>>& per_table) {
-  if (per_table.size() != 1)
-    throw std::logic_error("lr: keys() for " + std::to_string(per_table.size())
-                           + " tables, the model has 1");
-  per_table[0].assign(b.keys.begin(), b.keys.end());  // sample by sample, field by field
-}
-
 class criteo_lr_trainer : public trainer {
 public:
   explicit criteo_lr_trainer(const trainer_context& ctx)
     : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
-    name_keys(data_.at(clock), per_table);
+    name_criteo_keys("lr", data_.at(clock), per_table);
   }
 
   step_loss step(int64_t clock, const float* params, float* grad,
@@ -96,7 +89,7 @@ public:
     : test_(std::move(test)), split_(criteo_test_split(test_)) {}
 
   void keys(std::vector<std::vector<uint64_t>>& per_table) override {
-    name_keys(split_, per_table);
+    name_criteo_keys("lr", split_, per_table);
   }
 
   eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables) override {

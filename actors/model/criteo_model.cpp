@@ -1,8 +1,5 @@
 #include "actors/model/criteo_model.hpp"
 
-#include "kernels/binary_metrics.hpp"
-#include "kernels/sparse_logistic.hpp"
-
 #include <stdexcept>
 
 namespace actorps {
@@ -18,33 +15,12 @@ const criteo_batch& criteo_test_split(const std::shared_ptr<const dataset>& test
   return test->criteo;
 }
 
-void check_one_table(const char* model, const std::vector<table_rows>& tables, uint32_t dim,
-                     std::size_t uses, bool grads) {
-  const std::string who(model);
-  if (tables.size() != 1)
-    throw std::logic_error(who + ": expected 1 table, got " + std::to_string(tables.size()));
-  const auto& t = tables[0];
-  if (t.dim != dim)
-    throw std::logic_error(who + ": expected rows of dim " + std::to_string(dim) + ", got "
-                           + std::to_string(t.dim));
-  if (t.inverse.size() != uses || t.values.size() != t.keys.size() * dim
-      || (grads && t.grads.size() != t.keys.size() * dim))
-    throw std::logic_error(who + ": the table's rows do not match the keys asked for ("
-                           + std::to_string(t.inverse.size()) + " uses, " + std::to_string(uses)
-                           + " asked)");
-}
-
-eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std::size_t n) {
-  eval_metrics out;
-  out.rows = static_cast<int64_t>(n);
-  // Logits rather than probabilities: only their order counts, and they keep it where σ
-  // would round two confident rows to the same float.
-  out.auc = roc_auc(z, labels, n);
-  out.loss = mean_logloss_from_logits(z, labels, n);
-  int64_t right = 0;
-  for (std::size_t r = 0; r < n; ++r) right += (stable_sigmoid(z[r]) >= 0.5) == (labels[r] == 1.0f);
-  out.accuracy = n ? double(right) / double(n) : 0;
-  return out;
+void name_criteo_keys(const char* model, const criteo_batch& b,
+                      std::vector<std::vector<uint64_t>>& per_table) {
+  if (per_table.size() != 1)
+    throw std::logic_error(std::string(model) + ": keys() for " + std::to_string(per_table.size())
+                           + " tables, the model has 1");
+  per_table[0].assign(b.keys.begin(), b.keys.end());
 }
 
 } // namespace actorps

@@ -24,14 +24,10 @@ const std::string& criteo_training_file(const trainer_context& ctx);
 /// none.
 const criteo_batch& criteo_test_split(const std::shared_ptr<const dataset>& test);
 
-/// Throws std::logic_error unless the runtime handed exactly one table of rows of `dim` floats
-/// with `uses` keys named (and gradients when `grads`).
-void check_one_table(const char* model, const std::vector<table_rows>& tables, uint32_t dim,
-                     std::size_t uses, bool grads);
-
-/// Test metrics of a binary model from its logits z (n) against 0/1 labels: exact ROC AUC, mean
-/// log loss (computed from the logits, exact where a probability would round to 0 or 1) and
-/// accuracy at p ≥ 0.5.
-eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std::size_t n);
+/// trainer::keys and evaluation::keys of a CTR model with one table: every key of `b`, sample
+/// by sample, field by field (so table_rows::inverse[r·26 + f] is sample r's row of field f).
+/// Throws std::logic_error unless per_table holds one table.
+void name_criteo_keys(const char* model, const criteo_batch& b,
+                      std::vector<std::vector<uint64_t>>& per_table);
 
 } // namespace actorps

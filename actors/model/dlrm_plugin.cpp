@@ -30,13 +30,6 @@ const int32_t* row_index(const table_rows& t) {
   return reinterpret_cast<const int32_t*>(t.inverse.data());
 }
 
-void name_keys(const criteo_batch& b, std::vector<std::vector<uint64_t>>& per_table) {
-  if (per_table.size() != 1)
-    throw std::logic_error("dlrm: keys() for " + std::to_string(per_table.size())
-                           + " tables, the model has 1");
-  per_table[0].assign(b.keys.begin(), b.keys.end());  // sample by sample, field by field
-}
-
 std::unique_ptr<backend> backend_for(const trainer_context& ctx) {
   std::string why;
   auto be = make_backend(ctx.backend, ctx.device, &why);
@@ -52,7 +45,7 @@ public:
       be_(backend_for(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
-    name_keys(data_.at(clock), per_table);
+    name_criteo_keys("dlrm", data_.at(clock), per_table);
   }
 
   step_loss step(int64_t clock, const float* params, float* grad,
@@ -83,7 +76,7 @@ public:
       model_(*be_, shape, eval_chunk) {}
 
   void keys(std::vector<std::vector<uint64_t>>& per_table) override {
-    name_keys(split_, per_table);
+    name_criteo_keys("dlrm", split_, per_table);
   }
 
   eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables) override {

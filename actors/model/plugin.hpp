@@ -97,6 +97,16 @@ public:
   virtual eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables);
 };
 
+/// For a plug-in's trainer and evaluation: throws std::logic_error unless the runtime handed exactly one table of rows of `dim` floats
+/// with `uses` keys named (and gradients when `grads`).
+void check_one_table(const char* model, const std::vector<table_rows>& tables, uint32_t dim,
+                     std::size_t uses, bool grads);
+
+/// Test metrics of a binary model from its logits z (n) against 0/1 labels: exact ROC AUC, mean
+/// log loss (computed from the logits, exact where a probability would round to 0 or 1) and
+/// accuracy at p ≥ 0.5.
+eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std::size_t n);
+
 class model_plugin {
 public:
   virtual ~model_plugin() = default;

@@ -2,7 +2,6 @@
 
 #include "actors/data/libsvm_batches.hpp"
 #include "actors/model/registry.hpp"
-#include "kernels/binary_metrics.hpp"
 #include "kernels/sparse_logistic.hpp"
 
 #include <stdexcept>
@@ -14,22 +13,6 @@ namespace {
 
 constexpr const char* name_prefix = "sparse-lr:";
 constexpr const char* needs_libsvm = "sparse-lr trains on --dataset libsvm:PATH (with --test PATH)";
-
-/// Throws std::logic_error unless the runtime handed exactly the one table of the spec, its
-/// rows sized for `occurrences` uses of its keys.
-void check_rows(const std::vector<table_rows>& tables, std::size_t occurrences, bool grads) {
-  if (tables.size() != 1)
-    throw std::logic_error("sparse-lr: expected 1 table, got " + std::to_string(tables.size()));
-  if (tables[0].dim != 1)
-    throw std::logic_error("sparse-lr: expected rows of dim 1, got "
-                           + std::to_string(tables[0].dim));
-  const auto& t = tables[0];
-  if (t.inverse.size() != occurrences || t.values.size() != t.keys.size()
-      || (grads && t.grads.size() != t.keys.size()))
-    throw std::logic_error("sparse-lr: the table's rows do not match the keys asked for ("
-                           + std::to_string(t.inverse.size()) + " uses, "
-                           + std::to_string(occurrences) + " asked)");
-}
 
 class sparse_lr_trainer : public trainer {
 public:
@@ -50,7 +33,7 @@ public:
   step_loss step(int64_t clock, const float* params, float* grad,
                  std::vector<table_rows>& tables) override {
     const auto& b = data_.at(clock);
-    check_rows(tables, b.nonzeros(), true);
+    check_one_table("sparse-lr", tables, 1, b.nonzeros(), true);
     auto& t = tables[0];
     z_.resize(b.rows());
     sparse_logits(b.offsets.data(), b.rows(), b.values.data(), t.inverse.data(),
@@ -84,21 +67,11 @@ public:
 
   eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables) override {
     const auto& s = test_->sparse;
-    check_rows(tables, s.nonzeros(), false);
+    check_one_table("sparse-lr", tables, 1, s.nonzeros(), false);
     z_.resize(s.rows());
     sparse_logits(s.offsets.data(), s.rows(), s.values.data(), tables[0].inverse.data(),
                   tables[0].values.data(), params[0], z_.data());
-    eval_metrics out;
-    out.rows = static_cast<int64_t>(s.rows());
-    // Logits rather than probabilities: only their order counts, and they keep it where
-    // σ would round two confident rows to the same float.
-    out.auc = roc_auc(z_.data(), s.labels.data(), s.rows());
-    out.loss = mean_logloss_from_logits(z_.data(), s.labels.data(), s.rows());
-    int64_t right = 0;
-    for (std::size_t r = 0; r < s.rows(); ++r)
-      right += (stable_sigmoid(z_[r]) >= 0.5) == (s.labels[r] == 1.0f);
-    out.accuracy = double(right) / double(out.rows);
-    return out;
+    return binary_metrics_from_logits(z_.data(), s.labels.data(), s.rows());
   }
 
 private:
