@@ -80,10 +80,10 @@ TEST_CASE("ctr models: model strings, specs and the data they accept") {
   CHECK_THROWS_WITH_AS(make_model("lr:adam"), doctest::Contains("must be ftrl"), model_error);
 
   auto d = make_model("dlrm")->spec();
-  CHECK(d.name == "dlrm:16:64-32:64-32");
+  CHECK(d.name == "dlrm:16:64-32:128-64");
   CHECK(invalid_model(d) == "");
   CHECK(make_model(d.name)->spec().name == d.name);  // the name finds the same model again
-  const auto tensors = dlrm_tensors(parse_dlrm_shape("16:64-32:64-32"));
+  const auto tensors = dlrm_tensors(parse_dlrm_shape("16:64-32:128-64"));
   REQUIRE(d.tensors.size() == tensors.size());
   std::size_t floats = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {

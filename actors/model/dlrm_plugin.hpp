@@ -1,5 +1,5 @@
 // DLRM on Criteo logs (kernels/dlrm.hpp):
-//   actorps simulate --model dlrm:16:64-32:64-32 --dataset criteo:train.tsv --test test.tsv
+//   actorps simulate --model dlrm:16:64-32:128-64 --dataset criteo:train.tsv --test test.tsv
 // The 13 transformed integer features go through the bottom MLP to DIM floats; each of the 26
 // categorical values has a DIM-wide embedding row in the sparse table "embeddings" (keys
 // criteo_key(field, value): one table for every field, the field in the key's top byte), pulled
