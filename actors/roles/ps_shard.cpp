@@ -30,10 +30,18 @@ struct held_pull {
   std::vector<sparse_rows_view> keys;   // sparse rows to read when it is answered
 };
 
+/// A checkpoint asked for before the min clock reached it: written to `dir` (answering
+/// `written`), or, without a dir, its bytes handed back (`bytes`: the chief writes them).
 struct held_checkpoint {
   std::string dir;
   int64_t clock;
-  caf::typed_response_promise<file_record> promise;
+  caf::typed_response_promise<file_record> written;
+  caf::typed_response_promise<wire_buffer> bytes;
+
+  void fail(const caf::error& err) {
+    if (dir.empty()) bytes.deliver(err);
+    else written.deliver(err);
+  }
 };
 
 /// Sync mode: each live worker's gradient for the clock being accumulated.
@@ -176,7 +184,7 @@ void release_held(ps_shard_state& st) {
 void fail_held(ps_shard_state& st, const caf::error& err) {
   for (auto& h : st.held) h.promise.deliver(err);
   st.held.clear();
-  for (auto& h : st.held_checkpoints) h.promise.deliver(err);
+  for (auto& h : st.held_checkpoints) h.fail(err);
   st.held_checkpoints.clear();
 }
 
@@ -330,11 +338,13 @@ void take_snapshots(self_ptr self, int64_t before) {
   while (st.snapshots.size() > 2) st.snapshots.erase(st.snapshots.begin());
   auto keep = st.held_checkpoints.begin();
   for (auto& h : st.held_checkpoints) {
-    if (st.snapshots.count(h.clock))
-      write_checkpoint(self, h.dir, h.clock, h.promise);
+    if (st.snapshots.count(h.clock) && h.dir.empty())
+      h.bytes.deliver(st.snapshots[h.clock]);
+    else if (st.snapshots.count(h.clock))
+      write_checkpoint(self, h.dir, h.clock, h.written);
     else if (h.clock <= now)
-      h.promise.deliver(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
-                                                              + " is not a checkpoint clock"));
+      h.fail(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
+                                                   + " is not a checkpoint clock"));
     else if (&*keep++ != &h)  // never a self-move
       *std::prev(keep) = std::move(h);
   }
@@ -610,7 +620,19 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   if (kept)
     write_checkpoint(self, dir, clock, promise);
   else
-    st.held_checkpoints.push_back({dir, clock, promise});
+    st.held_checkpoints.push_back({dir, clock, promise, {}});
+  return promise;
+}
+
+caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
+  if (clock <= st.clocks.progress())  // refused before a promise, as on_checkpoint does
+    return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
+                                                 + " has passed without a snapshot");
+  auto promise = self->make_response_promise<wire_buffer>();
+  st.held_checkpoints.push_back({"", clock, {}, promise});
   return promise;
 }
 
@@ -636,6 +658,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
     [=](checkpoint_atom, const std::string& dir, int64_t clock) {
       return on_checkpoint(self, dir, clock);
     },
+    [=](checkpoint_atom, int64_t clock) { return on_checkpoint_bytes(self, clock); },
   };
 }
 
