@@ -12,7 +12,7 @@
 # usage: tests/multiprocess_checkpoint_writer_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${1:-$root/build/actorps}
+bin=$(realpath "${1:-$root/build/actorps}")  # the tasks run in directories of their own
 dir=$(mktemp -d /tmp/actorps-mpc.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
