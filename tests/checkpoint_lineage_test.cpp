@@ -37,8 +37,8 @@ TEST_CASE("a fresh run refuses a directory holding another run's checkpoints") {
   auto again = run_actorps(run_in(tmp.path, 40));
   INFO(again.output);
   CHECK(again.status == 2);
-  CHECK(contains(again.output, "--checkpoint-dir " + tmp.path + " holds 3 checkpoint(s) of another "
-                               "run (newest ckpt-000000000100"));
+  CHECK(contains(again.output, "--checkpoint-dir " + tmp.path + " holds "));
+  CHECK(contains(again.output, " checkpoint(s) of another run (newest ckpt-000000000100"));
   CHECK(contains(again.output, "--overwrite-checkpoints moves them"));
   CHECK(actorps::test::dir_entries(tmp.path) == before);  // nothing touched
 }
@@ -48,12 +48,13 @@ TEST_CASE("--overwrite-checkpoints moves the older run's aside and the new run k
   REQUIRE(run_actorps(run_in(tmp.path, 100)).status == 0);
   auto old_id = actorps::run_id_of(fs::path(tmp.path) / "ckpt-000000000100");
   REQUIRE_FALSE(old_id.empty());
+  const auto old_ones = actorps::other_runs_checkpoints(tmp.path, "").size();  // 3 (2 if busy)
 
   auto fresh = run_actorps(run_in(tmp.path, 40) + " --overwrite-checkpoints");
   INFO(fresh.output);
   REQUIRE(fresh.status == 0);
-  CHECK(contains(fresh.output, "--overwrite-checkpoints: moved 3 checkpoint(s) of another run to "
-                               + tmp.path + "/superseded-"));
+  CHECK(contains(fresh.output, "--overwrite-checkpoints: moved " + std::to_string(old_ones)
+                               + " checkpoint(s) of another run to " + tmp.path + "/superseded-"));
   // its own checkpoints stay (before: --keep 3 removed them at once, the old run's clocks
   // being higher)
   CHECK(complete(tmp.path, 20));
