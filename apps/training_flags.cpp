@@ -5,7 +5,6 @@
 #include "actors/data/load_split.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/mlp_plugin.hpp"
-#include "actors/storage/checkpoint_store.hpp"
 
 #include <unistd.h>
 
