@@ -115,7 +115,7 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
     std::fprintf(stderr, "actorps chief: the run failed: %s\n", describe(result.error()).c_str());
     return 1;
   }
-  print_summary(*result);
+  if (int status = print_summary(*result)) return status;
   return export_run(exporting, *result, nullptr);
 }
 

@@ -95,7 +95,7 @@ int simulate_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "actorps simulate: the run failed: %s\n", describe(result.error()).c_str());
     return 1;
   }
-  print_summary(*result);
+  if (int status = print_summary(*result)) return status;
   return export_run(exporting, *result, test);
 }
 

@@ -1,10 +1,10 @@
 #include "apps/training_flags.hpp"
+#include "apps/checkpoint_plan.hpp"
 
 #include "actors/chief/metrics.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/mlp_plugin.hpp"
-#include "actors/storage/checkpoint_store.hpp"
 
 #include <unistd.h>
 
@@ -57,26 +57,6 @@ void check_writable(const std::string& dir) {
   if (!f) throw usage_error("--checkpoint-dir " + dir + " is not writable (" + std::strerror(errno) + ")");
   std::fclose(f);
   fs::remove(probe, ec);
-}
-
-/// Loads and checks the checkpoint to resume from; what is skipped is said on stderr.
-loaded_checkpoint resume_checkpoint(const std::string& path, const train_spec& spec) {
-  if (path.empty()) throw usage_error("--resume needs a directory (or --checkpoint-dir)");
-  loaded_checkpoint ckpt;
-  try {
-    ckpt = load_newest_checkpoint(path);
-  } catch (const checkpoint_error& e) {
-    throw usage_error(std::string("--resume: ") + e.what());
-  }
-  for (const auto& why : ckpt.skipped) std::fprintf(stderr, "resume: skipping %s\n", why.c_str());
-  auto run = decode_run_checkpoint(ckpt.run_bytes);
-  if (!run) throw usage_error("--resume: " + ckpt.dir + ": " + describe(run.error()));
-  auto why = incompatibility(run->spec, spec);
-  if (!why.empty())
-    throw usage_error("--resume: " + ckpt.dir + " cannot continue this run: " + why);
-  std::printf("resuming from %s (clock %lld)\n", ckpt.dir.c_str(),
-              static_cast<long long>(ckpt.clock));
-  return ckpt;
 }
 
 /// Applies --table-optimizer, --table-lr and --admit-after to every sparse table of `model`;
@@ -197,10 +177,23 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
      "global clocks between checkpoints (0: only at the end of training)")
     ("keep", po::value(&o.keep)->default_value(o.keep),
-     "complete checkpoints to keep; older ones are removed once a newer one is complete")
+     "complete checkpoints of this run to keep; older ones are removed once a newer one is "
+     "complete (another run's are never touched)")
     ("resume", po::value(&o.resume)->implicit_value(""),
      "continue from the newest valid checkpoint in DIR (a ckpt-* directory or a directory "
-     "holding them; default: --checkpoint-dir); a corrupt newest one is reported and skipped")
+     "holding them; default: --checkpoint-dir); a corrupt newest one is reported and skipped. "
+     "It must be of the same run (model, dataset and its size, seed, shards, workers, batch, "
+     "optimizer, sparse tables) and before the run's end (a larger --epochs extends a run). "
+     "auto: the newest valid checkpoint of this run in --checkpoint-dir, or a fresh start when "
+     "there is none, so that one command serves the first start and every restart")
+    ("checkpoint-writer", po::value(&o.writer)->default_value(o.writer),
+     "shards: each shard writes its own file into --checkpoint-dir, which must then be one "
+     "filesystem shared by the chief and every ps task (one host, NFS, a shared volume); chief: "
+     "the shards send their files to the chief, which writes the whole checkpoint (only the "
+     "chief's host needs the directory; every checkpoint's bytes cross the network)")
+    ("overwrite-checkpoints", po::bool_switch(&o.overwrite_checkpoints),
+     "a --checkpoint-dir holding another run's checkpoints is refused; with this flag they are "
+     "moved to DIR/superseded-<time>/ (nothing is deleted) and the run starts")
     ("max-replacements", po::value(&o.max_replacements)->default_value(o.max_replacements),
      "times a lost worker (or the evaluator) is replaced before the run goes on without it")
     ("export-dir", po::value(&o.export_dir),
@@ -219,10 +212,12 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "fault injection (repeatable, or several joined by ','): ROLE:I@clock=C kills that actor with exit_reason::kill once "
      "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
      "worker, ps, evaluator); process@checkpoint=C SIGKILLs this process once the first shard "
-     "file of the checkpoint at clock C is on disk (a crash between shard files)");
+     "file of the checkpoint at clock C is on disk (a crash between shard files); "
+     "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would");
 }
 
-planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at) {
+planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at,
+                        int64_t* disk_fail_at) {
   auto bad = [&](const std::string& why) {
     return usage_error("--kill " + text + ": " + why);
   };
@@ -231,6 +226,11 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
   if (std::sscanf(text.c_str(), "process@checkpoint=%lld%c", &value, &tail) == 1) {
     if (value < 0) throw bad("the clock must be 0 or more");
     *crash_at = value;
+    return {};
+  }
+  if (std::sscanf(text.c_str(), "disk@checkpoint=%lld%c", &value, &tail) == 1) {
+    if (value < 0) throw bad("the clock must be 0 or more");
+    if (disk_fail_at) *disk_fail_at = value;
     return {};
   }
   auto at = text.find('@'), colon = text.find(':');
@@ -388,12 +388,20 @@ checked_flags check_training_flags(const training_flags& o) {
   for (const auto& kills : o.kill) {  // repeatable, and each may list several: a,b,c
     std::stringstream items(kills);
     for (std::string k; std::getline(items, k, ',');) {
-      auto kill = parse_kill(k, o.workers, o.ps, &v.crash_at);
-      if (k.rfind("process@", 0) != 0) v.kills.push_back(kill);
+      auto kill = parse_kill(k, o.workers, o.ps, &v.crash_at, &v.disk_fail_at);
+      if (k.rfind("process@", 0) != 0 && k.rfind("disk@", 0) != 0) v.kills.push_back(kill);
     }
   }
   if (v.crash_at >= 0 && o.checkpoint_dir.empty())
     throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
+  if (v.disk_fail_at >= 0 && o.checkpoint_dir.empty())
+    throw usage_error("--kill disk@checkpoint needs --checkpoint-dir");
+  if (o.resume_given && o.resume == "auto" && o.checkpoint_dir.empty())
+    throw usage_error("--resume auto needs --checkpoint-dir");
+  if (o.overwrite_checkpoints && o.checkpoint_dir.empty())
+    throw usage_error("--overwrite-checkpoints needs --checkpoint-dir");
+  require(o.writer == "shards" || o.writer == "chief", "checkpoint-writer",
+          o.writer, "must be shards or chief");
   return v;
 }
 
@@ -429,6 +437,8 @@ training_plan build_training_plan(const training_flags& o, const checked_flags& 
   ck.every = o.checkpoint_every;
   ck.keep = o.keep;
   ck.crash_at = v.crash_at;
+  ck.fail_at = v.disk_fail_at;
+  ck.writer = o.writer == "chief" ? checkpoint_writer::chief : checkpoint_writer::shards;
   set_run_length(o, v.train_rows, c);  // again: the checkpoint clocks follow --checkpoint-dir
   c.kills = v.kills;
   return plan;
@@ -465,7 +475,7 @@ void open_training_files(const training_flags& o, training_plan& plan) {
   }
   auto& ck = c.checkpoints;
   if (!ck.dir.empty()) check_writable(ck.dir);
-  if (o.resume_given) ck.resume = resume_checkpoint(o.resume.empty() ? ck.dir : o.resume, c.spec);
+  plan_checkpoints(o, plan);
 }
 
 training_plan plan_training(const training_flags& flags) {
@@ -474,14 +484,22 @@ training_plan plan_training(const training_flags& flags) {
   return plan;
 }
 
-void print_summary(const run_summary& s) {
-  std::printf("summary: mode %s (staleness bound %d), %d workers, %d shards, backend %s\n"
-              "  %lld clocks, %lld samples in %.2f s = %.0f samples/s\n"
-              "  final test accuracy %.4f, test loss %.4f, max staleness %lld, "
+int print_summary(const run_summary& s) {
+  std::printf("summary: mode %s (staleness bound %d), %d workers, %d shards, backend %s\n",
+              s.mode.c_str(), s.staleness_bound, s.workers, s.shards, s.backend.c_str());
+  if (s.resumed_from < 0)
+    std::printf("  %lld clocks, %lld samples in %.2f s = %.0f samples/s\n",
+                static_cast<long long>(s.clocks), static_cast<long long>(s.samples), s.wall_s,
+                s.samples_per_s);
+  else  // the model holds every sample since clock 0; the throughput is this run's alone
+    std::printf("  %lld clocks, %lld samples; this run from clock %lld: %.0f samples in %.2f s "
+                "= %.0f samples/s\n",
+                static_cast<long long>(s.clocks), static_cast<long long>(s.samples),
+                static_cast<long long>(s.resumed_from), s.samples_per_s * s.wall_s, s.wall_s,
+                s.samples_per_s);
+  std::printf("  final test accuracy %.4f, test loss %.4f, max staleness %lld, "
               "dropped messages %llu\n",
-              s.mode.c_str(), s.staleness_bound, s.workers, s.shards, s.backend.c_str(),
-              static_cast<long long>(s.clocks), static_cast<long long>(s.samples), s.wall_s,
-              s.samples_per_s, s.final_test_accuracy, s.final_test_loss,
+              s.final_test_accuracy, s.final_test_loss,
               static_cast<long long>(s.max_staleness),
               static_cast<unsigned long long>(s.dropped_messages));
   if (s.final_test_auc >= 0)
@@ -495,13 +513,21 @@ void print_summary(const run_summary& s) {
     }
     std::printf("\n");
   }
-  if (s.failures > 0 || s.recoveries > 0 || s.checkpoints > 0 || s.resumed_from >= 0) {
+  if (s.failures > 0 || s.recoveries > 0 || s.checkpoints > 0 || s.resumed_from >= 0
+      || s.checkpoint_failures > 0) {
     std::printf("  failures %d, recoveries %d, checkpoints %d", s.failures, s.recoveries,
                 s.checkpoints);
     if (s.resumed_from >= 0)
       std::printf(", resumed from clock %lld", static_cast<long long>(s.resumed_from));
     std::printf("\n");
   }
+  if (s.checkpoint_failures == 0) return 0;
+  std::printf("  checkpoint failures %d (last: %s)\n", s.checkpoint_failures,
+              s.checkpoint_error.c_str());
+  if (s.checkpoints > 0) return 0;
+  std::fprintf(stderr, "error: every checkpoint of this run failed (%d): nothing of it is saved\n",
+               s.checkpoint_failures);
+  return 1;
 }
 
 } // namespace actorps

@@ -29,8 +29,10 @@ struct training_flags {
   uint32_t block_floats = 4096;
   std::vector<std::string> slow;
   bool no_progress = false;
-  std::string checkpoint_dir, resume;
+  std::string checkpoint_dir, resume;  ///< resume: a directory, "auto", or "" (--checkpoint-dir)
   bool resume_given = false;       ///< --resume appeared (its value may be empty)
+  bool overwrite_checkpoints = false;  ///< another run's checkpoints in --checkpoint-dir go aside
+  std::string writer = "shards";  ///< --checkpoint-writer: shards | chief
   bool staleness_given = false;    ///< --staleness was typed (not left at its default)
   int64_t checkpoint_every = 0;
   int keep = 3;
@@ -53,8 +55,10 @@ void note_given_flags(const boost::program_options::variables_map& vm, training_
 void add_fault_options(boost::program_options::options_description& desc, training_flags& flags);
 
 /// Parses one --kill value: ROLE:INDEX@clock=C, ROLE:INDEX@seconds=T (ROLE worker, ps or
-/// evaluator) or process@checkpoint=C; throws usage_error naming the value.
-planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at);
+/// evaluator), process@checkpoint=C (sets *crash_at) or disk@checkpoint=C (sets *disk_fail_at);
+/// throws usage_error naming the value.
+planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at,
+                        int64_t* disk_fail_at = nullptr);
 
 /// The validated run: the chief's configuration (without loaded data) and where the data is.
 struct training_plan {
@@ -77,6 +81,7 @@ struct checked_flags {
   std::vector<int> slow_ms;         ///< per worker
   std::vector<planned_kill> kills;
   int64_t crash_at = -1;            ///< --kill process@checkpoint=C, else -1
+  int64_t disk_fail_at = -1;        ///< --kill disk@checkpoint=C, else -1
   int64_t train_rows = 0;           ///< rows of the training set, as far as known without I/O
 };
 
@@ -90,14 +95,15 @@ training_plan build_training_plan(const training_flags& flags, const checked_fla
 
 /// The plan's side effects: opens (truncates) the metrics file, probes that the checkpoint
 /// directory is writable (creating it), and loads the checkpoint --resume names (saying so on
-/// stdout). Throws usage_error naming the flag.
+/// stdout; apps/checkpoint_plan.hpp). Throws usage_error naming the flag.
 void open_training_files(const training_flags& flags, training_plan& plan);
 
 /// check_training_flags, build_training_plan, then open_training_files. `--ps` and `--workers`
 /// may be overridden by the caller (a cluster spec fixes them).
 training_plan plan_training(const training_flags& flags);
 
-/// Prints the end-of-run summary to stdout.
-void print_summary(const run_summary& summary);
+/// Prints the end-of-run summary to stdout; returns the exit status it calls for: 0, or 1 when
+/// checkpoints were asked for and every one failed (said on stderr).
+int print_summary(const run_summary& summary);
 
 } // namespace actorps

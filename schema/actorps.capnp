@@ -233,6 +233,11 @@ struct RunCheckpoint {
   samples @4 :Int64;           # training rows processed before the checkpoint
   wallSeconds @5 :Float64;
   positions @6 :List(DataPosition);
+  # The run's identity beside the spec's model, seed, shards, workers and optimizer: a resumed
+  # run must have the same, and a checkpoint directory holds one lineage only.
+  runId @7 :Text;              # made when a run starts fresh, kept by every resume of it
+  dataset @8 :Text;            # what it trains on: "synthetic", "csv:/absolute/path", ...
+  trainRows @9 :Int64;         # rows of that training set
 }
 
 # Where a worker is in its data: its minibatch order depends only on (seed, worker, epoch).

@@ -88,6 +88,10 @@ TEST_CASE("bad checkpoint and fault flags exit 2 naming the flag") {
          {"--kill worker:0@clock=5,ps:3@seconds=1", "--kill ps:3@seconds=1: there is no ps:3"},
          {"--kill process@checkpoint=10", "--kill process@checkpoint needs --checkpoint-dir"},
          {"--resume", "--resume needs a directory (or --checkpoint-dir)"},
+         {"--resume auto", "--resume auto needs --checkpoint-dir"},
+         {"--overwrite-checkpoints", "--overwrite-checkpoints needs --checkpoint-dir"},
+         {"--checkpoint-dir " + tmp.path + " --checkpoint-writer nfs",
+          "--checkpoint-writer must be shards or chief (got nfs)"},
        }) {
     CAPTURE(c.args);
     auto r = run_actorps(base + c.args);

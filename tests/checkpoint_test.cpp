@@ -1,6 +1,7 @@
 // Checkpoints on disk: what a complete one holds, how a corrupt, truncated, lying or unfinished
 // one is detected and the previous one used, pruning, and resuming a sync run bitwise.
 #include "actors/model/mlp_plugin.hpp"
+#include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/parameter_init.hpp"
 #include "tests/scratch_dir.hpp"
@@ -28,16 +29,18 @@ train_spec small_spec() {
   spec.block_floats = 8;
   spec.shards = 2;
   spec.workers = 2;
+  spec.total_clocks = 1000;
   return spec;
 }
 
-/// Writes a complete checkpoint at `clock` whose parameters are all `value`, as the chief and
-/// the shards would; returns its directory.
-fs::path write_checkpoint(const fs::path& root, int64_t clock, float value, int keep = 10) {
+/// Writes a complete checkpoint of run `run_id` at `clock` whose parameters are all `value`, as
+/// the chief and the shards would; returns its directory.
+fs::path write_checkpoint(const fs::path& root, int64_t clock, float value, int keep = 10,
+                          const std::string& run_id = "") {
   auto spec = small_spec();
   block_layout layout(spec);
   auto slots = optimizer_state_slots(spec.optimizer.kind);
-  auto dir = prepare_checkpoint_dir(root, clock);
+  auto dir = prepare_checkpoint_dir(root, clock, run_id);
   std::vector<file_record> files;
   for (int32_t s = 0; s < spec.shards; ++s) {
     std::vector<float> params(layout.shard_floats(s), value), state(slots * params.size(), -value);
@@ -51,6 +54,7 @@ fs::path write_checkpoint(const fs::path& root, int64_t clock, float value, int 
   run.batch = 4;
   run.steps = 1000;
   run.positions = {{0, clock, 0, clock}, {1, clock, 0, clock}};
+  run.run_id = run_id;
   commit_checkpoint(dir, clock, files, encode_run_checkpoint(run), keep);
   return dir;
 }
@@ -182,6 +186,31 @@ TEST_CASE("--keep removes older checkpoints only once a newer one is complete") 
   CHECK(fs::exists(fs::path(tmp.path) / "ckpt-000000000200"));
   CHECK(fs::exists(fs::path(tmp.path) / "ckpt-000000000400"));
   CHECK(load_newest_checkpoint(fs::path(tmp.path)).clock == 400);
+}
+
+TEST_CASE("--keep prunes only this run's checkpoints, whatever another run's clocks") {
+  scratch tmp;
+  const fs::path root(tmp.path);
+  for (int64_t clock : {100, 200, 300}) write_checkpoint(root, clock, 1.0f, 10, "older");
+  for (int64_t clock : {10, 20, 30, 40}) write_checkpoint(root, clock, 2.0f, 2, "newer");
+  // before: the older run's higher clocks made --keep 2 remove every one of the newer run's
+  for (int64_t clock : {30, 40, 100, 200, 300}) {
+    CAPTURE(clock);
+    CHECK(fs::exists(root / checkpoint_dir_name(clock) / manifest_name));
+  }
+  CHECK_FALSE(fs::exists(root / checkpoint_dir_name(10)));
+  CHECK_FALSE(fs::exists(root / checkpoint_dir_name(20)));
+  CHECK(run_id_of(root / checkpoint_dir_name(40)) == "newer");
+  auto others = other_runs_checkpoints(root, "newer");
+  REQUIRE(others.size() == 3);
+  CHECK(others.front().filename() == checkpoint_dir_name(300));
+}
+
+TEST_CASE("an unfinished checkpoint names its run before any other file is written") {
+  scratch tmp;
+  auto dir = prepare_checkpoint_dir(fs::path(tmp.path), 20, "abc123");
+  CHECK(run_id_of(dir) == "abc123");
+  CHECK(other_runs_checkpoints(fs::path(tmp.path), "other").empty());  // no manifest: no checkpoint
 }
 
 TEST_CASE("an existing checkpoint directory is moved aside, never overwritten") {

@@ -1,12 +1,15 @@
 // The chief's side of checkpoints: every `every` global clocks (and once training is over) it
-// asks the disk actor for a fresh directory, asks every shard for its file (each shard writes
-// the state it kept when its min clock reached that clock), then has the disk actor write
-// run.capnp and, last, the manifest. A failed checkpoint is logged and the previous one stays;
-// training never waits for a checkpoint.
+// asks the disk actor for a fresh directory, asks every shard for its file (the state it kept
+// when its min clock reached that clock: each shard writes it, or, with --checkpoint-writer
+// chief, sends its bytes for the chief's disk actor to write), then has the disk actor write
+// run.capnp and, last, the manifest. A failed checkpoint is logged, counted in the summary (a
+// run none of whose checkpoints succeeded exits non-zero) and the previous one stays; training
+// never waits for a checkpoint.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
 #include "actors/protocol/model_spec.hpp"
+#include "actors/storage/checkpoint_store.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -29,6 +32,9 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
     auto per_epoch = std::max<int64_t>(1, size / st.cfg.batch);
     run.positions.push_back({w, clock, clock / per_epoch, clock % per_epoch});
   }
+  run.run_id = st.cfg.checkpoints.run_id;
+  run.dataset = st.cfg.checkpoints.dataset;
+  run.train_rows = st.cfg.train_rows;
   return encode_run_checkpoint(run);
 }
 
@@ -42,6 +48,46 @@ void checkpoint_over(self_ptr self) {
   next();
 }
 
+using file_written = std::function<void(const file_record&)>;
+using files_written = std::function<void(std::vector<file_record>)>;
+using write_failed = std::function<void(const caf::error&)>;
+
+/// --checkpoint-writer shards: each shard writes its file into `dir` itself.
+void shards_write(self_ptr self, const std::string& dir, int64_t clock, file_written each,
+                  files_written done, write_failed failed) {
+  const auto& st = self->state;
+  ask_each<file_record>(
+    st.shards.size(),
+    [&](std::size_t s) {
+      return self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, dir,
+                           clock);
+    },
+    [=](std::size_t, const file_record& rec) { each(rec); }, std::move(done), std::move(failed));
+}
+
+/// --checkpoint-writer chief: the shards send their files' bytes, the chief's disk actor writes
+/// them one after the other.
+void chief_writes(self_ptr self, const std::string& dir, int64_t clock, file_written each,
+                  files_written done, write_failed failed) {
+  const auto& st = self->state;
+  ask_each<wire_buffer>(
+    st.shards.size(),
+    [&](std::size_t s) {
+      return self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, clock);
+    },
+    [=](std::vector<wire_buffer> files) {
+      const auto& st = self->state;
+      ask_each<file_record>(
+        files.size(),
+        [&](std::size_t s) {
+          auto path = dir + "/" + shard_file_name(static_cast<int32_t>(s));
+          return self->request(st.io, caf::infinite, write_atom::value, path, files[s]);
+        },
+        [=](std::size_t, const file_record& rec) { each(rec); }, done, failed);
+    },
+    failed);
+}
+
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto& st = self->state;
   st.checkpoint_in_flight = true;
@@ -51,8 +97,15 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto failed = [=](const caf::error& err) {
     if (abandoned()) return;
     auto& st = self->state;
+    ++st.checkpoint_failures;
+    st.checkpoint_error = describe(err);
+    // the shards write into the chief's directory: another host's filesystem lacks it
+    const bool hint = st.cfg.remote && st.cfg.checkpoints.writer == checkpoint_writer::shards;
     log_line("chief", "checkpoint at clock " + std::to_string(clock) + " failed: " + describe(err)
-                        + " (the previous one stays)");
+                        + " (the previous one stays)"
+                        + (hint ? "; without a filesystem shared by the chief and every ps task, "
+                                  "use --checkpoint-writer chief"
+                                : ""));
     st.metrics->write(json_object().add("event", "checkpoint_failed").add("clock", clock)
                         .add("reason", describe(err)).add("wall_s", st.elapsed()));
     then();
@@ -80,25 +133,21 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
     .then(
       [=](std::string& dir) {
         if (abandoned()) return;
-        const auto& st = self->state;
-        ask_each<file_record>(
-          st.shards.size(),
-          [&](std::size_t s) {
-            return self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value,
-                                 dir, clock);
-          },
-          [=](std::size_t, const file_record& rec) {
-            if (abandoned() || self->state.cfg.checkpoints.crash_at != clock) return;
-            // fault injection: a crash between the shard files
-            log_line("chief", "fault injection: crashing while checkpoint " + dir + " has "
-                                + rec.name + " and no manifest");
-            std::fflush(nullptr);
-            std::raise(SIGKILL);
-          },
-          [=](std::vector<file_record> files) {
-            if (!abandoned()) commit(dir, std::move(files));
-          },
-          failed);
+        auto crash_hook = [=](const file_record& rec) {
+          if (abandoned() || self->state.cfg.checkpoints.crash_at != clock) return;
+          // fault injection: a crash between the shard files
+          log_line("chief", "fault injection: crashing while checkpoint " + dir + " has "
+                              + rec.name + " and no manifest");
+          std::fflush(nullptr);
+          std::raise(SIGKILL);
+        };
+        auto written = [=](std::vector<file_record> files) {
+          if (!abandoned()) commit(dir, std::move(files));
+        };
+        if (self->state.cfg.checkpoints.writer == checkpoint_writer::chief)
+          chief_writes(self, dir, clock, crash_hook, written, failed);
+        else
+          shards_write(self, dir, clock, crash_hook, written, failed);
       },
       failed);
 }

@@ -21,12 +21,13 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   st.incarnation.assign(workers, 0);
   st.replacements.assign(workers, 0);
   st.kill_done.assign(cfg.kills.size(), false);
-  if (!cfg.checkpoints.dir.empty()) st.io = spawn_checkpoint_io(self->system());
+  if (!cfg.checkpoints.dir.empty())
+    st.io = spawn_checkpoint_io(self->system(), {cfg.checkpoints.run_id, cfg.checkpoints.fail_at});
   if (const auto& resume = cfg.checkpoints.resume) {
-    auto run = decode_run_checkpoint(resume->run_bytes);  // verified when it was loaded
+    // st.samples stays 0: samples/s is this run's rows over this run's time; the summary's
+    // sample count, which includes the checkpoint's, follows from the clocks
     st.start_clock = st.resumed_from = resume->clock;
     st.last_checkpoint = resume->clock;
-    st.samples = run ? run->samples : 0;
     st.clocks.assign(workers, resume->clock);
   }
   auto every = cfg.checkpoints.every;

@@ -48,12 +48,27 @@ struct planned_kill {
   double at_seconds = -1;    ///< >= 0: this long after training began
 };
 
+/// Who writes the shard files of a checkpoint (`--checkpoint-writer`).
+enum class checkpoint_writer {
+  shards,  ///< each shard its own, into the checkpoint directory: a filesystem the chief and
+           ///< every ps task share (one host, NFS, a shared volume)
+  chief,   ///< the shards send their files' bytes to the chief, which writes them all: only the
+           ///< chief's host needs the directory
+};
+
 /// Checkpoints (`--checkpoint-dir`, `--checkpoint-every`, `--keep`) and resuming from one.
 struct checkpoint_config {
   std::string dir;                         ///< empty: no checkpoints
   int64_t every = 0;                       ///< global clocks between checkpoints (0: only the last)
   int keep = 3;                            ///< complete checkpoints kept (older ones removed)
   std::optional<loaded_checkpoint> resume; ///< verified by the caller: the run continues from it
+  std::string run_id;                      ///< this run's lineage (storage/checkpoint_lineage.hpp):
+                                           ///< new, or the resumed checkpoint's
+  std::string dataset;                     ///< the dataset's identity, recorded in every
+                                           ///< checkpoint (storage/run_identity.hpp)
+  checkpoint_writer writer = checkpoint_writer::shards;
+  int64_t fail_at = -1;                    ///< fault injection: committing the checkpoint at
+                                           ///< this clock fails (--kill disk@checkpoint=C)
   int64_t crash_at = -1;                   ///< fault injection: SIGKILL this process once the
                                            ///< first shard file of the checkpoint at this clock
                                            ///< is on disk (a crash between shard files)

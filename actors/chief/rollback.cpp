@@ -99,6 +99,12 @@ void load_checkpoint(self_ptr self) {
         restore(std::make_shared<const loaded_checkpoint>(std::move(ckpt)));
       },
       [=](caf::error& err) {
+        // a run resumed from elsewhere has written none of its own yet: it goes back to the
+        // checkpoint it began from, not to the initial values
+        if (const auto& resumed = self->state.cfg.checkpoints.resume) {
+          log_line("chief", "no checkpoint of this run written yet: back to " + resumed->dir);
+          return restore(std::make_shared<const loaded_checkpoint>(*resumed));
+        }
         log_line("chief", "no checkpoint to restore (" + describe(err) + ")");
         restore(nullptr);
       });

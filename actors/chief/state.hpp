@@ -47,7 +47,7 @@ struct chief_state {
   std::vector<int64_t> clocks;     // finished clocks per worker, from its reports
   std::vector<bool> live, done;
   std::vector<double> last_loss;
-  int64_t samples = 0;
+  int64_t samples = 0;             // rows this process's run computed (a resume's start at 0)
   int64_t max_staleness = 0;
   int failures = 0;
   std::set<std::string> backends;  // what the workers report computing on
@@ -62,6 +62,8 @@ struct chief_state {
   int64_t next_checkpoint = 0;     // global clock of the next one
   int64_t last_checkpoint = -1;    // clock of the newest complete one
   int checkpoints = 0;
+  int checkpoint_failures = 0;
+  std::string checkpoint_error;    // why the last failed one did
   int64_t resumed_from = -1;
   int64_t start_clock = 0;         // where this run (or the last rollback) began
   std::function<void()> after_checkpoint;  // runs once the one in flight has ended

@@ -14,8 +14,11 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.workers = st.cfg.spec.workers;
   sum.shards = st.cfg.spec.shards;
   sum.clocks = st.cfg.steps;
-  sum.samples = st.samples;
+  // The rows behind the model: every worker's finished clocks, those before a resume included
+  // and a replaced worker's redone ones once (each batch has exactly `batch` rows).
+  for (auto clocks : st.clocks) sum.samples += clocks * st.cfg.batch;
   sum.wall_s = st.elapsed();
+  // Throughput is this run's: the rows it computed (redone ones too) over its own time.
   sum.samples_per_s = sum.wall_s > 0 ? double(st.samples) / sum.wall_s : 0;
   sum.final_test_accuracy = final_eval.test_accuracy;
   sum.final_test_loss = final_eval.test_loss;
@@ -24,6 +27,8 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.failures = st.failures;
   sum.recoveries = st.recoveries;
   sum.checkpoints = st.checkpoints;
+  sum.checkpoint_failures = st.checkpoint_failures;
+  sum.checkpoint_error = st.checkpoint_error;
   sum.resumed_from = st.resumed_from;
   for (const auto& s : stats) {
     sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
@@ -64,6 +69,7 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
                   .add("failures", sum.failures)
                   .add("recoveries", sum.recoveries)
                   .add("checkpoints", sum.checkpoints)
+                  .add("checkpoint_failures", sum.checkpoint_failures)
                   .add("resumed_from", sum.resumed_from)
                   .add("backend", sum.backend));
 }

@@ -145,6 +145,7 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
     [=](rejoin_atom a, int32_t w) { return self->delegate(remote, a, w); },
     [=](admit_atom a, int32_t w, int64_t c, uint32_t i) { return self->delegate(remote, a, w, c, i); },
     [=](checkpoint_atom a, const std::string& d, int64_t c) { return self->delegate(remote, a, d, c); },
+    [=](checkpoint_atom a, int64_t c) { return self->delegate(remote, a, c); },
   };
 }
 

@@ -125,6 +125,8 @@ struct run_summary {
   int32_t failures = 0;          ///< roles lost (killed, crashed, unreachable)
   int32_t recoveries = 0;        ///< losses the run recovered from (replaced, restored)
   int32_t checkpoints = 0;       ///< checkpoints completed
+  int32_t checkpoint_failures = 0;  ///< checkpoints that failed to write (the previous one stays)
+  std::string checkpoint_error;  ///< why the last one that failed did
   int64_t resumed_from = -1;     ///< the checkpoint clock the run resumed from; -1: none
   std::vector<shard_stats> shard_stats_list;
   /// One ShardParameters snapshot per shard; with every sparse row (an allRows snapshot) when
@@ -137,7 +139,8 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
   return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
            x.clocks, x.samples, x.wall_s, x.samples_per_s, x.final_test_accuracy,
            x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages, x.backend, x.failures,
-           x.recoveries, x.checkpoints, x.resumed_from, x.shard_stats_list, x.final_parameters);
+           x.recoveries, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
+           x.shard_stats_list, x.final_parameters);
 }
 
 // --- typed interfaces -----------------------------------------------------------------------
@@ -171,6 +174,9 @@ using ps_shard_actor = caf::typed_actor<
   // (checkpoint, dir, clock) -> file record: writes dir/shard-<i>.capnp once min clock >= clock
   // (held until then); the state is exactly the one after clock's updates in sync mode.
   caf::replies_to<checkpoint_atom, std::string, int64_t>::with<file_record>,
+  // (checkpoint, clock) -> ShardCheckpoint: the same state handed to the chief, which writes it
+  // (--checkpoint-writer chief: no filesystem shared with the ps tasks needed).
+  caf::replies_to<checkpoint_atom, int64_t>::with<wire_buffer>,
   // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
   // every worker is live at its clock, expected with the given incarnation. Held pulls and
   // checkpoints are answered with rolled_back.

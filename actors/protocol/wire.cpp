@@ -708,7 +708,8 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
 }
 
 wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
-  auto bound = header_bound + spec_bound(run.spec) + 1 + 4 * run.positions.size();
+  auto bound = header_bound + spec_bound(run.spec) + 1 + 4 * run.positions.size()
+               + words_for(run.run_id.size() + 1) + words_for(run.dataset.size() + 1);
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::RunCheckpoint>();
     write_spec(msg.initSpec(), run.spec);
@@ -725,6 +726,9 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
       positions[i].setEpoch(p.epoch);
       positions[i].setBatchInEpoch(p.batch_in_epoch);
     }
+    msg.setRunId(run.run_id);
+    msg.setDataset(run.dataset);
+    msg.setTrainRows(run.train_rows);
   });
 }
 
@@ -741,6 +745,9 @@ caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf) {
     out.wall_s = msg.getWallSeconds();
     for (auto p : msg.getPositions())
       out.positions.push_back({p.getWorker(), p.getClock(), p.getEpoch(), p.getBatchInEpoch()});
+    out.run_id = msg.getRunId();
+    out.dataset = msg.getDataset();
+    out.train_rows = msg.getTrainRows();
     if (out.clock < 0 || out.batch <= 0 || out.steps < 0
         || out.positions.size() != static_cast<std::size_t>(out.spec.workers))
       return make_error(errc::invalid_spec, "out-of-range field in RunCheckpoint");

@@ -195,6 +195,9 @@ struct run_checkpoint {
   int64_t samples = 0;
   double wall_s = 0;
   std::vector<data_position> positions;
+  std::string run_id;       ///< the lineage: made by a fresh start, kept by every resume
+  std::string dataset;      ///< what the run trains on ("" in checkpoints of older versions)
+  int64_t train_rows = 0;   ///< rows of that training set
 };
 
 // --- encoders -----------------------------------------------------------------------------

@@ -30,10 +30,21 @@ struct held_pull {
   std::vector<sparse_rows_view> keys;   // sparse rows to read when it is answered
 };
 
+/// A checkpoint asked for before the min clock reached it: written to `dir` (answering
+/// `written`), or, without a dir, its bytes handed back (`bytes`: the chief writes them).
+/// Snapshots a shard keeps for checkpoints the chief has not asked for yet, at most.
+constexpr std::size_t max_snapshots = 4;
+
 struct held_checkpoint {
   std::string dir;
   int64_t clock;
-  caf::typed_response_promise<file_record> promise;
+  caf::typed_response_promise<file_record> written;
+  caf::typed_response_promise<wire_buffer> bytes;
+
+  void fail(const caf::error& err) {
+    if (dir.empty()) bytes.deliver(err);
+    else written.deliver(err);
+  }
 };
 
 /// Sync mode: each live worker's gradient for the clock being accumulated.
@@ -77,9 +88,11 @@ struct ps_shard_state {
   std::vector<held_pull> held;      // pulls the rule does not allow yet, in arrival order
   std::vector<uint8_t> seen;        // scratch for push validation
 
-  // checkpoints: the state when min clock reached each checkpoint clock (the last two), and
-  // the chief's requests for one not reached yet
+  // checkpoints: the state when min clock reached each checkpoint clock (from the newest one
+  // the chief has asked for on, at most max_snapshots), and the chief's requests for one not
+  // reached yet
   std::map<int64_t, wire_buffer> snapshots;
+  int64_t checkpoint_asked = -1;    // the newest clock the chief asked a checkpoint of
   std::vector<held_checkpoint> held_checkpoints;
   checkpoint_io_actor io;           // spawned on the first checkpoint
 
@@ -176,7 +189,7 @@ void release_held(ps_shard_state& st) {
 void fail_held(ps_shard_state& st, const caf::error& err) {
   for (auto& h : st.held) h.promise.deliver(err);
   st.held.clear();
-  for (auto& h : st.held_checkpoints) h.promise.deliver(err);
+  for (auto& h : st.held_checkpoints) h.fail(err);
   st.held_checkpoints.clear();
 }
 
@@ -327,14 +340,21 @@ void take_snapshots(self_ptr self, int64_t before) {
                                               static_cast<uint64_t>(st.opt.step), st.newest_clock,
                                               *st.layout, st.params.data(), st.opt.values.data(),
                                               st.opt.slots, st.tables.export_rows());
-  while (st.snapshots.size() > 2) st.snapshots.erase(st.snapshots.begin());
+  // Kept until the chief has asked for them: its global clock, from the workers' reports, can
+  // lag the shards' when it is busy, and a snapshot dropped before it asks fails that
+  // checkpoint. It asks in clock order, so older ones are never asked for; the cap bounds the
+  // memory when it lags far behind.
+  st.snapshots.erase(st.snapshots.begin(), st.snapshots.lower_bound(st.checkpoint_asked));
+  while (st.snapshots.size() > max_snapshots) st.snapshots.erase(st.snapshots.begin());
   auto keep = st.held_checkpoints.begin();
   for (auto& h : st.held_checkpoints) {
-    if (st.snapshots.count(h.clock))
-      write_checkpoint(self, h.dir, h.clock, h.promise);
+    if (st.snapshots.count(h.clock) && h.dir.empty())
+      h.bytes.deliver(st.snapshots[h.clock]);
+    else if (st.snapshots.count(h.clock))
+      write_checkpoint(self, h.dir, h.clock, h.written);
     else if (h.clock <= now)
-      h.promise.deliver(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
-                                                              + " is not a checkpoint clock"));
+      h.fail(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
+                                                   + " is not a checkpoint clock"));
     else if (&*keep++ != &h)  // never a self-move
       *std::prev(keep) = std::move(h);
   }
@@ -378,6 +398,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.sync.pushed.assign(workers, false);
   st.sync.sum.assign(sync ? st.params.size() : 0, 0.0f);
   st.snapshots.clear();
+  st.checkpoint_asked = -1;
   st.stats.updates = static_cast<uint64_t>(st.opt.step);
   st.cache = reply_cache{};
 }
@@ -600,6 +621,7 @@ caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
 caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
+  st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
   auto kept = st.snapshots.count(clock) > 0;
   // Refuse before making a promise: in CAF 0.17 the promise takes over the request, so an
   // error returned after it would never reach the chief.
@@ -610,7 +632,20 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   if (kept)
     write_checkpoint(self, dir, clock, promise);
   else
-    st.held_checkpoints.push_back({dir, clock, promise});
+    st.held_checkpoints.push_back({dir, clock, promise, {}});
+  return promise;
+}
+
+caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
+  if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
+  if (clock <= st.clocks.progress())  // refused before a promise, as on_checkpoint does
+    return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
+                                                 + " has passed without a snapshot");
+  auto promise = self->make_response_promise<wire_buffer>();
+  st.held_checkpoints.push_back({"", clock, {}, promise});
   return promise;
 }
 
@@ -636,6 +671,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
     [=](checkpoint_atom, const std::string& dir, int64_t clock) {
       return on_checkpoint(self, dir, clock);
     },
+    [=](checkpoint_atom, int64_t clock) { return on_checkpoint_bytes(self, clock); },
   };
 }
 

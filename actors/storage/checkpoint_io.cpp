@@ -17,31 +17,42 @@ auto guarded(F f) -> caf::result<decltype(f())> {
   }
 }
 
-checkpoint_io_actor::behavior_type checkpoint_io(checkpoint_io_actor::pointer) {
+checkpoint_io_actor::behavior_type checkpoint_io(checkpoint_io_actor::pointer,
+                                                 checkpoint_io_options opts) {
   return {
-    [](prepare_atom, const std::string& root, int64_t clock) -> caf::result<std::string> {
-      return guarded([&] { return prepare_checkpoint_dir(root, clock).string(); });
+    [=](prepare_atom, const std::string& root, int64_t clock) -> caf::result<std::string> {
+      return guarded([&] { return prepare_checkpoint_dir(root, clock, opts.run_id).string(); });
     },
     [](write_atom, const std::string& path, const wire_buffer& bytes) -> caf::result<file_record> {
       return guarded([&] { return write_file_durably(path, bytes.bytes(), bytes.size_bytes()); });
     },
-    [](commit_atom, const std::string& dir, int64_t clock, std::vector<file_record>& files,
-       const wire_buffer& run, int32_t keep) -> caf::result<caf::ok_atom> {
+    [=](commit_atom, const std::string& dir, int64_t clock, std::vector<file_record>& files,
+        const wire_buffer& run, int32_t keep) -> caf::result<caf::ok_atom> {
       return guarded([&] {
+        if (clock == opts.fail_at)
+          throw checkpoint_error(dir + "/" + manifest_name
+                                 + ": cannot be written: fault injection (disk@checkpoint="
+                                 + std::to_string(clock) + ")");
         commit_checkpoint(dir, clock, std::move(files), run, keep);
         return caf::ok_atom::value;
       });
     },
-    [](load_atom, const std::string& path) -> caf::result<loaded_checkpoint> {
-      return guarded([&] { return load_newest_checkpoint(path); });
+    [=](load_atom, const std::string& path) -> caf::result<loaded_checkpoint> {
+      auto ours = [id = opts.run_id](const run_checkpoint& run) -> std::string {
+        return run.run_id == id ? "" : "another run's (run " + run.run_id + ")";
+      };
+      return guarded([&] {
+        return opts.run_id.empty() ? load_newest_checkpoint(path)
+                                   : load_newest_checkpoint(path, ours);
+      });
     },
   };
 }
 
 } // namespace
 
-checkpoint_io_actor spawn_checkpoint_io(caf::actor_system& sys) {
-  return sys.spawn<caf::detached>(checkpoint_io);
+checkpoint_io_actor spawn_checkpoint_io(caf::actor_system& sys, checkpoint_io_options opts) {
+  return sys.spawn<caf::detached>(checkpoint_io, std::move(opts));
 }
 
 } // namespace actorps

@@ -8,8 +8,17 @@
 
 #include <caf/actor_system.hpp>
 
+#include <string>
+
 namespace actorps {
 
-checkpoint_io_actor spawn_checkpoint_io(caf::actor_system& sys);
+struct checkpoint_io_options {
+  std::string run_id;   ///< the chief's: names the run in each new checkpoint directory, and
+                        ///< loading (a rollback) takes only this run's checkpoints
+  int64_t fail_at = -1; ///< fault injection: committing the checkpoint at this clock fails as
+                        ///< a full or read-only disk would (--kill disk@checkpoint=C)
+};
+
+checkpoint_io_actor spawn_checkpoint_io(caf::actor_system& sys, checkpoint_io_options opts = {});
 
 } // namespace actorps

@@ -1,4 +1,6 @@
 #include "actors/storage/checkpoint_store.hpp"
+#include "actors/storage/checkpoint_consistency.hpp"
+#include "actors/storage/checkpoint_lineage.hpp"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -38,18 +40,8 @@ void fsync_directory(const fs::path& dir) {
   if (rc != 0) fail(dir, "fsync failed: " + errno_text());
 }
 
-/// The clock in a checkpoint directory's name ("ckpt-000000001200", also "ckpt-…​.old-2").
-std::optional<int64_t> clock_of(const std::string& name) {
-  const std::string prefix = "ckpt-";
-  if (name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-  std::size_t i = prefix.size(), end = i;
-  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
-  if (end == i || end - i > 18) return std::nullopt;
-  return std::stoll(name.substr(i, end - i));
-}
-
 bool is_checkpoint_name(const std::string& name) {
-  auto clock = clock_of(name);
+  auto clock = checkpoint_clock_of(name);
   return clock && name == checkpoint_dir_name(*clock);
 }
 
@@ -84,7 +76,7 @@ std::vector<std::pair<int64_t, fs::path>> checkpoint_dirs(const fs::path& root, 
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     auto name = entry.path().filename().string();
-    auto clock = clock_of(name);
+    auto clock = checkpoint_clock_of(name);
     if (!clock || !entry.is_directory()) continue;
     if (exact_names && !is_checkpoint_name(name)) continue;
     out.emplace_back(*clock, entry.path());
@@ -93,17 +85,24 @@ std::vector<std::pair<int64_t, fs::path>> checkpoint_dirs(const fs::path& root, 
   return out;
 }
 
-/// Removes what --keep no longer needs: every checkpoint older than the keep-th newest complete
-/// one, and unfinished ones (no manifest: a crash while writing) older than the newest complete.
-void prune(const fs::path& root, int keep) {
+/// Removes what --keep no longer needs of run `run_id`'s checkpoints: every one older than its
+/// keep-th newest complete one, and unfinished ones (no manifest: a crash while writing) older
+/// than its newest complete one. Another run's are not this run's to remove, whatever their
+/// clocks.
+void prune(const fs::path& root, int keep, const std::string& run_id) {
   if (keep <= 0) return;
+  auto dirs = checkpoint_dirs(root, false);
+  dirs.erase(std::remove_if(dirs.begin(), dirs.end(),
+                            [&](const auto& d) { return run_id_of(d.second) != run_id; }),
+             dirs.end());
   std::vector<int64_t> complete;
-  for (const auto& [clock, dir] : checkpoint_dirs(root, true))
-    if (fs::exists(dir / manifest_name)) complete.push_back(clock);
+  for (const auto& [clock, dir] : dirs)
+    if (is_checkpoint_name(dir.filename().string()) && fs::exists(dir / manifest_name))
+      complete.push_back(clock);
   if (complete.empty()) return;
   auto newest = complete.front();
   auto cutoff = complete.size() >= static_cast<std::size_t>(keep) ? complete[keep - 1] : INT64_MIN;
-  for (const auto& [clock, dir] : checkpoint_dirs(root, false)) {
+  for (const auto& [clock, dir] : dirs) {
     bool unfinished = is_checkpoint_name(dir.filename().string()) && !fs::exists(dir / manifest_name);
     if (clock >= cutoff && !(unfinished && clock < newest)) continue;
     std::error_code ec;
@@ -113,12 +112,13 @@ void prune(const fs::path& root, int keep) {
 
 /// Checks one decoded shard file against the run's layout.
 void check_shard(const fs::path& file, const shard_checkpoint_view& view, const block_layout& layout,
-                 int32_t shard, int64_t clock, const train_spec& run_spec) {
+                 int32_t shard, int64_t clock, const run_checkpoint& run) {
   if (view.shard != shard) fail(file, "holds shard " + std::to_string(view.shard));
   if (view.clock != clock)
     fail(file, "is from clock " + std::to_string(view.clock) + ", the manifest's is "
                  + std::to_string(clock));
-  auto why = incompatibility(view.spec, run_spec);
+  auto why = incompatibility(view.spec, run.spec);
+  if (why.empty()) why = shard_inconsistency(view, run);
   if (!why.empty()) fail(file, "does not match run.capnp: " + why);
   if (auto err = check_shard_checkpoint(view, layout, shard)) fail(file, describe(err));
 }
@@ -154,6 +154,15 @@ caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block
       return make_error(errc::non_finite_value, "checkpoint sparse table " + std::to_string(t));
   }
   return caf::none;
+}
+
+std::optional<int64_t> checkpoint_clock_of(const std::string& name) {
+  const std::string prefix = "ckpt-";
+  if (name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  std::size_t i = prefix.size(), end = i;
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+  if (end == i || end - i > 18) return std::nullopt;
+  return std::stoll(name.substr(i, end - i));
 }
 
 std::string shard_file_name(int32_t shard) { return "shard-" + std::to_string(shard) + ".capnp"; }
@@ -209,7 +218,7 @@ file_record write_file_durably(const fs::path& path, const void* data, std::size
   return {path.filename().string(), n, crc32_of(data, n)};
 }
 
-fs::path prepare_checkpoint_dir(const fs::path& root, int64_t clock) {
+fs::path prepare_checkpoint_dir(const fs::path& root, int64_t clock, const std::string& run_id) {
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) fail(root, "the checkpoint directory cannot be created (" + ec.message() + ")");
@@ -228,17 +237,27 @@ fs::path prepare_checkpoint_dir(const fs::path& root, int64_t clock) {
   }
   fs::create_directory(dir, ec);
   if (ec) fail(dir, "cannot be created (" + ec.message() + ")");
+  if (!run_id.empty()) write_run_id(dir, run_id);  // first: an unfinished one is attributable
   fsync_directory(root);
   return dir;
 }
 
 void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_record> files,
                        const wire_buffer& run, int keep) {
+  auto decoded = decode_run_checkpoint(run);
+  if (!decoded) fail(dir / run_file_name, describe(decoded.error()));
+  for (const auto& f : files) {  // a shard on another host wrote its file into its own disk
+    std::error_code ec;
+    if (fs::file_size(dir / f.name, ec) != f.bytes || ec)
+      fail(dir / f.name, "was written by its shard but is not here: the shards and the chief do "
+                         "not share this filesystem");
+  }
   files.push_back(write_file_durably(dir / run_file_name, run.bytes(), run.size_bytes()));
   nlohmann::json manifest;
   manifest["format"] = format_name;
   manifest["version"] = format_version;
   manifest["clock"] = clock;
+  manifest["run_id"] = decoded->run_id;
   manifest["created"] = utc_now();
   auto& list = manifest["files"] = nlohmann::json::array();
   for (const auto& f : files) {
@@ -248,7 +267,7 @@ void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_reco
   }
   auto text = manifest.dump(2) + "\n";
   write_file_durably(dir / manifest_name, text.data(), text.size());
-  prune(dir.parent_path(), keep);
+  prune(dir.parent_path(), keep, decoded->run_id);
 }
 
 loaded_checkpoint load_checkpoint(const fs::path& dir) {
@@ -300,27 +319,41 @@ loaded_checkpoint load_checkpoint(const fs::path& dir) {
   auto run = decode_run_checkpoint(out.run_bytes);
   if (!run) fail(dir / run_file_name, describe(run.error()));
   if (run->clock != out.clock)
-    fail(dir / run_file_name, "is from clock " + std::to_string(run->clock));
+    fail(dir / run_file_name, "is from clock " + std::to_string(run->clock) + ", the manifest's is "
+                                + std::to_string(out.clock));
+  // the directory's name is the one thing a consistent rewrite of the files leaves alone
+  auto named = checkpoint_clock_of(dir.filename().string());
+  if (auto why = run_inconsistency(*run, named ? *named : out.clock); !why.empty())
+    fail(dir / run_file_name, why);
   block_layout layout(run->spec);
   for (int32_t s = 0; s < run->spec.shards; ++s) {
     auto name = shard_file_name(s);
     const auto& buf = find(name);
     auto view = decode_shard_checkpoint(buf);
     if (!view) fail(dir / name, describe(view.error()));
-    check_shard(dir / name, *view, layout, s, out.clock, run->spec);
+    check_shard(dir / name, *view, layout, s, out.clock, *run);
     out.shards.push_back(buf);
   }
   return out;
 }
 
-loaded_checkpoint load_newest_checkpoint(const fs::path& path) {
+loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_filter& wanted) {
   if (!fs::is_directory(path)) fail(path, "no such checkpoint directory");
-  if (fs::exists(path / manifest_name) || is_checkpoint_name(path.filename().string()))
-    return load_checkpoint(path);
+  auto unwanted = [&](const loaded_checkpoint& ckpt) -> std::string {
+    if (!wanted) return "";
+    auto run = decode_run_checkpoint(ckpt.run_bytes);  // decoded once already: cannot fail
+    return run ? wanted(*run) : describe(run.error());
+  };
+  if (fs::exists(path / manifest_name) || is_checkpoint_name(path.filename().string())) {
+    auto loaded = load_checkpoint(path);
+    if (auto why = unwanted(loaded); !why.empty()) fail(path, why);
+    return loaded;
+  }
   std::vector<std::string> failed;
   for (const auto& [clock, dir] : checkpoint_dirs(path, true)) {
     try {
       auto loaded = load_checkpoint(dir);
+      if (auto why = unwanted(loaded); !why.empty()) fail(dir, why);
       loaded.skipped = std::move(failed);
       return loaded;
     } catch (const checkpoint_error& e) {

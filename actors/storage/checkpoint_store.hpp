@@ -20,6 +20,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,30 +39,42 @@ inline constexpr const char* run_file_name = "run.capnp";
 std::string shard_file_name(int32_t shard);
 /// "ckpt-000000001200": zero-padded, so names sort by clock.
 std::string checkpoint_dir_name(int64_t clock);
+/// The clock a checkpoint directory's name says ("ckpt-000000001200", also "….old-2"), if any.
+std::optional<int64_t> checkpoint_clock_of(const std::string& name);
 
 uint32_t crc32_of(const void* data, std::size_t n);
 
 /// Writes `n` bytes to `path` durably and atomically; returns its manifest record.
 file_record write_file_durably(const std::filesystem::path& path, const void* data, std::size_t n);
 
-/// Creates ROOT (if needed) and an empty directory for the checkpoint at `clock`; a directory of
-/// that name left by an earlier run (complete or not) is moved aside, never overwritten.
-/// Throws checkpoint_error (e.g. ROOT not writable).
-std::filesystem::path prepare_checkpoint_dir(const std::filesystem::path& root, int64_t clock);
+/// Creates ROOT (if needed) and an empty directory for the checkpoint at `clock`, naming run
+/// `run_id` as its maker (checkpoint_lineage.hpp; "": none); a directory of that name left by
+/// an earlier run (complete or not) is moved aside, never overwritten. Throws checkpoint_error
+/// (e.g. ROOT not writable).
+std::filesystem::path prepare_checkpoint_dir(const std::filesystem::path& root, int64_t clock,
+                                             const std::string& run_id = "");
 
 /// Writes run.capnp and then the manifest (which lists the shard files and run.capnp): the
-/// checkpoint exists from the manifest's rename on. Then removes every checkpoint directory
-/// older than the `keep` newest complete ones (keep <= 0: none removed).
+/// checkpoint exists from the manifest's rename on. Then removes every checkpoint directory of
+/// the same run (run.capnp's run id) older than its `keep` newest complete ones (keep <= 0:
+/// none removed); other runs' directories are never touched.
 void commit_checkpoint(const std::filesystem::path& dir, int64_t clock,
                        std::vector<file_record> shard_files, const wire_buffer& run, int keep);
 
-/// Verifies and decodes one checkpoint directory; throws checkpoint_error saying what is wrong.
+/// Verifies and decodes one checkpoint directory: checksums, then the content against itself
+/// and the directory's name (checkpoint_consistency.hpp); throws checkpoint_error saying what
+/// is wrong.
 loaded_checkpoint load_checkpoint(const std::filesystem::path& dir);
 
-/// The newest valid checkpoint: `path` is a checkpoint directory (that one only) or a root
-/// holding ckpt-* directories. Throws checkpoint_error listing why each candidate failed when
-/// none is valid.
-loaded_checkpoint load_newest_checkpoint(const std::filesystem::path& path);
+/// Why a valid checkpoint is not wanted ("" when it is): e.g. another run's.
+using checkpoint_filter = std::function<std::string(const run_checkpoint&)>;
+
+/// The newest valid checkpoint that `wanted` accepts (none: any): `path` is a checkpoint
+/// directory (that one only) or a root holding ckpt-* directories; the newer ones passed over
+/// are listed in `skipped` with the reason. Throws checkpoint_error listing why each candidate
+/// failed when none qualifies.
+loaded_checkpoint load_newest_checkpoint(const std::filesystem::path& path,
+                                         const checkpoint_filter& wanted = {});
 
 /// Checks a shard's checkpoint against the layout: shard `shard`'s blocks in id order, each
 /// with its size in values and slots × size in optimizer state, all finite. Shards run it on
@@ -69,7 +83,8 @@ caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block
                                   int32_t shard);
 
 /// Why a checkpoint cannot continue the run `current` ("" when it can): the model, its cut into
-/// blocks and shards, the number of workers and the optimizer must be the same.
+/// blocks and shards, the number of workers and the optimizer must be the same (the whole
+/// identity, dataset included, is run_identity.hpp's).
 std::string incompatibility(const train_spec& saved, const train_spec& current);
 
 } // namespace actorps

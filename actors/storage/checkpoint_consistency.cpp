@@ -1,0 +1,70 @@
+#include "actors/storage/checkpoint_consistency.hpp"
+
+#include "actors/data/dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace actorps {
+
+namespace {
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+std::string position_inconsistency(const run_checkpoint& run, std::size_t i) {
+  const auto& p = run.positions[i];
+  const auto at = "data position " + n(int64_t(i)) + " ";
+  if (p.worker != int32_t(i)) return at + "is worker " + n(p.worker) + "'s, expected worker " + n(int64_t(i));
+  if (p.clock != run.clock)
+    return at + "is at clock " + n(p.clock) + ", the checkpoint's is " + n(run.clock);
+  if (p.epoch < 0 || p.batch_in_epoch < 0)
+    return at + "has a negative epoch or batch (" + n(p.epoch) + ", " + n(p.batch_in_epoch) + ")";
+  if (run.train_rows <= 0) return "";
+  auto rows = data_shard::rows_of(run.train_rows, int(p.worker), int(run.spec.workers));
+  auto per_epoch = std::max<int64_t>(1, rows / run.batch);
+  if (p.batch_in_epoch >= per_epoch || p.epoch > run.clock / per_epoch
+      || p.epoch * per_epoch + p.batch_in_epoch != p.clock)
+    return at + "(epoch " + n(p.epoch) + ", batch " + n(p.batch_in_epoch) + ") lies outside worker "
+           + n(p.worker) + "'s " + n(rows) + " rows in batches of " + n(run.batch)
+           + " at clock " + n(p.clock);
+  return "";
+}
+
+} // namespace
+
+std::string run_inconsistency(const run_checkpoint& run, int64_t dir_clock) {
+  if (run.clock != dir_clock)
+    return "is from clock " + n(run.clock) + ", its directory's is " + n(dir_clock);
+  if (run.steps != run.spec.total_clocks)
+    return "says the run is " + n(run.steps) + " clocks long, its spec " + n(run.spec.total_clocks);
+  if (run.clock < 0 || run.clock > run.steps)
+    return "is from clock " + n(run.clock) + ", outside the run's 0.." + n(run.steps);
+  if (run.batch <= 0) return "has a batch of " + n(run.batch);
+  if (run.train_rows < 0) return "has a training set of " + n(run.train_rows) + " rows";
+  // clock <= steps is checked above, so this product of three bounded numbers cannot overflow
+  const double most = double(run.clock) * run.batch * run.spec.workers;
+  if (run.samples < 0 || double(run.samples) > most)
+    return "counts " + n(run.samples) + " samples, outside 0.." + n(int64_t(most)) + " for "
+           + n(run.clock) + " clocks";
+  if (!std::isfinite(run.wall_s) || run.wall_s < 0)
+    return "has a wall time of " + std::to_string(run.wall_s) + " s";
+  if (run.positions.size() != std::size_t(run.spec.workers))
+    return "has " + n(int64_t(run.positions.size())) + " data positions for " + n(run.spec.workers)
+           + " workers";
+  for (std::size_t i = 0; i < run.positions.size(); ++i)
+    if (auto why = position_inconsistency(run, i); !why.empty()) return why;
+  return "";
+}
+
+std::string shard_inconsistency(const shard_checkpoint_view& shard, const run_checkpoint& run) {
+  if (shard.spec.total_clocks != run.steps || shard.spec.checkpoint_every != run.spec.checkpoint_every)
+    return "its spec's length (" + n(shard.spec.total_clocks) + " clocks, every "
+           + n(shard.spec.checkpoint_every) + ") differs from run.capnp's (" + n(run.steps)
+           + ", every " + n(run.spec.checkpoint_every) + ")";
+  if (shard.newest_clock < -1 || shard.newest_clock >= run.steps)
+    return "its newest update is from clock " + n(shard.newest_clock) + ", outside the run's -1.."
+           + n(run.steps - 1);
+  return "";
+}
+
+} // namespace actorps

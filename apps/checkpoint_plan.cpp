@@ -1,0 +1,163 @@
+#include "apps/checkpoint_plan.hpp"
+
+#include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/storage/checkpoint_store.hpp"
+#include "actors/storage/run_identity.hpp"
+#include "kernels/lr_schedule.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+namespace fs = std::filesystem;
+
+namespace actorps {
+
+namespace {
+
+run_checkpoint run_of(const loaded_checkpoint& ckpt, const std::string& flag) {
+  auto run = decode_run_checkpoint(ckpt.run_bytes);  // verified when it was loaded
+  if (!run) throw usage_error(flag + ": " + ckpt.dir + ": " + describe(run.error()));
+  return *run;
+}
+
+void say_skipped(const loaded_checkpoint& ckpt) {
+  for (const auto& why : ckpt.skipped) std::fprintf(stderr, "resume: skipping %s\n", why.c_str());
+}
+
+/// --resume [DIR]: the newest valid checkpoint there, which must be this run's.
+loaded_checkpoint named_checkpoint(const std::string& path, const run_identity& current) {
+  if (path.empty()) throw usage_error("--resume needs a directory (or --checkpoint-dir)");
+  loaded_checkpoint ckpt;
+  try {
+    ckpt = load_newest_checkpoint(path);
+  } catch (const checkpoint_error& e) {
+    throw usage_error(std::string("--resume: ") + e.what());
+  }
+  say_skipped(ckpt);
+  auto why = identity_difference(run_of(ckpt, "--resume"), current);
+  if (!why.empty()) throw usage_error("--resume: " + ckpt.dir + " cannot continue this run: " + why);
+  return ckpt;
+}
+
+/// --resume auto: the newest valid checkpoint of this run in --checkpoint-dir, if any.
+std::optional<loaded_checkpoint> own_checkpoint(const std::string& dir, const run_identity& current) {
+  if (dir.empty()) throw usage_error("--resume auto needs --checkpoint-dir");
+  try {
+    auto ckpt = load_newest_checkpoint(dir, [&](const run_checkpoint& run) {
+      auto why = identity_difference(run, current);
+      return why.empty() ? why : "another run's: " + why;
+    });
+    say_skipped(ckpt);
+    return ckpt;
+  } catch (const checkpoint_error& e) {
+    std::printf("resume auto: no checkpoint of this run in %s: starting fresh\n", dir.c_str());
+    std::string why = e.what();
+    if (why.find("(no ckpt-* directories)") == std::string::npos)
+      std::fprintf(stderr, "resume: %s\n", why.c_str());
+    return std::nullopt;
+  }
+}
+
+/// A checkpoint at or past the end has nothing left to train: resuming it would end at once
+/// (and count a whole run's samples over no time).
+void require_before_end(const loaded_checkpoint& ckpt, int64_t steps, const std::string& flag) {
+  if (ckpt.clock < steps) return;
+  throw usage_error(flag + ": " + ckpt.dir + " is at clock " + std::to_string(ckpt.clock)
+                    + " and this run ends at clock " + std::to_string(steps)
+                    + ": nothing is left to train (a larger --epochs or --steps extends the run)");
+}
+
+/// The learning-rate schedule decays over the run's length: a resume that changes the length
+/// changes the rate from the checkpoint's clock on, which is said here.
+void describe_new_length(const run_checkpoint& saved, const train_spec& spec, int64_t steps) {
+  if (saved.steps == steps) return;
+  std::printf("resume: the run is now %lld clocks long (it was %lld)",
+              static_cast<long long>(steps), static_cast<long long>(saved.steps));
+  if (spec.schedule == lr_schedule::constant) {
+    std::printf("; the learning rate is constant\n");
+    return;
+  }
+  auto before = scheduled_learning_rate(saved.spec.schedule, saved.spec.optimizer.learning_rate,
+                                        saved.clock, saved.steps);
+  auto now = scheduled_learning_rate(spec.schedule, spec.optimizer.learning_rate, saved.clock,
+                                     steps);
+  std::printf("; the %s learning-rate schedule is re-evaluated over the new length, so at clock "
+              "%lld the rate is %.6g (the saved run's was %.6g) and it decays from there to %g %% "
+              "at clock %lld\n",
+              to_string(spec.schedule), static_cast<long long>(saved.clock), double(now),
+              double(before), double(lr_final_fraction * 100), static_cast<long long>(steps));
+}
+
+/// --checkpoint-dir must hold no other run's checkpoints: this run would never prune them and
+/// a later --resume could take them. --overwrite-checkpoints moves them aside.
+void claim_directory(const std::string& dir, const std::string& run_id, const run_identity& current,
+                     bool overwrite) {
+  auto others = other_runs_checkpoints(dir, run_id);
+  if (others.empty()) return;
+  if (overwrite) {
+    try {
+      auto aside = move_aside(dir, others);
+      std::printf("--overwrite-checkpoints: moved %zu checkpoint(s) of another run to %s\n",
+                  others.size(), aside.c_str());
+    } catch (const checkpoint_error& e) {
+      throw usage_error(std::string("--overwrite-checkpoints: ") + e.what());
+    }
+    return;
+  }
+  std::string whose = run_id_of(others.front());
+  std::string how;
+  try {
+    auto run = decode_run_checkpoint(load_checkpoint(others.front()).run_bytes);
+    if (run) how = identity_difference(*run, current);
+  } catch (const checkpoint_error& e) {
+    how = e.what();
+  }
+  if (how.empty()) how = "the same configuration, started separately";
+  throw usage_error("--checkpoint-dir " + dir + " holds " + std::to_string(others.size())
+                    + " checkpoint(s) of another run (newest " + others.front().filename().string()
+                    + ", run " + (whose.empty() ? "unknown" : whose) + ": " + how
+                    + "); --resume continues that run, --overwrite-checkpoints moves them to "
+                    + dir + "/superseded-<time>/, or choose another --checkpoint-dir");
+}
+
+} // namespace
+
+std::string dataset_identity(const data_source& d) {
+  auto absolute = [](const std::string& path) { return fs::weakly_canonical(fs::absolute(path)).string(); };
+  switch (d.what) {
+    case data_source::kind::fashion_mnist: return "fashion-mnist:" + absolute(d.dir);
+    case data_source::kind::synthetic: return "synthetic";
+    case data_source::kind::csv: return "csv:" + absolute(d.train_path);
+    case data_source::kind::libsvm: return "libsvm:" + absolute(d.train_path);
+    case data_source::kind::criteo: return "criteo:" + absolute(d.train_path);
+  }
+  return "unknown";
+}
+
+void plan_checkpoints(const training_flags& o, training_plan& plan) {
+  auto& c = plan.chief;
+  auto& ck = c.checkpoints;
+  ck.dataset = dataset_identity(plan.data);
+  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows};
+  std::optional<loaded_checkpoint> resume;
+  const std::string flag = o.resume == "auto" ? "--resume auto" : "--resume";
+  if (o.resume_given && o.resume == "auto")
+    resume = own_checkpoint(ck.dir, current);
+  else if (o.resume_given)
+    resume = named_checkpoint(o.resume.empty() ? ck.dir : o.resume, current);
+  if (resume) {
+    require_before_end(*resume, c.steps, flag);
+    auto saved = run_of(*resume, flag);
+    ck.run_id = saved.run_id;
+    std::printf("resuming from %s (clock %lld)\n", resume->dir.c_str(),
+                static_cast<long long>(resume->clock));
+    describe_new_length(saved, c.spec, c.steps);
+  } else {
+    ck.run_id = new_run_id();
+  }
+  if (!ck.dir.empty()) claim_directory(ck.dir, ck.run_id, current, o.overwrite_checkpoints);
+  ck.resume = std::move(resume);
+}
+
+} // namespace actorps
