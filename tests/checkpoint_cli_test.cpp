@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+using actorps::test::contains;
 using actorps::test::run_actorps;
 using actorps::test::scratch_dir;
 namespace fs = std::filesystem;
@@ -21,9 +22,6 @@ std::string quick_run(const std::string& dir) {
          "--checkpoint-every 20 --checkpoint-dir " + dir;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 } // namespace
 

@@ -3,6 +3,7 @@
 // failure comes from a fault hook (--kill disk@checkpoint=C: committing that checkpoint fails as
 // a full disk would), since the tests may run as root, whom no permission bit stops.
 #include "tests/command_runner.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+using actorps::test::contains;
+using actorps::test::metrics_summary;
 using actorps::test::run_actorps;
 using actorps::test::scratch_dir;
 namespace fs = std::filesystem;
@@ -22,19 +25,7 @@ std::string run_in(const std::string& dir) {
          "--checkpoint-dir " + dir + " --metrics " + dir + "/m.jsonl";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
-nlohmann::json summary_of(const std::string& metrics) {
-  std::ifstream in(metrics);
-  nlohmann::json last;
-  for (std::string line; std::getline(in, line);) {
-    auto event = nlohmann::json::parse(line);
-    if (event["event"] == "summary") last = event;
-  }
-  return last;
-}
 
 } // namespace
 
@@ -47,7 +38,7 @@ TEST_CASE("a run whose every checkpoint failed exits 1 and says so") {
   CHECK(contains(r.output, "checkpoint failures 1 (last: "));
   CHECK(contains(r.output, "fault injection (disk@checkpoint=60)"));
   CHECK(contains(r.output, "every checkpoint of this run failed (1)"));
-  auto sum = summary_of(tmp.path + "/m.jsonl");
+  auto sum = metrics_summary(tmp.path + "/m.jsonl");
   CHECK(sum["checkpoints"] == 0);
   CHECK(sum["checkpoint_failures"] == 1);
   CHECK_FALSE(fs::exists(fs::path(tmp.path) / "ckpt-000000000060" / "MANIFEST.json"));
@@ -60,7 +51,7 @@ TEST_CASE("a run with one failed checkpoint among good ones counts it and exits 
   CHECK(r.status == 0);
   CHECK(contains(r.output, "checkpoints 2"));
   CHECK(contains(r.output, "checkpoint failures 1"));
-  auto sum = summary_of(tmp.path + "/m.jsonl");
+  auto sum = metrics_summary(tmp.path + "/m.jsonl");
   CHECK(sum["checkpoints"] == 2);
   CHECK(sum["checkpoint_failures"] == 1);
   CHECK(fs::exists(fs::path(tmp.path) / "ckpt-000000000060" / "MANIFEST.json"));

@@ -3,6 +3,7 @@
 // or past the run's end, naming the difference; a larger --steps/--epochs extends the run, says
 // what its learning-rate schedule does, and counts samples/s over the resumed run alone.
 #include "tests/command_runner.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -11,6 +12,9 @@
 #include <cmath>
 #include <fstream>
 
+using actorps::test::contains;
+using actorps::test::metrics_events;
+using actorps::test::metrics_summary;
 using actorps::test::run_actorps;
 using actorps::test::scratch_dir;
 
@@ -23,19 +27,7 @@ std::string run_in(const std::string& dir, int64_t steps) {
   return base + "--steps " + std::to_string(steps) + " --checkpoint-dir " + dir;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
-nlohmann::json summary_of(const std::string& metrics) {
-  std::ifstream in(metrics);
-  nlohmann::json last;
-  for (std::string line; std::getline(in, line);) {
-    auto event = nlohmann::json::parse(line);
-    if (event["event"] == "summary") last = event;
-  }
-  return last;
-}
 
 } // namespace
 
@@ -105,7 +97,7 @@ TEST_CASE("a larger --steps extends a resumed run: samples/s is the resumed run'
   CHECK(contains(extended.output, "resume: the run is now 80 clocks long (it was 60); the cosine "
                                   "learning-rate schedule is re-evaluated over the new length"));
   CHECK(contains(extended.output, "resumed from clock 60"));
-  auto sum = summary_of(tmp.path + "/extended.jsonl");
+  auto sum = metrics_summary(tmp.path + "/extended.jsonl");
   CHECK(sum["samples"] == 80 * 2 * 64);  // what the model has seen since clock 0
   // the rate is this run's 20 clocks of 2 workers over this run's time, not 80 clocks' worth
   const double this_run = sum["samples_per_s"].get<double>() * sum["wall_s"].get<double>();
@@ -122,13 +114,10 @@ TEST_CASE("a replaced worker's redone clocks count once in the summary's samples
                        + tmp.path + "/m.jsonl");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  auto sum = summary_of(tmp.path + "/m.jsonl");
+  auto sum = metrics_summary(tmp.path + "/m.jsonl");
   CHECK(sum["recoveries"] == 1);
   CHECK(sum["samples"] == 60 * 2 * 64);  // what the model holds, as the export reports it
-  std::ifstream in(tmp.path + "/m.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto event = nlohmann::json::parse(line);
-    if (event["event"] != "eval") continue;
+  for (const auto& event : metrics_events(tmp.path + "/m.jsonl", "eval")) {
     // 8192 rows, 2 workers of 64-row batches: 64 clocks an epoch
     CHECK(event["epoch"].get<double>() == doctest::Approx(event["clock"].get<double>() / 64));
   }

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+using actorps::test::contains;
 using actorps::test::run_actorps;
 using actorps::test::scratch_dir;
 namespace fs = std::filesystem;
@@ -20,9 +21,6 @@ std::string run_in(const std::string& dir, int64_t steps) {
          "--checkpoint-every 20 --keep 3 --steps " + std::to_string(steps) + " --checkpoint-dir " + dir;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 bool complete(const std::string& root, int64_t clock) {
   return fs::exists(fs::path(root) / actorps::checkpoint_dir_name(clock) / actorps::manifest_name);

@@ -30,6 +30,11 @@ inline command_result run_command(const std::string& command, int timeout_s = 12
   return r;
 }
 
+/// Whether a command's output (or any text) holds `part`.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 /// Runs the actorps binary of this build with `args`.
 inline command_result run_actorps(const std::string& args) {
   return run_command(std::string(ACTORPS_BINARY) + " " + args);

@@ -12,6 +12,7 @@
 #include "apps/gen_data/planted_criteo.hpp"
 #include "kernels/dlrm.hpp"
 #include "tests/command_runner.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/sparse_loop.hpp"
 
@@ -52,16 +53,6 @@ planted_criteo_summary small_set(const std::string& dir, int64_t rows, int64_t t
   return write_planted_criteo(spec, dir);
 }
 
-/// The "summary" event of a metrics file.
-nlohmann::json summary_of(const std::string& metrics) {
-  std::ifstream in(metrics);
-  nlohmann::json summary;
-  for (std::string line; std::getline(in, line);) {
-    auto e = nlohmann::json::parse(line);
-    if (e["event"] == "summary") summary = e;
-  }
-  return summary;
-}
 
 } // namespace
 
@@ -255,7 +246,7 @@ TEST_CASE("ctr models train through the shards in every mode, with AUC in the su
     CAPTURE(r.output);
     REQUIRE(r.status == 0);
     CHECK(r.output.find("final test auc") != std::string::npos);
-    auto summary = summary_of(metrics);
+    auto summary = test::metrics_summary(metrics);
     REQUIRE(summary.contains("final_test_auc"));
     CHECK(summary["final_test_auc"].get<double>() > data.best_test_auc - 0.1);
     CHECK(summary["final_test_logloss"].get<double>() < 0.6);

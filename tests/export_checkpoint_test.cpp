@@ -20,13 +20,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using test::contains;
 using test::run_actorps;
 
 const std::string synthetic = "--dataset synthetic --synthetic-test-rows 512";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 /// A short synthetic run checkpointing at clocks 20 and 40 and exporting at its end to e1/1.
 struct checkpointed_run {

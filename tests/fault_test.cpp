@@ -1,6 +1,7 @@
 // Fault injection in the single-process cluster: a worker, the evaluator and a shard are
 // killed mid-run in every consistency mode; every run finishes, counts its failures and
 // recoveries, reports each in the metrics, and ends within a point of the same run without faults.
+#include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"
 
@@ -18,13 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<nlohmann::json> events(const fs::path& file, const std::string& kind) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    auto e = nlohmann::json::parse(line);
-    if (e["event"] == kind) out.push_back(std::move(e));
-  }
-  return out;
+  return test::metrics_events(file.string(), kind);
 }
 
 /// The clock of the newest checkpoint completed before the first failure of `role` (0: none).

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 
+using actorps::test::contains;
 using actorps::test::run_actorps;
 using actorps::test::scratch_dir;
 namespace fs = std::filesystem;
@@ -23,9 +24,6 @@ std::string command(const std::string& dir, const std::string& steps_and_seed = 
          "--checkpoint-every 20 --resume auto --checkpoint-dir " + dir + " " + steps_and_seed;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::string file_bytes(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

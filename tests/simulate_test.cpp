@@ -4,6 +4,7 @@
 #include "actors/chief/metrics.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/deploy/simulation.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"
 #include "kernels/mlp.hpp"
@@ -27,13 +28,7 @@ namespace {
 
 /// The `train` events of a metrics file: each worker's own account of one clock.
 std::vector<nlohmann::json> train_events(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    auto e = nlohmann::json::parse(line);
-    if (e["event"] == "train") out.push_back(std::move(e));
-  }
-  return out;
+  return test::metrics_events(path, "train");
 }
 
 } // namespace
