@@ -41,20 +41,30 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
                        "CAF scheduler threads (0: one per core)");
 }
 
-/// Reads the cluster and this task from the flags or TF_CONFIG; checks the task is `type`.
+/// TF_CONFIG from the environment, when it is set and not empty.
+const char* tf_config_env() {
+  const char* env = std::getenv("TF_CONFIG");
+  return env && *env ? env : nullptr;
+}
+
+/// Reads the cluster and this task from the flags or TF_CONFIG: the cluster from --cluster FILE
+/// or else TF_CONFIG; the task from --task, or else TF_CONFIG's "task" (also beside --cluster).
+/// `type` empty (`actorps run`): any role; else the task must be that type.
 deployment_options resolve(const std::string& type, const cluster_flags& f) {
   tf_config cfg;
   if (!f.cluster_file.empty()) {
     cfg = read_tf_config_file(f.cluster_file);
-  } else if (const char* env = std::getenv("TF_CONFIG"); env && *env) {
+    if (!cfg.task && f.task.empty())
+      if (const char* env = tf_config_env()) cfg.task = parse_tf_config_task(env, "TF_CONFIG");
+  } else if (const char* env = tf_config_env()) {
     cfg = parse_tf_config(env, "TF_CONFIG");
   } else {
     throw usage_error("no cluster: give --cluster FILE or set TF_CONFIG");
   }
   if (!f.task.empty()) cfg.task = parse_task(f.task);
   if (!cfg.task) throw usage_error("no task: give --task TYPE:INDEX or TF_CONFIG's \"task\"");
-  cfg.cluster.address(*cfg.task);  // unknown type or index outside the cluster
-  if (cfg.task->type != type)
+  cfg.cluster.own_address(*cfg.task);  // unknown type or index outside the cluster
+  if (!type.empty() && cfg.task->type != type)
     throw usage_error("this is `actorps " + type + "` but the task is " + cfg.task->text());
   if (f.connect_timeout <= 0) throw usage_error("--connect-timeout must be positive");
   if (f.heartbeat_ms <= 0 || f.peer_timeout_ms <= f.heartbeat_ms)
@@ -121,36 +131,50 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
 
 } // namespace
 
-int cluster_command(const std::string& type, const std::vector<std::string>& args) {
-  bool chief = type == "chief";
+int cluster_command(const std::string& command, const std::vector<std::string>& args) {
+  // `run` takes its role from the task; the others are that role.
+  const bool any_role = command == "run";
+  const std::string type = any_role ? "" : command;
+  const bool chief_flags = any_role || type == "chief";
   cluster_flags cf;
   training_flags tf;
-  po::options_description desc("actorps " + type + " flags");
+  po::options_description desc("actorps " + command + " flags");
   desc.add_options()("help,h", "print this help");
-  add_cluster_options(desc, cf, !chief);
-  if (chief) add_training_options(desc, tf);
+  add_cluster_options(desc, cf, !chief_flags);
+  if (chief_flags) add_training_options(desc, tf);
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
     if (vm.count("help")) {
       std::ostringstream out;
-      out << "usage: actorps " << type << " [--cluster FILE --task " << type << ":INDEX] [flags]\n"
-          << (chief ? "The chief takes the training flags and hands the spec to every task.\n"
-                    : "Everything about the training comes from the chief.\n")
-          << "\n" << desc;
+      if (any_role)
+        out << "usage: actorps run [--cluster FILE] [--task TYPE:INDEX] [flags]\n"
+            << "One command for every replica: the task (from --task, or TF_CONFIG's \"task\") "
+               "says which role\nthis process is. The chief uses the training flags; a ps, worker "
+               "or evaluator ignores\nthem (the chief hands the spec to every task) and uses "
+               "--threads and the cluster flags.\n";
+      else
+        out << "usage: actorps " << type << " [--cluster FILE --task " << type
+            << ":INDEX] [flags]\n"
+            << (type == "chief" ? "The chief takes the training flags and hands the spec to "
+                                  "every task.\n"
+                                : "Everything about the training comes from the chief.\n");
+      out << "\n" << desc;
       std::fputs(out.str().c_str(), stdout);
       return 0;
     }
     po::notify(vm);
     note_given_flags(vm, tf);
     auto opts = resolve(type, cf);
-    if (chief) return run_chief(opts, tf, vm);
-    run_task_process(type, opts);
+    if (opts.task.type == "chief") return run_chief(opts, tf, vm);
+    if (chief_flags) opts.scheduler_threads = tf.threads;  // `run`: --threads is the shared flag
+    run_task_process(opts.task.type, opts);
   } catch (const po::error& e) {
-    std::fprintf(stderr, "actorps %s: %s\n(see actorps %s --help)\n", type.c_str(), e.what(), type.c_str());
+    std::fprintf(stderr, "actorps %s: %s\n(see actorps %s --help)\n", command.c_str(), e.what(),
+                 command.c_str());
     return 2;
   } catch (const std::exception& e) {  // usage_error, cluster_error
-    std::fprintf(stderr, "actorps %s: %s\n", type.c_str(), e.what());
+    std::fprintf(stderr, "actorps %s: %s\n", command.c_str(), e.what());
     return 2;
   }
 }

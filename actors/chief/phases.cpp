@@ -103,8 +103,9 @@ behavior placing(self_ptr self) {
     refuse_run("already running"),
     [](train_atom, const train_report&) {},  // the workers have not been told to start
     [](done_atom, int32_t) {},
-    join_shard(self, " joined", [=](int32_t) { on_joined_while_placing(self); }),
-    join_node(self, " joined", [=](role_id) { on_joined_while_placing(self); }),
+    join_shard(self, " joined",
+               [=](int32_t index) { on_joined_while_placing(self, ps_role(index)); }),
+    join_node(self, " joined", [=](role_id role) { on_joined_while_placing(self, role); }),
     [=](join_due_atom) { on_join_due(self); },
     [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
     [](stop_due_atom) {},              // stopping sets it
@@ -237,6 +238,7 @@ void begin_training(self_ptr self) {
   st.start = std::chrono::steady_clock::now();
   for (auto& w : st.workers) self->send(w, start_atom::value);
   schedule_timed_kills(self);
+  start_late_evaluator(self);  // joined from outside the cluster while the roles started
 }
 
 void finish_training(self_ptr self) {

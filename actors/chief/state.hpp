@@ -227,8 +227,12 @@ caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard);
 /// Likewise for a worker or evaluator task's node (`type` as the task says it); the role it is.
 caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t index,
                                  task_node_actor node);
-/// placing: a task has joined; once every one has, the shards are initialised.
-void on_joined_while_placing(self_ptr self);
+/// placing: a task has joined; once every one has, the shards are initialised. An evaluator
+/// outside the cluster (TFJob leaves it out) is not waited for.
+void on_joined_while_placing(self_ptr self, role_id role);
+/// training: an evaluator that joined from outside the cluster after the roles were started
+/// starts now (nothing when one runs already).
+void start_late_evaluator(self_ptr self);
 /// placing: the time to join is up; the run fails naming every task still missing.
 void on_join_due(self_ptr self);
 

@@ -48,9 +48,14 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
           const Role& role, Join join) {
   auto name = opts.task.text();
   auto local = caf::actor_cast<caf::actor>(role);
-  if (auto port = publish_on(sys, published, opts.cluster.address(opts.task), name); !port) {
-    log_line(name, describe(port.error()));
-    return 2;
+  // A task outside the cluster (TFJob's evaluator) is never dialled: it only dials the chief,
+  // whose messages come back on that connection.
+  auto own = opts.cluster.own_address(opts.task);
+  if (own) {
+    if (auto port = publish_on(sys, published, *own, name); !port) {
+      log_line(name, describe(port.error()));
+      return 2;
+    }
   }
   auto chief_addr = opts.cluster.address({"chief", 0});
   auto chief = connect_to<chief_actor>(sys, chief_addr, opts.connect_timeout);
@@ -67,8 +72,8 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
     log_line(name, "the chief refused the join: " + describe(refused));
     return 1;
   }
-  log_line(name, "serving on " + opts.cluster.address(opts.task).text() + ", joined the chief at "
-                   + chief_addr.text());
+  log_line(name, (own ? "serving on " + own->text() : std::string("outside the cluster"))
+                   + ", joined the chief at " + chief_addr.text());
   int status = 0;
   self->receive([&](caf::down_msg& dm) {
     if (dm.source == local.address()) {
