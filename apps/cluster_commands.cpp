@@ -1,8 +1,11 @@
 #include "apps/cluster_commands.hpp"
 
 #include "actors/deploy/deployment.hpp"
+#include "actors/deploy/exit_codes.hpp"
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/log.hpp"
 #include "apps/export_after_run.hpp"
+#include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
 
 #include <caf/actor_system.hpp>
@@ -81,6 +84,16 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
 
 /// Runs a ps, worker or evaluator task and ends the process with the task's exit status.
 [[noreturn]] void run_task_process(const std::string& type, const deployment_options& opts) {
+  // SIGTERM or SIGINT to a ps, worker or evaluator: it leaves at once, saying so; the chief
+  // sees it lost and waits for its restart, as for any lost task.
+  static stop_signals signals;  // never destroyed: the process ends with _Exit
+  signals.on_signal([name = opts.task.text()](int signal, int) {
+    auto status = exit_code::signalled(signal);
+    log_line(name, std::string(stop_signals::name(signal)) + ": leaving, exiting "
+                     + std::to_string(status));
+    std::fflush(nullptr);
+    std::_Exit(status);
+  });
   caf::actor_system_config cfg;
   configure_task_system(cfg, opts);
   caf::actor_system sys{cfg};
@@ -120,12 +133,33 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
   plan.chief.remote = std::move(remote);
   auto with_threads = opts;
   with_threads.scheduler_threads = plan.scheduler_threads;
-  auto result = run_chief_task(with_threads, std::move(plan.chief));
+  // SIGTERM or SIGINT: the chief stops the run cleanly (interrupt.cpp); a second one, at once.
+  stop_signals signals;
+  auto result = run_chief_task(with_threads, std::move(plan.chief), [&](stop_request stop) {
+    signals.on_signal([stop](int signal, int count) {
+      log_line("chief", std::string(stop_signals::name(signal))
+                          + (count > 1 ? " again" : " received") + ": stopping the run");
+      stop(stop_signals::name(signal));
+    });
+  });
+  signals.on_signal(nullptr);
+  auto interrupted = signals.first() ? exit_code::signalled(signals.first()) : exit_code::retryable;
   if (!result) {
     std::fprintf(stderr, "actorps chief: the run failed: %s\n", describe(result.error()).c_str());
-    return 1;
+    const auto& err = result.error();
+    if (err.category() != error_category) return exit_code::failed;
+    if (err.code() == static_cast<uint8_t>(errc::run_interrupted)) return interrupted;
+    if (err.code() == static_cast<uint8_t>(errc::peer_unreachable)) return exit_code::retryable;
+    return exit_code::failed;
   }
   print_summary(*result);
+  if (!result->stopped_by.empty()) {
+    std::printf("  stopped early by %s at clock %lld of %lld; not exported (exit %d: restart "
+                "with --resume to go on)\n",
+                result->stopped_by.c_str(), static_cast<long long>(result->stopped_at),
+                static_cast<long long>(result->clocks), interrupted);
+    return interrupted;
+  }
   return export_run(exporting, *result, nullptr);
 }
 

@@ -118,7 +118,7 @@ TEST_CASE("a task whose port is taken exits 2 saying so") {
                 r.output);
 }
 
-TEST_CASE("a task that cannot reach the chief gives up after the connect timeout, naming it") {
+TEST_CASE("a task that cannot reach the chief gives up after the connect timeout, naming it, retryable") {
   held_port own, chief;  // two free ports...
   chief.release();       // ...and nothing listens on the chief's
   std::string tf = R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(chief.port)
@@ -126,8 +126,24 @@ TEST_CASE("a task that cannot reach the chief gives up after the connect timeout
                    + R"("], "worker": ["127.0.0.1:3"]}, "task": {"type": "ps", "index": 0}})";
   own.release();
   auto r = run("TF_CONFIG='" + tf + "' " + actorps("ps --connect-timeout 0.5"));
-  CHECK(r.status == 1);
+  CHECK(r.status == 138);  // TFJob's ExitCode policy restarts it
   CHECK_MESSAGE(r.output.find("cannot reach 127.0.0.1:" + std::to_string(chief.port))
+                  != std::string::npos,
+                r.output);
+}
+
+TEST_CASE("--cluster FILE takes this replica's task from TF_CONFIG") {
+  held_port own, chief;
+  chief.release();  // nothing listens there: the task runs until its connect timeout
+  auto spec = write_file("cluster.json",
+                         R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(chief.port)
+                           + R"("], "ps": ["127.0.0.1:)" + std::to_string(own.port)
+                           + R"("], "worker": ["127.0.0.1:3"]}})");
+  own.release();
+  auto r = run(R"(TF_CONFIG='{"task": {"type": "PS", "index": 0}, "environment": "cloud"}' )"
+               + actorps("run --cluster " + spec + " --connect-timeout 0.5"));
+  CHECK(r.status == 138);
+  CHECK_MESSAGE(r.output.find("[ps:0] cannot reach 127.0.0.1:" + std::to_string(chief.port))
                   != std::string::npos,
                 r.output);
 }

@@ -4,6 +4,11 @@
 #     (lower-case types, "master" for the chief, "environment": "cloud", the evaluator left out
 #     of the cluster); one replica reads the cluster from --cluster FILE and its task from
 #     TF_CONFIG. The evaluator outside the cluster joins and evaluates; every process exits 0.
+#  2. SIGTERM to the chief mid-run: it logs it, trains on to the next checkpoint clock, writes
+#     that checkpoint, prints the summary and stops every task; the chief exits 143, every
+#     other task 138 (retryable: TFJob restarts them with the chief).
+#  3. SIGINT without checkpoints: the chief stops at once with its summary and exits 130.
+#  4. SIGKILL on the chief: every other task exits 138 (retryable) after the peer timeout.
 # usage: tests/multiprocess_k8s_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,5 +64,65 @@ line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy (no evaluation?): $line"
 grep -q '"event":"eval"' "$dir/m1.jsonl" || fail "the evaluator outside the cluster never evaluated"
 no_listeners "$dir/c1.json"
+
+start_replicas() {  # start_replicas CLUSTER TAG FLAGS...: every replica; chief pid in $chief
+  local cluster=$1 tag=$2; shift 2
+  task_pids=()
+  run_replica "$cluster" master 0 "$dir/chief$tag.log" "$@"; chief=$!
+  for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+    run_replica "$cluster" "${t%%:*}" "${t##*:}" "$dir/$t.$tag.log" "$@"; task_pids+=($!)
+  done
+}
+tasks_exit() {  # tasks_exit CODE SECONDS: every task of start_replicas exits CODE within SECONDS
+  for p in "${task_pids[@]}"; do
+    await_exit "$p" "$2"; [ "$status" = "$1" ] || fail "a task exited $status, not $1"
+  done
+}
+
+echo "== 2. SIGTERM to the chief: final checkpoint, summary, every task stops, 143 and 138"
+cluster "$dir/c2.json"
+start_replicas "$dir/c2.json" 2 --connect-timeout 20 --dataset synthetic --model 784-64-10 \
+  --steps 1000000 --no-progress --metrics "$dir/m2.jsonl" --checkpoint-dir "$dir/ckpt2" \
+  --checkpoint-every 50
+await_training "$dir/m2.jsonl"
+kill -TERM "$chief"
+await_exit "$chief" 60; [ "$status" = 143 ] || fail "the chief exited $status after SIGTERM, not 143"
+tasks_exit 138 20
+grep -q "SIGTERM received: stopping the run" "$dir/chief2.log" || fail "the chief did not log SIGTERM"
+target=$(sed -n 's/.*SIGTERM at clock [0-9]*: training goes on to the checkpoint at clock \([0-9]*\),.*/\1/p' \
+  "$dir/chief2.log")
+[ -n "$target" ] || fail "the chief did not say which checkpoint it stops at"
+grep -q "^summary: " "$dir/chief2.log" || fail "no summary after SIGTERM"
+grep -q "stopped early by SIGTERM at clock" "$dir/chief2.log" || fail "the summary hides the stop"
+ckpt=$(printf "%s/ckpt2/ckpt-%012d" "$dir" "$target")
+[ -s "$ckpt/MANIFEST.json" ] || fail "no complete checkpoint at clock $target: $(ls "$dir/ckpt2")"
+grep -q "\"event\":\"checkpoint\",\"clock\":$target," "$dir/m2.jsonl" || fail "no checkpoint event at $target"
+line=$(grep '"event":"summary"' "$dir/m2.jsonl") || fail "no summary event after SIGTERM"
+[ "$(summary_field "$line" stopped_by)" = SIGTERM ] || fail "summary: $line"
+"$python" -c "import sys; sys.exit(0 if int(sys.argv[1]) >= int(sys.argv[2]) else 1)" \
+  "$(summary_field "$line" stopped_at)" "$target" || fail "stopped before its checkpoint: $line"
+grep -q "run_interrupted" "$dir/worker:0.2.log" || fail "worker:0 does not say why it stopped"
+no_listeners "$dir/c2.json"
+
+echo "== 3. SIGINT to the chief without checkpoints: it stops at once, 130 and 138"
+cluster "$dir/c3.json"
+start_replicas "$dir/c3.json" 3 --connect-timeout 20 --dataset synthetic --model 784-64-10 \
+  --steps 1000000 --no-progress --metrics "$dir/m3.jsonl"
+await_training "$dir/m3.jsonl"
+kill -INT "$chief"
+await_exit "$chief" 60; [ "$status" = 130 ] || fail "the chief exited $status after SIGINT, not 130"
+tasks_exit 138 20
+grep -q "stopped early by SIGINT at clock" "$dir/chief3.log" || fail "no summary after SIGINT"
+no_listeners "$dir/c3.json"
+
+echo "== 4. SIGKILL on the chief: every task exits 138 (retryable)"
+cluster "$dir/c4.json"
+start_replicas "$dir/c4.json" 4 --connect-timeout 5 --dataset synthetic --model 784-64-10 \
+  --steps 1000000 --no-progress --metrics "$dir/m4.jsonl"
+await_training "$dir/m4.jsonl"
+kill -KILL "$chief"
+tasks_exit 138 20
+grep -q "is gone" "$dir/worker:0.4.log" || fail "worker:0 did not say the chief is gone"
+no_listeners "$dir/c4.json"
 
 echo PASS

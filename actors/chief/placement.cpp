@@ -242,7 +242,7 @@ void on_join_due(self_ptr self) {
     if (!st.worker_nodes[w]) add(worker_role(static_cast<int32_t>(w)).text(), remote.workers[w]);
   if (remote.evaluator && !st.evaluator_node) add(evaluator_role().text(), *remote.evaluator);
   fail_run(self, "tasks did not join in time",
-           caf::make_error(caf::sec::runtime_error, "never joined: " + missing));
+           make_error(errc::peer_unreachable, "never joined: " + missing));
 }
 
 } // namespace actorps::chief_detail

@@ -8,10 +8,13 @@
 #include "actors/deploy/ps_task.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "actors/deploy/task_node.hpp"
+#include "actors/deploy/exit_codes.hpp"
+#include "actors/protocol/errors.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <mutex>
 
 namespace actorps {
 
@@ -20,6 +23,11 @@ namespace {
 bool is_orderly(const caf::error& reason) {
   return !reason || reason == caf::exit_reason::normal
          || reason == caf::exit_reason::user_shutdown;
+}
+
+bool is_interruption(const caf::error& reason) {
+  return reason.category() == error_category
+         && reason.code() == static_cast<uint8_t>(errc::run_interrupted);
 }
 
 /// Publishes `handle` on the task's own address; the error names the address. A connection
@@ -41,8 +49,9 @@ caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle,
 }
 
 /// Publishes `published` on the task's address (2 if it cannot), joins the chief with `join`
-/// (a request to send), then waits until `role` stops (the chief ended the run: 0) or the chief
-/// is lost (1); returns that status.
+/// (a request to send), then waits until `role` stops or the chief is lost; returns the exit
+/// status (exit_codes.hpp): 0 the chief ended the run, retryable the chief was lost, could
+/// not be reached, or stopped the run early, 1 the role failed or the chief refused the join.
 template <class Published, class Role, class Join>
 int serve(caf::actor_system& sys, const deployment_options& opts, const Published& published,
           const Role& role, Join join) {
@@ -60,8 +69,14 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   auto chief_addr = opts.cluster.address({"chief", 0});
   auto chief = connect_to<chief_actor>(sys, chief_addr, opts.connect_timeout);
   if (!chief) {
-    log_line(name, describe(chief.error()));
-    return 1;
+    // Not there yet, or gone: a restart may reach it. Another actor there: it would not.
+    if (chief.error() == caf::sec::unexpected_actor_messaging_interface) {
+      log_line(name, describe(chief.error()));
+      return exit_code::failed;
+    }
+    log_line(name, describe(chief.error()) + "; exiting " + std::to_string(exit_code::retryable)
+                     + " (a restart may reach it)");
+    return exit_code::retryable;
   }
   caf::scoped_actor self{sys};
   self->monitor(*chief);
@@ -70,21 +85,23 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
   if (refused) {
     log_line(name, "the chief refused the join: " + describe(refused));
-    return 1;
+    return exit_code::failed;
   }
   log_line(name, (own ? "serving on " + own->text() : std::string("outside the cluster"))
                    + ", joined the chief at " + chief_addr.text());
-  int status = 0;
+  int status = exit_code::success;
   self->receive([&](caf::down_msg& dm) {
     if (dm.source == local.address()) {
-      status = is_orderly(dm.reason) ? 0 : 1;
-      if (status) log_line(name, "stopped: " + describe(dm.reason));
+      if (is_orderly(dm.reason)) return;
+      status = is_interruption(dm.reason) ? exit_code::retryable : exit_code::failed;
+      log_line(name, "stopped: " + describe(dm.reason) + "; exiting " + std::to_string(status));
     } else if (is_orderly(dm.reason)) {
       caf::anon_send_exit(local, caf::exit_reason::user_shutdown);  // the run has ended
     } else {
+      status = exit_code::retryable;
       log_line(name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
-                       + "); stopping");
-      status = 1;
+                       + "); stopping, exiting " + std::to_string(status)
+                       + " (a restart joins the chief's next run)");
     }
   });
   return status;
@@ -162,7 +179,8 @@ int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster,
   return status;
 }
 
-caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg) {
+caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg,
+                                          const std::function<void(stop_request)>& on_start) {
   caf::actor_system_config sys_cfg;
   configure_system(sys_cfg, opts.scheduler_threads, opts.network);
   caf::actor_system sys{sys_cfg};
@@ -171,7 +189,24 @@ caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_
     caf::anon_send_exit(chief, caf::exit_reason::kill);
     return port.error();
   }
-  return run_to_end(sys, chief);
+  // The stop request may come from another thread at any time: it reaches the chief only while
+  // this function runs (the handle is dropped, under the lock, before `sys` ends).
+  struct door {
+    std::mutex mutex;
+    chief_actor chief;
+  };
+  auto to_chief = std::make_shared<door>();
+  to_chief->chief = chief;
+  auto result = run_to_end(sys, chief, [&] {  // after (run): a stop request comes second
+    if (on_start)
+      on_start([to_chief](const std::string& why) {
+        std::lock_guard<std::mutex> guard(to_chief->mutex);
+        if (to_chief->chief) caf::anon_send(to_chief->chief, interrupt_atom::value, why);
+      });
+  });
+  std::lock_guard<std::mutex> guard(to_chief->mutex);
+  to_chief->chief = nullptr;
+  return result;
 }
 
 } // namespace actorps
