@@ -1,5 +1,6 @@
 #include "apps/cluster_commands.hpp"
 
+#include "actors/deploy/data_port.hpp"
 #include "actors/deploy/deployment.hpp"
 #include "actors/deploy/exit_codes.hpp"
 #include "actors/protocol/errors.hpp"
@@ -22,7 +23,8 @@ namespace actorps {
 namespace {
 
 struct cluster_flags {
-  std::string cluster_file, task;
+  std::string cluster_file, task, bind;
+  int data_port = 0;
   double connect_timeout = 60;
   int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
 };
@@ -34,7 +36,13 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
      "[...], \"evaluator\": [...]}}; without it the TF_CONFIG environment variable is read")
     ("task", po::value(&f.task), "this task, TYPE:INDEX (default: TF_CONFIG's \"task\")")
     ("connect-timeout", po::value(&f.connect_timeout)->default_value(f.connect_timeout),
-     "seconds to keep retrying peers that are not up yet (and for every task to join)")
+     "seconds to keep retrying peers that are not up yet, and this task's own host name while "
+     "it does not resolve (and for every task to join)")
+    ("bind", po::value(&f.bind),
+     "listen on this address of the host (0.0.0.0 or [::]: every interface) instead of the "
+     "host the cluster names; peers still dial the cluster's names")
+    ("data-port", po::value(&f.data_port)->default_value(f.data_port),
+     "TCP port of a ps task's data link (0: the task's own port + 1); other tasks ignore it")
     ("heartbeat-ms", po::value(&f.heartbeat_ms)->default_value(f.heartbeat_ms),
      "heartbeat interval between processes")
     ("peer-timeout-ms", po::value(&f.peer_timeout_ms)->default_value(f.peer_timeout_ms),
@@ -70,12 +78,21 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   if (!type.empty() && cfg.task->type != type)
     throw usage_error("this is `actorps " + type + "` but the task is " + cfg.task->text());
   if (f.connect_timeout <= 0) throw usage_error("--connect-timeout must be positive");
+  if (f.data_port < 0 || f.data_port > 65535)
+    throw usage_error("--data-port must be 0 (the task's port + 1) or a port, 1 to 65535");
+  auto bind = f.bind;  // "[::]" as a URL writes it: the address is "::"
+  if (bind.size() >= 2 && bind.front() == '[' && bind.back() == ']')
+    bind = bind.substr(1, bind.size() - 2);
+  if (!f.bind.empty() && bind.empty()) throw usage_error("--bind needs an address, e.g. 0.0.0.0");
+  if (cfg.task->type == "ps") data_port_of(cfg.cluster, *cfg.task, f.data_port);  // refused now
   if (f.heartbeat_ms <= 0 || f.peer_timeout_ms <= f.heartbeat_ms)
     throw usage_error("--peer-timeout-ms must exceed --heartbeat-ms, both positive");
   deployment_options opts;
   opts.cluster = std::move(cfg.cluster);
   opts.task = *cfg.task;
   opts.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.connect_timeout * 1000));
+  opts.bind = bind;
+  opts.data_port = f.data_port;
   opts.network.heartbeat = std::chrono::milliseconds(f.heartbeat_ms);
   opts.network.peer_timeout = std::chrono::milliseconds(f.peer_timeout_ms);
   opts.scheduler_threads = f.threads;

@@ -9,6 +9,9 @@
 #     other task 138 (retryable: TFJob restarts them with the chief).
 #  3. SIGINT without checkpoints: the chief stops at once with its summary and exits 130.
 #  4. SIGKILL on the chief: every other task exits 138 (retryable) after the peer timeout.
+#  5. --bind 0.0.0.0: every task listens on all interfaces while peers dial the spec's names;
+#     a ps task's data link listens on --data-port, or on its own port + 1 by default, and
+#     answers there on every interface.
 # usage: tests/multiprocess_k8s_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -124,5 +127,36 @@ kill -KILL "$chief"
 tasks_exit 138 20
 grep -q "is gone" "$dir/worker:0.4.log" || fail "worker:0 did not say the chief is gone"
 no_listeners "$dir/c4.json"
+
+echo "== 5. --bind 0.0.0.0, the data link on --data-port or the task's port + 1"
+cluster "$dir/c5.json"
+data0=$("$python" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+flags=(--bind 0.0.0.0 --connect-timeout 20 --dataset synthetic --model 784-64-10 --steps 1000
+       --slow worker:0=5 --no-progress --metrics "$dir/m5.jsonl")
+task_pids=()
+run_replica "$dir/c5.json" master 0 "$dir/chief5.log" "${flags[@]}"; chief=$!
+run_replica "$dir/c5.json" ps 0 "$dir/ps:0.5.log" "${flags[@]}" --data-port "$data0"; task_pids+=($!)
+for t in ps:1 worker:0 worker:1 evaluator:0; do
+  run_replica "$dir/c5.json" "${t%%:*}" "${t##*:}" "$dir/$t.5.log" "${flags[@]}"; task_pids+=($!)
+done
+await_training "$dir/m5.jsonl"
+data1=$(( $(port_of "$dir/c5.json" ps 1) + 1 ))
+listening=$(ss -ltnH)
+for port in $(port_of "$dir/c5.json" chief 0) $(port_of "$dir/c5.json" ps 0) \
+            $(port_of "$dir/c5.json" worker 1) "$data0" "$data1"; do
+  grep -q "0\.0\.0\.0:$port " <<< "$listening" || fail "nothing listens on 0.0.0.0:$port: $listening"
+done
+grep -q "data link on 0.0.0.0:$data0" "$dir/ps:0.5.log" || fail "ps:0 does not say where its data link is"
+grep -q "data link on 0.0.0.0:$data1" "$dir/ps:1.5.log" || fail "ps:1's data link is not on its port + 1"
+# The data ports answer on another interface of the host too (a stranger is logged by the shard).
+ip=$(hostname -I 2>/dev/null | awk '{print $1}'); ip=${ip:-127.0.0.1}
+for target in "0 $data0" "1 $data1"; do
+  set -- $target
+  "$python" -c "import socket,sys; s=socket.create_connection((sys.argv[1], int(sys.argv[2]))); s.sendall(b'\xff' * 4096); s.close()" "$ip" "$2"
+  await_event "$dir/ps:$1.5.log" "refused a data connection from $ip" 10
+done
+await_exit "$chief" 120; [ "$status" = 0 ] || fail "the chief exited $status"
+tasks_exit 0 20
+no_listeners "$dir/c5.json"
 
 echo PASS

@@ -8,7 +8,9 @@
 #include "actors/deploy/ps_task.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "actors/deploy/task_node.hpp"
+#include "actors/deploy/data_port.hpp"
 #include "actors/deploy/exit_codes.hpp"
+#include "actors/net/await_name.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/all.hpp>
@@ -30,22 +32,45 @@ bool is_interruption(const caf::error& reason) {
          && reason.code() == static_cast<uint8_t>(errc::run_interrupted);
 }
 
-/// Publishes `handle` on the task's own address; the error names the address. A connection
-/// CAF refuses there (a stranger, a malformed handshake) is logged under the task's name.
+/// The host a task listens on: --bind when given, else its host in the spec.
+std::string listen_host(const std::string& bind, const host_port& addr) {
+  return bind.empty() ? addr.host : bind;
+}
+
+/// Publishes `handle` on the task's own address (its port, on --bind's address when given); the
+/// error names the address. A connection CAF refuses there (a stranger, a malformed handshake)
+/// is logged under the task's name.
 template <class Handle>
 caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr,
-                                   const std::string& task) {
+                                   const std::string& task, const std::string& bind = {}) {
   // SO_REUSEADDR: a restarted task may bind while the last run's sockets are in TIME_WAIT;
   // a port another process listens on is still refused.
-  auto port = publish_guarded(sys, handle, addr.host, addr.port,
+  auto host = listen_host(bind, addr);
+  auto port = publish_guarded(sys, handle, host, addr.port,
                               [task](const std::string& peer, const std::string& why) {
                                 log_line(task, "refused a connection from " + peer + ": " + why);
                               });
   if (!port)
     return caf::make_error(caf::sec::cannot_open_port,
-                           "cannot listen on " + addr.text() + " (in use, or not an address of "
-                             "this host): " + describe(port.error()));
+                           "cannot listen on " + host_port{host, addr.port}.text()
+                             + " (in use, or not an address of this host): "
+                             + describe(port.error()));
   return port;
+}
+
+/// Waits (backoff, up to the connect timeout) for the task's own host name to resolve, unless
+/// it listens on --bind's address or nowhere; "" once it does, else why not.
+std::string await_own_name(const deployment_options& opts) {
+  auto own = opts.cluster.own_address(opts.task);
+  if (!opts.bind.empty() || !own) return "";
+  auto seconds = std::to_string(opts.connect_timeout.count() / 1000.0);
+  seconds.erase(seconds.find_last_not_of('0') + 1);
+  if (seconds.back() == '.') seconds.pop_back();
+  auto why = await_name(own->host, opts.connect_timeout, [&](const std::string& first) {
+    log_line(opts.task.text(), "its host name '" + own->host + "' does not resolve yet (" + first
+                                 + "); retrying up to --connect-timeout " + seconds + " s");
+  });
+  return why.empty() ? why : why + " (--connect-timeout " + seconds + " s)";
 }
 
 /// Publishes `published` on the task's address (2 if it cannot), joins the chief with `join`
@@ -61,7 +86,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   // whose messages come back on that connection.
   auto own = opts.cluster.own_address(opts.task);
   if (own) {
-    if (auto port = publish_on(sys, published, *own, name); !port) {
+    if (auto port = publish_on(sys, published, *own, name, opts.bind); !port) {
       log_line(name, describe(port.error()));
       return 2;
     }
@@ -87,7 +112,8 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
     log_line(name, "the chief refused the join: " + describe(refused));
     return exit_code::failed;
   }
-  log_line(name, (own ? "serving on " + own->text() : std::string("outside the cluster"))
+  auto listening = own ? host_port{listen_host(opts.bind, *own), own->port}.text() : "";
+  log_line(name, (own ? "serving on " + listening : std::string("outside the cluster"))
                    + ", joined the chief at " + chief_addr.text());
   int status = exit_code::success;
   self->receive([&](caf::down_msg& dm) {
@@ -121,14 +147,19 @@ struct hosted_shard {
   std::unique_ptr<shard_link_server> links;  // listens as long as this lives
 };
 
-/// Spawns shard `index` and its ps task, with the data link listening on a free port of the
-/// task's own host address (the ps task tells clients which, remote_shard.hpp).
+/// Spawns shard `index` and its ps task, with the data link listening on `data_port` (0: one
+/// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
+/// clients which port, remote_shard.hpp).
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
-                                       int32_t index, int32_t finish_after) {
+                                       int32_t index, int32_t finish_after,
+                                       const std::string& bind = {}, uint16_t data_port = 0) {
   auto name = task_id{"ps", index}.text();
-  auto links = shard_link_server::listen(cluster.address({"ps", index}).host, 0,
+  auto host = listen_host(bind, cluster.address({"ps", index}));
+  auto links = shard_link_server::listen(host, data_port,
                                          [name](const std::string& line) { log_line(name, line); });
   if (!links) return links.error();
+  if (data_port != 0)
+    log_line(name, "data link on " + host_port{host, (*links)->port()}.text());
   auto shard = spawn_ps_shard(sys, index);
   (*links)->serve(sys, shard, index);
   auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name(), finish_after});
@@ -139,8 +170,19 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
 
 int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
+  if (auto why = await_own_name(opts); !why.empty()) {
+    log_line(opts.task.text(), why + "; exiting " + std::to_string(exit_code::retryable));
+    return exit_code::retryable;
+  }
   if (opts.task.type == "ps") {
-    auto hosted = host_shard(sys, opts.cluster, index, 0);
+    uint16_t data_port = 0;
+    try {
+      data_port = data_port_of(opts.cluster, opts.task, opts.data_port);
+    } catch (const cluster_error& e) {
+      log_line(opts.task.text(), e.what());
+      return exit_code::usage;
+    }
+    auto hosted = host_shard(sys, opts.cluster, index, 0, opts.bind, data_port);
     if (!hosted) {
       log_line(opts.task.text(), describe(hosted.error()));
       return 2;
@@ -184,8 +226,11 @@ caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_
   caf::actor_system_config sys_cfg;
   configure_system(sys_cfg, opts.scheduler_threads, opts.network);
   caf::actor_system sys{sys_cfg};
+  if (auto why = await_own_name(opts); !why.empty())
+    return make_error(errc::peer_unreachable, why);
   auto chief = spawn_chief(sys, std::move(cfg));
-  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task), "chief"); !port) {
+  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task), "chief", opts.bind);
+      !port) {
     caf::anon_send_exit(chief, caf::exit_reason::kill);
     return port.error();
   }

@@ -25,6 +25,11 @@ struct deployment_options {
   cluster_spec cluster;
   task_id task;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
+  /// Listen on this address of the host ("0.0.0.0", "::") instead of the host the spec names
+  /// (peers still dial the spec's names); "": the spec's host, once it resolves.
+  std::string bind;
+  /// A ps task's data-link port (data_port.hpp): 0 for the task's own port + 1.
+  int data_port = 0;
   network_settings network;
   int scheduler_threads = 0;
 };
