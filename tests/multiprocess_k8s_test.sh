@@ -7,7 +7,8 @@
 #  2. SIGTERM to the chief mid-run: it logs it, trains on to the next checkpoint clock, writes
 #     that checkpoint, prints the summary and stops every task; the chief exits 143, every
 #     other task 138 (retryable: TFJob restarts them with the chief).
-#  3. SIGINT without checkpoints: the chief stops at once with its summary and exits 130.
+#  3. SIGTERM to a worker: it leaves at once, exiting 143. SIGINT to the chief without
+#     checkpoints: it stops at once with its summary and exits 130, the other tasks 138.
 #  4. SIGKILL on the chief: every other task exits 138 (retryable) after the peer timeout.
 #  5. --bind 0.0.0.0: every task listens on all interfaces while peers dial the spec's names;
 #     a ps task's data link listens on --data-port, or on its own port + 1 by default, and
@@ -107,11 +108,17 @@ line=$(grep '"event":"summary"' "$dir/m2.jsonl") || fail "no summary event after
 grep -q "run_interrupted" "$dir/worker:0.2.log" || fail "worker:0 does not say why it stopped"
 no_listeners "$dir/c2.json"
 
-echo "== 3. SIGINT to the chief without checkpoints: it stops at once, 130 and 138"
+echo "== 3. SIGTERM to a worker: 143; SIGINT to the chief without checkpoints: 130 and 138"
 cluster "$dir/c3.json"
 start_replicas "$dir/c3.json" 3 --connect-timeout 20 --dataset synthetic --model 784-64-10 \
   --steps 1000000 --no-progress --metrics "$dir/m3.jsonl"
 await_training "$dir/m3.jsonl"
+worker1=${task_pids[3]}
+task_pids=("${task_pids[@]:0:3}" "${task_pids[4]}")
+kill -TERM "$worker1"
+await_exit "$worker1" 20; [ "$status" = 143 ] || fail "worker:1 exited $status after SIGTERM, not 143"
+grep -q "^\[worker:1\] SIGTERM: leaving, exiting 143" "$dir/worker:1.3.log" || fail "worker:1 did not log SIGTERM"
+await_event "$dir/chief3.log" "worker:1 lost" 20
 kill -INT "$chief"
 await_exit "$chief" 60; [ "$status" = 130 ] || fail "the chief exited $status after SIGINT, not 130"
 tasks_exit 138 20
