@@ -76,6 +76,9 @@ void on_interrupt(self_ptr self, const std::string& signal) {
   if (!checkpoints || st.interrupts > 1) {
     if (checkpoints)
       log_line("chief", signal + " again: not waiting for the checkpoint");
+    else if (st.io)
+      log_line("chief", signal + ": no checkpoint clock before the run's end (--checkpoint-every "
+                          "0): stopping without one");
     return stop_early(self, signal);
   }
   auto target = st.next_checkpoint;  // the next clock whose state the shards keep
