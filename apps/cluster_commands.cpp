@@ -163,6 +163,9 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
   auto interrupted = signals.first() ? exit_code::signalled(signals.first()) : exit_code::retryable;
   if (!result) {
     std::fprintf(stderr, "actorps chief: the run failed: %s\n", describe(result.error()).c_str());
+    // Asked to stop, and the tasks went with it (every pod gets SIGTERM from `kubectl delete`
+    // or a drained node): what failed is the stop, not the run; a restart goes on.
+    if (signals.first()) return interrupted;
     const auto& err = result.error();
     if (err.category() != error_category) return exit_code::failed;
     if (err.code() == static_cast<uint8_t>(errc::run_interrupted)) return interrupted;

@@ -13,6 +13,9 @@
 #  5. --bind 0.0.0.0: every task listens on all interfaces while peers dial the spec's names;
 #     a ps task's data link listens on --data-port, or on its own port + 1 by default, and
 #     answers there on every interface.
+#  6. SIGTERM to every process at once (`kubectl delete`, a drained node): every task leaves
+#     with 143, and the chief, whose clean stop fails with them, still exits 143 (retryable)
+#     at once, not 1 after waiting for tasks that are gone.
 # usage: tests/multiprocess_k8s_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -165,5 +168,17 @@ done
 await_exit "$chief" 120; [ "$status" = 0 ] || fail "the chief exited $status"
 tasks_exit 0 20
 no_listeners "$dir/c5.json"
+
+echo "== 6. SIGTERM to every process at once: 143 everywhere"
+cluster "$dir/c6.json"
+start_replicas "$dir/c6.json" 6 --connect-timeout 20 --dataset synthetic --model 784-64-10 \
+  --steps 1000000 --no-progress --metrics "$dir/m6.jsonl" --checkpoint-dir "$dir/ckpt6" \
+  --checkpoint-every 50
+await_training "$dir/m6.jsonl"
+kill -TERM "$chief" "${task_pids[@]}"
+tasks_exit 143 20
+await_exit "$chief" 8; [ "$status" = 143 ] || fail "the chief exited $status, not 143"
+grep -q "SIGTERM received" "$dir/chief6.log" || fail "the chief did not log SIGTERM"
+no_listeners "$dir/c6.json"
 
 echo PASS

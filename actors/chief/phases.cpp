@@ -277,8 +277,12 @@ void stop_run(self_ptr self) {
     // Stay until every task process has stopped (its down message): quitting at once could end
     // this process before the stop orders reach the sockets, and the tasks would then see a
     // lost chief instead of an orderly end. Bounded, in case a task is already gone.
+    // Monitored again: a task whose process is gone already (its down message came and went)
+    // answers with another down message at once instead of holding the chief until stop_due.
     auto remember = [&](const auto& handle) {
-      if (handle) st.stopping_tasks.insert(handle.address());
+      if (!handle) return;
+      st.stopping_tasks.insert(handle.address());
+      self->monitor(handle);
     };
     for (auto& n : st.worker_nodes) remember(n);
     remember(st.evaluator_node);
