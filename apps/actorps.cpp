@@ -17,11 +17,13 @@ const char* usage = R"(usage: actorps <command> [flags]
 commands:
   simulate    run a whole parameter-server cluster (shards, workers, chief, evaluator)
               inside this process and train an MLP; `actorps simulate --help` lists its flags
-  chief       the chief of a distributed run (one task per process; takes the training flags)
+  run         one task of a distributed run, the role its task names: one command for every
+              replica (the cluster: --cluster FILE --task TYPE:INDEX, or the TF_CONFIG variable
+              as Kubeflow's TFJob sets it); the chief takes the training flags
+  chief       the chief of a distributed run (as `run` for a chief task)
   ps          a parameter-shard task
   worker      a worker task
   evaluator   the evaluator task
-              (the cluster: --cluster FILE --task TYPE:INDEX, or the TF_CONFIG variable)
   predict     classify images with a model exported by --export-dir (one JSON line each)
   evaluate    an exported model's accuracy, loss and confusion matrix on a test split
   export      export a saved checkpoint as a model directory, as --export-dir does after a run
@@ -31,6 +33,7 @@ commands:
 Examples:
   actorps simulate --ps 2 --workers 2 --mode ssp --staleness 2 --epochs 5 --metrics run.jsonl
   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5     (one process per task, loopback)
+  TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}' actorps run --epochs 5
   actorps simulate --export-dir export && actorps predict --model export/1 --input images.idx
   actorps gen-data libsvm --out data --rows 1000000 --features 1000000 --gzip
 )";
@@ -46,7 +49,8 @@ int main(int argc, char** argv) {
   auto command = args[0];
   args.erase(args.begin());
   if (command == "simulate") return actorps::simulate_command(args);
-  if (command == "chief" || command == "ps" || command == "worker" || command == "evaluator")
+  if (command == "run" || command == "chief" || command == "ps" || command == "worker"
+      || command == "evaluator")
     return actorps::cluster_command(command, args);
   if (command == "predict") return actorps::predict_command(args);
   if (command == "evaluate") return actorps::evaluate_command(args);

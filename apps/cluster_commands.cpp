@@ -1,8 +1,12 @@
 #include "apps/cluster_commands.hpp"
 
+#include "actors/deploy/data_port.hpp"
 #include "actors/deploy/deployment.hpp"
+#include "actors/deploy/exit_codes.hpp"
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/log.hpp"
 #include "apps/export_after_run.hpp"
+#include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
 
 #include <caf/actor_system.hpp>
@@ -19,7 +23,8 @@ namespace actorps {
 namespace {
 
 struct cluster_flags {
-  std::string cluster_file, task;
+  std::string cluster_file, task, bind;
+  int data_port = 0;
   double connect_timeout = 60;
   int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
 };
@@ -31,7 +36,13 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
      "[...], \"evaluator\": [...]}}; without it the TF_CONFIG environment variable is read")
     ("task", po::value(&f.task), "this task, TYPE:INDEX (default: TF_CONFIG's \"task\")")
     ("connect-timeout", po::value(&f.connect_timeout)->default_value(f.connect_timeout),
-     "seconds to keep retrying peers that are not up yet (and for every task to join)")
+     "seconds to keep retrying peers that are not up yet, and this task's own host name while "
+     "it does not resolve (and for every task to join)")
+    ("bind", po::value(&f.bind),
+     "listen on this address of the host (0.0.0.0 or [::]: every interface) instead of the "
+     "host the cluster names; peers still dial the cluster's names")
+    ("data-port", po::value(&f.data_port)->default_value(f.data_port),
+     "TCP port of a ps task's data link (0: the task's own port + 1); other tasks ignore it")
     ("heartbeat-ms", po::value(&f.heartbeat_ms)->default_value(f.heartbeat_ms),
      "heartbeat interval between processes")
     ("peer-timeout-ms", po::value(&f.peer_timeout_ms)->default_value(f.peer_timeout_ms),
@@ -41,28 +52,47 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
                        "CAF scheduler threads (0: one per core)");
 }
 
-/// Reads the cluster and this task from the flags or TF_CONFIG; checks the task is `type`.
+/// TF_CONFIG from the environment, when it is set and not empty.
+const char* tf_config_env() {
+  const char* env = std::getenv("TF_CONFIG");
+  return env && *env ? env : nullptr;
+}
+
+/// Reads the cluster and this task from the flags or TF_CONFIG: the cluster from --cluster FILE
+/// or else TF_CONFIG; the task from --task, or else TF_CONFIG's "task" (also beside --cluster).
+/// `type` empty (`actorps run`): any role; else the task must be that type.
 deployment_options resolve(const std::string& type, const cluster_flags& f) {
   tf_config cfg;
   if (!f.cluster_file.empty()) {
     cfg = read_tf_config_file(f.cluster_file);
-  } else if (const char* env = std::getenv("TF_CONFIG"); env && *env) {
+    if (!cfg.task && f.task.empty())
+      if (const char* env = tf_config_env()) cfg.task = parse_tf_config_task(env, "TF_CONFIG");
+  } else if (const char* env = tf_config_env()) {
     cfg = parse_tf_config(env, "TF_CONFIG");
   } else {
     throw usage_error("no cluster: give --cluster FILE or set TF_CONFIG");
   }
   if (!f.task.empty()) cfg.task = parse_task(f.task);
   if (!cfg.task) throw usage_error("no task: give --task TYPE:INDEX or TF_CONFIG's \"task\"");
-  cfg.cluster.address(*cfg.task);  // unknown type or index outside the cluster
-  if (cfg.task->type != type)
+  cfg.cluster.own_address(*cfg.task);  // unknown type or index outside the cluster
+  if (!type.empty() && cfg.task->type != type)
     throw usage_error("this is `actorps " + type + "` but the task is " + cfg.task->text());
   if (f.connect_timeout <= 0) throw usage_error("--connect-timeout must be positive");
+  if (f.data_port < 0 || f.data_port > 65535)
+    throw usage_error("--data-port must be 0 (the task's port + 1) or a port, 1 to 65535");
+  auto bind = f.bind;  // "[::]" as a URL writes it: the address is "::"
+  if (bind.size() >= 2 && bind.front() == '[' && bind.back() == ']')
+    bind = bind.substr(1, bind.size() - 2);
+  if (!f.bind.empty() && bind.empty()) throw usage_error("--bind needs an address, e.g. 0.0.0.0");
+  if (cfg.task->type == "ps") data_port_of(cfg.cluster, *cfg.task, f.data_port);  // refused now
   if (f.heartbeat_ms <= 0 || f.peer_timeout_ms <= f.heartbeat_ms)
     throw usage_error("--peer-timeout-ms must exceed --heartbeat-ms, both positive");
   deployment_options opts;
   opts.cluster = std::move(cfg.cluster);
   opts.task = *cfg.task;
   opts.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.connect_timeout * 1000));
+  opts.bind = bind;
+  opts.data_port = f.data_port;
   opts.network.heartbeat = std::chrono::milliseconds(f.heartbeat_ms);
   opts.network.peer_timeout = std::chrono::milliseconds(f.peer_timeout_ms);
   opts.scheduler_threads = f.threads;
@@ -71,6 +101,16 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
 
 /// Runs a ps, worker or evaluator task and ends the process with the task's exit status.
 [[noreturn]] void run_task_process(const std::string& type, const deployment_options& opts) {
+  // SIGTERM or SIGINT to a ps, worker or evaluator: it leaves at once, saying so; the chief
+  // sees it lost and waits for its restart, as for any lost task.
+  static stop_signals signals;  // never destroyed: the process ends with _Exit
+  signals.on_signal([name = opts.task.text()](int signal, int) {
+    auto status = exit_code::signalled(signal);
+    log_line(name, std::string(stop_signals::name(signal)) + ": leaving, exiting "
+                     + std::to_string(status));
+    std::fflush(nullptr);
+    std::_Exit(status);
+  });
   caf::actor_system_config cfg;
   configure_task_system(cfg, opts);
   caf::actor_system sys{cfg};
@@ -110,47 +150,86 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
   plan.chief.remote = std::move(remote);
   auto with_threads = opts;
   with_threads.scheduler_threads = plan.scheduler_threads;
-  auto result = run_chief_task(with_threads, std::move(plan.chief));
+  // SIGTERM or SIGINT: the chief stops the run cleanly (interrupt.cpp); a second one, at once.
+  stop_signals signals;
+  auto result = run_chief_task(with_threads, std::move(plan.chief), [&](stop_request stop) {
+    signals.on_signal([stop](int signal, int count) {
+      log_line("chief", std::string(stop_signals::name(signal))
+                          + (count > 1 ? " again" : " received") + ": stopping the run");
+      stop(stop_signals::name(signal));
+    });
+  });
+  signals.on_signal(nullptr);
+  auto interrupted = signals.first() ? exit_code::signalled(signals.first()) : exit_code::retryable;
   if (!result) {
     std::fprintf(stderr, "actorps chief: the run failed: %s\n", describe(result.error()).c_str());
-    return 1;
+    // Asked to stop, and the tasks went with it (every pod gets SIGTERM from `kubectl delete`
+    // or a drained node): what failed is the stop, not the run; a restart goes on.
+    if (signals.first()) return interrupted;
+    const auto& err = result.error();
+    if (err.category() != error_category) return exit_code::failed;
+    if (err.code() == static_cast<uint8_t>(errc::run_interrupted)) return interrupted;
+    if (err.code() == static_cast<uint8_t>(errc::peer_unreachable)) return exit_code::retryable;
+    return exit_code::failed;
   }
-  if (int status = print_summary(*result)) return status;
+  const int summary_status = print_summary(*result);  // non-zero when every checkpoint failed
+  if (!result->stopped_by.empty()) {
+    std::printf("  stopped early by %s at clock %lld of %lld; not exported (exit %d: restart "
+                "with --resume to go on)\n",
+                result->stopped_by.c_str(), static_cast<long long>(result->stopped_at),
+                static_cast<long long>(result->clocks), interrupted);
+    return interrupted;
+  }
+  if (summary_status) return summary_status;
   return export_run(exporting, *result, nullptr);
 }
 
 } // namespace
 
-int cluster_command(const std::string& type, const std::vector<std::string>& args) {
-  bool chief = type == "chief";
+int cluster_command(const std::string& command, const std::vector<std::string>& args) {
+  // `run` takes its role from the task; the others are that role.
+  const bool any_role = command == "run";
+  const std::string type = any_role ? "" : command;
+  const bool chief_flags = any_role || type == "chief";
   cluster_flags cf;
   training_flags tf;
-  po::options_description desc("actorps " + type + " flags");
+  po::options_description desc("actorps " + command + " flags");
   desc.add_options()("help,h", "print this help");
-  add_cluster_options(desc, cf, !chief);
-  if (chief) add_training_options(desc, tf);
+  add_cluster_options(desc, cf, !chief_flags);
+  if (chief_flags) add_training_options(desc, tf);
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
     if (vm.count("help")) {
       std::ostringstream out;
-      out << "usage: actorps " << type << " [--cluster FILE --task " << type << ":INDEX] [flags]\n"
-          << (chief ? "The chief takes the training flags and hands the spec to every task.\n"
-                    : "Everything about the training comes from the chief.\n")
-          << "\n" << desc;
+      if (any_role)
+        out << "usage: actorps run [--cluster FILE] [--task TYPE:INDEX] [flags]\n"
+            << "One command for every replica: the task (from --task, or TF_CONFIG's \"task\") "
+               "says which role\nthis process is. The chief uses the training flags; a ps, worker "
+               "or evaluator ignores\nthem (the chief hands the spec to every task) and uses "
+               "--threads and the cluster flags.\n";
+      else
+        out << "usage: actorps " << type << " [--cluster FILE --task " << type
+            << ":INDEX] [flags]\n"
+            << (type == "chief" ? "The chief takes the training flags and hands the spec to "
+                                  "every task.\n"
+                                : "Everything about the training comes from the chief.\n");
+      out << "\n" << desc;
       std::fputs(out.str().c_str(), stdout);
       return 0;
     }
     po::notify(vm);
     note_given_flags(vm, tf);
     auto opts = resolve(type, cf);
-    if (chief) return run_chief(opts, tf, vm);
-    run_task_process(type, opts);
+    if (opts.task.type == "chief") return run_chief(opts, tf, vm);
+    if (chief_flags) opts.scheduler_threads = tf.threads;  // `run`: --threads is the shared flag
+    run_task_process(opts.task.type, opts);
   } catch (const po::error& e) {
-    std::fprintf(stderr, "actorps %s: %s\n(see actorps %s --help)\n", type.c_str(), e.what(), type.c_str());
+    std::fprintf(stderr, "actorps %s: %s\n(see actorps %s --help)\n", command.c_str(), e.what(),
+                 command.c_str());
     return 2;
   } catch (const std::exception& e) {  // usage_error, cluster_error
-    std::fprintf(stderr, "actorps %s: %s\n", type.c_str(), e.what());
+    std::fprintf(stderr, "actorps %s: %s\n", command.c_str(), e.what());
     return 2;
   }
 }

@@ -1,5 +1,6 @@
-// `actorps chief|ps|worker|evaluator`: one task of a distributed run per process. The cluster
-// comes from --cluster FILE plus --task TYPE:INDEX, or from the TF_CONFIG environment variable.
+// `actorps run|chief|ps|worker|evaluator`: one task of a distributed run per process. The
+// cluster comes from --cluster FILE plus --task TYPE:INDEX, or from the TF_CONFIG environment
+// variable. `run` is one command for every replica: the task says which role it is.
 #pragma once
 
 #include <string>
@@ -7,8 +8,8 @@
 
 namespace actorps {
 
-/// Runs the task `type` ("chief", "ps", "worker" or "evaluator") with the arguments after it;
-/// returns the exit status (0 success, 1 the run or the chief failed, 2 bad usage or input).
-int cluster_command(const std::string& type, const std::vector<std::string>& args);
+/// Runs `command` ("run": the role the task names; "chief", "ps", "worker" or "evaluator": that
+/// role) with the arguments after it; returns the exit status (exit_codes.hpp).
+int cluster_command(const std::string& command, const std::vector<std::string>& args);
 
 } // namespace actorps

@@ -41,13 +41,19 @@ cleanup() {  # stop every task still running and reap it: gone, ports closed, wh
 trap cleanup EXIT
 trap 'echo "launch_local.sh: interrupted, stopping every task" >&2; exit 130' INT TERM
 
-# Free ports: bind to port 0 and let the kernel choose (all at once, so they differ).
+# Free ports: bind to port 0 and let the kernel choose (all at once, so they differ), each with
+# the port after it free too: a ps task's data link listens on its port + 1.
 count=$((1 + ps + workers + evaluator))
 read -r -a ports <<< "$("$python" - "$count" <<'PY'
 import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
+held, ports = [], []
+while len(ports) < int(sys.argv[1]):
+    s, t = socket.socket(), socket.socket()
+    s.bind(("127.0.0.1", 0))
+    try: t.bind(("127.0.0.1", s.getsockname()[1] + 1))
+    except OSError: continue
+    held += [s, t]; ports.append(s.getsockname()[1])
+print(" ".join(map(str, ports)))
 PY
 )"
 "$python" - "$dir/cluster.json" "$ps" "$workers" "$evaluator" "${ports[@]}" <<'PY'

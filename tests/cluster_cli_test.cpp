@@ -118,7 +118,7 @@ TEST_CASE("a task whose port is taken exits 2 saying so") {
                 r.output);
 }
 
-TEST_CASE("a task that cannot reach the chief gives up after the connect timeout, naming it") {
+TEST_CASE("a task that cannot reach the chief gives up after the connect timeout, naming it, retryable") {
   held_port own, chief;  // two free ports...
   chief.release();       // ...and nothing listens on the chief's
   std::string tf = R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(chief.port)
@@ -126,8 +126,61 @@ TEST_CASE("a task that cannot reach the chief gives up after the connect timeout
                    + R"("], "worker": ["127.0.0.1:3"]}, "task": {"type": "ps", "index": 0}})";
   own.release();
   auto r = run("TF_CONFIG='" + tf + "' " + actorps("ps --connect-timeout 0.5"));
-  CHECK(r.status == 1);
+  CHECK(r.status == 138);  // TFJob's ExitCode policy restarts it
   CHECK_MESSAGE(r.output.find("cannot reach 127.0.0.1:" + std::to_string(chief.port))
                   != std::string::npos,
                 r.output);
+}
+
+TEST_CASE("--cluster FILE takes this replica's task from TF_CONFIG") {
+  held_port own, chief;
+  chief.release();  // nothing listens there: the task runs until its connect timeout
+  auto spec = write_file("cluster.json",
+                         R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(chief.port)
+                           + R"("], "ps": ["127.0.0.1:)" + std::to_string(own.port)
+                           + R"("], "worker": ["127.0.0.1:3"]}})");
+  own.release();
+  auto r = run(R"(TF_CONFIG='{"task": {"type": "PS", "index": 0}, "environment": "cloud"}' )"
+               + actorps("run --cluster " + spec + " --connect-timeout 0.5"));
+  CHECK(r.status == 138);
+  CHECK_MESSAGE(r.output.find("[ps:0] cannot reach 127.0.0.1:" + std::to_string(chief.port))
+                  != std::string::npos,
+                r.output);
+}
+
+TEST_CASE("a task whose own host name does not resolve retries up to --connect-timeout, retryable") {
+  auto spec = write_file("cluster.json", R"({"cluster": {"chief": ["127.0.0.1:1"],
+                                            "ps": ["no-such-host.invalid:2222"],
+                                            "worker": ["127.0.0.1:3"]}})");
+  auto r = run(actorps("run --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  CHECK(r.status == 138);
+  CHECK_MESSAGE(r.output.find("[ps:0] its host name 'no-such-host.invalid' does not resolve yet")
+                  != std::string::npos,
+                r.output);
+  CHECK_MESSAGE(r.output.find("retrying up to --connect-timeout 1 s") != std::string::npos,
+                r.output);
+  CHECK_MESSAGE(r.output.find("host name 'no-such-host.invalid' did not resolve") != std::string::npos,
+                r.output);
+}
+
+TEST_CASE("a ps task whose derived data port is another task's address exits 2 naming --data-port") {
+  held_port ps;
+  auto next = std::to_string(ps.port + 1);
+  auto spec = write_file("cluster.json",
+                         R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:)"
+                           + std::to_string(ps.port) + R"("], "worker": ["127.0.0.1:)" + next
+                           + R"("]}})");
+  ps.release();
+  auto r = run(actorps("run --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.output.find("the data port of ps:0 (its port + 1), " + next
+                              + ", is the address of worker:0") != std::string::npos,
+                r.output);
+  CHECK_MESSAGE(r.output.find("another --data-port") != std::string::npos, r.output);
+  r = run(actorps("run --cluster " + spec + " --task ps:0 --data-port 70000"));
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.output.find("--data-port must be 0") != std::string::npos, r.output);
+  r = run(actorps("run --cluster " + spec + " --task ps:0 --bind []"));
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.output.find("--bind needs an address") != std::string::npos, r.output);
 }

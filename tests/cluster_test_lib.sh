@@ -21,12 +21,17 @@ for addrs in json.load(open(sys.argv[1]))["cluster"].values():
         if s.connect_ex((host, int(port))) == 0: print("still listening:", a); sys.exit(1)
 PY
 }
-cluster() {  # cluster FILE: fresh free ports for chief, 2 ps, 2 workers, evaluator
-  "$python" - "$1" <<'PY'
+cluster() {  # cluster FILE: fresh free ports for chief, 2 ps, 2 workers, evaluator; each port
+  "$python" - "$1" <<'PY'   # + 1 is free too (a ps task's data link takes its port + 1)
 import json, socket, sys
-socks = [socket.socket() for _ in range(6)]
-for s in socks: s.bind(("127.0.0.1", 0))
-a = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
+held, ports = [], []
+while len(ports) < 6:
+    s, t = socket.socket(), socket.socket()
+    s.bind(("127.0.0.1", 0))
+    try: t.bind(("127.0.0.1", s.getsockname()[1] + 1))
+    except OSError: continue
+    held += [s, t]; ports.append(s.getsockname()[1])
+a = [f"127.0.0.1:{p}" for p in ports]
 json.dump({"cluster": {"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}}, open(sys.argv[1], "w"))
 PY
 }

@@ -80,6 +80,10 @@ auto kills(self_ptr self) {
   return [=](kill_atom, int32_t i) { run_kill(self, i); };
 }
 
+auto interrupts(self_ptr self) {
+  return [=](interrupt_atom, const std::string& signal) { on_interrupt(self, signal); };
+}
+
 caf::result<run_summary> start_run(self_ptr self);
 
 // -- the phases ----------------------------------------------------------------------------
@@ -95,6 +99,7 @@ behavior waiting(self_ptr self) {
     [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
+    interrupts(self),
   };
 }
 
@@ -103,12 +108,14 @@ behavior placing(self_ptr self) {
     refuse_run("already running"),
     [](train_atom, const train_report&) {},  // the workers have not been told to start
     [](done_atom, int32_t) {},
-    join_shard(self, " joined", [=](int32_t) { on_joined_while_placing(self); }),
-    join_node(self, " joined", [=](role_id) { on_joined_while_placing(self); }),
+    join_shard(self, " joined",
+               [=](int32_t index) { on_joined_while_placing(self, ps_role(index)); }),
+    join_node(self, " joined", [=](role_id role) { on_joined_while_placing(self, role); }),
     [=](join_due_atom) { on_join_due(self); },
     [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
+    interrupts(self),
   };
 }
 
@@ -124,6 +131,7 @@ behavior training(self_ptr self) {
     [](rejoin_due_atom, uint64_t) {},  // the wait of a rollback that is over
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
+    interrupts(self),
   };
 }
 
@@ -140,6 +148,7 @@ behavior rolling_back(self_ptr self) {
     [=](rejoin_due_atom, uint64_t rollback) { on_rejoin_due(self, rollback); },
     [](stop_due_atom) {},  // stopping sets it
     kills(self),
+    interrupts(self),
   };
 }
 
@@ -155,6 +164,7 @@ behavior finishing(self_ptr self) {
     [](rejoin_due_atom, uint64_t) {},  // the wait of a rollback that is over
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
+    interrupts(self),
   };
 }
 
@@ -175,6 +185,7 @@ behavior stopping(self_ptr self) {
     [](rejoin_due_atom, uint64_t) {},
     [=](stop_due_atom) { self->quit(); },  // some task never said it stopped
     [](kill_atom, int32_t) {},
+    [](interrupt_atom, const std::string&) {},  // stopping already
   };
 }
 
@@ -237,6 +248,7 @@ void begin_training(self_ptr self) {
   st.start = std::chrono::steady_clock::now();
   for (auto& w : st.workers) self->send(w, start_atom::value);
   schedule_timed_kills(self);
+  start_late_evaluator(self);  // joined from outside the cluster while the roles started
 }
 
 void finish_training(self_ptr self) {
@@ -252,8 +264,8 @@ void stop_run(self_ptr self) {
   self->set_down_handler([=](caf::down_msg& dm) { on_task_stopped(self, dm); });
   st.progress->finish();
   st.metrics->flush();
-  auto stop = [&](const auto& handle) {
-    if (handle) self->send_exit(handle, caf::exit_reason::user_shutdown);
+  auto stop = [&](const auto& handle) {  // with why: a task exits by it (deployment.hpp)
+    if (handle) self->send_exit(handle, st.stop_reason);
   };
   for (auto& w : st.workers) stop(w);
   stop(st.evaluator);
@@ -265,8 +277,12 @@ void stop_run(self_ptr self) {
     // Stay until every task process has stopped (its down message): quitting at once could end
     // this process before the stop orders reach the sockets, and the tasks would then see a
     // lost chief instead of an orderly end. Bounded, in case a task is already gone.
+    // Monitored again: a task whose process is gone already (its down message came and went)
+    // answers with another down message at once instead of holding the chief until stop_due.
     auto remember = [&](const auto& handle) {
-      if (handle) st.stopping_tasks.insert(handle.address());
+      if (!handle) return;
+      st.stopping_tasks.insert(handle.address());
+      self->monitor(handle);
     };
     for (auto& n : st.worker_nodes) remember(n);
     remember(st.evaluator_node);
@@ -284,7 +300,13 @@ void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
   if (st.phase == run_phase::stopping) return;
   auto sentence = what + ": " + describe(err);
   log_line("chief", sentence);
-  st.run_promise.deliver(caf::make_error(caf::sec::runtime_error, std::move(sentence)));
+  // An interrupted run, or one a task never joined, is one a restart may complete: the code
+  // stays, so the process can exit saying so (deploy/exit_codes.hpp).
+  auto kept = err.category() == error_category
+              && (err.code() == static_cast<uint8_t>(errc::run_interrupted)
+                  || err.code() == static_cast<uint8_t>(errc::peer_unreachable));
+  st.run_promise.deliver(kept ? make_error(static_cast<errc>(err.code()), std::move(sentence))
+                              : caf::make_error(caf::sec::runtime_error, std::move(sentence)));
   stop_run(self);
 }
 

@@ -203,7 +203,7 @@ caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t
   if (kind == role_kind::worker && index >= 0
       && index < static_cast<int32_t>(st.worker_nodes.size()))
     slot = &st.worker_nodes[index];
-  else if (kind == role_kind::evaluator && index == 0 && st.cfg.remote->evaluator)
+  else if (kind == role_kind::evaluator && index == 0)  // in the cluster, or outside it (TFJob)
     slot = &st.evaluator_node;
   if (!slot || !node) return join_refused(name + " is not part of this cluster");
   if (*slot) return join_refused(name + " has already joined");
@@ -212,8 +212,20 @@ caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t
   return role_id{*kind, index};
 }
 
-void on_joined_while_placing(self_ptr self) {
-  if (all_joined(self->state)) init_shards(self);
+void on_joined_while_placing(self_ptr self, role_id role) {
+  auto& st = self->state;
+  // An evaluator outside the cluster is not waited for: the roles may be starting already.
+  if (role.kind == role_kind::evaluator && !st.cfg.remote->evaluator) return;
+  if (all_joined(st)) init_shards(self);
+}
+
+void start_late_evaluator(self_ptr self) {
+  auto& st = self->state;
+  if (st.phase != run_phase::training || st.evaluator || !st.evaluator_node
+      || st.cfg.remote->evaluator)  // one in the cluster started with the others
+    return;
+  log_line("chief", evaluator_role().text() + " joined from outside the cluster; starting it");
+  start_evaluator(self, [](bool) {});
 }
 
 void on_join_due(self_ptr self) {
@@ -230,7 +242,7 @@ void on_join_due(self_ptr self) {
     if (!st.worker_nodes[w]) add(worker_role(static_cast<int32_t>(w)).text(), remote.workers[w]);
   if (remote.evaluator && !st.evaluator_node) add(evaluator_role().text(), *remote.evaluator);
   fail_run(self, "tasks did not join in time",
-           caf::make_error(caf::sec::runtime_error, "never joined: " + missing));
+           make_error(errc::peer_unreachable, "never joined: " + missing));
 }
 
 } // namespace actorps::chief_detail

@@ -168,7 +168,10 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
 void on_rejoined_node(self_ptr self, role_id role) {
   auto& st = self->state;
   auto i = st.awaiting_rejoin.find(role);
-  if (i == st.awaiting_rejoin.end()) return;  // not lost as far as we know, or given up
+  if (i == st.awaiting_rejoin.end()) {  // not lost as far as we know, or given up
+    if (role.kind == role_kind::evaluator) start_late_evaluator(self);  // its first join
+    return;
+  }
   auto detected = i->second;
   st.awaiting_rejoin.erase(i);
   if (role.kind == role_kind::worker)

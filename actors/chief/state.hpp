@@ -52,6 +52,11 @@ struct chief_state {
   int failures = 0;
   std::set<std::string> backends;  // what the workers report computing on
   std::set<caf::actor_addr> stopping_tasks;  // distributed: told to stop, not yet down
+  // what stop_run tells every role: the run ended (user_shutdown), or was interrupted
+  caf::error stop_reason = caf::make_error(caf::exit_reason::user_shutdown);
+  int interrupts = 0;              // stop requests (signals) received (interrupt.cpp)
+  std::string stopped_by;          // the signal that stopped the run early, if one did
+  int64_t stopped_at = -1;         // the global clock it stopped at
 
   // checkpoints (one in flight at most; training goes on meanwhile)
   checkpoint_io_actor io;          // the chief's disk actor (null without --checkpoint-dir)
@@ -203,6 +208,11 @@ void run_kill(self_ptr self, int32_t i);
 /// Distributed: a lost worker's or evaluator's process is back (join); it takes over.
 void on_rejoined_node(self_ptr self, role_id role);
 
+// interrupt.cpp
+/// (interrupt, signal): stops the run early and cleanly, after the next checkpoint when
+/// checkpoints are on (interrupt.cpp draws what each phase does).
+void on_interrupt(self_ptr self, const std::string& signal);
+
 // rollback.cpp
 /// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
@@ -229,8 +239,12 @@ caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard);
 /// Likewise for a worker or evaluator task's node (`type` as the task says it); the role it is.
 caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t index,
                                  task_node_actor node);
-/// placing: a task has joined; once every one has, the shards are initialised.
-void on_joined_while_placing(self_ptr self);
+/// placing: a task has joined; once every one has, the shards are initialised. An evaluator
+/// outside the cluster (TFJob leaves it out) is not waited for.
+void on_joined_while_placing(self_ptr self, role_id role);
+/// training: an evaluator that joined from outside the cluster after the roles were started
+/// starts now (nothing when one runs already).
+void start_late_evaluator(self_ptr self);
 /// placing: the time to join is up; the run fails naming every task still missing.
 void on_join_due(self_ptr self);
 

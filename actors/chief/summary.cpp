@@ -30,6 +30,8 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.checkpoint_failures = st.checkpoint_failures;
   sum.checkpoint_error = st.checkpoint_error;
   sum.resumed_from = st.resumed_from;
+  sum.stopped_by = st.stopped_by;
+  sum.stopped_at = st.stopped_at;
   for (const auto& s : stats) {
     sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
     sum.dropped_messages += s.dropped;
@@ -55,6 +57,8 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
     event.add("final_test_auc", sum.final_test_auc).add("final_test_logloss", sum.final_test_loss);
   if (!sum.shard_stats_list.empty() && !sum.shard_stats_list.front().table_rows.empty())
     event.add("sparse_rows", table_rows(sum));
+  if (!sum.stopped_by.empty())
+    event.add("stopped_by", sum.stopped_by).add("stopped_at", sum.stopped_at);
   metrics.write(event
                   .add("samples_per_s", sum.samples_per_s)
                   .add("max_staleness", sum.max_staleness)

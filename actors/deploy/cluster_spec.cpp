@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -23,6 +24,11 @@ const host_port& cluster_spec::address(const task_id& task) const {
     throw cluster_error("task " + task.text() + " is outside the cluster: it has "
                         + std::to_string(list.size()) + " " + task.type + " task(s)");
   return list[task.index];
+}
+
+std::optional<host_port> cluster_spec::own_address(const task_id& task) const {
+  if (task.type == "evaluator" && task.index == 0 && count("evaluator") == 0) return std::nullopt;
+  return address(task);
 }
 
 void cluster_spec::validate(const std::string& source, loop_owner owner) const {
@@ -50,6 +56,20 @@ void cluster_spec::validate(const std::string& source, loop_owner owner) const {
     }
 }
 
+namespace {
+
+/// TF_CONFIG's "task", when it has one; "environment" and any other key are ignored.
+std::optional<task_id> task_of_doc(const nlohmann::json& doc, const std::string& source) {
+  if (!doc.contains("task")) return std::nullopt;
+  const auto& t = doc["task"];
+  if (!t.is_object() || !t.contains("type") || !t["type"].is_string() || !t.contains("index")
+      || !t["index"].is_number_integer())
+    throw cluster_error(source + ": \"task\" must be {\"type\": string, \"index\": integer}");
+  return task_id{canonical_task_type(t["type"].get<std::string>()), t["index"].get<int>()};
+}
+
+} // namespace
+
 tf_config parse_tf_config(const std::string& text, const std::string& source, loop_owner owner) {
   nlohmann::json doc;
   try {
@@ -60,9 +80,14 @@ tf_config parse_tf_config(const std::string& text, const std::string& source, lo
   if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object())
     throw cluster_error(source + ": expected an object with a \"cluster\" object");
   tf_config cfg;
+  std::map<std::string, std::string> named;  // canonical type -> as the spec wrote it
   for (const auto& [type, list] : doc["cluster"].items()) {
     if (!list.is_array()) throw cluster_error(source + ": cluster." + type + " must be a list");
-    auto& out = cfg.cluster.jobs[type];
+    auto canonical = canonical_task_type(type);
+    if (auto [it, fresh] = named.emplace(canonical, type); !fresh)
+      throw cluster_error(source + ": cluster." + it->second + " and cluster." + type
+                          + " are the same job (" + canonical + "): give one");
+    auto& out = cfg.cluster.jobs[canonical];
     for (std::size_t i = 0; i < list.size(); ++i) {
       auto where = source + ": cluster." + type + "[" + std::to_string(i) + "]";
       if (!list[i].is_string()) throw cluster_error(where + " must be a \"host:port\" string");
@@ -70,19 +95,29 @@ tf_config parse_tf_config(const std::string& text, const std::string& source, lo
     }
   }
   cfg.cluster.validate(source, owner);
-  if (doc.contains("task")) {
-    const auto& t = doc["task"];
-    if (!t.is_object() || !t.contains("type") || !t["type"].is_string() || !t.contains("index")
-        || !t["index"].is_number_integer())
-      throw cluster_error(source + ": \"task\" must be {\"type\": string, \"index\": integer}");
-    cfg.task = task_id{t["type"].get<std::string>(), t["index"].get<int>()};
+  cfg.task = task_of_doc(doc, source);
+  if (cfg.task) {
     try {
-      cfg.cluster.address(*cfg.task);
+      if (owner == loop_owner::user)
+        cfg.cluster.address(*cfg.task);
+      else
+        cfg.cluster.own_address(*cfg.task);
     } catch (const cluster_error& e) {
       throw cluster_error(source + ": " + e.what());
     }
   }
   return cfg;
+}
+
+std::optional<task_id> parse_tf_config_task(const std::string& text, const std::string& source) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw cluster_error(source + ": malformed JSON: " + e.what());
+  }
+  if (!doc.is_object()) throw cluster_error(source + ": expected a JSON object");
+  return task_of_doc(doc, source);
 }
 
 tf_config read_tf_config_file(const std::string& path) {
@@ -99,7 +134,14 @@ task_id parse_task(const std::string& text) {
   if (colon == std::string::npos || colon == 0 || index.empty() || index.size() > 6
       || !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
     throw cluster_error("--task expects TYPE:INDEX, e.g. worker:0 (got '" + text + "')");
-  return {text.substr(0, colon), std::stoi(index)};
+  return {canonical_task_type(text.substr(0, colon)), std::stoi(index)};
+}
+
+std::string canonical_task_type(const std::string& type) {
+  std::string lower = type;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower == "master" ? "chief" : lower;
 }
 
 } // namespace actorps

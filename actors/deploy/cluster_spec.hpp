@@ -4,6 +4,11 @@
 //                "evaluator": ["h5:2222"]},
 //    "task": {"type": "worker", "index": 0}}
 // Read from --cluster FILE plus --task TYPE:INDEX, or from the TF_CONFIG environment variable.
+//
+// As the TFJob operator writes it: job and task types in any case ("Worker", "PS"), "master"
+// for the chief, an "environment" key (ignored), and an evaluator left out of the cluster that
+// every replica gets — its own task is then evaluator:0, a task outside the cluster that dials
+// the chief and that nobody dials (own_address is empty).
 #pragma once
 
 #include "actors/net/address.hpp"
@@ -35,6 +40,10 @@ public:
   int count(const std::string& type) const { return static_cast<int>(tasks(type).size()); }
   /// The address of a task; throws cluster_error for an unknown type or an index out of range.
   const host_port& address(const task_id& task) const;
+  /// The address this task listens on, or none for the one task that may stand outside the
+  /// cluster: evaluator:0 of a cluster without evaluators (TFJob leaves it out). Throws
+  /// cluster_error as address() does for any other task the cluster lacks.
+  std::optional<host_port> own_address(const task_id& task) const;
 
   /// At least one ps and one worker; for the runtime's loop exactly one chief and at most one
   /// evaluator, for a user's loop neither; known job types, no address used twice. Throws
@@ -56,8 +65,16 @@ tf_config parse_tf_config(const std::string& json, const std::string& source,
 /// Reads and parses a TF_CONFIG-style file.
 tf_config read_tf_config_file(const std::string& path);
 
-/// Parses "worker:1"; throws cluster_error naming the text.
+/// Only the "task" of TF_CONFIG JSON (none when it has no "task"): for --cluster FILE, whose
+/// cluster comes from the file, with TF_CONFIG naming this replica's task.
+std::optional<task_id> parse_tf_config_task(const std::string& json, const std::string& source);
+
+/// Parses "worker:1" (any case; "master:0" is chief:0); throws cluster_error naming the text.
 task_id parse_task(const std::string& text);
+
+/// A job or task type as actorps names it: lower case, "master" (TFJob's older name for the
+/// chief) becomes "chief". Unknown types are returned lower-cased, for the error that names them.
+std::string canonical_task_type(const std::string& type);
 
 /// The role names, in the order the chief reports them.
 inline const std::vector<std::string>& task_types() {

@@ -8,10 +8,15 @@
 #include "actors/deploy/ps_task.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "actors/deploy/task_node.hpp"
+#include "actors/deploy/data_port.hpp"
+#include "actors/deploy/exit_codes.hpp"
+#include "actors/net/await_name.hpp"
+#include "actors/protocol/errors.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <mutex>
 
 namespace actorps {
 
@@ -22,41 +27,81 @@ bool is_orderly(const caf::error& reason) {
          || reason == caf::exit_reason::user_shutdown;
 }
 
-/// Publishes `handle` on the task's own address; the error names the address. A connection
-/// CAF refuses there (a stranger, a malformed handshake) is logged under the task's name.
+bool is_interruption(const caf::error& reason) {
+  return reason.category() == error_category
+         && reason.code() == static_cast<uint8_t>(errc::run_interrupted);
+}
+
+/// The host a task listens on: --bind when given, else its host in the spec.
+std::string listen_host(const std::string& bind, const host_port& addr) {
+  return bind.empty() ? addr.host : bind;
+}
+
+/// Publishes `handle` on the task's own address (its port, on --bind's address when given); the
+/// error names the address. A connection CAF refuses there (a stranger, a malformed handshake)
+/// is logged under the task's name.
 template <class Handle>
 caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr,
-                                   const std::string& task) {
+                                   const std::string& task, const std::string& bind = {}) {
   // SO_REUSEADDR: a restarted task may bind while the last run's sockets are in TIME_WAIT;
   // a port another process listens on is still refused.
-  auto port = publish_guarded(sys, handle, addr.host, addr.port,
+  auto host = listen_host(bind, addr);
+  auto port = publish_guarded(sys, handle, host, addr.port,
                               [task](const std::string& peer, const std::string& why) {
                                 log_line(task, "refused a connection from " + peer + ": " + why);
                               });
   if (!port)
     return caf::make_error(caf::sec::cannot_open_port,
-                           "cannot listen on " + addr.text() + " (in use, or not an address of "
-                             "this host): " + describe(port.error()));
+                           "cannot listen on " + host_port{host, addr.port}.text()
+                             + " (in use, or not an address of this host): "
+                             + describe(port.error()));
   return port;
 }
 
+/// Waits (backoff, up to the connect timeout) for the task's own host name to resolve, unless
+/// it listens on --bind's address or nowhere; "" once it does, else why not.
+std::string await_own_name(const deployment_options& opts) {
+  auto own = opts.cluster.own_address(opts.task);
+  if (!opts.bind.empty() || !own) return "";
+  auto seconds = std::to_string(opts.connect_timeout.count() / 1000.0);
+  seconds.erase(seconds.find_last_not_of('0') + 1);
+  if (seconds.back() == '.') seconds.pop_back();
+  auto why = await_name(own->host, opts.connect_timeout, [&](const std::string& first) {
+    log_line(opts.task.text(), "its host name '" + own->host + "' does not resolve yet (" + first
+                                 + "); retrying up to --connect-timeout " + seconds + " s");
+  });
+  return why.empty() ? why : why + " (--connect-timeout " + seconds + " s)";
+}
+
 /// Publishes `published` on the task's address (2 if it cannot), joins the chief with `join`
-/// (a request to send), then waits until `role` stops (the chief ended the run: 0) or the chief
-/// is lost (1); returns that status.
+/// (a request to send), then waits until `role` stops or the chief is lost; returns the exit
+/// status (exit_codes.hpp): 0 the chief ended the run, retryable the chief was lost, could
+/// not be reached, or stopped the run early, 1 the role failed or the chief refused the join.
 template <class Published, class Role, class Join>
 int serve(caf::actor_system& sys, const deployment_options& opts, const Published& published,
           const Role& role, Join join) {
   auto name = opts.task.text();
   auto local = caf::actor_cast<caf::actor>(role);
-  if (auto port = publish_on(sys, published, opts.cluster.address(opts.task), name); !port) {
-    log_line(name, describe(port.error()));
-    return 2;
+  // A task outside the cluster (TFJob's evaluator) is never dialled: it only dials the chief,
+  // whose messages come back on that connection.
+  auto own = opts.cluster.own_address(opts.task);
+  if (own) {
+    if (auto port = publish_on(sys, published, *own, name, opts.bind); !port) {
+      log_line(name, describe(port.error()));
+      return 2;
+    }
   }
   auto chief_addr = opts.cluster.address({"chief", 0});
   auto chief = connect_to<chief_actor>(sys, chief_addr, opts.connect_timeout);
   if (!chief) {
-    log_line(name, describe(chief.error()));
-    return 1;
+    // Not there yet, or gone: a restart may reach it. Another actor there: it would not.
+    if (chief.error() == caf::sec::unexpected_actor_messaging_interface) {
+      log_line(name, describe(chief.error()));
+      return exit_code::failed;
+    }
+    log_line(name, describe(chief.error()) + "; exiting " + std::to_string(exit_code::retryable)
+                     + " (a restart may reach it)");
+    return exit_code::retryable;
   }
   caf::scoped_actor self{sys};
   self->monitor(*chief);
@@ -65,21 +110,24 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
   if (refused) {
     log_line(name, "the chief refused the join: " + describe(refused));
-    return 1;
+    return exit_code::failed;
   }
-  log_line(name, "serving on " + opts.cluster.address(opts.task).text() + ", joined the chief at "
-                   + chief_addr.text());
-  int status = 0;
+  auto listening = own ? host_port{listen_host(opts.bind, *own), own->port}.text() : "";
+  log_line(name, (own ? "serving on " + listening : std::string("outside the cluster"))
+                   + ", joined the chief at " + chief_addr.text());
+  int status = exit_code::success;
   self->receive([&](caf::down_msg& dm) {
     if (dm.source == local.address()) {
-      status = is_orderly(dm.reason) ? 0 : 1;
-      if (status) log_line(name, "stopped: " + describe(dm.reason));
+      if (is_orderly(dm.reason)) return;
+      status = is_interruption(dm.reason) ? exit_code::retryable : exit_code::failed;
+      log_line(name, "stopped: " + describe(dm.reason) + "; exiting " + std::to_string(status));
     } else if (is_orderly(dm.reason)) {
       caf::anon_send_exit(local, caf::exit_reason::user_shutdown);  // the run has ended
     } else {
+      status = exit_code::retryable;
       log_line(name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
-                       + "); stopping");
-      status = 1;
+                       + "); stopping, exiting " + std::to_string(status)
+                       + " (a restart joins the chief's next run)");
     }
   });
   return status;
@@ -99,14 +147,19 @@ struct hosted_shard {
   std::unique_ptr<shard_link_server> links;  // listens as long as this lives
 };
 
-/// Spawns shard `index` and its ps task, with the data link listening on a free port of the
-/// task's own host address (the ps task tells clients which, remote_shard.hpp).
+/// Spawns shard `index` and its ps task, with the data link listening on `data_port` (0: one
+/// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
+/// clients which port, remote_shard.hpp).
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
-                                       int32_t index, int32_t finish_after) {
+                                       int32_t index, int32_t finish_after,
+                                       const std::string& bind = {}, uint16_t data_port = 0) {
   auto name = task_id{"ps", index}.text();
-  auto links = shard_link_server::listen(cluster.address({"ps", index}).host, 0,
+  auto host = listen_host(bind, cluster.address({"ps", index}));
+  auto links = shard_link_server::listen(host, data_port,
                                          [name](const std::string& line) { log_line(name, line); });
   if (!links) return links.error();
+  if (data_port != 0)
+    log_line(name, "data link on " + host_port{host, (*links)->port()}.text());
   auto shard = spawn_ps_shard(sys, index);
   (*links)->serve(sys, shard, index);
   auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name(), finish_after});
@@ -117,8 +170,19 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
 
 int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
+  if (auto why = await_own_name(opts); !why.empty()) {
+    log_line(opts.task.text(), why + "; exiting " + std::to_string(exit_code::retryable));
+    return exit_code::retryable;
+  }
   if (opts.task.type == "ps") {
-    auto hosted = host_shard(sys, opts.cluster, index, 0);
+    uint16_t data_port = 0;
+    try {
+      data_port = data_port_of(opts.cluster, opts.task, opts.data_port);
+    } catch (const cluster_error& e) {
+      log_line(opts.task.text(), e.what());
+      return exit_code::usage;
+    }
+    auto hosted = host_shard(sys, opts.cluster, index, 0, opts.bind, data_port);
     if (!hosted) {
       log_line(opts.task.text(), describe(hosted.error()));
       return 2;
@@ -157,16 +221,37 @@ int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster,
   return status;
 }
 
-caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg) {
+caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg,
+                                          const std::function<void(stop_request)>& on_start) {
   caf::actor_system_config sys_cfg;
   configure_system(sys_cfg, opts.scheduler_threads, opts.network);
   caf::actor_system sys{sys_cfg};
+  if (auto why = await_own_name(opts); !why.empty())
+    return make_error(errc::peer_unreachable, why);
   auto chief = spawn_chief(sys, std::move(cfg));
-  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task), "chief"); !port) {
+  if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task), "chief", opts.bind);
+      !port) {
     caf::anon_send_exit(chief, caf::exit_reason::kill);
     return port.error();
   }
-  return run_to_end(sys, chief);
+  // The stop request may come from another thread at any time: it reaches the chief only while
+  // this function runs (the handle is dropped, under the lock, before `sys` ends).
+  struct door {
+    std::mutex mutex;
+    chief_actor chief;
+  };
+  auto to_chief = std::make_shared<door>();
+  to_chief->chief = chief;
+  auto result = run_to_end(sys, chief, [&] {  // after (run): a stop request comes second
+    if (on_start)
+      on_start([to_chief](const std::string& why) {
+        std::lock_guard<std::mutex> guard(to_chief->mutex);
+        if (to_chief->chief) caf::anon_send(to_chief->chief, interrupt_atom::value, why);
+      });
+  });
+  std::lock_guard<std::mutex> guard(to_chief->mutex);
+  to_chief->chief = nullptr;
+  return result;
 }
 
 } // namespace actorps

@@ -16,6 +16,8 @@
 #include <caf/expected.hpp>
 
 #include <chrono>
+#include <functional>
+#include <string>
 
 namespace actorps {
 
@@ -23,6 +25,11 @@ struct deployment_options {
   cluster_spec cluster;
   task_id task;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
+  /// Listen on this address of the host ("0.0.0.0", "::") instead of the host the spec names
+  /// (peers still dial the spec's names); "": the spec's host, once it resolves.
+  std::string bind;
+  /// A ps task's data-link port (data_port.hpp): 0 for the task's own port + 1.
+  int data_port = 0;
   network_settings network;
   int scheduler_threads = 0;
 };
@@ -32,8 +39,9 @@ struct deployment_options {
 void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts);
 
 /// Runs a ps, worker or evaluator task in `sys` (configured by configure_task_system) until the
-/// chief stops it, and returns the task's exit status: 0 the chief ended the run, 1 the chief
-/// was lost or unreachable, 2 the task could not start (e.g. its port is in use).
+/// chief stops it, and returns the task's exit status (exit_codes.hpp): 0 the chief ended the
+/// run; 138 (retryable) the chief was lost or unreachable, or stopped the run early; 1 its role
+/// failed or the chief refused it; 2 the task could not start (e.g. its port is in use).
 ///
 /// Afterwards `sys` may hold references that a departed peer never releases, so destroying it
 /// can wait forever (CAF 0.17); apps/cluster_commands.cpp ends the process without doing so.
@@ -44,8 +52,16 @@ int run_task(caf::actor_system& sys, const deployment_options& opts);
 /// said done (0), or 2 when the task cannot listen there. The same CAF 0.17 caveat as run_task.
 int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster, int32_t index);
 
+/// Asks the running chief to stop early and cleanly (`why`: the signal, "SIGTERM"): after the
+/// next checkpoint when checkpoints are on, with the summary, every task told the run was
+/// interrupted. Callable from any thread; does nothing once the run is over.
+using stop_request = std::function<void(const std::string& why)>;
+
 /// Runs the chief task: publishes the chief, waits up to the connect timeout for every task to
-/// join, trains, and stops every task. Returns the summary or the error that ended the run.
-caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg);
+/// join, trains, and stops every task. Returns the summary (stopped_by set when a stop request
+/// ended it early) or the error that ended the run. `on_start`, when given, receives the
+/// run's stop_request once the chief exists.
+caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg,
+                                          const std::function<void(stop_request)>& on_start = {});
 
 } // namespace actorps

@@ -6,12 +6,14 @@
 
 namespace actorps {
 
-caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief) {
+caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief,
+                                      const std::function<void()>& sent) {
   caf::expected<run_summary> result{caf::make_error(caf::sec::runtime_error, "no result")};
   {
     caf::scoped_actor self{sys};
     self->monitor(chief);  // a chief that dies without answering must not leave us waiting
     self->send(chief, run_atom::value);
+    if (sent) sent();
     self->receive([&](run_summary& summary) { result = std::move(summary); },
                   [&](caf::error& err) { result = std::move(err); },
                   [&](caf::down_msg& dm) {

@@ -6,6 +6,8 @@
 
 #include <caf/expected.hpp>
 
+#include <functional>
+
 namespace actorps {
 
 struct simulation_options {
@@ -17,7 +19,9 @@ struct simulation_options {
 /// actor has stopped when it returns.
 caf::expected<run_summary> simulate(simulation_options opts);
 
-/// Sends (run) to a chief and blocks until its summary, its error, or its death.
-caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief);
+/// Sends (run) to a chief and blocks until its summary, its error, or its death; `sent`, when
+/// given, runs once (run) is in the chief's mailbox (what is sent to it afterwards comes later).
+caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief,
+                                      const std::function<void()>& sent = {});
 
 } // namespace actorps

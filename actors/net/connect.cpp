@@ -27,9 +27,8 @@ struct connector_state {
 
 caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port addr,
                         std::set<std::string> expected_ifs, caf::timespan timeout) {
-  auto fail = [=](const std::string& why) {
-    self->state.promise.deliver(caf::make_error(caf::sec::cannot_connect_to_node,
-                                                "cannot reach " + addr.text() + ": " + why));
+  auto fail = [=](const std::string& why, caf::sec code = caf::sec::cannot_connect_to_node) {
+    self->state.promise.deliver(caf::make_error(code, "cannot reach " + addr.text() + ": " + why));
     self->quit();
   };
   auto attempt = [=] {
@@ -41,7 +40,8 @@ caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port ad
           if (!ptr) return fail("no actor is published there");
           if (ifs.empty() != expected_ifs.empty()
               || !std::includes(ifs.begin(), ifs.end(), expected_ifs.begin(), expected_ifs.end()))
-            return fail("the actor there speaks another message interface");
+            return fail("the actor there speaks another message interface",
+                        caf::sec::unexpected_actor_messaging_interface);
           self->state.promise.deliver(std::move(ptr));
           self->quit();
         },

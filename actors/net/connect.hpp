@@ -18,8 +18,10 @@ namespace actorps {
 
 /// Spawns an actor that, on (connect), connects to the actor published at `addr`, retrying
 /// with backoff (50 ms doubling to 1 s) until `timeout` has passed, and answers with the
-/// remote actor (strong_actor_ptr) or an error naming `addr`. `expected_ifs` is the message
-/// interface the remote actor must have (sys.message_types(...) of the typed handle).
+/// remote actor (strong_actor_ptr) or an error naming `addr`: sec::cannot_connect_to_node, or
+/// sec::unexpected_actor_messaging_interface when the actor there is not the one expected (no
+/// retry cures that). `expected_ifs` is the message interface the remote actor must have
+/// (sys.message_types(...) of the typed handle).
 caf::actor spawn_connector(caf::actor_system& sys, host_port addr,
                            std::set<std::string> expected_ifs, caf::timespan timeout);
 

@@ -23,6 +23,8 @@ const char* to_string(errc code) {
     case errc::unknown_table: return "unknown_table";
     case errc::key_not_owned: return "key_not_owned";
     case errc::duplicate_key: return "duplicate_key";
+    case errc::run_interrupted: return "run_interrupted";
+    case errc::peer_unreachable: return "peer_unreachable";
   }
   return "unknown_error";
 }

@@ -28,6 +28,8 @@ enum class errc : uint8_t {
   unknown_table,          ///< a sparse table index outside the spec, or named twice in a message
   key_not_owned,          ///< a sparse key whose bucket another shard owns
   duplicate_key,          ///< a sparse key twice in one push
+  run_interrupted,        ///< the chief stopped the run early (a signal); a restart goes on
+  peer_unreachable,       ///< a task stayed unreachable (never joined, lost) past its timeout
 };
 
 const char* to_string(errc code);

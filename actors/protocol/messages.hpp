@@ -47,6 +47,7 @@ using load_atom = caf::atom_constant<caf::atom("load")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using link_atom = caf::atom_constant<caf::atom("link")>;
 using shard_atom = caf::atom_constant<caf::atom("shard")>;
+using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -128,6 +129,8 @@ struct run_summary {
   int32_t checkpoint_failures = 0;  ///< checkpoints that failed to write (the previous one stays)
   std::string checkpoint_error;  ///< why the last one that failed did
   int64_t resumed_from = -1;     ///< the checkpoint clock the run resumed from; -1: none
+  std::string stopped_by;        ///< the signal that stopped the run early; "": it ran to its end
+  int64_t stopped_at = -1;       ///< the global clock it stopped at (stopped_by set)
   std::vector<shard_stats> shard_stats_list;
   /// One ShardParameters snapshot per shard; with every sparse row (an allRows snapshot) when
   /// the chief was asked for them (chief_config::final_rows).
@@ -140,7 +143,7 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
            x.clocks, x.samples, x.wall_s, x.samples_per_s, x.final_test_accuracy,
            x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages, x.backend, x.failures,
            x.recoveries, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
-           x.shard_stats_list, x.final_parameters);
+           x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters);
 }
 
 // --- typed interfaces -----------------------------------------------------------------------
@@ -245,7 +248,9 @@ using chief_actor = caf::typed_actor<
   // (stop_due): the run has ended; the time for the tasks to stop has passed.
   caf::reacts_to<stop_due_atom>,
   // (kill, i): fault injection: the i-th planned kill is due (its time has come).
-  caf::reacts_to<kill_atom, int32_t>>;
+  caf::reacts_to<kill_atom, int32_t>,
+  // (interrupt, "SIGTERM"): stop the run early and cleanly (interrupt.cpp).
+  caf::reacts_to<interrupt_atom, std::string>>;
 
 /// Registers every message type and the error category; call on every actor_system_config.
 void register_message_types(caf::actor_system_config& cfg);

@@ -41,29 +41,25 @@ tmp="$(mktemp -d)"
 server=""
 trap '[[ -n "$server" ]] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# serve FLAGS...: starts a shard process and sets $server and $port once it listens.
+# serve FLAGS...: starts a shard process and sets $server and $port once it listens (blocks on
+# its log until the line comes, at most 60 s, or the process ends).
 serve() {
   "$bench" --serve "$@" 2>"$tmp/serve.log" &
   server=$!
-  port=""
-  for _ in $(seq 200); do
-    port=$(sed -n 's/^bench shard serving on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/serve.log")
-    [[ -n "$port" ]] && return
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-  done
+  local line
+  grep -m1 -E '^bench shard serving on 127\.0\.0\.1:[0-9]+$' \
+    < <(timeout 60 tail -n +1 -F --pid="$server" "$tmp/serve.log" 2>/dev/null) >"$tmp/ready" || true
+  line=$(<"$tmp/ready")
+  port=${line##*:}
+  [[ -n "$line" ]] && return
   echo "$name: the shard process did not start:" >&2
   cat "$tmp/serve.log" >&2
   exit 1
 }
 
-# Ends the shard process: the worker stopped its shard, so it exits by itself.
+# Ends the shard process: the worker stopped its shard, so it exits by itself (a shard that
+# hangs is a bug the ctest timeout reports).
 stop_server() {
-  for _ in $(seq 100); do
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
   server=""
 }
