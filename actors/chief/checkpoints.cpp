@@ -97,6 +97,17 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto failed = [=](const caf::error& err) {
     if (abandoned()) return;
     auto& st = self->state;
+    if (err.category() == error_category
+        && err.code() == static_cast<uint8_t>(errc::checkpoint_superseded)) {
+      // The shards ran more checkpoints ahead than they keep: a newer one follows, no work lost.
+      log_line("chief", "checkpoint at clock " + std::to_string(clock)
+                          + " skipped: the shards are past it and a newer one follows");
+      st.metrics->write(json_object().add("event", "checkpoint_skipped").add("clock", clock)
+                          .add("wall_s", st.elapsed()));
+      then();
+      checkpoint_over(self);
+      return;
+    }
     ++st.checkpoint_failures;
     st.checkpoint_error = describe(err);
     // the shards write into the chief's directory: another host's filesystem lacks it

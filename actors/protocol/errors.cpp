@@ -25,6 +25,7 @@ const char* to_string(errc code) {
     case errc::duplicate_key: return "duplicate_key";
     case errc::run_interrupted: return "run_interrupted";
     case errc::peer_unreachable: return "peer_unreachable";
+    case errc::checkpoint_superseded: return "checkpoint_superseded";
   }
   return "unknown_error";
 }

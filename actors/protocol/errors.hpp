@@ -30,6 +30,7 @@ enum class errc : uint8_t {
   duplicate_key,          ///< a sparse key twice in one push
   run_interrupted,        ///< the chief stopped the run early (a signal); a restart goes on
   peer_unreachable,       ///< a task stayed unreachable (never joined, lost) past its timeout
+  checkpoint_superseded,  ///< a checkpoint's snapshot was dropped for newer ones: one follows
 };
 
 const char* to_string(errc code);

@@ -618,6 +618,17 @@ caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
   return caf::ok_atom::value;
 }
 
+/// Why a checkpoint clock the shard has passed has no snapshot: dropped for newer ones (the
+/// chief lagged more than max_snapshots checkpoints behind: a newer checkpoint follows, nothing
+/// is lost), or never taken.
+caf::error passed_without_snapshot(const ps_shard_state& st, int64_t clock) {
+  if (!st.snapshots.empty() && st.snapshots.begin()->first > clock)
+    return make_error(errc::checkpoint_superseded,
+                      "clock " + std::to_string(clock) + "'s snapshot made room for newer ones");
+  return make_error(errc::checkpoint_failed,
+                    "clock " + std::to_string(clock) + " has passed without a snapshot");
+}
+
 caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
@@ -625,9 +636,7 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   auto kept = st.snapshots.count(clock) > 0;
   // Refuse before making a promise: in CAF 0.17 the promise takes over the request, so an
   // error returned after it would never reach the chief.
-  if (!kept && clock <= st.clocks.progress())
-    return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
-                                                 + " has passed without a snapshot");
+  if (!kept && clock <= st.clocks.progress()) return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<file_record>();
   if (kept)
     write_checkpoint(self, dir, clock, promise);
@@ -642,8 +651,7 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
   if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
   if (clock <= st.clocks.progress())  // refused before a promise, as on_checkpoint does
-    return make_error(errc::checkpoint_failed, "clock " + std::to_string(clock)
-                                                 + " has passed without a snapshot");
+    return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<wire_buffer>();
   st.held_checkpoints.push_back({"", clock, {}, promise});
   return promise;
