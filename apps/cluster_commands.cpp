@@ -3,6 +3,7 @@
 #include "actors/deploy/deployment.hpp"
 #include "actors/protocol/errors.hpp"
 #include "apps/export_after_run.hpp"
+#include "apps/log_level_flag.hpp"
 #include "apps/training_flags.hpp"
 
 #include <caf/actor_system.hpp>
@@ -129,6 +130,8 @@ int cluster_command(const std::string& type, const std::vector<std::string>& arg
   desc.add_options()("help,h", "print this help");
   add_cluster_options(desc, cf, !chief);
   if (chief) add_training_options(desc, tf);
+  std::string log_level = "info";  // the chief's is a training flag
+  if (!chief) add_log_level_option(desc, log_level);
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -143,6 +146,7 @@ int cluster_command(const std::string& type, const std::vector<std::string>& arg
     }
     po::notify(vm);
     note_given_flags(vm, tf);
+    if (!chief) apply_log_level(log_level);
     auto opts = resolve(type, cf);
     if (chief) return run_chief(opts, tf, vm);
     run_task_process(type, opts);

@@ -283,7 +283,8 @@ void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
   auto& st = self->state;
   if (st.phase == run_phase::stopping) return;
   auto sentence = what + ": " + describe(err);
-  log_line("chief", sentence);
+  log_line(log_level::error, "chief", sentence);
+  st.progress->finish();  // before the caller, woken by the failure, says it
   st.run_promise.deliver(caf::make_error(caf::sec::runtime_error, std::move(sentence)));
   stop_run(self);
 }
