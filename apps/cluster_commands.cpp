@@ -146,7 +146,7 @@ int cluster_command(const std::string& type, const std::vector<std::string>& arg
     }
     po::notify(vm);
     note_given_flags(vm, tf);
-    if (!chief) apply_log_level(log_level);
+    apply_log_level(chief ? tf.log_level : log_level);
     auto opts = resolve(type, cf);
     if (chief) return run_chief(opts, tf, vm);
     run_task_process(type, opts);
