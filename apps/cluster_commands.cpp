@@ -6,6 +6,7 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 #include "apps/export_after_run.hpp"
+#include "apps/log_level_flag.hpp"
 #include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
 
@@ -197,6 +198,8 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
   desc.add_options()("help,h", "print this help");
   add_cluster_options(desc, cf, !chief_flags);
   if (chief_flags) add_training_options(desc, tf);
+  std::string log_level = "info";  // the chief's (and `run`'s) is a training flag
+  if (!chief_flags) add_log_level_option(desc, log_level);
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -220,6 +223,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
     }
     po::notify(vm);
     note_given_flags(vm, tf);
+    apply_log_level(chief_flags ? tf.log_level : log_level);
     auto opts = resolve(type, cf);
     if (opts.task.type == "chief") return run_chief(opts, tf, vm);
     if (chief_flags) opts.scheduler_threads = tf.threads;  // `run`: --threads is the shared flag

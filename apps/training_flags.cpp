@@ -1,5 +1,7 @@
 #include "apps/training_flags.hpp"
 #include "apps/checkpoint_plan.hpp"
+#include "apps/log_level_flag.hpp"
+#include "actors/protocol/console.hpp"
 
 #include "actors/chief/metrics.hpp"
 #include "actors/data/load_split.hpp"
@@ -199,6 +201,7 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("export-dir", po::value(&o.export_dir),
      "after a successful run, export the model to DIR/<version>/ (model.capnp, model.onnx, "
      "metadata.json; version = the largest existing + 1, never overwritten)");
+  add_log_level_option(desc, o.log_level);
 }
 
 void note_given_flags(const po::variables_map& vm, training_flags& flags) {
@@ -278,6 +281,8 @@ void set_run_length(const training_flags& o, int64_t train_rows, chief_config& c
 }
 
 checked_flags check_training_flags(const training_flags& o) {
+  if (!parse_log_level(o.log_level))
+    throw usage_error("--log-level " + o.log_level + " is none of error, warn, info, debug");
   require(o.ps >= 1, "ps", o.ps, "must be at least 1");
   require(o.workers >= 1, "workers", o.workers, "must be at least 1");
   require(o.batch >= 1, "batch", o.batch, "must be at least 1");
@@ -445,6 +450,7 @@ training_plan build_training_plan(const training_flags& o, const checked_flags& 
 }
 
 void open_training_files(const training_flags& o, training_plan& plan) {
+  apply_log_level(o.log_level);
   auto& c = plan.chief;
   auto& d = plan.data;
   if (d.what == data_source::kind::csv) {  // its shape and size are in the file
@@ -485,6 +491,7 @@ training_plan plan_training(const training_flags& flags) {
 }
 
 int print_summary(const run_summary& s) {
+  console::process().end_progress();  // the summary starts on a line of its own
   std::printf("summary: mode %s (staleness bound %d), %d workers, %d shards, backend %s\n",
               s.mode.c_str(), s.staleness_bound, s.workers, s.shards, s.backend.c_str());
   if (s.resumed_from < 0)
@@ -497,12 +504,18 @@ int print_summary(const run_summary& s) {
                 static_cast<long long>(s.clocks), static_cast<long long>(s.samples),
                 static_cast<long long>(s.resumed_from), s.samples_per_s * s.wall_s, s.wall_s,
                 s.samples_per_s);
-  std::printf("  final test accuracy %.4f, test loss %.4f, max staleness %lld, "
-              "dropped messages %llu\n",
-              s.final_test_accuracy, s.final_test_loss,
-              static_cast<long long>(s.max_staleness),
-              static_cast<unsigned long long>(s.dropped_messages));
-  if (s.final_test_auc >= 0)
+  if (s.evaluations == 0)  // no evaluator, or an empty test set: there is no accuracy to print
+    std::printf("  no evaluation (no evaluator or no test rows), max staleness %lld, "
+                "dropped messages %llu\n",
+                static_cast<long long>(s.max_staleness),
+                static_cast<unsigned long long>(s.dropped_messages));
+  else
+    std::printf("  final test accuracy %.4f, test loss %.4f, max staleness %lld, "
+                "dropped messages %llu\n",
+                s.final_test_accuracy, s.final_test_loss,
+                static_cast<long long>(s.max_staleness),
+                static_cast<unsigned long long>(s.dropped_messages));
+  if (s.final_test_auc >= 0 && s.evaluations > 0)
     std::printf("  final test auc %.4f, logloss %.4f\n", s.final_test_auc, s.final_test_loss);
   if (!s.shard_stats_list.empty() && !s.shard_stats_list.front().table_rows.empty()) {
     std::printf("  sparse rows per shard:");

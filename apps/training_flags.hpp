@@ -29,6 +29,7 @@ struct training_flags {
   uint32_t block_floats = 4096;
   std::vector<std::string> slow;
   bool no_progress = false;
+  std::string log_level = "info";  ///< --log-level (apps/log_level_flag.hpp)
   std::string checkpoint_dir, resume;  ///< resume: a directory, "auto", or "" (--checkpoint-dir)
   bool resume_given = false;       ///< --resume appeared (its value may be empty)
   bool overwrite_checkpoints = false;  ///< another run's checkpoints in --checkpoint-dir go aside

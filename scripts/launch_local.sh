@@ -90,11 +90,15 @@ set -e
 unset 'pids[-1]'  # the chief has ended; only the tasks remain to be waited for
 
 # Every task stops on its own when the chief ends; give them a bounded grace period.
-( sleep 10; for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done ) &
+# The watchdog must never run our traps: with them it would run cleanup on its own stale copy
+# of the pids (kill and wait what is not its own: bash's "wait_for: No record of process").
+# It drops them at once, and is stopped with SIGKILL, which no trap sees, in case it has not yet.
+( trap - EXIT INT TERM; sleep 10 < /dev/null > /dev/null 2>&1
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done ) &
 watchdog=$!
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
-kill "$watchdog" 2>/dev/null || true
+kill -KILL "$watchdog" 2>/dev/null || true
 pids=()
 [ "$status" -eq 0 ] && [ "$failed" -gt 0 ] && echo "launch_local.sh: $failed task(s) exited non-zero" >&2
 exit "$status"

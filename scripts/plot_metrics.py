@@ -10,7 +10,8 @@ train loss vs clock (moving average; thin line per worker, bold mean), staleness
 colour per run. Failure and recovery events, when present, are drawn as vertical lines.
 
 Exit status: 0 on success; 2 for bad input (missing file, a line that is not a JSON object, a
-file without eval events, bad flags); 1 when matplotlib cannot be imported.
+file without eval events, bad flags); 1 when matplotlib cannot be imported. A torn last line
+(no newline, not JSON: a run killed while writing it) is skipped with a warning.
 Needs only the standard library and matplotlib (Debian: apt-get install python3-matplotlib).
 """
 from __future__ import annotations
@@ -101,6 +102,13 @@ def load_run(path: str) -> Run:
         try:
             event = json.loads(text)
         except json.JSONDecodeError as e:
+            if lineno == len(lines) and not line.endswith("\n"):
+                # A run killed while writing leaves its last line unfinished: skip it, say so
+                # (once: not again from the interpreter import_matplotlib may run us with).
+                if not os.environ.get("PLOT_METRICS_REEXEC"):
+                        print(f"{PROG}: warning: {path}:{lineno}: skipped a torn last line (the "
+                          f"run was stopped while writing it)", file=sys.stderr)
+                continue
             shown = text if len(text) <= 60 else text[:57] + "..."
             raise InputError(f"{path}:{lineno}: not valid JSON ({e.msg}): {shown}") from e
         if not isinstance(event, dict):

@@ -61,6 +61,18 @@ else
   fail "one run with extra events: exit $?: $(cat "$tmp/log")"
 fi
 
+# 2b. a torn last line (a run killed while writing it): skipped with a warning, the plot drawn
+{ cat "$tmp/ssp.jsonl"; printf '{"event":"train","clock":119,"wo'; } > "$tmp/torn.jsonl"
+if "$python" "$plot" "$tmp/torn.jsonl" -o "$tmp/torn.png" > "$tmp/log" 2>&1; then
+  if grep -qF "$tmp/torn.jsonl:$(wc -l < "$tmp/ssp.jsonl" | awk '{print $1 + 1}'): skipped a torn last line" "$tmp/log"; then
+    check_png "$tmp/torn.png" "a torn last line skipped with a warning"
+  else
+    fail "torn last line: no warning naming it: $(cat "$tmp/log")"
+  fi
+else
+  fail "torn last line: exit $?: $(cat "$tmp/log")"
+fi
+
 # 3. bad input: exit status 2 and a message naming the file (and the line where there is one)
 expect_error() {  # expect_error WHAT PATTERN FILES...
   local what=$1 pattern=$2 status=0; shift 2

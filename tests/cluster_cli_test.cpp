@@ -143,7 +143,7 @@ TEST_CASE("--cluster FILE takes this replica's task from TF_CONFIG") {
   auto r = run(R"(TF_CONFIG='{"task": {"type": "PS", "index": 0}, "environment": "cloud"}' )"
                + actorps("run --cluster " + spec + " --connect-timeout 0.5"));
   CHECK(r.status == 138);
-  CHECK_MESSAGE(r.output.find("[ps:0] cannot reach 127.0.0.1:" + std::to_string(chief.port))
+  CHECK_MESSAGE(r.output.find("ps:0: cannot reach 127.0.0.1:" + std::to_string(chief.port))
                   != std::string::npos,
                 r.output);
 }
@@ -154,7 +154,7 @@ TEST_CASE("a task whose own host name does not resolve retries up to --connect-t
                                             "worker": ["127.0.0.1:3"]}})");
   auto r = run(actorps("run --cluster " + spec + " --task ps:0 --connect-timeout 1"));
   CHECK(r.status == 138);
-  CHECK_MESSAGE(r.output.find("[ps:0] its host name 'no-such-host.invalid' does not resolve yet")
+  CHECK_MESSAGE(r.output.find("ps:0: its host name 'no-such-host.invalid' does not resolve yet")
                   != std::string::npos,
                 r.output);
   CHECK_MESSAGE(r.output.find("retrying up to --connect-timeout 1 s") != std::string::npos,

@@ -120,7 +120,7 @@ worker1=${task_pids[3]}
 task_pids=("${task_pids[@]:0:3}" "${task_pids[4]}")
 kill -TERM "$worker1"
 await_exit "$worker1" 20; [ "$status" = 143 ] || fail "worker:1 exited $status after SIGTERM, not 143"
-grep -q "^\[worker:1\] SIGTERM: leaving, exiting 143" "$dir/worker:1.3.log" || fail "worker:1 did not log SIGTERM"
+grep -q " worker:1: SIGTERM: leaving, exiting 143" "$dir/worker:1.3.log" || fail "worker:1 did not log SIGTERM"
 await_event "$dir/chief3.log" "worker:1 lost" 20
 kill -INT "$chief"
 await_exit "$chief" 60; [ "$status" = 130 ] || fail "the chief exited $status after SIGINT, not 130"

@@ -96,7 +96,7 @@ line=$(grep '"event":"summary"' "$dir/m2.jsonl")
 # Each stranger is logged once, with its address, by the task it tried; no CAF peer of the run
 # (nor the mismatched ps, whose handshake was fine) is.
 for t in ps:0 worker:0; do
-  n=$(grep -c "^\[$t\] refused a connection from 127\.0\.0\.1:[0-9]*: not a CAF peer" "$dir/$t.log" || true)
+  n=$(grep -c "^[0-9T:.Z-]* INFO $t: refused a connection from 127\.0\.0\.1:[0-9]*: not a CAF peer" "$dir/$t.log" || true)
   [ "$n" = 1 ] || fail "$t logged $n refusals of the stranger, not 1"
 done
 for f in ps:1 worker:1 evaluator:0 chief2; do

@@ -16,6 +16,7 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
   st.last_accuracy = report.test_accuracy;
   st.last_test_loss = report.test_loss;
   st.last_auc = report.test_auc;
+  if (report.test_rows > 0) ++st.evaluations;  // an empty test set scores nothing
   auto event = json_object()
                  .add("event", "eval")
                  .add("clock", report.clock)

@@ -1,5 +1,7 @@
 #include "actors/chief/metrics.hpp"
 
+#include <cerrno>
+#include <fcntl.h>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -13,54 +15,48 @@ std::string render_json(const nlohmann::ordered_json& value) {
 
 metrics_file::metrics_file(const std::string& path) {
   if (path.empty()) return;
-  file_ = std::fopen(path.c_str(), "w");
-  if (!file_) throw std::runtime_error("cannot open metrics file " + path + " for writing");
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw std::runtime_error("cannot open metrics file " + path + " for writing");
 }
 
 metrics_file::~metrics_file() {
-  if (file_) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void metrics_file::write(const nlohmann::ordered_json& event) {
-  if (!file_) return;
+  if (fd_ < 0) return;
   auto line = render_json(event) + "\n";
-  std::fwrite(line.data(), 1, line.size(), file_);
-  if (std::chrono::steady_clock::now() - last_flush_ > std::chrono::milliseconds(500)) flush();
+  // One write(2) per line: a kill between two events leaves whole lines only. A short write
+  // (a full disk) would tear the line, so the rest follows at once rather than later.
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    auto n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the disk refuses: the run goes on without its metrics
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
 }
 
-void metrics_file::flush() {
-  if (!file_) return;
-  std::fflush(file_);
-  last_flush_ = std::chrono::steady_clock::now();
-}
-
-progress_line::progress_line(bool enabled)
-  : enabled_(enabled), tty_(isatty(STDOUT_FILENO) == 1) {}
+progress_line::progress_line(bool enabled, console& out) : enabled_(enabled), out_(out) {}
 
 bool progress_line::due(bool important) const {
   if (!enabled_) return false;
   if (important) return true;
-  if (!tty_) return false;  // plain output: only the important lines
+  if (!out_.in_place()) return false;  // plain output: only the important lines
   return std::chrono::steady_clock::now() - last_draw_ >= std::chrono::milliseconds(100);
 }
 
 void progress_line::show(const std::string& text, bool important) {
   if (!due(important)) return;
-  if (!tty_) {
-    std::printf("%s\n", text.c_str());
-    std::fflush(stdout);
-    return;
-  }
   last_draw_ = std::chrono::steady_clock::now();
-  std::printf("\r\033[K%s", text.c_str());
-  std::fflush(stdout);
-  dirty_ = true;
+  out_.progress(text);
 }
 
 void progress_line::finish() {
-  if (enabled_ && tty_ && dirty_) std::printf("\n");
-  dirty_ = false;
-  std::fflush(stdout);
+  if (enabled_) out_.end_progress();
 }
 
 } // namespace actorps

@@ -3,11 +3,12 @@
 // plain lines otherwise). Both belong to the chief, the only writer.
 #pragma once
 
+#include "actors/protocol/console.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 namespace actorps {
@@ -35,9 +36,10 @@ private:
   nlohmann::ordered_json doc_ = nlohmann::ordered_json::object();
 };
 
-/// Appends JSON lines to a file; an empty path disables it. Lines reach the file at least every
-/// half second, so `tail -f` and live plots follow a run. The constructor throws
-/// std::runtime_error naming the file if it cannot be opened for writing.
+/// Writes JSON lines to a file (truncated first); an empty path disables it. Each event is one
+/// write(2) of its whole line, unbuffered, to a file opened O_APPEND: `tail -f` and live plots
+/// see it at once, and a run killed at any moment leaves only whole lines. The constructor
+/// throws std::runtime_error naming the file if it cannot be opened for writing.
 class metrics_file {
 public:
   explicit metrics_file(const std::string& path);
@@ -47,18 +49,19 @@ public:
 
   void write(const nlohmann::ordered_json& event);
   void write(const json_object& event) { write(event.json()); }
-  void flush();
+  /// Nothing is held back: kept for the call sites that mark where a line must be out.
+  void flush() {}
 
 private:
-  std::FILE* file_ = nullptr;
-  std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();
+  int fd_ = -1;
 };
 
-/// The terminal progress line: redrawn in place (at most every 100 ms) on a TTY; on anything
-/// else, printed as a plain line only when `important` (evaluations, the end).
+/// The terminal progress line, drawn through the console (actors/protocol/console.hpp): on a
+/// TTY redrawn in place (at most every 100 ms) and cut to the terminal's width; on anything
+/// else printed as a whole line only when `important` (evaluations, the end).
 class progress_line {
 public:
-  explicit progress_line(bool enabled);
+  explicit progress_line(bool enabled, console& out = console::process());
   /// Whether show() would draw now; lets the caller skip formatting a line nobody sees.
   bool due(bool important) const;
   void show(const std::string& text, bool important);
@@ -67,8 +70,7 @@ public:
 
 private:
   bool enabled_;
-  bool tty_;
-  bool dirty_ = false;
+  console& out_;
   std::chrono::steady_clock::time_point last_draw_{};
 };
 

@@ -299,7 +299,8 @@ void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
   auto& st = self->state;
   if (st.phase == run_phase::stopping) return;
   auto sentence = what + ": " + describe(err);
-  log_line("chief", sentence);
+  log_line(log_level::error, "chief", sentence);
+  st.progress->finish();  // before the caller, woken by the failure, says it
   // An interrupted run, or one a task never joined, is one a restart may complete: the code
   // stays, so the process can exit saying so (deploy/exit_codes.hpp).
   auto kept = err.category() == error_category

@@ -132,7 +132,8 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
         done(true);
       },
       [=](caf::error& err) {
-        log_line("chief", worker_role(w).text() + " could not start: " + describe(err));
+        log_line(log_level::error, "chief",
+                 worker_role(w).text() + " could not start: " + describe(err));
         done(false);
       });
 }
@@ -162,7 +163,8 @@ void start_evaluator(self_ptr self, std::function<void(bool)> done) {
         done(true);
       },
       [=](caf::error& err) {
-        log_line("chief", evaluator_role().text() + " could not start: " + describe(err));
+        log_line(log_level::error, "chief",
+                 evaluator_role().text() + " could not start: " + describe(err));
         done(false);
       });
 }

@@ -13,6 +13,8 @@
 
 #include "actors/protocol/log.hpp"
 
+#include <cstdio>
+
 namespace actorps::chief_detail {
 
 namespace {
@@ -219,6 +221,26 @@ void run_kill(self_ptr self, int32_t i) {
   st.metrics->write(json_object().add("event", "kill").add("role", to_string(k.target))
                       .add("index", k.index).add("clock", clock).add("wall_s", st.elapsed()));
   self->send_exit(target, caf::exit_reason::kill);
+}
+
+void report_unfired_kills(self_ptr self) {
+  auto& st = self->state;
+  for (std::size_t i = 0; i < st.cfg.kills.size(); ++i) {
+    if (st.kill_done[i]) continue;
+    st.kill_done[i] = true;  // a timer still on its way does nothing now
+    const auto& k = st.cfg.kills[i];
+    char when[64];
+    if (k.at_clock >= 0)
+      std::snprintf(when, sizeof when, "clock=%lld", static_cast<long long>(k.at_clock));
+    else
+      std::snprintf(when, sizeof when, "seconds=%g", k.at_seconds);
+    auto planned = role_id{k.target, k.index}.text() + "@" + when;
+    auto clock = st.global_clock();
+    log_line("chief", "planned kill " + planned + " never fired (the run ended at clock "
+                        + std::to_string(clock) + ")");
+    st.metrics->write(json_object().add("event", "kill_not_fired").add("kill", planned)
+                        .add("clock", clock).add("wall_s", st.elapsed()));
+  }
 }
 
 } // namespace actorps::chief_detail

@@ -103,6 +103,7 @@ struct chief_state {
   std::function<void()> after_eval;  // runs once the one in flight has ended
   int64_t next_eval = 0;
   double last_accuracy = -1, last_test_loss = -1, last_auc = -1;
+  int evaluations = 0;             // reports that scored at least one test row
 
   std::optional<time_point> start, end;  // training began, ended
 
@@ -205,6 +206,9 @@ void record_recovery(self_ptr self, role_id role, std::chrono::steady_clock::tim
 void check_kills(self_ptr self);
 void schedule_timed_kills(self_ptr self);
 void run_kill(self_ptr self, int32_t i);
+/// The end of a run: says (log and metrics) which planned kills never fired, as a --kill past
+/// the run's last clock would otherwise pass for a run that survived it.
+void report_unfired_kills(self_ptr self);
 /// Distributed: a lost worker's or evaluator's process is back (join); it takes over.
 void on_rejoined_node(self_ptr self, role_id role);
 

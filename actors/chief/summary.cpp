@@ -20,6 +20,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.wall_s = st.elapsed();
   // Throughput is this run's: the rows it computed (redone ones too) over its own time.
   sum.samples_per_s = sum.wall_s > 0 ? double(st.samples) / sum.wall_s : 0;
+  sum.evaluations = st.evaluations;
   sum.final_test_accuracy = final_eval.test_accuracy;
   sum.final_test_loss = final_eval.test_loss;
   sum.final_test_auc = final_eval.test_auc;
@@ -49,12 +50,16 @@ std::vector<std::vector<uint64_t>> table_rows(const run_summary& sum) {
 }
 
 void write_summary(metrics_file& metrics, const run_summary& sum) {
-  auto event = json_object()
-                 .add("event", "summary")
-                 .add("final_test_accuracy", sum.final_test_accuracy)
-                 .add("final_test_loss", sum.final_test_loss);
-  if (sum.final_test_auc >= 0)
-    event.add("final_test_auc", sum.final_test_auc).add("final_test_logloss", sum.final_test_loss);
+  auto event = json_object().add("event", "summary").add("evaluations", sum.evaluations);
+  if (sum.evaluations == 0) {  // not evaluated: no figure rather than a 0 that reads as one
+    event.add("final_test_accuracy", nullptr).add("final_test_loss", nullptr);
+  } else {
+    event.add("final_test_accuracy", sum.final_test_accuracy)
+      .add("final_test_loss", sum.final_test_loss);
+    if (sum.final_test_auc >= 0)
+      event.add("final_test_auc", sum.final_test_auc)
+        .add("final_test_logloss", sum.final_test_loss);
+  }
   if (!sum.shard_stats_list.empty() && !sum.shard_stats_list.front().table_rows.empty())
     event.add("sparse_rows", table_rows(sum));
   if (!sum.stopped_by.empty())
@@ -97,8 +102,10 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
       [=](std::vector<wire_buffer> snapshots) {
         auto& st = self->state;
         if (st.phase != run_phase::finishing) return;  // the run failed meanwhile
+        report_unfired_kills(self);
         auto sum = make_summary(st, final_eval, std::move(stats), std::move(snapshots));
         write_summary(*st.metrics, sum);
+        st.progress->finish();  // before the caller, woken by the summary, prints it
         st.run_promise.deliver(std::move(sum));
         stop_run(self);
       },

@@ -2,6 +2,7 @@
 
 #include "actors/net/connect.hpp"
 #include "actors/roles/evaluator.hpp"
+#include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/net/remote_shard.hpp"
 #include "actors/roles/worker.hpp"
@@ -88,6 +89,14 @@ caf::expected<std::pair<role_setup, std::shared_ptr<const dataset>>> prepare(con
   }
 }
 
+/// A role this task cannot start: said here, in the task's own log (where whoever reads the
+/// chief's "could not start" looks), and answered to the chief.
+caf::error cannot_start(self_ptr self, const char* role, caf::error err) {
+  log_line(log_level::error, self->state.cfg.name, "cannot start " + std::string(role) + ": "
+                                                      + describe(err));
+  return err;
+}
+
 task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
   self->state.cfg = std::move(cfg);
   self->attach_functor([roles = self->state.roles] {  // stopping this task stops its roles
@@ -96,10 +105,10 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
   return {
     [=](setup_atom, const wire_buffer& buf) -> caf::result<worker_actor> {
       auto prepared = prepare(buf, true);
-      if (!prepared) return std::move(prepared.error());
+      if (!prepared) return cannot_start(self, "the worker", std::move(prepared.error()));
       auto& [setup, data] = *prepared;
       auto shards = connect_shards(self, setup);
-      if (!shards) return std::move(shards.error());
+      if (!shards) return cannot_start(self, "the worker", std::move(shards.error()));
       worker_config wc;
       wc.index = setup.index;
       wc.spec = setup.spec;
@@ -125,10 +134,10 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
     },
     [=](setup_atom, eval_atom, const wire_buffer& buf) -> caf::result<evaluator_actor> {
       auto prepared = prepare(buf, false);
-      if (!prepared) return std::move(prepared.error());
+      if (!prepared) return cannot_start(self, "the evaluator", std::move(prepared.error()));
       auto& [setup, data] = *prepared;
       auto shards = connect_shards(self, setup);
-      if (!shards) return std::move(shards.error());
+      if (!shards) return cannot_start(self, "the evaluator", std::move(shards.error()));
       log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting the evaluator");
       auto evaluator = spawn_evaluator(self->system(),
                                        {setup.spec, data, shards->handles(), setup.request_timeout});

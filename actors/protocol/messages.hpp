@@ -117,6 +117,9 @@ struct run_summary {
   int64_t samples = 0;           ///< training rows processed by all workers
   double wall_s = 0;
   double samples_per_s = 0;
+  /// Evaluations that scored test rows; 0: the run was not evaluated (no evaluator, an empty
+  /// test set) and the final test figures below mean nothing.
+  int32_t evaluations = 0;
   double final_test_accuracy = 0;
   double final_test_loss = 0;
   double final_test_auc = -1;    ///< binary models; -1: the model reports none
@@ -140,7 +143,7 @@ struct run_summary {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
   return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
-           x.clocks, x.samples, x.wall_s, x.samples_per_s, x.final_test_accuracy,
+           x.clocks, x.samples, x.wall_s, x.samples_per_s, x.evaluations, x.final_test_accuracy,
            x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages, x.backend, x.failures,
            x.recoveries, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
            x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters);
