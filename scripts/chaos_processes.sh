@@ -115,7 +115,7 @@ for ((r = 1; r <= runs; ++r)); do
   for t in "${tasks[@]}" evaluator:0; do supervise "$run" "$t" "${flags[@]}" 2>/dev/null & supervisors+=($!); done
   chief_start=$(now_ms)
   set +e
-  TF_CONFIG=$(tf_config "$run/c.json" chief 0) timeout $((left < 120 ? left : 120)) \
+  TF_CONFIG=$(tf_config "$run/c.json" chief 0) timeout -k 10 $((left < 120 ? left : 120)) \
     "$bin" run "${flags[@]}" --metrics "$run/m.jsonl" > "$run/chief.log" 2>&1 &
   chief=$!
   chaos "$run" &
