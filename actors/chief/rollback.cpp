@@ -185,6 +185,8 @@ const char* why_no_rollback(const chief_state& st) {
     case run_phase::rolling_back:  // it starts over
     case run_phase::stopping: break;
   }
+  // a signal is stopping the run (every task may be getting it too): nothing to go back for
+  if (st.interrupts > 0) return " while the run was stopping on a signal";
   return st.cfg.checkpoints.dir.empty() ? " and there is no --checkpoint-dir to restore it from"
                                         : nullptr;
 }
