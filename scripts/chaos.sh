@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Usage: scripts/chaos.sh [-n RUNS] [-s SEED] [-t SECONDS] [-o FILE]
+# Usage: scripts/chaos.sh [--processes] [-n RUNS] [-s SEED] [-t SECONDS] [-o FILE]
 #
+# --processes: one process per task, whole processes killed, frozen and restarted as an
+# orchestrator does (scripts/chaos_processes.sh says what it does). Without it:
 # Chaos benchmark: RUNS (default 20) `actorps simulate` trainings on synthetic data (3 workers,
 # 2 shards, 600 clocks, a checkpoint every 100), each in a random mode (sync, ssp, async) with
 # 1 to 3 random kills (`--kill ROLE:I@clock=C`) of random roles at random clocks. Prints, per
@@ -8,6 +10,8 @@
 # and the final accuracy; writes the same as JSON (default build/bench/chaos.json). Bounded: the
 # whole script stops after SECONDS (default 600), each run after 120 s. Same SEED, same plan.
 set -euo pipefail
+
+if [ "${1:-}" = --processes ]; then shift; exec "$(dirname "$0")/chaos_processes.sh" "$@"; fi
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -12,7 +12,7 @@ packages=(
   libopenblas-dev zlib1g-dev nlohmann-json3-dev libabsl-dev
   libonnx-dev libprotobuf-dev libopencv-dnn-dev
   dataset-fashion-mnist
-  python3 python3-matplotlib
+  python3 python3-matplotlib python3-yaml
   iproute2 iperf3
 )
 

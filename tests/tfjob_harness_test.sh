@@ -12,11 +12,12 @@
 #   same command; any other non-zero code fails the job; the chief's 0 ends it;
 # - `kubectl delete pod`: SIGTERM, then SIGKILL after the grace period.
 #
-# Scenario: a sync run trains uninterrupted and exports its model (the reference). The same job
-# runs again; once its chief has written a checkpoint, the worker-1 pod is deleted, and once the
-# chief has written another, the chief pod is deleted. Everything that exits restarts as above.
-# The job must end with the chief's 0, one history (the chief resumed from a checkpoint of this
-# run and finished every clock) and, sync being exact, a model byte for byte the reference's.
+# Scenarios: a sync job trains uninterrupted and exports its model (the reference). The same job
+# again, its chief pod deleted after a random one of the first four checkpoints: everything restarts as above, and
+# the job ends with the chief's 0, one history (the last chief resumed from a checkpoint of this
+# run and finished every clock) and, sync being exact, the reference's model byte for byte. Then
+# with the worker-1 pod deleted after the first checkpoint and the chief's after the second: the
+# same, with a model as good (the replaced worker redoes its clocks, so the bytes may differ).
 #
 # usage: tests/tfjob_harness_test.sh ACTORPS_BINARY
 set -euo pipefail
@@ -25,14 +26,23 @@ dir=$(mktemp -d /tmp/actorps-tfjob.XXXXXX)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster_test_lib.sh"
 
-grace=10  # terminationGracePeriodSeconds: a pod that has not exited by then gets SIGKILL
-steps=240 every=40
+grace=10  # terminationGracePeriodSeconds (the manifest's 30 s is more than a test needs)
 
-# The job's one command (scripts/tfjob.yaml has the same flags).
-command=(run --connect-timeout 60 --dataset synthetic --model 784-32-10 --mode sync
-         --steps "$steps" --batch 32 --eval-every 0 --no-progress
-         --checkpoint-dir ckpt --checkpoint-every "$every" --checkpoint-writer chief
-         --resume auto --export-dir export --metrics run.jsonl)
+# The job's one command, as scripts/tfjob.yaml gives it to every replica (all four must agree).
+mapfile -t command < <("$python" - "$here/../scripts/tfjob.yaml" <<'PY'
+import sys, yaml
+specs = yaml.safe_load(open(sys.argv[1]))["spec"]["tfReplicaSpecs"]
+commands = {kind: spec["template"]["spec"]["containers"][0]["command"]
+                  + spec["template"]["spec"]["containers"][0]["args"] for kind, spec in specs.items()}
+if sorted(commands) != ["Chief", "Evaluator", "PS", "Worker"] or len(set(map(tuple, commands.values()))) != 1:
+    sys.exit(f"scripts/tfjob.yaml: every replica must run the same command: {commands}")
+command = commands["Chief"]
+if command[0] != "actorps": sys.exit("scripts/tfjob.yaml: the command is not actorps")
+print("\n".join(command[1:]))
+PY
+)
+[ "${#command[@]}" -gt 1 ] || fail "could not read the command of scripts/tfjob.yaml"
+steps=$(printf "%s\n" "${command[@]}" | sed -n '/^--steps$/{n;p}')
 
 # Free ports for chief, 2 ps, 2 workers; each port + 1 free as well (a ps's data port).
 read -r -a ports <<< "$("$python" - <<'PY'
@@ -95,6 +105,7 @@ await_checkpoints() {
 operate() {
   local job=$1; shift
   mkdir -p "$dir/$job"
+  starts=()
   for r in "${replicas[@]}"; do start "$job" "$r"; done
   local plan=("$@") next=0 pid status who
   # The deleter only waits and signals: the pods' pids live here, where restarts change them.
@@ -135,15 +146,36 @@ operate reference
 ref="$dir/reference/chief-0"
 grep -q "exported to" "$ref/pod.log" || fail "the reference run did not export"
 
-operate restarted worker-1@1 chief-0@2
-run="$dir/restarted/chief-0"
+# check_resumed JOB: the job's last chief ran every clock, resuming from a checkpoint of its own.
+check_resumed() {
+  local last resumed
+  last=$(grep '"event":"summary"' "$dir/$1/chief-0/run.jsonl" | tail -n 1)
+  [ -n "$last" ] || fail "$1: no summary"
+  [ "$(summary_field "$last" clocks)" = "$steps" ] || fail "$1: ended at clock $(summary_field "$last" clocks), not $steps"
+  resumed=$(summary_field "$last" resumed_from)
+  [ "$resumed" -gt 0 ] || fail "$1: the last chief did not resume from a checkpoint (resumed_from $resumed)"
+  echo "tfjob: $1: chief started ${starts[chief-0]}x, resumed from clock $resumed, test accuracy $(summary_field "$last" final_test_accuracy)"
+}
+
+# The Done-when case: the chief pod deleted (SIGTERM) mid-run, every replica restarted with the
+# same command; sync is exact, so the model is the uninterrupted run's byte for byte.
+at=$((1 + RANDOM % 4))  # after which checkpoint: a different clock from run to run
+echo "tfjob: the chief pod is deleted after checkpoint $at"
+operate chief_deleted "chief-0@$at"
 [ "${starts[chief-0]}" -ge 2 ] || fail "the chief pod was never restarted"
-[ "${starts[worker-1]}" -ge 2 ] || fail "the worker-1 pod was never restarted"
-last=$(grep '"event":"summary"' "$run/run.jsonl" | tail -n 1)
-[ -n "$last" ] || fail "the restarted job wrote no summary"
-[ "$(summary_field "$last" clocks)" = "$steps" ] || fail "the restarted job ended at clock $(summary_field "$last" clocks), not $steps"
-resumed=$(summary_field "$last" resumed_from)
-[ "$resumed" -gt 0 ] || fail "the final chief did not resume from a checkpoint (resumed_from $resumed)"
-cmp "$ref/export/1/model.capnp" "$run/export/1/model.capnp" ||
+check_resumed chief_deleted
+cmp "$ref/export/1/model.capnp" "$dir/chief_deleted/chief-0/export/1/model.capnp" ||
   fail "the restarted sync job's model differs from the uninterrupted one's"
-echo "tfjob harness: chief started ${starts[chief-0]}x, worker-1 ${starts[worker-1]}x, resumed from clock $resumed; model.capnp identical to the uninterrupted run's"
+
+# A worker pod deleted, then the chief's: the job still ends with one history and a model as good
+# (the lost worker's clocks are redone by its replacement, so the parameters need not be equal).
+operate both_deleted worker-1@1 chief-0@2
+[ "${starts[worker-1]}" -ge 2 ] || fail "the worker-1 pod was never restarted"
+check_resumed both_deleted
+"$python" - "$dir/reference/chief-0/export/1/metadata.json" "$dir/both_deleted/chief-0/export/1/metadata.json" <<'PY' || fail "the job with deletions trained a worse model"
+import json, sys
+ref, run = (json.load(open(p))["test_accuracy"] for p in sys.argv[1:])
+print(f"tfjob: test accuracy {run:.4f}, uninterrupted {ref:.4f}")
+sys.exit(0 if run >= ref - 0.02 else 1)
+PY
+echo PASS

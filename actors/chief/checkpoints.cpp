@@ -193,7 +193,9 @@ void final_checkpoint(self_ptr self, std::function<void()> then) {
 }
 
 void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,
-                    std::function<void()> done) {
+                    std::function<void()> done, std::function<void(const caf::error&)> failed) {
+  if (!failed)
+    failed = [=](const caf::error& err) { fail_run(self, "restoring the shards failed", err); };
   auto& st = self->state;
   const auto& spec = st.cfg.spec;
   block_layout layout(spec);
@@ -222,7 +224,7 @@ void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt
                            st.incarnation);
     },
     [=](std::vector<caf::ok_atom>) { done(); },
-    [=](caf::error& err) { fail_run(self, "restoring the shards failed", err); });
+    [=](caf::error& err) { failed(err); });
 }
 
 } // namespace actorps::chief_detail

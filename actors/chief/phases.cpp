@@ -55,6 +55,11 @@ auto refuse_run(const char* why) {
 template <class Seated>
 auto join_shard(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, int32_t index, ps_shard_actor shard) -> caf::result<caf::ok_atom> {
+    // A restarted process of a task whose previous one is not known lost yet: lost now, and
+    // the join goes to the phase that loss leads to (a rollback, say).
+    if (supersede_shard(self, index, shard))
+      return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, index,
+                            std::move(shard));
     if (auto err = seat_shard(self, index, std::move(shard))) return err;
     log_line("chief", ps_role(index).text() + said);
     seated(index);
@@ -68,6 +73,9 @@ template <class Seated>
 auto join_node(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, const std::string& type, int32_t index,
              task_node_actor node) -> caf::result<caf::ok_atom> {
+    if (supersede_node(self, type, index, node))  // as for a shard, above
+      return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, type, index,
+                            std::move(node));
     auto role = seat_node(self, type, index, std::move(node));
     if (!role) return role.error();
     log_line("chief", role->text() + said);
@@ -124,7 +132,7 @@ behavior training(self_ptr self) {
     refuse_run("already running"),
     [=](train_atom, const train_report& r) { on_train_report(self, r); },
     [=](done_atom, int32_t worker) { on_worker_done(self, worker); },
-    // every shard is in its slot while training: seat_shard refuses
+    // every shard is in its slot while training: a new process of one is a loss (supersede)
     join_shard(self, " is back", [](int32_t) {}),
     join_node(self, " is back", [=](role_id role) { on_rejoined_node(self, role); }),
     [](join_due_atom) {},              // every task joined before training began
@@ -170,16 +178,18 @@ behavior finishing(self_ptr self) {
 
 behavior stopping(self_ptr self) {
   const char* over = "this run is over";
+  // A task (restarted) joining now is told what every task is told: the stop reason, so that
+  // it exits as they do (deployment.cpp).
   return {
     refuse_run(over),
     [](train_atom, const train_report&) {},  // the run is over: nothing counts any more
     [](done_atom, int32_t) {},
     [=](join_atom, int32_t, const ps_shard_actor&) -> caf::result<caf::ok_atom> {
-      return caf::make_error(caf::sec::runtime_error, over);
+      return self->state.stop_reason;
     },
     [=](join_atom, const std::string&, int32_t,
         const task_node_actor&) -> caf::result<caf::ok_atom> {
-      return caf::make_error(caf::sec::runtime_error, over);
+      return self->state.stop_reason;
     },
     [](join_due_atom) {},
     [](rejoin_due_atom, uint64_t) {},

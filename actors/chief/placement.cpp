@@ -214,6 +214,63 @@ caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t
   return role_id{*kind, index};
 }
 
+namespace {
+
+/// Whether nothing has been started on the task in a slot yet, so that a new process of the
+/// same task may simply take the slot over.
+bool nothing_started_on(const chief_state& st, role_id role) {
+  if (st.phase == run_phase::waiting) return true;
+  if (st.phase != run_phase::placing) return false;
+  switch (role.kind) {
+    case role_kind::ps: return !all_joined(st);  // the shards are initialised once all have
+    case role_kind::worker: return !st.workers[role.index];
+    case role_kind::evaluator: return !st.evaluator;
+  }
+  return false;
+}
+
+/// The previous process of `role` (in `slot`) is gone, though its down message has not come
+/// yet: its loss is handled now (placing: it simply gives way, when nothing ran on it).
+template <class Handle>
+void lose_previous(self_ptr self, role_id role, Handle& slot) {
+  auto& st = self->state;
+  log_line("chief", role.text() + " joined again from a new process: its previous process is lost");
+  auto previous = slot.address();
+  self->demonitor(previous);
+  if (nothing_started_on(st, role)) {
+    slot = nullptr;
+    return;
+  }
+  on_down(self, caf::down_msg{previous, caf::make_error(caf::exit_reason::remote_link_unreachable)});
+}
+
+} // namespace
+
+bool supersede_shard(self_ptr self, int32_t index, const ps_shard_actor& shard) {
+  auto& st = self->state;
+  if (!st.cfg.remote || !shard || index < 0 || index >= static_cast<int32_t>(st.shards.size())
+      || !st.shards[index] || st.shards[index] == shard)
+    return false;
+  lose_previous(self, ps_role(index), st.shards[index]);
+  return true;
+}
+
+bool supersede_node(self_ptr self, const std::string& type, int32_t index,
+                    const task_node_actor& node) {
+  auto& st = self->state;
+  auto kind = role_kind_named(type);
+  if (!st.cfg.remote || !node || !kind) return false;
+  task_node_actor* slot = nullptr;
+  if (*kind == role_kind::worker && index >= 0
+      && index < static_cast<int32_t>(st.worker_nodes.size()))
+    slot = &st.worker_nodes[index];
+  else if (*kind == role_kind::evaluator && index == 0)
+    slot = &st.evaluator_node;
+  if (!slot || !*slot || *slot == node) return false;
+  lose_previous(self, role_id{*kind, index}, *slot);
+  return true;
+}
+
 void on_joined_while_placing(self_ptr self, role_id role) {
   auto& st = self->state;
   // An evaluator outside the cluster is not waited for: the roles may be starting already.

@@ -3,7 +3,7 @@
 //
 //   stop_roles          every worker and the evaluator are stopped (their state is ahead of
 //                       the checkpoint), the checkpoint and evaluation in flight abandoned
-//   wait_for_shard      simulate: a new shard is spawned; distributed: its restarted process
+//   wait_for_shards     simulate: a new shard is spawned; distributed: its restarted process
 //                       joins (on_rejoined_shard) within join_timeout, or the run fails
 //   load_checkpoint     the newest valid checkpoint (none yet: the initial values at clock 0)
 //   restore_from        every shard takes its part of it, with every worker's new incarnation
@@ -12,8 +12,11 @@
 //   resume_training     the workers start; processes that came back meanwhile take over
 //
 // The run is in phase rolling_back throughout (phases.cpp); a step that finds it in another
-// phase (the run failed meanwhile: stopping) does nothing. Rollbacks do not nest: losing a
-// second shard meanwhile fails the run.
+// phase (the run failed meanwhile: stopping) does nothing. A shard lost while the run is going
+// back (killed again, or another one: an orchestrator restarts what dies) starts the rollback
+// over: every step of the earlier attempt then does nothing (st.rollbacks counts attempts), the
+// roles are stopped again, and the rollback waits for every missing shard, each within
+// join_timeout of that loss.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -24,8 +27,23 @@ namespace {
 
 using checkpoint_ptr = std::shared_ptr<const loaded_checkpoint>;
 
-bool still_rolling_back(self_ptr self) {
-  return self->state.phase == run_phase::rolling_back;
+/// Whether attempt `attempt` (st.rollbacks when it began) is still the one under way.
+bool still_rolling_back(self_ptr self, uint64_t attempt) {
+  return self->state.phase == run_phase::rolling_back && self->state.rollbacks == attempt;
+}
+
+/// The shards whose slot is empty: lost, their process not back yet.
+std::vector<int32_t> missing_shards(const chief_state& st) {
+  std::vector<int32_t> out;
+  for (int32_t s = 0; s < static_cast<int32_t>(st.shards.size()); ++s)
+    if (!st.shards[s]) out.push_back(s);
+  return out;
+}
+
+std::string role_names(const std::vector<int32_t>& shards) {
+  std::string out;
+  for (auto s : shards) out += (out.empty() ? "" : ", ") + ps_role(s).text();
+  return out;
 }
 
 /// Whether the process that hosts `role` (distributed runs) is connected now.
@@ -56,8 +74,9 @@ void restart_roles(self_ptr self, int64_t clock) {
   st.next_checkpoint = every > 0 ? (clock / every + 1) * every : st.cfg.steps;
   auto eval_every = st.cfg.eval_every;
   st.next_eval = eval_every > 0 ? (clock / eval_every + 1) * eval_every : 0;
+  auto attempt = st.rollbacks;
   auto one_started = after_all(st.workers.size() + 1, [=] {
-    if (still_rolling_back(self)) resume_training(self, clock);
+    if (still_rolling_back(self, attempt)) resume_training(self, clock);
   });
   if (!st.cfg.remote || st.evaluator_node) st.awaiting_rejoin.erase(evaluator_role());
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
@@ -83,15 +102,26 @@ void restore_from(self_ptr self, checkpoint_ptr ckpt) {
                       + (ckpt ? ckpt->dir : std::string("the initial values")) + " (clock "
                       + std::to_string(clock) + "; clocks " + std::to_string(clock) + ".."
                       + std::to_string(st.rollback.failed_at) + " are lost)");
-  restore_shards(self, ckpt, [=] {
-    if (still_rolling_back(self)) restart_roles(self, clock);
-  });
+  auto attempt = st.rollbacks;
+  restore_shards(
+    self, ckpt, [=] { if (still_rolling_back(self, attempt)) restart_roles(self, clock); },
+    [=](const caf::error& err) {
+      if (!still_rolling_back(self, attempt)) return;  // a shard was lost: it starts over
+      // A shard that went down before its reply: its down message starts the rollback over.
+      if (err == caf::sec::request_receiver_down) {
+        log_line("chief", "a shard was lost while restoring (" + describe(err)
+                            + "); the rollback starts over once it is back");
+        return;
+      }
+      fail_run(self, "restoring the shards failed", err);
+    });
 }
 
 void load_checkpoint(self_ptr self) {
   auto& st = self->state;
+  auto attempt = st.rollbacks;
   auto restore = [=](checkpoint_ptr ckpt) {
-    if (still_rolling_back(self)) restore_from(self, std::move(ckpt));
+    if (still_rolling_back(self, attempt)) restore_from(self, std::move(ckpt));
   };
   self->request(st.io, caf::infinite, load_atom::value, st.cfg.checkpoints.dir)
     .then(
@@ -110,14 +140,15 @@ void load_checkpoint(self_ptr self) {
       });
 }
 
-void wait_for_shard(self_ptr self, int32_t s) {
+void wait_for_shards(self_ptr self) {
   auto& st = self->state;
+  auto missing = missing_shards(st);
   if (!st.cfg.remote) {
-    spawn_local_shard(self, s);
+    for (auto s : missing) spawn_local_shard(self, s);
     load_checkpoint(self);
     return;
   }
-  log_line("chief", "waiting for " + ps_role(s).text() + " to come back");
+  log_line("chief", "waiting for " + role_names(missing) + " to come back");
   self->delayed_send(self, st.cfg.remote->join_timeout, rejoin_due_atom::value, st.rollbacks);
 }
 
@@ -149,11 +180,13 @@ const char* why_no_rollback(const chief_state& st) {
   switch (st.phase) {
     case run_phase::waiting:
     case run_phase::placing: return " before training began";
-    case run_phase::rolling_back: return " while the run was going back to a checkpoint";
     case run_phase::finishing: return " after training ended";
     case run_phase::training:
+    case run_phase::rolling_back:  // it starts over
     case run_phase::stopping: break;
   }
+  // a signal is stopping the run (every task may be getting it too): nothing to go back for
+  if (st.interrupts > 0) return " while the run was stopping on a signal";
   return st.cfg.checkpoints.dir.empty() ? " and there is no --checkpoint-dir to restore it from"
                                         : nullptr;
 }
@@ -165,28 +198,33 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   if (auto why = why_no_rollback(st))
     return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why,
                     dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
+  bool again = st.phase == run_phase::rolling_back;
   record_failure(self, ps_role(s), caf::to_string(dm.reason),
-                 "going back to the newest checkpoint");
-  enter(self, run_phase::rolling_back);
+                 again ? "the rollback starts over once it is back"
+                       : "going back to the newest checkpoint");
+  if (!again) {  // a rollback that starts over keeps the first loss's clock and time
+    enter(self, run_phase::rolling_back);
+    st.rollback = {s, st.global_clock(), std::chrono::steady_clock::now()};
+  }
   ++st.rollbacks;
-  st.rollback = {s, st.global_clock(), std::chrono::steady_clock::now()};
   st.shards[s] = nullptr;  // filled again when it is back
   stop_roles(self);
-  wait_for_shard(self, s);
+  wait_for_shards(self);
 }
 
-void on_rejoined_shard(self_ptr self, int32_t index) {
-  if (index == self->state.rollback.shard) load_checkpoint(self);
+void on_rejoined_shard(self_ptr self, int32_t) {
+  if (missing_shards(self->state).empty()) load_checkpoint(self);
 }
 
 void on_rejoin_due(self_ptr self, uint64_t rollback) {
   auto& st = self->state;
-  auto s = st.rollback.shard;
-  if (rollback != st.rollbacks || st.shards[s]) return;  // an older wait, or the shard is back
-  fail_run(self, ps_role(s).text() + " did not come back",
-           caf::make_error(caf::sec::runtime_error, "no process joined as " + ps_role(s).text()
-                                                      + " at " + st.cfg.remote->ps[s].text()
-                                                      + " in time"));
+  auto missing = missing_shards(st);
+  if (rollback != st.rollbacks || missing.empty()) return;  // an older wait, or all are back
+  std::string where;
+  for (auto s : missing)
+    where += (where.empty() ? "" : ", ") + ps_role(s).text() + " at " + st.cfg.remote->ps[s].text();
+  fail_run(self, role_names(missing) + " did not come back",
+           caf::make_error(caf::sec::runtime_error, "no process joined as " + where + " in time"));
 }
 
 } // namespace actorps::chief_detail

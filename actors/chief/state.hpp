@@ -88,7 +88,7 @@ struct chief_state {
   // come after the rollback they belong to (or one after it) is over: the phase cannot tell.
   uint64_t rollbacks = 0;
   struct rollback_state {
-    int32_t shard = -1;            // the lost one (back when its slot is filled again)
+    int32_t shard = -1;            // the first lost (the missing ones: their slots are empty)
     int64_t failed_at = 0;         // global clock when it was lost
     time_point detected;
   } rollback;
@@ -192,9 +192,11 @@ inline double ms_since(std::chrono::steady_clock::time_point t) {
 void maybe_checkpoint(self_ptr self);
 /// Training is over: writes the final checkpoint (if any) and calls `then` once it is done.
 void final_checkpoint(self_ptr self, std::function<void()> then);
-/// Restores every shard from `ckpt` (or to the initial values when null), then calls `done`.
+/// Restores every shard from `ckpt` (or to the initial values when null), then calls `done`;
+/// on an error `failed` (by default: the run fails).
 void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,
-                    std::function<void()> done);
+                    std::function<void()> done,
+                    std::function<void(const caf::error&)> failed = {});
 
 // recovery.cpp
 void on_down(self_ptr self, const caf::down_msg& dm);
@@ -220,7 +222,7 @@ void on_interrupt(self_ptr self, const std::string& signal);
 // rollback.cpp
 /// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
-/// Distributed: a lost shard's process is back (join); the rollback can go on.
+/// Distributed: a lost shard's process is back (join); once every one is, the rollback goes on.
 void on_rejoined_shard(self_ptr self, int32_t index);
 /// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
 void on_rejoin_due(self_ptr self, uint64_t rollback);
@@ -243,6 +245,14 @@ caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard);
 /// Likewise for a worker or evaluator task's node (`type` as the task says it); the role it is.
 caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t index,
                                  task_node_actor node);
+/// Distributed: a ps task joins while its slot holds another shard, that of its previous
+/// process, whose loss the chief has not seen yet (a restart faster than the down message): the
+/// previous one is treated as lost now (recovery.cpp, rollback.cpp) and true returned; the join
+/// is then handled afresh by the phase that loss leads to.
+bool supersede_shard(self_ptr self, int32_t index, const ps_shard_actor& shard);
+/// Likewise for a worker or evaluator task's node.
+bool supersede_node(self_ptr self, const std::string& type, int32_t index,
+                    const task_node_actor& node);
 /// placing: a task has joined; once every one has, the shards are initialised. An evaluator
 /// outside the cluster (TFJob leaves it out) is not waited for.
 void on_joined_while_placing(self_ptr self, role_id role);

@@ -32,6 +32,22 @@ bool is_interruption(const caf::error& reason) {
          && reason.code() == static_cast<uint8_t>(errc::run_interrupted);
 }
 
+/// Whether a request to the chief failed because the chief (or the way to it) was lost, not
+/// because the chief answered with an error.
+bool is_chief_lost(const caf::error& err) {
+  return err == caf::sec::request_receiver_down || err == caf::sec::request_timeout
+         || err == caf::exit_reason::remote_link_unreachable;
+}
+
+/// The exit status for the chief's answer to the join when it is an error: the chief stops
+/// tasks of a run that is over with that run's stop reason (its join handler of phase
+/// stopping), so a task restarted just as the run ended exits as the others did.
+int refused_status(const caf::error& refused) {
+  if (is_orderly(refused)) return exit_code::success;
+  if (is_interruption(refused) || is_chief_lost(refused)) return exit_code::retryable;
+  return exit_code::failed;
+}
+
 /// The host a task listens on: --bind when given, else its host in the spec.
 std::string listen_host(const std::string& bind, const host_port& addr) {
   return bind.empty() ? addr.host : bind;
@@ -109,27 +125,45 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   caf::error refused;
   join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
   if (refused) {
-    log_line(name, "the chief refused the join: " + describe(refused));
-    return exit_code::failed;
+    auto status = refused_status(refused);
+    log_line(name, (status == exit_code::success ? "the run has ended already; exiting 0"
+                    : is_chief_lost(refused)
+                      ? "the chief was lost before it answered the join (" + describe(refused)
+                          + "); exiting " + std::to_string(status)
+                      : "the chief refused the join: " + describe(refused) + "; exiting "
+                          + std::to_string(status)));
+    return status;
   }
   auto listening = own ? host_port{listen_host(opts.bind, *own), own->port}.text() : "";
   log_line(name, (own ? "serving on " + listening : std::string("outside the cluster"))
                    + ", joined the chief at " + chief_addr.text());
-  int status = exit_code::success;
-  self->receive([&](caf::down_msg& dm) {
+  // The role decides: the task exits by the reason its role stopped with. The chief's stop
+  // order and the chief's disconnect travel on one connection, in that order; when the chief
+  // is gone, the role is stopped with "chief lost" after whatever came before it, so a task
+  // the chief told the run was over exits 0 even when it sees the chief leave first.
+  auto chief_lost = make_error(errc::peer_unreachable, "the chief was lost");
+  caf::error stopped_by;
+  bool role_down = false;
+  self->receive_while([&] { return !role_down; })([&](caf::down_msg& dm) {
     if (dm.source == local.address()) {
-      if (is_orderly(dm.reason)) return;
-      status = is_interruption(dm.reason) ? exit_code::retryable : exit_code::failed;
-      log_line(name, "stopped: " + describe(dm.reason) + "; exiting " + std::to_string(status));
+      role_down = true;
+      stopped_by = dm.reason;
     } else if (is_orderly(dm.reason)) {
-      caf::anon_send_exit(local, caf::exit_reason::user_shutdown);  // the run has ended
+      self->send_exit(local, caf::exit_reason::user_shutdown);  // the run has ended
     } else {
-      status = exit_code::retryable;
       log_line(name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
-                       + "); stopping, exiting " + std::to_string(status)
-                       + " (a restart joins the chief's next run)");
+                       + ")");
+      self->send_exit(local, chief_lost);
     }
   });
+  if (is_orderly(stopped_by)) return exit_code::success;
+  if (stopped_by == chief_lost) {
+    log_line(name, "stopping, exiting " + std::to_string(exit_code::retryable)
+                     + " (a restart joins the chief's next run)");
+    return exit_code::retryable;
+  }
+  int status = is_interruption(stopped_by) ? exit_code::retryable : exit_code::failed;
+  log_line(name, "stopped: " + describe(stopped_by) + "; exiting " + std::to_string(status));
   return status;
 }
 

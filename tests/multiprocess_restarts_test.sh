@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Failures during recovery, with processes restarted as an orchestrator restarts them (the same
+# command again), on 127.0.0.1, one process per task, one run with checkpoints:
+#  1. SIGKILL ps:1; while the chief waits for it to come back, SIGKILL ps:0 too: the rollback
+#     starts over and waits for both; both started again, the run goes back to a checkpoint.
+#  2. SIGKILL ps:1, start it again, and SIGKILL it again the moment the chief has it back (the
+#     rollback is restoring): the rollback starts over; started once more, the run goes on.
+#  3. Freeze the chief (SIGSTOP: too busy to notice), SIGKILL ps:0 and start it again, thaw the
+#     chief: the new process's join is accepted (its previous process is treated as lost then,
+#     if the chief had not seen it go) and the run goes back to a checkpoint.
+# The run completes; every task's last process exits 0. Then:
+#  4. SIGKILL the chief of another run: every task exits 138 (retryable).
+# usage: tests/multiprocess_restarts_test.sh [path/to/actorps]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/build/actorps}
+dir=$(mktemp -d /tmp/actorps-mpr.XXXXXX)
+. "$root/tests/cluster_test_lib.sh"
+
+net=(--heartbeat-ms 200 --peer-timeout-ms 10000 --connect-timeout 20)
+declare -A task_pid
+start() {  # start TASK: one task process in the background (again, after a kill)
+  "$bin" "${1%%:*}" --cluster "$dir/c.json" --task "$1" "${net[@]}" >> "$dir/$1.log" 2>&1 &
+  task_pid[$1]=$!; pids+=($!)
+}
+await_exit() {  # await_exit PID SECONDS: $status = its exit status; fails when it outlives them
+  local waited
+  set +e; timeout "$2" tail --pid="$1" -f /dev/null; waited=$?; wait "$1"; status=$?; set -e
+  [ "$waited" = 0 ] || fail "process $1 still running after $2 s"
+}
+cluster "$dir/c.json"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
+  --model 784-64-10 --steps 2000 --slow worker:0=3 --slow worker:1=3 --no-progress \
+  --checkpoint-dir "$dir/ckpt" --checkpoint-every 100 --metrics "$dir/m.jsonl" > "$dir/chief.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_event "$dir/m.jsonl" '"event":"checkpoint","clock":100'
+
+echo "== 1. SIGKILL ps:1, and ps:0 while the chief waits for ps:1"
+kill -9 "${task_pid[ps:1]}"
+await_event "$dir/chief.log" "waiting for ps:1 to come back" 20
+kill -9 "${task_pid[ps:0]}"
+await_event "$dir/chief.log" "ps:0 lost .*the rollback starts over" 20
+await_event "$dir/chief.log" "waiting for ps:0, ps:1 to come back" 20
+start ps:1; start ps:0
+await_event "$dir/m.jsonl" '"event":"recovery","role":"ps"' 60
+grep -q "lost while the run was going back" "$dir/chief.log" && fail "the second loss ended the run"
+
+echo "== 2. SIGKILL ps:1, start it, SIGKILL it again as soon as the chief has it back"
+await_event "$dir/m.jsonl" '"event":"train"' 30
+backs=$(grep -c "ps:1 is back" "$dir/chief.log" || true)
+kill -9 "${task_pid[ps:1]}"
+await_event "$dir/chief.log" "waiting for ps:1 to come back" 20
+start ps:1
+grep -q -m$((backs + 1)) "ps:1 is back" < <(timeout 30 tail -n +1 -F "$dir/chief.log") || fail "ps:1 not back"
+kill -9 "${task_pid[ps:1]}"
+start ps:1
+# two rollbacks so far, each ending in one recovery event
+grep -q -m2 '"event":"recovery","role":"ps"' < <(timeout 60 tail -n +1 -F "$dir/m.jsonl") \
+  || fail "no recovery after ps:1 was lost during its rollback"
+
+echo "== 3. freeze the chief, SIGKILL ps:0 and start it again, thaw the chief"
+await_event "$dir/m.jsonl" '"event":"train"' 30
+kill -STOP "$chief"
+kill -9 "${task_pid[ps:0]}"
+wait "${task_pid[ps:0]}" 2>/dev/null || true
+start ps:0
+sleep 1  # the scenario: the chief stays frozen while the new process dials it (not a wait)
+kill -CONT "$chief"
+grep -q -m2 "joined the chief" < <(timeout 30 tail -n +1 -F "$dir/ps:0.log") || fail "ps:0 did not join again"
+grep -q "refused" "$dir/ps:0.log" && fail "the chief refused the restarted ps:0"
+grep -q -m3 '"event":"recovery","role":"ps"' < <(timeout 60 tail -n +1 -F "$dir/m.jsonl") \
+  || fail "no recovery after ps:0 was restarted"
+if grep -q "ps:0 joined again from a new process" "$dir/chief.log"; then
+  echo "the restarted ps:0 joined before the chief saw its previous process go: it replaced it"
+else
+  echo "the chief saw ps:0's previous process go before the new one joined"
+fi
+
+await_exit "$chief" 180; [ "$status" = 0 ] || fail "the chief exited $status"
+line=$(grep '"event":"summary"' "$dir/m.jsonl") || fail "no summary"
+[ "$(summary_field "$line" clocks)" = 2000 ] || fail "clocks: $line"
+"$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" \
+  "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
+done
+no_listeners "$dir/c.json"
+
+echo "== 4. SIGKILL the chief: every task exits 138"
+cluster "$dir/c.json"
+: > "$dir/m4.jsonl"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
+  --model 784-64-10 --steps 2000 --slow worker:0=3 --no-progress --metrics "$dir/m4.jsonl" \
+  > "$dir/chief4.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_training "$dir/m4.jsonl"
+kill -9 "$chief"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  await_exit "${task_pid[$t]}" 20; [ "$status" = 138 ] || fail "$t exited $status after losing the chief, not 138"
+done
+echo PASS
