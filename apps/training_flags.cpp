@@ -149,7 +149,9 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "tensors are cut into blocks of at most this many floats, balanced over the shards")
     ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every),
      "evaluate on the test set every N global clocks (0: only at the end)")
-    ("metrics", po::value(&o.metrics), "write one JSON object per event to this file (JSONL)")
+    ("metrics", po::value(&o.metrics),
+     "write one JSON object per event to this file (JSONL; with --resume appended to, so "
+     "restarts leave one history)")
     ("seed", po::value(&o.seed)->default_value(o.seed), "seed for parameters, data order, synthetic data")
     ("table-optimizer", po::value(&o.table_optimizer),
      "sgd | adagrad | adam | ftrl: the row optimizer of every sparse table, with that "
@@ -475,7 +477,9 @@ void open_training_files(const training_flags& o, training_plan& plan) {
     set_run_length(o, rows, c);
   }
   try {
-    c.metrics = std::make_shared<metrics_file>(o.metrics);
+    // A resumed run (--resume, also --resume auto's first start) adds to the file: restarts
+    // under an orchestrator leave one history, each life from its "start" event on.
+    c.metrics = std::make_shared<metrics_file>(o.metrics, o.resume_given);
   } catch (const std::exception& e) {
     throw usage_error(std::string("--metrics: ") + e.what());
   }

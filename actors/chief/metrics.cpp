@@ -13,9 +13,10 @@ std::string render_json(const nlohmann::ordered_json& value) {
   return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-metrics_file::metrics_file(const std::string& path) {
+metrics_file::metrics_file(const std::string& path, bool append) {
   if (path.empty()) return;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (append ? 0 : O_TRUNC),
+               0644);
   if (fd_ < 0)
     throw std::runtime_error("cannot open metrics file " + path + " for writing");
 }

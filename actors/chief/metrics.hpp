@@ -36,13 +36,14 @@ private:
   nlohmann::ordered_json doc_ = nlohmann::ordered_json::object();
 };
 
-/// Writes JSON lines to a file (truncated first); an empty path disables it. Each event is one
+/// Writes JSON lines to a file (truncated first, or appended to for a resumed run: one history
+/// across restarts); an empty path disables it. Each event is one
 /// write(2) of its whole line, unbuffered, to a file opened O_APPEND: `tail -f` and live plots
 /// see it at once, and a run killed at any moment leaves only whole lines. The constructor
 /// throws std::runtime_error naming the file if it cannot be opened for writing.
 class metrics_file {
 public:
-  explicit metrics_file(const std::string& path);
+  explicit metrics_file(const std::string& path, bool append = false);
   ~metrics_file();
   metrics_file(const metrics_file&) = delete;
   metrics_file& operator=(const metrics_file&) = delete;
