@@ -8,8 +8,12 @@
 #  3. Freeze the chief (SIGSTOP: too busy to notice), SIGKILL ps:0 and start it again, thaw the
 #     chief: the new process's join is accepted (its previous process is treated as lost then,
 #     if the chief had not seen it go) and the run goes back to a checkpoint.
-# The run completes; every task's last process exits 0. Then:
-#  4. SIGKILL the chief of another run: every task exits 138 (retryable).
+# The run completes; every task's last process exits 0. Then, each in a run of its own:
+#  5. SIGKILL ps:0 after training ended (the final evaluation held by a frozen evaluator): the
+#     run goes back to its final checkpoint and finishes again; everything exits 0.
+#  6. SIGKILL both workers: the run waits for their processes instead of finishing without
+#     them; started again, they train the rest and the run ends at its last clock.
+#  4. SIGKILL the chief: every task exits 138 (retryable).
 # usage: tests/multiprocess_restarts_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,6 +90,47 @@ for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
   await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
 done
 no_listeners "$dir/c.json"
+
+echo "== 5. SIGKILL ps:0 after training ended (the final evaluation held by a frozen evaluator)"
+cluster "$dir/c.json"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
+  --model 784-64-10 --steps 1000 --eval-every 0 --slow worker:0=3 --slow worker:1=3 --no-progress \
+  --checkpoint-dir "$dir/ckpt5" --checkpoint-every 500 --metrics "$dir/m5.jsonl" > "$dir/chief5.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_event "$dir/m5.jsonl" '"event":"checkpoint","clock":500'
+kill -STOP "${task_pid[evaluator:0]}"
+await_event "$dir/m5.jsonl" '"event":"checkpoint","clock":1000'
+kill -9 "${task_pid[ps:0]}"
+await_event "$dir/chief5.log" "waiting for ps:0 to come back" 20
+start ps:0
+kill -CONT "${task_pid[evaluator:0]}"
+await_exit "$chief" 60; [ "$status" = 0 ] || fail "the chief exited $status after a ps was lost at the end"
+line=$(grep '"event":"summary"' "$dir/m5.jsonl") || fail "no summary"
+[ "$(summary_field "$line" recoveries)" = 1 ] || fail "recoveries: $line"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
+done
+
+echo "== 6. SIGKILL both workers: training waits for their processes, which come back"
+cluster "$dir/c.json"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
+  --model 784-64-10 --steps 1000 --eval-every 0 --slow worker:0=3 --slow worker:1=3 --no-progress \
+  --metrics "$dir/m6.jsonl" > "$dir/chief6.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_training "$dir/m6.jsonl"
+kill -9 "${task_pid[worker:0]}" "${task_pid[worker:1]}"
+await_event "$dir/chief6.log" "worker:1 lost" 20
+await_event "$dir/chief6.log" "worker:0 lost" 20
+grep -q "summary:" "$dir/chief6.log" && fail "the run ended with both workers lost"
+start worker:0; start worker:1
+await_exit "$chief" 60; [ "$status" = 0 ] || fail "the chief exited $status after both workers came back"
+line=$(grep '"event":"summary"' "$dir/m6.jsonl") || fail "no summary"
+[ "$(summary_field "$line" clocks)" = 1000 ] || fail "clocks: $line"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
+done
 
 echo "== 4. SIGKILL the chief: every task exits 138"
 cluster "$dir/c.json"

@@ -106,6 +106,7 @@ void abandon_eval(self_ptr self) {
   ++st.eval_generation;
   if (abandoned == evaluation::periodic) return periodic_eval_over(self);
   st.eval_in_flight = evaluation::none;
+  if (st.phase == run_phase::rolling_back) return;
   finish_run(self, last_known_eval(st));
 }
 

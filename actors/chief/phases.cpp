@@ -105,6 +105,7 @@ behavior waiting(self_ptr self) {
     join_node(self, " joined", [](role_id) {}),
     [](join_due_atom) {},              // (run) sets it
     [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
+    [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
@@ -121,6 +122,7 @@ behavior placing(self_ptr self) {
     join_node(self, " joined", [=](role_id role) { on_joined_while_placing(self, role); }),
     [=](join_due_atom) { on_join_due(self); },
     [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
+    [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
@@ -137,6 +139,7 @@ behavior training(self_ptr self) {
     join_node(self, " is back", [=](role_id role) { on_rejoined_node(self, role); }),
     [](join_due_atom) {},              // every task joined before training began
     [](rejoin_due_atom, uint64_t) {},  // the wait of a rollback that is over
+    [=](worker_due_atom, int32_t w, int64_t since) { on_worker_due(self, w, since); },
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
@@ -154,6 +157,7 @@ behavior rolling_back(self_ptr self) {
     join_node(self, " is back", [](role_id) {}),
     [](join_due_atom) {},  // every task joined before training began
     [=](rejoin_due_atom, uint64_t rollback) { on_rejoin_due(self, rollback); },
+    [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
     [](stop_due_atom) {},  // stopping sets it
     kills(self),
     interrupts(self),
@@ -170,6 +174,7 @@ behavior finishing(self_ptr self) {
     join_node(self, " is back", [](role_id) {}),
     [](join_due_atom) {},              // every task joined before training began
     [](rejoin_due_atom, uint64_t) {},  // the wait of a rollback that is over
+    [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
@@ -193,6 +198,7 @@ behavior stopping(self_ptr self) {
     },
     [](join_due_atom) {},
     [](rejoin_due_atom, uint64_t) {},
+    [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
     [=](stop_due_atom) { self->quit(); },  // some task never said it stopped
     [](kill_atom, int32_t) {},
     [](interrupt_atom, const std::string&) {},  // stopping already

@@ -143,8 +143,11 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
                                    : "the shards stop waiting for it; replacing it");
     if (replace && !st.cfg.remote)
       replace_worker(self, w, now);
-    else if (replace)
+    else if (replace) {
       st.awaiting_rejoin[worker_role(w)] = now;
+      self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, w,
+                         static_cast<int64_t>(now.time_since_epoch().count()));
+    }
     check_all_done(self);
     return;
   }

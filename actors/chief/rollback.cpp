@@ -180,7 +180,8 @@ const char* why_no_rollback(const chief_state& st) {
   switch (st.phase) {
     case run_phase::waiting:
     case run_phase::placing: return " before training began";
-    case run_phase::finishing: return " after training ended";
+    case run_phase::finishing:  // the final checkpoint, evaluation or export lost a shard: the
+                                // run goes back like in training and finishes again from there
     case run_phase::training:
     case run_phase::rolling_back:  // it starts over
     case run_phase::stopping: break;

@@ -152,6 +152,9 @@ void record_train_report(self_ptr self, const train_report& r);
 void on_worker_done(self_ptr self, int32_t worker);
 /// training: once every live worker is done (and no replacement is under way), it is over.
 void check_all_done(self_ptr self);
+/// Lost worker w's process (awaited since `since`) had --connect-timeout to come back: the run
+/// goes on without it.
+void on_worker_due(self_ptr self, int32_t w, int64_t since);
 std::string progress_text(const chief_state& st);
 /// "cpu", "cuda", or "cpu+cuda" when workers on different hosts chose differently.
 std::string backends_text(const chief_state& st);
@@ -162,6 +165,8 @@ void maybe_evaluate(self_ptr self);
 /// finishing: the final evaluation (after the one in flight), then the summary.
 void evaluate_final(self_ptr self);
 /// The evaluation in flight will not come back (its evaluator is gone, or the request failed).
+/// A final one then finishes the run with the last known figures, unless the run is going back
+/// to a checkpoint (`rolling_back`): it finishes again, with a new final evaluation, from there.
 void abandon_eval(self_ptr self);
 /// The best final figures when no final evaluation can run: the last one that did.
 eval_report last_known_eval(const chief_state& st);

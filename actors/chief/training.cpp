@@ -2,6 +2,7 @@
 // clock, which makes evaluations, planned kills and checkpoints due; the progress line; the
 // end, once every live worker is done.
 #include "actors/chief/state.hpp"
+#include "actors/protocol/log.hpp"
 
 #include <cstdio>
 
@@ -94,9 +95,23 @@ void on_worker_done(self_ptr self, int32_t worker) {
 void check_all_done(self_ptr self) {
   auto& st = self->state;
   if (st.phase != run_phase::training || !st.replacing.empty() || !st.parked.empty()) return;
+  // A lost worker whose process is expected back still has clocks to train (on_worker_due
+  // gives up on it after --connect-timeout).
+  for (const auto& [role, since] : st.awaiting_rejoin)
+    if (role.kind == role_kind::worker) return;
   for (std::size_t w = 0; w < st.live.size(); ++w)
     if (st.live[w] && !st.done[w]) return;
   finish_training(self);
+}
+
+void on_worker_due(self_ptr self, int32_t w, int64_t since) {
+  auto& st = self->state;
+  auto i = st.awaiting_rejoin.find(worker_role(w));
+  if (i == st.awaiting_rejoin.end() || i->second.time_since_epoch().count() != since) return;
+  st.awaiting_rejoin.erase(i);
+  log_line(log_level::warn, "chief", worker_role(w).text() + " did not come back within "
+                                       "--connect-timeout; the run goes on without it");
+  check_all_done(self);
 }
 
 } // namespace actorps::chief_detail

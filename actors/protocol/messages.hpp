@@ -35,6 +35,7 @@ using join_atom = caf::atom_constant<caf::atom("join")>;
 using setup_atom = caf::atom_constant<caf::atom("setup")>;
 using join_due_atom = caf::atom_constant<caf::atom("join_due")>;      // timers of the chief
 using rejoin_due_atom = caf::atom_constant<caf::atom("rejoin_due")>;
+using worker_due_atom = caf::atom_constant<caf::atom("worker_due")>;
 using stop_due_atom = caf::atom_constant<caf::atom("stop_due")>;
 using checkpoint_atom = caf::atom_constant<caf::atom("checkpoint")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
@@ -248,6 +249,9 @@ using chief_actor = caf::typed_actor<
   caf::reacts_to<join_due_atom>,
   // (rejoin_due, rollback): the shard lost by that rollback (a count) had its time to come back.
   caf::reacts_to<rejoin_due_atom, uint64_t>,
+  // (worker_due, w, since): distributed runs: lost worker w (since that steady-clock count) had
+  // its time to come back.
+  caf::reacts_to<worker_due_atom, int32_t, int64_t>,
   // (stop_due): the run has ended; the time for the tasks to stop has passed.
   caf::reacts_to<stop_due_atom>,
   // (kill, i): fault injection: the i-th planned kill is due (its time has come).
