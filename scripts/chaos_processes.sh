@@ -46,16 +46,9 @@ tasks=(ps:0 ps:1 worker:0 worker:1)
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 cluster() {  # cluster FILE: free ports for chief, 2 ps, 2 workers, evaluator (ps port + 1 free)
-  "$python" - "$1" <<'PY'
-import json, socket, sys
-held, ports = [], []
-while len(ports) < 6:
-    s, t = socket.socket(), socket.socket()
-    s.bind(("127.0.0.1", 0))
-    try: t.bind(("127.0.0.1", s.getsockname()[1] + 1))
-    except OSError: continue
-    held += [s, t]; ports.append(s.getsockname()[1])
-a = [f"127.0.0.1:{p}" for p in ports]
+  "$python" - "$1" $("$python" "$root/scripts/free_port_pairs.py" 6) <<'PY'
+import json, sys
+a = [f"127.0.0.1:{p}" for p in sys.argv[2:]]
 json.dump({"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}, open(sys.argv[1], "w"))
 PY
 }

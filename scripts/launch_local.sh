@@ -44,18 +44,7 @@ trap 'echo "launch_local.sh: interrupted, stopping every task" >&2; exit 130' IN
 # Free ports: bind to port 0 and let the kernel choose (all at once, so they differ), each with
 # the port after it free too: a ps task's data link listens on its port + 1.
 count=$((1 + ps + workers + evaluator))
-read -r -a ports <<< "$("$python" - "$count" <<'PY'
-import socket, sys
-held, ports = [], []
-while len(ports) < int(sys.argv[1]):
-    s, t = socket.socket(), socket.socket()
-    s.bind(("127.0.0.1", 0))
-    try: t.bind(("127.0.0.1", s.getsockname()[1] + 1))
-    except OSError: continue
-    held += [s, t]; ports.append(s.getsockname()[1])
-print(" ".join(map(str, ports)))
-PY
-)"
+read -r -a ports <<< "$("$python" "$root/scripts/free_port_pairs.py" "$count")"
 "$python" - "$dir/cluster.json" "$ps" "$workers" "$evaluator" "${ports[@]}" <<'PY'
 import json, sys
 path, ps, workers, evaluator = sys.argv[1], *map(int, sys.argv[2:5])

@@ -1,6 +1,7 @@
 # Shell helpers for the tests that run one process per task on 127.0.0.1 (sourced, not run).
 # Expects: $bin (the actorps binary) and $dir (a scratch directory); keeps pids in $pids.
 python=$(command -v /usr/bin/python3 || command -v python3)
+free_port_pairs="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/free_port_pairs.py"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
 trap cleanup EXIT
@@ -21,17 +22,10 @@ for addrs in json.load(open(sys.argv[1]))["cluster"].values():
         if s.connect_ex((host, int(port))) == 0: print("still listening:", a); sys.exit(1)
 PY
 }
-cluster() {  # cluster FILE: fresh free ports for chief, 2 ps, 2 workers, evaluator; each port
-  "$python" - "$1" <<'PY'   # + 1 is free too (a ps task's data link takes its port + 1)
-import json, socket, sys
-held, ports = [], []
-while len(ports) < 6:
-    s, t = socket.socket(), socket.socket()
-    s.bind(("127.0.0.1", 0))
-    try: t.bind(("127.0.0.1", s.getsockname()[1] + 1))
-    except OSError: continue
-    held += [s, t]; ports.append(s.getsockname()[1])
-a = [f"127.0.0.1:{p}" for p in ports]
+cluster() {  # cluster FILE: free ports for chief, 2 ps, 2 workers, evaluator (ps port + 1 free)
+  "$python" - "$1" $("$python" "$free_port_pairs" 6) <<'PY'
+import json, sys
+a = [f"127.0.0.1:{p}" for p in sys.argv[2:]]
 json.dump({"cluster": {"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}}, open(sys.argv[1], "w"))
 PY
 }

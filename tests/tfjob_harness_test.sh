@@ -45,18 +45,7 @@ PY
 steps=$(printf "%s\n" "${command[@]}" | sed -n '/^--steps$/{n;p}')
 
 # Free ports for chief, 2 ps, 2 workers; each port + 1 free as well (a ps's data port).
-read -r -a ports <<< "$("$python" - <<'PY'
-import socket
-held, ports = [], []
-while len(ports) < 5:
-    s, t = socket.socket(), socket.socket()
-    s.bind(("127.0.0.1", 0))
-    try: t.bind(("127.0.0.1", s.getsockname()[1] + 1))
-    except OSError: continue
-    held += [s, t]; ports.append(s.getsockname()[1])
-print(" ".join(map(str, ports)))
-PY
-)"
+read -r -a ports <<< "$("$python" "$here/../scripts/free_port_pairs.py" 5)"
 replicas=(chief-0 ps-0 ps-1 worker-0 worker-1 evaluator-0)
 
 # tf_config REPLICA: the TF_CONFIG the operator gives that replica's pod.
