@@ -85,6 +85,7 @@ unset 'pids[-1]'  # the chief has ended; only the tasks remain to be waited for
 ( trap - EXIT INT TERM; sleep 10 < /dev/null > /dev/null 2>&1
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done ) &
 watchdog=$!
+disown "$watchdog"  # stopped below without a job notice ("Killed") on the terminal
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
 kill -KILL "$watchdog" 2>/dev/null || true

@@ -23,7 +23,7 @@ grep -q "final test accuracy" "$dir/launch.log" && fail "the summary prints an a
 line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
 [ "$(summary_field "$line" evaluations)" = 0 ] || fail "evaluations: $line"
 [ "$(summary_field "$line" final_test_accuracy)" = None ] || fail "final_test_accuracy: $line"
-grep -q "No record of process" "$dir/launch.log" && fail "launch_local.sh let bash complain"
+grep -qE "No record of process|Killed" "$dir/launch.log" && fail "launch_local.sh let bash complain: $(grep -E "No record|Killed" "$dir/launch.log")"
 grep -qE "^chief:0 \| [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z INFO chief: " "$dir/launch.log" \
   || fail "the chief's log lines carry no timestamp and level"
 
@@ -61,6 +61,6 @@ chmod +x "$dir/quick_tasks"
 for i in 1 2 3; do
   "$root/scripts/launch_local.sh" --binary "$dir/quick_tasks" --ps 2 --workers 2 -- \
     > "$dir/quick.log" 2>&1 || fail "launch_local.sh with quick tasks exited non-zero"
-  grep -q "No record of process" "$dir/quick.log" && fail "bash complained: $(cat "$dir/quick.log")"
+  grep -qE "No record of process|Killed" "$dir/quick.log" && fail "bash complained: $(cat "$dir/quick.log")"
 done
 echo "PASS"
