@@ -168,10 +168,14 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
   caf::error failed;
   caf::scoped_actor self{sys};
   auto fail = [&](caf::error& err) { failed = std::move(err); };
-  self->request(*task, request_timeout, shard_atom::value)
+  // A live ps task answers these two at once; a frozen one (SIGSTOP, a hung host) holds the
+  // connection open and would hold this worker for the whole request timeout (120 s) instead
+  // of failing it so that its restart can try again.
+  const auto handshake = std::min<caf::timespan>(request_timeout, connect_timeout);
+  self->request(*task, handshake, shard_atom::value)
     .receive([&](ps_shard_actor& s) { shard = std::move(s); }, fail);
   if (!failed)
-    self->request(*task, request_timeout, link_atom::value)
+    self->request(*task, handshake, link_atom::value)
       .receive(
         [&](uint16_t p, std::string& name) {
           port = p;
