@@ -117,24 +117,32 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
   setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
   auto incarnation = st.incarnation[w];
+  // Answered once: by the node's reply, or by fail_pending_start when the node is lost first.
+  auto answer = std::make_shared<std::function<void(bool)>>(std::move(done));
+  auto finish = [answer](bool ok) {
+    if (auto f = std::exchange(*answer, nullptr)) f(ok);
+  };
+  st.pending_starts[w] = answer;
   self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value,
                 encode_role_setup(setup))
     .then(
       [=](worker_actor& worker) {
         auto& st = self->state;
-        if (st.incarnation[w] != incarnation) {  // superseded meanwhile (a rollback)
+        if (st.incarnation[w] != incarnation || !*answer) {  // superseded, or its node lost
           self->send_exit(worker, caf::exit_reason::kill);
+          finish(false);
           return;
         }
         self->monitor(worker);
         st.workers[w] = std::move(worker);
         st.live[w] = true;
-        done(true);
+        finish(true);
       },
       [=](caf::error& err) {
+        if (!*answer) return;  // answered already: its node was lost
         log_line(log_level::error, "chief",
                  worker_role(w).text() + " could not start: " + describe(err));
-        done(false);
+        finish(false);
       });
 }
 
@@ -239,6 +247,7 @@ void lose_previous(self_ptr self, role_id role, Handle& slot) {
   self->demonitor(previous);
   if (nothing_started_on(st, role)) {
     slot = nullptr;
+    if (role.kind == role_kind::worker) fail_pending_start(self, role.index);
     return;
   }
   on_down(self, caf::down_msg{previous, caf::make_error(caf::exit_reason::remote_link_unreachable)});
@@ -302,6 +311,27 @@ void on_join_due(self_ptr self) {
   if (remote.evaluator && !st.evaluator_node) add(evaluator_role().text(), *remote.evaluator);
   fail_run(self, "tasks did not join in time",
            make_error(errc::peer_unreachable, "never joined: " + missing));
+}
+
+void fail_pending_start(self_ptr self, int32_t w) {
+  auto& pending = self->state.pending_starts;
+  auto i = pending.find(w);
+  if (i == pending.end()) return;
+  auto answer = std::move(i->second);
+  pending.erase(i);
+  if (!*answer) return;  // answered already: the role started (or failed) before
+  log_line(log_level::warn, "chief", worker_role(w).text()
+                                       + "'s process was lost while its role was starting");
+  // Not live; its next process takes over when it joins (or --connect-timeout gives up on it).
+  auto& st = self->state;
+  st.live[w] = false;
+  for (auto& s : st.shards)
+    if (s) self->send(s, leave_atom::value, w);
+  auto now = std::chrono::steady_clock::now();
+  st.awaiting_rejoin[worker_role(w)] = now;
+  self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, w,
+                     static_cast<int64_t>(now.time_since_epoch().count()));
+  std::exchange(*answer, nullptr)(false);
 }
 
 } // namespace actorps::chief_detail

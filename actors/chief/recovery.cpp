@@ -121,7 +121,10 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     if (st.before_training())
       return fail_run(self, worker_role(w).text() + " lost before training began",
                       dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
-    if (node) st.worker_nodes[w] = nullptr;  // its restarted process may join again
+    if (node) {
+      st.worker_nodes[w] = nullptr;  // its restarted process may join again
+      fail_pending_start(self, w);
+    }
     bool was_live = st.live[w] && !st.done[w] && st.workers[w];
     st.workers[w] = nullptr;
     if (!was_live) return;  // a finished worker leaving normally, or already handled

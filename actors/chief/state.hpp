@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <limits>
 #include <map>
 #include <optional>
@@ -94,6 +95,11 @@ struct chief_state {
   } rollback;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
   std::map<role_id, time_point> awaiting_rejoin;
+  // Distributed: the worker starts whose node has not answered yet. A node lost meanwhile
+  // answers them as failed at once (fail_pending_start): a frozen process would otherwise hold
+  // the start, and a rollback waiting for it, for the whole request timeout.
+  // Each is the start's one answer, emptied once given.
+  std::map<int32_t, std::shared_ptr<std::function<void(bool)>>> pending_starts;
 
   // evaluations
   evaluation eval_in_flight = evaluation::none;
@@ -152,6 +158,8 @@ void record_train_report(self_ptr self, const train_report& r);
 void on_worker_done(self_ptr self, int32_t worker);
 /// training: once every live worker is done (and no replacement is under way), it is over.
 void check_all_done(self_ptr self);
+/// Worker w's node is gone: a start of w still waiting for it is answered as failed.
+void fail_pending_start(self_ptr self, int32_t w);
 /// Lost worker w's process (awaited since `since`) had --connect-timeout to come back: the run
 /// goes on without it.
 void on_worker_due(self_ptr self, int32_t w, int64_t since);
