@@ -16,16 +16,8 @@ if [ "${1:-}" = --processes ]; then shift; exec "$(dirname "$0")/chaos_processes
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs=20 seed=1 budget=600 out="$root/build/bench/chaos.json"
-while getopts "n:s:t:o:h" opt; do
-  case "$opt" in
-    n) runs="$OPTARG" ;;
-    s) seed="$OPTARG" ;;
-    t) budget="$OPTARG" ;;
-    o) out="$(realpath -m "$OPTARG")" ;;
-    *) usage ;;
-  esac
-done
-[[ $runs =~ ^[1-9][0-9]*$ && $seed =~ ^[0-9]+$ && $budget =~ ^[1-9][0-9]*$ ]] || usage
+. "$root/scripts/chaos_options.sh"
+parse_chaos_options "$@"
 sim="$root/build/actorps"
 [[ -x $sim ]] || { echo "chaos.sh: $sim is missing: run scripts/setup.sh first" >&2; exit 1; }
 python=$(command -v /usr/bin/python3 || command -v python3)

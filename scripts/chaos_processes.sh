@@ -18,16 +18,8 @@ set -euo pipefail
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs=20 seed=1 budget=900 out="$root/build/bench/chaos_processes.json"
-while getopts "n:s:t:o:h" opt; do
-  case "$opt" in
-    n) runs="$OPTARG" ;;
-    s) seed="$OPTARG" ;;
-    t) budget="$OPTARG" ;;
-    o) out="$(realpath -m "$OPTARG")" ;;
-    *) usage ;;
-  esac
-done
-[[ $runs =~ ^[1-9][0-9]*$ && $seed =~ ^[0-9]+$ && $budget =~ ^[1-9][0-9]*$ ]] || usage
+. "$root/scripts/chaos_options.sh"
+parse_chaos_options "$@"
 bin="${ACTORPS:-$root/build/actorps}"
 [[ -x $bin ]] || { echo "chaos.sh: $bin is missing: run scripts/setup.sh first" >&2; exit 1; }
 python=$(command -v /usr/bin/python3 || command -v python3)
