@@ -33,4 +33,9 @@ port_of() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['c
 await_event() {  # await_event FILE PATTERN [SECONDS]: block until a line of FILE matches (bounded)
   grep -q -m1 -E "$2" < <(timeout "${3:-60}" tail -n +1 -F "$1" 2>/dev/null) || fail "no line matching $2 in $1"
 }
+await_exit() {  # await_exit PID SECONDS: sets $status to the child's exit status; fails when it
+  local waited  # outlives SECONDS (not in $(...): only this shell can wait for its children)
+  set +e; timeout "$2" tail --pid="$1" -f /dev/null; waited=$?; wait "$1"; status=$?; set -e
+  [ "$waited" = 0 ] || fail "process $1 still running after $2 s"
+}
 await_training() { await_event "$1" '"event":"train"'; }

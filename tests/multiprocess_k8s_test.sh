@@ -38,11 +38,6 @@ run_replica() {
   TF_CONFIG=$(tfjob_config "$cluster" "$type" "$index") "$bin" run "$@" > "$log" 2>&1 &
   pids+=($!)
 }
-await_exit() {  # await_exit PID SECONDS: sets $status to the process's exit status; fails when
-  local waited    # it outlives SECONDS (not in $(...): only this shell can wait for its children)
-  set +e; timeout "$2" tail --pid="$1" -f /dev/null; waited=$?; wait "$1"; status=$?; set -e
-  [ "$waited" = 0 ] || fail "process $1 still running after $2 s"
-}
 
 echo "== 1. one command for every replica, TF_CONFIG as TFJob writes it"
 cluster "$dir/c1.json"

@@ -27,11 +27,6 @@ start() {  # start TASK: one task process in the background (again, after a kill
   "$bin" "${1%%:*}" --cluster "$dir/c.json" --task "$1" "${net[@]}" >> "$dir/$1.log" 2>&1 &
   task_pid[$1]=$!; pids+=($!)
 }
-await_exit() {  # await_exit PID SECONDS: $status = its exit status; fails when it outlives them
-  local waited
-  set +e; timeout "$2" tail --pid="$1" -f /dev/null; waited=$?; wait "$1"; status=$?; set -e
-  [ "$waited" = 0 ] || fail "process $1 still running after $2 s"
-}
 cluster "$dir/c.json"
 for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
 "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \

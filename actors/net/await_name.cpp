@@ -37,7 +37,8 @@ std::string await_name(const std::string& host, std::chrono::milliseconds timeou
       return "host name '" + host + "' did not resolve (" + why + ") in " + std::to_string(attempts)
              + " attempts over " + std::to_string(waited) + " ms";
     }
-    // the retry policy: exponential backoff, never past the deadline
+    // The retry policy, not a wait for an event: nothing announces that a DNS record has
+    // appeared, so the lookup is tried again after an exponential backoff, never past the deadline.
     std::this_thread::sleep_for(std::min<clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
