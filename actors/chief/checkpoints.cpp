@@ -88,6 +88,8 @@ void chief_writes(self_ptr self, const std::string& dir, int64_t clock, file_wri
     failed);
 }
 
+} // namespace
+
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto& st = self->state;
   st.checkpoint_in_flight = true;
@@ -104,6 +106,13 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
                           + " skipped: the shards are past it and a newer one follows");
       st.metrics->write(json_object().add("event", "checkpoint_skipped").add("clock", clock)
                           .add("wall_s", st.elapsed()));
+      then();
+      checkpoint_over(self);
+      return;
+    }
+    if (err.category() == error_category
+        && err.code() == static_cast<uint8_t>(errc::checkpoint_clock_passed)) {
+      // Asked off the schedule, too late for a shard: the one who asked asks again, later.
       then();
       checkpoint_over(self);
       return;
@@ -162,8 +171,6 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
       },
       failed);
 }
-
-} // namespace
 
 void maybe_checkpoint(self_ptr self) {
   auto& st = self->state;

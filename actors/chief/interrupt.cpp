@@ -1,9 +1,12 @@
 // A request to stop early: the chief's process got SIGTERM or SIGINT (preemption, `kubectl
 // delete`, Ctrl-C). The run ends cleanly instead of vanishing:
 //
-//   training, checkpoints on   training goes on to the next checkpoint clock the shards keep;
-//                              once that checkpoint is written (or has failed), the run stops
-//   training, no checkpoints   the run stops at once
+//   training, checkpoints on   a checkpoint a few clocks ahead (off the every-N schedule, unless
+//                              the next scheduled one is as near): the shards keep the state
+//                              when they reach it; once it is written (or has failed) the run
+//                              stops. An orchestrator's grace period (Kubernetes: 30 s) then
+//                              covers a few clocks and one write, not up to N clocks.
+//   training, no --checkpoint-dir   the run stops at once
 //   a second request           the run stops at once, without waiting for the checkpoint
 //   placing, rolling_back      nothing consistent to save: the run fails as interrupted
 //   finishing                  the run is at its end already and ends as it would have
@@ -48,6 +51,49 @@ void stop_after_checkpoint(self_ptr self, int64_t clock, const std::string& sign
   };
 }
 
+/// How far ahead of the chief's global clock the shards may be when a request reaches them:
+/// the workers' reports lag their pushes by a message each, which is a few clocks when clocks
+/// are short. About 0.1 s of clocks at the rate of this run so far, at least 2.
+int64_t clocks_ahead(const chief_state& st) {
+  auto done = st.global_clock() - st.start_clock;
+  auto rate = st.elapsed() > 0 ? static_cast<double>(done) / st.elapsed() : 0.0;
+  return std::max<int64_t>(2, static_cast<int64_t>(rate * 0.1) + 1);
+}
+
+/// Asks for a checkpoint `ahead` clocks past the global clock now (the next scheduled one when
+/// that is as near), and stops the run once it is written. The shards keep a clock off the
+/// schedule only when asked before they reach it: if one had passed it, the request is refused
+/// with checkpoint_clock_passed (not a failure) and made again twice as far ahead.
+void checkpoint_then_stop(self_ptr self, const std::string& signal, int64_t ahead, int tries) {
+  auto& st = self->state;
+  if (st.phase != run_phase::training) return;
+  if (st.checkpoint_in_flight) {  // one at a time: ask once it has ended
+    st.after_checkpoint = [=] { checkpoint_then_stop(self, signal, ahead, tries); };
+    return;
+  }
+  auto target = st.global_clock() + ahead;
+  if (target >= st.next_checkpoint || tries > 5) {
+    auto clock = std::min(st.next_checkpoint, st.cfg.steps);
+    log_line("chief", signal + ": training goes on to the checkpoint at clock "
+                        + std::to_string(clock) + ", then the run stops");
+    if (clock >= st.cfg.steps) return;  // the run's end, with its final checkpoint
+    return stop_after_checkpoint(self, clock, signal);
+  }
+  log_line("chief", signal + ": checkpoint at clock " + std::to_string(target)
+                      + ", then the run stops");
+  auto failures = st.checkpoint_failures;
+  take_checkpoint(self, target, [] {});
+  st.after_checkpoint = [=] {
+    auto& st = self->state;
+    if (st.phase != run_phase::training) return;
+    if (st.last_checkpoint >= target || st.checkpoint_failures > failures)
+      return stop_early(self, signal);  // written, or failed and counted: stop either way
+    log_line("chief", signal + ": the shards had passed clock " + std::to_string(target)
+                        + " when asked; asking for one further ahead");
+    checkpoint_then_stop(self, signal, ahead * 2, tries + 1);
+  };
+}
+
 } // namespace
 
 void on_interrupt(self_ptr self, const std::string& signal) {
@@ -72,27 +118,13 @@ void on_interrupt(self_ptr self, const std::string& signal) {
     }
   }
   auto global = std::to_string(st.global_clock());
-  bool checkpoints = st.io && st.cfg.checkpoints.every > 0;
-  if (!checkpoints || st.interrupts > 1) {
-    if (checkpoints)
-      log_line("chief", signal + " again: not waiting for the checkpoint");
-    else if (st.io)
-      log_line("chief", signal + ": no checkpoint clock before the run's end (--checkpoint-every "
-                          "0): stopping without one");
+  if (!st.io || st.interrupts > 1) {  // no --checkpoint-dir, or asked twice
+    if (st.io) log_line("chief", signal + " again: not waiting for the checkpoint");
     return stop_early(self, signal);
   }
-  auto target = st.next_checkpoint;  // the next clock whose state the shards keep
-  if (target >= st.cfg.steps) {
-    log_line("chief", signal + " at clock " + global + ": the run's end (clock "
-                        + std::to_string(st.cfg.steps) + ", with its final checkpoint) is as "
-                        "near as the next checkpoint; training goes on to it (a second signal "
-                        "stops at once)");
-    return;
-  }
-  log_line("chief", signal + " at clock " + global + ": training goes on to the checkpoint at "
-                      "clock " + std::to_string(target) + ", then the run stops (a second "
-                      "signal stops it at once)");
-  stop_after_checkpoint(self, target, signal);
+  log_line("chief", signal + " at clock " + global + ": a checkpoint, then the run stops (a "
+                      "second signal stops it at once)");
+  checkpoint_then_stop(self, signal, clocks_ahead(st), 0);
 }
 
 } // namespace actorps::chief_detail

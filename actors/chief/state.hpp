@@ -203,6 +203,10 @@ inline double ms_since(std::chrono::steady_clock::time_point t) {
 /// training: starts a checkpoint when the global clock has reached the next one (none in
 /// flight).
 void maybe_checkpoint(self_ptr self);
+/// Writes the checkpoint at `clock` (the shards' state when their min clock reached it) and
+/// calls `then` once it is written, has failed (counted) or was refused as
+/// checkpoint_superseded or checkpoint_clock_passed (not counted); one at a time.
+void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then);
 /// Training is over: writes the final checkpoint (if any) and calls `then` once it is done.
 void final_checkpoint(self_ptr self, std::function<void()> then);
 /// Restores every shard from `ckpt` (or to the initial values when null), then calls `done`;

@@ -26,6 +26,7 @@ const char* to_string(errc code) {
     case errc::run_interrupted: return "run_interrupted";
     case errc::peer_unreachable: return "peer_unreachable";
     case errc::checkpoint_superseded: return "checkpoint_superseded";
+    case errc::checkpoint_clock_passed: return "checkpoint_clock_passed";
   }
   return "unknown_error";
 }

@@ -31,6 +31,7 @@ enum class errc : uint8_t {
   run_interrupted,        ///< the chief stopped the run early (a signal); a restart goes on
   peer_unreachable,       ///< a task stayed unreachable (never joined, lost) past its timeout
   checkpoint_superseded,  ///< a checkpoint's snapshot was dropped for newer ones: one follows
+  checkpoint_clock_passed,  ///< a clock off the schedule asked for after the shard passed it
 };
 
 const char* to_string(errc code);

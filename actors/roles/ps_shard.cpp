@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <string_view>
 #include <memory>
 
@@ -93,6 +94,9 @@ struct ps_shard_state {
   // reached yet
   std::map<int64_t, wire_buffer> snapshots;
   int64_t checkpoint_asked = -1;    // the newest clock the chief asked a checkpoint of
+  // Clocks outside the every-N schedule the chief asked for before min reached them (a
+  // checkpoint on a stop signal, interrupt.cpp): kept like scheduled ones when reached.
+  std::set<int64_t> asked_off_schedule;
   std::vector<held_checkpoint> held_checkpoints;
   checkpoint_io_actor io;           // spawned on the first checkpoint
 
@@ -324,6 +328,12 @@ void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
           [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
 }
 
+/// Whether the shards keep `clock`'s state unasked: every checkpoint_every clocks, and the last.
+bool on_schedule(const train_spec& spec, int64_t clock) {
+  auto every = spec.checkpoint_every;
+  return every > 0 && (clock % every == 0 || clock == spec.total_clocks);
+}
+
 /// Keeps the state of every checkpoint clock the min clock has just reached or passed (labelled
 /// with that clock: in sync mode it is exactly the state after that clock's update), and writes
 /// the ones the chief is already waiting for.
@@ -331,15 +341,19 @@ void take_snapshots(self_ptr self, int64_t before) {
   auto& st = self->state;
   auto every = st.spec.checkpoint_every;
   auto now = st.clocks.progress();
-  if (every <= 0 || now <= before) return;
-  int64_t due = -1;
-  if (now / every > before / every) due = now / every * every;
-  if (before < st.spec.total_clocks && now >= st.spec.total_clocks) due = st.spec.total_clocks;
-  if (due < 0) return;
-  st.snapshots[due] = encode_shard_checkpoint(st.spec, st.shard, due,
-                                              static_cast<uint64_t>(st.opt.step), st.newest_clock,
-                                              *st.layout, st.params.data(), st.opt.values.data(),
-                                              st.opt.slots, st.tables.export_rows());
+  if (now <= before) return;
+  std::vector<int64_t> due;
+  if (every > 0 && now / every > before / every) due.push_back(now / every * every);
+  if (every > 0 && before < st.spec.total_clocks && now >= st.spec.total_clocks)
+    due.push_back(st.spec.total_clocks);
+  auto& off = st.asked_off_schedule;
+  for (auto i = off.begin(); i != off.end() && *i <= now; i = off.erase(i))
+    if (*i > before) due.push_back(*i);
+  if (due.empty()) return;
+  for (auto clock : due)
+    st.snapshots[clock] = encode_shard_checkpoint(
+      st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
+      st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
   // Kept until the chief has asked for them: its global clock, from the workers' reports, can
   // lag the shards' when it is busy, and a snapshot dropped before it asks fails that
   // checkpoint. It asks in clock order, so older ones are never asked for; the cap bounds the
@@ -398,6 +412,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.sync.pushed.assign(workers, false);
   st.sync.sum.assign(sync ? st.params.size() : 0, 0.0f);
   st.snapshots.clear();
+  st.asked_off_schedule.clear();
   st.checkpoint_asked = -1;
   st.stats.updates = static_cast<uint64_t>(st.opt.step);
   st.cache = reply_cache{};
@@ -620,13 +635,24 @@ caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
 
 /// Why a checkpoint clock the shard has passed has no snapshot: dropped for newer ones (the
 /// chief lagged more than max_snapshots checkpoints behind: a newer checkpoint follows, nothing
-/// is lost), or never taken.
+/// is lost), a clock off the schedule asked for too late (the chief asks again, later), or
+/// never taken.
 caf::error passed_without_snapshot(const ps_shard_state& st, int64_t clock) {
   if (!st.snapshots.empty() && st.snapshots.begin()->first > clock)
     return make_error(errc::checkpoint_superseded,
                       "clock " + std::to_string(clock) + "'s snapshot made room for newer ones");
+  if (!on_schedule(st.spec, clock))
+    return make_error(errc::checkpoint_clock_passed,
+                      "clock " + std::to_string(clock) + " had passed (the shard is at clock "
+                        + std::to_string(st.clocks.progress()) + ")");
   return make_error(errc::checkpoint_failed,
                     "clock " + std::to_string(clock) + " has passed without a snapshot");
+}
+
+/// Notes a checkpoint asked for at `clock`, which min has not reached: one off the schedule is
+/// kept when reached, as scheduled ones are.
+void expect_checkpoint(ps_shard_state& st, int64_t clock) {
+  if (!on_schedule(st.spec, clock)) st.asked_off_schedule.insert(clock);
 }
 
 caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
@@ -638,10 +664,12 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   // error returned after it would never reach the chief.
   if (!kept && clock <= st.clocks.progress()) return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<file_record>();
-  if (kept)
+  if (kept) {
     write_checkpoint(self, dir, clock, promise);
-  else
+  } else {
+    expect_checkpoint(st, clock);
     st.held_checkpoints.push_back({dir, clock, promise, {}});
+  }
   return promise;
 }
 
@@ -653,6 +681,7 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
   if (clock <= st.clocks.progress())  // refused before a promise, as on_checkpoint does
     return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<wire_buffer>();
+  expect_checkpoint(st, clock);
   st.held_checkpoints.push_back({"", clock, {}, promise});
   return promise;
 }
