@@ -75,7 +75,9 @@ void link_hub::on_listener(int listener, uint32_t) {
     if (errno == EINTR || errno == ECONNABORTED) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return;
     auto why = std::string(std::strerror(errno));
-    if ((errno == EMFILE || errno == ENFILE) && shed_one(listener)) {
+    if ((errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+      // (accept fails so before it looks at its queue: perhaps nothing is pending at all)
+      if (!shed_one(listener)) return;
       ++refused_;
       log_.write(refusal_kind, "refused a data connection: out of file descriptors (" + why + ")");
       continue;
@@ -89,9 +91,8 @@ void link_hub::on_listener(int listener, uint32_t) {
 
 /// Out of descriptors, a pending connection would stay in the backlog and wake the loop again
 /// and again; the spare descriptor, given up for a moment, lets it be accepted and closed at
-/// once, so that its client learns and the listener stays quiet.
+/// once, so that its client learns and the listener stays quiet. False: none was pending.
 bool link_hub::shed_one(int listener) {
-  if (spare_fd_ < 0) return false;
   ::close(spare_fd_);
   int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd >= 0) ::close(fd);

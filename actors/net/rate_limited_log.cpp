@@ -20,11 +20,11 @@ std::string rate_limited_log::more_like_it(uint64_t count, std::chrono::seconds 
          + " s)";
 }
 
-void rate_limited_log::write(const std::string& kind, const std::string& text) {
+void rate_limited_log::write(const std::string& kind, const std::string& text,
+                             clock::time_point now) {
   std::string line;
   {
     std::lock_guard<std::mutex> guard{mutex_};
-    auto now = clock::now();
     auto [it, fresh] = kinds_.try_emplace(kind, kind_state{now, 0, 0});
     auto& k = it->second;
     std::string summary;
@@ -43,11 +43,10 @@ void rate_limited_log::write(const std::string& kind, const std::string& text) {
   out_(line);
 }
 
-void rate_limited_log::flush() {
+void rate_limited_log::flush(clock::time_point now) {
   std::vector<std::string> lines;
   {
     std::lock_guard<std::mutex> guard{mutex_};
-    auto now = clock::now();
     for (auto it = kinds_.begin(); it != kinds_.end();) {
       auto& k = it->second;
       if (now - k.window_start < window_) {

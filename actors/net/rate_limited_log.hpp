@@ -28,11 +28,11 @@ public:
   /// Writes `text` unless `kind` ("refused a data connection") already had `burst` lines in the
   /// current window; the first line after a window that held lines back says how many.
   /// Thread-safe; `out` is called outside the lock.
-  void write(const std::string& kind, const std::string& text);
+  void write(const std::string& kind, const std::string& text, clock::time_point now = clock::now());
 
   /// Writes the count of every kind whose window is over with lines held back ("(and 12 more
   /// like it in the last 10 s)" after the kind). Call it at next_flush().
-  void flush();
+  void flush(clock::time_point now = clock::now());
 
   /// When flush() next has something to write; nullopt when nothing is held back.
   std::optional<clock::time_point> next_flush() const;
