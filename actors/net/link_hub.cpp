@@ -117,6 +117,10 @@ void link_hub::admit(int fd) {
     auto err = caf::make_error(caf::sec::cannot_connect_to_node);
     auto h = make_header(frame_kind::failure, 0, err.code(),
                          static_cast<int64_t>(static_cast<uint64_t>(err.category())), text.size());
+    // What it sent already (its hello) is read first: closing a socket with unread bytes resets
+    // the connection, and the client might lose the frame that tells it why.
+    char drain[4096];
+    [[maybe_unused]] auto got = ::recv(fd, drain, sizeof drain, MSG_DONTWAIT);
     iovec parts[2] = {{&h, sizeof h}, {text.data(), text.size()}};
     msghdr msg{};
     msg.msg_iov = parts;
@@ -179,6 +183,7 @@ void link_hub::read_from(session& s) {
       case link_connection::read_status::bad_header:
         return refuse(s, why);
       case link_connection::read_status::too_large:
+        if (!s.serving) return refuse(s, "the first frame is not a hello");
         if (limit_state_ != limit_state::known && !s.waited) {
           // The first frame over the bound before the shard's size is known waits for it.
           s.parked = s.waited = true;

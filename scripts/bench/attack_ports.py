@@ -296,10 +296,16 @@ def unread_requests(kind, port, shard, requests=8000, hold=15):
 
 
 def storm(kind, port, shard, limit=30000, seconds=30, hold=5):
-    socks, failed, errors = [], 0, {}
+    """Connects as fast as it can until the attacker's own descriptors, 30 s or 200 failed
+    connects end it, holds them, and meanwhile tries a client on the task's other port."""
+    socks, failed, errors, stopped_by = [], 0, {}, "limit"
     t0 = time.time()
     while len(socks) < limit and time.time() - t0 < seconds:
-        s = socket.socket()
+        try:
+            s = socket.socket()
+        except OSError as e:
+            stopped_by = "attacker out of descriptors: " + str(e.strerror)
+            break
         s.settimeout(2)
         try:
             s.connect(("127.0.0.1", port))
@@ -309,11 +315,22 @@ def storm(kind, port, shard, limit=30000, seconds=30, hold=5):
             failed += 1
             errors[str(e.strerror or e)] = errors.get(str(e.strerror or e), 0) + 1
             if failed > 200:
+                stopped_by = "200 connects failed"
                 break
+    else:
+        stopped_by = "time" if len(socks) < limit else "limit"
+    connected = len(socks)
+    # The attacker's descriptors may be spent: give one back for the probe.
+    if socks:
+        socks.pop().close()
+    other = "data" if kind == "caf" else "caf"
+    other_port = port + 1 if kind == "caf" else port - 1
+    during = new_client_ok(other, other_port, shard)
     time.sleep(hold)
     for s in socks:
         s.close()
-    return {"connected": len(socks), "failed": failed, "errors": errors,
+    return {"connected": connected, "failed": failed, "errors": errors,
+            "stopped_by": stopped_by, f"new_{other}_client_during_storm": during,
             "seconds": round(time.time() - t0, 1)}
 
 
