@@ -324,3 +324,41 @@ TEST_CASE("data link limits: accepting goes on once the process's descriptors ra
   CHECK(served(f, *server, 0));
   CHECK(served(f, *server, 1));
 }
+
+TEST_CASE("data link limits: over the server's total of pending requests, a held pull still gets the push it waits for") {
+  // sync, 2 workers: worker 0's push_pull is held at the shard until worker 1 pushes. With room
+  // for one pending request in all, worker 1's push is still read (every connection may have
+  // one), or both would wait forever.
+  shard_fixture f{tiny_spec(consistency::sync, 2)};
+  link_limits limits;
+  limits.max_requests_total = 1;
+  auto server = serve_links(f, f.shard, limits);
+  auto attach = [&] {
+    auto link = connect_link("127.0.0.1", server->port(), request_timeout);
+    REQUIRE(link);
+    auto remote = attach_link(*f.sys, f.shard, std::move(*link), 0, request_timeout);
+    REQUIRE(remote);
+    return *remote;
+  };
+  auto first = attach();
+  auto second = attach();
+  caf::actor me = caf::actor_cast<caf::actor>(*f.self);
+  for (auto [remote, worker] : {std::pair{first, 0}, std::pair{second, 1}}) {
+    auto push = f.push_of(worker, 0, 1.0f);
+    auto handle = remote.handle;
+    f.sys->spawn([=](caf::event_based_actor* a) {
+      a->request(handle, timeout, push_pull_atom::value, push)
+        .then([=](const wire_buffer&) { a->send(me, worker); },
+              [=](caf::error& err) { a->send(me, err); });
+    });
+  }
+  std::vector<int32_t> answered;
+  for (int i = 0; i < 2; ++i)
+    (*f.self)->receive([&](int32_t worker) { answered.push_back(worker); },
+                       [&](caf::error& err) { FAIL(describe(err)); },
+                       caf::after(timeout) >> [] { FAIL("a push_pull was never answered"); });
+  CHECK(answered.size() == 2);
+  CHECK(f.stats().pulls_held == 1);
+  first.close();
+  second.close();
+}

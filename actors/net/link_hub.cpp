@@ -39,6 +39,7 @@ struct link_hub::session {
   bool waited = false;        // it did so once for this frame already
   uint32_t events = 0;        // what the loop watches now
   std::size_t counted_unsent = 0;  // its share of unsent_total_
+  std::size_t counted_pending = 0; // its share of pending_total_
   std::size_t pending() const { return in_flight + conn.unsent_frames(); }
 };
 
@@ -165,7 +166,14 @@ bool link_hub::may_read(const session& s) const {
   if (s.parked) return false;
   if (s.pending() >= limits_.max_requests_per_connection) return false;
   if (s.conn.unsent_bytes() >= limits_.max_unsent_bytes) return false;
-  return unsent_total_ < limits_.total_unsent_bytes || s.pending() == 0;
+  // One request each, whatever the totals: held pulls cannot wait for pushes that are never read.
+  if (s.pending() == 0) return true;
+  return !over_totals();
+}
+
+bool link_hub::over_totals() const {
+  return unsent_total_ >= limits_.total_unsent_bytes
+         || pending_total_ >= limits_.max_requests_total;
 }
 
 void link_hub::read_from(session& s) {
@@ -234,6 +242,8 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
     case frame_kind::pull:
     case frame_kind::snapshot:
       ++s.in_flight;
+      ++s.counted_pending;  // counted at once: the next frame's may_read sees it
+      ++pending_total_;
       hooks_.ask(link_request{s.id, h.id, kind, h.a, h.b, std::move(payload), s.timeout});
       return true;
     default:
@@ -259,18 +269,20 @@ void link_hub::send_pending(session& s) {
   if (s.conn.flush() == link_connection::write_status::broken) close(s);
 }
 
-/// Watches what the session can do now, and keeps the total of unsent bytes; when that total
-/// falls back under its bound, sessions held back by it are watched for reading again.
+/// Watches what the session can do now, and keeps the totals of unsent bytes and pending
+/// requests; when they fall back under their bounds, sessions held back are read again.
 void link_hub::update(session& s) {
-  bool was_over = unsent_total_ >= limits_.total_unsent_bytes;
+  bool was_over = over_totals();
   unsent_total_ = unsent_total_ - s.counted_unsent + s.conn.unsent_bytes();
   s.counted_unsent = s.conn.unsent_bytes();
+  pending_total_ = pending_total_ - s.counted_pending + s.pending();
+  s.counted_pending = s.pending();
   uint32_t events = (may_read(s) ? EPOLLIN : 0u) | (s.conn.wants_write() ? EPOLLOUT : 0u);
   if (events != s.events) {
     loop_.change(s.conn.fd(), events);
     s.events = events;
   }
-  if (was_over && unsent_total_ < limits_.total_unsent_bytes)
+  if (was_over && !over_totals())
     for (auto& [id, other] : sessions_)
       if (other.get() != &s) update(*other);
 }
@@ -288,7 +300,7 @@ void link_hub::refuse(session& s, const std::string& why, const caf::error& tell
 
 void link_hub::close(session& s) {
   unsent_total_ -= s.counted_unsent;
-  s.counted_unsent = 0;
+  pending_total_ -= s.counted_pending;
   loop_.forget(s.conn.fd());
   --open_;
   sessions_.erase(s.id);  // closes the socket

@@ -72,6 +72,7 @@ private:
   void send_pending(session& s);
   void update(session& s);
   bool may_read(const session& s) const;
+  bool over_totals() const;
   void refuse(session& s, const std::string& why, const caf::error& tell = caf::error{});
   void close(session& s);
   void rearm();
@@ -91,7 +92,8 @@ private:
   event_loop::clock::time_point armed_ = event_loop::clock::time_point::max();
   enum class limit_state { unknown, learning, known } limit_state_ = limit_state::unknown;
   std::vector<uint64_t> parked_;  // sessions whose frame waits for the limit
-  std::size_t unsent_total_ = 0;
+  std::size_t unsent_total_ = 0;   // reply bytes not yet taken by the clients
+  std::size_t pending_total_ = 0;  // requests at the shard or answered and unsent
   std::atomic<std::size_t> refused_{0};
   std::atomic<std::size_t> open_{0};
   std::atomic<std::size_t> frame_limit_;

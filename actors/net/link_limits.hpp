@@ -1,8 +1,10 @@
 // What one ps process's data link server lets its clients hold: connections, requests and reply
-// bytes per connection, and the size of a request frame. With these, memory the server holds
-// for its clients is bounded (README, "The data link"):
-//   unsent replies   ≤ max(total_unsent_bytes, per-connection bound) + max_connections × one reply
-//   payloads in read ≤ max_connections × request frame limit (pages only as the bytes arrive)
+// bytes per connection and in all, the size of a request frame. With these, memory the server
+// holds for its clients is bounded (R: the shard's largest reply, Q: its request frame limit):
+//   replies (at the shard or unsent) ≤ (max_requests_total + max_connections) × R
+//   request payloads being read      ≤ max_connections × Q (pages only as the bytes arrive)
+// The max_connections × R term is the one request every connection may always have, so that
+// held pulls never wait for pushes the server does not read.
 #pragma once
 
 #include <chrono>
@@ -18,10 +20,11 @@ struct link_limits {
   std::size_t max_requests_per_connection = 16;
   /// Reply bytes one connection has not taken yet; past it the server stops reading from it.
   std::size_t max_unsent_bytes = std::size_t(64) << 20;
-  /// Reply bytes all connections together have not taken; past it only connections with
-  /// nothing pending are read (one request each), so a client that does not read its replies
-  /// slows nobody else down for good.
+  /// Reply bytes all connections together have not taken, and requests of all connections at
+  /// the shard or unsent; past either, only connections with nothing pending are read (one
+  /// request each), so clients that do not read their replies slow nobody down for good.
   std::size_t total_unsent_bytes = std::size_t(256) << 20;
+  std::size_t max_requests_total = 128;
   /// The largest request accepted until the shard's spec is known (before its init): a hello,
   /// a pull, a small keyed request.
   std::size_t frame_limit_before_init = std::size_t(64) << 10;
