@@ -15,7 +15,7 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
   using outcome = byte_stream::outcome;
   auto status_of = [&](const byte_stream::result& r) {
     if (r.what == outcome::would_block) {
-      wants_write_ = r.wait_for_write;
+      read_wants_write_ = r.wait_for_write;
       return read_status::blocked;
     }
     return r.what == outcome::closed ? read_status::closed : read_status::broken;
@@ -54,7 +54,7 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
   header_got_ = 0;
   payload_got_ = 0;
   storage_.reset();
-  wants_write_ = false;
+  read_wants_write_ = false;
   return read_status::frame;
 }
 
@@ -101,12 +101,8 @@ link_connection::write_status link_connection::flush() {
       }
     }
     auto r = stream_->write(parts, count);
-    if (r.what == byte_stream::outcome::would_block) {
-      wants_write_ = true;
-      return write_status::blocked;
-    }
+    if (r.what == byte_stream::outcome::would_block) return write_status::blocked;
     if (r.what != byte_stream::outcome::progress) return write_status::broken;
-    wants_write_ = false;
     // Drops every frame the kernel took whole; keeps the offset into the first one it did not.
     auto done = r.bytes;
     unsent_bytes_ -= done;

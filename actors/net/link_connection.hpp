@@ -43,8 +43,10 @@ public:
 
   std::size_t unsent_bytes() const { return unsent_bytes_; }
   std::size_t unsent_frames() const { return out_.size(); }
-  /// The last read or write would block until the socket is writable (a TLS stream's renegotiation).
-  bool wants_write() const { return wants_write_ || !out_.empty(); }
+  /// Replies wait to be written, or the last read waits for writability (a TLS stream's
+  /// handshake or renegotiation): either way the loop watches for EPOLLOUT.
+  bool wants_write() const { return read_wants_write_ || !out_.empty(); }
+  bool read_wants_write() const { return read_wants_write_; }
 
   int fd() const { return stream_->fd(); }
   const std::string& peer() const { return peer_; }
@@ -69,7 +71,7 @@ private:
   std::deque<outgoing> out_;
   std::size_t sent_ = 0;
   std::size_t unsent_bytes_ = 0;
-  bool wants_write_ = false;
+  bool read_wants_write_ = false;
 };
 
 } // namespace actorps

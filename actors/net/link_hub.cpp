@@ -135,7 +135,9 @@ void link_hub::admit(int fd) {
   }
   tune_link_socket(fd);
   auto id = next_id_++;
-  auto s = std::make_unique<session>(id, make_socket_stream(fd), std::move(peer));
+  auto s = std::make_unique<session>(id, hooks_.make_stream ? hooks_.make_stream(fd)
+                                                            : make_socket_stream(fd),
+                                     std::move(peer));
   s->events = EPOLLIN;
   loop_.watch(fd, EPOLLIN, [this, id](uint32_t events) { on_event(id, events); });
   sessions_.emplace(id, std::move(s));
@@ -154,7 +156,9 @@ void link_hub::on_event(uint64_t id, uint32_t events) {
     send_pending(s);
     if (sessions_.count(id) == 0) return;
   }
-  if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && may_read(s)) {
+  bool readable = events & (EPOLLIN | EPOLLHUP | EPOLLERR);
+  if ((events & EPOLLOUT) && s.conn.read_wants_write()) readable = true;
+  if (readable && may_read(s)) {
     read_from(s);  // reads what the peer sent before it hung up
     if (sessions_.count(id) == 0) return;
   }

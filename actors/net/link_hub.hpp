@@ -39,6 +39,8 @@ public:
   struct hooks {
     std::function<void(link_request&&)> ask;  ///< hand a request to the shard
     std::function<void()> learn_limit;        ///< find the frame limit; answered by limit_learned
+    /// The stream of an accepted socket (a TLS session, say); empty: the plain socket.
+    std::function<std::unique_ptr<byte_stream>(int fd)> make_stream = {};
   };
 
   /// Serves the listening sockets `tcp_fd` and `local_fd` (-1: none), which stay the caller's.
