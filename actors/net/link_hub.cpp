@@ -236,8 +236,9 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
     s.timeout = std::chrono::milliseconds(std::max<int64_t>(h.b, 1000));
     s.serving = true;
     s.conn.queue(make_header(frame_kind::reply));
+    auto id = s.id;  // send_pending may close the session, and `s` with it
     send_pending(s);
-    return sessions_.count(s.id) > 0;
+    return sessions_.count(id) > 0;
   }
   switch (kind) {
     case frame_kind::push_pull:
@@ -303,11 +304,15 @@ void link_hub::refuse(session& s, const std::string& why, const caf::error& tell
 }
 
 void link_hub::close(session& s) {
+  bool was_over = over_totals();
   unsent_total_ -= s.counted_unsent;
   pending_total_ -= s.counted_pending;
   loop_.forget(s.conn.fd());
   --open_;
-  sessions_.erase(s.id);  // closes the socket
+  auto id = s.id;  // a copy: erase must not read the key from the node it destroys
+  sessions_.erase(id);  // closes the socket
+  if (was_over && !over_totals())  // what this one held lets the others be read again
+    for (auto& [other_id, other] : sessions_) update(*other);
 }
 
 // --- the frame limit and the timer ------------------------------------------------------------
