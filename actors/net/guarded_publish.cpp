@@ -1,4 +1,5 @@
 #include "actors/net/guarded_publish.hpp"
+#include "actors/net/rate_limited_log.hpp"
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/io/basp/header.hpp>
@@ -144,7 +145,7 @@ caf::expected<uint16_t> publish_guarded(caf::actor_system& sys, caf::strong_acto
   auto fd = net::new_tcp_acceptor_impl(port, host.empty() ? nullptr : host.c_str(), true);
   if (!fd) return std::move(fd.error());
   caf::io::doorman_ptr doorman = caf::make_counted<guarded_doorman>(
-    *mx, *fd, std::make_shared<const refusal_handler>(std::move(on_refused)));
+    *mx, *fd, std::make_shared<const refusal_handler>(rate_limited(std::move(on_refused))));
   auto bound = doorman->port();
   // The BASP broker exists from the actor system's start on: looking it up only reads the
   // middleman's map of named brokers.

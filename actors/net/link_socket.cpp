@@ -61,9 +61,7 @@ std::string check_header(const frame_header& h) {
   return "unknown frame kind " + std::to_string(h.kind);
 }
 
-namespace {
-
-std::string peer_of(int fd) {
+std::string peer_address(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
@@ -82,6 +80,8 @@ std::string peer_of(int fd) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
+namespace {
+
 bool is_unix_socket(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
@@ -90,7 +90,7 @@ bool is_unix_socket(int fd) {
 
 } // namespace
 
-link_socket::link_socket(int fd) : fd_(fd), local_(is_unix_socket(fd)), peer_(peer_of(fd)) {}
+link_socket::link_socket(int fd) : fd_(fd), local_(is_unix_socket(fd)), peer_(peer_address(fd)) {}
 
 link_socket::~link_socket() { ::close(fd_); }
 

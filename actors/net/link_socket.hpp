@@ -116,6 +116,9 @@ private:
 using address_list = std::unique_ptr<addrinfo, void (*)(addrinfo*)>;
 address_list resolve_stream(const std::string& host, uint16_t port, bool passive, std::string& why);
 
+/// "ip:port" of the other end of a connected socket, "a local socket", or "?".
+std::string peer_address(int fd);
+
 /// Sets what every data connection uses: no Nagle delay, and the largest socket buffers the
 /// host allows (a 4 MiB payload then leaves in one go).
 void tune_link_socket(int fd);

@@ -5,8 +5,14 @@
 // request, the same reply buffer, as inside one process. A local socket moves a 4 MiB payload
 // in about half the time loopback TCP takes on the 2-core VM (1.07 vs 2.2 ms per 4 MiB round
 // trip of bare sockets).
+//
+// One event loop thread (event_loop.hpp) serves every connection, TCP and local: it accepts,
+// reads frames incrementally, hands complete requests to one event-based actor that asks the
+// shard, and writes the replies it posts back with non-blocking sendmsg. The process's thread
+// count does not grow with its connections, and link_limits.hpp bounds what clients may hold.
 #pragma once
 
+#include "actors/net/link_limits.hpp"
 #include "actors/net/link_socket.hpp"
 #include "actors/protocol/messages.hpp"
 
@@ -16,51 +22,55 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 namespace actorps {
+
+class event_loop;
+class link_hub;
 
 class shard_link_server {
 public:
   using log_fn = std::function<void(const std::string&)>;
 
   /// Binds and listens on host:port (0: a free port) and on a fresh local socket; serving
-  /// starts with serve().
-  static caf::expected<std::unique_ptr<shard_link_server>> listen(const std::string& host,
-                                                                  uint16_t port, log_fn log);
+  /// starts with serve(). Refusals and other repetitive lines reach `log` rate-limited.
+  static caf::expected<std::unique_ptr<shard_link_server>>
+  listen(const std::string& host, uint16_t port, log_fn log, link_limits limits = {});
 
   /// Where it listens (what the shard announces to clients).
   uint16_t port() const { return port_; }
   const std::string& local_name() const { return local_name_; }
 
-  /// Accepts connections (on a thread of its own) and serves each with a blocking actor of
-  /// `sys` that asks `shard`, whose index clients must name in their hello.
+  /// Starts the event loop thread, which accepts connections and serves each by asking `shard`,
+  /// whose index clients must name in their hello. Call once.
   void serve(caf::actor_system& sys, ps_shard_actor shard, int32_t shard_index);
 
-  /// Stops accepting and ends every connection; returns once the accepting thread has ended.
+  /// Stops accepting and ends every connection; returns once the loop thread has ended.
   ~shard_link_server();
 
-  /// Connections refused so far (bad hello, bad frame, wrong shard).
+  /// Connections refused so far (bad hello, bad or oversize frame, wrong shard, over the
+  /// connection limit, silent past the hello timeout).
   std::size_t refused() const;
+  /// Connections open now (hello pending or served).
+  std::size_t connections() const;
+  /// The largest request frame accepted now: link_limits::frame_limit_before_init until the
+  /// shard's size is known, then request_frame_limit().
+  std::size_t frame_limit() const;
 
 private:
-  shard_link_server(int fd, uint16_t port, int local_fd, std::string local_name, log_fn log);
-  void accept_loop(int fd, caf::actor_system& sys, ps_shard_actor shard, int32_t shard_index);
+  shard_link_server(int fd, uint16_t port, int local_fd, std::string local_name, log_fn log,
+                    link_limits limits);
 
   int fd_;
   uint16_t port_;
   int local_fd_;
   std::string local_name_;
   log_fn log_;
-  std::thread acceptor_, local_acceptor_;
-  mutable std::mutex mutex_;
-  bool stopping_ = false;
-  std::vector<std::weak_ptr<link_socket>> sessions_;
-  std::shared_ptr<std::atomic<std::size_t>> refused_ =
-    std::make_shared<std::atomic<std::size_t>>(0);
+  link_limits limits_;
+  std::shared_ptr<event_loop> loop_;  // shared with the shard asker, which posts replies to it
+  std::unique_ptr<link_hub> hub_;     // the loop's state: lives on its thread
+  caf::actor asker_;
 };
 
 } // namespace actorps

@@ -44,6 +44,7 @@ trap '[[ -n "$server" ]] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 # serve FLAGS...: starts a shard process and sets $server and $port once it listens (blocks on
 # its log until the line comes, at most 60 s, or the process ends).
 serve() {
+  rm -f "$tmp/serve.log"  # else tail may read the previous server's line before it is truncated
   "$bench" --serve "$@" 2>"$tmp/serve.log" &
   server=$!
   local line

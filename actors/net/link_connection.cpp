@@ -1,0 +1,121 @@
+#include "actors/net/link_connection.hpp"
+
+#include <caf/message.hpp>
+
+#include <algorithm>
+
+namespace actorps {
+
+link_connection::link_connection(std::unique_ptr<byte_stream> stream, std::string peer)
+  : stream_(std::move(stream)), peer_(std::move(peer)) {}
+
+link_connection::read_status link_connection::read_frame(std::size_t payload_limit,
+                                                         frame_header& header,
+                                                         wire_buffer& payload, std::string& why) {
+  using outcome = byte_stream::outcome;
+  auto status_of = [&](const byte_stream::result& r) {
+    if (r.what == outcome::would_block) {
+      read_wants_write_ = r.wait_for_write;
+      return read_status::blocked;
+    }
+    return r.what == outcome::closed ? read_status::closed : read_status::broken;
+  };
+  while (header_got_ < sizeof header_) {
+    auto r = stream_->read(reinterpret_cast<char*>(&header_) + header_got_,
+                           sizeof header_ - header_got_);
+    if (r.what != outcome::progress) return status_of(r);
+    header_got_ += r.bytes;
+    if (header_got_ == sizeof header_) {
+      why = check_header(header_);
+      if (!why.empty()) return read_status::bad_header;
+    }
+  }
+  if (header_.size > payload_limit) {
+    header = header_;
+    return read_status::too_large;
+  }
+  // A reply or failure is no request; the server refuses it by kind, its payload unread.
+  auto kind = static_cast<frame_kind>(header_.kind);
+  bool carries_buffer = kind == frame_kind::push_pull || kind == frame_kind::keyed_pull
+                        || kind == frame_kind::keyed_snapshot;
+  if (carries_buffer && header_.size > 0) {
+    if (!storage_) storage_ = wire_buffer::allocate(header_.size / sizeof(capnp::word));
+    while (payload_got_ < header_.size) {
+      auto r = stream_->read(reinterpret_cast<char*>(storage_.get()) + payload_got_,
+                             header_.size - payload_got_);
+      if (r.what != outcome::progress) return status_of(r);
+      payload_got_ += r.bytes;
+    }
+    payload = wire_buffer{std::move(storage_), header_.size / sizeof(capnp::word)};
+  } else {
+    payload = wire_buffer{};
+  }
+  header = header_;
+  header_got_ = 0;
+  payload_got_ = 0;
+  storage_.reset();
+  read_wants_write_ = false;
+  return read_status::frame;
+}
+
+void link_connection::queue(frame_kind kind, uint64_t id, const wire_buffer& payload) {
+  out_.push_back({make_header(kind, id, 0, 0, payload.size_bytes()), payload, {}});
+  unsent_bytes_ += sizeof(frame_header) + payload.size_bytes();
+}
+
+void link_connection::queue(const frame_header& h) {
+  out_.push_back({h, {}, {}});
+  unsent_bytes_ += sizeof(frame_header);
+}
+
+void link_connection::queue_failure(uint64_t id, const caf::error& err) {
+  std::string text;
+  const auto& context = err.context();
+  if (context.size() > 0 && context.match_element<std::string>(0))
+    text = context.get_as<std::string>(0);
+  if (text.size() > max_failure_text) text.resize(max_failure_text);
+  auto h = make_header(frame_kind::failure, id, err.code(),
+                       static_cast<int64_t>(static_cast<uint64_t>(err.category())), text.size());
+  unsent_bytes_ += sizeof h + text.size();
+  out_.push_back({h, {}, std::move(text)});
+}
+
+link_connection::write_status link_connection::flush() {
+  constexpr std::size_t max_parts = 64;  // 32 frames per sendmsg
+  while (!out_.empty()) {
+    iovec parts[max_parts];
+    int count = 0;
+    std::size_t skip = sent_;
+    for (auto& f : out_) {
+      if (count + 2 > static_cast<int>(max_parts)) break;
+      std::size_t sizes[2] = {sizeof f.header, static_cast<std::size_t>(f.header.size)};
+      const void* bases[2] = {&f.header, f.data()};
+      for (int i = 0; i < 2; ++i) {
+        if (skip >= sizes[i]) {
+          skip -= sizes[i];
+          continue;
+        }
+        parts[count++] = {const_cast<char*>(static_cast<const char*>(bases[i])) + skip,
+                          sizes[i] - skip};
+        skip = 0;
+      }
+    }
+    auto r = stream_->write(parts, count);
+    if (r.what == byte_stream::outcome::would_block) return write_status::blocked;
+    if (r.what != byte_stream::outcome::progress) return write_status::broken;
+    // Drops every frame the kernel took whole; keeps the offset into the first one it did not.
+    auto done = r.bytes;
+    unsent_bytes_ -= done;
+    done += sent_;
+    while (!out_.empty()) {
+      auto whole = sizeof(frame_header) + static_cast<std::size_t>(out_.front().header.size);
+      if (done < whole) break;
+      done -= whole;
+      out_.pop_front();
+    }
+    sent_ = done;
+  }
+  return write_status::done;
+}
+
+} // namespace actorps

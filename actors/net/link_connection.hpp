@@ -1,0 +1,77 @@
+// One data connection as the server's event loop sees it: frames read incrementally (the header,
+// then the payload straight into the wire_buffer the shard will use) and replies queued until
+// the socket takes them (a header and its payload gathered in one sendmsg, no copy). Knows
+// nothing of epoll or of the shard; the server decides what a frame means.
+#pragma once
+
+#include "actors/net/byte_stream.hpp"
+#include "actors/net/link_socket.hpp"
+
+#include <deque>
+#include <memory>
+#include <string>
+
+namespace actorps {
+
+class link_connection {
+public:
+  link_connection(std::unique_ptr<byte_stream> stream, std::string peer);
+
+  enum class read_status {
+    frame,      ///< a whole frame is in `header` / `payload`
+    blocked,    ///< no more bytes now
+    too_large,  ///< `header` is read and valid but its payload is over the limit given; calling
+                ///< again with a larger limit reads on
+    bad_header, ///< `why` says what is wrong; nothing more can be read from this connection
+    closed,     ///< the peer closed
+    broken,     ///< the connection failed
+  };
+
+  /// Reads on towards the next frame. Its payload (at most `payload_limit` bytes) is allocated
+  /// only once its header is read and checked; pages are touched only as its bytes arrive.
+  read_status read_frame(std::size_t payload_limit, frame_header& header, wire_buffer& payload,
+                         std::string& why);
+
+  /// Queues a frame (the payload is shared, not copied) and a failure frame (text copied).
+  void queue(frame_kind kind, uint64_t id, const wire_buffer& payload);
+  void queue(const frame_header& h);
+  void queue_failure(uint64_t id, const caf::error& err);
+
+  enum class write_status { done, blocked, broken };
+  /// Writes queued frames until done or the socket is full.
+  write_status flush();
+
+  std::size_t unsent_bytes() const { return unsent_bytes_; }
+  std::size_t unsent_frames() const { return out_.size(); }
+  /// Replies wait to be written, or the last read waits for writability (a TLS stream's
+  /// handshake or renegotiation): either way the loop watches for EPOLLOUT.
+  bool wants_write() const { return read_wants_write_ || !out_.empty(); }
+  bool read_wants_write() const { return read_wants_write_; }
+
+  int fd() const { return stream_->fd(); }
+  const std::string& peer() const { return peer_; }
+
+private:
+  struct outgoing {
+    frame_header header;
+    wire_buffer payload;  // a reply's bytes, shared with whoever else holds them
+    std::string text;     // a failure frame's context
+    const void* data() const { return text.empty() ? static_cast<const void*>(payload.bytes())
+                                                   : static_cast<const void*>(text.data()); }
+  };
+
+  std::unique_ptr<byte_stream> stream_;
+  std::string peer_;
+  // Reading: header_got_ of the header's 40 bytes, then payload_got_ of its payload.
+  frame_header header_{};
+  std::size_t header_got_ = 0;
+  std::shared_ptr<capnp::word[]> storage_;
+  std::size_t payload_got_ = 0;
+  // Writing: the front frame's first sent_ bytes (header, then payload) are gone.
+  std::deque<outgoing> out_;
+  std::size_t sent_ = 0;
+  std::size_t unsent_bytes_ = 0;
+  bool read_wants_write_ = false;
+};
+
+} // namespace actorps

@@ -1,0 +1,373 @@
+#include "actors/net/link_hub.hpp"
+
+#include "actors/protocol/errors.hpp"
+
+#include <caf/sec.hpp>
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace actorps {
+
+namespace {
+
+constexpr auto accept_retry_after = std::chrono::milliseconds(100);
+/// Frames read from one connection per readiness event, so that one busy client cannot keep the
+/// loop from the others (epoll is level-triggered: the rest is read on the next round).
+constexpr int frames_per_turn = 16;
+const std::string refusal_kind = "refused a data connection";
+
+int open_spare() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+} // namespace
+
+struct link_hub::session {
+  session(uint64_t i, std::unique_ptr<byte_stream> stream, std::string peer)
+    : id(i), conn(std::move(stream), std::move(peer)) {}
+  uint64_t id;
+  link_connection conn;
+  bool serving = false;       // the hello was answered
+  std::chrono::milliseconds timeout{1000};
+  std::size_t in_flight = 0;  // requests at the shard
+  bool parked = false;        // its next frame waits for the frame limit
+  bool waited = false;        // it did so once for this frame already
+  uint32_t events = 0;        // what the loop watches now
+  std::size_t counted_unsent = 0;  // its share of unsent_total_
+  std::size_t counted_pending = 0; // its share of pending_total_
+  std::size_t pending() const { return in_flight + conn.unsent_frames(); }
+};
+
+link_hub::link_hub(event_loop& loop, int tcp_fd, int local_fd, int32_t shard_index,
+                   link_limits limits, hooks h, std::function<void(const std::string&)> log)
+  : loop_(loop), tcp_fd_(tcp_fd), local_fd_(local_fd), spare_fd_(open_spare()),
+    shard_index_(shard_index), limits_(limits), hooks_(std::move(h)), log_(std::move(log)),
+    frame_limit_(limits.frame_limit_before_init) {}
+
+link_hub::~link_hub() {
+  // The loop has stopped: closing needs no more of it than the descriptors.
+  for (auto& [id, s] : sessions_) ::shutdown(s->conn.fd(), SHUT_RDWR);
+  sessions_.clear();
+  if (spare_fd_ >= 0) ::close(spare_fd_);
+}
+
+void link_hub::start() {
+  for (int fd : {tcp_fd_, local_fd_}) {
+    if (fd < 0) continue;
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    loop_.watch(fd, EPOLLIN, [this, fd](uint32_t events) { on_listener(fd, events); });
+  }
+}
+
+// --- accepting --------------------------------------------------------------------------------
+
+void link_hub::on_listener(int listener, uint32_t) {
+  for (int i = 0; i < 64; ++i) {
+    int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      admit(fd);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    auto why = std::string(std::strerror(errno));
+    if ((errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+      // (accept fails so before it looks at its queue: perhaps nothing is pending at all)
+      if (!shed_one(listener)) return;
+      ++refused_;
+      log_.write(refusal_kind, "refused a data connection: out of file descriptors (" + why + ")");
+      continue;
+    }
+    log_.write("paused accepting", "paused accepting data links for "
+                                     + std::to_string(accept_retry_after.count()) + " ms: " + why);
+    pause_accepting();
+    return;
+  }
+}
+
+/// Out of descriptors, a pending connection would stay in the backlog and wake the loop again
+/// and again; the spare descriptor, given up for a moment, lets it be accepted and closed at
+/// once, so that its client learns and the listener stays quiet. False: none was pending.
+bool link_hub::shed_one(int listener) {
+  ::close(spare_fd_);
+  int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  spare_fd_ = open_spare();
+  return fd >= 0;
+}
+
+void link_hub::pause_accepting() {
+  for (int fd : {tcp_fd_, local_fd_})
+    if (fd >= 0) loop_.change(fd, 0);
+  accept_retry_ = event_loop::clock::now() + accept_retry_after;
+  rearm();
+}
+
+void link_hub::admit(int fd) {
+  auto peer = peer_address(fd);
+  if (sessions_.size() >= limits_.max_connections) {
+    // Told why in a failure frame (best effort: it fits any socket buffer), then closed.
+    auto why = "over the limit of " + std::to_string(limits_.max_connections) + " connections";
+    auto text = "this shard serves at most " + std::to_string(limits_.max_connections)
+                + " data connections";
+    auto err = caf::make_error(caf::sec::cannot_connect_to_node);
+    auto h = make_header(frame_kind::failure, 0, err.code(),
+                         static_cast<int64_t>(static_cast<uint64_t>(err.category())), text.size());
+    // What it sent already (its hello) is read first: closing a socket with unread bytes resets
+    // the connection, and the client might lose the frame that tells it why.
+    char drain[4096];
+    [[maybe_unused]] auto got = ::recv(fd, drain, sizeof drain, MSG_DONTWAIT);
+    iovec parts[2] = {{&h, sizeof h}, {text.data(), text.size()}};
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = 2;
+    [[maybe_unused]] auto n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::close(fd);
+    ++refused_;
+    log_.write(refusal_kind, "refused a data connection from " + peer + ": " + why);
+    rearm();
+    return;
+  }
+  tune_link_socket(fd);
+  auto id = next_id_++;
+  auto s = std::make_unique<session>(id, hooks_.make_stream ? hooks_.make_stream(fd)
+                                                            : make_socket_stream(fd),
+                                     std::move(peer));
+  s->events = EPOLLIN;
+  loop_.watch(fd, EPOLLIN, [this, id](uint32_t events) { on_event(id, events); });
+  sessions_.emplace(id, std::move(s));
+  ++open_;
+  hello_deadlines_.emplace_back(event_loop::clock::now() + limits_.hello_timeout, id);
+  if (hello_deadlines_.size() == 1) rearm();
+}
+
+// --- one connection ---------------------------------------------------------------------------
+
+void link_hub::on_event(uint64_t id, uint32_t events) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  auto& s = *it->second;
+  if (events & EPOLLOUT) {
+    send_pending(s);
+    if (sessions_.count(id) == 0) return;
+  }
+  bool readable = events & (EPOLLIN | EPOLLHUP | EPOLLERR);
+  if ((events & EPOLLOUT) && s.conn.read_wants_write()) readable = true;
+  if (readable && may_read(s)) {
+    read_from(s);  // reads what the peer sent before it hung up
+    if (sessions_.count(id) == 0) return;
+  }
+  if (events & (EPOLLHUP | EPOLLERR)) return close(s);
+  update(s);
+}
+
+bool link_hub::may_read(const session& s) const {
+  if (s.parked) return false;
+  if (s.pending() >= limits_.max_requests_per_connection) return false;
+  if (s.conn.unsent_bytes() >= limits_.max_unsent_bytes) return false;
+  // One request each, whatever the totals: held pulls cannot wait for pushes that are never read.
+  if (s.pending() == 0) return true;
+  return !over_totals();
+}
+
+bool link_hub::over_totals() const {
+  return unsent_total_ >= limits_.total_unsent_bytes
+         || pending_total_ >= limits_.max_requests_total;
+}
+
+void link_hub::read_from(session& s) {
+  for (int n = 0; n < frames_per_turn && may_read(s); ++n) {
+    frame_header h;
+    wire_buffer payload;
+    std::string why;
+    auto limit = s.serving ? frame_limit_.load() : 0;
+    switch (s.conn.read_frame(limit, h, payload, why)) {
+      case link_connection::read_status::blocked:
+        return;
+      case link_connection::read_status::closed:
+      case link_connection::read_status::broken:
+        return close(s);
+      case link_connection::read_status::bad_header:
+        return refuse(s, why);
+      case link_connection::read_status::too_large:
+        if (!s.serving) return refuse(s, "the first frame is not a hello");
+        if (limit_state_ != limit_state::known && !s.waited) {
+          // The first frame over the bound before the shard's size is known waits for it.
+          s.parked = s.waited = true;
+          parked_.push_back(s.id);
+          if (limit_state_ == limit_state::unknown) {
+            limit_state_ = limit_state::learning;
+            hooks_.learn_limit();
+          }
+          return;
+        }
+        return refuse(s, "a frame of " + std::to_string(h.size) + " bytes, over this shard's limit of "
+                           + std::to_string(limit) + " bytes",
+                      make_error(errc::malformed_message,
+                                 "a frame of " + std::to_string(h.size)
+                                   + " bytes, over this shard's limit of " + std::to_string(limit)));
+      case link_connection::read_status::frame:
+        s.waited = false;
+        if (!handle(s, h, std::move(payload))) return;
+        break;
+    }
+  }
+}
+
+bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) {
+  auto kind = static_cast<frame_kind>(h.kind);
+  if (!s.serving) {
+    if (kind != frame_kind::hello) {
+      refuse(s, "the first frame is not a hello");
+      return false;
+    }
+    if (h.a != shard_index_) {
+      refuse(s, "it asked for shard " + std::to_string(h.a),
+             make_error(errc::wrong_shard, "this is shard " + std::to_string(shard_index_)
+                                             + ", not " + std::to_string(h.a)));
+      return false;
+    }
+    // The client's own request timeout bounds every request made for it (at least 1 s).
+    s.timeout = std::chrono::milliseconds(std::max<int64_t>(h.b, 1000));
+    s.serving = true;
+    s.conn.queue(make_header(frame_kind::reply));
+    auto id = s.id;  // send_pending may close the session, and `s` with it
+    send_pending(s);
+    return sessions_.count(id) > 0;
+  }
+  switch (kind) {
+    case frame_kind::push_pull:
+    case frame_kind::keyed_pull:
+    case frame_kind::keyed_snapshot:
+    case frame_kind::pull:
+    case frame_kind::snapshot:
+      ++s.in_flight;
+      ++s.counted_pending;  // counted at once: the next frame's may_read sees it
+      ++pending_total_;
+      hooks_.ask(link_request{s.id, h.id, kind, h.a, h.b, std::move(payload), s.timeout});
+      return true;
+    default:
+      refuse(s, "a frame of kind " + std::to_string(h.kind) + " where a request belongs");
+      return false;
+  }
+}
+
+void link_hub::answer(uint64_t connection, uint64_t id, const caf::expected<wire_buffer>& reply) {
+  auto it = sessions_.find(connection);
+  if (it == sessions_.end()) return;  // the client has gone: its answers with it
+  auto& s = *it->second;
+  --s.in_flight;
+  if (reply)
+    s.conn.queue(frame_kind::reply, id, *reply);
+  else
+    s.conn.queue_failure(id, reply.error());
+  send_pending(s);
+  if (sessions_.count(connection) > 0) update(s);
+}
+
+void link_hub::send_pending(session& s) {
+  if (s.conn.flush() == link_connection::write_status::broken) close(s);
+}
+
+/// Watches what the session can do now, and keeps the totals of unsent bytes and pending
+/// requests; when they fall back under their bounds, sessions held back are read again.
+void link_hub::update(session& s) {
+  bool was_over = over_totals();
+  unsent_total_ = unsent_total_ - s.counted_unsent + s.conn.unsent_bytes();
+  s.counted_unsent = s.conn.unsent_bytes();
+  pending_total_ = pending_total_ - s.counted_pending + s.pending();
+  s.counted_pending = s.pending();
+  uint32_t events = (may_read(s) ? EPOLLIN : 0u) | (s.conn.wants_write() ? EPOLLOUT : 0u);
+  if (events != s.events) {
+    loop_.change(s.conn.fd(), events);
+    s.events = events;
+  }
+  if (was_over && !over_totals())
+    for (auto& [id, other] : sessions_)
+      if (other.get() != &s) update(*other);
+}
+
+void link_hub::refuse(session& s, const std::string& why, const caf::error& tell) {
+  ++refused_;
+  log_.write(refusal_kind, "refused a data connection from " + s.conn.peer() + ": " + why);
+  if (tell) {
+    s.conn.queue_failure(0, tell);
+    s.conn.flush();  // best effort: a small frame, and the connection ends either way
+  }
+  close(s);
+  rearm();
+}
+
+void link_hub::close(session& s) {
+  bool was_over = over_totals();
+  unsent_total_ -= s.counted_unsent;
+  pending_total_ -= s.counted_pending;
+  loop_.forget(s.conn.fd());
+  --open_;
+  auto id = s.id;  // a copy: erase must not read the key from the node it destroys
+  sessions_.erase(id);  // closes the socket
+  if (was_over && !over_totals())  // what this one held lets the others be read again
+    for (auto& [other_id, other] : sessions_) update(*other);
+}
+
+// --- the frame limit and the timer ------------------------------------------------------------
+
+void link_hub::limit_learned(std::optional<std::size_t> limit) {
+  if (limit) {
+    frame_limit_ = *limit;
+    limit_state_ = limit_state::known;
+  } else {
+    limit_state_ = limit_state::unknown;  // the shard is not initialised: its frames are refused
+  }
+  auto parked = std::move(parked_);
+  parked_.clear();
+  for (auto id : parked) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) continue;
+    auto& s = *it->second;
+    s.parked = false;
+    read_from(s);
+    if (sessions_.count(id) > 0) update(s);
+  }
+}
+
+void link_hub::on_timer() {
+  auto now = event_loop::clock::now();
+  while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
+    auto id = hello_deadlines_.front().second;
+    hello_deadlines_.pop_front();
+    auto it = sessions_.find(id);
+    if (it != sessions_.end() && !it->second->serving)
+      refuse(*it->second, "no hello within " + std::to_string(limits_.hello_timeout.count()) + " ms");
+  }
+  if (accept_retry_ && *accept_retry_ <= now) {
+    accept_retry_.reset();
+    if (spare_fd_ < 0) spare_fd_ = open_spare();
+    for (int fd : {tcp_fd_, local_fd_})
+      if (fd >= 0) loop_.change(fd, EPOLLIN);
+  }
+  log_.flush();
+  armed_ = event_loop::clock::time_point::max();
+  rearm();
+}
+
+/// Sets the timer to the earliest of: the oldest pending hello's deadline, the retry of a paused
+/// accept, the end of a log window that held lines back.
+void link_hub::rearm() {
+  auto next = event_loop::clock::time_point::max();
+  // Deadlines of connections that since said hello or left are skipped when they come.
+  if (!hello_deadlines_.empty()) next = hello_deadlines_.front().first;
+  if (accept_retry_) next = std::min(next, *accept_retry_);
+  if (auto flush = log_.next_flush()) next = std::min(next, *flush);
+  if (next != armed_) {
+    loop_.wake_at(next);
+    armed_ = next;
+  }
+}
+
+} // namespace actorps

@@ -1,0 +1,48 @@
+// What one ps process's data link server lets its clients hold: connections, requests and reply
+// bytes per connection and in all, the size of a request frame. With these, memory the server
+// holds for its clients is bounded (R: the shard's largest reply, Q: its request frame limit):
+//   replies (at the shard or unsent) ≤ (max_requests_total + max_connections) × R
+//   request payloads being read      ≤ max_connections × Q (pages only as the bytes arrive)
+// The max_connections × R term is the one request every connection may always have, so that
+// held pulls never wait for pushes the server does not read.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace actorps {
+
+struct link_limits {
+  /// Open connections (a hello pending or served); the one over it gets a failure frame.
+  std::size_t max_connections = 512;
+  /// Requests of one connection at the shard or answered but unsent; the server stops reading a
+  /// connection at this many (a worker has one or two, the evaluator one).
+  std::size_t max_requests_per_connection = 16;
+  /// Reply bytes one connection has not taken yet; past it the server stops reading from it.
+  std::size_t max_unsent_bytes = std::size_t(64) << 20;
+  /// Reply bytes all connections together have not taken, and requests of all connections at
+  /// the shard or unsent; past either, only connections with nothing pending are read (one
+  /// request each), so clients that do not read their replies slow nobody down for good.
+  std::size_t total_unsent_bytes = std::size_t(256) << 20;
+  std::size_t max_requests_total = 128;
+  /// The largest request accepted until the shard's spec is known (before its init): a hello,
+  /// a pull, a small keyed request.
+  std::size_t frame_limit_before_init = std::size_t(64) << 10;
+  /// Added to the dense push size for a model with sparse tables: the spec bounds no key count,
+  /// so this documented figure does (a push of 64 MiB of keys and rows; Criteo-like batches
+  /// push a few MiB).
+  std::size_t sparse_request_allowance = std::size_t(64) << 20;
+  /// A connection that sends no hello within this is closed (a silent stranger keeps no slot).
+  std::chrono::milliseconds hello_timeout{10000};
+};
+
+/// The largest legitimate request to a shard whose dense snapshot (ShardParameters of all its
+/// blocks) is `dense_snapshot_bytes`: a push of every block of the shard is the same list of
+/// blocks plus a few header words, and a model with sparse tables adds the allowance.
+inline std::size_t request_frame_limit(std::size_t dense_snapshot_bytes, bool sparse_tables,
+                                       const link_limits& limits) {
+  constexpr std::size_t slack = 64 << 10;  // a push's own fields, a keyed pull of a dense model
+  return dense_snapshot_bytes + slack + (sparse_tables ? limits.sparse_request_allowance : 0);
+}
+
+} // namespace actorps
