@@ -26,6 +26,8 @@ const char* to_string(errc code) {
     case errc::run_interrupted: return "run_interrupted";
     case errc::peer_unreachable: return "peer_unreachable";
     case errc::checkpoint_superseded: return "checkpoint_superseded";
+    case errc::value_out_of_bounds: return "value_out_of_bounds";
+    case errc::outside_checkpoint_root: return "outside_checkpoint_root";
   }
   return "unknown_error";
 }

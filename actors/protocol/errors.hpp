@@ -31,6 +31,9 @@ enum class errc : uint8_t {
   run_interrupted,        ///< the chief stopped the run early (a signal); a restart goes on
   peer_unreachable,       ///< a task stayed unreachable (never joined, lost) past its timeout
   checkpoint_superseded,  ///< a checkpoint's snapshot was dropped for newer ones: one follows
+  value_out_of_bounds,    ///< a finite gradient beyond --max-gradient, or an init or checkpoint
+                          ///< parameter beyond --max-parameter (or not finite)
+  outside_checkpoint_root,  ///< a checkpoint asked into a directory outside the shard's root
 };
 
 const char* to_string(errc code);
