@@ -7,9 +7,15 @@
 
 namespace actorps {
 
+std::string value_text(float value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 std::string invalid_bound(float bound) {
   if (std::isfinite(bound) && bound > 0) return "";
-  return "must be positive and finite, got " + std::to_string(bound);
+  return "must be positive and finite, got " + value_text(bound);
 }
 
 float max_abs(const float* values, std::size_t n) {
@@ -37,12 +43,9 @@ std::optional<std::size_t> first_outside(const float* values, std::size_t n, flo
 std::string gradient_refusal(const float* values, std::size_t n, float bound,
                              const std::string& where) {
   auto at = first_outside(values, n, bound).value_or(0);
-  char text[64];
-  std::snprintf(text, sizeof text, "%g", n ? values[at] : 0.0f);
-  if (n && !std::isfinite(values[at])) return "gradient value " + std::string(text) + " of " + where;
-  char limit[32];
-  std::snprintf(limit, sizeof limit, "%g", bound);
-  return "gradient value " + std::string(text) + " of " + where + " is beyond the bound ±" + limit;
+  auto text = value_text(n ? values[at] : 0.0f);
+  if (n && !std::isfinite(values[at])) return "gradient value " + text + " of " + where;
+  return "gradient value " + text + " of " + where + " is beyond the bound ±" + value_text(bound);
 }
 
 } // namespace actorps

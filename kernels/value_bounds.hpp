@@ -24,6 +24,9 @@ struct value_bounds {
   float max_parameter = default_max_parameter;
 };
 
+/// A value as log lines print it: "%g" (3e+38, 1e+06, 0.5, nan).
+std::string value_text(float value);
+
 /// "" when `bound` can bound values (positive and finite), else why not.
 std::string invalid_bound(float bound);
 

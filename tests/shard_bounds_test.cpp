@@ -107,7 +107,7 @@ TEST_CASE("an update that would overflow a parameter is refused with every value
   }
 }
 
-TEST_CASE("a sparse row whose update would overflow keeps its values; a row of 3e38 is refused") {
+TEST_CASE("a sparse row whose update would overflow keeps its values, a row of 3e38 is refused") {
   auto spec = test::tiny_spec(consistency::async, 1);
   spec.shards = 2;
   sparse_table_spec table;

@@ -297,8 +297,8 @@ bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, f
                               g.block->size, bound)) {
       ++st.stats.updates_refused;
       st.update_log.line(st.who(), "refused " + what + ": block " + std::to_string(g.block->id)
-                                     + " would leave a parameter beyond "
-                                     + std::to_string(bound)
+                                     + " would leave a parameter beyond ±"
+                                     + value_text(bound)
                                      + " or a non-finite optimizer state; nothing changed");
       return false;
     }
@@ -315,8 +315,8 @@ void count_refused_rows(ps_shard_state& st, std::size_t rows, const std::string&
   if (rows == 0) return;
   st.stats.updates_refused += rows;
   st.update_log.line(st.who(), "refused " + std::to_string(rows) + " sparse row update(s) of "
-                                 + what + ": a value would leave "
-                                 + std::to_string(st.config.bounds.max_parameter)
+                                 + what + ": a value would leave ±"
+                                 + value_text(st.config.bounds.max_parameter)
                                  + " or its state would not be finite; those rows kept theirs");
 }
 
@@ -542,9 +542,9 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
                                          "init block " + std::to_string(v.id)));
     if (!all_within(v.values, v.count, st.config.bounds.max_parameter))
       return drop(st, "init", make_error(errc::value_out_of_bounds,
-                                         "init block " + std::to_string(v.id) + " holds a value "
-                                           "beyond "
-                                           + std::to_string(st.config.bounds.max_parameter)));
+                                         "init block " + std::to_string(v.id)
+                                           + " holds a value beyond ±"
+                                           + value_text(st.config.bounds.max_parameter)));
     std::memcpy(params.data() + b.shard_offset, v.values, v.count * sizeof(float));
   }
   optimizer_state opt;

@@ -72,11 +72,7 @@ std::string shard_inconsistency(const shard_checkpoint_view& shard, const run_ch
 std::string out_of_bounds(const shard_checkpoint_view& shard, const block_layout& layout,
                           int32_t shard_index, float max_parameter) {
   constexpr float any_finite = std::numeric_limits<float>::max();
-  auto value = [](float v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", v);
-    return std::string(text);
-  };
+  auto value = [](float v) { return value_text(v); };
   const auto& ids = layout.shard_blocks(shard_index);
   for (std::size_t i = 0; i < ids.size() && i < shard.blocks.size(); ++i) {
     const auto& b = layout.blocks()[ids[i]];
