@@ -26,11 +26,12 @@ void say_skipped(const loaded_checkpoint& ckpt) {
 }
 
 /// --resume [DIR]: the newest valid checkpoint there, which must be this run's.
-loaded_checkpoint named_checkpoint(const std::string& path, const run_identity& current) {
+loaded_checkpoint named_checkpoint(const std::string& path, const run_identity& current,
+                                   float max_parameter) {
   if (path.empty()) throw usage_error("--resume needs a directory (or --checkpoint-dir)");
   loaded_checkpoint ckpt;
   try {
-    ckpt = load_newest_checkpoint(path);
+    ckpt = load_newest_checkpoint(path, {}, max_parameter);
   } catch (const checkpoint_error& e) {
     throw usage_error(std::string("--resume: ") + e.what());
   }
@@ -41,13 +42,14 @@ loaded_checkpoint named_checkpoint(const std::string& path, const run_identity& 
 }
 
 /// --resume auto: the newest valid checkpoint of this run in --checkpoint-dir, if any.
-std::optional<loaded_checkpoint> own_checkpoint(const std::string& dir, const run_identity& current) {
+std::optional<loaded_checkpoint> own_checkpoint(const std::string& dir, const run_identity& current,
+                                                float max_parameter) {
   if (dir.empty()) throw usage_error("--resume auto needs --checkpoint-dir");
   try {
     auto ckpt = load_newest_checkpoint(dir, [&](const run_checkpoint& run) {
       auto why = identity_difference(run, current);
       return why.empty() ? why : "another run's: " + why;
-    });
+    }, max_parameter);
     say_skipped(ckpt);
     return ckpt;
   } catch (const checkpoint_error& e) {
@@ -143,9 +145,10 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
   std::optional<loaded_checkpoint> resume;
   const std::string flag = o.resume == "auto" ? "--resume auto" : "--resume";
   if (o.resume_given && o.resume == "auto")
-    resume = own_checkpoint(ck.dir, current);
+    resume = own_checkpoint(ck.dir, current, c.bounds.max_parameter);
   else if (o.resume_given)
-    resume = named_checkpoint(o.resume.empty() ? ck.dir : o.resume, current);
+    resume = named_checkpoint(o.resume.empty() ? ck.dir : o.resume, current,
+                              c.bounds.max_parameter);
   if (resume) {
     require_before_end(*resume, c.steps, flag);
     auto saved = run_of(*resume, flag);

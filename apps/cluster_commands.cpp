@@ -9,6 +9,7 @@
 #include "apps/log_level_flag.hpp"
 #include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
+#include "apps/value_bound_flags.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -25,6 +26,8 @@ namespace {
 
 struct cluster_flags {
   std::string cluster_file, task, bind;
+  std::string checkpoint_dir;  ///< a ps task's checkpoint root (`run`: the training flag's)
+  value_bounds bounds;         ///< a ps task's shard (`run`: the training flags')
   int data_port = 0;
   double connect_timeout = 60;
   int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
@@ -51,6 +54,16 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
   if (with_threads)
     desc.add_options()("threads", po::value(&f.threads)->default_value(f.threads),
                        "CAF scheduler threads (0: one per core)");
+}
+
+/// A ps task's own shard settings (`actorps ps`; `actorps run` has them as training flags).
+void add_shard_options(po::options_description& desc, cluster_flags& f) {
+  desc.add_options()
+    ("checkpoint-dir", po::value(&f.checkpoint_dir),
+     "a ps task writes checkpoint files only under this directory (the chief's --checkpoint-dir "
+     "or one above it); a request for any other is refused. Without it the task writes none "
+     "(use --checkpoint-writer chief)");
+  add_value_bound_options(desc, f.bounds);
 }
 
 /// TF_CONFIG from the environment, when it is set and not empty.
@@ -97,6 +110,8 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   opts.network.heartbeat = std::chrono::milliseconds(f.heartbeat_ms);
   opts.network.peer_timeout = std::chrono::milliseconds(f.peer_timeout_ms);
   opts.scheduler_threads = f.threads;
+  check_value_bounds(f.bounds);
+  opts.shard = {f.checkpoint_dir, f.bounds};
   return opts;
 }
 
@@ -198,6 +213,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
   desc.add_options()("help,h", "print this help");
   add_cluster_options(desc, cf, !chief_flags);
   if (chief_flags) add_training_options(desc, tf);
+  if (type == "ps") add_shard_options(desc, cf);
   std::string log_level = "info";  // the chief's (and `run`'s) is a training flag
   if (!chief_flags) add_log_level_option(desc, log_level);
   try {
@@ -224,6 +240,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
     po::notify(vm);
     note_given_flags(vm, tf);
     apply_log_level(chief_flags ? tf.log_level : log_level);
+    if (any_role) cf.checkpoint_dir = tf.checkpoint_dir, cf.bounds = tf.bounds;
     auto opts = resolve(type, cf);
     if (opts.task.type == "chief") return run_chief(opts, tf, vm);
     if (chief_flags) opts.scheduler_threads = tf.threads;  // `run`: --threads is the shared flag

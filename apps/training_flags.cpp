@@ -1,5 +1,6 @@
 #include "apps/training_flags.hpp"
 #include "apps/checkpoint_plan.hpp"
+#include "apps/value_bound_flags.hpp"
 #include "apps/log_level_flag.hpp"
 #include "actors/protocol/console.hpp"
 
@@ -203,6 +204,7 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("export-dir", po::value(&o.export_dir),
      "after a successful run, export the model to DIR/<version>/ (model.capnp, model.onnx, "
      "metadata.json; version = the largest existing + 1, never overwritten)");
+  add_value_bound_options(desc, o.bounds);
   add_log_level_option(desc, o.log_level);
 }
 
@@ -296,6 +298,7 @@ checked_flags check_training_flags(const training_flags& o) {
   require(o.threads >= 0, "threads", o.threads, "must be 0 or more");
   require(o.block_floats >= 1, "block-floats", o.block_floats, "must be at least 1");
   require(o.request_timeout > 0, "request-timeout", o.request_timeout, "must be positive");
+  check_value_bounds(o.bounds);
   checked_flags v;
   std::unique_ptr<model_plugin> model;
   try {
@@ -439,6 +442,7 @@ training_plan build_training_plan(const training_flags& o, const checked_flags& 
   plan.data = v.data;
   set_run_length(o, v.train_rows, c);
   c.max_replacements = o.max_replacements;
+  c.bounds = o.bounds;
   auto& ck = c.checkpoints;
   ck.dir = o.checkpoint_dir;
   ck.every = o.checkpoint_every;
@@ -521,6 +525,12 @@ int print_summary(const run_summary& s) {
                 static_cast<unsigned long long>(s.dropped_messages));
   if (s.final_test_auc >= 0 && s.evaluations > 0)
     std::printf("  final test auc %.4f, logloss %.4f\n", s.final_test_auc, s.final_test_loss);
+  if (s.gradients_refused + s.updates_refused + s.checkpoints_refused > 0)
+    std::printf("  refused: %llu pushes beyond --max-gradient, %llu updates beyond "
+                "--max-parameter, %llu checkpoints outside a shard's root\n",
+                static_cast<unsigned long long>(s.gradients_refused),
+                static_cast<unsigned long long>(s.updates_refused),
+                static_cast<unsigned long long>(s.checkpoints_refused));
   if (!s.shard_stats_list.empty() && !s.shard_stats_list.front().table_rows.empty()) {
     std::printf("  sparse rows per shard:");
     for (const auto& shard : s.shard_stats_list) {

@@ -3,6 +3,7 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/protocol/data_source.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -42,6 +43,7 @@ struct training_flags {
   std::string table_optimizer;     ///< "" keeps each sparse table's own
   double table_lr = 0;             ///< 0 keeps each sparse table's own
   int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
+  value_bounds bounds;             ///< --max-gradient, --max-parameter (apps/value_bound_flags.hpp)
 };
 
 /// Adds every training flag, with its default and help text, bound to `flags`.

@@ -2,6 +2,7 @@
 #include "kernels/optimizer.hpp"
 
 #include "kernels/math.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include <cstring>
 #include <stdexcept>
@@ -70,6 +71,59 @@ void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* pa
       return;
   }
   throw std::invalid_argument("apply_update: unknown optimizer kind");
+}
+
+bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,
+                          const float* param_in, const float* state_in, const float* grad,
+                          float* param_out, float* state_out, std::size_t n, float max_parameter) {
+  switch (cfg.kind) {
+    case optimizer_kind::sgd:
+      for (std::size_t i = 0; i < n; ++i) {
+        float p = param_in[i];
+        math::sgd_step(p, grad[i], lr);
+        param_out[i] = p;
+      }
+      break;
+    case optimizer_kind::momentum:
+      for (std::size_t i = 0; i < n; ++i) {
+        float p = param_in[i], v = state_in[i];
+        math::momentum_step(p, v, grad[i], lr, cfg.momentum);
+        param_out[i] = p;
+        state_out[i] = v;
+      }
+      break;
+    case optimizer_kind::adam: {
+      if (step < 1) {
+        throw std::invalid_argument("apply_update_checked: adam needs a 1-based step, got " +
+                                    std::to_string(step));
+      }
+      const float correction1 = math::adam_bias_correction(cfg.beta1, step);
+      const float correction2 = math::adam_bias_correction(cfg.beta2, step);
+      for (std::size_t i = 0; i < n; ++i) {
+        float p = param_in[i], m = state_in[i], v = state_in[n + i];
+        math::adam_step(p, m, v, grad[i], lr, cfg.beta1, cfg.beta2, cfg.epsilon, correction1,
+                        correction2);
+        param_out[i] = p;
+        state_out[i] = m;
+        state_out[n + i] = v;
+      }
+      break;
+    }
+    case optimizer_kind::adagrad:
+      for (std::size_t i = 0; i < n; ++i) {
+        float p = param_in[i], acc = state_in[i];
+        math::adagrad_step(p, acc, grad[i], lr, cfg.epsilon);
+        param_out[i] = p;
+        state_out[i] = acc;
+      }
+      break;
+    default:
+      throw std::invalid_argument("apply_update_checked: unknown optimizer kind");
+  }
+  // Checked after the loop, over outputs still in cache: the loops above stay the plain ones
+  // the compiler vectorises.
+  return all_within(param_out, n, max_parameter) &&
+         all_finite(state_out, optimizer_state_slots(cfg.kind) * n);
 }
 
 bool all_finite(const float* values, std::size_t n) {

@@ -40,6 +40,16 @@ bool all_finite(const float* values, std::size_t n);
 void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* param,
                   const float* grad, float* state, std::size_t n);
 
+/// One update like apply_update, out of place and checked: reads param_in and state_in, writes
+/// param_out and state_out (n and slots × n floats; each may alias its input or not, never the
+/// other arrays). Returns false when a new parameter would leave [−max_parameter, max_parameter]
+/// or a new state value would be NaN or infinite; the outputs are then garbage and the caller
+/// keeps its inputs, refusing the update. A shard applies into spare buffers and swaps them in
+/// only when every block of the update passed, so a refused update changes nothing.
+bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,
+                          const float* param_in, const float* state_in, const float* grad,
+                          float* param_out, float* state_out, std::size_t n, float max_parameter);
+
 /// The learning rate a run uses when none is given: 0.1 sgd, 0.05 momentum and adagrad, 0.001 adam.
 float default_learning_rate(optimizer_kind kind);
 

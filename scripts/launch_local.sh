@@ -56,10 +56,21 @@ json.dump({"cluster": cluster}, open(path, "w"), indent=1)
 PY
 [ -n "$keep_cluster" ] && cp "$dir/cluster.json" "$keep_cluster"
 
+# A ps task writes checkpoint files only under its own --checkpoint-dir: the chief's, if given.
+# The bounds on gradients and parameters (--max-gradient, --max-parameter) go along likewise.
+shard_flags=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[i]} in
+    --checkpoint-dir|--max-gradient|--max-parameter) shard_flags+=("${args[i]}" "${args[i+1]:-}") ;;
+    --checkpoint-dir=*|--max-gradient=*|--max-parameter=*) shard_flags+=("${args[i]}") ;;
+  esac
+done
 start() {  # start TYPE INDEX: a background task whose lines are prefixed with its name
-  local task="$1:$2"
+  local task="$1:$2" own=()
+  [ "$1" = ps ] && own=("${shard_flags[@]}")
   "$binary" "$1" --cluster "$dir/cluster.json" --task "$task" --connect-timeout "$connect_timeout" \
-    > >(sed -u "s/^/$task | /") 2>&1 &
+    "${own[@]}" > >(sed -u "s/^/$task | /") 2>&1 &
   pids+=($!)
 }
 for ((i = 0; i < ps; i++)); do start ps "$i"; done

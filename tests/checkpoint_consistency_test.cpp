@@ -104,6 +104,13 @@ void rewrite(const fs::path& dir, const std::function<void(run_checkpoint&)>& ed
 
 TEST_CASE("a checkpoint rewritten consistently is refused and the previous one used") {
   const int64_t lie = 1000000000000;  // 10^12
+  // A block's values with one set to `bad`, kept alive until the rewrite has encoded them.
+  std::vector<std::vector<float>> kept;
+  auto poisoned = [&](const block_view& b, float bad) {
+    kept.emplace_back(b.values, b.values + b.count);
+    kept.back()[b.count / 2] = bad;
+    return kept.back().data();
+  };
   struct lie_case {
     const char* what;
     std::function<void(run_checkpoint&)> run;
@@ -142,6 +149,16 @@ TEST_CASE("a checkpoint rewritten consistently is refused and the previous one u
     {"a shard updated in the future", same_run,
      [&](shard_checkpoint_view& v, train_spec&) { v.newest_clock = lie; }, -1,
      "its newest update is from clock 1000000000000"},
+    {"a parameter of 3e38", same_run,
+     [&](shard_checkpoint_view& v, train_spec&) {
+       v.blocks[1].values = poisoned(v.blocks[1], 3e38f);
+     },
+     -1, "shard-0.capnp: value_out_of_bounds: tensor dense0/kernel (block 2) holds 3e+38"},
+    {"a NaN parameter", same_run,
+     [&](shard_checkpoint_view& v, train_spec&) {
+       v.blocks.back().values = poisoned(v.blocks.back(), std::nanf(""));
+     },
+     -1, "holds nan, beyond the parameter bound"},
     {"nothing (the rewrite itself is faithful)", same_run, same_shard, -1, ""},
   };
   for (const auto& c : cases) {

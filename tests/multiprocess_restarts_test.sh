@@ -24,7 +24,9 @@ dir=$(mktemp -d /tmp/actorps-mpr.XXXXXX)
 net=(--heartbeat-ms 200 --peer-timeout-ms 10000 --connect-timeout 20)
 declare -A task_pid
 start() {  # start TASK: one task process in the background (again, after a kill)
-  "$bin" "${1%%:*}" --cluster "$dir/c.json" --task "$1" "${net[@]}" >> "$dir/$1.log" 2>&1 &
+  local own=()  # a ps task writes its checkpoint files only under its own --checkpoint-dir
+  [[ $1 == ps:* ]] && own=(--checkpoint-dir "$dir")
+  "$bin" "${1%%:*}" --cluster "$dir/c.json" --task "$1" "${net[@]}" "${own[@]}" >> "$dir/$1.log" 2>&1 &
   task_pid[$1]=$!; pids+=($!)
 }
 cluster "$dir/c.json"

@@ -55,8 +55,9 @@ struct shard_fixture : actor_fixture {
   ps_shard_actor shard;
   std::vector<float> initial;
 
-  explicit shard_fixture(train_spec s) : spec(std::move(s)), layout(spec) {
-    shard = spawn_ps_shard(*sys, 0);
+  explicit shard_fixture(train_spec s, shard_config config = {})
+    : spec(std::move(s)), layout(spec) {
+    shard = spawn_ps_shard(*sys, 0, std::move(config));
     initial.resize(layout.total_floats());
     for (std::size_t i = 0; i < initial.size(); ++i) initial[i] = float(i);
     std::vector<float> part(layout.shard_floats(0));

@@ -121,9 +121,14 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
     st.checkpoint_error = describe(err);
     // the shards write into the chief's directory: another host's filesystem lacks it
     const bool hint = st.cfg.remote && st.cfg.checkpoints.writer == checkpoint_writer::shards;
+    const bool rooted = err.category() == error_category
+                        && err.code() == static_cast<uint8_t>(errc::outside_checkpoint_root);
     log_line("chief", "checkpoint at clock " + std::to_string(clock) + " failed: " + describe(err)
                         + " (the previous one stays)"
-                        + (hint ? "; without a filesystem shared by the chief and every ps task, "
+                        + (hint && rooted ? "; give every ps task this --checkpoint-dir (actorps "
+                                            "run does), or"
+                                          : (hint ? ";" : ""))
+                        + (hint ? " without a filesystem shared by the chief and every ps task, "
                                   "use --checkpoint-writer chief"
                                 : ""));
     st.metrics->write(json_object().add("event", "checkpoint_failed").add("clock", clock)

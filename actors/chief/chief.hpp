@@ -16,6 +16,7 @@
 #include "actors/data/dataset.hpp"
 #include "actors/protocol/messages.hpp"
 #include "kernels/backend_factory.hpp"
+#include "kernels/value_bounds.hpp"
 #include "actors/chief/metrics.hpp"
 #include "actors/chief/role_id.hpp"
 
@@ -93,6 +94,9 @@ struct chief_config {
   checkpoint_config checkpoints;
   std::vector<planned_kill> kills;
   int max_replacements = 3;       ///< per role index; then the run goes on without it
+  /// The bounds of the shards this process spawns (simulate; kernels/value_bounds.hpp). A
+  /// distributed run's ps tasks take theirs from their own flags (deployment_options::shard).
+  value_bounds bounds;
   /// The summary's final snapshots carry every row of every sparse table with its key (what an
   /// export of the model needs); false: the dense values only.
   bool final_rows = false;

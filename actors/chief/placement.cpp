@@ -80,7 +80,8 @@ caf::error join_refused(const std::string& why) {
 
 void spawn_local_shard(self_ptr self, int32_t s) {
   auto& st = self->state;
-  st.shards[s] = spawn_ps_shard(self->system(), s);
+  // In one process the shards' checkpoint root is the run's checkpoint directory.
+  st.shards[s] = spawn_ps_shard(self->system(), s, {st.cfg.checkpoints.dir, st.cfg.bounds});
   self->monitor(st.shards[s]);
 }
 

@@ -1,6 +1,7 @@
 // The end of a run: every shard's statistics and final parameters, with the chief's own
 // counts and the final evaluation, make the summary that answers (run) and ends the metrics.
 #include "actors/chief/state.hpp"
+#include "kernels/value_bounds.hpp"
 
 namespace actorps::chief_detail {
 
@@ -36,7 +37,20 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   for (const auto& s : stats) {
     sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
     sum.dropped_messages += s.dropped;
+    sum.gradients_refused += s.gradients_refused;
+    sum.updates_refused += s.updates_refused;
+    sum.checkpoints_refused += s.checkpoints_refused;
+    sum.max_gradient = std::max(sum.max_gradient, s.max_gradient);
   }
+  // The largest final |parameter|, dense and the rows the snapshots carry: what --max-parameter's
+  // default is judged against (README, value bounds).
+  for (const auto& snap : snapshots)
+    if (auto view = decode_shard_parameters(snap)) {
+      for (const auto& b : view->blocks)
+        sum.max_parameter = std::max(sum.max_parameter, max_abs(b.values, b.count));
+      for (const auto& rows : view->sparse)
+        sum.max_parameter = std::max(sum.max_parameter, max_abs(rows.values, rows.value_count));
+    }
   sum.shard_stats_list = std::move(stats);
   sum.final_parameters = std::move(snapshots);
   return sum;
@@ -75,6 +89,11 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
                   .add("samples", sum.samples)
                   .add("wall_s", sum.wall_s)
                   .add("dropped_messages", sum.dropped_messages)
+                  .add("gradients_refused", sum.gradients_refused)
+                  .add("updates_refused", sum.updates_refused)
+                  .add("checkpoints_refused", sum.checkpoints_refused)
+                  .add("max_gradient", sum.max_gradient)
+                  .add("max_parameter", sum.max_parameter)
                   .add("failures", sum.failures)
                   .add("recoveries", sum.recoveries)
                   .add("checkpoints", sum.checkpoints)

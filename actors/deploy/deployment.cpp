@@ -186,7 +186,8 @@ struct hosted_shard {
 /// clients which port, remote_shard.hpp).
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
-                                       const std::string& bind = {}, uint16_t data_port = 0) {
+                                       const std::string& bind = {}, uint16_t data_port = 0,
+                                       shard_config shard_cfg = {}) {
   auto name = task_id{"ps", index}.text();
   auto host = listen_host(bind, cluster.address({"ps", index}));
   auto links = shard_link_server::listen(host, data_port,
@@ -194,7 +195,7 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
   if (!links) return links.error();
   if (data_port != 0)
     log_line(name, "data link on " + host_port{host, (*links)->port()}.text());
-  auto shard = spawn_ps_shard(sys, index);
+  auto shard = spawn_ps_shard(sys, index, std::move(shard_cfg));
   (*links)->serve(sys, shard, index);
   auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name(), finish_after});
   return hosted_shard{shard, task, std::move(*links)};
@@ -216,7 +217,7 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       log_line(opts.task.text(), e.what());
       return exit_code::usage;
     }
-    auto hosted = host_shard(sys, opts.cluster, index, 0, opts.bind, data_port);
+    auto hosted = host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.shard);
     if (!hosted) {
       log_line(opts.task.text(), describe(hosted.error()));
       return 2;

@@ -12,6 +12,7 @@
 #include "actors/chief/chief.hpp"
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/protocol/system_config.hpp"
+#include "actors/roles/ps_shard.hpp"
 
 #include <caf/expected.hpp>
 
@@ -32,6 +33,9 @@ struct deployment_options {
   int data_port = 0;
   network_settings network;
   int scheduler_threads = 0;
+  /// A ps task's shard: its checkpoint root (the task's own --checkpoint-dir) and value bounds,
+  /// from its own command line, never from a message.
+  shard_config shard;
 };
 
 /// Configures the actor system of a ps, worker or evaluator task: scheduler threads, the

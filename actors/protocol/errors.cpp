@@ -27,6 +27,8 @@ const char* to_string(errc code) {
     case errc::peer_unreachable: return "peer_unreachable";
     case errc::checkpoint_superseded: return "checkpoint_superseded";
     case errc::checkpoint_clock_passed: return "checkpoint_clock_passed";
+    case errc::value_out_of_bounds: return "value_out_of_bounds";
+    case errc::outside_checkpoint_root: return "outside_checkpoint_root";
   }
   return "unknown_error";
 }

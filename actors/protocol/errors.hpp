@@ -32,6 +32,9 @@ enum class errc : uint8_t {
   peer_unreachable,       ///< a task stayed unreachable (never joined, lost) past its timeout
   checkpoint_superseded,  ///< a checkpoint's snapshot was dropped for newer ones: one follows
   checkpoint_clock_passed,  ///< a clock off the schedule asked for after the shard passed it
+  value_out_of_bounds,    ///< a finite gradient beyond --max-gradient, or an init or checkpoint
+                          ///< parameter beyond --max-parameter (or not finite)
+  outside_checkpoint_root,  ///< a checkpoint asked into a directory outside the shard's root
 };
 
 const char* to_string(errc code);

@@ -99,13 +99,19 @@ struct shard_stats {
   int64_t min_clock = 0;
   std::vector<uint64_t> table_rows;  ///< rows of each sparse table on this shard (spec order)
   uint64_t table_bytes = 0;          ///< memory its sparse tables hold (sparse_table::memory_bytes)
+  uint64_t gradients_refused = 0;    ///< pushes dropped for a gradient value beyond the bound
+  uint64_t updates_refused = 0;      ///< dense updates and sparse row updates refused: a
+                                     ///< parameter would have left its bound (state unchanged)
+  uint64_t checkpoints_refused = 0;  ///< checkpoint requests outside the shard's root
+  float max_gradient = 0;            ///< the largest |gradient value| of any push accepted
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.updates, x.pushes, x.dropped,
            x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
-           x.table_bytes);
+           x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
+           x.max_gradient);
 }
 
 /// What a finished run returns to whoever started it.
@@ -126,6 +132,11 @@ struct run_summary {
   double final_test_auc = -1;    ///< binary models; -1: the model reports none
   int64_t max_staleness = 0;
   uint64_t dropped_messages = 0;
+  uint64_t gradients_refused = 0;    ///< over every shard: pushes beyond --max-gradient
+  uint64_t updates_refused = 0;      ///< updates and sparse rows beyond --max-parameter
+  uint64_t checkpoints_refused = 0;  ///< checkpoint requests outside a shard's root
+  float max_gradient = 0;            ///< the largest |gradient value| any shard accepted
+  float max_parameter = 0;           ///< the largest final |parameter| (the rows snapshotted)
   std::string backend;
   int32_t failures = 0;          ///< roles lost (killed, crashed, unreachable)
   int32_t recoveries = 0;        ///< losses the run recovered from (replaced, restored)
@@ -145,7 +156,9 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
   return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
            x.clocks, x.samples, x.wall_s, x.samples_per_s, x.evaluations, x.final_test_accuracy,
-           x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages, x.backend, x.failures,
+           x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages,
+           x.gradients_refused, x.updates_refused, x.checkpoints_refused, x.max_gradient,
+           x.max_parameter, x.backend, x.failures,
            x.recoveries, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
            x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters);
 }

@@ -3,6 +3,7 @@
 #include "actors/roles/clock_table.hpp"
 #include "actors/roles/shard_tables.hpp"
 #include "actors/storage/checkpoint_io.hpp"
+#include "actors/storage/checkpoint_root.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/protocol/log.hpp"
 #include "kernels/optimizer.hpp"
@@ -10,10 +11,13 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <memory>
 
@@ -58,6 +62,7 @@ struct sync_round {
 /// The optimizer's state for the shard's blocks.
 struct optimizer_state {
   std::vector<float> values;  // per block: slots × block size floats, at slots × shard_offset
+  std::vector<float> next;    // spare buffer of values' size: an update is written here first
   std::size_t slots = 0;
   // Updates applied so far (Adam's bias correction). One count serves every block: each update
   // of a shard touches all its blocks together (sync: a clock's mean; ssp, async: a whole push,
@@ -73,13 +78,35 @@ struct reply_cache {
   int64_t min_clock = -1;
 };
 
+/// Logs at most one line a second; the lines in between are counted and the next one says how
+/// many there were: a flood of bad pushes from a stranger must not flood the log.
+struct rate_limited_log {
+  std::chrono::steady_clock::time_point next_line{};
+  uint64_t suppressed = 0;
+
+  void line(const std::string& who, const std::string& text) {
+    auto now = std::chrono::steady_clock::now();
+    if (now < next_line) {
+      ++suppressed;
+      return;
+    }
+    log_line(who, text + (suppressed ? " (and " + std::to_string(suppressed)
+                                         + " more like it in the last second)"
+                                     : std::string()));
+    suppressed = 0;
+    next_line = now + std::chrono::seconds(1);
+  }
+};
+
 struct ps_shard_state {
   static inline const char* name = "ps_shard";
 
   int32_t shard = -1;
+  shard_config config;              // from the shard's own process, never from a message
   train_spec spec;
   std::unique_ptr<block_layout> layout;
   std::vector<float> params;        // the shard's blocks, contiguous in block-id order
+  std::vector<float> params_next;   // spare buffer of params' size: an update is written here first
   optimizer_state opt;
   shard_tables tables;              // the sparse rows whose buckets the spec places here
 
@@ -101,6 +128,7 @@ struct ps_shard_state {
   checkpoint_io_actor io;           // spawned on the first checkpoint
 
   shard_stats stats;
+  rate_limited_log gradient_log, update_log, root_log;  // the refusals of a bound or the root
   reply_cache cache;
   std::size_t init_digest = 0;      // of the init message installed (0: none, or restored)
 
@@ -222,6 +250,7 @@ caf::error validate(ps_shard_state& st, const push_view& push) {
                                              + std::to_string(ids.size()));
   std::fill(st.seen.begin(), st.seen.end(), 0);
   const auto& all = st.layout->blocks();
+  float push_largest = 0;
   for (const auto& b : push.blocks) {
     if (b.id >= all.size() || all[b.id].shard != st.shard)
       return make_error(errc::unknown_block, "block " + std::to_string(b.id));
@@ -232,22 +261,67 @@ caf::error validate(ps_shard_state& st, const push_view& push) {
     auto index = std::lower_bound(ids.begin(), ids.end(), b.id) - ids.begin();
     if (st.seen[index]++)
       return make_error(errc::missing_block, "block " + std::to_string(b.id) + " twice");
-    if (!all_finite(b.values, b.count))
-      return make_error(errc::non_finite_value, "block " + std::to_string(b.id));
+    auto largest = max_abs(b.values, b.count);
+    if (!(largest <= st.config.bounds.max_gradient))
+      return make_error(std::isfinite(largest) ? errc::value_out_of_bounds
+                                               : errc::non_finite_value,
+                        gradient_refusal(b.values, b.count, st.config.bounds.max_gradient,
+                                         "block " + std::to_string(b.id)));
+    push_largest = std::max(push_largest, largest);
   }
-  if (auto err = st.tables.validate(push.sparse, true)) return err;
+  if (auto err = st.tables.validate(push.sparse, true, st.config.bounds.max_gradient,
+                                    &push_largest))
+    return err;
+  st.stats.max_gradient = std::max(st.stats.max_gradient, push_largest);
   return st.tables.validate(push.pull_keys, false);
 }
 
-/// Starts one optimizer update of the whole shard: its step, and the count in the stats.
-void begin_update(ps_shard_state& st) {
-  ++st.opt.step;
+/// One block's gradient in an update of the whole shard.
+struct block_gradient {
+  const block_info* block;
+  const float* grad;
+};
+
+/// One optimizer update of every block of the shard (`grads` names each once) with rate `lr`,
+/// written into the spare buffers and swapped in only when every new parameter is within the
+/// bound and every new state value finite. Otherwise nothing changes, not even Adam's step:
+/// the update is counted in updates_refused, logged (rate-limited) and false returned.
+bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
+                 const std::string& what) {
+  const auto step = st.opt.step + 1;
+  const auto slots = st.opt.slots;
+  const auto bound = st.config.bounds.max_parameter;
+  st.params_next.resize(st.params.size());
+  st.opt.next.resize(st.opt.values.size());
+  for (const auto& g : grads) {
+    const auto at = g.block->shard_offset;
+    if (!apply_update_checked(st.spec.optimizer, lr, step, st.params.data() + at,
+                              st.opt.values.data() + slots * at, g.grad,
+                              st.params_next.data() + at, st.opt.next.data() + slots * at,
+                              g.block->size, bound)) {
+      ++st.stats.updates_refused;
+      st.update_log.line(st.who(), "refused " + what + ": block " + std::to_string(g.block->id)
+                                     + " would leave a parameter beyond ±"
+                                     + value_text(bound)
+                                     + " or a non-finite optimizer state; nothing changed");
+      return false;
+    }
+  }
+  std::swap(st.params, st.params_next);
+  std::swap(st.opt.values, st.opt.next);
+  st.opt.step = step;
   ++st.stats.updates;
+  return true;
 }
 
-void apply_block(ps_shard_state& st, const block_info& b, const float* grad, float lr) {
-  apply_update(st.spec.optimizer, lr, st.opt.step, st.params.data() + b.shard_offset, grad,
-               st.opt.values.data() + st.opt.slots * b.shard_offset, b.size);
+/// Counts and logs the sparse rows an update refused (each kept its values).
+void count_refused_rows(ps_shard_state& st, std::size_t rows, const std::string& what) {
+  if (rows == 0) return;
+  st.stats.updates_refused += rows;
+  st.update_log.line(st.who(), "refused " + std::to_string(rows) + " sparse row update(s) of "
+                                 + what + ": a value would leave ±"
+                                 + value_text(st.config.bounds.max_parameter)
+                                 + " or its state would not be finite; those rows kept theirs");
 }
 
 /// The configured rate at global clock `clock`, after the run's schedule.
@@ -267,11 +341,15 @@ void take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& push) 
     st.tables.keep(push.worker, buf, std::move(push.sparse));
     st.sync.pushed[push.worker] = true;
   } else {
-    begin_update(st);
     auto live = static_cast<float>(st.clocks.live_count());
     auto lr = rate_at(st, st.clocks.min()) / live;
-    for (const auto& b : push.blocks) apply_block(st, all[b.id], b.values, lr);
-    st.tables.apply(push.sparse, 1.0f / live);
+    std::vector<block_gradient> grads;
+    grads.reserve(push.blocks.size());
+    for (const auto& b : push.blocks) grads.push_back({&all[b.id], b.values});
+    auto what = "the push of worker " + std::to_string(push.worker) + " for clock "
+                + std::to_string(push.clock);
+    if (!apply_dense(st, grads, lr, what)) return;  // refused whole: its rows neither
+    count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live), what);
     st.newest_clock = std::max(st.newest_clock, push.clock);
   }
 }
@@ -300,13 +378,18 @@ void maybe_apply_sync(ps_shard_state& st) {
   }
   auto inv = 1.0f / static_cast<float>(pushers.size());
   for (auto& v : sum) v *= inv;
-  begin_update(st);
+  std::vector<block_gradient> grads;
   for (auto id : st.layout->shard_blocks(st.shard)) {
     const auto& b = st.layout->blocks()[id];
-    apply_block(st, b, sum.data() + b.shard_offset, rate_at(st, clock));
+    grads.push_back({&b, sum.data() + b.shard_offset});
   }
-  st.tables.apply_mean(pushers);
-  st.newest_clock = std::max(st.newest_clock, clock);
+  auto what = "the mean update of clock " + std::to_string(clock);
+  if (apply_dense(st, grads, rate_at(st, clock), what)) {
+    count_refused_rows(st, st.tables.apply_mean(pushers), what);
+    st.newest_clock = std::max(st.newest_clock, clock);
+  } else {
+    for (auto w : pushers) st.tables.forget(w);  // refused whole: the kept rows go with it
+  }
   std::fill(st.sync.pushed.begin(), st.sync.pushed.end(), false);
 }
 
@@ -403,6 +486,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.spec = spec;
   st.layout = std::move(layout);
   st.params = std::move(params);
+  st.params_next.clear();  // sized by the first update
   st.opt = std::move(opt);
   st.tables = std::move(tables);
   st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
@@ -468,9 +552,14 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto& b = (*layout)->blocks()[ids[i]];
     const auto& v = init->blocks[i];
-    if (v.id != b.id || v.count != b.size || !all_finite(v.values, v.count))
+    if (v.id != b.id || v.count != b.size)
       return drop(st, "init", make_error(errc::wrong_element_count,
                                          "init block " + std::to_string(v.id)));
+    if (!all_within(v.values, v.count, st.config.bounds.max_parameter))
+      return drop(st, "init", make_error(errc::value_out_of_bounds,
+                                         "init block " + std::to_string(v.id)
+                                           + " holds a value beyond ±"
+                                           + value_text(st.config.bounds.max_parameter)));
     std::memcpy(params.data() + b.shard_offset, v.values, v.count * sizeof(float));
   }
   optimizer_state opt;
@@ -478,7 +567,7 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   opt.values.assign(opt.slots * params.size(), 0.0f);
   st.stats = shard_stats{};
   st.stats.shard = st.shard;
-  shard_tables tables(init->spec, st.shard);
+  shard_tables tables(init->spec, st.shard, st.config.bounds.max_parameter);
   install(st, init->spec, std::move(*layout), std::move(params), std::move(opt), std::move(tables),
           0, -1, {}, make_error(errc::not_initialized, "shard re-initialised"));
   st.init_digest = digest;
@@ -492,7 +581,8 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
   if (!saved) return drop(st, "restore", saved.error());
   auto layout = layout_for(st, saved->spec);
   if (!layout) return drop(st, "restore", layout.error());
-  if (auto err = check_shard_checkpoint(*saved, **layout, st.shard))
+  if (auto err = check_shard_checkpoint(*saved, **layout, st.shard,
+                                        st.config.bounds.max_parameter))
     return drop(st, "restore", std::move(err));
   std::vector<float> params((*layout)->shard_floats(st.shard));
   optimizer_state opt;
@@ -506,7 +596,7 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
     std::memcpy(opt.values.data() + opt.slots * b.shard_offset, saved->state[i].values,
                 opt.slots * b.size * sizeof(float));
   }
-  shard_tables tables(saved->spec, st.shard);
+  shard_tables tables(saved->spec, st.shard, st.config.bounds.max_parameter);
   if (auto err = tables.import_rows(saved->sparse)) return drop(st, "restore", std::move(err));
   install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt),
           std::move(tables), saved->clock, saved->newest_clock, std::move(incarnations),
@@ -534,8 +624,17 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
   if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
   auto push = decode_push(buf);
   if (!push) return drop(st, "push", push.error());
-  if (auto err = validate(st, *push))
-    return drop(st, "push from worker " + std::to_string(push->worker), std::move(err));
+  if (auto err = validate(st, *push)) {
+    auto what = "push from worker " + std::to_string(push->worker);
+    if (err.category() != error_category
+        || (err.code() != static_cast<uint8_t>(errc::value_out_of_bounds)
+            && err.code() != static_cast<uint8_t>(errc::non_finite_value)))
+      return drop(st, what, std::move(err));
+    ++st.stats.dropped;  // refused like any invalid push, logged at most once a second
+    ++st.stats.gradients_refused;
+    st.gradient_log.line(st.who(), "dropped " + what + ": " + describe(err));
+    return err;
+  }
   auto keys = std::move(push->pull_keys);
   take_gradient(st, buf, *push);  // before finish: async's rate is the one at the old min clock
   ++st.stats.pushes;
@@ -655,8 +754,20 @@ void expect_checkpoint(ps_shard_state& st, int64_t clock) {
   if (!on_schedule(st.spec, clock)) st.asked_off_schedule.insert(clock);
 }
 
+/// The error to refuse a checkpoint into `dir` with when it lies outside the shard's root (its
+/// own process's --checkpoint-dir, never the request's), counted and logged; none when inside.
+caf::error refuse_outside_root(ps_shard_state& st, const std::string& dir) {
+  auto why = outside_checkpoint_root(st.config.checkpoint_root, dir);
+  if (why.empty()) return caf::none;
+  ++st.stats.checkpoints_refused;
+  ++st.stats.dropped;
+  st.root_log.line(st.who(), "refused a checkpoint into " + dir + ": " + why);
+  return make_error(errc::outside_checkpoint_root, why);
+}
+
 caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
   auto& st = self->state;
+  if (auto err = refuse_outside_root(st, dir)) return err;
   if (!st.initialized()) return make_error(errc::not_initialized);
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
   auto kept = st.snapshots.count(clock) > 0;
@@ -686,8 +797,9 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
   return promise;
 }
 
-ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
+ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_config cfg) {
   self->state.shard = shard;
+  self->state.config = std::move(cfg);
   self->state.stats.shard = shard;
   return {
     [=](init_atom, const wire_buffer& buf) { return on_init(self, buf); },
@@ -714,8 +826,12 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard) {
 
 } // namespace
 
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard) {
-  return sys.spawn(ps_shard, shard);
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, shard_config cfg) {
+  if (auto why = invalid_bound(cfg.bounds.max_gradient); !why.empty())
+    throw std::invalid_argument("max_gradient " + why);
+  if (auto why = invalid_bound(cfg.bounds.max_parameter); !why.empty())
+    throw std::invalid_argument("max_parameter " + why);
+  return sys.spawn(ps_shard, shard, std::move(cfg));
 }
 
 } // namespace actorps

@@ -16,16 +16,33 @@
 // set when a clock's mean is applied, not when its first push arrives).
 //
 // Every push is validated in full before it touches state; an invalid one is counted in
-// shard_stats::dropped, logged in one line and answered with an error.
+// shard_stats::dropped, logged in one line and answered with an error. A gradient value beyond
+// the shard's bound (value_bounds.hpp) makes the push invalid too (gradients_refused). An update
+// that would leave a parameter beyond its bound, or a non-finite optimizer state, is refused
+// with the state unchanged (updates_refused): dense blocks all or none, each sparse row alone.
+// Those refusals are logged at most once a second, with a count of the ones in between.
 #pragma once
 
 #include "actors/protocol/messages.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include <caf/actor_system.hpp>
 
+#include <string>
+
 namespace actorps {
 
+/// What a shard takes from its own process, never from a message: a stranger who can reach the
+/// shard cannot move these (deployment.hpp: every replica gets the same command line).
+struct shard_config {
+  /// The directory checkpoint files may go into, or one above it: a checkpoint request naming
+  /// a directory outside it (by `..` or a symlink too) is refused, counted and logged, nothing
+  /// written. "": this shard writes no checkpoint files (it still hands out their bytes).
+  std::string checkpoint_root;
+  value_bounds bounds;
+};
+
 /// Spawns an uninitialised shard with index `shard`; it serves once it has received init.
-ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard);
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, shard_config cfg = {});
 
 } // namespace actorps

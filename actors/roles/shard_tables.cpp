@@ -6,23 +6,26 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
 namespace actorps {
 
-shard_tables::shard_tables(const train_spec& spec, int32_t shard)
-  : buckets_(spec.bucket_shards), shard_(shard), seed_(spec.seed) {
+shard_tables::shard_tables(const train_spec& spec, int32_t shard, float max_parameter)
+  : buckets_(spec.bucket_shards), shard_(shard), seed_(spec.seed), max_parameter_(max_parameter) {
   const auto& specs = spec.model.sparse_tables;
   for (uint32_t t = 0; t < specs.size(); ++t) {
     tables_.emplace_back(specs[t].config, spec.seed, t);
+    tables_.back().set_max_parameter(max_parameter);
     dims_.push_back(specs[t].config.dim);
   }
   kept_.resize(static_cast<std::size_t>(spec.workers));
 }
 
-caf::error shard_tables::validate(const std::vector<sparse_rows_view>& parts,
-                                  bool with_rows) const {
+caf::error shard_tables::validate(const std::vector<sparse_rows_view>& parts, bool with_rows,
+                                  float max_gradient, float* largest) const {
+  float push_largest = 0;
   std::vector<bool> seen(tables_.size(), false);
   for (const auto& p : parts) {
     auto name = "table " + std::to_string(p.table);
@@ -46,14 +49,26 @@ caf::error shard_tables::validate(const std::vector<sparse_rows_view>& parts,
     if (auto at = find_duplicate(p.keys, p.key_count))
       return make_error(errc::duplicate_key,
                         name + ": key " + std::to_string(p.keys[*at]) + " twice");
-    if (!all_finite(p.values, p.value_count))
-      return make_error(errc::non_finite_value, name + ": a row");
+    auto part_largest = max_abs(p.values, p.value_count);
+    if (!(part_largest <= max_gradient)) {
+      auto at = first_outside(p.values, p.value_count, max_gradient).value_or(0);
+      return make_error(std::isfinite(part_largest) ? errc::value_out_of_bounds
+                                                    : errc::non_finite_value,
+                        gradient_refusal(p.values, p.value_count, max_gradient,
+                                         name + " key "
+                                           + std::to_string(p.keys[at / dims_[p.table]])));
+    }
+    push_largest = std::max(push_largest, part_largest);
   }
+  if (largest) *largest = std::max(*largest, push_largest);
   return caf::none;
 }
 
-void shard_tables::apply(const std::vector<sparse_rows_view>& parts, float lr_scale) {
-  for (const auto& p : parts) tables_[p.table].apply(p.keys, p.key_count, p.values, lr_scale);
+std::size_t shard_tables::apply(const std::vector<sparse_rows_view>& parts, float lr_scale) {
+  std::size_t refused = 0;
+  for (const auto& p : parts)
+    refused += tables_[p.table].apply(p.keys, p.key_count, p.values, lr_scale);
+  return refused;
 }
 
 void shard_tables::keep(int32_t worker, wire_buffer push, std::vector<sparse_rows_view> parts) {
@@ -62,8 +77,9 @@ void shard_tables::keep(int32_t worker, wire_buffer push, std::vector<sparse_row
 
 void shard_tables::forget(int32_t worker) { kept_[worker] = {}; }
 
-void shard_tables::apply_mean(const std::vector<int32_t>& pushers) {
-  if (pushers.empty()) return;
+std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers) {
+  std::size_t refused = 0;
+  if (pushers.empty()) return refused;
   auto inv = 1.0f / static_cast<float>(pushers.size());
   absl::flat_hash_map<uint64_t, uint32_t> index;
   std::vector<uint64_t> keys;
@@ -90,9 +106,10 @@ void shard_tables::apply_mean(const std::vector<int32_t>& pushers) {
       }
     }
     for (auto& v : sum) v *= inv;
-    tables_[t].apply(keys.data(), keys.size(), sum.data(), 1.0f);
+    refused += tables_[t].apply(keys.data(), keys.size(), sum.data(), 1.0f);
   }
   for (auto& k : kept_) k = {};
+  return refused;
 }
 
 std::vector<sparse_table_rows> shard_tables::export_rows() const {
@@ -119,6 +136,7 @@ caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved
   for (uint32_t t = 0; t < saved.size(); ++t) {
     try {
       fresh.emplace_back(tables_[t].config(), seed_, t);
+      fresh[t].set_max_parameter(max_parameter_);
       fresh[t].import_rows(saved[t]);
     } catch (const std::exception& e) {
       return make_error(errc::checkpoint_failed, "sparse table " + std::to_string(t) + ": "

@@ -27,28 +27,35 @@ namespace actorps {
 class shard_tables {
 public:
   shard_tables() = default;
-  /// Empty tables for spec.model.sparse_tables, on shard `shard` (spec's buckets placed).
-  shard_tables(const train_spec& spec, int32_t shard);
+  /// Empty tables for spec.model.sparse_tables, on shard `shard` (spec's buckets placed), whose
+  /// rows keep every value within max_parameter (a refused row update is counted, not applied).
+  shard_tables(const train_spec& spec, int32_t shard,
+               float max_parameter = default_max_parameter);
 
   std::size_t size() const { return tables_.size(); }
   /// Floats per row of each table.
   const std::vector<uint32_t>& dims() const { return dims_; }
 
   /// Checks a message's parts: a known table, each at most once, every key owned by this shard;
-  /// with_rows (a push): dim finite floats per key and no key twice; else (keys to read) no
-  /// values. Returns the error to drop the message with, or none.
-  caf::error validate(const std::vector<sparse_rows_view>& parts, bool with_rows) const;
+  /// with_rows (a push): dim floats per key, each within max_gradient (so finite), and no key
+  /// twice; else (keys to read) no values. Returns the error to drop the message with, or none.
+  /// `largest`, when given, is raised to the largest |gradient value| of a valid push.
+  caf::error validate(const std::vector<sparse_rows_view>& parts, bool with_rows,
+                      float max_gradient = default_max_gradient,
+                      float* largest = nullptr) const;
 
-  /// ssp, async: applies one valid push's rows at once with each table's rate × lr_scale.
-  void apply(const std::vector<sparse_rows_view>& parts, float lr_scale);
+  /// ssp, async: applies one valid push's rows at once with each table's rate × lr_scale;
+  /// returns the rows whose update was refused (it would have left the bound).
+  std::size_t apply(const std::vector<sparse_rows_view>& parts, float lr_scale);
 
   /// sync: keeps `worker`'s valid push for the clock; `push` holds the memory `parts` points to.
   void keep(int32_t worker, wire_buffer push, std::vector<sparse_rows_view> parts);
   /// sync: drops what `worker` pushed for the clock (it left).
   void forget(int32_t worker);
   /// sync: applies, with each table's rate, the mean over `pushers` (ascending worker ids) of
-  /// their kept rows, summed per key in that order; then forgets every kept push.
-  void apply_mean(const std::vector<int32_t>& pushers);
+  /// their kept rows, summed per key in that order; then forgets every kept push. Returns the
+  /// rows whose update was refused.
+  std::size_t apply_mean(const std::vector<int32_t>& pushers);
 
   /// Writes the current rows of keys[0, n) of `table` (values a missing key would start with).
   void read(uint32_t table, const uint64_t* keys, std::size_t n, float* out) const {
@@ -74,6 +81,7 @@ private:
   std::vector<uint16_t> buckets_;  // the spec's bucket → shard placement
   int32_t shard_ = 0;
   uint64_t seed_ = 0;
+  float max_parameter_ = default_max_parameter;
   std::vector<sparse_table> tables_;
   std::vector<uint32_t> dims_;
   std::vector<kept_push> kept_;  // sync: per worker

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
 namespace actorps {
 
@@ -64,6 +66,38 @@ std::string shard_inconsistency(const shard_checkpoint_view& shard, const run_ch
   if (shard.newest_clock < -1 || shard.newest_clock >= run.steps)
     return "its newest update is from clock " + n(shard.newest_clock) + ", outside the run's -1.."
            + n(run.steps - 1);
+  return "";
+}
+
+std::string out_of_bounds(const shard_checkpoint_view& shard, const block_layout& layout,
+                          int32_t shard_index, float max_parameter) {
+  constexpr float any_finite = std::numeric_limits<float>::max();
+  auto value = [](float v) { return value_text(v); };
+  const auto& ids = layout.shard_blocks(shard_index);
+  for (std::size_t i = 0; i < ids.size() && i < shard.blocks.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    const auto& tensor = layout.tensors()[b.tensor].name;
+    const auto& v = shard.blocks[i];
+    if (auto at = first_outside(v.values, v.count, max_parameter))
+      return "tensor " + tensor + " (block " + n(b.id) + ") holds " + value(v.values[*at])
+             + ", beyond the parameter bound " + value(max_parameter);
+    if (i < shard.state.size()) {
+      const auto& st = shard.state[i];
+      if (auto at = first_outside(st.values, st.count, any_finite))
+        return "tensor " + tensor + " (block " + n(b.id) + ") has optimizer state "
+               + value(st.values[*at]);
+    }
+  }
+  for (std::size_t t = 0; t < shard.sparse.size(); ++t) {
+    const auto& rows = shard.sparse[t];
+    auto name = t < shard.spec.model.sparse_tables.size() ? shard.spec.model.sparse_tables[t].name
+                                                          : "#" + n(int64_t(t));
+    if (auto at = first_outside(rows.values.data(), rows.values.size(), max_parameter))
+      return "sparse table " + name + " holds " + value(rows.values[*at])
+             + ", beyond the parameter bound " + value(max_parameter);
+    if (auto at = first_outside(rows.state.data(), rows.state.size(), any_finite))
+      return "sparse table " + name + " has optimizer state " + value(rows.state[*at]);
+  }
   return "";
 }
 

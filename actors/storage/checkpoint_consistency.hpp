@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/protocol/wire.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include <string>
 
@@ -19,5 +20,14 @@ std::string run_inconsistency(const run_checkpoint& run, int64_t dir_clock);
 /// What in a shard file disagrees with run.capnp ("" when nothing does): its length and
 /// checkpoint interval, its newest update within the run.
 std::string shard_inconsistency(const shard_checkpoint_view& shard, const run_checkpoint& run);
+
+/// What in a shard file lies beyond the bounds a shard keeps its state in ("" when nothing
+/// does): a parameter, dense or sparse, with |value| > max_parameter or not finite, or an
+/// optimizer state value that is not finite; names the tensor or table and the value. The
+/// blocks must already match `layout` (check_shard_checkpoint checks that first). A checkpoint
+/// with such values would restore a state no update could have made: resuming from one trained
+/// nothing (every gradient computed from it overflowed) instead of failing.
+std::string out_of_bounds(const shard_checkpoint_view& shard, const block_layout& layout,
+                          int32_t shard_index, float max_parameter);
 
 } // namespace actorps

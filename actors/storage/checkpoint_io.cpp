@@ -42,8 +42,8 @@ checkpoint_io_actor::behavior_type checkpoint_io(checkpoint_io_actor::pointer,
         return run.run_id == id ? "" : "another run's (run " + run.run_id + ")";
       };
       return guarded([&] {
-        return opts.run_id.empty() ? load_newest_checkpoint(path)
-                                   : load_newest_checkpoint(path, ours);
+        return opts.run_id.empty() ? load_newest_checkpoint(path, {}, opts.max_parameter)
+                                   : load_newest_checkpoint(path, ours, opts.max_parameter);
       });
     },
   };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "actors/protocol/messages.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -17,6 +18,7 @@ struct checkpoint_io_options {
                         ///< loading (a rollback) takes only this run's checkpoints
   int64_t fail_at = -1; ///< fault injection: committing the checkpoint at this clock fails as
                         ///< a full or read-only disk would (--kill disk@checkpoint=C)
+  float max_parameter = default_max_parameter;  ///< loading refuses a checkpoint beyond it
 };
 
 checkpoint_io_actor spawn_checkpoint_io(caf::actor_system& sys, checkpoint_io_options opts = {});

@@ -112,7 +112,7 @@ void prune(const fs::path& root, int keep, const std::string& run_id) {
 
 /// Checks one decoded shard file against the run's layout.
 void check_shard(const fs::path& file, const shard_checkpoint_view& view, const block_layout& layout,
-                 int32_t shard, int64_t clock, const run_checkpoint& run) {
+                 int32_t shard, int64_t clock, const run_checkpoint& run, float max_parameter) {
   if (view.shard != shard) fail(file, "holds shard " + std::to_string(view.shard));
   if (view.clock != clock)
     fail(file, "is from clock " + std::to_string(view.clock) + ", the manifest's is "
@@ -120,13 +120,14 @@ void check_shard(const fs::path& file, const shard_checkpoint_view& view, const 
   auto why = incompatibility(view.spec, run.spec);
   if (why.empty()) why = shard_inconsistency(view, run);
   if (!why.empty()) fail(file, "does not match run.capnp: " + why);
-  if (auto err = check_shard_checkpoint(view, layout, shard)) fail(file, describe(err));
+  if (auto err = check_shard_checkpoint(view, layout, shard, max_parameter))
+    fail(file, describe(err));
 }
 
 } // namespace
 
 caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block_layout& layout,
-                                  int32_t shard) {
+                                  int32_t shard, float max_parameter) {
   if (shard < 0 || shard >= layout.shards() || view.shard != shard)
     return make_error(errc::wrong_shard, "checkpoint of shard " + std::to_string(view.shard));
   const auto& ids = layout.shard_blocks(shard);
@@ -140,19 +141,13 @@ caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block
     const auto& s = view.state[i];
     if (v.id != b.id || s.id != b.id || v.count != b.size || s.count != slots * b.size)
       return make_error(errc::wrong_element_count, "checkpoint block " + std::to_string(v.id));
-    if (!all_finite(v.values, v.count) || !all_finite(s.values, s.count))
-      return make_error(errc::non_finite_value, "checkpoint block " + std::to_string(v.id));
   }
   if (view.sparse.size() != view.spec.model.sparse_tables.size())
     return make_error(errc::unknown_table, "checkpoint carries " + std::to_string(view.sparse.size())
                                              + " sparse tables, the spec "
                                              + std::to_string(view.spec.model.sparse_tables.size()));
-  for (std::size_t t = 0; t < view.sparse.size(); ++t) {
-    const auto& rows = view.sparse[t];
-    if (!all_finite(rows.values.data(), rows.values.size())
-        || !all_finite(rows.state.data(), rows.state.size()))
-      return make_error(errc::non_finite_value, "checkpoint sparse table " + std::to_string(t));
-  }
+  if (auto why = out_of_bounds(view, layout, shard, max_parameter); !why.empty())
+    return make_error(errc::value_out_of_bounds, why);
   return caf::none;
 }
 
@@ -270,7 +265,7 @@ void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_reco
   prune(dir.parent_path(), keep, decoded->run_id);
 }
 
-loaded_checkpoint load_checkpoint(const fs::path& dir) {
+loaded_checkpoint load_checkpoint(const fs::path& dir, float max_parameter) {
   auto manifest_path = dir / manifest_name;
   if (!fs::exists(manifest_path))
     fail(dir, "no " + std::string(manifest_name) + " (incomplete: the run stopped while writing it)");
@@ -331,13 +326,14 @@ loaded_checkpoint load_checkpoint(const fs::path& dir) {
     const auto& buf = find(name);
     auto view = decode_shard_checkpoint(buf);
     if (!view) fail(dir / name, describe(view.error()));
-    check_shard(dir / name, *view, layout, s, out.clock, *run);
+    check_shard(dir / name, *view, layout, s, out.clock, *run, max_parameter);
     out.shards.push_back(buf);
   }
   return out;
 }
 
-loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_filter& wanted) {
+loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_filter& wanted,
+                                         float max_parameter) {
   if (!fs::is_directory(path)) fail(path, "no such checkpoint directory");
   auto unwanted = [&](const loaded_checkpoint& ckpt) -> std::string {
     if (!wanted) return "";
@@ -345,14 +341,14 @@ loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_
     return run ? wanted(*run) : describe(run.error());
   };
   if (fs::exists(path / manifest_name) || is_checkpoint_name(path.filename().string())) {
-    auto loaded = load_checkpoint(path);
+    auto loaded = load_checkpoint(path, max_parameter);
     if (auto why = unwanted(loaded); !why.empty()) fail(path, why);
     return loaded;
   }
   std::vector<std::string> failed;
   for (const auto& [clock, dir] : checkpoint_dirs(path, true)) {
     try {
-      auto loaded = load_checkpoint(dir);
+      auto loaded = load_checkpoint(dir, max_parameter);
       if (auto why = unwanted(loaded); !why.empty()) fail(dir, why);
       loaded.skipped = std::move(failed);
       return loaded;

@@ -15,6 +15,7 @@
 
 #include "actors/protocol/checkpoint_types.hpp"
 #include "actors/protocol/wire.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -64,7 +65,9 @@ void commit_checkpoint(const std::filesystem::path& dir, int64_t clock,
 /// Verifies and decodes one checkpoint directory: checksums, then the content against itself
 /// and the directory's name (checkpoint_consistency.hpp); throws checkpoint_error saying what
 /// is wrong.
-loaded_checkpoint load_checkpoint(const std::filesystem::path& dir);
+/// Every parameter must lie within max_parameter (the resuming run's --max-parameter).
+loaded_checkpoint load_checkpoint(const std::filesystem::path& dir,
+                                  float max_parameter = default_max_parameter);
 
 /// Why a valid checkpoint is not wanted ("" when it is): e.g. another run's.
 using checkpoint_filter = std::function<std::string(const run_checkpoint&)>;
@@ -74,13 +77,15 @@ using checkpoint_filter = std::function<std::string(const run_checkpoint&)>;
 /// are listed in `skipped` with the reason. Throws checkpoint_error listing why each candidate
 /// failed when none qualifies.
 loaded_checkpoint load_newest_checkpoint(const std::filesystem::path& path,
-                                         const checkpoint_filter& wanted = {});
+                                         const checkpoint_filter& wanted = {},
+                                         float max_parameter = default_max_parameter);
 
 /// Checks a shard's checkpoint against the layout: shard `shard`'s blocks in id order, each
-/// with its size in values and slots × size in optimizer state, all finite. Shards run it on
-/// every restore; loading runs it on every file.
+/// with its size in values and slots × size in optimizer state, every parameter within
+/// max_parameter and every state value finite (checkpoint_consistency.hpp's out_of_bounds).
+/// Shards run it on every restore with their own bound; loading runs it on every file.
 caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block_layout& layout,
-                                  int32_t shard);
+                                  int32_t shard, float max_parameter = default_max_parameter);
 
 /// Why a checkpoint cannot continue the run `current` ("" when it can): the model, its cut into
 /// blocks and shards, the number of workers and the optimizer must be the same (the whole

@@ -148,17 +148,32 @@ void sparse_table::create_row(uint64_t key, uint32_t index) {
   if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
 }
 
-void sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
-  ref.touches = saturating_increment(ref.touches);
-  uint32_t step = 1;
-  if (cfg_.optimizer.kind == row_optimizer_kind::adam) {
-    step = steps_[ref.index] = saturating_increment(steps_[ref.index]);
-  }
-  float* values = row(ref.index);
-  apply_row_update(cfg_.optimizer, lr_scale, step, values, grad, values + cfg_.dim, cfg_.dim);
+void sparse_table::set_max_parameter(float bound) {
+  auto why = invalid_bound(bound);
+  require(why.empty(), "max_parameter " + why);
+  max_parameter_ = bound;
 }
 
-void sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale) {
+bool sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
+  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
+  const uint32_t step = adam ? saturating_increment(steps_[ref.index]) : 1;
+  float* values = row(ref.index);
+  // The row is in cache (find_block touched it): keeping a copy to put back costs little next
+  // to the lookup, and makes a refused update leave the row exactly as it was.
+  if (saved_row_.size() != stride_) saved_row_.resize(stride_);
+  std::memcpy(saved_row_.data(), values, std::size_t(stride_) * sizeof(float));
+  apply_row_update(cfg_.optimizer, lr_scale, step, values, grad, values + cfg_.dim, cfg_.dim);
+  if (!all_within(values, cfg_.dim, max_parameter_)
+      || !all_within(values + cfg_.dim, stride_ - cfg_.dim, std::numeric_limits<float>::max())) {
+    std::memcpy(values, saved_row_.data(), std::size_t(stride_) * sizeof(float));
+    return false;
+  }
+  ref.touches = saturating_increment(ref.touches);
+  if (adam) steps_[ref.index] = step;
+  return true;
+}
+
+bool sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale) {
   if (index_.size() == max_rows && !index_.contains(key)) {
     throw std::length_error("sparse_table: table " + std::to_string(table_) +
                             " already holds the most rows one table can (2^32 - 1)");
@@ -167,7 +182,7 @@ void sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale)
   auto counted = pending_.end();
   if (cfg_.admit_after > 1 && !index_.contains(key)) {
     counted = pending_.try_emplace(key, 0).first;
-    if (++counted->second < cfg_.admit_after) return;  // not admitted: gradient dropped
+    if (++counted->second < cfg_.admit_after) return true;  // not admitted: gradient dropped
     touches = counted->second - 1;
   }
   // Every allocation before the map changes, so a throw leaves no key without its row.
@@ -182,11 +197,11 @@ void sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale)
     create_row(key, index);
     if (counted != pending_.end()) pending_.erase(counted);
   }
-  update_row(slot->second, grad, lr_scale);
+  return update_row(slot->second, grad, lr_scale);
 }
 
-void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
-                         float lr_scale) {
+std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
+                                float lr_scale) {
   if (!(std::isfinite(lr_scale) && lr_scale >= 0)) {
     throw std::invalid_argument("sparse_table: lr_scale must be finite and >= 0, got " +
                                 std::to_string(lr_scale));
@@ -199,18 +214,20 @@ void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads
   // after another (a repeated key's occurrences are all missing or all found, and keep their
   // order).
   std::vector<std::size_t> missing;
+  std::size_t refused = 0;
   for (std::size_t start = 0; start < n; start += lookup_block) {
     const std::size_t count = std::min(lookup_block, n - start);
     find_block(keys + start, count, stride_, found);
     for (std::size_t j = 0; j < count; ++j) {
       if (found[j] != nullptr) {  // const only because find_block also serves read()
-        update_row(const_cast<row_ref&>(*found[j]), grads + (start + j) * dim, lr_scale);
+        if (!update_row(const_cast<row_ref&>(*found[j]), grads + (start + j) * dim, lr_scale))
+          ++refused;
       } else {
         missing.push_back(start + j);
       }
     }
   }
-  if (missing.empty()) return;
+  if (missing.empty()) return refused;
   // Room for every new row at once: a push of 10 M fresh keys would otherwise rehash the map
   // through a dozen doublings (half of its 1.4 s). With admission most may stay pending.
   if (cfg_.admit_after <= 1) {
@@ -221,9 +238,10 @@ void sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads
     for (std::size_t j = 0; j < count; ++j) index_.prefetch(keys[missing[start + j]]);
     for (std::size_t j = 0; j < count; ++j) {
       const std::size_t at = missing[start + j];
-      push_missing(keys[at], grads + at * dim, lr_scale);
+      if (!push_missing(keys[at], grads + at * dim, lr_scale)) ++refused;
     }
   }
+  return refused;
 }
 
 void sparse_table::find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "kernels/sparse/table_config.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include <absl/container/flat_hash_map.h>
 
@@ -79,14 +80,22 @@ public:
   /// (admit_after > 1). Never creates a row or counts a push.
   void read(const uint64_t* keys, std::size_t n, float* out) const;
 
+  /// The largest |value| a row may take (value_bounds.hpp; default default_max_parameter).
+  /// Throws std::invalid_argument for a bound that is not positive and finite.
+  void set_max_parameter(float bound);
+  float max_parameter() const { return max_parameter_; }
+
   /// Applies one push: grads holds n × dim floats, row i's gradient for keys[i]. Keys must be
   /// unique (check with find_duplicate; a repeated key is updated once per occurrence) and the
   /// gradients finite (the caller's all_finite). Creates missing rows subject to admission,
   /// counts the push on every key, then updates each row with learning rate
-  /// cfg.optimizer.learning_rate × lr_scale. Throws std::invalid_argument for a negative or
+  /// cfg.optimizer.learning_rate × lr_scale. A row whose update would leave a value beyond
+  /// max_parameter() or a non-finite state keeps its values, state, step and touch count (a
+  /// new row: its initial ones); returns how many rows were refused so. Rows are independent
+  /// parameters: the push's other rows apply. Throws std::invalid_argument for a negative or
   /// non-finite lr_scale (nothing changed); std::length_error past 2^32 − 1 rows and
   /// std::bad_alloc leave the push partly applied (every row whole, every key counted once).
-  void apply(const uint64_t* keys, std::size_t n, const float* grads, float lr_scale);
+  std::size_t apply(const uint64_t* keys, std::size_t n, const float* grads, float lr_scale);
 
   /// The whole table, keys ascending.
   sparse_table_rows export_rows() const;
@@ -117,10 +126,12 @@ private:
   void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
                   const row_ref** found) const;
   void touch_row(uint32_t index, uint32_t floats) const;
-  /// One push of a key that has a row: touch count, Adam's step, the optimizer.
-  void update_row(row_ref& ref, const float* grad, float lr_scale);
-  /// One push of a key that had no row at lookup: admission, creation, then update_row.
-  void push_missing(uint64_t key, const float* grad, float lr_scale);
+  /// One push of a key that has a row: touch count, Adam's step, the optimizer; false (and the
+  /// row as it was) when the result would leave the bounds.
+  bool update_row(row_ref& ref, const float* grad, float lr_scale);
+  /// One push of a key that had no row at lookup: admission, creation, then update_row; false
+  /// when update_row refused.
+  bool push_missing(uint64_t key, const float* grad, float lr_scale);
   /// Makes room for row `index` (a new page when the last one is full).
   void ensure_page_for(uint32_t index);
   /// Writes `key`'s initial values and state into row `index` (whose page exists).
@@ -136,6 +147,8 @@ private:
   std::vector<std::unique_ptr<float[]>> pages_;
   std::vector<uint32_t> steps_;                     ///< Adam only, by row index
   absl::flat_hash_map<uint64_t, uint32_t> pending_; ///< key → pushes so far (admission)
+  float max_parameter_ = default_max_parameter;
+  std::vector<float> saved_row_;                    ///< stride_ floats: a row before its update
 };
 
 } // namespace actorps

@@ -1,0 +1,19 @@
+// --max-gradient and --max-parameter, on every command that runs shards (simulate, chief, ps,
+// run): the magnitudes a shard lets into its state (kernels/value_bounds.hpp). A ps task takes
+// them from its own command line, never from the chief: give every replica the same ones.
+#pragma once
+
+#include "kernels/value_bounds.hpp"
+
+#include <boost/program_options.hpp>
+
+namespace actorps {
+
+/// Adds both flags, with their defaults, bound to `bounds`.
+void add_value_bound_options(boost::program_options::options_description& desc,
+                             value_bounds& bounds);
+
+/// Throws usage_error naming the flag when a bound is not positive and finite.
+void check_value_bounds(const value_bounds& bounds);
+
+} // namespace actorps

@@ -1,0 +1,49 @@
+// The magnitudes a shard lets into its state: a bound on every pushed gradient value and on
+// every parameter value, so that one crafted or diverged push cannot wreck a run.
+//
+// A float is within a bound when |x| <= bound; NaN and ±inf never are. Bounds are finite and
+// positive (valid_bound), so "within" implies "finite". The defaults sit far above anything a
+// sane run reaches (README, "Value bounds": the largest gradient and parameter measured in the
+// default fashion-mnist, criteo dlrm and lr runs) and far below what overflows the optimizers'
+// arithmetic (g² of a gradient at the bound is 1e12, well inside float).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace actorps {
+
+/// The largest |gradient value| a shard applies by default.
+inline constexpr float default_max_gradient = 1e6f;
+/// The largest |parameter value| a shard keeps by default, dense and sparse, restored too.
+inline constexpr float default_max_parameter = 1e6f;
+
+struct value_bounds {
+  float max_gradient = default_max_gradient;
+  float max_parameter = default_max_parameter;
+};
+
+/// A value as log lines print it: "%g" (3e+38, 1e+06, 0.5, nan).
+std::string value_text(float value);
+
+/// "" when `bound` can bound values (positive and finite), else why not.
+std::string invalid_bound(float bound);
+
+/// The largest |x| of the n values (0 for none): inf when one is infinite, NaN when one is NaN.
+float max_abs(const float* values, std::size_t n);
+
+/// True when every one of the n values has |x| <= bound (so none is NaN or infinite).
+inline bool all_within(const float* values, std::size_t n, float bound) {
+  return max_abs(values, n) <= bound;  // false for NaN
+}
+
+/// The index of the first of the n values outside the bound, or nullopt: for error messages.
+std::optional<std::size_t> first_outside(const float* values, std::size_t n, float bound);
+
+/// "gradient value 3e+38 of block 4 is beyond the bound 1e+06" or "... is not finite": why a
+/// gradient (values, n) whose max_abs exceeded `bound` is refused; `where` names its part.
+std::string gradient_refusal(const float* values, std::size_t n, float bound,
+                             const std::string& where);
+
+} // namespace actorps
