@@ -2,6 +2,7 @@
 
 #include "actors/net/connect.hpp"
 #include "actors/net/guarded_publish.hpp"
+#include "actors/net/tls_config.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/net/shard_link_server.hpp"
@@ -171,6 +172,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
 
 void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts) {
   configure_system(cfg, opts.scheduler_threads, opts.network);
+  configure_tls(cfg, opts.tls);
 }
 
 namespace {
@@ -181,13 +183,24 @@ struct hosted_shard {
   std::unique_ptr<shard_link_server> links;  // listens as long as this lives
 };
 
+/// Says what TLS does not cover yet, once, when it is on: the data link.
+void note_plain_data_link(const std::string& name, const tls_files& tls) {
+  if (!tls.enabled()) return;
+  log_line(log_level::warn, name,
+           "TLS covers the CAF connections only: the data link (pulls, pushes, snapshots) is "
+           "still plain TCP, neither encrypted nor authenticated");
+}
+
 /// Spawns shard `index` and its ps task, with the data link listening on `data_port` (0: one
 /// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
-/// clients which port, remote_shard.hpp).
+/// clients which port, remote_shard.hpp). `tls`: the task's TLS files, for the data link once
+/// it speaks TLS (not yet: it listens in plain TCP, and says so).
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
-                                       const std::string& bind = {}, uint16_t data_port = 0) {
+                                       const std::string& bind = {}, uint16_t data_port = 0,
+                                       const tls_files& tls = {}) {
   auto name = task_id{"ps", index}.text();
+  note_plain_data_link(name, tls);
   auto host = listen_host(bind, cluster.address({"ps", index}));
   auto links = shard_link_server::listen(host, data_port,
                                          [name](const std::string& line) { log_line(name, line); });
@@ -204,6 +217,7 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
 
 int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
+  if (!opts.tls.enabled()) warn_unauthenticated(opts.task.text());
   if (auto why = await_own_name(opts); !why.empty()) {
     log_line(opts.task.text(), why + "; exiting " + std::to_string(exit_code::retryable));
     return exit_code::retryable;
@@ -216,7 +230,7 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       log_line(opts.task.text(), e.what());
       return exit_code::usage;
     }
-    auto hosted = host_shard(sys, opts.cluster, index, 0, opts.bind, data_port);
+    auto hosted = host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.tls);
     if (!hosted) {
       log_line(opts.task.text(), describe(hosted.error()));
       return 2;
@@ -226,7 +240,7 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
     });
   }
-  auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout});
+  auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout, opts.tls});
   return serve(sys, opts, node, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
     return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
   });
@@ -257,8 +271,9 @@ int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster,
 
 caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg,
                                           const std::function<void(stop_request)>& on_start) {
+  if (!opts.tls.enabled()) warn_unauthenticated("chief");
   caf::actor_system_config sys_cfg;
-  configure_system(sys_cfg, opts.scheduler_threads, opts.network);
+  configure_task_system(sys_cfg, opts);
   caf::actor_system sys{sys_cfg};
   if (auto why = await_own_name(opts); !why.empty())
     return make_error(errc::peer_unreachable, why);

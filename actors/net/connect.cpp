@@ -4,6 +4,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include <algorithm>
 
@@ -33,7 +34,11 @@ caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port ad
   };
   auto attempt = [=] {
     ++self->state.attempts;
-    auto mm = self->system().middleman().actor_handle();
+    // Over TLS when the system has CAF's OpenSSL module (tls_config.hpp): its middleman actor
+    // hands the BASP broker a TLS connection that verifies the peer against the cluster's CA.
+    auto& sys = self->system();
+    auto mm = sys.has_openssl_manager() ? sys.openssl_manager().actor_handle()
+                                        : sys.middleman().actor_handle();
     self->request(mm, std::chrono::seconds(10), caf::connect_atom::value, addr.host, addr.port)
       .then(
         [=](const caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& ifs) {

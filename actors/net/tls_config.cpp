@@ -1,0 +1,34 @@
+#include "actors/net/tls_config.hpp"
+
+#include "actors/protocol/log.hpp"
+
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+
+#include <atomic>
+
+namespace actorps {
+
+void configure_tls(caf::actor_system_config& cfg, const tls_files& files) {
+  if (!files.enabled()) return;
+  cfg.load<caf::openssl::manager>();
+  // Setting any of these makes every session of the module demand and verify the peer's
+  // certificate, on both ends (tls_scribe.hpp).
+  cfg.openssl_certificate = files.cert;
+  cfg.openssl_key = files.key;
+  cfg.openssl_cafile = files.ca;
+  // Off by default in CAF 0.17; when on, the BASP broker dials peers over plain TCP.
+  cfg.set("middleman.enable-automatic-connections", false);
+}
+
+void warn_unauthenticated(const std::string& who) {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  log_line(log_level::warn, who,
+           "NO TLS: this cluster is unauthenticated and unencrypted; anyone who can reach its "
+           "ports can control the run (join as a task, read or replace the parameters, write "
+           "checkpoints). Give every task --tls-cert, --tls-key and --tls-ca "
+           "(scripts/make_certs.sh)");
+}
+
+} // namespace actorps
