@@ -33,17 +33,27 @@ net::rw_state tls_policy::watch(net::rw_state state, size_t moved) {
   return state;
 }
 
+// CAF 0.17.6's session leaves `result` as it was when the handshake is still going on or has
+// failed, and the stream passes an uninitialised count for writes: it then added garbage to the
+// bytes written and dropped what it had to send (a BASP handshake sent while SSL_accept was
+// still waiting, seen in tests). Zero it first.
 net::rw_state tls_policy::read_some(size_t& result, net::native_socket fd, void* buf,
                                     size_t len) {
   // The session leaves OpenSSL's (per-thread) error queue as it is: what is in it now is ours.
   if (!established_) ERR_clear_error();
-  return watch(session_->read_some(result, fd, buf, len), result);
+  result = 0;
+  auto state = session_->read_some(result, fd, buf, len);
+  if (state != net::rw_state::success) result = 0;
+  return watch(state, result);
 }
 
 net::rw_state tls_policy::write_some(size_t& result, net::native_socket fd, const void* buf,
                                      size_t len) {
   if (!established_) ERR_clear_error();
-  return watch(session_->write_some(result, fd, buf, len), result);
+  result = 0;
+  auto state = session_->write_some(result, fd, buf, len);
+  if (state != net::rw_state::success) result = 0;
+  return watch(state, result);
 }
 
 bool tls_policy::must_read_more(net::native_socket fd, size_t threshold) {
