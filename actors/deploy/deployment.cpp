@@ -2,6 +2,7 @@
 
 #include "actors/net/connect.hpp"
 #include "actors/net/guarded_publish.hpp"
+#include "actors/net/refusal_log.hpp"
 #include "actors/net/tls_config.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/roles/ps_shard.hpp"
@@ -55,17 +56,18 @@ std::string listen_host(const std::string& bind, const host_port& addr) {
 }
 
 /// Publishes `handle` on the task's own address (its port, on --bind's address when given); the
-/// error names the address. A connection CAF refuses there (a stranger, a malformed handshake)
-/// is logged under the task's name.
+/// error names the address. A connection refused there (a stranger, a failed TLS handshake, a
+/// malformed BASP handshake) is logged under the task's name, at most 10 lines per 10 s.
 template <class Handle>
 caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr,
                                    const std::string& task, const std::string& bind = {}) {
   // SO_REUSEADDR: a restarted task may bind while the last run's sockets are in TIME_WAIT;
   // a port another process listens on is still refused.
   auto host = listen_host(bind, addr);
+  auto refusals = std::make_shared<refusal_log>(task);
   auto port = publish_guarded(sys, handle, host, addr.port,
-                              [task](const std::string& peer, const std::string& why) {
-                                log_line(task, "refused a connection from " + peer + ": " + why);
+                              [refusals](const std::string& peer, const std::string& why) {
+                                refusals->refused(peer, why);
                               });
   if (!port)
     return caf::make_error(caf::sec::cannot_open_port,
