@@ -2,6 +2,8 @@
 # Mutual TLS on a cluster of processes on 127.0.0.1 (scripts/launch_local.sh --tls).
 #   accuracy: a sync run with TLS trains to exactly the final accuracy of the same run without,
 #             and only the run without TLS warns that the cluster is unauthenticated;
+#   flags: --tls-cert, --tls-key and --tls-ca are all three or none, and each file is checked at
+#             start: exit 2 naming the flag and the file, before anything listens;
 #   no-cert | self-signed | other-ca: while a TLS cluster trains, an intruder dials the chief's
 #             and ps:0's CAF ports (openssl s_client with no certificate; with a self-signed one;
 #             an actorps worker with a whole set of another CA's files): each attempt is refused,
@@ -10,12 +12,39 @@
 # usage: tests/tls_cluster_test.sh PART [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-part=${1:?usage: tls_cluster_test.sh accuracy|no-cert|self-signed|other-ca [actorps]}
+part=${1:?usage: tls_cluster_test.sh flags|accuracy|no-cert|self-signed|other-ca [actorps]}
 bin=${2:-$root/build/actorps}
 dir=$(mktemp -d /tmp/actorps-tls.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 export ACTORPS_BINARY=$bin
 train=(--dataset synthetic --model 784-64-10 --no-progress)
+
+if [ "$part" = flags ]; then
+  cluster "$dir/c.json"
+  "$root/scripts/make_certs.sh" "$dir/certs" ps:0 worker:0 > /dev/null
+  c=$dir/certs
+  expect_usage() {  # expect_usage MESSAGE FLAGS...: `actorps ps` exits 2 saying MESSAGE
+    local want=$1; shift
+    set +e; "$bin" ps --cluster "$dir/c.json" --task ps:0 --connect-timeout 2 "$@" > "$dir/out.log" 2>&1; status=$?; set -e
+    [ "$status" = 2 ] || fail "exit $status, not 2, for $*: $(cat "$dir/out.log")"
+    grep -qF -- "$want" "$dir/out.log" || fail "no '$want' for $*: $(cat "$dir/out.log")"
+    grep -q "serving on\|data link on" "$dir/out.log" && fail "it listened before refusing $*"
+    return 0
+  }
+  expect_usage "--tls-key is missing" --tls-cert "$c/ps-0.pem" --tls-ca "$c/ca.pem"
+  expect_usage "--tls-ca is missing" --tls-cert "$c/ps-0.pem" --tls-key "$c/ps-0.key"
+  expect_usage "--tls-cert is missing" --tls-key "$c/ps-0.key" --tls-ca "$c/ca.pem"
+  expect_usage "--tls-cert $c/nowhere.pem: cannot read it" --tls-cert "$c/nowhere.pem" --tls-key "$c/ps-0.key" --tls-ca "$c/ca.pem"
+  expect_usage "--tls-ca $c/ps-0.key: not a PEM certificate" --tls-cert "$c/ps-0.pem" --tls-key "$c/ps-0.key" --tls-ca "$c/ps-0.key"
+  expect_usage "--tls-key $c/worker-0.key is not the key of --tls-cert $c/ps-0.pem" --tls-cert "$c/ps-0.pem" --tls-key "$c/worker-0.key" --tls-ca "$c/ca.pem"
+  "$root/scripts/make_certs.sh" "$dir/other" ps:0 > /dev/null
+  expect_usage "--tls-cert $dir/other/ps-0.pem does not verify against --tls-ca $c/ca.pem" --tls-cert "$dir/other/ps-0.pem" --tls-key "$dir/other/ps-0.key" --tls-ca "$c/ca.pem"
+  # `actorps run` (every replica's command) takes them too.
+  set +e; "$bin" run --cluster "$dir/c.json" --task ps:0 --tls-cert "$c/ps-0.pem" > "$dir/out.log" 2>&1; status=$?; set -e
+  [ "$status" = 2 ] && grep -q -- "--tls-key is missing" "$dir/out.log" || fail "actorps run: $status $(cat "$dir/out.log")"
+  echo "PASS"
+  exit 0
+fi
 
 if [ "$part" = accuracy ]; then
   for tls in plain tls; do
