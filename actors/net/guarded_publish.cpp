@@ -1,5 +1,6 @@
 #include "actors/net/guarded_publish.hpp"
 
+#include "actors/net/tls_config.hpp"
 #include "actors/net/tls_scribe.hpp"
 
 #include <caf/binary_deserializer.hpp>
@@ -10,6 +11,8 @@
 #include <caf/io/network/doorman_impl.hpp>
 #include <caf/io/network/scribe_impl.hpp>
 #include <caf/openssl/manager.hpp>
+
+#include <exception>
 #include <caf/send.hpp>
 
 #include <algorithm>
@@ -129,12 +132,15 @@ public:
     auto peer = peer_of(fd);
     caf::io::scribe_ptr scribe;
     if (tls_) {
-      // Non-blocking before the first SSL_accept: a peer that sends nothing must not stall the
-      // network thread.
+      // Non-blocking before the first handshake step: a peer that sends nothing must not stall
+      // the network thread.
       net::nonblocking(fd, true);
-      auto session = caf::openssl::make_session(parent()->system(), fd, true);
-      if (!session) {  // the handshake failed at its first step
-        report(peer, take_ssl_reasons());
+      std::unique_ptr<tls_session> session;
+      try {
+        session = std::make_unique<tls_session>(configured_tls(parent()->system().config()), fd,
+                                                true);
+      } catch (const std::exception& e) {  // files checked at start: gone since, or unreadable
+        report(peer, e.what());
         net::close_socket(fd);
         return false;
       }

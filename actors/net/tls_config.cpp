@@ -12,13 +12,17 @@ namespace actorps {
 void configure_tls(caf::actor_system_config& cfg, const tls_files& files) {
   if (!files.enabled()) return;
   cfg.load<caf::openssl::manager>();
-  // Setting any of these makes every session of the module demand and verify the peer's
-  // certificate, on both ends (tls_scribe.hpp).
+  // Where tls_session finds them; the module's presence is what turns TLS on
+  // (guarded_publish.cpp, connect.cpp). The module's own sessions are not used (tls_session.hpp).
   cfg.openssl_certificate = files.cert;
   cfg.openssl_key = files.key;
   cfg.openssl_cafile = files.ca;
   // Off by default in CAF 0.17; when on, the BASP broker dials peers over plain TCP.
   cfg.set("middleman.enable-automatic-connections", false);
+}
+
+tls_files configured_tls(const caf::actor_system_config& cfg) {
+  return {cfg.openssl_certificate, cfg.openssl_key, cfg.openssl_cafile};
 }
 
 void warn_unauthenticated(const std::string& who) {

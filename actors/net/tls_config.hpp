@@ -19,6 +19,9 @@ namespace actorps {
 /// (configure_system with network settings). Does nothing when `files` is not enabled.
 void configure_tls(caf::actor_system_config& cfg, const tls_files& files);
 
+/// The TLS files configure_tls put into `cfg` (none when it did not).
+tls_files configured_tls(const caf::actor_system_config& cfg);
+
 /// Logs once per process, as a WARN line of `who`, that the cluster runs without TLS: anyone who
 /// reaches its ports can control the run.
 void warn_unauthenticated(const std::string& who);

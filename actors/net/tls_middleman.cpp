@@ -1,10 +1,15 @@
 #include "actors/net/tls_middleman.hpp"
 
+#include "actors/net/tls_config.hpp"
+
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor_impl.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/interfaces.hpp>
+
+#include <exception>
+#include <memory>
 
 namespace actorps {
 
@@ -24,12 +29,13 @@ protected:
     auto fd = net::new_tcp_connection(host, port);
     if (!fd) return std::move(fd.error());
     net::nonblocking(*fd, true);
-    auto session = caf::openssl::make_session(system(), *fd, false);
-    if (!session) {
-      auto why = take_ssl_reasons();
+    std::unique_ptr<tls_session> session;
+    try {
+      session = std::make_unique<tls_session>(configured_tls(system().config()), *fd, false);
+    } catch (const std::exception& e) {
       net::close_socket(*fd);
-      if (on_failure_) on_failure_(why.empty() ? "the TLS handshake failed at once" : why);
-      return caf::make_error(caf::sec::cannot_connect_to_node, "TLS handshake failed: " + why);
+      if (on_failure_) on_failure_(e.what());
+      return caf::make_error(caf::sec::cannot_connect_to_node, e.what());
     }
     auto& mx = static_cast<net::default_multiplexer&>(system().middleman().backend());
     return caf::make_counted<tls_scribe>(mx, *fd, std::move(session), on_failure_);

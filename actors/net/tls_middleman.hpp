@@ -1,7 +1,6 @@
-// Dialling over TLS with our own scribe (tls_scribe.hpp) instead of CAF's OpenSSL module's, whose
-// scribe mishandles the byte count during the handshake in 0.17.6 (tls_scribe.cpp). It is CAF's
-// middleman actor with only `connect` replaced, so remote_actor's handshake, caching and
-// interface check stay CAF's own.
+// Dialling over TLS with our own scribe and session (tls_session.hpp) instead of CAF's OpenSSL
+// module's. It is CAF's middleman actor with only `connect` replaced, so remote_actor's
+// handshake, caching and interface check stay CAF's own.
 #pragma once
 
 #include "actors/net/tls_scribe.hpp"

@@ -1,37 +1,29 @@
-// A connection of CAF's middleman over TLS, for our own doorman (guarded_publish.cpp): CAF 0.17's
-// OpenSSL module keeps its scribe in an anonymous namespace, so publishing with a doorman of our
-// own (to report refused peers) needs a scribe of our own around the module's public session.
-//
-// What the session verifies (libcaf_openssl 0.17.6, session.cpp): once any openssl.* key is set,
-// every session's context loads our certificate, key and CA and sets SSL_VERIFY_PEER |
-// SSL_VERIFY_FAIL_IF_NO_PEER_CERT, on the accepting side too. SSL_accept therefore fails for a
-// peer that sends no certificate or one the CA did not sign, and until it succeeds no byte
-// reaches the BASP broker: such a peer cannot send a single message. It checks no host name and
-// no CN (any certificate of the cluster's CA passes): who may do what is decided above it.
+// A connection of CAF's middleman over TLS (tls_session.hpp), for our own doorman
+// (guarded_publish.cpp) and dialler (tls_middleman.hpp): the duties of CAF's own scribe, over a
+// TLS stream, plus reporting a handshake that fails.
 #pragma once
+
+#include "actors/net/tls_session.hpp"
 
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/stream_impl.hpp>
 #include <caf/io/scribe.hpp>
-#include <caf/openssl/session.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace actorps {
 
-/// OpenSSL's reasons for the last failure on this thread ("certificate verify failed"), oldest
-/// first, without repeats; the thread's error queue is empty afterwards.
-std::string take_ssl_reasons();
-
 /// Told once when a connection fails before its TLS handshake is through (why, in OpenSSL's
-/// words: "peer did not return a certificate", "certificate verify failed", ...).
+/// words: "peer did not return a certificate", "certificate verify failed: self-signed
+/// certificate", ...).
 using handshake_failure_handler = std::function<void(const std::string& why)>;
 
 /// The read/write policy of a TLS stream: the session's, plus noticing a handshake that fails.
 class tls_policy {
 public:
-  tls_policy(caf::openssl::session_ptr session, handshake_failure_handler on_failure);
+  tls_policy(std::unique_ptr<tls_session> session, handshake_failure_handler on_failure);
 
   caf::io::network::rw_state read_some(size_t& result, caf::io::network::native_socket fd,
                                        void* buf, size_t len);
@@ -40,12 +32,12 @@ public:
   bool must_read_more(caf::io::network::native_socket fd, size_t threshold);
 
 private:
-  /// Marks the handshake done once plaintext moved, or reports its failure once.
-  caf::io::network::rw_state watch(caf::io::network::rw_state state, size_t moved);
+  /// Reports a failure of the handshake, once.
+  caf::io::network::rw_state watch(caf::io::network::rw_state state);
 
-  caf::openssl::session_ptr session_;
+  std::unique_ptr<tls_session> session_;
   handshake_failure_handler on_failure_;
-  bool established_ = false;  // plaintext moved: the handshake is through
+  bool reported_ = false;
 };
 
 /// The scribe the BASP broker talks to, over a TLS stream; the same duties as CAF's own
@@ -53,7 +45,7 @@ private:
 class tls_scribe : public caf::io::scribe {
 public:
   tls_scribe(caf::io::network::default_multiplexer& mx, caf::io::network::native_socket fd,
-             caf::openssl::session_ptr session, handshake_failure_handler on_failure);
+             std::unique_ptr<tls_session> session, handshake_failure_handler on_failure);
 
   void configure_read(caf::io::receive_policy::config config) override;
   void ack_writes(bool enable) override;
