@@ -92,6 +92,10 @@ line=$(grep '"event":"summary"' "$dir/m.jsonl")
   || fail "unexpected summary: $line"
 if [ "$tls" = 1 ]; then
   grep -q "NO TLS" "$dir"/*.log && fail "a task with TLS warned that the cluster is unauthenticated"
-  grep -q "refused a connection" "$dir"/*.log && fail "a task refused one of its own peers"
+  # A connection of a peer that ends before its handshake does (known: seen once in a dozen runs
+  # on a loaded machine, at the end of a run) is logged too; a certificate refused is a failure.
+  if grep "refused a connection" "$dir"/*.log | grep -qv "unexpected eof while reading"; then
+    fail "a task refused one of its own peers: $(grep -h "refused a connection" "$dir"/*.log)"
+  fi
 fi
 echo "PASS: 6 tasks on 6 hosts ($prefix.1-6)$([ "$tls" = 1 ] && echo ", mutual TLS,") trained to $(echo "$line" | grep -o '"final_test_accuracy":[0-9.]*')"

@@ -63,7 +63,11 @@ if [ "$part" = accuracy ]; then
     [ "$n" = 1 ] || fail "$task warned $n times without TLS (expected once)"
   done
   grep -q "NO TLS" "$dir/tls.log" && fail "a TLS task warned that the cluster is unauthenticated"
-  grep -q "refused a connection" "$dir/tls.log" && fail "a TLS task refused one of its own peers"
+  # (a peer's connection that ends before its handshake does is logged too: not a refusal of its
+  # certificate, see netns_cluster_test.sh)
+  if grep "refused a connection" "$dir/tls.log" | grep -qv "unexpected eof while reading"; then
+    fail "a TLS task refused one of its own peers: $(grep "refused a connection" "$dir/tls.log")"
+  fi
   echo "PASS"
   exit 0
 fi
