@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -15,17 +16,26 @@ namespace actorps {
 
 class refusal_log {
 public:
+  using clock = std::chrono::steady_clock;
+  /// Where lines go (log_line by default) and what time it is (tests pass their own).
+  using sink = std::function<void(log_level, const std::string& who, const std::string& text)>;
+  using time_source = std::function<clock::time_point()>;
+
   explicit refusal_log(std::string who, int burst = 10,
-                       std::chrono::steady_clock::duration window = std::chrono::seconds(10))
-    : who_(std::move(who)), burst_(burst), window_(window) {}
+                       clock::duration window = std::chrono::seconds(10),
+                       sink out = [](log_level level, const std::string& who,
+                                     const std::string& text) { log_line(level, who, text); },
+                       time_source now = [] { return clock::now(); })
+    : who_(std::move(who)), burst_(burst), window_(window), out_(std::move(out)),
+      now_(std::move(now)), window_start_(now_()) {}
 
   /// Logs (or counts) that a connection from `peer` was refused, and why.
   void refused(const std::string& peer, const std::string& why) {
     std::lock_guard<std::mutex> guard(mutex_);
-    auto now = std::chrono::steady_clock::now();
+    auto now = now_();
     if (now - window_start_ >= window_) {
       if (suppressed_ > 0)
-        log_line(log_level::warn, who_,
+        out_(log_level::warn, who_,
                  "refused " + std::to_string(suppressed_) + " more connection(s) not logged one "
                  "by one (at most " + std::to_string(burst_) + " lines per "
                  + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(window_).count())
@@ -38,15 +48,17 @@ public:
       ++suppressed_;
       return;
     }
-    log_line(who_, "refused a connection from " + peer + ": " + why);
+    out_(log_level::info, who_, "refused a connection from " + peer + ": " + why);
   }
 
 private:
   std::mutex mutex_;
   std::string who_;
   int burst_;
-  std::chrono::steady_clock::duration window_;
-  std::chrono::steady_clock::time_point window_start_{};
+  clock::duration window_;
+  sink out_;
+  time_source now_;
+  clock::time_point window_start_;
   int in_window_ = 0;
   int64_t suppressed_ = 0;
 };
