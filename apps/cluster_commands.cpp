@@ -3,6 +3,7 @@
 #include "actors/deploy/data_port.hpp"
 #include "actors/deploy/deployment.hpp"
 #include "actors/deploy/exit_codes.hpp"
+#include "actors/net/tls_files.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 #include "apps/export_after_run.hpp"
@@ -28,6 +29,7 @@ struct cluster_flags {
   std::string cluster_file, task, bind;
   std::string checkpoint_dir;  ///< a ps task's checkpoint root (`run`: the training flag's)
   value_bounds bounds;         ///< a ps task's shard (`run`: the training flags')
+  tls_files tls;
   int data_port = 0;
   double connect_timeout = 60;
   int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
@@ -50,7 +52,13 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
     ("heartbeat-ms", po::value(&f.heartbeat_ms)->default_value(f.heartbeat_ms),
      "heartbeat interval between processes")
     ("peer-timeout-ms", po::value(&f.peer_timeout_ms)->default_value(f.peer_timeout_ms),
-     "silence after which a peer process counts as lost");
+     "silence after which a peer process counts as lost")
+    ("tls-cert", po::value(&f.tls.cert),
+     "PEM certificate of this task, signed by --tls-ca (scripts/make_certs.sh); with --tls-key "
+     "and --tls-ca every CAF connection is mutual TLS and peers without a certificate of that "
+     "CA are refused")
+    ("tls-key", po::value(&f.tls.key), "PEM private key of --tls-cert")
+    ("tls-ca", po::value(&f.tls.ca), "PEM certificate of the cluster's CA");
   if (with_threads)
     desc.add_options()("threads", po::value(&f.threads)->default_value(f.threads),
                        "CAF scheduler threads (0: one per core)");
@@ -101,6 +109,7 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   if (cfg.task->type == "ps") data_port_of(cfg.cluster, *cfg.task, f.data_port);  // refused now
   if (f.heartbeat_ms <= 0 || f.peer_timeout_ms <= f.heartbeat_ms)
     throw usage_error("--peer-timeout-ms must exceed --heartbeat-ms, both positive");
+  if (auto why = check_tls_files(f.tls); !why.empty()) throw usage_error(why);
   deployment_options opts;
   opts.cluster = std::move(cfg.cluster);
   opts.task = *cfg.task;
@@ -112,6 +121,7 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   opts.scheduler_threads = f.threads;
   check_value_bounds(f.bounds);
   opts.shard = {f.checkpoint_dir, f.bounds};
+  opts.tls = f.tls;
   return opts;
 }
 

@@ -2,15 +2,16 @@
 # Starts a whole actorps cluster on 127.0.0.1, one process per task, on free ports:
 # P parameter shards, W workers, the evaluator and the chief. Flags after `--` go to the chief
 # (the training flags); every line a task prints is prefixed with its task name. Exits with the
-# chief's status; Ctrl-C stops every task.
+# chief's status; Ctrl-C stops every task. --tls: a CA and one certificate per task
+# (scripts/make_certs.sh, in the run directory) and every task started with its own.
 #
 # usage: scripts/launch_local.sh --ps P --workers W [--no-evaluator] [--connect-timeout S]
-#                                [--binary PATH] [--keep-cluster FILE] -- [chief flags...]
+#          [--binary PATH] [--keep-cluster FILE] [--tls [--keep-certs DIR]] -- [chief flags...]
 # e.g.   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5 --mode ssp --metrics run.jsonl
 set -euo pipefail
 
-usage() { sed -n 7,8p "$0" >&2; exit 2; }
-ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster=""
+usage() { sed -n 9,10p "$0" >&2; exit 2; }
+ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster="" tls=0 keep_certs=""
 while [ $# -gt 0 ]; do
   case $1 in
     --ps) ps=$2; shift 2 ;;
@@ -19,8 +20,10 @@ while [ $# -gt 0 ]; do
     --connect-timeout) connect_timeout=$2; shift 2 ;;
     --binary) binary=$2; shift 2 ;;
     --keep-cluster) keep_cluster=$2; shift 2 ;;
+    --tls) tls=1; shift ;;
+    --keep-certs) keep_certs=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
     *) echo "launch_local.sh: unknown flag $1" >&2; usage ;;
   esac
 done
@@ -55,6 +58,24 @@ if evaluator: cluster["evaluator"] = [addr()]
 json.dump({"cluster": cluster}, open(path, "w"), indent=1)
 PY
 [ -n "$keep_cluster" ] && cp "$dir/cluster.json" "$keep_cluster"
+[ -n "$keep_certs" ] && [ "$tls" = 0 ] && { echo "launch_local.sh: --keep-certs needs --tls" >&2; exit 2; }
+
+# set_tls_flags TASK: tls_flags becomes that task's TLS flags (none without --tls)
+tls_flags=()
+set_tls_flags() {
+  tls_flags=()
+  [ "$tls" = 1 ] || return 0
+  local base="$dir/certs/${1/:/-}"
+  tls_flags=(--tls-cert "$base.pem" --tls-key "$base.key" --tls-ca "$dir/certs/ca.pem")
+}
+if [ "$tls" = 1 ]; then
+  tasks=(chief:0)
+  for ((i = 0; i < ps; i++)); do tasks+=("ps:$i"); done
+  for ((i = 0; i < workers; i++)); do tasks+=("worker:$i"); done
+  [ "$evaluator" = 1 ] && tasks+=(evaluator:0)
+  "$root/scripts/make_certs.sh" "$dir/certs" "${tasks[@]}" > /dev/null
+  if [ -n "$keep_certs" ]; then mkdir -p "$keep_certs" && cp -p "$dir/certs"/* "$keep_certs"/; fi
+fi
 
 # A ps task writes checkpoint files only under its own --checkpoint-dir: the chief's, if given.
 # The bounds on gradients and parameters (--max-gradient, --max-parameter) go along likewise.
@@ -69,8 +90,9 @@ done
 start() {  # start TYPE INDEX: a background task whose lines are prefixed with its name
   local task="$1:$2" own=()
   [ "$1" = ps ] && own=("${shard_flags[@]}")
+  set_tls_flags "$task"
   "$binary" "$1" --cluster "$dir/cluster.json" --task "$task" --connect-timeout "$connect_timeout" \
-    "${own[@]}" > >(sed -u "s/^/$task | /") 2>&1 &
+    ${own[@]+"${own[@]}"} ${tls_flags[@]+"${tls_flags[@]}"} > >(sed -u "s/^/$task | /") 2>&1 &
   pids+=($!)
 }
 for ((i = 0; i < ps; i++)); do start ps "$i"; done
@@ -79,8 +101,9 @@ for ((i = 0; i < workers; i++)); do start worker "$i"; done
 
 # The chief runs in the background too: `wait` lets a signal sent to this script alone (not just
 # a terminal's Ctrl-C, which reaches every process) run the trap at once.
-"$binary" chief --cluster "$dir/cluster.json" --task chief:0 --connect-timeout "$connect_timeout" "$@" \
-  > >(sed -u "s/^/chief:0 | /") 2>&1 &
+set_tls_flags chief:0
+"$binary" chief --cluster "$dir/cluster.json" --task chief:0 --connect-timeout "$connect_timeout" \
+  ${tls_flags[@]+"${tls_flags[@]}"} "$@" > >(sed -u "s/^/chief:0 | /") 2>&1 &
 chief=$!
 pids+=("$chief")
 set +e

@@ -14,6 +14,7 @@ packages=(
   dataset-fashion-mnist
   python3 python3-matplotlib python3-yaml
   iproute2 iperf3
+  openssl libssl-dev
 )
 
 sudo_cmd=()

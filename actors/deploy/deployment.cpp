@@ -2,6 +2,7 @@
 
 #include "actors/net/connect.hpp"
 #include "actors/net/guarded_publish.hpp"
+#include "actors/net/tls_config.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/net/shard_link_server.hpp"
@@ -54,15 +55,15 @@ std::string listen_host(const std::string& bind, const host_port& addr) {
 }
 
 /// Publishes `handle` on the task's own address (its port, on --bind's address when given); the
-/// error names the address. A connection CAF refuses there (a stranger, a malformed handshake)
-/// is logged under the task's name.
+/// error names the address. A connection refused there (a stranger, a failed TLS handshake, a
+/// malformed BASP handshake) is logged under the task's name, at most 5 lines per 10 s.
 template <class Handle>
 caf::expected<uint16_t> publish_on(caf::actor_system& sys, const Handle& handle, const host_port& addr,
                                    const std::string& task, const std::string& bind = {}) {
   // SO_REUSEADDR: a restarted task may bind while the last run's sockets are in TIME_WAIT;
   // a port another process listens on is still refused.
   auto host = listen_host(bind, addr);
-  auto port = publish_guarded(sys, handle, host, addr.port,
+  auto port = publish_guarded(sys, handle, host, addr.port,  // rate-limited by publish_guarded
                               [task](const std::string& peer, const std::string& why) {
                                 log_line(task, "refused a connection from " + peer + ": " + why);
                               });
@@ -171,6 +172,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
 
 void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts) {
   configure_system(cfg, opts.scheduler_threads, opts.network);
+  configure_tls(cfg, opts.tls);
 }
 
 namespace {
@@ -181,14 +183,24 @@ struct hosted_shard {
   std::unique_ptr<shard_link_server> links;  // listens as long as this lives
 };
 
+/// Says what TLS does not cover yet, once, when it is on: the data link.
+void note_plain_data_link(const std::string& name, const tls_files& tls) {
+  if (!tls.enabled()) return;
+  log_line(log_level::warn, name,
+           "TLS covers the CAF connections only: the data link (pulls, pushes, snapshots) is "
+           "still plain TCP, neither encrypted nor authenticated");
+}
+
 /// Spawns shard `index` and its ps task, with the data link listening on `data_port` (0: one
 /// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
-/// clients which port, remote_shard.hpp).
+/// clients which port, remote_shard.hpp). `tls`: the task's TLS files, for the data link once
+/// it speaks TLS (not yet: it listens in plain TCP, and says so).
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
                                        const std::string& bind = {}, uint16_t data_port = 0,
-                                       shard_config shard_cfg = {}) {
+                                       shard_config shard_cfg = {}, const tls_files& tls = {}) {
   auto name = task_id{"ps", index}.text();
+  note_plain_data_link(name, tls);
   auto host = listen_host(bind, cluster.address({"ps", index}));
   auto links = shard_link_server::listen(host, data_port,
                                          [name](const std::string& line) { log_line(name, line); });
@@ -205,6 +217,7 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
 
 int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
+  if (!opts.tls.enabled()) warn_unauthenticated(opts.task.text());
   if (auto why = await_own_name(opts); !why.empty()) {
     log_line(opts.task.text(), why + "; exiting " + std::to_string(exit_code::retryable));
     return exit_code::retryable;
@@ -217,7 +230,8 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       log_line(opts.task.text(), e.what());
       return exit_code::usage;
     }
-    auto hosted = host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.shard);
+    auto hosted =
+      host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.shard, opts.tls);
     if (!hosted) {
       log_line(opts.task.text(), describe(hosted.error()));
       return 2;
@@ -227,7 +241,7 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
     });
   }
-  auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout});
+  auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout, opts.tls});
   return serve(sys, opts, node, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
     return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
   });
@@ -258,8 +272,9 @@ int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster,
 
 caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_config cfg,
                                           const std::function<void(stop_request)>& on_start) {
+  if (!opts.tls.enabled()) warn_unauthenticated("chief");
   caf::actor_system_config sys_cfg;
-  configure_system(sys_cfg, opts.scheduler_threads, opts.network);
+  configure_task_system(sys_cfg, opts);
   caf::actor_system sys{sys_cfg};
   if (auto why = await_own_name(opts); !why.empty())
     return make_error(errc::peer_unreachable, why);

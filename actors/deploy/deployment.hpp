@@ -11,6 +11,7 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/deploy/cluster_spec.hpp"
+#include "actors/net/tls_files.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/roles/ps_shard.hpp"
 
@@ -36,10 +37,14 @@ struct deployment_options {
   /// A ps task's shard: its checkpoint root (the task's own --checkpoint-dir) and value bounds,
   /// from its own command line, never from a message.
   shard_config shard;
+  /// This task's TLS identity (checked already); not enabled: no TLS, and a loud warning. It
+  /// covers every CAF connection; the data link is still plain TCP (its TLS is the next step:
+  /// the files reach host_shard and the task node for that).
+  tls_files tls;
 };
 
 /// Configures the actor system of a ps, worker or evaluator task: scheduler threads, the
-/// middleman, heartbeats and peer timeouts, every message type.
+/// middleman, heartbeats and peer timeouts, every message type, and TLS when `opts.tls` is on.
 void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts);
 
 /// Runs a ps, worker or evaluator task in `sys` (configured by configure_task_system) until the

@@ -4,6 +4,7 @@
 // that `simulate` spawns. Spawned detached: loading data and connecting block only its thread.
 #pragma once
 
+#include "actors/net/tls_files.hpp"
 #include "actors/protocol/messages.hpp"
 
 #include <caf/actor_system.hpp>
@@ -16,6 +17,9 @@ namespace actorps {
 struct task_node_config {
   std::string name;                          ///< "worker:1", for log lines
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
+  /// The task's TLS files: its CAF connections use them through the actor system already; they
+  /// are here for the data links to the shards, once those speak TLS (still plain TCP).
+  tls_files tls;
 };
 
 task_node_actor spawn_task_node(caf::actor_system& sys, task_node_config cfg);

@@ -1,5 +1,6 @@
 #include "actors/net/connect.hpp"
 
+#include "actors/net/tls_middleman.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/all.hpp>
@@ -12,6 +13,7 @@ namespace actorps {
 namespace {
 
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
+using tls_failed_atom = caf::atom_constant<caf::atom("tlsfailed")>;
 
 constexpr auto first_backoff = std::chrono::milliseconds(50);
 constexpr auto max_backoff = std::chrono::milliseconds(1000);
@@ -23,6 +25,10 @@ struct connector_state {
   caf::timestamp deadline;
   caf::error last_error;
   int attempts = 0;
+  /// With TLS: the middleman actor that dials (tls_middleman.hpp), and why the last TLS
+  /// handshake failed, if one did.
+  caf::io::middleman_actor tls_dialer;
+  std::string tls_failure;
 };
 
 caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port addr,
@@ -33,7 +39,10 @@ caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port ad
   };
   auto attempt = [=] {
     ++self->state.attempts;
-    auto mm = self->system().middleman().actor_handle();
+    // Over TLS when the system has CAF's OpenSSL module (tls_config.hpp): the dialer hands the
+    // BASP broker a TLS connection that verifies the peer against the cluster's CA.
+    auto mm = self->state.tls_dialer ? self->state.tls_dialer
+                                     : self->system().middleman().actor_handle();
     self->request(mm, std::chrono::seconds(10), caf::connect_atom::value, addr.host, addr.port)
       .then(
         [=](const caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& ifs) {
@@ -50,12 +59,25 @@ caf::behavior connector(caf::stateful_actor<connector_state>* self, host_port ad
           st.last_error = err;
           if (caf::make_timestamp() + st.backoff > st.deadline)
             return fail("gave up after " + std::to_string(st.attempts) + " attempts ("
-                        + describe(err) + ")");
+                        + describe(err)
+                        + (st.tls_failure.empty() ? "" : "; TLS handshake: " + st.tls_failure)
+                        + ")");
           self->delayed_send(self, st.backoff, retry_atom::value);
           st.backoff = std::min(st.backoff * 2, max_backoff);
         });
   };
+  if (self->system().has_openssl_manager()) {
+    auto me = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
+    self->state.tls_dialer = spawn_tls_middleman(self->system(), [me](const std::string& why) {
+      if (auto to = caf::actor_cast<caf::actor>(me.lock()))
+        caf::anon_send(to, tls_failed_atom::value, why);
+    });
+    self->attach_functor([dialer = self->state.tls_dialer] {
+      caf::anon_send_exit(dialer, caf::exit_reason::user_shutdown);
+    });
+  }
   return {
+    [=](tls_failed_atom, const std::string& why) { self->state.tls_failure = why; },
     [=](caf::connect_atom) {
       self->state.promise = self->make_response_promise();
       self->state.deadline = caf::make_timestamp() + timeout;

@@ -21,7 +21,8 @@ namespace actorps {
 /// remote actor (strong_actor_ptr) or an error naming `addr`: sec::cannot_connect_to_node, or
 /// sec::unexpected_actor_messaging_interface when the actor there is not the one expected (no
 /// retry cures that). `expected_ifs` is the message interface the remote actor must have
-/// (sys.message_types(...) of the typed handle).
+/// (sys.message_types(...) of the typed handle). With CAF's OpenSSL module loaded in `sys`
+/// (tls_config.hpp) the connection is TLS, both ends' certificates verified against the CA.
 caf::actor spawn_connector(caf::actor_system& sys, host_port addr,
                            std::set<std::string> expected_ifs, caf::timespan timeout);
 

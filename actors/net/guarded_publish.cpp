@@ -1,6 +1,9 @@
 #include "actors/net/guarded_publish.hpp"
 #include "actors/net/rate_limited_log.hpp"
 
+#include "actors/net/tls_config.hpp"
+#include "actors/net/tls_scribe.hpp"
+
 #include <caf/binary_deserializer.hpp>
 #include <caf/io/basp/header.hpp>
 #include <caf/io/basp_broker.hpp>
@@ -8,6 +11,9 @@
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/doorman_impl.hpp>
 #include <caf/io/network/scribe_impl.hpp>
+#include <caf/openssl/manager.hpp>
+
+#include <exception>
 #include <caf/send.hpp>
 
 #include <algorithm>
@@ -44,23 +50,27 @@ std::string leading_bytes(const void* buf, std::size_t n) {
   return out;
 }
 
-/// The connection a doorman of ours accepted. Until the peer's handshake is through, each read
-/// (the first BASP header, then the handshake's payload) is screened; after it, a bool check.
-class guarded_scribe final : public net::scribe_impl {
+/// The connection a doorman of ours accepted, over plain TCP (Base: CAF's scribe_impl) or TLS
+/// (tls_scribe). Until the peer's BASP handshake is through, each read (the first BASP header,
+/// then the handshake's payload) is screened; after it, a bool check.
+template <class Base>
+class guarded_scribe final : public Base {
 public:
-  guarded_scribe(net::default_multiplexer& mx, net::native_socket fd, shared_handler on_refused)
-    : scribe_impl(mx, fd), peer_(peer_of(fd)), on_refused_(std::move(on_refused)) {}
+  template <class... Args>
+  guarded_scribe(std::string peer, shared_handler on_refused, Args&&... base_args)
+    : Base(std::forward<Args>(base_args)...), peer_(std::move(peer)),
+      on_refused_(std::move(on_refused)) {}
 
   bool consume(caf::execution_unit* ctx, const void* buf, std::size_t n) override {
-    if (trusted_) return scribe_impl::consume(ctx, buf, n);
+    if (trusted_) return Base::consume(ctx, buf, n);
     return screen(ctx, buf, n);
   }
 
   // The BASP broker refuses a connection by closing it from within its handling of the data,
-  // that is, inside scribe_impl::consume.
+  // that is, inside scribe::consume.
   void graceful_shutdown() override {
     shut_down_ = true;
-    scribe_impl::graceful_shutdown();
+    Base::graceful_shutdown();
   }
 
 private:
@@ -71,7 +81,7 @@ private:
       // with a client handshake: that is the first message it ever sends on this connection.
       got_header_ = true;
       // scribe::consume hands the broker rd_buf(), not `buf`: read (and mark) what CAF reads.
-      auto& bytes = rd_buf();
+      auto& bytes = this->rd_buf();
       basp::header hdr;
       caf::binary_deserializer source{ctx, bytes.data(), std::min(n, bytes.size())};
       if (n != basp::header_size || bytes.size() < n || source(hdr)
@@ -88,7 +98,7 @@ private:
     } else {
       trusted_ = true;  // this was the handshake's payload
     }
-    auto result = scribe_impl::consume(ctx, buf, n);
+    auto result = Base::consume(ctx, buf, n);
     if (shut_down_) {
       trusted_ = true;  // reported once; CAF reads nothing more from it
       if (*on_refused_)
@@ -107,25 +117,56 @@ private:
 };
 
 /// An acceptor that hands the BASP broker guarded_scribes instead of CAF's own scribe_impl,
-/// made the way CAF 0.17.6's default_multiplexer::new_scribe makes them.
+/// made the way CAF 0.17.6's default_multiplexer::new_scribe makes them; with `tls`, each over
+/// a TLS session of the OpenSSL module, the way its own doorman makes them.
 class guarded_doorman final : public net::doorman_impl {
 public:
-  guarded_doorman(net::default_multiplexer& mx, net::native_socket fd, shared_handler on_refused)
-    : doorman_impl(mx, fd), on_refused_(std::move(on_refused)) {}
+  guarded_doorman(net::default_multiplexer& mx, net::native_socket fd, shared_handler on_refused,
+                  bool tls)
+    : doorman_impl(mx, fd), on_refused_(std::move(on_refused)), tls_(tls) {}
 
   bool new_connection() override {
     if (detached()) return false;  // the broker let go of this acceptor; its socket is not gone yet
     auto& mx = acceptor_.backend();
     auto fd = acceptor_.accepted_socket();
     net::keepalive(fd, true);  // as CAF does; a failure only costs the keepalive
-    caf::io::scribe_ptr scribe = caf::make_counted<guarded_scribe>(mx, fd, on_refused_);
+    auto peer = peer_of(fd);
+    caf::io::scribe_ptr scribe;
+    if (tls_) {
+      // Non-blocking before the first handshake step: a peer that sends nothing must not stall
+      // the network thread.
+      net::nonblocking(fd, true);
+      std::unique_ptr<tls_session> session;
+      try {
+        session = std::make_unique<tls_session>(configured_tls(parent()->system().config()), fd,
+                                                true);
+      } catch (const std::exception& e) {  // files checked at start: gone since, or unreadable
+        report(peer, e.what());
+        net::close_socket(fd);
+        return false;
+      }
+      scribe = caf::make_counted<guarded_scribe<tls_scribe>>(
+        peer, on_refused_, mx, fd, std::move(session),
+        [on_refused = on_refused_, peer](const std::string& why) { report(*on_refused, peer, why); });
+    } else {
+      scribe = caf::make_counted<guarded_scribe<net::scribe_impl>>(peer, on_refused_, mx, fd);
+    }
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mx, hdl);
   }
 
 private:
+  static void report(const refusal_handler& on_refused, const std::string& peer,
+                     const std::string& why) {
+    if (on_refused) on_refused(peer, "no TLS handshake with the cluster's certificates (" + why + ")");
+  }
+  void report(const std::string& peer, const std::string& why) const {
+    report(*on_refused_, peer, why.empty() ? "it closed the connection" : why);
+  }
+
   shared_handler on_refused_;
+  bool tls_;
 };
 
 } // namespace
@@ -144,8 +185,10 @@ caf::expected<uint16_t> publish_guarded(caf::actor_system& sys, caf::strong_acto
   // broker starts accepting once it has the doorman.
   auto fd = net::new_tcp_acceptor_impl(port, host.empty() ? nullptr : host.c_str(), true);
   if (!fd) return std::move(fd.error());
+  // TLS is the actor system's: on when its OpenSSL module is loaded (tls_config.hpp).
   caf::io::doorman_ptr doorman = caf::make_counted<guarded_doorman>(
-    *mx, *fd, std::make_shared<const refusal_handler>(rate_limited(std::move(on_refused))));
+    *mx, *fd, std::make_shared<const refusal_handler>(rate_limited(std::move(on_refused))),
+    sys.has_openssl_manager());
   auto bound = doorman->port();
   // The BASP broker exists from the actor system's start on: looking it up only reads the
   // middleman's map of named brokers.

@@ -5,7 +5,9 @@
 #pragma once
 
 #include "actors/deploy/ps_task.hpp"
+#include "actors/net/guarded_publish.hpp"
 #include "actors/net/shard_link_server.hpp"
+#include "actors/net/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/roles/ps_shard.hpp"
 
@@ -26,6 +28,7 @@ struct bench_serve_options {
   int threads = 2;         ///< CAF scheduler threads
   bool data_link = true;   ///< false: everything over CAF's middleman
   bool tcp_only = false;   ///< the data link over TCP only (no local socket)
+  tls_files tls;           ///< CAF's connection over mutual TLS with these (the data link stays plain)
 };
 
 /// What the process publishes in place of the shard: given the shard, an actor speaking
@@ -40,6 +43,7 @@ using bench_shard_wrapper = std::function<ps_shard_actor(caf::actor_system&, ps_
                                            const bench_shard_wrapper& wrap = {}) {
   caf::actor_system_config cfg;
   configure_system(cfg, o.threads, network_settings{});
+  configure_tls(cfg, o.tls);
   caf::actor_system sys{cfg};
   std::unique_ptr<shard_link_server> links;
   if (o.data_link) {  // on a free port, announced by the published ps task
@@ -54,7 +58,9 @@ using bench_shard_wrapper = std::function<ps_shard_actor(caf::actor_system&, ps_
   if (links) links->serve(sys, front, 0);
   auto task = spawn_ps_task(sys, {front, links ? links->port() : uint16_t{0},
                                   links && !o.tcp_only ? links->local_name() : std::string{}});
-  auto port = sys.middleman().publish(task, o.port, "127.0.0.1", true);
+  auto port = o.tls.enabled()  // CAF's own publish knows no TLS
+                ? publish_guarded(sys, task, "127.0.0.1", o.port, {})
+                : sys.middleman().publish(task, o.port, "127.0.0.1", true);
   if (!port) throw std::runtime_error("cannot listen on port " + std::to_string(o.port));
   caf::scoped_actor self{sys};
   self->monitor(front);

@@ -215,7 +215,14 @@ struct options {
   std::string connect;   ///< host:port: drive the shard published there (the worker process)
   bool no_data_link = false;  ///< serve: offer no data link; everything over CAF's middleman
   bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
+  std::string tls_dir;        ///< scripts/make_certs.sh's DIR: CAF's connection over mutual TLS
 };
+
+/// The files of `task` ("ps-0") in make_certs.sh's DIR; none when `dir` is empty.
+tls_files tls_of(const std::string& dir, const std::string& task) {
+  if (dir.empty()) return {};
+  return {dir + "/" + task + ".pem", dir + "/" + task + ".key", dir + "/ca.pem"};
+}
 
 train_spec spec_for(const options& o) {
   train_spec spec;
@@ -244,6 +251,7 @@ int run(const options& o) {
   bool remote = !o.connect.empty();
   configure_system(cfg, o.threads,
                    remote ? std::optional<network_settings>{network_settings{}} : std::nullopt);
+  if (remote) configure_tls(cfg, tls_of(o.tls_dir, "worker-0"));
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   ps_shard_actor shard;
@@ -359,7 +367,9 @@ int main(int argc, char** argv) {
     ("tcp-link", po::bool_switch(&o.tcp_only),
      "serve: offer the data link over loopback TCP only, not over a local socket")
     ("no-data-link", po::bool_switch(&o.no_data_link),
-     "serve: offer no data link, so pulls and pushes travel through CAF's middleman");
+     "serve: offer no data link, so pulls and pushes travel through CAF's middleman")
+    ("tls-dir", po::value(&o.tls_dir),
+     "CAF's connection over mutual TLS with scripts/make_certs.sh's DIR (ps:0 and worker:0)");
   return run_benchmark("actorps_bench_transport", argc, argv, desc, [&] {
     if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1
         || o.in_flight < 1)
@@ -367,7 +377,8 @@ int main(int argc, char** argv) {
     if (o.serve < 0 || o.serve > 65535) throw po::error("--serve wants a port");
   }, [&] {
     if (o.serve > 0)
-      serve_bench_shard({static_cast<uint16_t>(o.serve), o.threads, !o.no_data_link, o.tcp_only});
+      serve_bench_shard({static_cast<uint16_t>(o.serve), o.threads, !o.no_data_link, o.tcp_only,
+                         tls_of(o.tls_dir, "ps-0")});
     return run(o);
   });
 }
