@@ -2,7 +2,6 @@
 #include "kernels/optimizer.hpp"
 
 #include "kernels/math.hpp"
-#include "kernels/value_bounds.hpp"
 
 #include <cstring>
 #include <stdexcept>
@@ -73,15 +72,40 @@ void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* pa
   throw std::invalid_argument("apply_update: unknown optimizer kind");
 }
 
+namespace {
+
+/// 1 when |p| is beyond the bound whose bits are `limit` (or p is NaN, inf), else 0: on the bits,
+/// as value_bounds.cpp's all_within, so that the check vectorises inside the update's loop.
+inline int32_t beyond(float p, int32_t limit) {
+  int32_t bits;
+  std::memcpy(&bits, &p, sizeof bits);
+  return static_cast<int32_t>((bits & 0x7fffffff) > limit);
+}
+
+/// 1 when s is NaN or inf (exponent all ones), else 0.
+inline int32_t not_finite(float s) {
+  int32_t bits;
+  std::memcpy(&bits, &s, sizeof bits);
+  return static_cast<int32_t>((bits & 0x7f800000) == 0x7f800000);
+}
+
+} // namespace
+
 bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,
                           const float* param_in, const float* state_in, const float* grad,
                           float* param_out, float* state_out, std::size_t n, float max_parameter) {
+  int32_t limit;
+  std::memcpy(&limit, &max_parameter, sizeof limit);
+  // The check is ORed up in the same loop, on values still in registers: a separate pass over
+  // the outputs cost as much again as an SGD update.
+  int32_t bad = 0;
   switch (cfg.kind) {
     case optimizer_kind::sgd:
       for (std::size_t i = 0; i < n; ++i) {
         float p = param_in[i];
         math::sgd_step(p, grad[i], lr);
         param_out[i] = p;
+        bad |= beyond(p, limit);
       }
       break;
     case optimizer_kind::momentum:
@@ -90,6 +114,7 @@ bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,
         math::momentum_step(p, v, grad[i], lr, cfg.momentum);
         param_out[i] = p;
         state_out[i] = v;
+        bad |= beyond(p, limit) | not_finite(v);
       }
       break;
     case optimizer_kind::adam: {
@@ -106,6 +131,7 @@ bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,
         param_out[i] = p;
         state_out[i] = m;
         state_out[n + i] = v;
+        bad |= beyond(p, limit) | not_finite(m) | not_finite(v);
       }
       break;
     }
@@ -115,15 +141,13 @@ bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,
         math::adagrad_step(p, acc, grad[i], lr, cfg.epsilon);
         param_out[i] = p;
         state_out[i] = acc;
+        bad |= beyond(p, limit) | not_finite(acc);
       }
       break;
     default:
       throw std::invalid_argument("apply_update_checked: unknown optimizer kind");
   }
-  // Checked after the loop, over outputs still in cache: the loops above stay the plain ones
-  // the compiler vectorises.
-  return all_within(param_out, n, max_parameter) &&
-         all_finite(state_out, optimizer_state_slots(cfg.kind) * n);
+  return bad == 0;
 }
 
 bool all_finite(const float* values, std::size_t n) {

@@ -33,10 +33,9 @@ std::string invalid_bound(float bound);
 /// The largest |x| of the n values (0 for none): inf when one is infinite, NaN when one is NaN.
 float max_abs(const float* values, std::size_t n);
 
-/// True when every one of the n values has |x| <= bound (so none is NaN or infinite).
-inline bool all_within(const float* values, std::size_t n, float bound) {
-  return max_abs(values, n) <= bound;  // false for NaN
-}
+/// True when every one of the n values has |x| <= bound (so none is NaN or infinite). About
+/// twice as fast as max_abs: where only the answer counts (the optimizers' outputs), use this.
+bool all_within(const float* values, std::size_t n, float bound);
 
 /// The index of the first of the n values outside the bound, or nullopt: for error messages.
 std::optional<std::size_t> first_outside(const float* values, std::size_t n, float bound);

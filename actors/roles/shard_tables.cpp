@@ -49,16 +49,15 @@ caf::error shard_tables::validate(const std::vector<sparse_rows_view>& parts, bo
     if (auto at = find_duplicate(p.keys, p.key_count))
       return make_error(errc::duplicate_key,
                         name + ": key " + std::to_string(p.keys[*at]) + " twice");
-    auto part_largest = max_abs(p.values, p.value_count);
-    if (!(part_largest <= max_gradient)) {
+    if (!all_within(p.values, p.value_count, max_gradient)) {
       auto at = first_outside(p.values, p.value_count, max_gradient).value_or(0);
-      return make_error(std::isfinite(part_largest) ? errc::value_out_of_bounds
-                                                    : errc::non_finite_value,
+      return make_error(std::isfinite(p.values[at]) ? errc::value_out_of_bounds
+                                                     : errc::non_finite_value,
                         gradient_refusal(p.values, p.value_count, max_gradient,
                                          name + " key "
                                            + std::to_string(p.keys[at / dims_[p.table]])));
     }
-    push_largest = std::max(push_largest, part_largest);
+    if (largest) push_largest = std::max(push_largest, max_abs(p.values, p.value_count));
   }
   if (largest) *largest = std::max(*largest, push_largest);
   return caf::none;

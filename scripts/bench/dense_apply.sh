@@ -4,7 +4,7 @@
 # What the value bounds cost a shard's dense update (actorps_bench_dense_apply; builds
 # nothing): every optimizer over one shard of the default MLP (117 573 floats) and of
 # 784-2048-2048-10 (2 925 578), the update as it was (all_finite + apply_update in place) and as
-# it is (max_abs against --max-gradient + apply_update_checked into spare buffers), alternating
+# it is (all_within --max-gradient + apply_update_checked into spare buffers), alternating
 # round by round in one window. Writes one JSON object to OUT_FILE (default
 # BUILD_DIR/bench/dense_apply.json) and prints a table. ~20 s.
 set -euo pipefail
