@@ -14,6 +14,7 @@ packages=(
   dataset-fashion-mnist
   python3 python3-matplotlib python3-yaml
   iproute2 iperf3
+  clang libclang-rt-14-dev
 )
 
 sudo_cmd=()
