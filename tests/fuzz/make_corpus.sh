@@ -67,8 +67,11 @@ for kind in mlp lr dlrm; do cp ex_$kind/1/model.capnp "$out/model_file/$kind"; d
 # Prediction inputs: two Fashion-MNIST test images as IDX (plain and gzip), raw float32 rows,
 # and CSV as a user writes it.
 mnist=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
-{ printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x1c\x00\x00\x00\x1c'
-  gzip -dc "$mnist" | tail -c +17 | head -c $((2 * 784)); } >idx
+python3 - "$mnist" >idx <<'PY'
+import gzip, struct, sys
+pixels = gzip.open(sys.argv[1]).read(16 + 2 * 784)[16:]
+sys.stdout.buffer.write(struct.pack(">IIII", 0x803, 2, 28, 28) + pixels)
+PY
 gzip -9n <idx >idx.gz
 seed prediction_input idx_auto 0 idx
 seed prediction_input idx_gz 1 idx.gz
