@@ -15,6 +15,7 @@ packages=(
   python3 python3-matplotlib python3-yaml
   iproute2 iperf3
   openssl libssl-dev
+  clang libclang-rt-14-dev
 )
 
 sudo_cmd=()

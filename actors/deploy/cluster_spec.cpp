@@ -74,7 +74,7 @@ tf_config parse_tf_config(const std::string& text, const std::string& source, lo
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range: 1e400
     throw cluster_error(source + ": malformed JSON: " + e.what());
   }
   if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object())
@@ -113,7 +113,7 @@ std::optional<task_id> parse_tf_config_task(const std::string& text, const std::
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range: 1e400
     throw cluster_error(source + ": malformed JSON: " + e.what());
   }
   if (!doc.is_object()) throw cluster_error(source + ": expected a JSON object");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 
@@ -154,10 +155,24 @@ std::string invalid_buckets(const train_spec& spec) {
   return "";
 }
 
+std::string invalid_cut(const model_spec& model, uint32_t block_floats, int shards) {
+  if (shards > max_shards)
+    return std::to_string(shards) + " shards, more than " + std::to_string(max_shards);
+  if (block_floats == 0) return "";  // block_layout says so
+  std::size_t blocks = 0;
+  for (const auto& t : model.tensors) blocks += (t.size() + block_floats - 1) / block_floats;
+  if (blocks > max_blocks)
+    return "blocks of " + std::to_string(block_floats) + " floats cut the model into "
+           + std::to_string(blocks) + " blocks, more than 2^20: use larger blocks";
+  return "";
+}
+
 block_layout::block_layout(const model_spec& model, uint32_t block_floats, int shards) {
   if (auto why = invalid_model(model); !why.empty()) throw std::invalid_argument(why);
   if (block_floats == 0) throw std::invalid_argument("block_floats must be positive");
   if (shards <= 0) throw std::invalid_argument("the number of shards must be positive");
+  if (auto why = invalid_cut(model, block_floats, shards); !why.empty())
+    throw std::invalid_argument(why);
   for (const auto& t : model.tensors) {
     tensors_.push_back({t.name, t.shape, total_floats_, t.size()});
     total_floats_ += t.size();
@@ -178,11 +193,20 @@ block_layout::block_layout(const model_spec& model, uint32_t block_floats, int s
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return blocks_[a].size > blocks_[b].size; });
+  // The shard holding the fewest floats, the lower index on a tie: the top of a min-heap of
+  // (floats, shard), so that many blocks on many shards cost B log S, not B × S.
   shard_floats_.assign(shards, 0);
+  using load = std::pair<std::size_t, int>;
+  std::vector<load> heap;
+  heap.reserve(static_cast<std::size_t>(shards));
+  for (int s = 0; s < shards; ++s) heap.emplace_back(0, s);  // ascending: already a min-heap
   for (auto id : order) {
-    auto s = std::min_element(shard_floats_.begin(), shard_floats_.end()) - shard_floats_.begin();
-    blocks_[id].shard = static_cast<int>(s);
-    shard_floats_[s] += blocks_[id].size;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<load>());
+    auto& least = heap.back();
+    blocks_[id].shard = least.second;
+    least.first += blocks_[id].size;
+    shard_floats_[least.second] = least.first;
+    std::push_heap(heap.begin(), heap.end(), std::greater<load>());
   }
   shard_blocks_.resize(shards);
   std::vector<std::size_t> fill(shards, 0);

@@ -117,6 +117,18 @@ void place_buckets(train_spec& spec);
 /// most 65 536 buckets, each on a shard in [0, shards)), else what is wrong.
 std::string invalid_buckets(const train_spec& spec);
 
+/// What a run may be cut into: bounds on what a spec from the network or a file can make a
+/// process allocate (a block_layout holds a record per block and per shard). A sparse key's
+/// bucket names its shard in 16 bits; 2^20 blocks cut the largest model (2^31 floats) into
+/// blocks of 2048.
+inline constexpr int max_shards = 65536;
+inline constexpr int max_workers = 65536;
+inline constexpr std::size_t max_blocks = std::size_t(1) << 20;
+
+/// "" when a valid `model` cut into blocks of `block_floats` on `shards` shards stays within
+/// those bounds, else what is wrong ("3000000 blocks of 1 float, more than 2^20: ...").
+std::string invalid_cut(const model_spec& model, uint32_t block_floats, int shards);
+
 struct tensor_info {
   std::string name;        ///< "dense0/kernel", "dense0/bias", ...
   std::vector<uint32_t> shape;
@@ -135,7 +147,8 @@ struct block_info {
 
 class block_layout {
 public:
-  /// Throws std::invalid_argument for an invalid model, block size or shard count.
+  /// Throws std::invalid_argument for an invalid model, block size or shard count, or a cut
+  /// beyond invalid_cut's bounds.
   block_layout(const model_spec& model, uint32_t block_floats, int shards);
   explicit block_layout(const train_spec& spec)
     : block_layout(spec.model, spec.block_floats, spec.shards) {}

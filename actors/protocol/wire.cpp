@@ -352,6 +352,11 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   auto mode = static_cast<unsigned>(in.getMode());
   auto opt = static_cast<unsigned>(in.getOptimizer());
   auto schedule = static_cast<unsigned>(in.getLrSchedule());
+  if (spec.shards > max_shards || spec.workers > max_workers)
+    return make_error(errc::invalid_spec, std::to_string(spec.shards) + " shards, "
+                                            + std::to_string(spec.workers) + " workers");
+  if (auto why = invalid_cut(spec.model, spec.block_floats, spec.shards); !why.empty())
+    return make_error(errc::invalid_spec, why);
   if (spec.block_floats == 0 || spec.shards <= 0 || spec.workers <= 0 || mode > 2 || opt > 3
       || schedule > 2 || in.getTotalClocks() < 0 || in.getStaleness() < 0 || !(in.getLearningRate() > 0) || !std::isfinite(in.getLearningRate()))
     return make_error(errc::invalid_spec, "out-of-range field in TrainSpec");

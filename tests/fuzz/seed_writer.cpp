@@ -1,0 +1,136 @@
+// Writes seeds for the wire and link_frame fuzz targets with the real encoders: each message
+// the wire carries, and whole data-link conversations (a client's hello and requests, a
+// shard's answers), each file prefixed with the selector byte its target reads first.
+//   fuzz_seed_writer OUT   (writes OUT/wire/* and OUT/link_frame/*)
+#include "actors/net/link_socket.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/wire.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace actorps;
+
+namespace {
+
+fs::path out_dir;
+
+void write_seed(const std::string& target, const std::string& name, uint8_t selector,
+                const std::string& bytes) {
+  fs::create_directories(out_dir / target);
+  std::ofstream out(out_dir / target / name, std::ios::binary | std::ios::trunc);
+  out.put(static_cast<char>(selector));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string bytes_of(const wire_buffer& buf) {
+  return {reinterpret_cast<const char*>(buf.bytes()), buf.size_bytes()};
+}
+
+std::string frame(frame_kind kind, uint64_t id, int64_t a, int64_t b, const std::string& payload) {
+  auto h = make_header(kind, id, a, b, payload.size());
+  return std::string(reinterpret_cast<const char*>(&h), sizeof h) + payload;
+}
+
+/// A small run: two dense tensors cut into blocks of 8 on two shards, one sparse table.
+train_spec small_spec(bool sparse) {
+  train_spec s;
+  s.model.name = "fuzz";
+  s.model.tensors = {{"dense/kernel", {6, 4}, tensor_init::uniform, 0.1},
+                     {"dense/bias", {4}, tensor_init::zeros, 0}};
+  if (sparse) {
+    sparse_table_config table;
+    table.dim = 3;
+    table.optimizer.kind = row_optimizer_kind::adam;
+    s.model.sparse_tables = {{"embedding", table}};
+  }
+  s.block_floats = 8;
+  s.shards = 2;
+  s.workers = 2;
+  s.total_clocks = 10;
+  s.checkpoint_every = 5;
+  place_buckets(s);
+  return s;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: fuzz_seed_writer OUT\n";
+    return 2;
+  }
+  out_dir = argv[1];
+  for (bool sparse : {false, true}) {
+    const std::string tag = sparse ? "sparse_" : "dense_";
+    auto spec = small_spec(sparse);
+    block_layout layout(spec);
+    std::vector<float> flat(layout.total_floats());
+    std::iota(flat.begin(), flat.end(), 0.5f);
+    std::vector<float> part(layout.shard_floats(0), 0.25f);
+    std::vector<uint64_t> keys = {0, 77, 4096};
+    std::vector<float> rows(keys.size() * 3, 0.125f);
+    std::vector<sparse_rows_ref> grads, asked;
+    if (sparse) {
+      grads.push_back({0, 3, keys.data(), nullptr, keys.size(), rows.data()});
+      asked.push_back({0, 3, keys.data(), nullptr, keys.size(), nullptr});
+    }
+    auto push = encode_push(1, 3, 0, layout, flat.data(), 2, grads, asked);
+    auto pull = encode_pull(1, 4, 0, asked);
+    auto reply = encode_shard_parameters(0, 2, 3, layout, part.data());
+    write_seed("wire", tag + "push", 0, bytes_of(push));
+    write_seed("wire", tag + "pull", 1, bytes_of(pull));
+    write_seed("wire", tag + "snapshot_pull", 1, bytes_of(encode_all_rows_pull(0)));
+    write_seed("wire", tag + "pull_reply", 2, bytes_of(reply));
+    write_seed("wire", tag + "shard_init", 3, bytes_of(encode_shard_init(spec, 0, layout, part.data())));
+    role_setup setup;
+    setup.spec = spec;
+    setup.index = 1;
+    setup.steps = 10;
+    setup.data.train_path = "/data/train.libsvm";
+    setup.shard_addresses = {"ps0:2222", "ps1:2222"};
+    write_seed("wire", tag + "role_setup", 4, bytes_of(encode_role_setup(setup)));
+    std::vector<float> state(2 * layout.shard_floats(0), 0.0f);  // momentum's slot and more
+    std::vector<sparse_table_rows> tables;
+    if (sparse) {
+      sparse_table_rows t;
+      t.keys = {0, 4096};
+      t.values = {1, 2, 3, 4, 5, 6};
+      t.state.assign(2 * t.values.size(), 0.0f);
+      t.touches = {1, 2};
+      t.steps = {1, 2};
+      tables.push_back(t);
+    }
+    write_seed("wire", tag + "shard_checkpoint", 5,
+               bytes_of(encode_shard_checkpoint(spec, 0, 5, 9, 4, layout, part.data(), state.data(),
+                                                optimizer_state_slots(spec.optimizer.kind), tables)));
+    run_checkpoint run;
+    run.spec = spec;
+    run.clock = 5;
+    run.batch = 8;
+    run.steps = 10;
+    run.samples = 80;
+    run.wall_s = 1.5;
+    run.positions = {{0, 5, 0, 5}, {1, 5, 0, 5}};
+    run.run_id = "0123456789abcdef";
+    run.dataset = "synthetic";
+    run.train_rows = 64;
+    write_seed("wire", tag + "run_checkpoint", 6, bytes_of(encode_run_checkpoint(run)));
+
+    // A client's conversation with shard 0, and the shard's answers.
+    write_seed("link_frame", tag + "requests", 0,
+               frame(frame_kind::hello, 0, 0, 120000, "") + frame(frame_kind::push_pull, 1, 0, 0, bytes_of(push))
+                 + frame(frame_kind::pull, 2, 1, 4, "") + frame(frame_kind::keyed_pull, 3, 0, 0, bytes_of(pull))
+                 + frame(frame_kind::snapshot, 4, 0, 0, "")
+                 + frame(frame_kind::keyed_snapshot, 5, 0, 0, bytes_of(encode_all_rows_pull(0))));
+    write_seed("link_frame", tag + "answers", 1,
+               frame(frame_kind::reply, 0, 0, 0, "") + frame(frame_kind::reply, 1, 0, 0, bytes_of(reply))
+                 + frame(frame_kind::failure, 2, 7, static_cast<int64_t>(error_category),
+                         "push of worker 1 refused: stale incarnation"));
+  }
+  return 0;
+}
