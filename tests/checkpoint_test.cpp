@@ -297,7 +297,7 @@ TEST_CASE("adam: a shard restored from its checkpoint after N updates takes upda
   spec.total_clocks = 2 * n;
   spec.checkpoint_every = n;
   scratch tmp;
-  shard_fixture whole(spec), resumed(spec);
+  shard_fixture whole(spec, shard_config{tmp.path, {}}), resumed(spec);
   auto push_at = [&](int64_t clock) {  // a gradient that differs per clock and per element
     std::vector<float> grad(whole.layout.total_floats());
     for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::sin(float(clock * 31 + i)) + 0.1f;

@@ -300,7 +300,7 @@ TEST_CASE("a checkpoint of a clock passed without a snapshot is refused, not lef
   auto spec = tiny_spec(consistency::sync, 1);
   spec.total_clocks = 10;
   spec.checkpoint_every = 2;
-  shard_fixture f(spec);
+  shard_fixture f(spec, shard_config{"/nonexistent", {}});  // the root: only the clock is wrong
   for (int64_t c = 0; c < 6; ++c) REQUIRE(f.push_pull(f.push_of(0, c, 1.0f)));  // keeps 4 and 6
   // an evicted snapshot, and a clock off the schedule asked for too late (interrupt.cpp asks
   // again further ahead)
