@@ -38,7 +38,7 @@ TEST_CASE("a checkpoint asked for a clock off the schedule is kept when the shar
   spec.total_clocks = 100;
   spec.checkpoint_every = 50;  // 7 is not a checkpoint clock
   actorps::test::scratch_dir tmp("actorps_off_schedule");
-  shard_fixture f(spec);
+  shard_fixture f(spec, shard_config{tmp.path, {}});  // its checkpoint root
   for (int64_t c = 0; c < 3; ++c) REQUIRE(f.push_pull(push_at(f.layout, c)));
 
   // asked at clock 3 for clock 7: held until the shard's min clock reaches 7
@@ -70,7 +70,7 @@ TEST_CASE("a clock off the schedule the shard has passed is refused as checkpoin
   spec.total_clocks = 100;
   spec.checkpoint_every = 50;
   actorps::test::scratch_dir tmp("actorps_off_schedule_passed");
-  shard_fixture f(spec);
+  shard_fixture f(spec, shard_config{tmp.path, {}});  // its checkpoint root
   for (int64_t c = 0; c < 5; ++c) REQUIRE(f.push_pull(push_at(f.layout, c)));
   caf::error err;
   (*f.self)->request(f.shard, timeout, checkpoint_atom::value, tmp.path, int64_t{3})
