@@ -1,5 +1,6 @@
 // What fuzzing the decoders found (tests/fuzz, issue 19): each finding's fix, asserted on the
 // product's own calls. The reproducers themselves are replayed by the fuzz_* tests.
+#include "actors/data/dataset.hpp"
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/protocol/wire.hpp"
 
@@ -85,4 +86,24 @@ TEST_CASE("the heap placement puts every block on the shard the scan did") {
     auto expected = placement_by_scan(layout, shards);
     for (const auto& b : layout.blocks()) REQUIRE(b.shard == expected[b.id]);
   }
+}
+
+TEST_CASE("a run file's row count of 8e18 splits among workers without overflow") {
+  // fuzz_wire: a forged run.capnp claiming 8 314 042 257 525 535 598 training rows made the
+  // consistency check compute 2 · rows (signed overflow) while checking data positions
+  const int64_t rows = 8314042257525535598;
+  for (int workers : {1, 2, 3, 7, 65536}) {
+    CAPTURE(workers);
+    int64_t sum = 0;
+    for (int w = 0; w < workers; ++w) {
+      auto n = actorps::data_shard::rows_of(rows, w, workers);
+      CHECK((n == rows / workers || n == rows / workers + 1));
+      sum += n;
+    }
+    CHECK(sum == rows);
+  }
+  CHECK(actorps::data_shard::rows_of(10, 1, 3) == 3);  // [3, 6): as before
+  CHECK(actorps::data_shard::rows_of(10, 2, 3) == 4);  // [6, 10)
+  CHECK(actorps::data_shard::rows_of(rows, 2, 2) == 0);  // a worker outside the run
+  CHECK(actorps::data_shard::rows_of(rows, -1, 2) == 0);
 }

@@ -73,8 +73,12 @@ public:
   int64_t size() const { return size_; }       ///< rows in the shard
   /// The rows worker `worker` of `workers` gets out of `rows`: [w·n/W, (w+1)·n/W). Also what a
   /// checkpoint records data positions against, without the data at hand.
+  /// A worker outside [0, workers) gets none. Exact and overflow-free for every row count (a
+  /// forged checkpoint may claim 8e18 rows): w·n/W is computed as w·(n/W) + w·(n%W)/W.
   static int64_t rows_of(int64_t rows, int worker, int workers) {
-    return (worker + 1) * rows / workers - worker * rows / workers;
+    if (workers <= 0 || worker < 0 || worker >= workers || rows <= 0) return 0;
+    auto until = [&](int64_t w) { return w * (rows / workers) + w * (rows % workers) / workers; };
+    return until(worker + 1) - until(worker);
   }
 
   int batch_size() const override { return batch_; }

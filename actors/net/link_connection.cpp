@@ -69,13 +69,7 @@ void link_connection::queue(const frame_header& h) {
 }
 
 void link_connection::queue_failure(uint64_t id, const caf::error& err) {
-  std::string text;
-  const auto& context = err.context();
-  if (context.size() > 0 && context.match_element<std::string>(0))
-    text = context.get_as<std::string>(0);
-  if (text.size() > max_failure_text) text.resize(max_failure_text);
-  auto h = make_header(frame_kind::failure, id, err.code(),
-                       static_cast<int64_t>(static_cast<uint64_t>(err.category())), text.size());
+  auto [h, text] = failure_frame(id, err);
   unsent_bytes_ += sizeof h + text.size();
   out_.push_back({h, {}, std::move(text)});
 }

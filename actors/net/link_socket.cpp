@@ -140,7 +140,7 @@ caf::error link_socket::send(frame_kind kind, uint64_t id, const wire_buffer& pa
   return send(make_header(kind, id, 0, 0, payload.size_bytes()), payload.bytes());
 }
 
-caf::error link_socket::send_failure(uint64_t id, const caf::error& err) {
+std::pair<frame_header, std::string> failure_frame(uint64_t id, const caf::error& err) {
   std::string text;
   const auto& context = err.context();
   if (context.size() > 0 && context.match_element<std::string>(0))
@@ -148,6 +148,11 @@ caf::error link_socket::send_failure(uint64_t id, const caf::error& err) {
   if (text.size() > max_failure_text) text.resize(max_failure_text);
   auto h = make_header(frame_kind::failure, id, err.code(),
                        static_cast<int64_t>(static_cast<uint64_t>(err.category())), text.size());
+  return {h, std::move(text)};
+}
+
+caf::error link_socket::send_failure(uint64_t id, const caf::error& err) {
+  auto [h, text] = failure_frame(id, err);
   return send(h, text.data());
 }
 

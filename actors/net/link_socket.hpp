@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace actorps {
 
@@ -61,6 +62,10 @@ inline constexpr uint64_t max_failure_text = 64 * 1024;
 
 frame_header make_header(frame_kind kind, uint64_t id = 0, int64_t a = 0, int64_t b = 0,
                          uint64_t size = 0);
+
+/// A failure frame carrying `err`: its header (a = code, b = category) and its payload, the
+/// error's first context string cut to max_failure_text.
+std::pair<frame_header, std::string> failure_frame(uint64_t id, const caf::error& err);
 
 /// Empty if `h` is a frame this version understands, else what is wrong with it.
 std::string check_header(const frame_header& h);
