@@ -2,8 +2,10 @@
 // parts, and scratch files for the decoders that read paths rather than bytes.
 #pragma once
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -46,12 +48,22 @@ inline std::vector<std::string> split(std::string_view text, std::string_view se
 inline constexpr std::string_view file_separator = "\n=====actorps-fuzz-file=====\n";
 
 /// A directory of this process's own for scratch files (in memory where /dev/shm exists),
-/// removed at exit.
+/// removed at exit. libFuzzer ends some runs with _exit (a finding, -fork's jobs), which skips
+/// that, so each new one also removes those of processes that no longer exist.
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
     std::filesystem::path base = std::filesystem::exists("/dev/shm") ? "/dev/shm"
                                                                      : std::filesystem::temp_directory_path();
-    auto d = base / ("actorps-fuzz-" + std::to_string(::getpid()));
+    const std::string prefix = "actorps-fuzz-";
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+      auto name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      auto pid = std::atoi(name.c_str() + prefix.size());
+      if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH)
+        std::filesystem::remove_all(entry.path(), ec);
+    }
+    auto d = base / (prefix + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
     std::atexit([] {
       std::error_code ec;
