@@ -25,3 +25,9 @@ run_bench() {
   fi
   mv "$tmp" "$out"
 }
+
+# free_port: a TCP port of 127.0.0.1 free right now (bound and released: another process may
+# still take it before the caller does).
+free_port() {
+  "${python:-python3}" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
+}

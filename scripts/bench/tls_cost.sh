@@ -26,7 +26,7 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
-free_port() { "$python" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
+. "$(dirname "$0")/bench_lib.sh"  # free_port
 scripts/make_certs.sh "$tmp/certs" ps:0 worker:0 > /dev/null
 
 for run in $(seq 1 "$runs"); do

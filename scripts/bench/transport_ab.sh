@@ -18,7 +18,7 @@ done
 python=$(command -v /usr/bin/python3 || command -v python3)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-free_port() { "$python" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
+. "$(dirname "$0")/bench_lib.sh"  # free_port
 for ((r = 1; r <= rounds; r++)); do
   order="before after"; [ $((r % 2)) = 0 ] && order="after before"
   for side in $order; do

@@ -23,7 +23,7 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
-free_port() { "$python" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
+. "$(dirname "$0")/bench_lib.sh"  # free_port
 
 # The loopback TCP limit: one iperf3 stream for 3 s.
 port=$(free_port)
