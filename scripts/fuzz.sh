@@ -23,7 +23,7 @@ work=${ACTORPS_FUZZ_WORK:-$HOME/.cache/actorps-fuzz}/$target
 mkdir -p "$work/corpus" "$work/findings"
 cp -n "tests/fuzz/corpus/$target"/* "$work/corpus/"
 before=$(ls "$work/findings" | wc -l)
-options=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$work/findings/" -print_final_stats=1
+options=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -artifact_prefix="$work/findings/" -print_final_stats=1
          -max_total_time="$seconds")
 [ -f "tests/fuzz/dict/$target.dict" ] && options+=(-dict="tests/fuzz/dict/$target.dict")
 # -fork: a finding does not end the run; each one is kept and the fuzzing goes on.
