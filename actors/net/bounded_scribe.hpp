@@ -92,8 +92,8 @@ public:
 
   void data_transferred(caf::execution_unit* ctx, size_t written, size_t remaining) override {
     // `remaining` counts all unsent bytes: the rest of the write in flight, then the queue.
-    if (remaining > unsent_) total_ = guard_->add_unsent(static_cast<std::ptrdiff_t>(remaining - unsent_));
-    else total_ = guard_->add_unsent(-static_cast<std::ptrdiff_t>(unsent_ - remaining));
+    total_ = guard_->add_unsent(static_cast<std::ptrdiff_t>(remaining)
+                                - static_cast<std::ptrdiff_t>(unsent_));
     unsent_ = remaining;
     // A write in flight that is done gives way to the queue (the stream swaps the buffers).
     auto queued = this->wr_buf().size();
