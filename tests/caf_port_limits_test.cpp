@@ -1,0 +1,185 @@
+// The bounds of a CAF port published with publish_guarded (caf_port_limits.hpp): a connection
+// whose handshake is late is closed at its deadline, the connection over the limit is closed at
+// once and a freed slot serves again, and a client that does not read its replies is cut off
+// while the published actor goes on serving others. Each one reported with the peer's address.
+#include "guarded_server.hpp"
+
+#include <poll.h>
+
+#include <atomic>
+#include <thread>
+
+using namespace actorps;
+using namespace actorps::test;
+
+namespace {
+
+/// Answers each request with `reply_bytes` bytes: replies a non-reader leaves to pile up.
+using blob_actor = caf::typed_actor<caf::replies_to<int32_t>::with<std::vector<char>>>;
+
+constexpr std::size_t reply_bytes = std::size_t(512) << 10;
+
+blob_actor::behavior_type blob_server() {
+  return {[](int32_t) { return std::vector<char>(reply_bytes, 'x'); }};
+}
+
+std::string address_of(const raw_socket& s) { return "127.0.0.1:" + std::to_string(s.local_port()); }
+
+/// A TCP relay on 127.0.0.1 between one client and the server on `server_port`: the client's
+/// bytes always go through; the server's until stop_replies(), after which the relay reads
+/// nothing more from the server, as a client that never reads its replies.
+class relay {
+public:
+  explicit relay(uint16_t server_port) {
+    port_ = listener_.listen();
+    REQUIRE(port_ != 0);
+    REQUIRE(::pipe(wake_) == 0);
+    thread_ = std::thread([this, server_port] { run(server_port); });
+  }
+  ~relay() {
+    char quit = 'q';
+    CHECK(::write(wake_[1], &quit, 1) == 1);
+    thread_.join();
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+  }
+  relay(const relay&) = delete;
+  relay& operator=(const relay&) = delete;
+
+  uint16_t port() const { return port_; }
+
+  void stop_replies() {
+    replies_ = false;
+    char stop = 's';
+    CHECK(::write(wake_[1], &stop, 1) == 1);
+  }
+
+private:
+  static bool forward(int from, int to) {
+    char buf[64 << 10];
+    auto n = ::recv(from, buf, sizeof buf, 0);
+    return n > 0 && ::send(to, buf, static_cast<size_t>(n), MSG_NOSIGNAL) == n;
+  }
+
+  void run(uint16_t server_port) {
+    pollfd first[2] = {{wake_[0], POLLIN, 0}, {listener_.fd(), POLLIN, 0}};
+    if (::poll(first, 2, -1) <= 0 || first[0].revents) return;
+    int client = ::accept(listener_.fd(), nullptr, nullptr);
+    raw_socket server;
+    if (client < 0 || !server.connect(server_port)) return;
+    for (;;) {
+      short from_server = replies_ ? POLLIN : 0;
+      pollfd fds[3] = {{wake_[0], POLLIN, 0}, {client, POLLIN, 0}, {server.fd(), from_server, 0}};
+      if (::poll(fds, 3, -1) < 0) break;
+      if (fds[0].revents) {
+        char c = 0;
+        if (::read(wake_[0], &c, 1) != 1 || c == 'q') break;
+        continue;  // replies_ changed
+      }
+      if (fds[1].revents && !forward(client, server.fd())) break;
+      if (fds[2].revents & (POLLERR | POLLHUP)) break;  // the server closed the connection
+      if (fds[2].revents && replies_ && !forward(server.fd(), client)) break;
+    }
+    ::close(client);
+  }
+
+  raw_socket listener_;
+  uint16_t port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> replies_{true};
+  std::thread thread_;
+};
+
+} // namespace
+
+TEST_CASE("a CAF port closes a connection whose handshake is not through by its deadline") {
+  caf_port_limits limits;
+  limits.handshake_timeout = std::chrono::milliseconds(1000);
+  guarded_server<> server{limits};
+  // A real peer, connected first: its handshake is through long before its deadline, which
+  // passes before the stranger's.
+  caf::actor_system_config cfg;
+  caf::actor_system client{with_network(cfg)};
+  auto remote = client.middleman().remote_actor<adder_actor>("127.0.0.1", server.port);
+  REQUIRE_MESSAGE(remote, client.render(remote.error()));
+  raw_socket trickle;
+  REQUIRE(trickle.connect(server.port));
+  REQUIRE(trickle.send_all({'\x00'}));  // the first byte of a BASP header, and no more
+  CHECK(trickle.closed_by_peer());
+  auto refused = server.next_refusal();
+  REQUIRE_MESSAGE(refused, "no report of the closed connection");
+  CHECK(refused->peer == address_of(trickle));
+  CHECK(refused->why == "closed: its TLS and BASP handshake was not through within 1 s");
+  caf::scoped_actor self{client};
+  int32_t answer = 0;
+  self->request(*remote, bound, int32_t{1}).receive([&](int32_t x) { answer = x; },
+                                                    [&](caf::error& err) {
+                                                      FAIL(client.render(err));
+                                                    });
+  CHECK(answer == 2);
+  CHECK(server.no_refusal_pending());
+}
+
+TEST_CASE("a CAF port refuses the connection over its limit and serves again once one closes") {
+  caf_port_limits limits;
+  limits.max_connections = 2;
+  guarded_server<> server{limits};
+  caf::actor_system_config cfg;
+  caf::actor_system client{with_network(cfg)};
+  auto remote = client.middleman().remote_actor<adder_actor>("127.0.0.1", server.port);
+  REQUIRE_MESSAGE(remote, client.render(remote.error()));
+  raw_socket held;  // the second connection, its handshake pending
+  REQUIRE(held.connect(server.port));
+  raw_socket third;
+  REQUIRE(third.connect(server.port));
+  CHECK(third.closed_by_peer());
+  auto refused = server.next_refusal();
+  REQUIRE_MESSAGE(refused, "no report of the refused connection");
+  CHECK(refused->peer == address_of(third));
+  CHECK(refused->why == "refused: the port already holds 2 connections (its limit)");
+  held.close();
+  // A round trip on the first connection: the server has seen the close by its end.
+  caf::scoped_actor self{client};
+  int32_t answer = 0;
+  self->request(*remote, bound, int32_t{1}).receive([&](int32_t x) { answer = x; },
+                                                    [&](caf::error& err) {
+                                                      FAIL(client.render(err));
+                                                    });
+  CHECK(answer == 2);
+  check_remote_peer_is_served(server.port);  // the freed slot
+  CHECK(server.no_refusal_pending());
+}
+
+TEST_CASE("a CAF port disconnects a client that does not read its replies and serves others") {
+  guarded_server<blob_actor> server{{}, [](caf::actor_system& sys) { return sys.spawn(blob_server); }};
+  relay non_reader{server.port};
+  caf::actor_system_config cfg;
+  caf::actor_system client{with_network(cfg)};
+  auto remote = client.middleman().remote_actor<blob_actor>("127.0.0.1", non_reader.port());
+  REQUIRE_MESSAGE(remote, client.render(remote.error()));
+  caf::scoped_actor self{client};
+  std::size_t got = 0;
+  self->request(*remote, bound, int32_t{0})
+    .receive([&](std::vector<char>& reply) { got = reply.size(); },
+             [&](caf::error& err) { FAIL(client.render(err)); });
+  REQUIRE(got == reply_bytes);
+  // From now on its replies stay at the server: 200 of them are 100 MiB, far more than the
+  // kernel's buffers on both ends hold.
+  non_reader.stop_replies();
+  for (int32_t i = 1; i <= 200; ++i) self->send(*remote, i);
+  auto refused = server.next_refusal();
+  REQUIRE_MESSAGE(refused, "no report of the non-reading client");
+  CHECK(refused->why.find("closed: it does not read its replies (17 messages queued")
+        == 0);
+  // A client that reads is served meanwhile.
+  caf::actor_system_config other_cfg;
+  caf::actor_system other{with_network(other_cfg)};
+  auto direct = other.middleman().remote_actor<blob_actor>("127.0.0.1", server.port);
+  REQUIRE_MESSAGE(direct, other.render(direct.error()));
+  caf::scoped_actor asker{other};
+  got = 0;
+  asker->request(*direct, bound, int32_t{1})
+    .receive([&](std::vector<char>& reply) { got = reply.size(); },
+             [&](caf::error& err) { FAIL(other.render(err)); });
+  CHECK(got == reply_bytes);
+}
