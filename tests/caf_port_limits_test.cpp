@@ -3,11 +3,7 @@
 // once and a freed slot serves again, and a client that does not read its replies is cut off
 // while the published actor goes on serving others. Each one reported with the peer's address.
 #include "guarded_server.hpp"
-
-#include <poll.h>
-
-#include <atomic>
-#include <thread>
+#include "apps/bench/stalling_relay.hpp"
 
 using namespace actorps;
 using namespace actorps::test;
@@ -24,71 +20,6 @@ blob_actor::behavior_type blob_server() {
 }
 
 std::string address_of(const raw_socket& s) { return "127.0.0.1:" + std::to_string(s.local_port()); }
-
-/// A TCP relay on 127.0.0.1 between one client and the server on `server_port`: the client's
-/// bytes always go through; the server's until stop_replies(), after which the relay reads
-/// nothing more from the server, as a client that never reads its replies.
-class relay {
-public:
-  explicit relay(uint16_t server_port) {
-    port_ = listener_.listen();
-    REQUIRE(port_ != 0);
-    REQUIRE(::pipe(wake_) == 0);
-    thread_ = std::thread([this, server_port] { run(server_port); });
-  }
-  ~relay() {
-    char quit = 'q';
-    CHECK(::write(wake_[1], &quit, 1) == 1);
-    thread_.join();
-    ::close(wake_[0]);
-    ::close(wake_[1]);
-  }
-  relay(const relay&) = delete;
-  relay& operator=(const relay&) = delete;
-
-  uint16_t port() const { return port_; }
-
-  void stop_replies() {
-    replies_ = false;
-    char stop = 's';
-    CHECK(::write(wake_[1], &stop, 1) == 1);
-  }
-
-private:
-  static bool forward(int from, int to) {
-    char buf[64 << 10];
-    auto n = ::recv(from, buf, sizeof buf, 0);
-    return n > 0 && ::send(to, buf, static_cast<size_t>(n), MSG_NOSIGNAL) == n;
-  }
-
-  void run(uint16_t server_port) {
-    pollfd first[2] = {{wake_[0], POLLIN, 0}, {listener_.fd(), POLLIN, 0}};
-    if (::poll(first, 2, -1) <= 0 || first[0].revents) return;
-    int client = ::accept(listener_.fd(), nullptr, nullptr);
-    raw_socket server;
-    if (client < 0 || !server.connect(server_port)) return;
-    for (;;) {
-      short from_server = replies_ ? POLLIN : 0;
-      pollfd fds[3] = {{wake_[0], POLLIN, 0}, {client, POLLIN, 0}, {server.fd(), from_server, 0}};
-      if (::poll(fds, 3, -1) < 0) break;
-      if (fds[0].revents) {
-        char c = 0;
-        if (::read(wake_[0], &c, 1) != 1 || c == 'q') break;
-        continue;  // replies_ changed
-      }
-      if (fds[1].revents && !forward(client, server.fd())) break;
-      if (fds[2].revents & (POLLERR | POLLHUP)) break;  // the server closed the connection
-      if (fds[2].revents && replies_ && !forward(server.fd(), client)) break;
-    }
-    ::close(client);
-  }
-
-  raw_socket listener_;
-  uint16_t port_ = 0;
-  int wake_[2] = {-1, -1};
-  std::atomic<bool> replies_{true};
-  std::thread thread_;
-};
 
 } // namespace
 
@@ -152,7 +83,8 @@ TEST_CASE("a CAF port refuses the connection over its limit and serves again onc
 
 TEST_CASE("a CAF port disconnects a client that does not read its replies and serves others") {
   guarded_server<blob_actor> server{{}, [](caf::actor_system& sys) { return sys.spawn(blob_server); }};
-  relay non_reader{server.port};
+  stalling_relay non_reader{server.port};
+  REQUIRE(non_reader.port() != 0);
   caf::actor_system_config cfg;
   caf::actor_system client{with_network(cfg)};
   auto remote = client.middleman().remote_actor<blob_actor>("127.0.0.1", non_reader.port());
@@ -165,7 +97,7 @@ TEST_CASE("a CAF port disconnects a client that does not read its replies and se
   REQUIRE(got == reply_bytes);
   // From now on its replies stay at the server: 200 of them are 100 MiB, far more than the
   // kernel's buffers on both ends hold.
-  non_reader.stop_replies();
+  REQUIRE(non_reader.stop_replies());
   for (int32_t i = 1; i <= 200; ++i) self->send(*remote, i);
   auto refused = server.next_refusal();
   REQUIRE_MESSAGE(refused, "no report of the non-reading client");
