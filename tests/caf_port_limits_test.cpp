@@ -3,7 +3,6 @@
 // once and a freed slot serves again, and a client that does not read its replies is cut off
 // while the published actor goes on serving others. Each one reported with the peer's address.
 #include "guarded_server.hpp"
-#include "apps/bench/stalling_relay.hpp"
 
 using namespace actorps;
 using namespace actorps::test;
@@ -17,6 +16,15 @@ constexpr std::size_t reply_bytes = std::size_t(512) << 10;
 
 blob_actor::behavior_type blob_server() {
   return {[](int32_t) { return std::vector<char>(reply_bytes, 'x'); }};
+}
+
+/// The adder's answer to `x` (0 when it gives none).
+int32_t ask(caf::actor_system& sys, const adder_actor& remote, int32_t x) {
+  caf::scoped_actor self{sys};
+  int32_t answer = 0;
+  self->request(remote, bound, x).receive([&](int32_t y) { answer = y; },
+                                          [&](caf::error& err) { FAIL(sys.render(err)); });
+  return answer;
 }
 
 std::string address_of(const raw_socket& s) { return "127.0.0.1:" + std::to_string(s.local_port()); }
@@ -41,13 +49,7 @@ TEST_CASE("a CAF port closes a connection whose handshake is not through by its 
   REQUIRE_MESSAGE(refused, "no report of the closed connection");
   CHECK(refused->peer == address_of(trickle));
   CHECK(refused->why == "closed: its TLS and BASP handshake was not through within 1 s");
-  caf::scoped_actor self{client};
-  int32_t answer = 0;
-  self->request(*remote, bound, int32_t{1}).receive([&](int32_t x) { answer = x; },
-                                                    [&](caf::error& err) {
-                                                      FAIL(client.render(err));
-                                                    });
-  CHECK(answer == 2);
+  CHECK(ask(client, *remote, 1) == 2);
   CHECK(server.no_refusal_pending());
 }
 
@@ -70,13 +72,7 @@ TEST_CASE("a CAF port refuses the connection over its limit and serves again onc
   CHECK(refused->why == "refused: the port already holds 2 connections (its limit)");
   held.close();
   // A round trip on the first connection: the server has seen the close by its end.
-  caf::scoped_actor self{client};
-  int32_t answer = 0;
-  self->request(*remote, bound, int32_t{1}).receive([&](int32_t x) { answer = x; },
-                                                    [&](caf::error& err) {
-                                                      FAIL(client.render(err));
-                                                    });
-  CHECK(answer == 2);
+  CHECK(ask(client, *remote, 1) == 2);
   check_remote_peer_is_served(server.port);  // the freed slot
   CHECK(server.no_refusal_pending());
 }

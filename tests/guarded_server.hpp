@@ -4,6 +4,7 @@
 
 #include "actors/net/guarded_publish.hpp"
 #include "actors/protocol/system_config.hpp"
+#include "apps/bench/stalling_relay.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -33,14 +34,6 @@ inline adder_actor::behavior_type adder() {
 
 constexpr auto bound = std::chrono::seconds(10);  // every wait below ends by then
 
-inline sockaddr_in loopback(uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
 /// A plain TCP socket on 127.0.0.1, closed on scope exit; reads give up after `bound`.
 class raw_socket {
 public:
@@ -53,12 +46,12 @@ public:
   raw_socket& operator=(const raw_socket&) = delete;
 
   bool connect(uint16_t port) {
-    auto addr = loopback(port);
+    auto addr = loopback_address(port);
     return ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   }
   /// Binds an OS-chosen port and listens on it; returns the port (0 on failure).
   uint16_t listen() {
-    auto addr = loopback(0);
+    auto addr = loopback_address(0);
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 1) != 0)
       return 0;
     return local_port();

@@ -16,11 +16,20 @@
 
 namespace actorps {
 
+/// 127.0.0.1:`port`.
+inline sockaddr_in loopback_address(uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
 class stalling_relay {
 public:
   explicit stalling_relay(uint16_t server_port) : server_port_(server_port) {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto addr = loopback(0);
+    auto addr = loopback_address(0);
     socklen_t len = sizeof addr;
     if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) != 0
         || ::listen(listener_, 1) != 0 || ::pipe(wake_) != 0
@@ -52,14 +61,6 @@ public:
   }
 
 private:
-  static sockaddr_in loopback(uint16_t port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return addr;
-  }
-
   static bool forward(int from, int to) {
     char buf[64 << 10];
     auto n = ::recv(from, buf, sizeof buf, 0);
@@ -71,7 +72,7 @@ private:
     if (::poll(first, 2, -1) <= 0 || first[0].revents) return;
     int client = ::accept(listener_, nullptr, nullptr);
     int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto addr = loopback(server_port_);
+    auto addr = loopback_address(server_port_);
     if (client >= 0 && server >= 0
         && ::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
       for (;;) {

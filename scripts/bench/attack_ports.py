@@ -369,6 +369,7 @@ ATTACKS = {"random_1GiB": random_bytes, "trickle_1Bps": trickle, "hold_4000": ho
 
 
 def main():
+    global BUILD, STORM_NOFILE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", default=os.path.join(ROOT, "build", "bench", "attack_ports.json"))
     ap.add_argument("-b", default=os.path.join(ROOT, "build"))
@@ -379,7 +380,6 @@ def main():
     ap.add_argument("--only", choices=["caf", "data"])
     ap.add_argument("--attacks", default=",".join(ATTACKS))
     args = ap.parse_args()
-    global BUILD, STORM_NOFILE
     BUILD, STORM_NOFILE = args.b, args.storm_nofile
     binary = os.path.join(args.b, "actorps")
     if not os.access(binary, os.X_OK):
