@@ -48,7 +48,7 @@ TEST_CASE("a CAF port closes a connection whose handshake is not through by its 
   auto refused = server.next_refusal();
   REQUIRE_MESSAGE(refused, "no report of the closed connection");
   CHECK(refused->peer == address_of(trickle));
-  CHECK(refused->why == "closed: its TLS and BASP handshake was not through within 1 s");
+  CHECK(refused->why == "its TLS and BASP handshake was not through within 1 s: closed");
   CHECK(ask(client, *remote, 1) == 2);
   CHECK(server.no_refusal_pending());
 }
@@ -69,7 +69,7 @@ TEST_CASE("a CAF port refuses the connection over its limit and serves again onc
   auto refused = server.next_refusal();
   REQUIRE_MESSAGE(refused, "no report of the refused connection");
   CHECK(refused->peer == address_of(third));
-  CHECK(refused->why == "refused: the port already holds 2 connections (its limit)");
+  CHECK(refused->why == "the port already holds 2 connections (its limit): refused at once");
   held.close();
   // A round trip on the first connection: the server has seen the close by its end.
   CHECK(ask(client, *remote, 1) == 2);
@@ -97,7 +97,7 @@ TEST_CASE("a CAF port disconnects a client that does not read its replies and se
   for (int32_t i = 1; i <= 200; ++i) self->send(*remote, i);
   auto refused = server.next_refusal();
   REQUIRE_MESSAGE(refused, "no report of the non-reading client");
-  CHECK(refused->why.find("closed: it does not read its replies (17 messages queued")
+  CHECK(refused->why.find("it does not read its replies: closed (17 messages queued")
         == 0);
   // A client that reads is served meanwhile.
   caf::actor_system_config other_cfg;

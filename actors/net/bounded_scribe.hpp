@@ -69,7 +69,7 @@ public:
       if (messages_queued_ > limits.max_unsent_messages
           || (total_ > limits.max_unsent_total && messages_queued_ >= 2)) {
         guard_->count_unread();
-        close_now("closed: it does not read its replies (" + std::to_string(messages_queued_)
+        close_now("it does not read its replies: closed (" + std::to_string(messages_queued_)
                   + " messages queued behind the one it is being sent, "
                   + std::to_string(unsent_ >> 10) + " KiB unsent)");
       }

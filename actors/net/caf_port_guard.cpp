@@ -73,8 +73,8 @@ bool caf_port_guard::accept(net::native_socket& result, net::native_socket liste
     std::lock_guard<std::mutex> guard{mutex_};
     ++counts_.refused_no_fd;
   }
-  report("a peer", std::string("refused: the process has no file descriptor left (")
-                     + std::strerror(err) + "); accepting goes on as soon as one is free");
+  report("a peer", std::string("the process has no file descriptor left (") + std::strerror(err)
+                     + "): refused at once; accepting goes on as soon as one is free");
   return true;
 }
 
@@ -89,8 +89,8 @@ bool caf_port_guard::admit(const std::string& peer) {
     ++counts_.refused_over_limit;
     open = open_;
   }
-  report(peer, "refused: the port already holds " + std::to_string(open)
-                 + " connections (its limit)");
+  report(peer, "the port already holds " + std::to_string(open)
+                 + " connections (its limit): refused at once");
   return false;
 }
 
@@ -129,8 +129,8 @@ void caf_port_guard::expire(uint64_t key) {
   }
   // Safe without a reference: connections are destroyed in this (the network) thread, and a
   // destroyed one has left pending_ (forget) before.
-  conn->close_now("closed: its TLS and BASP handshake was not through within "
-                  + seconds_text(limits_.handshake_timeout));
+  conn->close_now("its TLS and BASP handshake was not through within "
+                  + seconds_text(limits_.handshake_timeout) + ": closed");
 }
 
 std::size_t caf_port_guard::add_unsent(std::ptrdiff_t bytes) {
