@@ -48,3 +48,13 @@ TEST_CASE("rate_limited wraps a refusal handler: 5 of 7 calls in a window reach 
   for (int i = 0; i < 7; ++i) handler("10.0.0.1:5", "garbage");
   CHECK(calls == 5);
 }
+
+TEST_CASE("rate_limited limits each reason apart: a flood of one does not hide another") {
+  std::vector<std::string> passed;
+  auto handler = rate_limited(
+    [&](const std::string&, const std::string& why) { passed.push_back(why); });
+  for (int i = 0; i < 7; ++i) handler("10.0.0.1:5", "not a CAF peer (bytes " + std::to_string(i) + ")");
+  handler("10.0.0.1:6", "it does not read its replies: closed (17 messages)");
+  REQUIRE(passed.size() == 6);
+  CHECK(passed.back() == "it does not read its replies: closed (17 messages)");
+}

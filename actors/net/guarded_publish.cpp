@@ -1,4 +1,6 @@
 #include "actors/net/guarded_publish.hpp"
+#include "actors/net/bounded_scribe.hpp"
+#include "actors/net/caf_port_guard.hpp"
 #include "actors/net/rate_limited_log.hpp"
 
 #include "actors/net/tls_config.hpp"
@@ -9,7 +11,8 @@
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
-#include <caf/io/network/doorman_impl.hpp>
+#include <caf/io/doorman.hpp>
+#include <caf/io/network/acceptor_impl.hpp>
 #include <caf/io/network/scribe_impl.hpp>
 #include <caf/openssl/manager.hpp>
 
@@ -105,6 +108,8 @@ private:
         (*on_refused_)(peer_, why.empty() ? "its BASP handshake was malformed" : why);
     } else if (!why.empty()) {
       trusted_ = true;  // CAF kept it after all: its call, and nothing to report
+    } else if (trusted_) {
+      this->handshake_through();  // its deadline is off (bounded_scribe)
     }
     return result;
   }
@@ -116,21 +121,42 @@ private:
   bool shut_down_ = false;   // the broker closed this connection
 };
 
+/// CAF's TCP accept policy, through the port's guard (caf_port_guard::accept: no spinning when
+/// the process is out of descriptors).
+struct guarded_accept_policy {
+  std::shared_ptr<caf_port_guard> guard;
+  bool try_accept(net::native_socket& result, net::native_socket listener) {
+    return guard->accept(result, listener);
+  }
+};
+
 /// An acceptor that hands the BASP broker guarded_scribes instead of CAF's own scribe_impl,
 /// made the way CAF 0.17.6's default_multiplexer::new_scribe makes them; with `tls`, each over
-/// a TLS session of the OpenSSL module, the way its own doorman makes them.
-class guarded_doorman final : public net::doorman_impl {
+/// a TLS session of the OpenSSL module, the way its own doorman makes them. Its other duties
+/// are those of CAF's doorman_impl, over an acceptor of our accept policy. Each connection is
+/// held to the port's bounds (bounded_scribe.hpp); one over the port's connection limit is
+/// closed at once.
+class guarded_doorman final : public caf::io::doorman {
 public:
   guarded_doorman(net::default_multiplexer& mx, net::native_socket fd, shared_handler on_refused,
-                  bool tls)
-    : doorman_impl(mx, fd), on_refused_(std::move(on_refused)), tls_(tls) {}
+                  bool tls, std::shared_ptr<caf_port_guard> guard)
+    : doorman(net::accept_hdl_from_socket(fd)), acceptor_(mx, fd, guarded_accept_policy{guard}),
+      on_refused_(std::move(on_refused)), tls_(tls), guard_(std::move(guard)) {}
 
   bool new_connection() override {
-    if (detached()) return false;  // the broker let go of this acceptor; its socket is not gone yet
-    auto& mx = acceptor_.backend();
     auto fd = acceptor_.accepted_socket();
-    net::keepalive(fd, true);  // as CAF does; a failure only costs the keepalive
+    if (detached()) {  // the broker let go of this acceptor; its socket is not gone yet
+      net::close_socket(fd);
+      return false;
+    }
+    auto& mx = acceptor_.backend();
     auto peer = peer_of(fd);
+    if (!guard_->admit(peer)) {
+      net::close_socket(fd);
+      return false;
+    }
+    net::keepalive(fd, true);  // as CAF does; a failure only costs the keepalive
+    auto closed_by_guard = std::make_shared<bool>(false);
     caf::io::scribe_ptr scribe;
     if (tls_) {
       // Non-blocking before the first handshake step: a peer that sends nothing must not stall
@@ -143,18 +169,43 @@ public:
       } catch (const std::exception& e) {  // files checked at start: gone since, or unreadable
         report(peer, e.what());
         net::close_socket(fd);
+        guard_->closed();
         return false;
       }
-      scribe = caf::make_counted<guarded_scribe<tls_scribe>>(
-        peer, on_refused_, mx, fd, std::move(session),
-        [on_refused = on_refused_, peer](const std::string& why) { report(*on_refused, peer, why); });
+      scribe = caf::make_counted<guarded_scribe<bounded_scribe<tls_scribe>>>(
+        peer, on_refused_, guard_, peer, closed_by_guard, mx, fd, std::move(session),
+        [on_refused = on_refused_, peer, closed_by_guard](const std::string& why) {
+          if (!*closed_by_guard) report(*on_refused, peer, why);
+        });
     } else {
-      scribe = caf::make_counted<guarded_scribe<net::scribe_impl>>(peer, on_refused_, mx, fd);
+      scribe = caf::make_counted<guarded_scribe<bounded_scribe<net::scribe_impl>>>(
+        peer, on_refused_, guard_, peer, closed_by_guard, mx, fd);
     }
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mx, hdl);
   }
+
+  void graceful_shutdown() override {
+    acceptor_.graceful_shutdown();
+    detach(&acceptor_.backend(), false);
+  }
+
+  void launch() override { acceptor_.start(this); }
+
+  std::string addr() const override {
+    auto x = net::local_addr_of_fd(acceptor_.fd());
+    return x ? std::move(*x) : std::string();
+  }
+
+  uint16_t port() const override {
+    auto x = net::local_port_of_fd(acceptor_.fd());
+    return x ? *x : 0;
+  }
+
+  void add_to_loop() override { acceptor_.activate(this); }
+
+  void remove_from_loop() override { acceptor_.passivate(); }
 
 private:
   static void report(const refusal_handler& on_refused, const std::string& peer,
@@ -165,15 +216,18 @@ private:
     report(*on_refused_, peer, why.empty() ? "it closed the connection" : why);
   }
 
+  net::acceptor_impl<guarded_accept_policy> acceptor_;
   shared_handler on_refused_;
   bool tls_;
+  std::shared_ptr<caf_port_guard> guard_;
 };
 
 } // namespace
 
 caf::expected<uint16_t> publish_guarded(caf::actor_system& sys, caf::strong_actor_ptr whom,
                                         std::set<std::string> sigs, const std::string& host,
-                                        uint16_t port, refusal_handler on_refused) {
+                                        uint16_t port, refusal_handler on_refused,
+                                        const caf_port_limits& limits) {
   // The steps of middleman::publish and middleman_actor_impl::put.
   if (!whom) return caf::make_error(caf::sec::cannot_publish_invalid_actor);
   auto& mm = sys.middleman();
@@ -186,9 +240,10 @@ caf::expected<uint16_t> publish_guarded(caf::actor_system& sys, caf::strong_acto
   auto fd = net::new_tcp_acceptor_impl(port, host.empty() ? nullptr : host.c_str(), true);
   if (!fd) return std::move(fd.error());
   // TLS is the actor system's: on when its OpenSSL module is loaded (tls_config.hpp).
+  auto report = std::make_shared<const refusal_handler>(rate_limited(std::move(on_refused)));
+  auto guard = caf_port_guard::make(sys, *mx, limits, *report);
   caf::io::doorman_ptr doorman = caf::make_counted<guarded_doorman>(
-    *mx, *fd, std::make_shared<const refusal_handler>(rate_limited(std::move(on_refused))),
-    sys.has_openssl_manager());
+    *mx, *fd, std::move(report), sys.has_openssl_manager(), std::move(guard));
   auto bound = doorman->port();
   // The BASP broker exists from the actor system's start on: looking it up only reads the
   // middleman's map of named brokers.

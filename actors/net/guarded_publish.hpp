@@ -7,6 +7,8 @@
 // except that each accepted connection first shows its opening BASP message to us.
 #pragma once
 
+#include "actors/net/caf_port_limits.hpp"
+
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
@@ -27,18 +29,23 @@ using refusal_handler = std::function<void(const std::string& peer, const std::s
 /// as `middleman().publish(whom, port, host, true)` does, and returns the bound port or the
 /// error publish would give. A peer whose first message is not a BASP client handshake, or
 /// whose handshake CAF refuses, is disconnected by CAF as before and reported to
-/// `on_refused`; every other connection goes on untouched.
+/// `on_refused`; every other connection goes on untouched. The port is held to `limits`
+/// (caf_port_limits.hpp): a connection over the limit, one whose handshake is late and one
+/// whose peer leaves its replies unread are closed and reported too. `on_refused` is
+/// rate-limited (rate_limited_log.hpp).
 caf::expected<uint16_t> publish_guarded(caf::actor_system& sys, caf::strong_actor_ptr whom,
                                         std::set<std::string> sigs, const std::string& host,
-                                        uint16_t port, refusal_handler on_refused);
+                                        uint16_t port, refusal_handler on_refused,
+                                        const caf_port_limits& limits = {});
 
 /// The same for an actor handle, with the interface CAF's publish would announce for it.
 template <class Handle>
 caf::expected<uint16_t> publish_guarded(caf::actor_system& sys, const Handle& whom,
                                         const std::string& host, uint16_t port,
-                                        refusal_handler on_refused) {
+                                        refusal_handler on_refused,
+                                        const caf_port_limits& limits = {}) {
   return publish_guarded(sys, caf::actor_cast<caf::strong_actor_ptr>(whom),
-                         sys.message_types(whom), host, port, std::move(on_refused));
+                         sys.message_types(whom), host, port, std::move(on_refused), limits);
 }
 
 } // namespace actorps

@@ -93,7 +93,8 @@ rate_limited(std::function<void(const std::string&, const std::string&)> handler
     {
       std::lock_guard<std::mutex> guard{s->mutex};
       s->was_passed = false;
-      s->log.write("refused", why);
+      // One kind per reason: its words before the details ("not a CAF peer (its first ...").
+      s->log.write(why.substr(0, why.find_first_of("(:")), why);
       if (!s->was_passed) return;
       text = std::move(s->passed);
     }

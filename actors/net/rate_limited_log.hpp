@@ -58,9 +58,10 @@ private:
   uint64_t suppressed_ = 0;
 };
 
-/// A handler of (peer, why) pairs that passes at most `burst` calls per window on to `handler`,
-/// appending the count of the calls it held back to `why` of the next one it passes (a handler
-/// that is not called again does not hear of the last window's count).
+/// A handler of (peer, why) pairs that passes at most `burst` calls per window and reason on to
+/// `handler`, appending the count of the calls it held back to `why` of the next one of that
+/// reason it passes (a handler that is not called again does not hear of the last window's
+/// count). The reason is `why` up to its first '(' or ':' ("not a CAF peer ").
 std::function<void(const std::string&, const std::string&)>
 rate_limited(std::function<void(const std::string&, const std::string&)> handler,
              std::chrono::seconds window = std::chrono::seconds(10), uint32_t burst = 5);

@@ -2,6 +2,7 @@
 
 #include "actors/roles/clock_table.hpp"
 #include "actors/roles/shard_tables.hpp"
+#include "actors/net/rate_limited_log.hpp"
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/storage/checkpoint_root.hpp"
 #include "actors/storage/checkpoint_store.hpp"
@@ -78,26 +79,6 @@ struct reply_cache {
   int64_t min_clock = -1;
 };
 
-/// Logs at most one line a second; the lines in between are counted and the next one says how
-/// many there were: a flood of bad pushes from a stranger must not flood the log.
-struct rate_limited_log {
-  std::chrono::steady_clock::time_point next_line{};
-  uint64_t suppressed = 0;
-
-  void line(const std::string& who, const std::string& text) {
-    auto now = std::chrono::steady_clock::now();
-    if (now < next_line) {
-      ++suppressed;
-      return;
-    }
-    log_line(who, text + (suppressed ? " (and " + std::to_string(suppressed)
-                                         + " more like it in the last second)"
-                                     : std::string()));
-    suppressed = 0;
-    next_line = now + std::chrono::seconds(1);
-  }
-};
-
 struct ps_shard_state {
   static inline const char* name = "ps_shard";
 
@@ -128,7 +109,9 @@ struct ps_shard_state {
   checkpoint_io_actor io;           // spawned on the first checkpoint
 
   shard_stats stats;
-  rate_limited_log gradient_log, update_log, root_log;  // the refusals of a bound or the root
+  // Refusals, by kind ("dropped push", "refused an update", ...): a flood of bad messages from
+  // a stranger writes a few lines every 10 s, each saying how many were held back.
+  rate_limited_log refusals{[this](const std::string& text) { log_line(who(), text); }};
   reply_cache cache;
   std::size_t init_digest = 0;      // of the init message installed (0: none, or restored)
 
@@ -138,9 +121,18 @@ struct ps_shard_state {
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 
+/// Logs a refusal of `kind`, rate-limited; first writes the counts of kinds fallen silent.
+void log_refusal(ps_shard_state& st, const std::string& kind, const std::string& text) {
+  st.refusals.flush();
+  st.refusals.write(kind, text);
+}
+
 caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
   ++st.stats.dropped;
-  log_line(st.who(), "dropped " + what + ": " + describe(err));
+  // One kind per message type ("push from worker 7" is a push): ids a stranger makes up do
+  // not make kinds of their own.
+  log_refusal(st, "dropped " + what.substr(0, what.find(' ')),
+              "dropped " + what + ": " + describe(err));
   return err;
 }
 
@@ -305,10 +297,10 @@ bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, f
                               st.params_next.data() + at, st.opt.next.data() + slots * at,
                               g.block->size, bound)) {
       ++st.stats.updates_refused;
-      st.update_log.line(st.who(), "refused " + what + ": block " + std::to_string(g.block->id)
-                                     + " would leave a parameter beyond ±"
-                                     + value_text(bound)
-                                     + " or a non-finite optimizer state; nothing changed");
+      log_refusal(st, "refused an update",
+                  "refused " + what + ": block " + std::to_string(g.block->id)
+                    + " would leave a parameter beyond ±" + value_text(bound)
+                    + " or a non-finite optimizer state; nothing changed");
       return false;
     }
   }
@@ -323,10 +315,10 @@ bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, f
 void count_refused_rows(ps_shard_state& st, std::size_t rows, const std::string& what) {
   if (rows == 0) return;
   st.stats.updates_refused += rows;
-  st.update_log.line(st.who(), "refused " + std::to_string(rows) + " sparse row update(s) of "
-                                 + what + ": a value would leave ±"
-                                 + value_text(st.config.bounds.max_parameter)
-                                 + " or its state would not be finite; those rows kept theirs");
+  log_refusal(st, "refused an update",
+              "refused " + std::to_string(rows) + " sparse row update(s) of " + what
+                + ": a value would leave ±" + value_text(st.config.bounds.max_parameter)
+                + " or its state would not be finite; those rows kept theirs");
 }
 
 /// The configured rate at global clock `clock`, after the run's schedule.
@@ -635,9 +627,9 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
         || (err.code() != static_cast<uint8_t>(errc::value_out_of_bounds)
             && err.code() != static_cast<uint8_t>(errc::non_finite_value)))
       return drop(st, what, std::move(err));
-    ++st.stats.dropped;  // refused like any invalid push, logged at most once a second
+    ++st.stats.dropped;  // refused like any invalid push, logged rate-limited
     ++st.stats.gradients_refused;
-    st.gradient_log.line(st.who(), "dropped " + what + ": " + describe(err));
+    log_refusal(st, "refused a gradient", "dropped " + what + ": " + describe(err));
     return err;
   }
   auto keys = std::move(push->pull_keys);
@@ -766,7 +758,7 @@ caf::error refuse_outside_root(ps_shard_state& st, const std::string& dir) {
   if (why.empty()) return caf::none;
   ++st.stats.checkpoints_refused;
   ++st.stats.dropped;
-  st.root_log.line(st.who(), "refused a checkpoint into " + dir + ": " + why);
+  log_refusal(st, "refused a checkpoint", "refused a checkpoint into " + dir + ": " + why);
   return make_error(errc::outside_checkpoint_root, why);
 }
 

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""attack_ports.py: what a stranger on the network can do to a running cluster's ps tasks.
+"""attack_ports.py: what a stranger on the network can do to a running cluster's tasks.
 
 Starts a local cluster (one process per task: ps tasks, workers, evaluator, chief training for
-long), then sends to each kind of port of every ps task in turn (its CAF port and its data port,
-TCP): 1 GiB of random bytes, a one-byte-per-second trickle, 4 000 connections held open, 8 000
-requests whose replies are never read (data port), and a connection storm up to the file
-descriptor limit. After each attack it checks that the cluster keeps training (the chief's
-metrics advance) and that each port accepts a new client; it samples every ps process's RSS,
-thread count and open descriptors from /proc before, during (peak) and after. Writes JSON.
+long), then sends to each kind of port in turn (the CAF port of the chief, every ps task and the
+evaluator; the data port of every ps task; TCP, no TLS): 1 GiB of random bytes, a
+one-byte-per-second trickle (past the 10 s handshake deadline), 4 000 connections held open,
+8 000 requests whose replies are never read (data port: raw frames; a ps task's CAF port:
+actorps_bench_caf_unread, a CAF client behind a relay that stops reading), and a connection
+storm up to the file descriptor limit (for a CAF port the target's RLIMIT_NOFILE is lowered to
+--storm-nofile with prlimit while it lasts, below the port's 512-connection limit). After each
+attack it checks that the cluster keeps training (the chief's metrics advance) and that each
+port accepts a new client; it samples every attacked process's RSS, thread count and open
+descriptors from /proc before, during (peak) and after. Writes JSON.
 
 usage: scripts/bench/attack_ports.py [-o FILE] [-b BUILD_DIR] [--ps N] [--task-nofile N]
-                                     [--only caf|data] [--attacks a,b,...]
+                                     [--storm-nofile N] [--only caf|data] [--attacks a,b,...]
 A benchmark-style script (python3 standard library only), not a test: its figures go in notes.
 """
 import argparse
@@ -76,6 +80,15 @@ class Cluster:
             port = int(address.rsplit(":", 1)[1])
             out.append((f"ps:{i}", self.procs[f"ps:{i}"].pid, port + (1 if kind == "data" else 0)))
         return out
+
+    def targets(self, kind):
+        """(task, pid, port) of every port of that kind: CAF ports of the chief, the ps tasks and
+        the evaluator; data ports of the ps tasks."""
+        if kind == "data":
+            return self.ps_ports("data")
+        port = lambda task: int(self.spec[task.split(":")[0]][0].rsplit(":", 1)[1])
+        return ([("chief:0", self.procs["chief:0"].pid, port("chief:0"))] + self.ps_ports("caf")
+                + [("evaluator:0", self.procs["evaluator:0"].pid, port("evaluator:0"))])
 
     def clock(self):
         """The newest global clock in the chief's metrics (-1: none yet)."""
@@ -279,7 +292,14 @@ def hold_open(kind, port, shard, conns=4000, hold=12):
 
 def unread_requests(kind, port, shard, requests=8000, hold=15):
     if kind != "data":
-        return None
+        if shard < 0:
+            return None  # the chief's and the evaluator's ports: no snapshot to ask
+        out = subprocess.run([os.path.join(BUILD, "actorps_bench_caf_unread"), str(port),
+                              str(requests), str(hold)], capture_output=True, text=True)
+        try:
+            return json.loads(out.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {"error": out.stdout + out.stderr}
     s = connect(port, timeout=10)
     s.sendall(frame(HELLO, 0, shard, 10000))
     recv_exact(s, HEADER.size)
@@ -295,9 +315,14 @@ def unread_requests(kind, port, shard, requests=8000, hold=15):
     return {"requests": requests, "sent_before_blocking": sent, "held_unread_s": hold}
 
 
-def storm(kind, port, shard, limit=30000, seconds=30, hold=5):
+def storm(kind, port, shard, limit=30000, seconds=30, hold=5, pid=None):
     """Connects as fast as it can until the attacker's own descriptors, 30 s or 200 failed
-    connects end it, holds them, and meanwhile tries a client on the task's other port."""
+    connects end it, holds them, and meanwhile tries a client on the task's other port (a ps
+    task's). On a CAF port the task's descriptor limit is lowered to --storm-nofile meanwhile."""
+    lowered = None
+    if kind == "caf" and pid is not None:
+        lowered = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (STORM_NOFILE, lowered[1]))
     socks, failed, errors, stopped_by = [], 0, {}, "limit"
     t0 = time.time()
     while len(socks) < limit and time.time() - t0 < seconds:
@@ -325,29 +350,37 @@ def storm(kind, port, shard, limit=30000, seconds=30, hold=5):
         socks.pop().close()
     other = "data" if kind == "caf" else "caf"
     other_port = port + 1 if kind == "caf" else port - 1
-    during = new_client_ok(other, other_port, shard)
+    during = new_client_ok(other, other_port, shard) if shard >= 0 else None
     time.sleep(hold)
     for s in socks:
         s.close()
+    if lowered:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, lowered)
     return {"connected": connected, "failed": failed, "errors": errors,
             "stopped_by": stopped_by, f"new_{other}_client_during_storm": during,
+            "task_nofile_during": STORM_NOFILE if lowered else None,
             "seconds": round(time.time() - t0, 1)}
 
 
+BUILD = os.path.join(ROOT, "build")
+STORM_NOFILE = 256
 ATTACKS = {"random_1GiB": random_bytes, "trickle_1Bps": trickle, "hold_4000": hold_open,
            "unread_8000": unread_requests, "storm_fd_limit": storm}
 
 
 def main():
+    global BUILD, STORM_NOFILE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", default=os.path.join(ROOT, "build", "bench", "attack_ports.json"))
     ap.add_argument("-b", default=os.path.join(ROOT, "build"))
     ap.add_argument("--ps", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--task-nofile", type=int, default=1024)
+    ap.add_argument("--storm-nofile", type=int, default=STORM_NOFILE)
     ap.add_argument("--only", choices=["caf", "data"])
     ap.add_argument("--attacks", default=",".join(ATTACKS))
     args = ap.parse_args()
+    BUILD, STORM_NOFILE = args.b, args.storm_nofile
     binary = os.path.join(args.b, "actorps")
     if not os.access(binary, os.X_OK):
         sys.exit(f"{binary} is missing: run scripts/setup.sh first")
@@ -357,27 +390,29 @@ def main():
     workdir = tempfile.mkdtemp(prefix="actorps-attack.")
     cluster = Cluster(binary, args.ps, args.workers, args.task_nofile, workdir)
     result = {"bench": "attack_ports", "ps": args.ps, "workers": args.workers,
-              "task_nofile": args.task_nofile, "attacker_nofile": hard, "workdir": workdir,
+              "task_nofile": args.task_nofile, "storm_nofile": args.storm_nofile,
+              "attacker_nofile": hard, "workdir": workdir,
               "attacks": []}
     try:
         start = await_progress(cluster, 0, timeout=180)
         if start <= 0:
             sys.exit(f"the cluster did not start training; see {workdir}")
-        pids = [pid for _, pid, _ in cluster.ps_ports("data")]
-        result["baseline"] = {task: proc_figures(pid) for task, pid, _ in cluster.ps_ports("data")}
+        pids = [pid for _, pid, _ in cluster.targets("caf")]
+        result["baseline"] = {task: proc_figures(pid) for task, pid, _ in cluster.targets("caf")}
         kinds = [args.only] if args.only else ["caf", "data"]
         for kind in kinds:
             for name in args.attacks.split(","):
-                before = {task: proc_figures(pid) for task, pid, _ in cluster.ps_ports(kind)}
+                before = {task: proc_figures(pid) for task, pid, _ in cluster.targets(kind)}
                 clock_before = cluster.clock()
                 sampler = Sampler(pids)
                 outcomes = {}
                 threads = []
-                for task, pid, port in cluster.ps_ports(kind):  # every ps task at once
-                    shard = int(task.split(":")[1])
-                    def run(task=task, port=port, shard=shard):
+                for task, pid, port in cluster.targets(kind):  # every port at once
+                    shard = int(task.split(":")[1]) if task.startswith("ps:") else -1
+                    def run(task=task, port=port, shard=shard, pid=pid):
                         try:
-                            outcomes[task] = ATTACKS[name](kind, port, shard)
+                            extra = {"pid": pid} if name == "storm_fd_limit" else {}
+                            outcomes[task] = ATTACKS[name](kind, port, shard, **extra)
                         except OSError as e:
                             outcomes[task] = {"error": str(e)}
                     threads.append(threading.Thread(target=run))
@@ -390,23 +425,23 @@ def main():
                 clock_after = await_progress(cluster, cluster.clock())
                 entry = {
                     "port": kind, "attack": name, "outcome": outcomes,
-                    "ps_before": before,
-                    "ps_peak_during": {task: peak[pid] for task, pid, _ in cluster.ps_ports(kind)},
-                    "ps_after": {task: proc_figures(pid) for task, pid, _ in cluster.ps_ports(kind)},
+                    "before": before,
+                    "peak_during": {task: peak[pid] for task, pid, _ in cluster.targets(kind)},
+                    "after": {task: proc_figures(pid) for task, pid, _ in cluster.targets(kind)},
                     "clock_before": clock_before, "clock_after": clock_after,
                     "keeps_training": clock_after > clock_before,
                     "new_client_accepted": {
                         task: {k: new_client_ok(k, p, int(task.split(":")[1]))
                                for k in ("caf", "data")
-                               for t2, _, p in cluster.ps_ports(k) if t2 == task}
-                        for task, _, _ in cluster.ps_ports(kind)},
+                               for t2, _, p in cluster.targets(k) if t2 == task}
+                        for task, _, _ in cluster.targets(kind)},
                     "tasks_alive": cluster.alive(),
                 }
                 result["attacks"].append(entry)
                 print(f"{kind:4} {name:15} training {clock_before}->{clock_after} "
                       f"peak " + ", ".join(f"{t} {v.get('rss_mib')} MiB/{v.get('threads')} thr/"
                                            f"{v.get('fds')} fds"
-                                           for t, v in entry["ps_peak_during"].items())
+                                           for t, v in entry["peak_during"].items())
                       + f" new clients {entry['new_client_accepted']}", flush=True)
         result["log_bytes"] = cluster.log_bytes()
     finally:
