@@ -37,50 +37,30 @@ uint32_t python_worker::table_of(py::handle item, const std::string& arg) const 
   return static_cast<uint32_t>(table);
 }
 
-// (table, keys, rows_out) each: the rows of `keys` land in rows_out, keys × dim floats.
-std::vector<sparse_pull> python_worker::rows_of(py::handle rows,
-                                                std::vector<held_buffer>& held) const {
-  std::vector<sparse_pull> out;
-  if (rows.is_none()) return out;
+// Each (table, keys, values) of `parts`: keys uint64/int64 and values keys × dim floats, held
+// for the ticket. `values_name` names the third member in errors ("rows_out", "grads").
+template <class Part>
+std::vector<Part> python_worker::parts_of(py::handle parts, const char* list_name,
+                                          const char* values_name, bool writable,
+                                          std::vector<held_buffer>& held) const {
+  std::vector<Part> out;
+  if (parts.is_none()) return out;
   std::size_t i = 0;
-  for (auto item : py::reinterpret_borrow<py::iterable>(rows)) {
-    auto arg = "rows[" + std::to_string(i++) + "]";
+  for (auto item : py::reinterpret_borrow<py::iterable>(parts)) {
+    auto arg = std::string(list_name) + "[" + std::to_string(i++) + "]";
     py::tuple part(py::reinterpret_borrow<py::object>(item));
-    if (part.size() != 3) throw py::value_error(arg + ": expected (table, keys, rows_out)");
+    if (part.size() != 3)
+      throw py::value_error(arg + ": expected (table, keys, " + values_name + ")");
     auto table = table_of(part[0], arg);
     auto keys = view_of(part[1], arg + " keys", element::key64, 0, "", false);
     if (keys.count == 0) continue;
-    auto size = keys.count * dims_[table];
-    auto values = view_of(part[2], arg + " rows_out", element::float32, size,
-                          std::to_string(keys.count) + " keys x dim " + std::to_string(dims_[table]),
-                          true);
+    auto dim = dims_[table];
+    auto values = view_of(part[2], arg + " " + values_name, element::float32, keys.count * dim,
+                          std::to_string(keys.count) + " keys x dim " + std::to_string(dim),
+                          writable);
     out.push_back({table, keys.keys(), keys.count, values.floats()});
     held.push_back(std::move(keys));
     held.push_back(std::move(values));
-  }
-  return out;
-}
-
-// (table, keys, grads) each: distinct keys and their gradient rows, keys × dim floats.
-std::vector<sparse_push> python_worker::pushes_of(py::handle push,
-                                                  std::vector<held_buffer>& held) const {
-  std::vector<sparse_push> out;
-  if (push.is_none()) return out;
-  std::size_t i = 0;
-  for (auto item : py::reinterpret_borrow<py::iterable>(push)) {
-    auto arg = "push[" + std::to_string(i++) + "]";
-    py::tuple part(py::reinterpret_borrow<py::object>(item));
-    if (part.size() != 3) throw py::value_error(arg + ": expected (table, keys, grads)");
-    auto table = table_of(part[0], arg);
-    auto keys = view_of(part[1], arg + " keys", element::key64, 0, "", false);
-    if (keys.count == 0) continue;
-    auto size = keys.count * dims_[table];
-    auto grads = view_of(part[2], arg + " grads", element::float32, size,
-                         std::to_string(keys.count) + " keys x dim " + std::to_string(dims_[table]),
-                         false);
-    out.push_back({table, keys.keys(), keys.count, grads.floats()});
-    held.push_back(std::move(keys));
-    held.push_back(std::move(grads));
   }
   return out;
 }
@@ -89,7 +69,7 @@ int64_t python_worker::pull(int64_t clock, py::handle out, py::handle rows) {
   check_idle();
   std::vector<held_buffer> held;
   held.push_back(view_of(out, "out", element::float32, floats_, "the model's total_floats", true));
-  auto pulls = rows_of(rows, held);
+  auto pulls = parts_of<sparse_pull>(rows, "rows", "rows_out", true, held);
   auto t = client_.pull(clock, held.front().floats(), pulls);
   held_.emplace(t, std::move(held));
   return t;
@@ -101,8 +81,8 @@ int64_t python_worker::push_pull(int64_t clock, py::handle grad, py::handle out,
   std::vector<held_buffer> held;
   held.push_back(view_of(grad, "grad", element::float32, floats_, "the model's total_floats", false));
   held.push_back(view_of(out, "out", element::float32, floats_, "the model's total_floats", true));
-  auto pushes = pushes_of(push, held);
-  auto pulls = rows_of(rows, held);
+  auto pushes = parts_of<sparse_push>(push, "push", "grads", false, held);
+  auto pulls = parts_of<sparse_pull>(rows, "rows", "rows_out", true, held);
   auto t = client_.push_pull(clock, held[0].floats(), held[1].floats(), pushes, pulls);
   held_.emplace(t, std::move(held));
   return t;
@@ -113,13 +93,20 @@ int64_t python_worker::wait(int64_t ticket) {
   auto entry = held_.find(ticket);
   if (entry == held_.end())
     throw py::value_error("ticket: " + std::to_string(ticket) + " is unknown or already waited");
+  struct idle_again {  // also when the wait throws
+    std::atomic<bool>& waiting;
+    ~idle_again() { waiting = false; }
+  };
   std::optional<caf::expected<int64_t>> result;
-  waiting_ = true;
-  {
+  try {
+    waiting_ = true;
+    idle_again idle{waiting_};
     py::gil_scoped_release release;
     result.emplace(client_.wait(ticket));
+  } catch (...) {
+    held_.erase(entry);  // a broken promise: nothing will write into the arrays any more
+    throw;
   }
-  waiting_ = false;
   held_.erase(entry);  // the runtime is done with the ticket's arrays
   if (!*result) raise_error(result->error());
   return **result;

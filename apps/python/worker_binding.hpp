@@ -28,8 +28,9 @@ public:
   std::size_t pending() const { return held_.size(); }
 
 private:
-  std::vector<sparse_pull> rows_of(py::handle rows, std::vector<held_buffer>& held) const;
-  std::vector<sparse_push> pushes_of(py::handle push, std::vector<held_buffer>& held) const;
+  template <class Part>
+  std::vector<Part> parts_of(py::handle parts, const char* list_name, const char* values_name,
+                             bool writable, std::vector<held_buffer>& held) const;
   uint32_t table_of(py::handle item, const std::string& arg) const;
   void check_idle() const;
 

@@ -2,6 +2,7 @@
 passed) when a package the test needs is missing, and a small model for the front door."""
 import importlib
 import sys
+import threading
 
 SKIP = 77
 
@@ -22,3 +23,22 @@ def require(*modules):
 def small_spec(actorps):
     """Two tensors, 70 floats: cut into blocks of 16, they spread over every shard."""
     return actorps.ModelSpec([("w", [6, 10], "uniform", 0.5), ("b", [10])])
+
+
+def run_workers(body, workers):
+    """Runs body(w) for each worker on its own thread (a worker client per thread) and
+    returns the exceptions they raised, as (w, exception)."""
+    errors = []
+
+    def run(w):
+        try:
+            body(w)
+        except Exception as e:  # the caller asserts there is none
+            errors.append((w, e))
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

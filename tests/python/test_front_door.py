@@ -2,7 +2,6 @@
 """pull / push_pull through the Python binding give exactly what the C++ front door computes:
 the shards' sync SGD (sum of the workers' gradients in worker order, times 1/W, times lr),
 redone here in float32 NumPy, for dense tensors and sparse rows."""
-import threading
 import unittest
 
 import harness
@@ -28,28 +27,19 @@ class FrontDoor(unittest.TestCase):
                                   lr=LR, block_floats=16)
         n = spec.total_floats
         pulled = [[None] * (CLOCKS + 1) for _ in range(WORKERS)]
-        errors = []
 
         def run(w):
-            try:
-                client = ps.worker(w)
-                params = np.empty(n, np.float32)
-                self.assertEqual(client.wait(client.pull(0, params)), 0)
-                pulled[w][0] = params.copy()
-                for c in range(CLOCKS):
-                    staleness = client.wait(client.push_pull(c, gradient(w, c, n), params))
-                    self.assertEqual(staleness, 0)  # sync: never stale
-                    self.assertEqual(client.newest_clock, c)
-                    pulled[w][c + 1] = params.copy()
-            except Exception as e:  # reported by the main thread
-                errors.append(e)
+            client = ps.worker(w)
+            params = np.empty(n, np.float32)
+            self.assertEqual(client.wait(client.pull(0, params)), 0)
+            pulled[w][0] = params.copy()
+            for c in range(CLOCKS):
+                staleness = client.wait(client.push_pull(c, gradient(w, c, n), params))
+                self.assertEqual(staleness, 0)  # sync: never stale
+                self.assertEqual(client.newest_clock, c)
+                pulled[w][c + 1] = params.copy()
 
-        threads = [threading.Thread(target=run, args=(w,)) for w in range(WORKERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        self.assertEqual(errors, [])
+        self.assertEqual(harness.run_workers(run, WORKERS), [])
 
         expected = pulled[0][0]
         self.assertTrue(np.array_equal(pulled[1][0], expected))

@@ -5,7 +5,6 @@ shards.step()`, end with the parameters (max abs diff ≤ 1e-5) of one PyTorch p
 applies torch.optim.SGD at the same lr to the mean of the same 2 minibatch gradients. The
 adapter copies no gradient byte on the way (its counter stays 0)."""
 import copy
-import threading
 import unittest
 
 import harness
@@ -51,22 +50,12 @@ class TorchAdapter(unittest.TestCase):
         self.assertTrue(all(torch.equal(p, q) for p, q in
                             zip(replicas[0].parameters(), replicas[1].parameters())))
 
-        errors = []
-
         def train(w):
-            try:
-                for clock in range(CLOCKS):
-                    loss_of(replicas[w], w, clock).backward()
-                    self.assertEqual(adapters[w].step(), 0)
-            except Exception as e:  # reported by the main thread
-                errors.append(e)
+            for clock in range(CLOCKS):
+                loss_of(replicas[w], w, clock).backward()
+                self.assertEqual(adapters[w].step(), 0)
 
-        threads = [threading.Thread(target=train, args=(w,)) for w in range(WORKERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        self.assertEqual(errors, [])
+        self.assertEqual(harness.run_workers(train, WORKERS), [])
 
         reference = start
         sgd = torch.optim.SGD(reference.parameters(), lr=LR)
