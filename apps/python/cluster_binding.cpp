@@ -1,0 +1,203 @@
+// actorps.LocalCluster and actorps.TaskCluster: the shards of a loop of your own, in this
+// process or one task per process from TF_CONFIG (actors/ps.hpp). Blocking calls release the
+// GIL; the runtime's errors become actorps.Error, bad options ValueError.
+#include "actors/ps.hpp"
+#include "apps/python/binding.hpp"
+#include "apps/python/choices.hpp"
+#include "apps/python/errors.hpp"
+#include "apps/python/worker_binding.hpp"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+
+namespace actorps::python {
+
+namespace {
+
+/// The options both clusters take, as keyword arguments.
+struct python_options {
+  std::string mode = "sync";
+  std::optional<int> staleness;
+  std::string optimizer = "momentum";
+  float lr = 0;
+  float momentum = 0.9f;
+  std::string schedule = "constant";
+  int64_t total_clocks = 0;
+  uint64_t seed = 1;
+  uint32_t block_floats = 4096;
+  double timeout = 60;
+
+  cluster_options resolve(int ps, int workers) const {
+    cluster_options o;
+    o.ps = ps;
+    o.workers = workers;
+    o.mode = parse_choice("mode", mode, parse_consistency, "sync, ssp, async");
+    if (staleness && o.mode != consistency::ssp)
+      throw py::value_error("staleness: given with mode='" + mode + "'; it bounds only ssp");
+    if (staleness && *staleness < 0) throw py::value_error("staleness: negative");
+    o.staleness = staleness.value_or(0);
+    o.optimizer.kind = parse_choice("optimizer", optimizer, parse_optimizer_kind,
+                                    "sgd, momentum, adam, adagrad");
+    if (!(lr >= 0) || !std::isfinite(lr)) throw py::value_error("lr: must be ≥ 0 and finite");
+    o.optimizer.learning_rate = lr;
+    o.optimizer.momentum = momentum;
+    o.schedule = parse_choice("schedule", schedule, parse_lr_schedule, "constant, cosine, linear");
+    o.total_clocks = total_clocks;
+    o.seed = seed;
+    o.block_floats = block_floats;
+    if (!(timeout > 0)) throw py::value_error("timeout: must be > 0 seconds");
+    o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+    return o;
+  }
+};
+
+std::vector<uint32_t> table_dims(const model_spec& model) {
+  std::vector<uint32_t> dims;
+  for (const auto& t : model.sparse_tables) dims.push_back(t.config.dim);
+  return dims;
+}
+
+/// A flat vector as a NumPy array that owns it (moved, not copied).
+py::array_t<float> to_array(std::vector<float>&& values) {
+  auto* owned = new std::vector<float>(std::move(values));
+  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<float>*>(p); });
+  return py::array_t<float>(owned->size(), owned->data(), free_when_done);
+}
+
+template <class Cluster>
+py::array_t<float> snapshot_of(Cluster& cluster) {
+  std::optional<caf::expected<std::vector<float>>> values;
+  {
+    py::gil_scoped_release release;
+    values.emplace(cluster.snapshot());
+  }
+  if (!*values) raise_error(values->error());
+  return to_array(std::move(**values));
+}
+
+struct python_local_cluster {
+  model_spec model;
+  std::unique_ptr<local_cluster> cluster;
+
+  python_local_cluster(const model_spec& spec, const cluster_options& opts) : model(spec) {
+    py::gil_scoped_release release;  // the shards are spawned and initialised
+    cluster = std::make_unique<local_cluster>(model, opts);
+  }
+};
+
+struct python_task_cluster {
+  model_spec model;
+  std::unique_ptr<task_cluster> cluster;
+
+  python_task_cluster(const model_spec& spec, const std::string& tf_config,
+                      const cluster_options& opts) : model(spec) {
+    cluster = std::make_unique<task_cluster>(tf_config, model, opts);
+  }
+};
+
+std::string tf_config_of(const std::optional<std::string>& given) {
+  if (given) return *given;
+  const char* env = std::getenv("TF_CONFIG");
+  if (!env) throw py::value_error("tf_config: not given and $TF_CONFIG is not set");
+  return env;
+}
+
+} // namespace
+
+void bind_clusters(py::module_& m) {
+  py::class_<python_local_cluster> local(
+    m, "LocalCluster",
+    "ps parameter shards in this process for `workers` workers that own their loop; mode "
+    "'sync'|'ssp'|'async' (staleness: the ssp bound), the optimizer ('sgd', 'momentum', "
+    "'adam', 'adagrad'; lr 0: its default) applied by the shards, timeout: seconds per request.");
+  local.def(py::init([](const model_spec& spec, int ps, int workers, const std::string& mode,
+                        std::optional<int> staleness, const std::string& optimizer, float lr,
+                        float momentum, const std::string& schedule, int64_t total_clocks,
+                        uint64_t seed, uint32_t block_floats, double timeout) {
+              python_options o{mode, staleness, optimizer, lr, momentum, schedule,
+                               total_clocks, seed, block_floats, timeout};
+              return std::make_unique<python_local_cluster>(spec, o.resolve(ps, workers));
+            }),
+            py::arg("spec"), py::kw_only(), py::arg("ps") = 2, py::arg("workers") = 2,
+            py::arg("mode") = "sync", py::arg("staleness") = py::none(),
+            py::arg("optimizer") = "momentum", py::arg("lr") = 0.0f,
+            py::arg("momentum") = 0.9f, py::arg("schedule") = "constant",
+            py::arg("total_clocks") = 0, py::arg("seed") = 1, py::arg("block_floats") = 4096,
+            py::arg("timeout") = 60.0)
+    .def("worker",
+         [](python_local_cluster& c, int w) {
+           return std::make_unique<python_worker>(c.cluster->worker(w), c.cluster->total_floats(),
+                                                  table_dims(c.model));
+         },
+         py::arg("w"), "The client of worker w (0 ≤ w < workers); one per thread.")
+    .def_property_readonly("total_floats",
+                           [](const python_local_cluster& c) { return c.cluster->total_floats(); })
+    .def("snapshot", [](python_local_cluster& c) { return snapshot_of(*c.cluster); },
+         "The current parameters, flat in model order (never held by the consistency rule).");
+
+  py::class_<python_task_cluster> task(
+    m, "TaskCluster",
+    "This process's task in a cluster of processes (TF_CONFIG, or $TF_CONFIG when None): a ps "
+    "task serve()s its shard until every worker has finished; a worker task gets its client "
+    "from worker() and calls finish() at the end. The same options as LocalCluster; ps and "
+    "workers come from TF_CONFIG. CAF 0.17 may wait forever for gone peers when the process "
+    "ends: end a task with actorps.exit_task(status).");
+  task.def(py::init([](const model_spec& spec, std::optional<std::string> tf_config,
+                       const std::string& mode, std::optional<int> staleness,
+                       const std::string& optimizer, float lr, float momentum,
+                       const std::string& schedule, int64_t total_clocks, uint64_t seed,
+                       uint32_t block_floats, double timeout) {
+             python_options o{mode, staleness, optimizer, lr, momentum, schedule,
+                              total_clocks, seed, block_floats, timeout};
+             return std::make_unique<python_task_cluster>(spec, tf_config_of(tf_config),
+                                                          o.resolve(1, 1));
+           }),
+           py::arg("spec"), py::arg("tf_config") = py::none(), py::kw_only(),
+           py::arg("mode") = "sync", py::arg("staleness") = py::none(),
+           py::arg("optimizer") = "momentum", py::arg("lr") = 0.0f, py::arg("momentum") = 0.9f,
+           py::arg("schedule") = "constant", py::arg("total_clocks") = 0, py::arg("seed") = 1,
+           py::arg("block_floats") = 4096, py::arg("timeout") = 60.0)
+    .def_property_readonly("is_ps", [](const python_task_cluster& c) { return c.cluster->is_ps(); })
+    .def_property_readonly("index", [](const python_task_cluster& c) { return c.cluster->index(); })
+    .def_property_readonly("workers",
+                           [](const python_task_cluster& c) { return c.cluster->workers(); })
+    .def_property_readonly("total_floats",
+                           [](const python_task_cluster& c) { return c.cluster->total_floats(); })
+    .def("serve",
+         [](python_task_cluster& c) {
+           py::gil_scoped_release release;
+           return c.cluster->serve();
+         },
+         "A ps task: hosts the shard until every worker has finished; returns 0, or 2 when it "
+         "cannot listen on its address.")
+    .def("worker",
+         [](python_task_cluster& c) {
+           std::optional<caf::expected<worker_client>> client;
+           {
+             py::gil_scoped_release release;  // connects to every shard, retrying
+             client.emplace(c.cluster->worker());
+           }
+           if (!*client) raise_error(client->error());
+           return std::make_unique<python_worker>(std::move(**client), c.cluster->total_floats(),
+                                                  table_dims(c.model));
+         },
+         "A worker task: its client, connecting to and initialising the shards on the first "
+         "call; raises actorps.Error naming a shard that could not be reached.")
+    .def("finish",
+         [](python_task_cluster& c) {
+           caf::error err;
+           {
+             py::gil_scoped_release release;
+             err = c.cluster->finish();
+           }
+           if (err) raise_error(err);
+         },
+         "A worker task, after worker(): tells every ps task this worker is done.")
+    .def("snapshot", [](python_task_cluster& c) { return snapshot_of(*c.cluster); });
+}
+
+} // namespace actorps::python

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""TaskCluster, one process per task from TF_CONFIG on 127.0.0.1: 1 ps and 2 worker processes
+running this file. Worker w pushes 3 + 2w - 1 for every value in sync mode with SGD at lr 0.5:
+the mean is 3, so after clock c every value is exactly -1.5 (c + 1), checked by every worker at
+every clock; each worker calls finish(), the ps's serve() then returns 0, and every process
+exits 0 (through actorps.exit_task)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import unittest
+
+import harness
+
+np = harness.require("numpy")
+import actorps  # noqa: E402
+
+CLOCKS = 4
+WORKERS = 2
+
+
+def spec():
+    return actorps.ModelSpec([("w", [100]), ("b", [7, 3])])
+
+
+def run_task():
+    """This process is the task $TF_CONFIG names; returns its exit status."""
+    task = actorps.TaskCluster(spec(), mode="sync", optimizer="sgd", lr=0.5, timeout=60)
+    if task.is_ps:
+        return task.serve()
+    client = task.worker()
+    params = np.empty(task.total_floats, np.float32)
+    grad = np.full(task.total_floats, 3 + 2 * task.index - (task.workers - 1), np.float32)
+    client.wait(client.pull(0, params))
+    wrong = 0
+    for c in range(CLOCKS):
+        client.wait(client.push_pull(c, grad, params))
+        wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
+    task.finish()
+    print(f"worker {task.index}: {CLOCKS} clocks, {params.size} values, {wrong} wrong", flush=True)
+    return 0 if wrong == 0 else 1
+
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+class TaskClusterProcesses(unittest.TestCase):
+    def test_one_ps_two_workers_exact(self):
+        ports = free_ports(1 + WORKERS)
+        cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
+                   "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
+        tasks = [("worker", w) for w in range(WORKERS)] + [("ps", 0)]  # workers retry first
+        procs = []
+        for kind, index in tasks:
+            env = dict(os.environ, TF_CONFIG=json.dumps(
+                {"cluster": cluster, "task": {"type": kind, "index": index}}))
+            procs.append(subprocess.Popen([sys.executable, __file__, "--task"], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True))
+        outputs = []
+        try:
+            for (kind, index), proc in zip(tasks, procs):
+                out, _ = proc.communicate(timeout=120)
+                outputs.append(out)
+                self.assertEqual(proc.returncode, 0,
+                                 f"{kind}:{index} exited {proc.returncode}:\n{out}")
+        finally:
+            for proc in procs:  # none outlives the test
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        for w in range(WORKERS):
+            self.assertIn(f"worker {w}: {CLOCKS} clocks, 121 values, 0 wrong", outputs[w])
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--task"]:
+        try:
+            status = run_task()
+        except Exception as e:  # a normal exit may wait for gone peers forever (CAF 0.17)
+            print(f"{type(e).__name__}: {e}", flush=True)
+            status = 1
+        actorps.exit_task(status)
+    unittest.main()
