@@ -5,32 +5,19 @@
 // then served the shard's own bytes. A certified worker cannot push or pull as another worker,
 // the evaluator only takes snapshots, and a client refuses a server that is not the ps task it
 // meant.
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/shard_link_server.hpp"
 #include "actors/protocol/errors.hpp"
+#include "link_fixture.hpp"
 #include "scratch_dir.hpp"
-#include "shard_fixture.hpp"
+#include "tls_test_client.hpp"
 
 #include <doctest/doctest.h>
 
-#include <openssl/ssl.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdlib>
-#include <cstring>
 
 using namespace actorps;
 using namespace actorps::test;
 
 namespace {
-
-using line_atom = caf::atom_constant<caf::atom("line")>;
-
-constexpr auto request_timeout = std::chrono::milliseconds(10000);
 
 bool shell(const std::string& command) {
   return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
@@ -67,83 +54,21 @@ const link_certificates& certs() {
   return made;
 }
 
-/// A shard served by a TLS data link server with `server_identity`'s files; its log lines go to
-/// the fixture's scoped actor.
-struct tls_link_fixture : shard_fixture {
-  std::unique_ptr<shard_link_server> server;
-
-  explicit tls_link_fixture(train_spec s, const std::string& server_identity = "ps-0")
-    : shard_fixture(std::move(s)) {
-    caf::actor me = caf::actor_cast<caf::actor>(*self);
-    auto listening = shard_link_server::listen(
-      "127.0.0.1", 0, [me](const std::string& line) { caf::anon_send(me, line_atom::value, line); },
-      {}, certs().task(server_identity));
-    REQUIRE(listening);
-    server = std::move(*listening);
-    server->serve(*sys, shard, 0);
-  }
-  ~tls_link_fixture() { server.reset(); }
-
+/// A shard served by a TLS data link server with `server_identity`'s files ("ps-0").
+struct tls_link_fixture : link_fixture {
+  explicit tls_link_fixture(train_spec s, const std::string& server_identity = "ps-0",
+                            link_limits limits = {})
+    : link_fixture(std::move(s), certs().task(server_identity), limits) {}
   /// Attaches over TCP or the local socket with `files` (none: plain).
   caf::expected<remote_shard> attach(const tls_files& files, bool local = false) {
-    auto link = local ? connect_local_link(server->local_name())
-                      : connect_link("127.0.0.1", server->port(), request_timeout);
-    REQUIRE(link);
-    return attach_link(*sys, shard, std::move(*link), 0, request_timeout, files);
-  }
-
-  template <class... Ts>
-  caf::expected<wire_buffer> ask(const ps_shard_actor& to, Ts&&... xs) {
-    caf::expected<wire_buffer> out{caf::none};
-    (*self)->request(to, timeout, std::forward<Ts>(xs)...)
-      .receive([&](wire_buffer& reply) { out = std::move(reply); },
-               [&](caf::error& err) { out = std::move(err); });
-    return out;
-  }
-
-  std::string next_log_line() {
-    std::string line;
-    (*self)->receive([&](line_atom, std::string& l) { line = std::move(l); },
-                     caf::after(timeout) >> [] {});
-    return line;
+    return try_attach(local, 0, files);
   }
 };
 
-bool same_bytes(const wire_buffer& a, const wire_buffer& b) {
-  return a.size_bytes() == b.size_bytes() && std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) == 0;
-}
-
-/// An OpenSSL client with no certificate, trusting the cluster's CA: it completes its side of
-/// the handshake (TLS 1.3 ends there before the server has checked it), sends a hello frame and
-/// tries to read the answer. Returns its local port and whether it read anything (it must not).
+/// A client without a certificate (tls_test_client.hpp) that sends a hello frame.
 std::pair<uint16_t, bool> client_without_certificate(uint16_t port) {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  REQUIRE(ctx);
-  REQUIRE(SSL_CTX_load_verify_locations(ctx, certs().task("ps-0").ca.c_str(), nullptr) == 1);
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  sockaddr_in own{};
-  socklen_t len = sizeof own;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &len);
-  SSL* ssl = SSL_new(ctx);
-  SSL_set_fd(ssl, fd);
-  bool answered = false;
-  if (SSL_connect(ssl) == 1) {
-    auto hello = make_header(frame_kind::hello, 0, 0, 10000);
-    SSL_write(ssl, &hello, sizeof hello);
-    frame_header h;
-    answered = SSL_read(ssl, &h, sizeof h) > 0;
-  }
-  SSL_free(ssl);
-  ::close(fd);
-  SSL_CTX_free(ctx);
-  return {ntohs(own.sin_port), answered};
+  auto hello = make_header(frame_kind::hello, 0, 0, 10000);
+  return tls_client_without_certificate(port, certs().task("ps-0").ca, &hello, sizeof hello);
 }
 
 } // namespace
@@ -189,16 +114,7 @@ TEST_CASE("data link over TLS: clients without a certificate of the cluster's CA
     REQUIRE(pulled);
     REQUIRE(expected);
     CHECK(same_bytes(*pulled, *expected));
-    for (int64_t clock = 0; clock < 3; ++clock) {
-      auto step = (local ? 3 : 0) + clock;
-      auto via_link = link.ask(remote->handle, push_pull_atom::value,
-                               link.push_of(0, step, 0.25f * float(step + 1)));
-      auto in_process = link.ask(direct.shard, push_pull_atom::value,
-                                 direct.push_of(0, step, 0.25f * float(step + 1)));
-      REQUIRE(via_link);
-      REQUIRE(in_process);
-      CHECK(same_bytes(*via_link, *in_process));
-    }
+    check_pushes_as_in_process(link, remote->handle, direct, local ? 3 : 0, 3);
     auto snap = link.ask(remote->handle, snapshot_atom::value);
     REQUIRE(snap);
     CHECK(link.parameters_of(*snap) == direct.snapshot());
@@ -260,4 +176,26 @@ TEST_CASE("data link over TLS: a client refuses a server of the cluster's CA tha
   CHECK(describe(refused.error()).find("the server's certificate names \"ps:1\", not ps:0")
         != std::string::npos);
   CHECK(link.stats().pushes == 0);
+}
+
+TEST_CASE("data link over TLS: the hello timeout covers the handshake, a client that never finishes it is disconnected") {
+  link_limits limits;
+  limits.hello_timeout = std::chrono::milliseconds(300);
+  tls_link_fixture link{tiny_spec(consistency::async, 1), "ps-0", limits};
+  int fd = stranger_to(link.server->port());
+  // A TLS record header announcing a ClientHello of 512 bytes that never come.
+  const unsigned char partial[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+  REQUIRE(::send(fd, partial, sizeof partial, MSG_NOSIGNAL) == sizeof partial);
+  auto line = link.next_log_line();
+  CHECK(line.find("refused a data connection from 127.0.0.1:") == 0);
+  CHECK(line.find("no hello within 300 ms") != std::string::npos);
+  char byte;
+  CHECK(::recv(fd, &byte, 1, 0) <= 0);  // disconnected
+  ::close(fd);
+  CHECK(link.server->refused() == 1);
+  // A certified client is served afterwards.
+  auto remote = link.attach(certs().task("worker-0"));
+  REQUIRE(remote);
+  CHECK(link.ask(remote->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+  remote->close();
 }

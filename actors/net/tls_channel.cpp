@@ -56,42 +56,30 @@ std::string tls_channel::peer_common_name() const {
 }
 
 tls_channel::status tls_channel::send_all(const void* data, std::size_t n, std::string& why) {
-  auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    bool for_write = true;
-    {
-      std::lock_guard<std::mutex> guard{mutex_};
-      std::size_t sent = 0;
-      if (session_->write_some(sent, p, n) == net::rw_state::failure) {
-        why = session_->failure();
-        return status::failed;
-      }
-      p += sent;
-      n -= sent;
-      if (sent > 0) continue;
-      for_write = session_->wants_write();
-    }
-    wait(for_write, -1);
-  }
-  return status::ok;
+  return transfer(const_cast<char*>(static_cast<const char*>(data)), n, true, -1, why);
 }
 
 tls_channel::status tls_channel::receive_all(void* data, std::size_t n,
                                              std::chrono::milliseconds timeout, std::string& why) {
-  auto* p = static_cast<char*>(data);
   int timeout_ms = timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1;
+  return transfer(static_cast<char*>(data), n, false, timeout_ms, why);
+}
+
+tls_channel::status tls_channel::transfer(char* p, std::size_t n, bool sending, int timeout_ms,
+                                          std::string& why) {
   while (n > 0) {
     bool for_write = false;
     {
       std::lock_guard<std::mutex> guard{mutex_};
-      std::size_t got = 0;
-      if (session_->read_some(got, p, n) == net::rw_state::failure) {
+      std::size_t moved = 0;
+      auto state = sending ? session_->write_some(moved, p, n) : session_->read_some(moved, p, n);
+      if (state == net::rw_state::failure) {
         why = session_->failure();
         return status::failed;
       }
-      p += got;
-      n -= got;
-      if (got > 0) continue;
+      p += moved;
+      n -= moved;
+      if (moved > 0) continue;
       for_write = session_->wants_write();
     }
     if (!wait(for_write, timeout_ms)) return status::timeout;

@@ -37,6 +37,9 @@ public:
   status receive_all(void* data, std::size_t n, std::chrono::milliseconds timeout, std::string& why);
 
 private:
+  /// Sends (`sending`) or receives all `n` bytes at `p`, waiting at most `timeout_ms` (-1:
+  /// forever) each time the socket is not ready.
+  status transfer(char* p, std::size_t n, bool sending, int timeout_ms, std::string& why);
   /// Waits until the socket is ready for what the session last asked; false on timeout.
   bool wait(bool for_write, int timeout_ms) const;
 
