@@ -3,9 +3,7 @@
 // oversize frames refused before they are allocated, a client that never reads its replies
 // held to its bound while others are served, a silent stranger timed out, accepting again
 // after the descriptors ran out.
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/shard_link_server.hpp"
-#include "shard_fixture.hpp"
+#include "link_fixture.hpp"
 
 #include <doctest/doctest.h>
 
@@ -26,8 +24,7 @@ using namespace actorps::test;
 
 namespace {
 
-using line_atom = caf::atom_constant<caf::atom("line")>;
-constexpr auto request_timeout = std::chrono::milliseconds(10000);
+constexpr auto request_timeout = link_request_timeout;
 
 /// A link server with `limits` in front of `shard`; its log lines go to `self`'s mailbox.
 std::unique_ptr<shard_link_server> serve_links(actor_fixture& f, const ps_shard_actor& shard,
@@ -55,20 +52,6 @@ std::string await_line(actor_fixture& f, const std::string& what) {
   return found;
 }
 
-/// A blocking TCP connection to 127.0.0.1:port whose receives give up after 10 s.
-int raw_connect(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  return fd;
-}
-
 bool send_all(int fd, const void* data, std::size_t n) {
   return ::send(fd, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
 }
@@ -87,7 +70,7 @@ std::string read_text(int fd, const frame_header& h) {
 
 /// A raw client that has said hello to shard 0 and been answered.
 int hello_client(uint16_t port) {
-  int fd = raw_connect(port);
+  int fd = stranger_to(port);
   auto hello = make_header(frame_kind::hello, 0, 0, 10000);
   REQUIRE(send_all(fd, &hello, sizeof hello));
   frame_header h;
@@ -193,7 +176,7 @@ TEST_CASE("data link limits: the connection over the limit gets a failure frame,
   auto server = serve_links(f, f.shard, limits);
   std::vector<int> held;
   for (int i = 0; i < 3; ++i) held.push_back(hello_client(server->port()));
-  int over = raw_connect(server->port());
+  int over = stranger_to(server->port());
   frame_header h;
   REQUIRE(read_header(over, h));
   CHECK(h.kind == static_cast<uint16_t>(frame_kind::failure));
@@ -298,7 +281,7 @@ TEST_CASE("data link limits: a stranger silent past the hello timeout is disconn
   link_limits limits;
   limits.hello_timeout = std::chrono::milliseconds(300);
   auto server = serve_links(f, f.shard, limits);
-  int fd = raw_connect(server->port());
+  int fd = stranger_to(server->port());
   CHECK(closed_by_peer(fd));
   ::close(fd);
   CHECK(await_line(f, "no hello within 300 ms").find("refused a data connection from 127.0.0.1:") == 0);
@@ -322,7 +305,7 @@ TEST_CASE("data link limits: accepting goes on once the process's descriptors ra
     REQUIRE(errno == EMFILE);
     ::close(filler.back());  // room for the client's own socket
     filler.pop_back();
-    int client = raw_connect(server->port());
+    int client = stranger_to(server->port());
     CHECK(closed_by_peer(client));  // accepted and closed at once: the server has no descriptor
     ::close(client);
     CHECK(await_line(f, "out of file descriptors").find("Too many open files") != std::string::npos);

@@ -1,9 +1,7 @@
 // The data link between a worker and a shard in another process (remote_shard.hpp,
 // shard_link_server.hpp), exercised inside one process over real sockets: the same bytes as
 // asking the shard directly, the shard's own errors, held pulls, strangers, a lost shard.
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/shard_link_server.hpp"
-#include "shard_fixture.hpp"
+#include "link_fixture.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,67 +19,7 @@ using namespace actorps::test;
 
 namespace {
 
-using line_atom = caf::atom_constant<caf::atom("line")>;
-
-constexpr auto request_timeout = std::chrono::milliseconds(10000);
-
-/// A shard (from shard_fixture) served by a link server; the server's log lines are sent to the
-/// fixture's scoped actor, so a test can wait for one without sleeping.
-struct link_fixture : shard_fixture {
-  std::unique_ptr<shard_link_server> server;
-
-  explicit link_fixture(train_spec s) : shard_fixture(std::move(s)) {
-    caf::actor me = caf::actor_cast<caf::actor>(*self);
-    auto listening = shard_link_server::listen("127.0.0.1", 0, [me](const std::string& line) {
-      caf::anon_send(me, line_atom::value, line);
-    });
-    REQUIRE(listening);
-    server = std::move(*listening);
-    server->serve(*sys, shard, 0);
-  }
-  ~link_fixture() { server.reset(); }
-
-  remote_shard attach(bool local, int32_t index = 0) {
-    auto link = local ? connect_local_link(server->local_name())
-                      : connect_link("127.0.0.1", server->port(), request_timeout);
-    REQUIRE(link);
-    auto remote = attach_link(*sys, shard, std::move(*link), index, request_timeout);
-    REQUIRE(remote);
-    return *remote;
-  }
-
-  /// Asks `to` and returns the reply buffer or the error.
-  template <class... Ts>
-  caf::expected<wire_buffer> ask(const ps_shard_actor& to, Ts&&... xs) {
-    caf::expected<wire_buffer> out{caf::none};
-    (*self)->request(to, timeout, std::forward<Ts>(xs)...)
-      .receive([&](wire_buffer& reply) { out = std::move(reply); },
-               [&](caf::error& err) { out = std::move(err); });
-    return out;
-  }
-
-  std::string next_log_line() {
-    std::string line;
-    (*self)->receive([&](line_atom, std::string& l) { line = std::move(l); },
-                     caf::after(timeout) >> [] {});
-    return line;
-  }
-};
-
-bool same_bytes(const wire_buffer& a, const wire_buffer& b) {
-  return a.size_bytes() == b.size_bytes() && std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) == 0;
-}
-
-/// A TCP connection of a stranger to the link server.
-int stranger_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  return fd;
-}
+constexpr auto request_timeout = link_request_timeout;
 
 } // namespace
 
@@ -100,15 +38,7 @@ TEST_CASE("data link: pull, push_pull and snapshot give the shard's own bytes ov
     REQUIRE(pulled);
     REQUIRE(expected);
     CHECK(same_bytes(*pulled, *expected));
-    for (int64_t clock = 0; clock < 4; ++clock) {
-      auto via_link = link.ask(remote.handle, push_pull_atom::value,
-                               link.push_of(0, clock, 0.25f * float(clock + 1)));
-      auto in_process = link.ask(direct.shard, push_pull_atom::value,
-                                 direct.push_of(0, clock, 0.25f * float(clock + 1)));
-      REQUIRE(via_link);
-      REQUIRE(in_process);
-      CHECK(same_bytes(*via_link, *in_process));
-    }
+    check_pushes_as_in_process(link, remote.handle, direct, 0, 4);
     auto snap = link.ask(remote.handle, snapshot_atom::value);
     REQUIRE(snap);
     CHECK(link.parameters_of(*snap) == direct.snapshot());

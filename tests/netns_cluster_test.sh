@@ -82,10 +82,12 @@ cat "$dir/chief.log"
 [ "$status" = 0 ] || { tail -n 5 "$dir"/*.log; fail "the chief exited $status"; }
 for p in "${pids[@]}"; do wait "$p" || fail "a task exited non-zero"; done
 grep -h "serving on" "$dir"/*.log
-# Each task is a host of its own: the data links to the shards run over TCP between namespaces.
+# Each task is a host of its own: the data links to the shards run over TCP between namespaces
+# (with --tls, mutual TLS over TCP).
+link=tcp; [ "$tls" = 1 ] && link="TLS over tcp"
 for t in worker:0 worker:1 evaluator:0; do
-  grep -q "connected to 2 shard(s) (data links: tcp, tcp)" "$dir/$t.log" \
-    || { cat "$dir/$t.log"; fail "$t did not reach the shards over TCP data links"; }
+  grep -q "connected to 2 shard(s) (data links: $link, $link)" "$dir/$t.log" \
+    || { cat "$dir/$t.log"; fail "$t did not reach the shards over $link data links"; }
 done
 line=$(grep '"event":"summary"' "$dir/m.jsonl")
 "$python" -c "import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s['clocks']==300 and s['final_test_accuracy']>0.9 else 1)" "$line" \
@@ -96,6 +98,9 @@ if [ "$tls" = 1 ]; then
   # on a loaded machine, at the end of a run) is logged too; a certificate refused is a failure.
   if grep "refused a connection" "$dir"/*.log | grep -qv "unexpected eof while reading"; then
     fail "a task refused one of its own peers: $(grep -h "refused a connection" "$dir"/*.log)"
+  fi
+  if grep -q "refused a data connection\|refused a data request" "$dir"/*.log; then
+    fail "a ps task refused one of its own clients: $(grep -h "refused a data" "$dir"/*.log)"
   fi
 fi
 echo "PASS: 6 tasks on 6 hosts ($prefix.1-6)$([ "$tls" = 1 ] && echo ", mutual TLS,") trained to $(echo "$line" | grep -o '"final_test_accuracy":[0-9.]*')"

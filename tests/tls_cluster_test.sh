@@ -6,9 +6,10 @@
 #             start: exit 2 naming the flag and the file, before anything listens;
 #   no-cert | self-signed | other-ca: while a TLS cluster trains, an intruder dials the chief's
 #             and ps:0's CAF ports (openssl s_client with no certificate; with a self-signed one;
-#             an actorps worker with a whole set of another CA's files): each attempt is refused,
-#             logged with the intruder's address and the reason, the intruder never joins, and the
-#             cluster trains to the end.
+#             an actorps worker with a whole set of another CA's files) and ps:0's data port
+#             (openssl s_client with the same identity, sending a hello frame): each attempt is
+#             refused, logged with the intruder's address and the reason, the intruder never
+#             joins, and the cluster trains to the end.
 # usage: tests/tls_cluster_test.sh PART [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,6 +64,12 @@ if [ "$part" = accuracy ]; then
     [ "$n" = 1 ] || fail "$task warned $n times without TLS (expected once)"
   done
   grep -q "NO TLS" "$dir/tls.log" && fail "a TLS task warned that the cluster is unauthenticated"
+  # Co-located tasks: the data links are mutual TLS over the local socket, and nobody is refused.
+  for task in worker:0 worker:1 evaluator:0; do
+    grep -q "^$task | .*data links: TLS over local socket, TLS over local socket" "$dir/tls.log" \
+      || fail "$task does not use TLS data links: $(grep "^$task | .*data links" "$dir/tls.log")"
+  done
+  grep -q "refused a data" "$dir/tls.log" && fail "a ps task refused its own client: $(grep "refused a data" "$dir/tls.log")"
   # (a peer's connection that ends before its handshake does is logged too: not a refusal of its
   # certificate, see netns_cluster_test.sh)
   if grep "refused a connection" "$dir/tls.log" | grep -qv "unexpected eof while reading"; then
@@ -80,6 +87,18 @@ launcher=$!; pids+=($launcher)
 await_event "$dir/m.jsonl" '"event":"train"'
 chief_port=$(port_of "$dir/c.json" chief 0)
 ps_port=$(port_of "$dir/c.json" ps 0)
+data_port=$((ps_port + 1))  # launch_local.sh gives no --data-port: the task's port + 1
+# attack_data_port IDENTITY_FLAGS... : a TLS client with that identity (trusting the cluster's
+# CA) sends a hello frame for shard 0 to ps:0's data port; the shard must answer nothing.
+attack_data_port() {
+  "$python" -c 'import struct, sys; sys.stdout.buffer.write(struct.pack("<IHHQqqQ", 0x4c535041, 1, 1, 0, 0, 10000, 0))' \
+    > "$dir/hello.bin"
+  timeout 20 openssl s_client -connect "127.0.0.1:$data_port" -CAfile "$dir/certs/ca.pem" -ign_eof "$@" \
+    < "$dir/hello.bin" > "$dir/data-intruder.log" 2>&1 || true
+  # A hello reply (kind 5) would carry the frame magic "APSL"; s_client prints what it reads.
+  grep -q "APSL" "$dir/data-intruder.log" && fail "the data port answered the intruder's hello"
+  return 0
+}
 
 case $part in
   no-cert|self-signed)
@@ -97,6 +116,8 @@ case $part in
     for who in "chief:0 | .* chief" "ps:0 | .* ps:0"; do
       await_event "$dir/cluster.log" "^$who: refused a connection from 127\.0\.0\.1:[0-9]+: no TLS handshake with the cluster's certificates \(.*$reason" 20
     done
+    attack_data_port ${id[@]+"${id[@]}"}
+    await_event "$dir/cluster.log" "^ps:0 \| .* ps:0: refused a data connection from 127\.0\.0\.1:[0-9]+: TLS handshake failed: .*$reason" 20
     ;;
   other-ca)
     "$root/scripts/make_certs.sh" "$dir/other" worker:1 > /dev/null
@@ -117,6 +138,8 @@ PY
     grep -q "cannot reach 127.0.0.1:$chief_port: gave up .*TLS handshake: certificate verify failed" "$dir/intruder.log" \
       || fail "the intruder does not say that the chief's certificate failed: $(cat "$dir/intruder.log")"
     await_event "$dir/cluster.log" "^chief:0 \| .* chief: refused a connection from 127\.0\.0\.1:[0-9]+: no TLS handshake with the cluster's certificates \(.*unknown ca" 20
+    attack_data_port -cert "$dir/other/worker-1.pem" -key "$dir/other/worker-1.key"
+    await_event "$dir/cluster.log" "^ps:0 \| .* ps:0: refused a data connection from 127\.0\.0\.1:[0-9]+: TLS handshake failed: .*certificate verify failed" 20
     ;;
   *) fail "unknown part $part" ;;
 esac
@@ -129,4 +152,5 @@ line=$(grep '"event":"summary"' "$dir/m.jsonl") || fail "no summary event"
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
 [ "$(grep -c "chief: worker:1 joined" "$dir/cluster.log")" = 1 ] || fail "worker:1 joined more than once"
 grep -q "chief: worker:1 lost\|replac" "$dir/cluster.log" && fail "the intruder displaced worker:1"
-echo "PASS ($part: $(grep -c 'refused a connection' "$dir/cluster.log") refusal(s) logged)"
+grep -q "data link is still plain\|still plain TCP" "$dir/cluster.log" && fail "a TLS ps task says its data link is plain"
+echo "PASS ($part: $(grep -c 'refused a connection' "$dir/cluster.log") CAF and $(grep -c 'refused a data connection' "$dir/cluster.log") data link refusal(s) logged)"

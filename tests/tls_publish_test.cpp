@@ -8,6 +8,7 @@
 #include "actors/net/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "scratch_dir.hpp"
+#include "tls_test_client.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -84,36 +85,9 @@ struct node_config : caf::actor_system_config {
   }
 };
 
-/// A TLS client of OpenSSL's with no certificate at all that trusts the cluster's CA: it
-/// connects to 127.0.0.1:`port`, completes its side of the handshake and sends a line. Returns
-/// its local port, and whether the server let it read anything (it must not).
+/// A TLS client with no certificate (tls_test_client.hpp) that sends a line.
 std::pair<uint16_t, bool> bare_tls_client(uint16_t port, const std::string& ca) {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  REQUIRE(ctx);
-  REQUIRE(SSL_CTX_load_verify_locations(ctx, ca.c_str(), nullptr) == 1);
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{static_cast<time_t>(bound.count()), 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  sockaddr_in local{};
-  socklen_t len = sizeof local;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
-  SSL* ssl = SSL_new(ctx);
-  SSL_set_fd(ssl, fd);
-  bool read_something = false;
-  if (SSL_connect(ssl) == 1) {  // TLS 1.3: done on this side before the server has checked us
-    SSL_write(ssl, "hello\n", 6);
-    char buf[64];
-    read_something = SSL_read(ssl, buf, sizeof buf) > 0;
-  }
-  SSL_free(ssl);
-  ::close(fd);
-  SSL_CTX_free(ctx);
-  return {ntohs(local.sin_port), read_something};
+  return test::tls_client_without_certificate(port, ca, "hello\n", 6, bound.count());
 }
 
 /// A refusal as on_refused reported it.

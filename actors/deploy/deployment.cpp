@@ -183,27 +183,18 @@ struct hosted_shard {
   std::unique_ptr<shard_link_server> links;  // listens as long as this lives
 };
 
-/// Says what TLS does not cover yet, once, when it is on: the data link.
-void note_plain_data_link(const std::string& name, const tls_files& tls) {
-  if (!tls.enabled()) return;
-  log_line(log_level::warn, name,
-           "TLS covers the CAF connections only: the data link (pulls, pushes, snapshots) is "
-           "still plain TCP, neither encrypted nor authenticated");
-}
-
 /// Spawns shard `index` and its ps task, with the data link listening on `data_port` (0: one
 /// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
-/// clients which port, remote_shard.hpp). `tls`: the task's TLS files, for the data link once
-/// it speaks TLS (not yet: it listens in plain TCP, and says so).
+/// clients which port, remote_shard.hpp). `tls`: the task's TLS files: with them the data link
+/// speaks mutual TLS too (shard_link_server.hpp), without them it is plain, as CAF's side is.
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
                                        const std::string& bind = {}, uint16_t data_port = 0,
                                        shard_config shard_cfg = {}, const tls_files& tls = {}) {
   auto name = task_id{"ps", index}.text();
-  note_plain_data_link(name, tls);
   auto host = listen_host(bind, cluster.address({"ps", index}));
-  auto links = shard_link_server::listen(host, data_port,
-                                         [name](const std::string& line) { log_line(name, line); });
+  auto links = shard_link_server::listen(
+    host, data_port, [name](const std::string& line) { log_line(name, line); }, {}, tls);
   if (!links) return links.error();
   if (data_port != 0)
     log_line(name, "data link on " + host_port{host, (*links)->port()}.text());

@@ -38,8 +38,8 @@ struct deployment_options {
   /// from its own command line, never from a message.
   shard_config shard;
   /// This task's TLS identity (checked already); not enabled: no TLS, and a loud warning. It
-  /// covers every CAF connection; the data link is still plain TCP (its TLS is the next step:
-  /// the files reach host_shard and the task node for that).
+  /// covers every CAF connection and every data link (a ps task's server, a worker's or the
+  /// evaluator's client: remote_shard.hpp takes the files from the actor system's config).
   tls_files tls;
 };
 

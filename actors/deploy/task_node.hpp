@@ -17,8 +17,8 @@ namespace actorps {
 struct task_node_config {
   std::string name;                          ///< "worker:1", for log lines
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
-  /// The task's TLS files: its CAF connections use them through the actor system already; they
-  /// are here for the data links to the shards, once those speak TLS (still plain TCP).
+  /// The task's TLS files. Its CAF connections and its data links to the shards use them
+  /// through the actor system's config (configure_tls, connect_shard).
   tls_files tls;
 };
 

@@ -1,14 +1,17 @@
 // The bytes of one non-blocking server-side connection, as the data link server's event loop
-// reads and writes them. A plain socket is one implementation; a TLS session (OpenSSL's
-// SSL_read/SSL_write on the same non-blocking socket) is meant to be another without reshaping
-// the loop: that is why a read may ask to wait for writability (a TLS renegotiation or
-// handshake) and a write for readability.
+// reads and writes them. A plain socket is one implementation; a TLS session (tls_stream.hpp:
+// OpenSSL's SSL_read/SSL_write on the same non-blocking socket) is the other, without reshaping
+// the loop: that is why a read may ask to wait for writability (a TLS handshake) and a write for
+// readability, why a read may end in `refused` (the peer failed the handshake), and why a
+// stream may hold bytes it has read from the socket but not handed out (`buffered`), which
+// epoll cannot see.
 #pragma once
 
 #include <sys/uio.h>
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace actorps {
 
@@ -19,6 +22,7 @@ public:
     would_block, ///< nothing moved now: wait for `wait_for_write` ? writability : readability
     closed,      ///< the peer closed (a read only)
     failed,      ///< the connection broke; `error` is the errno
+    refused,     ///< the peer failed authentication (a TLS handshake): failure() says why
   };
   struct result {
     outcome what = outcome::progress;
@@ -35,6 +39,16 @@ public:
   virtual result write(const iovec* parts, int count) = 0;
   /// The descriptor the event loop watches.
   virtual int fd() const = 0;
+
+  /// Whether the peer proved who it is (a verified certificate): peer_identity() names it then.
+  virtual bool authenticated() const { return false; }
+  /// The authenticated peer's name (its certificate's CN, "worker:1"); "" when not authenticated.
+  virtual std::string peer_identity() const { return {}; }
+  /// Bytes already taken from the socket and not yet read: a read now makes progress although
+  /// the socket may never become readable again.
+  virtual bool buffered() const { return false; }
+  /// Why the last read ended in `refused` or `failed`, when the stream knows more than errno.
+  virtual std::string failure() const { return {}; }
 };
 
 /// A connected socket, made non-blocking; closes it on destruction.

@@ -18,6 +18,10 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
       read_wants_write_ = r.wait_for_write;
       return read_status::blocked;
     }
+    if (r.what == outcome::refused) {
+      why = stream_->failure();
+      return read_status::refused;
+    }
     return r.what == outcome::closed ? read_status::closed : read_status::broken;
   };
   while (header_got_ < sizeof header_) {

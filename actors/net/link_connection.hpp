@@ -25,6 +25,7 @@ public:
     bad_header, ///< `why` says what is wrong; nothing more can be read from this connection
     closed,     ///< the peer closed
     broken,     ///< the connection failed
+    refused,    ///< the peer failed the TLS handshake: `why` says why; nothing was read
   };
 
   /// Reads on towards the next frame. Its payload (at most `payload_limit` bytes) is allocated
@@ -47,6 +48,13 @@ public:
   /// handshake or renegotiation): either way the loop watches for EPOLLOUT.
   bool wants_write() const { return read_wants_write_ || !out_.empty(); }
   bool read_wants_write() const { return read_wants_write_; }
+
+  /// Bytes the stream has taken from the socket but not handed out (TLS): readable now, although
+  /// epoll may never say so.
+  bool buffered() const { return stream_->buffered(); }
+  /// The peer's proven identity (its certificate's CN), once authenticated; see byte_stream.
+  bool authenticated() const { return stream_->authenticated(); }
+  std::string peer_identity() const { return stream_->peer_identity(); }
 
   int fd() const { return stream_->fd(); }
   const std::string& peer() const { return peer_; }

@@ -1,5 +1,6 @@
 #include "actors/net/link_hub.hpp"
 
+#include "actors/net/link_authorisation.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/sec.hpp>
@@ -22,6 +23,7 @@ constexpr auto accept_retry_after = std::chrono::milliseconds(100);
 /// loop from the others (epoll is level-triggered: the rest is read on the next round).
 constexpr int frames_per_turn = 16;
 const std::string refusal_kind = "refused a data connection";
+const std::string unauthorised_kind = "refused a data request";
 
 int open_spare() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
 
@@ -38,6 +40,8 @@ struct link_hub::session {
   bool parked = false;        // its next frame waits for the frame limit
   bool waited = false;        // it did so once for this frame already
   uint32_t events = 0;        // what the loop watches now
+  bool read_posted = false;   // a read of bytes the TLS stream holds is posted to the loop
+  std::string identity;       // the peer's certificate CN (TLS), known from its hello on
   std::size_t counted_unsent = 0;  // its share of unsent_total_
   std::size_t counted_pending = 0; // its share of pending_total_
   std::size_t pending() const { return in_flight + conn.unsent_frames(); }
@@ -152,6 +156,7 @@ void link_hub::on_event(uint64_t id, uint32_t events) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   auto& s = *it->second;
+  s.read_posted = false;
   if (events & EPOLLOUT) {
     send_pending(s);
     if (sessions_.count(id) == 0) return;
@@ -194,6 +199,8 @@ void link_hub::read_from(session& s) {
         return close(s);
       case link_connection::read_status::bad_header:
         return refuse(s, why);
+      case link_connection::read_status::refused:
+        return refuse(s, "TLS handshake failed: " + why);
       case link_connection::read_status::too_large:
         if (!s.serving) return refuse(s, "the first frame is not a hello");
         if (limit_state_ != limit_state::known && !s.waited) {
@@ -232,6 +239,7 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
                                              + ", not " + std::to_string(h.a)));
       return false;
     }
+    if (s.conn.authenticated()) s.identity = s.conn.peer_identity();
     // The client's own request timeout bounds every request made for it (at least 1 s).
     s.timeout = std::chrono::milliseconds(std::max<int64_t>(h.b, 1000));
     s.serving = true;
@@ -246,6 +254,16 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
     case frame_kind::keyed_snapshot:
     case frame_kind::pull:
     case frame_kind::snapshot:
+      if (s.conn.authenticated())
+        if (auto err = authorise_link_request(s.identity, kind, h.a, payload)) {
+          ++unauthorised_;
+          log_.write(unauthorised_kind, "refused a data request from " + s.conn.peer() + " ("
+                                          + s.identity + "): " + describe(err));
+          s.conn.queue_failure(h.id, err);
+          auto id = s.id;
+          send_pending(s);
+          return sessions_.count(id) > 0;
+        }
       ++s.in_flight;
       ++s.counted_pending;  // counted at once: the next frame's may_read sees it
       ++pending_total_;
@@ -286,6 +304,11 @@ void link_hub::update(session& s) {
   if (events != s.events) {
     loop_.change(s.conn.fd(), events);
     s.events = events;
+  }
+  if ((events & EPOLLIN) && !s.read_posted && s.conn.buffered()) {
+    // Bytes the TLS stream took from the socket already: epoll will not tell of them.
+    s.read_posted = true;
+    loop_.post([this, id = s.id] { on_event(id, EPOLLIN); });
   }
   if (was_over && !over_totals())
     for (auto& [id, other] : sessions_)

@@ -3,9 +3,11 @@
 // written back, and every limit of link_limits.hpp. The shard is asked through `ask`, in each
 // connection's order; its answers come back through answer(), posted to the loop.
 //
-//   accepted ──hello naming this shard──▶ serving ──peer closes / breaks──▶ closed
-//      │  silent past the hello timeout,         │  bad or oversize frame, a reply where a
-//      └─ anything but a hello: refused ─────────┴─ request belongs: refused (logged, counted)
+//   accepted ──(TLS handshake)──hello naming this shard──▶ serving ──peer closes / breaks──▶ closed
+//      │  handshake failed, silent past the hello       │  bad or oversize frame, a reply where a
+//      └─ timeout, anything but a hello: refused ───────┴─ request belongs: refused (logged, counted)
+// With TLS, a request the peer's certificate may not make (link_authorisation.hpp) is answered
+// with a not_authorised failure frame, counted and logged; the connection goes on.
 #pragma once
 
 #include "actors/net/event_loop.hpp"
@@ -39,7 +41,8 @@ public:
   struct hooks {
     std::function<void(link_request&&)> ask;  ///< hand a request to the shard
     std::function<void()> learn_limit;        ///< find the frame limit; answered by limit_learned
-    /// The stream of an accepted socket (a TLS session, say); empty: the plain socket.
+    /// The stream of an accepted socket (tls_stream.hpp); empty: the plain socket. A stream
+    /// that authenticates its peer has every request checked against the peer's identity.
     std::function<std::unique_ptr<byte_stream>(int fd)> make_stream = {};
   };
 
@@ -58,6 +61,8 @@ public:
 
   // From any thread:
   std::size_t refused() const { return refused_.load(); }
+  /// Requests refused because the peer's certificate may not make them (link_authorisation.hpp).
+  std::size_t unauthorised() const { return unauthorised_.load(); }
   std::size_t connections() const { return open_.load(); }
   std::size_t frame_limit() const { return frame_limit_.load(); }
 
@@ -97,6 +102,7 @@ private:
   std::size_t unsent_total_ = 0;   // reply bytes not yet taken by the clients
   std::size_t pending_total_ = 0;  // requests at the shard or answered and unsent
   std::atomic<std::size_t> refused_{0};
+  std::atomic<std::size_t> unauthorised_{0};
   std::atomic<std::size_t> open_{0};
   std::atomic<std::size_t> frame_limit_;
 };

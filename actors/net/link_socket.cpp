@@ -1,5 +1,6 @@
 #include "actors/net/link_socket.hpp"
 
+#include "actors/net/tls_channel.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/atom.hpp>
@@ -92,7 +93,30 @@ bool is_unix_socket(int fd) {
 
 link_socket::link_socket(int fd) : fd_(fd), local_(is_unix_socket(fd)), peer_(peer_address(fd)) {}
 
-link_socket::~link_socket() { ::close(fd_); }
+link_socket::~link_socket() {
+  tls_.reset();  // the session before its descriptor
+  ::close(fd_);
+}
+
+caf::error link_socket::start_tls(const tls_files& files, const std::string& expected_peer,
+                                  std::chrono::milliseconds timeout) {
+  auto refuse = [&](const std::string& why) {
+    shutdown();
+    return caf::make_error(caf::sec::cannot_connect_to_node,
+                           "data link to " + peer_ + " over TLS: " + why);
+  };
+  try {
+    tls_ = std::make_unique<tls_channel>(files, fd_);
+  } catch (const std::runtime_error& e) {
+    return refuse(e.what());
+  }
+  std::string why;
+  if (tls_->handshake(timeout, why) != tls_channel::status::ok) return refuse(why);
+  auto name = tls_->peer_common_name();
+  if (name != expected_peer)
+    return refuse("the server's certificate names \"" + name + "\", not " + expected_peer);
+  return {};
+}
 
 void link_socket::shutdown() {
   std::lock_guard<std::mutex> guard{shutdown_mutex_};
@@ -102,13 +126,24 @@ void link_socket::shutdown() {
 }
 
 caf::error link_socket::broken(const char* what, int err) {
-  std::string why = err ? std::strerror(err) : "closed by the peer";
+  return broken_with(what, err ? std::strerror(err) : "closed by the peer");
+}
+
+caf::error link_socket::broken_with(const char* what, const std::string& why) {
   return caf::error{static_cast<uint8_t>(caf::exit_reason::remote_link_unreachable),
                     caf::atom("exit"),
-                    caf::make_message(std::string("data link to ") + peer_ + ": " + what + ": " + why)};
+                    caf::make_message("data link to " + peer_ + ": " + what + ": " + why)};
 }
 
 caf::error link_socket::send(const frame_header& h, const void* payload) {
+  if (tls_) {  // one TLS record (or more) for the header, then the payload's
+    std::string why;
+    if (tls_->send_all(&h, sizeof h, why) != tls_channel::status::ok
+        || (payload && h.size > 0
+            && tls_->send_all(payload, h.size, why) != tls_channel::status::ok))
+      return broken_with("send", why);
+    return {};
+  }
   iovec parts[2] = {{const_cast<frame_header*>(&h), sizeof h},
                     {const_cast<void*>(payload), payload ? h.size : 0}};
   iovec* next = parts;
@@ -157,6 +192,17 @@ caf::error link_socket::send_failure(uint64_t id, const caf::error& err) {
 }
 
 caf::error link_socket::receive_bytes(void* data, std::size_t n) {
+  if (tls_) {
+    std::string why;
+    switch (tls_->receive_all(data, n, receive_timeout_, why)) {
+      case tls_channel::status::ok: return {};
+      case tls_channel::status::timeout:
+        return caf::make_error(caf::sec::request_timeout,
+                               "data link to " + peer_ + ": no answer within the request timeout");
+      case tls_channel::status::failed: break;
+    }
+    return broken_with("receive", why);
+  }
   auto* p = static_cast<char*>(data);
   while (n > 0) {
     auto got = ::recv(fd_, p, n, MSG_WAITALL);
@@ -197,6 +243,7 @@ caf::error link_socket::receive_failure(const frame_header& h, caf::error& carri
 }
 
 void link_socket::set_receive_timeout(std::chrono::milliseconds timeout) {
+  receive_timeout_ = timeout;
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);

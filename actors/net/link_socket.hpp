@@ -11,6 +11,7 @@
 // only by the kernel. Control messages (init, leave, rejoin, checkpoints, ...) stay on CAF.
 #pragma once
 
+#include "actors/net/tls_files.hpp"
 #include "actors/protocol/wire.hpp"
 
 #include <caf/error.hpp>
@@ -70,14 +71,26 @@ std::pair<frame_header, std::string> failure_frame(uint64_t id, const caf::error
 /// Empty if `h` is a frame this version understands, else what is wrong with it.
 std::string check_header(const frame_header& h);
 
-/// One connected socket carrying frames. Sends and receives block; one thread sends and one
-/// receives at a time, and shutdown() may be called from any thread to end blocked calls.
+class tls_channel;
+
+/// One connected socket carrying frames, in plain bytes or, after start_tls, over mutual TLS.
+/// Sends and receives block; one thread sends and one receives at a time, and shutdown() may be
+/// called from any thread to end blocked calls.
 class link_socket {
 public:
   explicit link_socket(int fd);
   ~link_socket();
   link_socket(const link_socket&) = delete;
   link_socket& operator=(const link_socket&) = delete;
+
+  /// Turns the connection into a mutual TLS session with `files` (before any frame), within
+  /// `timeout`, and checks that the server's certificate names `expected_peer` ("ps:0"): a
+  /// server of the cluster's CA that is not the task meant is refused. On failure the socket
+  /// is shut down and the error (sec::cannot_connect_to_node) says why.
+  caf::error start_tls(const tls_files& files, const std::string& expected_peer,
+                       std::chrono::milliseconds timeout);
+  /// Whether start_tls succeeded.
+  bool is_tls() const { return tls_ != nullptr; }
 
   /// Sends a header and `size` payload bytes with as few system calls as the kernel allows.
   caf::error send(const frame_header& h, const void* payload = nullptr);
@@ -108,12 +121,15 @@ public:
 private:
   caf::error receive_bytes(void* data, std::size_t n);
   caf::error broken(const char* what, int err);
+  caf::error broken_with(const char* what, const std::string& why);
 
   int fd_;
   bool local_;
   std::string peer_;
   std::mutex shutdown_mutex_;
   bool shut_ = false;
+  std::unique_ptr<tls_channel> tls_;             // set once, before frames flow
+  std::chrono::milliseconds receive_timeout_{0};  // TLS receives wait with poll, not SO_RCVTIMEO
 };
 
 /// The addresses of host:port for a stream socket (`passive`: to listen on), freed with the

@@ -1,6 +1,7 @@
 #include "actors/net/remote_shard.hpp"
 
 #include "actors/net/connect.hpp"
+#include "actors/net/tls_config.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/all.hpp>
@@ -194,14 +195,19 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
     link = connect_link(addr.host, port,
                         std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout));
   if (!link) return std::move(link.error());
-  auto attached = attach_link(sys, shard, std::move(*link), index, request_timeout);
+  auto attached = attach_link(sys, shard, std::move(*link), index, request_timeout,
+                              configured_tls(sys.config()));
   if (attached) attached->task = *task;
   return attached;
 }
 
 caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,
                                         std::shared_ptr<link_socket> link, int32_t index,
-                                        std::chrono::milliseconds request_timeout) {
+                                        std::chrono::milliseconds request_timeout,
+                                        const tls_files& tls) {
+  if (tls.enabled())
+    if (auto err = link->start_tls(tls, "ps:" + std::to_string(index), request_timeout))
+      return err;
   frame_header h;
   link->set_receive_timeout(request_timeout);  // for the hello's answer
   auto hello = link->send(make_header(frame_kind::hello, 0, index, request_timeout.count()));

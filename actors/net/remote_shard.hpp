@@ -6,6 +6,7 @@
 
 #include "actors/net/address.hpp"
 #include "actors/net/link_socket.hpp"
+#include "actors/net/tls_files.hpp"
 #include "actors/protocol/messages.hpp"
 
 #include <caf/actor_system.hpp>
@@ -22,8 +23,13 @@ struct remote_shard {
   std::shared_ptr<link_socket> link;   ///< null when its process offers no data link
   ps_task_actor task = {};             ///< the ps task it came from (connect_shard only)
 
-  /// How pulls and pushes travel: "local socket", "tcp", or "caf" (its process offers no link).
-  const char* transport() const { return !link ? "caf" : link->is_local() ? "local socket" : "tcp"; }
+  /// How pulls and pushes travel: "local socket", "tcp", "TLS over local socket", "TLS over
+  /// tcp", or "caf" (its process offers no link).
+  const char* transport() const {
+    if (!link) return "caf";
+    if (link->is_tls()) return link->is_local() ? "TLS over local socket" : "TLS over tcp";
+    return link->is_local() ? "local socket" : "tcp";
+  }
 
   /// Ends the proxy and its connection (a request blocked on it fails at once). Call when the
   /// role using the handle has stopped.
@@ -31,15 +37,19 @@ struct remote_shard {
 };
 
 /// Introduces itself on `link` (connected to shard `index`'s data link) and wraps it in a proxy
-/// that sends pulls, push_pulls and snapshots over it and everything else to `shard`.
+/// that sends pulls, push_pulls and snapshots over it and everything else to `shard`. With `tls`
+/// enabled it first runs the TLS handshake with those files and insists that the server's
+/// certificate names "ps:<index>".
 caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,
                                         std::shared_ptr<link_socket> link, int32_t index,
-                                        std::chrono::milliseconds request_timeout);
+                                        std::chrono::milliseconds request_timeout,
+                                        const tls_files& tls = {});
 
 /// Connects to the ps task published at `addr` (retrying until `connect_timeout`, as
 /// connect_to does), asks it for its shard and where its data link listens, then connects to
 /// the data link when the process offers one, introducing itself as a client of shard `index`
-/// whose requests time out after `request_timeout`.
+/// whose requests time out after `request_timeout`. When `sys` runs TLS (configure_tls) the data
+/// link does too, with the same files, on TCP and the local socket alike.
 caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_port& addr,
                                           int32_t index, caf::timespan connect_timeout,
                                           std::chrono::milliseconds request_timeout);

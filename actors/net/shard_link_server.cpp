@@ -2,6 +2,8 @@
 
 #include "actors/net/event_loop.hpp"
 #include "actors/net/link_hub.hpp"
+#include "actors/net/tls_session.hpp"
+#include "actors/net/tls_stream.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/all.hpp>
@@ -15,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 
 namespace actorps {
 
@@ -92,7 +95,16 @@ std::pair<int, std::string> listen_local() {
 } // namespace
 
 caf::expected<std::unique_ptr<shard_link_server>>
-shard_link_server::listen(const std::string& host, uint16_t port, log_fn log, link_limits limits) {
+shard_link_server::listen(const std::string& host, uint16_t port, log_fn log, link_limits limits,
+                          tls_files tls) {
+  if (tls.enabled()) {
+    try {  // loads the files now, not on the loop thread at the first connection
+      tls_session probe(tls, -1, true);
+    } catch (const std::runtime_error& e) {
+      return caf::make_error(caf::sec::cannot_open_port,
+                             "cannot serve data links over TLS: " + std::string(e.what()));
+    }
+  }
   std::string why = "no address";
   auto found = resolve_stream(host, port, true, why);
   for (auto* ai = found.get(); ai != nullptr; ai = ai->ai_next) {
@@ -117,7 +129,7 @@ shard_link_server::listen(const std::string& host, uint16_t port, log_fn log, li
     auto [local_fd, local_name] = listen_local();
     try {
       return std::unique_ptr<shard_link_server>(new shard_link_server(
-        fd, actual, local_fd, std::move(local_name), std::move(log), limits));
+        fd, actual, local_fd, std::move(local_name), std::move(log), limits, tls));
     } catch (const std::system_error& e) {
       why = e.what();
       ::close(fd);
@@ -129,9 +141,9 @@ shard_link_server::listen(const std::string& host, uint16_t port, log_fn log, li
 }
 
 shard_link_server::shard_link_server(int fd, uint16_t port, int local_fd, std::string local_name,
-                                     log_fn log, link_limits limits)
+                                     log_fn log, link_limits limits, tls_files tls)
   : fd_(fd), port_(port), local_fd_(local_fd), local_name_(std::move(local_name)),
-    log_(std::move(log)), limits_(limits), loop_(std::make_shared<event_loop>()) {}
+    log_(std::move(log)), limits_(limits), tls_(std::move(tls)), loop_(std::make_shared<event_loop>()) {}
 
 void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int32_t shard_index) {
   // The hooks run on the loop thread, which starts after asker_ is set and stops before this
@@ -159,6 +171,8 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
     }
   };
   hooks.learn_limit = [this] { caf::anon_send(asker_, limit_atom::value); };
+  if (tls_.enabled())
+    hooks.make_stream = [files = tls_](int fd) { return make_tls_stream(files, fd); };
   hub_ = std::make_unique<link_hub>(*loop_, fd_, local_fd_, shard_index, limits_, std::move(hooks),
                                     log_);
   asker_ = sys.spawn(shard_asker, shard, loop_, hub_.get(), limits_);
@@ -168,6 +182,7 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
 }
 
 std::size_t shard_link_server::refused() const { return hub_ ? hub_->refused() : 0; }
+std::size_t shard_link_server::unauthorised() const { return hub_ ? hub_->unauthorised() : 0; }
 std::size_t shard_link_server::connections() const { return hub_ ? hub_->connections() : 0; }
 std::size_t shard_link_server::frame_limit() const {
   return hub_ ? hub_->frame_limit() : limits_.frame_limit_before_init;

@@ -89,6 +89,7 @@ bool tls_session::advance_handshake() {
     return true;
   }
   auto err = SSL_get_error(ssl_, ret);
+  wants_write_ = err == SSL_ERROR_WANT_WRITE;
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return true;
   auto verdict = SSL_get_verify_result(ssl_);
   failure_ = queued_reasons();
@@ -105,6 +106,7 @@ net::rw_state tls_session::outcome(int ret, size_t& result) {
   }
   result = 0;
   auto err = SSL_get_error(ssl_, ret);
+  wants_write_ = err == SSL_ERROR_WANT_WRITE;
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return net::rw_state::success;
   failure_ = queued_reasons();
   if (failure_.empty())

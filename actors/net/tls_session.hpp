@@ -45,6 +45,9 @@ public:
   const std::string& failure() const { return failure_; }
   /// The verified peer certificate's subject CN ("worker:1"); "" before the handshake.
   std::string peer_common_name() const;
+  /// Whether the last call that moved nothing waits for the socket to be writable (OpenSSL's
+  /// SSL_ERROR_WANT_WRITE) rather than readable: what a caller polling the socket waits for.
+  bool wants_write() const { return wants_write_; }
 
 private:
   /// Drives the handshake on; false when it failed (failure_ says why).
@@ -57,6 +60,7 @@ private:
   bool established_ = false;  // SSL_do_handshake said 1 (SSL_is_init_finished is 0 again
                               // while post-handshake messages are written)
   std::string failure_;
+  bool wants_write_ = false;
   /// Bytes CAF wrote before the handshake was through (its BASP handshake, sent on accept).
   /// Taken at once: holding them in the stream would keep it asking for write events on a
   /// writable socket, a busy loop as long as a peer leaves its handshake unfinished.

@@ -28,7 +28,7 @@ struct bench_serve_options {
   int threads = 2;         ///< CAF scheduler threads
   bool data_link = true;   ///< false: everything over CAF's middleman
   bool tcp_only = false;   ///< the data link over TCP only (no local socket)
-  tls_files tls;           ///< CAF's connection over mutual TLS with these (the data link stays plain)
+  tls_files tls;           ///< CAF's connection and the data link over mutual TLS with these
 };
 
 /// What the process publishes in place of the shard: given the shard, an actor speaking
@@ -47,9 +47,10 @@ using bench_shard_wrapper = std::function<ps_shard_actor(caf::actor_system&, ps_
   caf::actor_system sys{cfg};
   std::unique_ptr<shard_link_server> links;
   if (o.data_link) {  // on a free port, announced by the published ps task
-    auto listening = shard_link_server::listen("127.0.0.1", 0, [](const std::string& line) {
-      std::fprintf(stderr, "bench shard: %s\n", line.c_str());
-    });
+    auto listening = shard_link_server::listen(
+      "127.0.0.1", 0,
+      [](const std::string& line) { std::fprintf(stderr, "bench shard: %s\n", line.c_str()); }, {},
+      o.tls);
     if (!listening) throw std::runtime_error(describe(listening.error()));
     links = std::move(*listening);
   }

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The cost of mutual TLS on CAF's connections, with and without, in one window:
+# The cost of mutual TLS, with and without, in one window:
 #  - a 4 MiB push+pull between a worker process and a shard process (actorps_bench_transport)
-#    over CAF's middleman alone (--no-data-link: the whole payload crosses TLS) and over the
-#    data link on loopback TCP (the CAF connection is TLS, the bulk bytes still travel in plain
-#    TCP: the data link has no TLS yet);
-#  - the default run's samples/s with scripts/launch_local.sh, with and without --tls (here too
-#    pulls and pushes take the plain data link; only control messages cross TLS).
+#    over CAF's middleman alone (--no-data-link: the whole payload crosses CAF's TLS), over the
+#    data link on loopback TCP and over the data link's local socket (with --tls-dir both the
+#    CAF connection and the data link are mutual TLS: OpenSSL in user space, tls_stream.hpp);
+#  - the default run's samples/s with scripts/launch_local.sh, with and without --tls (pulls
+#    and pushes take the data link, over TLS with --tls).
 # Writes one JSON file.
 # usage: scripts/bench/tls_cost.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-r RUNS] [-- CHIEF FLAGS]
 #   (chief flags replace the default run's, e.g. -- --epochs 1)
@@ -30,7 +30,7 @@ trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 scripts/make_certs.sh "$tmp/certs" ps:0 worker:0 > /dev/null
 
 for run in $(seq 1 "$runs"); do
-  for transport in caf tcp; do
+  for transport in caf tcp local; do
     for tls in plain tls; do
       flags=(); [ "$transport" = caf ] && flags+=(--no-data-link); [ "$transport" = tcp ] && flags+=(--tcp-link)
       [ "$tls" = tls ] && flags+=(--tls-dir "$tmp/certs")
@@ -67,12 +67,12 @@ def samples(tls):
             if e.get("event") == "summary": vals.append(e["samples_per_s"])
     return {"samples_per_s": vals, "median": statistics.median(vals)}
 result = {"bench": "tls_cost", "runs": runs,
-          "push_pull_4MiB": {t: {tls: transport(t, tls) for tls in ("plain", "tls")} for t in ("caf", "tcp")},
+          "push_pull_4MiB": {t: {tls: transport(t, tls) for tls in ("plain", "tls")} for t in ("caf", "tcp", "local")},
           "launch_local_default_run": {"chief_flags": chief_flags or "(defaults)",
                                        "plain": samples("plain"), "tls": samples("tls"),
-                                       "note": "pulls and pushes take the data link, which is not TLS yet"},
+                                       "note": "pulls and pushes take the data link: over TLS in the tls run"},
           "load_average": os.getloadavg()[0]}
-for t in ("caf", "tcp"):
+for t in ("caf", "tcp", "local"):
     p, s = result["push_pull_4MiB"][t]["plain"], result["push_pull_4MiB"][t]["tls"]
     result["push_pull_4MiB"][t]["tls_over_plain_round_trip"] = s["round_trip_ms_median"] / p["round_trip_ms_median"]
 json.dump(result, open(out, "w"), indent=1)

@@ -1,0 +1,201 @@
+// The data link over mutual TLS (tls_stream.hpp on the server, tls_channel.hpp under link_socket
+// on the client, link_authorisation.hpp): a client without a certificate, with a self-signed one,
+// with one of another CA, or not speaking TLS at all is refused before any frame is read, and
+// each refusal is logged with its address and OpenSSL's reason; a client of the cluster's CA is
+// then served the shard's own bytes. A certified worker cannot push or pull as another worker,
+// the evaluator only takes snapshots, and a client refuses a server that is not the ps task it
+// meant.
+#include "actors/protocol/errors.hpp"
+#include "link_fixture.hpp"
+#include "scratch_dir.hpp"
+#include "tls_test_client.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+using namespace actorps;
+using namespace actorps::test;
+
+namespace {
+
+bool shell(const std::string& command) {
+  return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+/// The cluster's certificates (scripts/make_certs.sh), a worker:0 of another CA, and a
+/// self-signed worker:0; made once for every test here.
+struct link_certificates {
+  scratch_dir dir{"actorps_link_tls"};
+  std::string cluster = dir.path + "/cluster";
+  link_certificates() {
+    auto script = std::string(ACTORPS_SOURCE_DIR) + "/scripts/make_certs.sh ";
+    REQUIRE(shell(script + cluster + " ps:0 ps:1 worker:0 worker:1 evaluator:0"));
+    REQUIRE(shell(script + dir.path + "/other worker:0"));
+    REQUIRE(shell("openssl req -x509 -nodes -days 1 -newkey ec -pkeyopt ec_paramgen_curve:P-256"
+                  " -subj /CN=worker:0 -keyout " + dir.path + "/self.key -out " + dir.path
+                  + "/self.pem"));
+  }
+  /// A task of the cluster: "worker-0" for worker:0.
+  tls_files task(const std::string& file_stem) const {
+    return {cluster + "/" + file_stem + ".pem", cluster + "/" + file_stem + ".key",
+            cluster + "/ca.pem"};
+  }
+  tls_files other_ca() const {
+    return {dir.path + "/other/worker-0.pem", dir.path + "/other/worker-0.key", cluster + "/ca.pem"};
+  }
+  tls_files self_signed() const {
+    return {dir.path + "/self.pem", dir.path + "/self.key", cluster + "/ca.pem"};
+  }
+};
+
+const link_certificates& certs() {
+  static link_certificates made;
+  return made;
+}
+
+/// A shard served by a TLS data link server with `server_identity`'s files ("ps-0").
+struct tls_link_fixture : link_fixture {
+  explicit tls_link_fixture(train_spec s, const std::string& server_identity = "ps-0",
+                            link_limits limits = {})
+    : link_fixture(std::move(s), certs().task(server_identity), limits) {}
+  /// Attaches over TCP or the local socket with `files` (none: plain).
+  caf::expected<remote_shard> attach(const tls_files& files, bool local = false) {
+    return try_attach(local, 0, files);
+  }
+};
+
+/// A client without a certificate (tls_test_client.hpp) that sends a hello frame.
+std::pair<uint16_t, bool> client_without_certificate(uint16_t port) {
+  auto hello = make_header(frame_kind::hello, 0, 0, 10000);
+  return tls_client_without_certificate(port, certs().task("ps-0").ca, &hello, sizeof hello);
+}
+
+} // namespace
+
+TEST_CASE("data link over TLS: clients without a certificate of the cluster's CA, or without TLS, are refused and logged, and a certified one gets the shard's own bytes") {
+  auto spec = tiny_spec(consistency::async, 1);
+  tls_link_fixture link{spec};
+  shard_fixture direct{spec};
+  const std::string refused_from = "refused a data connection from 127.0.0.1:";
+
+  auto [port, answered] = client_without_certificate(link.server->port());
+  CHECK_FALSE(answered);
+  auto line = link.next_log_line();
+  CHECK(line.find(refused_from + std::to_string(port) + ": TLS handshake failed: ") == 0);
+  CHECK(line.find("certificate") != std::string::npos);  // "peer did not return a certificate"
+
+  struct attacker {
+    const char* what;
+    tls_files files;
+    const char* reason;  // in the server's log line
+  };
+  for (const auto& a : {attacker{"self-signed", certs().self_signed(), "certificate"},
+                        attacker{"another CA's", certs().other_ca(), "certificate"},
+                        attacker{"plain", tls_files{}, "TLS handshake failed"}}) {
+    CAPTURE(a.what);
+    auto refused = link.attach(a.files);
+    CHECK_FALSE(refused);
+    line = link.next_log_line();
+    CHECK(line.find(refused_from) == 0);
+    CHECK(line.find("TLS handshake failed: ") != std::string::npos);
+    CHECK(line.find(a.reason) != std::string::npos);
+  }
+  CHECK(link.server->refused() == 4);
+  CHECK(link.stats().pushes == 0);
+
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    auto remote = link.attach(certs().task("worker-0"), local);
+    REQUIRE(remote);
+    CHECK(remote->transport() == std::string(local ? "TLS over local socket" : "TLS over tcp"));
+    auto pulled = link.ask(remote->handle, pull_atom::value, int32_t{0}, int64_t{0});
+    auto expected = link.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
+    REQUIRE(pulled);
+    REQUIRE(expected);
+    CHECK(same_bytes(*pulled, *expected));
+    check_pushes_as_in_process(link, remote->handle, direct, local ? 3 : 0, 3);
+    auto snap = link.ask(remote->handle, snapshot_atom::value);
+    REQUIRE(snap);
+    CHECK(link.parameters_of(*snap) == direct.snapshot());
+    remote->close();
+  }
+  CHECK(link.server->refused() == 4);
+}
+
+TEST_CASE("data link over TLS: a worker's certificate cannot push or pull as another worker, the evaluator's only takes snapshots, state unchanged") {
+  auto spec = tiny_spec(consistency::async, 2);
+  tls_link_fixture link{spec};
+  shard_fixture twin{spec};  // gets only what worker 0 may send
+  auto before = link.snapshot();
+  auto worker0 = link.attach(certs().task("worker-0"));
+  REQUIRE(worker0);
+  auto is_not_authorised = [](const caf::expected<wire_buffer>& r) {
+    return !r && r.error().category() == error_category
+           && r.error().code() == static_cast<uint8_t>(errc::not_authorised);
+  };
+
+  auto as_other = link.ask(worker0->handle, push_pull_atom::value, link.push_of(1, 0, 1.0f));
+  CHECK(is_not_authorised(as_other));
+  if (!as_other) CHECK(describe(as_other.error()).find("may not push as worker 1") != std::string::npos);
+  auto line = link.next_log_line();
+  CHECK(line.find("refused a data request from 127.0.0.1:") == 0);
+  CHECK(line.find("(worker:0)") != std::string::npos);
+  CHECK(is_not_authorised(link.ask(worker0->handle, pull_atom::value, int32_t{1}, int64_t{0})));
+
+  auto evaluator = link.attach(certs().task("evaluator-0"));
+  REQUIRE(evaluator);
+  CHECK(is_not_authorised(link.ask(evaluator->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f))));
+  CHECK(is_not_authorised(link.ask(evaluator->handle, pull_atom::value, int32_t{0}, int64_t{0})));
+  auto snap = link.ask(evaluator->handle, snapshot_atom::value);
+  REQUIRE(snap);
+  CHECK(link.parameters_of(*snap) == before);  // nothing refused was applied
+
+  CHECK(link.server->unauthorised() == 4);
+  auto stats = link.stats();
+  CHECK(stats.pushes == 0);
+  CHECK(stats.dropped == 0);  // refused before the shard saw them
+
+  // Its own pushes and pulls go through, on the same connection.
+  auto own = link.ask(worker0->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f));
+  auto expected = link.ask(twin.shard, push_pull_atom::value, twin.push_of(0, 0, 1.0f));
+  REQUIRE(own);
+  REQUIRE(expected);
+  CHECK(same_bytes(*own, *expected));
+  CHECK(link.parameters_of(*own) != before);
+  CHECK(link.ask(worker0->handle, pull_atom::value, int32_t{0}, int64_t{1}));
+  CHECK(link.server->unauthorised() == 4);
+  worker0->close();
+  evaluator->close();
+}
+
+TEST_CASE("data link over TLS: a client refuses a server of the cluster's CA that is not the ps task it meant") {
+  tls_link_fixture link{tiny_spec(consistency::async, 1), "ps-1"};  // serves index 0 as ps:1
+  auto refused = link.attach(certs().task("worker-0"));
+  REQUIRE_FALSE(refused);
+  CHECK(describe(refused.error()).find("the server's certificate names \"ps:1\", not ps:0")
+        != std::string::npos);
+  CHECK(link.stats().pushes == 0);
+}
+
+TEST_CASE("data link over TLS: the hello timeout covers the handshake, a client that never finishes it is disconnected") {
+  link_limits limits;
+  limits.hello_timeout = std::chrono::milliseconds(300);
+  tls_link_fixture link{tiny_spec(consistency::async, 1), "ps-0", limits};
+  int fd = stranger_to(link.server->port());
+  // A TLS record header announcing a ClientHello of 512 bytes that never come.
+  const unsigned char partial[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+  REQUIRE(::send(fd, partial, sizeof partial, MSG_NOSIGNAL) == sizeof partial);
+  auto line = link.next_log_line();
+  CHECK(line.find("refused a data connection from 127.0.0.1:") == 0);
+  CHECK(line.find("no hello within 300 ms") != std::string::npos);
+  char byte;
+  CHECK(::recv(fd, &byte, 1, 0) <= 0);  // disconnected
+  ::close(fd);
+  CHECK(link.server->refused() == 1);
+  // A certified client is served afterwards.
+  auto remote = link.attach(certs().task("worker-0"));
+  REQUIRE(remote);
+  CHECK(link.ask(remote->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+  remote->close();
+}

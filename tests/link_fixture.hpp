@@ -1,0 +1,92 @@
+// A shard (shard_fixture.hpp) served by a data link server on 127.0.0.1, plain or over mutual
+// TLS, for the data link tests; the server's log lines are sent to the fixture's scoped actor, so
+// a test can wait for one without sleeping.
+#pragma once
+
+#include "actors/net/remote_shard.hpp"
+#include "actors/net/shard_link_server.hpp"
+#include "loopback_connect.hpp"
+#include "shard_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+namespace actorps::test {
+
+using line_atom = caf::atom_constant<caf::atom("line")>;
+
+inline constexpr auto link_request_timeout = std::chrono::milliseconds(10000);
+
+struct link_fixture : shard_fixture {
+  std::unique_ptr<shard_link_server> server;
+
+  /// `server_tls` enabled: every connection must be mutual TLS with those files.
+  explicit link_fixture(train_spec s, const tls_files& server_tls = {}, link_limits limits = {})
+    : shard_fixture(std::move(s)) {
+    caf::actor me = caf::actor_cast<caf::actor>(*self);
+    auto listening = shard_link_server::listen(
+      "127.0.0.1", 0, [me](const std::string& line) { caf::anon_send(me, line_atom::value, line); },
+      limits, server_tls);
+    REQUIRE(listening);
+    server = std::move(*listening);
+    server->serve(*sys, shard, 0);
+  }
+  ~link_fixture() { server.reset(); }
+
+  /// Connects over TCP or the local socket and introduces itself as a client of shard `index`,
+  /// over TLS with `client_tls` when enabled.
+  caf::expected<remote_shard> try_attach(bool local, int32_t index = 0,
+                                         const tls_files& client_tls = {}) {
+    auto link = local ? connect_local_link(server->local_name())
+                      : connect_link("127.0.0.1", server->port(), link_request_timeout);
+    REQUIRE(link);
+    return attach_link(*sys, shard, std::move(*link), index, link_request_timeout, client_tls);
+  }
+  remote_shard attach(bool local, int32_t index = 0) {
+    auto remote = try_attach(local, index);
+    REQUIRE(remote);
+    return *remote;
+  }
+
+  /// Asks `to` and returns the reply buffer or the error.
+  template <class... Ts>
+  caf::expected<wire_buffer> ask(const ps_shard_actor& to, Ts&&... xs) {
+    caf::expected<wire_buffer> out{caf::none};
+    (*self)->request(to, timeout, std::forward<Ts>(xs)...)
+      .receive([&](wire_buffer& reply) { out = std::move(reply); },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
+  std::string next_log_line() {
+    std::string line;
+    (*self)->receive([&](line_atom, std::string& l) { line = std::move(l); },
+                     caf::after(timeout) >> [] {});
+    return line;
+  }
+};
+
+/// A stranger's connection to the link server at 127.0.0.1:`port` (receives give up after 10 s).
+inline int stranger_to(uint16_t port) { return connect_loopback(port); }
+
+inline bool same_bytes(const wire_buffer& a, const wire_buffer& b) {
+  return a.size_bytes() == b.size_bytes() && std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) == 0;
+}
+
+/// Pushes clocks [first, first + count) of worker 0, gradient 0.25·(clock + 1), through
+/// `remote` (over the link of `link`) and straight to `direct`: both must answer the same bytes.
+inline void check_pushes_as_in_process(link_fixture& link, const ps_shard_actor& remote,
+                                       shard_fixture& direct, int64_t first, int64_t count) {
+  for (int64_t clock = first; clock < first + count; ++clock) {
+    auto via_link = link.ask(remote, push_pull_atom::value,
+                             link.push_of(0, clock, 0.25f * float(clock + 1)));
+    auto in_process = link.ask(direct.shard, push_pull_atom::value,
+                               direct.push_of(0, clock, 0.25f * float(clock + 1)));
+    REQUIRE(via_link);
+    REQUIRE(in_process);
+    CHECK(same_bytes(*via_link, *in_process));
+  }
+}
+
+} // namespace actorps::test
