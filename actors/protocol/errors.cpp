@@ -29,6 +29,7 @@ const char* to_string(errc code) {
     case errc::checkpoint_clock_passed: return "checkpoint_clock_passed";
     case errc::value_out_of_bounds: return "value_out_of_bounds";
     case errc::outside_checkpoint_root: return "outside_checkpoint_root";
+    case errc::not_authorised: return "not_authorised";
   }
   return "unknown_error";
 }

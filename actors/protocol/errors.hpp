@@ -35,6 +35,7 @@ enum class errc : uint8_t {
   value_out_of_bounds,    ///< a finite gradient beyond --max-gradient, or an init or checkpoint
                           ///< parameter beyond --max-parameter (or not finite)
   outside_checkpoint_root,  ///< a checkpoint asked into a directory outside the shard's root
+  not_authorised,         ///< a message the sender's task may not send (authorisation.hpp)
 };
 
 const char* to_string(errc code);
