@@ -54,7 +54,6 @@ std::string basp_origin::inspect_header(caf::execution_unit* ctx, std::vector<ch
     done_ = true;  // CAF refuses a first message that is no handshake (guarded_publish.cpp)
     return "";
   }
-  if (!first && basp::is_handshake(hdr)) return "a second BASP handshake on its connection";
   if (hdr.operation == basp::message_type::direct_message && hdr.source_actor == 0
       && !caf::make_message_id(hdr.operation_data).is_response())
     return "an anonymous message (no sender to authorise)";
@@ -76,6 +75,11 @@ std::string basp_origin::inspect_payload(caf::execution_unit* ctx, std::vector<c
       done_ = true;  // CAF refuses a handshake it cannot read
       return "";
     }
+    // CAF repeats a client handshake at times (it drops one for a node it knows): harmless as
+    // long as it names the same node, a new name for the connection otherwise.
+    if (peer_ != caf::none)
+      return from == peer_ ? "" : "a second handshake naming node " + text(from)
+                                    + " (its first named " + text(peer_) + ")";
     if (!bind(from)) return "its handshake names node " + text(from)
                             + ", which another certificate's connection holds";
     peer_ = from;
