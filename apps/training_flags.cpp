@@ -525,12 +525,14 @@ int print_summary(const run_summary& s) {
                 static_cast<unsigned long long>(s.dropped_messages));
   if (s.final_test_auc >= 0 && s.evaluations > 0)
     std::printf("  final test auc %.4f, logloss %.4f\n", s.final_test_auc, s.final_test_loss);
-  if (s.gradients_refused + s.updates_refused + s.checkpoints_refused > 0)
+  if (s.gradients_refused + s.updates_refused + s.checkpoints_refused + s.refused_unauthorised > 0)
     std::printf("  refused: %llu pushes beyond --max-gradient, %llu updates beyond "
-                "--max-parameter, %llu checkpoints outside a shard's root\n",
+                "--max-parameter, %llu checkpoints outside a shard's root, %llu messages "
+                "not authorised\n",
                 static_cast<unsigned long long>(s.gradients_refused),
                 static_cast<unsigned long long>(s.updates_refused),
-                static_cast<unsigned long long>(s.checkpoints_refused));
+                static_cast<unsigned long long>(s.checkpoints_refused),
+                static_cast<unsigned long long>(s.refused_unauthorised));
   if (!s.shard_stats_list.empty() && !s.shard_stats_list.front().table_rows.empty()) {
     std::printf("  sparse rows per shard:");
     for (const auto& shard : s.shard_stats_list) {

@@ -35,6 +35,7 @@
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
+#include "actors/roles/authorisation.hpp"
 
 namespace actorps::chief_detail {
 
@@ -43,6 +44,14 @@ namespace {
 using behavior = chief_actor::behavior_type;
 
 // -- handlers several phases share ---------------------------------------------------------
+
+/// Whether the message being handled is refused by role (authorisation.hpp): counted and logged.
+bool refused(self_ptr, caf::error err) { return static_cast<bool>(note_refusal("chief", std::move(err))); }
+
+/// Whether the message being handled came from outside this process (timers, kill, interrupt).
+bool not_local(self_ptr self, const char* what) {
+  return refused(self, authorise_local(current_role(self), what));
+}
 
 auto refuse_run(const char* why) {
   return [why](run_atom) -> caf::result<run_summary> {
@@ -55,6 +64,9 @@ auto refuse_run(const char* why) {
 template <class Seated>
 auto join_shard(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, int32_t index, ps_shard_actor shard) -> caf::result<caf::ok_atom> {
+    if (auto err = note_refusal("chief", authorise_task(current_role(self), "ps", index,
+                                                        "join as ps:" + std::to_string(index))))
+      return err;
     // A restarted process of a task whose previous one is not known lost yet: lost now, and
     // the join goes to the phase that loss leads to (a rollback, say).
     if (supersede_shard(self, index, shard))
@@ -73,6 +85,10 @@ template <class Seated>
 auto join_node(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, const std::string& type, int32_t index,
              task_node_actor node) -> caf::result<caf::ok_atom> {
+    if (auto err = note_refusal("chief", authorise_task(current_role(self), type, index,
+                                                        "join as " + type + ":"
+                                                          + std::to_string(index))))
+      return err;
     if (supersede_node(self, type, index, node))  // as for a shard, above
       return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, type, index,
                             std::move(node));
@@ -85,11 +101,15 @@ auto join_node(self_ptr self, const char* said, Seated seated) {
 }
 
 auto kills(self_ptr self) {
-  return [=](kill_atom, int32_t i) { run_kill(self, i); };
+  return [=](kill_atom, int32_t i) {
+    if (!not_local(self, "kill")) run_kill(self, i);
+  };
 }
 
 auto interrupts(self_ptr self) {
-  return [=](interrupt_atom, const std::string& signal) { on_interrupt(self, signal); };
+  return [=](interrupt_atom, const std::string& signal) {
+    if (!not_local(self, "interrupt")) on_interrupt(self, signal);
+  };
 }
 
 caf::result<run_summary> start_run(self_ptr self);
@@ -98,7 +118,10 @@ caf::result<run_summary> start_run(self_ptr self);
 
 behavior waiting(self_ptr self) {
   return {
-    [=](run_atom) { return start_run(self); },
+    [=](run_atom) -> caf::result<run_summary> {
+      if (auto err = note_refusal("chief", authorise_local(current_role(self), "run"))) return err;
+      return start_run(self);
+    },
     [](train_atom, const train_report&) {},  // no worker runs yet
     [](done_atom, int32_t) {},               // no worker runs yet
     join_shard(self, " joined", [](int32_t) {}),  // placing counts it
@@ -120,7 +143,9 @@ behavior placing(self_ptr self) {
     join_shard(self, " joined",
                [=](int32_t index) { on_joined_while_placing(self, ps_role(index)); }),
     join_node(self, " joined", [=](role_id role) { on_joined_while_placing(self, role); }),
-    [=](join_due_atom) { on_join_due(self); },
+    [=](join_due_atom) {
+      if (!not_local(self, "join_due")) on_join_due(self);
+    },
     [](rejoin_due_atom, uint64_t) {},  // a rollback sets it
     [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
     [](stop_due_atom) {},              // stopping sets it
@@ -132,14 +157,22 @@ behavior placing(self_ptr self) {
 behavior training(self_ptr self) {
   return {
     refuse_run("already running"),
-    [=](train_atom, const train_report& r) { on_train_report(self, r); },
-    [=](done_atom, int32_t worker) { on_worker_done(self, worker); },
+    [=](train_atom, const train_report& r) {
+      if (!refused(self, authorise_worker(current_role(self), r.worker, "train report")))
+        on_train_report(self, r);
+    },
+    [=](done_atom, int32_t worker) {
+      if (!refused(self, authorise_worker(current_role(self), worker, "done")))
+        on_worker_done(self, worker);
+    },
     // every shard is in its slot while training: a new process of one is a loss (supersede)
     join_shard(self, " is back", [](int32_t) {}),
     join_node(self, " is back", [=](role_id role) { on_rejoined_node(self, role); }),
     [](join_due_atom) {},              // every task joined before training began
     [](rejoin_due_atom, uint64_t) {},  // the wait of a rollback that is over
-    [=](worker_due_atom, int32_t w, int64_t since) { on_worker_due(self, w, since); },
+    [=](worker_due_atom, int32_t w, int64_t since) {
+      if (!not_local(self, "worker_due")) on_worker_due(self, w, since);
+    },
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
@@ -156,7 +189,9 @@ behavior rolling_back(self_ptr self) {
     // come back later over to training when it resumes
     join_node(self, " is back", [](role_id) {}),
     [](join_due_atom) {},  // every task joined before training began
-    [=](rejoin_due_atom, uint64_t rollback) { on_rejoin_due(self, rollback); },
+    [=](rejoin_due_atom, uint64_t rollback) {
+      if (!not_local(self, "rejoin_due")) on_rejoin_due(self, rollback);
+    },
     [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
     [](stop_due_atom) {},  // stopping sets it
     kills(self),
@@ -168,7 +203,10 @@ behavior finishing(self_ptr self) {
   return {
     refuse_run("already running"),
     // a report still on its way counts; it starts nothing
-    [=](train_atom, const train_report& r) { record_train_report(self, r); },
+    [=](train_atom, const train_report& r) {
+      if (!refused(self, authorise_worker(current_role(self), r.worker, "train report")))
+        record_train_report(self, r);
+    },
     [](done_atom, int32_t) {},  // every live worker is done already
     join_shard(self, " is back", [](int32_t) {}),  // training is over: nothing to take over
     join_node(self, " is back", [](role_id) {}),
@@ -199,7 +237,9 @@ behavior stopping(self_ptr self) {
     [](join_due_atom) {},
     [](rejoin_due_atom, uint64_t) {},
     [](worker_due_atom, int32_t, int64_t) {},  // a wait that is over
-    [=](stop_due_atom) { self->quit(); },  // some task never said it stopped
+    [=](stop_due_atom) {  // some task never said it stopped
+      if (!not_local(self, "stop_due")) self->quit();
+    },
     [](kill_atom, int32_t) {},
     [](interrupt_atom, const std::string&) {},  // stopping already
   };

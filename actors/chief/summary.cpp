@@ -40,6 +40,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
     sum.gradients_refused += s.gradients_refused;
     sum.updates_refused += s.updates_refused;
     sum.checkpoints_refused += s.checkpoints_refused;
+    sum.refused_unauthorised += s.refused_unauthorised;
     sum.max_gradient = std::max(sum.max_gradient, s.max_gradient);
   }
   // The largest final |parameter|, dense and the rows the snapshots carry: what --max-parameter's
@@ -92,6 +93,7 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
                   .add("gradients_refused", sum.gradients_refused)
                   .add("updates_refused", sum.updates_refused)
                   .add("checkpoints_refused", sum.checkpoints_refused)
+                  .add("refused_unauthorised", sum.refused_unauthorised)
                   .add("max_gradient", sum.max_gradient)
                   .add("max_parameter", sum.max_parameter)
                   .add("failures", sum.failures)

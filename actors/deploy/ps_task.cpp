@@ -1,5 +1,7 @@
 #include "actors/deploy/ps_task.hpp"
 
+#include "actors/roles/authorisation.hpp"
+
 #include <caf/all.hpp>
 
 #include <memory>
@@ -11,12 +13,26 @@ namespace {
 
 ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config cfg) {
   self->monitor(cfg.shard);
-  self->set_down_handler([=](caf::down_msg& dm) { self->quit(dm.reason); });
+  // Only the shard's own end stops the task: a down_msg is an ordinary message to send.
+  self->set_down_handler([=](caf::down_msg& dm) {
+    if (dm.source == cfg.shard.address()) self->quit(dm.reason);
+  });
+  const std::string who = "ps task";
   return {
-    [=](shard_atom) { return cfg.shard; },
-    [=](link_atom) { return std::make_tuple(cfg.link_port, cfg.link_name); },
+    [=](shard_atom) -> caf::result<ps_shard_actor> {
+      if (auto err = note_refusal(who, authorise_reader(current_role(self), "shard"))) return err;
+      return cfg.shard;
+    },
+    [=](link_atom) -> caf::result<uint16_t, std::string> {
+      if (auto err = note_refusal(who, authorise_reader(current_role(self), "link"))) return err;
+      return {cfg.link_port, cfg.link_name};
+    },
     [=, done = std::make_shared<std::set<int32_t>>()](done_atom,
                                                       int32_t worker) -> caf::result<caf::ok_atom> {
+      if (auto err = note_refusal(who, authorise_chief_or_worker(current_role(self), worker,
+                                                                 "done of worker "
+                                                                   + std::to_string(worker))))
+        return err;
       if (worker < 0 || worker >= cfg.finish_after)
         return caf::make_error(caf::sec::invalid_argument,
                                "done from worker " + std::to_string(worker) + " of "

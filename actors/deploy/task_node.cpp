@@ -1,6 +1,7 @@
 #include "actors/deploy/task_node.hpp"
 
 #include "actors/net/connect.hpp"
+#include "actors/roles/authorisation.hpp"
 #include "actors/roles/evaluator.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
@@ -104,6 +105,9 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
   });
   return {
     [=](setup_atom, const wire_buffer& buf) -> caf::result<worker_actor> {
+      if (auto err = note_refusal(self->state.cfg.name,
+                                  authorise_chief(current_role(self), "setup")))
+        return err;
       auto prepared = prepare(buf, true);
       if (!prepared) return cannot_start(self, "the worker", std::move(prepared.error()));
       auto& [setup, data] = *prepared;
@@ -133,6 +137,9 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       return worker;
     },
     [=](setup_atom, eval_atom, const wire_buffer& buf) -> caf::result<evaluator_actor> {
+      if (auto err = note_refusal(self->state.cfg.name,
+                                  authorise_chief(current_role(self), "setup")))
+        return err;
       auto prepared = prepare(buf, false);
       if (!prepared) return cannot_start(self, "the evaluator", std::move(prepared.error()));
       auto& [setup, data] = *prepared;

@@ -1,8 +1,26 @@
 #include "actors/net/tls_scribe.hpp"
 
+#include "actors/net/peer_roles.hpp"
+#include "actors/net/rate_limited_log.hpp"
+#include "actors/protocol/log.hpp"
+
+#include <caf/io/abstract_broker.hpp>
+
+#include <algorithm>
+
 namespace actorps {
 
 namespace net = caf::io::network;
+
+namespace {
+
+/// The process's log of connections closed for a forged origin: at most 5 lines per 10 s.
+rate_limited_log& origin_log() {
+  static rate_limited_log log{[](const std::string& line) { log_line(log_level::warn, "tls", line); }};
+  return log;
+}
+
+} // namespace
 
 tls_policy::tls_policy(std::unique_ptr<tls_session> session, handshake_failure_handler on_failure)
   : session_(std::move(session)), on_failure_(std::move(on_failure)) {}
@@ -30,8 +48,27 @@ bool tls_policy::must_read_more(net::native_socket, size_t threshold) {
 
 tls_scribe::tls_scribe(net::default_multiplexer& mx, net::native_socket fd,
                        std::unique_ptr<tls_session> session, handshake_failure_handler on_failure)
-  : scribe(net::conn_hdl_from_socket(fd)),
+  : scribe(net::conn_hdl_from_socket(fd)), session_(session.get()),
     stream_(mx, fd, std::move(session), std::move(on_failure)) {}
+
+tls_scribe::~tls_scribe() {
+  if (here_ != caf::none) unbind_peer(here_, origin_.peer());
+}
+
+bool tls_scribe::consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) {
+  auto here = parent() ? parent()->system().node() : caf::node_id{};
+  auto cn = [&] { return session_->peer_common_name(); };
+  auto why = origin_.inspect(ctx, rd_buf(), num_bytes, here, [&](const caf::node_id& peer) {
+    if (!bind_peer(here, peer, cn())) return false;
+    here_ = here;
+    return true;
+  });
+  if (!why.empty())
+    origin_log().write("forged origin", "closed the connection of " + addr() + ":"
+                                          + std::to_string(port()) + " (certificate " + cn()
+                                          + "): it sent " + why);
+  return scribe::consume(ctx, buf, num_bytes);
+}
 
 void tls_scribe::configure_read(caf::io::receive_policy::config config) {
   stream_.configure_read(config);

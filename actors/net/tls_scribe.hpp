@@ -1,8 +1,10 @@
 // A connection of CAF's middleman over TLS (tls_session.hpp), for our own doorman
 // (guarded_publish.cpp) and dialler (tls_middleman.hpp): the duties of CAF's own scribe, over a
-// TLS stream, plus reporting a handshake that fails.
+// TLS stream, plus reporting a handshake that fails, and binding the peer's node to its
+// certificate's task (peer_roles.hpp) with every BASP message held to that node (basp_origin.hpp).
 #pragma once
 
+#include "actors/net/basp_origin.hpp"
 #include "actors/net/tls_session.hpp"
 
 #include <caf/io/network/default_multiplexer.hpp>
@@ -42,10 +44,16 @@ private:
 
 /// The scribe the BASP broker talks to, over a TLS stream; the same duties as CAF's own
 /// network::scribe_impl, plus an empty write at launch so that the handshake starts at once.
+/// Once the peer's BASP handshake is read, its node id is bound to its certificate's CN until
+/// the scribe goes; a message claiming another origin closes the connection, counted
+/// (basp_origin::refusals) and logged (rate-limited) with the peer's address and CN.
 class tls_scribe : public caf::io::scribe {
 public:
   tls_scribe(caf::io::network::default_multiplexer& mx, caf::io::network::native_socket fd,
              std::unique_ptr<tls_session> session, handshake_failure_handler on_failure);
+  ~tls_scribe() override;
+
+  bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override;
 
   void configure_read(caf::io::receive_policy::config config) override;
   void ack_writes(bool enable) override;
@@ -62,6 +70,9 @@ private:
   void launch();
 
   bool launched_ = false;
+  const tls_session* session_;  // owned by stream_'s policy, as long as this scribe
+  basp_origin origin_;
+  caf::node_id here_;           // the local node the peer was bound for (none: not bound)
   caf::io::network::stream_impl<tls_policy> stream_;
 };
 

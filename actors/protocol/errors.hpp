@@ -35,7 +35,8 @@ enum class errc : uint8_t {
   value_out_of_bounds,    ///< a finite gradient beyond --max-gradient, or an init or checkpoint
                           ///< parameter beyond --max-parameter (or not finite)
   outside_checkpoint_root,  ///< a checkpoint asked into a directory outside the shard's root
-  not_authorised,         ///< a request the peer's certificate (its task) may not make
+  not_authorised,         ///< a request the sender's task may not make (CAF messages:
+                          ///< authorisation.hpp; the data link: link_authorisation.hpp)
 };
 
 const char* to_string(errc code);

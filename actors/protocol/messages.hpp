@@ -104,6 +104,7 @@ struct shard_stats {
                                      ///< parameter would have left its bound (state unchanged)
   uint64_t checkpoints_refused = 0;  ///< checkpoint requests outside the shard's root
   float max_gradient = 0;            ///< the largest |gradient value| of any push accepted
+  uint64_t refused_unauthorised = 0; ///< messages its sender's task may not send (TLS roles)
 };
 
 template <class Inspector>
@@ -111,7 +112,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.updates, x.pushes, x.dropped,
            x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
-           x.max_gradient);
+           x.max_gradient, x.refused_unauthorised);
 }
 
 /// What a finished run returns to whoever started it.
@@ -135,6 +136,7 @@ struct run_summary {
   uint64_t gradients_refused = 0;    ///< over every shard: pushes beyond --max-gradient
   uint64_t updates_refused = 0;      ///< updates and sparse rows beyond --max-parameter
   uint64_t checkpoints_refused = 0;  ///< checkpoint requests outside a shard's root
+  uint64_t refused_unauthorised = 0; ///< over every shard: messages their senders may not send
   float max_gradient = 0;            ///< the largest |gradient value| any shard accepted
   float max_parameter = 0;           ///< the largest final |parameter| (the rows snapshotted)
   std::string backend;
@@ -157,7 +159,8 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
   return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
            x.clocks, x.samples, x.wall_s, x.samples_per_s, x.evaluations, x.final_test_accuracy,
            x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages,
-           x.gradients_refused, x.updates_refused, x.checkpoints_refused, x.max_gradient,
+           x.gradients_refused, x.updates_refused, x.checkpoints_refused,
+           x.refused_unauthorised, x.max_gradient,
            x.max_parameter, x.backend, x.failures,
            x.recoveries, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
            x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters);

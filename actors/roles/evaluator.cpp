@@ -1,6 +1,7 @@
 #include "actors/roles/evaluator.hpp"
 
 #include "actors/protocol/fan_out.hpp"
+#include "actors/roles/authorisation.hpp"
 #include "actors/roles/batch_tables.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -55,6 +56,8 @@ evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
   self->state.cfg = std::move(cfg);
   return {
     [=](eval_atom, int64_t clock) -> caf::result<eval_report> {
+      if (auto err = note_refusal("evaluator", authorise_chief(current_role(self), "eval")))
+        return err;
       auto& st = self->state;
       if (!st.model) {
         flush_denormals_to_zero();  // this (detached) thread runs the kernels

@@ -1,5 +1,6 @@
 #include "actors/roles/ps_shard.hpp"
 
+#include "actors/roles/authorisation.hpp"
 #include "actors/roles/clock_table.hpp"
 #include "actors/roles/shard_tables.hpp"
 #include "actors/net/rate_limited_log.hpp"
@@ -125,6 +126,19 @@ using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 void log_refusal(ps_shard_state& st, const std::string& kind, const std::string& text) {
   st.refusals.flush();
   st.refusals.write(kind, text);
+}
+
+/// `err`, a refusal by role (authorisation.hpp), counted and logged; none passes.
+caf::error refused(ps_shard_state& st, caf::error err) {
+  if (!err) return err;
+  ++st.stats.refused_unauthorised;
+  ++st.stats.dropped;
+  return note_refusal(st.who(), std::move(err));
+}
+
+/// The refusal of the message `self` is handling unless chief:0 sent it.
+caf::error refused_unless_chief(self_ptr self, const std::string& what) {
+  return refused(self->state, authorise_chief(current_role(self), what));
 }
 
 caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
@@ -526,6 +540,7 @@ std::size_t digest_of(const wire_buffer& buf) {
 /// same init so that none waits for another: an init identical to the installed one is
 /// acknowledged and changes nothing, a different one is refused (it would wipe the run).
 caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
+  if (auto err = refused_unless_chief(self, "init")) return err;
   auto& st = self->state;
   auto digest = digest_of(buf);
   if (st.initialized()) {
@@ -573,6 +588,7 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
 
 caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
                                      std::vector<uint32_t> incarnations) {
+  if (auto err = refused_unless_chief(self, "restore")) return err;
   auto& st = self->state;
   auto saved = decode_shard_checkpoint(buf);
   if (!saved) return drop(st, "restore", saved.error());
@@ -605,6 +621,9 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
 
 caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
   auto& st = self->state;
+  if (auto err = refused(st, authorise_worker(current_role(self), worker,
+                                              "pull as worker " + std::to_string(worker))))
+    return err;
   if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
   if (!st.clocks.live(worker))
     return drop(st, "pull", make_error(errc::unknown_worker, "worker " + std::to_string(worker)));
@@ -621,6 +640,10 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
   if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
   auto push = decode_push(buf);
   if (!push) return drop(st, "push", push.error());
+  if (auto err = refused(st, authorise_worker(current_role(self), push->worker,
+                                              "push_pull as worker "
+                                                + std::to_string(push->worker))))
+    return err;
   if (auto err = validate(st, *push)) {
     auto what = "push from worker " + std::to_string(push->worker);
     if (err.category() != error_category
@@ -645,6 +668,9 @@ caf::result<wire_buffer> on_keyed_pull(self_ptr self, const wire_buffer& buf) {
   if (!st.initialized()) return drop(st, "pull", make_error(errc::not_initialized));
   auto pull = decode_pull(buf);
   if (!pull) return drop(st, "pull", pull.error());
+  if (auto err = refused(st, authorise_worker(current_role(self), pull->worker,
+                                              "pull as worker " + std::to_string(pull->worker))))
+    return err;
   if (pull->shard != st.shard)
     return drop(st, "pull", make_error(errc::wrong_shard, "addressed to shard "
                                                             + std::to_string(pull->shard)));
@@ -664,6 +690,7 @@ caf::result<wire_buffer> on_keyed_pull(self_ptr self, const wire_buffer& buf) {
 /// The current values and the current rows of the keys a Pull names, at once, never held.
 caf::result<wire_buffer> on_keyed_snapshot(self_ptr self, const wire_buffer& buf) {
   auto& st = self->state;
+  if (auto err = refused(st, authorise_reader(current_role(self), "snapshot"))) return err;
   if (!st.initialized()) return make_error(errc::not_initialized);
   auto pull = decode_pull(buf);
   if (!pull) return drop(st, "snapshot", pull.error());
@@ -680,6 +707,7 @@ caf::result<wire_buffer> on_keyed_snapshot(self_ptr self, const wire_buffer& buf
 /// The current values at once, never held (the evaluator's and the chief's view).
 caf::result<wire_buffer> on_snapshot(self_ptr self) {
   auto& st = self->state;
+  if (auto err = refused(st, authorise_reader(current_role(self), "snapshot"))) return err;
   if (!st.initialized()) return make_error(errc::not_initialized);
   return current_reply(st);
 }
@@ -692,9 +720,13 @@ shard_stats on_stats(const ps_shard_state& st) {
   return stats;
 }
 
-void on_leave(self_ptr self, int32_t worker) {
+caf::result<void> on_leave(self_ptr self, int32_t worker) {
   auto& st = self->state;
-  if (!st.initialized() || !st.clocks.live(worker)) return;
+  if (auto err = refused(st, authorise_chief_or_worker(current_role(self), worker,
+                                                       "leave of worker "
+                                                         + std::to_string(worker))))
+    return err;
+  if (!st.initialized() || !st.clocks.live(worker)) return caf::unit;
   st.sync.pushed[worker] = false;  // its gradient for the pending clock goes with it
   st.tables.forget(worker);
   auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
@@ -704,9 +736,11 @@ void on_leave(self_ptr self, int32_t worker) {
   });
   st.held.erase(keep, st.held.end());
   on_min_rose(self, st.clocks.leave(worker));
+  return caf::unit;
 }
 
 caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
+  if (auto err = refused_unless_chief(self, "rejoin")) return err;
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
   if (!st.clocks.known(worker) || st.clocks.live(worker))
@@ -719,6 +753,7 @@ caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
 
 caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
                                    uint32_t incarnation) {
+  if (auto err = refused_unless_chief(self, "admit")) return err;
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "admit", make_error(errc::not_initialized));
   if (!st.clocks.live(worker) || clock < st.clocks.finished(worker))
@@ -763,6 +798,7 @@ caf::error refuse_outside_root(ps_shard_state& st, const std::string& dir) {
 }
 
 caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
+  if (auto err = refused_unless_chief(self, "checkpoint")) return err;
   auto& st = self->state;
   if (auto err = refuse_outside_root(st, dir)) return err;
   if (!st.initialized()) return make_error(errc::not_initialized);
@@ -782,6 +818,7 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
 }
 
 caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
+  if (auto err = refused_unless_chief(self, "checkpoint")) return err;
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
@@ -808,8 +845,11 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     [=](pull_atom, const wire_buffer& buf) { return on_keyed_pull(self, buf); },
     [=](snapshot_atom) { return on_snapshot(self); },
     [=](snapshot_atom, const wire_buffer& buf) { return on_keyed_snapshot(self, buf); },
-    [=](stats_atom) { return on_stats(self->state); },
-    [=](leave_atom, int32_t worker) { on_leave(self, worker); },
+    [=](stats_atom) -> caf::result<shard_stats> {
+      if (auto err = refused_unless_chief(self, "stats")) return err;
+      return on_stats(self->state);
+    },
+    [=](leave_atom, int32_t worker) { return on_leave(self, worker); },
     [=](rejoin_atom, int32_t worker) { return on_rejoin(self, worker); },
     [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) {
       return on_admit(self, worker, clock, incarnation);

@@ -1,5 +1,6 @@
 #include "actors/roles/worker.hpp"
 
+#include "actors/roles/authorisation.hpp"
 #include "actors/roles/batch_tables.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
@@ -140,6 +141,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
   return {
     [=](start_atom) {
       auto& st = self->state;
+      if (note_refusal(st.who(), authorise_chief(current_role(self), "start"))) return;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
       st.layout = std::make_unique<block_layout>(st.cfg.spec);
       if (!streamed(st.cfg.source.what))  // else the plug-in streams it
@@ -168,7 +170,10 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.clock = st.cfg.start_clock;
       pull_initial(self);
     },
-    [=](step_atom) { push(self); },
+    [=](step_atom) {
+      if (note_refusal(self->state.who(), authorise_local(current_role(self), "step"))) return;
+      push(self);
+    },
   };
 }
 

@@ -1,0 +1,75 @@
+// Authorisation by role: which task may send which message, checked where the message lands.
+//
+// With mutual TLS every remote sender is the task its certificate names (peer_roles.hpp); an
+// actor of the same process is trusted, and without TLS every sender passes (the run as before;
+// a shard still writes checkpoints only under its own root). A refusal is the error
+// not_authorised naming the message and the sender's task; it is counted and logged
+// (rate-limited), and the state is unchanged.
+//
+// Every message of an interface reachable from the network (messages.hpp), and its rule:
+//
+//   interface      message                              who may send it
+//   ps_shard       init                                 chief:0
+//                  checkpoint (dir, clock)              chief:0 (and under the shard's root)
+//                  checkpoint (clock)                   chief:0
+//                  restore, rejoin, admit, stats        chief:0
+//                  leave (worker w)                     chief:0, worker:w
+//                  pull (w, clock), pull (Pull of w)    worker:w
+//                  push_pull (Push of w)                worker:w
+//                  snapshot, snapshot (Pull)            chief:0, evaluator:0, any worker
+//   ps_task        shard, link                          chief:0, evaluator:0, any worker
+//                  done (worker w)                      chief:0, worker:w
+//   chief          train (report of w), done (w)        worker:w
+//                  join (ps index i, shard)             ps:i
+//                  join ("worker"|"evaluator", i, node) worker:i | evaluator:i
+//                  run, join_due, rejoin_due,           this process only
+//                  worker_due, stop_due, kill, interrupt
+//   worker         start                                chief:0
+//                  step                                 this process only (its own timer)
+//   evaluator      eval                                 chief:0
+//   task_node      setup, setup (eval)                  chief:0
+//
+// "chief:0" etc. always include this process's own actors and, without TLS, everybody.
+#pragma once
+
+#include "actors/net/peer_roles.hpp"
+
+#include <caf/error.hpp>
+#include <caf/local_actor.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace actorps {
+
+/// The role of the sender of the message `self` is handling.
+sender_role current_role(caf::local_actor* self);
+
+/// None when `role` is chief:0 (or unrestricted), else not_authorised for `what`.
+caf::error authorise_chief(const sender_role& role, const std::string& what);
+
+/// Worker w acting as itself: worker:w only (pull, push).
+caf::error authorise_worker(const sender_role& role, int32_t worker, const std::string& what);
+
+/// chief:0, or worker:w acting as itself (leave, done).
+caf::error authorise_chief_or_worker(const sender_role& role, int32_t worker,
+                                     const std::string& what);
+
+/// A reader of parameters: chief:0, evaluator:0 or any worker (snapshots, a ps task's address).
+caf::error authorise_reader(const sender_role& role, const std::string& what);
+
+/// Task `type`:`index` itself (a task joining the chief).
+caf::error authorise_task(const sender_role& role, const std::string& type, int32_t index,
+                          const std::string& what);
+
+/// This process only (timers, fault injection, signals): no remote sender, with TLS or without.
+caf::error authorise_local(const sender_role& role, const std::string& what);
+
+/// Counts `err` (when set) in the process's refusals and logs it for `who` at most 5 lines per
+/// 10 s; returns it.
+caf::error note_refusal(const std::string& who, caf::error err);
+
+/// Messages refused as not authorised in this process so far.
+uint64_t unauthorised_refusals();
+
+} // namespace actorps
