@@ -103,7 +103,8 @@ struct shard_stats {
   uint64_t updates_refused = 0;      ///< dense updates and sparse row updates refused: a
                                      ///< parameter would have left its bound (state unchanged)
   uint64_t checkpoints_refused = 0;  ///< checkpoint requests outside the shard's root
-  float max_gradient = 0;            ///< the largest |gradient value| of any push accepted
+  float max_gradient = 0;            ///< the largest |gradient value| seen in every 16th push
+                                     ///< accepted (a statistic, not a bound)
   uint64_t refused_unauthorised = 0; ///< messages its sender's task may not send (TLS roles)
 };
 
@@ -137,7 +138,8 @@ struct run_summary {
   uint64_t updates_refused = 0;      ///< updates and sparse rows beyond --max-parameter
   uint64_t checkpoints_refused = 0;  ///< checkpoint requests outside a shard's root
   uint64_t refused_unauthorised = 0; ///< over every shard: messages their senders may not send
-  float max_gradient = 0;            ///< the largest |gradient value| any shard accepted
+  float max_gradient = 0;            ///< the largest |gradient value| the shards sampled (every
+                                     ///< 16th push accepted)
   float max_parameter = 0;           ///< the largest final |parameter| (the rows snapshotted)
   std::string backend;
   int32_t failures = 0;          ///< roles lost (killed, crashed, unreachable)
