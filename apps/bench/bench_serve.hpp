@@ -1,7 +1,8 @@
 // The shard process of a two-process benchmark (bench_transport, bench_sparse_link): an
 // uninitialised shard published behind a ps task on 127.0.0.1, with its data link, as a ps
 // process does (actors/deploy/deployment.cpp). The driving process connects with connect_shard,
-// sends init, and ends this process by stopping the shard it was given.
+// sends init (or, over TLS, finds the shard initialised here: only the chief's certificate may
+// send init), and ends this process by stopping the shard it was given.
 #pragma once
 
 #include "actors/deploy/ps_task.hpp"
@@ -9,15 +10,18 @@
 #include "actors/net/shard_link_server.hpp"
 #include "actors/net/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
+#include "actors/protocol/wire.hpp"
 #include "actors/roles/ps_shard.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +33,7 @@ struct bench_serve_options {
   bool data_link = true;   ///< false: everything over CAF's middleman
   bool tcp_only = false;   ///< the data link over TCP only (no local socket)
   tls_files tls;           ///< CAF's connection and the data link over mutual TLS with these
+  std::optional<wire_buffer> init;  ///< the shard's init, sent here before it is published
 };
 
 /// What the process publishes in place of the shard: given the shard, an actor speaking
@@ -55,6 +60,13 @@ using bench_shard_wrapper = std::function<ps_shard_actor(caf::actor_system&, ps_
     links = std::move(*listening);
   }
   auto shard = spawn_ps_shard(sys, 0);
+  if (o.init) {
+    caf::scoped_actor self{sys};
+    bool ok = false;
+    self->request(shard, std::chrono::seconds(60), init_atom::value, *o.init)
+      .receive([&](caf::ok_atom) { ok = true; }, [](caf::error&) {});
+    if (!ok) throw std::runtime_error("shard init failed");
+  }
   auto front = wrap ? wrap(sys, shard) : shard;
   if (links) links->serve(sys, front, 0);
   auto task = spawn_ps_task(sys, {front, links ? links->port() : uint16_t{0},

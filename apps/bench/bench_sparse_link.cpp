@@ -476,7 +476,7 @@ int main(int argc, char** argv) {
       throw po::error("give either --serve (the shard process) or --connect HOST:PORT (the worker)");
   }, [&] {
     if (o.serve) {
-      serve_bench_shard({static_cast<uint16_t>(o.port), o.threads, true, o.tcp_only, {}},
+      serve_bench_shard({static_cast<uint16_t>(o.port), o.threads, true, o.tcp_only, {}, {}},
                         [](caf::actor_system& sys, ps_shard_actor shard) {
                           return caf::actor_cast<ps_shard_actor>(sys.spawn(timed_shard, shard));
                         });

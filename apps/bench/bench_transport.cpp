@@ -238,14 +238,29 @@ train_spec spec_for(const options& o) {
   return spec;
 }
 
+/// The parameters the shard starts from (both processes compute the same ones).
+std::vector<float> start_parameters(const block_layout& layout) {
+  std::vector<float> params(layout.total_floats());
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] = 0.01f * float(i % 97);
+  return params;
+}
+
+wire_buffer shard_init_for(const options& o) {
+  auto spec = spec_for(o);
+  block_layout layout(spec);
+  auto params = start_parameters(layout);
+  std::vector<float> part(layout.shard_floats(0));
+  layout.gather(0, params.data(), part.data());
+  return encode_shard_init(spec, 0, layout, part.data());
+}
+
 int run(const options& o) {
   flush_denormals_to_zero();
   auto spec = spec_for(o);
   worker_side side{block_layout(spec), {}, {}, 0, {}};
   auto floats = side.layout.total_floats();
   side.grad.assign(floats, 1e-3f);
-  side.params.resize(floats);
-  for (std::size_t i = 0; i < floats; ++i) side.params[i] = 0.01f * float(i % 97);
+  side.params = start_parameters(side.layout);
 
   caf::actor_system_config cfg;
   bool remote = !o.connect.empty();
@@ -265,12 +280,13 @@ int run(const options& o) {
   } else {
     shard = spawn_ps_shard(sys, 0);
   }
-  std::vector<float> part(side.layout.shard_floats(0));
-  side.layout.gather(0, side.params.data(), part.data());
-  bool ok = false;
-  self->request(shard, timeout, init_atom::value, encode_shard_init(spec, 0, side.layout, part.data()))
-    .receive([&](caf::ok_atom) { ok = true; }, [&](caf::error&) {});
-  if (!ok) throw std::runtime_error("shard init failed");
+  // Over TLS the shard process initialised its shard itself: a worker's certificate may not.
+  if (!remote || o.tls_dir.empty()) {
+    bool ok = false;
+    self->request(shard, timeout, init_atom::value, shard_init_for(o))
+      .receive([&](caf::ok_atom) { ok = true; }, [&](caf::error&) {});
+    if (!ok) throw std::runtime_error("shard init failed");
+  }
 
   // Event-based driver: warm-up rounds, then the timed ones, one in flight (a worker's round
   // trip); then the same with --in-flight pipelined (the throughput of the connection).
@@ -369,7 +385,9 @@ int main(int argc, char** argv) {
     ("no-data-link", po::bool_switch(&o.no_data_link),
      "serve: offer no data link, so pulls and pushes travel through CAF's middleman")
     ("tls-dir", po::value(&o.tls_dir),
-     "CAF's connection over mutual TLS with scripts/make_certs.sh's DIR (ps:0 and worker:0)");
+     "CAF's connection over mutual TLS with scripts/make_certs.sh's DIR (ps:0 and worker:0); "
+     "the serving side then initialises its shard from its own --floats and --block-floats, "
+     "which must be the driver's");
   return run_benchmark("actorps_bench_transport", argc, argv, desc, [&] {
     if (o.floats < 1 || o.block_floats < 1 || o.iterations < 1 || o.warmup < 0 || o.threads < 1
         || o.in_flight < 1)
@@ -378,7 +396,8 @@ int main(int argc, char** argv) {
   }, [&] {
     if (o.serve > 0)
       serve_bench_shard({static_cast<uint16_t>(o.serve), o.threads, !o.no_data_link, o.tcp_only,
-                         tls_of(o.tls_dir, "ps-0")});
+                         tls_of(o.tls_dir, "ps-0"),
+                         o.tls_dir.empty() ? std::nullopt : std::optional(shard_init_for(o))});
     return run(o);
   });
 }

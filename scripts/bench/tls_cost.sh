@@ -35,7 +35,7 @@ for run in $(seq 1 "$runs"); do
       flags=(); [ "$transport" = caf ] && flags+=(--no-data-link); [ "$transport" = tcp ] && flags+=(--tcp-link)
       [ "$tls" = tls ] && flags+=(--tls-dir "$tmp/certs")
       port=$(free_port)
-      "$bench" --serve "$port" "${flags[@]}" 2> "$tmp/serve.log" & server=$!
+      "$bench" --serve "$port" --floats 1048576 "${flags[@]}" 2> "$tmp/serve.log" & server=$!
       conn=(); [ "$tls" = tls ] && conn=(--tls-dir "$tmp/certs")
       "$bench" --floats 1048576 --iterations "$iterations" --connect "127.0.0.1:$port" \
         ${conn[@]+"${conn[@]}"} > "$tmp/$transport-$tls-$run.json"
