@@ -4,7 +4,8 @@
 // checkpoint, init, admit, rejoin, make another worker leave, read the counters, or push as
 // another worker; each refusal is not_authorised, counted, and the shard's state is unchanged.
 // The same worker pushes as itself; the evaluator snapshots but cannot push; the chief
-// checkpoints. Also the origin check of every BASP message (basp_origin.hpp).
+// checkpoints; only the chief stops an actor (an exit message, even kill). Also the origin check of
+// every BASP message (basp_origin.hpp).
 #include "actors/net/basp_origin.hpp"
 #include "actors/net/connect.hpp"
 #include "actors/net/guarded_publish.hpp"
@@ -241,6 +242,35 @@ TEST_CASE("tls roles: the evaluator snapshots but cannot push, the chief checkpo
   CHECK(after.pushes == before.pushes);
 }
 
+TEST_CASE("tls roles: only the chief's certificate stops the shard, a worker's kill closes its own connection") {
+  ps_process ps;
+  auto refusals = basp_origin::refusals();
+  {
+    peer_process w1("worker-1", ps.port);
+    w1.self->monitor(w1.shard);
+    w1.self->send_exit(w1.shard, caf::exit_reason::kill);
+    // The ps process closes the worker's connection: its proxy of the shard goes down.
+    caf::error reason;
+    w1.self->receive([&](caf::down_msg& dm) { reason = dm.reason; },
+                     caf::after(timeout) >> [] { FAIL("the connection was not closed"); });
+    CHECK(reason == caf::exit_reason::remote_link_unreachable);
+  }
+  CHECK(basp_origin::refusals() == refusals + 1);
+  auto alive = ps.stats();  // the shard still answers, its state as before
+  CHECK(alive.pushes == 2);
+  CHECK(alive.min_clock == 1);
+  {
+    peer_process chief("chief-0", ps.port);
+    ps.owner->monitor(ps.shard);
+    chief.self->send_exit(chief.shard, caf::exit_reason::user_shutdown);
+    caf::error reason;
+    ps.owner->receive([&](caf::down_msg& dm) { reason = dm.reason; },
+                      caf::after(timeout) >> [] { FAIL("the chief could not stop the shard"); });
+    CHECK(reason == caf::exit_reason::user_shutdown);
+  }
+  CHECK(basp_origin::refusals() == refusals + 1);
+}
+
 TEST_CASE("tls roles: a certificate's CN names the task, anything else is nobody") {
   auto w = role_from_cn("worker:12");
   CHECK(w.kind == sender_role::kind_t::task);
@@ -291,6 +321,15 @@ std::vector<char> payload_bytes(const caf::node_id& from, const std::optional<ca
   return out;
 }
 
+/// A direct message's payload as CAF writes it: no forwarding stack, then `msg`.
+std::vector<char> content_bytes(caf::actor_system& sys, caf::message msg) {
+  std::vector<char> out;
+  std::vector<caf::strong_actor_ptr> stages;
+  caf::binary_serializer sink{sys, out};
+  REQUIRE_FALSE(sink(stages, msg));
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("basp origin: a message claiming another node than the handshake's closes the connection") {
@@ -300,10 +339,12 @@ TEST_CASE("basp origin: a message claiming another node than the handshake's clo
   REQUIRE(here);
   REQUIRE(peer);
   REQUIRE(chief);
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
   auto bind_ok = [](const caf::node_id&) { return true; };
-  auto feed = [&](basp_origin& o, std::vector<char> bytes) {
+  auto feed = [&](basp_origin& o, std::vector<char> bytes, bool may_stop = false) {
     auto before = bytes;
-    auto why = o.inspect(nullptr, bytes, bytes.size(), *here, bind_ok);
+    auto why = o.inspect(nullptr, bytes, bytes.size(), *here, bind_ok, may_stop);
     CHECK((bytes != before) == !why.empty());  // refused bytes are spoiled for CAF
     return why;
   };
@@ -322,8 +363,9 @@ TEST_CASE("basp origin: a message claiming another node than the handshake's clo
   {  // the peer's own messages pass: direct, heartbeat, routed and monitor from itself to here
     auto o = handshaken();
     CHECK(feed(o, header_bytes(basp::message_type::heartbeat, 0)).empty());
-    CHECK(feed(o, header_bytes(basp::message_type::direct_message, 8)).empty());
-    CHECK(feed(o, std::vector<char>(8, 1)).empty());
+    auto direct = content_bytes(sys, caf::make_message(int32_t{1}));
+    CHECK(feed(o, header_bytes(basp::message_type::direct_message, uint32_t(direct.size()))).empty());
+    CHECK(feed(o, direct).empty());
     auto own = payload_bytes(*peer, *here);
     CHECK(feed(o, header_bytes(basp::message_type::routed_message, uint32_t(own.size()))).empty());
     CHECK(feed(o, own).empty());
@@ -356,16 +398,32 @@ TEST_CASE("basp origin: a message claiming another node than the handshake's clo
     CHECK(feed(o, header_bytes(basp::message_type::direct_message, 8, 0, 0)).find("anonymous")
           != std::string::npos);
   }
+  {  // an exit message: refused unless the peer may stop actors (its certificate is chief:0)
+    auto exit = content_bytes(sys, caf::make_message(caf::exit_msg{{}, caf::exit_reason::kill}));
+    auto chief_peer = handshaken();
+    CHECK(feed(chief_peer, header_bytes(basp::message_type::direct_message, uint32_t(exit.size())), true).empty());
+    CHECK(feed(chief_peer, exit, true).empty());
+    auto o = handshaken();
+    CHECK(feed(o, header_bytes(basp::message_type::direct_message, uint32_t(exit.size()))).empty());
+    CHECK(feed(o, exit).find("an exit message") != std::string::npos);
+  }
+  {  // a forwarding stack, which actorps never sends and which would hide the message's type
+    auto o = handshaken();
+    std::vector<char> staged{1, 0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK(feed(o, header_bytes(basp::message_type::direct_message, uint32_t(staged.size()))).empty());
+    CHECK(feed(o, staged).find("forwarding stack") != std::string::npos);
+  }
   {  // a node id already bound to another certificate
     basp_origin o;
     auto hs = payload_bytes(*chief);
     CHECK(feed(o, header_bytes(basp::message_type::client_handshake, uint32_t(hs.size()))).empty());
     auto bytes = hs;
-    auto why = o.inspect(nullptr, bytes, bytes.size(), *here, [](const caf::node_id&) { return false; });
+    auto why = o.inspect(nullptr, bytes, bytes.size(), *here,
+                         [](const caf::node_id&) { return false; }, false);
     CHECK(why.find("another certificate") != std::string::npos);
     CHECK(bytes != hs);
   }
-  CHECK(basp_origin::refusals() == refusals + 5);
+  CHECK(basp_origin::refusals() == refusals + 7);
 }
 
 TEST_CASE("peer roles: a node id is bound to one certificate at a time") {

@@ -3,6 +3,7 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/io/basp/header.hpp>
 #include <caf/message_id.hpp>
+#include <caf/type_nr.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -23,16 +24,25 @@ void spoil(std::vector<char>& bytes, std::size_t n) {
 
 std::string text(const caf::node_id& node) { return caf::to_string(node); }
 
+/// The type name CAF 0.17 serializes in front of a message holding one exit_msg ("@<>+@exit").
+const std::string& exit_message_name() {
+  static const std::string name =
+    std::string("@<>+") + caf::numbered_type_names[caf::type_nr<caf::exit_msg>::value - 1];
+  return name;
+}
+
 } // namespace
 
 uint64_t basp_origin::refusals() { return refused.load(); }
 
 std::string basp_origin::inspect(caf::execution_unit* ctx, std::vector<char>& bytes,
-                                 std::size_t n, const caf::node_id& here, const binder& bind) {
+                                 std::size_t n, const caf::node_id& here, const binder& bind,
+                                 bool may_stop) {
   if (done_ || n == 0 || bytes.size() < n) return "";
   auto payload = payload_next_;
   payload_next_ = false;
-  auto why = payload ? inspect_payload(ctx, bytes, n, here, bind) : inspect_header(ctx, bytes, n);
+  auto why = payload ? inspect_payload(ctx, bytes, n, here, bind, may_stop)
+                     : inspect_header(ctx, bytes, n);
   if (!why.empty()) {
     done_ = true;
     spoil(bytes, n);
@@ -64,7 +74,7 @@ std::string basp_origin::inspect_header(caf::execution_unit* ctx, std::vector<ch
 
 std::string basp_origin::inspect_payload(caf::execution_unit* ctx, std::vector<char>& bytes,
                                          std::size_t n, const caf::node_id& here,
-                                         const binder& bind) {
+                                         const binder& bind, bool may_stop) {
   using op = basp::message_type;
   caf::binary_deserializer source{ctx, bytes.data(), n};
   caf::node_id from;
@@ -85,19 +95,43 @@ std::string basp_origin::inspect_payload(caf::execution_unit* ctx, std::vector<c
     peer_ = from;
     return "";
   }
-  if (operation_ != op::routed_message && operation_ != op::monitor_message
-      && operation_ != op::down_message)
-    return "";  // a direct message comes from the connection's node by construction
-  if (source(from, to)) {
+  const bool routed = operation_ == op::routed_message;
+  if (!routed && operation_ != op::monitor_message && operation_ != op::down_message
+      && operation_ != op::direct_message)
+    return "";
+  if (operation_ != op::direct_message) {  // a direct one comes from the connection's node
+    if (source(from, to)) {
+      done_ = true;  // CAF closes on an unreadable payload itself
+      return "";
+    }
+    if (from != peer_)
+      return "a " + caf::io::basp::to_string(operation_) + " claiming to come from node "
+             + text(from) + " (its handshake named " + text(peer_) + ")";
+    if (to != here)
+      return "a " + caf::io::basp::to_string(operation_) + " for node " + text(to)
+             + " (this node relays nothing)";
+    if (!routed) return "";
+  }
+  return inspect_content(source, may_stop);
+}
+
+std::string basp_origin::inspect_content(caf::binary_deserializer& source, bool may_stop) {
+  // A direct or routed message's payload continues with its forwarding stack, then the message
+  // (a type name, then its values). actorps sends no forwarding stack; one would hide the name.
+  std::size_t stages = 0;
+  uint16_t type = 0;
+  std::string name;
+  if (source.begin_sequence(stages)) {
     done_ = true;  // CAF closes on an unreadable payload itself
     return "";
   }
-  if (from != peer_)
-    return "a " + caf::io::basp::to_string(operation_) + " claiming to come from node "
-           + text(from) + " (its handshake named " + text(peer_) + ")";
-  if (to != here)
-    return "a " + caf::io::basp::to_string(operation_) + " for node " + text(to)
-           + " (this node relays nothing)";
+  if (stages != 0) return "a message with a forwarding stack (actorps sends none)";
+  if (source.begin_object(type, name)) {
+    done_ = true;
+    return "";
+  }
+  if (type == 0 && name == exit_message_name() && !may_stop)
+    return "an exit message (only chief:0 may stop a task's actors)";
   return "";
 }
 

@@ -4,7 +4,9 @@
 // takes a routed, monitor or down message's source node from the message itself. A peer with a
 // valid worker certificate could otherwise send a routed message "from" the chief's node, a
 // second handshake that renames its connection, or an anonymous request that no role check
-// can attribute. This check sees each read of the connection (the broker reads a header, then
+// can attribute. And an exit message cannot be checked where it lands: CAF 0.17.6 ends an actor
+// on exit_reason::kill whatever its exit handler says, so only chief:0's certificate may send
+// one (the chief stops and, for fault injection, kills the tasks' actors). This check sees each read of the connection (the broker reads a header, then
 // its payload when it has one) before CAF does, and spoils what must not pass so that CAF
 // itself closes the connection, with its own bookkeeping.
 #pragma once
@@ -31,8 +33,9 @@ public:
   /// payload of the header before) for the node `here`. Returns "" to let them pass, or why the
   /// connection is refused: the bytes are then spoiled (CAF finds the header or payload
   /// malformed and closes the connection) and everything after passes unchecked.
+  /// `may_stop`: the peer may send exit messages (its certificate names chief:0).
   std::string inspect(caf::execution_unit* ctx, std::vector<char>& bytes, std::size_t n,
-                      const caf::node_id& here, const binder& bind);
+                      const caf::node_id& here, const binder& bind, bool may_stop);
 
   /// The node the handshake named; none before it.
   const caf::node_id& peer() const { return peer_; }
@@ -43,7 +46,8 @@ public:
 private:
   std::string inspect_header(caf::execution_unit* ctx, std::vector<char>& bytes, std::size_t n);
   std::string inspect_payload(caf::execution_unit* ctx, std::vector<char>& bytes, std::size_t n,
-                              const caf::node_id& here, const binder& bind);
+                              const caf::node_id& here, const binder& bind, bool may_stop);
+  std::string inspect_content(caf::binary_deserializer& source, bool may_stop);
 
   caf::node_id peer_;
   caf::io::basp::message_type operation_ = caf::io::basp::message_type::heartbeat;

@@ -58,15 +58,22 @@ tls_scribe::~tls_scribe() {
 bool tls_scribe::consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) {
   auto here = parent() ? parent()->system().node() : caf::node_id{};
   auto cn = [&] { return session_->peer_common_name(); };
+  if (!chief_peer_) chief_peer_ = role_from_cn(cn()).is("chief", 0);  // the handshake is done
   auto why = origin_.inspect(ctx, rd_buf(), num_bytes, here, [&](const caf::node_id& peer) {
     if (!bind_peer(here, peer, cn())) return false;
     here_ = here;
     return true;
-  });
-  if (!why.empty())
+  }, *chief_peer_);
+  if (!why.empty()) {
     origin_log().write("forged origin", "closed the connection of " + addr() + ":"
                                           + std::to_string(port()) + " (certificate " + cn()
                                           + "): it sent " + why);
+    // CAF never sees these bytes: the broker learns that the connection closed, as after a
+    // read error, and forgets the peer's node (its proxies here go down). Spoiled bytes alone
+    // do not close it: CAF drops a direct message it cannot read and reads on.
+    io_failure(ctx, caf::io::network::operation::read);
+    return false;
+  }
   return scribe::consume(ctx, buf, num_bytes);
 }
 

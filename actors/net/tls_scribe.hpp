@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace actorps {
@@ -73,6 +74,7 @@ private:
   const tls_session* session_;  // owned by stream_'s policy, as long as this scribe
   basp_origin origin_;
   caf::node_id here_;           // the local node the peer was bound for (none: not bound)
+  std::optional<bool> chief_peer_;  // the peer's certificate names chief:0 (read once)
   caf::io::network::stream_impl<tls_policy> stream_;
 };
 
