@@ -28,6 +28,9 @@
 //                  step                                 this process only (its own timer)
 //   evaluator      eval                                 chief:0
 //   task_node      setup, setup (eval)                  chief:0
+//   any actor      exit (send_exit, even kill)          chief:0 (checked on the connection,
+//                                                        basp_origin.hpp: CAF carries out a
+//                                                        kill whatever the actor's handler says)
 //
 // "chief:0" etc. always include this process's own actors and, without TLS, everybody.
 #pragma once
