@@ -15,7 +15,6 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -264,11 +263,7 @@ void bind_train(py::module_& m) {
       o.workers = workers;
       o.mode = parse_choice("mode", mode, parse_consistency, "sync, ssp, async");
       o.staleness = staleness;
-      o.optimizer.kind = parse_choice("optimizer", optimizer, parse_optimizer_kind,
-                                      "sgd, momentum, adam, adagrad");
-      if (!(lr >= 0) || !std::isfinite(lr)) throw py::value_error("lr: must be ≥ 0 and finite");
-      o.optimizer.learning_rate = lr;
-      o.optimizer.momentum = momentum;
+      o.optimizer = optimizer_of(optimizer, lr, momentum);
       o.schedule = parse_choice("schedule", schedule, parse_lr_schedule, "constant, cosine, linear");
       o.batch = batch;
       o.epochs = epochs;

@@ -6,7 +6,8 @@
   from 30 keys (64-bit, negative ones included), end with the rows and the dense parameters
   (max abs diff ≤ 1e-5) of one PyTorch process applying SGD to the mean of the same 2
   gradients, rows untouched by a worker counting as a zero gradient (what the shard does);
-  one worker prefetches its next batch (one pull in all), the other pulls per batch;
+  one worker prefetches its next batch (an evaluation forward in between keeps those rows),
+  the other pulls per batch;
 - no byte of rows or gradients is copied on the way;
 - misuse is refused with a message naming it."""
 import copy
@@ -125,6 +126,10 @@ class EmbeddingBagTest(unittest.TestCase):
                 if w == 0 and clock + 1 < CLOCKS:
                     model.bag.prefetch(keys[batch(w, clock + 1)[0]])
                 self.assertEqual(shards.step(), 0)
+                if w == 0:  # an evaluation forward of other ids leaves the prefetched rows
+                    with torch.no_grad():
+                        other, other_offsets, _ = batch(1, clock)
+                        model(keys[other], other_offsets)
 
         self.assertEqual(harness.run_workers(train, WORKERS), [])
 
@@ -151,8 +156,9 @@ class EmbeddingBagTest(unittest.TestCase):
             self.assertLessEqual(diff, 1e-5, f"worker {w}")
             self.assertEqual(adapters[w].bytes_copied, 0)
             self.assertEqual(replicas[w].bag.bytes_copied, 0)
-        # Worker 0 prefetched every batch after its first; worker 1 pulled each in its forward.
-        self.assertEqual(replicas[0].bag.pulls, 1)
+        # Worker 0 prefetched every batch after its first (its evaluations pulled their own);
+        # worker 1 pulled each batch in its forward.
+        self.assertEqual(replicas[0].bag.pulls, 1 + CLOCKS)
         self.assertEqual(replicas[1].bag.pulls, CLOCKS)
         self.assertEqual(actorps.bytes_copied(), 0)
 

@@ -69,7 +69,7 @@ class EmbeddingBag(torch.nn.Module):
         self._table_args = dict(name=name, dim=dim, init=init, scale=scale,
                                 optimizer=optimizer, lr=lr,
                                 initial_accumulator=initial_accumulator)
-        self.table_spec
+        SparseTable(**self._table_args)  # a bad setting raises ValueError here
         self.table = None        # its index in the model's sparse tables, once attached
         self._shards = None      # the ShardedParameters that pulls and pushes for it
         self._pushing = None     # (keys, rows) of this step's training forward
@@ -109,11 +109,11 @@ class EmbeddingBag(torch.nn.Module):
         self._prefetching = (keys, torch.empty(keys.numel(), self.dim, dtype=torch.float32))
 
     def _rows_for(self, keys):
-        """The rows of `keys` (distinct, ascending): the prefetched ones when they match, else
-        pulled now at the current clock."""
+        """The rows of `keys` (distinct, ascending): the prefetched ones when they match (an
+        evaluation forward in between leaves them), else pulled now at the current clock."""
         ready = self._prefetched
-        self._prefetched = None
         if ready is not None and torch.equal(ready[0], keys):
+            self._prefetched = None  # once: a later batch of this clock pulls its own
             return ready[1]
         rows = torch.empty(keys.numel(), self.dim, dtype=torch.float32)
         self._shards.pull_rows([(self.table, keys, rows)])
@@ -157,10 +157,11 @@ class EmbeddingBag(torch.nn.Module):
         keys, rows = self._prefetching
         return (self.table, keys, rows)
 
-    def stepped(self):
-        """After step()'s wait: the pushed rows are done with, the prefetched rows ready."""
+    def stepped(self, ok):
+        """After step()'s wait: the pushed rows are done with, the prefetched rows ready (not
+        when the step failed: nothing was written into them)."""
         self._pushing = None
-        self._prefetched = self._prefetching
+        self._prefetched = self._prefetching if ok else None
         self._prefetching = None
 
 

@@ -119,10 +119,15 @@ class ShardedParameters:
         self._gather_grads()
         push = [p for p in (bag.push_part() for bag in self.bags) if p is not None]
         rows = [r for r in (bag.rows_part() for bag in self.bags) if r is not None]
-        self.staleness = self.client.wait(
-            self.client.push_pull(self.clock, self.flat_grad, self.flat, push=push, rows=rows))
-        for bag in self.bags:
-            bag.stepped()
+        ok = False
+        try:
+            self.staleness = self.client.wait(
+                self.client.push_pull(self.clock, self.flat_grad, self.flat, push=push,
+                                      rows=rows))
+            ok = True
+        finally:
+            for bag in self.bags:
+                bag.stepped(ok)
         self.clock += 1
         self.flat_grad.zero_()
         return self.staleness
