@@ -78,6 +78,13 @@ struct train_options {
   std::string metrics;            ///< a JSONL file of events ("" none)
   bool progress = false;          ///< draw the progress line on stdout
   int threads = 0;                ///< CAF scheduler threads (0: one per core)
+  // Checkpoints, as --checkpoint-dir, --checkpoint-every and --resume DIR (train() only).
+  std::string checkpoint_dir;     ///< write checkpoints (ckpt-<clock>) here ("" none)
+  int64_t checkpoint_every = 0;   ///< global clocks between checkpoints (0: only the last)
+  /// Continue the run from the newest valid checkpoint in this directory (a ckpt-<clock> or a
+  /// root of them), which must be this run's: the same model, data rows, batch, seed, shards
+  /// and workers ("" start fresh). The metrics file is then appended to.
+  std::string resume;
 };
 
 /// Trains to the end and returns the summary (final test metrics, samples/s, staleness, the

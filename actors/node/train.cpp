@@ -2,6 +2,9 @@
 #include "actors/data/load_split.hpp"
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
+#include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/storage/checkpoint_store.hpp"
+#include "actors/storage/run_identity.hpp"
 
 #include <cmath>
 
@@ -36,6 +39,40 @@ caf::expected<std::unique_ptr<model_plugin>> plugin_of(const train_options& o) {
   }
 }
 
+/// The checkpoints of a run from train_options: where and how often, and the checkpoint it
+/// resumes from (which must be this run's and not at its end), as `--resume DIR` has them.
+caf::error plan_checkpoints(const train_options& o, chief_config& c) {
+  auto& ck = c.checkpoints;
+  ck.dir = o.checkpoint_dir;
+  ck.every = o.checkpoint_every;
+  if (o.checkpoint_every < 0) return bad_option("checkpoint_every must be 0 or more");
+  // the clocks at which the shards keep their state for a checkpoint
+  c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
+  ck.dataset = o.train ? "in-memory" : o.source.train_path.empty() ? o.source.dir
+                                                                   : o.source.train_path;
+  if (o.resume.empty()) {
+    ck.run_id = new_run_id();
+    return {};
+  }
+  loaded_checkpoint saved;
+  try {
+    saved = load_newest_checkpoint(o.resume, {}, c.bounds.max_parameter);
+  } catch (const checkpoint_error& e) {
+    return bad_option(std::string("resume: ") + e.what());
+  }
+  auto run = decode_run_checkpoint(saved.run_bytes);
+  if (!run) return run.error();
+  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows};
+  if (auto why = identity_difference(*run, current); !why.empty())
+    return bad_option("resume: " + saved.dir + " cannot continue this run: " + why);
+  if (saved.clock >= c.steps)
+    return bad_option("resume: " + saved.dir + " is at clock " + std::to_string(saved.clock)
+                      + " and this run ends at clock " + std::to_string(c.steps));
+  ck.run_id = run->run_id;
+  ck.resume = std::move(saved);
+  return {};
+}
+
 } // namespace
 
 namespace detail {
@@ -67,7 +104,7 @@ caf::expected<simulation_options> plan_run(const train_options& o, int64_t train
   c.train_rows = train_rows;
   c.progress = o.progress;
   try {
-    c.metrics = std::make_shared<metrics_file>(o.metrics);
+    c.metrics = std::make_shared<metrics_file>(o.metrics, !o.resume.empty());
   } catch (const std::exception& e) {
     return bad_option(std::string("metrics: ") + e.what());
   }
@@ -94,6 +131,7 @@ caf::expected<run_summary> train(const train_options& o) {
   sim->chief.train = std::move(train_split);
   sim->chief.test = std::move(test_split);
   sim->chief.source = o.source;
+  if (auto err = plan_checkpoints(o, sim->chief)) return err;
   return simulate(std::move(*sim));
 }
 

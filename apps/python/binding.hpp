@@ -11,5 +11,6 @@ void bind_errors(py::module_& m);        // actorps.Error, bytes_copied()
 void bind_model_spec(py::module_& m);    // actorps.ModelSpec, actorps.SparseTable
 void bind_worker_client(py::module_& m); // actorps.WorkerClient
 void bind_clusters(py::module_& m);      // actorps.LocalCluster, actorps.TaskCluster
+void bind_train(py::module_& m);         // actorps.train (a Python model plug-in)
 
 } // namespace actorps::python

@@ -2,8 +2,11 @@
 // runtime's own parser, or ValueError naming the argument and the choices.
 #pragma once
 
+#include "kernels/optimizer.hpp"
+
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -16,6 +19,16 @@ auto parse_choice(const std::string& arg, const std::string& value, Parse parse,
   if (!parsed)
     throw pybind11::value_error(arg + ": '" + value + "' is not one of " + choices);
   return *parsed;
+}
+
+/// The optimizer the shards apply, from Python's arguments (lr 0: the optimizer's default).
+inline optimizer_config optimizer_of(const std::string& kind, float lr, float momentum) {
+  optimizer_config o;
+  o.kind = parse_choice("optimizer", kind, parse_optimizer_kind, "sgd, momentum, adam, adagrad");
+  if (!(lr >= 0) || !std::isfinite(lr)) throw pybind11::value_error("lr: must be ≥ 0 and finite");
+  o.learning_rate = lr;
+  o.momentum = momentum;
+  return o;
 }
 
 } // namespace actorps::python

@@ -40,11 +40,7 @@ struct python_options {
       throw py::value_error("staleness: given with mode='" + mode + "'; it bounds only ssp");
     if (staleness && *staleness < 0) throw py::value_error("staleness: negative");
     o.staleness = staleness.value_or(0);
-    o.optimizer.kind = parse_choice("optimizer", optimizer, parse_optimizer_kind,
-                                    "sgd, momentum, adam, adagrad");
-    if (!(lr >= 0) || !std::isfinite(lr)) throw py::value_error("lr: must be ≥ 0 and finite");
-    o.optimizer.learning_rate = lr;
-    o.optimizer.momentum = momentum;
+    o.optimizer = optimizer_of(optimizer, lr, momentum);
     o.schedule = parse_choice("schedule", schedule, parse_lr_schedule, "constant, cosine, linear");
     o.total_clocks = total_clocks;
     o.seed = seed;

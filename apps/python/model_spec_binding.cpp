@@ -6,6 +6,8 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+
 namespace actorps::python {
 
 namespace {
@@ -44,7 +46,7 @@ model_spec make_model(const std::vector<py::object>& tensors,
 
 sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::string& init,
                              float scale, const std::string& optimizer, float lr,
-                             uint32_t admit_after) {
+                             uint32_t admit_after, std::optional<float> initial_accumulator) {
   sparse_table_spec t;
   t.name = name;
   t.config.dim = dim;
@@ -53,6 +55,7 @@ sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::s
   t.config.optimizer.kind =
     parse_choice("optimizer", optimizer, parse_row_optimizer_kind, "sgd, adagrad, adam, ftrl");
   if (lr > 0) t.config.optimizer.learning_rate = lr;
+  if (initial_accumulator) t.config.optimizer.initial_accumulator = *initial_accumulator;
   t.config.admit_after = admit_after;
   if (auto why = invalid_table_config(t.config); !why.empty())
     throw py::value_error("SparseTable " + name + ": " + why);
@@ -64,10 +67,11 @@ sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::s
 void bind_model_spec(py::module_& m) {
   py::class_<sparse_table_spec>(m, "SparseTable",
                                 "A table of uint64 keys, each a row of `dim` floats created on "
-                                "its first push, with its own optimizer.")
+                                "its first push, with its own optimizer (initial_accumulator: "
+                                "Adagrad's, None: its default).")
     .def(py::init(&make_table), py::arg("name"), py::arg("dim"), py::arg("init") = "zeros",
          py::arg("scale") = 0.0f, py::arg("optimizer") = "adagrad", py::arg("lr") = 0.0f,
-         py::arg("admit_after") = 0)
+         py::arg("admit_after") = 0, py::arg("initial_accumulator") = py::none())
     .def_property_readonly("name", [](const sparse_table_spec& t) { return t.name; })
     .def_property_readonly("dim", [](const sparse_table_spec& t) { return t.config.dim; });
 

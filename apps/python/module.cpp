@@ -7,4 +7,5 @@ PYBIND11_MODULE(_core, m) {
   actorps::python::bind_model_spec(m);
   actorps::python::bind_worker_client(m);
   actorps::python::bind_clusters(m);
+  actorps::python::bind_train(m);
 }

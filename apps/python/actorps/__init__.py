@@ -11,15 +11,17 @@ used in place.
     w.wait(w.push_pull(0, grad, params))  # params now hold clock 1's parameters
 
 actorps.torch adapts a torch.nn.Module (import it explicitly: it imports torch).
+actorps.train(model, train, test, ...) lets the runtime own the loop around a model plug-in
+written in Python (checkpoints, resume, the evaluator hook, metrics JSONL, the progress line).
 """
 import os as _os
 import sys as _sys
 
 from ._core import (Error, LocalCluster, ModelSpec, SparseTable, TaskCluster, WorkerClient,
-                    bytes_copied)
+                    bytes_copied, train)
 
 __all__ = ["Error", "LocalCluster", "ModelSpec", "SparseTable", "TaskCluster", "WorkerClient",
-           "bytes_copied", "exit_task"]
+           "bytes_copied", "exit_task", "train"]
 
 
 def exit_task(status):

@@ -15,12 +15,20 @@ The module's parameters become views into one flat float32 buffer, in model orde
 push reads the gradients autograd accumulated in place. Nothing is copied unless something
 replaced a .grad with a tensor of its own (set_to_none, a hook): then step() copies it back
 into the flat buffer and counts the bytes in `bytes_copied`.
+
+Embeddings: actorps.torch.EmbeddingBag (embedding.py) keeps its table in a sparse table on
+the shards; model_spec() declares one table per bag, ShardedParameters attaches each bag, and
+step() pushes the bags' gradient rows (and pulls their prefetched rows) in the same push_pull
+as the dense tensors.
 """
 import math
 
 import torch
 
 from ._core import ModelSpec
+from .embedding import EmbeddingBag, embedding_bags
+
+__all__ = ["EmbeddingBag", "ShardedParameters", "model_spec"]
 
 
 def _parameters(module):
@@ -31,7 +39,8 @@ def model_spec(module, name="torch", init="fan_in"):
     """The ModelSpec of a module's trainable parameters, in named_parameters() order. init
     "fan_in": weights (2+ dimensions) start uniform in ±1/sqrt(fan in), as torch.nn.Linear's
     default bound, other parameters (biases) at 0; init "zeros": every parameter at 0. The
-    shards draw these values (seeded), so every worker starts from the same parameters."""
+    shards draw these values (seeded), so every worker starts from the same parameters. Each
+    EmbeddingBag inside the module adds its sparse table, in named_modules() order."""
     if init not in ("fan_in", "zeros"):
         raise ValueError(f"init: '{init}' is not one of fan_in, zeros")
     tensors = []
@@ -42,7 +51,8 @@ def model_spec(module, name="torch", init="fan_in"):
             tensors.append((pname, shape, "uniform", 1.0 / math.sqrt(fan_in)))
         else:
             tensors.append((pname, shape))
-    return ModelSpec(tensors, name=name)
+    tables = [bag.table_spec for bag in embedding_bags(module)]
+    return ModelSpec(tensors, sparse_tables=tables, name=name)
 
 
 class ShardedParameters:
@@ -78,6 +88,18 @@ class ShardedParameters:
                 self._grad_views.append(view)
                 offset += k
         self.staleness = client.wait(client.pull(clock, self.flat))
+        self.bags = embedding_bags(module)
+        for table, bag in enumerate(self.bags):
+            bag.attach(self, table)
+        self._scratch = None  # the dense values of a rows-only pull, never looked at
+
+    def pull_rows(self, rows):
+        """Pulls sparse rows ([(table, keys, rows_out)]) at the current clock now, for a bag's
+        forward. The dense values the pull brings land in a scratch buffer: the module's own
+        parameters stay those the forward has used so far."""
+        if self._scratch is None:
+            self._scratch = torch.empty_like(self.flat)
+        self.client.wait(self.client.pull(self.clock, self._scratch, rows=rows))
 
     def _gather_grads(self):
         """Puts every parameter's gradient back into the flat buffer where one was replaced."""
@@ -90,12 +112,22 @@ class ShardedParameters:
             p.grad = view
 
     def step(self):
-        """Pushes the gradient of this clock and pulls the parameters of the next into the
-        module. Returns the staleness of what arrived; raises actorps.Error when the shards
-        refuse the push or a shard is lost."""
+        """Pushes the gradient of this clock (the embedding bags' rows with it) and pulls the
+        parameters of the next into the module (with the rows the bags prefetch). Returns the
+        staleness of what arrived; raises actorps.Error when the shards refuse the push or a
+        shard is lost."""
         self._gather_grads()
-        self.staleness = self.client.wait(
-            self.client.push_pull(self.clock, self.flat_grad, self.flat))
+        push = [p for p in (bag.push_part() for bag in self.bags) if p is not None]
+        rows = [r for r in (bag.rows_part() for bag in self.bags) if r is not None]
+        ok = False
+        try:
+            self.staleness = self.client.wait(
+                self.client.push_pull(self.clock, self.flat_grad, self.flat, push=push,
+                                      rows=rows))
+            ok = True
+        finally:
+            for bag in self.bags:
+                bag.stepped(ok)
         self.clock += 1
         self.flat_grad.zero_()
         return self.staleness

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""actorps.train: the runtime owns the loop around a model plug-in written in Python (softmax
+regression in NumPy).
+- A first run (2 workers, 2 shards, sync, 8 clocks) checkpoints at its end; the evaluator
+  callable's accuracies are the ones in the metrics JSONL's evaluation events and the
+  summary's final accuracy.
+- A second run resumes from that checkpoint to clock 12: its steps start at clock 8 (the
+  clock continues), the parameters its first step sees are the first run's final ones, and
+  it ends at clock 12 having trained on.
+- A step() that raises ends the run with RuntimeError naming the exception."""
+import json
+import os
+import tempfile
+import threading
+import unittest
+
+import harness
+
+np = harness.require("numpy")
+import actorps  # noqa: E402
+
+COLS = 6
+CLASSES = 3
+BATCH = 16
+
+
+def data(rows, seed):
+    g = np.random.default_rng(seed)
+    w = np.random.default_rng(99).normal(size=(COLS, CLASSES))
+    x = g.normal(size=(rows, COLS)).astype(np.float32)
+    return x, (x @ w).argmax(1).astype(np.int32)
+
+
+def softmax_grad(params, x, y):
+    w = params[:COLS * CLASSES].reshape(COLS, CLASSES)
+    b = params[COLS * CLASSES:]
+    z = x @ w + b
+    z -= z.max(1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(1, keepdims=True)
+    loss = -np.log(p[np.arange(len(y)), y] + 1e-12).mean()
+    p[np.arange(len(y)), y] -= 1
+    p /= len(y)
+    return loss, x.T @ p, p.sum(0)
+
+
+class SoftmaxModel:
+    """The plug-in: spec, step (gradient of the mean loss into grad), evaluate."""
+
+    def __init__(self):
+        self.spec = actorps.ModelSpec([("w", [COLS, CLASSES], "uniform", 0.1), ("b", [CLASSES])],
+                                      name="py-softmax")
+        self.lock = threading.Lock()
+        self.steps = []          # (worker, clock, params at the step)
+        self.accuracies = []     # what evaluate returned, in order
+
+    def step(self, worker, clock, params, grad, x, y):
+        assert not params.flags.writeable and grad.flags.writeable
+        assert x.shape == (BATCH, COLS) and y.shape == (BATCH,)
+        loss, gw, gb = softmax_grad(params, x, y)
+        grad[:COLS * CLASSES] = gw.ravel()
+        grad[COLS * CLASSES:] = gb
+        with self.lock:
+            self.steps.append((worker, clock, params.copy()))
+        return loss
+
+    def evaluate(self, params, x, y):
+        w = params[:COLS * CLASSES].reshape(COLS, CLASSES)
+        accuracy = float(((x @ w + params[COLS * CLASSES:]).argmax(1) == y).mean())
+        self.accuracies.append(accuracy)
+        return accuracy, 0.5
+
+
+def evaluation_accuracies(path):
+    with open(path) as f:
+        events = [json.loads(line) for line in f]
+    return [e["test_accuracy"] for e in events if "test_accuracy" in e]
+
+
+class Train(unittest.TestCase):
+    def run_model(self, model, **kwargs):
+        options = dict(ps=2, workers=2, mode="sync", optimizer="sgd", lr=0.5,
+                       schedule="constant", batch=BATCH, eval_every=4, seed=3)
+        options.update(kwargs)
+        return actorps.train(model, data(640, 1), data(200, 2), **options)
+
+    def test_checkpoint_then_resume(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = os.path.join(tmp, "ckpt")
+            first = SoftmaxModel()
+            one = self.run_model(first, steps=8, checkpoint_dir=ckpt,
+                                 metrics=os.path.join(tmp, "one.jsonl"))
+            self.assertEqual(one["clocks"], 8)
+            self.assertEqual(one["checkpoints"], 1)
+            self.assertEqual(one["resumed_from"], -1)
+            self.assertEqual(sorted({c for _, c, _ in first.steps}), list(range(8)))
+            logged = evaluation_accuracies(os.path.join(tmp, "one.jsonl"))
+            self.assertGreaterEqual(len(first.accuracies), 2)
+            self.assertEqual(logged, first.accuracies[:len(logged)])
+            self.assertIn(one["final_test_accuracy"], first.accuracies)
+            self.assertGreater(one["final_test_accuracy"], 0.6)  # chance: about 1/3
+            self.assertIn("MANIFEST.json", os.listdir(os.path.join(ckpt, "ckpt-000000000008")))
+
+            second = SoftmaxModel()
+            two = self.run_model(second, steps=12, checkpoint_dir=ckpt, resume=ckpt,
+                                 metrics=os.path.join(tmp, "two.jsonl"))
+            self.assertEqual(two["resumed_from"], 8)
+            self.assertEqual(min(c for _, c, _ in second.steps), 8)
+            self.assertEqual(sorted({c for _, c, _ in second.steps}), list(range(8, 12)))
+            for worker, clock, params in second.steps:
+                if clock == 8:
+                    np.testing.assert_array_equal(params, one["parameters"], f"worker {worker}")
+            self.assertFalse(np.array_equal(two["parameters"], one["parameters"]))
+            self.assertEqual(evaluation_accuracies(os.path.join(tmp, "two.jsonl")),
+                             second.accuracies[:len(evaluation_accuracies(
+                                 os.path.join(tmp, "two.jsonl")))])
+
+    def test_resume_of_another_run_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.run_model(SoftmaxModel(), steps=4, checkpoint_dir=tmp)
+            with self.assertRaisesRegex(actorps.Error, "cannot continue this run"):
+                self.run_model(SoftmaxModel(), steps=8, resume=tmp, batch=8)
+
+    def test_a_raising_step_ends_the_run_with_its_error(self):
+        class Broken(SoftmaxModel):
+            def step(self, *args):
+                raise ValueError("no gradient today")
+
+        with self.assertRaisesRegex(RuntimeError, "step: ValueError: no gradient today"):
+            self.run_model(Broken(), steps=4)
+
+
+if __name__ == "__main__":
+    unittest.main()
