@@ -123,9 +123,10 @@ def train(model, shards, w, workers, data, args):
             print(f"epoch {epoch + 1}: clock {shards.clock}, train loss "
                   f"{np.mean(losses[-clocks_per_epoch:]):.4f}, test accuracy "
                   f"{accuracy(model, data.test_x, data.test_y):.4f} (worker 0)", flush=True)
-    wall = time.monotonic() - began
+    ended = time.monotonic()  # the machine's clock, the same in every process
     return {"clocks_per_worker": clocks_per_epoch * args.epochs,
-            "samples": clocks_per_epoch * args.epochs * args.batch, "wall_s": round(wall, 3),
+            "samples": clocks_per_epoch * args.epochs * args.batch,
+            "wall_s": round(ended - began, 3), "began": began, "ended": ended,
             "max_staleness": max_staleness}
 
 
@@ -205,7 +206,8 @@ def run_launched(args, argv):
     for task in tasks[args.ps:]:
         lines = [l for l in task.output.splitlines() if l.startswith("task summary: ")]
         stats.append(json.loads(lines[-1][len("task summary: "):]))
-    return merged(args, stats, max(s["wall_s"] for s in stats), stats[0]["final_test_accuracy"],
+    wall = max(s["ended"] for s in stats) - min(s["began"] for s in stats)
+    return merged(args, stats, wall, stats[0]["final_test_accuracy"],
                   sum(s["bytes_copied"] for s in stats))
 
 
