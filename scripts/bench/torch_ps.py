@@ -50,9 +50,9 @@ CONFIGS = ["single", "actorps_async", "actorps_sync", "rpc", "rpc_tcp"]
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-o", "--out", default=os.path.join(ROOT, "build", "bench", "torch_ps.json"))
-    p.add_argument("--steps", type=int, default=300, help="timed steps per worker")
+    p.add_argument("--steps", type=int, default=1000, help="timed steps per worker")
     p.add_argument("--warmup", type=int, default=20, help="untimed steps first")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--layers", default="784-256-128-10")
     p.add_argument("--data", default=fashion_mnist.DEFAULT_DATA)
