@@ -39,6 +39,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 sys.path.insert(0, os.path.join(ROOT, "apps", "python", "examples"))
 
 import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 
 import fashion_mnist  # noqa: E402  (the example's model, data and loader)
 import launch_local  # noqa: E402
@@ -60,6 +61,7 @@ def parse_args():
     p.add_argument("--role", choices=["single", "actorps", "rpc"], help=argparse.SUPPRESS)
     p.add_argument("--mode", default="async", help=argparse.SUPPRESS)
     p.add_argument("--tcp", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--store-port", type=int, help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -79,29 +81,29 @@ class Batches:
         return self.x[rows], self.y[rows]
 
 
-def start_together():
-    """Returns when every worker of $TF_CONFIG has called it: without this barrier an async
-    worker would start its clock while the other still loads its data. A TCPStore (worker 0
-    its server) on worker 0's port + 1, which free_port_pairs.py keeps free."""
-    import torch.distributed as dist
-    config = json.loads(os.environ["TF_CONFIG"])
-    workers = len(config["cluster"]["worker"])
-    host, port = config["cluster"]["worker"][0].rsplit(":", 1)
-    store = dist.TCPStore(host, int(port) + 1, workers, config["task"]["index"] == 0,
-                          timeout=datetime.timedelta(seconds=120))
-    if store.add("arrived", 1) == workers:
-        store.set("go", "1")
-    store.wait(["go"])
-    return store  # kept until the run ends: its server lives in worker 0
+def run_store(args):
+    """The driver's TCPStore, which every process of a run reaches on --store-port: the driver
+    outlives them all, so no process's exit can break another's wait."""
+    return dist.TCPStore("127.0.0.1", args.store_port, None, False,
+                         datetime.timedelta(seconds=args.timeout))
 
 
-def timed(args, step, after_warmup=lambda: None, together=True):
-    """Runs step(i) --warmup times, calls after_warmup(), waits for every worker (together),
-    then runs step(i) --steps times on the clock: (start, end)."""
+def barrier(store, name, count):
+    """Returns when `count` processes have called barrier(store, name, count)."""
+    if store.add(name, 1) == count:
+        store.set(name + "/all", "1")
+    store.wait([name + "/all"])
+
+
+def timed(args, step, after_warmup=lambda: None, workers=1):
+    """Runs step(i) --warmup times, calls after_warmup(), waits for every worker (without
+    this an async worker would start its clock while another still loads its data), then runs
+    step(i) --steps times on the clock: (start, end)."""
     for i in range(args.warmup):
         step(i)
     after_warmup()
-    barrier = start_together() if together else None  # noqa: F841 (held to the end)
+    if workers > 1:
+        barrier(run_store(args), "start", workers)
     began = time.monotonic()
     for i in range(args.warmup, args.warmup + args.steps):
         step(i)
@@ -130,7 +132,7 @@ def run_single(args, template):
         loss_of(model, batches(i)).backward()
         optimizer.step()
 
-    began, ended = timed(args, step, together=False)
+    began, ended = timed(args, step)
     report(began, ended, args.steps * args.batch)
     return 0
 
@@ -155,7 +157,7 @@ def run_actorps(args, template):
     copied = []  # (binding, adapter) bytes after the warm-up: counted as the clock is
 
     began, ended = timed(args, step, lambda: copied.extend(
-        (actorps.bytes_copied(), shards.bytes_copied)))
+        (actorps.bytes_copied(), shards.bytes_copied)), task.workers)
     task.finish()
     report(began, ended, args.steps * args.batch,
            binding_bytes_copied=actorps.bytes_copied() - copied[0],
@@ -212,7 +214,8 @@ def run_rpc(args, template):
     if rank == 0:
         SERVER = RpcParameterServer(template)
         rpc.init_rpc("ps", rank=0, world_size=1 + workers, rpc_backend_options=options)
-        rpc.shutdown()  # waits until every trainer has shut down too
+        rpc.shutdown()  # waits until every trainer shuts down too, but may return first:
+        run_store(args).wait(["left/all"])  # its exit, the rendezvous's end, would break theirs
         return 0
     batches = Batches(args, index, workers)
     model = copy.deepcopy(template)
@@ -226,8 +229,11 @@ def run_rpc(args, template):
         grad = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
         rpc.rpc_sync("ps", rpc_update, args=(grad,))
 
-    began, ended = timed(args, step)
+    began, ended = timed(args, step, workers=workers)
     rpc.shutdown()
+    store = run_store(args)
+    if store.add("left", 1) == workers:
+        store.set("left/all", "1")
     report(began, ended, args.steps * args.batch)
     return 0
 
@@ -244,7 +250,10 @@ def results_of(outputs):
 
 def run_config(args, config):
     """One run of a configuration in fresh processes: its record, or exits naming the failure."""
-    own = [sys.executable, os.path.abspath(__file__), "--steps", str(args.steps), "--warmup",
+    store = dist.TCPStore("127.0.0.1", 0, None, True, datetime.timedelta(seconds=args.timeout),
+                          wait_for_workers=False)  # this run's barriers (run_store)
+    own = [sys.executable, os.path.abspath(__file__), "--store-port", str(store.port),
+           "--steps", str(args.steps), "--warmup",
            str(args.warmup), "--batch", str(args.batch), "--layers", args.layers,
            "--data", args.data, "--timeout", str(args.timeout)]
     if config == "single":
@@ -290,8 +299,8 @@ def main():
             runs.append(run_config(args, config))
             print(f"torch_ps.py:   {runs[-1]['samples_per_s']} samples/s", file=sys.stderr,
                   flush=True)
-    median = {c: statistics.median(x["samples_per_s"] for x in runs if x["config"] == c)
-              for c in CONFIGS}
+    median = {c: round(statistics.median(x["samples_per_s"] for x in runs
+                                         if x["config"] == c), 1) for c in CONFIGS}
     copied = [x["bytes_copied_per_step"] for x in runs if "bytes_copied_per_step" in x]
     result = {
         "benchmark": "torch_ps", "model": "mlp:" + args.layers, "optimizer": f"adam lr {LR}",
