@@ -54,7 +54,7 @@ def _echo(task, echo):
             sys.stdout.flush()
 
 
-def launch(argv, ps, workers, timeout=600, echo=True, env=None):
+def launch(argv, ps, workers, timeout=600, echo=True):
     """Runs argv once per task (workers first: their connect retries until the ps listens) and
     waits for all. Returns the tasks (ps tasks first), each with .returncode (-9: stopped
     because another failed or time ran out) and .output."""
@@ -63,7 +63,7 @@ def launch(argv, ps, workers, timeout=600, echo=True, env=None):
     ended = queue.Queue()  # tasks, as their process ends
     readers = []
     for task in tasks[ps:] + tasks[:ps]:
-        task_env = dict(env or os.environ, TF_CONFIG=json.dumps(
+        task_env = dict(os.environ, TF_CONFIG=json.dumps(
             {"cluster": cluster, "task": {"type": task.kind, "index": task.index}}))
         task.proc = subprocess.Popen(argv, env=task_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
