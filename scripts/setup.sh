@@ -37,4 +37,11 @@ fi
 if [ "${ACTORPS_SKIP_BUILD:-0}" != 1 ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
   cmake --build build -j "$(nproc)"
+  # `python3 -c "import actorps"` from anywhere: the user's site directory gets a .pth file
+  # naming build/python (an editable install: a rebuild is seen at once, nothing is copied).
+  if [ -f build/python/actorps/__init__.py ]; then
+    site=$(/usr/bin/python3 -m site --user-site)
+    mkdir -p "$site"
+    echo "$PWD/build/python" > "$site/actorps-build.pth"
+  fi
 fi
