@@ -85,6 +85,15 @@ struct train_options {
   /// root of them), which must be this run's: the same model, data rows, batch, seed, shards
   /// and workers ("" start fresh). The metrics file is then appended to.
   std::string resume;
+  /// Fault injection (train() only), as `--kill ROLE:I@clock=C`: the actor `role`:`index`
+  /// ("worker", "ps" or "evaluator") is killed once the global clock reaches `at_clock`, and the
+  /// runtime recovers as from a real loss (a shard: from the newest checkpoint).
+  struct kill_at {
+    std::string role;
+    int32_t index = 0;
+    int64_t at_clock = 0;
+  };
+  std::vector<kill_at> kills;
 };
 
 /// Trains to the end and returns the summary (final test metrics, samples/s, staleness, the

@@ -1,4 +1,5 @@
 // train(): a whole run in this process, the runtime owning the loop (actors/ps.hpp).
+#include "actors/chief/role_id.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
@@ -73,6 +74,26 @@ caf::error plan_checkpoints(const train_options& o, chief_config& c) {
   return {};
 }
 
+/// The planned kills of train_options, checked as --kill checks them.
+caf::error plan_kills(const train_options& o, chief_config& c) {
+  for (const auto& k : o.kills) {
+    auto kind = role_kind_named(k.role);
+    auto what = "kill " + k.role + ":" + std::to_string(k.index) + "@clock="
+                + std::to_string(k.at_clock);
+    if (!kind) return bad_option(what + ": the role is one of worker, ps, evaluator");
+    int limit = *kind == role_kind::worker ? o.workers : *kind == role_kind::ps ? o.ps : 1;
+    if (k.index < 0 || k.index >= limit)
+      return bad_option(what + ": the index is 0.." + std::to_string(limit - 1));
+    if (k.at_clock < 0) return bad_option(what + ": the clock is 0 or more");
+    planned_kill planned;
+    planned.target = *kind;
+    planned.index = k.index;
+    planned.at_clock = k.at_clock;
+    c.kills.push_back(planned);
+  }
+  return {};
+}
+
 } // namespace
 
 namespace detail {
@@ -132,6 +153,7 @@ caf::expected<run_summary> train(const train_options& o) {
   sim->chief.test = std::move(test_split);
   sim->chief.source = o.source;
   if (auto err = plan_checkpoints(o, sim->chief)) return err;
+  if (auto err = plan_kills(o, sim->chief)) return err;
   return simulate(std::move(*sim));
 }
 

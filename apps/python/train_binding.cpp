@@ -257,7 +257,8 @@ void bind_train(py::module_& m) {
        float momentum, const std::string& schedule, int batch, double epochs, int64_t steps,
        int64_t eval_every, uint64_t seed, const std::string& metrics, bool progress,
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
-       const std::string& resume) {
+       const std::string& resume,
+       const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill) {
       train_options o;
       o.ps = ps;
       o.workers = workers;
@@ -276,6 +277,7 @@ void bind_train(py::module_& m) {
       o.checkpoint_dir = checkpoint_dir;
       o.checkpoint_every = checkpoint_every;
       o.resume = resume;
+      for (const auto& [role, index, clock] : kill) o.kills.push_back({role, index, clock});
       return train_python(std::move(model), train_split, test_split, o);
     },
     py::arg("model"), py::arg("train"), py::arg("test"), py::kw_only(), py::arg("ps") = 2,
@@ -285,6 +287,7 @@ void bind_train(py::module_& m) {
     py::arg("steps") = 0, py::arg("eval_every") = 0, py::arg("seed") = 1,
     py::arg("metrics") = "", py::arg("progress") = false, py::arg("threads") = 0,
     py::arg("checkpoint_dir") = "", py::arg("checkpoint_every") = 0, py::arg("resume") = "",
+    py::arg("kill") = std::vector<std::tuple<std::string, int32_t, int64_t>>{},
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`). model: .spec (an actorps.ModelSpec, dense tensors; its name "
     "registers the plug-in for the run), .step(worker, clock, params, grad, x, y) -> the mean "
@@ -294,7 +297,9 @@ void bind_train(py::module_& m) {
     "with the GIL from the worker's or evaluator's own thread. train and test: (x float32 "
     "rows x cols, y integer labels). checkpoint_dir, checkpoint_every (global clocks; 0: the "
     "last only) and resume (a checkpoint directory of this run) as --checkpoint-dir, "
-    "--checkpoint-every and --resume. Returns the run's summary as a dict, with the final "
+    "--checkpoint-every and --resume. kill: fault injection as --kill, a list of (role, "
+    "index, clock): that actor is killed when the global clock reaches clock and the runtime "
+    "recovers (a lost shard from the newest checkpoint). Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");
 }

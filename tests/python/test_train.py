@@ -7,6 +7,7 @@ regression in NumPy).
 - A second run resumes from that checkpoint to clock 12: its steps start at clock 8 (the
   clock continues), the parameters its first step sees are the first run's final ones, and
   it ends at clock 12 having trained on.
+- Killed actors (a worker, a shard) are recovered by the runtime and the run ends on time.
 - A step() that raises ends the run with RuntimeError naming the exception."""
 import json
 import os
@@ -114,6 +115,30 @@ class Train(unittest.TestCase):
             self.assertEqual(evaluation_accuracies(os.path.join(tmp, "two.jsonl")),
                              second.accuracies[:len(evaluation_accuracies(
                                  os.path.join(tmp, "two.jsonl")))])
+
+    def test_a_lost_worker_and_a_lost_shard_are_recovered(self):
+        # The runtime owns recovery: worker 1 killed at clock 3 is replaced, shard 0 killed at
+        # clock 6 sends the run back to the checkpoint at clock 4, and the run ends at 12.
+        with tempfile.TemporaryDirectory() as tmp:
+            model = SoftmaxModel()
+            out = self.run_model(model, steps=12, checkpoint_dir=tmp, checkpoint_every=4,
+                                 kill=[("worker", 1, 3), ("ps", 0, 6)],
+                                 metrics=os.path.join(tmp, "run.jsonl"))
+            self.assertEqual(out["clocks"], 12)
+            self.assertEqual(out["failures"], 2)
+            self.assertEqual(out["recoveries"], 2)
+            with open(os.path.join(tmp, "run.jsonl")) as f:
+                events = [json.loads(line)["event"] for line in f]
+            self.assertEqual(events.count("failure"), 2)
+            self.assertEqual(events.count("recovery"), 2)
+            # clocks after the checkpoint at 4 were stepped again after the rollback
+            clocks = [c for w, c, _ in model.steps if w == 0]
+            self.assertGreater(len(clocks), len(set(clocks)))
+            self.assertEqual(sorted(set(clocks)), list(range(12)))
+            self.assertTrue(np.isfinite(out["parameters"]).all())
+            self.assertGreater(out["final_test_accuracy"], 0.6)
+        with self.assertRaisesRegex(actorps.Error, "the index is 0..1"):
+            self.run_model(SoftmaxModel(), steps=4, kill=[("ps", 2, 1)])
 
     def test_resume_of_another_run_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
