@@ -28,6 +28,8 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.backend = backends_text(st);
   sum.failures = st.failures;
   sum.recoveries = st.recoveries;
+  sum.failovers = st.failovers;
+  sum.rereplications = st.rereplications;
   sum.checkpoints = st.checkpoints;
   sum.checkpoint_failures = st.checkpoint_failures;
   sum.checkpoint_error = st.checkpoint_error;
@@ -98,6 +100,8 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
                   .add("max_parameter", sum.max_parameter)
                   .add("failures", sum.failures)
                   .add("recoveries", sum.recoveries)
+                  .add("failovers", sum.failovers)
+                  .add("rereplications", sum.rereplications)
                   .add("checkpoints", sum.checkpoints)
                   .add("checkpoint_failures", sum.checkpoint_failures)
                   .add("resumed_from", sum.resumed_from)
