@@ -162,17 +162,24 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
       [=](int64_t apart) {
         auto& st = self->state;
         if (st.shards[s] != promoted || st.phase != run_phase::training) return;
+        // The shard's count of deduplicated pushes before and after the re-sent ones: the
+        // first request is in its mailbox before any worker is told to re-send, the second
+        // after every re-sent push (the workers sent them before answering).
+        auto before = std::make_shared<int64_t>(-1);
+        self->request(promoted, st.cfg.request_timeout, stats_atom::value)
+          .then([=](const shard_stats& stats) {
+                  *before = static_cast<int64_t>(stats.pushes_deduplicated);
+                },
+                [=](caf::error&) {});
         reroute_workers(self, s, promoted, [=](int32_t resent) {
           auto ms = ms_since(detected);
           auto& st = self->state;
           ++st.failovers;
           record_recovery(self, ps_role(s), detected, st.global_clock(), 0);
-          // The re-sent pushes are in the shard's mailbox before this request (the workers
-          // sent them before answering): its count includes them.
           self->request(promoted, st.cfg.request_timeout, stats_atom::value)
             .then([=](const shard_stats& stats) {
-                    write_failover(self, s, ms, apart, resent,
-                                   static_cast<int64_t>(stats.pushes_deduplicated));
+                    auto after = static_cast<int64_t>(stats.pushes_deduplicated);
+                    write_failover(self, s, ms, apart, resent, *before < 0 ? -1 : after - *before);
                   },
                   [=](caf::error&) { write_failover(self, s, ms, apart, resent, -1); });
           build_standby(self, s, true);
