@@ -230,3 +230,18 @@ TEST_CASE("a worker replaced while its shards replicate: leave, rejoin and admit
   CHECK(run->shard_stats_list[0].updates == run->shard_stats_list[1].updates);
   CHECK(run->shard_stats_list[0].updates == 60);
 }
+
+TEST_CASE("a standby that cannot take its primary's state is dropped and the primary serves on") {
+  test::shard_fixture f(test::tiny_spec(consistency::async, 1));
+  auto wrong = spawn_ps_shard(*f.sys, 3);  // another shard's index: the state is not its own
+  bool refused = false;
+  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
+                     caf::actor_cast<caf::strong_actor_ptr>(wrong))
+    .receive([&](uint64_t) {}, [&](caf::error&) { refused = true; });
+  CHECK(refused);
+  auto reply = f.push_pull(f.push_of(0, 0, 1.0f));  // applied at once: no standby waits
+  REQUIRE(reply);
+  CHECK((*reply)[0] == f.initial[0] - 1.0f);
+  CHECK(f.stats().replicated_bytes > 0);  // the image it tried to send, and nothing after it
+  (*f.self)->send_exit(wrong, caf::exit_reason::user_shutdown);
+}

@@ -81,6 +81,9 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
     event.add("sparse_rows", table_rows(sum));
   if (!sum.stopped_by.empty())
     event.add("stopped_by", sum.stopped_by).add("stopped_at", sum.stopped_at);
+  uint64_t replicated = 0;  // to the standbys (--replicas 1): forwarded pushes and images
+  for (const auto& s : sum.shard_stats_list) replicated += s.replicated_bytes;
+  if (replicated > 0) event.add("replicated_bytes", replicated);
   metrics.write(event
                   .add("samples_per_s", sum.samples_per_s)
                   .add("max_staleness", sum.max_staleness)

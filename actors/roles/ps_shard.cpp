@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <memory>
+#include <type_traits>
 
 namespace actorps {
 
@@ -165,10 +166,13 @@ bool replicating(const ps_shard_state& st) { return st.standby || !st.queue.idle
 
 /// Applies `apply` once the standby has acknowledged `msg` (and everything before it is
 /// applied), or in its turn when there is no standby. A standby that is gone is dropped: what
-/// waits is applied unprotected (the chief builds another). A standby refusing the operation
-/// refuses what the primary's own checks, run again in `apply`, refuse too.
+/// waits is applied unprotected (the chief builds another). A standby refusing an operation
+/// refuses what the primary's own checks, run again in `apply`, refuse too; one refusing the
+/// state image holds nothing and is dropped. No timeout: the standby is in this process, and
+/// a request to it fails at once when it is gone.
 template <class... Ts>
 void replicate(self_ptr self, std::function<void()> apply, Ts... msg) {
+  constexpr bool image = (std::is_same_v<Ts, replica_image> || ...);
   auto& st = self->state;
   if (!st.standby) return st.queue.run_or_queue(std::move(apply));
   auto ticket = st.queue.expect(std::move(apply));
@@ -177,7 +181,7 @@ void replicate(self_ptr self, std::function<void()> apply, Ts... msg) {
     .then([=](caf::ok_atom) { self->state.queue.complete(ticket); },
           [=](caf::error& err) {
             auto& st = self->state;
-            if (err.category() != error_category && st.standby == standby) {
+            if ((image || err.category() != error_category) && st.standby == standby) {
               st.standby = nullptr;
               log_line(st.who(), "standby lost (" + describe(err) + "); serving unprotected");
             }
