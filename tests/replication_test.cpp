@@ -245,3 +245,26 @@ TEST_CASE("a standby that cannot take its primary's state is dropped and the pri
   CHECK(f.stats().replicated_bytes > 0);  // the image it tried to send, and nothing after it
   (*f.self)->send_exit(wrong, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a checkpoint in flight at a lost primary is abandoned and the next ones complete") {
+  test::scratch_dir dir;
+  auto opts = replicated_run(consistency::sync, fs::path(dir.path), 80);
+  opts.chief.checkpoints.dir = (fs::path(dir.path) / "ckpt").string();
+  opts.chief.checkpoints.every = 4;  // one is nearly always in flight, held or being written
+  opts.chief.spec.checkpoint_every = 4;
+  // a checkpoint asked of a primary that is then lost would never be answered: the run would
+  // wait for it until this timeout, and count it failed
+  opts.chief.request_timeout = std::chrono::seconds(20);
+  opts.chief.kills = {ps_kill(0, 21), ps_kill(1, 42), ps_kill(0, 63)};
+  auto started = std::chrono::steady_clock::now();
+  auto run = simulate(std::move(opts));
+  REQUIRE(run);
+  CHECK(run->failovers == 3);
+  CHECK(run->checkpoint_failures == 0);
+  CHECK(run->checkpoints >= 5);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(20));
+  auto metrics = (fs::path(dir.path) / "run.jsonl").string();
+  auto checkpoints = test::metrics_events(metrics, "checkpoint");
+  REQUIRE_FALSE(checkpoints.empty());
+  CHECK(checkpoints.back()["clock"] == 80);  // the final one
+}

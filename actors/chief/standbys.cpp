@@ -157,6 +157,8 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
   st.shards[s] = promoted;
   record_failure(self, ps_role(s), caf::to_string(dm.reason),
                  "its standby takes over; nothing goes back to a checkpoint");
+  // The lost primary held or was writing its part of it: it would never answer.
+  abandon_checkpoint(self, ps_role(s).text() + " was lost");
   self->request(promoted, st.cfg.request_timeout, promote_atom::value)
     .then(
       [=](int64_t apart) {

@@ -213,6 +213,9 @@ void maybe_checkpoint(self_ptr self);
 /// calls `then` once it is written, has failed (counted) or was refused as
 /// checkpoint_superseded or checkpoint_clock_passed (not counted); one at a time.
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then);
+/// The checkpoint in flight will not complete (a shard it asked is lost): its answers are
+/// ignored from now on, and what waited for it (the next checkpoint, the final one) goes on.
+void abandon_checkpoint(self_ptr self, const std::string& why);
 /// Training is over: writes the final checkpoint (if any) and calls `then` once it is done.
 void final_checkpoint(self_ptr self, std::function<void()> then);
 /// Restores every shard from `ckpt` (or to the initial values when null), then calls `done`;
