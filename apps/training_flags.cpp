@@ -220,7 +220,11 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
      "worker, ps, evaluator); process@checkpoint=C SIGKILLs this process once the first shard "
      "file of the checkpoint at clock C is on disk (a crash between shard files); "
-     "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would");
+     "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would")
+    ("replicas", po::value(&o.replicas)->default_value(o.replicas),
+     "hot standbys per parameter shard: 0 (a lost shard sends the run back to the newest "
+     "checkpoint) or 1 (each shard has a standby holding every acknowledged push; a lost "
+     "primary's standby takes over and nothing is lost, then a new standby is built)");
 }
 
 planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at,
@@ -393,6 +397,7 @@ checked_flags check_training_flags(const training_flags& o) {
   require(o.keep >= 1, "keep", o.keep, "must be at least 1");
   require(o.checkpoint_every >= 0, "checkpoint-every", o.checkpoint_every, "must be 0 or more");
   require(o.max_replacements >= 0, "max-replacements", o.max_replacements, "must be 0 or more");
+  require(o.replicas == 0 || o.replicas == 1, "replicas", o.replicas, "must be 0 or 1");
   if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
     throw usage_error("--checkpoint-every needs --checkpoint-dir");
   for (const auto& kills : o.kill) {  // repeatable, and each may list several: a,b,c
@@ -442,6 +447,7 @@ training_plan build_training_plan(const training_flags& o, const checked_flags& 
   plan.data = v.data;
   set_run_length(o, v.train_rows, c);
   c.max_replacements = o.max_replacements;
+  c.replicas = o.replicas;
   c.bounds = o.bounds;
   auto& ck = c.checkpoints;
   ck.dir = o.checkpoint_dir;
@@ -548,6 +554,9 @@ int print_summary(const run_summary& s) {
                 s.checkpoints);
     if (s.resumed_from >= 0)
       std::printf(", resumed from clock %lld", static_cast<long long>(s.resumed_from));
+    if (s.failovers > 0 || s.rereplications > 0)
+      std::printf(", fail-overs to a standby %d, standbys rebuilt %d", s.failovers,
+                  s.rereplications);
     std::printf("\n");
   }
   if (s.checkpoint_failures == 0) return 0;

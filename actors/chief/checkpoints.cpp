@@ -90,6 +90,14 @@ void chief_writes(self_ptr self, const std::string& dir, int64_t clock, file_wri
 
 } // namespace
 
+void abandon_checkpoint(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.checkpoint_in_flight) return;
+  ++st.checkpoint_generation;  // its late answers, if any, change nothing
+  log_line("chief", "the checkpoint in flight is abandoned (" + why + "); a newer one follows");
+  checkpoint_over(self);
+}
+
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto& st = self->state;
   st.checkpoint_in_flight = true;

@@ -94,6 +94,9 @@ struct chief_config {
   checkpoint_config checkpoints;
   std::vector<planned_kill> kills;
   int max_replacements = 3;       ///< per role index; then the run goes on without it
+  /// Hot standbys per shard (--replicas): 0 none (a lost shard rolls back to a checkpoint), 1 a
+  /// standby that takes over (simulate only; actors/roles/replication.hpp).
+  int replicas = 0;
   /// The bounds of the shards this process spawns (simulate; kernels/value_bounds.hpp). A
   /// distributed run's ps tasks take theirs from their own flags (deployment_options::shard).
   value_bounds bounds;

@@ -302,6 +302,7 @@ void begin_training(self_ptr self) {
   auto every = st.cfg.eval_every;
   st.next_eval = every > 0 ? (st.start_clock / every + 1) * every : 0;
   st.start = std::chrono::steady_clock::now();
+  build_missing_standbys(self, false);
   for (auto& w : st.workers) self->send(w, start_atom::value);
   schedule_timed_kills(self);
   start_late_evaluator(self);  // joined from outside the cluster while the roles started
@@ -328,6 +329,7 @@ void stop_run(self_ptr self) {
   for (auto& n : st.worker_nodes) stop(n);
   stop(st.evaluator_node);
   for (auto& s : st.shards) stop(s);
+  for (auto& s : st.standbys) stop(s);
   stop(st.io);
   if (st.cfg.remote) {
     // Stay until every task process has stopped (its down message): quitting at once could end

@@ -105,6 +105,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
     wc.source = st.cfg.source;
     wc.shards = st.shards;
     wc.chief = self;
+    wc.standbys = st.cfg.replicas > 0;
     st.workers[w] = spawn_worker(self->system(), std::move(wc));
     self->monitor(st.workers[w]);
     st.live[w] = true;

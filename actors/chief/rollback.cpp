@@ -55,6 +55,7 @@ bool node_present(const chief_state& st, role_id role) {
 void resume_training(self_ptr self, int64_t clock) {
   auto& st = self->state;
   enter(self, run_phase::training);
+  build_missing_standbys(self, true);
   for (auto& w : st.workers)
     if (w) self->send(w, start_atom::value);
   record_recovery(self, ps_role(st.rollback.shard), st.rollback.detected, clock,
@@ -208,6 +209,7 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
     st.rollback = {s, st.global_clock(), std::chrono::steady_clock::now()};
   }
   ++st.rollbacks;
+  drop_standbys(self);     // they hold the state being replaced; built again when it resumes
   st.shards[s] = nullptr;  // filled again when it is back
   stop_roles(self);
   wait_for_shards(self);

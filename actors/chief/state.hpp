@@ -101,6 +101,12 @@ struct chief_state {
   // Each is the start's one answer, emptied once given.
   std::map<int32_t, std::shared_ptr<std::function<void(bool)>>> pending_starts;
 
+  // hot standbys (--replicas 1; standbys.cpp)
+  std::vector<ps_shard_actor> standbys;  // index = shard id; null: none
+  std::vector<bool> standby_ready;       // it holds its primary's state (the image acknowledged)
+  int failovers = 0;                     // lost primaries whose standby took over
+  int rereplications = 0;                // standbys built again from a live primary
+
   // evaluations
   evaluation eval_in_flight = evaluation::none;
   // An abandoned evaluation (its evaluator lost) may still answer while a newer one is in
@@ -207,6 +213,9 @@ void maybe_checkpoint(self_ptr self);
 /// calls `then` once it is written, has failed (counted) or was refused as
 /// checkpoint_superseded or checkpoint_clock_passed (not counted); one at a time.
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then);
+/// The checkpoint in flight will not complete (a shard it asked is lost): its answers are
+/// ignored from now on, and what waited for it (the next checkpoint, the final one) goes on.
+void abandon_checkpoint(self_ptr self, const std::string& why);
 /// Training is over: writes the final checkpoint (if any) and calls `then` once it is done.
 void final_checkpoint(self_ptr self, std::function<void()> then);
 /// Restores every shard from `ckpt` (or to the initial values when null), then calls `done`;
@@ -243,6 +252,20 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
 void on_rejoined_shard(self_ptr self, int32_t index);
 /// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
 void on_rejoin_due(self_ptr self, uint64_t rollback);
+
+// standbys.cpp
+/// Spawns shard s's standby and has its primary hand it the state (training goes on); `rebuilt`:
+/// not the first one, a "rereplicated" event once it holds the state. Nothing without
+/// --replicas, in a distributed run, or while s has a standby already.
+void build_standby(self_ptr self, int32_t s, bool rebuilt);
+void build_missing_standbys(self_ptr self, bool rebuilt);
+/// Stops every standby (a rollback replaces the state they hold).
+void drop_standbys(self_ptr self);
+/// Whether the down message is a standby's (then handled: dropped and built again).
+bool on_standby_down(self_ptr self, const caf::down_msg& dm);
+/// Primary s is lost: its standby takes over when it has a ready one (true), else false (the
+/// caller rolls back).
+bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm);
 
 // placement.cpp
 /// Spawns the shards (simulate) or checks every ps task has joined (distributed), then

@@ -28,6 +28,8 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.backend = backends_text(st);
   sum.failures = st.failures;
   sum.recoveries = st.recoveries;
+  sum.failovers = st.failovers;
+  sum.rereplications = st.rereplications;
   sum.checkpoints = st.checkpoints;
   sum.checkpoint_failures = st.checkpoint_failures;
   sum.checkpoint_error = st.checkpoint_error;
@@ -79,6 +81,9 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
     event.add("sparse_rows", table_rows(sum));
   if (!sum.stopped_by.empty())
     event.add("stopped_by", sum.stopped_by).add("stopped_at", sum.stopped_at);
+  uint64_t replicated = 0;  // to the standbys (--replicas 1): forwarded pushes and images
+  for (const auto& s : sum.shard_stats_list) replicated += s.replicated_bytes;
+  if (replicated > 0) event.add("replicated_bytes", replicated);
   metrics.write(event
                   .add("samples_per_s", sum.samples_per_s)
                   .add("max_staleness", sum.max_staleness)
@@ -98,6 +103,8 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
                   .add("max_parameter", sum.max_parameter)
                   .add("failures", sum.failures)
                   .add("recoveries", sum.recoveries)
+                  .add("failovers", sum.failovers)
+                  .add("rereplications", sum.rereplications)
                   .add("checkpoints", sum.checkpoints)
                   .add("checkpoint_failures", sum.checkpoint_failures)
                   .add("resumed_from", sum.resumed_from)

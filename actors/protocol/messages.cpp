@@ -12,6 +12,8 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<shard_stats>("actorps::shard_stats");
   cfg.add_message_type<std::vector<shard_stats>>("std::vector<actorps::shard_stats>");
   cfg.add_message_type<run_summary>("actorps::run_summary");
+  cfg.add_message_type<replica_image>("actorps::replica_image");
+  cfg.add_message_type<std::vector<int64_t>>("std::vector<int64_t>");
   cfg.add_message_type<std::vector<uint32_t>>("std::vector<uint32_t>");
   cfg.add_message_type<file_record>("actorps::file_record");
   cfg.add_message_type<std::vector<file_record>>("std::vector<actorps::file_record>");

@@ -49,6 +49,11 @@ using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using link_atom = caf::atom_constant<caf::atom("link")>;
 using shard_atom = caf::atom_constant<caf::atom("shard")>;
 using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
+// hot standbys (actors/roles/replication.hpp)
+using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
+using backup_atom = caf::atom_constant<caf::atom("backup")>;
+using promote_atom = caf::atom_constant<caf::atom("promote")>;
+using reroute_atom = caf::atom_constant<caf::atom("reroute")>;
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -106,6 +111,8 @@ struct shard_stats {
   float max_gradient = 0;            ///< the largest |gradient value| seen in every 16th push
                                      ///< accepted (a statistic, not a bound)
   uint64_t refused_unauthorised = 0; ///< messages its sender's task may not send (TLS roles)
+  uint64_t pushes_deduplicated = 0;  ///< re-sent pushes a promoted standby had applied already
+  uint64_t replicated_bytes = 0;     ///< sent to its standby: forwarded pushes and state images
 };
 
 template <class Inspector>
@@ -113,7 +120,27 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.updates, x.pushes, x.dropped,
            x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
-           x.max_gradient, x.refused_unauthorised);
+           x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes);
+}
+
+/// A shard's whole state as its new standby takes it over (replication.hpp): the values,
+/// optimizer state and rows as a ShardCheckpoint, the clock table, and in sync mode the pushes
+/// of the clock being accumulated, which the standby replays (so that their gradients and kept
+/// rows are the primary's, bit for bit).
+struct replica_image {
+  wire_buffer checkpoint;               ///< ShardCheckpoint of the applied state
+  std::vector<int64_t> finished;        ///< per worker, before the replayed pushes
+  std::vector<uint32_t> live;           ///< per worker, 1: live
+  std::vector<uint32_t> incarnations;   ///< per worker
+  std::vector<wire_buffer> pending;     ///< sync: the pushes of the clock being accumulated
+  shard_stats stats;                    ///< the primary's counters, continued by the standby
+  uint64_t init_digest = 0;             ///< of the init installed (an identical init is a no-op)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, replica_image& x) {
+  return f(caf::meta::type_name("replica_image"), x.checkpoint, x.finished, x.live,
+           x.incarnations, x.pending, x.stats, x.init_digest);
 }
 
 /// What a finished run returns to whoever started it.
@@ -144,6 +171,8 @@ struct run_summary {
   std::string backend;
   int32_t failures = 0;          ///< roles lost (killed, crashed, unreachable)
   int32_t recoveries = 0;        ///< losses the run recovered from (replaced, restored)
+  int32_t failovers = 0;         ///< lost primaries whose standby took over (--replicas 1)
+  int32_t rereplications = 0;    ///< standbys built from a live primary after the first ones
   int32_t checkpoints = 0;       ///< checkpoints completed
   int32_t checkpoint_failures = 0;  ///< checkpoints that failed to write (the previous one stays)
   std::string checkpoint_error;  ///< why the last one that failed did
@@ -164,7 +193,7 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
            x.gradients_refused, x.updates_refused, x.checkpoints_refused,
            x.refused_unauthorised, x.max_gradient,
            x.max_parameter, x.backend, x.failures,
-           x.recoveries, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
+           x.recoveries, x.failovers, x.rereplications, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
            x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters);
 }
 
@@ -205,7 +234,25 @@ using ps_shard_actor = caf::typed_actor<
   // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
   // every worker is live at its clock, expected with the given incarnation. Held pulls and
   // checkpoints are answered with rolled_back.
-  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>>;
+  caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
+  // --- hot standby (replication.hpp); sent by the primary to its standby, or by the chief ---
+  // (replicate, Push) -> ok: the standby applies a push its primary accepted, as the primary will.
+  caf::replies_to<replicate_atom, wire_buffer>::with<caf::ok_atom>,
+  // (replicate, leave | rejoin, worker) -> ok, (replicate, admit, worker, clock, incarnation)
+  // -> ok: the standby applies the clock-table change its primary is about to apply.
+  caf::replies_to<replicate_atom, leave_atom, int32_t>::with<caf::ok_atom>,
+  caf::replies_to<replicate_atom, rejoin_atom, int32_t>::with<caf::ok_atom>,
+  caf::replies_to<replicate_atom, admit_atom, int32_t, int64_t, uint32_t>::with<caf::ok_atom>,
+  // (replicate, image) -> ok: the standby takes over its primary's whole state.
+  caf::replies_to<replicate_atom, replica_image>::with<caf::ok_atom>,
+  // (backup, standby) -> bytes: from the chief: `standby` (a ps_shard_actor: the alias cannot
+  // name itself) is this shard's standby from now on; answered with the image's bytes once the
+  // standby holds the state.
+  caf::replies_to<backup_atom, caf::strong_actor_ptr>::with<uint64_t>,
+  // (promote) -> clocks in flight: from the chief: this standby is the primary now (its primary
+  // is lost); a push it already applied, re-sent, is answered without applying it again.
+  // Answers how many clocks the workers are apart on it (max finished - min).
+  caf::replies_to<promote_atom>::with<int64_t>>;
 
 /// What a ps process publishes on its address (distributed runs): it knows where its shard is
 /// and where the process's data link listens, so that the shard itself knows nothing of sockets.
@@ -237,7 +284,10 @@ using worker_actor = caf::typed_actor<
   // (start): begin training.
   caf::reacts_to<start_atom>,
   // (step): push the gradient computed last (sent to itself after a straggler delay).
-  caf::reacts_to<step_atom>>;
+  caf::reacts_to<step_atom>,
+  // (reroute, shard, actor) -> requests re-sent: the shard's standby took over (--replicas 1):
+  // the request the worker has in flight to it goes again to `actor`, and every later one.
+  caf::replies_to<reroute_atom, int32_t, ps_shard_actor>::with<int32_t>>;
 
 /// The evaluator: (eval, clock) -> the test metrics of a fresh parameter snapshot.
 using evaluator_actor = caf::typed_actor<

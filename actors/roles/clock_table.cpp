@@ -12,6 +12,15 @@ clock_table::clock_table(std::size_t workers, int64_t clock, int32_t bound,
   recompute_min();
 }
 
+clock_table::clock_table(std::vector<int64_t> finished, const std::vector<uint32_t>& live,
+                         int32_t bound, std::vector<uint32_t> incarnations)
+  : finished_(std::move(finished)), live_(live.begin(), live.end()),
+    incarnation_(std::move(incarnations)), bound_(bound) {
+  live_.resize(finished_.size(), false);
+  incarnation_.resize(finished_.size(), 0);
+  recompute_min();
+}
+
 std::size_t clock_table::live_count() const {
   return static_cast<std::size_t>(std::count(live_.begin(), live_.end(), true));
 }

@@ -30,6 +30,17 @@ public:
   clock_table(std::size_t workers, int64_t clock, int32_t bound,
               std::vector<uint32_t> incarnations = {});
 
+  /// A table as another shard's was (a standby taking over its primary's, replication.hpp):
+  /// worker w has finished finished[w] clocks, is live when live[w] != 0, and pushes as
+  /// incarnations[w]. The three have one entry per worker.
+  clock_table(std::vector<int64_t> finished, const std::vector<uint32_t>& live, int32_t bound,
+              std::vector<uint32_t> incarnations);
+
+  /// Whether `worker` is live (as a 0/1 per worker, what the constructor above takes).
+  std::vector<uint32_t> live_flags() const { return std::vector<uint32_t>(live_.begin(), live_.end()); }
+  const std::vector<int64_t>& finished_clocks() const { return finished_; }
+  const std::vector<uint32_t>& incarnations() const { return incarnation_; }
+
   std::size_t workers() const { return finished_.size(); }
   bool known(int32_t worker) const {
     return worker >= 0 && static_cast<std::size_t>(worker) < finished_.size();

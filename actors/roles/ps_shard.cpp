@@ -2,6 +2,7 @@
 
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/clock_table.hpp"
+#include "actors/roles/replication.hpp"
 #include "actors/roles/shard_tables.hpp"
 #include "actors/net/rate_limited_log.hpp"
 #include "actors/storage/checkpoint_io.hpp"
@@ -22,6 +23,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <memory>
+#include <type_traits>
 
 namespace actorps {
 
@@ -116,6 +118,12 @@ struct ps_shard_state {
   reply_cache cache;
   std::size_t init_digest = 0;      // of the init message installed (0: none, or restored)
 
+  // hot standby (replication.hpp)
+  ps_shard_actor standby;           // this primary's standby, if it has one
+  replication_queue queue;          // operations waiting for the standby's acknowledgement
+  bool promoted = false;            // a standby that took over: re-sent pushes deduplicated
+  std::vector<wire_buffer> round_pushes;  // sync: each worker's push of the clock accumulated
+
   bool initialized() const { return layout != nullptr; }
   std::string who() const { return "ps:" + std::to_string(shard); }
 };
@@ -148,6 +156,37 @@ caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
   log_refusal(st, "dropped " + what.substr(0, what.find(' ')),
               "dropped " + what + ": " + describe(err));
   return err;
+}
+
+// --- the standby (replication.hpp) ---------------------------------------------------------
+
+/// Whether an operation must wait its turn: a standby acknowledges it first, or operations
+/// accepted before it still wait for theirs.
+bool replicating(const ps_shard_state& st) { return st.standby || !st.queue.idle(); }
+
+/// Applies `apply` once the standby has acknowledged `msg` (and everything before it is
+/// applied), or in its turn when there is no standby. A standby that is gone is dropped: what
+/// waits is applied unprotected (the chief builds another). A standby refusing an operation
+/// refuses what the primary's own checks, run again in `apply`, refuse too; one refusing the
+/// state image holds nothing and is dropped. No timeout: the standby is in this process, and
+/// a request to it fails at once when it is gone.
+template <class... Ts>
+void replicate(self_ptr self, std::function<void()> apply, Ts... msg) {
+  constexpr bool image = (std::is_same_v<Ts, replica_image> || ...);
+  auto& st = self->state;
+  if (!st.standby) return st.queue.run_or_queue(std::move(apply));
+  auto ticket = st.queue.expect(std::move(apply));
+  auto standby = st.standby;
+  self->request(standby, caf::infinite, msg...)
+    .then([=](caf::ok_atom) { self->state.queue.complete(ticket); },
+          [=](caf::error& err) {
+            auto& st = self->state;
+            if ((image || err.category() != error_category) && st.standby == standby) {
+              st.standby = nullptr;
+              log_line(st.who(), "standby lost (" + describe(err) + "); serving unprotected");
+            }
+            st.queue.complete(ticket);
+          });
 }
 
 // --- pulls ----------------------------------------------------------------------------------
@@ -206,6 +245,20 @@ caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock
   auto promise = self->make_response_promise<wire_buffer>();
   st.held.push_back({worker, clock, promise, std::move(request), std::move(keys)});
   return promise;
+}
+
+/// serve_pull for a reply already promised (a push applied once its standby acknowledged it).
+void deliver_pull(self_ptr self, caf::typed_response_promise<wire_buffer> promise,
+                  int32_t worker, int64_t clock, wire_buffer request,
+                  std::vector<sparse_rows_view> keys) {
+  auto& st = self->state;
+  if (st.clocks.allowed(clock)) {
+    record_reply(st, clock);
+    promise.deliver(reply_with_rows(st, keys));
+    return;
+  }
+  ++st.stats.pulls_held;
+  st.held.push_back({worker, clock, std::move(promise), std::move(request), std::move(keys)});
 }
 
 /// Delivers every held pull the rule now allows, in arrival order.
@@ -505,6 +558,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
   st.sync.grads.assign(sync ? workers : 0, std::vector<float>(st.params.size()));
   st.sync.pushed.assign(workers, false);
+  st.round_pushes.assign(sync ? workers : 0, wire_buffer{});
   st.sync.sum.assign(sync ? st.params.size() : 0, 0.0f);
   st.snapshots.clear();
   st.asked_off_schedule.clear();
@@ -586,10 +640,11 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   return caf::ok_atom::value;
 }
 
-caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
-                                     std::vector<uint32_t> incarnations) {
-  if (auto err = refused_unless_chief(self, "restore")) return err;
-  auto& st = self->state;
+/// Replaces the whole state with the checkpoint in `buf`, every worker live at its clock with
+/// `incarnations`; held pulls and checkpoints are answered with rolled_back, `why` and the
+/// clock.
+caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
+                              std::vector<uint32_t> incarnations, const std::string& why) {
   auto saved = decode_shard_checkpoint(buf);
   if (!saved) return drop(st, "restore", saved.error());
   auto layout = layout_for(st, saved->spec);
@@ -613,10 +668,36 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
   if (auto err = tables.import_rows(saved->sparse)) return drop(st, "restore", std::move(err));
   install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt),
           std::move(tables), saved->clock, saved->newest_clock, std::move(incarnations),
-          make_error(errc::rolled_back, "restored to clock " + std::to_string(saved->clock)));
+          make_error(errc::rolled_back, why + std::to_string(saved->clock)));
   st.init_digest = 0;  // no init matches a restored state
-  log_line(st.who(), "restored to the checkpoint at clock " + std::to_string(saved->clock));
-  return caf::ok_atom::value;
+  return caf::none;
+}
+
+caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
+                                     std::vector<uint32_t> incarnations) {
+  if (auto err = refused_unless_chief(self, "restore")) return err;
+  auto& st = self->state;
+  // The standby holds the state being replaced: the chief builds a new one from the restored
+  // state. Operations still waiting for it are applied first, to the old state.
+  st.standby = nullptr;
+  auto restore = [=](const std::vector<uint32_t>& incarnations) -> caf::error {
+    auto& st = self->state;
+    auto err = install_checkpoint(st, buf, incarnations, "restored to clock ");
+    if (!err)
+      log_line(st.who(), "restored to the checkpoint at clock "
+                           + std::to_string(st.clocks.progress()));
+    return err;
+  };
+  if (st.queue.idle()) {
+    if (auto err = restore(incarnations)) return err;
+    return caf::ok_atom::value;
+  }
+  auto promise = self->make_response_promise<caf::ok_atom>();
+  st.queue.run_or_queue([=]() mutable {
+    if (auto err = restore(incarnations)) promise.deliver(std::move(err));
+    else promise.deliver(caf::ok_atom::value);
+  });
+  return promise;
 }
 
 caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
@@ -633,8 +714,62 @@ caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
   return serve_pull(self, worker, clock);
 }
 
+/// The error to refuse a decoded push with (counted and logged), or none.
+caf::error check_push(ps_shard_state& st, const push_view& push) {
+  auto err = validate(st, push);
+  if (!err) return err;
+  auto what = "push from worker " + std::to_string(push.worker);
+  if (err.category() != error_category
+      || (err.code() != static_cast<uint8_t>(errc::value_out_of_bounds)
+          && err.code() != static_cast<uint8_t>(errc::non_finite_value)))
+    return drop(st, what, std::move(err));
+  ++st.stats.dropped;  // refused like any invalid push, logged rate-limited
+  ++st.stats.gradients_refused;
+  log_refusal(st, "refused a gradient", "dropped " + what + ": " + describe(err));
+  return err;
+}
+
+/// Applies a valid push (`buf` holds it) through the min-rose path; returns the keys of the
+/// pull it carries.
+std::vector<sparse_rows_view> apply_push(self_ptr self, const wire_buffer& buf,
+                                         push_view& push) {
+  auto& st = self->state;
+  auto keys = std::move(push.pull_keys);
+  if (st.spec.mode == consistency::sync) st.round_pushes[push.worker] = buf;  // for an image
+  take_gradient(st, buf, push);  // before finish: async's rate is the one at the old min clock
+  ++st.stats.pushes;
+  on_min_rose(self, st.clocks.finish(push.worker, push.clock));
+  return keys;
+}
+
+/// Whether `push` is one this promoted standby applied already (forwarded by its primary, which
+/// was lost before answering it): the worker's clock table entry is past it.
+bool applied_before(const ps_shard_state& st, const push_view& push) {
+  return st.promoted && push.shard == st.shard && st.clocks.live(push.worker)
+         && push.incarnation == st.clocks.incarnation(push.worker)
+         && push.clock + 1 == st.clocks.finished(push.worker);
+}
+
+/// A push applied once its standby acknowledged it; the pusher's pull is answered through the
+/// promise made when it arrived.
+void apply_replicated_push(self_ptr self, const wire_buffer& buf,
+                           caf::typed_response_promise<wire_buffer> promise) {
+  auto& st = self->state;
+  auto push = decode_push(buf);  // decoded when it arrived: cannot fail now
+  if (!push) {
+    promise.deliver(push.error());
+    return;
+  }
+  if (auto err = check_push(st, *push)) {
+    promise.deliver(std::move(err));
+    return;
+  }
+  auto keys = apply_push(self, buf, *push);
+  deliver_pull(self, std::move(promise), push->worker, push->clock + 1, buf, std::move(keys));
+}
+
 /// A push for clock c, then the pusher's pull for c + 1, answered like any other pull once the
-/// push has been through the min-rose path.
+/// push has been through the min-rose path (and, with a standby, once the standby has it).
 caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
@@ -644,21 +779,22 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
                                               "push_pull as worker "
                                                 + std::to_string(push->worker))))
     return err;
-  if (auto err = validate(st, *push)) {
-    auto what = "push from worker " + std::to_string(push->worker);
-    if (err.category() != error_category
-        || (err.code() != static_cast<uint8_t>(errc::value_out_of_bounds)
-            && err.code() != static_cast<uint8_t>(errc::non_finite_value)))
-      return drop(st, what, std::move(err));
-    ++st.stats.dropped;  // refused like any invalid push, logged rate-limited
-    ++st.stats.gradients_refused;
-    log_refusal(st, "refused a gradient", "dropped " + what + ": " + describe(err));
-    return err;
+  if (applied_before(st, *push)) {
+    ++st.stats.pushes_deduplicated;
+    log_line(st.who(), "the push of worker " + std::to_string(push->worker) + " for clock "
+                         + std::to_string(push->clock) + " came again: applied once already");
+    auto keys = std::move(push->pull_keys);
+    return serve_pull(self, push->worker, push->clock + 1, buf, std::move(keys));
   }
-  auto keys = std::move(push->pull_keys);
-  take_gradient(st, buf, *push);  // before finish: async's rate is the one at the old min clock
-  ++st.stats.pushes;
-  on_min_rose(self, st.clocks.finish(push->worker, push->clock));
+  if (auto err = check_push(st, *push)) return err;
+  if (replicating(st)) {
+    if (st.standby) st.stats.replicated_bytes += buf.size_bytes();
+    auto promise = self->make_response_promise<wire_buffer>();
+    replicate(self, [=] { apply_replicated_push(self, buf, promise); }, replicate_atom::value,
+              buf);
+    return promise;
+  }
+  auto keys = apply_push(self, buf, *push);
   return serve_pull(self, push->worker, push->clock + 1, buf, std::move(keys));
 }
 
@@ -720,28 +856,21 @@ shard_stats on_stats(const ps_shard_state& st) {
   return stats;
 }
 
+void apply_leave(self_ptr self, int32_t worker);
+
 caf::result<void> on_leave(self_ptr self, int32_t worker) {
   auto& st = self->state;
   if (auto err = refused(st, authorise_chief_or_worker(current_role(self), worker,
                                                        "leave of worker "
                                                          + std::to_string(worker))))
     return err;
-  if (!st.initialized() || !st.clocks.live(worker)) return caf::unit;
-  st.sync.pushed[worker] = false;  // its gradient for the pending clock goes with it
-  st.tables.forget(worker);
-  auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
-    if (h.worker != worker) return false;
-    h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
-    return true;
-  });
-  st.held.erase(keep, st.held.end());
-  on_min_rose(self, st.clocks.leave(worker));
+  replicate(self, [=] { apply_leave(self, worker); }, replicate_atom::value, leave_atom::value,
+            worker);
   return caf::unit;
 }
 
-caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
-  if (auto err = refused_unless_chief(self, "rejoin")) return err;
-  auto& st = self->state;
+/// Rejoin's checks and effect: the clock the replacement counts as live at.
+caf::expected<int64_t> apply_rejoin(ps_shard_state& st, int32_t worker) {
   if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
   if (!st.clocks.known(worker) || st.clocks.live(worker))
     return drop(st, "rejoin", make_error(errc::unknown_worker,
@@ -751,9 +880,8 @@ caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
   return st.clocks.rejoin(worker);  // holds the min clock there until admit
 }
 
-caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
-                                   uint32_t incarnation) {
-  if (auto err = refused_unless_chief(self, "admit")) return err;
+/// Admit's checks and effect.
+caf::error apply_admit(self_ptr self, int32_t worker, int64_t clock, uint32_t incarnation) {
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "admit", make_error(errc::not_initialized));
   if (!st.clocks.live(worker) || clock < st.clocks.finished(worker))
@@ -761,7 +889,54 @@ caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
                                         "worker " + std::to_string(worker) + " at clock "
                                           + std::to_string(clock) + " was not rejoined below it"));
   on_min_rose(self, st.clocks.admit(worker, clock, incarnation));
-  return caf::ok_atom::value;
+  return caf::none;
+}
+
+/// Worker `worker` is gone: its pending gradient, kept rows and held pulls go with it.
+void apply_leave(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  if (!st.initialized() || !st.clocks.live(worker)) return;
+  st.sync.pushed[worker] = false;  // its gradient for the pending clock goes with it
+  st.tables.forget(worker);
+  auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
+    if (h.worker != worker) return false;
+    h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
+    return true;
+  });
+  st.held.erase(keep, st.held.end());
+  on_min_rose(self, st.clocks.leave(worker));
+}
+
+caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
+  if (auto err = refused_unless_chief(self, "rejoin")) return err;
+  auto& st = self->state;
+  if (!replicating(st)) {
+    auto clock = apply_rejoin(st, worker);
+    if (!clock) return std::move(clock.error());
+    return *clock;
+  }
+  auto promise = self->make_response_promise<int64_t>();
+  replicate(self, [=]() mutable {
+    auto clock = apply_rejoin(self->state, worker);
+    if (clock) promise.deliver(*clock);
+    else promise.deliver(std::move(clock.error()));
+  }, replicate_atom::value, rejoin_atom::value, worker);
+  return promise;
+}
+
+caf::result<caf::ok_atom> on_admit(self_ptr self, int32_t worker, int64_t clock,
+                                   uint32_t incarnation) {
+  if (auto err = refused_unless_chief(self, "admit")) return err;
+  if (!replicating(self->state)) {
+    if (auto err = apply_admit(self, worker, clock, incarnation)) return err;
+    return caf::ok_atom::value;
+  }
+  auto promise = self->make_response_promise<caf::ok_atom>();
+  replicate(self, [=]() mutable {
+    if (auto err = apply_admit(self, worker, clock, incarnation)) promise.deliver(std::move(err));
+    else promise.deliver(caf::ok_atom::value);
+  }, replicate_atom::value, admit_atom::value, worker, clock, incarnation);
+  return promise;
 }
 
 /// Why a checkpoint clock the shard has passed has no snapshot: dropped for newer ones (the
@@ -831,6 +1006,117 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
   return promise;
 }
 
+// --- the standby's side, and building one (replication.hpp) ---------------------------------
+
+/// The refusal of a replication message unless this process sent it (the primary and the
+/// standby share it in simulate; a deployment's standby in another ps task is not built yet).
+caf::error refused_unless_local(self_ptr self, const std::string& what) {
+  return refused(self->state, authorise_local(current_role(self), what));
+}
+
+/// (replicate, Push): the standby applies a push its primary accepted, as the primary will.
+caf::result<caf::ok_atom> on_replicated_push(self_ptr self, const wire_buffer& buf) {
+  if (auto err = refused_unless_local(self, "replicate")) return err;
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "replicated push", make_error(errc::not_initialized));
+  auto push = decode_push(buf);
+  if (!push) return drop(st, "replicated push", push.error());
+  if (auto err = check_push(st, *push)) return err;
+  apply_push(self, buf, *push);
+  return caf::ok_atom::value;
+}
+
+/// The state a new standby starts from: the applied state (nothing waits in the queue). In sync
+/// mode the pushes of the clock being accumulated travel as they came, to be replayed.
+replica_image make_image(const ps_shard_state& st) {
+  replica_image image;
+  image.checkpoint = encode_shard_checkpoint(
+    st.spec, st.shard, st.clocks.progress(), static_cast<uint64_t>(st.opt.step),
+    st.newest_clock, *st.layout, st.params.data(), st.opt.values.data(), st.opt.slots,
+    st.tables.export_rows());
+  image.finished = st.clocks.finished_clocks();
+  image.live = st.clocks.live_flags();
+  image.incarnations = st.clocks.incarnations();
+  if (st.spec.mode == consistency::sync)
+    for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.workers()); ++w)
+      if (st.clocks.live(w) && st.sync.pushed[w]) {
+        image.pending.push_back(st.round_pushes[w]);
+        --image.finished[w];  // the replay finishes it again
+      }
+  image.stats = st.stats;
+  image.init_digest = st.init_digest;
+  return image;
+}
+
+uint64_t image_bytes(const replica_image& image) {
+  uint64_t bytes = image.checkpoint.size_bytes()
+                   + image.finished.size() * (sizeof(int64_t) + 2 * sizeof(uint32_t));
+  for (const auto& p : image.pending) bytes += p.size_bytes();
+  return bytes;
+}
+
+/// (replicate, image): a new standby takes over its primary's whole state.
+caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& image) {
+  if (auto err = refused_unless_local(self, "replicate")) return err;
+  auto& st = self->state;
+  if (auto err = install_checkpoint(st, image.checkpoint, image.incarnations,
+                                    "replaced by its primary's state at clock "))
+    return err;
+  if (image.finished.size() != st.clocks.workers() || image.live.size() != st.clocks.workers())
+    return drop(st, "replica image", make_error(errc::malformed_message, "clock table size"));
+  st.clocks = clock_table(image.finished, image.live, st.spec.staleness_bound(),
+                          image.incarnations);
+  for (const auto& buf : image.pending) {
+    auto push = decode_push(buf);
+    if (!push) return drop(st, "replica image", push.error());
+    if (auto err = check_push(st, *push)) return err;
+    apply_push(self, buf, *push);
+  }
+  st.stats = image.stats;  // counted the replayed pushes already
+  st.init_digest = image.init_digest;
+  st.cache = reply_cache{};
+  return caf::ok_atom::value;
+}
+
+/// (backup, standby) on the primary: once the operations waiting are applied, the standby gets
+/// the state, and every later operation after it. Answers the image's bytes once it holds it.
+caf::result<uint64_t> on_backup(self_ptr self, const caf::strong_actor_ptr& ptr) {
+  if (auto err = refused_unless_chief(self, "backup")) return err;
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  auto standby = caf::actor_cast<ps_shard_actor>(ptr);
+  if (!standby || standby == ps_shard_actor{self})
+    return drop(st, "backup", make_error(errc::malformed_message, "no standby named"));
+  auto promise = self->make_response_promise<uint64_t>();
+  st.queue.run_or_queue([=]() mutable {
+    auto& st = self->state;
+    auto image = make_image(st);
+    auto bytes = image_bytes(image);
+    st.stats.replicated_bytes += bytes;
+    st.standby = standby;
+    replicate(self, [=]() mutable {
+      if (self->state.standby == standby) promise.deliver(bytes);
+      else promise.deliver(make_error(errc::shard_lost, "the standby was lost"));
+    }, replicate_atom::value, std::move(image));
+  });
+  return promise;
+}
+
+/// (promote): this standby's primary is lost; it serves in its place from now on. Answers how
+/// many clocks apart the live workers are on it.
+caf::result<int64_t> on_promote(self_ptr self) {
+  if (auto err = refused_unless_chief(self, "promote")) return err;
+  auto& st = self->state;
+  if (!st.initialized()) return drop(st, "promote", make_error(errc::not_initialized));
+  st.promoted = true;
+  int64_t newest = st.clocks.min();
+  for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.workers()); ++w)
+    if (st.clocks.live(w)) newest = std::max(newest, st.clocks.finished(w));
+  auto apart = st.clocks.min() == clock_table::no_live_workers ? 0 : newest - st.clocks.min();
+  log_line(st.who(), "standby promoted to primary at clock " + std::to_string(st.clocks.progress()));
+  return apart;
+}
+
 ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_config cfg) {
   self->state.shard = shard;
   self->state.config = std::move(cfg);
@@ -858,6 +1144,27 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
       return on_checkpoint(self, dir, clock);
     },
     [=](checkpoint_atom, int64_t clock) { return on_checkpoint_bytes(self, clock); },
+    [=](replicate_atom, const wire_buffer& buf) { return on_replicated_push(self, buf); },
+    [=](replicate_atom, leave_atom, int32_t worker) -> caf::result<caf::ok_atom> {
+      if (auto err = refused_unless_local(self, "replicate")) return err;
+      apply_leave(self, worker);
+      return caf::ok_atom::value;
+    },
+    [=](replicate_atom, rejoin_atom, int32_t worker) -> caf::result<caf::ok_atom> {
+      if (auto err = refused_unless_local(self, "replicate")) return err;
+      auto clock = apply_rejoin(self->state, worker);
+      if (!clock) return std::move(clock.error());
+      return caf::ok_atom::value;
+    },
+    [=](replicate_atom, admit_atom, int32_t worker, int64_t clock,
+        uint32_t incarnation) -> caf::result<caf::ok_atom> {
+      if (auto err = refused_unless_local(self, "replicate")) return err;
+      if (auto err = apply_admit(self, worker, clock, incarnation)) return err;
+      return caf::ok_atom::value;
+    },
+    [=](replicate_atom, const replica_image& image) { return on_replica_image(self, image); },
+    [=](backup_atom, const caf::strong_actor_ptr& standby) { return on_backup(self, standby); },
+    [=](promote_atom) { return on_promote(self); },
   };
 }
 

@@ -21,6 +21,10 @@
 // that would leave a parameter beyond its bound, or a non-finite optimizer state, is refused
 // with the state unchanged (updates_refused): dense blocks all or none, each sparse row alone.
 // Those refusals are logged at most once a second, with a count of the ones in between.
+//
+// Hot standby (--replicas 1, replication.hpp): a shard told of a standby (backup) hands it its
+// state, then applies each push and clock-table change only once the standby has acknowledged
+// it; the same actor type serves as the standby (replicate) and, promoted, as the primary.
 #pragma once
 
 #include "actors/protocol/messages.hpp"

@@ -9,11 +9,20 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 namespace actorps {
 
 namespace {
+
+/// The request in flight to one shard, kept until answered: with --replicas 1 it is sent again
+/// to the shard's standby once that takes over (reroute).
+struct request_in_flight {
+  uint64_t id = 0;               // 0: none in flight
+  bool push = false;
+  std::function<void()> resend;
+};
 
 struct worker_state {
   static inline const char* name = "worker";
@@ -32,6 +41,8 @@ struct worker_state {
   int64_t staleness = 0;        // of the parameters being received
   int64_t newest_clock = -1;    // the smallest newest_clock of the replies received
   step_loss last;
+  std::vector<request_in_flight> in_flight;  // per shard
+  uint64_t last_request = 0;
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
 };
@@ -70,12 +81,29 @@ void expect_replies(worker_state& st) {
   st.newest_clock = std::numeric_limits<int64_t>::max();
 }
 
-/// Asks shard `s`; its reply (parameters for st.clock) goes to on_parameters.
+/// Asks shard `s` (a push when `push`); its reply (parameters for st.clock) goes to
+/// on_parameters. Only the reply to the newest request to the shard counts: one sent again to a
+/// standby replaces the one the lost primary never answered.
 template <class... Ts>
-void ask(self_ptr self, std::size_t s, Ts&&... xs) {
-  self->request(self->state.cfg.shards[s], self->state.cfg.request_timeout, std::forward<Ts>(xs)...)
-    .then([=](const wire_buffer& reply) { on_parameters(self, reply); },
+void ask(self_ptr self, std::size_t s, bool push, Ts... xs) {
+  auto& st = self->state;
+  auto id = ++st.last_request;
+  st.in_flight[s] = {id, push, [=] { ask(self, s, push, xs...); }};
+  self->request(st.cfg.shards[s], st.cfg.request_timeout, xs...)
+    .then([=](const wire_buffer& reply) {
+            auto& st = self->state;
+            if (st.in_flight[s].id != id) return;  // sent again: that one's reply counts
+            st.in_flight[s] = {};
+            on_parameters(self, reply);
+          },
           [=](caf::error& err) {
+            auto& st = self->state;
+            if (st.in_flight[s].id != id) return;
+            if (err == caf::sec::request_receiver_down && st.cfg.standbys) {
+              log_line(st.who(), "shard " + std::to_string(s)
+                                   + " is gone; its request waits for the standby");
+              return;  // (reroute) sends it again
+            }
             // A shard that is gone is the chief's to repair (it restarts every worker from a
             // checkpoint); say so in the exit reason, so this is not counted as a lost worker.
             if (err == caf::sec::request_receiver_down)
@@ -98,12 +126,12 @@ void pull_initial(self_ptr self) {
   expect_replies(st);
   if (st.rows.empty()) {
     for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
-      ask(self, s, pull_atom::value, st.cfg.index, st.clock);
+      ask(self, s, false, pull_atom::value, st.cfg.index, st.clock);
     return;
   }
   prepare_keys(st, st.clock, st.rows);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
-    ask(self, s, pull_atom::value,
+    ask(self, s, false, pull_atom::value,
         encode_pull(st.cfg.index, st.clock, static_cast<int32_t>(s),
                     st.rows.keys_for(static_cast<int>(s))));
 }
@@ -119,7 +147,7 @@ void push(self_ptr self) {
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
     auto shard = static_cast<int32_t>(s);
-    ask(self, s, push_pull_atom::value,  // no tables: no rows, no keys, a dense push
+    ask(self, s, true, push_pull_atom::value,  // no tables: no rows, no keys, a dense push
         encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(), st.cfg.incarnation,
                     st.rows.grads_for(shard), st.next.keys_for(shard)));
   }
@@ -168,11 +196,28 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.next = batch_tables(st.cfg.spec);
       st.keys.resize(st.cfg.spec.model.sparse_tables.size());
       st.clock = st.cfg.start_clock;
+      st.in_flight.assign(st.cfg.shards.size(), {});
       pull_initial(self);
     },
     [=](step_atom) {
       if (note_refusal(self->state.who(), authorise_local(current_role(self), "step"))) return;
       push(self);
+    },
+    [=](reroute_atom, int32_t s, ps_shard_actor shard) -> caf::result<int32_t> {
+      auto& st = self->state;
+      if (auto err = note_refusal(st.who(), authorise_chief(current_role(self), "reroute")))
+        return err;
+      if (s < 0 || s >= static_cast<int32_t>(st.cfg.shards.size()) || !shard)
+        return make_error(errc::wrong_shard, "reroute of shard " + std::to_string(s));
+      st.cfg.shards[s] = shard;
+      if (static_cast<std::size_t>(s) >= st.in_flight.size() || !st.in_flight[s].resend)
+        return 0;  // not started, or nothing in flight to that shard
+      auto pushed = st.in_flight[s].push;
+      auto resend = st.in_flight[s].resend;
+      log_line(st.who(), std::string("sends its ") + (pushed ? "push" : "pull")
+                           + " again to the standby of shard " + std::to_string(s));
+      resend();
+      return pushed ? 1 : 0;
     },
   };
 }

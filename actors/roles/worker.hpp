@@ -34,6 +34,8 @@ struct worker_config {
                                            ///< its own data (libsvm) reads its part from here
   std::vector<ps_shard_actor> shards;      ///< index = shard id
   chief_actor chief;                       ///< receives train reports and done
+  bool standbys = false;                   ///< the shards have hot standbys (--replicas 1): a
+                                           ///< shard found gone is waited for (reroute)
 };
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg);

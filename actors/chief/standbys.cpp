@@ -1,0 +1,200 @@
+// Hot standbys (--replicas 1; actors/roles/replication.hpp says how a shard and its standby stay
+// identical). The chief's part:
+//
+//   build_standby     spawns shard s's standby and tells the primary (backup); the standby is
+//                     ready once the primary answers (it holds the state). At the start of
+//                     training, after a rollback, and after every fail-over or lost standby
+//                     (a "rereplicated" event then), while training continues.
+//   fail_over         a lost primary whose standby is ready: the standby is promoted, every
+//                     worker sends its request in flight to it again (reroute), the evaluator
+//                     is restarted on the new shard list, a "failover" event says how long it
+//                     took and what was re-sent; then a new standby is built. Nothing goes
+//                     back to a checkpoint.
+//   a standby lost    dropped and built again; the primary serves meanwhile (unprotected).
+//
+// A primary lost without a ready standby (both copies gone, or the first one not built yet)
+// goes to the checkpoint rollback (rollback.cpp), which drops every standby and builds them
+// again once training resumes. Simulate only: a deployment's standbys are not built yet.
+#include "actors/chief/state.hpp"
+
+#include "actors/roles/ps_shard.hpp"
+#include "actors/protocol/log.hpp"
+
+namespace actorps::chief_detail {
+
+namespace {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+std::string standby_name(int32_t s) { return ps_role(s).text() + "'s standby"; }
+
+void fit_standby_slots(chief_state& st) {
+  st.standbys.resize(st.shards.size());
+  st.standby_ready.resize(st.shards.size(), false);
+}
+
+/// Asks every worker to send its request in flight to shard s again, to `promoted`; calls
+/// `done` with the pushes re-sent once every one has answered (a worker gone counts none).
+void reroute_workers(self_ptr self, int32_t s, ps_shard_actor promoted,
+                     std::function<void(int32_t)> done) {
+  auto& st = self->state;
+  auto resent = std::make_shared<int32_t>(0);
+  std::vector<worker_actor> targets;
+  for (const auto& w : st.workers)
+    if (w) targets.push_back(w);
+  auto one = after_all(targets.size(), [=] { done(*resent); });
+  for (const auto& w : targets)
+    self->request(w, st.cfg.request_timeout, reroute_atom::value, s, promoted)
+      .then([=](int32_t n) { *resent += n; one(); }, [=](caf::error&) { one(); });
+}
+
+/// The evaluator holds the shard list it was started with: a new one gets the current list.
+void restart_evaluator_on_new_shards(self_ptr self) {
+  auto& st = self->state;
+  if (!st.evaluator || st.cfg.remote) return;
+  auto old = st.evaluator;
+  st.evaluator = nullptr;  // its down message is not a failure
+  self->send_exit(old, caf::exit_reason::kill);
+  abandon_eval(self);
+  start_evaluator(self, [](bool) {});
+}
+
+void write_failover(self_ptr self, int32_t s, double ms, int64_t apart, int32_t resent,
+                    int64_t deduplicated) {
+  auto& st = self->state;
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "%s serves again after %.1f ms: its standby took over (clocks in flight %lld, "
+                "pushes re-sent %d, deduplicated %lld)",
+                ps_role(s).text().c_str(), ms, static_cast<long long>(apart), resent,
+                static_cast<long long>(deduplicated));
+  log_line("chief", text);
+  st.metrics->write(json_object().add("event", "failover").add("shard", s).add("ms", ms)
+                      .add("clocks_in_flight", apart).add("pushes_resent", resent)
+                      .add("pushes_deduplicated", deduplicated)
+                      .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
+  st.metrics->flush();
+}
+
+} // namespace
+
+void build_standby(self_ptr self, int32_t s, bool rebuilt) {
+  auto& st = self->state;
+  if (st.cfg.replicas < 1 || st.cfg.remote || !st.shards[s]) return;
+  fit_standby_slots(st);
+  if (st.standbys[s]) return;  // one is being built already
+  auto standby = spawn_ps_shard(self->system(), s, {st.cfg.checkpoints.dir, st.cfg.bounds});
+  self->monitor(standby);
+  st.standbys[s] = standby;
+  st.standby_ready[s] = false;
+  auto primary = st.shards[s];
+  auto began = std::chrono::steady_clock::now();
+  self->request(primary, st.cfg.request_timeout, backup_atom::value,
+                caf::actor_cast<caf::strong_actor_ptr>(standby))
+    .then(
+      [=](uint64_t bytes) {
+        auto& st = self->state;
+        if (st.standbys[s] != standby || st.shards[s] != primary) return;  // superseded
+        st.standby_ready[s] = true;
+        auto ms = ms_since(began);
+        if (!rebuilt) return;
+        ++st.rereplications;
+        char text[160];
+        std::snprintf(text, sizeof text, "%s built again in %.1f ms (%llu bytes): protected",
+                      standby_name(s).c_str(), ms, static_cast<unsigned long long>(bytes));
+        log_line("chief", text);
+        st.metrics->write(json_object().add("event", "rereplicated").add("shard", s)
+                            .add("ms", ms).add("bytes", bytes).add("clock", st.global_clock())
+                            .add("wall_s", st.elapsed()));
+        st.metrics->flush();
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (st.standbys[s] != standby) return;
+        log_line("chief", standby_name(s) + " could not be built (" + describe(err)
+                            + "); the shard has none");
+        st.standbys[s] = nullptr;
+        self->send_exit(standby, caf::exit_reason::kill);
+      });
+}
+
+void build_missing_standbys(self_ptr self, bool rebuilt) {
+  for (int32_t s = 0; s < static_cast<int32_t>(self->state.shards.size()); ++s)
+    build_standby(self, s, rebuilt);
+}
+
+void drop_standbys(self_ptr self) {
+  auto& st = self->state;
+  for (auto& standby : st.standbys)
+    if (standby) self->send_exit(std::exchange(standby, nullptr), caf::exit_reason::kill);
+  std::fill(st.standby_ready.begin(), st.standby_ready.end(), false);
+}
+
+bool on_standby_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  for (int32_t s = 0; s < static_cast<int32_t>(st.standbys.size()); ++s) {
+    if (!st.standbys[s] || st.standbys[s].address() != dm.source) continue;
+    st.standbys[s] = nullptr;
+    st.standby_ready[s] = false;
+    log_line("chief", standby_name(s) + " lost (" + caf::to_string(dm.reason)
+                        + "); building another, the primary serves meanwhile");
+    st.metrics->write(json_object().add("event", "standby_lost").add("shard", s)
+                        .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
+    if (st.phase == run_phase::training) build_standby(self, s, true);
+    return true;
+  }
+  return false;
+}
+
+bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (st.phase != run_phase::training || s >= static_cast<int32_t>(st.standbys.size())
+      || !st.standbys[s] || !st.standby_ready[s])
+    return false;
+  auto detected = std::chrono::steady_clock::now();
+  auto promoted = std::exchange(st.standbys[s], nullptr);
+  st.standby_ready[s] = false;
+  st.shards[s] = promoted;
+  record_failure(self, ps_role(s), caf::to_string(dm.reason),
+                 "its standby takes over; nothing goes back to a checkpoint");
+  // The lost primary held or was writing its part of it: it would never answer.
+  abandon_checkpoint(self, ps_role(s).text() + " was lost");
+  self->request(promoted, st.cfg.request_timeout, promote_atom::value)
+    .then(
+      [=](int64_t apart) {
+        auto& st = self->state;
+        if (st.shards[s] != promoted || st.phase != run_phase::training) return;
+        // The shard's count of deduplicated pushes before and after the re-sent ones: the
+        // first request is in its mailbox before any worker is told to re-send, the second
+        // after every re-sent push (the workers sent them before answering).
+        auto before = std::make_shared<int64_t>(-1);
+        self->request(promoted, st.cfg.request_timeout, stats_atom::value)
+          .then([=](const shard_stats& stats) {
+                  *before = static_cast<int64_t>(stats.pushes_deduplicated);
+                },
+                [=](caf::error&) {});
+        reroute_workers(self, s, promoted, [=](int32_t resent) {
+          auto ms = ms_since(detected);
+          auto& st = self->state;
+          ++st.failovers;
+          record_recovery(self, ps_role(s), detected, st.global_clock(), 0);
+          self->request(promoted, st.cfg.request_timeout, stats_atom::value)
+            .then([=](const shard_stats& stats) {
+                    auto after = static_cast<int64_t>(stats.pushes_deduplicated);
+                    write_failover(self, s, ms, apart, resent, *before < 0 ? -1 : after - *before);
+                  },
+                  [=](caf::error&) { write_failover(self, s, ms, apart, resent, -1); });
+          build_standby(self, s, true);
+        });
+        restart_evaluator_on_new_shards(self);
+      },
+      [=](caf::error& err) {
+        // Lost too (its down message sends the run to the rollback), or refused: then it is
+        // stopped, with the same effect.
+        log_line("chief", standby_name(s) + " could not take over: " + describe(err));
+        if (self->state.shards[s] == promoted) self->send_exit(promoted, caf::exit_reason::kill);
+      });
+  return true;
+}
+
+} // namespace actorps::chief_detail

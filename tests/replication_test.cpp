@@ -1,0 +1,270 @@
+// Hot standbys (--replicas 1, actors/roles/replication.hpp): the primary's operation queue, a
+// standby that holds exactly what its primary acknowledged, a re-sent push applied once after a
+// promotion, and whole simulations whose primaries are killed: sync ends bit-identical to the
+// run without kills, ssp and async apply every push the workers sent exactly once.
+#include "actors/roles/replication.hpp"
+
+#include "tests/metrics_events.hpp"
+#include "tests/scratch_dir.hpp"
+#include "tests/shard_fixture.hpp"
+#include "tests/simulation_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace actorps;
+namespace fs = std::filesystem;
+
+TEST_CASE("the replication queue applies operations in the order they were accepted") {
+  replication_queue q;
+  std::string applied;
+  auto a = q.expect([&] { applied += "a"; });
+  q.run_or_queue([&] { applied += "b"; });  // needs no acknowledgement, but comes after a
+  auto c = q.expect([&] { applied += "c"; });
+  CHECK(applied.empty());
+  q.complete(c);  // c is acknowledged, a not yet: nothing may be applied
+  CHECK(applied.empty());
+  CHECK(q.waiting() == 3);
+  q.complete(a);
+  CHECK(applied == "abc");
+  CHECK(q.idle());
+  q.complete(a);  // a late second answer changes nothing
+  q.run_or_queue([&] { applied += "d"; });  // nothing waits: at once
+  CHECK(applied == "abcd");
+}
+
+namespace {
+
+std::vector<float> snapshot_of(test::shard_fixture& f, const ps_shard_actor& shard) {
+  std::vector<float> flat;
+  (*f.self)->request(shard, test::timeout, snapshot_atom::value)
+    .receive([&](const wire_buffer& snap) { flat = f.parameters_of(snap); },
+             [&](caf::error& err) { FAIL("snapshot failed: " << describe(err)); });
+  return flat;
+}
+
+shard_stats stats_of(test::shard_fixture& f, const ps_shard_actor& shard) {
+  shard_stats out;
+  (*f.self)->request(shard, test::timeout, stats_atom::value)
+    .receive([&](shard_stats& s) { out = s; },
+             [&](caf::error& err) { FAIL("stats failed: " << describe(err)); });
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+} // namespace
+
+TEST_CASE("a standby holds every push its primary acknowledged and applies a re-sent one once") {
+  test::shard_fixture f(test::tiny_spec(consistency::async, 2));
+  auto standby = spawn_ps_shard(*f.sys, 0);
+  uint64_t bytes = 0;
+  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
+                     caf::actor_cast<caf::strong_actor_ptr>(standby))
+    .receive([&](uint64_t b) { bytes = b; },
+             [&](caf::error& err) { FAIL("backup failed: " << describe(err)); });
+  CHECK(bytes >= f.layout.total_floats() * sizeof(float));  // the values at least
+
+  // async, lr 1, 2 live workers: each push moves every value by -gradient / 2
+  REQUIRE(f.push_pull(f.push_of(0, 0, 1.0f)));
+  auto primary_values = snapshot_of(f, f.shard);
+  CHECK(primary_values[5] == f.initial[5] - 0.5f);
+  CHECK(same_bits(snapshot_of(f, standby), primary_values));  // acknowledged = on the standby
+
+  // The primary forwarded worker 1's push, the standby applied it, and the primary was lost
+  // before answering: the worker sends it again to the promoted standby.
+  auto lost_push = f.push_of(1, 0, 2.0f);
+  bool forwarded = false;
+  (*f.self)->request(standby, test::timeout, replicate_atom::value, lost_push)
+    .receive([&](caf::ok_atom) { forwarded = true; }, [&](caf::error&) {});
+  REQUIRE(forwarded);
+  (*f.self)->send_exit(f.shard, caf::exit_reason::kill);
+  int64_t apart = -1;
+  (*f.self)->request(standby, test::timeout, promote_atom::value)
+    .receive([&](int64_t a) { apart = a; }, [&](caf::error&) {});
+  CHECK(apart == 0);  // both workers finished clock 0
+
+  f.shard = standby;
+  auto again = f.push_pull(lost_push);
+  REQUIRE(again);
+  CHECK((*again)[5] == f.initial[5] - 1.5f);  // applied once, not twice
+  auto s = stats_of(f, standby);
+  CHECK(s.pushes == 2);
+  CHECK(s.pushes_deduplicated == 1);
+  CHECK(s.updates == 2);
+
+  // a new push of the same worker is applied as usual; its last push again is answered without
+  // applying it; a push older than its last is still refused
+  REQUIRE(f.push_pull(f.push_of(1, 1, 2.0f)));
+  CHECK(stats_of(f, standby).pushes == 3);
+  CHECK(f.push_pull(f.push_of(0, 0, 1.0f)));  // worker 0's last push (clock 0), re-sent
+  CHECK(stats_of(f, standby).pushes_deduplicated == 2);
+  CHECK(stats_of(f, standby).pushes == 3);
+  CHECK_FALSE(f.push_pull(f.push_of(1, 0, 2.0f)));  // two clocks back: refused
+}
+
+namespace {
+
+using test::synthetic_run;
+
+planned_kill ps_kill(int32_t index, int64_t clock) {
+  planned_kill k;
+  k.target = planned_kill::role::ps;
+  k.index = index;
+  k.at_clock = clock;
+  return k;
+}
+
+simulation_options replicated_run(consistency mode, const fs::path& dir, int64_t steps) {
+  auto opts = synthetic_run(mode, 3, 2, steps, mode == consistency::ssp ? 2 : 0);
+  opts.chief.slow_ms = {1, 1, 1};  // a few ms per clock: a standby is rebuilt between kills
+  opts.chief.replicas = 1;
+  opts.chief.metrics = std::make_shared<metrics_file>((dir / "run.jsonl").string());
+  return opts;
+}
+
+} // namespace
+
+TEST_CASE("sync with standbys: primaries killed three times end bit-identical to no kills") {
+  test::scratch_dir clean_dir, faulty_dir;
+  auto clean_opts = synthetic_run(consistency::sync, 3, 2, 90);
+  auto spec = clean_opts.chief.spec;
+  auto clean = simulate(std::move(clean_opts));  // --replicas 0, no kills
+  REQUIRE(clean);
+
+  auto opts = replicated_run(consistency::sync, fs::path(faulty_dir.path), 90);
+  opts.chief.kills = {ps_kill(0, 20), ps_kill(1, 45), ps_kill(0, 70)};  // no --checkpoint-dir
+  auto faulty = simulate(std::move(opts));
+  REQUIRE(faulty);  // a rollback would have failed the run: there is no checkpoint
+  CHECK(faulty->failures == 3);
+  CHECK(faulty->recoveries == 3);
+  CHECK(faulty->failovers == 3);
+  CHECK(faulty->rereplications == 3);
+  auto a = test::final_parameters(*clean, spec), b = test::final_parameters(*faulty, spec);
+  CHECK(same_bits(a, b));
+  CHECK(faulty->final_test_accuracy == clean->final_test_accuracy);
+  for (const auto& s : faulty->shard_stats_list) {
+    CAPTURE(s.shard);
+    CHECK(s.pushes == 3 * 90);   // every push the workers sent, applied once
+    CHECK(s.updates == 90);      // one mean per clock
+  }
+
+  auto metrics = (fs::path(faulty_dir.path) / "run.jsonl").string();
+  auto failovers = test::metrics_events(metrics, "failover");
+  REQUIRE(failovers.size() == 3);
+  CHECK(failovers[0]["shard"] == 0);
+  CHECK(failovers[1]["shard"] == 1);
+  CHECK(failovers[2]["shard"] == 0);
+  for (const auto& e : failovers) {
+    CHECK(e["ms"].get<double>() >= 0);
+    CHECK(e["ms"].get<double>() < 1000);
+    CHECK(e["pushes_resent"].get<int64_t>() >= 0);
+    CHECK(e["pushes_deduplicated"].get<int64_t>() >= 0);
+    CHECK(e["pushes_deduplicated"].get<int64_t>() <= e["pushes_resent"].get<int64_t>());
+    CHECK(e["clocks_in_flight"].get<int64_t>() <= 1);  // sync: at most a clock apart
+  }
+  int64_t deduplicated = 0;  // by the failovers; the shards' counts came through their images
+  for (const auto& e : failovers) deduplicated += e["pushes_deduplicated"].get<int64_t>();
+  uint64_t counted = 0;
+  for (const auto& s : faulty->shard_stats_list) counted += s.pushes_deduplicated;
+  CHECK(counted == static_cast<uint64_t>(deduplicated));
+  auto rebuilt = test::metrics_events(metrics, "rereplicated");
+  REQUIRE(rebuilt.size() == 3);
+  for (const auto& e : rebuilt) CHECK(e["bytes"].get<uint64_t>() > 0);
+  CHECK(test::metrics_events(metrics, "recovery").size() == 3);
+  for (const auto& e : test::metrics_events(metrics, "recovery"))
+    CHECK(e["lost_clocks"] == 0);
+  auto summary = test::metrics_summary(metrics);
+  CHECK(summary["failovers"] == 3);
+  CHECK(summary["rereplications"] == 3);
+}
+
+TEST_CASE("ssp and async with standbys: every push the workers sent is applied exactly once") {
+  for (auto mode : {consistency::ssp, consistency::async}) {
+    std::string mode_name = to_string(mode);
+    CAPTURE(mode_name);
+    test::scratch_dir dir;
+    auto opts = replicated_run(mode, fs::path(dir.path), 60);
+    opts.chief.kills = {ps_kill(0, 15), ps_kill(1, 30), ps_kill(1, 45)};
+    auto run = simulate(std::move(opts));
+    REQUIRE(run);
+    CHECK(run->failovers == 3);
+    for (const auto& s : run->shard_stats_list) {
+      CAPTURE(s.shard);
+      CHECK(s.pushes == 3 * 60);   // 3 workers, 60 clocks each, one push per shard a clock
+      CHECK(s.updates == 3 * 60);  // ssp, async: one update per push
+    }
+    CHECK(run->final_test_accuracy > 0.5);
+    auto metrics = (fs::path(dir.path) / "run.jsonl").string();
+    CHECK(test::metrics_events(metrics, "failover").size() == 3);
+  }
+}
+
+TEST_CASE("a worker replaced while its shards replicate: leave, rejoin and admit reach the standbys") {
+  test::scratch_dir dir;
+  auto opts = replicated_run(consistency::sync, fs::path(dir.path), 60);
+  planned_kill worker;
+  worker.target = planned_kill::role::worker;
+  worker.index = 1;
+  worker.at_clock = 10;
+  // the standby that takes over at 30 holds the replacement's admission; the one at 45 was
+  // built from a primary that had it
+  opts.chief.kills = {worker, ps_kill(0, 30), ps_kill(0, 45)};
+  auto run = simulate(std::move(opts));
+  REQUIRE(run);
+  CHECK(run->failures == 3);
+  CHECK(run->recoveries == 3);
+  CHECK(run->failovers == 2);
+  CHECK(run->clocks == 60);
+  auto metrics = (fs::path(dir.path) / "run.jsonl").string();
+  for (const auto& e : test::metrics_events(metrics, "recovery")) CHECK(e["lost_clocks"] == 0);
+  // both shards applied the same pushes: the replaced worker's redone clocks included
+  REQUIRE(run->shard_stats_list.size() == 2);
+  CHECK(run->shard_stats_list[0].pushes == run->shard_stats_list[1].pushes);
+  CHECK(run->shard_stats_list[0].updates == run->shard_stats_list[1].updates);
+  CHECK(run->shard_stats_list[0].updates == 60);
+}
+
+TEST_CASE("a standby that cannot take its primary's state is dropped and the primary serves on") {
+  test::shard_fixture f(test::tiny_spec(consistency::async, 1));
+  auto wrong = spawn_ps_shard(*f.sys, 3);  // another shard's index: the state is not its own
+  bool refused = false;
+  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
+                     caf::actor_cast<caf::strong_actor_ptr>(wrong))
+    .receive([&](uint64_t) {}, [&](caf::error&) { refused = true; });
+  CHECK(refused);
+  auto reply = f.push_pull(f.push_of(0, 0, 1.0f));  // applied at once: no standby waits
+  REQUIRE(reply);
+  CHECK((*reply)[0] == f.initial[0] - 1.0f);
+  CHECK(f.stats().replicated_bytes > 0);  // the image it tried to send, and nothing after it
+  (*f.self)->send_exit(wrong, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a checkpoint in flight at a lost primary is abandoned and the next ones complete") {
+  test::scratch_dir dir;
+  auto opts = replicated_run(consistency::sync, fs::path(dir.path), 80);
+  opts.chief.checkpoints.dir = (fs::path(dir.path) / "ckpt").string();
+  opts.chief.checkpoints.every = 4;  // one is nearly always in flight, held or being written
+  opts.chief.spec.checkpoint_every = 4;
+  // a checkpoint asked of a primary that is then lost would never be answered: the run would
+  // wait for it until this timeout, and count it failed
+  opts.chief.request_timeout = std::chrono::seconds(20);
+  opts.chief.kills = {ps_kill(0, 21), ps_kill(1, 42), ps_kill(0, 63)};
+  auto started = std::chrono::steady_clock::now();
+  auto run = simulate(std::move(opts));
+  REQUIRE(run);
+  CHECK(run->failovers == 3);
+  CHECK(run->checkpoint_failures == 0);
+  CHECK(run->checkpoints >= 1);  // how many: the disk's pace (a slow one skips some)
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(20));
+  auto metrics = (fs::path(dir.path) / "run.jsonl").string();
+  auto checkpoints = test::metrics_events(metrics, "checkpoint");
+  REQUIRE_FALSE(checkpoints.empty());
+  CHECK(checkpoints.back()["clock"] == 80);  // the final one
+}
