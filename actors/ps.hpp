@@ -94,6 +94,9 @@ struct train_options {
     int64_t at_clock = 0;
   };
   std::vector<kill_at> kills;
+  /// Hot standbys per shard, as --replicas (train() only): 0 none (a lost shard rolls the run
+  /// back to its newest checkpoint), 1 a standby that takes over with no update lost.
+  int replicas = 0;
 };
 
 /// Trains to the end and returns the summary (final test metrics, samples/s, staleness, the

@@ -154,6 +154,8 @@ caf::expected<run_summary> train(const train_options& o) {
   sim->chief.source = o.source;
   if (auto err = plan_checkpoints(o, sim->chief)) return err;
   if (auto err = plan_kills(o, sim->chief)) return err;
+  if (o.replicas != 0 && o.replicas != 1) return bad_option("replicas must be 0 or 1");
+  sim->chief.replicas = o.replicas;
   return simulate(std::move(*sim));
 }
 

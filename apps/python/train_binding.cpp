@@ -193,6 +193,8 @@ py::dict summary_dict(const run_summary& s) {
   d["max_staleness"] = s.max_staleness;
   d["failures"] = s.failures;
   d["recoveries"] = s.recoveries;
+  d["failovers"] = s.failovers;
+  d["rereplications"] = s.rereplications;
   d["checkpoints"] = s.checkpoints;
   d["checkpoint_failures"] = s.checkpoint_failures;
   d["resumed_from"] = s.resumed_from;
@@ -258,7 +260,7 @@ void bind_train(py::module_& m) {
        int64_t eval_every, uint64_t seed, const std::string& metrics, bool progress,
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
        const std::string& resume,
-       const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill) {
+       const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas) {
       train_options o;
       o.ps = ps;
       o.workers = workers;
@@ -278,6 +280,7 @@ void bind_train(py::module_& m) {
       o.checkpoint_every = checkpoint_every;
       o.resume = resume;
       for (const auto& [role, index, clock] : kill) o.kills.push_back({role, index, clock});
+      o.replicas = replicas;
       return train_python(std::move(model), train_split, test_split, o);
     },
     py::arg("model"), py::arg("train"), py::arg("test"), py::kw_only(), py::arg("ps") = 2,
@@ -288,6 +291,7 @@ void bind_train(py::module_& m) {
     py::arg("metrics") = "", py::arg("progress") = false, py::arg("threads") = 0,
     py::arg("checkpoint_dir") = "", py::arg("checkpoint_every") = 0, py::arg("resume") = "",
     py::arg("kill") = std::vector<std::tuple<std::string, int32_t, int64_t>>{},
+    py::arg("replicas") = 0,
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`). model: .spec (an actorps.ModelSpec, dense tensors; its name "
     "registers the plug-in for the run), .step(worker, clock, params, grad, x, y) -> the mean "
@@ -299,7 +303,8 @@ void bind_train(py::module_& m) {
     "last only) and resume (a checkpoint directory of this run) as --checkpoint-dir, "
     "--checkpoint-every and --resume. kill: fault injection as --kill, a list of (role, "
     "index, clock): that actor is killed when the global clock reaches clock and the runtime "
-    "recovers (a lost shard from the newest checkpoint). Returns the run's summary as a dict, with the final "
+    "recovers (a lost shard from the newest checkpoint, or with replicas=1 from its hot "
+    "standby, losing nothing). Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");
 }

@@ -7,7 +7,8 @@ regression in NumPy).
 - A second run resumes from that checkpoint to clock 12: its steps start at clock 8 (the
   clock continues), the parameters its first step sees are the first run's final ones, and
   it ends at clock 12 having trained on.
-- Killed actors (a worker, a shard) are recovered by the runtime and the run ends on time.
+- Killed actors (a worker, a shard) are recovered by the runtime and the run ends on time;
+  with replicas=1 killed shards lose nothing (bit-identical to a run without kills).
 - A step() that raises ends the run with RuntimeError naming the exception."""
 import json
 import os
@@ -137,6 +138,16 @@ class Train(unittest.TestCase):
             self.assertEqual(sorted(set(clocks)), list(range(12)))
             self.assertTrue(np.isfinite(out["parameters"]).all())
             self.assertGreater(out["final_test_accuracy"], 0.6)
+        # With a hot standby per shard the same kills lose nothing: the parameters are the
+        # ones of the run without kills, bit for bit.
+        clean = self.run_model(SoftmaxModel(), steps=12)
+        model = SoftmaxModel()
+        out = self.run_model(model, steps=12, replicas=1, kill=[("ps", 0, 4), ("ps", 1, 7)])
+        self.assertEqual(out["failures"], 2)
+        self.assertEqual(out["failovers"], 2)
+        np.testing.assert_array_equal(out["parameters"], clean["parameters"])
+        clocks = [c for w, c, _ in model.steps if w == 0]
+        self.assertEqual(clocks, list(range(12)))  # no clock stepped twice: no rollback
         with self.assertRaisesRegex(actorps.Error, "the index is 0..1"):
             self.run_model(SoftmaxModel(), steps=4, kill=[("ps", 2, 1)])
 
