@@ -28,12 +28,12 @@ bool shard_referred(const block_info& b) {
 /// The rest of the payload after the `have` words already in `head`, into one buffer, then
 /// decoded and scattered into `flat` (a copy): for replies not laid out as by reference.
 caf::expected<shard_parameters_view> receive_and_scatter(link_socket& link, const frame_header& h,
-                                                         const std::vector<capnp::word>& head,
+                                                         const std::vector<uint64_t>& head,
                                                          const block_layout& layout, float* flat,
                                                          wire_buffer& structure) {
   auto total = h.size / word;
   auto storage = wire_buffer::allocate(total);
-  std::memcpy(storage.get(), head.data(), head.size() * word);
+  std::memcpy(static_cast<void*>(storage.get()), head.data(), head.size() * word);
   iovec rest{storage.get() + head.size(), (total - head.size()) * word};
   if (rest.iov_len > 0)
     if (auto err = link.receive_parts(&rest, 1)) return err;
@@ -49,7 +49,7 @@ receive_parameters_into(link_socket& link, const frame_header& h, const block_la
   const std::size_t total = h.size / word;
   if (total < 2) return malformed("a payload of " + std::to_string(h.size) + " bytes");
   // The segment table: its first word says how long it is.
-  std::vector<capnp::word> head(1);
+  std::vector<uint64_t> head(1);  // words (capnp::word cannot be moved by a vector)
   iovec first{head.data(), word};
   if (auto err = link.receive_parts(&first, 1)) return err;
   uint32_t count_less_one = 0;
@@ -75,7 +75,7 @@ receive_parameters_into(link_socket& link, const frame_header& h, const block_la
   iovec seg0{head.data() + table_words, sizes[0] * word};
   if (auto err = link.receive_parts(&seg0, 1)) return err;
   std::vector<kj::ArrayPtr<const capnp::word>> parts{
-    kj::arrayPtr(head.data() + table_words, sizes[0])};
+    kj::arrayPtr(reinterpret_cast<const capnp::word*>(head.data()) + table_words, sizes[0])};
   std::vector<iovec> places;
   try {
     capnp::ReaderOptions options;
@@ -106,7 +106,7 @@ receive_parameters_into(link_socket& link, const frame_header& h, const block_la
 
   // Decoded over the places themselves: each referred block must point where it was put.
   auto storage = wire_buffer::allocate(head.size());
-  std::memcpy(storage.get(), head.data(), head.size() * word);
+  std::memcpy(static_cast<void*>(storage.get()), head.data(), head.size() * word);
   parts[0] = kj::arrayPtr(storage.get() + table_words, sizes[0]);
   auto kept = std::make_shared<wire_buffer::gathered>();
   kept->head = storage;
@@ -114,26 +114,9 @@ receive_parameters_into(link_socket& link, const frame_header& h, const block_la
   kept->table_words = table_words;
   kept->external.assign(parts.begin() + 1, parts.end());
   structure = wire_buffer{std::shared_ptr<const wire_buffer::gathered>(kept)};
-  auto view = decode_shard_parameters(structure);
-  if (!view) return view;
-  if (view->shard < 0 || view->shard >= layout.shards())
-    return make_error(errc::wrong_shard, "parameters of shard " + std::to_string(view->shard));
-  const auto& ids = layout.shard_blocks(view->shard);
-  if (view->blocks.size() != ids.size())
-    return make_error(errc::missing_block, "parameters carry " + std::to_string(view->blocks.size())
-                                             + " blocks, expected " + std::to_string(ids.size()));
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const auto& b = layout.blocks()[ids[i]];
-    auto& v = view->blocks[i];
-    if (v.id != b.id || v.count != b.size)
-      return make_error(errc::wrong_element_count, "block " + std::to_string(v.id));
-    if (v.values != flat + b.offset) {  // copied into segment 0 by the shard: copy it out
-      std::memcpy(flat + b.offset, v.values, b.size * sizeof(float));
-      copied_payload_bytes.fetch_add(b.size * sizeof(float), std::memory_order_relaxed);
-      v.values = flat + b.offset;
-    }
-  }
-  return view;
+  // The checks of any reply; the blocks already in place are neither copied nor counted, a
+  // block the shard copied into segment 0 is copied out.
+  return scatter_shard_parameters(structure, layout, flat);
 }
 
 } // namespace actorps

@@ -13,8 +13,8 @@
 namespace actorps {
 
 /// Receives the payload of reply frame `h` (its header read already) into `flat`, laid out by
-/// `layout`, and returns the decoded header (its blocks pointing into `flat`). `structure`
-/// keeps the message's structure (what the view's other pointers point into). A message that
+/// `layout`, and returns the decoded header (its blocks pointing into `flat`, or into
+/// `structure` for a block that was copied). `structure` keeps the message's structure. A message that
 /// does not decode is malformed_message; a broken link is the link's error. Either way `flat`
 /// may hold part of the reply.
 caf::expected<shard_parameters_view>

@@ -31,9 +31,10 @@ constexpr std::size_t max_tensors = 1u << 16;  // a spec with more is refused
 
 std::size_t words_for(std::size_t bytes);
 
-/// memcpy of payload bytes, counted in copied_payload_bytes.
+/// memcpy of payload bytes, counted in copied_payload_bytes. Bytes already where they belong (a
+/// reply received in place, receive_in_place.hpp, scattered) are neither copied nor counted.
 void copy_payload(void* to, const void* from, std::size_t n) {
-  if (n == 0) return;
+  if (n == 0 || to == from) return;
   std::memcpy(to, from, n);
   copied_payload_bytes.fetch_add(n, std::memory_order_relaxed);
 }
@@ -505,6 +506,25 @@ wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
   return wire_buffer{std::move(words), words_for(n)};
 }
 
+/// Fills a Push: its fields, then every list (their structure first: it must lie in the zeroed
+/// prefix of a copied push), then the blocks, which `write` copies or refers to.
+template <class WriteBlocks>
+void fill_push(capnp::MessageBuilder& mb, int32_t worker, int64_t clock, int32_t shard,
+               uint32_t incarnation, std::size_t blocks, const std::vector<sparse_rows_ref>& sparse,
+               const std::vector<sparse_rows_ref>& pull_keys, WriteBlocks&& write) {
+  auto push = mb.initRoot<wire::Push>();
+  push.setWorker(worker);
+  push.setClock(clock);
+  push.setShard(shard);
+  push.setIncarnation(incarnation);
+  auto list = push.initBlocks(static_cast<unsigned>(blocks));
+  auto rows = push.initSparse(static_cast<unsigned>(sparse.size()));
+  auto keys = push.initPullKeys(static_cast<unsigned>(pull_keys.size()));
+  write(list);
+  write_sparse(rows, sparse);
+  write_sparse(keys, pull_keys);
+}
+
 wire_buffer::wire_buffer(std::shared_ptr<const gathered> parts) : gathered_(std::move(parts)) {
   size_ = gathered_->head_words;
   for (const auto& segment : gathered_->external) size_ += segment.size();
@@ -543,17 +563,9 @@ wire_buffer encode_push_by_reference(int32_t worker, int64_t clock, int32_t shar
   auto bound = header_bound + referenced_blocks_bound(layout, ids, flat_grad, true)
                + sparse_bound(sparse) + sparse_bound(pull_keys);
   return build_gathered(bound, 1 + ids.size(), std::move(keep), [&](capnp::MessageBuilder& mb) {
-    auto push = mb.initRoot<wire::Push>();
-    push.setWorker(worker);
-    push.setClock(clock);
-    push.setShard(shard);
-    push.setIncarnation(incarnation);
-    auto blocks = push.initBlocks(static_cast<unsigned>(ids.size()));
-    auto rows = push.initSparse(static_cast<unsigned>(sparse.size()));
-    auto keys = push.initPullKeys(static_cast<unsigned>(pull_keys.size()));
-    reference_blocks(mb.getOrphanage(), blocks, layout, ids, flat_grad, source::flat);
-    write_sparse(rows, sparse);
-    write_sparse(keys, pull_keys);
+    fill_push(mb, worker, clock, shard, incarnation, ids.size(), sparse, pull_keys, [&](auto list) {
+      reference_blocks(mb.getOrphanage(), list, layout, ids, flat_grad, source::flat);
+    });
   });
 }
 
@@ -584,18 +596,9 @@ wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const bloc
   return build(header_bound + blocks_bound(layout, ids) + sparse_bound(sparse)
                  + sparse_bound(pull_keys),
                zeroed, [&](capnp::MessageBuilder& mb) {
-    auto push = mb.initRoot<wire::Push>();
-    push.setWorker(worker);
-    push.setClock(clock);
-    push.setShard(shard);
-    push.setIncarnation(incarnation);
-    // every list first: their structure must lie in the zeroed prefix
-    auto blocks = push.initBlocks(static_cast<unsigned>(ids.size()));
-    auto rows = push.initSparse(static_cast<unsigned>(sparse.size()));
-    auto keys = push.initPullKeys(static_cast<unsigned>(pull_keys.size()));
-    write_blocks(blocks, layout, ids, flat_grad, source::flat);
-    write_sparse(rows, sparse);
-    write_sparse(keys, pull_keys);
+    fill_push(mb, worker, clock, shard, incarnation, ids.size(), sparse, pull_keys, [&](auto list) {
+      write_blocks(list, layout, ids, flat_grad, source::flat);
+    });
   });
 }
 
