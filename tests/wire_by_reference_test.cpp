@@ -229,3 +229,22 @@ TEST_CASE("data link: a copied reply is received and scattered, a lying one refu
   REQUIRE_FALSE(lying);
   CHECK(lying.error() == make_error(errc::malformed_message));
 }
+
+TEST_CASE("ps_shard: a reply built by reference outlives its shard with its values") {
+  auto f = std::make_unique<shard_fixture>(even_spec());
+  wire_buffer held;
+  (*f->self)->request(f->shard, timeout, snapshot_atom::value)
+    .receive([&](const wire_buffer& reply) { held = reply; },
+             [&](caf::error& err) { FAIL(describe(err)); });
+  REQUIRE(held.is_gathered());
+  auto expected = f->initial;
+  // The shard ends (its state, and the buffer it kept its parameters in, with it).
+  (*f->self)->monitor(f->shard);
+  (*f->self)->send_exit(f->shard, caf::exit_reason::user_shutdown);
+  bool down = false;
+  (*f->self)->receive([&](caf::down_msg&) { down = true; }, caf::after(timeout) >> [] {});
+  REQUIRE(down);
+  // Overwrite freed memory, if it were freed: allocations of the same size reuse it.
+  std::vector<std::vector<float>> churn(8, std::vector<float>(expected.size(), 1e30f));
+  CHECK(f->parameters_of(held) == expected);
+}

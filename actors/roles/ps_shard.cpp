@@ -146,6 +146,13 @@ struct ps_shard_state {
 
   bool initialized() const { return layout != nullptr; }
   std::string who() const { return "ps:" + std::to_string(shard); }
+
+  /// Replies built by reference may outlive the shard (a snapshot the caller keeps): they take
+  /// the buffers they point into.
+  ~ps_shard_state() {
+    release_for_writing(params, params_lease);
+    release_for_writing(params_next, next_lease);
+  }
 };
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
