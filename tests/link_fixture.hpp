@@ -70,7 +70,9 @@ struct link_fixture : shard_fixture {
 /// A stranger's connection to the link server at 127.0.0.1:`port` (receives give up after 10 s).
 inline int stranger_to(uint16_t port) { return connect_loopback(port); }
 
-inline bool same_bytes(const wire_buffer& a, const wire_buffer& b) {
+/// The same bytes on the wire (a reply built by reference, flattened, against one received).
+inline bool same_bytes(const wire_buffer& x, const wire_buffer& y) {
+  auto a = x.flat(), b = y.flat();
   return a.size_bytes() == b.size_bytes() && std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) == 0;
 }
 

@@ -128,7 +128,10 @@ struct ps_process {
   std::vector<uint8_t> snapshot() {
     std::vector<uint8_t> out;
     owner->request(shard, timeout, snapshot_atom::value)
-      .receive([&](wire_buffer& b) { out.assign(b.bytes(), b.bytes() + b.size_bytes()); },
+      .receive([&](wire_buffer& got) {  // flat(): a reply built by reference has segments apart
+                 auto b = got.flat();
+                 out.assign(b.bytes(), b.bytes() + b.size_bytes());
+               },
                [](caf::error& e) { FAIL(describe(e)); });
     return out;
   }

@@ -62,39 +62,43 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
   return read_status::frame;
 }
 
-void link_connection::queue(frame_kind kind, uint64_t id, const wire_buffer& payload) {
-  out_.push_back({make_header(kind, id, 0, 0, payload.size_bytes()), payload, {}});
-  unsent_bytes_ += sizeof(frame_header) + payload.size_bytes();
+void link_connection::push_back(outgoing f) {
+  f.pieces.insert(f.pieces.begin(), {&f.header, sizeof f.header});
+  for (const auto& p : f.pieces) unsent_bytes_ += p.bytes;
+  out_.push_back(std::move(f));
+  out_.back().pieces.front().data = &out_.back().header;  // the header's place in the queue
 }
 
-void link_connection::queue(const frame_header& h) {
-  out_.push_back({h, {}, {}});
-  unsent_bytes_ += sizeof(frame_header);
+void link_connection::queue(frame_kind kind, uint64_t id, const wire_buffer& payload) {
+  push_back({make_header(kind, id, 0, 0, payload.size_bytes()), payload, {}, payload.pieces()});
 }
+
+void link_connection::queue(const frame_header& h) { push_back({h, {}, {}, {}}); }
 
 void link_connection::queue_failure(uint64_t id, const caf::error& err) {
   auto [h, text] = failure_frame(id, err);
-  unsent_bytes_ += sizeof h + text.size();
-  out_.push_back({h, {}, std::move(text)});
+  push_back({h, {}, std::move(text), {}});
+  auto& f = out_.back();
+  if (f.text.empty()) return;
+  f.pieces.push_back({f.text.data(), f.text.size()});
+  unsent_bytes_ += f.text.size();
 }
 
 link_connection::write_status link_connection::flush() {
-  constexpr std::size_t max_parts = 64;  // 32 frames per sendmsg
+  constexpr std::size_t max_parts = 64;
   while (!out_.empty()) {
     iovec parts[max_parts];
     int count = 0;
     std::size_t skip = sent_;
     for (auto& f : out_) {
-      if (count + 2 > static_cast<int>(max_parts)) break;
-      std::size_t sizes[2] = {sizeof f.header, static_cast<std::size_t>(f.header.size)};
-      const void* bases[2] = {&f.header, f.data()};
-      for (int i = 0; i < 2; ++i) {
-        if (skip >= sizes[i]) {
-          skip -= sizes[i];
+      if (count + f.pieces.size() > max_parts && count > 0) break;
+      for (const auto& p : f.pieces) {
+        if (count == static_cast<int>(max_parts)) break;  // a frame of more pieces: the rest next
+        if (skip >= p.bytes) {
+          skip -= p.bytes;
           continue;
         }
-        parts[count++] = {const_cast<char*>(static_cast<const char*>(bases[i])) + skip,
-                          sizes[i] - skip};
+        parts[count++] = {const_cast<char*>(static_cast<const char*>(p.data)) + skip, p.bytes - skip};
         skip = 0;
       }
     }

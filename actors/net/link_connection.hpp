@@ -1,6 +1,7 @@
 // One data connection as the server's event loop sees it: frames read incrementally (the header,
 // then the payload straight into the wire_buffer the shard will use) and replies queued until
-// the socket takes them (a header and its payload gathered in one sendmsg, no copy). Knows
+// the socket takes them (a header and its payload's pieces gathered in one sendmsg, no copy: a
+// reply built by reference goes from the shard's parameters to the kernel). Knows
 // nothing of epoll or of the shard; the server decides what a frame means.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -64,9 +66,9 @@ private:
     frame_header header;
     wire_buffer payload;  // a reply's bytes, shared with whoever else holds them
     std::string text;     // a failure frame's context
-    const void* data() const { return text.empty() ? static_cast<const void*>(payload.bytes())
-                                                   : static_cast<const void*>(text.data()); }
+    std::vector<wire_buffer::piece> pieces;  // the header, then the payload's or the text's
   };
+  void push_back(outgoing f);
 
   std::unique_ptr<byte_stream> stream_;
   std::string peer_;

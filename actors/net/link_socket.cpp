@@ -18,9 +18,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 namespace actorps {
 
@@ -136,22 +139,49 @@ caf::error link_socket::broken_with(const char* what, const std::string& why) {
 }
 
 caf::error link_socket::send(const frame_header& h, const void* payload) {
-  if (tls_) {  // one TLS record (or more) for the header, then the payload's
-    std::string why;
-    if (tls_->send_all(&h, sizeof h, why) != tls_channel::status::ok
-        || (payload && h.size > 0
-            && tls_->send_all(payload, h.size, why) != tls_channel::status::ok))
-      return broken_with("send", why);
-    return {};
-  }
   iovec parts[2] = {{const_cast<frame_header*>(&h), sizeof h},
                     {const_cast<void*>(payload), payload ? h.size : 0}};
+  return send_parts(parts, payload && h.size > 0 ? 2 : 1);
+}
+
+caf::error link_socket::send(frame_header h, const wire_buffer& payload) {
+  h.size = payload.size_bytes();
+  constexpr std::size_t on_stack = 64;
+  iovec few[on_stack];
+  std::vector<iovec> many;
+  auto pieces = payload.pieces();
+  iovec* parts = few;
+  if (pieces.size() + 1 > on_stack) {
+    many.resize(pieces.size() + 1);
+    parts = many.data();
+  }
+  parts[0] = {&h, sizeof h};
+  int count = 1;
+  for (const auto& p : pieces) parts[count++] = {const_cast<void*>(p.data), p.bytes};
+  return send_parts(parts, count);
+}
+
+caf::error link_socket::send(frame_kind kind, uint64_t id, const wire_buffer& payload) {
+  return send(make_header(kind, id), payload);
+}
+
+/// Writes every byte of `parts`, in order: over TLS piece by piece (each becomes records of its
+/// own: the encryption is the pass over the bytes), else with sendmsg, resuming after a partial
+/// write (IOV_MAX bounds one call's pieces).
+caf::error link_socket::send_parts(iovec* parts, int count) {
+  if (tls_) {
+    std::string why;
+    for (int i = 0; i < count; ++i)
+      if (parts[i].iov_len > 0
+          && tls_->send_all(parts[i].iov_base, parts[i].iov_len, why) != tls_channel::status::ok)
+        return broken_with("send", why);
+    return {};
+  }
   iovec* next = parts;
-  int count = payload && h.size > 0 ? 2 : 1;
   while (count > 0) {
     msghdr msg{};
     msg.msg_iov = next;
-    msg.msg_iovlen = static_cast<std::size_t>(count);
+    msg.msg_iovlen = static_cast<std::size_t>(std::min(count, IOV_MAX));
     auto n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -169,10 +199,6 @@ caf::error link_socket::send(const frame_header& h, const void* payload) {
     }
   }
   return {};
-}
-
-caf::error link_socket::send(frame_kind kind, uint64_t id, const wire_buffer& payload) {
-  return send(make_header(kind, id, 0, 0, payload.size_bytes()), payload.bytes());
 }
 
 std::pair<frame_header, std::string> failure_frame(uint64_t id, const caf::error& err) {
@@ -216,6 +242,43 @@ caf::error link_socket::receive_bytes(void* data, std::size_t n) {
                              "data link to " + peer_ + ": no answer within the request timeout");
     } else if (errno != EINTR) {
       return broken("receive", errno);
+    }
+  }
+  return {};
+}
+
+caf::error link_socket::receive_parts(iovec* parts, int count) {
+  if (tls_) {
+    for (int i = 0; i < count; ++i)
+      if (auto err = receive_bytes(parts[i].iov_base, parts[i].iov_len)) return err;
+    return {};
+  }
+  while (count > 0 && parts->iov_len == 0) {
+    ++parts;
+    --count;
+  }
+  while (count > 0) {
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = static_cast<std::size_t>(std::min(count, IOV_MAX));
+    auto got = ::recvmsg(fd_, &msg, MSG_WAITALL);
+    if (got == 0) return broken("receive", 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return caf::make_error(caf::sec::request_timeout,
+                               "data link to " + peer_ + ": no answer within the request timeout");
+      return broken("receive", errno);
+    }
+    auto n = static_cast<std::size_t>(got);
+    while (count > 0 && n >= parts->iov_len) {
+      n -= parts->iov_len;
+      ++parts;
+      --count;
+    }
+    if (count > 0) {
+      parts->iov_base = static_cast<char*>(parts->iov_base) + n;
+      parts->iov_len -= n;
     }
   }
   return {};

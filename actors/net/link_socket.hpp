@@ -19,6 +19,7 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 
 #include <chrono>
@@ -94,6 +95,9 @@ public:
 
   /// Sends a header and `size` payload bytes with as few system calls as the kernel allows.
   caf::error send(const frame_header& h, const void* payload = nullptr);
+  /// Sends `h` (its size set to the payload's) and the payload's pieces as they lie: a buffer
+  /// built by reference goes from the float blocks to the kernel, one iovec per segment.
+  caf::error send(frame_header h, const wire_buffer& payload);
   caf::error send(frame_kind kind, uint64_t id, const wire_buffer& payload);
   /// Sends a failure frame carrying `err` (its code, category and first context string).
   caf::error send_failure(uint64_t id, const caf::error& err);
@@ -102,6 +106,9 @@ public:
   caf::error receive_header(frame_header& h);
   /// Receives a payload of h.size bytes (a multiple of 8) into a new buffer.
   caf::expected<wire_buffer> receive_buffer(const frame_header& h);
+  /// Receives exactly the bytes of `parts`, in order (a scatter read: recvmsg with an iovec
+  /// each; over TLS part by part). `parts` is advanced over what was read.
+  caf::error receive_parts(iovec* parts, int count);
   /// Receives a failure frame's payload into `carried`, the error it carries; returns an error
   /// only if the link broke.
   caf::error receive_failure(const frame_header& h, caf::error& carried);
@@ -119,6 +126,7 @@ public:
   bool is_local() const { return local_; }
 
 private:
+  caf::error send_parts(iovec* parts, int count);
   caf::error receive_bytes(void* data, std::size_t n);
   caf::error broken(const char* what, int err);
   caf::error broken_with(const char* what, const std::string& why);

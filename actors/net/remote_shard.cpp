@@ -126,8 +126,9 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
         requester->enqueue(nullptr, mid.response_id(), caf::make_message(std::move(gone)), nullptr);
       return;
     }
-    auto h = make_header(kind, id, a, b, payload ? payload->size_bytes() : 0);
-    if (link->send(h, payload ? payload->bytes() : nullptr))
+    auto h = make_header(kind, id, a, b);
+    // A push built by reference leaves from the worker's gradient, one iovec per block.
+    if (payload ? link->send(h, *payload) : link->send(h))
       link->shutdown();  // the reader thread sees the end and fails what waits, this one too
   };
   return {

@@ -3,6 +3,7 @@
 #include "schema/actorps.capnp.h"
 
 #include <capnp/message.h>
+#include <capnp/orphan.h>
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
@@ -29,6 +30,16 @@ constexpr std::size_t header_bound = 128;  // root structs, enums
 constexpr std::size_t max_tensors = 1u << 16;  // a spec with more is refused
 
 std::size_t words_for(std::size_t bytes);
+
+/// memcpy of payload bytes, counted in copied_payload_bytes. Bytes already where they belong (a
+/// reply received in place, receive_in_place.hpp, scattered) are neither copied nor counted.
+void copy_payload(void* to, const void* from, std::size_t n) {
+  if (n == 0 || to == from) return;
+  std::memcpy(to, from, n);
+  copied_payload_bytes.fetch_add(n, std::memory_order_relaxed);
+}
+
+void count_copied(std::size_t n) { copied_payload_bytes.fetch_add(n, std::memory_order_relaxed); }
 
 /// Segment words a TrainSpec's model needs beyond header_bound: its name, and per tensor a
 /// struct, its name and its shape.
@@ -63,6 +74,42 @@ wire_buffer build(std::size_t bound, std::size_t zero_words, Fill&& fill) {
   return wire_buffer{std::move(words), 1 + used};
 }
 
+/// Builds a message whose blocks may be segments of their own pointing at the caller's memory
+/// (referenceExternalData): segment 0, the structure, lies in a buffer of its own after the
+/// segment table, and the other segments stay where they are. `bound` bounds segment 0's words,
+/// which are all zeroed (no payload lies in them unless a block had to be copied);
+/// `max_segments` bounds the number of segments. `keep` goes with the buffer.
+template <class Fill>
+wire_buffer build_gathered(std::size_t bound, std::size_t max_segments,
+                           std::shared_ptr<const void> keep, Fill&& fill) {
+  const std::size_t max_table = max_segments / 2 + 1;  // a table of n segments: (n + 2) / 2 words
+  auto storage = wire_buffer::allocate(max_table + bound);
+  std::memset(storage.get() + max_table, 0, bound * word_bytes);
+  auto parts = std::make_shared<wire_buffer::gathered>();
+  std::size_t total = 0;
+  {
+    capnp::FlatMessageBuilder mb(kj::arrayPtr(storage.get() + max_table, bound));
+    fill(mb);
+    auto segments = mb.getSegmentsForOutput();
+    const std::size_t n = segments.size();
+    parts->table_words = (n + 2) / 2;
+    auto* table = reinterpret_cast<uint32_t*>(storage.get() + max_table - parts->table_words);
+    std::memset(table, 0, parts->table_words * word_bytes);
+    table[0] = static_cast<uint32_t>(n - 1);
+    for (std::size_t i = 0; i < n; ++i) table[1 + i] = static_cast<uint32_t>(segments[i].size());
+    parts->head_words = parts->table_words + segments[0].size();
+    total = parts->head_words;
+    for (std::size_t i = 1; i < n; ++i) {
+      parts->external.push_back(segments[i]);
+      total += segments[i].size();
+    }
+  }
+  // The head starts at the table, which lies just before segment 0 (aliasing: same owner).
+  parts->head = std::shared_ptr<capnp::word[]>(storage, storage.get() + max_table - parts->table_words);
+  parts->keep = std::move(keep);
+  return wire_buffer{std::shared_ptr<const wire_buffer::gathered>(std::move(parts))};
+}
+
 /// The words a message with the blocks `ids` needs zeroed: everything before the first Data.
 std::size_t structure_words(const std::vector<uint32_t>& ids) {
   return header_bound + 1 + 2 * ids.size();  // + list tag + a Block struct per block
@@ -92,7 +139,47 @@ void write_blocks(capnp::List<wire::Block>::Builder list, const block_layout& la
     auto padded = words_for(bytes) * word_bytes;
     std::memset(data.begin() + bytes, 0, padded - bytes);  // the last word's unused tail
     auto offset = per_value * (from == source::flat ? b.offset : b.shard_offset);
-    if (bytes > 0) std::memcpy(data.begin(), base + offset, bytes);
+    copy_payload(data.begin(), base + offset, bytes);
+  }
+}
+
+/// Whether a block at `p` of `bytes` can be a segment of its own: Cap'n Proto needs it to start
+/// on a word and would send the rest of its last word, which must then be the block's own.
+bool referable(const void* p, std::size_t bytes) {
+  return bytes > 0 && bytes % word_bytes == 0 && reinterpret_cast<uintptr_t>(p) % word_bytes == 0;
+}
+
+/// Segment 0's words for a message of the blocks `ids` built by reference: the list, a Block
+/// struct and a landing pad (2 words: the pointer to another segment) per block, and the
+/// values of the blocks that cannot be referred to (copied into segment 0).
+std::size_t referenced_blocks_bound(const block_layout& layout, const std::vector<uint32_t>& ids,
+                                    const float* base, bool flat) {
+  std::size_t words = 1 + 4 * ids.size();
+  for (auto id : ids) {
+    const auto& b = layout.blocks()[id];
+    auto bytes = b.size * sizeof(float);
+    if (!referable(base + (flat ? b.offset : b.shard_offset), bytes)) words += words_for(bytes);
+  }
+  return words;
+}
+
+/// Points each block's values at base (a segment of its own) where it can, else copies them.
+void reference_blocks(capnp::Orphanage orphanage, capnp::List<wire::Block>::Builder list,
+                      const block_layout& layout, const std::vector<uint32_t>& ids,
+                      const float* base, source from) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    auto out = list[static_cast<unsigned>(i)];
+    out.setId(b.id);
+    const float* values = base + (from == source::flat ? b.offset : b.shard_offset);
+    auto bytes = b.size * sizeof(float);
+    if (referable(values, bytes)) {
+      out.adoptValues(orphanage.referenceExternalData(
+        capnp::Data::Reader(reinterpret_cast<const kj::byte*>(values), bytes)));
+    } else {
+      auto data = out.initValues(bytes);  // in zeroed memory: its padding is zero
+      copy_payload(data.begin(), values, bytes);
+    }
   }
 }
 
@@ -142,18 +229,20 @@ void write_sparse(capnp::List<wire::SparseRows>::Builder list,
     auto out = list[i];
     out.setTable(p.table);
     auto* keys = reinterpret_cast<uint64_t*>(padded(out.initKeys(p.count * sizeof(uint64_t))));
-    if (p.pos)
+    if (p.pos) {
       for (std::size_t j = 0; j < p.count; ++j) keys[j] = p.keys[p.pos[j]];
-    else if (p.count > 0)
-      std::memcpy(keys, p.keys, p.count * sizeof(uint64_t));
+      count_copied(p.count * sizeof(uint64_t));
+    } else {
+      copy_payload(keys, p.keys, p.count * sizeof(uint64_t));
+    }
     if (!p.rows) continue;
     auto row_bytes = p.dim * sizeof(float);
     auto* values = padded(out.initValues(p.count * row_bytes));
     if (p.pos)
       for (std::size_t j = 0; j < p.count; ++j)
-        std::memcpy(values + j * row_bytes, p.rows + std::size_t(p.pos[j]) * p.dim, row_bytes);
-    else if (p.count > 0)
-      std::memcpy(values, p.rows, p.count * row_bytes);
+        copy_payload(values + j * row_bytes, p.rows + std::size_t(p.pos[j]) * p.dim, row_bytes);
+    else
+      copy_payload(values, p.rows, p.count * row_bytes);
   }
 }
 
@@ -190,7 +279,7 @@ std::size_t table_states_bound(const std::vector<sparse_table_rows>& tables) {
 
 template <class T>
 void copy_into(capnp::Data::Builder data, const std::vector<T>& from) {
-  if (!from.empty()) std::memcpy(data.begin(), from.data(), from.size() * sizeof(T));
+  copy_payload(data.begin(), from.data(), from.size() * sizeof(T));
 }
 
 /// Writes checkpoint tables into a message zeroed in full (so no padding to clear).
@@ -215,7 +304,7 @@ template <class T>
 bool copy_out(capnp::Data::Reader data, std::vector<T>& to) {
   if (data.size() % sizeof(T) != 0) return false;
   to.resize(data.size() / sizeof(T));
-  if (!to.empty()) std::memcpy(to.data(), data.begin(), data.size());
+  copy_payload(to.data(), data.begin(), data.size());
   return true;
 }
 
@@ -389,6 +478,15 @@ caf::expected<T> decode(const wire_buffer& buf, const char* what, Read&& read) {
   try {
     capnp::ReaderOptions options;
     options.traversalLimitInWords = 4 * buf.size_words() + 1024;  // a full read touches each once
+    if (const auto* parts = buf.parts()) {  // built by reference, in this process
+      std::vector<kj::ArrayPtr<const capnp::word>> segments;
+      segments.push_back(kj::arrayPtr(parts->head.get() + parts->table_words,
+                                      parts->head_words - parts->table_words));
+      segments.insert(segments.end(), parts->external.begin(), parts->external.end());
+      capnp::SegmentArrayMessageReader reader(kj::arrayPtr(segments.data(), segments.size()),
+                                              options);
+      return read(reader);
+    }
     capnp::FlatArrayMessageReader reader(kj::arrayPtr(buf.words(), buf.size_words()), options);
     if (reader.getEnd() != buf.words() + buf.size_words())
       return make_error(errc::malformed_message, std::string(what) + ": trailing bytes");
@@ -408,6 +506,86 @@ wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
   return wire_buffer{std::move(words), words_for(n)};
 }
 
+/// Fills a Push: its fields, then every list (their structure first: it must lie in the zeroed
+/// prefix of a copied push), then the blocks, which `write` copies or refers to.
+template <class WriteBlocks>
+void fill_push(capnp::MessageBuilder& mb, int32_t worker, int64_t clock, int32_t shard,
+               uint32_t incarnation, std::size_t blocks, const std::vector<sparse_rows_ref>& sparse,
+               const std::vector<sparse_rows_ref>& pull_keys, WriteBlocks&& write) {
+  auto push = mb.initRoot<wire::Push>();
+  push.setWorker(worker);
+  push.setClock(clock);
+  push.setShard(shard);
+  push.setIncarnation(incarnation);
+  auto list = push.initBlocks(static_cast<unsigned>(blocks));
+  auto rows = push.initSparse(static_cast<unsigned>(sparse.size()));
+  auto keys = push.initPullKeys(static_cast<unsigned>(pull_keys.size()));
+  write(list);
+  write_sparse(rows, sparse);
+  write_sparse(keys, pull_keys);
+}
+
+wire_buffer::wire_buffer(std::shared_ptr<const gathered> parts) : gathered_(std::move(parts)) {
+  size_ = gathered_->head_words;
+  for (const auto& segment : gathered_->external) size_ += segment.size();
+}
+
+std::vector<wire_buffer::piece> wire_buffer::pieces() const {
+  std::vector<piece> out;
+  if (!gathered_) {
+    if (size_bytes() > 0) out.push_back({bytes(), size_bytes()});
+    return out;
+  }
+  out.reserve(1 + gathered_->external.size());
+  out.push_back({gathered_->head.get(), gathered_->head_words * word_bytes});
+  for (const auto& segment : gathered_->external)
+    out.push_back({segment.begin(), segment.size() * word_bytes});
+  return out;
+}
+
+wire_buffer wire_buffer::flat() const {
+  if (!gathered_) return *this;
+  auto words = allocate(size_);
+  auto* at = reinterpret_cast<uint8_t*>(words.get());
+  for (const auto& p : pieces()) {
+    copy_payload(at, p.data, p.bytes);
+    at += p.bytes;
+  }
+  return wire_buffer{std::move(words), size_};
+}
+
+wire_buffer encode_push_by_reference(int32_t worker, int64_t clock, int32_t shard,
+                                     const block_layout& layout, const float* flat_grad,
+                                     std::shared_ptr<const void> keep, uint32_t incarnation,
+                                     const std::vector<sparse_rows_ref>& sparse,
+                                     const std::vector<sparse_rows_ref>& pull_keys) {
+  const auto& ids = layout.shard_blocks(shard);
+  auto bound = header_bound + referenced_blocks_bound(layout, ids, flat_grad, true)
+               + sparse_bound(sparse) + sparse_bound(pull_keys);
+  return build_gathered(bound, 1 + ids.size(), std::move(keep), [&](capnp::MessageBuilder& mb) {
+    fill_push(mb, worker, clock, shard, incarnation, ids.size(), sparse, pull_keys, [&](auto list) {
+      reference_blocks(mb.getOrphanage(), list, layout, ids, flat_grad, source::flat);
+    });
+  });
+}
+
+wire_buffer encode_shard_parameters_by_reference(int32_t shard, int64_t min_clock,
+                                                 int64_t newest_clock, const block_layout& layout,
+                                                 const float* shard_buffer,
+                                                 std::shared_ptr<const void> keep) {
+  const auto& ids = layout.shard_blocks(shard);
+  auto bound = header_bound + referenced_blocks_bound(layout, ids, shard_buffer, false);
+  return build_gathered(bound, 1 + ids.size(), std::move(keep), [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::ShardParameters>();
+    msg.setShard(shard);
+    msg.setMinClock(min_clock);
+    msg.setNewestClock(newest_clock);
+    auto blocks = msg.initBlocks(static_cast<unsigned>(ids.size()));
+    msg.initSparse(0);
+    reference_blocks(mb.getOrphanage(), blocks, layout, ids, shard_buffer, source::shard);
+  });
+}
+
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
                         const float* flat_grad, uint32_t incarnation,
                         const std::vector<sparse_rows_ref>& sparse,
@@ -418,18 +596,9 @@ wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const bloc
   return build(header_bound + blocks_bound(layout, ids) + sparse_bound(sparse)
                  + sparse_bound(pull_keys),
                zeroed, [&](capnp::MessageBuilder& mb) {
-    auto push = mb.initRoot<wire::Push>();
-    push.setWorker(worker);
-    push.setClock(clock);
-    push.setShard(shard);
-    push.setIncarnation(incarnation);
-    // every list first: their structure must lie in the zeroed prefix
-    auto blocks = push.initBlocks(static_cast<unsigned>(ids.size()));
-    auto rows = push.initSparse(static_cast<unsigned>(sparse.size()));
-    auto keys = push.initPullKeys(static_cast<unsigned>(pull_keys.size()));
-    write_blocks(blocks, layout, ids, flat_grad, source::flat);
-    write_sparse(rows, sparse);
-    write_sparse(keys, pull_keys);
+    fill_push(mb, worker, clock, shard, incarnation, ids.size(), sparse, pull_keys, [&](auto list) {
+      write_blocks(list, layout, ids, flat_grad, source::flat);
+    });
   });
 }
 
@@ -468,6 +637,7 @@ wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t ne
       rows[i].setTable(a.table);
       auto* out = padded(rows[i].initValues(a.key_count * dims[a.table] * sizeof(float)));
       if (a.key_count > 0) read(a.table, a.keys, a.key_count, reinterpret_cast<float*>(out));
+      count_copied(a.key_count * dims[a.table] * sizeof(float));
     }
   });
 }
@@ -674,7 +844,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoi
       list[i].setId(views[i].id);
       auto bytes = views[i].count * sizeof(float);
       auto data = list[i].initValues(bytes);  // zeroed: the whole buffer is
-      if (bytes > 0) std::memcpy(data.begin(), views[i].values, bytes);
+      copy_payload(data.begin(), views[i].values, bytes);
     }
   };
   auto bound = header_bound + spec_bound(spec) + views_words(saved.blocks) + views_words(saved.state)
@@ -776,7 +946,7 @@ caf::expected<shard_parameters_view> scatter_shard_parameters(const wire_buffer&
     const auto& v = msg->blocks[i];
     if (v.id != b.id || v.count != b.size)
       return make_error(errc::wrong_element_count, "block " + std::to_string(v.id));
-    std::memcpy(flat + b.offset, v.values, b.size * sizeof(float));
+    copy_payload(flat + b.offset, v.values, b.size * sizeof(float));
   }
   return msg;
 }

@@ -21,6 +21,7 @@
 
 #include <capnp/common.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -33,6 +34,26 @@ namespace actorps {
 
 class wire_buffer {
 public:
+  /// One contiguous run of a message's bytes as they go on the wire.
+  struct piece {
+    const void* data;
+    std::size_t bytes;
+  };
+
+  /// A message built by reference (encode_push_by_reference, ...): `head` holds the segment
+  /// table followed by segment 0 (the structure; head_words in all), `external` the other
+  /// segments, which point at the float blocks where they lie, in memory that `keep` keeps
+  /// alive (when the caller shares its ownership) and that must not change while the buffer
+  /// lives. Sent as head then each external segment, it is the same stream of bytes a flat
+  /// buffer of the message holds, so the receiver cannot tell the two apart.
+  struct gathered {
+    std::shared_ptr<capnp::word[]> head;
+    std::size_t head_words = 0;
+    std::size_t table_words = 0;
+    std::vector<kj::ArrayPtr<const capnp::word>> external;
+    std::shared_ptr<const void> keep;
+  };
+
   wire_buffer() = default;
 
   /// Takes `storage`, of which the first `size_words` words hold the message. Only the creator
@@ -40,16 +61,31 @@ public:
   wire_buffer(std::shared_ptr<capnp::word[]> storage, std::size_t size_words)
     : words_(std::move(storage)), size_(size_words) {}
 
+  explicit wire_buffer(std::shared_ptr<const gathered> parts);
+
   /// Uninitialised storage for `n` words (value-initialising would cost a pass over a payload
   /// that the encoder overwrites anyway).
   static std::shared_ptr<capnp::word[]> allocate(std::size_t n) {
     return std::shared_ptr<capnp::word[]>(new capnp::word[n]);
   }
 
+  /// Whether the message's segments lie apart (see gathered); words() and bytes() are null then.
+  bool is_gathered() const { return gathered_ != nullptr; }
+  const gathered* parts() const { return gathered_.get(); }
+
   const capnp::word* words() const { return words_.get(); }
-  std::size_t size_words() const { return words_ ? size_ : 0; }
+  /// The message's size on the wire, flat or gathered.
+  std::size_t size_words() const { return gathered_ ? size_ : words_ ? size_ : 0; }
   std::size_t size_bytes() const { return size_words() * sizeof(capnp::word); }
   const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(words()); }
+
+  /// The bytes in wire order: one piece for a flat buffer, the head and each external segment
+  /// for a gathered one (what a sender hands to sendmsg, an iovec each).
+  std::vector<piece> pieces() const;
+
+  /// The same message in one flat buffer: itself when flat, else a copy (counted in
+  /// copied_payload_bytes), for the few users that need contiguous bytes.
+  wire_buffer flat() const;
 
   /// A buffer holding arbitrary bytes (zero-padded to whole words): for tests that feed
   /// malformed payloads to a shard.
@@ -58,7 +94,14 @@ public:
 private:
   std::shared_ptr<capnp::word[]> words_;
   std::size_t size_ = 0;
+  std::shared_ptr<const gathered> gathered_;
 };
+
+/// Payload bytes (floats, keys) this process's own code has copied while encoding messages and
+/// scattering replies: every memcpy of payload in wire.cpp adds to it. The transport benchmark
+/// reads it around its round trips ("bytes copied per round trip", counted, not estimated); the
+/// kernel's copies (send, receive) and TLS's encryption are not ours and not counted.
+inline std::atomic<uint64_t> copied_payload_bytes{0};
 
 /// Upper bound on a buffer accepted from the network.
 inline constexpr std::size_t max_wire_bytes = std::size_t(1) << 31;
@@ -67,10 +110,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wire_buffer& x) {
   if constexpr (std::is_base_of<caf::serializer, Inspector>::value) {
     std::size_t n = x.size_bytes();
-    auto* data = const_cast<uint8_t*>(x.bytes());
-    return caf::error::eval([&] { return f.begin_sequence(n); },
-                            [&] { return n > 0 ? f.apply_raw(n, data) : caf::error{}; },
-                            [&] { return f.end_sequence(); });
+    if (auto err = f.begin_sequence(n)) return err;
+    for (const auto& p : x.pieces())  // a gathered buffer leaves as the flat one would
+      if (p.bytes > 0)
+        if (auto err = f.apply_raw(p.bytes, const_cast<void*>(p.data))) return err;
+    return f.end_sequence();
   } else if constexpr (std::is_base_of<caf::deserializer, Inspector>::value) {
     std::size_t n = 0;
     if (auto err = f.begin_sequence(n)) return err;
@@ -209,6 +253,18 @@ wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const bloc
                         const std::vector<sparse_rows_ref>& sparse = {},
                         const std::vector<sparse_rows_ref>& pull_keys = {});
 
+/// The same push built by reference: each block of the gradient whose bytes are whole words
+/// (and start on one) becomes a segment pointing at flat_grad, not a copy. flat_grad must stay
+/// unchanged and alive while the buffer lives: `keep`, when given, is kept by the buffer; else
+/// the caller guarantees it (a worker computes its next gradient only once every shard has
+/// answered this push, which it cannot before the push was sent). Sparse parts are copied.
+wire_buffer encode_push_by_reference(int32_t worker, int64_t clock, int32_t shard,
+                                     const block_layout& layout, const float* flat_grad,
+                                     std::shared_ptr<const void> keep = {},
+                                     uint32_t incarnation = 0,
+                                     const std::vector<sparse_rows_ref>& sparse = {},
+                                     const std::vector<sparse_rows_ref>& pull_keys = {});
+
 /// A pull of shard `shard`'s blocks and of the sparse rows of `keys` (their rows unread).
 wire_buffer encode_pull(int32_t worker, int64_t clock, int32_t shard,
                         const std::vector<sparse_rows_ref>& keys);
@@ -229,6 +285,14 @@ wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t ne
                                     const std::vector<sparse_rows_view>& asked = {},
                                     const std::vector<uint32_t>& dims = {},
                                     const sparse_row_reader& read = {});
+
+/// A dense reply (no sparse rows) built by reference: its blocks point at shard_buffer, which
+/// `keep` keeps alive and which must not change while any holder of the buffer lives (the
+/// shard writes updates elsewhere while a reply holds its parameters: ps_shard.cpp).
+wire_buffer encode_shard_parameters_by_reference(int32_t shard, int64_t min_clock,
+                                                 int64_t newest_clock, const block_layout& layout,
+                                                 const float* shard_buffer,
+                                                 std::shared_ptr<const void> keep);
 
 /// As above with whole rows instead of asked ones: each part's keys and rows (sparse_rows_ref,
 /// keys and rows set), the reply to encode_all_rows_pull.

@@ -14,6 +14,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -82,6 +83,31 @@ struct reply_cache {
   int64_t min_clock = -1;
 };
 
+/// What keeps a parameter buffer alive and unchanged while replies built on it by reference
+/// live (queued on a data link, in a worker's mailbox): each such reply holds the buffer's
+/// lease. The shard writes into a buffer only when no reply holds its lease; otherwise the lease
+/// takes the buffer (freed with the last of those replies) and the shard writes into a fresh one.
+/// A reply normally leaves before the second update after it, so fresh buffers are rare.
+struct buffer_lease {
+  std::vector<float> orphaned;
+};
+
+/// Makes `buffer` safe to write: if replies still hold `lease`, the buffer goes to them (moving
+/// a vector keeps its data where the replies point) and `buffer` is left empty. The lease is
+/// dropped either way: the next reply on this buffer takes a new one.
+void release_for_writing(std::vector<float>& buffer, std::shared_ptr<buffer_lease>& lease) {
+  if (!lease) return;
+  if (lease.use_count() > 1) {  // 1: only this state holds it, so nobody can copy it any more
+    lease->orphaned = std::move(buffer);
+    buffer.clear();
+  } else {
+    // The last reply let go with a release decrement; this pairs with it, so that its reads of
+    // the buffer (a send) happen before the writes that follow.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  lease.reset();
+}
+
 struct ps_shard_state {
   static inline const char* name = "ps_shard";
 
@@ -91,6 +117,8 @@ struct ps_shard_state {
   std::unique_ptr<block_layout> layout;
   std::vector<float> params;        // the shard's blocks, contiguous in block-id order
   std::vector<float> params_next;   // spare buffer of params' size: an update is written here first
+  std::shared_ptr<buffer_lease> params_lease;  // held by the replies pointing into params
+  std::shared_ptr<buffer_lease> next_lease;    // held by the replies pointing into params_next
   optimizer_state opt;
   shard_tables tables;              // the sparse rows whose buckets the spec places here
 
@@ -126,6 +154,13 @@ struct ps_shard_state {
 
   bool initialized() const { return layout != nullptr; }
   std::string who() const { return "ps:" + std::to_string(shard); }
+
+  /// Replies built by reference may outlive the shard (a snapshot the caller keeps): they take
+  /// the buffers they point into.
+  ~ps_shard_state() {
+    release_for_writing(params, params_lease);
+    release_for_writing(params_next, next_lease);
+  }
 };
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
@@ -195,8 +230,11 @@ const wire_buffer& current_reply(ps_shard_state& st) {
   auto& c = st.cache;
   if (c.updates != st.stats.updates || c.min_clock != st.clocks.min()
       || c.reply.size_words() == 0) {
-    c.reply = encode_shard_parameters(st.shard, st.clocks.min(), st.newest_clock, *st.layout,
-                                      st.params.data());
+    // By reference: the blocks go from params to the data link's socket (or the worker's
+    // scatter) without a copy here; the lease keeps params unchanged while the reply lives.
+    if (!st.params_lease) st.params_lease = std::make_shared<buffer_lease>();
+    c.reply = encode_shard_parameters_by_reference(st.shard, st.clocks.min(), st.newest_clock,
+                                                   *st.layout, st.params.data(), st.params_lease);
     c.updates = st.stats.updates;
     c.min_clock = st.clocks.min();
   }
@@ -355,6 +393,8 @@ bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, f
   const auto step = st.opt.step + 1;
   const auto slots = st.opt.slots;
   const auto bound = st.config.bounds.max_parameter;
+  st.cache.reply = wire_buffer{};  // stale after this update anyway; it would hold a lease
+  release_for_writing(st.params_next, st.next_lease);
   st.params_next.resize(st.params.size());
   st.opt.next.resize(st.opt.values.size());
   for (const auto& g : grads) {
@@ -372,6 +412,7 @@ bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, f
     }
   }
   std::swap(st.params, st.params_next);
+  std::swap(st.params_lease, st.next_lease);
   std::swap(st.opt.values, st.opt.next);
   st.opt.step = step;
   ++st.stats.updates;
@@ -549,6 +590,9 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   auto sync = spec.mode == consistency::sync;
   st.spec = spec;
   st.layout = std::move(layout);
+  st.cache.reply = wire_buffer{};
+  release_for_writing(st.params, st.params_lease);
+  release_for_writing(st.params_next, st.next_lease);
   st.params = std::move(params);
   st.params_next.clear();  // sized by the first update
   st.opt = std::move(opt);

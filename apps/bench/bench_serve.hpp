@@ -79,6 +79,9 @@ using bench_shard_wrapper = std::function<ps_shard_actor(caf::actor_system&, ps_
   self->monitor(front);
   std::fprintf(stderr, "bench shard serving on 127.0.0.1:%u\n", unsigned(*port));
   self->receive([](caf::down_msg&) {});
+  // Read by scripts/bench/transport_processes.sh: this process's copies over its whole life.
+  std::fprintf(stderr, "bench shard copied_payload_bytes %llu\n",
+               static_cast<unsigned long long>(copied_payload_bytes.load()));
   std::fflush(nullptr);
   std::_Exit(0);  // see apps/cluster_commands.cpp: CAF 0.17 may keep a dead peer's references
 }

@@ -17,6 +17,7 @@
 #include "actors/protocol/messages.hpp"
 #include "actors/chief/metrics.hpp"
 #include "actors/roles/ps_shard.hpp"
+#include "actors/net/receive_in_place.hpp"
 #include "actors/net/remote_shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "kernels/denormals.hpp"
@@ -41,7 +42,9 @@
 #include <string>
 #include <vector>
 
+#include <dirent.h>
 #include <sys/resource.h>
+#include <time.h>
 
 namespace po = boost::program_options;
 using namespace actorps;
@@ -65,6 +68,58 @@ int64_t minor_faults() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_minflt;
+}
+
+/// What a process has used so far: CPU time on every thread, and minor page faults.
+struct process_usage {
+  double cpu_ms = 0;
+  int64_t minor_faults = 0;
+};
+
+process_usage own_usage() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return {double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6, minor_faults()};
+}
+
+/// Another process's usage, from /proc: the nanoseconds each of its threads has run
+/// (task/*/schedstat, first field; a thread that ended since is missed) and its minor faults
+/// (stat, the 10th field). For the shard process of a two-process run (--shard-pid).
+process_usage usage_of(int pid) {
+  process_usage u;
+  auto dir = "/proc/" + std::to_string(pid);
+  if (DIR* tasks = opendir((dir + "/task").c_str())) {
+    while (dirent* e = readdir(tasks)) {
+      if (e->d_name[0] == '.') continue;
+      if (FILE* f = std::fopen((dir + "/task/" + e->d_name + "/schedstat").c_str(), "r")) {
+        unsigned long long ns = 0;
+        if (std::fscanf(f, "%llu", &ns) == 1) u.cpu_ms += double(ns) * 1e-6;
+        std::fclose(f);
+      }
+    }
+    closedir(tasks);
+  }
+  if (FILE* f = std::fopen((dir + "/stat").c_str(), "r")) {
+    char line[1024] = {};
+    if (std::fgets(line, sizeof line, f))
+      if (const char* p = std::strrchr(line, ')')) {  // the name may hold spaces
+        long long minflt = 0;
+        if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %lld", &minflt) == 1)
+          u.minor_faults = minflt;
+      }
+    std::fclose(f);
+  }
+  return u;
+}
+
+/// Per round trip: CPU ms, minor faults and (when known) payload bytes copied by our code.
+nlohmann::ordered_json per_round_trip(const process_usage& before, const process_usage& after,
+                                      int64_t rounds, std::optional<uint64_t> copied) {
+  nlohmann::ordered_json j{
+    {"cpu_ms", (after.cpu_ms - before.cpu_ms) / double(rounds)},
+    {"minor_faults", double(after.minor_faults - before.minor_faults) / double(rounds)}};
+  if (copied) j["copied_bytes"] = double(*copied) / double(rounds);
+  return j;
 }
 
 nlohmann::ordered_json summary_json(const std::vector<double>& v) {
@@ -100,7 +155,8 @@ void next_round(driver_ptr self) {
   if (st.issued == st.side->times.size()) return;
   auto slot = st.issued++;
   auto t0 = bench_clock::now();
-  auto push = encode_push(0, st.side->clock++, 0, st.side->layout, st.side->grad.data());
+  // By reference, as a worker's push to a remote shard: grad does not change during the run.
+  auto push = encode_push_by_reference(0, st.side->clock++, 0, st.side->layout, st.side->grad.data());
   self->request(st.shard, timeout, push_pull_atom::value, std::move(push))
     .then(
       [=](const wire_buffer& reply) {
@@ -204,6 +260,56 @@ nlohmann::ordered_json time_components(const train_spec& spec, worker_side& side
           {"sum_of_round_trip_parts", encode_push_ms + apply_ms + encode_reply_ms + scatter_ms}};
 }
 
+// --- the raw data link: no actors on the worker's side ----------------------------------------
+
+/// What the raw run measured: its round trips and each side's usage over them.
+struct raw_run {
+  std::vector<double> times;
+  process_usage worker_before, worker_after, shard_before, shard_after;
+  uint64_t copied = 0;
+};
+
+/// Push+pulls on a connection of its own to the shard process's data link, without the proxy
+/// or any actor on this side: each push leaves by reference from the gradient, each reply is
+/// received straight into the parameters (receive_in_place.hpp). What the worker's data path
+/// costs with zero copies of ours on both sides, next to the same sockets' floor.
+raw_run drive_raw(caf::scoped_actor& self, const remote_shard& connection, const std::string& host,
+                  worker_side& side, int warmup, int iterations, int shard_pid) {
+  uint16_t port = 0;
+  std::string name;
+  self->request(connection.task, timeout, link_atom::value)
+    .receive([&](uint16_t p, std::string& n) { port = p; name = std::move(n); },
+             [&](caf::error& err) { throw std::runtime_error("link address: " + describe(err)); });
+  auto link = connection.link->is_local() ? connect_local_link(name)
+                                          : connect_link(host, port, std::chrono::seconds(5));
+  if (!link) throw std::runtime_error(describe(link.error()));
+  auto& raw = **link;
+  frame_header h;
+  if (raw.send(make_header(frame_kind::hello, 0, 0, 60000)) || raw.receive_header(h))
+    throw std::runtime_error("raw link: no hello reply");
+  raw_run out;
+  for (int i = 0; i < warmup + iterations; ++i) {
+    if (i == warmup) {
+      out.shard_before = shard_pid > 0 ? usage_of(shard_pid) : process_usage{};
+      out.copied = copied_payload_bytes.load();
+      out.worker_before = own_usage();
+    }
+    auto t0 = bench_clock::now();
+    auto push = encode_push_by_reference(0, side.clock++, 0, side.layout, side.grad.data());
+    wire_buffer structure;
+    if (raw.send(frame_kind::push_pull, uint64_t(i + 1), push) || raw.receive_header(h)
+        || static_cast<frame_kind>(h.kind) != frame_kind::reply
+        || !receive_parameters_into(raw, h, side.layout, side.params.data(), structure))
+      throw std::runtime_error("raw link: push_pull " + std::to_string(i) + " failed");
+    if (i >= warmup) out.times.push_back(ms_since(t0));
+  }
+  out.worker_after = own_usage();
+  out.copied = copied_payload_bytes.load() - out.copied;
+  out.shard_after = shard_pid > 0 ? usage_of(shard_pid) : process_usage{};
+  raw.shutdown();
+  return out;
+}
+
 // --- the run ---------------------------------------------------------------------------------
 
 struct options {
@@ -216,6 +322,7 @@ struct options {
   bool no_data_link = false;  ///< serve: offer no data link; everything over CAF's middleman
   bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
   std::string tls_dir;        ///< scripts/make_certs.sh's DIR: CAF's connection over mutual TLS
+  int shard_pid = 0;          ///< connect: the shard process, whose CPU and faults are read
 };
 
 /// The files of `task` ("ps-0") in make_certs.sh's DIR; none when `dir` is empty.
@@ -300,10 +407,15 @@ int run(const options& o) {
     return wall_ms;
   };
   drive(o.warmup, 1);
-  auto faults_before = minor_faults();
+  auto shard_before = o.shard_pid > 0 ? usage_of(o.shard_pid) : process_usage{};
+  auto copied_before = copied_payload_bytes.load();
+  auto worker_before = own_usage();
   drive(o.iterations, 1);
+  auto worker_after = own_usage();
+  auto worker_copied = copied_payload_bytes.load() - copied_before;
+  auto shard_after = o.shard_pid > 0 ? usage_of(o.shard_pid) : process_usage{};
   auto event_times = side.times;
-  auto event_faults = minor_faults() - faults_before;
+  auto event_faults = worker_after.minor_faults - worker_before.minor_faults;
   drive(o.warmup, o.in_flight);
   auto pipelined_ms = drive(o.iterations, o.in_flight) / o.iterations;
   auto pipelined_latency = side.times;
@@ -315,7 +427,7 @@ int run(const options& o) {
     auto t0 = bench_clock::now();
     caf::error failure;
     self->request(shard, timeout, push_pull_atom::value,
-                  encode_push(0, side.clock++, 0, side.layout, side.grad.data()))
+                  encode_push_by_reference(0, side.clock++, 0, side.layout, side.grad.data()))
       .receive(
         [&](const wire_buffer& reply) {
           if (auto msg = scatter_shard_parameters(reply, side.layout, side.params.data()); !msg)
@@ -325,6 +437,10 @@ int run(const options& o) {
     if (failure) throw std::runtime_error("scoped driver: " + describe(failure));
     if (i >= o.warmup) scoped_times.push_back(ms_since(t0));
   }
+  std::optional<raw_run> raw;
+  if (remote && connection.link)
+    raw = drive_raw(self, connection, parse_address(o.connect, "--connect").host, side, o.warmup,
+                    o.iterations, o.shard_pid);
   // Stopping the shard (over CAF) ends the shard process; then the data link, if any.
   self->send_exit(remote ? connection.shard : shard, caf::exit_reason::user_shutdown);
   connection.close();
@@ -357,8 +473,23 @@ int run(const options& o) {
     {"pipelined_round_trip_ms", summary_json(pipelined_latency)},
     {"minor_faults_per_round_trip", double(event_faults) / o.iterations},
     {"scoped_round_trip_ms", summary_json(scoped_times)},
+    // The timed event-driven round trips: this process (in one process: worker and shard
+    // together) and, given --shard-pid, the shard process (its copies: see bench_serve.hpp).
+    {"worker_per_round_trip", per_round_trip(worker_before, worker_after, o.iterations, worker_copied)},
+    {"shard_per_round_trip", o.shard_pid > 0 ? per_round_trip(shard_before, shard_after, o.iterations,
+                                                              std::nullopt)
+                                             : nlohmann::ordered_json()},
+    {"push_pulls_sent", static_cast<int64_t>((raw ? 4 : 3) * (o.warmup + o.iterations))},
     {"scoped_push_pull_GBps", gbps(scoped_times, payload)},
     {"components_ms", components}};
+  if (raw)
+    result["raw_link"] = {
+      {"round_trip_ms", summary_json(raw->times)},
+      {"worker_per_round_trip",
+       per_round_trip(raw->worker_before, raw->worker_after, o.iterations, raw->copied)},
+      {"shard_per_round_trip", o.shard_pid > 0 ? per_round_trip(raw->shard_before, raw->shard_after,
+                                                                o.iterations, std::nullopt)
+                                               : nlohmann::ordered_json()}};
   std::printf("%s\n", render_json(result).c_str());
   return 0;
 }
@@ -384,6 +515,8 @@ int main(int argc, char** argv) {
      "serve: offer the data link over loopback TCP only, not over a local socket")
     ("no-data-link", po::bool_switch(&o.no_data_link),
      "serve: offer no data link, so pulls and pushes travel through CAF's middleman")
+    ("shard-pid", po::value(&o.shard_pid),
+     "connect: the shard process's pid, whose CPU time and page faults are read from /proc")
     ("tls-dir", po::value(&o.tls_dir),
      "CAF's connection over mutual TLS with scripts/make_certs.sh's DIR (ps:0 and worker:0); "
      "the serving side then initialises its shard from its own --floats and --block-floats, "

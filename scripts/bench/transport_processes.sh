@@ -4,7 +4,14 @@
 # loopback TCP (what tasks on different hosts use), the data link over a local socket (what
 # tasks on the same host use), and CAF's middleman alone (before the data link); next to the same
 # figure inside one process, the loopback TCP limit measured by iperf3, and the floor: the same
-# sockets echoing frames of the payload's size, with nothing else to do. Writes one JSON file.
+# sockets echoing frames of the payload's size, with nothing else to do. Per size and transport
+# it also reports, for the timed round trips, the CPU time and minor page faults of each side
+# (the worker's from getrusage/CLOCK_PROCESS_CPUTIME_ID, the shard process's from /proc), the
+# payload bytes our code copied per round trip on each side (copied_payload_bytes, counted in
+# wire.cpp; the shard's over its whole life, divided by the push_pulls it was sent), and the
+# round trip's ratio to the floor; and the same round trips over a raw connection of the data
+# link without actors on the worker's side (pushes by reference, replies received in place), the
+# data path's own cost. Writes one JSON file.
 # usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,9 +48,9 @@ for floats in 16384 262144 1048576 4194304; do
   for transport in tcp socket caf; do
     case $transport in tcp) flag=--tcp-link ;; socket) flag="" ;; caf) flag=--no-data-link ;; esac
     port=$(free_port)
-    "$bench" --serve "$port" $flag 2> "$tmp/serve.log" & server=$!
+    "$bench" --serve "$port" $flag 2> "$tmp/serve-$transport-$floats.log" & server=$!
     "$bench" --floats "$floats" --iterations "$iterations" --connect "127.0.0.1:$port" \
-      > "$tmp/$transport-$floats.json"
+      --shard-pid "$server" > "$tmp/$transport-$floats.json"
     wait "$server" || true; server=""
   done
 done
@@ -67,9 +74,26 @@ for floats in (16384, 262144, 1048576, 4194304):
                           "scoped_round_trip_ms": r["scoped_round_trip_ms"]["median"],
                           "in_flight": r["in_flight"],
                           "pipelined_ms_per_push_pull": r["pipelined_ms_per_push_pull"]}
+        row[transport]["worker_per_round_trip"] = r["worker_per_round_trip"]
+        shard = dict(r["shard_per_round_trip"])
+        for line in open(os.path.join(tmp, f"serve-{transport}-{floats}.log")):
+            if line.startswith("bench shard copied_payload_bytes "):
+                shard["copied_bytes"] = int(line.split()[-1]) / r["push_pulls_sent"]
+        row[transport]["shard_per_round_trip"] = shard
+        if "raw_link" in r:
+            row[transport]["raw_link"] = r["raw_link"]
+        row[transport]["copied_bytes_per_round_trip"] = (
+            r["worker_per_round_trip"]["copied_bytes"] + shard.get("copied_bytes", float("nan")))
+    row["in_process_per_round_trip"] = local["worker_per_round_trip"]
+    row["in_process_ratio_to_memcpy"] = (local["round_trip_ms"]["median"]
+                                         / local["components_ms"]["memcpy"])
     for family, key in (("tcp", "tcp"), ("unix", "socket")):
         f = json.load(open(os.path.join(tmp, f"floor-{family}-{floats}.json")))
         row[key]["floor_round_trip_ms"] = f["round_trip_ms"]["median"]
+        row[key]["ratio_to_floor"] = row[key]["round_trip_ms"]["median"] / f["round_trip_ms"]["median"]
+        if "raw_link" in row[key]:
+            row[key]["raw_link"]["ratio_to_floor"] = (row[key]["raw_link"]["round_trip_ms"]["median"]
+                                                      / f["round_trip_ms"]["median"])
     row["components_ms"] = local["components_ms"]
     rows.append(row)
 four = next(r for r in rows if abs(r["payload_bytes"] - 4 * 2**20) < 8192)
@@ -85,6 +109,24 @@ cell = lambda ms, gbps: f"{ms:8.3f} ({gbps:5.2f})"
 for r in rows:
     print(f"{r['payload_bytes']/2**20:6.3f} MiB {cell(r['in_process_round_trip_ms'], r['in_process_push_pull_GBps']):>17} "
           + " ".join(f"{cell(r[t]['round_trip_ms']['median'], r[t]['push_pull_GBps']):>17}" for t in ("tcp", "socket", "caf")))
+print(f"{'payload':>10} {'path':>7} {'rt ms':>8} {'x floor':>8} {'worker CPU ms':>14} {'shard CPU ms':>13} "
+      f"{'faults w/s':>11} {'copied w/s (payloads)':>22}")
+for r in rows:
+    for t in ("tcp", "socket"):
+        x, w, s = r[t], r[t]["worker_per_round_trip"], r[t]["shard_per_round_trip"]
+        n = r["payload_bytes"]
+        print(f"{n/2**20:6.3f} MiB {t:>7} {x['round_trip_ms']['median']:8.3f} {x['ratio_to_floor']:8.2f} "
+              f"{w['cpu_ms']:14.3f} {s['cpu_ms']:13.3f} {w['minor_faults']:5.0f}/{s['minor_faults']:<5.0f} "
+              f"{w['copied_bytes']/n:10.2f}/{s.get('copied_bytes', float('nan'))/n:<10.2f}")
+print("the raw link (no actors on the worker's side; push by reference, reply received in place):")
+for r in rows:
+    for t in ("tcp", "socket"):
+        x = r[t].get("raw_link")
+        if not x: continue
+        w, n = x["worker_per_round_trip"], r["payload_bytes"]
+        print(f"{n/2**20:6.3f} MiB {t:>7} {x['round_trip_ms']['median']:8.3f} {x['ratio_to_floor']:8.2f} "
+              f"{w['cpu_ms']:14.3f} {x['shard_per_round_trip']['cpu_ms']:13.3f} "
+              f"{w['minor_faults']:5.0f}/{x['shard_per_round_trip']['minor_faults']:<5.0f} {w['copied_bytes']/n:10.2f}")
 print(f"floor (the same sockets echoing frames), 4 MiB: tcp {four['tcp']['floor_round_trip_ms']:.3f} ms, "
       f"socket {four['socket']['floor_round_trip_ms']:.3f} ms")
 print(f"4 MiB with {four['tcp']['in_flight']} push+pulls in flight, ms each: "
