@@ -6,7 +6,6 @@ every clock; each worker calls finish(), the ps's serve() then returns 0, and ev
 exits 0 (through actorps.exit_task)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import unittest
@@ -43,13 +42,13 @@ def run_task():
 
 
 def free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+    """n free ports of 127.0.0.1, each with the port after it free too: a ps task's data link
+    listens on its port + 1 (scripts/free_port_pairs.py)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                          "free_port_pairs.py")
+    out = subprocess.run([sys.executable, script, str(n)], check=True, capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
 
 
 class TaskClusterProcesses(unittest.TestCase):
