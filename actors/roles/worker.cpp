@@ -52,6 +52,9 @@ struct worker_state {
   uint64_t last_request = 0;
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
+
+  // A push may outlive the worker (queued on a link, kept by a shard): it gets the gradient.
+  ~worker_state() { release_for_writing(grads, grads_lease); }
 };
 
 using self_ptr = worker_actor::stateful_pointer<worker_state>;
