@@ -16,13 +16,8 @@ using namespace actorps::test;
 
 namespace {
 
-/// A 4-4-10 MLP in blocks of 4 floats: every block is a whole number of words and starts on one,
-/// so every block of a push or reply can be a segment of its own.
-train_spec even_spec() {
-  auto spec = tiny_spec(consistency::async, 1);
-  spec.model = mlp_model({4, 4, 10});
-  return spec;
-}
+/// Ten outputs: the synthetic data has ten classes.
+train_spec even_spec() { return word_aligned_spec(10); }
 
 /// Stands in for the chief: forwards the worker's done to `to`, ignores its reports.
 caf::behavior chief_stand_in(caf::event_based_actor*, caf::actor to) {
