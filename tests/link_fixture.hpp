@@ -67,6 +67,15 @@ struct link_fixture : shard_fixture {
   }
 };
 
+/// Layers 4-4-`outputs` in blocks of 4 floats: every block is a whole number of words and
+/// starts on one, so every block of a push or reply can be a segment of its own (tiny_spec's
+/// 3-float bias cannot).
+inline train_spec word_aligned_spec(int outputs = 2) {
+  auto spec = tiny_spec(consistency::async, 1);
+  spec.model = mlp_model({4, 4, outputs});
+  return spec;
+}
+
 /// A stranger's connection to the link server at 127.0.0.1:`port` (receives give up after 10 s).
 inline int stranger_to(uint16_t port) { return connect_loopback(port); }
 

@@ -18,13 +18,7 @@ using namespace actorps::test;
 
 namespace {
 
-/// Layers 4-4-2 in blocks of 4 floats: every block is a whole number of words and starts on
-/// one, so every block can be referred to (tiny_spec's 3-float bias cannot).
-train_spec even_spec() {
-  auto spec = tiny_spec(consistency::async, 1);
-  spec.model = mlp_model({4, 4, 2});
-  return spec;
-}
+train_spec even_spec() { return word_aligned_spec(); }
 
 std::vector<float> ramp(std::size_t n, float scale) {
   std::vector<float> v(n);

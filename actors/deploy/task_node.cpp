@@ -127,6 +127,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       wc.train = data;
       wc.source = setup.data;
       wc.shards = shards->handles();
+      wc.destinations = destinations_of(shards->remote);  // replies received in place
       wc.chief = caf::actor_cast<chief_actor>(self->current_sender());  // the chief asked
       log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting worker "
                                        + std::to_string(wc.index));

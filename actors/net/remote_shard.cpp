@@ -1,6 +1,7 @@
 #include "actors/net/remote_shard.hpp"
 
 #include "actors/net/connect.hpp"
+#include "actors/net/receive_in_place.hpp"
 #include "actors/net/tls_config.hpp"
 #include "actors/protocol/errors.hpp"
 
@@ -19,11 +20,20 @@ namespace {
 class pending_requests {
 public:
   /// Registers the current request of the proxy; once the link is broken, returns why instead.
-  caf::error add(uint64_t id, caf::strong_actor_ptr requester, caf::message_id mid) {
+  /// `in_place`: its reply is the shard's dense parameters, for the destination.
+  caf::error add(uint64_t id, caf::strong_actor_ptr requester, caf::message_id mid,
+                 bool in_place) {
     std::lock_guard<std::mutex> guard{mutex_};
     if (broken_) return reason_;
-    waiting_.emplace(id, entry{std::move(requester), mid});
+    waiting_.emplace(id, entry{std::move(requester), mid, in_place});
     return {};
+  }
+
+  /// Whether request `id` waits and wants its reply received in place.
+  bool in_place(uint64_t id) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    auto i = waiting_.find(id);
+    return i != waiting_.end() && i->second.in_place;
   }
 
   /// Answers request `id` (ignored if it is unknown: it has been failed already).
@@ -55,6 +65,7 @@ private:
   struct entry {
     caf::strong_actor_ptr requester;
     caf::message_id mid;
+    bool in_place = false;
   };
 
   /// What a response promise does, from a thread of our own: the answer goes straight into the
@@ -72,8 +83,11 @@ private:
 /// Reads answers until the link ends, then fails whatever still waits. A transport problem reads
 /// to the requester as a request to a shard that died (sec::request_receiver_down), which is what
 /// a worker in one process sees when its shard is gone.
+/// A reply to a pull or push_pull is read straight into the worker's parameters when it has said
+/// where they are (`destination`); the worker then gets the message's structure, whose blocks
+/// point at their places, and its scatter finds nothing to copy.
 void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_requests> pending,
-                  std::string where) {
+                  std::shared_ptr<parameter_destination> destination, std::string where) {
   auto lost = [&](const caf::error& err) {
     link->shutdown();
     pending->break_all(caf::make_error(caf::sec::request_receiver_down, where + ": " + describe(err)));
@@ -84,6 +98,17 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
     if (auto why = check_header(h); !why.empty()) return lost(make_error(errc::malformed_message, why));
     switch (static_cast<frame_kind>(h.kind)) {
       case frame_kind::reply: {
+        if (auto target = destination->get(); target && pending->in_place(h.id)) {
+          wire_buffer structure;
+          auto view = receive_parameters_into(*link, h, *target.layout, target.params->data(),
+                                              structure);
+          if (!view) {  // the requester hears why; the stream is out of step: the link ends
+            pending->answer(h.id, caf::make_message(view.error()));
+            return lost(view.error());
+          }
+          pending->answer(h.id, caf::make_message(std::move(structure)));
+          break;
+        }
         auto reply = link->receive_buffer(h);
         if (!reply) return lost(reply.error());
         pending->answer(h.id, caf::make_message(std::move(*reply)));
@@ -111,9 +136,10 @@ struct proxy_state {
 /// written to the link (several may be in flight) and answered by the reader thread; everything
 /// else goes to the shard itself over CAF. Detached: a send blocks while the socket is full.
 caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor remote,
-                          std::shared_ptr<link_socket> link, std::string where) {
+                          std::shared_ptr<link_socket> link,
+                          std::shared_ptr<parameter_destination> destination, std::string where) {
   auto pending = std::make_shared<pending_requests>();
-  auto reader = std::make_shared<std::thread>(read_answers, link, pending, where);
+  auto reader = std::make_shared<std::thread>(read_answers, link, pending, destination, where);
   self->attach_functor([link, reader] {  // by value: the state is gone when this runs
     link->shutdown();
     reader->join();
@@ -121,7 +147,8 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
   auto send = [=](frame_kind kind, int64_t a, int64_t b, const wire_buffer* payload) {
     auto id = self->state.next_id++;
     auto mid = self->take_current_message_id();  // answered by the reader thread
-    if (auto gone = pending->add(id, self->current_sender(), mid)) {
+    bool dense_parameters = kind == frame_kind::pull || kind == frame_kind::push_pull;
+    if (auto gone = pending->add(id, self->current_sender(), mid, dense_parameters)) {
       if (auto& requester = self->current_sender())  // the link is gone: answer at once
         requester->enqueue(nullptr, mid.response_id(), caf::make_message(std::move(gone)), nullptr);
       return;
@@ -152,6 +179,13 @@ caf::behavior shard_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor
 }
 
 } // namespace
+
+std::vector<std::shared_ptr<parameter_destination>>
+destinations_of(const std::vector<remote_shard>& shards) {
+  std::vector<std::shared_ptr<parameter_destination>> out;
+  for (const auto& s : shards) out.push_back(s.destination);
+  return out;
+}
 
 void remote_shard::close() const {
   if (!link) return;
@@ -188,7 +222,7 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
     return caf::make_error(caf::sec::cannot_connect_to_node,
                            "the ps task at " + addr.text() + " did not say where its shard "
                              + "and data link are: " + describe(failed));
-  if (port == 0) return remote_shard{shard, shard, nullptr, *task};  // all over CAF
+  if (port == 0) return remote_shard{shard, shard, nullptr, *task, nullptr};  // all over CAF
 
   // The shard's local socket when it is on this host (and in this network namespace), else TCP.
   auto link = connect_local_link(local_name);
@@ -228,8 +262,10 @@ caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor s
   }
   link->set_receive_timeout(std::chrono::milliseconds{0});  // answers may be held for long
   auto where = "shard " + std::to_string(index) + " (data link to " + link->peer() + ")";
-  auto proxy = sys.spawn<caf::detached>(shard_proxy, shard, link, std::move(where));
-  return remote_shard{caf::actor_cast<ps_shard_actor>(proxy), shard, std::move(link)};
+  auto destination = std::make_shared<parameter_destination>();
+  auto proxy = sys.spawn<caf::detached>(shard_proxy, shard, link, destination, std::move(where));
+  return remote_shard{caf::actor_cast<ps_shard_actor>(proxy), shard, std::move(link), {},
+                      std::move(destination)};
 }
 
 } // namespace actorps

@@ -8,6 +8,7 @@
 #include "actors/net/link_socket.hpp"
 #include "actors/net/tls_files.hpp"
 #include "actors/protocol/messages.hpp"
+#include "actors/protocol/parameter_destination.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
@@ -22,6 +23,9 @@ struct remote_shard {
   ps_shard_actor shard;                ///< the shard itself, over CAF
   std::shared_ptr<link_socket> link;   ///< null when its process offers no data link
   ps_task_actor task = {};             ///< the ps task it came from (connect_shard only)
+  /// Where replies to a worker's pulls and push_pulls are received in place (the worker sets
+  /// it: worker_config::destinations); null when there is no data link.
+  std::shared_ptr<parameter_destination> destination;
 
   /// How pulls and pushes travel: "local socket", "tcp", "TLS over local socket", "TLS over
   /// tcp", or "caf" (its process offers no link).
@@ -35,6 +39,10 @@ struct remote_shard {
   /// role using the handle has stopped.
   void close() const;
 };
+
+/// The destinations of `shards`, in order (worker_config::destinations).
+std::vector<std::shared_ptr<parameter_destination>>
+destinations_of(const std::vector<remote_shard>& shards);
 
 /// Introduces itself on `link` (connected to shard `index`'s data link) and wraps it in a proxy
 /// that sends pulls, push_pulls and snapshots over it and everything else to `shard`. With `tls`

@@ -22,6 +22,10 @@ struct cluster_core {
   train_spec spec;
   std::unique_ptr<block_layout> layout;
   std::vector<ps_shard_actor> shards;
+  // The shards live in other processes: a push leaves this process (sent on a data link or
+  // serialised by the middleman) before its reply can come, so it may point at the caller's
+  // gradient, which the ticket holds until wait returns (worker_client.cpp).
+  bool shards_elsewhere = false;
   std::function<void()> stop;  // ends what the core started (shards, or proxies to them)
 
   ~cluster_core() {

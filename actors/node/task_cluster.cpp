@@ -78,6 +78,7 @@ caf::expected<worker_client> task_cluster::worker() {
     }
     core.shards.clear();
     for (auto& r : remote) core.shards.push_back(r.handle);
+    core.shards_elsewhere = true;
     core.stop = [remote] {
       for (auto& r : remote) r.close();
     };

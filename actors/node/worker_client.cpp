@@ -143,11 +143,19 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
         shards.size(),
         [&](std::size_t s) {
           auto shard = static_cast<int32_t>(s);
-          if (call.push)
+          if (call.push) {
+            auto grads = refs_for(spec, call.grads, pushed, s);
+            auto keys = refs_for(spec, call.rows, *pulled, s);
+            // A shard in this process may keep the push past wait (and the caller then writes
+            // its gradient again): copied. One elsewhere got its bytes before it replied.
+            auto push = cluster->shards_elsewhere
+                          ? encode_push_by_reference(worker, call.clock, shard, layout, call.grad,
+                                                     {}, 0, grads, keys)
+                          : encode_push(worker, call.clock, shard, layout, call.grad, 0, grads,
+                                        keys);
             return self->request(shards[s], cluster->opts.timeout, push_pull_atom::value,
-                                 encode_push(worker, call.clock, shard, layout, call.grad, 0,
-                                             refs_for(spec, call.grads, pushed, s),
-                                             refs_for(spec, call.rows, *pulled, s)));
+                                 std::move(push));
+          }
           if (sparse)
             return self->request(shards[s], cluster->opts.timeout, pull_atom::value,
                                  encode_pull(worker, call.clock, shard,

@@ -8,6 +8,7 @@
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/storage/checkpoint_root.hpp"
 #include "actors/storage/checkpoint_store.hpp"
+#include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/log.hpp"
 #include "kernels/optimizer.hpp"
 
@@ -83,30 +84,8 @@ struct reply_cache {
   int64_t min_clock = -1;
 };
 
-/// What keeps a parameter buffer alive and unchanged while replies built on it by reference
-/// live (queued on a data link, in a worker's mailbox): each such reply holds the buffer's
-/// lease. The shard writes into a buffer only when no reply holds its lease; otherwise the lease
-/// takes the buffer (freed with the last of those replies) and the shard writes into a fresh one.
-/// A reply normally leaves before the second update after it, so fresh buffers are rare.
-struct buffer_lease {
-  std::vector<float> orphaned;
-};
-
-/// Makes `buffer` safe to write: if replies still hold `lease`, the buffer goes to them (moving
-/// a vector keeps its data where the replies point) and `buffer` is left empty. The lease is
-/// dropped either way: the next reply on this buffer takes a new one.
-void release_for_writing(std::vector<float>& buffer, std::shared_ptr<buffer_lease>& lease) {
-  if (!lease) return;
-  if (lease.use_count() > 1) {  // 1: only this state holds it, so nobody can copy it any more
-    lease->orphaned = std::move(buffer);
-    buffer.clear();
-  } else {
-    // The last reply let go with a release decrement; this pairs with it, so that its reads of
-    // the buffer (a send) happen before the writes that follow.
-    std::atomic_thread_fence(std::memory_order_acquire);
-  }
-  lease.reset();
-}
+// Replies built by reference hold the lease of the buffer they point into (buffer_lease.hpp):
+// a reply normally leaves before the second update after it, so fresh buffers are rare.
 
 struct ps_shard_state {
   static inline const char* name = "ps_shard";

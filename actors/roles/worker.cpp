@@ -2,6 +2,7 @@
 
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/batch_tables.hpp"
+#include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
 #include "kernels/denormals.hpp"
@@ -28,10 +29,16 @@ struct worker_state {
   static inline const char* name = "worker";
 
   worker_config cfg;
-  std::unique_ptr<block_layout> layout;
+  std::shared_ptr<const block_layout> layout;
   std::unique_ptr<data_shard> data;
   std::unique_ptr<trainer> model;  // the model plug-in's half for this worker
-  std::vector<float> params, grads;  // flat, model order
+  // Flat, model order. params is shared with the data link proxies that receive replies
+  // straight into it (worker_config::destinations).
+  std::shared_ptr<std::vector<float>> params;
+  std::vector<float> grads;
+  // Held by the pushes built on grads by reference (a data link still sending one, a shard in
+  // this process keeping one): the next step then writes a fresh buffer (buffer_lease.hpp).
+  std::shared_ptr<buffer_lease> grads_lease;
   // Sparse tables: `rows` is the clock whose rows the pending replies bring (and the next step
   // reads and fills with gradients); `next` is scratch for the following clock's keys.
   batch_tables rows, next;
@@ -45,6 +52,9 @@ struct worker_state {
   uint64_t last_request = 0;
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
+
+  // A push may outlive the worker (queued on a link, kept by a shard): it gets the gradient.
+  ~worker_state() { release_for_writing(grads, grads_lease); }
 };
 
 using self_ptr = worker_actor::stateful_pointer<worker_state>;
@@ -59,7 +69,7 @@ void fail(self_ptr self, const std::string& what, const caf::error& err) {
 /// Takes one shard's parameter reply; starts the next clock once every shard has answered.
 void on_parameters(self_ptr self, const wire_buffer& reply) {
   auto& st = self->state;
-  auto msg = scatter_shard_parameters(reply, *st.layout, st.params.data());
+  auto msg = scatter_shard_parameters(reply, *st.layout, st.params->data());
   if (!msg) return fail(self, "bad parameters from a shard", msg.error());
   if (auto err = st.rows.take_rows(msg->shard, msg->sparse))
     return fail(self, "bad sparse rows from a shard", err);
@@ -144,19 +154,25 @@ void push(self_ptr self) {
                           st.last.rows, st.staleness, st.model->device(), st.newest_clock});
   auto clock = st.clock++;
   expect_replies(st);
+  if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>();
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
     auto shard = static_cast<int32_t>(s);
-    ask(self, s, true, push_pull_atom::value,  // no tables: no rows, no keys, a dense push
-        encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(), st.cfg.incarnation,
-                    st.rows.grads_for(shard), st.next.keys_for(shard)));
+    // No tables: no rows, no keys, a dense push. The blocks point at grads (no copy of ours),
+    // which the lease keeps unchanged while any push holds it.
+    ask(self, s, true, push_pull_atom::value,
+        encode_push_by_reference(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                                 st.grads_lease, st.cfg.incarnation, st.rows.grads_for(shard),
+                                 st.next.keys_for(shard)));
   }
   std::swap(st.rows, st.next);  // the replies bring the next clock's rows
 }
 
 void compute(self_ptr self) {
   auto& st = self->state;
-  st.last = st.model->step(st.clock, st.params.data(), st.grads.data(), st.rows.rows());
+  if (release_for_writing(st.grads, st.grads_lease))  // a push still holds the last gradient
+    st.grads.assign(st.layout->total_floats(), 0.0f);
+  st.last = st.model->step(st.clock, st.params->data(), st.grads.data(), st.rows.rows());
   if (st.cfg.slow_ms > 0)
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
   else
@@ -171,7 +187,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       auto& st = self->state;
       if (note_refusal(st.who(), authorise_chief(current_role(self), "start"))) return;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
-      st.layout = std::make_unique<block_layout>(st.cfg.spec);
+      st.layout = std::make_shared<const block_layout>(st.cfg.spec);
       if (!streamed(st.cfg.source.what))  // else the plug-in streams it
         st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
                                                st.cfg.batch, st.cfg.spec.seed);
@@ -190,7 +206,12 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
         return fail(self, "cannot start its trainer", caf::make_error(caf::sec::runtime_error,
                                                                      e.what()));
       }
-      st.params.assign(st.layout->total_floats(), 0.0f);
+      st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
+      // Dense replies over a data link land in params directly (a reply with sparse rows is
+      // read into a buffer: the rows go to the batch tables).
+      if (st.cfg.spec.model.sparse_tables.empty())
+        for (auto& d : st.cfg.destinations)
+          if (d) d->set(st.layout, st.params);
       st.grads.assign(st.layout->total_floats(), 0.0f);
       st.rows = batch_tables(st.cfg.spec);
       st.next = batch_tables(st.cfg.spec);

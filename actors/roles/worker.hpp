@@ -8,6 +8,7 @@
 
 #include "actors/data/dataset.hpp"
 #include "actors/protocol/messages.hpp"
+#include "actors/protocol/parameter_destination.hpp"
 #include "kernels/backend_factory.hpp"
 
 #include <caf/actor_system.hpp>
@@ -34,6 +35,9 @@ struct worker_config {
                                            ///< its own data (libsvm) reads its part from here
   std::vector<ps_shard_actor> shards;      ///< index = shard id
   chief_actor chief;                       ///< receives train reports and done
+  /// Per shard, or empty: where that shard's data link proxy receives replies for this worker
+  /// (destinations_of in remote_shard.hpp); the worker points each at its parameters.
+  std::vector<std::shared_ptr<parameter_destination>> destinations;
   bool standbys = false;                   ///< the shards have hot standbys (--replicas 1): a
                                            ///< shard found gone is waited for (reroute)
 };

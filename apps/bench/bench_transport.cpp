@@ -384,6 +384,12 @@ int run(const options& o) {
     if (!found) throw std::runtime_error(describe(found.error()));
     connection = *found;
     shard = connection.handle;
+    // As a worker does (worker.cpp): replies over the data link land in side.params, in place.
+    // side outlives the connection, so the pointers own nothing.
+    std::shared_ptr<void> unowned;
+    if (connection.destination)
+      connection.destination->set(std::shared_ptr<const block_layout>(unowned, &side.layout),
+                                  std::shared_ptr<std::vector<float>>(unowned, &side.params));
   } else {
     shard = spawn_ps_shard(sys, 0);
   }

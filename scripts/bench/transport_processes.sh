@@ -12,12 +12,14 @@
 # round trip's ratio to the floor; and the same round trips over a raw connection of the data
 # link without actors on the worker's side (pushes by reference, replies received in place), the
 # data path's own cost. Writes one JSON file.
-# usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR]
+# usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-s "FLOATS ..."]
+#   -s: the payload sizes in floats (default "16384 262144 1048576 4194304": 64 KiB to 16 MiB)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/bench/transport_processes.json iterations=60 build=build
-while getopts "o:i:b:" opt; do
-  case $opt in o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; *) sed -n 7p "$0"; exit 2 ;; esac
+sizes="16384 262144 1048576 4194304"
+while getopts "o:i:b:s:" opt; do
+  case $opt in o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; s) sizes=$OPTARG ;; *) sed -n 7p "$0"; exit 2 ;; esac
 done
 bench=$build/actorps_bench_transport
 floor=$build/actorps_bench_socket_floor
@@ -39,7 +41,7 @@ sleep 0.5  # iperf3 offers no readiness signal; it only has to bind a socket
 iperf3 -c 127.0.0.1 -p "$port" -t 3 -J > "$tmp/iperf.json"
 wait "$server" 2>/dev/null || true; server=""
 
-for floats in 16384 262144 1048576 4194304; do
+for floats in $sizes; do
   "$bench" --floats "$floats" --iterations "$iterations" > "$tmp/local-$floats.json"
   for family in tcp unix; do
     "$floor" --family "$family" --bytes $((floats * 4)) --iterations "$iterations" \
@@ -55,13 +57,13 @@ for floats in 16384 262144 1048576 4194304; do
   done
 done
 
-"$python" - "$tmp" "$out" <<'PY'
+"$python" - "$tmp" "$out" $sizes <<'PY'
 import glob, json, os, sys
 tmp, out = sys.argv[1], sys.argv[2]
 iperf = json.load(open(os.path.join(tmp, "iperf.json")))
 tcp = iperf["end"]["sum_received"]["bits_per_second"] / 8 / 1e9
 rows = []
-for floats in (16384, 262144, 1048576, 4194304):
+for floats in map(int, sys.argv[3:]):
     local = json.load(open(os.path.join(tmp, f"local-{floats}.json")))
     row = {"payload_bytes": local["payload_bytes"],
            "in_process_round_trip_ms": local["round_trip_ms"]["median"],
@@ -96,11 +98,11 @@ for floats in (16384, 262144, 1048576, 4194304):
                                                       / f["round_trip_ms"]["median"])
     row["components_ms"] = local["components_ms"]
     rows.append(row)
-four = next(r for r in rows if abs(r["payload_bytes"] - 4 * 2**20) < 8192)
+four = next((r for r in rows if abs(r["payload_bytes"] - 4 * 2**20) < 8192), None)
 ratio = lambda t: 1.7 / four[t]["round_trip_ms"]["median"]
 result = {"bench": "transport_processes", "loopback_tcp_GBps_iperf3": tcp, "sizes": rows,
           "ps_lite_4MiB_push_pull_ms": 1.7,
-          "ratio_vs_ps_lite_4MiB": {t: ratio(t) for t in ("tcp", "socket", "caf")},
+          "ratio_vs_ps_lite_4MiB": {t: ratio(t) for t in ("tcp", "socket", "caf")} if four else None,
           "load_average": os.getloadavg()[0]}
 json.dump(result, open(out, "w"), indent=1)
 print(f"loopback TCP (iperf3): {tcp:.2f} GB/s; push+pull round trip, median ms (GB/s of payload):")
