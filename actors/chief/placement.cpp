@@ -126,7 +126,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   };
   st.pending_starts[w] = answer;
   self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value,
-                encode_role_setup(setup))
+                encode_role_setup(setup), st.cfg.replicas > 0)
     .then(
       [=](worker_actor& worker) {
         auto& st = self->state;

@@ -300,8 +300,10 @@ using evaluator_actor = caf::typed_actor<
 /// The host actor of a worker or evaluator process (distributed runs): when the chief sends
 /// the setup it loads the data, connects to the shards and spawns the role in its process.
 using task_node_actor = caf::typed_actor<
-  // (setup, RoleSetup) -> the worker it spawned (its reports go to the chief this node joined).
-  caf::replies_to<setup_atom, wire_buffer>::with<worker_actor>,
+  // (setup, RoleSetup, standbys) -> the worker it spawned (its reports go to the chief this node
+  // joined); `standbys`: the shards have hot standbys (--replicas 1), so a request to a lost
+  // shard waits for the chief's reroute instead of failing the worker.
+  caf::replies_to<setup_atom, wire_buffer, bool>::with<worker_actor>,
   // (setup, eval, RoleSetup) -> the evaluator it spawned.
   caf::replies_to<setup_atom, eval_atom, wire_buffer>::with<evaluator_actor>>;
 
