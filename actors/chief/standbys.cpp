@@ -103,6 +103,17 @@ void write_failover(self_ptr self, int32_t s, double ms, int64_t apart, int32_t 
   st.metrics->flush();
 }
 
+/// A standby in another process was lost: its ps task with it, and its primary, which may not
+/// learn it by itself (the standby was reached through this node), is told (backup, null).
+void forget_lost_standby(self_ptr self, int32_t s) {
+  auto& st = self->state;
+  if (auto host = st.standby_host[s]; host >= 0 && host < static_cast<int32_t>(st.ps_tasks.size()))
+    st.ps_tasks[host] = nullptr;
+  if (st.shards[s])
+    self->request(st.shards[s], st.cfg.request_timeout, backup_atom::value, caf::strong_actor_ptr{})
+      .then([](uint64_t) {}, [](caf::error&) {});
+}
+
 /// Tells shard s's primary that `standby` is its standby: ready once the primary answers.
 void back_up(self_ptr self, int32_t s, ps_shard_actor standby, bool rebuilt);
 
@@ -191,6 +202,7 @@ bool on_standby_down(self_ptr self, const caf::down_msg& dm) {
     st.standby_ready[s] = false;
     log_line("chief", standby_name(s) + " lost (" + caf::to_string(dm.reason)
                         + "); building another, the primary serves meanwhile");
+    if (st.cfg.remote) forget_lost_standby(self, s);
     st.metrics->write(json_object().add("event", "standby_lost").add("shard", s)
                         .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
     if (st.phase == run_phase::training) build_standby(self, s, true);
@@ -208,8 +220,10 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto promoted = std::exchange(st.standbys[s], nullptr);
   st.standby_ready[s] = false;
   st.shards[s] = promoted;
-  if (st.cfg.remote && s < static_cast<int32_t>(st.primary_host.size()))
-    st.primary_host[s] = st.standby_host[s];  // the ps task serving shard s from now on
+  if (st.cfg.remote && s < static_cast<int32_t>(st.primary_host.size())) {
+    st.ps_tasks[st.primary_host[s]] = nullptr;  // lost with its process
+    st.primary_host[s] = st.standby_host[s];    // the ps task serving shard s from now on
+  }
   record_failure(self, ps_role(s), caf::to_string(dm.reason),
                  "its standby takes over; nothing goes back to a checkpoint");
   // The lost primary held or was writing its part of it: it would never answer.

@@ -1129,10 +1129,19 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
 
 /// (backup, standby) on the primary: once the operations waiting are applied, the standby gets
 /// the state, and every later operation after it. Answers the image's bytes once it holds it.
+/// (backup, null): the chief saw the standby lost. Across processes that is the word that counts:
+/// a standby reached through the chief's node sends this shard no down message when its process
+/// dies, and the operations waiting for it are applied now, unprotected (answered 0).
 caf::result<uint64_t> on_backup(self_ptr self, const caf::strong_actor_ptr& ptr) {
   if (auto err = refused_unless_chief(self, "backup")) return err;
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
+  if (!ptr) {
+    if (st.standby) log_line(st.who(), "standby lost (the chief says); serving unprotected");
+    st.standby = nullptr;
+    st.queue.complete_all();
+    return uint64_t{0};
+  }
   auto standby = caf::actor_cast<ps_shard_actor>(ptr);
   if (!standby || standby == ps_shard_actor{self})
     return drop(st, "backup", make_error(errc::malformed_message, "no standby named"));
