@@ -6,7 +6,8 @@
 #     standby, the workers re-send to it, and the run completes with a `failover` event, no
 #     rollback, no checkpoint, and an exported model (model.capnp, model.onnx) byte-identical
 #     to A's.
-# The failover event's `ms` (detection to serving again) is printed.
+# The failover event's `ms` (detection to serving again) is printed. And --replicas 1 with a
+# single ps task is refused with a usage error naming the flag.
 # usage: tests/multiprocess_replicas_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +51,12 @@ finish_run() {  # finish_run NAME: the chief exits 0 with a summary of 600 clock
   ! grep '"event":"recovery"' "$dir/$name.jsonl" | grep -v '"lost_clocks":0,' \
     || fail "run $name rolled back"
 }
+
+echo "== --replicas 1 with one ps task is refused, naming the flag"
+echo '{"cluster":{"chief":["127.0.0.1:1"],"ps":["127.0.0.1:3"],"worker":["127.0.0.1:5"]}}' > "$dir/one.json"
+set +e; out=$("$bin" chief --cluster "$dir/one.json" --task chief:0 "${run[@]}" 2>&1); s=$?; set -e
+[ "$s" = 2 ] || fail "--replicas 1 with one ps task exited $s: $out"
+grep -q -- "--replicas 1 needs at least 2 ps tasks" <<< "$out" || fail "no clear error: $out"
 
 echo "== A. --replicas 1 without faults"
 start_run a
