@@ -165,6 +165,10 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
   };
   fix("ps", flags.ps, opts.cluster.count("ps"));
   fix("workers", flags.workers, opts.cluster.count("worker"));
+  if (flags.replicas > 0 && flags.ps < 2)  // ps:i's standby runs in ps:(i+1) mod P
+    throw usage_error("--replicas " + std::to_string(flags.replicas) + " needs at least 2 ps tasks "
+                      "(ps:i's standby runs in ps:(i+1) mod P); the cluster has "
+                      + std::to_string(flags.ps));
   auto plan = plan_training(flags);
   auto exporting = plan_export(plan, "chief");
   remote_tasks remote;
@@ -223,6 +227,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
   desc.add_options()("help,h", "print this help");
   add_cluster_options(desc, cf, !chief_flags);
   if (chief_flags) add_training_options(desc, tf);
+  if (chief_flags) add_replica_options(desc, tf);
   if (type == "ps") add_shard_options(desc, cf);
   std::string log_level = "info";  // the chief's (and `run`'s) is a training flag
   if (!chief_flags) add_log_level_option(desc, log_level);

@@ -220,11 +220,17 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
      "worker, ps, evaluator); process@checkpoint=C SIGKILLs this process once the first shard "
      "file of the checkpoint at clock C is on disk (a crash between shard files); "
-     "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would")
+     "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would");
+  add_replica_options(desc, o);
+}
+
+void add_replica_options(po::options_description& desc, training_flags& o) {
+  desc.add_options()
     ("replicas", po::value(&o.replicas)->default_value(o.replicas),
      "hot standbys per parameter shard: 0 (a lost shard sends the run back to the newest "
      "checkpoint) or 1 (each shard has a standby holding every acknowledged push; a lost "
-     "primary's standby takes over and nothing is lost, then a new standby is built)");
+     "primary's standby takes over and nothing is lost, then a new standby is built; one "
+     "process per task: ps:i's standby runs in ps:(i+1) mod P, so it needs 2 ps tasks or more)");
 }
 
 planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at,

@@ -40,7 +40,7 @@ struct training_flags {
   int keep = 3;
   int max_replacements = 3;
   std::vector<std::string> kill;   ///< simulate only
-  int replicas = 0;                ///< --replicas: hot standbys per shard (simulate only)
+  int replicas = 0;                ///< --replicas: hot standbys per shard (simulate, chief)
   std::string table_optimizer;     ///< "" keeps each sparse table's own
   double table_lr = 0;             ///< 0 keeps each sparse table's own
   int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
@@ -57,6 +57,9 @@ void note_given_flags(const boost::program_options::variables_map& vm, training_
 
 /// Adds --kill (fault injection) and --replicas (hot standbys); `actorps simulate` only.
 void add_fault_options(boost::program_options::options_description& desc, training_flags& flags);
+
+/// Adds --replicas (hot standbys): `actorps simulate` and `actorps chief`.
+void add_replica_options(boost::program_options::options_description& desc, training_flags& flags);
 
 /// Parses one --kill value: ROLE:INDEX@clock=C, ROLE:INDEX@seconds=T (ROLE worker, ps or
 /// evaluator), process@checkpoint=C (sets *crash_at) or disk@checkpoint=C (sets *disk_fail_at);

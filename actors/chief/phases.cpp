@@ -59,11 +59,12 @@ auto refuse_run(const char* why) {
   };
 }
 
-/// (join, ps index, shard): the shard takes its slot ("ps:0" + `said` is logged), then
+/// (join, ps index, shard, task): the shard takes its slot ("ps:0" + `said` is logged), then
 /// `seated(index)`.
 template <class Seated>
 auto join_shard(self_ptr self, const char* said, Seated seated) {
-  return [=](join_atom, int32_t index, ps_shard_actor shard) -> caf::result<caf::ok_atom> {
+  return [=](join_atom, int32_t index, ps_shard_actor shard,
+             ps_task_actor task) -> caf::result<caf::ok_atom> {
     if (auto err = note_refusal("chief", authorise_task(current_role(self), "ps", index,
                                                         "join as ps:" + std::to_string(index))))
       return err;
@@ -71,8 +72,8 @@ auto join_shard(self_ptr self, const char* said, Seated seated) {
     // the join goes to the phase that loss leads to (a rollback, say).
     if (supersede_shard(self, index, shard))
       return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, index,
-                            std::move(shard));
-    if (auto err = seat_shard(self, index, std::move(shard))) return err;
+                            std::move(shard), std::move(task));
+    if (auto err = seat_shard(self, index, std::move(shard), std::move(task))) return err;
     log_line("chief", ps_role(index).text() + said);
     seated(index);
     return caf::ok_atom::value;
@@ -227,7 +228,8 @@ behavior stopping(self_ptr self) {
     refuse_run(over),
     [](train_atom, const train_report&) {},  // the run is over: nothing counts any more
     [](done_atom, int32_t) {},
-    [=](join_atom, int32_t, const ps_shard_actor&) -> caf::result<caf::ok_atom> {
+    [=](join_atom, int32_t, const ps_shard_actor&,
+        const ps_task_actor&) -> caf::result<caf::ok_atom> {
       return self->state.stop_reason;
     },
     [=](join_atom, const std::string&, int32_t,

@@ -126,7 +126,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   };
   st.pending_starts[w] = answer;
   self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value,
-                encode_role_setup(setup))
+                encode_role_setup(setup), st.cfg.replicas > 0)
     .then(
       [=](worker_actor& worker) {
         auto& st = self->state;
@@ -193,7 +193,7 @@ void place_roles(self_ptr self) {
   self->delayed_send(self, st.cfg.remote->join_timeout, join_due_atom::value);
 }
 
-caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard) {
+caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard, ps_task_actor task) {
   auto& st = self->state;
   if (!st.cfg.remote) return join_refused("this chief runs a simulation; nothing can join");
   auto name = ps_role(index).text();
@@ -202,6 +202,10 @@ caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard) {
   if (st.shards[index]) return join_refused(name + " has already joined");
   st.shards[index] = std::move(shard);
   self->monitor(st.shards[index]);
+  st.ps_tasks.resize(st.shards.size());
+  st.primary_host.resize(st.shards.size());
+  st.ps_tasks[index] = std::move(task);  // where standbys of other shards are spawned
+  st.primary_host[index] = index;
   return caf::none;
 }
 

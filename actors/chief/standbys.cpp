@@ -14,7 +14,12 @@
 //
 // A primary lost without a ready standby (both copies gone, or the first one not built yet)
 // goes to the checkpoint rollback (rollback.cpp), which drops every standby and builds them
-// again once training resumes. Simulate only: a deployment's standbys are not built yet.
+// again once training resumes.
+//
+// Where a standby lives: in simulate, a shard actor of this process; one process per task, a
+// shard spawned by the ps task after the one serving the primary, (p+1) mod P (P >= 2, checked
+// by the command line): ps:i's standby lives in ps:(i+1) mod P, and after a fail-over the shard
+// served by ps:p gets its next standby in ps:(p+1) mod P (none while that task is lost).
 #include "actors/chief/state.hpp"
 
 #include "actors/roles/ps_shard.hpp"
@@ -31,6 +36,28 @@ std::string standby_name(int32_t s) { return ps_role(s).text() + "'s standby"; }
 void fit_standby_slots(chief_state& st) {
   st.standbys.resize(st.shards.size());
   st.standby_ready.resize(st.shards.size(), false);
+  st.standby_host.resize(st.shards.size(), -1);
+  st.spawning_standby.resize(st.shards.size(), false);
+}
+
+/// Spawns shard s's standby (here, or in the next ps task of a distributed run) and calls
+/// `spawned` with it, or `failed` with why not.
+void spawn_standby(self_ptr self, int32_t s, std::function<void(ps_shard_actor)> spawned,
+                   std::function<void(caf::error)> failed) {
+  auto& st = self->state;
+  if (!st.cfg.remote) {
+    st.standby_host[s] = -1;
+    return spawned(spawn_ps_shard(self->system(), s, {st.cfg.checkpoints.dir, st.cfg.bounds}));
+  }
+  auto tasks = static_cast<int32_t>(st.ps_tasks.size());
+  auto primary = s < static_cast<int32_t>(st.primary_host.size()) ? st.primary_host[s] : s;
+  auto host = tasks > 1 ? (primary + 1) % tasks : primary;
+  if (host == primary || !st.ps_tasks[host])
+    return failed(make_error(errc::shard_lost, "no other ps task to hold it"));
+  st.standby_host[s] = host;
+  self->request(st.ps_tasks[host], st.cfg.request_timeout, standby_atom::value, s, primary)
+    .then([=](ps_shard_actor standby) { spawned(std::move(standby)); },
+          [=](caf::error& err) { failed(std::move(err)); });
 }
 
 /// Asks every worker to send its request in flight to shard s again, to `promoted`; calls
@@ -76,14 +103,49 @@ void write_failover(self_ptr self, int32_t s, double ms, int64_t apart, int32_t 
   st.metrics->flush();
 }
 
+/// A standby in another process was lost: its ps task with it, and its primary, which may not
+/// learn it by itself (the standby was reached through this node), is told (backup, null).
+void forget_lost_standby(self_ptr self, int32_t s) {
+  auto& st = self->state;
+  if (auto host = st.standby_host[s]; host >= 0 && host < static_cast<int32_t>(st.ps_tasks.size()))
+    st.ps_tasks[host] = nullptr;
+  if (st.shards[s])
+    self->request(st.shards[s], st.cfg.request_timeout, backup_atom::value, caf::strong_actor_ptr{})
+      .then([](uint64_t) {}, [](caf::error&) {});
+}
+
+/// Tells shard s's primary that `standby` is its standby: ready once the primary answers.
+void back_up(self_ptr self, int32_t s, ps_shard_actor standby, bool rebuilt);
+
 } // namespace
 
 void build_standby(self_ptr self, int32_t s, bool rebuilt) {
   auto& st = self->state;
-  if (st.cfg.replicas < 1 || st.cfg.remote || !st.shards[s]) return;
+  if (st.cfg.replicas < 1 || !st.shards[s]) return;
   fit_standby_slots(st);
-  if (st.standbys[s]) return;  // one is being built already
-  auto standby = spawn_ps_shard(self->system(), s, {st.cfg.checkpoints.dir, st.cfg.bounds});
+  if (st.standbys[s] || st.spawning_standby[s]) return;  // one is being built already
+  auto primary = st.shards[s];
+  st.spawning_standby[s] = true;
+  spawn_standby(self, s, [=](ps_shard_actor standby) {
+    auto& st = self->state;
+    st.spawning_standby[s] = false;
+    if (st.shards[s] != primary || st.standbys[s]) {  // superseded meanwhile
+      self->send_exit(standby, caf::exit_reason::kill);
+      return;
+    }
+    back_up(self, s, standby, rebuilt);
+  }, [=](caf::error err) {
+    auto& st = self->state;
+    st.spawning_standby[s] = false;
+    log_line("chief", standby_name(s) + " could not be spawned (" + describe(err)
+                        + "); the shard has none");
+  });
+}
+
+namespace {
+
+void back_up(self_ptr self, int32_t s, ps_shard_actor standby, bool rebuilt) {
+  auto& st = self->state;
   self->monitor(standby);
   st.standbys[s] = standby;
   st.standby_ready[s] = false;
@@ -118,6 +180,8 @@ void build_standby(self_ptr self, int32_t s, bool rebuilt) {
       });
 }
 
+} // namespace
+
 void build_missing_standbys(self_ptr self, bool rebuilt) {
   for (int32_t s = 0; s < static_cast<int32_t>(self->state.shards.size()); ++s)
     build_standby(self, s, rebuilt);
@@ -138,6 +202,7 @@ bool on_standby_down(self_ptr self, const caf::down_msg& dm) {
     st.standby_ready[s] = false;
     log_line("chief", standby_name(s) + " lost (" + caf::to_string(dm.reason)
                         + "); building another, the primary serves meanwhile");
+    if (st.cfg.remote) forget_lost_standby(self, s);
     st.metrics->write(json_object().add("event", "standby_lost").add("shard", s)
                         .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
     if (st.phase == run_phase::training) build_standby(self, s, true);
@@ -155,6 +220,10 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto promoted = std::exchange(st.standbys[s], nullptr);
   st.standby_ready[s] = false;
   st.shards[s] = promoted;
+  if (st.cfg.remote && s < static_cast<int32_t>(st.primary_host.size())) {
+    st.ps_tasks[st.primary_host[s]] = nullptr;  // lost with its process
+    st.primary_host[s] = st.standby_host[s];    // the ps task serving shard s from now on
+  }
   record_failure(self, ps_role(s), caf::to_string(dm.reason),
                  "its standby takes over; nothing goes back to a checkpoint");
   // The lost primary held or was writing its part of it: it would never answer.

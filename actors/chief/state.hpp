@@ -103,7 +103,11 @@ struct chief_state {
 
   // hot standbys (--replicas 1; standbys.cpp)
   std::vector<ps_shard_actor> standbys;  // index = shard id; null: none
+  std::vector<ps_task_actor> ps_tasks;   // distributed runs: index = ps task, as joined
+  std::vector<int32_t> primary_host;     // distributed runs: the ps task serving each shard
   std::vector<bool> standby_ready;       // it holds its primary's state (the image acknowledged)
+  std::vector<bool> spawning_standby;    // a ps task is spawning one (distributed runs)
+  std::vector<int32_t> standby_host;     // distributed runs: the ps task holding it; -1: here
   int failovers = 0;                     // lost primaries whose standby took over
   int rereplications = 0;                // standbys built again from a live primary
 
@@ -281,7 +285,7 @@ void start_evaluator(self_ptr self, std::function<void(bool)> done);
 void spawn_local_shard(self_ptr self, int32_t s);
 /// Distributed: a ps task's shard takes its empty slot and is monitored; an error says why
 /// not (no such shard in this cluster, a simulation, or the slot is taken).
-caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard);
+caf::error seat_shard(self_ptr self, int32_t index, ps_shard_actor shard, ps_task_actor task);
 /// Likewise for a worker or evaluator task's node (`type` as the task says it); the role it is.
 caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t index,
                                  task_node_actor node);

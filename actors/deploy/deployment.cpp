@@ -198,9 +198,10 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
   if (!links) return links.error();
   if (data_port != 0)
     log_line(name, "data link on " + host_port{host, (*links)->port()}.text());
-  auto shard = spawn_ps_shard(sys, index, std::move(shard_cfg));
+  auto shard = spawn_ps_shard(sys, index, shard_cfg);
   (*links)->serve(sys, shard, index);
-  auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name(), finish_after});
+  auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name(), finish_after,
+                                  index, std::move(shard_cfg)});
   return hosted_shard{shard, task, std::move(*links)};
 }
 
@@ -228,8 +229,9 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       return 2;
     }
     auto shard = hosted->shard;
-    return serve(sys, opts, hosted->task, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
-      return self->request(chief, opts.connect_timeout, join_atom::value, index, shard);
+    auto task = hosted->task;
+    return serve(sys, opts, task, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
+      return self->request(chief, opts.connect_timeout, join_atom::value, index, shard, task);
     });
   }
   auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout, opts.tls});

@@ -18,6 +18,11 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
     if (dm.source == cfg.shard.address()) self->quit(dm.reason);
   });
   const std::string who = "ps task";
+  // The standbys spawned here end with the task (they die with the process anyway).
+  auto standbys = std::make_shared<std::vector<caf::actor_addr>>();
+  self->attach_functor([standbys] {
+    for (const auto& s : *standbys) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  });
   return {
     [=](shard_atom) -> caf::result<ps_shard_actor> {
       if (auto err = note_refusal(who, authorise_reader(current_role(self), "shard"))) return err;
@@ -41,6 +46,19 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
       if (static_cast<int32_t>(done->size()) == cfg.finish_after)
         self->send_exit(cfg.shard, caf::exit_reason::user_shutdown);  // this task follows it
       return caf::ok_atom::value;
+    },
+    [=](standby_atom, int32_t shard, int32_t primary_task) -> caf::result<ps_shard_actor> {
+      if (auto err = note_refusal(who, authorise_chief(current_role(self), "standby"))) return err;
+      if (shard < 0 || primary_task < 0 || primary_task == cfg.index)
+        return caf::make_error(caf::sec::invalid_argument,
+                               "a standby of shard " + std::to_string(shard) + " served by ps:"
+                                 + std::to_string(primary_task) + " cannot live in ps:"
+                                 + std::to_string(cfg.index));
+      auto config = cfg.standby_config;
+      config.primary_task = primary_task;
+      auto standby = spawn_ps_shard(self->system(), shard, std::move(config));
+      standbys->push_back(standby.address());
+      return standby;
     },
   };
 }

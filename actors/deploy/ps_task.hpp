@@ -4,9 +4,12 @@
 // knowledge, so the shard itself keeps to the algorithm. It stops when the shard does, with
 // the shard's reason, taking the published address with it. Without a chief (a loop of the
 // user's own) it also counts the workers that said done and stops the shard after the last.
+// With --replicas 1 the chief has it spawn standbys of other tasks' shards (standby): they live
+// as long as the task, in its process.
 #pragma once
 
 #include "actors/protocol/messages.hpp"
+#include "actors/roles/ps_shard.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -22,6 +25,9 @@ struct ps_task_config {
   /// A loop of the user's own: the shard stops (normally) once workers 0..finish_after-1 have
   /// each said done. 0: the chief of a runtime-owned run stops it.
   int32_t finish_after = 0;
+  int32_t index = 0;          ///< this task's index: ps:<index>
+  /// What a standby spawned here (--replicas 1, the chief asks) takes from this process.
+  shard_config standby_config = {};
 };
 
 ps_task_actor spawn_ps_task(caf::actor_system& sys, ps_task_config cfg);

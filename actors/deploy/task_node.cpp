@@ -104,7 +104,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
     for (const auto& role : *roles) caf::anon_send_exit(role, caf::exit_reason::user_shutdown);
   });
   return {
-    [=](setup_atom, const wire_buffer& buf) -> caf::result<worker_actor> {
+    [=](setup_atom, const wire_buffer& buf, bool standbys) -> caf::result<worker_actor> {
       if (auto err = note_refusal(self->state.cfg.name,
                                   authorise_chief(current_role(self), "setup")))
         return err;
@@ -124,6 +124,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       wc.backend = setup.backend;
       wc.device = setup.device;
       wc.request_timeout = setup.request_timeout;
+      wc.standbys = standbys;
       wc.train = data;
       wc.source = setup.data;
       wc.shards = shards->handles();

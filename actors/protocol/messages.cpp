@@ -20,6 +20,7 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<loaded_checkpoint>("actorps::loaded_checkpoint");
   cfg.add_message_type<checkpoint_io_actor>("actorps::checkpoint_io_actor");
   cfg.add_message_type<ps_shard_actor>("actorps::ps_shard_actor");
+  cfg.add_message_type<ps_task_actor>("actorps::ps_task_actor");
   cfg.add_message_type<worker_actor>("actorps::worker_actor");
   cfg.add_message_type<evaluator_actor>("actorps::evaluator_actor");
   cfg.add_message_type<task_node_actor>("actorps::task_node_actor");

@@ -54,6 +54,7 @@ using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
 using backup_atom = caf::atom_constant<caf::atom("backup")>;
 using promote_atom = caf::atom_constant<caf::atom("promote")>;
 using reroute_atom = caf::atom_constant<caf::atom("reroute")>;
+using standby_atom = caf::atom_constant<caf::atom("standby")>;
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -265,7 +266,10 @@ using ps_task_actor = caf::typed_actor<
   caf::replies_to<link_atom>::with<uint16_t, std::string>,
   // (done, worker) -> ok: in a loop of the user's own (ps.hpp's task_cluster), worker `worker`
   // has finished; the task stops its shard once every worker has.
-  caf::replies_to<done_atom, int32_t>::with<caf::ok_atom>>;
+  caf::replies_to<done_atom, int32_t>::with<caf::ok_atom>,
+  // (standby, shard, primary task) -> a new, empty shard in this process, the standby of shard
+  // `shard` (--replicas 1), which takes replication only from ps:<primary task> and the chief.
+  caf::replies_to<standby_atom, int32_t, int32_t>::with<ps_shard_actor>>;
 
 /// Disk work for checkpoints (actors/checkpoint_io.hpp).
 using checkpoint_io_actor = caf::typed_actor<
@@ -296,8 +300,10 @@ using evaluator_actor = caf::typed_actor<
 /// The host actor of a worker or evaluator process (distributed runs): when the chief sends
 /// the setup it loads the data, connects to the shards and spawns the role in its process.
 using task_node_actor = caf::typed_actor<
-  // (setup, RoleSetup) -> the worker it spawned (its reports go to the chief this node joined).
-  caf::replies_to<setup_atom, wire_buffer>::with<worker_actor>,
+  // (setup, RoleSetup, standbys) -> the worker it spawned (its reports go to the chief this node
+  // joined); `standbys`: the shards have hot standbys (--replicas 1), so a request to a lost
+  // shard waits for the chief's reroute instead of failing the worker.
+  caf::replies_to<setup_atom, wire_buffer, bool>::with<worker_actor>,
   // (setup, eval, RoleSetup) -> the evaluator it spawned.
   caf::replies_to<setup_atom, eval_atom, wire_buffer>::with<evaluator_actor>>;
 
@@ -309,8 +315,9 @@ using chief_actor = caf::typed_actor<
   caf::reacts_to<train_atom, train_report>,
   // (done, worker): a worker ran all its clocks.
   caf::reacts_to<done_atom, int32_t>,
-  // (join, ps index, shard) -> ok: a ps process offers its shard (distributed runs).
-  caf::replies_to<join_atom, int32_t, ps_shard_actor>::with<caf::ok_atom>,
+  // (join, ps index, shard, task) -> ok: a ps process offers its shard, and its ps task (where
+  // the chief has standbys of other shards spawned, --replicas 1) (distributed runs).
+  caf::replies_to<join_atom, int32_t, ps_shard_actor, ps_task_actor>::with<caf::ok_atom>,
   // (join, "worker"|"evaluator", index, node) -> ok: a worker or evaluator process joins.
   caf::replies_to<join_atom, std::string, int32_t, task_node_actor>::with<caf::ok_atom>,
   // (join_due): distributed runs: the time for every task to join has passed.

@@ -53,6 +53,13 @@ caf::error authorise_task(const sender_role& role, const std::string& type, int3
   return refuse(role, what, "only " + type + ":" + std::to_string(index) + " may send it");
 }
 
+caf::error authorise_primary(const sender_role& role, int32_t primary_task,
+                             const std::string& what) {
+  if (chief(role) || role.is("ps", primary_task)) return caf::none;
+  return refuse(role, what, "only chief:0 and ps:" + std::to_string(primary_task)
+                              + ", where its primary runs, may send it");
+}
+
 caf::error authorise_local(const sender_role& role, const std::string& what) {
   if (role.unrestricted()) return caf::none;
   return refuse(role, what, "only this process may send it");

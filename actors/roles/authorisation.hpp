@@ -17,8 +17,13 @@
 //                  pull (w, clock), pull (Pull of w)    worker:w
 //                  push_pull (Push of w)                worker:w
 //                  snapshot, snapshot (Pull)            chief:0, evaluator:0, any worker
+//                  backup, promote                      chief:0
+//                  replicate (push, leave, rejoin,      a standby in another process: ps:p,
+//                    admit, image)                      the task its primary runs in, and
+//                                                       chief:0; in simulate this process only
 //   ps_task        shard, link                          chief:0, evaluator:0, any worker
 //                  done (worker w)                      chief:0, worker:w
+//                  standby (shard, primary task)        chief:0
 //   chief          train (report of w), done (w)        worker:w
 //                  join (ps index i, shard)             ps:i
 //                  join ("worker"|"evaluator", i, node) worker:i | evaluator:i
@@ -64,6 +69,9 @@ caf::error authorise_reader(const sender_role& role, const std::string& what);
 /// Task `type`:`index` itself (a task joining the chief).
 caf::error authorise_task(const sender_role& role, const std::string& type, int32_t index,
                           const std::string& what);
+
+/// chief:0, or ps:primary_task, the task a standby's primary runs in (replication).
+caf::error authorise_primary(const sender_role& role, int32_t primary_task, const std::string& what);
 
 /// This process only (timers, fault injection, signals): no remote sender, with TLS or without.
 caf::error authorise_local(const sender_role& role, const std::string& what);

@@ -182,8 +182,9 @@ bool replicating(const ps_shard_state& st) { return st.standby || !st.queue.idle
 /// applied), or in its turn when there is no standby. A standby that is gone is dropped: what
 /// waits is applied unprotected (the chief builds another). A standby refusing an operation
 /// refuses what the primary's own checks, run again in `apply`, refuse too; one refusing the
-/// state image holds nothing and is dropped. No timeout: the standby is in this process, and
-/// a request to it fails at once when it is gone.
+/// state image holds nothing and is dropped. No timeout: a standby in this process fails a
+/// request at once when it is gone, one in another process is monitored (its down message
+/// completes what waits), and a frozen one is lost once the peer connection times out.
 template <class... Ts>
 void replicate(self_ptr self, std::function<void()> apply, Ts... msg) {
   constexpr bool image = (std::is_same_v<Ts, replica_image> || ...);
@@ -1031,15 +1032,19 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
 
 // --- the standby's side, and building one (replication.hpp) ---------------------------------
 
-/// The refusal of a replication message unless this process sent it (the primary and the
-/// standby share it in simulate; a deployment's standby in another ps task is not built yet).
-caf::error refused_unless_local(self_ptr self, const std::string& what) {
-  return refused(self->state, authorise_local(current_role(self), what));
+/// The refusal of a replication message unless its primary sent it: from this process (simulate:
+/// the primary and the standby share it), or, for a standby in another ps task, from that task
+/// or the chief.
+caf::error refused_unless_primary(self_ptr self, const std::string& what) {
+  auto primary = self->state.config.primary_task;
+  auto role = current_role(self);
+  return refused(self->state, primary < 0 ? authorise_local(role, what)
+                                          : authorise_primary(role, primary, what));
 }
 
 /// (replicate, Push): the standby applies a push its primary accepted, as the primary will.
 caf::result<caf::ok_atom> on_replicated_push(self_ptr self, const wire_buffer& buf) {
-  if (auto err = refused_unless_local(self, "replicate")) return err;
+  if (auto err = refused_unless_primary(self, "replicate")) return err;
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "replicated push", make_error(errc::not_initialized));
   auto push = decode_push(buf);
@@ -1080,7 +1085,7 @@ uint64_t image_bytes(const replica_image& image) {
 
 /// (replicate, image): a new standby takes over its primary's whole state.
 caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& image) {
-  if (auto err = refused_unless_local(self, "replicate")) return err;
+  if (auto err = refused_unless_primary(self, "replicate")) return err;
   auto& st = self->state;
   if (auto err = install_checkpoint(st, image.checkpoint, image.incarnations,
                                     "replaced by its primary's state at clock "))
@@ -1103,10 +1108,19 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
 
 /// (backup, standby) on the primary: once the operations waiting are applied, the standby gets
 /// the state, and every later operation after it. Answers the image's bytes once it holds it.
+/// (backup, null): the chief saw the standby lost. Across processes that is the word that counts:
+/// a standby reached through the chief's node sends this shard no down message when its process
+/// dies, and the operations waiting for it are applied now, unprotected (answered 0).
 caf::result<uint64_t> on_backup(self_ptr self, const caf::strong_actor_ptr& ptr) {
   if (auto err = refused_unless_chief(self, "backup")) return err;
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
+  if (!ptr) {
+    if (st.standby) log_line(st.who(), "standby lost (the chief says); serving unprotected");
+    st.standby = nullptr;
+    st.queue.complete_all();
+    return uint64_t{0};
+  }
   auto standby = caf::actor_cast<ps_shard_actor>(ptr);
   if (!standby || standby == ps_shard_actor{self})
     return drop(st, "backup", make_error(errc::malformed_message, "no standby named"));
@@ -1117,6 +1131,7 @@ caf::result<uint64_t> on_backup(self_ptr self, const caf::strong_actor_ptr& ptr)
     auto bytes = image_bytes(image);
     st.stats.replicated_bytes += bytes;
     st.standby = standby;
+    self->monitor(standby);  // in another process its loss fails no request: see ps_shard()
     replicate(self, [=]() mutable {
       if (self->state.standby == standby) promise.deliver(bytes);
       else promise.deliver(make_error(errc::shard_lost, "the standby was lost"));
@@ -1144,6 +1159,15 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
   self->state.shard = shard;
   self->state.config = std::move(cfg);
   self->state.stats.shard = shard;
+  // Only a standby is monitored (on_backup): once it is lost, what waits for its acknowledgement
+  // is applied unprotected (a request to a process that died is never answered).
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.standby || st.standby.address() != dm.source) return;
+    st.standby = nullptr;
+    log_line(st.who(), "standby lost (" + caf::to_string(dm.reason) + "); serving unprotected");
+    st.queue.complete_all();
+  });
   return {
     [=](init_atom, const wire_buffer& buf) { return on_init(self, buf); },
     [=](restore_atom, const wire_buffer& buf, std::vector<uint32_t>& incarnations) {
@@ -1169,19 +1193,19 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     [=](checkpoint_atom, int64_t clock) { return on_checkpoint_bytes(self, clock); },
     [=](replicate_atom, const wire_buffer& buf) { return on_replicated_push(self, buf); },
     [=](replicate_atom, leave_atom, int32_t worker) -> caf::result<caf::ok_atom> {
-      if (auto err = refused_unless_local(self, "replicate")) return err;
+      if (auto err = refused_unless_primary(self, "replicate")) return err;
       apply_leave(self, worker);
       return caf::ok_atom::value;
     },
     [=](replicate_atom, rejoin_atom, int32_t worker) -> caf::result<caf::ok_atom> {
-      if (auto err = refused_unless_local(self, "replicate")) return err;
+      if (auto err = refused_unless_primary(self, "replicate")) return err;
       auto clock = apply_rejoin(self->state, worker);
       if (!clock) return std::move(clock.error());
       return caf::ok_atom::value;
     },
     [=](replicate_atom, admit_atom, int32_t worker, int64_t clock,
         uint32_t incarnation) -> caf::result<caf::ok_atom> {
-      if (auto err = refused_unless_local(self, "replicate")) return err;
+      if (auto err = refused_unless_primary(self, "replicate")) return err;
       if (auto err = apply_admit(self, worker, clock, incarnation)) return err;
       return caf::ok_atom::value;
     },

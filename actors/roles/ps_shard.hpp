@@ -44,6 +44,10 @@ struct shard_config {
   /// written. "": this shard writes no checkpoint files (it still hands out their bytes).
   std::string checkpoint_root;
   value_bounds bounds;
+  /// A standby in another process than its primary (--replicas 1, one process per task): the
+  /// ps task its primary runs in, the only one besides the chief whose replication it takes.
+  /// -1: a standby in its primary's process (simulate), or no standby.
+  int32_t primary_task = -1;
 };
 
 /// Spawns an uninitialised shard with index `shard`; it serves once it has received init.

@@ -23,6 +23,11 @@ void replication_queue::complete(uint64_t ticket) {
   drain();
 }
 
+void replication_queue::complete_all() {
+  for (auto& e : waiting_) e.done = true;
+  drain();
+}
+
 void replication_queue::drain() {
   if (draining_) return;  // an apply that queues another: the loop below reaches it
   draining_ = true;

@@ -32,8 +32,11 @@
 // back to the checkpoint rollback.
 //
 // Where the standby lives: in `simulate`, a second shard actor in the same process. In a
-// deployment the standby of ps:i would run in task ps:(i+1) mod P (P >= 2, no extra process);
-// that is not built yet.
+// deployment (one process per task) the standby of ps:i runs in task ps:(i+1) mod P (P >= 2, no
+// extra process), spawned there by its ps task when the chief asks (standby); it takes
+// replication only from the task its primary runs in and the chief (authorisation.hpp). Its
+// primary monitors it: a request to another process is not answered when that process dies, so
+// the down message completes what waits (applied unprotected), as a failed request does here.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,9 @@ public:
   /// The standby answered the operation `ticket` (or is lost): it, and every one after it
   /// already done, is applied.
   void complete(uint64_t ticket);
+  /// The standby is gone (its process lost): nothing more will be acknowledged; everything
+  /// waiting is applied now, in order, unprotected.
+  void complete_all();
   /// Whether no operation waits.
   bool idle() const { return waiting_.empty(); }
   std::size_t waiting() const { return waiting_.size(); }

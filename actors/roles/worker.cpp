@@ -109,7 +109,9 @@ void ask(self_ptr self, std::size_t s, bool push, Ts... xs) {
           [=](caf::error& err) {
             auto& st = self->state;
             if (st.in_flight[s].id != id) return;
-            if (err == caf::sec::request_receiver_down && st.cfg.standbys) {
+            // (in another process the data link's loss says shard_lost)
+            if ((err == caf::sec::request_receiver_down || err == errc::shard_lost)
+                && st.cfg.standbys) {
               log_line(st.who(), "shard " + std::to_string(s)
                                    + " is gone; its request waits for the standby");
               return;  // (reroute) sends it again
