@@ -169,6 +169,14 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
     throw usage_error("--replicas " + std::to_string(flags.replicas) + " needs at least 2 ps tasks "
                       "(ps:i's standby runs in ps:(i+1) mod P); the cluster has "
                       + std::to_string(flags.ps));
+  // A primary and its standby talk across two ps tasks, which never connect to each other: CAF
+  // relays their messages through the chief, and over TLS the chief relays nothing
+  // (basp_origin.hpp). Refused until the ps tasks connect directly, rather than a run that
+  // loses its ps connections at the first replicated push.
+  if (flags.replicas > 0 && opts.tls.enabled())
+    throw usage_error("--replicas " + std::to_string(flags.replicas) + " does not work with "
+                      "--tls-* across processes yet (the standby's messages would be relayed by the "
+                      "chief, which relays nothing over TLS); use --replicas 0 with TLS");
   auto plan = plan_training(flags);
   auto exporting = plan_export(plan, "chief");
   remote_tasks remote;

@@ -58,6 +58,16 @@ set +e; out=$("$bin" chief --cluster "$dir/one.json" --task chief:0 "${run[@]}" 
 [ "$s" = 2 ] || fail "--replicas 1 with one ps task exited $s: $out"
 grep -q -- "--replicas 1 needs at least 2 ps tasks" <<< "$out" || fail "no clear error: $out"
 
+echo "== --replicas 1 with TLS is refused, naming both (the chief would have to relay)"
+echo '{"cluster":{"chief":["127.0.0.1:1"],"ps":["127.0.0.1:3","127.0.0.1:7"],"worker":["127.0.0.1:5"]}}' > "$dir/two.json"
+"$(dirname "$0")/../scripts/make_certs.sh" "$dir/certs" chief:0 > /dev/null
+set +e
+out=$("$bin" chief --cluster "$dir/two.json" --task chief:0 "${run[@]}" --tls-cert "$dir/certs/chief-0.pem" \
+  --tls-key "$dir/certs/chief-0.key" --tls-ca "$dir/certs/ca.pem" 2>&1); s=$?
+set -e
+[ "$s" = 2 ] || fail "--replicas 1 with TLS exited $s: $out"
+grep -q -- "--replicas 1 does not work with --tls-\* across processes" <<< "$out" || fail "no clear error: $out"
+
 echo "== A. --replicas 1 without faults"
 start_run a
 await_event "$dir/a.jsonl" '"event":"summary"' 180
