@@ -120,17 +120,16 @@ std::string basp_origin::inspect_content(caf::binary_deserializer& source, bool 
   // (a type name, then its values). actorps sends no forwarding stack; one would hide the name.
   std::size_t stages = 0;
   uint16_t type = 0;
-  std::string name;
   if (source.begin_sequence(stages)) {
     done_ = true;  // CAF closes on an unreadable payload itself
     return "";
   }
   if (stages != 0) return "a message with a forwarding stack (actorps sends none)";
-  if (source.begin_object(type, name)) {
+  if (source.begin_object(type, type_name_)) {
     done_ = true;
     return "";
   }
-  if (type == 0 && name == exit_message_name() && !may_stop)
+  if (type == 0 && type_name_ == exit_message_name() && !may_stop)
     return "an exit message (only chief:0 may stop a task's actors)";
   return "";
 }

@@ -53,6 +53,8 @@ private:
   caf::io::basp::message_type operation_ = caf::io::basp::message_type::heartbeat;
   bool payload_next_ = false;  // the last header announced a payload: the next read is it
   bool done_ = false;          // refused, or left to CAF to refuse: nothing more to check
+  std::string type_name_;     // the last message's type name, kept so that its capacity is
+                              // reused: no allocation per message
 };
 
 } // namespace actorps
