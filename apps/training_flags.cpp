@@ -148,6 +148,9 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "(only with --mode ssp: sync and async refuse it)")
     ("block-floats", po::value(&o.block_floats)->default_value(o.block_floats),
      "tensors are cut into blocks of at most this many floats, balanced over the shards")
+    ("wire-precision", po::value(&o.wire_precision)->default_value(o.wire_precision),
+     "fp32 | bf16: the precision workers push their dense gradients in (bf16 rounds each to "
+     "the nearest bfloat16 and halves the push's bytes; parameters and sparse rows stay fp32)")
     ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every),
      "evaluate on the test set every N global clocks (0: only at the end)")
     ("metrics", po::value(&o.metrics),
@@ -332,6 +335,9 @@ checked_flags check_training_flags(const training_flags& o) {
   auto opt = parse_optimizer_kind(o.optimizer);
   require(opt.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
   v.optimizer = *opt;
+  auto wire = parse_wire_precision(o.wire_precision);
+  require(wire.has_value(), "wire-precision", o.wire_precision, "must be fp32 or bf16");
+  v.wire = *wire;
 
   auto backend = parse_backend_kind(o.backend);
   require(backend.has_value(), "backend", o.backend, "must be auto, cpu or cuda");
@@ -441,6 +447,7 @@ training_plan build_training_plan(const training_flags& o, const checked_flags& 
   c.spec.optimizer.learning_rate = o.lr > 0 ? float(o.lr) : default_learning_rate(v.optimizer);
   c.spec.optimizer.momentum = float(o.momentum);
   c.spec.schedule = v.schedule;
+  c.spec.wire = v.wire;
   c.spec.seed = o.seed;
   c.batch = o.batch;
   c.eval_every = o.eval_every;

@@ -45,6 +45,7 @@ struct training_flags {
   double table_lr = 0;             ///< 0 keeps each sparse table's own
   int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
   value_bounds bounds;             ///< --max-gradient, --max-parameter (apps/value_bound_flags.hpp)
+  std::string wire_precision = "fp32";  ///< --wire-precision: fp32 | bf16 (workers' pushes)
 };
 
 /// Adds every training flag, with its default and help text, bound to `flags`.
@@ -83,6 +84,7 @@ struct checked_flags {
   consistency mode = consistency::ssp;
   lr_schedule schedule = lr_schedule::constant;
   optimizer_kind optimizer = optimizer_kind::momentum;
+  actorps::wire_precision wire = actorps::wire_precision::fp32;  ///< --wire-precision
   backend_kind backend = backend_kind::cpu;
   std::vector<int> gpus;
   std::vector<int> slow_ms;         ///< per worker

@@ -50,6 +50,23 @@ bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,
                           const float* param_in, const float* state_in, const float* grad,
                           float* param_out, float* state_out, std::size_t n, float max_parameter);
 
+/// What apply_pushed_update found.
+enum class update_check {
+  applied,          ///< the outputs hold the update
+  gradient_beyond,  ///< a gradient value is beyond max_gradient, NaN or infinite
+  update_beyond,    ///< the gradient is within its bound; the update would leave max_parameter
+};
+
+/// apply_update_checked for a gradient straight off the wire: it also checks every gradient value
+/// against max_gradient as it reads it (|g| <= max_gradient, so finite), in the same loop, so the
+/// shard reads a pushed gradient once instead of once to check it and once to apply it. The
+/// gradient is checked whole whatever the update does: gradient_beyond wins over update_beyond.
+/// On anything but applied the outputs are garbage and the caller keeps its inputs.
+update_check apply_pushed_update(const optimizer_config& cfg, float lr, int64_t step,
+                                 const float* param_in, const float* state_in, const float* grad,
+                                 float* param_out, float* state_out, std::size_t n,
+                                 float max_parameter, float max_gradient);
+
 /// The learning rate a run uses when none is given: 0.1 sgd, 0.05 momentum and adagrad, 0.001 adam.
 float default_learning_rate(optimizer_kind kind);
 

@@ -48,6 +48,19 @@ bool all_within(const float* values, std::size_t n, float bound) {
   return beyond == 0;
 }
 
+bool copy_within(float* to, const float* values, std::size_t n, float bound) {
+  int32_t limit;
+  std::memcpy(&limit, &bound, sizeof limit);
+  int32_t beyond = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    int32_t bits;
+    std::memcpy(&bits, values + i, sizeof bits);
+    std::memcpy(to + i, &bits, sizeof bits);
+    beyond |= static_cast<int32_t>((bits & 0x7fffffff) > limit);
+  }
+  return beyond == 0;
+}
+
 std::optional<std::size_t> first_outside(const float* values, std::size_t n, float bound) {
   for (std::size_t i = 0; i < n; ++i)
     if (!(std::fabs(values[i]) <= bound)) return i;

@@ -37,6 +37,10 @@ float max_abs(const float* values, std::size_t n);
 /// twice as fast as max_abs: where only the answer counts (the optimizers' outputs), use this.
 bool all_within(const float* values, std::size_t n, float bound);
 
+/// Copies the n values to `to` and returns all_within(values, n, bound), in one pass: a sync
+/// shard keeps each pushed gradient until its clock's mean and checks it as it copies it.
+bool copy_within(float* to, const float* values, std::size_t n, float bound);
+
 /// The index of the first of the n values outside the bound, or nullopt: for error messages.
 std::optional<std::size_t> first_outside(const float* values, std::size_t n, float bound);
 

@@ -91,6 +91,14 @@ struct TrainSpec {
                                # totalClocks) for the chief's checkpoints; 0: never
   bucketShards @14 :List(UInt16);  # sparse keys: the shard of each virtual bucket
                                # (kernels/sparse/key_buckets.hpp); empty without sparse tables
+  wirePrecision @15 :WirePrecision;  # how workers push their dense gradients (--wire-precision)
+}
+
+# The precision of a Push's dense blocks: fp32 (4 bytes a value) or bf16 (2 bytes a value,
+# little-endian: the upper half of the float32, rounded to nearest even).
+enum WirePrecision {
+  fp32 @0;
+  bf16 @1;
 }
 
 enum LrSchedule {
@@ -116,6 +124,7 @@ struct Push {
                                # rollback, pushes still in flight from an earlier one are refused
   sparse @5 :List(SparseRows); # gradient rows of this clock, per table this shard owns keys of
   pullKeys @6 :List(SparseRows);  # the keys (no values) of the pull for clock + 1
+  precision @7 :WirePrecision;  # of the blocks' values (sparse rows are always float32)
 }
 
 # Rows of one sparse table on one shard. Keys are distinct; rows follow the keys' order.

@@ -23,16 +23,16 @@ constexpr auto request_timeout = link_request_timeout;
 
 } // namespace
 
-TEST_CASE("data link: pull, push_pull and snapshot give the shard's own bytes over TCP and the local socket") {
+TEST_CASE("data link: pull, push_pull and snapshot give the shard's own bytes over TCP, the local socket and shared memory") {
   // Two identical async shards: `link` is asked over the data link, `direct` as in one process.
   auto spec = tiny_spec(consistency::async, 1);
-  for (bool local : {false, true}) {
-    CAPTURE(local);
+  for (auto path : every_link_path) {
+    CAPTURE(transport_of(path));
     link_fixture link{spec};
     shard_fixture direct{spec};
-    auto remote = link.attach(local);
-    CHECK(remote.link->is_local() == local);
-    CHECK(remote.transport() == std::string(local ? "local socket" : "tcp"));
+    auto remote = link.attach_over(path);
+    CHECK(remote.link->is_local() == (path != link_path::tcp));
+    CHECK(remote.transport() == std::string(transport_of(path)));
     auto pulled = link.ask(remote.handle, pull_atom::value, int32_t{0}, int64_t{0});
     auto expected = link.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
     REQUIRE(pulled);
@@ -75,27 +75,30 @@ TEST_CASE("data link: a refused push comes back as the shard's own error and the
 TEST_CASE("data link: a pull held by the consistency rule is answered over the link once the other worker pushes") {
   // sync, 2 workers: worker 0's push_pull over the link can only be answered after worker 1's
   // push (sent straight to the shard); whichever arrives second is answered at once.
-  link_fixture link{tiny_spec(consistency::sync, 2)};
-  auto remote = link.attach(true);
-  caf::actor me = caf::actor_cast<caf::actor>(*link.self);
-  auto push0 = link.push_of(0, 0, 1.0f);
-  auto asker = link.sys->spawn([=](caf::event_based_actor* a) {
-    a->request(remote.handle, timeout, push_pull_atom::value, push0)
-      .then([=](const wire_buffer& reply) { a->send(me, reply); },
-            [=](caf::error& err) { a->send(me, err); });
-  });
-  auto direct = link.ask(link.shard, push_pull_atom::value, link.push_of(1, 0, 3.0f));
-  REQUIRE(direct);
-  wire_buffer via_link;
-  (*link.self)->receive([&](wire_buffer& reply) { via_link = std::move(reply); },
-                        [&](caf::error& err) { FAIL(describe(err)); },
-                        caf::after(timeout) >> [] { FAIL("no reply over the link"); });
-  // Both are the parameters after the one averaged update: lr 1, mean gradient 2.
-  auto params = link.parameters_of(via_link);
-  CHECK(params == link.parameters_of(*direct));
-  for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i] == doctest::Approx(link.initial[i] - 2.0f));
-  CHECK(link.stats().pulls_held == 1);
-  remote.close();
+  for (auto path : every_link_path) {
+    CAPTURE(transport_of(path));
+    link_fixture link{tiny_spec(consistency::sync, 2)};
+    auto remote = link.attach_over(path);
+    caf::actor me = caf::actor_cast<caf::actor>(*link.self);
+    auto push0 = link.push_of(0, 0, 1.0f);
+    auto asker = link.sys->spawn([=](caf::event_based_actor* a) {
+      a->request(remote.handle, timeout, push_pull_atom::value, push0)
+        .then([=](const wire_buffer& reply) { a->send(me, reply); },
+              [=](caf::error& err) { a->send(me, err); });
+    });
+    auto direct = link.ask(link.shard, push_pull_atom::value, link.push_of(1, 0, 3.0f));
+    REQUIRE(direct);
+    wire_buffer via_link;
+    (*link.self)->receive([&](wire_buffer& reply) { via_link = std::move(reply); },
+                          [&](caf::error& err) { FAIL(describe(err)); },
+                          caf::after(timeout) >> [] { FAIL("no reply over the link"); });
+    // Both are the parameters after the one averaged update: lr 1, mean gradient 2.
+    auto params = link.parameters_of(via_link);
+    CHECK(params == link.parameters_of(*direct));
+    for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i] == doctest::Approx(link.initial[i] - 2.0f));
+    CHECK(link.stats().pulls_held == 1);
+    remote.close();
+  }
 }
 
 TEST_CASE("data link: strangers and a client of another shard are refused and logged, the server keeps serving") {

@@ -18,6 +18,13 @@ using line_atom = caf::atom_constant<caf::atom("line")>;
 
 inline constexpr auto link_request_timeout = std::chrono::milliseconds(10000);
 
+/// The three paths of a data link, for tests that run over each.
+enum class link_path { tcp, socket, shm };
+inline constexpr link_path every_link_path[] = {link_path::tcp, link_path::socket, link_path::shm};
+inline const char* transport_of(link_path p) {
+  return p == link_path::tcp ? "tcp" : p == link_path::socket ? "local socket" : "shared memory";
+}
+
 struct link_fixture : shard_fixture {
   std::unique_ptr<shard_link_server> server;
 
@@ -43,6 +50,20 @@ struct link_fixture : shard_fixture {
     REQUIRE(link);
     return attach_link(*sys, shard, std::move(*link), index, link_request_timeout, client_tls);
   }
+  /// Over `path`: TCP, the local socket, or the local socket with shared memory.
+  caf::expected<remote_shard> try_attach_over(link_path path, int32_t index = 0) {
+    auto link = path == link_path::tcp
+                  ? connect_link("127.0.0.1", server->port(), link_request_timeout)
+                  : connect_local_link(server->local_name());
+    REQUIRE(link);
+    return attach_link(*sys, shard, std::move(*link), index, link_request_timeout, {},
+                       path == link_path::shm);
+  }
+  remote_shard attach_over(link_path path, int32_t index = 0) {
+    auto remote = try_attach_over(path, index);
+    REQUIRE(remote);
+    return *remote;
+  }
   remote_shard attach(bool local, int32_t index = 0) {
     auto remote = try_attach(local, index);
     REQUIRE(remote);
@@ -59,11 +80,15 @@ struct link_fixture : shard_fixture {
     return out;
   }
 
+  /// The server's next log line other than the one naming each link's path at its first
+  /// request ("serving a data link from ... over ..."), "" after the timeout.
   std::string next_log_line() {
-    std::string line;
-    (*self)->receive([&](line_atom, std::string& l) { line = std::move(l); },
-                     caf::after(timeout) >> [] {});
-    return line;
+    for (;;) {
+      std::string line;
+      (*self)->receive([&](line_atom, std::string& l) { line = std::move(l); },
+                       caf::after(timeout) >> [] {});
+      if (line.rfind("serving a data link", 0) != 0) return line;
+    }
   }
 };
 
@@ -74,6 +99,19 @@ inline train_spec word_aligned_spec(int outputs = 2) {
   auto spec = tiny_spec(consistency::async, 1);
   spec.model = mlp_model({4, 4, outputs});
   return spec;
+}
+
+/// A bare link_socket to the fixture's server that has said hello (no proxy, no reader thread).
+inline std::shared_ptr<link_socket> raw_link(link_fixture& f, bool local) {
+  auto link = local ? connect_local_link(f.server->local_name())
+                    : connect_link("127.0.0.1", f.server->port(), link_request_timeout);
+  REQUIRE(link);
+  (*link)->set_receive_timeout(link_request_timeout);
+  REQUIRE_FALSE((*link)->send(make_header(frame_kind::hello, 0, 0, link_request_timeout.count())));
+  frame_header h;
+  REQUIRE_FALSE((*link)->receive_header(h));
+  REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::reply);
+  return *link;
 }
 
 /// A stranger's connection to the link server at 127.0.0.1:`port` (receives give up after 10 s).

@@ -39,19 +39,6 @@ wire_buffer lying_about_segment_1(const wire_buffer& good, uint32_t more) {
   return wire_buffer::from_bytes(words.data(), words.size() * 4);
 }
 
-/// A bare link_socket to the fixture's server that has said hello (no proxy, no reader thread).
-std::shared_ptr<link_socket> raw_link(link_fixture& f, bool local) {
-  auto link = local ? connect_local_link(f.server->local_name())
-                    : connect_link("127.0.0.1", f.server->port(), link_request_timeout);
-  REQUIRE(link);
-  (*link)->set_receive_timeout(link_request_timeout);
-  REQUIRE_FALSE((*link)->send(make_header(frame_kind::hello, 0, 0, link_request_timeout.count())));
-  frame_header h;
-  REQUIRE_FALSE((*link)->receive_header(h));
-  REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::reply);
-  return *link;
-}
-
 } // namespace
 
 TEST_CASE("wire: a push built by reference points at the gradient, copies nothing and reads as the copied push") {

@@ -90,18 +90,26 @@ bool run_worker(actor_fixture& f, worker_config wc) {
 
 } // namespace
 
-TEST_CASE("worker: a run over TCP and the local socket copies no payload byte of ours and ends byte-identical to the shard") {
-  for (bool local : {false, true}) {
-    CAPTURE(local);
+TEST_CASE("worker: a run over TCP and the local socket copies no payload byte of ours, over shared memory the designed copies, and ends byte-identical to the shard") {
+  for (auto path : every_link_path) {
+    CAPTURE(transport_of(path));
     link_fixture f(even_spec());
-    auto remote = f.attach(local);
+    auto remote = f.attach_over(path);
     auto wc = worker_for(f.spec, remote.handle, 6);
     wc.destinations = {remote.destination};
+    // Over shared memory: each push copied into the request ring, each reply into the reply
+    // ring by the shard and out of it into the parameters by the worker (the 7 replies: the
+    // first pull and 6 push_pulls).
+    std::vector<float> zeros(f.layout.total_floats(), 0.0f);
+    auto push_bytes = encode_push_by_reference(0, 0, 0, f.layout, zeros.data()).size_bytes();
+    auto reply = f.ask(f.shard, pull_atom::value, int32_t{0}, int64_t{0});
+    REQUIRE(reply);
+    auto shm_copies = path == link_path::shm ? 6 * push_bytes + 14 * reply->size_bytes() : 0;
     auto before = copied_payload_bytes.load();
     REQUIRE(run_worker(f, std::move(wc)));
-    // Pushes left from the gradient, replies landed in the parameters, the shard applied each
-    // push from its receive buffer and replied by reference: no copy of ours anywhere.
-    CHECK(copied_payload_bytes.load() - before == 0);
+    // Otherwise pushes left from the gradient, replies landed in the parameters, the shard
+    // applied each push from its receive buffer and replied by reference: no copy of ours.
+    CHECK(copied_payload_bytes.load() - before == shm_copies);
 
     // The worker's parameters after its last reply (received in place) against an independent
     // snapshot of the shard, asked over CAF.

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -49,6 +50,11 @@ public:
   virtual bool buffered() const { return false; }
   /// Why the last read ended in `refused` or `failed`, when the stream knows more than errno.
   virtual std::string failure() const { return {}; }
+  /// Descriptors that came with the bytes read so far (SCM_RIGHTS on a local socket), now the
+  /// caller's; a stream holds at most max_held_descriptors (closing the rest) and closes what
+  /// nobody took when it ends.
+  virtual std::vector<int> take_descriptors() { return {}; }
+  static constexpr std::size_t max_held_descriptors = 2;
 };
 
 /// A connected socket, made non-blocking; closes it on destruction.

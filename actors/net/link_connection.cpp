@@ -39,9 +39,11 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
     return read_status::too_large;
   }
   // A reply or failure is no request; the server refuses it by kind, its payload unread.
+  // A payload in shared memory does not follow on the socket: the server takes it from there.
   auto kind = static_cast<frame_kind>(header_.kind);
-  bool carries_buffer = kind == frame_kind::push_pull || kind == frame_kind::keyed_pull
-                        || kind == frame_kind::keyed_snapshot;
+  bool carries_buffer = !in_region(header_)
+                        && (kind == frame_kind::push_pull || kind == frame_kind::keyed_pull
+                            || kind == frame_kind::keyed_snapshot);
   if (carries_buffer && header_.size > 0) {
     if (!storage_) storage_ = wire_buffer::allocate(header_.size / sizeof(capnp::word));
     while (payload_got_ < header_.size) {
@@ -110,7 +112,8 @@ link_connection::write_status link_connection::flush() {
     unsent_bytes_ -= done;
     done += sent_;
     while (!out_.empty()) {
-      auto whole = sizeof(frame_header) + static_cast<std::size_t>(out_.front().header.size);
+      const auto& front = out_.front().header;
+      auto whole = sizeof(frame_header) + (in_region(front) ? 0 : static_cast<std::size_t>(front.size));
       if (done < whole) break;
       done -= whole;
       out_.pop_front();

@@ -37,7 +37,7 @@ public:
 
   /// Queues a frame (the payload is shared, not copied) and a failure frame (text copied).
   void queue(frame_kind kind, uint64_t id, const wire_buffer& payload);
-  void queue(const frame_header& h);
+  void queue(const frame_header& h);  ///< a header alone (of a payload in shared memory, say)
   void queue_failure(uint64_t id, const caf::error& err);
 
   enum class write_status { done, blocked, broken };
@@ -57,6 +57,9 @@ public:
   /// The peer's proven identity (its certificate's CN), once authenticated; see byte_stream.
   bool authenticated() const { return stream_->authenticated(); }
   std::string peer_identity() const { return stream_->peer_identity(); }
+
+  /// Descriptors that came with the frames read (shm_offer), now the caller's.
+  std::vector<int> take_descriptors() { return stream_->take_descriptors(); }
 
   int fd() const { return stream_->fd(); }
   const std::string& peer() const { return peer_; }

@@ -1,6 +1,7 @@
 #include "actors/net/link_hub.hpp"
 
 #include "actors/net/link_authorisation.hpp"
+#include "actors/net/shm_region.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/sec.hpp>
@@ -24,6 +25,9 @@ constexpr auto accept_retry_after = std::chrono::milliseconds(100);
 constexpr int frames_per_turn = 16;
 const std::string refusal_kind = "refused a data connection";
 const std::string unauthorised_kind = "refused a data request";
+const std::string path_kind = "serving a data link";
+/// The largest shared-memory ring a client may offer.
+constexpr int64_t max_offered_ring = int64_t(1) << 30;
 
 int open_spare() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
 
@@ -44,6 +48,8 @@ struct link_hub::session {
   std::string identity;       // the peer's certificate CN (TLS), known from its hello on
   std::size_t counted_unsent = 0;  // its share of unsent_total_
   std::size_t counted_pending = 0; // its share of pending_total_
+  std::unique_ptr<shm_link> shm;   // its payloads' shared memory, once offered (shm_region.hpp)
+  bool path_logged = false;        // its path was logged, at its first request
   std::size_t pending() const { return in_flight + conn.unsent_frames(); }
 };
 
@@ -227,7 +233,19 @@ void link_hub::read_from(session& s) {
 }
 
 bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) {
-  auto kind = static_cast<frame_kind>(h.kind);
+  auto kind = kind_of(h.kind);
+  if (in_region(h)) {
+    if (!s.shm) {
+      refuse(s, "a payload in shared memory on a link without it");
+      return false;
+    }
+    auto taken = s.shm->in.take(h.a, h.size);
+    if (!taken) {
+      refuse(s, describe(taken.error()), taken.error());
+      return false;
+    }
+    payload = std::move(*taken);
+  }
   if (!s.serving) {
     if (kind != frame_kind::hello) {
       refuse(s, "the first frame is not a hello");
@@ -247,6 +265,11 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
     auto id = s.id;  // send_pending may close the session, and `s` with it
     send_pending(s);
     return sessions_.count(id) > 0;
+  }
+  if (kind == frame_kind::shm_offer) return accept_shm(s, h);
+  if (!s.path_logged) {
+    s.path_logged = true;
+    log_.write(path_kind, "serving a data link from " + s.conn.peer() + " over " + path_of(s));
   }
   switch (kind) {
     case frame_kind::push_pull:
@@ -275,12 +298,55 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
   }
 }
 
+std::string link_hub::path_of(const session& s) const {
+  if (s.shm) return "shared memory";
+  std::string path = s.conn.peer() == "a local socket" ? "local socket" : "tcp";
+  return s.conn.authenticated() ? "TLS over " + path : path;
+}
+
+/// The client's two memfds (requests, replies), mapped; answered with a reply, or refused (and
+/// the connection closed) when they are not what the offer says.
+bool link_hub::accept_shm(session& s, const frame_header& h) {
+  auto fds = s.conn.take_descriptors();
+  auto close_all = [&] {
+    for (int d : fds) ::close(d);
+  };
+  auto refuse_offer = [&](const std::string& why) {
+    close_all();
+    refuse(s, "shared memory offer: " + why, make_error(errc::malformed_message, why));
+    return false;
+  };
+  if (s.shm) return refuse_offer("offered twice");
+  if (s.conn.authenticated() || s.conn.peer() != "a local socket")
+    return refuse_offer("only on a plain local socket");
+  if (fds.size() != 2) return refuse_offer(std::to_string(fds.size()) + " descriptors, expected 2");
+  if (h.a < int64_t(shm_record_align) * 2 || h.a > max_offered_ring
+      || h.b < int64_t(shm_record_align) * 2 || h.b > max_offered_ring)
+    return refuse_offer("rings of " + std::to_string(h.a) + " and " + std::to_string(h.b) + " bytes");
+  auto requests = shm_mapping::map(fds[0], static_cast<std::size_t>(h.a));
+  if (!requests) return refuse_offer(describe(requests.error()));
+  auto replies = shm_mapping::map(fds[1], static_cast<std::size_t>(h.b));
+  if (!replies) return refuse_offer(describe(replies.error()));
+  close_all();  // mapped: the descriptors are not needed any more
+  s.shm = std::make_unique<shm_link>(
+    shm_link{shm_ring{std::move(*replies)}, shm_inbox{std::move(*requests)}});
+  s.conn.queue(make_header(frame_kind::reply, h.id));
+  auto id = s.id;
+  send_pending(s);
+  return sessions_.count(id) > 0;
+}
+
 void link_hub::answer(uint64_t connection, uint64_t id, const caf::expected<wire_buffer>& reply) {
   auto it = sessions_.find(connection);
   if (it == sessions_.end()) return;  // the client has gone: its answers with it
   auto& s = *it->second;
   --s.in_flight;
-  if (reply)
+  int64_t offset = -1;
+  if (reply && s.shm && reply->size_bytes() > 0) offset = s.shm->out.place(*reply);
+  if (offset >= 0)
+    s.conn.queue(make_header(static_cast<frame_kind>(uint16_t(frame_kind::reply) | in_region_bit),
+                             id, offset, 0, reply->size_bytes()));
+  else if (reply)
     s.conn.queue(frame_kind::reply, id, *reply);
   else
     s.conn.queue_failure(id, reply.error());

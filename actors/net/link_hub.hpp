@@ -6,7 +6,10 @@
 //   accepted ──(TLS handshake)──hello naming this shard──▶ serving ──peer closes / breaks──▶ closed
 //      │  handshake failed, silent past the hello       │  bad or oversize frame, a reply where a
 //      └─ timeout, anything but a hello: refused ───────┴─ request belongs: refused (logged, counted)
-// With TLS, a request the peer's certificate may not make (link_authorisation.hpp) is answered
+// On a plain local socket the client may then offer shared memory (shm_offer with two memfds:
+// shm_region.hpp); from then on payloads may lie in its rings, their offsets and sizes checked
+// (a bad one refuses the connection like a bad header). Each link's path is logged at its first
+// request. With TLS, a request the peer's certificate may not make (link_authorisation.hpp) is answered
 // with a not_authorised failure frame, counted and logged; the connection goes on.
 #pragma once
 
@@ -76,6 +79,8 @@ private:
   void on_event(uint64_t id, uint32_t events);
   void read_from(session& s);
   bool handle(session& s, const frame_header& h, wire_buffer&& payload);
+  bool accept_shm(session& s, const frame_header& h);
+  std::string path_of(const session& s) const;
   void send_pending(session& s);
   void update(session& s);
   bool may_read(const session& s) const;

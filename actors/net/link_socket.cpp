@@ -44,8 +44,14 @@ std::string check_header(const frame_header& h) {
   if (h.version != frame_version)
     return "data frame version " + std::to_string(h.version) + ", expected "
            + std::to_string(frame_version);
-  auto kind = static_cast<frame_kind>(h.kind);
+  auto kind = kind_of(h.kind);
+  if (in_region(h) && kind != frame_kind::push_pull && kind != frame_kind::keyed_pull
+      && kind != frame_kind::keyed_snapshot && kind != frame_kind::reply)
+    return "frame kind " + std::to_string(h.kind) + " cannot lie in shared memory";
   switch (kind) {
+    case frame_kind::shm_offer:
+      if (h.size != 0) return "a shared memory offer with a payload";
+      return {};
     case frame_kind::hello:
     case frame_kind::pull:
     case frame_kind::snapshot:
@@ -215,6 +221,33 @@ std::pair<frame_header, std::string> failure_frame(uint64_t id, const caf::error
 caf::error link_socket::send_failure(uint64_t id, const caf::error& err) {
   auto [h, text] = failure_frame(id, err);
   return send(h, text.data());
+}
+
+caf::error link_socket::send_with_fds(const frame_header& h, const int* fds, int count) {
+  if (tls_) return broken_with("send", "descriptors cannot travel over TLS");
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+  if (count < 1 || count > 4) return broken_with("send", "1 to 4 descriptors at a time");
+  iovec part{const_cast<frame_header*>(&h), sizeof h};
+  msghdr msg{};
+  msg.msg_iov = &part;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+  auto* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * count);
+  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
+  for (;;) {
+    auto n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(sizeof h)) return {};
+    if (n < 0 && errno == EINTR) continue;
+    if (n >= 0) {  // the descriptors went with the first byte: the rest of the header follows
+      iovec rest{reinterpret_cast<char*>(const_cast<frame_header*>(&h)) + n, sizeof h - n};
+      return send_parts(&rest, 1);
+    }
+    return broken("send", errno);
+  }
 }
 
 caf::error link_socket::receive_bytes(void* data, std::size_t n) {

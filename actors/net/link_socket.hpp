@@ -43,7 +43,18 @@ enum class frame_kind : uint16_t {
   failure = 6,    ///< a = error code, b = error category (atom value), payload: context text
   keyed_pull = 7, ///< payload: a Pull naming sparse keys
   keyed_snapshot = 8,  ///< payload: a Pull (worker -1) naming sparse keys
+  /// client → shard on a local socket, after the hello's answer: use shared memory (shm_region.hpp).
+  /// a = request ring bytes, b = reply ring bytes; the two memfds ride along (SCM_RIGHTS).
+  /// Answered by a reply (accepted) or a failure (refused, and the connection closes).
+  shm_offer = 9,
 };
+
+/// Added to the kind of a push_pull, keyed_pull, keyed_snapshot or reply whose payload lies in
+/// the link's shared memory: `size` bytes at offset `a` of the sender's ring; none follow on the
+/// socket.
+inline constexpr uint16_t in_region_bit = 0x100;
+/// The kind without in_region_bit.
+inline frame_kind kind_of(uint16_t kind) { return static_cast<frame_kind>(kind & ~in_region_bit); }
 
 /// Host byte order (every supported host is little-endian, like the Cap'n Proto payload).
 struct frame_header {
@@ -56,6 +67,8 @@ struct frame_header {
   uint64_t size = 0;  ///< payload bytes that follow
 };
 static_assert(sizeof(frame_header) == 40, "the frame header is 40 bytes on the wire");
+
+inline bool in_region(const frame_header& h) { return (h.kind & in_region_bit) != 0; }
 
 inline constexpr uint32_t frame_magic = 0x4c535041;  // "APSL"
 inline constexpr uint16_t frame_version = 1;
@@ -101,6 +114,9 @@ public:
   caf::error send(frame_kind kind, uint64_t id, const wire_buffer& payload);
   /// Sends a failure frame carrying `err` (its code, category and first context string).
   caf::error send_failure(uint64_t id, const caf::error& err);
+  /// Sends a header with no payload and the descriptors `fds` beside it (SCM_RIGHTS; a local
+  /// socket without TLS only).
+  caf::error send_with_fds(const frame_header& h, const int* fds, int count);
 
   /// Receives the next header (exit_reason::remote_link_unreachable once the peer has closed).
   caf::error receive_header(frame_header& h);

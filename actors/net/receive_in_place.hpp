@@ -10,6 +10,8 @@
 #include "actors/net/link_socket.hpp"
 #include "actors/protocol/wire.hpp"
 
+#include <functional>
+
 namespace actorps {
 
 /// Receives the payload of reply frame `h` (its header read already) into `flat`, laid out by
@@ -19,6 +21,15 @@ namespace actorps {
 /// may hold part of the reply.
 caf::expected<shard_parameters_view>
 receive_parameters_into(link_socket& link, const frame_header& h, const block_layout& layout,
+                        float* flat, wire_buffer& structure);
+
+/// Reads exactly the bytes of `parts`, in order, from wherever the reply lies.
+using read_parts = std::function<caf::error(iovec* parts, int count)>;
+
+/// The same from any source of the reply's `size` bytes: a link's socket, or a record in shared
+/// memory (shm_region.hpp) that `read` copies out of (and counts).
+caf::expected<shard_parameters_view>
+receive_parameters_into(const read_parts& read, uint64_t size, const block_layout& layout,
                         float* flat, wire_buffer& structure);
 
 } // namespace actorps

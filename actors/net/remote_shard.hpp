@@ -26,11 +26,14 @@ struct remote_shard {
   /// Where replies to a worker's pulls and push_pulls are received in place (the worker sets
   /// it: worker_config::destinations); null when there is no data link.
   std::shared_ptr<parameter_destination> destination;
+  /// Payloads travel through shared memory (shm_region.hpp); the link carries their headers.
+  bool shared_memory = false;
 
-  /// How pulls and pushes travel: "local socket", "tcp", "TLS over local socket", "TLS over
-  /// tcp", or "caf" (its process offers no link).
+  /// How pulls and pushes travel: "shared memory", "local socket", "tcp", "TLS over local
+  /// socket", "TLS over tcp", or "caf" (its process offers no link).
   const char* transport() const {
     if (!link) return "caf";
+    if (shared_memory) return "shared memory";
     if (link->is_tls()) return link->is_local() ? "TLS over local socket" : "TLS over tcp";
     return link->is_local() ? "local socket" : "tcp";
   }
@@ -47,16 +50,19 @@ destinations_of(const std::vector<remote_shard>& shards);
 /// Introduces itself on `link` (connected to shard `index`'s data link) and wraps it in a proxy
 /// that sends pulls, push_pulls and snapshots over it and everything else to `shard`. With `tls`
 /// enabled it first runs the TLS handshake with those files and insists that the server's
-/// certificate names "ps:<index>".
+/// certificate names "ps:<index>". With `shared_memory` (a plain local socket only) it then
+/// offers the shard two fresh memfd rings (shm_region.hpp) and fails if they are refused.
 caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,
                                         std::shared_ptr<link_socket> link, int32_t index,
                                         std::chrono::milliseconds request_timeout,
-                                        const tls_files& tls = {});
+                                        const tls_files& tls = {}, bool shared_memory = false);
 
 /// Connects to the ps task published at `addr` (retrying until `connect_timeout`, as
 /// connect_to does), asks it for its shard and where its data link listens, then connects to
 /// the data link when the process offers one, introducing itself as a client of shard `index`
-/// whose requests time out after `request_timeout`. When `sys` runs TLS (configure_tls) the data
+/// whose requests time out after `request_timeout`; the path is the process's --data-link
+/// (data_link_path.hpp: by default shared memory when the shard's local socket is reachable
+/// and TLS is off, else the local socket, else TCP). When `sys` runs TLS (configure_tls) the data
 /// link does too, with the same files, on TCP and the local socket alike.
 caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_port& addr,
                                           int32_t index, caf::timespan connect_timeout,

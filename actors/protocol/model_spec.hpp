@@ -9,6 +9,7 @@
 // lower shard index). A shard stores its blocks contiguously in block-id order.
 #pragma once
 
+#include "actors/protocol/bf16.hpp"
 #include "kernels/lr_schedule.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/sparse/key_buckets.hpp"
@@ -91,6 +92,8 @@ struct train_spec {
   /// empty for a model without sparse tables. Written once by place_buckets, then only read, so
   /// that a later change of placement (elastic shards, replicas) moves buckets, not keys.
   std::vector<uint16_t> bucket_shards = {};
+  /// How workers push their dense gradients (--wire-precision); shards read what each Push says.
+  wire_precision wire = wire_precision::fp32;
 
   /// The staleness bound enforced at the shards: s for ssp, 0 for sync, -1 (none) for async.
   int staleness_bound() const;

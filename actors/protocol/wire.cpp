@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "Data fields carry float32 in host order, which must be little-endian");
@@ -143,6 +144,21 @@ void write_blocks(capnp::List<wire::Block>::Builder list, const block_layout& la
   }
 }
 
+/// Writes each block's gradient as bf16 (--wire-precision bf16): 2 bytes a value.
+void write_bf16_blocks(capnp::List<wire::Block>::Builder list, const block_layout& layout,
+                       const std::vector<uint32_t>& ids, const float* flat_grad) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = layout.blocks()[ids[i]];
+    auto out = list[static_cast<unsigned>(i)];
+    out.setId(b.id);
+    auto bytes = b.size * sizeof(uint16_t);
+    auto data = out.initValues(bytes);
+    std::memset(data.begin() + bytes, 0, words_for(bytes) * word_bytes - bytes);
+    // Cap'n Proto starts every Data on a word: aligned for uint16_t.
+    to_bf16(flat_grad + b.offset, b.size, reinterpret_cast<uint16_t*>(data.begin()));
+  }
+}
+
 /// Whether a block at `p` of `bytes` can be a segment of its own: Cap'n Proto needs it to start
 /// on a word and would send the rest of its last word, which must then be the block's own.
 bool referable(const void* p, std::size_t bytes) {
@@ -196,6 +212,70 @@ caf::expected<std::vector<block_view>> read_blocks(capnp::List<wire::Block>::Rea
                    data.size() / sizeof(float)});
   }
   return out;
+}
+
+/// Float buffers for widened bf16 pushes, reused: a fresh one per push would cost an allocation,
+/// its page faults and a pass zeroing it (a quarter of a shard's update for the default model).
+/// A buffer comes back when the last view of its push is gone (any thread); a few are kept.
+class widened_pool {
+public:
+  std::shared_ptr<const std::vector<float>> take(std::size_t floats, float*& data) {
+    std::unique_ptr<std::vector<float>> buf;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        buf = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!buf) buf = std::make_unique<std::vector<float>>();
+    buf->resize(floats);  // zeroes only what it adds: nothing once the buffer has served
+    data = buf->data();
+    return std::shared_ptr<const std::vector<float>>(buf.release(), [this](const std::vector<float>* b) {
+      give_back(std::unique_ptr<std::vector<float>>(const_cast<std::vector<float>*>(b)));
+    });
+  }
+
+private:
+  void give_back(std::unique_ptr<std::vector<float>> buf) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kept) free_.push_back(std::move(buf));
+  }
+
+  static constexpr std::size_t kept = 8;  // a shard holds a few pushes at once at most
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<std::vector<float>>> free_;
+};
+
+/// Never destroyed: a view may outlive static destruction order.
+widened_pool& widened_buffers() {
+  static auto* pool = new widened_pool;
+  return *pool;
+}
+
+/// A Push's bf16 blocks, widened (exactly) into out.widened, which the blocks' values point at.
+caf::error read_bf16_blocks(capnp::List<wire::Block>::Reader list, push_view& out) {
+  std::size_t total = 0;
+  for (auto b : list) {
+    auto data = b.getValues();
+    if (data.size() % sizeof(uint16_t) != 0)
+      return make_error(errc::malformed_message, "bf16 block " + std::to_string(b.getId())
+                                                   + " has " + std::to_string(data.size())
+                                                   + " bytes, not a whole number of values");
+    total += data.size() / sizeof(uint16_t);
+  }
+  float* at = nullptr;
+  auto widened = widened_buffers().take(total, at);
+  out.blocks.reserve(list.size());
+  for (auto b : list) {
+    auto data = b.getValues();  // aligned to a word: Cap'n Proto objects start on words
+    auto n = data.size() / sizeof(uint16_t);
+    from_bf16(reinterpret_cast<const uint16_t*>(data.begin()), n, at);
+    out.blocks.push_back({b.getId(), at, n});
+    at += n;
+  }
+  out.widened = std::move(widened);
+  return {};
 }
 
 // --- sparse rows -----------------------------------------------------------------------------
@@ -388,6 +468,7 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   out.setCheckpointEvery(spec.checkpoint_every);
   auto buckets = out.initBucketShards(static_cast<unsigned>(spec.bucket_shards.size()));
   for (unsigned i = 0; i < spec.bucket_shards.size(); ++i) buckets.set(i, spec.bucket_shards[i]);
+  out.setWirePrecision(static_cast<wire::WirePrecision>(spec.wire));
 }
 
 caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
@@ -466,6 +547,10 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
     return make_error(errc::invalid_spec, "more than 65536 buckets");
   for (auto b : in.getBucketShards()) spec.bucket_shards.push_back(b);
   if (auto why = invalid_buckets(spec); !why.empty()) return make_error(errc::invalid_spec, why);
+  auto precision = static_cast<unsigned>(in.getWirePrecision());
+  if (precision > unsigned(wire_precision::bf16))
+    return make_error(errc::invalid_spec, "wire precision " + std::to_string(precision));
+  spec.wire = static_cast<wire_precision>(precision);
   return spec;
 }
 
@@ -511,12 +596,14 @@ wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
 template <class WriteBlocks>
 void fill_push(capnp::MessageBuilder& mb, int32_t worker, int64_t clock, int32_t shard,
                uint32_t incarnation, std::size_t blocks, const std::vector<sparse_rows_ref>& sparse,
-               const std::vector<sparse_rows_ref>& pull_keys, WriteBlocks&& write) {
+               const std::vector<sparse_rows_ref>& pull_keys, WriteBlocks&& write,
+               wire_precision precision = wire_precision::fp32) {
   auto push = mb.initRoot<wire::Push>();
   push.setWorker(worker);
   push.setClock(clock);
   push.setShard(shard);
   push.setIncarnation(incarnation);
+  push.setPrecision(static_cast<wire::WirePrecision>(precision));
   auto list = push.initBlocks(static_cast<unsigned>(blocks));
   auto rows = push.initSparse(static_cast<unsigned>(sparse.size()));
   auto keys = push.initPullKeys(static_cast<unsigned>(pull_keys.size()));
@@ -589,16 +676,20 @@ wire_buffer encode_shard_parameters_by_reference(int32_t shard, int64_t min_cloc
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
                         const float* flat_grad, uint32_t incarnation,
                         const std::vector<sparse_rows_ref>& sparse,
-                        const std::vector<sparse_rows_ref>& pull_keys) {
+                        const std::vector<sparse_rows_ref>& pull_keys,
+                        wire_precision precision) {
   const auto& ids = layout.shard_blocks(shard);
   auto zeroed = structure_words(ids) + sparse_structure_words(sparse.size())
                 + sparse_structure_words(pull_keys.size());
   return build(header_bound + blocks_bound(layout, ids) + sparse_bound(sparse)
-                 + sparse_bound(pull_keys),
+                 + sparse_bound(pull_keys),  // bf16 blocks need half of blocks_bound's floats
                zeroed, [&](capnp::MessageBuilder& mb) {
     fill_push(mb, worker, clock, shard, incarnation, ids.size(), sparse, pull_keys, [&](auto list) {
-      write_blocks(list, layout, ids, flat_grad, source::flat);
-    });
+      if (precision == wire_precision::bf16)
+        write_bf16_blocks(list, layout, ids, flat_grad);
+      else
+        write_blocks(list, layout, ids, flat_grad, source::flat);
+    }, precision);
   });
 }
 
@@ -690,7 +781,15 @@ caf::expected<push_view> decode_push(const wire_buffer& buf) {
     out.clock = msg.getClock();
     out.shard = msg.getShard();
     out.incarnation = msg.getIncarnation();
-    if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) return err;
+    out.precision = static_cast<wire_precision>(msg.getPrecision());
+    if (out.precision == wire_precision::bf16) {
+      if (auto err = read_bf16_blocks(msg.getBlocks(), out)) return err;
+    } else if (out.precision != wire_precision::fp32) {
+      return make_error(errc::malformed_message,
+                        "wire precision " + std::to_string(unsigned(msg.getPrecision())));
+    } else if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) {
+      return err;
+    }
     if (auto err = take(read_sparse(msg.getSparse()), out.sparse)) return err;
     if (auto err = take(read_sparse(msg.getPullKeys()), out.pull_keys)) return err;
     return out;

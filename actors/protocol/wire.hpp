@@ -166,7 +166,11 @@ struct push_view {
   int64_t clock = 0;
   int32_t shard = 0;
   uint32_t incarnation = 0;
+  wire_precision precision = wire_precision::fp32;  ///< of the blocks as they travelled
+  /// bf16 blocks: point into `widened`, their float32 values (widening is exact), shared by
+  /// every copy of the view; fp32 blocks point into the wire_buffer.
   std::vector<block_view> blocks;
+  std::shared_ptr<const std::vector<float>> widened;
   std::vector<sparse_rows_view> sparse;     ///< gradient rows
   std::vector<sparse_rows_view> pull_keys;  ///< the keys of the pull for clock + 1
 };
@@ -248,10 +252,13 @@ struct run_checkpoint {
 
 /// The gradient for shard `shard`'s blocks, taken from the flat gradient vector, with the
 /// gradient rows of its sparse keys and the keys of the next clock's pull (both optional).
+/// With `precision` bf16 the blocks travel as bf16 (rounded to nearest even; 2 bytes a value);
+/// the sparse rows stay float32.
 wire_buffer encode_push(int32_t worker, int64_t clock, int32_t shard, const block_layout& layout,
                         const float* flat_grad, uint32_t incarnation = 0,
                         const std::vector<sparse_rows_ref>& sparse = {},
-                        const std::vector<sparse_rows_ref>& pull_keys = {});
+                        const std::vector<sparse_rows_ref>& pull_keys = {},
+                        wire_precision precision = wire_precision::fp32);
 
 /// The same push built by reference: each block of the gradient whose bytes are whole words
 /// (and start on one) becomes a segment pointing at flat_grad, not a copy. flat_grad must stay

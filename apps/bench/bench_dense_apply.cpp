@@ -5,8 +5,10 @@
 // machine: "unchecked" as a shard applied before the bounds (all_finite over the gradient, then
 // apply_update in place), "checked" as it applies now (all_within over the gradient against
 // --max-gradient, then apply_update_checked into spare buffers, bounds checked in the same
-// loop, buffers swapped; the sampled max_gradient statistic, every 16th push, is left out). Prints one JSON object: per optimizer and size, the median ns per float of each and
-// their ratio.
+// loop, buffers swapped) and "fused" as a shard applies a push now (apply_pushed_update: the
+// gradient's bound checked in the update's own loop, no pass of its own); the sampled
+// max_gradient statistic, every 16th push, is left out. Prints one JSON object: per optimizer
+// and size, the median ns per float of each and their ratios.
 #include "kernels/denormals.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/value_bounds.hpp"
@@ -98,21 +100,39 @@ ordered_json run_case(optimizer_kind kind, std::size_t floats, const options& o)
     std::swap(b.params, b.params_next);
     std::swap(b.state, b.state_next);
   };
+  auto fused = [&] {
+    for (std::size_t at = 0; at < floats; at += o.block_floats) {
+      auto n = std::min(o.block_floats, floats - at);
+      if (apply_pushed_update(cfg, lr, step + 1, b.params.data() + at,
+                              b.state.data() + slots * at, b.grad.data() + at,
+                              b.params_next.data() + at, b.state_next.data() + slots * at, n,
+                              default_max_parameter, default_max_gradient)
+          != update_check::applied)
+        throw std::runtime_error("push refused");
+    }
+    ++step;
+    std::swap(b.params, b.params_next);
+    std::swap(b.state, b.state_next);
+  };
   // Enough repeats for ~20 ms a figure; a warm-up of each first.
   const int repeats = int(std::max<std::size_t>(3, 20'000'000 / std::max<std::size_t>(floats, 1)));
   unchecked();
   checked();
-  std::vector<double> plain_ns, checked_ns;
+  fused();
+  std::vector<double> plain_ns, checked_ns, fused_ns;
   for (int r = 0; r < o.rounds; ++r) {
     plain_ns.push_back(timed(floats, repeats, unchecked));
     checked_ns.push_back(timed(floats, repeats, checked));
+    fused_ns.push_back(timed(floats, repeats, fused));
   }
-  auto p = median(plain_ns), c = median(checked_ns);
+  auto p = median(plain_ns), c = median(checked_ns), f = median(fused_ns);
   return ordered_json{{"optimizer", to_string(kind)},
                       {"floats", floats},
                       {"unchecked_ns_per_float", p},
                       {"checked_ns_per_float", c},
-                      {"checked_over_unchecked", c / p}};
+                      {"fused_ns_per_float", f},
+                      {"checked_over_unchecked", c / p},
+                      {"fused_over_checked", f / c}};
 }
 
 } // namespace

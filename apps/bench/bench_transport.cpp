@@ -9,11 +9,15 @@
 // by a scoped_actor doing request(...).receive (a blocking thread). The same pieces are then timed
 // standalone, without actors, on the same payload, each on one thread with warm caches; the gap
 // between their sum and the round trip is the messaging plus the payload changing cores.
-// Payload passes per round trip: encode_push zero-fills then copies, the shard reads the
-// gradient twice (check, update), encode_reply zero-fills then copies, scatter copies; CAF itself
-// copies nothing in-process (wire_buffer is shared). All figures are medians; GB = 1e9 bytes.
+// Payload passes per round trip: the push and the reply are built by reference (no copy), the
+// shard reads the gradient once (its bound checked inside the update, apply_pushed_update) and
+// writes the update into its spare buffer, and the worker's scatter copies the reply into its
+// parameters; CAF itself copies nothing in-process (wire_buffer is shared). The standalone
+// components are the copying encoders, the shard's update and the scatter. All figures are
+// medians; GB = 1e9 bytes.
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/net/connect.hpp"
+#include "actors/net/data_link_path.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/chief/metrics.hpp"
 #include "actors/roles/ps_shard.hpp"
@@ -22,6 +26,7 @@
 #include "actors/protocol/system_config.hpp"
 #include "kernels/denormals.hpp"
 #include "kernels/optimizer.hpp"
+#include "kernels/value_bounds.hpp"
 
 #include "apps/bench/bench_main.hpp"
 #include "apps/bench/bench_serve.hpp"
@@ -218,16 +223,21 @@ nlohmann::ordered_json time_components(const train_spec& spec, worker_side& side
   auto encode_push_ms = median_ms(iterations, [&] {
     push = encode_push(0, 0, 0, layout, side.grad.data());
   });
-  // What the shard does with a push: decode, check every block, then apply every block
-  // (validation ends before state changes, so these are two passes, as in the shard).
+  // What the shard does with a push: decode, then one pass per block that checks the gradient
+  // as it applies it, into the spare buffer (swapped in once every block passed).
+  std::vector<float> shard_next(shard_params.size());
   auto apply_ms = median_ms(iterations, [&] {
     auto view = decode_push(push);
     if (!view) throw std::runtime_error("decode_push failed");
-    for (const auto& b : view->blocks) ok &= all_finite(b.values, b.count);
-    for (const auto& b : view->blocks)
-      apply_update(spec.optimizer, spec.optimizer.learning_rate, 1,
-                   shard_params.data() + layout.blocks()[b.id].shard_offset, b.values, nullptr,
-                   b.count);
+    for (const auto& b : view->blocks) {
+      auto at = layout.blocks()[b.id].shard_offset;
+      ok &= apply_pushed_update(spec.optimizer, spec.optimizer.learning_rate, 1,
+                                shard_params.data() + at, nullptr, b.values,
+                                shard_next.data() + at, nullptr, b.count, default_max_parameter,
+                                default_max_gradient)
+            == update_check::applied;
+    }
+    std::swap(shard_params, shard_next);
   });
   auto encode_reply_ms = median_ms(iterations, [&] {
     reply = encode_shard_parameters(0, 0, 0, layout, shard_params.data());
@@ -238,6 +248,20 @@ nlohmann::ordered_json time_components(const train_spec& spec, worker_side& side
   auto memcpy_ms = median_ms(iterations, [&] {
     std::memcpy(dst.data(), src.data(), bytes);
     ++src[dst[bytes / 2] & 1];  // keeps the copy observable
+  });
+  // The same copy from and to memory that is not in cache: the hot copy above reuses one pair
+  // of buffers that fits the L3 (32 MiB here), which no payload of a real round trip does. The
+  // pairs rotated through total at least 96 MiB, so each is evicted before its turn comes back.
+  const std::size_t cold_pairs = std::max<std::size_t>(2, ((std::size_t(48) << 20) + bytes - 1) / bytes);
+  std::vector<std::vector<char>> cold_src(cold_pairs, std::vector<char>(bytes, 1));
+  std::vector<std::vector<char>> cold_dst(cold_pairs, std::vector<char>(bytes, 0));
+  std::size_t cold_next = 0;
+  auto memcpy_cold_ms = median_ms(iterations, [&] {
+    auto& from = cold_src[cold_next];
+    auto& to = cold_dst[cold_next];
+    cold_next = (cold_next + 1) % cold_pairs;
+    std::memcpy(to.data(), from.data(), bytes);
+    ++from[to[bytes / 2] & 1];
   });
   // The zero-filled std::vector<capnp::word> every encoder starts from, and the same bytes
   // zeroed by memset: capnp::word is a class, so the vector fills it one word at a time.
@@ -255,6 +279,7 @@ nlohmann::ordered_json time_components(const train_spec& spec, worker_side& side
           {"encode_reply", encode_reply_ms},
           {"scatter_reply", scatter_ms},
           {"memcpy", memcpy_ms},
+          {"memcpy_cold", memcpy_cold_ms},
           {"alloc_words", alloc_words_ms},
           {"alloc_memset", alloc_memset_ms},
           {"sum_of_round_trip_parts", encode_push_ms + apply_ms + encode_reply_ms + scatter_ms}};
@@ -323,6 +348,7 @@ struct options {
   bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
   std::string tls_dir;        ///< scripts/make_certs.sh's DIR: CAF's connection over mutual TLS
   int shard_pid = 0;          ///< connect: the shard process, whose CPU and faults are read
+  std::string data_link = "auto";  ///< connect: --data-link (actors/net/data_link_path.hpp)
 };
 
 /// The files of `task` ("ps-0") in make_certs.sh's DIR; none when `dir` is empty.
@@ -444,7 +470,7 @@ int run(const options& o) {
     if (i >= o.warmup) scoped_times.push_back(ms_since(t0));
   }
   std::optional<raw_run> raw;
-  if (remote && connection.link)
+  if (remote && connection.link && !connection.shared_memory)  // the raw run speaks sockets only
     raw = drive_raw(self, connection, parse_address(o.connect, "--connect").host, side, o.warmup,
                     o.iterations, o.shard_pid);
   // Stopping the shard (over CAF) ends the shard process; then the data link, if any.
@@ -521,6 +547,8 @@ int main(int argc, char** argv) {
      "serve: offer the data link over loopback TCP only, not over a local socket")
     ("no-data-link", po::bool_switch(&o.no_data_link),
      "serve: offer no data link, so pulls and pushes travel through CAF's middleman")
+    ("data-link", po::value(&o.data_link)->default_value(o.data_link),
+     "connect: the data link's path, auto, tcp, socket or shm (as actorps's --data-link)")
     ("shard-pid", po::value(&o.shard_pid),
      "connect: the shard process's pid, whose CPU time and page faults are read from /proc")
     ("tls-dir", po::value(&o.tls_dir),
@@ -532,6 +560,9 @@ int main(int argc, char** argv) {
         || o.in_flight < 1)
       throw po::error("--floats, --block-floats, --iterations, --threads, --in-flight must be positive");
     if (o.serve < 0 || o.serve > 65535) throw po::error("--serve wants a port");
+    auto path = parse_data_link_path(o.data_link);
+    if (!path) throw po::error("--data-link " + o.data_link + " is none of auto, tcp, socket, shm");
+    set_data_link_path(*path);
   }, [&] {
     if (o.serve > 0)
       serve_bench_shard({static_cast<uint16_t>(o.serve), o.threads, !o.no_data_link, o.tcp_only,

@@ -31,3 +31,18 @@ run_bench() {
 free_port() {
   "${python:-python3}" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
 }
+
+# parse_ab_options "$@": the options of the scripts that compare two builds (ABBA), into
+# $before, $after, $rounds and $out (set the defaults of the last three first); line 7 of the
+# calling script is its usage. Both builds must have actorps_bench_transport.
+parse_ab_options() {
+  local opt OPTIND=1
+  while getopts "a:b:r:o:" opt; do
+    case $opt in a) before=$OPTARG ;; b) after=$OPTARG ;; r) rounds=$OPTARG ;; o) out=$OPTARG ;; *) sed -n 7p "$0" >&2; exit 2 ;; esac
+  done
+  [ -n "$before" ] || { sed -n 7p "$0" >&2; exit 2; }
+  local b
+  for b in "$before" "$after"; do
+    [ -x "$b/actorps_bench_transport" ] || { echo "$b/actorps_bench_transport is missing" >&2; exit 2; }
+  done
+}

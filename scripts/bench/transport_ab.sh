@@ -8,17 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 before="" after=build rounds=6 out=build/bench/transport_ab.json
-while getopts "a:b:r:o:" opt; do
-  case $opt in a) before=$OPTARG ;; b) after=$OPTARG ;; r) rounds=$OPTARG ;; o) out=$OPTARG ;; *) sed -n 7p "$0"; exit 2 ;; esac
-done
-[ -n "$before" ] || { sed -n 7p "$0" >&2; exit 2; }
-for b in "$before" "$after"; do
-  [ -x "$b/actorps_bench_transport" ] || { echo "$b/actorps_bench_transport is missing" >&2; exit 2; }
-done
+. "$(dirname "$0")/bench_lib.sh"  # parse_ab_options, free_port
+parse_ab_options "$@"
 python=$(command -v /usr/bin/python3 || command -v python3)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/bench_lib.sh"  # free_port
 for ((r = 1; r <= rounds; r++)); do
   order="before after"; [ $((r % 2)) = 0 ] && order="after before"
   for side in $order; do

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Push+pull throughput between a worker process and a shard process on one host, for payloads of
 # 64 KiB, 1 MiB, 4 MiB and 16 MiB, over each transport a worker can use: the data link over
-# loopback TCP (what tasks on different hosts use), the data link over a local socket (what
-# tasks on the same host use), and CAF's middleman alone (before the data link); next to the same
+# loopback TCP (what tasks on different hosts use), the data link over a local socket alone, the
+# data link with shared memory (what tasks on the same host use: payloads through memfd rings,
+# headers on the local socket; its ratio is to one memcpy of the payload), and CAF's middleman alone (before the data link); next to the same
 # figure inside one process, the loopback TCP limit measured by iperf3, and the floor: the same
 # sockets echoing frames of the payload's size, with nothing else to do. Per size and transport
 # it also reports, for the timed round trips, the CPU time and minor page faults of each side
@@ -12,6 +13,12 @@
 # round trip's ratio to the floor; and the same round trips over a raw connection of the data
 # link without actors on the worker's side (pushes by reference, replies received in place), the
 # data path's own cost. Writes one JSON file.
+# The memcpy references (components_ms, and the ratios of the shm and in-process round trips to
+# them): "memcpy" copies one hot pair of buffers again and again (both in the L3 cache up to
+# 16 MiB: the fastest a copy of the payload can be); "memcpy_cold" rotates through pairs totalling
+# at least 96 MiB, so that source and destination come from and go to memory, as a payload of a
+# real round trip does (the "one memcpy of 4 MiB costs 0.29 ms"). ratio_to_memcpy and
+# in_process_ratio_to_memcpy are over the hot copy, the *_cold ones over the cold copy.
 # usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-s "FLOATS ..."]
 #   -s: the payload sizes in floats (default "16384 262144 1048576 4194304": 64 KiB to 16 MiB)
 set -euo pipefail
@@ -47,12 +54,15 @@ for floats in $sizes; do
     "$floor" --family "$family" --bytes $((floats * 4)) --iterations "$iterations" \
       > "$tmp/floor-$family-$floats.json"
   done
-  for transport in tcp socket caf; do
-    case $transport in tcp) flag=--tcp-link ;; socket) flag="" ;; caf) flag=--no-data-link ;; esac
+  for transport in tcp socket shm caf; do
+    case $transport in
+      tcp) flag=--tcp-link path=tcp ;; socket) flag="" path=socket ;; shm) flag="" path=shm ;;
+      caf) flag=--no-data-link path=auto ;;
+    esac
     port=$(free_port)
     "$bench" --serve "$port" $flag 2> "$tmp/serve-$transport-$floats.log" & server=$!
     "$bench" --floats "$floats" --iterations "$iterations" --connect "127.0.0.1:$port" \
-      --shard-pid "$server" > "$tmp/$transport-$floats.json"
+      --data-link "$path" --shard-pid "$server" > "$tmp/$transport-$floats.json"
     wait "$server" || true; server=""
   done
 done
@@ -68,7 +78,7 @@ for floats in map(int, sys.argv[3:]):
     row = {"payload_bytes": local["payload_bytes"],
            "in_process_round_trip_ms": local["round_trip_ms"]["median"],
            "in_process_push_pull_GBps": local["push_pull_GBps"]}
-    for transport in ("tcp", "socket", "caf"):
+    for transport in ("tcp", "socket", "shm", "caf"):
         r = json.load(open(os.path.join(tmp, f"{transport}-{floats}.json")))
         row[transport] = {"transport": r["transport"], "round_trip_ms": r["round_trip_ms"],
                           "push_pull_GBps": r["push_pull_GBps"],
@@ -86,9 +96,12 @@ for floats in map(int, sys.argv[3:]):
             row[transport]["raw_link"] = r["raw_link"]
         row[transport]["copied_bytes_per_round_trip"] = (
             r["worker_per_round_trip"]["copied_bytes"] + shard.get("copied_bytes", float("nan")))
+    hot, cold = local["components_ms"]["memcpy"], local["components_ms"]["memcpy_cold"]
+    row["shm"]["ratio_to_memcpy"] = row["shm"]["round_trip_ms"]["median"] / hot
+    row["shm"]["ratio_to_memcpy_cold"] = row["shm"]["round_trip_ms"]["median"] / cold
     row["in_process_per_round_trip"] = local["worker_per_round_trip"]
-    row["in_process_ratio_to_memcpy"] = (local["round_trip_ms"]["median"]
-                                         / local["components_ms"]["memcpy"])
+    row["in_process_ratio_to_memcpy"] = local["round_trip_ms"]["median"] / hot
+    row["in_process_ratio_to_memcpy_cold"] = local["round_trip_ms"]["median"] / cold
     for family, key in (("tcp", "tcp"), ("unix", "socket")):
         f = json.load(open(os.path.join(tmp, f"floor-{family}-{floats}.json")))
         row[key]["floor_round_trip_ms"] = f["round_trip_ms"]["median"]
@@ -102,22 +115,34 @@ four = next((r for r in rows if abs(r["payload_bytes"] - 4 * 2**20) < 8192), Non
 ratio = lambda t: 1.7 / four[t]["round_trip_ms"]["median"]
 result = {"bench": "transport_processes", "loopback_tcp_GBps_iperf3": tcp, "sizes": rows,
           "ps_lite_4MiB_push_pull_ms": 1.7,
-          "ratio_vs_ps_lite_4MiB": {t: ratio(t) for t in ("tcp", "socket", "caf")} if four else None,
+          "ratio_vs_ps_lite_4MiB": {t: ratio(t) for t in ("tcp", "socket", "shm", "caf")} if four else None,
+          "memcpy_references": "ratio_to_memcpy, in_process_ratio_to_memcpy: over components_ms.memcpy, "
+                               "one hot pair of buffers copied again and again (in cache); "
+                               "*_cold: over components_ms.memcpy_cold, pairs rotated through >= 96 MiB "
+                               "(source and destination not in cache); targets: shm <= 4x, in-process <= 2.5x",
           "load_average": os.getloadavg()[0]}
 json.dump(result, open(out, "w"), indent=1)
 print(f"loopback TCP (iperf3): {tcp:.2f} GB/s; push+pull round trip, median ms (GB/s of payload):")
-print(f"{'payload':>10} {'in-process':>17} {'link, TCP':>17} {'link, socket':>17} {'CAF only':>17}")
+print(f"{'payload':>10} {'in-process':>17} {'link, TCP':>17} {'link, socket':>17} {'link, shm':>17} {'CAF only':>17}")
 cell = lambda ms, gbps: f"{ms:8.3f} ({gbps:5.2f})"
 for r in rows:
     print(f"{r['payload_bytes']/2**20:6.3f} MiB {cell(r['in_process_round_trip_ms'], r['in_process_push_pull_GBps']):>17} "
-          + " ".join(f"{cell(r[t]['round_trip_ms']['median'], r[t]['push_pull_GBps']):>17}" for t in ("tcp", "socket", "caf")))
+          + " ".join(f"{cell(r[t]['round_trip_ms']['median'], r[t]['push_pull_GBps']):>17}" for t in ("tcp", "socket", "shm", "caf")))
+print("round trip over one memcpy of the payload, hot (in cache) / cold (from and to memory):")
+for r in rows:
+    c = r["components_ms"]
+    print(f"{r['payload_bytes']/2**20:6.3f} MiB memcpy {c['memcpy']:.3f} / {c['memcpy_cold']:.3f} ms; "
+          f"shm {r['shm']['ratio_to_memcpy']:.2f}x / {r['shm']['ratio_to_memcpy_cold']:.2f}x (target 4x); "
+          f"in-process {r['in_process_ratio_to_memcpy']:.2f}x / {r['in_process_ratio_to_memcpy_cold']:.2f}x (target 2.5x)")
+print("x floor: the round trip over the floor's echo (tcp, socket); for shm, over one hot memcpy of the payload")
 print(f"{'payload':>10} {'path':>7} {'rt ms':>8} {'x floor':>8} {'worker CPU ms':>14} {'shard CPU ms':>13} "
       f"{'faults w/s':>11} {'copied w/s (payloads)':>22}")
 for r in rows:
-    for t in ("tcp", "socket"):
+    for t in ("tcp", "socket", "shm"):
         x, w, s = r[t], r[t]["worker_per_round_trip"], r[t]["shard_per_round_trip"]
         n = r["payload_bytes"]
-        print(f"{n/2**20:6.3f} MiB {t:>7} {x['round_trip_ms']['median']:8.3f} {x['ratio_to_floor']:8.2f} "
+        ratio = x["ratio_to_floor"] if t != "shm" else x["ratio_to_memcpy"]
+        print(f"{n/2**20:6.3f} MiB {t:>7} {x['round_trip_ms']['median']:8.3f} {ratio:8.2f} "
               f"{w['cpu_ms']:14.3f} {s['cpu_ms']:13.3f} {w['minor_faults']:5.0f}/{s['minor_faults']:<5.0f} "
               f"{w['copied_bytes']/n:10.2f}/{s.get('copied_bytes', float('nan'))/n:<10.2f}")
 print("the raw link (no actors on the worker's side; push by reference, reply received in place):")
@@ -132,6 +157,6 @@ for r in rows:
 print(f"floor (the same sockets echoing frames), 4 MiB: tcp {four['tcp']['floor_round_trip_ms']:.3f} ms, "
       f"socket {four['socket']['floor_round_trip_ms']:.3f} ms")
 print(f"4 MiB with {four['tcp']['in_flight']} push+pulls in flight, ms each: "
-      + ", ".join(f"{t} {four[t]['pipelined_ms_per_push_pull']:.3f}" for t in ("tcp", "socket", "caf")))
+      + ", ".join(f"{t} {four[t]['pipelined_ms_per_push_pull']:.3f}" for t in ("tcp", "socket", "shm", "caf")))
 print("4 MiB vs ps-lite's 1.7 ms: " + ", ".join(f"{t} {v:.2f}x" for t, v in result["ratio_vs_ps_lite_4MiB"].items()) + f"  -> {out}")
 PY

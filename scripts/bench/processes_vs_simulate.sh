@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The default Fashion-MNIST run as one process per task (scripts/launch_local.sh --ps 2
+# --workers 2) against the same run inside one process (actorps simulate --ps 2 --workers 2),
+# with the same chief flags: samples/s and final test accuracy (the chief's summary), and the CPU
+# seconds (user + sys) and context switches (the wake-ups) of every process of the run, from
+# /usr/bin/time around each task (a wrapper given to launch_local.sh --binary) and simulate. The process version runs with
+# its workers on shared memory (--data-link shm, what auto picks on one host) and on the local
+# socket alone (--data-link socket). The three are alternated, ROUNDS rounds (default 3), so that
+# the machine's load spreads over all of them; the load average is recorded with each run.
+# Why the CPU seconds: on a machine of few cores, a run that needs more CPU than simulate for the
+# same samples cannot reach simulate's samples/s (target: processes >= 0.9x simulate).
+# usage: scripts/bench/processes_vs_simulate.sh [-o FILE] [-r ROUNDS] [-b BUILD_DIR] [-- chief flags...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+out=build/bench/processes_vs_simulate.json rounds=3 build=build
+while getopts "o:r:b:" opt; do
+  case $opt in o) out=$OPTARG ;; r) rounds=$OPTARG ;; b) build=$OPTARG ;; *) sed -n 12p "$0" >&2; exit 2 ;; esac
+done
+shift $((OPTIND - 1))
+[ "${1:-}" = -- ] && shift
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "processes_vs_simulate.sh: -r must be a positive number" >&2; exit 2; }
+binary=$(realpath "$build/actorps")
+[ -x "$binary" ] || { echo "$binary is missing: run scripts/setup.sh first" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "/usr/bin/time is missing: run scripts/setup.sh first" >&2; exit 2; }
+python=$(command -v /usr/bin/python3 || command -v python3)
+mkdir -p "$(dirname "$out")"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Every task of a launch_local.sh run goes through this wrapper: its CPU time lands in a file of
+# its own under the run's directory (CPU_DIR), read once the run is over.
+cat > "$tmp/timed" <<EOF
+#!/bin/sh
+exec /usr/bin/time -f "%U %S %w %c" -o "\$(mktemp "\$CPU_DIR/cpu.XXXXXX")" "$binary" "\$@"
+EOF
+chmod +x "$tmp/timed"
+
+for ((round = 1; round <= rounds; round++)); do
+  for kind in simulate shm socket; do
+    run="$tmp/$kind-$round"
+    mkdir -p "$run"
+    uptime > "$run/load"
+    if [ "$kind" = simulate ]; then
+      /usr/bin/time -f "%U %S %w %c" -o "$run/cpu.simulate" "$binary" simulate --ps 2 --workers 2 "$@" \
+        > "$run/log" 2>&1
+    else
+      CPU_DIR="$run" scripts/launch_local.sh --ps 2 --workers 2 --data-link "$kind" \
+        --binary "$tmp/timed" -- "$@" > "$run/log" 2>&1
+    fi
+    echo "round $round $kind: $(grep -Eo '= [0-9]+ samples/s' "$run/log" | tail -1)" >&2
+  done
+done
+
+"$python" - "$tmp" "$out" "$rounds" "$*" <<'PY'
+import glob, json, os, re, statistics, sys
+tmp, out, rounds, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+runs = []
+for r in range(1, rounds + 1):
+    for kind in ("simulate", "shm", "socket"):
+        d = os.path.join(tmp, f"{kind}-{r}")
+        log = open(os.path.join(d, "log")).read()
+        rate = re.findall(r"= (\d+) samples/s", log)
+        acc = re.findall(r"final test accuracy ([0-9.]+)", log)
+        if not rate or not acc:
+            sys.exit(f"round {r} {kind}: no summary in its output:\n{log[-2000:]}")
+        cpu, switches = 0.0, 0
+        for f in glob.glob(os.path.join(d, "cpu.*")):
+            # the last line is "USER SYS VOLUNTARY INVOLUNTARY" (context switches; GNU time
+            # writes a line before it for a failed command)
+            user, sys_, vol, invol = open(f).read().split("\n")[-2].split()
+            cpu += float(user) + float(sys_)
+            switches += int(vol) + int(invol)
+        load = float(re.search(r"load average: ([0-9.]+)", open(os.path.join(d, "load")).read()).group(1))
+        runs.append({"round": r, "kind": kind, "samples_per_s": float(rate[-1]),
+                     "final_test_accuracy": float(acc[-1]), "cpu_s": cpu,
+                     "context_switches": switches,
+                     "processes_timed": len(glob.glob(os.path.join(d, "cpu.*"))),
+                     "load_average_1min_before": load})
+med = lambda kind, key: statistics.median(x[key] for x in runs if x["kind"] == kind)
+summary = {kind: {"samples_per_s": med(kind, "samples_per_s"),
+                  "final_test_accuracy": med(kind, "final_test_accuracy"),
+                  "cpu_s": med(kind, "cpu_s"),
+                  "context_switches": med(kind, "context_switches")} for kind in ("simulate", "shm", "socket")}
+for kind in ("shm", "socket"):
+    # per round (the runs of one round are next to each other in time), then the median
+    per = [(a, b) for a in runs if a["kind"] == kind for b in runs
+           if b["kind"] == "simulate" and b["round"] == a["round"]]
+    summary[kind]["ratio_samples_per_s_to_simulate"] = statistics.median(
+        a["samples_per_s"] / b["samples_per_s"] for a, b in per)
+    summary[kind]["ratio_cpu_s_to_simulate"] = statistics.median(a["cpu_s"] / b["cpu_s"] for a, b in per)
+result = {"bench": "processes_vs_simulate",
+          "what": "launch_local.sh --ps 2 --workers 2 (one process per task: 2 ps, 2 workers, "
+                  "evaluator, chief) with --data-link shm and socket, against actorps simulate "
+                  "--ps 2 --workers 2; cpu_s: user+sys of every process of the run; context_switches: voluntary + "
+                  "involuntary, every process of the run; ratios per "
+                  "round, then the median; target: samples/s ratio >= 0.9",
+          "chief_flags": flags, "cores": os.cpu_count(), "rounds": rounds,
+          "summary": summary, "runs": runs, "load_average_after": os.getloadavg()[0]}
+json.dump(result, open(out, "w"), indent=1)
+for kind in ("simulate", "shm", "socket"):
+    s = summary[kind]
+    extra = (f"  {s['ratio_samples_per_s_to_simulate']:.2f}x simulate's samples/s, "
+             f"{s['ratio_cpu_s_to_simulate']:.2f}x its CPU") if kind != "simulate" else ""
+    print(f"{kind:>8}: {s['samples_per_s']:8.0f} samples/s, accuracy {s['final_test_accuracy']:.4f}, "
+          f"CPU {s['cpu_s']:6.2f} s, {s['context_switches']:.0f} context switches{extra}")
+print(f"-> {out}")
+PY

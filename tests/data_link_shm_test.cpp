@@ -1,0 +1,290 @@
+// The data link's shared-memory path (shm_region.hpp): payloads through two memfd rings, the
+// local socket carrying only headers. Round trips byte-identical to the shard with the copies
+// it was designed for, counted; malformed offers and frames refused; a shard process killed
+// with a 16 MiB push in flight: the worker sees the shard lost at once and no segment leaks.
+#include "link_fixture.hpp"
+#include "actors/net/shm_region.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+using namespace actorps;
+using namespace actorps::test;
+
+namespace {
+
+uint64_t copied_now() { return copied_payload_bytes.load(); }
+
+/// Entries of /proc/self/fd that are memfds, and mappings of /proc/self/maps that are ours.
+std::size_t memfd_descriptors() {
+  std::size_t n = 0;
+  for (int fd = 0; fd < 4096; ++fd) {
+    char path[64], target[256];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    auto len = ::readlink(path, target, sizeof target - 1);
+    if (len <= 0) continue;
+    target[len] = 0;
+    if (std::strncmp(target, "/memfd:", 7) == 0) ++n;
+  }
+  return n;
+}
+std::size_t link_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  std::size_t n = 0;
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("/memfd:actorps-link") != std::string::npos) ++n;
+  return n;
+}
+
+/// A plain local link to `f`'s server, after its hello, that offered the two rings `rings`
+/// (mapped here): the test then writes frames by hand.
+struct raw_shm_link {
+  std::shared_ptr<link_socket> link;
+  std::shared_ptr<shm_mapping> requests, replies;
+};
+raw_shm_link offer_by_hand(link_fixture& f, std::size_t ring = 1 << 20) {
+  auto link = raw_link(f, true);
+  frame_header h;
+  std::string why;
+  int fds[2] = {create_shm_region(ring, why), create_shm_region(ring, why)};
+  REQUIRE(fds[0] >= 0);
+  REQUIRE(fds[1] >= 0);
+  auto requests = shm_mapping::map(fds[0], ring);
+  auto replies = shm_mapping::map(fds[1], ring);
+  REQUIRE(requests);
+  REQUIRE(replies);
+  REQUIRE_FALSE(link->send_with_fds(
+    make_header(frame_kind::shm_offer, 7, int64_t(ring), int64_t(ring)), fds, 2));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  REQUIRE_FALSE(link->receive_header(h));
+  REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::reply);
+  CHECK(h.id == 7);
+  return {link, *requests, *replies};
+}
+
+frame_header region_header(frame_kind kind, uint64_t id, int64_t offset, uint64_t size) {
+  auto h = make_header(kind, id, offset, 0, size);
+  h.kind |= in_region_bit;
+  return h;
+}
+
+/// Whether `link` was closed by the other side: the frames it still sent (a failure saying
+/// why) are read, then the end.
+bool closed_by_peer(link_socket& link) {
+  for (;;) {
+    frame_header h;
+    if (link.receive_header(h)) return true;
+    if (static_cast<frame_kind>(h.kind) != frame_kind::failure) return false;
+    caf::error carried;
+    if (link.receive_failure(h, carried)) return true;
+  }
+}
+
+} // namespace
+
+TEST_CASE("data link over shared memory: round trips are byte-identical to the shard, with exactly the copies designed") {
+  link_fixture link{word_aligned_spec()};
+  shard_fixture direct{word_aligned_spec()};
+  auto remote = link.attach_over(link_path::shm);
+  CHECK(remote.transport() == std::string("shared memory"));
+  for (int64_t clock = 0; clock < 4; ++clock) {
+    auto push = link.push_of(0, clock, 0.5f * float(clock + 1));
+    auto before = copied_now();
+    auto via_link = link.ask(remote.handle, push_pull_atom::value, push);
+    auto copied = copied_now() - before;
+    auto in_process = link.ask(direct.shard, push_pull_atom::value,
+                               direct.push_of(0, clock, 0.5f * float(clock + 1)));
+    REQUIRE(via_link);
+    REQUIRE(in_process);
+    CHECK(same_bytes(*via_link, *in_process));
+    // The push into the request ring, the reply into the reply ring; the worker's reply is the
+    // record itself (no destination): nothing else.
+    CHECK(copied == push.size_bytes() + via_link->size_bytes());
+  }
+  // A reply received into place: copied out of its record once, byte-identical to the shard.
+  std::vector<float> params(link.layout.total_floats(), -1.0f);
+  std::shared_ptr<void> unowned;
+  remote.destination->set(std::shared_ptr<const block_layout>(unowned, &link.layout),
+                          std::shared_ptr<std::vector<float>>(unowned, &params));
+  auto reply_bytes = link.ask(link.shard, pull_atom::value, int32_t{0}, int64_t{0})->size_bytes();
+  auto before = copied_now();
+  auto pulled = link.ask(remote.handle, pull_atom::value, int32_t{0}, int64_t{0});
+  REQUIRE(pulled);
+  CHECK(copied_now() - before == 2 * reply_bytes);  // into the ring, out of it into `params`
+  auto snapshot = direct.snapshot();  // an independent shard given the same pushes
+  REQUIRE(snapshot.size() == params.size());
+  CHECK(std::memcmp(snapshot.data(), params.data(), params.size() * 4) == 0);
+  CHECK(params != link.initial);
+  remote.close();
+}
+
+TEST_CASE("data link over shared memory: offsets and sizes outside the ring, and bad offers, are refused and counted, the server keeps serving") {
+  link_fixture link{word_aligned_spec()};
+  const std::size_t ring = 1 << 20;
+  auto push = link.push_of(0, 0, 1.0f);
+  struct bad_frame {
+    const char* what;
+    int64_t offset;
+    uint64_t size;
+  };
+  std::size_t refused = link.server->refused();
+  // (three: the log writes 5 refusals a window, and two more follow)
+  for (auto bad : {bad_frame{"offset past the end", int64_t(ring) + 64, push.size_bytes()},
+                   bad_frame{"a size that runs past the end", int64_t(ring) - 64, push.size_bytes()},
+                   bad_frame{"an offset inside a record header", 8, push.size_bytes()}}) {
+    CAPTURE(std::string(bad.what));
+    auto raw = offer_by_hand(link, ring);
+    auto h = region_header(frame_kind::push_pull, 1, bad.offset, bad.size);
+    REQUIRE_FALSE(raw.link->send(h));
+    CHECK(closed_by_peer(*raw.link));
+    CHECK(link.server->refused() == ++refused);
+    CHECK(link.next_log_line().find("shared region") != std::string::npos);
+  }
+  // A good frame written by hand into the ring is served.
+  {
+    auto raw = offer_by_hand(link, ring);
+    std::memcpy(raw.requests->data() + 64, push.bytes(), push.size_bytes());
+    REQUIRE_FALSE(raw.link->send(region_header(frame_kind::push_pull, 2, 64, push.size_bytes())));
+    frame_header h;
+    REQUIRE_FALSE(raw.link->receive_header(h));
+    CHECK(kind_of(h.kind) == frame_kind::reply);
+    CHECK(in_region(h));
+    CHECK(h.size > 0);
+    CHECK(h.a >= 64);
+  }
+  // An offer with one descriptor, or over TCP, and a region frame on a link without one.
+  {
+    auto local = raw_link(link, true);
+    frame_header h;
+    std::string why;
+    int fd = create_shm_region(ring, why);
+    REQUIRE(fd >= 0);
+    REQUIRE_FALSE(local->send_with_fds(make_header(frame_kind::shm_offer, 1, ring, ring), &fd, 1));
+    ::close(fd);
+    REQUIRE_FALSE(local->receive_header(h));
+    CHECK(static_cast<frame_kind>(h.kind) == frame_kind::failure);
+    CHECK(link.server->refused() == ++refused);
+    CHECK(link.next_log_line().find("1 descriptors, expected 2") != std::string::npos);
+  }
+  {
+    auto tcp = raw_link(link, false);
+    REQUIRE_FALSE(tcp->send(region_header(frame_kind::push_pull, 1, 64, 64)));
+    CHECK(closed_by_peer(*tcp));
+    CHECK(link.server->refused() == ++refused);
+    CHECK(link.next_log_line().find("without it") != std::string::npos);
+  }
+  // The server still serves a proper client over shared memory.
+  auto remote = link.attach_over(link_path::shm);
+  auto pulled = link.ask(remote.handle, pull_atom::value, int32_t{0}, int64_t{0});
+  REQUIRE(pulled);
+  CHECK(link.parameters_of(*pulled) == link.snapshot());
+  remote.close();
+}
+
+TEST_CASE("data link over shared memory: a shard process killed with a 16 MiB push in flight is lost at once and leaves no segment") {
+  // sync with 2 workers: worker 0's push_pull is held by the shard (worker 1 never pushes), so
+  // the kill always lands while the request is in flight. Layers {1024, 4096}: 16.8 MB.
+  auto spec = tiny_spec(consistency::sync, 2);
+  spec.model = mlp_model({1024, 4096});
+  spec.block_floats = 65536;
+  int to_parent[2];
+  REQUIRE(::pipe(to_parent) == 0);
+  // Forked before this process starts any thread (each test case runs in a process of its own).
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(to_parent[0]);
+    int out = to_parent[1];
+    auto say = [out](const std::string& line) {
+      auto text = line + "\n";
+      [[maybe_unused]] auto n = ::write(out, text.data(), text.size());
+    };
+    try {
+      shard_config wide;  // the fixture's initial values 0, 1, 2, ... pass 4 million
+      wide.bounds.max_parameter = 1e8f;
+      shard_fixture shard{spec, wide};
+      auto server = shard_link_server::listen("127.0.0.1", 0, say);
+      if (!server) ::_exit(2);
+      (*server)->serve(*shard.sys, shard.shard, 0);
+      say((*server)->local_name());
+      for (;;) ::pause();  // until the parent's SIGKILL
+    } catch (const std::exception& e) {
+      say(std::string("the shard process failed: ") + e.what());
+      ::_exit(3);
+    } catch (...) {
+      ::_exit(3);
+    }
+  }
+  ::close(to_parent[1]);
+  FILE* from_child = ::fdopen(to_parent[0], "r");
+  REQUIRE(from_child);
+  auto next_line = [&] {
+    char buf[512] = {};
+    if (!std::fgets(buf, sizeof buf, from_child)) return std::string();
+    std::string line(buf);
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    return line;
+  };
+  auto name = next_line();
+  if (name.empty()) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    FAIL("the shard process ended: status " << status);
+  }
+
+  const auto descriptors_before = memfd_descriptors();
+  const auto mappings_before = link_mappings();
+  {
+    shard_config wide;
+    wide.bounds.max_parameter = 1e8f;
+    shard_fixture worker_side{spec, wide};  // a layout and an actor system on the worker's side
+    auto link = connect_local_link(name);
+    REQUIRE(link);
+    auto remote = attach_link(*worker_side.sys, ps_shard_actor{}, std::move(*link), 0,
+                              link_request_timeout, {}, true);
+    REQUIRE(remote);
+    CHECK(remote->transport() == std::string("shared memory"));
+    CHECK(link_mappings() == mappings_before + 2);
+    CHECK(memfd_descriptors() == descriptors_before);  // closed once both sides mapped them
+    auto push = worker_side.push_of(0, 0, 1.0f);
+    REQUIRE(push.size_bytes() > (16u << 20));
+    caf::actor me = caf::actor_cast<caf::actor>(*worker_side.self);
+    auto handle = remote->handle;
+    worker_side.sys->spawn([=](caf::event_based_actor* a) {
+      a->request(handle, caf::infinite, push_pull_atom::value, push)
+        .then([=](const wire_buffer&) { a->send(me, caf::ok_atom::value); },
+              [=](caf::error& err) { a->send(me, err); });
+    });
+    // The shard's side names the link's path when it reads the request's header: kill it then.
+    auto line = next_line();
+    CHECK(line.find("over shared memory") != std::string::npos);
+    REQUIRE(::kill(child, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    // The socket's end fails the request at once, as a lost shard (no request timeout: the
+    // request above has none).
+    caf::error lost;
+    (*worker_side.self)->receive([&](caf::error& err) { lost = std::move(err); },
+                                 [&](caf::ok_atom) { FAIL("a reply from a killed shard"); },
+                                 caf::after(std::chrono::seconds(30)) >> [] { FAIL("no answer: hung"); });
+    CHECK(lost == caf::sec::request_receiver_down);
+    // The proxy ends (its reader joined): every mapping with it.
+    (*worker_side.self)->monitor(remote->handle);
+    remote->close();
+    (*worker_side.self)->receive([](caf::down_msg&) {},
+                                 caf::after(std::chrono::seconds(30)) >> [] { FAIL("the proxy did not end"); });
+  }
+  CHECK(link_mappings() == mappings_before);
+  CHECK(memfd_descriptors() == descriptors_before);
+  std::fclose(from_child);
+}
