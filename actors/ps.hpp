@@ -217,6 +217,12 @@ public:
   /// the error naming the shard that could not be reached or refused the init.
   caf::expected<worker_client> worker();
 
+  /// A worker task, after worker() and before finish(): returns once every other worker has
+  /// called finish(), so that snapshot() then gives the run's final parameters (the worker that
+  /// evaluates the model asks; the ps tasks serve until it says done too). Waits as long as the
+  /// others train: a worker that never finishes keeps it waiting, as it keeps serve() serving.
+  caf::error await_others();
+
   /// A worker task, after worker(): tells every ps task that this worker is done.
   caf::error finish();
 

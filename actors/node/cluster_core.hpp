@@ -4,6 +4,7 @@
 // Private to actors/node.
 #pragma once
 
+#include "actors/protocol/parameter_destination.hpp"
 #include "actors/ps.hpp"
 
 #include <caf/actor_system.hpp>
@@ -26,6 +27,8 @@ struct cluster_core {
   // serialised by the middleman) before its reply can come, so it may point at the caller's
   // gradient, which the ticket holds until wait returns (worker_client.cpp).
   bool shards_elsewhere = false;
+  // Over a data link, one per shard: where the proxy receives a reply in place (empty: no link).
+  std::vector<std::shared_ptr<parameter_destination>> destinations;
   std::function<void()> stop;  // ends what the core started (shards, or proxies to them)
 
   ~cluster_core() {

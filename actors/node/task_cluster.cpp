@@ -79,6 +79,7 @@ caf::expected<worker_client> task_cluster::worker() {
     core.shards.clear();
     for (auto& r : remote) core.shards.push_back(r.handle);
     core.shards_elsewhere = true;
+    core.destinations = destinations_of(remote);
     core.stop = [remote] {
       for (auto& r : remote) r.close();
     };
@@ -86,6 +87,21 @@ caf::expected<worker_client> task_cluster::worker() {
     im.remote = std::move(remote);
   }
   return detail::make_worker_client(im.core, static_cast<int32_t>(im.task.index));
+}
+
+caf::error task_cluster::await_others() {
+  auto& im = *impl_;
+  if (is_ps()) throw std::logic_error("await_others() is for a worker task; this is " + im.task.text());
+  if (im.remote.empty()) return not_connected();
+  caf::scoped_actor self{*im.core->sys};
+  for (const auto& r : im.remote) {  // each ps task answers once the others said done to it
+    caf::error failed;
+    self->request(r.task, caf::infinite, done_atom::value, others_atom::value,
+                  static_cast<int32_t>(im.task.index))
+      .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
+    if (failed) return failed;
+  }
+  return {};
 }
 
 caf::error task_cluster::finish() {

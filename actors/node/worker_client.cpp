@@ -1,6 +1,10 @@
 // worker_client (actors/ps.hpp): a user's loop talking to the shards. Each client owns a small
 // actor that asks every shard, and once all have answered scatters their replies into the
 // caller's buffer and fulfils the ticket's promise; the caller's thread blocks only in wait.
+// Over a data link each shard's reply of dense parameters is received straight into the
+// caller's buffer instead (parameter_destination.hpp), so the scatter finds nothing to copy: the
+// buffer is lent to the shard's proxy for the call and taken back when wait returns (or the
+// client ends); a call that fails may then have written part of it.
 #include "actors/node/cluster_core.hpp"
 
 #include "actors/protocol/fan_out.hpp"
@@ -32,6 +36,8 @@ struct client_call {
   std::vector<sparse_push> grads;  // sparse gradient rows
   std::vector<sparse_pull> rows;   // sparse rows to pull
   std::shared_ptr<std::promise<call_result>> done;
+  // Per shard over a data link: `out` lent for its reply to land in; none in one process.
+  std::vector<std::shared_ptr<borrowed_output>> lent;
 };
 
 /// A call's sparse keys split by owner shard: [shard][part] the positions, within the caller's
@@ -77,12 +83,27 @@ using detail::refs_for;
 using detail::split_by_shard;
 
 struct worker_client::impl {
+  struct pending_call {
+    std::future<call_result> done;
+    std::vector<std::shared_ptr<borrowed_output>> lent;  // taken back when the call ends
+  };
+
   std::shared_ptr<cluster_core> cluster;  // keeps the shards (or the proxies) alive
   caf::actor client;
   worker_client::ticket next = 0;
-  std::map<worker_client::ticket, std::future<call_result>> pending;
+  std::map<worker_client::ticket, pending_call> pending;
 
-  ~impl() { caf::anon_send_exit(client, caf::exit_reason::user_shutdown); }
+  /// Takes `call`'s buffers back: a reply still coming (the call failed) lands elsewhere.
+  static void take_back(pending_call& call) {
+    for (auto& out : call.lent) out->close();
+  }
+
+  ~impl() {
+    for (auto& [t, call] : pending) take_back(call);  // the caller may free them now
+    for (const auto& d : cluster->destinations)
+      if (d) d->forget(client.id());
+    caf::anon_send_exit(client, caf::exit_reason::user_shutdown);
+  }
 };
 
 namespace {
@@ -139,6 +160,23 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
       auto pushed = split_by_shard(spec, call.grads);
       auto pulled = std::make_shared<key_split>(split_by_shard(spec, call.rows));
       const bool sparse = !spec.model.sparse_tables.empty();
+      // A shard's reply of dense parameters only (no rows asked of it) lands in call.out; one
+      // carrying rows is scattered, rows and all. Each pull or push_pull sent to a proxy takes
+      // one queued place, so one is queued for each, empty where nothing lands in place.
+      auto lend = [&](std::size_t s, bool dense_only) {
+        const auto& destination = s < cluster->destinations.size() ? cluster->destinations[s]
+                                                                    : nullptr;
+        if (!destination) return;
+        parameter_destination::target place;
+        if (dense_only && s < call.lent.size())
+          place = {std::shared_ptr<const block_layout>(cluster, cluster->layout.get()), nullptr,
+                   call.lent[s]};
+        destination->expect(self->id(), std::move(place));
+      };
+      auto asks_rows = [&](std::size_t s) {
+        const auto& parts = (*pulled)[s];
+        return std::any_of(parts.begin(), parts.end(), [](const auto& p) { return !p.empty(); });
+      };
       ask_each<wire_buffer>(
         shards.size(),
         [&](std::size_t s) {
@@ -148,11 +186,13 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
             auto keys = refs_for(spec, call.rows, *pulled, s);
             // A shard in this process may keep the push past wait (and the caller then writes
             // its gradient again): copied. One elsewhere got its bytes before it replied.
-            auto push = cluster->shards_elsewhere
+            // bf16 blocks are narrowed into the message, so never by reference.
+            auto push = cluster->shards_elsewhere && spec.wire == wire_precision::fp32
                           ? encode_push_by_reference(worker, call.clock, shard, layout, call.grad,
                                                      {}, 0, grads, keys)
                           : encode_push(worker, call.clock, shard, layout, call.grad, 0, grads,
-                                        keys);
+                                        keys, spec.wire);
+            lend(s, !asks_rows(s));
             return self->request(shards[s], cluster->opts.timeout, push_pull_atom::value,
                                  std::move(push));
           }
@@ -160,6 +200,7 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
             return self->request(shards[s], cluster->opts.timeout, pull_atom::value,
                                  encode_pull(worker, call.clock, shard,
                                              refs_for(spec, call.rows, *pulled, s)));
+          lend(s, true);
           return self->request(shards[s], cluster->opts.timeout, pull_atom::value, worker,
                                call.clock);
         },
@@ -201,9 +242,15 @@ worker_client::ticket worker_client::submit(bool push, int64_t clock, const floa
                                             const std::vector<sparse_push>& grads,
                                             const std::vector<sparse_pull>& rows) {
   client_call call{push, clock, grad, params_out, grads, rows,
-                   std::make_shared<std::promise<call_result>>()};
+                   std::make_shared<std::promise<call_result>>(), {}};
+  const auto& destinations = impl_->cluster->destinations;
+  // One per shard, not one shared: each guards one shard's reply, and the shards' replies land
+  // side by side, none waiting for another's.
+  if (params_out && !destinations.empty())
+    for (std::size_t s = 0; s < destinations.size(); ++s)
+      call.lent.push_back(std::make_shared<borrowed_output>(params_out));
   auto t = impl_->next++;
-  impl_->pending.emplace(t, call.done->get_future());
+  impl_->pending.emplace(t, impl::pending_call{call.done->get_future(), call.lent});
   caf::anon_send(impl_->client, std::move(call));
   return t;
 }
@@ -213,7 +260,8 @@ caf::expected<int64_t> worker_client::wait(ticket t) {
   if (i == impl_->pending.end())
     return caf::make_error(caf::sec::invalid_argument,
                            "ticket " + std::to_string(t) + " is unknown or already waited");
-  auto result = i->second.get();
+  auto result = i->second.done.get();
+  impl::take_back(i->second);
   impl_->pending.erase(i);
   if (result.err) return std::move(result.err);
   newest_clock_ = result.newest_clock;

@@ -183,6 +183,17 @@ void bind_clusters(py::module_& m) {
          },
          "A worker task: its client, connecting to and initialising the shards on the first "
          "call; raises actorps.Error naming a shard that could not be reached.")
+    .def("await_others",
+         [](python_task_cluster& c) {
+           caf::error err;
+           {
+             py::gil_scoped_release release;
+             err = c.cluster->await_others();
+           }
+           if (err) raise_error(err);
+         },
+         "A worker task, before finish(): returns once every other worker has finished, so that "
+         "snapshot() gives the run's final parameters.")
     .def("finish",
          [](python_task_cluster& c) {
            caf::error err;

@@ -2,8 +2,8 @@
 """apps/python/examples/fashion_mnist.py --launch-local, as a user runs it: the PyTorch MLP as
 one process per task from TF_CONFIG (1 ps and 2 worker processes on 127.0.0.1), 3 epochs in the
 mode given as the first argument (sync, ssp with staleness 2, async), reaches test accuracy
-≥ 0.85 on the real Fashion-MNIST data (worker 0's parameters after its last pull, every test
-row); every process exits 0 on its own (the launcher stops none), every sample of the 3 epochs
+≥ 0.85 on the real Fashion-MNIST data (the shards' final parameters, which worker 0 reads once
+every other worker has finished, every test row); every process exits 0 on its own (the launcher stops none), every sample of the 3 epochs
 is seen, no byte is copied by the binding and the staleness keeps to the mode's bound.
 
     PYTHONPATH=build/python python3 tests/python/test_fashion_mnist_processes.py ssp

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """TaskCluster, one process per task from TF_CONFIG on 127.0.0.1: 1 ps and 2 worker processes
-running this file. Worker w pushes 3 + 2w - 1 for every value in sync mode with SGD at lr 0.5:
-the mean is 3, so after clock c every value is exactly -1.5 (c + 1), checked by every worker at
-every clock; each worker calls finish(), the ps's serve() then returns 0, and every process
-exits 0 (through actorps.exit_task)."""
+running this file, with SGD at lr 0.5.
+- sync: worker w pushes 3 + 2w - 1 for every value: the mean is 3, so after clock c every value
+  is exactly -1.5 (c + 1), checked by every worker at every clock.
+- async: worker 0 pushes 1 for one clock, worker 1 pushes 2 for 2000 clocks; worker 0 then
+  await_others() and its snapshot() is exactly -0.5 (1 + 2 * 2000) / 2 (async scales each push
+  by 1/W): every push of worker 1, which was still pushing when worker 0 ended its loop.
+Each worker calls finish(), the ps's serve() then returns 0, and every process exits 0 (through
+actorps.exit_task)."""
 import json
 import os
 import subprocess
@@ -16,6 +20,7 @@ np = harness.require("numpy")
 import actorps  # noqa: E402
 
 CLOCKS = 4
+ASYNC_CLOCKS = [1, 2000]  # each worker's, in async
 WORKERS = 2
 
 
@@ -23,21 +28,33 @@ def spec():
     return actorps.ModelSpec([("w", [100]), ("b", [7, 3])])
 
 
-def run_task():
+def run_task(mode):
     """This process is the task $TF_CONFIG names; returns its exit status."""
-    task = actorps.TaskCluster(spec(), mode="sync", optimizer="sgd", lr=0.5, timeout=60)
+    task = actorps.TaskCluster(spec(), mode=mode, optimizer="sgd", lr=0.5, timeout=60)
     if task.is_ps:
         return task.serve()
     client = task.worker()
     params = np.empty(task.total_floats, np.float32)
-    grad = np.full(task.total_floats, 3 + 2 * task.index - (task.workers - 1), np.float32)
     client.wait(client.pull(0, params))
     wrong = 0
-    for c in range(CLOCKS):
-        client.wait(client.push_pull(c, grad, params))
-        wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
+    if mode == "sync":
+        grad = np.full(task.total_floats, 3 + 2 * task.index - (task.workers - 1), np.float32)
+        for c in range(CLOCKS):
+            client.wait(client.push_pull(c, grad, params))
+            wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
+        clocks = CLOCKS
+    else:
+        grad = np.full(task.total_floats, 1 + task.index, np.float32)
+        clocks = ASYNC_CLOCKS[task.index]
+        for c in range(clocks):
+            client.wait(client.push_pull(c, grad, params))
+        if task.index == 0:
+            task.await_others()
+            final = task.snapshot()
+            wrong = int(np.count_nonzero(final != np.float32(-0.5 * (1 + 2 * ASYNC_CLOCKS[1]) / WORKERS)))
+            print(f"worker 0: its last pull {params[0]}, the final snapshot {final[0]}", flush=True)
     task.finish()
-    print(f"worker {task.index}: {CLOCKS} clocks, {params.size} values, {wrong} wrong", flush=True)
+    print(f"worker {task.index}: {clocks} clocks, {params.size} values, {wrong} wrong", flush=True)
     return 0 if wrong == 0 else 1
 
 
@@ -51,39 +68,50 @@ def free_ports(n):
     return [int(p) for p in out.split()]
 
 
+def run_cluster(test, mode):
+    """1 ps and 2 worker processes of this file in `mode`; each one's output, all exited 0."""
+    ports = free_ports(1 + WORKERS)
+    cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
+               "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
+    tasks = [("worker", w) for w in range(WORKERS)] + [("ps", 0)]  # workers retry first
+    procs = []
+    for kind, index in tasks:
+        env = dict(os.environ, TF_CONFIG=json.dumps(
+            {"cluster": cluster, "task": {"type": kind, "index": index}}))
+        procs.append(subprocess.Popen([sys.executable, __file__, "--task", mode], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    outputs = []
+    try:
+        for (kind, index), proc in zip(tasks, procs):
+            out, _ = proc.communicate(timeout=120)
+            outputs.append(out)
+            test.assertEqual(proc.returncode, 0, f"{kind}:{index} exited {proc.returncode}:\n{out}")
+    finally:
+        for proc in procs:  # none outlives the test
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return outputs
+
+
 class TaskClusterProcesses(unittest.TestCase):
     def test_one_ps_two_workers_exact(self):
-        ports = free_ports(1 + WORKERS)
-        cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
-                   "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
-        tasks = [("worker", w) for w in range(WORKERS)] + [("ps", 0)]  # workers retry first
-        procs = []
-        for kind, index in tasks:
-            env = dict(os.environ, TF_CONFIG=json.dumps(
-                {"cluster": cluster, "task": {"type": kind, "index": index}}))
-            procs.append(subprocess.Popen([sys.executable, __file__, "--task"], env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          text=True))
-        outputs = []
-        try:
-            for (kind, index), proc in zip(tasks, procs):
-                out, _ = proc.communicate(timeout=120)
-                outputs.append(out)
-                self.assertEqual(proc.returncode, 0,
-                                 f"{kind}:{index} exited {proc.returncode}:\n{out}")
-        finally:
-            for proc in procs:  # none outlives the test
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+        outputs = run_cluster(self, "sync")
         for w in range(WORKERS):
             self.assertIn(f"worker {w}: {CLOCKS} clocks, 121 values, 0 wrong", outputs[w])
 
+    def test_await_others_then_snapshot_has_every_push(self):
+        outputs = run_cluster(self, "async")
+        print(outputs[0])
+        for w in range(WORKERS):
+            self.assertIn(f"worker {w}: {ASYNC_CLOCKS[w]} clocks, 121 values, 0 wrong", outputs[w])
+
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--task"]:
+    if sys.argv[1:2] == ["--task"]:
         try:
-            status = run_task()
+            status = run_task(sys.argv[2])
         except Exception as e:  # a normal exit may wait for gone peers forever (CAF 0.17)
             print(f"{type(e).__name__}: {e}", flush=True)
             status = 1

@@ -10,8 +10,8 @@ Three ways to run it:
 - --launch-local: one process per task, P ps and W worker processes of this file on 127.0.0.1
   (launch_local.py: free ports, each process's TF_CONFIG); their summaries merged into one;
 - --task: this process is the task $TF_CONFIG names (a TaskCluster: ps tasks serve a shard,
-  worker tasks train). A loop of your own has no chief: worker 0 plays its part, evaluating
-  the parameters of its last pull on the whole test set.
+  worker tasks train). A loop of your own has no chief: worker 0 plays its part, waiting for
+  the other workers to finish and evaluating the shards' final parameters on the whole test set.
 
     PYTHONPATH=build/python python3 apps/python/examples/fashion_mnist.py --epochs 3
     PYTHONPATH=build/python python3 apps/python/examples/fashion_mnist.py --launch-local --ps 1
@@ -186,10 +186,13 @@ def run_task(args, data):
     model = copy.deepcopy(data.template)
     shards = actorps.torch.ShardedParameters(model, task.worker())
     stats = train(model, shards, task.index, task.workers, data, args)
+    if task.index == 0:  # the chief's part: the final parameters (as run_threads), every test row
+        task.await_others()  # in ssp and async the others may still be pushing
+        final = copy.deepcopy(data.template)
+        torch.nn.utils.vector_to_parameters(torch.from_numpy(task.snapshot()), final.parameters())
+        stats["final_test_accuracy"] = accuracy(final, data.test_x, data.test_y)
     task.finish()
     stats.update(index=task.index, bytes_copied=actorps.bytes_copied())
-    if task.index == 0:  # the chief's part: the parameters of the last pull, every test row
-        stats["final_test_accuracy"] = accuracy(model, data.test_x, data.test_y)
     print("task summary: " + json.dumps(stats), flush=True)
     return 0
 
