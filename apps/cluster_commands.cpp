@@ -3,6 +3,7 @@
 #include "actors/deploy/data_port.hpp"
 #include "actors/deploy/deployment.hpp"
 #include "actors/deploy/exit_codes.hpp"
+#include "actors/net/data_link_path.hpp"
 #include "actors/net/tls_files.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
@@ -31,6 +32,7 @@ struct cluster_flags {
   value_bounds bounds;         ///< a ps task's shard (`run`: the training flags')
   tls_files tls;
   int data_port = 0;
+  std::string data_link = "auto";  ///< --data-link (actors/net/data_link_path.hpp)
   double connect_timeout = 60;
   int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
 };
@@ -49,6 +51,10 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
      "host the cluster names; peers still dial the cluster's names")
     ("data-port", po::value(&f.data_port)->default_value(f.data_port),
      "TCP port of a ps task's data link (0: the task's own port + 1); other tasks ignore it")
+    ("data-link", po::value(&f.data_link)->default_value(f.data_link),
+     "how a worker or evaluator reaches each shard's data link: auto (shared memory when the "
+     "shard is on this host and TLS is off, else its local socket, else TCP), tcp, socket (the "
+     "local socket alone) or shm (shared memory; fails where it cannot be had)")
     ("heartbeat-ms", po::value(&f.heartbeat_ms)->default_value(f.heartbeat_ms),
      "heartbeat interval between processes")
     ("peer-timeout-ms", po::value(&f.peer_timeout_ms)->default_value(f.peer_timeout_ms),
@@ -110,6 +116,11 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   if (f.heartbeat_ms <= 0 || f.peer_timeout_ms <= f.heartbeat_ms)
     throw usage_error("--peer-timeout-ms must exceed --heartbeat-ms, both positive");
   if (auto why = check_tls_files(f.tls); !why.empty()) throw usage_error(why);
+  auto link_path = parse_data_link_path(f.data_link);
+  if (!link_path) throw usage_error("--data-link " + f.data_link + " is none of auto, tcp, socket, shm");
+  if (*link_path == data_link_path::shm && f.tls.enabled())
+    throw usage_error("--data-link shm is not offered with --tls-* (use auto, socket or tcp)");
+  set_data_link_path(*link_path);
   deployment_options opts;
   opts.cluster = std::move(cfg.cluster);
   opts.task = *cfg.task;
@@ -169,14 +180,6 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
     throw usage_error("--replicas " + std::to_string(flags.replicas) + " needs at least 2 ps tasks "
                       "(ps:i's standby runs in ps:(i+1) mod P); the cluster has "
                       + std::to_string(flags.ps));
-  // A primary and its standby talk across two ps tasks, which never connect to each other: CAF
-  // relays their messages through the chief, and over TLS the chief relays nothing
-  // (basp_origin.hpp). Refused until the ps tasks connect directly, rather than a run that
-  // loses its ps connections at the first replicated push.
-  if (flags.replicas > 0 && opts.tls.enabled())
-    throw usage_error("--replicas " + std::to_string(flags.replicas) + " does not work with "
-                      "--tls-* across processes yet (the standby's messages would be relayed by the "
-                      "chief, which relays nothing over TLS); use --replicas 0 with TLS");
   auto plan = plan_training(flags);
   auto exporting = plan_export(plan, "chief");
   remote_tasks remote;

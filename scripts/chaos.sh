@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: scripts/chaos.sh [--processes | --replicas] [-n RUNS] [-s SEED] [-t SECONDS] [-o FILE]
+# Usage: scripts/chaos.sh [--processes] [--replicas] [-n RUNS] [-s SEED] [-t SECONDS] [-o FILE]
 #
 # --processes: one process per task, whole processes killed, frozen and restarted as an
 # orchestrator does (scripts/chaos_processes.sh says what it does). Without it:
@@ -13,11 +13,23 @@
 # --replicas: the same runs with `--replicas 1` (a hot standby per shard): a lost shard's
 # standby takes over, so every run must complete with 0 rollbacks (a ps recovery that lost
 # clocks); the JSON (default build/bench/chaos_replicas.json) counts fail-overs and rollbacks.
+#
+# --processes --replicas: the process chaos with a hot standby per shard (3 ps tasks, killed
+# ps processes not restarted: their shards live on in the standbys); chaos_processes.sh says how.
 set -euo pipefail
 
-if [ "${1:-}" = --processes ]; then shift; exec "$(dirname "$0")/chaos_processes.sh" "$@"; fi
-replicas=0
-if [ "${1:-}" = --replicas ]; then shift; replicas=1; fi
+processes=0 replicas=0
+while :; do
+  case "${1:-}" in
+    --processes) shift; processes=1 ;;
+    --replicas) shift; replicas=1 ;;
+    *) break ;;
+  esac
+done
+if ((processes)); then
+  ((replicas)) && set -- --replicas "$@"
+  exec "$(dirname "$0")/chaos_processes.sh" "$@"
+fi
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"

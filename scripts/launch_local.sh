@@ -6,12 +6,14 @@
 # (scripts/make_certs.sh, in the run directory) and every task started with its own.
 #
 # usage: scripts/launch_local.sh --ps P --workers W [--no-evaluator] [--connect-timeout S]
-#          [--binary PATH] [--keep-cluster FILE] [--tls [--keep-certs DIR]] -- [chief flags...]
+#          [--binary PATH] [--keep-cluster FILE] [--tls [--keep-certs DIR]]
+#          [--data-link auto|tcp|socket|shm] -- [chief flags...]
 # e.g.   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5 --mode ssp --metrics run.jsonl
 set -euo pipefail
 
-usage() { sed -n 9,10p "$0" >&2; exit 2; }
+usage() { sed -n 8,11p "$0" >&2; exit 2; }
 ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster="" tls=0 keep_certs=""
+data_link=auto  # how workers and the evaluator reach each shard's data link (every task gets it)
 while [ $# -gt 0 ]; do
   case $1 in
     --ps) ps=$2; shift 2 ;;
@@ -22,13 +24,15 @@ while [ $# -gt 0 ]; do
     --keep-cluster) keep_cluster=$2; shift 2 ;;
     --tls) tls=1; shift ;;
     --keep-certs) keep_certs=$2; shift 2 ;;
+    --data-link) data_link=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "launch_local.sh: unknown flag $1" >&2; usage ;;
   esac
 done
 [[ $ps =~ ^[1-9][0-9]*$ ]] || { echo "launch_local.sh: --ps must be a positive number" >&2; exit 2; }
 [[ $workers =~ ^[1-9][0-9]*$ ]] || { echo "launch_local.sh: --workers must be a positive number" >&2; exit 2; }
+[[ $data_link =~ ^(auto|tcp|socket|shm)$ ]] || { echo "launch_local.sh: --data-link must be auto, tcp, socket or shm" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 binary=${binary:-${ACTORPS_BINARY:-$root/build/actorps}}
 [ -x "$binary" ] || { echo "launch_local.sh: $binary is missing: run scripts/setup.sh first" >&2; exit 2; }
@@ -92,7 +96,7 @@ start() {  # start TYPE INDEX: a background task whose lines are prefixed with i
   [ "$1" = ps ] && own=("${shard_flags[@]}")
   set_tls_flags "$task"
   "$binary" "$1" --cluster "$dir/cluster.json" --task "$task" --connect-timeout "$connect_timeout" \
-    ${own[@]+"${own[@]}"} ${tls_flags[@]+"${tls_flags[@]}"} > >(sed -u "s/^/$task | /") 2>&1 &
+    --data-link "$data_link" ${own[@]+"${own[@]}"} ${tls_flags[@]+"${tls_flags[@]}"} > >(sed -u "s/^/$task | /") 2>&1 &
   pids+=($!)
 }
 for ((i = 0; i < ps; i++)); do start ps "$i"; done
@@ -103,7 +107,7 @@ for ((i = 0; i < workers; i++)); do start worker "$i"; done
 # a terminal's Ctrl-C, which reaches every process) run the trap at once.
 set_tls_flags chief:0
 "$binary" chief --cluster "$dir/cluster.json" --task chief:0 --connect-timeout "$connect_timeout" \
-  ${tls_flags[@]+"${tls_flags[@]}"} "$@" > >(sed -u "s/^/chief:0 | /") 2>&1 &
+  --data-link "$data_link" ${tls_flags[@]+"${tls_flags[@]}"} "$@" > >(sed -u "s/^/chief:0 | /") 2>&1 &
 chief=$!
 pids+=("$chief")
 set +e

@@ -85,6 +85,8 @@ TEST_CASE("bad cluster specs and tasks exit 2 naming the problem") {
          {actorps("worker --cluster " + spec + " --task gpu:0"), "unknown task type 'gpu'"},
          {actorps("worker --cluster " + spec + " --task worker:2"), "outside the cluster"},
          {actorps("worker --cluster " + spec + " --task worker"), "--task expects TYPE:INDEX"},
+         {actorps("worker --cluster " + spec + " --task worker:0 --data-link udp"),
+          "--data-link udp is none of auto, tcp, socket, shm"},
          {actorps("ps --cluster " + spec + " --task worker:0"), "the task is worker:0"},
          {actorps("ps --cluster /nonexistent/cluster.json --task ps:0"), "/nonexistent/cluster.json"},
          {actorps("ps --cluster " + broken + " --task ps:0"), broken + ": malformed JSON"},

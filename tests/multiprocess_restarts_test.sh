@@ -35,7 +35,9 @@ for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
   --model 784-64-10 --steps 2000 --slow worker:0=3 --slow worker:1=3 --no-progress \
   --checkpoint-dir "$dir/ckpt" --checkpoint-every 100 --metrics "$dir/m.jsonl" > "$dir/chief.log" 2>&1 &
 chief=$!; pids+=($chief)
-await_event "$dir/m.jsonl" '"event":"checkpoint","clock":100'
+# the first checkpoint written (on a loaded machine the chief may hear of clock 100 only once
+# the shards are past the clocks they keep, and that one is skipped)
+await_event "$dir/m.jsonl" '"event":"checkpoint","clock":[0-9]+,'
 
 echo "== 1. SIGKILL ps:1, and ps:0 while the chief waits for ps:1"
 kill -9 "${task_pid[ps:1]}"

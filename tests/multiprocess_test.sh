@@ -25,10 +25,15 @@ ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect
 for task in chief:0 ps:0 ps:1 worker:0 worker:1 evaluator:0; do
   grep -q "^$task | " "$dir/launch.log" || fail "no lines prefixed with $task"
 done
-# One host: pulls and pushes take the shards' local sockets, not CAF.
+# One host: pulls and pushes take shared memory beside the shards' local sockets, not CAF, and
+# each ps task names each link's path.
 for task in worker:0 worker:1 evaluator:0; do
-  grep -q "^$task | .*connected to 2 shard(s) (data links: local socket, local socket)" "$dir/launch.log" \
-    || fail "$task did not use local data links"
+  grep -q "^$task | .*connected to 2 shard(s) (data links: shared memory, shared memory)" "$dir/launch.log" \
+    || fail "$task did not use shared memory data links"
+done
+for task in ps:0 ps:1; do
+  grep -q "^$task | .*serving a data link from a local socket over shared memory" "$dir/launch.log" \
+    || fail "$task did not log its links' path"
 done
 line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
 [ "$(summary_field "$line" clocks)" = 300 ] || fail "clocks: $line"

@@ -1,4 +1,6 @@
 // The parameter shard: updates, the consistency rule enforced in its mailbox, and bad input.
+#include "tests/crafted_push.hpp"
+#include "tests/dropped_pushes.hpp"
 #include "tests/shard_fixture.hpp"
 
 #include "schema/actorps.capnp.h"
@@ -17,24 +19,6 @@ using namespace actorps::test;
 namespace {
 
 errc code_of(const caf::error& err) { return static_cast<errc>(err.code()); }
-
-/// A hand-built push, for payloads no honest worker would send.
-wire_buffer craft_push(int32_t worker, int64_t clock, int32_t shard,
-                       const std::vector<std::pair<uint32_t, std::vector<float>>>& blocks) {
-  capnp::MallocMessageBuilder mb;
-  auto push = mb.initRoot<wire::Push>();
-  push.setWorker(worker);
-  push.setClock(clock);
-  push.setShard(shard);
-  auto list = push.initBlocks(static_cast<unsigned>(blocks.size()));
-  for (unsigned i = 0; i < blocks.size(); ++i) {
-    list[i].setId(blocks[i].first);
-    auto data = list[i].initValues(blocks[i].second.size() * sizeof(float));
-    std::memcpy(data.begin(), blocks[i].second.data(), data.size());
-  }
-  auto flat = capnp::messageToFlatArray(mb);
-  return wire_buffer::from_bytes(flat.begin(), flat.size() * sizeof(capnp::word));
-}
 
 /// Every block of the tiny layout filled with `value`, optionally with one block changed.
 std::vector<std::pair<uint32_t, std::vector<float>>> all_blocks(const block_layout& layout,
@@ -224,11 +208,6 @@ TEST_CASE("a shard drops bad pushes, counts them and keeps its state") {
   auto good = f.push_of(0, 0, 1.0f);
   auto blocks = all_blocks(f.layout, 1.0f);
 
-  struct bad_case {
-    const char* name;
-    wire_buffer payload;
-    errc expected;
-  };
   auto truncated = wire_buffer::from_bytes(good.bytes(), good.size_bytes() / 2);
   std::vector<uint8_t> garbage(256);
   for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = uint8_t(i * 37 + 11);
@@ -245,7 +224,7 @@ TEST_CASE("a shard drops bad pushes, counts them and keeps its state") {
   auto missing = blocks;
   missing.pop_back();
 
-  std::vector<bad_case> cases{
+  std::vector<bad_push> cases{
     {"empty", wire_buffer{}, errc::malformed_message},
     {"truncated", truncated, errc::malformed_message},
     {"garbage", wire_buffer::from_bytes(garbage.data(), garbage.size()), errc::malformed_message},
@@ -260,16 +239,8 @@ TEST_CASE("a shard drops bad pushes, counts them and keeps its state") {
     {"negative worker", craft_push(-1, 0, 0, blocks), errc::unknown_worker},
     {"other shard", craft_push(0, 0, 3, blocks), errc::wrong_shard},
   };
-  uint64_t dropped = 0;
-  for (auto& c : cases) {
-    CAPTURE(c.name);
-    auto result = f.push_pull(c.payload);
-    REQUIRE_FALSE(result);
-    CHECK(result.error().category() == error_category);
-    CHECK(code_of(result.error()) == c.expected);
-    CHECK(f.stats().dropped == ++dropped);
-    CHECK(f.snapshot() == before);
-  }
+  check_each_dropped(f, cases, before);
+  const uint64_t dropped = cases.size();
   auto stats = f.stats();
   CHECK(stats.updates == 0);
   CHECK(stats.pushes == 0);

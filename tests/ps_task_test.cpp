@@ -1,5 +1,6 @@
 // The actor a ps process publishes (actors/deploy/ps_task.hpp) and connect_shard, which finds a
 // shard and its data link through it: the shard's own interface says nothing about sockets.
+#include "actors/net/data_link_path.hpp"
 #include "actors/deploy/ps_task.hpp"
 #include "actors/net/remote_shard.hpp"
 #include "actors/net/shard_link_server.hpp"
@@ -91,10 +92,14 @@ TEST_CASE("connect_shard reaches the shard through the published ps task, with t
   struct expectation {
     offered what;
     const char* transport;
+    data_link_path path = data_link_path::automatic;  ///< --data-link
   };
-  for (auto e : {expectation{offered::local_and_tcp, "local socket"},
+  for (auto e : {expectation{offered::local_and_tcp, "shared memory"},
+                 expectation{offered::local_and_tcp, "local socket", data_link_path::socket},
+                 expectation{offered::local_and_tcp, "tcp", data_link_path::tcp},
                  expectation{offered::tcp_only, "tcp"}, expectation{offered::none, "caf"}}) {
     CAPTURE(e.transport);
+    set_data_link_path(e.path);
     ps_process ps{e.what};
     caf::actor_system_config cfg;
     caf::actor_system client{with_network(cfg)};
@@ -124,4 +129,5 @@ TEST_CASE("connect_shard reaches the shard through the published ps task, with t
     }
     remote->close();
   }
+  set_data_link_path(data_link_path::automatic);
 }

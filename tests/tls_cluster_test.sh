@@ -79,9 +79,11 @@ if [ "$part" = accuracy ]; then
   exit 0
 fi
 
-# A TLS cluster that trains long enough for the intruders (worker:0 slowed down).
+# A TLS cluster that trains long enough for the intruders (worker:0 slowed down: 600 clocks of
+# at least 20 ms, 12 s; the other-ca intruder alone retries for 3 s before the data port attack,
+# and at 5 ms a clock a quiet machine ended the run first)
 "$root/scripts/launch_local.sh" --tls --keep-certs "$dir/certs" --keep-cluster "$dir/c.json" \
-  --ps 2 --workers 2 --connect-timeout 20 -- "${train[@]}" --steps 600 --slow worker:0=5 \
+  --ps 2 --workers 2 --connect-timeout 20 -- "${train[@]}" --steps 600 --slow worker:0=20 \
   --metrics "$dir/m.jsonl" > "$dir/cluster.log" 2>&1 &
 launcher=$!; pids+=($launcher)
 await_event "$dir/m.jsonl" '"event":"train"'

@@ -107,17 +107,24 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto failed = [=](const caf::error& err) {
     if (abandoned()) return;
     auto& st = self->state;
-    if (err.category() == error_category
-        && err.code() == static_cast<uint8_t>(errc::checkpoint_superseded)) {
-      // The shards ran more checkpoints ahead than they keep: a newer one follows, no work lost.
-      log_line("chief", "checkpoint at clock " + std::to_string(clock)
-                          + " skipped: the shards are past it and a newer one follows");
+    // Not a failure: a newer checkpoint follows, no work lost.
+    auto skipped = [&](const std::string& why, bool go_on) {
+      log_line("chief", "checkpoint at clock " + std::to_string(clock) + " skipped: " + why
+                          + "; a newer one follows");
       st.metrics->write(json_object().add("event", "checkpoint_skipped").add("clock", clock)
                           .add("wall_s", st.elapsed()));
-      then();
+      if (go_on) then();
       checkpoint_over(self);
-      return;
-    }
+    };
+    if (err.category() == error_category
+        && err.code() == static_cast<uint8_t>(errc::checkpoint_superseded))
+      return skipped("the shards are past it", true);  // they keep fewer ahead than ran
+    if (st.cfg.replicas > 0 && primary_gone(err))
+      // Asked of a primary as it died (its answer came before its down message, which would
+      // have abandoned the checkpoint): its standby serves now. While finishing, the fail-over
+      // that follows starts the final steps over (standbys.cpp).
+      return skipped("a primary was lost (" + describe(err) + ")",
+                     st.phase != run_phase::finishing);
     if (err.category() == error_category
         && err.code() == static_cast<uint8_t>(errc::checkpoint_clock_passed)) {
       // Asked off the schedule, too late for a shard: the one who asked asks again, later.

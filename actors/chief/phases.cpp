@@ -68,6 +68,9 @@ auto join_shard(self_ptr self, const char* said, Seated seated) {
     if (auto err = note_refusal("chief", authorise_task(current_role(self), "ps", index,
                                                         "join as ps:" + std::to_string(index))))
       return err;
+    // With standbys, a new process of a task whose shard is served elsewhere since a fail-over
+    // (placement.cpp): it hosts standbys from now on.
+    if (rejoin_as_standby_host(self, index, shard, task)) return caf::ok_atom::value;
     // A restarted process of a task whose previous one is not known lost yet: lost now, and
     // the join goes to the phase that loss leads to (a rollback, say).
     if (supersede_shard(self, index, shard))
@@ -332,6 +335,7 @@ void stop_run(self_ptr self) {
   stop(st.evaluator_node);
   for (auto& s : st.shards) stop(s);
   for (auto& s : st.standbys) stop(s);
+  for (auto& s : st.idle_shards) stop(s);  // a ps process back as a host of standbys ends with it
   stop(st.io);
   if (st.cfg.remote) {
     // Stay until every task process has stopped (its down message): quitting at once could end
@@ -347,6 +351,7 @@ void stop_run(self_ptr self) {
     for (auto& n : st.worker_nodes) remember(n);
     remember(st.evaluator_node);
     for (auto& s : st.shards) remember(s);
+    for (auto& s : st.idle_shards) remember(s);
     if (!st.stopping_tasks.empty()) {
       self->delayed_send(self, std::chrono::seconds(10), stop_due_atom::value);
       return;

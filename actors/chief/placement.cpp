@@ -35,6 +35,21 @@ role_setup base_setup(const chief_state& st) {
   return setup;
 }
 
+/// The shards the ps task at their address no longer serves (a standby promoted in another ps
+/// task: fail_over), by shard: their handles, none for the others; empty when there is none.
+/// A worker or evaluator set up now reaches those over CAF.
+std::vector<caf::actor> served_elsewhere(const chief_state& st) {
+  std::vector<caf::actor> out(st.shards.size());
+  bool any = false;
+  for (std::size_t s = 0; s < st.shards.size() && s < st.primary_host.size(); ++s) {
+    if (st.primary_host[s] == static_cast<int32_t>(s) || !st.shards[s]) continue;
+    out[s] = caf::actor_cast<caf::actor>(st.shards[s]);
+    any = true;
+  }
+  if (!any) out.clear();
+  return out;
+}
+
 /// Starts the evaluator and every worker at the run's start clock; then training begins.
 void start_roles(self_ptr self) {
   auto& st = self->state;
@@ -126,7 +141,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   };
   st.pending_starts[w] = answer;
   self->request(st.worker_nodes[w], st.cfg.request_timeout, setup_atom::value,
-                encode_role_setup(setup), st.cfg.replicas > 0)
+                encode_role_setup(setup), st.cfg.replicas > 0, served_elsewhere(st))
     .then(
       [=](worker_actor& worker) {
         auto& st = self->state;
@@ -165,7 +180,7 @@ void start_evaluator(self_ptr self, std::function<void(bool)> done) {
   }
   auto setup = base_setup(st);
   self->request(st.evaluator_node, st.cfg.request_timeout, setup_atom::value, eval_atom::value,
-                encode_role_setup(setup))
+                encode_role_setup(setup), served_elsewhere(st))
     .then(
       [=](evaluator_actor& evaluator) {
         self->monitor(evaluator);
@@ -267,6 +282,29 @@ bool supersede_shard(self_ptr self, int32_t index, const ps_shard_actor& shard) 
       || !st.shards[index] || st.shards[index] == shard)
     return false;
   lose_previous(self, ps_role(index), st.shards[index]);
+  return true;
+}
+
+bool rejoin_as_standby_host(self_ptr self, int32_t index, const ps_shard_actor& shard,
+                            const ps_task_actor& task) {
+  auto& st = self->state;
+  if (!st.cfg.remote || st.cfg.replicas < 1 || !task || !shard || index < 0
+      || index >= static_cast<int32_t>(st.primary_host.size())
+      || index >= static_cast<int32_t>(st.ps_tasks.size()) || !st.shards[index]
+      || st.primary_host[index] == index)
+    return false;
+  auto& slot = st.ps_tasks[index];
+  if (slot == task) return true;  // said twice
+  if (slot) self->demonitor(slot.address());  // a host before it, lost: its standbys' own downs tell
+  slot = task;
+  self->monitor(slot);
+  st.idle_shards.resize(st.ps_tasks.size());
+  st.idle_shards[index] = shard;
+  log_line("chief", ps_role(index).text() + " is back from a new process, as a host of standbys: "
+                      + "shard " + std::to_string(index) + " is served by ps:"
+                      + std::to_string(st.primary_host[index]) + " since its fail-over");
+  if (st.phase == run_phase::training)
+    for (int32_t s = 0; s < static_cast<int32_t>(st.shards.size()); ++s) build_standby(self, s, true);
   return true;
 }
 

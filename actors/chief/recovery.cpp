@@ -58,6 +58,66 @@ bool may_replace(const chief_state& st, int so_far) {
   return st.phase != run_phase::finishing && so_far < st.cfg.max_replacements;
 }
 
+/// ask_all_shards for a change of the clock tables (rejoin, admit), which a primary lost before
+/// it answered would leave unanswered (a promise held by a dead actor, or a process gone: the
+/// request timeout, minutes later). With standbys a shard whose primary is lost is asked again
+/// once its standby has taken over, after `again` (the standby may have the change already);
+/// only the last request's answer counts. Any other error goes to `failed`.
+template <class Reply, class Done, class Failed, class... Ts>
+void ask_all_shards_across_failover(self_ptr self, Done done, Failed failed,
+                                    std::function<void(const ps_shard_actor&)> again, Ts... xs) {
+  struct asking {
+    std::vector<Reply> replies;
+    std::vector<uint64_t> attempt;  // by shard: the request whose answer counts
+    std::vector<bool> answered;     // by shard
+    std::size_t left = 0;
+    bool over = false;
+  };
+  auto n = self->state.shards.size();
+  auto job = std::make_shared<asking>();
+  job->replies.resize(n);
+  job->attempt.assign(n, 0);
+  job->answered.assign(n, false);
+  job->left = n;
+  using asker = std::function<void(std::size_t, bool)>;
+  auto ask = std::make_shared<asker>();
+  // (held by the fail-over's waiters, not by itself: no cycle)
+  *ask = [=, weak = std::weak_ptr<asker>(ask)](std::size_t s, bool resend) {
+    auto& st = self->state;
+    if (job->over || job->answered[s]) return;
+    auto shard = st.shards[s];
+    if (!shard) {
+      job->over = true;
+      return failed(make_error(errc::shard_lost, ps_role(static_cast<int32_t>(s)).text()));
+    }
+    if (resend) again(shard);
+    auto mine = ++job->attempt[s];
+    if (st.cfg.replicas > 0)
+      on_next_failover(self, static_cast<int32_t>(s), [=, strong = weak.lock()] {
+        if (strong) (*strong)(s, true);
+      });
+    self->request(shard, st.cfg.request_timeout, xs...)
+      .then(
+        [=](Reply& reply) {
+          if (job->over || job->attempt[s] != mine) return;  // asked again since
+          job->answered[s] = true;
+          job->replies[s] = std::move(reply);
+          if (--job->left > 0) return;
+          job->over = true;
+          done(std::move(job->replies));
+        },
+        [=](caf::error& err) {
+          if (job->over || job->attempt[s] != mine) return;
+          const auto& st = self->state;
+          if (st.cfg.replicas > 0 && primary_gone(err) && st.phase == run_phase::training)
+            return;  // asked again once its standby has taken over
+          job->over = true;
+          failed(err);
+        });
+  };
+  for (std::size_t s = 0; s < n; ++s) (*ask)(s, false);
+}
+
 void replace_worker(self_ptr self, int32_t w, time_point detected) {
   auto& st = self->state;
   ++st.replacements[w];
@@ -79,10 +139,14 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
       if (s) self->send(s, leave_atom::value, w);  // undoes a rejoin
     check_all_done(self);
   };
-  ask_all_shards<int64_t>(self, [=](std::vector<int64_t> mins) {
+  // A standby may hold the rejoin already (its primary forwarded it and was lost before
+  // answering): a leave first undoes it, so that the promoted shard answers it again.
+  auto leave_first = [=](const ps_shard_actor& shard) { self->send(shard, leave_atom::value, w); };
+  auto admit_again = [](const ps_shard_actor&) {};  // admitting twice at one clock is the same
+  ask_all_shards_across_failover<int64_t>(self, [=](std::vector<int64_t> mins) {
     if (superseded()) return;
     auto clock = *std::max_element(mins.begin(), mins.end());
-    ask_all_shards<caf::ok_atom>(self, [=](std::vector<caf::ok_atom>) {
+    ask_all_shards_across_failover<caf::ok_atom>(self, [=](std::vector<caf::ok_atom>) {
       if (superseded()) return;
       start_worker(self, w, clock, [=](bool ok) {
         if (superseded()) return;
@@ -92,8 +156,9 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
         self->send(st.workers[w], start_atom::value);
         record_recovery(self, worker_role(w), detected, clock, 0);
       });
-    }, [=](caf::error& err) { give_up(describe(err)); }, admit_atom::value, w, clock, incarnation);
-  }, [=](caf::error& err) { give_up(describe(err)); }, rejoin_atom::value, w);
+    }, [=](const caf::error& err) { give_up(describe(err)); }, admit_again, admit_atom::value, w,
+      clock, incarnation);
+  }, [=](const caf::error& err) { give_up(describe(err)); }, leave_first, rejoin_atom::value, w);
 }
 
 void restart_evaluator(self_ptr self, time_point detected) {
@@ -109,11 +174,21 @@ void restart_evaluator(self_ptr self, time_point detected) {
 
 } // namespace
 
+bool primary_gone(const caf::error& err) {
+  return err == caf::sec::request_receiver_down || err == errc::shard_lost
+         || err == caf::exit_reason::remote_link_unreachable;
+}
+
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   auto reason = caf::to_string(dm.reason);
   auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   auto now = std::chrono::steady_clock::now();
+  for (auto& task : st.ps_tasks)
+    if (is(task)) {  // a host of standbys only (rejoin_as_standby_host): their own downs tell
+      task = nullptr;
+      return;
+    }
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
     // A worker is lost when its actor or (distributed) the process hosting it goes down.
     bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
@@ -127,6 +202,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     }
     bool was_live = st.live[w] && !st.done[w] && st.workers[w];
     st.workers[w] = nullptr;
+    answer_reroutes_of(self, w);  // a fail-over waiting for it would wait for nothing
     if (!was_live) return;  // a finished worker leaving normally, or already handled
     st.live[w] = false;
     for (auto& s : st.shards)

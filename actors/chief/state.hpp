@@ -105,9 +105,26 @@ struct chief_state {
   std::vector<ps_shard_actor> standbys;  // index = shard id; null: none
   std::vector<ps_task_actor> ps_tasks;   // distributed runs: index = ps task, as joined
   std::vector<int32_t> primary_host;     // distributed runs: the ps task serving each shard
+  // distributed runs, by ps task: the unused shard of a process that came back as a host of
+  // standbys (rejoin_as_standby_host); its process ends with it, so the end of the run stops it
+  std::vector<ps_shard_actor> idle_shards;
   std::vector<bool> standby_ready;       // it holds its primary's state (the image acknowledged)
   std::vector<bool> spawning_standby;    // a ps task is spawning one (distributed runs)
   std::vector<int32_t> standby_host;     // distributed runs: the ps task holding it; -1: here
+  // Bumped by drop_standbys: a standby whose spawn was asked for before (a ps task answers
+  // late) belongs to state that has been replaced, and is stopped when it comes.
+  uint64_t standby_epoch = 0;
+  // By shard: what waits for that shard's fail-over (a rejoin or admit asked of a primary
+  // that may be lost before it answers; recovery.cpp), run once its standby has taken over.
+  std::vector<std::vector<std::function<void()>>> after_failover;
+  // fail-overs waiting for a worker's reroute answer, by worker: answered (as re-sending
+  // nothing) when the worker is lost, as a request to a process already gone is never answered.
+  // An entry whose answer came is dropped at the worker's next fail-over.
+  struct pending_reroute {
+    std::shared_ptr<bool> answered;
+    std::function<void()> answer_nothing;
+  };
+  std::map<int32_t, std::vector<pending_reroute>> pending_reroutes;
   int failovers = 0;                     // lost primaries whose standby took over
   int rereplications = 0;                // standbys built again from a live primary
 
@@ -117,6 +134,12 @@ struct chief_state {
   // flight, in the same phase: its replies are told apart by this.
   uint64_t eval_generation = 0;
   std::function<void()> after_eval;  // runs once the one in flight has ended
+  // The final steps (final checkpoint, final evaluation, final state) start over after a
+  // fail-over while the run is finishing: the answers of an earlier attempt are told apart.
+  uint64_t finishing_attempt = 0;
+  // Fail-overs under way (from the primary's loss until its standby serves every worker and
+  // the evaluator): training does not end meanwhile (check_all_done).
+  int promoting = 0;
   int64_t next_eval = 0;
   double last_accuracy = -1, last_test_loss = -1, last_auc = -1;
   int evaluations = 0;             // reports that scored at least one test row
@@ -230,6 +253,9 @@ void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt
 
 // recovery.cpp
 void on_down(self_ptr self, const caf::down_msg& dm);
+/// Whether a request failed because the shard's primary is gone (killed, its process or data
+/// link lost): with a standby, one asks the promoted shard again instead.
+bool primary_gone(const caf::error& err);
 void record_failure(self_ptr self, role_id role, const std::string& reason,
                     const std::string& consequence);
 void record_recovery(self_ptr self, role_id role, std::chrono::steady_clock::time_point detected,
@@ -265,11 +291,16 @@ void build_standby(self_ptr self, int32_t s, bool rebuilt);
 void build_missing_standbys(self_ptr self, bool rebuilt);
 /// Stops every standby (a rollback replaces the state they hold).
 void drop_standbys(self_ptr self);
+/// Runs `then` once shard s's standby has taken over from its primary (fail_over), unless a
+/// rollback (drop_standbys) comes first: then never.
+void on_next_failover(self_ptr self, int32_t s, std::function<void()> then);
 /// Whether the down message is a standby's (then handled: dropped and built again).
 bool on_standby_down(self_ptr self, const caf::down_msg& dm);
 /// Primary s is lost: its standby takes over when it has a ready one (true), else false (the
 /// caller rolls back).
 bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm);
+/// Worker w is lost: every fail-over waiting for its reroute answer stops waiting for it.
+void answer_reroutes_of(self_ptr self, int32_t w);
 
 // placement.cpp
 /// Spawns the shards (simulate) or checks every ps task has joined (distributed), then
@@ -294,6 +325,12 @@ caf::expected<role_id> seat_node(self_ptr self, const std::string& type, int32_t
 /// previous one is treated as lost now (recovery.cpp, rollback.cpp) and true returned; the join
 /// is then handled afresh by the phase that loss leads to.
 bool supersede_shard(self_ptr self, int32_t index, const ps_shard_actor& shard);
+/// Distributed, with standbys: a new process of ps task `index`, whose shard a standby in
+/// another task serves since a fail-over, joins as a host of standbys only (its own shard,
+/// empty, stays unused): it takes the task's slot, is monitored, and in training every shard
+/// without a standby gets one (placed by next_live_task). False when the shard is its own.
+bool rejoin_as_standby_host(self_ptr self, int32_t index, const ps_shard_actor& shard,
+                            const ps_task_actor& task);
 /// Likewise for a worker or evaluator task's node.
 bool supersede_node(self_ptr self, const std::string& type, int32_t index,
                     const task_node_actor& node);

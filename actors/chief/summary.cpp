@@ -84,6 +84,18 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
   uint64_t replicated = 0;  // to the standbys (--replicas 1): forwarded pushes and images
   for (const auto& s : sum.shard_stats_list) replicated += s.replicated_bytes;
   if (replicated > 0) event.add("replicated_bytes", replicated);
+  // Each shard's accepted pushes and applied updates, in shard order: what a run with
+  // fail-overs is checked against (every push the workers sent applied once), across
+  // processes too, where only this file is there to read.
+  std::vector<uint64_t> pushes, updates;
+  uint64_t pushed_bytes = 0;  // what --wire-precision changes
+  for (const auto& s : sum.shard_stats_list) {
+    pushes.push_back(s.pushes);
+    updates.push_back(s.updates);
+    pushed_bytes += s.pushed_bytes;
+  }
+  event.add("pushes_per_shard", pushes).add("updates_per_shard", updates)
+    .add("pushed_bytes", pushed_bytes);
   metrics.write(event
                   .add("samples_per_s", sum.samples_per_s)
                   .add("max_staleness", sum.max_staleness)
@@ -114,7 +126,11 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
 } // namespace
 
 void finish_run(self_ptr self, const eval_report& final_eval) {
-  auto failed = [=](caf::error& err) { fail_run(self, "collecting the final state failed", err); };
+  auto attempt = self->state.finishing_attempt;
+  auto superseded = [=] { return self->state.finishing_attempt != attempt; };  // a fail-over
+  auto failed = [=](caf::error& err) {
+    if (!superseded()) fail_run(self, "collecting the final state failed", err);
+  };
   ask_all_shards<shard_stats>(self, [=](std::vector<shard_stats> stats) {
     auto& st = self->state;
     // An export needs every sparse row with its key: asked here, of the shards that hold them,
@@ -129,7 +145,7 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
       },
       [=](std::vector<wire_buffer> snapshots) {
         auto& st = self->state;
-        if (st.phase != run_phase::finishing) return;  // the run failed meanwhile
+        if (st.phase != run_phase::finishing || superseded()) return;  // failed, or started over
         report_unfired_kills(self);
         auto sum = make_summary(st, final_eval, std::move(stats), std::move(snapshots));
         write_summary(*st.metrics, sum);

@@ -187,10 +187,13 @@ struct hosted_shard {
 /// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
 /// clients which port, remote_shard.hpp). `tls`: the task's TLS files: with them the data link
 /// speaks mutual TLS too (shard_link_server.hpp), without them it is plain, as CAF's side is.
+/// `connect_timeout`: how long a standby spawned here may take to reach its primary's task.
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
                                        const std::string& bind = {}, uint16_t data_port = 0,
-                                       shard_config shard_cfg = {}, const tls_files& tls = {}) {
+                                       shard_config shard_cfg = {}, const tls_files& tls = {},
+                                       std::chrono::milliseconds connect_timeout =
+                                         std::chrono::seconds(60)) {
   auto name = task_id{"ps", index}.text();
   auto host = listen_host(bind, cluster.address({"ps", index}));
   auto links = shard_link_server::listen(
@@ -200,8 +203,12 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
     log_line(name, "data link on " + host_port{host, (*links)->port()}.text());
   auto shard = spawn_ps_shard(sys, index, shard_cfg);
   (*links)->serve(sys, shard, index);
-  auto task = spawn_ps_task(sys, {shard, (*links)->port(), (*links)->local_name(), finish_after,
-                                  index, std::move(shard_cfg)});
+  ps_task_config task_cfg{shard, (*links)->port(), (*links)->local_name(), finish_after, index,
+                          std::move(shard_cfg)};
+  for (int32_t p = 0; p < cluster.count("ps"); ++p)  // a standby spawned here dials its primary
+    task_cfg.ps_addresses.push_back(cluster.address({"ps", p}));
+  task_cfg.connect_timeout = connect_timeout;
+  auto task = spawn_ps_task(sys, std::move(task_cfg));
   return hosted_shard{shard, task, std::move(*links)};
 }
 
@@ -223,7 +230,8 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       return exit_code::usage;
     }
     auto hosted =
-      host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.shard, opts.tls);
+      host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.shard, opts.tls,
+                 opts.connect_timeout);
     if (!hosted) {
       log_line(opts.task.text(), describe(hosted.error()));
       return 2;

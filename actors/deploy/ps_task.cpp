@@ -1,15 +1,92 @@
 #include "actors/deploy/ps_task.hpp"
 
+#include "actors/net/connect.hpp"
+#include "actors/protocol/log.hpp"
 #include "actors/roles/authorisation.hpp"
 
 #include <caf/all.hpp>
 
 #include <memory>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace actorps {
 
 namespace {
+
+/// Spawns the standby of `shard` here and hands it to `promise` once this process has a
+/// connection of its own to ps:<primary_task> (dialled now: CAF keeps one per pair of nodes, so
+/// a second standby of the same primary, or the primary's task dialling us, reuses it), or at
+/// once when no address is known. Without that connection the primary and its standby would
+/// talk through the chief's node. Refused, with the reason, when the primary's task cannot be
+/// reached: a standby its primary cannot replicate to is no standby.
+void spawn_standby_when_connected(ps_task_actor::pointer self, const ps_task_config& cfg,
+                                  std::shared_ptr<std::vector<caf::actor_addr>> standbys,
+                                  int32_t shard, int32_t primary_task,
+                                  caf::typed_response_promise<ps_shard_actor> promise) {
+  auto spawn = [=]() mutable {
+    auto config = cfg.standby_config;
+    config.primary_task = primary_task;
+    auto standby = spawn_ps_shard(self->system(), shard, std::move(config));
+    standbys->push_back(standby.address());
+    promise.deliver(standby);
+  };
+  if (primary_task >= static_cast<int32_t>(cfg.ps_addresses.size())) return spawn();
+  auto addr = cfg.ps_addresses[primary_task];
+  auto connector = spawn_connector(self->system(), addr,
+                                   self->system().message_types(
+                                     caf::detail::type_list<ps_task_actor>{}),
+                                   cfg.connect_timeout);
+  auto name = "ps:" + std::to_string(cfg.index);
+  auto refused = [=](caf::error& err) mutable {
+    log_line(log_level::warn, name,
+             "no standby of shard " + std::to_string(shard) + ": " + describe(err));
+    promise.deliver(std::move(err));
+  };
+  self->request(connector, cfg.connect_timeout + std::chrono::seconds(15), caf::connect_atom::value)
+    .then(
+      [=](const caf::strong_actor_ptr& primary) mutable {
+        // Our side of the handshake is done, not necessarily the other's: its answer to a
+        // hello comes once it has taken this connection as the route to this process.
+        self->request(caf::actor_cast<ps_task_actor>(primary), cfg.connect_timeout,
+                      standby_atom::value)
+          .then(
+            [=](caf::ok_atom) mutable {
+              log_line(name, "connected to ps:" + std::to_string(primary_task) + " at "
+                               + addr.text() + ", where the primary of its standby of shard "
+                               + std::to_string(shard) + " runs");
+              spawn();
+            },
+            refused);
+      },
+      refused);
+}
+
+/// A loop of the user's own: the workers that said done, and the waits for the others held
+/// until every worker but the one waiting is among them.
+struct finished_workers {
+  explicit finished_workers(int32_t workers) : workers(workers) {}
+
+  void answer_waiting() {
+    auto others_done = [&](int32_t worker) {
+      auto mine = done.count(worker);
+      return static_cast<int32_t>(done.size() - mine) == workers - 1;
+    };
+    for (auto i = waiting.begin(); i != waiting.end();) {
+      if (others_done(i->first)) {
+        i->second.deliver(caf::ok_atom::value);
+        i = waiting.erase(i);
+      } else {
+        ++i;
+      }
+    }
+  }
+
+  int32_t workers;
+  std::set<int32_t> done;
+  std::vector<std::pair<int32_t, caf::typed_response_promise<caf::ok_atom>>> waiting;
+};
 
 ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config cfg) {
   self->monitor(cfg.shard);
@@ -23,6 +100,17 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
   self->attach_functor([standbys] {
     for (const auto& s : *standbys) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   });
+  auto finishing = std::make_shared<finished_workers>(cfg.finish_after);
+  // A done (or a wait) from a worker that is not one of this loop's, or not allowed to say so.
+  auto check_worker = [=](int32_t worker, const std::string& what) -> caf::error {
+    auto from = what + " from worker " + std::to_string(worker);
+    if (auto err = note_refusal(who, authorise_chief_or_worker(current_role(self), worker, from)))
+      return err;
+    if (worker < 0 || worker >= cfg.finish_after)
+      return caf::make_error(caf::sec::invalid_argument,
+                             from + " of " + std::to_string(cfg.finish_after));
+    return {};
+  };
   return {
     [=](shard_atom) -> caf::result<ps_shard_actor> {
       if (auto err = note_refusal(who, authorise_reader(current_role(self), "shard"))) return err;
@@ -32,19 +120,24 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
       if (auto err = note_refusal(who, authorise_reader(current_role(self), "link"))) return err;
       return {cfg.link_port, cfg.link_name};
     },
-    [=, done = std::make_shared<std::set<int32_t>>()](done_atom,
-                                                      int32_t worker) -> caf::result<caf::ok_atom> {
-      if (auto err = note_refusal(who, authorise_chief_or_worker(current_role(self), worker,
-                                                                 "done of worker "
-                                                                   + std::to_string(worker))))
-        return err;
-      if (worker < 0 || worker >= cfg.finish_after)
-        return caf::make_error(caf::sec::invalid_argument,
-                               "done from worker " + std::to_string(worker) + " of "
-                                 + std::to_string(cfg.finish_after));
-      done->insert(worker);
-      if (static_cast<int32_t>(done->size()) == cfg.finish_after)
+    [=](done_atom, int32_t worker) -> caf::result<caf::ok_atom> {
+      if (auto err = check_worker(worker, "done")) return err;
+      finishing->done.insert(worker);
+      finishing->answer_waiting();
+      if (static_cast<int32_t>(finishing->done.size()) == cfg.finish_after)
         self->send_exit(cfg.shard, caf::exit_reason::user_shutdown);  // this task follows it
+      return caf::ok_atom::value;
+    },
+    [=](done_atom, others_atom, int32_t worker) -> caf::result<caf::ok_atom> {
+      if (auto err = check_worker(worker, "a wait for the others")) return err;
+      auto promise = self->make_response_promise<caf::ok_atom>();
+      finishing->waiting.emplace_back(worker, promise);
+      finishing->answer_waiting();  // at once when the others are done already
+      return promise;
+    },
+    [=](standby_atom) -> caf::result<caf::ok_atom> {
+      if (auto err = note_refusal(who, authorise_ps_task(current_role(self), "standby hello")))
+        return err;
       return caf::ok_atom::value;
     },
     [=](standby_atom, int32_t shard, int32_t primary_task) -> caf::result<ps_shard_actor> {
@@ -54,11 +147,9 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
                                "a standby of shard " + std::to_string(shard) + " served by ps:"
                                  + std::to_string(primary_task) + " cannot live in ps:"
                                  + std::to_string(cfg.index));
-      auto config = cfg.standby_config;
-      config.primary_task = primary_task;
-      auto standby = spawn_ps_shard(self->system(), shard, std::move(config));
-      standbys->push_back(standby.address());
-      return standby;
+      auto promise = self->make_response_promise<ps_shard_actor>();
+      spawn_standby_when_connected(self, cfg, standbys, shard, primary_task, promise);
+      return promise;
     },
   };
 }

@@ -5,16 +5,22 @@
 // the shard's reason, taking the published address with it. Without a chief (a loop of the
 // user's own) it also counts the workers that said done and stops the shard after the last.
 // With --replicas 1 the chief has it spawn standbys of other tasks' shards (standby): they live
-// as long as the task, in its process.
+// as long as the task, in its process. Before it answers, the task dials its standby's primary's
+// task directly, so that the replication between the two travels on a connection of their own:
+// otherwise CAF relays it through the chief's node, which over mutual TLS relays nothing
+// (basp_origin.hpp), and which it would load with every replicated push anyway.
 #pragma once
 
+#include "actors/net/address.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/roles/ps_shard.hpp"
 
 #include <caf/actor_system.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -28,6 +34,12 @@ struct ps_task_config {
   int32_t index = 0;          ///< this task's index: ps:<index>
   /// What a standby spawned here (--replicas 1, the chief asks) takes from this process.
   shard_config standby_config = {};
+  /// Every ps task's CAF address (the cluster spec's, by index): a standby's host dials its
+  /// primary's task there first. Empty: nothing is dialled (one process, or a loop of the
+  /// user's own, where no standby lives).
+  std::vector<host_port> ps_addresses = {};
+  /// How long that dial may take (a task still starting is retried with backoff, connect.hpp).
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
 };
 
 ps_task_actor spawn_ps_task(caf::actor_system& sys, ps_task_config cfg);

@@ -37,7 +37,7 @@ struct shard_set {
   void close() const {
     for (const auto& s : remote) s.close();
   }
-  /// "2 shard(s) (data links: tcp, local socket)", for the log.
+  /// "2 shard(s) (data links: shared memory, tcp)", for the log (remote_shard::transport()).
   std::string describe() const {
     std::string out = std::to_string(remote.size()) + " shard(s) (data links:";
     for (std::size_t i = 0; i < remote.size(); ++i) {
@@ -48,10 +48,18 @@ struct shard_set {
   }
 };
 
-/// Connects to every shard of the setup, with its data link.
-caf::expected<shard_set> connect_shards(self_ptr self, const role_setup& setup) {
+/// Connects to every shard of the setup, with its data link; a shard in `elsewhere` (served by
+/// a promoted standby, task_node_actor's setup) is that handle, over CAF.
+caf::expected<shard_set> connect_shards(self_ptr self, const role_setup& setup,
+                                        const std::vector<caf::actor>& elsewhere) {
   shard_set shards;
   for (std::size_t i = 0; i < setup.shard_addresses.size(); ++i) {
+    if (i < elsewhere.size() && elsewhere[i]) {
+      remote_shard over_caf;  // no data link: its ps task's link serves another shard
+      over_caf.handle = over_caf.shard = caf::actor_cast<ps_shard_actor>(elsewhere[i]);
+      shards.remote.push_back(std::move(over_caf));
+      continue;
+    }
     host_port addr;
     try {
       addr = parse_address(setup.shard_addresses[i], "shard address");
@@ -104,14 +112,15 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
     for (const auto& role : *roles) caf::anon_send_exit(role, caf::exit_reason::user_shutdown);
   });
   return {
-    [=](setup_atom, const wire_buffer& buf, bool standbys) -> caf::result<worker_actor> {
+    [=](setup_atom, const wire_buffer& buf, bool standbys,
+        const std::vector<caf::actor>& elsewhere) -> caf::result<worker_actor> {
       if (auto err = note_refusal(self->state.cfg.name,
                                   authorise_chief(current_role(self), "setup")))
         return err;
       auto prepared = prepare(buf, true);
       if (!prepared) return cannot_start(self, "the worker", std::move(prepared.error()));
       auto& [setup, data] = *prepared;
-      auto shards = connect_shards(self, setup);
+      auto shards = connect_shards(self, setup, elsewhere);
       if (!shards) return cannot_start(self, "the worker", std::move(shards.error()));
       worker_config wc;
       wc.index = setup.index;
@@ -138,14 +147,15 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       self->state.roles->push_back(worker.address());
       return worker;
     },
-    [=](setup_atom, eval_atom, const wire_buffer& buf) -> caf::result<evaluator_actor> {
+    [=](setup_atom, eval_atom, const wire_buffer& buf,
+        const std::vector<caf::actor>& elsewhere) -> caf::result<evaluator_actor> {
       if (auto err = note_refusal(self->state.cfg.name,
                                   authorise_chief(current_role(self), "setup")))
         return err;
       auto prepared = prepare(buf, false);
       if (!prepared) return cannot_start(self, "the evaluator", std::move(prepared.error()));
       auto& [setup, data] = *prepared;
-      auto shards = connect_shards(self, setup);
+      auto shards = connect_shards(self, setup, elsewhere);
       if (!shards) return cannot_start(self, "the evaluator", std::move(shards.error()));
       log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting the evaluator");
       auto evaluator = spawn_evaluator(self->system(),

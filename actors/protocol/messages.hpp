@@ -30,6 +30,7 @@ using step_atom = caf::atom_constant<caf::atom("step")>;
 using train_atom = caf::atom_constant<caf::atom("train")>;
 using eval_atom = caf::atom_constant<caf::atom("eval")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
+using others_atom = caf::atom_constant<caf::atom("others")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using setup_atom = caf::atom_constant<caf::atom("setup")>;
@@ -114,6 +115,7 @@ struct shard_stats {
   uint64_t refused_unauthorised = 0; ///< messages its sender's task may not send (TLS roles)
   uint64_t pushes_deduplicated = 0;  ///< re-sent pushes a promoted standby had applied already
   uint64_t replicated_bytes = 0;     ///< sent to its standby: forwarded pushes and state images
+  uint64_t pushed_bytes = 0;         ///< wire bytes of the pushes accepted (--wire-precision)
 };
 
 template <class Inspector>
@@ -121,7 +123,8 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.updates, x.pushes, x.dropped,
            x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
-           x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes);
+           x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes,
+           x.pushed_bytes);
 }
 
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,
@@ -267,6 +270,14 @@ using ps_task_actor = caf::typed_actor<
   // (done, worker) -> ok: in a loop of the user's own (ps.hpp's task_cluster), worker `worker`
   // has finished; the task stops its shard once every worker has.
   caf::replies_to<done_atom, int32_t>::with<caf::ok_atom>,
+  // (done, others, worker) -> ok, held until every worker but `worker` is done: the worker that
+  // evaluates the final parameters of a loop of the user's own asks first, then says done.
+  caf::replies_to<done_atom, others_atom, int32_t>::with<caf::ok_atom>,
+  // (standby) -> ok: a ps task that dialled this one to host a standby of its shard hears the
+  // answer on that connection, so this task knows it directly before any standby exists: a
+  // handle of the standby reaching this process through the chief would else route monitoring
+  // through the chief, which relays nothing (with TLS it closes that connection).
+  caf::replies_to<standby_atom>::with<caf::ok_atom>,
   // (standby, shard, primary task) -> a new, empty shard in this process, the standby of shard
   // `shard` (--replicas 1), which takes replication only from ps:<primary task> and the chief.
   caf::replies_to<standby_atom, int32_t, int32_t>::with<ps_shard_actor>>;
@@ -300,12 +311,15 @@ using evaluator_actor = caf::typed_actor<
 /// The host actor of a worker or evaluator process (distributed runs): when the chief sends
 /// the setup it loads the data, connects to the shards and spawns the role in its process.
 using task_node_actor = caf::typed_actor<
-  // (setup, RoleSetup, standbys) -> the worker it spawned (its reports go to the chief this node
-  // joined); `standbys`: the shards have hot standbys (--replicas 1), so a request to a lost
-  // shard waits for the chief's reroute instead of failing the worker.
-  caf::replies_to<setup_atom, wire_buffer, bool>::with<worker_actor>,
-  // (setup, eval, RoleSetup) -> the evaluator it spawned.
-  caf::replies_to<setup_atom, eval_atom, wire_buffer>::with<evaluator_actor>>;
+  // (setup, RoleSetup, standbys, served elsewhere) -> the worker it spawned (its reports go to
+  // the chief this node joined); `standbys`: the shards have hot standbys (--replicas 1), so a
+  // request to a lost shard waits for the chief's reroute instead of failing the worker.
+  // `served elsewhere`, by shard: the shard's handle (a ps_shard_actor) when the ps task at its
+  // address in the RoleSetup no longer serves it (its standby, promoted in another ps task, does:
+  // reached over CAF), else none; empty: every shard is at its address.
+  caf::replies_to<setup_atom, wire_buffer, bool, std::vector<caf::actor>>::with<worker_actor>,
+  // (setup, eval, RoleSetup, served elsewhere) -> the evaluator it spawned.
+  caf::replies_to<setup_atom, eval_atom, wire_buffer, std::vector<caf::actor>>::with<evaluator_actor>>;
 
 /// The chief: runs the training and answers (run) with its summary once it has ended.
 using chief_actor = caf::typed_actor<

@@ -60,6 +60,12 @@ caf::error authorise_primary(const sender_role& role, int32_t primary_task,
                               + ", where its primary runs, may send it");
 }
 
+caf::error authorise_ps_task(const sender_role& role, const std::string& what) {
+  if (chief(role) || (role.kind == sender_role::kind_t::task && role.type == "ps"))
+    return caf::none;
+  return refuse(role, what, "only chief:0 and the ps tasks may send it");
+}
+
 caf::error authorise_local(const sender_role& role, const std::string& what) {
   if (role.unrestricted()) return caf::none;
   return refuse(role, what, "only this process may send it");

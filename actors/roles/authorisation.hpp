@@ -73,6 +73,9 @@ caf::error authorise_task(const sender_role& role, const std::string& type, int3
 /// chief:0, or ps:primary_task, the task a standby's primary runs in (replication).
 caf::error authorise_primary(const sender_role& role, int32_t primary_task, const std::string& what);
 
+/// chief:0 or any ps task (a ps task about to host a standby of this one's shard says hello).
+caf::error authorise_ps_task(const sender_role& role, const std::string& what);
+
 /// This process only (timers, fault injection, signals): no remote sender, with TLS or without.
 caf::error authorise_local(const sender_role& role, const std::string& what);
 

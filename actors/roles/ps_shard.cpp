@@ -128,6 +128,7 @@ struct ps_shard_state {
   // hot standby (replication.hpp)
   ps_shard_actor standby;           // this primary's standby, if it has one
   replication_queue queue;          // operations waiting for the standby's acknowledgement
+  std::shared_ptr<replication_window> window;  // the standby's messages unanswered (one each)
   bool promoted = false;            // a standby that took over: re-sent pushes deduplicated
   std::vector<wire_buffer> round_pushes;  // sync: each worker's push of the clock accumulated
 
@@ -192,16 +193,28 @@ void replicate(self_ptr self, std::function<void()> apply, Ts... msg) {
   if (!st.standby) return st.queue.run_or_queue(std::move(apply));
   auto ticket = st.queue.expect(std::move(apply));
   auto standby = st.standby;
-  self->request(standby, caf::infinite, msg...)
-    .then([=](caf::ok_atom) { self->state.queue.complete(ticket); },
-          [=](caf::error& err) {
-            auto& st = self->state;
-            if ((image || err.category() != error_category) && st.standby == standby) {
-              st.standby = nullptr;
-              log_line(st.who(), "standby lost (" + describe(err) + "); serving unprotected");
-            }
-            st.queue.complete(ticket);
-          });
+  auto window = st.window;
+  window->send([=] {
+    auto& st = self->state;
+    if (st.standby != standby) {  // lost while this waited its turn: applied unprotected
+      window->answered();
+      return st.queue.complete(ticket);
+    }
+    self->request(standby, caf::infinite, msg...)
+      .then([=](caf::ok_atom) {
+              window->answered();
+              self->state.queue.complete(ticket);
+            },
+            [=](caf::error& err) {
+              auto& st = self->state;
+              if ((image || err.category() != error_category) && st.standby == standby) {
+                st.standby = nullptr;
+                log_line(st.who(), "standby lost (" + describe(err) + "); serving unprotected");
+              }
+              window->answered();
+              st.queue.complete(ticket);
+            });
+  });
 }
 
 // --- pulls ----------------------------------------------------------------------------------
@@ -304,8 +317,55 @@ void fail_held(ps_shard_state& st, const caf::error& err) {
 
 // --- pushes ---------------------------------------------------------------------------------
 
-/// Checks a decoded push against the spec and the clock table; returns the error to drop it with.
-caf::error validate(ps_shard_state& st, const push_view& push) {
+// A pushed dense gradient is read once, by the update: its values are checked (within
+// --max-gradient, so finite) in the optimizer's own loop as it reads them (apply_pushed_update),
+// or, in sync mode, as they are copied into the worker's slot (copy_within). The update is
+// written into the spare buffers and swapped in only when every block passed, so a push with a
+// bad value anywhere, in the last block too, is refused whole and changes nothing, as when a
+// pass of its own checked it first. Validation (validate) checks everything but the dense values:
+// the structure, the clock, the sparse rows (small: checked there, read twice). Checked apart, a
+// pass before the update, are only the pushes a standby must be sent (refused before it sees
+// them), those of a sync worker whose slot still holds its previous clock's gradient, and every
+// 16th push, whose largest |value| is sampled anyway (max_abs: the statistic doubles as the check).
+
+/// The error refusing a push for dense block `id`, whose values (values, n) are not all within
+/// `bound`.
+caf::error gradient_error(const float* values, std::size_t n, float bound, uint32_t id) {
+  auto at = first_outside(values, n, bound).value_or(0);
+  return make_error(std::isfinite(values[at]) ? errc::value_out_of_bounds : errc::non_finite_value,
+                    gradient_refusal(values, n, bound, "block " + std::to_string(id)));
+}
+
+/// `err`, a refused gradient, counted and logged (rate-limited) like any invalid push.
+caf::error refuse_gradient(ps_shard_state& st, int32_t worker, caf::error err) {
+  ++st.stats.dropped;
+  ++st.stats.gradients_refused;
+  log_refusal(st, "refused a gradient",
+              "dropped push from worker " + std::to_string(worker) + ": " + describe(err));
+  return err;
+}
+
+/// A pass over every dense block's values of `push`: the error refusing the first one beyond
+/// --max-gradient, or none. `largest`, when given, is raised to the largest |value|.
+caf::error check_dense_values(const ps_shard_state& st, const push_view& push,
+                              float* largest = nullptr) {
+  const auto bound = st.config.bounds.max_gradient;
+  for (const auto& b : push.blocks) {
+    if (largest) {
+      auto m = max_abs(b.values, b.count);  // NaN when one is: never <= bound
+      if (!(m <= bound)) return gradient_error(b.values, b.count, bound, b.id);
+      *largest = std::max(*largest, m);
+    } else if (!all_within(b.values, b.count, bound)) {
+      return gradient_error(b.values, b.count, bound, b.id);
+    }
+  }
+  return {};
+}
+
+/// Checks a decoded push against the spec and the clock table; returns the error to drop it
+/// with. The dense values are left to the update, which checks them as it reads them (above),
+/// unless `dense_values` asks for a pass of their own here.
+caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values) {
   if (push.shard != st.shard)
     return make_error(errc::wrong_shard, "addressed to shard " + std::to_string(push.shard));
   if (!st.clocks.live(push.worker))
@@ -327,11 +387,6 @@ caf::error validate(ps_shard_state& st, const push_view& push) {
                                              + std::to_string(ids.size()));
   std::fill(st.seen.begin(), st.seen.end(), 0);
   const auto& all = st.layout->blocks();
-  // The largest |gradient value| (a statistic for choosing --max-gradient) from every 16th push
-  // only: a max-reduce costs twice the bound check, which alone keeps a push's validation as
-  // cheap as the finite check was.
-  const bool sampled = st.stats.pushes % 16 == 0;
-  float push_largest = 0;
   for (const auto& b : push.blocks) {
     if (b.id >= all.size() || all[b.id].shard != st.shard)
       return make_error(errc::unknown_block, "block " + std::to_string(b.id));
@@ -342,15 +397,13 @@ caf::error validate(ps_shard_state& st, const push_view& push) {
     auto index = std::lower_bound(ids.begin(), ids.end(), b.id) - ids.begin();
     if (st.seen[index]++)
       return make_error(errc::missing_block, "block " + std::to_string(b.id) + " twice");
-    if (!all_within(b.values, b.count, st.config.bounds.max_gradient)) {
-      auto at = first_outside(b.values, b.count, st.config.bounds.max_gradient).value_or(0);
-      return make_error(std::isfinite(b.values[at]) ? errc::value_out_of_bounds
-                                                    : errc::non_finite_value,
-                        gradient_refusal(b.values, b.count, st.config.bounds.max_gradient,
-                                         "block " + std::to_string(b.id)));
-    }
-    if (sampled) push_largest = std::max(push_largest, max_abs(b.values, b.count));
   }
+  // The largest |gradient value| (a statistic for choosing --max-gradient) from every 16th push
+  // only: a max-reduce costs twice the bound check.
+  const bool sampled = st.stats.pushes % 16 == 0;
+  float push_largest = 0;
+  if (sampled || dense_values)
+    if (auto err = check_dense_values(st, push, sampled ? &push_largest : nullptr)) return err;
   if (auto err = st.tables.validate(push.sparse, true, st.config.bounds.max_gradient,
                                     sampled ? &push_largest : nullptr))
     return err;
@@ -364,12 +417,23 @@ struct block_gradient {
   const float* grad;
 };
 
+/// What apply_dense did.
+enum class dense_outcome {
+  applied,
+  gradient_refused,  ///< a gradient value beyond --max-gradient: the push is refused
+  update_refused,    ///< the update would leave --max-parameter: counted, the clock counts
+};
+
 /// One optimizer update of every block of the shard (`grads` names each once) with rate `lr`,
-/// written into the spare buffers and swapped in only when every new parameter is within the
-/// bound and every new state value finite. Otherwise nothing changes, not even Adam's step:
-/// the update is counted in updates_refused, logged (rate-limited) and false returned.
-bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
-                 const std::string& what) {
+/// written into the spare buffers and swapped in only when every gradient value is within
+/// `max_gradient` and every new parameter within --max-parameter and every new state value
+/// finite. Otherwise nothing changes, not even Adam's step: a gradient beyond its bound sets
+/// `*refusal` (the push's refusal, not counted here; gradient_refused); an update beyond is
+/// counted in updates_refused and logged (rate-limited; update_refused). Every block's gradient
+/// is checked even after an update was found beyond: a bad value anywhere refuses the push.
+dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
+                          const std::string& what, float max_gradient,
+                          caf::error* refusal = nullptr) {
   const auto step = st.opt.step + 1;
   const auto slots = st.opt.slots;
   const auto bound = st.config.bounds.max_parameter;
@@ -377,26 +441,40 @@ bool apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, f
   release_for_writing(st.params_next, st.next_lease);
   st.params_next.resize(st.params.size());
   st.opt.next.resize(st.opt.values.size());
+  const block_info* beyond = nullptr;  // the first block whose update was refused
   for (const auto& g : grads) {
-    const auto at = g.block->shard_offset;
-    if (!apply_update_checked(st.spec.optimizer, lr, step, st.params.data() + at,
-                              st.opt.values.data() + slots * at, g.grad,
-                              st.params_next.data() + at, st.opt.next.data() + slots * at,
-                              g.block->size, bound)) {
-      ++st.stats.updates_refused;
-      log_refusal(st, "refused an update",
-                  "refused " + what + ": block " + std::to_string(g.block->id)
-                    + " would leave a parameter beyond ±" + value_text(bound)
-                    + " or a non-finite optimizer state; nothing changed");
-      return false;
+    const auto n = g.block->size;
+    if (beyond) {  // refused already: only the gradient's check is left
+      if (all_within(g.grad, n, max_gradient)) continue;
+    } else {
+      const auto at = g.block->shard_offset;
+      auto found = apply_pushed_update(st.spec.optimizer, lr, step, st.params.data() + at,
+                                       st.opt.values.data() + slots * at, g.grad,
+                                       st.params_next.data() + at,
+                                       st.opt.next.data() + slots * at, n, bound, max_gradient);
+      if (found == update_check::applied) continue;
+      if (found == update_check::update_beyond) {
+        beyond = g.block;
+        continue;
+      }
     }
+    if (refusal) *refusal = gradient_error(g.grad, n, max_gradient, g.block->id);
+    return dense_outcome::gradient_refused;
+  }
+  if (beyond) {
+    ++st.stats.updates_refused;
+    log_refusal(st, "refused an update",
+                "refused " + what + ": block " + std::to_string(beyond->id)
+                  + " would leave a parameter beyond ±" + value_text(bound)
+                  + " or a non-finite optimizer state; nothing changed");
+    return dense_outcome::update_refused;
   }
   std::swap(st.params, st.params_next);
   std::swap(st.params_lease, st.next_lease);
   std::swap(st.opt.values, st.opt.next);
   st.opt.step = step;
   ++st.stats.updates;
-  return true;
+  return dense_outcome::applied;
 }
 
 /// Counts and logs the sparse rows an update refused (each kept its values).
@@ -415,28 +493,46 @@ float rate_at(const ps_shard_state& st, int64_t clock) {
                                  st.spec.total_clocks);
 }
 
-/// Takes a valid push's gradient (`buf` holds it): ssp and async apply it at once with lr / live
-/// workers at the min clock; sync keeps it for the mean of its clock.
-void take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& push) {
+/// Takes a valid push's gradient (`buf` holds it), checking its dense values as it reads them:
+/// ssp and async apply it at once with lr / live workers at the min clock; sync keeps it for the
+/// mean of its clock. Returns the push's refusal (counted and logged) when a dense value is
+/// beyond --max-gradient: then nothing changed.
+caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& push) {
   const auto& all = st.layout->blocks();
+  const auto max_gradient = st.config.bounds.max_gradient;
   if (st.spec.mode == consistency::sync) {
     auto& slot = st.sync.grads[push.worker];
+    // A slot still holding this worker's gradient of the clock accumulated is not written before
+    // the push is known good (a well-behaved worker never pushes again before that mean).
+    if (st.sync.pushed[push.worker])
+      if (auto err = check_dense_values(st, push)) return refuse_gradient(st, push.worker, err);
     for (const auto& b : push.blocks)
-      std::memcpy(slot.data() + all[b.id].shard_offset, b.values, b.count * sizeof(float));
+      if (!copy_within(slot.data() + all[b.id].shard_offset, b.values, b.count, max_gradient))
+        return refuse_gradient(st, push.worker,
+                               gradient_error(b.values, b.count, max_gradient, b.id));
     st.tables.keep(push.worker, buf, std::move(push.sparse));
     st.sync.pushed[push.worker] = true;
-  } else {
-    auto live = static_cast<float>(st.clocks.live_count());
-    auto lr = rate_at(st, st.clocks.min()) / live;
-    std::vector<block_gradient> grads;
-    grads.reserve(push.blocks.size());
-    for (const auto& b : push.blocks) grads.push_back({&all[b.id], b.values});
-    auto what = "the push of worker " + std::to_string(push.worker) + " for clock "
-                + std::to_string(push.clock);
-    if (!apply_dense(st, grads, lr, what)) return;  // refused whole: its rows neither
-    count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live), what);
-    st.newest_clock = std::max(st.newest_clock, push.clock);
+    return {};
   }
+  auto live = static_cast<float>(st.clocks.live_count());
+  auto lr = rate_at(st, st.clocks.min()) / live;
+  std::vector<block_gradient> grads;
+  grads.reserve(push.blocks.size());
+  for (const auto& b : push.blocks) grads.push_back({&all[b.id], b.values});
+  auto what = "the push of worker " + std::to_string(push.worker) + " for clock "
+              + std::to_string(push.clock);
+  caf::error refusal;
+  switch (apply_dense(st, grads, lr, what, max_gradient, &refusal)) {
+    case dense_outcome::gradient_refused:
+      return refuse_gradient(st, push.worker, std::move(refusal));
+    case dense_outcome::update_refused:
+      break;  // refused whole: its rows neither; the push and its clock count
+    case dense_outcome::applied:
+      count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live), what);
+      st.newest_clock = std::max(st.newest_clock, push.clock);
+      break;
+  }
+  return {};
 }
 
 /// Sync mode: once no live worker still owes a gradient for the clock being accumulated (the
@@ -469,7 +565,9 @@ void maybe_apply_sync(ps_shard_state& st) {
     grads.push_back({&b, sum.data() + b.shard_offset});
   }
   auto what = "the mean update of clock " + std::to_string(clock);
-  if (apply_dense(st, grads, rate_at(st, clock), what)) {
+  // Every kept gradient was checked on the way in; the mean's NaN check (the bound +inf) is moot.
+  if (apply_dense(st, grads, rate_at(st, clock), what, std::numeric_limits<float>::infinity())
+      == dense_outcome::applied) {
     count_refused_rows(st, st.tables.apply_mean(pushers), what);
     st.newest_clock = std::max(st.newest_clock, clock);
   } else {
@@ -738,30 +836,30 @@ caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
   return serve_pull(self, worker, clock);
 }
 
-/// The error to refuse a decoded push with (counted and logged), or none.
-caf::error check_push(ps_shard_state& st, const push_view& push) {
-  auto err = validate(st, push);
+/// The error to refuse a decoded push with (counted and logged), or none. Its dense values are
+/// left to apply_push unless `dense_values` (validate).
+caf::error check_push(ps_shard_state& st, const push_view& push, bool dense_values = false) {
+  auto err = validate(st, push, dense_values);
   if (!err) return err;
-  auto what = "push from worker " + std::to_string(push.worker);
   if (err.category() != error_category
       || (err.code() != static_cast<uint8_t>(errc::value_out_of_bounds)
           && err.code() != static_cast<uint8_t>(errc::non_finite_value)))
-    return drop(st, what, std::move(err));
-  ++st.stats.dropped;  // refused like any invalid push, logged rate-limited
-  ++st.stats.gradients_refused;
-  log_refusal(st, "refused a gradient", "dropped " + what + ": " + describe(err));
-  return err;
+    return drop(st, "push from worker " + std::to_string(push.worker), std::move(err));
+  return refuse_gradient(st, push.worker, std::move(err));
 }
 
-/// Applies a valid push (`buf` holds it) through the min-rose path; returns the keys of the
-/// pull it carries.
-std::vector<sparse_rows_view> apply_push(self_ptr self, const wire_buffer& buf,
-                                         push_view& push) {
+/// Applies a push check_push passed (`buf` holds it) through the min-rose path; returns the keys
+/// of the pull it carries, or the push's refusal (counted) when a dense value is beyond
+/// --max-gradient: then nothing changed and its clock does not count.
+caf::expected<std::vector<sparse_rows_view>> apply_push(self_ptr self, const wire_buffer& buf,
+                                                        push_view& push) {
   auto& st = self->state;
   auto keys = std::move(push.pull_keys);
+  // before finish: async's rate is the one at the old min clock
+  if (auto err = take_gradient(st, buf, push)) return err;
   if (st.spec.mode == consistency::sync) st.round_pushes[push.worker] = buf;  // for an image
-  take_gradient(st, buf, push);  // before finish: async's rate is the one at the old min clock
   ++st.stats.pushes;
+  st.stats.pushed_bytes += buf.size_bytes();
   on_min_rose(self, st.clocks.finish(push.worker, push.clock));
   return keys;
 }
@@ -775,21 +873,21 @@ bool applied_before(const ps_shard_state& st, const push_view& push) {
 }
 
 /// A push applied once its standby acknowledged it; the pusher's pull is answered through the
-/// promise made when it arrived.
-void apply_replicated_push(self_ptr self, const wire_buffer& buf,
+/// promise made when it arrived. `push` is its view as decoded then (into `buf`, which the
+/// caller keeps): not decoded again, nor a bf16 push widened again.
+void apply_replicated_push(self_ptr self, const wire_buffer& buf, push_view& push,
                            caf::typed_response_promise<wire_buffer> promise) {
   auto& st = self->state;
-  auto push = decode_push(buf);  // decoded when it arrived: cannot fail now
-  if (!push) {
-    promise.deliver(push.error());
-    return;
-  }
-  if (auto err = check_push(st, *push)) {
+  if (auto err = check_push(st, push)) {  // the clock table may have changed meanwhile
     promise.deliver(std::move(err));
     return;
   }
-  auto keys = apply_push(self, buf, *push);
-  deliver_pull(self, std::move(promise), push->worker, push->clock + 1, buf, std::move(keys));
+  auto keys = apply_push(self, buf, push);
+  if (!keys) {
+    promise.deliver(std::move(keys.error()));
+    return;
+  }
+  deliver_pull(self, std::move(promise), push.worker, push.clock + 1, buf, std::move(*keys));
 }
 
 /// A push for clock c, then the pusher's pull for c + 1, answered like any other pull once the
@@ -810,16 +908,19 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
     auto keys = std::move(push->pull_keys);
     return serve_pull(self, push->worker, push->clock + 1, buf, std::move(keys));
   }
-  if (auto err = check_push(st, *push)) return err;
+  // A push for the standby is checked whole before it is sent one (a pass over its values).
+  if (auto err = check_push(st, *push, replicating(st))) return err;
   if (replicating(st)) {
     if (st.standby) st.stats.replicated_bytes += buf.size_bytes();
     auto promise = self->make_response_promise<wire_buffer>();
-    replicate(self, [=] { apply_replicated_push(self, buf, promise); }, replicate_atom::value,
-              buf);
+    replicate(self, [=, view = std::move(*push)]() mutable {
+      apply_replicated_push(self, buf, view, promise);
+    }, replicate_atom::value, buf);
     return promise;
   }
   auto keys = apply_push(self, buf, *push);
-  return serve_pull(self, push->worker, push->clock + 1, buf, std::move(keys));
+  if (!keys) return std::move(keys.error());
+  return serve_pull(self, push->worker, push->clock + 1, buf, std::move(*keys));
 }
 
 /// A pull naming sparse keys: checked like (pull, worker, clock), then served the same way.
@@ -1050,7 +1151,7 @@ caf::result<caf::ok_atom> on_replicated_push(self_ptr self, const wire_buffer& b
   auto push = decode_push(buf);
   if (!push) return drop(st, "replicated push", push.error());
   if (auto err = check_push(st, *push)) return err;
-  apply_push(self, buf, *push);
+  if (auto applied = apply_push(self, buf, *push); !applied) return std::move(applied.error());
   return caf::ok_atom::value;
 }
 
@@ -1098,7 +1199,7 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
     auto push = decode_push(buf);
     if (!push) return drop(st, "replica image", push.error());
     if (auto err = check_push(st, *push)) return err;
-    apply_push(self, buf, *push);
+    if (auto applied = apply_push(self, buf, *push); !applied) return std::move(applied.error());
   }
   st.stats = image.stats;  // counted the replayed pushes already
   st.init_digest = image.init_digest;
@@ -1131,6 +1232,7 @@ caf::result<uint64_t> on_backup(self_ptr self, const caf::strong_actor_ptr& ptr)
     auto bytes = image_bytes(image);
     st.stats.replicated_bytes += bytes;
     st.standby = standby;
+    st.window = std::make_shared<replication_window>();
     self->monitor(standby);  // in another process its loss fails no request: see ps_shard()
     replicate(self, [=]() mutable {
       if (self->state.standby == standby) promise.deliver(bytes);

@@ -39,4 +39,26 @@ void replication_queue::drain() {
   draining_ = false;
 }
 
+void replication_window::send(std::function<void()> send) {
+  held_.push_back(std::move(send));
+  pump();
+}
+
+void replication_window::answered() {
+  if (in_flight_ > 0) --in_flight_;
+  pump();
+}
+
+void replication_window::pump() {
+  if (pumping_) return;  // a send answered at once (answered() inside it): the loop goes on
+  pumping_ = true;
+  while (!held_.empty() && in_flight_ < limit) {
+    auto send = std::move(held_.front());
+    held_.pop_front();
+    ++in_flight_;
+    send();
+  }
+  pumping_ = false;
+}
+
 } // namespace actorps

@@ -23,6 +23,14 @@
 // meanwhile. A standby that is lost is dropped at its first failed acknowledgement: the
 // operations waiting are applied unprotected and the chief builds another.
 //
+// A window of messages. The primary sends at most replication_window::limit operations that its
+// standby has not answered yet; the next wait, in order, until one is answered. Across
+// processes the standby's task dials the primary's, so the primary writes to it on a connection
+// its published port accepted, and the port guard (caf_port_limits.hpp) cuts a peer with more
+// than max_unsent_messages (16) queued: a standby behind by one push per worker (18 workers,
+// or 9 with two shards' standbys in one task) would be cut off and its shards left unprotected.
+// The window keeps a connection's share of each shard far under the bound.
+//
 // Fail-over. When the primary is lost, the chief promotes the standby (promote) and tells every
 // worker to send its request in flight, and every later one, to it (reroute). A push the
 // standby had already applied comes again; the promoted shard answers it without applying it
@@ -39,6 +47,7 @@
 // the down message completes what waits (applied unprotected), as a failed request does here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -74,6 +83,30 @@ private:
   std::deque<entry> waiting_;
   uint64_t next_ = 0;
   bool draining_ = false;
+};
+
+/// The primary's messages to one standby that are unanswered, at most `limit`; the others wait
+/// their turn in order. One window per standby: a new standby gets a new one, so the answers
+/// a lost standby never gives hold nothing up.
+class replication_window {
+public:
+  /// At most 4 per shard: a ps task whose standbys of several shards are in one other task
+  /// (after fail-overs) stays far under the port guard's 16 messages queued per connection.
+  static constexpr std::size_t limit = 4;
+
+  /// Runs `send` now when fewer than `limit` are unanswered, else after those before it.
+  void send(std::function<void()> send);
+  /// One message sent was answered (or failed): the next waiting is sent.
+  void answered();
+  std::size_t in_flight() const { return in_flight_; }
+  std::size_t held() const { return held_.size(); }
+
+private:
+  void pump();
+
+  std::deque<std::function<void()>> held_;
+  std::size_t in_flight_ = 0;
+  bool pumping_ = false;
 };
 
 } // namespace actorps

@@ -109,8 +109,10 @@ void ask(self_ptr self, std::size_t s, bool push, Ts... xs) {
           [=](caf::error& err) {
             auto& st = self->state;
             if (st.in_flight[s].id != id) return;
-            // (in another process the data link's loss says shard_lost)
-            if ((err == caf::sec::request_receiver_down || err == errc::shard_lost)
+            // (in another process the data link's loss says shard_lost, or, when the link
+            // broke in the middle of a reply received in place, remote_link_unreachable)
+            if ((err == caf::sec::request_receiver_down || err == errc::shard_lost
+                 || err == caf::exit_reason::remote_link_unreachable)
                 && st.cfg.standbys) {
               log_line(st.who(), "shard " + std::to_string(s)
                                    + " is gone; its request waits for the standby");
@@ -158,14 +160,20 @@ void push(self_ptr self) {
   expect_replies(st);
   if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>();
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
+  const auto precision = st.cfg.spec.wire;
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
     auto shard = static_cast<int32_t>(s);
     // No tables: no rows, no keys, a dense push. The blocks point at grads (no copy of ours),
-    // which the lease keeps unchanged while any push holds it.
+    // which the lease keeps unchanged while any push holds it; bf16 blocks are written into
+    // the message as they are narrowed.
     ask(self, s, true, push_pull_atom::value,
-        encode_push_by_reference(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
-                                 st.grads_lease, st.cfg.incarnation, st.rows.grads_for(shard),
-                                 st.next.keys_for(shard)));
+        precision == wire_precision::fp32
+          ? encode_push_by_reference(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                                     st.grads_lease, st.cfg.incarnation, st.rows.grads_for(shard),
+                                     st.next.keys_for(shard))
+          : encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                        st.cfg.incarnation, st.rows.grads_for(shard), st.next.keys_for(shard),
+                        precision));
   }
   std::swap(st.rows, st.next);  // the replies bring the next clock's rows
 }
