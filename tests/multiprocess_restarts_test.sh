@@ -13,6 +13,8 @@
 #     run goes back to its final checkpoint and finishes again; everything exits 0.
 #  6. SIGKILL both workers: the run waits for their processes instead of finishing without
 #     them; started again, they train the rest and the run ends at its last clock.
+#  7. SIGKILL ps:1, then both workers while the chief waits for ps:1: the rollback resumes
+#     without them; their new processes, started after it, take over and train to the end.
 #  4. SIGKILL the chief: every task exits 138 (retryable).
 # usage: tests/multiprocess_restarts_test.sh [path/to/actorps]
 set -euo pipefail
@@ -127,6 +129,32 @@ start worker:0; start worker:1
 await_exit "$chief" 60; [ "$status" = 0 ] || fail "the chief exited $status after both workers came back"
 line=$(grep '"event":"summary"' "$dir/m6.jsonl") || fail "no summary"
 [ "$(summary_field "$line" clocks)" = 1000 ] || fail "clocks: $line"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
+done
+
+echo "== 7. SIGKILL ps:1, then both workers while the chief waits for ps:1; ps:1 started again,"
+echo "      then the workers: the rollback resumes without them and their new processes take over"
+cluster "$dir/c.json"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
+  --model 784-64-10 --steps 1000 --eval-every 0 --slow worker:0=3 --slow worker:1=3 --no-progress \
+  --checkpoint-dir "$dir/ckpt7" --checkpoint-every 100 --metrics "$dir/m7.jsonl" > "$dir/chief7.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_event "$dir/m7.jsonl" '"event":"checkpoint","clock":[0-9]+,'
+kill -9 "${task_pid[ps:1]}"
+await_event "$dir/chief7.log" "waiting for ps:1 to come back" 20
+kill -9 "${task_pid[worker:0]}" "${task_pid[worker:1]}"
+await_event "$dir/chief7.log" "worker:0's process lost .* while the run goes back" 20
+await_event "$dir/chief7.log" "worker:1's process lost .* while the run goes back" 20
+start ps:1
+await_event "$dir/m7.jsonl" '"event":"recovery","role":"ps"' 30
+start worker:0; start worker:1
+await_exit "$chief" 60; [ "$status" = 0 ] || fail "the chief exited $status after the workers came back"
+line=$(grep '"event":"summary"' "$dir/m7.jsonl") || fail "no summary"
+[ "$(summary_field "$line" clocks)" = 1000 ] || fail "clocks: $line"
+[ "$(grep -c '"event":"recovery","role":"worker"' "$dir/m7.jsonl")" = 2 ] \
+  || fail "both workers' new processes should have taken over: $(grep recovery "$dir/m7.jsonl")"
 for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
   await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
 done

@@ -371,10 +371,7 @@ void fail_pending_start(self_ptr self, int32_t w) {
   st.live[w] = false;
   for (auto& s : st.shards)
     if (s) self->send(s, leave_atom::value, w);
-  auto now = std::chrono::steady_clock::now();
-  st.awaiting_rejoin[worker_role(w)] = now;
-  self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, w,
-                     static_cast<int64_t>(now.time_since_epoch().count()));
+  await_worker_process(self, w, std::chrono::steady_clock::now());
   std::exchange(*answer, nullptr)(false);
 }
 

@@ -52,12 +52,6 @@ void record_recovery(self_ptr self, role_id role, time_point detected, int64_t c
 
 namespace {
 
-/// Whether a role replaced `so_far` times may be replaced once more (not once training is
-/// over: nothing is left for it to do).
-bool may_replace(const chief_state& st, int so_far) {
-  return st.phase != run_phase::finishing && so_far < st.cfg.max_replacements;
-}
-
 /// ask_all_shards for a change of the clock tables (rejoin, admit), which a primary lost before
 /// it answered would leave unanswered (a promise held by a dead actor, or a process gone: the
 /// request timeout, minutes later). With standbys a shard whose primary is lost is asked again
@@ -174,6 +168,10 @@ void restart_evaluator(self_ptr self, time_point detected) {
 
 } // namespace
 
+bool may_replace(const chief_state& st, int so_far) {
+  return st.phase != run_phase::finishing && so_far < st.cfg.max_replacements;
+}
+
 bool primary_gone(const caf::error& err) {
   return err == caf::sec::request_receiver_down || err == errc::shard_lost
          || err == caf::exit_reason::remote_link_unreachable;
@@ -203,7 +201,12 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     bool was_live = st.live[w] && !st.done[w] && st.workers[w];
     st.workers[w] = nullptr;
     answer_reroutes_of(self, w);  // a fail-over waiting for it would wait for nothing
-    if (!was_live) return;  // a finished worker leaving normally, or already handled
+    if (!was_live) {  // a finished worker leaving normally, already handled, or stopped:
+      if (node && st.phase == run_phase::rolling_back && !st.done[w])  // restart_roles awaits it
+        log_line("chief", worker_role(w).text() + "'s process lost (" + reason
+                            + ") while the run goes back; its next process takes over");
+      return;
+    }
     st.live[w] = false;
     for (auto& s : st.shards)
       if (s) self->send(s, leave_atom::value, w);
@@ -222,11 +225,8 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
                                    : "the shards stop waiting for it; replacing it");
     if (replace && !st.cfg.remote)
       replace_worker(self, w, now);
-    else if (replace) {
-      st.awaiting_rejoin[worker_role(w)] = now;
-      self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, w,
-                         static_cast<int64_t>(now.time_since_epoch().count()));
-    }
+    else if (replace)
+      await_worker_process(self, w, now);
     check_all_done(self);
     return;
   }

@@ -60,10 +60,16 @@ void resume_training(self_ptr self, int64_t clock) {
     if (w) self->send(w, start_atom::value);
   record_recovery(self, ps_role(st.rollback.shard), st.rollback.detected, clock,
                   st.rollback.failed_at - clock);
-  // processes that came back while the rollback ran and were not started by it take over now
+  // processes that came back while the rollback ran and were not started by it take over now;
+  // a worker's still missing gets its --connect-timeout again (its wait's end, due while the
+  // rollback ran, was ignored then)
   auto back = st.awaiting_rejoin;
-  for (const auto& entry : back)
-    if (node_present(st, entry.first)) on_rejoined_node(self, entry.first);
+  for (const auto& [role, since] : back)
+    if (node_present(st, role))
+      on_rejoined_node(self, role);
+    else if (role.kind == role_kind::worker && st.cfg.remote)
+      self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, role.index,
+                         static_cast<int64_t>(since.time_since_epoch().count()));
   check_all_done(self);
 }
 
@@ -82,9 +88,13 @@ void restart_roles(self_ptr self, int64_t clock) {
   if (!st.cfg.remote || st.evaluator_node) st.awaiting_rejoin.erase(evaluator_role());
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
     st.clocks[w] = clock;
-    if (st.cfg.remote && !st.worker_nodes[w]) {  // its process is gone: not waited for
+    if (st.cfg.remote && !st.worker_nodes[w]) {  // its process is gone: not waited for here,
       st.live[w] = false;
       for (auto& s : st.shards) self->send(s, leave_atom::value, w);
+      // but its next process takes over once it joins (lost while the run went back, or
+      // parked: its loss awaited nothing yet), unless it may not be replaced any more
+      if (!st.awaiting_rejoin.count(worker_role(w)) && may_replace(st, st.replacements[w]))
+        await_worker_process(self, w, std::chrono::steady_clock::now());
       one_started();
       continue;
     }
@@ -209,6 +219,7 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
     st.rollback = {s, st.global_clock(), std::chrono::steady_clock::now()};
   }
   ++st.rollbacks;
+  ++st.finishing_attempt;  // a final state being collected: its answers are ignored, it restarts
   drop_standbys(self);     // they hold the state being replaced; built again when it resumes
   st.shards[s] = nullptr;  // filled again when it is back
   stop_roles(self);

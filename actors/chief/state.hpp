@@ -135,7 +135,8 @@ struct chief_state {
   uint64_t eval_generation = 0;
   std::function<void()> after_eval;  // runs once the one in flight has ended
   // The final steps (final checkpoint, final evaluation, final state) start over after a
-  // fail-over while the run is finishing: the answers of an earlier attempt are told apart.
+  // fail-over or a rollback while the run is finishing: an earlier attempt's answers are told
+  // apart.
   uint64_t finishing_attempt = 0;
   // Fail-overs under way (from the primary's loss until its standby serves every worker and
   // the evaluator): training does not end meanwhile (check_all_done).
@@ -193,6 +194,9 @@ void on_worker_done(self_ptr self, int32_t worker);
 void check_all_done(self_ptr self);
 /// Worker w's node is gone: a start of w still waiting for it is answered as failed.
 void fail_pending_start(self_ptr self, int32_t w);
+/// Worker w's process is lost and expected back (distributed runs): its next process takes over
+/// when it joins, or --connect-timeout after `since` the run goes on without it.
+void await_worker_process(self_ptr self, int32_t w, chief_state::time_point since);
 /// Lost worker w's process (awaited since `since`) had --connect-timeout to come back: the run
 /// goes on without it.
 void on_worker_due(self_ptr self, int32_t w, int64_t since);
@@ -253,6 +257,9 @@ void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt
 
 // recovery.cpp
 void on_down(self_ptr self, const caf::down_msg& dm);
+/// Whether a role replaced `so_far` times may be replaced once more (not once training is
+/// over: nothing is left for it to do).
+bool may_replace(const chief_state& st, int so_far);
 /// Whether a request failed because the shard's primary is gone (killed, its process or data
 /// link lost): with a standby, one asks the promoted shard again instead.
 bool primary_gone(const caf::error& err);

@@ -127,9 +127,12 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
 
 void finish_run(self_ptr self, const eval_report& final_eval) {
   auto attempt = self->state.finishing_attempt;
-  auto superseded = [=] { return self->state.finishing_attempt != attempt; };  // a fail-over
+  auto superseded = [=] { return self->state.finishing_attempt != attempt; };  // lost shard
   auto failed = [=](caf::error& err) {
-    if (!superseded()) fail_run(self, "collecting the final state failed", err);
+    // A shard lost while answering: its down message starts the final steps over, after a
+    // fail-over (standbys) or a rollback; before it came, the run has not failed yet either.
+    if (superseded() || self->state.phase != run_phase::finishing || primary_gone(err)) return;
+    fail_run(self, "collecting the final state failed", err);
   };
   ask_all_shards<shard_stats>(self, [=](std::vector<shard_stats> stats) {
     auto& st = self->state;

@@ -106,6 +106,13 @@ void check_all_done(self_ptr self) {
   finish_training(self);
 }
 
+void await_worker_process(self_ptr self, int32_t w, chief_state::time_point since) {
+  auto& st = self->state;
+  st.awaiting_rejoin[worker_role(w)] = since;
+  self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, w,
+                     static_cast<int64_t>(since.time_since_epoch().count()));
+}
+
 void on_worker_due(self_ptr self, int32_t w, int64_t since) {
   auto& st = self->state;
   auto i = st.awaiting_rejoin.find(worker_role(w));
