@@ -104,6 +104,7 @@ protected() {
 chaos() {
   local run=$1 pause ps_lost=() failovers=0
   local n=${#tasks[@]}
+  RANDOM=$((seed * 1000 + r))  # this runs in a subshell, which bash 5.1+ reseeds: the plan from SEED
   grep -q -m1 '"event":"train"' < <(timeout 60 tail -n +1 -F "$run/m.jsonl" 2>/dev/null) || return 0
   for ((k = 0; k < 1 + RANDOM % 3; ++k)); do
     pause=$((RANDOM % 2500))
