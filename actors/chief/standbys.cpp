@@ -64,9 +64,29 @@ void spawn_standby(self_ptr self, int32_t s, std::function<void(ps_shard_actor)>
   auto host = next_live_task(st, primary);
   if (host < 0) return failed(make_error(errc::shard_lost, "no other ps task to hold it"));
   st.standby_host[s] = host;
-  self->request(st.ps_tasks[host], st.cfg.request_timeout, standby_atom::value, s, primary)
-    .then([=](ps_shard_actor standby) { spawned(std::move(standby)); },
-          [=](caf::error& err) { failed(std::move(err)); });
+  auto pair = std::make_pair(std::min(host, primary), std::max(host, primary));
+  auto next = [=] {  // the pair's next ask, once this one is answered
+    auto& dials = self->state.standby_dials;
+    auto i = dials.find(pair);
+    if (i == dials.end()) return;
+    if (i->second.empty()) return static_cast<void>(dials.erase(i));
+    auto ask = std::move(i->second.front());
+    i->second.pop_front();
+    ask();
+  };
+  auto ask = [=] {
+    auto& task = self->state.ps_tasks[host];
+    if (!task) {
+      failed(make_error(errc::shard_lost, "ps:" + std::to_string(host) + " is lost"));
+      return next();
+    }
+    self->request(task, self->state.cfg.request_timeout, standby_atom::value, s, primary)
+      .then([=](ps_shard_actor standby) { spawned(std::move(standby)); next(); },
+            [=](caf::error& err) { failed(std::move(err)); next(); });
+  };
+  if (auto [i, first] = st.standby_dials.try_emplace(pair); !first)
+    return i->second.push_back(ask);
+  ask();
 }
 
 /// Asks every worker to send its request in flight to shard s again, to `promoted`; calls

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <limits>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace actorps::chief_detail {
 
@@ -111,6 +113,11 @@ struct chief_state {
   std::vector<bool> standby_ready;       // it holds its primary's state (the image acknowledged)
   std::vector<bool> spawning_standby;    // a ps task is spawning one (distributed runs)
   std::vector<int32_t> standby_host;     // distributed runs: the ps task holding it; -1: here
+  // Distributed runs: a ps task asked to host a standby dials its primary's task. Two tasks
+  // dialling each other at once make CAF drop one of the two connections mid-handshake, so
+  // the asks of one pair of tasks go one at a time: by pair (lower task, higher task), those
+  // waiting for the ask in flight (present while one is).
+  std::map<std::pair<int32_t, int32_t>, std::deque<std::function<void()>>> standby_dials;
   // Bumped by drop_standbys: a standby whose spawn was asked for before (a ps task answers
   // late) belongs to state that has been replaced, and is stopped when it comes.
   uint64_t standby_epoch = 0;
