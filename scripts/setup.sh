@@ -17,6 +17,7 @@ packages=(
   iproute2 iperf3
   openssl libssl-dev
   clang libclang-rt-14-dev
+  time
 )
 
 sudo_cmd=()
