@@ -31,6 +31,21 @@ start() {  # start TASK: one task process in the background (again, after a kill
   "$bin" "${1%%:*}" --cluster "$dir/c.json" --task "$1" "${net[@]}" "${own[@]}" >> "$dir/$1.log" 2>&1 &
   task_pid[$1]=$!; pids+=($!)
 }
+run_chief() {  # run_chief N FLAGS...: a fresh cluster, its tasks, and run N's chief (1000 clocks,
+  # no evaluations during training) with FLAGS; metrics m<N>.jsonl, log chief<N>.log
+  local n=$1; shift
+  cluster "$dir/c.json"
+  for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+  "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
+    --model 784-64-10 --steps 1000 --eval-every 0 --slow worker:0=3 --slow worker:1=3 --no-progress \
+    --metrics "$dir/m$n.jsonl" "$@" > "$dir/chief$n.log" 2>&1 &
+  chief=$!; pids+=($chief)
+}
+every_task_exits_0() {
+  for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
+    await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
+  done
+}
 cluster "$dir/c.json"
 for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
 "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
@@ -87,18 +102,11 @@ line=$(grep '"event":"summary"' "$dir/m.jsonl") || fail "no summary"
 [ "$(summary_field "$line" clocks)" = 2000 ] || fail "clocks: $line"
 "$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" \
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
-for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
-  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
-done
+every_task_exits_0
 no_listeners "$dir/c.json"
 
 echo "== 5. SIGKILL ps:0 after training ended (the final evaluation held by a frozen evaluator)"
-cluster "$dir/c.json"
-for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
-"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
-  --model 784-64-10 --steps 1000 --eval-every 0 --slow worker:0=3 --slow worker:1=3 --no-progress \
-  --checkpoint-dir "$dir/ckpt5" --checkpoint-every 500 --metrics "$dir/m5.jsonl" > "$dir/chief5.log" 2>&1 &
-chief=$!; pids+=($chief)
+run_chief 5 --checkpoint-dir "$dir/ckpt5" --checkpoint-every 500
 await_event "$dir/m5.jsonl" '"event":"checkpoint","clock":500'
 kill -STOP "${task_pid[evaluator:0]}"
 await_event "$dir/m5.jsonl" '"event":"checkpoint","clock":1000'
@@ -109,17 +117,10 @@ kill -CONT "${task_pid[evaluator:0]}"
 await_exit "$chief" 60; [ "$status" = 0 ] || fail "the chief exited $status after a ps was lost at the end"
 line=$(grep '"event":"summary"' "$dir/m5.jsonl") || fail "no summary"
 [ "$(summary_field "$line" recoveries)" = 1 ] || fail "recoveries: $line"
-for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
-  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
-done
+every_task_exits_0
 
 echo "== 6. SIGKILL both workers: training waits for their processes, which come back"
-cluster "$dir/c.json"
-for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
-"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
-  --model 784-64-10 --steps 1000 --eval-every 0 --slow worker:0=3 --slow worker:1=3 --no-progress \
-  --metrics "$dir/m6.jsonl" > "$dir/chief6.log" 2>&1 &
-chief=$!; pids+=($chief)
+run_chief 6
 await_training "$dir/m6.jsonl"
 kill -9 "${task_pid[worker:0]}" "${task_pid[worker:1]}"
 await_event "$dir/chief6.log" "worker:1 lost" 20
@@ -129,18 +130,11 @@ start worker:0; start worker:1
 await_exit "$chief" 60; [ "$status" = 0 ] || fail "the chief exited $status after both workers came back"
 line=$(grep '"event":"summary"' "$dir/m6.jsonl") || fail "no summary"
 [ "$(summary_field "$line" clocks)" = 1000 ] || fail "clocks: $line"
-for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
-  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
-done
+every_task_exits_0
 
 echo "== 7. SIGKILL ps:1, then both workers while the chief waits for ps:1; ps:1 started again,"
 echo "      then the workers: the rollback resumes without them and their new processes take over"
-cluster "$dir/c.json"
-for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
-"$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" --dataset synthetic \
-  --model 784-64-10 --steps 1000 --eval-every 0 --slow worker:0=3 --slow worker:1=3 --no-progress \
-  --checkpoint-dir "$dir/ckpt7" --checkpoint-every 100 --metrics "$dir/m7.jsonl" > "$dir/chief7.log" 2>&1 &
-chief=$!; pids+=($chief)
+run_chief 7 --checkpoint-dir "$dir/ckpt7" --checkpoint-every 100
 await_event "$dir/m7.jsonl" '"event":"checkpoint","clock":[0-9]+,'
 kill -9 "${task_pid[ps:1]}"
 await_event "$dir/chief7.log" "waiting for ps:1 to come back" 20
@@ -155,9 +149,7 @@ line=$(grep '"event":"summary"' "$dir/m7.jsonl") || fail "no summary"
 [ "$(summary_field "$line" clocks)" = 1000 ] || fail "clocks: $line"
 [ "$(grep -c '"event":"recovery","role":"worker"' "$dir/m7.jsonl")" = 2 ] \
   || fail "both workers' new processes should have taken over: $(grep recovery "$dir/m7.jsonl")"
-for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
-  await_exit "${task_pid[$t]}" 20; [ "$status" = 0 ] || fail "$t exited $status after the run"
-done
+every_task_exits_0
 
 echo "== 4. SIGKILL the chief: every task exits 138"
 cluster "$dir/c.json"
