@@ -61,7 +61,7 @@ void resume_training(self_ptr self, int64_t clock) {
   record_recovery(self, ps_role(st.rollback.shard), st.rollback.detected, clock,
                   st.rollback.failed_at - clock);
   // processes that came back while the rollback ran and were not started by it take over now;
-  // a worker's still missing gets its --connect-timeout again (its wait's end, due while the
+  // a worker still missing gets its --connect-timeout again (its wait's end, due while the
   // rollback ran, was ignored then)
   auto back = st.awaiting_rejoin;
   for (const auto& [role, since] : back)
