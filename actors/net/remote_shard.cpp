@@ -90,13 +90,12 @@ private:
 /// Reads a record in shared memory front to back into the parts asked for: one copy of ours,
 /// counted.
 read_parts copy_out_of(const wire_buffer& record) {
-  auto at = std::make_shared<std::size_t>(0);
-  return [record, at](iovec* parts, int count) -> caf::error {
+  return [record, at = std::size_t{0}](iovec* parts, int count) mutable -> caf::error {
     for (int i = 0; i < count; ++i) {
-      if (parts[i].iov_len > record.size_bytes() - *at)
+      if (parts[i].iov_len > record.size_bytes() - at)
         return make_error(errc::malformed_message, "a reply shorter than its segments");
-      std::memcpy(parts[i].iov_base, record.bytes() + *at, parts[i].iov_len);
-      *at += parts[i].iov_len;
+      std::memcpy(parts[i].iov_base, record.bytes() + at, parts[i].iov_len);
+      at += parts[i].iov_len;
       copied_payload_bytes += parts[i].iov_len;
     }
     return {};

@@ -15,6 +15,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -417,6 +418,10 @@ struct block_gradient {
   const float* grad;
 };
 
+/// Names an update in a refusal's log line: built only when something is refused, not for every
+/// push (a string of that length is an allocation).
+using update_name = std::function<std::string()>;
+
 /// What apply_dense did.
 enum class dense_outcome {
   applied,
@@ -432,7 +437,7 @@ enum class dense_outcome {
 /// counted in updates_refused and logged (rate-limited; update_refused). Every block's gradient
 /// is checked even after an update was found beyond: a bad value anywhere refuses the push.
 dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
-                          const std::string& what, float max_gradient,
+                          const update_name& what, float max_gradient,
                           caf::error* refusal = nullptr) {
   const auto step = st.opt.step + 1;
   const auto slots = st.opt.slots;
@@ -464,7 +469,7 @@ dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>&
   if (beyond) {
     ++st.stats.updates_refused;
     log_refusal(st, "refused an update",
-                "refused " + what + ": block " + std::to_string(beyond->id)
+                "refused " + what() + ": block " + std::to_string(beyond->id)
                   + " would leave a parameter beyond ±" + value_text(bound)
                   + " or a non-finite optimizer state; nothing changed");
     return dense_outcome::update_refused;
@@ -478,11 +483,11 @@ dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>&
 }
 
 /// Counts and logs the sparse rows an update refused (each kept its values).
-void count_refused_rows(ps_shard_state& st, std::size_t rows, const std::string& what) {
+void count_refused_rows(ps_shard_state& st, std::size_t rows, const update_name& what) {
   if (rows == 0) return;
   st.stats.updates_refused += rows;
   log_refusal(st, "refused an update",
-              "refused " + std::to_string(rows) + " sparse row update(s) of " + what
+              "refused " + std::to_string(rows) + " sparse row update(s) of " + what()
                 + ": a value would leave ±" + value_text(st.config.bounds.max_parameter)
                 + " or its state would not be finite; those rows kept theirs");
 }
@@ -519,8 +524,9 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
   std::vector<block_gradient> grads;
   grads.reserve(push.blocks.size());
   for (const auto& b : push.blocks) grads.push_back({&all[b.id], b.values});
-  auto what = "the push of worker " + std::to_string(push.worker) + " for clock "
-              + std::to_string(push.clock);
+  const update_name what = [worker = push.worker, clock = push.clock] {
+    return "the push of worker " + std::to_string(worker) + " for clock " + std::to_string(clock);
+  };
   caf::error refusal;
   switch (apply_dense(st, grads, lr, what, max_gradient, &refusal)) {
     case dense_outcome::gradient_refused:
@@ -564,7 +570,7 @@ void maybe_apply_sync(ps_shard_state& st) {
     const auto& b = st.layout->blocks()[id];
     grads.push_back({&b, sum.data() + b.shard_offset});
   }
-  auto what = "the mean update of clock " + std::to_string(clock);
+  const update_name what = [clock] { return "the mean update of clock " + std::to_string(clock); };
   // Every kept gradient was checked on the way in; the mean's NaN check (the bound +inf) is moot.
   if (apply_dense(st, grads, rate_at(st, clock), what, std::numeric_limits<float>::infinity())
       == dense_outcome::applied) {
