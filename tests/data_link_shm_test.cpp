@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -22,6 +23,16 @@ using namespace actorps::test;
 namespace {
 
 uint64_t copied_now() { return copied_payload_bytes.load(); }
+
+/// Threads of this process now (entries of /proc/self/task).
+std::size_t threads_of_this_process() {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
 
 /// Entries of /proc/self/fd that are memfds, and mappings of /proc/self/maps that are ours.
 std::size_t memfd_descriptors() {
@@ -125,6 +136,40 @@ TEST_CASE("data link over shared memory: round trips are byte-identical to the s
   CHECK(std::memcmp(snapshot.data(), params.data(), params.size() * 4) == 0);
   CHECK(params != link.initial);
   remote.close();
+}
+
+TEST_CASE("data link over shared memory: the proxy sends on the requester's thread, forwards control messages, and once closed fails requests and tells its monitors") {
+  link_fixture link{word_aligned_spec()};
+  // Threads counted after a round trip through each proxy: a detached actor's thread may start
+  // only once it has a message.
+  REQUIRE(link.ask(link.shard, pull_atom::value, int32_t{0}, int64_t{0}));
+  // A proxy over the local socket alone is a detached actor: its thread and its reader's.
+  auto threads_before = threads_of_this_process();
+  auto over_socket = link.attach_over(link_path::socket);
+  REQUIRE(link.ask(over_socket.handle, pull_atom::value, int32_t{0}, int64_t{0}));
+  CHECK(threads_of_this_process() - threads_before == 2);
+  // Over shared memory the requester's thread sends: the reader's is the only new one.
+  threads_before = threads_of_this_process();
+  auto remote = link.attach_over(link_path::shm);
+  REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 0.25f)));
+  CHECK(threads_of_this_process() - threads_before == 1);
+  // stats is no data-link request: the proxy hands it to the shard, which answers the asker.
+  shard_stats stats;
+  (*link.self)->request(remote.handle, timeout, stats_atom::value)
+    .receive([&](shard_stats& s) { stats = s; }, [&](caf::error& err) { FAIL(describe(err)); });
+  CHECK(stats.pushes == link.stats().pushes);
+  CHECK(stats.pushes == 1);
+  (*link.self)->monitor(remote.handle);
+  remote.close();
+  bool down = false;
+  (*link.self)->receive([&](caf::down_msg& dm) { down = dm.source == remote.handle.address(); },
+                        caf::after(timeout) >> [] {});
+  CHECK(down);
+  auto after = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 1, 0.25f));
+  REQUIRE_FALSE(after);
+  CHECK(after.error() == caf::sec::request_receiver_down);
+  CHECK(link.stats().pushes == 1);  // the shard never saw it
+  over_socket.close();
 }
 
 TEST_CASE("data link over shared memory: offsets and sizes outside the ring, and bad offers, are refused and counted, the server keeps serving") {

@@ -1,7 +1,7 @@
 // A shard in another process, as a worker or the evaluator sees it: a ps_shard_actor handle.
 // Control messages go to the shard over CAF's middleman; pulls, push_pulls and snapshots go over
-// the shard process's data link (link_socket.hpp) through a local proxy actor, so the worker's
-// code is the same as in one process and only the placement differs.
+// the shard process's data link (link_socket.hpp) through a local proxy (shard_proxy.hpp), so
+// the worker's code is the same as in one process and only the placement differs.
 #pragma once
 
 #include "actors/net/address.hpp"
