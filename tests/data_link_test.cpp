@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -98,6 +99,51 @@ TEST_CASE("data link: a pull held by the consistency rule is answered over the l
     for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i] == doctest::Approx(link.initial[i] - 2.0f));
     CHECK(link.stats().pulls_held == 1);
     remote.close();
+  }
+}
+
+TEST_CASE("data link: a pull held past the client's request timeout is answered with request_timeout by the server, its late answer dropped, the link goes on") {
+  // sync, 2 workers: worker 0's push_pull of clock 0 (its pull of clock 1) waits for worker 1's
+  // push. The client's hello says its requests time out after 1 s; the server (not CAF's
+  // clock) holds that.
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    link_fixture link{tiny_spec(consistency::sync, 2)};
+    auto raw = local ? connect_local_link(link.server->local_name())
+                     : connect_link("127.0.0.1", link.server->port(), request_timeout);
+    REQUIRE(raw);
+    auto& l = **raw;
+    l.set_receive_timeout(request_timeout);
+    frame_header h;
+    REQUIRE_FALSE(l.send(make_header(frame_kind::hello, 0, 0, 1000)));
+    REQUIRE_FALSE(l.receive_header(h));
+    REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::reply);
+    auto sent = std::chrono::steady_clock::now();
+    REQUIRE_FALSE(l.send(frame_kind::push_pull, 1, link.push_of(0, 0, 1.0f)));
+    REQUIRE_FALSE(l.receive_header(h));
+    auto waited = std::chrono::steady_clock::now() - sent;
+    CHECK(h.id == 1);
+    REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::failure);
+    caf::error carried;
+    REQUIRE_FALSE(l.receive_failure(h, carried));
+    CHECK(carried == caf::sec::request_timeout);
+    CHECK(waited >= std::chrono::milliseconds(1000));
+    CHECK(link.stats().pulls_held == 1);
+    // Worker 1 pushes clock 0: the shard applies the mean and answers the held pull, whose
+    // answer the server drops (it timed out); a snapshot asked next is the next frame.
+    REQUIRE(link.ask(link.shard, push_pull_atom::value, link.push_of(1, 0, 3.0f)));
+    REQUIRE_FALSE(l.send(make_header(frame_kind::snapshot, 2)));
+    REQUIRE_FALSE(l.receive_header(h));
+    CHECK(h.id == 2);
+    REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::reply);
+    auto reply = l.receive_buffer(h);
+    REQUIRE(reply);
+    // lr 1, mean gradient 2: the held push was applied although its answer was dropped.
+    auto params = link.parameters_of(*reply);
+    REQUIRE(params.size() == link.initial.size());
+    for (std::size_t i = 0; i < params.size(); ++i)
+      CHECK(params[i] == doctest::Approx(link.initial[i] - 2.0f));
+    l.shutdown();
   }
 }
 

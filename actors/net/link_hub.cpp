@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 namespace actorps {
 
@@ -67,11 +68,21 @@ link_hub::~link_hub() {
 }
 
 void link_hub::start() {
+  std::lock_guard<std::mutex> guard{mutex_};
   for (int fd : {tcp_fd_, local_fd_}) {
     if (fd < 0) continue;
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    loop_.watch(fd, EPOLLIN, [this, fd](uint32_t events) { on_listener(fd, events); });
+    loop_.watch(fd, EPOLLIN, [this, fd](uint32_t events) {
+      std::lock_guard<std::mutex> guard{mutex_};
+      on_listener(fd, events);
+    });
   }
+}
+
+void link_hub::close_all() {
+  std::lock_guard<std::mutex> guard{mutex_};
+  for (auto& [id, s] : sessions_) ::shutdown(s->conn.fd(), SHUT_RDWR);
+  sessions_.clear();
 }
 
 // --- accepting --------------------------------------------------------------------------------
@@ -149,7 +160,10 @@ void link_hub::admit(int fd) {
                                                             : make_socket_stream(fd),
                                      std::move(peer));
   s->events = EPOLLIN;
-  loop_.watch(fd, EPOLLIN, [this, id](uint32_t events) { on_event(id, events); });
+  loop_.watch(fd, EPOLLIN, [this, id](uint32_t events) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    on_event(id, events);
+  });
   sessions_.emplace(id, std::move(s));
   ++open_;
   hello_deadlines_.emplace_back(event_loop::clock::now() + limits_.hello_timeout, id);
@@ -290,7 +304,7 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
       ++s.in_flight;
       ++s.counted_pending;  // counted at once: the next frame's may_read sees it
       ++pending_total_;
-      hooks_.ask(link_request{s.id, h.id, kind, h.a, h.b, std::move(payload), s.timeout});
+      hooks_.ask(link_request{expect_answer(s, h.id), kind, h.a, h.b, std::move(payload)});
       return true;
     default:
       refuse(s, "a frame of kind " + std::to_string(h.kind) + " where a request belongs");
@@ -336,7 +350,27 @@ bool link_hub::accept_shm(session& s, const frame_header& h) {
   return sessions_.count(id) > 0;
 }
 
-void link_hub::answer(uint64_t connection, uint64_t id, const caf::expected<wire_buffer>& reply) {
+/// Registers a request handed to the shard: its ticket (what the shard's answer comes back with)
+/// and the deadline of the client's own request timeout, on the hub's timer. The timer is set
+/// only when this deadline comes before the one it is set to: one that fires early (for a
+/// request answered since) is set again by on_timer.
+uint64_t link_hub::expect_answer(const session& s, uint64_t client_id) {
+  auto ticket = next_ticket_++;
+  auto deadline = event_loop::clock::now() + s.timeout;
+  waiting_.emplace(ticket, waiting_request{s.id, client_id, deadline});
+  deadlines_.emplace(deadline, ticket);
+  if (deadline < armed_) rearm();
+  return ticket;
+}
+
+void link_hub::answer(uint64_t ticket, const caf::expected<wire_buffer>& reply) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  auto w = waiting_.find(ticket);
+  if (w == waiting_.end()) return;  // timed out: the client has had its answer
+  const auto connection = w->second.connection;
+  const auto id = w->second.client_id;
+  deadlines_.erase({w->second.deadline, ticket});
+  waiting_.erase(w);
   auto it = sessions_.find(connection);
   if (it == sessions_.end()) return;  // the client has gone: its answers with it
   auto& s = *it->second;
@@ -350,8 +384,15 @@ void link_hub::answer(uint64_t connection, uint64_t id, const caf::expected<wire
     s.conn.queue(frame_kind::reply, id, *reply);
   else
     s.conn.queue_failure(id, reply.error());
-  send_pending(s);
-  if (sessions_.count(connection) > 0) update(s);
+  if (s.conn.flush() == link_connection::write_status::broken) {
+    // Closing forgets the descriptor in the loop, which only the loop's thread may do.
+    loop_.post([this, connection] {
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (auto gone = sessions_.find(connection); gone != sessions_.end()) close(*gone->second);
+    });
+    return;
+  }
+  update(s);
 }
 
 void link_hub::send_pending(session& s) {
@@ -374,7 +415,10 @@ void link_hub::update(session& s) {
   if ((events & EPOLLIN) && !s.read_posted && s.conn.buffered()) {
     // Bytes the TLS stream took from the socket already: epoll will not tell of them.
     s.read_posted = true;
-    loop_.post([this, id = s.id] { on_event(id, EPOLLIN); });
+    loop_.post([this, id = s.id] {
+      std::lock_guard<std::mutex> guard{mutex_};
+      on_event(id, EPOLLIN);
+    });
   }
   if (was_over && !over_totals())
     for (auto& [id, other] : sessions_)
@@ -407,6 +451,7 @@ void link_hub::close(session& s) {
 // --- the frame limit and the timer ------------------------------------------------------------
 
 void link_hub::limit_learned(std::optional<std::size_t> limit) {
+  std::lock_guard<std::mutex> guard{mutex_};
   if (limit) {
     frame_limit_ = *limit;
     limit_state_ = limit_state::known;
@@ -426,7 +471,29 @@ void link_hub::limit_learned(std::optional<std::size_t> limit) {
 }
 
 void link_hub::on_timer() {
+  std::lock_guard<std::mutex> guard{mutex_};
   auto now = event_loop::clock::now();
+  // Requests the shard has not answered within the client's request timeout (a pull held by
+  // the consistency rule, a shard that hangs): the client hears request_timeout, as from a
+  // request to a shard in its own process; the shard's late answer is dropped.
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    auto ticket = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto w = waiting_.find(ticket);
+    if (w == waiting_.end()) continue;
+    const auto connection = w->second.connection;
+    const auto id = w->second.client_id;
+    waiting_.erase(w);
+    auto it = sessions_.find(connection);
+    if (it == sessions_.end()) continue;
+    auto& s = *it->second;
+    --s.in_flight;
+    s.conn.queue_failure(id, caf::make_error(caf::sec::request_timeout,
+                                             "no answer from the shard within "
+                                               + std::to_string(s.timeout.count()) + " ms"));
+    send_pending(s);
+    if (sessions_.count(connection) > 0) update(s);
+  }
   while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
     auto id = hello_deadlines_.front().second;
     hello_deadlines_.pop_front();
@@ -452,6 +519,7 @@ void link_hub::rearm() {
   // Deadlines of connections that since said hello or left are skipped when they come.
   if (!hello_deadlines_.empty()) next = hello_deadlines_.front().first;
   if (accept_retry_) next = std::min(next, *accept_retry_);
+  if (!deadlines_.empty()) next = std::min(next, deadlines_.begin()->first);
   if (auto flush = log_.next_flush()) next = std::min(next, *flush);
   if (next != armed_) {
     loop_.wake_at(next);

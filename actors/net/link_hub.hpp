@@ -1,7 +1,11 @@
-// The state of every data connection of one ps process, kept on the event loop's thread (and
-// touched only there): accepting, the hello, frames read into requests for the shard, replies
-// written back, and every limit of link_limits.hpp. The shard is asked through `ask`, in each
-// connection's order; its answers come back through answer(), posted to the loop.
+// The state of every data connection of one ps process: accepting, the hello, frames read into
+// requests for the shard, replies written back, and every limit of link_limits.hpp. The shard is
+// asked through `ask`, in each connection's order. The event loop's thread does everything but
+// the answers: answer() is called on the thread that has the shard's answer (a CAF thread),
+// which writes the reply with a non-blocking send itself instead of posting it to the loop —
+// one thread hand-off (and wake-up of the loop) fewer a request. One mutex guards the state;
+// neither side blocks while holding it. Only the loop's thread adds or forgets descriptors in
+// the loop (a connection broken by an answer's send is closed there).
 //
 //   accepted ──(TLS handshake)──hello naming this shard──▶ serving ──peer closes / breaks──▶ closed
 //      │  handshake failed, silent past the hello       │  bad or oversize frame, a reply where a
@@ -22,21 +26,23 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
 namespace actorps {
 
-/// A request read from connection `connection`, for the shard.
+/// A request read from a connection, for the shard; its answer goes to answer(ticket, ...).
+/// The hub itself holds the client's request timeout (its timer), not the asker: a request with
+/// a timeout in CAF wakes CAF's clock thread to register it, once per request.
 struct link_request {
-  uint64_t connection = 0;
-  uint64_t id = 0;
+  uint64_t ticket = 0;
   frame_kind kind = frame_kind::pull;
   int64_t a = 0;
   int64_t b = 0;
   wire_buffer payload;
-  std::chrono::milliseconds timeout{1000};  ///< the client's own request timeout
 };
 
 class link_hub {
@@ -57,12 +63,15 @@ public:
   // On the loop's thread:
   void start();
   void on_timer();
-  /// The shard's answer to request `id` of `connection` (gone by now, perhaps).
-  void answer(uint64_t connection, uint64_t id, const caf::expected<wire_buffer>& reply);
   /// The frame limit found, or nullopt when the shard could not say (not initialised yet).
   void limit_learned(std::optional<std::size_t> limit);
 
   // From any thread:
+  /// The shard's answer to the request of `ticket` (timed out or its client gone by now,
+  /// perhaps): queued and sent as far as the socket takes it now; the loop sends the rest.
+  void answer(uint64_t ticket, const caf::expected<wire_buffer>& reply);
+  /// Ends every connection (their clients see the link break); answers after it find none.
+  void close_all();
   std::size_t refused() const { return refused_.load(); }
   /// Requests refused because the peer's certificate may not make them (link_authorisation.hpp).
   std::size_t unauthorised() const { return unauthorised_.load(); }
@@ -79,6 +88,7 @@ private:
   void on_event(uint64_t id, uint32_t events);
   void read_from(session& s);
   bool handle(session& s, const frame_header& h, wire_buffer&& payload);
+  uint64_t expect_answer(const session& s, uint64_t client_id);
   bool accept_shm(session& s, const frame_header& h);
   std::string path_of(const session& s) const;
   void send_pending(session& s);
@@ -89,6 +99,7 @@ private:
   void close(session& s);
   void rearm();
 
+  std::mutex mutex_;  // the state below; taken by the loop's thread and by answer()
   event_loop& loop_;
   int tcp_fd_;
   int local_fd_;
@@ -106,6 +117,14 @@ private:
   std::vector<uint64_t> parked_;  // sessions whose frame waits for the limit
   std::size_t unsent_total_ = 0;   // reply bytes not yet taken by the clients
   std::size_t pending_total_ = 0;  // requests at the shard or answered and unsent
+  struct waiting_request {
+    uint64_t connection;
+    uint64_t client_id;  // the id the client gave it, which its answer carries
+    event_loop::clock::time_point deadline;
+  };
+  std::unordered_map<uint64_t, waiting_request> waiting_;  // at the shard, by ticket
+  std::set<std::pair<event_loop::clock::time_point, uint64_t>> deadlines_;  // and their tickets
+  uint64_t next_ticket_ = 1;
   std::atomic<std::size_t> refused_{0};
   std::atomic<std::size_t> unauthorised_{0};
   std::atomic<std::size_t> open_{0};

@@ -27,32 +27,26 @@ using limit_atom = caf::atom_constant<caf::atom("linklimit")>;
 
 /// The one actor that asks the shard for every connection: requests arrive in the order the
 /// loop read them (one sender, one mailbox), so the shard sees each connection's requests in the
-/// order its client sent them; each answer is posted back to the loop the moment it comes (a
-/// held pull's answer may overtake nothing but its successors). It never blocks.
+/// order its client sent them; each answer is written to its connection the moment it comes (a
+/// held pull's answer may overtake nothing but its successors), from this actor's thread with a
+/// non-blocking send (link_hub::answer). It never blocks.
 caf::behavior shard_asker(caf::event_based_actor* self, ps_shard_actor shard,
-                          std::shared_ptr<event_loop> loop, link_hub* hub, link_limits limits) {
-  auto ask = [=](uint64_t conn, uint64_t id, int64_t timeout_ms, auto&&... xs) {
-    auto post = [=](caf::expected<wire_buffer> reply) {
-      loop->post([=] { hub->answer(conn, id, reply); });
-    };
-    self->request(shard, std::chrono::milliseconds(timeout_ms), std::forward<decltype(xs)>(xs)...)
-      .then([=](wire_buffer& reply) { post(std::move(reply)); },
-            [=](caf::error& err) { post(std::move(err)); });
+                          std::shared_ptr<event_loop> loop, std::shared_ptr<link_hub> hub,
+                          link_limits limits) {
+  // No timeout here: the hub times requests out itself (link_hub.hpp).
+  auto ask = [=](uint64_t ticket, auto&&... xs) {
+    self->request(shard, caf::infinite, std::forward<decltype(xs)>(xs)...)
+      .then([=](wire_buffer& reply) { hub->answer(ticket, std::move(reply)); },
+            [=](caf::error& err) { hub->answer(ticket, std::move(err)); });
   };
   return {
-    [=](push_pull_atom a, uint64_t conn, uint64_t id, int64_t t, wire_buffer& push) {
-      ask(conn, id, t, a, std::move(push));
+    [=](push_pull_atom a, uint64_t ticket, wire_buffer& push) { ask(ticket, a, std::move(push)); },
+    [=](pull_atom a, uint64_t ticket, int32_t worker, int64_t clock) {
+      ask(ticket, a, worker, clock);
     },
-    [=](pull_atom a, uint64_t conn, uint64_t id, int64_t t, int32_t worker, int64_t clock) {
-      ask(conn, id, t, a, worker, clock);
-    },
-    [=](snapshot_atom a, uint64_t conn, uint64_t id, int64_t t) { ask(conn, id, t, a); },
-    [=](pull_atom a, uint64_t conn, uint64_t id, int64_t t, wire_buffer& pull) {
-      ask(conn, id, t, a, std::move(pull));
-    },
-    [=](snapshot_atom a, uint64_t conn, uint64_t id, int64_t t, wire_buffer& pull) {
-      ask(conn, id, t, a, std::move(pull));
-    },
+    [=](snapshot_atom a, uint64_t ticket) { ask(ticket, a); },
+    [=](pull_atom a, uint64_t ticket, wire_buffer& pull) { ask(ticket, a, std::move(pull)); },
+    [=](snapshot_atom a, uint64_t ticket, wire_buffer& pull) { ask(ticket, a, std::move(pull)); },
     // The largest legitimate request follows from the shard's size: its dense snapshot, and
     // whether it holds sparse tables (request_frame_limit). Both fail before the shard's init.
     [=](limit_atom) {
@@ -150,32 +144,30 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
   // server ends.
   link_hub::hooks hooks;
   hooks.ask = [this](link_request&& r) {
-    auto t = static_cast<int64_t>(r.timeout.count());
     switch (r.kind) {
       case frame_kind::push_pull:
-        caf::anon_send(asker_, push_pull_atom::value, r.connection, r.id, t, std::move(r.payload));
+        caf::anon_send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload));
         break;
       case frame_kind::pull:
-        caf::anon_send(asker_, pull_atom::value, r.connection, r.id, t, static_cast<int32_t>(r.a),
-                       r.b);
+        caf::anon_send(asker_, pull_atom::value, r.ticket, static_cast<int32_t>(r.a), r.b);
         break;
       case frame_kind::snapshot:
-        caf::anon_send(asker_, snapshot_atom::value, r.connection, r.id, t);
+        caf::anon_send(asker_, snapshot_atom::value, r.ticket);
         break;
       case frame_kind::keyed_pull:
-        caf::anon_send(asker_, pull_atom::value, r.connection, r.id, t, std::move(r.payload));
+        caf::anon_send(asker_, pull_atom::value, r.ticket, std::move(r.payload));
         break;
       default:  // keyed_snapshot: link_hub hands over nothing else
-        caf::anon_send(asker_, snapshot_atom::value, r.connection, r.id, t, std::move(r.payload));
+        caf::anon_send(asker_, snapshot_atom::value, r.ticket, std::move(r.payload));
         break;
     }
   };
   hooks.learn_limit = [this] { caf::anon_send(asker_, limit_atom::value); };
   if (tls_.enabled())
     hooks.make_stream = [files = tls_](int fd) { return make_tls_stream(files, fd); };
-  hub_ = std::make_unique<link_hub>(*loop_, fd_, local_fd_, shard_index, limits_, std::move(hooks),
+  hub_ = std::make_shared<link_hub>(*loop_, fd_, local_fd_, shard_index, limits_, std::move(hooks),
                                     log_);
-  asker_ = sys.spawn(shard_asker, shard, loop_, hub_.get(), limits_);
+  asker_ = sys.spawn(shard_asker, shard, loop_, hub_, limits_);
   auto* hub = hub_.get();
   loop_->start([hub] { hub->on_timer(); });
   loop_->post([hub] { hub->start(); });
@@ -189,8 +181,9 @@ std::size_t shard_link_server::frame_limit() const {
 }
 
 shard_link_server::~shard_link_server() {
-  loop_->stop();  // no handler or posted answer runs after this
-  hub_.reset();   // ends every connection: their clients see the link break
+  loop_->stop();  // no handler or posted task runs after this
+  if (hub_) hub_->close_all();  // their clients see the link break; a late answer finds none
+  hub_.reset();
   if (asker_) caf::anon_send_exit(asker_, caf::exit_reason::user_shutdown);
   ::close(fd_);
   if (local_fd_ >= 0) ::close(local_fd_);

@@ -11,9 +11,10 @@
 // every task of a deployment shares — not which worker is calling. The certificate says that.
 //
 // One event loop thread (event_loop.hpp) serves every connection, TCP and local: it accepts,
-// reads frames incrementally, hands complete requests to one event-based actor that asks the
-// shard, and writes the replies it posts back with non-blocking sendmsg. The process's thread
-// count does not grow with its connections, and link_limits.hpp bounds what clients may hold.
+// reads frames incrementally and hands complete requests to one event-based actor that asks the
+// shard; that actor writes each answer with a non-blocking sendmsg itself, and the loop sends
+// what the socket did not take (link_hub.hpp). The process's thread count does not grow with
+// its connections, and link_limits.hpp bounds what clients may hold.
 #pragma once
 
 #include "actors/net/link_limits.hpp"
@@ -79,8 +80,8 @@ private:
   log_fn log_;
   link_limits limits_;
   tls_files tls_;
-  std::shared_ptr<event_loop> loop_;  // shared with the shard asker, which posts replies to it
-  std::unique_ptr<link_hub> hub_;     // the loop's state: lives on its thread
+  std::shared_ptr<event_loop> loop_;  // shared with the shard asker and its hub
+  std::shared_ptr<link_hub> hub_;     // shared with the shard asker, which answers through it
   caf::actor asker_;
 };
 
