@@ -40,6 +40,18 @@ line=$(grep '"event":"summary"' "$dir/m1.jsonl") || fail "no summary event"
 [ "$(summary_field "$line" dropped_messages)" = 0 ] || fail "dropped: $line"
 "$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" \
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
+# The workers report their clocks to the chief in batches across processes: every clock of
+# every worker still reaches it once, in order, each with its minibatch's samples.
+"$python" - "$dir/m1.jsonl" <<'PY' || fail "train events: not every clock of every worker, once, in order"
+import json, sys
+seen = {0: [], 1: []}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") == "train":
+        seen[e["worker"]].append(e["clock"])
+        assert e["samples"] > 0, e
+sys.exit(0 if all(c == list(range(300)) for c in seen.values()) else 1)
+PY
 grep -q "exited non-zero" "$dir/launch.log" && fail "a task exited non-zero after a clean run"
 no_listeners "$dir/c1.json"
 # Only the chief exports, once, with its test metrics in metadata.json.

@@ -22,7 +22,7 @@ train_spec even_spec() { return word_aligned_spec(10); }
 /// Stands in for the chief: forwards the worker's done to `to`, ignores its reports.
 caf::behavior chief_stand_in(caf::event_based_actor*, caf::actor to) {
   return {
-    [](train_atom, const train_report&) {},
+    [](train_atom, const std::vector<train_report>&) {},
     [to](done_atom d, int32_t w) { caf::anon_send(to, d, w); },
   };
 }

@@ -160,6 +160,11 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
           if (abandoned()) return;  // complete on disk, but the run went back before it
           auto& st = self->state;
           st.last_checkpoint = std::max(st.last_checkpoint, clock);
+          // The shards keep a clock once every live worker has pushed it; a worker in another
+          // process reports its clocks in batches (worker.cpp), so some may still be on their
+          // way: they count as done, and a run stopped at this checkpoint says so.
+          for (std::size_t w = 0; w < st.clocks.size(); ++w)
+            if (st.live[w]) st.clocks[w] = std::max(st.clocks[w], clock);
           ++st.checkpoints;
           st.metrics->write(json_object().add("event", "checkpoint").add("clock", clock)
                               .add("dir", dir).add("ms", ms_since(started))

@@ -48,6 +48,21 @@ using behavior = chief_actor::behavior_type;
 /// Whether the message being handled is refused by role (authorisation.hpp): counted and logged.
 bool refused(self_ptr, caf::error err) { return static_cast<bool>(note_refusal("chief", std::move(err))); }
 
+/// A worker's reports of its clocks, in order. Each may change the phase (a kill injected at a
+/// clock starts a rollback, the last clock the finish), so each is taken as the phase it finds
+/// says: counted and acted on while training, only counted while finishing, ignored otherwise
+/// (from before the checkpoint the run goes back to).
+void take_reports(self_ptr self, const std::vector<train_report>& reports) {
+  for (const auto& r : reports) {
+    if (refused(self, authorise_worker(current_role(self), r.worker, "train report"))) continue;
+    switch (self->state.phase) {
+      case run_phase::training: on_train_report(self, r); break;
+      case run_phase::finishing: record_train_report(self, r); break;
+      default: break;
+    }
+  }
+}
+
 /// Whether the message being handled came from outside this process (timers, kill, interrupt).
 bool not_local(self_ptr self, const char* what) {
   return refused(self, authorise_local(current_role(self), what));
@@ -126,7 +141,7 @@ behavior waiting(self_ptr self) {
       if (auto err = note_refusal("chief", authorise_local(current_role(self), "run"))) return err;
       return start_run(self);
     },
-    [](train_atom, const train_report&) {},  // no worker runs yet
+    [](train_atom, const std::vector<train_report>&) {},  // no worker runs yet
     [](done_atom, int32_t) {},               // no worker runs yet
     join_shard(self, " joined", [](int32_t) {}),  // placing counts it
     join_node(self, " joined", [](role_id) {}),
@@ -142,7 +157,7 @@ behavior waiting(self_ptr self) {
 behavior placing(self_ptr self) {
   return {
     refuse_run("already running"),
-    [](train_atom, const train_report&) {},  // the workers have not been told to start
+    [](train_atom, const std::vector<train_report>&) {},  // the workers have not started
     [](done_atom, int32_t) {},
     join_shard(self, " joined",
                [=](int32_t index) { on_joined_while_placing(self, ps_role(index)); }),
@@ -161,10 +176,7 @@ behavior placing(self_ptr self) {
 behavior training(self_ptr self) {
   return {
     refuse_run("already running"),
-    [=](train_atom, const train_report& r) {
-      if (!refused(self, authorise_worker(current_role(self), r.worker, "train report")))
-        on_train_report(self, r);
-    },
+    [=](train_atom, const std::vector<train_report>& reports) { take_reports(self, reports); },
     [=](done_atom, int32_t worker) {
       if (!refused(self, authorise_worker(current_role(self), worker, "done")))
         on_worker_done(self, worker);
@@ -186,7 +198,7 @@ behavior training(self_ptr self) {
 behavior rolling_back(self_ptr self) {
   return {
     refuse_run("already running"),
-    [](train_atom, const train_report&) {},  // from before the checkpoint: its work is undone
+    [](train_atom, const std::vector<train_report>&) {},  // from before the checkpoint: undone
     [](done_atom, int32_t) {},               // likewise
     join_shard(self, " is back", [=](int32_t index) { on_rejoined_shard(self, index); }),
     // the rollback starts the workers whose processes are there, and hands the processes that
@@ -207,10 +219,7 @@ behavior finishing(self_ptr self) {
   return {
     refuse_run("already running"),
     // a report still on its way counts; it starts nothing
-    [=](train_atom, const train_report& r) {
-      if (!refused(self, authorise_worker(current_role(self), r.worker, "train report")))
-        record_train_report(self, r);
-    },
+    [=](train_atom, const std::vector<train_report>& reports) { take_reports(self, reports); },
     [](done_atom, int32_t) {},  // every live worker is done already
     join_shard(self, " is back", [](int32_t) {}),  // training is over: nothing to take over
     join_node(self, " is back", [](role_id) {}),
@@ -229,7 +238,7 @@ behavior stopping(self_ptr self) {
   // it exits as they do (deployment.cpp).
   return {
     refuse_run(over),
-    [](train_atom, const train_report&) {},  // the run is over: nothing counts any more
+    [](train_atom, const std::vector<train_report>&) {},  // the run is over: nothing counts
     [](done_atom, int32_t) {},
     [=](join_atom, int32_t, const ps_shard_actor&,
         const ps_task_actor&) -> caf::result<caf::ok_atom> {

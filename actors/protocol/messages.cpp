@@ -8,6 +8,7 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<wire_buffer>("actorps::wire_buffer");
   cfg.add_message_type<std::vector<wire_buffer>>("std::vector<actorps::wire_buffer>");
   cfg.add_message_type<train_report>("actorps::train_report");
+  cfg.add_message_type<std::vector<train_report>>("std::vector<actorps::train_report>");
   cfg.add_message_type<eval_report>("actorps::eval_report");
   cfg.add_message_type<shard_stats>("actorps::shard_stats");
   cfg.add_message_type<std::vector<shard_stats>>("std::vector<actorps::shard_stats>");

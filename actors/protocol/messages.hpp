@@ -325,8 +325,9 @@ using task_node_actor = caf::typed_actor<
 using chief_actor = caf::typed_actor<
   // (run) -> summary, when training has ended and every other role has stopped.
   caf::replies_to<run_atom>::with<run_summary>,
-  // (train, report): a worker finished a clock.
-  caf::reacts_to<train_atom, train_report>,
+  // (train, reports): a worker finished these clocks, in order (one each clock to a chief in
+  // the worker's process; batches of at least 20 ms to one elsewhere: worker.cpp).
+  caf::reacts_to<train_atom, std::vector<train_report>>,
   // (done, worker): a worker ran all its clocks.
   caf::reacts_to<done_atom, int32_t>,
   // (join, ps index, shard, task) -> ok: a ps process offers its shard, and its ps task (where

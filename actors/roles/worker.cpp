@@ -50,6 +50,10 @@ struct worker_state {
   step_loss last;
   std::vector<request_in_flight> in_flight;  // per shard
   uint64_t last_request = 0;
+  // Train reports not sent yet, and when the last batch went (see report_clock).
+  std::vector<train_report> reports;
+  std::chrono::steady_clock::time_point reports_sent;
+  bool chief_elsewhere = false;  // the chief runs in another process
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
 
@@ -66,6 +70,22 @@ void fail(self_ptr self, const std::string& what, const caf::error& err) {
   self->quit(err);
 }
 
+/// Every clock's report goes to the chief. To a chief in this process at once; to one in
+/// another process in batches of at least 20 ms, the last when the worker is done: each
+/// message across processes costs both sides a serialization, a socket write and the wake-up
+/// of CAF's network thread, per clock of every worker, on cores the kernels need. The chief
+/// takes every report of a batch in order, up to 20 ms later than one by one.
+void send_reports(self_ptr self, bool now) {
+  auto& st = self->state;
+  constexpr auto batch_interval = std::chrono::milliseconds(20);
+  if (st.reports.empty()) return;
+  auto t = std::chrono::steady_clock::now();
+  if (!now && st.chief_elsewhere && t - st.reports_sent < batch_interval) return;
+  self->send(st.cfg.chief, train_atom::value, std::move(st.reports));
+  st.reports.clear();
+  st.reports_sent = t;
+}
+
 /// Takes one shard's parameter reply; starts the next clock once every shard has answered.
 void on_parameters(self_ptr self, const wire_buffer& reply) {
   auto& st = self->state;
@@ -77,6 +97,7 @@ void on_parameters(self_ptr self, const wire_buffer& reply) {
   st.newest_clock = std::min(st.newest_clock, msg->newest_clock);
   if (--st.awaiting > 0) return;
   if (st.clock >= st.cfg.steps) {
+    send_reports(self, true);  // before done: the chief counts every clock of a finished worker
     self->send(st.cfg.chief, done_atom::value, st.cfg.index);
     self->quit();
     return;
@@ -153,9 +174,10 @@ void pull_initial(self_ptr self) {
 /// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
 void push(self_ptr self) {
   auto& st = self->state;
-  self->send(st.cfg.chief, train_atom::value,
-             train_report{st.cfg.index, st.clock, st.last.loss_sum / double(st.last.rows),
-                          st.last.rows, st.staleness, st.model->device(), st.newest_clock});
+  st.reports.push_back(train_report{st.cfg.index, st.clock,
+                                   st.last.loss_sum / double(st.last.rows), st.last.rows,
+                                   st.staleness, st.model->device(), st.newest_clock});
+  send_reports(self, false);
   auto clock = st.clock++;
   expect_replies(st);
   if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>();
@@ -197,6 +219,8 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       auto& st = self->state;
       if (note_refusal(st.who(), authorise_chief(current_role(self), "start"))) return;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
+      st.chief_elsewhere = st.cfg.chief && st.cfg.chief.node() != self->node();
+      st.reports_sent = std::chrono::steady_clock::now();
       st.layout = std::make_shared<const block_layout>(st.cfg.spec);
       if (!streamed(st.cfg.source.what))  // else the plug-in streams it
         st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
