@@ -152,3 +152,47 @@ TEST_CASE("worker: a push kept by a slow receiver keeps its values while the wor
   CHECK_FALSE(same_bytes(kept->on_arrival[0], kept->on_arrival[1]));
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
+
+namespace {
+
+/// A shard that answers the first pull and then holds every push_pull, never answering (a hung
+/// shard process, a lost reply).
+caf::behavior silent_after_first_pull(caf::event_based_actor* self, block_layout layout) {
+  auto values = std::make_shared<std::vector<float>>(layout.shard_floats(0), 0.0f);
+  auto held = std::make_shared<std::vector<caf::response_promise>>();
+  return {
+    [=](pull_atom, int32_t, int64_t clock) {
+      return encode_shard_parameters(0, clock, clock - 1, layout, values->data());
+    },
+    [=](push_pull_atom, const wire_buffer&) {
+      held->push_back(self->make_response_promise());  // kept, never delivered
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE("worker: a request its shard never answers fails with request_timeout within 1.25 request timeouts (the worker's watchdog, not CAF's clock)") {
+  actor_fixture f;
+  auto spec = even_spec();
+  block_layout layout(spec);
+  auto shard = caf::actor_cast<ps_shard_actor>(f.sys->spawn(silent_after_first_pull, layout));
+  auto wc = worker_for(spec, shard, 6);
+  wc.request_timeout = std::chrono::milliseconds(400);
+  auto me = caf::actor_cast<caf::actor>(*f.self);
+  wc.chief = caf::actor_cast<chief_actor>(f.sys->spawn(chief_stand_in, me));
+  auto worker = spawn_worker(*f.sys, std::move(wc));
+  (*f.self)->monitor(worker);
+  auto started = std::chrono::steady_clock::now();
+  (*f.self)->send(worker, start_atom::value);
+  caf::error reason;
+  bool stopped = false;
+  (*f.self)->receive([&](caf::down_msg& m) { stopped = true; reason = m.reason; },
+                     caf::after(timeout) >> [] {});
+  auto took = std::chrono::steady_clock::now() - started;
+  REQUIRE(stopped);
+  CHECK(reason == caf::sec::request_timeout);
+  CHECK(took >= std::chrono::milliseconds(400));
+  CHECK(took < std::chrono::milliseconds(400 * 5 / 4 + 300));  // a period late at most, + slack
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+}

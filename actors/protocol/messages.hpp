@@ -27,6 +27,7 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
+using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
 using train_atom = caf::atom_constant<caf::atom("train")>;
 using eval_atom = caf::atom_constant<caf::atom("eval")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
@@ -300,6 +301,8 @@ using worker_actor = caf::typed_actor<
   caf::reacts_to<start_atom>,
   // (step): push the gradient computed last (sent to itself after a straggler delay).
   caf::reacts_to<step_atom>,
+  // (watchdog): times out the requests in flight to the shards (sent to itself, periodically).
+  caf::reacts_to<watchdog_atom>,
   // (reroute, shard, actor) -> requests re-sent: the shard's standby took over (--replicas 1):
   // the request the worker has in flight to it goes again to `actor`, and every later one.
   caf::replies_to<reroute_atom, int32_t, ps_shard_actor>::with<int32_t>>;

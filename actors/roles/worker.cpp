@@ -23,6 +23,7 @@ struct request_in_flight {
   uint64_t id = 0;               // 0: none in flight
   bool push = false;
   std::function<void()> resend;
+  std::chrono::steady_clock::time_point sent;  // for the watchdog
 };
 
 struct worker_state {
@@ -112,39 +113,67 @@ void expect_replies(worker_state& st) {
   st.newest_clock = std::numeric_limits<int64_t>::max();
 }
 
+/// Request `id` to shard `s` failed with `err` (the newest to it, else ignored).
+void on_request_failed(self_ptr self, std::size_t s, uint64_t id, caf::error err) {
+  auto& st = self->state;
+  if (st.in_flight[s].id != id) return;
+  // (in another process the data link's loss says shard_lost, or, when the link broke in the
+  // middle of a reply received in place, remote_link_unreachable)
+  if ((err == caf::sec::request_receiver_down || err == errc::shard_lost
+       || err == caf::exit_reason::remote_link_unreachable)
+      && st.cfg.standbys) {
+    log_line(st.who(), "shard " + std::to_string(s) + " is gone; its request waits for the standby");
+    return;  // (reroute) sends it again
+  }
+  // A shard that is gone is the chief's to repair (it restarts every worker from a
+  // checkpoint); say so in the exit reason, so this is not counted as a lost worker.
+  if (err == caf::sec::request_receiver_down)
+    err = make_error(errc::shard_lost, "shard " + std::to_string(s) + ": " + describe(err));
+  fail(self, "request to a shard failed", err);
+}
+
+/// How often the watchdog looks at the requests in flight: a quarter of the request timeout
+/// (a request times out within 1.25 times it), between 10 ms and 10 s.
+std::chrono::milliseconds watchdog_period(const worker_config& cfg) {
+  return std::clamp(cfg.request_timeout / 4, std::chrono::milliseconds(10),
+                    std::chrono::milliseconds(10000));
+}
+
+/// Fails every request in flight for longer than the request timeout, as CAF's would have
+/// (request_timeout), then looks again a period later. Requests carry no timeout of CAF's own:
+/// CAF registers each one with its clock thread, waking it twice a request (4 a clock with two
+/// shards), in a run whose requests come every millisecond or two; this is one wake-up a period.
+void watch_requests(self_ptr self) {
+  auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  for (std::size_t s = 0; s < st.in_flight.size(); ++s) {
+    const auto& r = st.in_flight[s];
+    if (r.id != 0 && now - r.sent >= st.cfg.request_timeout)
+      on_request_failed(self, s, r.id,
+                        make_error(caf::sec::request_timeout,
+                                   "shard " + std::to_string(s) + " did not answer within "
+                                     + std::to_string(st.cfg.request_timeout.count()) + " ms"));
+  }
+  self->delayed_send(self, watchdog_period(st.cfg), watchdog_atom::value);
+}
+
 /// Asks shard `s` (a push when `push`); its reply (parameters for st.clock) goes to
 /// on_parameters. Only the reply to the newest request to the shard counts: one sent again to a
-/// standby replaces the one the lost primary never answered.
+/// standby replaces the one the lost primary never answered. Timed out by the watchdog.
 template <class... Ts>
 void ask(self_ptr self, std::size_t s, bool push, Ts... xs) {
   auto& st = self->state;
   auto id = ++st.last_request;
-  st.in_flight[s] = {id, push, [=] { ask(self, s, push, xs...); }};
-  self->request(st.cfg.shards[s], st.cfg.request_timeout, xs...)
+  st.in_flight[s] = {id, push, [=] { ask(self, s, push, xs...); },
+                     std::chrono::steady_clock::now()};
+  self->request(st.cfg.shards[s], caf::infinite, xs...)
     .then([=](const wire_buffer& reply) {
             auto& st = self->state;
             if (st.in_flight[s].id != id) return;  // sent again: that one's reply counts
             st.in_flight[s] = {};
             on_parameters(self, reply);
           },
-          [=](caf::error& err) {
-            auto& st = self->state;
-            if (st.in_flight[s].id != id) return;
-            // (in another process the data link's loss says shard_lost, or, when the link
-            // broke in the middle of a reply received in place, remote_link_unreachable)
-            if ((err == caf::sec::request_receiver_down || err == errc::shard_lost
-                 || err == caf::exit_reason::remote_link_unreachable)
-                && st.cfg.standbys) {
-              log_line(st.who(), "shard " + std::to_string(s)
-                                   + " is gone; its request waits for the standby");
-              return;  // (reroute) sends it again
-            }
-            // A shard that is gone is the chief's to repair (it restarts every worker from a
-            // checkpoint); say so in the exit reason, so this is not counted as a lost worker.
-            if (err == caf::sec::request_receiver_down)
-              err = make_error(errc::shard_lost, "shard " + std::to_string(s) + ": " + describe(err));
-            fail(self, "request to a shard failed", err);
-          });
+          [=](caf::error& err) { on_request_failed(self, s, id, std::move(err)); });
 }
 
 /// Asks the trainer for the keys of `clock`'s minibatch and prepares `into` for them (none
@@ -252,7 +281,12 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.keys.resize(st.cfg.spec.model.sparse_tables.size());
       st.clock = st.cfg.start_clock;
       st.in_flight.assign(st.cfg.shards.size(), {});
+      self->delayed_send(self, watchdog_period(st.cfg), watchdog_atom::value);
       pull_initial(self);
+    },
+    [=](watchdog_atom) {
+      if (note_refusal(self->state.who(), authorise_local(current_role(self), "watchdog"))) return;
+      watch_requests(self);
     },
     [=](step_atom) {
       if (note_refusal(self->state.who(), authorise_local(current_role(self), "step"))) return;
