@@ -9,19 +9,28 @@
 # the machine's load spreads over all of them; the load average is recorded with each run.
 # Why the CPU seconds: on a machine of few cores, a run that needs more CPU than simulate for the
 # same samples cannot reach simulate's samples/s (target: processes >= 0.9x simulate).
-# usage: scripts/bench/processes_vs_simulate.sh [-o FILE] [-r ROUNDS] [-b BUILD_DIR] [-- chief flags...]
+# With -B OTHER_BUILD_DIR (a build of another commit) each round also runs that build's simulate
+# and shared-memory runs, and the summary compares the two builds in the same window.
+# usage: scripts/bench/processes_vs_simulate.sh [-o FILE] [-r ROUNDS] [-b BUILD_DIR] [-B OTHER_BUILD_DIR] [-- chief flags...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
-out=build/bench/processes_vs_simulate.json rounds=3 build=build
-while getopts "o:r:b:" opt; do
-  case $opt in o) out=$OPTARG ;; r) rounds=$OPTARG ;; b) build=$OPTARG ;; *) sed -n 12p "$0" >&2; exit 2 ;; esac
+out=build/bench/processes_vs_simulate.json rounds=3 build=build other=""
+while getopts "o:r:b:B:" opt; do
+  case $opt in o) out=$OPTARG ;; r) rounds=$OPTARG ;; b) build=$OPTARG ;; B) other=$OPTARG ;;
+    *) sed -n 14p "$0" >&2; exit 2 ;; esac
 done
 shift $((OPTIND - 1))
 [ "${1:-}" = -- ] && shift
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "processes_vs_simulate.sh: -r must be a positive number" >&2; exit 2; }
 binary=$(realpath "$build/actorps")
 [ -x "$binary" ] || { echo "$binary is missing: run scripts/setup.sh first" >&2; exit 2; }
+kinds="simulate shm socket" other_binary=""
+if [ -n "$other" ]; then
+  other_binary=$(realpath "$other/actorps")
+  [ -x "$other_binary" ] || { echo "-B: $other_binary is missing" >&2; exit 2; }
+  kinds="$kinds other_simulate other_shm"
+fi
 [ -x /usr/bin/time ] || { echo "/usr/bin/time is missing: run scripts/setup.sh first" >&2; exit 2; }
 python=$(command -v /usr/bin/python3 || command -v python3)
 mkdir -p "$(dirname "$out")"
@@ -30,34 +39,40 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Every task of a launch_local.sh run goes through this wrapper: its CPU time lands in a file of
 # its own under the run's directory (CPU_DIR), read once the run is over.
-cat > "$tmp/timed" <<EOF
+for b in timed:"$binary" other_timed:"$other_binary"; do
+  cat > "$tmp/${b%%:*}" <<EOF
 #!/bin/sh
-exec /usr/bin/time -f "%U %S %w %c" -o "\$(mktemp "\$CPU_DIR/cpu.XXXXXX")" "$binary" "\$@"
+exec /usr/bin/time -f "%U %S %w %c" -o "\$(mktemp "\$CPU_DIR/cpu.XXXXXX")" "${b#*:}" "\$@"
 EOF
-chmod +x "$tmp/timed"
+  chmod +x "$tmp/${b%%:*}"
+done
 
 for ((round = 1; round <= rounds; round++)); do
-  for kind in simulate shm socket; do
+  for kind in $kinds; do
     run="$tmp/$kind-$round"
     mkdir -p "$run"
     uptime > "$run/load"
-    if [ "$kind" = simulate ]; then
-      /usr/bin/time -f "%U %S %w %c" -o "$run/cpu.simulate" "$binary" simulate --ps 2 --workers 2 "$@" \
-        > "$run/log" 2>&1
-    else
-      CPU_DIR="$run" scripts/launch_local.sh --ps 2 --workers 2 --data-link "$kind" \
-        --binary "$tmp/timed" -- "$@" > "$run/log" 2>&1
-    fi
+    case $kind in
+      simulate|other_simulate)
+        b=$binary; [ "$kind" = other_simulate ] && b=$other_binary
+        /usr/bin/time -f "%U %S %w %c" -o "$run/cpu.simulate" "$b" simulate --ps 2 --workers 2 "$@" \
+          > "$run/log" 2>&1 ;;
+      *)
+        w=$tmp/timed; [ "$kind" = other_shm ] && w=$tmp/other_timed
+        CPU_DIR="$run" scripts/launch_local.sh --ps 2 --workers 2 --data-link "${kind#other_}" \
+          --binary "$w" -- "$@" > "$run/log" 2>&1 ;;
+    esac
     echo "round $round $kind: $(grep -Eo '= [0-9]+ samples/s' "$run/log" | tail -1)" >&2
   done
 done
 
-"$python" - "$tmp" "$out" "$rounds" "$*" <<'PY'
+"$python" - "$tmp" "$out" "$rounds" "$*" "$kinds" "$other" <<'PY'
 import glob, json, os, re, statistics, sys
 tmp, out, rounds, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+kinds, other = sys.argv[5].split(), sys.argv[6]
 runs = []
 for r in range(1, rounds + 1):
-    for kind in ("simulate", "shm", "socket"):
+    for kind in kinds:
         d = os.path.join(tmp, f"{kind}-{r}")
         log = open(os.path.join(d, "log")).read()
         rate = re.findall(r"= (\d+) samples/s", log)
@@ -81,14 +96,22 @@ med = lambda kind, key: statistics.median(x[key] for x in runs if x["kind"] == k
 summary = {kind: {"samples_per_s": med(kind, "samples_per_s"),
                   "final_test_accuracy": med(kind, "final_test_accuracy"),
                   "cpu_s": med(kind, "cpu_s"),
-                  "context_switches": med(kind, "context_switches")} for kind in ("simulate", "shm", "socket")}
-for kind in ("shm", "socket"):
+                  "context_switches": med(kind, "context_switches")} for kind in kinds}
+def versus(kind, ref):
     # per round (the runs of one round are next to each other in time), then the median
-    per = [(a, b) for a in runs if a["kind"] == kind for b in runs
-           if b["kind"] == "simulate" and b["round"] == a["round"]]
+    return [(a, b) for a in runs if a["kind"] == kind for b in runs
+            if b["kind"] == ref and b["round"] == a["round"]]
+for kind in [k for k in kinds if k not in ("simulate", "other_simulate")]:
+    per = versus(kind, "other_simulate" if kind.startswith("other_") else "simulate")
     summary[kind]["ratio_samples_per_s_to_simulate"] = statistics.median(
         a["samples_per_s"] / b["samples_per_s"] for a, b in per)
     summary[kind]["ratio_cpu_s_to_simulate"] = statistics.median(a["cpu_s"] / b["cpu_s"] for a, b in per)
+if other:
+    for kind, ref in (("shm", "other_shm"), ("simulate", "other_simulate")):
+        summary[kind]["ratio_samples_per_s_to_" + ref] = statistics.median(
+            a["samples_per_s"] / b["samples_per_s"] for a, b in versus(kind, ref))
+        summary[kind]["ratio_cpu_s_to_" + ref] = statistics.median(
+            a["cpu_s"] / b["cpu_s"] for a, b in versus(kind, ref))
 result = {"bench": "processes_vs_simulate",
           "what": "launch_local.sh --ps 2 --workers 2 (one process per task: 2 ps, 2 workers, "
                   "evaluator, chief) with --data-link shm and socket, against actorps simulate "
@@ -96,12 +119,16 @@ result = {"bench": "processes_vs_simulate",
                   "involuntary, every process of the run; ratios per "
                   "round, then the median; target: samples/s ratio >= 0.9",
           "chief_flags": flags, "cores": os.cpu_count(), "rounds": rounds,
+          "other_build": other or None,
           "summary": summary, "runs": runs, "load_average_after": os.getloadavg()[0]}
 json.dump(result, open(out, "w"), indent=1)
-for kind in ("simulate", "shm", "socket"):
+for kind in kinds:
     s = summary[kind]
     extra = (f"  {s['ratio_samples_per_s_to_simulate']:.2f}x simulate's samples/s, "
-             f"{s['ratio_cpu_s_to_simulate']:.2f}x its CPU") if kind != "simulate" else ""
+             f"{s['ratio_cpu_s_to_simulate']:.2f}x its CPU") if "ratio_samples_per_s_to_simulate" in s else ""
+    for ref in ("other_shm", "other_simulate"):
+        if "ratio_samples_per_s_to_" + ref in s:
+            extra += f"; {s['ratio_samples_per_s_to_' + ref]:.2f}x the other build's samples/s"
     print(f"{kind:>8}: {s['samples_per_s']:8.0f} samples/s, accuracy {s['final_test_accuracy']:.4f}, "
           f"CPU {s['cpu_s']:6.2f} s, {s['context_switches']:.0f} context switches{extra}")
 print(f"-> {out}")
