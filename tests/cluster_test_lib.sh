@@ -12,14 +12,25 @@ fail() {  # with every task's log, so that a failure in CI explains itself
   exit 1
 }
 summary_field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
-no_listeners() {  # no_listeners CLUSTER: fail if any address of the cluster still accepts connections
+no_listeners() {  # no_listeners CLUSTER: fail if any address of the cluster still has a listener
+  # Asked by binding the port, not by connecting to it: tests run side by side (ctest -j), and a
+  # port of this cluster may be another test's task's by now, which would log our connection
+  # as a stranger's (or a TLS handshake cut short) and fail that test. A listener makes the bind
+  # fail with EADDRINUSE (SO_REUSEADDR lets it pass over connections closing on the port).
   "$python" - "$1" <<'PY' || fail "a task of $1 is still listening"
-import json, socket, sys
+import errno, json, socket, sys
 for addrs in json.load(open(sys.argv[1]))["cluster"].values():
     for a in addrs:
         host, port = a.rsplit(":", 1)
-        s = socket.socket(); s.settimeout(1)
-        if s.connect_ex((host, int(port))) == 0: print("still listening:", a); sys.exit(1)
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, int(port)))
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE: raise
+            print("still listening:", a); sys.exit(1)
+        finally:
+            s.close()
 PY
 }
 cluster() {  # cluster FILE: free ports for chief, 2 ps, 2 workers, evaluator (ps port + 1 free)
