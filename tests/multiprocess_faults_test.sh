@@ -89,7 +89,10 @@ for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
 "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" "${run4[@]}" --metrics "$dir/m4.jsonl" \
   > "$dir/chief4.log" 2>&1 &
 chief=$!; pids+=($chief)
-await_event "$dir/m4.jsonl" '"event":"checkpoint","clock":400' 60
+# The first checkpoint from clock 400 on, short of the run's end: a chief that lags the shards
+# (a loaded machine) skips a scheduled clock whose snapshot made room for newer ones
+# (maybe_checkpoint), and 400 was then missing, failing this test in a loaded suite.
+await_event "$dir/m4.jsonl" '"event":"checkpoint","clock":(400|600|800|1000),' 60
 kill -9 "$chief"
 for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
   set +e; timeout 10 tail --pid="${task_pid[$t]}" -f /dev/null; wait "${task_pid[$t]}"; s=$?; set -e
