@@ -51,7 +51,7 @@ struct worker_state {
   step_loss last;
   std::vector<request_in_flight> in_flight;  // per shard
   uint64_t last_request = 0;
-  // Train reports not sent yet, and when the last batch went (see report_clock).
+  // Train reports not sent yet, and when the last batch went (send_reports).
   std::vector<train_report> reports;
   std::chrono::steady_clock::time_point reports_sent;
   bool chief_elsewhere = false;  // the chief runs in another process
@@ -139,8 +139,9 @@ std::chrono::milliseconds watchdog_period(const worker_config& cfg) {
                     std::chrono::milliseconds(10000));
 }
 
-/// Fails every request in flight for longer than the request timeout, as CAF's would have
-/// (request_timeout), then looks again a period later. Requests carry no timeout of CAF's own:
+/// Fails the worker on a request in flight for longer than the request timeout, as CAF's
+/// timeout would have (request_timeout; also one that waits for a standby that never takes
+/// over), else looks again a period later. Requests carry no timeout of CAF's own:
 /// CAF registers each one with its clock thread, waking it twice a request (4 a clock with two
 /// shards), in a run whose requests come every millisecond or two; this is one wake-up a period.
 void watch_requests(self_ptr self) {
@@ -149,10 +150,11 @@ void watch_requests(self_ptr self) {
   for (std::size_t s = 0; s < st.in_flight.size(); ++s) {
     const auto& r = st.in_flight[s];
     if (r.id != 0 && now - r.sent >= st.cfg.request_timeout)
-      on_request_failed(self, s, r.id,
-                        make_error(caf::sec::request_timeout,
-                                   "shard " + std::to_string(s) + " did not answer within "
-                                     + std::to_string(st.cfg.request_timeout.count()) + " ms"));
+      return on_request_failed(self, s, r.id,
+                               make_error(caf::sec::request_timeout,
+                                          "shard " + std::to_string(s) + " did not answer within "
+                                            + std::to_string(st.cfg.request_timeout.count())
+                                            + " ms"));  // the worker stops: no more watching
   }
   self->delayed_send(self, watchdog_period(st.cfg), watchdog_atom::value);
 }
