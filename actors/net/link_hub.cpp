@@ -358,7 +358,6 @@ uint64_t link_hub::expect_answer(const session& s, uint64_t client_id) {
   auto ticket = next_ticket_++;
   auto deadline = event_loop::clock::now() + s.timeout;
   waiting_.emplace(ticket, waiting_request{s.id, client_id, deadline});
-  deadlines_.emplace(deadline, ticket);
   if (deadline < armed_) rearm();
   return ticket;
 }
@@ -369,7 +368,6 @@ void link_hub::answer(uint64_t ticket, const caf::expected<wire_buffer>& reply) 
   if (w == waiting_.end()) return;  // timed out: the client has had its answer
   const auto connection = w->second.connection;
   const auto id = w->second.client_id;
-  deadlines_.erase({w->second.deadline, ticket});
   waiting_.erase(w);
   auto it = sessions_.find(connection);
   if (it == sessions_.end()) return;  // the client has gone: its answers with it
@@ -476,14 +474,22 @@ void link_hub::on_timer() {
   // Requests the shard has not answered within the client's request timeout (a pull held by
   // the consistency rule, a shard that hangs): the client hears request_timeout, as from a
   // request to a shard in its own process; the shard's late answer is dropped.
-  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-    auto ticket = deadlines_.begin()->second;
-    deadlines_.erase(deadlines_.begin());
-    auto w = waiting_.find(ticket);
-    if (w == waiting_.end()) continue;
-    const auto connection = w->second.connection;
-    const auto id = w->second.client_id;
-    waiting_.erase(w);
+  // (A scan: the requests at the shard are few, bounded by link_limits, and the timer fires
+  // about once a request timeout.) In ticket order, which is each connection's request order.
+  std::vector<std::pair<uint64_t, waiting_request>> expired;
+  for (auto w = waiting_.begin(); w != waiting_.end();) {
+    if (w->second.deadline > now) {
+      ++w;
+      continue;
+    }
+    expired.emplace_back(*w);
+    w = waiting_.erase(w);
+  }
+  std::sort(expired.begin(), expired.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& entry : expired) {
+    const auto connection = entry.second.connection;
+    const auto id = entry.second.client_id;
     auto it = sessions_.find(connection);
     if (it == sessions_.end()) continue;
     auto& s = *it->second;
@@ -519,7 +525,7 @@ void link_hub::rearm() {
   // Deadlines of connections that since said hello or left are skipped when they come.
   if (!hello_deadlines_.empty()) next = hello_deadlines_.front().first;
   if (accept_retry_) next = std::min(next, *accept_retry_);
-  if (!deadlines_.empty()) next = std::min(next, deadlines_.begin()->first);
+  for (const auto& entry : waiting_) next = std::min(next, entry.second.deadline);
   if (auto flush = log_.next_flush()) next = std::min(next, *flush);
   if (next != armed_) {
     loop_.wake_at(next);

@@ -28,7 +28,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -123,7 +122,6 @@ private:
     event_loop::clock::time_point deadline;
   };
   std::unordered_map<uint64_t, waiting_request> waiting_;  // at the shard, by ticket
-  std::set<std::pair<event_loop::clock::time_point, uint64_t>> deadlines_;  // and their tickets
   uint64_t next_ticket_ = 1;
   std::atomic<std::size_t> refused_{0};
   std::atomic<std::size_t> unauthorised_{0};
