@@ -49,8 +49,9 @@ event_loop::~event_loop() {
   ::close(epoll_fd_);
 }
 
-void event_loop::start(std::function<void()> on_timer) {
+void event_loop::start(std::function<void()> on_timer, std::function<void()> after_events) {
   on_timer_ = std::move(on_timer);
+  after_events_ = std::move(after_events);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -152,6 +153,7 @@ void event_loop::run() {
         h(events[i].events);
       }
     }
+    if (after_events_) after_events_();
   }
 }
 

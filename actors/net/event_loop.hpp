@@ -27,8 +27,9 @@ public:
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
 
-  /// Starts the thread; `on_timer` runs on it when the deadline set by wake_at() passes.
-  void start(std::function<void()> on_timer);
+  /// Starts the thread; `on_timer` runs on it when the deadline set by wake_at() passes, and
+  /// `after_events` (if given) after each batch of handlers and posted tasks, outside them.
+  void start(std::function<void()> on_timer, std::function<void()> after_events = {});
   /// Ends the thread after the handler it is running; call from any other thread.
   void stop();
 
@@ -63,6 +64,7 @@ private:
   uint32_t next_generation_ = 1;
   std::unordered_map<int, watched> watched_;
   std::function<void()> on_timer_;
+  std::function<void()> after_events_;
   std::thread thread_;
   std::mutex mutex_;  // guards posted_ and stopping_
   std::vector<std::function<void()>> posted_;

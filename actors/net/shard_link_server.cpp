@@ -2,9 +2,11 @@
 
 #include "actors/net/event_loop.hpp"
 #include "actors/net/link_hub.hpp"
+#include "actors/net/loop_execution_unit.hpp"
 #include "actors/net/tls_session.hpp"
 #include "actors/net/tls_stream.hpp"
 #include "actors/protocol/errors.hpp"
+#include "kernels/denormals.hpp"
 
 #include <caf/all.hpp>
 
@@ -140,42 +142,52 @@ shard_link_server::shard_link_server(int fd, uint16_t port, int local_fd, std::s
     log_(std::move(log)), limits_(limits), tls_(std::move(tls)), loop_(std::make_shared<event_loop>()) {}
 
 void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int32_t shard_index) {
-  // The hooks run on the loop thread, which starts after asker_ is set and stops before this
-  // server ends.
+  // The hooks run on the loop thread, which starts after asker_ and unit_ are set and stops
+  // before this server ends. They send with the loop's execution unit: the asker, and the shard
+  // it asks, run on the loop's thread after the batch of events (loop_execution_unit.hpp).
   link_hub::hooks hooks;
   hooks.ask = [this](link_request&& r) {
     switch (r.kind) {
       case frame_kind::push_pull:
-        caf::anon_send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload));
+        unit_->send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload));
         break;
       case frame_kind::pull:
-        caf::anon_send(asker_, pull_atom::value, r.ticket, static_cast<int32_t>(r.a), r.b);
+        unit_->send(asker_, pull_atom::value, r.ticket, static_cast<int32_t>(r.a), r.b);
         break;
       case frame_kind::snapshot:
-        caf::anon_send(asker_, snapshot_atom::value, r.ticket);
+        unit_->send(asker_, snapshot_atom::value, r.ticket);
         break;
       case frame_kind::keyed_pull:
-        caf::anon_send(asker_, pull_atom::value, r.ticket, std::move(r.payload));
+        unit_->send(asker_, pull_atom::value, r.ticket, std::move(r.payload));
         break;
       default:  // keyed_snapshot: link_hub hands over nothing else
-        caf::anon_send(asker_, snapshot_atom::value, r.ticket, std::move(r.payload));
+        unit_->send(asker_, snapshot_atom::value, r.ticket, std::move(r.payload));
         break;
     }
   };
-  hooks.learn_limit = [this] { caf::anon_send(asker_, limit_atom::value); };
+  hooks.learn_limit = [this] { unit_->send(asker_, limit_atom::value); };
   if (tls_.enabled())
     hooks.make_stream = [files = tls_](int fd) { return make_tls_stream(files, fd); };
   hub_ = std::make_shared<link_hub>(*loop_, fd_, local_fd_, shard_index, limits_, std::move(hooks),
                                     log_);
   asker_ = sys.spawn(shard_asker, shard, loop_, hub_, limits_);
+  unit_ = std::make_shared<loop_execution_unit>(sys);
+  unit_->add_guest(asker_);
+  unit_->add_guest(caf::actor_cast<caf::actor>(shard));
   auto* hub = hub_.get();
-  loop_->start([hub] { hub->on_timer(); });
+  auto* unit = unit_.get();
+  loop_->start([hub] { hub->on_timer(); }, [unit] { unit->run_ready(); });
+  loop_->post([unit] {
+    unit->bind_to_this_thread();
+    flush_denormals_to_zero();  // the shard's optimizer runs here too (system_config.cpp)
+  });
   loop_->post([hub] { hub->start(); });
 }
 
 std::size_t shard_link_server::refused() const { return hub_ ? hub_->refused() : 0; }
 std::size_t shard_link_server::unauthorised() const { return hub_ ? hub_->unauthorised() : 0; }
 std::size_t shard_link_server::connections() const { return hub_ ? hub_->connections() : 0; }
+std::size_t shard_link_server::loop_turns() const { return unit_ ? unit_->turns() : 0; }
 std::size_t shard_link_server::frame_limit() const {
   return hub_ ? hub_->frame_limit() : limits_.frame_limit_before_init;
 }
@@ -184,6 +196,7 @@ shard_link_server::~shard_link_server() {
   loop_->stop();  // no handler or posted task runs after this
   if (hub_) hub_->close_all();  // their clients see the link break; a late answer finds none
   hub_.reset();
+  if (unit_) unit_->hand_over();  // what the loop left ready runs on CAF's scheduler
   if (asker_) caf::anon_send_exit(asker_, caf::exit_reason::user_shutdown);
   ::close(fd_);
   if (local_fd_ >= 0) ::close(local_fd_);

@@ -13,7 +13,9 @@
 // One event loop thread (event_loop.hpp) serves every connection, TCP and local: it accepts,
 // reads frames incrementally and hands complete requests to one event-based actor that asks the
 // shard; that actor writes each answer with a non-blocking sendmsg itself, and the loop sends
-// what the socket did not take (link_hub.hpp). The process's thread count does not grow with
+// what the socket did not take (link_hub.hpp). The asker and the shard run on the loop's own
+// thread when its requests make them ready (loop_execution_unit.hpp): a request is read,
+// applied and answered without waking another thread. The process's thread count does not grow with
 // its connections, and link_limits.hpp bounds what clients may hold.
 #pragma once
 
@@ -34,6 +36,7 @@ namespace actorps {
 
 class event_loop;
 class link_hub;
+class loop_execution_unit;
 
 class shard_link_server {
 public:
@@ -68,6 +71,8 @@ public:
   /// The largest request frame accepted now: link_limits::frame_limit_before_init until the
   /// shard's size is known, then request_frame_limit().
   std::size_t frame_limit() const;
+  /// Turns the asker and the shard have run on the loop's own thread (loop_execution_unit.hpp).
+  std::size_t loop_turns() const;
 
 private:
   shard_link_server(int fd, uint16_t port, int local_fd, std::string local_name, log_fn log,
@@ -83,6 +88,7 @@ private:
   std::shared_ptr<event_loop> loop_;  // shared with the shard asker and its hub
   std::shared_ptr<link_hub> hub_;     // shared with the shard asker, which answers through it
   caf::actor asker_;
+  std::shared_ptr<loop_execution_unit> unit_;  // runs the asker and the shard on the loop
 };
 
 } // namespace actorps
