@@ -3,6 +3,7 @@
 #include "actors/net/event_loop.hpp"
 #include "actors/net/link_hub.hpp"
 #include "actors/net/loop_execution_unit.hpp"
+#include "actors/net/short_slice.hpp"
 #include "actors/net/tls_session.hpp"
 #include "actors/net/tls_stream.hpp"
 #include "actors/protocol/errors.hpp"
@@ -180,6 +181,7 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
   loop_->post([unit] {
     unit->bind_to_this_thread();
     flush_denormals_to_zero();  // the shard's optimizer runs here too (system_config.cpp)
+    request_short_slice();
   });
   loop_->post([hub] { hub->start(); });
 }

@@ -1,4 +1,5 @@
 #include "actors/net/shard_proxy.hpp"
+#include "actors/net/short_slice.hpp"
 
 #include "actors/net/receive_in_place.hpp"
 #include "actors/protocol/errors.hpp"
@@ -108,6 +109,7 @@ read_parts copy_out_of(const wire_buffer& record) {
 /// has none.
 void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_requests> pending,
                   std::shared_ptr<const shm_inbox> inbox, std::string where) {
+  request_short_slice();
   auto lost = [&](const caf::error& err) {
     link->shutdown();
     pending->break_all(caf::make_error(caf::sec::request_receiver_down, where + ": " + describe(err)));
