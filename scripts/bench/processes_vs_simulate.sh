@@ -38,11 +38,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Every task of a launch_local.sh run goes through this wrapper: its CPU time lands in a file of
-# its own under the run's directory (CPU_DIR), read once the run is over.
+# its own under the run's directory (CPU_DIR), named after its role (ps, worker, evaluator,
+# chief: the first argument), read once the run is over.
 for b in timed:"$binary" other_timed:"$other_binary"; do
   cat > "$tmp/${b%%:*}" <<EOF
 #!/bin/sh
-exec /usr/bin/time -f "%U %S %w %c" -o "\$(mktemp "\$CPU_DIR/cpu.XXXXXX")" "${b#*:}" "\$@"
+exec /usr/bin/time -f "%U %S %w %c" -o "\$(mktemp "\$CPU_DIR/cpu.\$1.XXXXXX")" "${b#*:}" "\$@"
 EOF
   chmod +x "$tmp/${b%%:*}"
 done
@@ -79,24 +80,31 @@ for r in range(1, rounds + 1):
         acc = re.findall(r"final test accuracy ([0-9.]+)", log)
         if not rate or not acc:
             sys.exit(f"round {r} {kind}: no summary in its output:\n{log[-2000:]}")
-        cpu, switches = 0.0, 0
+        cpu, switches, by_role = 0.0, 0, {}
         for f in glob.glob(os.path.join(d, "cpu.*")):
             # the last line is "USER SYS VOLUNTARY INVOLUNTARY" (context switches; GNU time
             # writes a line before it for a failed command)
             user, sys_, vol, invol = open(f).read().split("\n")[-2].split()
             cpu += float(user) + float(sys_)
             switches += int(vol) + int(invol)
+            role = os.path.basename(f).split(".")[1] if f.count(".") >= 2 else "simulate"
+            by_role[role] = by_role.get(role, 0.0) + float(user) + float(sys_)
         load = float(re.search(r"load average: ([0-9.]+)", open(os.path.join(d, "load")).read()).group(1))
         runs.append({"round": r, "kind": kind, "samples_per_s": float(rate[-1]),
                      "final_test_accuracy": float(acc[-1]), "cpu_s": cpu,
-                     "context_switches": switches,
+                     "context_switches": switches, "cpu_s_by_role": by_role,
                      "processes_timed": len(glob.glob(os.path.join(d, "cpu.*"))),
                      "load_average_1min_before": load})
 med = lambda kind, key: statistics.median(x[key] for x in runs if x["kind"] == kind)
 summary = {kind: {"samples_per_s": med(kind, "samples_per_s"),
                   "final_test_accuracy": med(kind, "final_test_accuracy"),
                   "cpu_s": med(kind, "cpu_s"),
-                  "context_switches": med(kind, "context_switches")} for kind in kinds}
+                  "context_switches": med(kind, "context_switches"),
+                  "cpu_s_by_role": {role: statistics.median(x["cpu_s_by_role"].get(role, 0.0)
+                                                            for x in runs if x["kind"] == kind)
+                                    for role in sorted({r for x in runs if x["kind"] == kind
+                                                        for r in x["cpu_s_by_role"]})}}
+           for kind in kinds}
 def versus(kind, ref):
     # per round (the runs of one round are next to each other in time), then the median
     return [(a, b) for a in runs if a["kind"] == kind for b in runs
@@ -115,7 +123,8 @@ if other:
 result = {"bench": "processes_vs_simulate",
           "what": "launch_local.sh --ps 2 --workers 2 (one process per task: 2 ps, 2 workers, "
                   "evaluator, chief) with --data-link shm and socket, against actorps simulate "
-                  "--ps 2 --workers 2; cpu_s: user+sys of every process of the run; context_switches: voluntary + "
+                  "--ps 2 --workers 2; cpu_s: user+sys of every process of the run (cpu_s_by_role: "
+                  "summed over the processes of each role, medians per role); context_switches: voluntary + "
                   "involuntary, every process of the run; ratios per "
                   "round, then the median; target: samples/s ratio >= 0.9",
           "chief_flags": flags, "cores": os.cpu_count(), "rounds": rounds,
@@ -131,5 +140,7 @@ for kind in kinds:
             extra += f"; {s['ratio_samples_per_s_to_' + ref]:.2f}x the other build's samples/s"
     print(f"{kind:>8}: {s['samples_per_s']:8.0f} samples/s, accuracy {s['final_test_accuracy']:.4f}, "
           f"CPU {s['cpu_s']:6.2f} s, {s['context_switches']:.0f} context switches{extra}")
+    if len(s["cpu_s_by_role"]) > 1:
+        print(" " * 10 + "CPU by role: " + ", ".join(f"{r} {v:.2f} s" for r, v in s["cpu_s_by_role"].items()))
 print(f"-> {out}")
 PY
