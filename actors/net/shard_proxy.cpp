@@ -1,7 +1,7 @@
 #include "actors/net/shard_proxy.hpp"
-#include "actors/net/short_slice.hpp"
 
 #include "actors/net/receive_in_place.hpp"
+#include "actors/net/short_slice.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 
