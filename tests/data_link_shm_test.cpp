@@ -4,6 +4,8 @@
 // with a 16 MiB push in flight: the worker sees the shard lost at once and no segment leaks.
 #include "link_fixture.hpp"
 #include "actors/net/shm_region.hpp"
+#include "actors/protocol/buffer_lease.hpp"
+#include "actors/protocol/link_memory.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 
@@ -34,7 +37,8 @@ std::size_t threads_of_this_process() {
   return n;
 }
 
-/// Entries of /proc/self/fd that are memfds, and mappings of /proc/self/maps that are ours.
+/// Entries of /proc/self/fd that are a link's memfds (the process's arena, link_memory.hpp, is
+/// not a link's: it stays), and mappings of /proc/self/maps that are a link's.
 std::size_t memfd_descriptors() {
   std::size_t n = 0;
   for (int fd = 0; fd < 4096; ++fd) {
@@ -43,7 +47,7 @@ std::size_t memfd_descriptors() {
     auto len = ::readlink(path, target, sizeof target - 1);
     if (len <= 0) continue;
     target[len] = 0;
-    if (std::strncmp(target, "/memfd:", 7) == 0) ++n;
+    if (std::strncmp(target, "/memfd:actorps-link", 19) == 0) ++n;
   }
   return n;
 }
@@ -61,11 +65,11 @@ struct raw_shm_link {
   std::shared_ptr<link_socket> link;
   std::shared_ptr<shm_mapping> requests, replies;
 };
-raw_shm_link offer_by_hand(link_fixture& f, std::size_t ring = 1 << 20) {
+raw_shm_link offer_by_hand(link_fixture& f, std::size_t ring = 1 << 20, int arena = -1) {
   auto link = raw_link(f, true);
   frame_header h;
   std::string why;
-  int fds[2] = {create_shm_region(ring, why), create_shm_region(ring, why)};
+  int fds[3] = {create_shm_region(ring, why), create_shm_region(ring, why), arena};
   REQUIRE(fds[0] >= 0);
   REQUIRE(fds[1] >= 0);
   auto requests = shm_mapping::map(fds[0], ring);
@@ -73,7 +77,7 @@ raw_shm_link offer_by_hand(link_fixture& f, std::size_t ring = 1 << 20) {
   REQUIRE(requests);
   REQUIRE(replies);
   REQUIRE_FALSE(link->send_with_fds(
-    make_header(frame_kind::shm_offer, 7, int64_t(ring), int64_t(ring)), fds, 2));
+    make_header(frame_kind::shm_offer, 7, int64_t(ring), int64_t(ring)), fds, arena >= 0 ? 3 : 2));
   ::close(fds[0]);
   ::close(fds[1]);
   REQUIRE_FALSE(link->receive_header(h));
@@ -82,8 +86,9 @@ raw_shm_link offer_by_hand(link_fixture& f, std::size_t ring = 1 << 20) {
   return {link, *requests, *replies};
 }
 
-frame_header region_header(frame_kind kind, uint64_t id, int64_t offset, uint64_t size) {
-  auto h = make_header(kind, id, offset, 0, size);
+frame_header region_header(frame_kind kind, uint64_t id, int64_t offset, uint64_t size,
+                           int64_t pieces = 0) {
+  auto h = make_header(kind, id, offset, pieces, size);
   h.kind |= in_region_bit;
   return h;
 }
@@ -332,4 +337,182 @@ TEST_CASE("data link over shared memory: a shard process killed with a 16 MiB pu
   CHECK(link_mappings() == mappings_before);
   CHECK(memfd_descriptors() == descriptors_before);
   std::fclose(from_child);
+}
+
+namespace {
+
+/// A model whose gradient (61 450 floats) is over link_memory_min_bytes: it lies in the arena.
+train_spec arena_spec() {
+  auto spec = tiny_spec(consistency::async, 1);
+  spec.model = mlp_model({4, 4096, 10});
+  spec.block_floats = 1 << 16;  // whole layers: blocks big enough to be referenced, not copied
+  return spec;
+}
+
+/// A gradient in this process's arena, its value at i a function of i and `clock`.
+float_buffer gradient_in_arena(const block_layout& layout, int64_t clock) {
+  float_buffer g(layout.total_floats());
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = 1e-3f * float(int(i % 13) - 6) * float(clock + 1);
+  return g;
+}
+
+} // namespace
+
+TEST_CASE("data link over shared memory: a push whose blocks lie in the worker's arena leaves with only its structure copied, and its gradient stays leased until the shard releases it") {
+  // The arena first, as in a ps process (its link server makes it before the shard's init): the
+  // shard's parameters lie there too, and its replies go by reference.
+  REQUIRE(enable_link_memory().empty());
+  link_fixture link{arena_spec()};
+  shard_fixture direct{arena_spec()};
+  auto remote = link.attach_over(link_path::shm);
+  REQUIRE(link_memory_fd() >= 0);  // the offer made this process's arena
+  for (int64_t clock = 0; clock < 3; ++clock) {
+    CAPTURE(clock);
+    auto grads = gradient_in_arena(link.layout, clock);
+    REQUIRE(link_memory_offset(grads.data(), grads.size() * 4) >= 0);
+    auto lease = std::make_shared<buffer_lease>();
+    auto push = encode_push_by_reference(0, clock, 0, link.layout, grads.data(), lease);
+    REQUIRE(push.is_gathered());
+    const auto structure = push.pieces().front().bytes;
+    std::vector<float> zeros(link.layout.total_floats(), 0.0f);
+    const auto reply_structure =
+      encode_shard_parameters_by_reference(0, 0, -1, link.layout, zeros.data(), nullptr).pieces()[0].bytes;
+    const auto copy = push.flat();  // what a copy of the blocks would have carried
+    auto before = copied_now();
+    auto via_link = link.ask(remote.handle, push_pull_atom::value, push);
+    auto copied = copied_now() - before;
+    REQUIRE(via_link);
+    // Only the structures into the rings (not the 240 KiB of blocks either way); the reply is
+    // handed on as its record, its blocks read where they lie in the shard's arena.
+    CHECK(structure < 1024);
+    CHECK(copied == structure + reply_structure);
+    CHECK(via_link->is_gathered());
+    auto in_process = direct.push_pull(copy);
+    REQUIRE(in_process);
+    CHECK(link.parameters_of(*via_link) == *in_process);
+    // The shard releases the push's record before it answers the next request (it handles one
+    // message at a time); that answer makes the proxy reclaim the record, and with it the lease.
+    push = wire_buffer{};
+    REQUIRE(link.ask(remote.handle, pull_atom::value, int32_t{0}, clock + 1));
+    CHECK_FALSE(release_for_writing(grads, lease));  // nobody holds it: written in place
+  }
+  CHECK(link.snapshot() == direct.snapshot());
+  CHECK(link.stats().updates == 3);
+  remote.close();
+}
+
+TEST_CASE("data link over shared memory: a record of pieces that lies (outside the arena or record, segments that are not its pieces, no arena offered) is refused and counted, and an honest one is served") {
+  link_fixture link{arena_spec()};
+  shard_fixture direct{arena_spec()};
+  const std::size_t ring = 1 << 20, arena_bytes = 1 << 20;
+  std::string why;
+  int arena_fd = create_shm_region(arena_bytes, why);
+  REQUIRE(arena_fd >= 0);
+  auto arena = shm_mapping::map(arena_fd, arena_bytes);
+  REQUIRE(arena);
+  // A push built by reference (from the heap): its pieces, which the test lays out by hand.
+  std::vector<float> grad(link.layout.total_floats(), 0.25f);
+  auto push = encode_push_by_reference(0, 0, 0, link.layout, grad.data());
+  auto pieces = push.pieces();
+  REQUIRE(pieces.size() >= 3);
+  // Writes the record at offset 64 of the request ring: the table of `d` and piece 0 inline, each
+  // other piece at its descriptor's offset in the arena; returns the record's bytes.
+  auto write = [&](raw_shm_link& raw, std::vector<shm_piece> d) {
+    uint8_t* body = raw.requests->data() + 64;
+    const auto table = d.size() * sizeof(shm_piece);
+    std::memcpy(body, d.data(), table);
+    std::memcpy(body + table, pieces[0].data, pieces[0].bytes);
+    for (std::size_t i = 1; i < pieces.size() && i < d.size(); ++i)
+      if (d[i].in_arena && d[i].offset + pieces[i].bytes <= arena_bytes)
+        std::memcpy((*arena)->data() + d[i].offset, pieces[i].data, pieces[i].bytes);
+    return table + pieces[0].bytes;
+  };
+  auto honest = [&] {
+    std::vector<shm_piece> d;
+    d.push_back({0, pieces.size() * sizeof(shm_piece), pieces[0].bytes});
+    uint64_t at = 4096;
+    for (std::size_t i = 1; i < pieces.size(); ++i) {
+      d.push_back({1, at, pieces[i].bytes});
+      at += (pieces[i].bytes + 63) / 64 * 64;
+    }
+    return d;
+  };
+  std::size_t refused = link.server->refused();
+  struct lie {
+    const char* what;
+    std::function<void(std::vector<shm_piece>&)> edit;
+    const char* logged;
+  };
+  for (const auto& bad :
+       {lie{"a block past the arena's end", [&](auto& d) { d[1].offset = arena_bytes - 8; }, "outside its arena"},
+        lie{"a piece that is not its segment", [&](auto& d) { d[2].bytes -= 8; }, "is not its piece"},
+        lie{"the structure in the arena", [&](auto& d) { d[0].in_arena = 1; }, "not in the record"},
+        lie{"an inline piece over its own table", [&](auto& d) { d[0].offset = 0; }, "outside its record"}}) {
+    CAPTURE(std::string(bad.what));
+    auto raw = offer_by_hand(link, ring, arena_fd);
+    auto d = honest();
+    auto bytes = write(raw, d);
+    bad.edit(d);
+    std::memcpy(raw.requests->data() + 64, d.data(), d.size() * sizeof(shm_piece));
+    REQUIRE_FALSE(raw.link->send(region_header(frame_kind::push_pull, 1, 64, bytes, int64_t(d.size()))));
+    CHECK(closed_by_peer(*raw.link));
+    CHECK(link.server->refused() == ++refused);
+    CHECK(link.next_log_line().find(bad.logged) != std::string::npos);
+  }
+  {  // pieces on a link whose client offered no arena
+    auto raw = offer_by_hand(link, ring);
+    auto d = honest();
+    auto bytes = write(raw, d);
+    REQUIRE_FALSE(raw.link->send(region_header(frame_kind::push_pull, 1, 64, bytes, int64_t(d.size()))));
+    CHECK(closed_by_peer(*raw.link));
+    CHECK(link.server->refused() == ++refused);
+    CHECK(link.next_log_line().find("arena that was not offered") != std::string::npos);
+  }
+  CHECK(link.stats().updates == 0);  // none of them reached the shard
+  // The honest record: applied as the same push from a copy is by another shard.
+  auto raw = offer_by_hand(link, ring, arena_fd);
+  auto d = honest();
+  auto bytes = write(raw, d);
+  REQUIRE_FALSE(raw.link->send(region_header(frame_kind::push_pull, 2, 64, bytes, int64_t(d.size()))));
+  frame_header h;
+  REQUIRE_FALSE(raw.link->receive_header(h));
+  CHECK(kind_of(h.kind) == frame_kind::reply);
+  CHECK(h.id == 2);
+  REQUIRE(direct.push_pull(push.flat()));
+  CHECK(link.snapshot() == direct.snapshot());
+  ::close(arena_fd);
+}
+
+TEST_CASE("data link over shared memory: a reply built on the shard's parameters in its arena leaves with only its structure copied and lands in place byte-identical") {
+  // The arena first, as in a ps process (its link server makes it before the shard's init): the
+  // shard's parameters are allocated there.
+  REQUIRE(enable_link_memory().empty());
+  link_fixture link{arena_spec()};
+  shard_fixture direct{arena_spec()};
+  auto remote = link.attach_over(link_path::shm);
+  std::vector<float> params(link.layout.total_floats(), -1.0f);
+  std::shared_ptr<void> unowned;
+  remote.destination->set(std::shared_ptr<const block_layout>(unowned, &link.layout),
+                          std::shared_ptr<std::vector<float>>(unowned, &params));
+  std::vector<float> zeros(link.layout.total_floats(), 0.0f);
+  const auto reply_structure =
+    encode_shard_parameters_by_reference(0, 0, -1, link.layout, zeros.data(), nullptr).pieces()[0].bytes;
+  const auto reply_bytes = link.ask(link.shard, pull_atom::value, int32_t{0}, int64_t{0})->size_bytes();
+  for (int64_t clock = 0; clock < 3; ++clock) {
+    CAPTURE(clock);
+    auto grads = gradient_in_arena(link.layout, clock);
+    auto push = encode_push_by_reference(0, clock, 0, link.layout, grads.data());
+    const auto push_structure = push.pieces().front().bytes;
+    auto before = copied_now();
+    REQUIRE(link.ask(remote.handle, push_pull_atom::value, push));
+    // Of the push and of the reply only their structures went into the rings; the reply's blocks
+    // were read from the shard's arena once, into `params`.
+    CHECK(copied_now() - before == push_structure + reply_structure + reply_bytes);
+    REQUIRE(direct.push_pull(push.flat()));
+    auto snapshot = direct.snapshot();
+    REQUIRE(snapshot.size() == params.size());
+    CHECK(std::memcmp(snapshot.data(), params.data(), params.size() * 4) == 0);
+  }
+  CHECK(params != link.initial);
+  remote.close();
 }

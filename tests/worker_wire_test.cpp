@@ -5,6 +5,7 @@
 #include "link_fixture.hpp"
 
 #include "actors/data/dataset.hpp"
+#include "actors/protocol/link_memory.hpp"
 #include "actors/roles/worker.hpp"
 
 #include <doctest/doctest.h>
@@ -18,6 +19,15 @@ namespace {
 
 /// Ten outputs: the synthetic data has ten classes.
 train_spec even_spec() { return word_aligned_spec(10); }
+
+/// The same data, a gradient of 61 450 floats: over link_memory_min_bytes, so the worker's
+/// gradient buffer lies in its arena once a shared-memory link has made one.
+train_spec wide_spec() {
+  auto spec = word_aligned_spec(10);
+  spec.model = mlp_model({4, 4096, 10});
+  spec.block_floats = 4096;
+  return spec;
+}
 
 /// Stands in for the chief: forwards the worker's done to `to`, ignores its reports.
 caf::behavior chief_stand_in(caf::event_based_actor*, caf::actor to) {
@@ -91,20 +101,28 @@ bool run_worker(actor_fixture& f, worker_config wc) {
 } // namespace
 
 TEST_CASE("worker: a run over TCP and the local socket copies no payload byte of ours, over shared memory the designed copies, and ends byte-identical to the shard") {
+  // The arena first, as in a ps process (its link server makes it before the shard's init): the
+  // shard's parameters lie there (and, once a shared-memory link offered it, the worker's gradient).
+  REQUIRE(enable_link_memory().empty());
   for (auto path : every_link_path) {
     CAPTURE(transport_of(path));
-    link_fixture f(even_spec());
+    link_fixture f(wide_spec());
     auto remote = f.attach_over(path);
     auto wc = worker_for(f.spec, remote.handle, 6);
     wc.destinations = {remote.destination};
-    // Over shared memory: each push copied into the request ring, each reply into the reply
-    // ring by the shard and out of it into the parameters by the worker (the 7 replies: the
-    // first pull and 6 push_pulls).
+    // Over shared memory: of each push and each reply only its structure is copied into a ring
+    // (the blocks lie in the worker's and the shard's arenas, named by offset), and each reply
+    // is read once from the shard's arena into the parameters (the 7 replies: the first pull
+    // and 6 push_pulls).
     std::vector<float> zeros(f.layout.total_floats(), 0.0f);
-    auto push_bytes = encode_push_by_reference(0, 0, 0, f.layout, zeros.data()).size_bytes();
+    auto structure = encode_push_by_reference(0, 0, 0, f.layout, zeros.data()).pieces()[0].bytes;
+    auto reply_structure =
+      encode_shard_parameters_by_reference(0, 0, -1, f.layout, zeros.data(), nullptr).pieces()[0].bytes;
+    CHECK(structure < 1024);
     auto reply = f.ask(f.shard, pull_atom::value, int32_t{0}, int64_t{0});
     REQUIRE(reply);
-    auto shm_copies = path == link_path::shm ? 6 * push_bytes + 14 * reply->size_bytes() : 0;
+    auto shm_copies =
+      path == link_path::shm ? 6 * structure + 7 * (reply_structure + reply->size_bytes()) : 0;
     auto before = copied_payload_bytes.load();
     REQUIRE(run_worker(f, std::move(wc)));
     // Otherwise pushes left from the gradient, replies landed in the parameters, the shard

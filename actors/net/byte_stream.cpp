@@ -46,6 +46,30 @@ public:
     msghdr msg{};
     msg.msg_iov = const_cast<iovec*>(parts);
     msg.msg_iovlen = static_cast<std::size_t>(count);
+    return send(msg);
+  }
+
+  result write_with_descriptor(const iovec* parts, int count, int fd) override {
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(parts);
+    msg.msg_iovlen = static_cast<std::size_t>(count);
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    auto* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    return send(msg);
+  }
+
+  int fd() const override { return fd_; }
+
+  std::vector<int> take_descriptors() override { return std::move(held_); }
+
+private:
+  result send(msghdr& msg) {
     for (;;) {
       auto sent = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
       if (sent >= 0) return {outcome::progress, static_cast<std::size_t>(sent), 0, false};
@@ -55,11 +79,6 @@ public:
     }
   }
 
-  int fd() const override { return fd_; }
-
-  std::vector<int> take_descriptors() override { return std::move(held_); }
-
-private:
   void keep_descriptors(msghdr& msg) {
     for (auto* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

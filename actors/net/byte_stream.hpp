@@ -9,6 +9,8 @@
 
 #include <sys/uio.h>
 
+#include <cerrno>
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -38,6 +40,11 @@ public:
   virtual result read(void* data, std::size_t n) = 0;
   /// Writes from `parts` (gathered: a frame header and its payload in one system call).
   virtual result write(const iovec* parts, int count) = 0;
+  /// The same, with the descriptor `fd` beside the first byte (SCM_RIGHTS on a local socket; a
+  /// stream that cannot carry one fails with EOPNOTSUPP). The descriptor stays the caller's.
+  virtual result write_with_descriptor(const iovec*, int, int) {
+    return {outcome::failed, 0, EOPNOTSUPP, false};
+  }
   /// The descriptor the event loop watches.
   virtual int fd() const = 0;
 
@@ -54,7 +61,7 @@ public:
   /// caller's; a stream holds at most max_held_descriptors (closing the rest) and closes what
   /// nobody took when it ends.
   virtual std::vector<int> take_descriptors() { return {}; }
-  static constexpr std::size_t max_held_descriptors = 2;
+  static constexpr std::size_t max_held_descriptors = 3;  // shm_offer: two rings, an arena
 };
 
 /// A connected socket, made non-blocking; closes it on destruction.

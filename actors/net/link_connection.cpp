@@ -77,6 +77,8 @@ void link_connection::queue(frame_kind kind, uint64_t id, const wire_buffer& pay
 
 void link_connection::queue(const frame_header& h) { push_back({h, {}, {}, {}}); }
 
+void link_connection::queue(const frame_header& h, int fd) { push_back({h, {}, {}, {}, fd}); }
+
 void link_connection::queue_failure(uint64_t id, const caf::error& err) {
   auto [h, text] = failure_frame(id, err);
   push_back({h, {}, std::move(text), {}});
@@ -92,7 +94,10 @@ link_connection::write_status link_connection::flush() {
     iovec parts[max_parts];
     int count = 0;
     std::size_t skip = sent_;
+    // A frame with a descriptor goes alone: the descriptor rides on the write's first byte.
+    const int descriptor = out_.front().descriptor;
     for (auto& f : out_) {
+      if (count > 0 && (descriptor >= 0 || f.descriptor >= 0)) break;
       if (count + f.pieces.size() > max_parts && count > 0) break;
       for (const auto& p : f.pieces) {
         if (count == static_cast<int>(max_parts)) break;  // a frame of more pieces: the rest next
@@ -104,9 +109,11 @@ link_connection::write_status link_connection::flush() {
         skip = 0;
       }
     }
-    auto r = stream_->write(parts, count);
+    auto r = descriptor >= 0 ? stream_->write_with_descriptor(parts, count, descriptor)
+                             : stream_->write(parts, count);
     if (r.what == byte_stream::outcome::would_block) return write_status::blocked;
     if (r.what != byte_stream::outcome::progress) return write_status::broken;
+    out_.front().descriptor = -1;  // it went with the first byte
     // Drops every frame the kernel took whole; keeps the offset into the first one it did not.
     auto done = r.bytes;
     unsent_bytes_ -= done;

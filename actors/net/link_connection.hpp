@@ -38,6 +38,8 @@ public:
   /// Queues a frame (the payload is shared, not copied) and a failure frame (text copied).
   void queue(frame_kind kind, uint64_t id, const wire_buffer& payload);
   void queue(const frame_header& h);  ///< a header alone (of a payload in shared memory, say)
+  /// A header alone with the descriptor `fd` beside it (stays the caller's, open until sent).
+  void queue(const frame_header& h, int fd);
   void queue_failure(uint64_t id, const caf::error& err);
 
   enum class write_status { done, blocked, broken };
@@ -70,6 +72,7 @@ private:
     wire_buffer payload;  // a reply's bytes, shared with whoever else holds them
     std::string text;     // a failure frame's context
     std::vector<wire_buffer::piece> pieces;  // the header, then the payload's or the text's
+    int descriptor = -1;  // goes with the frame's first byte, in a write of its own
   };
   void push_back(outgoing f);
 

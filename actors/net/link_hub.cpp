@@ -3,6 +3,7 @@
 #include "actors/net/link_authorisation.hpp"
 #include "actors/net/shm_region.hpp"
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/link_memory.hpp"
 
 #include <caf/sec.hpp>
 
@@ -253,7 +254,7 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
       refuse(s, "a payload in shared memory on a link without it");
       return false;
     }
-    auto taken = s.shm->in.take(h.a, h.size);
+    auto taken = s.shm->in.take(h.a, h.size, h.b);
     if (!taken) {
       refuse(s, describe(taken.error()), taken.error());
       return false;
@@ -301,6 +302,9 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
           send_pending(s);
           return sessions_.count(id) > 0;
         }
+      // The client asks again once it has read its last reply: that reply's record, and the
+      // lease it keeps on the shard's parameters, go now, before the shard's next update.
+      if (s.shm) s.shm->out.reclaim();
       ++s.in_flight;
       ++s.counted_pending;  // counted at once: the next frame's may_read sees it
       ++pending_total_;
@@ -333,7 +337,8 @@ bool link_hub::accept_shm(session& s, const frame_header& h) {
   if (s.shm) return refuse_offer("offered twice");
   if (s.conn.authenticated() || s.conn.peer() != "a local socket")
     return refuse_offer("only on a plain local socket");
-  if (fds.size() != 2) return refuse_offer(std::to_string(fds.size()) + " descriptors, expected 2");
+  if (fds.size() != 2 && fds.size() != 3)
+    return refuse_offer(std::to_string(fds.size()) + " descriptors, expected 2 or 3");
   if (h.a < int64_t(shm_record_align) * 2 || h.a > max_offered_ring
       || h.b < int64_t(shm_record_align) * 2 || h.b > max_offered_ring)
     return refuse_offer("rings of " + std::to_string(h.a) + " and " + std::to_string(h.b) + " bytes");
@@ -341,10 +346,23 @@ bool link_hub::accept_shm(session& s, const frame_header& h) {
   if (!requests) return refuse_offer(describe(requests.error()));
   auto replies = shm_mapping::map(fds[1], static_cast<std::size_t>(h.b));
   if (!replies) return refuse_offer(describe(replies.error()));
+  // The client's arena, read-only: its pushes name blocks there instead of copying them.
+  std::shared_ptr<shm_mapping> arena;
+  if (fds.size() == 3) {
+    auto mapped = shm_mapping::map(fds[2], 0, false);
+    if (!mapped) return refuse_offer("its arena: " + describe(mapped.error()));
+    arena = std::move(*mapped);
+  }
   close_all();  // mapped: the descriptors are not needed any more
-  s.shm = std::make_unique<shm_link>(
-    shm_link{shm_ring{std::move(*replies)}, shm_inbox{std::move(*requests)}});
-  s.conn.queue(make_header(frame_kind::reply, h.id));
+  // This process's arena goes back with the answer: replies built on the shard's parameters
+  // there name their blocks instead of copying them into the reply ring.
+  const int own_arena = link_memory_fd();
+  s.shm = std::make_unique<shm_link>(shm_link{shm_ring{std::move(*replies), own_arena >= 0},
+                                              shm_inbox{std::move(*requests), std::move(arena)}});
+  if (own_arena >= 0)
+    s.conn.queue(make_header(frame_kind::reply, h.id), own_arena);
+  else
+    s.conn.queue(make_header(frame_kind::reply, h.id));
   auto id = s.id;
   send_pending(s);
   return sessions_.count(id) > 0;
@@ -373,11 +391,11 @@ void link_hub::answer(uint64_t ticket, const caf::expected<wire_buffer>& reply) 
   if (it == sessions_.end()) return;  // the client has gone: its answers with it
   auto& s = *it->second;
   --s.in_flight;
-  int64_t offset = -1;
-  if (reply && s.shm && reply->size_bytes() > 0) offset = s.shm->out.place(*reply);
-  if (offset >= 0)
+  shm_placed placed;
+  if (reply && s.shm && reply->size_bytes() > 0) placed = s.shm->out.place(*reply);
+  if (placed.offset >= 0)
     s.conn.queue(make_header(static_cast<frame_kind>(uint16_t(frame_kind::reply) | in_region_bit),
-                             id, offset, 0, reply->size_bytes()));
+                             id, placed.offset, placed.pieces, placed.size));
   else if (reply)
     s.conn.queue(frame_kind::reply, id, *reply);
   else

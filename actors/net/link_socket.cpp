@@ -1,5 +1,6 @@
 #include "actors/net/link_socket.hpp"
 
+#include "actors/net/shm_region.hpp"
 #include "actors/net/tls_channel.hpp"
 #include "actors/protocol/errors.hpp"
 
@@ -48,6 +49,8 @@ std::string check_header(const frame_header& h) {
   if (in_region(h) && kind != frame_kind::push_pull && kind != frame_kind::keyed_pull
       && kind != frame_kind::keyed_snapshot && kind != frame_kind::reply)
     return "frame kind " + std::to_string(h.kind) + " cannot lie in shared memory";
+  if (in_region(h) && (h.b < 0 || h.b > max_shm_pieces))  // b: the record's pieces
+    return "a record of " + std::to_string(h.b) + " pieces";
   switch (kind) {
     case frame_kind::shm_offer:
       if (h.size != 0) return "a shared memory offer with a payload";
@@ -318,6 +321,35 @@ caf::error link_socket::receive_parts(iovec* parts, int count) {
 }
 
 caf::error link_socket::receive_header(frame_header& h) { return receive_bytes(&h, sizeof h); }
+
+caf::error link_socket::receive_header(frame_header& h, std::vector<int>& fds) {
+  if (tls_) return broken_with("receive", "descriptors cannot travel over TLS");
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  iovec part{&h, sizeof h};
+  msghdr msg{};
+  msg.msg_iov = &part;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do n = ::recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK
+                      ? caf::make_error(caf::sec::request_timeout, "data link to " + peer_
+                                                                     + ": no answer within the request timeout")
+                      : broken("receive", errno);
+  if (n == 0) return broken("receive", 0);
+  for (auto* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    for (std::size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+      int d = -1;
+      std::memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof d);
+      fds.push_back(d);
+    }
+  }
+  if (static_cast<std::size_t>(n) == sizeof h) return {};
+  return receive_bytes(reinterpret_cast<char*>(&h) + n, sizeof h - static_cast<std::size_t>(n));
+}
 
 caf::expected<wire_buffer> link_socket::receive_buffer(const frame_header& h) {
   auto words = h.size / sizeof(capnp::word);

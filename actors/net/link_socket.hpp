@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace actorps {
 
@@ -44,14 +45,15 @@ enum class frame_kind : uint16_t {
   keyed_pull = 7, ///< payload: a Pull naming sparse keys
   keyed_snapshot = 8,  ///< payload: a Pull (worker -1) naming sparse keys
   /// client → shard on a local socket, after the hello's answer: use shared memory (shm_region.hpp).
-  /// a = request ring bytes, b = reply ring bytes; the two memfds ride along (SCM_RIGHTS).
+  /// a = request ring bytes, b = reply ring bytes; the two memfds ride along (SCM_RIGHTS), and
+  /// a third, the client's arena (link_memory.hpp), when it has one.
   /// Answered by a reply (accepted) or a failure (refused, and the connection closes).
   shm_offer = 9,
 };
 
 /// Added to the kind of a push_pull, keyed_pull, keyed_snapshot or reply whose payload lies in
-/// the link's shared memory: `size` bytes at offset `a` of the sender's ring; none follow on the
-/// socket.
+/// the link's shared memory: `size` bytes at offset `a` of the sender's ring, a record of `b`
+/// pieces (0: the payload itself); none follow on the socket.
 inline constexpr uint16_t in_region_bit = 0x100;
 /// The kind without in_region_bit.
 inline frame_kind kind_of(uint16_t kind) { return static_cast<frame_kind>(kind & ~in_region_bit); }
@@ -120,6 +122,9 @@ public:
 
   /// Receives the next header (exit_reason::remote_link_unreachable once the peer has closed).
   caf::error receive_header(frame_header& h);
+  /// The same, keeping the descriptors that came with it (at most 4, now the caller's; a local
+  /// socket without TLS only).
+  caf::error receive_header(frame_header& h, std::vector<int>& fds);
   /// Receives a payload of h.size bytes (a multiple of 8) into a new buffer.
   caf::expected<wire_buffer> receive_buffer(const frame_header& h);
   /// Receives exactly the bytes of `parts`, in order (a scatter read: recvmsg with an iovec

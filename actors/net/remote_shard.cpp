@@ -6,11 +6,14 @@
 #include "actors/net/shm_region.hpp"
 #include "actors/net/tls_config.hpp"
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/link_memory.hpp"
 #include "actors/protocol/log.hpp"
 
 #include <caf/all.hpp>
 
 #include <unistd.h>
+
+#include <mutex>
 
 namespace actorps {
 
@@ -36,13 +39,34 @@ caf::expected<shm_link> offer_shared_memory(link_socket& link) {
   auto requests = shm_mapping::map(fds[0], shm_ring_bytes);
   auto replies = shm_mapping::map(fds[1], shm_ring_bytes);
   caf::error err = !requests ? requests.error() : !replies ? replies.error() : caf::error{};
-  if (!err)
+  // The process's arena goes along: pushes built on a gradient there travel by reference.
+  static const std::string no_arena = enable_link_memory();
+  const int arena = link_memory_fd();
+  if (!no_arena.empty()) {
+    static std::once_flag said;
+    std::call_once(said, [] {
+      log_line(log_level::warn, "data link", "no arena for pushes by reference (" + no_arena
+                                               + "): shared memory copies them");
+    });
+  }
+  if (!err) {
+    int sent[3] = {fds[0], fds[1], arena};
     err = link.send_with_fds(make_header(frame_kind::shm_offer, 0, int64_t(shm_ring_bytes),
                                          int64_t(shm_ring_bytes)),
-                             fds, 2);
-  close_fds();
+                             sent, arena >= 0 ? 3 : 2);
+  }
+  close_fds();  // the rings' descriptors; the arena's stays the process's
   frame_header h;
-  if (!err) err = link.receive_header(h);
+  std::vector<int> answered;  // the shard's arena, when it has one
+  if (!err) err = link.receive_header(h, answered);
+  std::shared_ptr<shm_mapping> shard_arena;
+  if (!err && answered.size() > 1) err = make_error(errc::malformed_message, "more than an arena");
+  if (!err && answered.size() == 1) {
+    auto mapped = shm_mapping::map(answered[0], 0, false);
+    if (mapped) shard_arena = std::move(*mapped);
+    else err = mapped.error();
+  }
+  for (int d : answered) ::close(d);
   if (!err && !check_header(h).empty()) err = make_error(errc::malformed_message, check_header(h));
   if (!err && static_cast<frame_kind>(h.kind) == frame_kind::failure) {
     caf::error refused;
@@ -52,7 +76,8 @@ caf::expected<shm_link> offer_shared_memory(link_socket& link) {
     err = make_error(errc::malformed_message, "no answer to the offer");
   }
   if (err) return err;
-  return shm_link{shm_ring{std::move(*requests)}, shm_inbox{std::move(*replies)}};
+  return shm_link{shm_ring{std::move(*requests), arena >= 0},
+                  shm_inbox{std::move(*replies), std::move(shard_arena)}};
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include "actors/net/short_slice.hpp"
 #include "actors/net/tls_session.hpp"
 #include "actors/net/tls_stream.hpp"
+#include "actors/protocol/link_memory.hpp"
 #include "actors/protocol/errors.hpp"
 #include "kernels/denormals.hpp"
 
@@ -124,6 +125,11 @@ shard_link_server::listen(const std::string& host, uint16_t port, log_fn log, li
                         ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     auto [local_fd, local_name] = listen_local();
+    // Shared memory is offered on the local socket without TLS: the shard's parameters then go
+    // in this process's arena, from which replies are sent by reference (link_memory.hpp).
+    if (local_fd >= 0 && !tls.enabled())
+      if (auto no_arena = enable_link_memory(); !no_arena.empty())
+        if (log) log("no arena for replies by reference (" + no_arena + "): shared memory copies them");
     try {
       return std::unique_ptr<shard_link_server>(new shard_link_server(
         fd, actual, local_fd, std::move(local_name), std::move(log), limits, tls));

@@ -7,6 +7,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -84,15 +85,27 @@ private:
 };
 
 /// Reads a record in shared memory front to back into the parts asked for: one copy of ours,
-/// counted.
+/// counted. A record of pieces (shm_region.hpp) reads as the bytes of its pieces in order.
 read_parts copy_out_of(const wire_buffer& record) {
-  return [record, at = std::size_t{0}](iovec* parts, int count) mutable -> caf::error {
+  return [record, pieces = record.pieces(), piece = std::size_t{0},
+          at = std::size_t{0}](iovec* parts, int count) mutable -> caf::error {
     for (int i = 0; i < count; ++i) {
-      if (parts[i].iov_len > record.size_bytes() - at)
-        return make_error(errc::malformed_message, "a reply shorter than its segments");
-      std::memcpy(parts[i].iov_base, record.bytes() + at, parts[i].iov_len);
-      at += parts[i].iov_len;
-      copied_payload_bytes += parts[i].iov_len;
+      auto* to = static_cast<uint8_t*>(parts[i].iov_base);
+      auto want = parts[i].iov_len;
+      while (want > 0) {
+        if (piece == pieces.size())
+          return make_error(errc::malformed_message, "a reply shorter than its segments");
+        auto n = std::min(want, pieces[piece].bytes - at);
+        std::memcpy(to, static_cast<const uint8_t*>(pieces[piece].data) + at, n);
+        copied_payload_bytes += n;
+        to += n;
+        want -= n;
+        at += n;
+        if (at == pieces[piece].bytes) {
+          ++piece;
+          at = 0;
+        }
+      }
     }
     return {};
   };
@@ -108,7 +121,8 @@ read_parts copy_out_of(const wire_buffer& record) {
 /// record once (counted) into its place, or handed on as the record itself (no copy) when it
 /// has none.
 void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_requests> pending,
-                  std::shared_ptr<const shm_inbox> inbox, std::string where) {
+                  std::shared_ptr<const shm_inbox> inbox, std::shared_ptr<shm_ring> ring,
+                  std::string where) {
   request_short_slice();
   auto lost = [&](const caf::error& err) {
     link->shutdown();
@@ -118,8 +132,11 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
     frame_header h;
     if (auto err = link->receive_header(h)) return lost(err);
     if (auto why = check_header(h); !why.empty()) return lost(make_error(errc::malformed_message, why));
+    // An answer means the shard has most likely released the request's record: the push's
+    // lease goes now, before the worker's next step asks for its gradient buffer back.
+    if (ring) ring->reclaim();
     if (in_region(h)) {
-      auto record = inbox ? inbox->take(h.a, h.size)
+      auto record = inbox ? inbox->take(h.a, h.size, h.b)
                           : caf::expected<wire_buffer>{make_error(
                               errc::malformed_message, "a reply in shared memory on a link without it")};
       if (!record) {
@@ -130,8 +147,8 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
         wire_buffer structure;
         caf::expected<shard_parameters_view> view{caf::none};
         auto into = [&](float* flat) {
-          view = receive_parameters_into(copy_out_of(*record), h.size, *target.layout, flat,
-                                         structure);
+          view = receive_parameters_into(copy_out_of(*record), record->size_bytes(),
+                                         *target.layout, flat, structure);
         };
         // A caller's borrowed buffer closed (its call ended) takes nothing: handed on as is.
         if (target.params ? (into(target.params->data()), true) : target.output->write(into)) {
@@ -139,6 +156,7 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
             pending->answer(h.id, caf::make_message(view.error()));
             return lost(view.error());
           }
+          *record = wire_buffer{};  // copied out: the record goes back to the shard now
           pending->answer(h.id, caf::make_message(std::move(structure)));
           continue;
         }
@@ -208,10 +226,11 @@ public:
     }
     auto h = make_header(kind, id, a, b);
     if (ring_ && payload && payload->size_bytes() > 0) {
-      if (auto offset = ring_->place(*payload); offset >= 0) {
+      if (auto placed = ring_->place(*payload); placed.offset >= 0) {
         h.kind |= in_region_bit;
-        h.a = offset;
-        h.size = payload->size_bytes();
+        h.a = placed.offset;
+        h.b = placed.pieces;
+        h.size = placed.size;
         payload = nullptr;  // in the ring: only the header goes on the link
       }
     }
@@ -252,9 +271,9 @@ private:
 std::shared_ptr<std::thread> start_reader(std::shared_ptr<link_socket> link,
                                           std::shared_ptr<pending_requests> pending,
                                           std::shared_ptr<const shm_inbox> inbox,
-                                          std::string where) {
+                                          std::shared_ptr<shm_ring> ring, std::string where) {
   return std::make_shared<std::thread>(read_answers, std::move(link), std::move(pending),
-                                       std::move(inbox), std::move(where));
+                                       std::move(inbox), std::move(ring), std::move(where));
 }
 
 struct proxy_state {
@@ -268,7 +287,7 @@ caf::behavior detached_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_ac
                              std::shared_ptr<parameter_destination> destination,
                              std::string where) {
   auto pending = std::make_shared<pending_requests>();
-  auto reader = start_reader(link, pending, nullptr, where);
+  auto reader = start_reader(link, pending, nullptr, nullptr, where);
   self->attach_functor([link, reader] {  // by value: the state is gone when this runs
     link->shutdown();
     reader->join();
@@ -309,7 +328,7 @@ public:
                std::shared_ptr<const shm_inbox> inbox, std::string where)
     : caf::monitorable_actor(cfg), remote_(std::move(remote)), link_(link), where_(where) {
     auto pending = std::make_shared<pending_requests>();
-    reader_ = start_reader(link, pending, std::move(inbox), std::move(where));
+    reader_ = start_reader(link, pending, std::move(inbox), ring, std::move(where));
     writer_.emplace(std::move(link), std::move(destination), std::move(ring), std::move(pending));
   }
 

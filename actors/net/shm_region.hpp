@@ -29,6 +29,19 @@
 // its record once (a wire_buffer's pieces, gathered); the reader uses the record in place (the
 // shard applies a push from it) or copies it out once (a worker's reply into its parameters).
 //
+// By reference (no copy on send): when the writer's process arena (link_memory.hpp) is mapped
+// by the reader too (read-only, offered with the rings), a message built by reference whose
+// float blocks lie in the arena goes as a record of pieces instead:
+//
+//   record: | header | piece table: one shm_piece per segment | the pieces kept inline |
+//
+// Piece 0 is inline: the segment table and the structure (a few hundred bytes, copied); each
+// block in the arena is named by its offset there and not copied; a block elsewhere (the heap)
+// is copied inline. The frame says how many pieces (its b). The writer's record keeps the
+// message (and so the lease of the buffer its blocks lie in: buffer_lease.hpp) until the reader
+// releases the record, so the blocks cannot change while the reader reads them; the reader
+// builds a message of segments over the record and the arena, used where it lies.
+//
 // Sizes are sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL): neither side can shrink a
 // region under the other's mapping (which would turn its reads into SIGBUS). The descriptors
 // are closed as soon as both sides have mapped the regions; a mapping ends with its last user.
@@ -43,6 +56,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace actorps {
@@ -52,11 +66,28 @@ inline constexpr std::size_t shm_ring_bytes = std::size_t(64) << 20;
 /// A record's header and the alignment of every record.
 inline constexpr std::size_t shm_record_align = 64;
 
+/// Most pieces one record may name (a push or reply has a segment per block, and models have
+/// tens of blocks).
+inline constexpr int64_t max_shm_pieces = 4096;
+/// Largest peer arena a shard maps (virtual: only what the peer writes is memory).
+inline constexpr std::size_t max_peer_arena_bytes = std::size_t(1) << 40;
+
+/// One piece of a record of pieces: inline (offset from the record's payload) or in the
+/// writer's arena (offset there).
+struct shm_piece {
+  uint64_t in_arena;
+  uint64_t offset;
+  uint64_t bytes;
+};
+static_assert(sizeof(shm_piece) == 24, "a piece's descriptor is 24 bytes in the record");
+
 /// One mapped region, unmapped when the last holder lets go.
 class shm_mapping {
 public:
-  /// Maps `fd` (a sealed memfd of `bytes`, checked); the descriptor stays the caller's.
-  static caf::expected<std::shared_ptr<shm_mapping>> map(int fd, std::size_t bytes);
+  /// Maps `fd` (a sealed memfd of `bytes`, checked; `bytes` 0: whatever size it has, up to
+  /// max_peer_arena_bytes), read-write or only for reading; the descriptor stays the caller's.
+  static caf::expected<std::shared_ptr<shm_mapping>> map(int fd, std::size_t bytes,
+                                                         bool writable = true);
   ~shm_mapping();
   shm_mapping(const shm_mapping&) = delete;
   shm_mapping& operator=(const shm_mapping&) = delete;
@@ -74,25 +105,47 @@ private:
 /// `why` set on failure.
 int create_shm_region(std::size_t bytes, std::string& why);
 
-/// The writer's side of one ring. Used by one thread at a time.
+/// Where place() put a payload: the record's payload offset in the region (-1: no room, send it
+/// inline then), its bytes there, and its pieces (0: the payload itself, copied).
+struct shm_placed {
+  int64_t offset = -1;
+  uint64_t size = 0;
+  int64_t pieces = 0;
+};
+
+/// The writer's side of one ring. Thread-safe (the worker's requests are placed by the worker,
+/// and released records reclaimed by its reader thread as replies come).
 class shm_ring {
 public:
-  explicit shm_ring(std::shared_ptr<shm_mapping> region) : region_(std::move(region)) {}
+  /// `by_reference`: the reader maps this process's arena, so blocks there go as pieces.
+  explicit shm_ring(std::shared_ptr<shm_mapping> region, bool by_reference = false)
+    : region_(std::move(region)), by_reference_(by_reference) {}
+  shm_ring(shm_ring&& other) noexcept
+    : region_(std::move(other.region_)), by_reference_(other.by_reference_),
+      records_(std::move(other.records_)), head_(other.head_) {}
 
-  /// Copies `payload`'s bytes into a fresh record (counted) and returns the payload's offset in
-  /// the region; -1 when the ring has no room for it (send it inline then).
-  int64_t place(const wire_buffer& payload);
+  /// Writes `payload` into a fresh record: by reference where its blocks lie in the arena and
+  /// the reader maps it, else its bytes (counted in copied_payload_bytes).
+  shm_placed place(const wire_buffer& payload);
 
-  std::size_t records_in_use() const { return records_.size(); }
+  /// Forgets the records the reader has released, front to back, and drops what they held
+  /// (a message's lease): called by place() and by whoever learns the reader is done.
+  void reclaim();
+
+  std::size_t records_in_use() const;
+  bool by_reference() const { return by_reference_; }
 
 private:
   struct record {
     std::size_t start;
     std::size_t end;
+    wire_buffer keep;  // a message placed by reference: its blocks stay unchanged meanwhile
   };
-  void reclaim();
+  void reclaim_locked();
 
   std::shared_ptr<shm_mapping> region_;
+  bool by_reference_ = false;
+  mutable std::mutex mutex_;
   std::deque<record> records_;
   std::size_t head_ = 0;
 };
@@ -100,15 +153,22 @@ private:
 /// The reader's side of one ring.
 class shm_inbox {
 public:
-  explicit shm_inbox(std::shared_ptr<shm_mapping> region) : region_(std::move(region)) {}
+  /// `arena`: the writer's arena, mapped read-only, when it offered one (null: none).
+  explicit shm_inbox(std::shared_ptr<shm_mapping> region,
+                     std::shared_ptr<shm_mapping> arena = nullptr)
+    : region_(std::move(region)), arena_(std::move(arena)) {}
 
-  /// The payload of `size` bytes at `offset` (a frame's a and size) as a wire_buffer over the
-  /// region, released to the writer when its last holder drops it; malformed_message when the
-  /// peer's numbers do not describe a record inside the region.
-  caf::expected<wire_buffer> take(int64_t offset, uint64_t size) const;
+  /// The payload of `size` bytes at `offset` with `pieces` pieces (a frame's a, size and b) as
+  /// a wire_buffer over the region (and the writer's arena), released to the writer when its
+  /// last holder drops it; malformed_message when the peer's numbers do not describe a record
+  /// inside the region, or pieces inside the record and arena that form a message's segments.
+  caf::expected<wire_buffer> take(int64_t offset, uint64_t size, int64_t pieces = 0) const;
 
 private:
+  caf::expected<wire_buffer> take_pieces(uint8_t* payload, uint64_t size, int64_t pieces) const;
+
   std::shared_ptr<shm_mapping> region_;
+  std::shared_ptr<shm_mapping> arena_;
 };
 
 /// Both rings of one link end: what this side writes and what it reads.

@@ -3,23 +3,25 @@
 // lease. The owner writes into the buffer only when no message holds its lease; otherwise the
 // lease takes the buffer (freed with the last of those messages) and the owner writes into a
 // fresh one. Used by the shard's replies (ps_shard.cpp) and the worker's pushes (worker.cpp).
+// The buffers come from link_memory.hpp's arena, which a shared-memory link sends by reference.
 #pragma once
+
+#include "actors/protocol/link_memory.hpp"
 
 #include <atomic>
 #include <memory>
-#include <vector>
 
 namespace actorps {
 
 struct buffer_lease {
-  std::vector<float> orphaned;
+  float_buffer orphaned;
 };
 
 /// Makes `buffer` safe to write: if messages still hold `lease`, the buffer goes to them (moving
 /// a vector keeps its data where the messages point) and `buffer` is left empty. The lease is
 /// dropped either way: the next message on this buffer takes a new one. Returns whether the
 /// buffer was handed over (the caller needs a fresh one).
-inline bool release_for_writing(std::vector<float>& buffer, std::shared_ptr<buffer_lease>& lease) {
+inline bool release_for_writing(float_buffer& buffer, std::shared_ptr<buffer_lease>& lease) {
   if (!lease) return false;
   bool handed_over = lease.use_count() > 1;  // 1: only the owner holds it; nobody can copy it
   if (handed_over) {

@@ -95,8 +95,8 @@ struct ps_shard_state {
   shard_config config;              // from the shard's own process, never from a message
   train_spec spec;
   std::unique_ptr<block_layout> layout;
-  std::vector<float> params;        // the shard's blocks, contiguous in block-id order
-  std::vector<float> params_next;   // spare buffer of params' size: an update is written here first
+  float_buffer params;              // the shard's blocks, contiguous in block-id order
+  float_buffer params_next;         // spare buffer of params' size: an update is written here first
   std::shared_ptr<buffer_lease> params_lease;  // held by the replies pointing into params
   std::shared_ptr<buffer_lease> next_lease;    // held by the replies pointing into params_next
   optimizer_state opt;
@@ -667,7 +667,7 @@ void on_min_rose(self_ptr self, int64_t progress_before) {
 /// `clock`. init (clock 0, fresh state) and restore (a checkpoint) both end here. The update
 /// counter of the stats continues from the step count: the updates these values contain.
 void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_layout> layout,
-             std::vector<float> params, optimizer_state opt, shard_tables tables, int64_t clock,
+             float_buffer params, optimizer_state opt, shard_tables tables, int64_t clock,
              int64_t newest_clock, std::vector<uint32_t> incarnations, const caf::error& why) {
   fail_held(st, why);
   auto workers = static_cast<std::size_t>(spec.workers);
@@ -742,7 +742,7 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
     return drop(st, "init", make_error(errc::missing_block, "init carries "
                                                               + std::to_string(init->blocks.size())
                                                               + " blocks"));
-  std::vector<float> params((*layout)->shard_floats(st.shard));
+  float_buffer params((*layout)->shard_floats(st.shard));
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto& b = (*layout)->blocks()[ids[i]];
     const auto& v = init->blocks[i];
@@ -780,7 +780,7 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
   if (auto err = check_shard_checkpoint(*saved, **layout, st.shard,
                                         st.config.bounds.max_parameter))
     return drop(st, "restore", std::move(err));
-  std::vector<float> params((*layout)->shard_floats(st.shard));
+  float_buffer params((*layout)->shard_floats(st.shard));
   optimizer_state opt;
   opt.slots = optimizer_state_slots(saved->spec.optimizer.kind);
   opt.values.resize(opt.slots * params.size());

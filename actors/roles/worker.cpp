@@ -36,7 +36,7 @@ struct worker_state {
   // Flat, model order. params is shared with the data link proxies that receive replies
   // straight into it (worker_config::destinations).
   std::shared_ptr<std::vector<float>> params;
-  std::vector<float> grads;
+  float_buffer grads;  // in the link arena: a shared-memory link sends its blocks by reference
   // Held by the pushes built on grads by reference (a data link still sending one, a shard in
   // this process keeping one): the next step then writes a fresh buffer (buffer_lease.hpp).
   std::shared_ptr<buffer_lease> grads_lease;

@@ -18,6 +18,7 @@
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/net/connect.hpp"
 #include "actors/net/data_link_path.hpp"
+#include "actors/protocol/link_memory.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/chief/metrics.hpp"
 #include "actors/roles/ps_shard.hpp"
@@ -134,7 +135,8 @@ nlohmann::ordered_json summary_json(const std::vector<double>& v) {
 /// The worker side's buffers, shared by both drivers (one runs at a time).
 struct worker_side {
   block_layout layout;
-  std::vector<float> grad, params;
+  float_buffer grad;  // in the arena, as a worker's: shared memory sends its blocks by reference
+  std::vector<float> params;
   int64_t clock = 0;          // the next clock to push; the shard accepts them in order
   std::vector<double> times;  // the event driver's last run, read once it has answered
 };
@@ -390,6 +392,9 @@ wire_buffer shard_init_for(const options& o) {
 int run(const options& o) {
   flush_denormals_to_zero();
   auto spec = spec_for(o);
+  // A worker connects before it makes its gradient buffer, so over shared memory that buffer
+  // lies in the arena the link's offer made; here the buffer comes first: the arena before it.
+  if (configured_data_link_path() == data_link_path::shm) enable_link_memory();
   worker_side side{block_layout(spec), {}, {}, 0, {}};
   auto floats = side.layout.total_floats();
   side.grad.assign(floats, 1e-3f);
