@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Rebuilds the seed corpus under tests/fuzz/corpus/<target>/ from what actorps itself writes:
-# the wire messages and data-link conversations of the real encoders (fuzz_seed_writer),
-# checkpoints and exported models of short `actorps simulate` runs, data from `actorps
-# gen-data` and Fashion-MNIST, TF_CONFIG as launch_local.sh and the TFJob operator write it.
+# the wire messages, data-link conversations and shared-memory records of the real encoders
+# (fuzz_seed_writer), checkpoints and exported models of short `actorps simulate` runs, data
+# from `actorps gen-data` and Fashion-MNIST, TF_CONFIG as launch_local.sh and the TFJob
+# operator write it.
 # Each seed starts with the selector byte its target reads first (see each *_fuzz.cpp).
 # Usage: tests/fuzz/make_corpus.sh ACTORPS FUZZ_SEED_WRITER   (e.g. build/actorps
 #        build/fuzz/fuzz_seed_writer); replaces the corpus directories.
@@ -16,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-targets=(wire link_frame checkpoint cluster_spec model_file prediction_input text_lines)
+targets=(wire link_frame shm_record checkpoint cluster_spec model_file prediction_input text_lines)
 for t in "${targets[@]}"; do rm -rf "${out:?}/$t"; mkdir -p "$out/$t"; done
 
 # seed TARGET NAME SELECTOR_BYTE FILE...: the selector byte, then the files (joined by the
@@ -36,7 +37,7 @@ seed() {
   } >"$out/$target/$name"
 }
 
-# Wire messages and data-link conversations.
+# Wire messages, data-link conversations, shared-memory records.
 "$seed_writer" "$out"
 
 # Short runs: an MLP on synthetic data, sparse logistic regression on libsvm, lr and dlrm on

@@ -1,16 +1,23 @@
-// Writes seeds for the wire and link_frame fuzz targets with the real encoders: each message
-// the wire carries, and whole data-link conversations (a client's hello and requests, a
-// shard's answers), each file prefixed with the selector byte its target reads first.
-//   fuzz_seed_writer OUT   (writes OUT/wire/* and OUT/link_frame/*)
+// Writes seeds for the wire, link_frame and shm_record fuzz targets with the real encoders:
+// each message the wire carries, whole data-link conversations (a client's hello and requests,
+// a shard's answers) and pushes as records in a shared-memory ring (flat, and by reference as
+// records of pieces), each file prefixed with the selector byte its target reads first.
+//   fuzz_seed_writer OUT   (writes OUT/wire/*, OUT/link_frame/* and OUT/shm_record/*)
 #include "actors/net/link_socket.hpp"
+#include "actors/net/shm_region.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <numeric>
 #include <string>
+#include <tuple>
 
 namespace fs = std::filesystem;
 using namespace actorps;
@@ -34,6 +41,59 @@ std::string bytes_of(const wire_buffer& buf) {
 std::string frame(frame_kind kind, uint64_t id, int64_t a, int64_t b, const std::string& payload) {
   auto h = make_header(kind, id, a, b, payload.size());
   return std::string(reinterpret_cast<const char*>(&h), sizeof h) + payload;
+}
+
+std::string le64(uint64_t v) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
+  return out;
+}
+
+/// A push as a shm_record input: the frame's offset (64: the record's header at 0), size and
+/// pieces, then the bytes from the payload on, which the target writes into the ring from 64
+/// and into the peer's arena from 0. By reference, laid out as shm_ring::place lays out a record
+/// of pieces (shm_region.cpp) whose blocks lie in the arena: the piece table, piece 0 (segment
+/// table and structure) inline after it, each other piece named by its offset in the arena;
+/// here the blocks follow the record, where the arena holds the same bytes.
+std::string shm_record(const wire_buffer& push, bool by_reference) {
+  auto pieces = push.pieces();
+  if (!by_reference) return le64(64) + le64(push.size_bytes()) + le64(0) + bytes_of(push);
+  const std::size_t table = pieces.size() * sizeof(shm_piece);
+  const std::size_t size = table + pieces[0].bytes;
+  std::string body(size, '\0'), blocks;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    shm_piece d{i > 0 ? 1u : 0u, i > 0 ? size + blocks.size() : table, pieces[i].bytes};
+    std::memcpy(&body[i * sizeof d], &d, sizeof d);
+    if (i > 0) blocks.append(static_cast<const char*>(pieces[i].data), pieces[i].bytes);
+  }
+  std::memcpy(&body[table], pieces[0].data, pieces[0].bytes);
+  return le64(64) + le64(size) + le64(pieces.size()) + body + blocks;
+}
+
+/// Takes `seed` (a shm_record input) as the target does and decodes it: a seed that the reader
+/// refuses would not reach what it is for.
+void check_shm_record(const std::string& seed, bool with_arena) {
+  auto region = [&](std::size_t from) {  // the bytes after the numbers, written from `from`
+    std::string why;
+    int fd = create_shm_region(64 * 1024, why);
+    if (fd < 0) std::abort();
+    auto mapped = shm_mapping::map(fd, 64 * 1024);
+    ::close(fd);
+    if (!mapped) std::abort();
+    std::memcpy((*mapped)->data() + from, seed.data() + 24, seed.size() - 24);
+    return *mapped;
+  };
+  int64_t at, pieces;
+  uint64_t size;
+  std::memcpy(&at, seed.data(), 8);
+  std::memcpy(&size, seed.data() + 8, 8);
+  std::memcpy(&pieces, seed.data() + 16, 8);
+  shm_inbox inbox(region(64), with_arena ? region(0) : nullptr);
+  auto taken = inbox.take(at, size, pieces);
+  if (!taken || !decode_push(*taken)) {
+    std::cerr << "fuzz_seed_writer: a shm_record seed that the reader refuses\n";
+    std::exit(1);
+  }
 }
 
 /// A small run: two dense tensors cut into blocks of 8 on two shards, one sparse table.
@@ -83,6 +143,15 @@ int main(int argc, char** argv) {
     auto pull = encode_pull(1, 4, 0, asked);
     auto reply = encode_shard_parameters(0, 2, 3, layout, part.data());
     write_seed("wire", tag + "push", 0, bytes_of(push));
+    // The same push in a shared-memory ring: flat (the dense one read with the peer's arena
+    // mapped, the sparse one without), and built by reference as a record of pieces.
+    auto by_reference = encode_push_by_reference(1, 3, 0, layout, flat.data(), {}, 2, grads, asked);
+    for (const auto& [name, selector, seed] :
+         {std::tuple{tag + "push", sparse ? 1 : 0, shm_record(push, false)},
+          std::tuple{tag + "push_pieces", 0, shm_record(by_reference, true)}}) {
+      check_shm_record(seed, selector == 0);
+      write_seed("shm_record", name, static_cast<uint8_t>(selector), seed);
+    }
     write_seed("wire", tag + "pull", 1, bytes_of(pull));
     write_seed("wire", tag + "snapshot_pull", 1, bytes_of(encode_all_rows_pull(0)));
     write_seed("wire", tag + "pull_reply", 2, bytes_of(reply));
