@@ -51,13 +51,16 @@ std::size_t memfd_descriptors() {
   }
   return n;
 }
-std::size_t link_mappings() {
+std::size_t mappings_of(const std::string& memfd) {
   std::ifstream maps("/proc/self/maps");
   std::size_t n = 0;
   for (std::string line; std::getline(maps, line);)
-    if (line.find("/memfd:actorps-link") != std::string::npos) ++n;
+    if (line.find("/memfd:" + memfd) != std::string::npos) ++n;
   return n;
 }
+std::size_t link_mappings() { return mappings_of("actorps-link"); }
+/// This process's arena and the peers' arenas it maps (link_memory.hpp).
+std::size_t arena_mappings() { return mappings_of("actorps-arena"); }
 
 /// A plain local link to `f`'s server, after its hello, that offered the two rings `rings`
 /// (mapped here): the test then writes frames by hand.
@@ -291,8 +294,11 @@ TEST_CASE("data link over shared memory: a shard process killed with a 16 MiB pu
     FAIL("the shard process ended: status " << status);
   }
 
+  REQUIRE(enable_link_memory().empty());  // this process's own arena: it stays
   const auto descriptors_before = memfd_descriptors();
   const auto mappings_before = link_mappings();
+  const auto arenas_before = arena_mappings();
+  CHECK(arenas_before == 1);
   {
     shard_config wide;
     wide.bounds.max_parameter = 1e8f;
@@ -304,6 +310,7 @@ TEST_CASE("data link over shared memory: a shard process killed with a 16 MiB pu
     REQUIRE(remote);
     CHECK(remote->transport() == std::string("shared memory"));
     CHECK(link_mappings() == mappings_before + 2);
+    CHECK(arena_mappings() == arenas_before + 1);  // the shard process's, read-only
     CHECK(memfd_descriptors() == descriptors_before);  // closed once both sides mapped them
     auto push = worker_side.push_of(0, 0, 1.0f);
     REQUIRE(push.size_bytes() > (16u << 20));
@@ -335,6 +342,7 @@ TEST_CASE("data link over shared memory: a shard process killed with a 16 MiB pu
                                  caf::after(std::chrono::seconds(30)) >> [] { FAIL("the proxy did not end"); });
   }
   CHECK(link_mappings() == mappings_before);
+  CHECK(arena_mappings() == arenas_before);  // the dead shard's arena went with the proxy
   CHECK(memfd_descriptors() == descriptors_before);
   std::fclose(from_child);
 }
