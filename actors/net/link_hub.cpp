@@ -302,9 +302,11 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
           send_pending(s);
           return sessions_.count(id) > 0;
         }
-      // The client asks again once it has read its last reply: that reply's record, and the
-      // lease it keeps on the shard's parameters, go now, before the shard's next update.
-      if (s.shm) s.shm->out.reclaim();
+      // Replies read since (this client's last one, most likely) give back their records, and
+      // the leases they keep on the shard's parameters, before the update this request brings:
+      // a parameter buffer still leased would make the shard allocate a fresh one.
+      for (auto& [id, other] : sessions_)
+        if (other->shm) other->shm->out.reclaim();
       ++s.in_flight;
       ++s.counted_pending;  // counted at once: the next frame's may_read sees it
       ++pending_total_;
