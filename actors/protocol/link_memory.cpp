@@ -91,6 +91,9 @@ std::string enable_link_memory(std::size_t bytes) {
     ::close(fd);
     return why;
   }
+  // A child forked without exec must not share the buffers (both would write the same pages):
+  // it does not inherit the arena at all.
+  ::madvise(p, bytes, MADV_DONTFORK);
   a.fd = fd;
   a.base = static_cast<uint8_t*>(p);
   a.bytes = bytes;
