@@ -1,0 +1,50 @@
+// The arena of buffers a shared-memory link sends by reference (actors/protocol/link_memory.hpp):
+// which buffers lie in it, what happens when it is full, and that freed ranges are taken again.
+// Each test case runs in a process of its own, so the arena made here is the process's only one.
+#include "actors/protocol/link_memory.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+using namespace actorps;
+
+TEST_CASE("link memory: buffers of 64 KiB and more lie in the arena, smaller ones and those it has no room for on the heap, and freed ranges join and are taken again") {
+  float_buffer before(1 << 16);  // before the arena: on the heap
+  CHECK(link_memory_offset(before.data(), before.size() * 4) == -1);
+  REQUIRE(enable_link_memory(std::size_t(1) << 20).empty());
+  REQUIRE(enable_link_memory(std::size_t(1) << 30).empty());  // the first arena stays
+  CHECK(link_memory_bytes() == (std::size_t(1) << 20));
+  // A sealed memfd of that size, which a peer can map but not shrink.
+  struct stat st {};
+  REQUIRE(::fstat(link_memory_fd(), &st) == 0);
+  CHECK(st.st_size == (1 << 20));
+  CHECK((::fcntl(link_memory_fd(), F_GET_SEALS) & F_SEAL_SHRINK) != 0);
+
+  float_buffer small(1000);
+  CHECK(link_memory_offset(small.data(), small.size() * 4) == -1);
+  const std::size_t quarter = (256 * 1024) / 4;  // floats in 256 KiB
+  float_buffer a(quarter), b(quarter), c(quarter);
+  CHECK(link_memory_offset(a.data(), quarter * 4) == 0);  // first fit, page-aligned
+  CHECK(link_memory_offset(b.data(), quarter * 4) == 256 * 1024);
+  CHECK(link_memory_offset(c.data(), quarter * 4) == 512 * 1024);
+  CHECK(link_memory_in_use() == 768 * 1024);
+  // A range that runs past the arena's end is not in it, even if it starts inside.
+  CHECK(link_memory_offset(c.data(), 600 * 1024) == -1);
+  {
+    float_buffer too_big(2 * quarter);  // 512 KiB with 256 KiB left: the heap
+    CHECK(link_memory_offset(too_big.data(), 2 * quarter * 4) == -1);
+    too_big[0] = 1.0f;  // usable all the same
+  }
+  // a and b freed: one range of 512 KiB at 0, which a buffer of that size then takes.
+  a = float_buffer{};
+  b = float_buffer{};
+  CHECK(link_memory_in_use() == 256 * 1024);
+  float_buffer joined(2 * quarter);
+  CHECK(link_memory_offset(joined.data(), 2 * quarter * 4) == 0);
+  // Moving a buffer keeps its memory where messages point (buffer_lease.hpp relies on it).
+  const float* where = joined.data();
+  float_buffer moved = std::move(joined);
+  CHECK(moved.data() == where);
+}
