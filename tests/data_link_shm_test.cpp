@@ -524,3 +524,48 @@ TEST_CASE("data link over shared memory: a reply built on the shard's parameters
   CHECK(params != link.initial);
   remote.close();
 }
+
+TEST_CASE("shm_ring: the blocks its unreleased records name are bounded by the ring's size, past it a message is copied, and a released record makes room again") {
+  REQUIRE(enable_link_memory().empty());
+  const std::size_t ring_bytes = 1 << 20;
+  std::string why;
+  int fd = create_shm_region(ring_bytes, why);
+  REQUIRE(fd >= 0);
+  auto region = shm_mapping::map(fd, ring_bytes);
+  REQUIRE(region);
+  ::close(fd);
+  auto arena = shm_mapping::map(link_memory_fd(), 0, false);
+  REQUIRE(arena);
+  shm_ring ring{*region, true};
+  shm_inbox inbox{*region, *arena};
+
+  block_layout layout{arena_spec()};
+  auto grads = gradient_in_arena(layout, 0);
+  auto push = encode_push_by_reference(0, 0, 0, layout, grads.data());
+  const std::size_t named = push.size_bytes() - push.pieces().front().bytes;  // ~240 KiB
+  REQUIRE(named > ring_bytes / 5);
+  REQUIRE(named <= ring_bytes / 4);
+  std::vector<shm_placed> placed;
+  for (int i = 0; i < 4; ++i) {
+    placed.push_back(ring.place(push));
+    CHECK(placed.back().pieces > 0);
+  }
+  CHECK(ring.named_bytes() == 4 * named);
+  // A fifth would name more than the ring holds: copied, as a message outside the arena is.
+  auto before = copied_now();
+  auto copied = ring.place(push);
+  CHECK(copied.offset >= 0);
+  CHECK(copied.pieces == 0);
+  CHECK(copied_now() - before == push.size_bytes());
+  CHECK(ring.named_bytes() == 4 * named);
+  // The reader takes the first record and lets it go: the next message goes by reference again.
+  {
+    auto first = inbox.take(placed[0].offset, placed[0].size, placed[0].pieces);
+    REQUIRE(first);
+    CHECK(first->is_gathered());
+    CHECK(same_bytes(first->flat(), push.flat()));
+  }
+  auto again = ring.place(push);
+  CHECK(again.pieces > 0);
+  CHECK(ring.named_bytes() == 4 * named);
+}

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -74,6 +75,7 @@ void shm_ring::reclaim() {
     std::lock_guard<std::mutex> guard{mutex_};
     while (!records_.empty()
            && released_flag(region_->data() + records_.front().start)->load(std::memory_order_acquire)) {
+      named_ -= records_.front().named;
       done.push_back(std::move(records_.front()));
       records_.pop_front();
     }
@@ -84,6 +86,11 @@ void shm_ring::reclaim() {
 std::size_t shm_ring::records_in_use() const {
   std::lock_guard<std::mutex> guard{mutex_};
   return records_.size();
+}
+
+std::size_t shm_ring::named_bytes() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return named_;
 }
 
 shm_placed shm_ring::place(const wire_buffer& payload) {
@@ -100,14 +107,22 @@ shm_placed shm_ring::place(const wire_buffer& payload) {
         any = true;
       }
     }
+  std::size_t named = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    if (in_arena[i] >= 0) named += pieces[i].bytes;
+
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (any && named_ + named > region_->size()) {  // held records name enough already: a copy
+    std::fill(in_arena.begin(), in_arena.end(), -1);
+    any = false;
+    named = 0;
+  }
   const std::size_t table = any ? pieces.size() * sizeof(shm_piece) : 0;
   std::size_t inline_bytes = 0;
   for (std::size_t i = 0; i < pieces.size(); ++i)
     if (in_arena[i] < 0) inline_bytes += pieces[i].bytes;
   const std::size_t size = table + inline_bytes;
   const std::size_t need = shm_record_align + round_up(size);
-
-  std::lock_guard<std::mutex> guard{mutex_};
   const std::size_t cap = region_->size();
   std::size_t start = 0;
   if (records_.empty()) {
@@ -140,7 +155,8 @@ shm_placed shm_ring::place(const wire_buffer& payload) {
   }
   copied_payload_bytes += inline_bytes;
   std::atomic_thread_fence(std::memory_order_release);
-  records_.push_back({start, start + need, any ? payload : wire_buffer{}});
+  records_.push_back({start, start + need, any ? payload : wire_buffer{}, named});
+  named_ += named;
   head_ = start + need;
   return {static_cast<int64_t>(start + shm_record_align), size,
           any ? static_cast<int64_t>(pieces.size()) : 0};

@@ -40,7 +40,11 @@
 // is copied inline. The frame says how many pieces (its b). The writer's record keeps the
 // message (and so the lease of the buffer its blocks lie in: buffer_lease.hpp) until the reader
 // releases the record, so the blocks cannot change while the reader reads them; the reader
-// builds a message of segments over the record and the arena, used where it lies.
+// builds a message of segments over the record and the arena, used where it lies. The blocks
+// that a ring's unreleased records name are bounded by the ring's own size: a reader that holds
+// its records (a stalled worker, a long evaluation) would otherwise keep a buffer alive per
+// record, and the writer would allocate a fresh one for every update; past the bound a message
+// is copied into the ring as before, and a full ring sends inline, as before.
 //
 // Sizes are sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL): neither side can shrink a
 // region under the other's mapping (which would turn its reads into SIGBUS). The descriptors
@@ -122,7 +126,7 @@ public:
     : region_(std::move(region)), by_reference_(by_reference) {}
   shm_ring(shm_ring&& other) noexcept
     : region_(std::move(other.region_)), by_reference_(other.by_reference_),
-      records_(std::move(other.records_)), head_(other.head_) {}
+      records_(std::move(other.records_)), head_(other.head_), named_(other.named_) {}
 
   /// Writes `payload` into a fresh record: by reference where its blocks lie in the arena and
   /// the reader maps it, else its bytes (counted in copied_payload_bytes).
@@ -134,12 +138,15 @@ public:
 
   std::size_t records_in_use() const;
   bool by_reference() const { return by_reference_; }
+  /// Arena bytes that unreleased records name (at most the ring's size).
+  std::size_t named_bytes() const;
 
 private:
   struct record {
     std::size_t start;
     std::size_t end;
     wire_buffer keep;  // a message placed by reference: its blocks stay unchanged meanwhile
+    std::size_t named = 0;  // arena bytes it names
   };
   void reclaim_locked();
 
@@ -148,6 +155,7 @@ private:
   mutable std::mutex mutex_;
   std::deque<record> records_;
   std::size_t head_ = 0;
+  std::size_t named_ = 0;  // sum of the records' named
 };
 
 /// The reader's side of one ring.
