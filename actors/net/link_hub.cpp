@@ -304,7 +304,8 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
         }
       // Replies read since (this client's last one, most likely) give back their records, and
       // the leases they keep on the shard's parameters, before the update this request brings:
-      // a parameter buffer still leased would make the shard allocate a fresh one.
+      // a parameter buffer still leased would make the shard allocate a fresh one. (A pass over
+      // the sessions, bounded by the link limits; in a run they are its workers and evaluator.)
       for (auto& [id, other] : sessions_)
         if (other->shm) other->shm->out.reclaim();
       ++s.in_flight;
