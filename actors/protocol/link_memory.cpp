@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,9 @@ struct arena {
   int fd = -1;
   uint8_t* base = nullptr;
   std::size_t bytes = 0;
+  // base, published after base and bytes are set: link_memory_offset reads it without the lock
+  // (every send asks it), and may run while another thread enables the arena.
+  std::atomic<uint8_t*> published{nullptr};
   std::size_t in_use = 0;
   std::map<std::size_t, std::size_t> free;
 
@@ -98,6 +102,7 @@ std::string enable_link_memory(std::size_t bytes) {
   a.base = static_cast<uint8_t*>(p);
   a.bytes = bytes;
   a.free.emplace(0, bytes);
+  a.published.store(a.base, std::memory_order_release);
   return {};
 }
 
@@ -120,10 +125,13 @@ std::size_t link_memory_in_use() {
 }
 
 int64_t link_memory_offset(const void* p, std::size_t n) {
-  auto& a = the_arena();  // base and bytes are set once, before any buffer is in the arena
+  auto& a = the_arena();
+  const uint8_t* base = a.published.load(std::memory_order_acquire);  // bytes is set before it
   auto* b = static_cast<const uint8_t*>(p);
-  if (!a.owns(p) || n > a.bytes - static_cast<std::size_t>(b - a.base)) return -1;
-  return b - a.base;
+  if (base == nullptr || b < base || b >= base + a.bytes
+      || n > a.bytes - static_cast<std::size_t>(b - base))
+    return -1;
+  return b - base;
 }
 
 void* link_memory_allocate(std::size_t bytes) {
