@@ -155,7 +155,7 @@ TEST_CASE("data link: a pull held past the client's request timeout is answered 
   }
 }
 
-TEST_CASE("data link: strangers and a client of another shard are refused and logged, the server keeps serving") {
+TEST_CASE("data link: strangers, a peer of another frame version and a client of another shard are refused and logged, the server keeps serving") {
   link_fixture link{tiny_spec(consistency::async, 1)};
   int fd = stranger_to(link.server->port());
   std::vector<char> garbage(4096, '\xff');
@@ -174,6 +174,16 @@ TEST_CASE("data link: strangers and a client of another shard are refused and lo
   CHECK(describe(wrong.error()).find("wrong_shard: this is shard 0, not 3") != std::string::npos);
   CHECK(link.next_log_line().find("it asked for shard 3") != std::string::npos);
   CHECK(link.server->refused() == 2);
+
+  // A peer of the frame version before records of pieces (1) is refused at its hello, naming both.
+  int old_peer = stranger_to(link.server->port());
+  auto hello = make_header(frame_kind::hello, 0, 0, 10000);
+  hello.version = 1;
+  REQUIRE(::send(old_peer, &hello, sizeof hello, MSG_NOSIGNAL) == sizeof hello);
+  CHECK(link.next_log_line().find("data frame version 1, expected 2") != std::string::npos);
+  CHECK(::recv(old_peer, &byte, 1, 0) <= 0);
+  ::close(old_peer);
+  CHECK(link.server->refused() == 3);
 
   auto remote = link.attach(false);
   CHECK(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));

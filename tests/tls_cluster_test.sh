@@ -93,7 +93,7 @@ data_port=$((ps_port + 1))  # launch_local.sh gives no --data-port: the task's p
 # attack_data_port IDENTITY_FLAGS... : a TLS client with that identity (trusting the cluster's
 # CA) sends a hello frame for shard 0 to ps:0's data port; the shard must answer nothing.
 attack_data_port() {
-  "$python" -c 'import struct, sys; sys.stdout.buffer.write(struct.pack("<IHHQqqQ", 0x4c535041, 1, 1, 0, 0, 10000, 0))' \
+  "$python" -c 'import struct, sys; sys.stdout.buffer.write(struct.pack("<IHHQqqQ", 0x4c535041, 2, 1, 0, 0, 10000, 0))' \
     > "$dir/hello.bin"
   timeout 20 openssl s_client -connect "127.0.0.1:$data_port" -CAfile "$dir/certs/ca.pem" -ign_eof "$@" \
     < "$dir/hello.bin" > "$dir/data-intruder.log" 2>&1 || true

@@ -73,7 +73,9 @@ static_assert(sizeof(frame_header) == 40, "the frame header is 40 bytes on the w
 inline bool in_region(const frame_header& h) { return (h.kind & in_region_bit) != 0; }
 
 inline constexpr uint32_t frame_magic = 0x4c535041;  // "APSL"
-inline constexpr uint16_t frame_version = 1;
+/// 2: a frame in shared memory may be a record of pieces (its b), and the answer to a shared
+/// memory offer may carry the shard's arena. A peer of version 1 is refused at its hello.
+inline constexpr uint16_t frame_version = 2;
 /// Largest error text accepted in a failure frame.
 inline constexpr uint64_t max_failure_text = 64 * 1024;
 
