@@ -41,8 +41,12 @@ await_event "$dir/m.jsonl" '"event":"recovery","role":"worker","index":1' 30
 grep -q "worker:1 is back" "$dir/chief.log" || fail "the chief did not see worker:1 rejoin"
 
 echo "== 2. SIGKILL ps:1, start it again"
+# At the first checkpoint written after the ones so far, whatever its clock: a chief lagging the
+# shards on a loaded machine skips scheduled clocks (as in case 4), 600 once in a loaded suite.
 last=$(grep -c '"event":"checkpoint"' "$dir/m.jsonl")
-await_event "$dir/m.jsonl" "\"event\":\"checkpoint\",\"clock\":$(( (last + 1) * 200 ))" 30
+seen=$(grep -m $((last + 1)) -E '"event":"checkpoint"' \
+         < <(timeout 30 tail -n +1 -F "$dir/m.jsonl" 2>/dev/null) | wc -l || true)
+[ "$seen" -gt "$last" ] || fail "no checkpoint after the first $last in 30 s"
 kill -9 "${task_pid[ps:1]}"
 await_event "$dir/m.jsonl" '"event":"failure","role":"ps","index":1' 20
 start ps:1
