@@ -382,9 +382,7 @@ TEST_CASE("data link over shared memory: a push whose blocks lie in the worker's
     auto push = encode_push_by_reference(0, clock, 0, link.layout, grads.data(), lease);
     REQUIRE(push.is_gathered());
     const auto structure = push.pieces().front().bytes;
-    std::vector<float> zeros(link.layout.total_floats(), 0.0f);
-    const auto reply_structure =
-      encode_shard_parameters_by_reference(0, 0, -1, link.layout, zeros.data(), nullptr).pieces()[0].bytes;
+    const auto reply_structure = reply_structure_bytes(link.layout);
     const auto copy = push.flat();  // what a copy of the blocks would have carried
     auto before = copied_now();
     auto via_link = link.ask(remote.handle, push_pull_atom::value, push);
@@ -502,9 +500,7 @@ TEST_CASE("data link over shared memory: a reply built on the shard's parameters
   std::shared_ptr<void> unowned;
   remote.destination->set(std::shared_ptr<const block_layout>(unowned, &link.layout),
                           std::shared_ptr<std::vector<float>>(unowned, &params));
-  std::vector<float> zeros(link.layout.total_floats(), 0.0f);
-  const auto reply_structure =
-    encode_shard_parameters_by_reference(0, 0, -1, link.layout, zeros.data(), nullptr).pieces()[0].bytes;
+  const auto reply_structure = reply_structure_bytes(link.layout);
   const auto reply_bytes = link.ask(link.shard, pull_atom::value, int32_t{0}, int64_t{0})->size_bytes();
   for (int64_t clock = 0; clock < 3; ++clock) {
     CAPTURE(clock);

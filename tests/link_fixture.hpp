@@ -118,6 +118,18 @@ inline std::shared_ptr<link_socket> raw_link(link_fixture& f, bool local) {
 inline int stranger_to(uint16_t port) { return connect_loopback(port); }
 
 /// The same bytes on the wire (a reply built by reference, flattened, against one received).
+/// Bytes of the structure (segment table and segment 0) of a push and of a reply built by
+/// reference on `layout`: what a shared-memory link copies of a message whose blocks it names.
+inline std::size_t push_structure_bytes(const block_layout& layout) {
+  std::vector<float> zeros(layout.total_floats(), 0.0f);
+  return encode_push_by_reference(0, 0, 0, layout, zeros.data()).pieces().front().bytes;
+}
+inline std::size_t reply_structure_bytes(const block_layout& layout) {
+  std::vector<float> zeros(layout.total_floats(), 0.0f);
+  return encode_shard_parameters_by_reference(0, 0, -1, layout, zeros.data(), nullptr)
+    .pieces().front().bytes;
+}
+
 inline bool same_bytes(const wire_buffer& x, const wire_buffer& y) {
   auto a = x.flat(), b = y.flat();
   return a.size_bytes() == b.size_bytes() && std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) == 0;

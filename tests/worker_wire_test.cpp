@@ -114,10 +114,8 @@ TEST_CASE("worker: a run over TCP and the local socket copies no payload byte of
     // (the blocks lie in the worker's and the shard's arenas, named by offset), and each reply
     // is read once from the shard's arena into the parameters (the 7 replies: the first pull
     // and 6 push_pulls).
-    std::vector<float> zeros(f.layout.total_floats(), 0.0f);
-    auto structure = encode_push_by_reference(0, 0, 0, f.layout, zeros.data()).pieces()[0].bytes;
-    auto reply_structure =
-      encode_shard_parameters_by_reference(0, 0, -1, f.layout, zeros.data(), nullptr).pieces()[0].bytes;
+    auto structure = push_structure_bytes(f.layout);
+    auto reply_structure = reply_structure_bytes(f.layout);
     CHECK(structure < 1024);
     auto reply = f.ask(f.shard, pull_atom::value, int32_t{0}, int64_t{0});
     REQUIRE(reply);

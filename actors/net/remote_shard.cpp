@@ -13,8 +13,6 @@
 
 #include <unistd.h>
 
-#include <mutex>
-
 namespace actorps {
 
 namespace {
@@ -40,15 +38,14 @@ caf::expected<shm_link> offer_shared_memory(link_socket& link) {
   auto replies = shm_mapping::map(fds[1], shm_ring_bytes);
   caf::error err = !requests ? requests.error() : !replies ? replies.error() : caf::error{};
   // The process's arena goes along: pushes built on a gradient there travel by reference.
-  static const std::string no_arena = enable_link_memory();
+  // Made at the first offer, said once if it cannot be.
+  [[maybe_unused]] static const bool arena_tried = [] {
+    if (auto why = enable_link_memory(); !why.empty())
+      log_line(log_level::warn, "data link",
+               "no arena for pushes by reference (" + why + "): shared memory copies them");
+    return true;
+  }();
   const int arena = link_memory_fd();
-  if (!no_arena.empty()) {
-    static std::once_flag said;
-    std::call_once(said, [] {
-      log_line(log_level::warn, "data link", "no arena for pushes by reference (" + no_arena
-                                               + "): shared memory copies them");
-    });
-  }
   if (!err) {
     int sent[3] = {fds[0], fds[1], arena};
     err = link.send_with_fds(make_header(frame_kind::shm_offer, 0, int64_t(shm_ring_bytes),

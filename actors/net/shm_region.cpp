@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -95,32 +94,26 @@ std::size_t shm_ring::named_bytes() const {
 
 shm_placed shm_ring::place(const wire_buffer& payload) {
   reclaim();
-  // By reference: each segment that lies in the arena is named, the rest copied inline.
+  // By reference: each segment that lies in the arena is named, the rest copied inline. (The
+  // offsets are looked up again when the record is written rather than kept: no allocation.)
   auto pieces = payload.pieces();
-  std::vector<int64_t> in_arena(pieces.size(), -1);
-  bool any = false;
-  if (by_reference_ && payload.is_gathered() && pieces.size() <= std::size_t(max_shm_pieces))
-    for (std::size_t i = 1; i < pieces.size(); ++i) {
-      auto at = link_memory_offset(pieces[i].data, pieces[i].bytes);
-      if (at >= 0 && at % int64_t(sizeof(capnp::word)) == 0) {
-        in_arena[i] = at;
-        any = true;
-      }
-    }
+  const bool may_name =
+    by_reference_ && payload.is_gathered() && pieces.size() <= std::size_t(max_shm_pieces);
+  auto arena_offset = [&](std::size_t i) -> int64_t {  // piece 0, the structure, stays inline
+    if (i == 0) return -1;
+    auto at = link_memory_offset(pieces[i].data, pieces[i].bytes);
+    return at % int64_t(sizeof(capnp::word)) == 0 ? at : -1;
+  };
   std::size_t named = 0;
-  for (std::size_t i = 0; i < pieces.size(); ++i)
-    if (in_arena[i] >= 0) named += pieces[i].bytes;
+  if (may_name)
+    for (std::size_t i = 1; i < pieces.size(); ++i)
+      if (arena_offset(i) >= 0) named += pieces[i].bytes;
 
   std::lock_guard<std::mutex> guard{mutex_};
-  if (any && named_ + named > region_->size()) {  // held records name enough already: a copy
-    std::fill(in_arena.begin(), in_arena.end(), -1);
-    any = false;
-    named = 0;
-  }
+  if (named_ + named > region_->size()) named = 0;  // held records name enough already: a copy
+  const bool any = named > 0;
   const std::size_t table = any ? pieces.size() * sizeof(shm_piece) : 0;
-  std::size_t inline_bytes = 0;
-  for (std::size_t i = 0; i < pieces.size(); ++i)
-    if (in_arena[i] < 0) inline_bytes += pieces[i].bytes;
+  const std::size_t inline_bytes = payload.size_bytes() - named;
   const std::size_t size = table + inline_bytes;
   const std::size_t need = shm_record_align + round_up(size);
   const std::size_t cap = region_->size();
@@ -144,12 +137,12 @@ shm_placed shm_ring::place(const wire_buffer& payload) {
   uint8_t* body = rec + shm_record_align;
   uint8_t* out = body + table;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const int64_t at = any ? arena_offset(i) : -1;
     if (any) {
-      shm_piece d{in_arena[i] >= 0 ? 1u : 0u,
-                  in_arena[i] >= 0 ? uint64_t(in_arena[i]) : uint64_t(out - body), pieces[i].bytes};
+      shm_piece d{at >= 0 ? 1u : 0u, at >= 0 ? uint64_t(at) : uint64_t(out - body), pieces[i].bytes};
       std::memcpy(body + i * sizeof(shm_piece), &d, sizeof d);
     }
-    if (in_arena[i] >= 0) continue;
+    if (at >= 0) continue;
     std::memcpy(out, pieces[i].data, pieces[i].bytes);
     out += pieces[i].bytes;
   }
