@@ -5,6 +5,7 @@
 #include "apps/gen_data_command.hpp"
 #include "apps/predict_command.hpp"
 #include "apps/simulate_command.hpp"
+#include "kernels/blas_core.hpp"
 
 #include <cstdio>
 #include <string>
@@ -28,7 +29,7 @@ commands:
   evaluate    an exported model's accuracy, loss and confusion matrix on a test split
   export      export a saved checkpoint as a model directory, as --export-dir does after a run
   gen-data    write a seeded sparse binary problem as libsvm files (`gen-data libsvm --help`)
-  version     print the version
+  version     print the version and the OpenBLAS kernels this CPU runs
 
 Examples:
   actorps simulate --ps 2 --workers 2 --mode ssp --staleness 2 --epochs 5 --metrics run.jsonl
@@ -41,6 +42,7 @@ Examples:
 } // namespace
 
 int main(int argc, char** argv) {
+  actorps::rerun_with_better_blas_core(argv);  // before any GEMM: see blas_core.hpp
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(usage, args.empty() ? stderr : stdout);
@@ -57,7 +59,8 @@ int main(int argc, char** argv) {
   if (command == "export") return actorps::export_command(args);
   if (command == "gen-data") return actorps::gen_data_command(args);
   if (command == "version" || command == "--version") {
-    std::printf("actorps %s\n", ACTORPS_VERSION);
+    std::printf("actorps %s\nOpenBLAS kernels: %s\n", ACTORPS_VERSION,
+                actorps::blas_core_in_use().c_str());
     return 0;
   }
   std::fprintf(stderr, "actorps: unknown command '%s'\n\n%s", command.c_str(), usage);

@@ -23,6 +23,7 @@
 
 #include "apps/bench/bench_main.hpp"
 #include "apps/bench/bench_scratch.hpp"
+#include "kernels/blas_core.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -153,6 +154,7 @@ int run(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+  actorps::rerun_with_better_blas_core(argv);  // before any GEMM: see blas_core.hpp
   options o;
   po::options_description desc("actorps_bench_dlrm_loop flags");
   desc.add_options()

@@ -11,6 +11,7 @@
 #include "kernels/denormals.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
+#include "kernels/blas_core.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -408,6 +409,7 @@ int run(const options& opt) {
 } // namespace
 
 int main(int argc, char** argv) {
+  actorps::rerun_with_better_blas_core(argv);  // before any GEMM: see blas_core.hpp
   options opt;
   po::options_description desc(
     "actorps_bench_kernels: backend kernels, CPU vs CUDA (JSON on stdout)");

@@ -15,6 +15,7 @@
 #include "kernels/parameter_init.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "kernels/blas_core.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -89,6 +90,7 @@ int run(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+  actorps::rerun_with_better_blas_core(argv);  // before any GEMM: see blas_core.hpp
   options o;
   po::options_description desc("actorps_bench_loop flags");
   desc.add_options()
