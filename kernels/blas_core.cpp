@@ -51,7 +51,13 @@ void rerun_with_better_blas_core(char** argv) {
   if (::setenv("OPENBLAS_CORETYPE", better.c_str(), 1) != 0
       || ::setenv(rerun_marker, chosen.c_str(), 1) != 0)
     return;
-  ::execv("/proc/self/exe", argv);
+  // The binary's own path, not /proc/self/exe: the process keeps its name (ps, top, perf).
+  char path[4096];
+  auto n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n > 0) {
+    path[n] = '\0';
+    ::execv(path, argv);
+  }
   std::fprintf(stderr, "actorps: OpenBLAS chose its %s kernels for this CPU and running again "
                        "with OPENBLAS_CORETYPE=%s failed (%s); the GEMMs run slower\n",
                chosen.c_str(), better.c_str(), std::strerror(errno));

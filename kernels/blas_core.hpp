@@ -30,9 +30,9 @@ std::string better_blas_core(std::string_view chosen, cpu_vector_units units);
 std::string blas_core_in_use();
 
 /// For a program's main, before anything else: when OpenBLAS fell back to kernels this CPU
-/// outgrew and the user did not set OPENBLAS_CORETYPE, runs the program again (execv of
-/// /proc/self/exe, the same arguments) with OPENBLAS_CORETYPE naming the better core, and does
-/// not return. Returns when there is nothing to do or the exec failed (said on stderr). A user's
+/// outgrew and the user did not set OPENBLAS_CORETYPE, runs the program again (execv of the
+/// binary /proc/self/exe names, the same arguments) with OPENBLAS_CORETYPE naming the better
+/// core, and does not return. Returns when there is nothing to do or the exec failed (said on stderr). A user's
 /// own OPENBLAS_CORETYPE is always kept. Not for a library: an embedding program calls it, or
 /// sets the variable itself (make_cpu_backend says which, once).
 void rerun_with_better_blas_core(char** argv);
