@@ -154,9 +154,12 @@ for r in rows:
         print(f"{n/2**20:6.3f} MiB {t:>7} {x['round_trip_ms']['median']:8.3f} {x['ratio_to_floor']:8.2f} "
               f"{w['cpu_ms']:14.3f} {x['shard_per_round_trip']['cpu_ms']:13.3f} "
               f"{w['minor_faults']:5.0f}/{x['shard_per_round_trip']['minor_faults']:<5.0f} {w['copied_bytes']/n:10.2f}")
-print(f"floor (the same sockets echoing frames), 4 MiB: tcp {four['tcp']['floor_round_trip_ms']:.3f} ms, "
-      f"socket {four['socket']['floor_round_trip_ms']:.3f} ms")
-print(f"4 MiB with {four['tcp']['in_flight']} push+pulls in flight, ms each: "
-      + ", ".join(f"{t} {four[t]['pipelined_ms_per_push_pull']:.3f}" for t in ("tcp", "socket", "shm", "caf")))
-print("4 MiB vs ps-lite's 1.7 ms: " + ", ".join(f"{t} {v:.2f}x" for t, v in result["ratio_vs_ps_lite_4MiB"].items()) + f"  -> {out}")
+if four:  # (-s without 4 MiB: no 4 MiB lines)
+    print(f"floor (the same sockets echoing frames), 4 MiB: tcp {four['tcp']['floor_round_trip_ms']:.3f} ms, "
+          f"socket {four['socket']['floor_round_trip_ms']:.3f} ms")
+    print(f"4 MiB with {four['tcp']['in_flight']} push+pulls in flight, ms each: "
+          + ", ".join(f"{t} {four[t]['pipelined_ms_per_push_pull']:.3f}" for t in ("tcp", "socket", "shm", "caf")))
+    print("4 MiB vs ps-lite's 1.7 ms: "
+          + ", ".join(f"{t} {v:.2f}x" for t, v in result["ratio_vs_ps_lite_4MiB"].items()))
+print(f"-> {out}")
 PY
