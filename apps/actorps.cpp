@@ -42,7 +42,6 @@ Examples:
 } // namespace
 
 int main(int argc, char** argv) {
-  actorps::rerun_with_better_blas_core(argv);  // before any GEMM: see blas_core.hpp
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(usage, args.empty() ? stderr : stdout);
@@ -50,6 +49,9 @@ int main(int argc, char** argv) {
   }
   auto command = args[0];
   args.erase(args.begin());
+  // Before any GEMM (blas_core.hpp); not for the commands that run none (a ps task, gen-data).
+  if (command != "ps" && command != "gen-data")
+    actorps::rerun_with_better_blas_core(argv);
   if (command == "simulate") return actorps::simulate_command(args);
   if (command == "run" || command == "chief" || command == "ps" || command == "worker"
       || command == "evaluator")
