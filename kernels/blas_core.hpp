@@ -1,7 +1,7 @@
 // Which OpenBLAS kernels run the GEMMs. Debian 12's OpenBLAS (0.3.21) picks its kernels by the
 // CPU's model number when it loads; a model newer than it (an Emerald Rapids Xeon, family 6
 // model 207, for one) is not in its table and gets the Prescott kernels, SSE3 only: the default
-// Fashion-MNIST run went 3.1x slower on such a CPU (21 000 against 65 000 samples/s). OpenBLAS
+// Fashion-MNIST run went 3.0x slower on such a CPU (scripts/bench/blas_core.sh). OpenBLAS
 // reads OPENBLAS_CORETYPE when it loads, before main, so a program can only fix the choice by
 // running itself again with the variable set.
 #pragma once
@@ -32,9 +32,9 @@ std::string blas_core_in_use();
 /// For a program's main, before anything else: when OpenBLAS fell back to kernels this CPU
 /// outgrew and the user did not set OPENBLAS_CORETYPE, runs the program again (execv of the
 /// binary /proc/self/exe names, the same arguments) with OPENBLAS_CORETYPE naming the better
-/// core, and does not return. Returns when there is nothing to do or the exec failed (said on stderr). A user's
-/// own OPENBLAS_CORETYPE is always kept. Not for a library: an embedding program calls it, or
-/// sets the variable itself (make_cpu_backend says which, once).
+/// core, and does not return. Returns when there is nothing to do, or when the exec failed
+/// (said on stderr). A user's own OPENBLAS_CORETYPE is always kept. Not for a library: an
+/// embedding program calls it, or sets the variable itself (make_cpu_backend says which, once).
 void rerun_with_better_blas_core(char** argv);
 
 } // namespace actorps

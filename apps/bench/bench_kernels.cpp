@@ -8,10 +8,10 @@
 // against the CPU before anything is timed; CUDA is timed with events after warm-up. Prints one
 // JSON object; CUDA entries are null with "cuda_skipped" when no GPU is usable.
 #include "kernels/backend_factory.hpp"
+#include "kernels/blas_core.hpp"
 #include "kernels/denormals.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
-#include "kernels/blas_core.hpp"
 
 #include <boost/program_options.hpp>
 
