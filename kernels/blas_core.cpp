@@ -43,11 +43,15 @@ std::string blas_core_in_use() {
   return name ? name : "";
 }
 
+std::string blas_core_missed() {
+  return better_blas_core(blas_core_in_use(), this_cpu_vector_units());
+}
+
 void rerun_with_better_blas_core(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv(rerun_marker)) return;
-  auto chosen = blas_core_in_use();
-  auto better = better_blas_core(chosen, this_cpu_vector_units());
+  auto better = blas_core_missed();
   if (better.empty()) return;
+  auto chosen = blas_core_in_use();
   if (::setenv("OPENBLAS_CORETYPE", better.c_str(), 1) != 0
       || ::setenv(rerun_marker, chosen.c_str(), 1) != 0)
     return;

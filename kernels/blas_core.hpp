@@ -29,6 +29,9 @@ std::string better_blas_core(std::string_view chosen, cpu_vector_units units);
 /// The core whose kernels the loaded OpenBLAS uses (openblas_get_corename).
 std::string blas_core_in_use();
 
+/// better_blas_core for the core in use on this CPU: what this process is missing, or empty.
+std::string blas_core_missed();
+
 /// For a program's main, before anything else: when OpenBLAS fell back to kernels this CPU
 /// outgrew and the user did not set OPENBLAS_CORETYPE, runs the program again (execv of the
 /// binary /proc/self/exe names, the same arguments) with OPENBLAS_CORETYPE naming the better

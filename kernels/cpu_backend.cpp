@@ -193,13 +193,12 @@ std::unique_ptr<backend> make_cpu_backend() {
     openblas_set_num_threads(1);
     // A program that did not run itself again (rerun_with_better_blas_core: a user's own, the
     // Python module) hears once which kernels it is missing.
-    auto chosen = blas_core_in_use();
-    auto better = better_blas_core(chosen, this_cpu_vector_units());
+    auto better = blas_core_missed();
     if (!better.empty() && !std::getenv("OPENBLAS_CORETYPE"))
       std::fprintf(stderr,
                    "actorps: OpenBLAS does not know this CPU and chose its %s kernels (SSE3); "
                    "set OPENBLAS_CORETYPE=%s before the program starts for GEMMs ~3x faster\n",
-                   chosen.c_str(), better.c_str());
+                   blas_core_in_use().c_str(), better.c_str());
   });
   return std::make_unique<cpu_backend>();
 }
