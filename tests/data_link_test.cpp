@@ -175,12 +175,12 @@ TEST_CASE("data link: strangers, a peer of another frame version and a client of
   CHECK(link.next_log_line().find("it asked for shard 3") != std::string::npos);
   CHECK(link.server->refused() == 2);
 
-  // A peer of the frame version before records of pieces (1) is refused at its hello, naming both.
+  // A peer of the frame version before replies in parts (2) is refused at its hello, naming both.
   int old_peer = stranger_to(link.server->port());
   auto hello = make_header(frame_kind::hello, 0, 0, 10000);
-  hello.version = 1;
+  hello.version = 2;
   REQUIRE(::send(old_peer, &hello, sizeof hello, MSG_NOSIGNAL) == sizeof hello);
-  CHECK(link.next_log_line().find("data frame version 1, expected 2") != std::string::npos);
+  CHECK(link.next_log_line().find("data frame version 2, expected 3") != std::string::npos);
   CHECK(::recv(old_peer, &byte, 1, 0) <= 0);
   ::close(old_peer);
   CHECK(link.server->refused() == 3);

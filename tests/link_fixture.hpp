@@ -29,8 +29,9 @@ struct link_fixture : shard_fixture {
   std::unique_ptr<shard_link_server> server;
 
   /// `server_tls` enabled: every connection must be mutual TLS with those files.
-  explicit link_fixture(train_spec s, const tls_files& server_tls = {}, link_limits limits = {})
-    : shard_fixture(std::move(s)) {
+  explicit link_fixture(train_spec s, const tls_files& server_tls = {}, link_limits limits = {},
+                        shard_config config = {})
+    : shard_fixture(std::move(s), std::move(config)) {
     caf::actor me = caf::actor_cast<caf::actor>(*self);
     auto listening = shard_link_server::listen(
       "127.0.0.1", 0, [me](const std::string& line) { caf::anon_send(me, line_atom::value, line); },

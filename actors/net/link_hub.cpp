@@ -1,6 +1,7 @@
 #include "actors/net/link_hub.hpp"
 
 #include "actors/net/link_authorisation.hpp"
+#include "actors/net/reply_part.hpp"
 #include "actors/net/shm_region.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/link_memory.hpp"
@@ -389,23 +390,51 @@ void link_hub::answer(uint64_t ticket, const caf::expected<wire_buffer>& reply) 
   if (w == waiting_.end()) return;  // timed out: the client has had its answer
   const auto connection = w->second.connection;
   const auto id = w->second.client_id;
+  const bool answered = w->second.answered_by_parts;
   waiting_.erase(w);
   auto it = sessions_.find(connection);
   if (it == sessions_.end()) return;  // the client has gone: its answers with it
   auto& s = *it->second;
   --s.in_flight;
-  shm_placed placed;
-  if (reply && s.shm && reply->size_bytes() > 0) placed = s.shm->out.place(*reply);
-  if (placed.offset >= 0)
-    s.conn.queue(make_header(static_cast<frame_kind>(uint16_t(frame_kind::reply) | in_region_bit),
-                             id, placed.offset, placed.pieces, placed.size));
-  else if (reply)
-    s.conn.queue(frame_kind::reply, id, *reply);
+  if (answered) return update(s);  // the same bytes went as its parts
+  if (reply)
+    queue_payload(s, frame_kind::reply, id, *reply);
   else
     s.conn.queue_failure(id, reply.error());
+  flush_answer(s);
+}
+
+void link_hub::answer_part(uint64_t ticket, const wire_buffer& reply, std::size_t from,
+                           std::size_t to) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  auto w = waiting_.find(ticket);
+  if (w == waiting_.end()) return;
+  auto it = sessions_.find(w->second.connection);
+  if (it == sessions_.end()) return;
+  if (to == reply.size_bytes()) w->second.answered_by_parts = true;
+  queue_payload(*it->second, frame_kind::reply_part, w->second.client_id,
+                make_reply_part(reply, from, to));
+  ++parts_sent_;
+  flush_answer(*it->second);
+}
+
+/// Queues a frame of `payload`: in the session's shared memory where it has some and the
+/// payload fits, else on the socket.
+void link_hub::queue_payload(session& s, frame_kind kind, uint64_t id, const wire_buffer& payload) {
+  shm_placed placed;
+  if (s.shm && payload.size_bytes() > 0) placed = s.shm->out.place(payload);
+  if (placed.offset >= 0)
+    s.conn.queue(make_header(static_cast<frame_kind>(uint16_t(kind) | in_region_bit), id,
+                             placed.offset, placed.pieces, placed.size));
+  else
+    s.conn.queue(kind, id, payload);
+}
+
+/// Sends what the socket takes now, from a thread that is not the loop's.
+void link_hub::flush_answer(session& s) {
   if (s.conn.flush() == link_connection::write_status::broken) {
     // Closing forgets the descriptor in the loop, which only the loop's thread may do.
-    loop_.post([this, connection] {
+    loop_.post([this, connection = s.id] {
       std::lock_guard<std::mutex> guard{mutex_};
       if (auto gone = sessions_.find(connection); gone != sessions_.end()) close(*gone->second);
     });
@@ -515,6 +544,10 @@ void link_hub::on_timer() {
     if (it == sessions_.end()) continue;
     auto& s = *it->second;
     --s.in_flight;
+    if (entry.second.answered_by_parts) {  // the client has its whole reply
+      update(s);
+      continue;
+    }
     s.conn.queue_failure(id, caf::make_error(caf::sec::request_timeout,
                                              "no answer from the shard within "
                                                + std::to_string(s.timeout.count()) + " ms"));

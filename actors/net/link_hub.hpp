@@ -69,6 +69,12 @@ public:
   /// The shard's answer to the request of `ticket` (timed out or its client gone by now,
   /// perhaps): queued and sent as far as the socket takes it now; the loop sends the rest.
   void answer(uint64_t ticket, const caf::expected<wire_buffer>& reply);
+  /// Bytes [from, to) of the shard's reply to the request of `ticket`, sent ahead of its answer
+  /// (reply_stream.hpp) as a reply_part frame; dropped once the request is answered or timed
+  /// out. Once the parts reach the reply's end they are the answer: answer() then sends nothing.
+  void answer_part(uint64_t ticket, const wire_buffer& reply, std::size_t from, std::size_t to);
+  /// reply_part frames sent (for tests and the benchmark).
+  std::size_t parts_sent() const { return parts_sent_.load(); }
   /// Ends every connection (their clients see the link break); answers after it find none.
   void close_all();
   std::size_t refused() const { return refused_.load(); }
@@ -91,6 +97,8 @@ private:
   bool accept_shm(session& s, const frame_header& h);
   std::string path_of(const session& s) const;
   void send_pending(session& s);
+  void queue_payload(session& s, frame_kind kind, uint64_t id, const wire_buffer& payload);
+  void flush_answer(session& s);
   void update(session& s);
   bool may_read(const session& s) const;
   bool over_totals() const;
@@ -120,12 +128,14 @@ private:
     uint64_t connection;
     uint64_t client_id;  // the id the client gave it, which its answer carries
     event_loop::clock::time_point deadline;
+    bool answered_by_parts = false;  // its reply_parts reached the reply's end
   };
   std::unordered_map<uint64_t, waiting_request> waiting_;  // at the shard, by ticket
   uint64_t next_ticket_ = 1;
   std::atomic<std::size_t> refused_{0};
   std::atomic<std::size_t> unauthorised_{0};
   std::atomic<std::size_t> open_{0};
+  std::atomic<std::size_t> parts_sent_{0};
   std::atomic<std::size_t> frame_limit_;
 };
 

@@ -34,6 +34,10 @@ struct link_limits {
   std::size_t sparse_request_allowance = std::size_t(64) << 20;
   /// A connection that sends no hello within this is closed (a silent stranger keeps no slot).
   std::chrono::milliseconds hello_timeout{10000};
+  /// A push_pull's reply of at least two of these goes ahead in parts of about this many bytes
+  /// (at block boundaries) while the shard still applies the push (reply_stream.hpp), so the
+  /// worker copies the first blocks in as the shard writes the next; 0: replies go whole.
+  std::size_t reply_part_bytes = std::size_t(1) << 20;
 };
 
 /// The largest legitimate request to a shard whose dense snapshot (ShardParameters of all its

@@ -47,7 +47,8 @@ std::string check_header(const frame_header& h) {
            + std::to_string(frame_version);
   auto kind = kind_of(h.kind);
   if (in_region(h) && kind != frame_kind::push_pull && kind != frame_kind::keyed_pull
-      && kind != frame_kind::keyed_snapshot && kind != frame_kind::reply)
+      && kind != frame_kind::keyed_snapshot && kind != frame_kind::reply
+      && kind != frame_kind::reply_part)
     return "frame kind " + std::to_string(h.kind) + " cannot lie in shared memory";
   if (in_region(h) && (h.b < 0 || h.b > max_shm_pieces))  // b: the record's pieces
     return "a record of " + std::to_string(h.b) + " pieces";
@@ -64,6 +65,7 @@ std::string check_header(const frame_header& h) {
     case frame_kind::keyed_pull:
     case frame_kind::keyed_snapshot:
     case frame_kind::reply:
+    case frame_kind::reply_part:
       if (h.size % sizeof(capnp::word) != 0 || h.size > max_wire_bytes)
         return "payload of " + std::to_string(h.size) + " bytes";
       return {};

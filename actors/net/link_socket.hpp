@@ -49,9 +49,13 @@ enum class frame_kind : uint16_t {
   /// a third, the client's arena (link_memory.hpp), when it has one.
   /// Answered by a reply (accepted) or a failure (refused, and the connection closes).
   shm_offer = 9,
+  /// shard → client: part of a push_pull's reply sent while the shard still applies the push
+  /// (reply_part.hpp); the parts of one reply follow each other, from its first byte to its
+  /// last. A reply or failure for the same request instead ends them early: that is the answer.
+  reply_part = 10,
 };
 
-/// Added to the kind of a push_pull, keyed_pull, keyed_snapshot or reply whose payload lies in
+/// Added to the kind of a push_pull, keyed_pull, keyed_snapshot, reply or reply_part whose payload lies in
 /// the link's shared memory: `size` bytes at offset `a` of the sender's ring, a record of `b`
 /// pieces (0: the payload itself); none follow on the socket.
 inline constexpr uint16_t in_region_bit = 0x100;
@@ -74,8 +78,9 @@ inline bool in_region(const frame_header& h) { return (h.kind & in_region_bit) !
 
 inline constexpr uint32_t frame_magic = 0x4c535041;  // "APSL"
 /// 2: a frame in shared memory may be a record of pieces (its b), and the answer to a shared
-/// memory offer may carry the shard's arena. A peer of version 1 is refused at its hello.
-inline constexpr uint16_t frame_version = 2;
+/// memory offer may carry the shard's arena. 3: a reply may come in parts (reply_part). A peer
+/// of another version is refused at its hello.
+inline constexpr uint16_t frame_version = 3;
 /// Largest error text accepted in a failure frame.
 inline constexpr uint64_t max_failure_text = 64 * 1024;
 

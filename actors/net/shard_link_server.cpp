@@ -29,6 +29,22 @@ namespace {
 
 using limit_atom = caf::atom_constant<caf::atom("linklimit")>;
 
+/// Where a push_pull's reply goes ahead in parts: to the hub, for the request's ticket.
+class hub_reply_stream final : public reply_stream {
+public:
+  hub_reply_stream(std::shared_ptr<link_hub> hub, uint64_t ticket, std::size_t part_bytes)
+    : hub_(std::move(hub)), ticket_(ticket), part_bytes_(part_bytes) {}
+  void send_part(const wire_buffer& reply, std::size_t from, std::size_t to) override {
+    hub_->answer_part(ticket_, reply, from, to);
+  }
+  std::size_t part_bytes() const override { return part_bytes_; }
+
+private:
+  std::shared_ptr<link_hub> hub_;
+  uint64_t ticket_;
+  std::size_t part_bytes_;
+};
+
 /// The one actor that asks the shard for every connection: requests arrive in the order the
 /// loop read them (one sender, one mailbox), so the shard sees each connection's requests in the
 /// order its client sent them; each answer is written to its connection the moment it comes (a
@@ -44,7 +60,11 @@ caf::behavior shard_asker(caf::event_based_actor* self, ps_shard_actor shard,
             [=](caf::error& err) { hub->answer(ticket, std::move(err)); });
   };
   return {
-    [=](push_pull_atom a, uint64_t ticket, wire_buffer& push) { ask(ticket, a, std::move(push)); },
+    [=](push_pull_atom a, uint64_t ticket, wire_buffer& push) {
+      if (limits.reply_part_bytes == 0) return ask(ticket, a, std::move(push));
+      ask(ticket, a, std::move(push),
+          reply_stream_ptr{std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes)});
+    },
     [=](pull_atom a, uint64_t ticket, int32_t worker, int64_t clock) {
       ask(ticket, a, worker, clock);
     },
@@ -196,6 +216,7 @@ std::size_t shard_link_server::refused() const { return hub_ ? hub_->refused() :
 std::size_t shard_link_server::unauthorised() const { return hub_ ? hub_->unauthorised() : 0; }
 std::size_t shard_link_server::connections() const { return hub_ ? hub_->connections() : 0; }
 std::size_t shard_link_server::loop_turns() const { return unit_ ? unit_->turns() : 0; }
+std::size_t shard_link_server::parts_sent() const { return hub_ ? hub_->parts_sent() : 0; }
 std::size_t shard_link_server::frame_limit() const {
   return hub_ ? hub_->frame_limit() : limits_.frame_limit_before_init;
 }

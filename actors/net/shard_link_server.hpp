@@ -73,6 +73,8 @@ public:
   std::size_t frame_limit() const;
   /// Turns the asker and the shard have run on the loop's own thread (loop_execution_unit.hpp).
   std::size_t loop_turns() const;
+  /// Parts of push_pull replies sent ahead of their answers (reply_stream.hpp).
+  std::size_t parts_sent() const;
 
 private:
   shard_link_server(int fd, uint16_t port, int local_fd, std::string local_name, log_fn log,

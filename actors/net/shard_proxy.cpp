@@ -1,6 +1,7 @@
 #include "actors/net/shard_proxy.hpp"
 
 #include "actors/net/receive_in_place.hpp"
+#include "actors/net/reply_part.hpp"
 #include "actors/net/short_slice.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
@@ -119,7 +120,8 @@ read_parts copy_out_of(const wire_buffer& record) {
 /// the requester then gets the message's structure, whose blocks point at their places, and its
 /// scatter finds nothing to copy. A reply in shared memory goes the same way, copied out of its
 /// record once (counted) into its place, or handed on as the record itself (no copy) when it
-/// has none.
+/// has none. A reply in parts (reply_part.hpp) is read into its place part by part as the shard
+/// sends them, while it still applies the push.
 void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_requests> pending,
                   std::shared_ptr<const shm_inbox> inbox, std::shared_ptr<shm_ring> ring,
                   std::string where) {
@@ -128,75 +130,114 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
     link->shutdown();
     pending->break_all(caf::make_error(caf::sec::request_receiver_down, where + ": " + describe(err)));
   };
+  auto bad_record = [&](const caf::error& err) {
+    log_line(log_level::warn, "data link", where + ": " + describe(err) + "; link closed");
+    return err;
+  };
+  auto take = [&](const frame_header& h) -> caf::expected<wire_buffer> {
+    if (!inbox)
+      return make_error(errc::malformed_message, "a reply in shared memory on a link without it");
+    return inbox->take(h.a, h.size, h.b);
+  };
+  // Reads an answer whole into a message of its own (not into place) and hands it on.
+  auto answer_whole = [&](const frame_header& h) -> caf::error {
+    switch (kind_of(h.kind)) {
+      case frame_kind::reply: {
+        auto reply = in_region(h) ? take(h) : link->receive_buffer(h);
+        if (!reply) return in_region(h) ? bad_record(reply.error()) : reply.error();
+        pending->answer(h.id, caf::make_message(std::move(*reply)));
+        return {};
+      }
+      case frame_kind::failure: {  // the shard's own answer (a refused push, say)
+        caf::error carried;
+        if (auto err = link->receive_failure(h, carried)) return err;
+        pending->answer(h.id, caf::make_message(std::move(carried)));
+        return {};
+      }
+      default:
+        return make_error(errc::malformed_message,
+                          "a frame of kind " + std::to_string(h.kind) + " as an answer");
+    }
+  };
+  // Reads a reply into its place with `read`, from wherever it lies; false when it has none.
+  auto into_place = [&](const frame_header& h, uint64_t size, const read_parts& read,
+                        caf::expected<shard_parameters_view>& view, wire_buffer& structure) {
+    auto target = pending->in_place(h.id);
+    if (!target) return false;
+    auto into = [&](float* flat) {
+      view = receive_parameters_into(read, size, *target.layout, flat, structure);
+    };
+    // A caller's borrowed buffer closed (its call ended) takes nothing.
+    return target.params ? (into(target.params->data()), true) : target.output->write(into);
+  };
+  std::optional<frame_header> next;  // a frame's header read already (it ended a reply in parts)
   for (;;) {
     frame_header h;
-    if (auto err = link->receive_header(h)) return lost(err);
-    if (auto why = check_header(h); !why.empty()) return lost(make_error(errc::malformed_message, why));
-    // An answer means the shard has most likely released the request's record: the push's
-    // lease goes now, before the worker's next step asks for its gradient buffer back.
-    if (ring) ring->reclaim();
-    if (in_region(h)) {
-      auto record = inbox ? inbox->take(h.a, h.size, h.b)
-                          : caf::expected<wire_buffer>{make_error(
-                              errc::malformed_message, "a reply in shared memory on a link without it")};
-      if (!record) {
-        log_line(log_level::warn, "data link", where + ": " + describe(record.error()) + "; link closed");
-        return lost(record.error());
+    if (next) {
+      h = *next;
+      next.reset();
+    } else {
+      if (auto err = link->receive_header(h)) return lost(err);
+      if (auto why = check_header(h); !why.empty())
+        return lost(make_error(errc::malformed_message, why));
+      // An answer means the shard has most likely released the request's record: the push's
+      // lease goes now, before the worker's next step asks for its gradient buffer back.
+      if (ring) ring->reclaim();
+    }
+    const auto kind = kind_of(h.kind);
+    caf::expected<shard_parameters_view> view{caf::none};
+    wire_buffer structure;
+    if (kind == frame_kind::reply_part) {
+      reply_part_reader parts{*link, inbox.get(), answer_whole};
+      if (auto err = parts.begin(h)) return lost(in_region(h) ? bad_record(err) : err);
+      auto read = [&](iovec* p, int count) { return parts.read(p, count); };
+      caf::error failed;
+      if (into_place(h, parts.total(), read, view, structure)) {
+        if (!view) failed = view.error();
+      } else {  // into a buffer of its own
+        auto words = wire_buffer::allocate(parts.total() / sizeof(capnp::word));
+        iovec all{words.get(), parts.total()};
+        failed = parts.read(&all, 1);
+        structure = wire_buffer{std::move(words), parts.total() / sizeof(capnp::word)};
       }
-      if (auto target = pending->in_place(h.id)) {
-        wire_buffer structure;
-        caf::expected<shard_parameters_view> view{caf::none};
-        auto into = [&](float* flat) {
-          view = receive_parameters_into(copy_out_of(*record), record->size_bytes(),
-                                         *target.layout, flat, structure);
-        };
-        // A caller's borrowed buffer closed (its call ended) takes nothing: handed on as is.
-        if (target.params ? (into(target.params->data()), true) : target.output->write(into)) {
-          if (!view) {
-            pending->answer(h.id, caf::make_message(view.error()));
-            return lost(view.error());
-          }
-          *record = wire_buffer{};  // copied out: the record goes back to the shard now
-          pending->answer(h.id, caf::make_message(std::move(structure)));
-          continue;
+      if (parts.ended_by()) {  // the shard answered otherwise after all: that answer counts
+        next = parts.ended_by();
+        continue;
+      }
+      if (failed) {  // the requester hears why; the link ends
+        pending->answer(h.id, caf::make_message(failed));
+        return lost(failed);
+      }
+      pending->answer(h.id, caf::make_message(std::move(structure)));
+      continue;
+    }
+    if (kind == frame_kind::reply && in_region(h)) {
+      auto record = take(h);
+      if (!record) return lost(bad_record(record.error()));
+      if (into_place(h, record->size_bytes(), copy_out_of(*record), view, structure)) {
+        if (!view) {
+          pending->answer(h.id, caf::make_message(view.error()));
+          return lost(view.error());
         }
+        *record = wire_buffer{};  // copied out: the record goes back to the shard now
+        pending->answer(h.id, caf::make_message(std::move(structure)));
+        continue;
       }
       pending->answer(h.id, caf::make_message(std::move(*record)));
       continue;
     }
-    switch (static_cast<frame_kind>(h.kind)) {
-      case frame_kind::reply: {
-        if (auto target = pending->in_place(h.id)) {
-          wire_buffer structure;
-          caf::expected<shard_parameters_view> view{caf::none};
-          auto into = [&](float* flat) {
-            view = receive_parameters_into(*link, h, *target.layout, flat, structure);
-          };
-          // A caller's borrowed buffer closed (its call ended) takes nothing: received apart.
-          if (target.params ? (into(target.params->data()), true) : target.output->write(into)) {
-            if (!view) {  // the requester hears why; the stream is out of step: the link ends
-              pending->answer(h.id, caf::make_message(view.error()));
-              return lost(view.error());
-            }
-            pending->answer(h.id, caf::make_message(std::move(structure)));
-            break;
-          }
+    if (kind == frame_kind::reply) {
+      auto read = [&](iovec* p, int count) { return link->receive_parts(p, count); };
+      if (into_place(h, h.size, read, view, structure)) {
+        if (!view) {  // the requester hears why; the stream is out of step: the link ends
+          pending->answer(h.id, caf::make_message(view.error()));
+          return lost(view.error());
         }
-        auto reply = link->receive_buffer(h);
-        if (!reply) return lost(reply.error());
-        pending->answer(h.id, caf::make_message(std::move(*reply)));
-        break;
+        pending->answer(h.id, caf::make_message(std::move(structure)));
+        continue;
       }
-      case frame_kind::failure: {  // the shard's own answer (a refused push, say)
-        caf::error carried;
-        if (auto err = link->receive_failure(h, carried)) return lost(err);
-        pending->answer(h.id, caf::make_message(std::move(carried)));
-        break;
-      }
-      default:
-        return lost(make_error(errc::malformed_message,
-                               "a frame of kind " + std::to_string(h.kind) + " as an answer"));
     }
+    if (auto err = answer_whole(h)) return lost(err);
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/protocol/checkpoint_types.hpp"
+#include "actors/protocol/reply_stream.hpp"
 #include "actors/protocol/wire.hpp"
 
 #include <caf/actor_system_config.hpp>
@@ -117,6 +118,7 @@ struct shard_stats {
   uint64_t pushes_deduplicated = 0;  ///< re-sent pushes a promoted standby had applied already
   uint64_t replicated_bytes = 0;     ///< sent to its standby: forwarded pushes and state images
   uint64_t pushed_bytes = 0;         ///< wire bytes of the pushes accepted (--wire-precision)
+  uint64_t replies_streamed = 0;     ///< push_pull replies sent ahead in parts (reply_stream.hpp)
 };
 
 template <class Inspector>
@@ -125,7 +127,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
            x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
            x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes,
-           x.pushed_bytes);
+           x.pushed_bytes, x.replies_streamed);
 }
 
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,
@@ -215,6 +217,9 @@ using ps_shard_actor = caf::typed_actor<
   caf::replies_to<pull_atom, wire_buffer>::with<wire_buffer>,
   // (push_pull, Push for clock c) -> ShardParameters for computing c + 1; held until allowed.
   caf::replies_to<push_pull_atom, wire_buffer>::with<wire_buffer>,
+  // (push_pull, Push, stream) -> the same; a large reply may go ahead through `stream` in parts
+  // as the update is written (reply_stream.hpp). The answer is sent whole as well.
+  caf::replies_to<push_pull_atom, wire_buffer, reply_stream_ptr>::with<wire_buffer>,
   // (snapshot) -> ShardParameters of the current values, at once (never held).
   caf::replies_to<snapshot_atom>::with<wire_buffer>,
   // (snapshot, Pull with worker -1) -> the same with the current rows of the keys it names, or

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -429,6 +430,66 @@ enum class dense_outcome {
   update_refused,    ///< the update would leave --max-parameter: counted, the clock counts
 };
 
+/// A push_pull's reply sent ahead in parts while its update is written (reply_stream.hpp): the
+/// reply is built by reference on params_next before the first block is applied, and each run
+/// of about part_bytes() of applied blocks goes to the stream as soon as it is written. Its
+/// clocks are the ones the push will leave (planned from a copy of the clock table).
+struct reply_ahead {
+  reply_stream* stream = nullptr;
+  int64_t min_clock = -1;
+  int64_t newest_clock = -1;
+  wire_buffer reply;                   // on params_next; empty: not streamed after all
+  std::vector<std::size_t> block_end;  // where each block's values end in the reply's bytes
+  std::size_t sent = 0;                // bytes of the reply sent
+
+  /// Builds the reply on `values` (params_next, just sized), kept by `lease`. A reply with a
+  /// block copied into its structure (one not on a word) is not streamed: its first bytes
+  /// would not be final before the last block.
+  void start(const ps_shard_state& st, const float* values, std::shared_ptr<buffer_lease> lease) {
+    reply = encode_shard_parameters_by_reference(st.shard, min_clock, newest_clock, *st.layout,
+                                                 values, std::move(lease));
+    const auto* parts = reply.parts();
+    if (!parts || parts->external.size() != st.layout->shard_blocks(st.shard).size()) {
+      reply = wire_buffer{};
+      return;
+    }
+    std::size_t at = parts->head_words * sizeof(capnp::word);
+    for (const auto& segment : parts->external) block_end.push_back(at += segment.size() * sizeof(capnp::word));
+  }
+
+  /// Block `i` (in the reply's order) is written: sends what is written since the last part
+  /// once it is a part's worth, or the last block.
+  void written(std::size_t i) {
+    if (reply.size_words() == 0) return;
+    const auto upto = block_end[i];
+    if (upto - sent < stream->part_bytes() && i + 1 < block_end.size()) return;
+    stream->send_part(reply, sent, upto);
+    sent = upto;
+  }
+};
+
+/// The plan to send the reply to `push` ahead, or none: only in ssp and async, for a push
+/// pulling no rows whose pull the rule allows once it is finished, whose blocks come in the
+/// reply's order, and a reply of at least two parts. (Sync answers after the mean; a pull of
+/// rows is encoded for its request alone.)
+std::optional<reply_ahead> plan_reply_ahead(const ps_shard_state& st, const push_view& push,
+                                            reply_stream* stream) {
+  if (!stream || st.spec.mode == consistency::sync || !push.pull_keys.empty()) return {};
+  if (st.params.size() * sizeof(float) < 2 * stream->part_bytes()) return {};
+  const auto& ids = st.layout->shard_blocks(st.shard);
+  if (push.blocks.size() != ids.size()) return {};
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (push.blocks[i].id != ids[i]) return {};
+  auto after = st.clocks;
+  after.finish(push.worker, push.clock);
+  if (!after.allowed(push.clock + 1)) return {};
+  reply_ahead plan;
+  plan.stream = stream;
+  plan.min_clock = after.min();
+  plan.newest_clock = std::max(st.newest_clock, push.clock);
+  return plan;
+}
+
 /// One optimizer update of every block of the shard (`grads` names each once) with rate `lr`,
 /// written into the spare buffers and swapped in only when every gradient value is within
 /// `max_gradient` and every new parameter within --max-parameter and every new state value
@@ -436,9 +497,10 @@ enum class dense_outcome {
 /// `*refusal` (the push's refusal, not counted here; gradient_refused); an update beyond is
 /// counted in updates_refused and logged (rate-limited; update_refused). Every block's gradient
 /// is checked even after an update was found beyond: a bad value anywhere refuses the push.
+/// With `ahead`, each block written goes ahead as part of the reply until one is found beyond.
 dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
                           const update_name& what, float max_gradient,
-                          caf::error* refusal = nullptr) {
+                          caf::error* refusal = nullptr, reply_ahead* ahead = nullptr) {
   const auto step = st.opt.step + 1;
   const auto slots = st.opt.slots;
   const auto bound = st.config.bounds.max_parameter;
@@ -446,8 +508,13 @@ dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>&
   release_for_writing(st.params_next, st.next_lease);
   st.params_next.resize(st.params.size());
   st.opt.next.resize(st.opt.values.size());
+  if (ahead) {
+    st.next_lease = std::make_shared<buffer_lease>();
+    ahead->start(st, st.params_next.data(), st.next_lease);
+  }
   const block_info* beyond = nullptr;  // the first block whose update was refused
-  for (const auto& g : grads) {
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const auto& g = grads[i];
     const auto n = g.block->size;
     if (beyond) {  // refused already: only the gradient's check is left
       if (all_within(g.grad, n, max_gradient)) continue;
@@ -457,7 +524,10 @@ dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>&
                                        st.opt.values.data() + slots * at, g.grad,
                                        st.params_next.data() + at,
                                        st.opt.next.data() + slots * at, n, bound, max_gradient);
-      if (found == update_check::applied) continue;
+      if (found == update_check::applied) {
+        if (ahead) ahead->written(i);
+        continue;
+      }
       if (found == update_check::update_beyond) {
         beyond = g.block;
         continue;
@@ -502,7 +572,8 @@ float rate_at(const ps_shard_state& st, int64_t clock) {
 /// ssp and async apply it at once with lr / live workers at the min clock; sync keeps it for the
 /// mean of its clock. Returns the push's refusal (counted and logged) when a dense value is
 /// beyond --max-gradient: then nothing changed.
-caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& push) {
+caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& push,
+                         reply_stream* stream = nullptr) {
   const auto& all = st.layout->blocks();
   const auto max_gradient = st.config.bounds.max_gradient;
   if (st.spec.mode == consistency::sync) {
@@ -528,7 +599,8 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
     return "the push of worker " + std::to_string(worker) + " for clock " + std::to_string(clock);
   };
   caf::error refusal;
-  switch (apply_dense(st, grads, lr, what, max_gradient, &refusal)) {
+  auto ahead = plan_reply_ahead(st, push, stream);
+  switch (apply_dense(st, grads, lr, what, max_gradient, &refusal, ahead ? &*ahead : nullptr)) {
     case dense_outcome::gradient_refused:
       return refuse_gradient(st, push.worker, std::move(refusal));
     case dense_outcome::update_refused:
@@ -536,6 +608,12 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
     case dense_outcome::applied:
       count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live), what);
       st.newest_clock = std::max(st.newest_clock, push.clock);
+      // The reply sent ahead is the pull's answer too (the same bytes, sent whole as well)
+      // once the push is finished at the clocks it was planned for.
+      if (ahead && ahead->reply.size_words() > 0) {
+        st.cache = {ahead->reply, st.stats.updates, ahead->min_clock};
+        ++st.stats.replies_streamed;
+      }
       break;
   }
   return {};
@@ -858,11 +936,12 @@ caf::error check_push(ps_shard_state& st, const push_view& push, bool dense_valu
 /// of the pull it carries, or the push's refusal (counted) when a dense value is beyond
 /// --max-gradient: then nothing changed and its clock does not count.
 caf::expected<std::vector<sparse_rows_view>> apply_push(self_ptr self, const wire_buffer& buf,
-                                                        push_view& push) {
+                                                        push_view& push,
+                                                        reply_stream* stream = nullptr) {
   auto& st = self->state;
-  auto keys = std::move(push.pull_keys);
   // before finish: async's rate is the one at the old min clock
-  if (auto err = take_gradient(st, buf, push)) return err;
+  if (auto err = take_gradient(st, buf, push, stream)) return err;
+  auto keys = std::move(push.pull_keys);
   if (st.spec.mode == consistency::sync) st.round_pushes[push.worker] = buf;  // for an image
   ++st.stats.pushes;
   st.stats.pushed_bytes += buf.size_bytes();
@@ -898,7 +977,8 @@ void apply_replicated_push(self_ptr self, const wire_buffer& buf, push_view& pus
 
 /// A push for clock c, then the pusher's pull for c + 1, answered like any other pull once the
 /// push has been through the min-rose path (and, with a standby, once the standby has it).
-caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
+caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf,
+                                      reply_stream* stream = nullptr) {
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
   auto push = decode_push(buf);
@@ -924,7 +1004,7 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf) {
     }, replicate_atom::value, buf);
     return promise;
   }
-  auto keys = apply_push(self, buf, *push);
+  auto keys = apply_push(self, buf, *push, stream);
   if (!keys) return std::move(keys.error());
   return serve_pull(self, push->worker, push->clock + 1, buf, std::move(*keys));
 }
@@ -1283,6 +1363,9 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     },
     [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
     [=](push_pull_atom, const wire_buffer& buf) { return on_push_pull(self, buf); },
+    [=](push_pull_atom, const wire_buffer& buf, const reply_stream_ptr& stream) {
+      return on_push_pull(self, buf, stream.get());
+    },
     [=](pull_atom, const wire_buffer& buf) { return on_keyed_pull(self, buf); },
     [=](snapshot_atom) { return on_snapshot(self); },
     [=](snapshot_atom, const wire_buffer& buf) { return on_keyed_snapshot(self, buf); },

@@ -106,6 +106,8 @@ caf::behavior timed_shard(caf::stateful_actor<probe_state>* self, ps_shard_actor
   };
   return {
     [=](push_pull_atom a, const wire_buffer& push) { return timed(a, push); },
+    // From a data link: timed whole (a reply of sparse rows never goes ahead in parts anyway).
+    [=](push_pull_atom a, const wire_buffer& push, const reply_stream_ptr&) { return timed(a, push); },
     [=](pull_atom a, const wire_buffer& pull) { return timed(a, pull); },
     [=](init_atom a, const wire_buffer& init) { return self->delegate(shard, a, init); },
     [=](stats_atom a) { return self->delegate(shard, a); },

@@ -23,6 +23,7 @@
 #include "actors/chief/metrics.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/net/receive_in_place.hpp"
+#include "actors/net/reply_part.hpp"
 #include "actors/net/remote_shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "kernels/denormals.hpp"
@@ -325,8 +326,7 @@ raw_run drive_raw(caf::scoped_actor& self, const remote_shard& connection, const
     auto push = encode_push_by_reference(0, side.clock++, 0, side.layout, side.grad.data());
     wire_buffer structure;
     if (raw.send(frame_kind::push_pull, uint64_t(i + 1), push) || raw.receive_header(h)
-        || static_cast<frame_kind>(h.kind) != frame_kind::reply
-        || !receive_parameters_into(raw, h, side.layout, side.params.data(), structure))
+        || !receive_reply_into(raw, h, side.layout, side.params.data(), structure))
       throw std::runtime_error("raw link: push_pull " + std::to_string(i) + " failed");
     if (i >= warmup) out.times.push_back(ms_since(t0));
   }
