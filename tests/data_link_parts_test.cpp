@@ -3,6 +3,7 @@
 // the shard's parameters; a refusal met after some parts went is the answer (the push's error,
 // or the unchanged values whole); parts that do not form the reply end the link.
 #include "actors/net/reply_part.hpp"
+#include "actors/protocol/link_memory.hpp"
 #include "link_fixture.hpp"
 
 #include <doctest/doctest.h>
@@ -20,18 +21,19 @@ using namespace actorps::test;
 
 namespace {
 
-/// Layers 32-32-32 in blocks of 64 floats (33 blocks of 256 bytes, every one on a word): a
-/// reply of 8.5 KiB, which parts of 1 KiB cut into 8 or 9.
+/// Layers 128-128-32 in blocks of 1024 floats (23 blocks, every one on a word): a reply of
+/// 81 KiB, which parts of 8 KiB (two blocks of 4 KiB) cut into 11. Parameters of 64 KiB and more are allocated in
+/// the process's arena (link_memory.hpp) once it exists, so shared memory names them.
 train_spec parted_spec() {
   auto spec = tiny_spec(consistency::async, 1);
-  spec.model = mlp_model({32, 32, 32});
-  spec.block_floats = 64;
+  spec.model = mlp_model({128, 128, 32});
+  spec.block_floats = 1024;
   return spec;
 }
 
 link_limits small_parts() {
   link_limits limits;
-  limits.reply_part_bytes = 1024;
+  limits.reply_part_bytes = 8 * 1024;
   return limits;
 }
 
@@ -56,6 +58,9 @@ bool same_floats(const std::vector<float>& x, const std::vector<float>& y) {
 } // namespace
 
 TEST_CASE("data link: a large push_pull's reply goes ahead in parts over TCP, the local socket and shared memory, and lands byte-identical to the shard's parameters") {
+  // The arena first, as in a ps process: over shared memory each part then names the shard's
+  // blocks in it rather than carrying a copy (a record of pieces).
+  REQUIRE(enable_link_memory().empty());
   const auto spec = parted_spec();
   for (auto path : every_link_path) {
     CAPTURE(transport_of(path));
@@ -70,16 +75,28 @@ TEST_CASE("data link: a large push_pull's reply goes ahead in parts over TCP, th
     REQUIRE(expected);
     CHECK(same_bytes(*reply, *expected));
     const auto parts = link.server->parts_sent() - sent;
-    CHECK(parts >= 8);
-    CHECK(parts <= 9);
+    CHECK(parts == 11);
     // Into place: the worker's parameters, part by part.
     std::vector<float> params(link.layout.total_floats(), -1.0f);
     land_in(remote, link.layout, params);
     for (int64_t clock = 1; clock < 4; ++clock) {
       CAPTURE(clock);
       sent = link.server->parts_sent();
-      REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, clock, 0.25f * clock)));
+      auto push = link.push_of(0, clock, 0.25f * clock);
+      const auto copied = copied_payload_bytes.load();
+      REQUIRE(link.ask(remote.handle, push_pull_atom::value, push));
       CHECK(link.server->parts_sent() - sent == parts);
+      // Copies of ours: none over sockets; over shared memory the push into the ring, the
+      // reply's structure and each part's table and head (the blocks are named in the arena),
+      // and the reply's bytes out of it into `params` once.
+      const auto ours = copied_payload_bytes.load() - copied;
+      if (path == link_path::shm) {
+        CHECK(ours >= push.size_bytes() + reply->size_bytes());
+        CHECK(ours <= push.size_bytes() + reply->size_bytes()
+                        + reply_structure_bytes(link.layout) + 64 * parts);
+      } else {
+        CHECK(ours == 0);
+      }
       REQUIRE(direct.push_pull(direct.push_of(0, clock, 0.25f * clock)));
       CHECK(same_floats(params, direct.snapshot()));
     }
@@ -93,7 +110,7 @@ TEST_CASE("data link: a reply too small for two parts, a sync round and limits w
   for (auto path : every_link_path) {
     CAPTURE(transport_of(path));
     auto limits = small_parts();
-    limits.reply_part_bytes = 8 * 1024;  // the reply is 8.5 KiB: one part and a bit
+    limits.reply_part_bytes = 64 * 1024;  // the reply is 81 KiB: one part and a bit
     link_fixture small{parted_spec(), {}, limits};
     auto remote = small.attach_over(path);
     REQUIRE(small.ask(remote.handle, push_pull_atom::value, small.push_of(0, 0, 0.5f)));
@@ -147,7 +164,7 @@ TEST_CASE("data link: a push refused at its last block after parts went ahead fa
 TEST_CASE("data link: an update refused at its last block after parts went ahead is answered with the unchanged values whole, in place") {
   auto spec = parted_spec();
   shard_config config;
-  config.bounds.max_parameter = 10000.0f;  // the initial values are 0 to 2111
+  config.bounds.max_parameter = 30000.0f;  // the initial values are 0 to 20639
   for (auto path : every_link_path) {
     CAPTURE(transport_of(path));
     link_fixture link{spec, {}, small_parts(), config};
@@ -155,10 +172,10 @@ TEST_CASE("data link: an update refused at its last block after parts went ahead
     std::vector<float> params(link.layout.total_floats(), -1.0f);
     land_in(remote, link.layout, params);
     // Every block's update is within bounds but the last one's, whose first value would reach
-    // 2048 + 9000: parts of the others' new values went ahead, then the whole unchanged reply.
+    // 20608 + 20000: parts of the others' new values went ahead, then the whole unchanged reply.
     auto sent = link.server->parts_sent();
     REQUIRE(link.ask(remote.handle, push_pull_atom::value,
-                     push_with_last(link.layout, 0, 0.5f, -9000.0f)));
+                     push_with_last(link.layout, 0, 0.5f, -20000.0f)));
     CHECK(link.server->parts_sent() - sent >= 7);
     CHECK(link.stats().updates_refused == 1);
     CHECK(link.snapshot() == link.initial);

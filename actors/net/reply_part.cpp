@@ -93,7 +93,8 @@ caf::error reply_part_reader::open(const frame_header& h, bool first) {
   }
   // The table: its first word says how many segments; segment 0 must be the head, and the
   // segments must fill the frame.
-  const uint64_t size = h.size;
+  // (A record of pieces is shorter in the ring than the bytes it names: its size is theirs.)
+  const uint64_t size = in_region(h) ? record_.size_bytes() : h.size;
   uint32_t first_word[2] = {0, 0};
   iovec v{first_word, word};
   if (size < 2 * word) return malformed("a part of " + std::to_string(size) + " bytes");

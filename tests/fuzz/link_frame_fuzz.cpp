@@ -2,9 +2,11 @@
 // what the peer sent, written into one end of a socketpair and read from the other with the
 // product's own receive calls, so framing, partial payloads and a peer that stops mid-frame
 // are all reached. The first byte picks the side: 0, a shard reading a client (a hello, then
-// requests); 1, a client reading a shard (the hello's answer, then replies and failures).
+// requests); 1, a client reading a shard (the hello's answer, then replies, replies in parts
+// and failures).
 // Each payload goes to the decoder its kind names.
 #include "actors/net/link_socket.hpp"
+#include "actors/net/reply_part.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
@@ -63,12 +65,34 @@ void serve(link_socket& link) {
   }
 }
 
+/// A reply in parts (reply_part.hpp) read whole, as a worker without a place for it reads one:
+/// the answers to other requests between its parts taken whole; then decoded. False when the
+/// parts did not form a reply (the worker's link ends) or the link broke.
+bool take_parts(link_socket& link, const frame_header& h) {
+  reply_part_reader parts{link, nullptr,
+                          [&](const frame_header& other) -> caf::error {
+                            if (take_payload(link, other)) return {};
+                            return make_error(errc::malformed_message, "an answer that broke");
+                          },
+                          largest_read};
+  if (parts.begin(h)) return false;
+  auto words = wire_buffer::allocate(parts.total() / sizeof(capnp::word));
+  iovec all{words.get(), parts.total()};
+  if (parts.read(&all, 1)) return parts.ended_by() && take_payload(link, *parts.ended_by());
+  (void)decode_shard_parameters(wire_buffer{std::move(words), parts.total() / sizeof(capnp::word)});
+  return true;
+}
+
 /// A client's side: the hello's answer (a reply or a failure), then answers to requests.
 void client(link_socket& link) {
   frame_header h;
   while (!link.receive_header(h)) {
     if (!check_header(h).empty()) return;
     auto kind = static_cast<frame_kind>(h.kind);
+    if (kind == frame_kind::reply_part && !in_region(h)) {
+      if (!take_parts(link, h)) return;
+      continue;
+    }
     if (kind != frame_kind::reply && kind != frame_kind::failure) return;
     if (!take_payload(link, h)) return;
   }

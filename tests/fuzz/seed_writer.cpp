@@ -4,6 +4,7 @@
 // records of pieces), each file prefixed with the selector byte its target reads first.
 //   fuzz_seed_writer OUT   (writes OUT/wire/*, OUT/link_frame/* and OUT/shm_record/*)
 #include "actors/net/link_socket.hpp"
+#include "actors/net/reply_part.hpp"
 #include "actors/net/shm_region.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
@@ -200,6 +201,14 @@ int main(int argc, char** argv) {
                frame(frame_kind::reply, 0, 0, 0, "") + frame(frame_kind::reply, 1, 0, 0, bytes_of(reply))
                  + frame(frame_kind::failure, 2, 7, static_cast<int64_t>(error_category),
                          "push of worker 1 refused: stale incarnation"));
+    // A reply in two parts (reply_part.hpp), a failure for another request between them.
+    const auto cut = reply.size_bytes() / 2 / sizeof(capnp::word) * sizeof(capnp::word);
+    write_seed("link_frame", tag + "answers_in_parts", 1,
+               frame(frame_kind::reply, 0, 0, 0, "")
+                 + frame(frame_kind::reply_part, 1, 0, 0, bytes_of(make_reply_part(reply, 0, cut).flat()))
+                 + frame(frame_kind::failure, 2, 7, static_cast<int64_t>(error_category), "refused")
+                 + frame(frame_kind::reply_part, 1, 0, 0,
+                         bytes_of(make_reply_part(reply, cut, reply.size_bytes()).flat())));
   }
   return 0;
 }
