@@ -37,7 +37,9 @@ struct link_limits {
   /// A push_pull's reply of at least two of these goes ahead in parts of about this many bytes
   /// (at block boundaries) while the shard still applies the push (reply_stream.hpp), so the
   /// worker copies the first blocks in as the shard writes the next; 0: replies go whole.
-  std::size_t reply_part_bytes = std::size_t(1) << 20;
+  /// 4 MiB: a 16 MiB reply in 4 parts; a 4 MiB one whole (in parts of 1 MiB it was no faster
+  /// on 2 cores, session 19's note).
+  std::size_t reply_part_bytes = std::size_t(4) << 20;
 };
 
 /// The largest legitimate request to a shard whose dense snapshot (ShardParameters of all its
