@@ -63,33 +63,18 @@ caf::error reply_part_reader::begin(const frame_header& h) {
 
 /// Reads bytes of the current part's payload (its table and head first, then its bytes).
 caf::error reply_part_reader::read_source(iovec* parts, int count) {
-  if (pieces_.empty() && record_.size_words() == 0) return link_.receive_parts(parts, count);
-  for (int i = 0; i < count; ++i) {
-    auto* to = static_cast<uint8_t*>(parts[i].iov_base);
-    auto want = parts[i].iov_len;
-    while (want > 0) {
-      if (piece_ == pieces_.size()) return malformed("a part shorter than its frame says");
-      auto n = std::min(want, pieces_[piece_].bytes - at_);
-      std::memcpy(to, static_cast<const uint8_t*>(pieces_[piece_].data) + at_, n);
-      to += n;
-      want -= n;
-      at_ += n;
-      if (at_ == pieces_[piece_].bytes) ++piece_, at_ = 0;
-    }
-  }
+  if (!record_.holds()) return link_.receive_parts(parts, count);
+  if (!record_.read(parts, count)) return malformed("a part shorter than its frame says");
   return {};
 }
 
 caf::error reply_part_reader::open(const frame_header& h, bool first) {
-  record_ = wire_buffer{};
-  pieces_.clear();
-  piece_ = at_ = 0;
+  record_.release();
   if (in_region(h)) {
     if (!inbox_) return malformed("a part in shared memory on a link without it");
     auto record = inbox_->take(h.a, h.size, h.b);
     if (!record) return record.error();
-    record_ = std::move(*record);
-    pieces_ = record_.pieces();
+    record_ = record_reader{std::move(*record)};
   }
   // The table: its first word says how many segments; segment 0 must be the head, and the
   // segments must fill the frame.
@@ -131,8 +116,7 @@ caf::error reply_part_reader::open(const frame_header& h, bool first) {
 }
 
 caf::error reply_part_reader::next_part() {
-  record_ = wire_buffer{};  // read: the record goes back to the shard now
-  pieces_.clear();
+  record_.release();  // read: the record goes back to the shard now
   for (;;) {
     frame_header h;
     if (auto err = link_.receive_header(h)) return err;
@@ -153,7 +137,8 @@ caf::error reply_part_reader::next_part() {
 }
 
 caf::error reply_part_reader::read(iovec* parts, int count) {
-  std::vector<iovec> batch;
+  auto& batch = batch_;
+  batch.clear();
   for (int i = 0; i < count; ++i) {
     auto* to = static_cast<uint8_t*>(parts[i].iov_base);
     auto want = parts[i].iov_len;
@@ -168,7 +153,7 @@ caf::error reply_part_reader::read(iovec* parts, int count) {
       }
       auto n = std::min<uint64_t>(want, left_);
       batch.push_back({to, n});
-      if (!pieces_.empty()) copied_payload_bytes += n;
+      if (record_.holds()) copied_payload_bytes += n;
       to += n;
       want -= n;
       left_ -= n;

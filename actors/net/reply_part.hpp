@@ -19,6 +19,7 @@
 
 #include "actors/net/link_socket.hpp"
 #include "actors/net/receive_in_place.hpp"
+#include "actors/net/record_reader.hpp"
 #include "actors/net/shm_region.hpp"
 
 #include <functional>
@@ -73,11 +74,8 @@ private:
   uint64_t total_ = 0;
   uint64_t consumed_ = 0;  // reply bytes read so far
   uint64_t left_ = 0;      // bytes of the current part not read yet
-  // a part in shared memory: its record, read front to back (else it is read off the socket)
-  wire_buffer record_;
-  std::vector<wire_buffer::piece> pieces_;
-  std::size_t piece_ = 0;
-  std::size_t at_ = 0;
+  record_reader record_;  // a part in shared memory (else it is read off the socket)
+  std::vector<iovec> batch_;  // read()'s places within one part, kept for the next call
   std::optional<frame_header> ended_by_;
 };
 

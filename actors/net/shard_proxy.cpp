@@ -1,6 +1,7 @@
 #include "actors/net/shard_proxy.hpp"
 
 #include "actors/net/receive_in_place.hpp"
+#include "actors/net/record_reader.hpp"
 #include "actors/net/reply_part.hpp"
 #include "actors/net/short_slice.hpp"
 #include "actors/protocol/errors.hpp"
@@ -8,8 +9,6 @@
 
 #include <caf/all.hpp>
 
-#include <algorithm>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -88,26 +87,10 @@ private:
 /// Reads a record in shared memory front to back into the parts asked for: one copy of ours,
 /// counted. A record of pieces (shm_region.hpp) reads as the bytes of its pieces in order.
 read_parts copy_out_of(const wire_buffer& record) {
-  return [record, pieces = record.pieces(), piece = std::size_t{0},
-          at = std::size_t{0}](iovec* parts, int count) mutable -> caf::error {
-    for (int i = 0; i < count; ++i) {
-      auto* to = static_cast<uint8_t*>(parts[i].iov_base);
-      auto want = parts[i].iov_len;
-      while (want > 0) {
-        if (piece == pieces.size())
-          return make_error(errc::malformed_message, "a reply shorter than its segments");
-        auto n = std::min(want, pieces[piece].bytes - at);
-        std::memcpy(to, static_cast<const uint8_t*>(pieces[piece].data) + at, n);
-        copied_payload_bytes += n;
-        to += n;
-        want -= n;
-        at += n;
-        if (at == pieces[piece].bytes) {
-          ++piece;
-          at = 0;
-        }
-      }
-    }
+  return [reader = record_reader{record}](iovec* parts, int count) mutable -> caf::error {
+    if (!reader.read(parts, count))
+      return make_error(errc::malformed_message, "a reply shorter than its segments");
+    for (int i = 0; i < count; ++i) copied_payload_bytes += parts[i].iov_len;
     return {};
   };
 }
