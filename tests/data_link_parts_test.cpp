@@ -21,38 +21,11 @@ using namespace actorps::test;
 
 namespace {
 
-/// Layers 128-128-32 in blocks of 1024 floats (23 blocks, every one on a word): a reply of
-/// 81 KiB, which parts of 8 KiB (two blocks of 4 KiB) cut into 11. Parameters of 64 KiB and more are allocated in
-/// the process's arena (link_memory.hpp) once it exists, so shared memory names them.
-train_spec parted_spec() {
-  auto spec = tiny_spec(consistency::async, 1);
-  spec.model = mlp_model({128, 128, 32});
-  spec.block_floats = 1024;
-  return spec;
-}
-
-link_limits small_parts() {
-  link_limits limits;
-  limits.reply_part_bytes = 8 * 1024;
-  return limits;
-}
-
 /// Lends `params` to `remote` as the worker's parameters: replies land there.
 void land_in(remote_shard& remote, const block_layout& layout, std::vector<float>& params) {
   std::shared_ptr<void> unowned;
   remote.destination->set(std::shared_ptr<const block_layout>(unowned, &layout),
                           std::shared_ptr<std::vector<float>>(unowned, &params));
-}
-
-/// A gradient of `value` everywhere but the last block's first value, `last`.
-wire_buffer push_with_last(const block_layout& layout, int64_t clock, float value, float last) {
-  std::vector<float> grad(layout.total_floats(), value);
-  grad[layout.blocks().back().offset] = last;
-  return encode_push(0, clock, 0, layout, grad.data());
-}
-
-bool same_floats(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
 } // namespace

@@ -102,6 +102,34 @@ inline train_spec word_aligned_spec(int outputs = 2) {
   return spec;
 }
 
+/// Layers 128-128-32 in blocks of 1024 floats (23 blocks, every one on a word): a reply of
+/// 81 KiB, which parts of 8 KiB (two blocks of 4 KiB) cut into 11. Parameters of 64 KiB and more are allocated in
+/// the process's arena (link_memory.hpp) once it exists, so shared memory names them.
+inline train_spec parted_spec() {
+  auto spec = tiny_spec(consistency::async, 1);
+  spec.model = mlp_model({128, 128, 32});
+  spec.block_floats = 1024;
+  return spec;
+}
+
+inline link_limits small_parts() {
+  link_limits limits;
+  limits.reply_part_bytes = 8 * 1024;
+  return limits;
+}
+
+inline bool same_floats(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+/// A gradient of `value` everywhere but the last block's first value, `last`.
+inline wire_buffer push_with_last(const block_layout& layout, int64_t clock, float value, float last) {
+  std::vector<float> grad(layout.total_floats(), value);
+  grad[layout.blocks().back().offset] = last;
+  return encode_push(0, clock, 0, layout, grad.data());
+}
+
+
 /// A bare link_socket to the fixture's server that has said hello (no proxy, no reader thread).
 inline std::shared_ptr<link_socket> raw_link(link_fixture& f, bool local) {
   auto link = local ? connect_local_link(f.server->local_name())

@@ -37,6 +37,24 @@ TEST_CASE("the replication queue applies operations in the order they were accep
   CHECK(applied == "abcd");
 }
 
+TEST_CASE("a hold in the replication queue outlasts complete_all: only its own completion ends it") {
+  replication_queue q;
+  std::string applied;
+  q.expect([&] { applied += "a"; });  // acknowledged never: the standby is lost
+  auto held = q.hold();  // a push being applied as it arrives
+  q.run_or_queue([&] { applied += "b"; });
+  auto c = q.expect([&] { applied += "c"; });
+  q.complete_all();  // the standby is lost: a goes, the hold stays, b and c wait behind it
+  CHECK(applied == "a");
+  CHECK(q.waiting() == 3);
+  CHECK_FALSE(q.idle());
+  q.complete(c);
+  CHECK(applied == "a");
+  q.complete(held);
+  CHECK(applied == "abc");
+  CHECK(q.idle());
+}
+
 TEST_CASE("the replication window keeps at most its limit of messages unanswered, in order") {
   replication_window window;
   std::vector<int> sent;

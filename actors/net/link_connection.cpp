@@ -11,7 +11,8 @@ link_connection::link_connection(std::unique_ptr<byte_stream> stream, std::strin
 
 link_connection::read_status link_connection::read_frame(std::size_t payload_limit,
                                                          frame_header& header,
-                                                         wire_buffer& payload, std::string& why) {
+                                                         wire_buffer& payload, std::string& why,
+                                                         std::size_t pause_after) {
   using outcome = byte_stream::outcome;
   auto status_of = [&](const byte_stream::result& r) {
     if (r.what == outcome::would_block) {
@@ -46,9 +47,16 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
                             || kind == frame_kind::keyed_snapshot);
   if (carries_buffer && header_.size > 0) {
     if (!storage_) storage_ = wire_buffer::allocate(header_.size / sizeof(capnp::word));
+    const bool pauses = pause_after > 0 && kind == frame_kind::push_pull
+                        && header_.size >= 2 * pause_after;
+    const auto pause_at = payload_got_ + pause_after;
     while (payload_got_ < header_.size) {
-      auto r = stream_->read(reinterpret_cast<char*>(storage_.get()) + payload_got_,
-                             header_.size - payload_got_);
+      if (pauses && payload_got_ >= pause_at) return read_status::partial;
+      // Pausing, no read goes past the pause, even when more is in: the bytes still on their
+      // way are what the shard's work on these overlaps.
+      auto want = header_.size - payload_got_;
+      if (pauses) want = std::min(want, pause_at - payload_got_);
+      auto r = stream_->read(reinterpret_cast<char*>(storage_.get()) + payload_got_, want);
       if (r.what != outcome::progress) return status_of(r);
       payload_got_ += r.bytes;
     }
@@ -62,6 +70,15 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
   storage_.reset();
   read_wants_write_ = false;
   return read_status::frame;
+}
+
+const frame_header* link_connection::partial_frame() const {
+  if (header_got_ < sizeof header_ || !storage_ || payload_got_ >= header_.size) return nullptr;
+  return &header_;
+}
+
+wire_buffer link_connection::partial_payload() const {
+  return wire_buffer{storage_, header_.size / sizeof(capnp::word)};
 }
 
 void link_connection::push_back(outgoing f) {

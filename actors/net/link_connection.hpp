@@ -28,12 +28,24 @@ public:
     closed,     ///< the peer closed
     broken,     ///< the connection failed
     refused,    ///< the peer failed the TLS handshake: `why` says why; nothing was read
+    partial,    ///< a push_pull's payload grew by `pause_after` bytes and more are due: see
+                ///< partial_frame(); calling again reads on
   };
 
   /// Reads on towards the next frame. Its payload (at most `payload_limit` bytes) is allocated
   /// only once its header is read and checked; pages are touched only as its bytes arrive.
+  /// With `pause_after`, a push_pull of at least twice that many bytes stops after every
+  /// `pause_after` bytes of payload read (partial), so that the caller can hand on what is in.
   read_status read_frame(std::size_t payload_limit, frame_header& header, wire_buffer& payload,
-                         std::string& why);
+                         std::string& why, std::size_t pause_after = 0);
+
+  /// The header of a frame whose payload is being read (its header read, its payload not all
+  /// yet), or null.
+  const frame_header* partial_frame() const;
+  /// Bytes of that payload read so far, and the payload itself: the buffer the whole frame will
+  /// be read into, shared (only bytes below payload_read() are in).
+  std::size_t payload_read() const { return payload_got_; }
+  wire_buffer partial_payload() const;
 
   /// Queues a frame (the payload is shared, not copied) and a failure frame (text copied).
   void queue(frame_kind kind, uint64_t id, const wire_buffer& payload);

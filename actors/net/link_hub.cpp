@@ -53,6 +53,10 @@ struct link_hub::session {
   std::size_t counted_pending = 0; // its share of pending_total_
   std::unique_ptr<shm_link> shm;   // its payloads' shared memory, once offered (shm_region.hpp)
   bool path_logged = false;        // its path was logged, at its first request
+  // The push_pull being read that the shard was handed already (request_progress.hpp): its
+  // progress, and how far the shard was told.
+  request_progress_ptr streamed;
+  std::size_t told = 0;
   std::size_t pending() const { return in_flight + conn.unsent_frames(); }
 };
 
@@ -195,6 +199,7 @@ void link_hub::on_event(uint64_t id, uint32_t events) {
 
 bool link_hub::may_read(const session& s) const {
   if (s.parked) return false;
+  if (s.streamed) return true;  // the shard waits for the rest of the frame it was handed
   if (s.pending() >= limits_.max_requests_per_connection) return false;
   if (s.conn.unsent_bytes() >= limits_.max_unsent_bytes) return false;
   // One request each, whatever the totals: held pulls cannot wait for pushes that are never read.
@@ -213,9 +218,10 @@ void link_hub::read_from(session& s) {
     wire_buffer payload;
     std::string why;
     auto limit = s.serving ? frame_limit_.load() : 0;
-    switch (s.conn.read_frame(limit, h, payload, why)) {
+    switch (s.conn.read_frame(limit, h, payload, why, pause_after(s))) {
       case link_connection::read_status::blocked:
-        return;
+      case link_connection::read_status::partial:  // the shard applies what is in meanwhile
+        return hand_on_partial(s);
       case link_connection::read_status::closed:
       case link_connection::read_status::broken:
         return close(s);
@@ -242,11 +248,77 @@ void link_hub::read_from(session& s) {
                                    + " bytes, over this shard's limit of " + std::to_string(limit)));
       case link_connection::read_status::frame:
         s.waited = false;
+        if (s.streamed) {
+          if (!streamed_frame_read(s, h, std::move(payload))) return;
+          break;
+        }
         if (!handle(s, h, std::move(payload))) return;
         break;
     }
   }
 }
+
+// --- a push_pull handed on while it is read (request_progress.hpp) ---------------------------
+
+/// Where read_frame pauses in a push_pull's payload: after each part, on a plain socket of a
+/// serving connection (TLS streams decrypt in records of their own; shared memory's payloads
+/// are whole in their ring).
+std::size_t link_hub::pause_after(const session& s) const {
+  if (!hooks_.progress || !s.serving || s.conn.authenticated()) return 0;
+  return limits_.request_part_bytes;
+}
+
+/// A push_pull's payload partly read: hands it to the shard once its first part is in, or tells
+/// the shard of each further part.
+void link_hub::hand_on_partial(session& s) {
+  const auto part = pause_after(s);
+  const auto* h = s.conn.partial_frame();
+  if (part == 0 || !h || kind_of(h->kind) != frame_kind::push_pull || in_region(*h)
+      || h->size < 2 * part)
+    return;
+  const auto got = s.conn.payload_read();
+  if (got < s.told + part) return;
+  s.told = got;
+  if (s.streamed) {
+    s.streamed->advance(got);
+    hooks_.progress(s.streamed);
+    return;
+  }
+  s.streamed = std::make_shared<request_progress>(h->size);
+  s.streamed->advance(got);
+  if (!s.path_logged) {
+    s.path_logged = true;
+    log_.write(path_kind, "serving a data link from " + s.conn.peer() + " over " + path_of(s));
+  }
+  ++s.in_flight;
+  ++s.counted_pending;
+  ++pending_total_;
+  auto ticket = expect_answer(s, h->id);
+  waiting_.at(ticket).progress = s.streamed;
+  hooks_.ask(link_request{ticket, frame_kind::push_pull, h->a, h->b, s.conn.partial_payload(),
+                          s.streamed});
+}
+
+/// The push_pull the shard was handed is read whole: it is told so, unless it declined it
+/// (asked again now, as any request, before the next frame is read) or it has not looked yet
+/// (it will take it whole). False: the connection is gone.
+bool link_hub::streamed_frame_read(session& s, const frame_header& h, wire_buffer&& payload) {
+  auto progress = std::move(s.streamed);
+  s.streamed = nullptr;
+  s.told = 0;
+  if (progress->failed()) return true;  // timed out: the client has had its answer
+  switch (progress->read_whole()) {
+    case request_progress::fate::applying:
+      hooks_.progress(std::move(progress));
+      return true;
+    case request_progress::fate::declined:
+      return handle(s, h, std::move(payload));
+    default:  // undecided: the shard will find it whole
+      return true;
+  }
+}
+
+// --- requests -----------------------------------------------------------------------------------
 
 bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) {
   auto kind = kind_of(h.kind);
@@ -312,7 +384,7 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
       ++s.in_flight;
       ++s.counted_pending;  // counted at once: the next frame's may_read sees it
       ++pending_total_;
-      hooks_.ask(link_request{expect_answer(s, h.id), kind, h.a, h.b, std::move(payload)});
+      hooks_.ask(link_request{expect_answer(s, h.id), kind, h.a, h.b, std::move(payload), nullptr});
       return true;
     default:
       refuse(s, "a frame of kind " + std::to_string(h.kind) + " where a request belongs");
@@ -379,7 +451,7 @@ bool link_hub::accept_shm(session& s, const frame_header& h) {
 uint64_t link_hub::expect_answer(const session& s, uint64_t client_id) {
   auto ticket = next_ticket_++;
   auto deadline = event_loop::clock::now() + s.timeout;
-  waiting_.emplace(ticket, waiting_request{s.id, client_id, deadline});
+  waiting_.emplace(ticket, waiting_request{s.id, client_id, deadline, false, nullptr});
   if (deadline < armed_) rearm();
   return ticket;
 }
@@ -391,12 +463,15 @@ void link_hub::answer(uint64_t ticket, const caf::expected<wire_buffer>& reply) 
   const auto connection = w->second.connection;
   const auto id = w->second.client_id;
   const bool answered = w->second.answered_by_parts;
+  // A push_pull handed on while read, declined: asked again once whole (streamed_frame_read).
+  const bool declined = w->second.progress
+                        && w->second.progress->decided() == request_progress::fate::declined;
   waiting_.erase(w);
   auto it = sessions_.find(connection);
   if (it == sessions_.end()) return;  // the client has gone: its answers with it
   auto& s = *it->second;
   --s.in_flight;
-  if (answered) return update(s);  // the same bytes went as its parts
+  if (answered || declined) return update(s);  // the same bytes went as its parts, or none go
   if (reply)
     queue_payload(s, frame_kind::reply, id, *reply);
   else
@@ -485,6 +560,10 @@ void link_hub::refuse(session& s, const std::string& why, const caf::error& tell
 }
 
 void link_hub::close(session& s) {
+  if (s.streamed) {  // the rest of the push the shard was handed will never come
+    s.streamed->fail();
+    hooks_.progress(std::move(s.streamed));
+  }
   bool was_over = over_totals();
   unsent_total_ -= s.counted_unsent;
   pending_total_ -= s.counted_pending;
@@ -544,6 +623,10 @@ void link_hub::on_timer() {
     if (it == sessions_.end()) continue;
     auto& s = *it->second;
     --s.in_flight;
+    if (entry.second.progress && s.streamed == entry.second.progress) {
+      s.streamed->fail();  // its shard drops what it wrote; the rest is read and dropped
+      hooks_.progress(s.streamed);
+    }
     if (entry.second.answered_by_parts) {  // the client has its whole reply
       update(s);
       continue;

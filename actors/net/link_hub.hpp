@@ -21,6 +21,7 @@
 #include "actors/net/link_connection.hpp"
 #include "actors/net/link_limits.hpp"
 #include "actors/net/rate_limited_log.hpp"
+#include "actors/protocol/request_progress.hpp"
 
 #include <atomic>
 #include <deque>
@@ -42,6 +43,8 @@ struct link_request {
   int64_t a = 0;
   int64_t b = 0;
   wire_buffer payload;
+  /// A push_pull handed on while it is still read (request_progress.hpp), else null.
+  request_progress_ptr progress = nullptr;
 };
 
 class link_hub {
@@ -49,6 +52,9 @@ public:
   struct hooks {
     std::function<void(link_request&&)> ask;  ///< hand a request to the shard
     std::function<void()> learn_limit;        ///< find the frame limit; answered by limit_learned
+    /// Tell the shard that more of a push it was handed still arriving is in, or that the rest
+    /// will never come (request_progress.hpp).
+    std::function<void(request_progress_ptr)> progress = {};
     /// The stream of an accepted socket (tls_stream.hpp); empty: the plain socket. A stream
     /// that authenticates its peer has every request checked against the peer's identity.
     std::function<std::unique_ptr<byte_stream>(int fd)> make_stream = {};
@@ -93,6 +99,9 @@ private:
   void on_event(uint64_t id, uint32_t events);
   void read_from(session& s);
   bool handle(session& s, const frame_header& h, wire_buffer&& payload);
+  std::size_t pause_after(const session& s) const;
+  void hand_on_partial(session& s);
+  bool streamed_frame_read(session& s, const frame_header& h, wire_buffer&& payload);
   uint64_t expect_answer(const session& s, uint64_t client_id);
   bool accept_shm(session& s, const frame_header& h);
   std::string path_of(const session& s) const;
@@ -129,6 +138,9 @@ private:
     uint64_t client_id;  // the id the client gave it, which its answer carries
     event_loop::clock::time_point deadline;
     bool answered_by_parts = false;  // its reply_parts reached the reply's end
+    // A push_pull handed on while still read (request_progress.hpp): a declined one's answer
+    // is dropped; one timed out before it is whole fails.
+    request_progress_ptr progress = nullptr;
   };
   std::unordered_map<uint64_t, waiting_request> waiting_;  // at the shard, by ticket
   uint64_t next_ticket_ = 1;

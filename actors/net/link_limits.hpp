@@ -40,6 +40,11 @@ struct link_limits {
   /// 4 MiB: a 16 MiB reply in 4 parts; a 4 MiB one whole (in parts of 1 MiB it was no faster
   /// on 2 cores, session 19's note).
   std::size_t reply_part_bytes = std::size_t(4) << 20;
+  /// A push_pull of at least two of these, read off a plain socket, is handed to the shard as
+  /// soon as this many of its bytes are in, and the shard is told after each further run of
+  /// this many, so that it applies the first blocks while the last arrive
+  /// (request_progress.hpp); 0: every request is read whole first.
+  std::size_t request_part_bytes = std::size_t(1) << 20;
 };
 
 /// The largest legitimate request to a shard whose dense snapshot (ShardParameters of all its

@@ -155,6 +155,11 @@ caf::error link_socket::send(const frame_header& h, const void* payload) {
   return send_parts(parts, payload && h.size > 0 ? 2 : 1);
 }
 
+caf::error link_socket::send_bytes(const void* data, std::size_t n) {
+  iovec part{const_cast<void*>(data), n};
+  return send_parts(&part, 1);
+}
+
 caf::error link_socket::send(frame_header h, const wire_buffer& payload) {
   h.size = payload.size_bytes();
   constexpr std::size_t on_stack = 64;

@@ -121,6 +121,9 @@ public:
   /// built by reference goes from the float blocks to the kernel, one iovec per segment.
   caf::error send(frame_header h, const wire_buffer& payload);
   caf::error send(frame_kind kind, uint64_t id, const wire_buffer& payload);
+  /// Sends `n` bytes as they are: the rest of a frame whose header and first bytes went before
+  /// (a peer that sends a payload in runs, as a slow or stalled one does).
+  caf::error send_bytes(const void* data, std::size_t n);
   /// Sends a failure frame carrying `err` (its code, category and first context string).
   caf::error send_failure(uint64_t id, const caf::error& err);
   /// Sends a header with no payload and the descriptors `fds` beside it (SCM_RIGHTS; a local

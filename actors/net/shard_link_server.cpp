@@ -65,6 +65,13 @@ caf::behavior shard_asker(caf::event_based_actor* self, ps_shard_actor shard,
       ask(ticket, a, std::move(push),
           reply_stream_ptr{std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes)});
     },
+    // A push still arriving (request_progress.hpp): the shard applies it as it does, or declines.
+    [=](push_pull_atom a, uint64_t ticket, wire_buffer& push, request_progress_ptr& progress) {
+      reply_stream_ptr stream;
+      if (limits.reply_part_bytes > 0)
+        stream = std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes);
+      ask(ticket, a, std::move(push), std::move(stream), std::move(progress));
+    },
     [=](pull_atom a, uint64_t ticket, int32_t worker, int64_t clock) {
       ask(ticket, a, worker, clock);
     },
@@ -176,7 +183,11 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
   hooks.ask = [this](link_request&& r) {
     switch (r.kind) {
       case frame_kind::push_pull:
-        unit_->send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload));
+        if (r.progress)
+          unit_->send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload),
+                      std::move(r.progress));
+        else
+          unit_->send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload));
         break;
       case frame_kind::pull:
         unit_->send(asker_, pull_atom::value, r.ticket, static_cast<int32_t>(r.a), r.b);
@@ -193,6 +204,11 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
     }
   };
   hooks.learn_limit = [this] { unit_->send(asker_, limit_atom::value); };
+  // Straight to the shard: the asker's push_pull may reach it later, and the shard reads the
+  // progress itself then (a message about a push it does not apply is dropped).
+  hooks.progress = [this, to = caf::actor_cast<caf::actor>(shard)](request_progress_ptr p) {
+    unit_->send(to, push_progress_atom::value, std::move(p));
+  };
   if (tls_.enabled())
     hooks.make_stream = [files = tls_](int fd) { return make_tls_stream(files, fd); };
   hub_ = std::make_shared<link_hub>(*loop_, fd_, local_fd_, shard_index, limits_, std::move(hooks),

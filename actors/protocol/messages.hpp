@@ -5,6 +5,7 @@
 
 #include "actors/protocol/checkpoint_types.hpp"
 #include "actors/protocol/reply_stream.hpp"
+#include "actors/protocol/request_progress.hpp"
 #include "actors/protocol/wire.hpp"
 
 #include <caf/actor_system_config.hpp>
@@ -23,6 +24,7 @@ namespace actorps {
 using init_atom = caf::atom_constant<caf::atom("init")>;
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
 using push_pull_atom = caf::atom_constant<caf::atom("push_pull")>;
+using push_progress_atom = caf::atom_constant<caf::atom("pushprog")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
@@ -119,6 +121,8 @@ struct shard_stats {
   uint64_t replicated_bytes = 0;     ///< sent to its standby: forwarded pushes and state images
   uint64_t pushed_bytes = 0;         ///< wire bytes of the pushes accepted (--wire-precision)
   uint64_t replies_streamed = 0;     ///< push_pull replies sent ahead in parts (reply_stream.hpp)
+  uint64_t pushes_streamed = 0;      ///< pushes applied as their bytes arrived (request_progress.hpp)
+  uint64_t pushes_cut = 0;           ///< of those, cut off before their end: nothing changed
 };
 
 template <class Inspector>
@@ -127,7 +131,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
            x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
            x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes,
-           x.pushed_bytes, x.replies_streamed);
+           x.pushed_bytes, x.replies_streamed, x.pushes_streamed, x.pushes_cut);
 }
 
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,
@@ -220,6 +224,12 @@ using ps_shard_actor = caf::typed_actor<
   // (push_pull, Push, stream) -> the same; a large reply may go ahead through `stream` in parts
   // as the update is written (reply_stream.hpp). The answer is sent whole as well.
   caf::replies_to<push_pull_atom, wire_buffer, reply_stream_ptr>::with<wire_buffer>,
+  // (push_pull, Push still arriving, stream, progress) -> the same, the push applied block by
+  // block as its bytes arrive (request_progress.hpp); or, declined, an answer the link drops.
+  caf::replies_to<push_pull_atom, wire_buffer, reply_stream_ptr, request_progress_ptr>::with<
+    wire_buffer>,
+  // (push_progress, progress): more of a push being applied has arrived, or it failed.
+  caf::reacts_to<push_progress_atom, request_progress_ptr>,
   // (snapshot) -> ShardParameters of the current values, at once (never held).
   caf::replies_to<snapshot_atom>::with<wire_buffer>,
   // (snapshot, Pull with worker -1) -> the same with the current rows of the keys it names, or

@@ -89,6 +89,8 @@ struct reply_cache {
 // Replies built by reference hold the lease of the buffer they point into (buffer_lease.hpp):
 // a reply normally leaves before the second update after it, so fresh buffers are rare.
 
+struct streamed_push;  // a push applied as it arrives (below)
+
 struct ps_shard_state {
   static inline const char* name = "ps_shard";
 
@@ -132,6 +134,7 @@ struct ps_shard_state {
   replication_queue queue;          // operations waiting for the standby's acknowledgement
   std::shared_ptr<replication_window> window;  // the standby's messages unanswered (one each)
   bool promoted = false;            // a standby that took over: re-sent pushes deduplicated
+  std::shared_ptr<streamed_push> streaming;  // the push being applied as it arrives, if any
   std::vector<wire_buffer> round_pushes;  // sync: each worker's push of the clock accumulated
 
   bool initialized() const { return layout != nullptr; }
@@ -367,7 +370,8 @@ caf::error check_dense_values(const ps_shard_state& st, const push_view& push,
 /// Checks a decoded push against the spec and the clock table; returns the error to drop it
 /// with. The dense values are left to the update, which checks them as it reads them (above),
 /// unless `dense_values` asks for a pass of their own here.
-caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values) {
+caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values,
+                    bool values_here = true) {
   if (push.shard != st.shard)
     return make_error(errc::wrong_shard, "addressed to shard " + std::to_string(push.shard));
   if (!st.clocks.live(push.worker))
@@ -402,7 +406,7 @@ caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values
   }
   // The largest |gradient value| (a statistic for choosing --max-gradient) from every 16th push
   // only: a max-reduce costs twice the bound check.
-  const bool sampled = st.stats.pushes % 16 == 0;
+  const bool sampled = values_here && st.stats.pushes % 16 == 0;
   float push_largest = 0;
   if (sampled || dense_values)
     if (auto err = check_dense_values(st, push, sampled ? &push_largest : nullptr)) return err;
@@ -490,66 +494,98 @@ std::optional<reply_ahead> plan_reply_ahead(const ps_shard_state& st, const push
   return plan;
 }
 
-/// One optimizer update of every block of the shard (`grads` names each once) with rate `lr`,
-/// written into the spare buffers and swapped in only when every gradient value is within
-/// `max_gradient` and every new parameter within --max-parameter and every new state value
-/// finite. Otherwise nothing changes, not even Adam's step: a gradient beyond its bound sets
-/// `*refusal` (the push's refusal, not counted here; gradient_refused); an update beyond is
-/// counted in updates_refused and logged (rate-limited; update_refused). Every block's gradient
+/// One optimizer update of every block of the shard with rate `lr`, written block by block into
+/// the spare buffers (every block at once, or each as a streamed push's bytes arrive) and
+/// swapped in by finish() only when every gradient value is within `max_gradient` and every new
+/// parameter within --max-parameter and every new state value finite. Otherwise nothing
+/// changes, not even Adam's step: a gradient beyond its bound ends the update at that block
+/// (block() false, refusal() says why; gradient_refused); an update beyond is counted in
+/// updates_refused and logged by finish() (rate-limited; update_refused). Every block's gradient
 /// is checked even after an update was found beyond: a bad value anywhere refuses the push.
 /// With `ahead`, each block written goes ahead as part of the reply until one is found beyond.
+class dense_update {
+public:
+  dense_update(ps_shard_state& st, float lr, float max_gradient, reply_ahead* ahead)
+    : st_(st), lr_(lr), max_gradient_(max_gradient), ahead_(ahead), step_(st.opt.step + 1) {
+    st.cache.reply = wire_buffer{};  // stale after this update anyway; it would hold a lease
+    release_for_writing(st.params_next, st.next_lease);
+    st.params_next.resize(st.params.size());
+    st.opt.next.resize(st.opt.values.size());
+    if (ahead) {
+      st.next_lease = std::make_shared<buffer_lease>();
+      ahead->start(st, st.params_next.data(), st.next_lease);
+    }
+  }
+
+  /// Writes block `i` (in the shard's order) from gradient `g`. False: the gradient is beyond
+  /// its bound, the push is refused (refusal()) and nothing changes.
+  bool block(std::size_t i, const block_gradient& g) {
+    const auto n = g.block->size;
+    if (beyond_) return all_within(g.grad, n, max_gradient_) || refuse(g);
+    const auto at = g.block->shard_offset;
+    const auto slots = st_.opt.slots;
+    auto found = apply_pushed_update(st_.spec.optimizer, lr_, step_, st_.params.data() + at,
+                                     st_.opt.values.data() + slots * at, g.grad,
+                                     st_.params_next.data() + at, st_.opt.next.data() + slots * at,
+                                     n, st_.config.bounds.max_parameter, max_gradient_);
+    if (found == update_check::applied) {
+      if (ahead_) ahead_->written(i);
+      return true;
+    }
+    if (found == update_check::update_beyond) {
+      beyond_ = g.block;
+      return true;
+    }
+    return refuse(g);
+  }
+
+  caf::error refusal() const { return refusal_; }
+
+  /// Every block written: swaps the update in, or counts and logs the update refused.
+  dense_outcome finish(const update_name& what) {
+    if (beyond_) {
+      ++st_.stats.updates_refused;
+      log_refusal(st_, "refused an update",
+                  "refused " + what() + ": block " + std::to_string(beyond_->id)
+                    + " would leave a parameter beyond ±"
+                    + value_text(st_.config.bounds.max_parameter)
+                    + " or a non-finite optimizer state; nothing changed");
+      return dense_outcome::update_refused;
+    }
+    std::swap(st_.params, st_.params_next);
+    std::swap(st_.params_lease, st_.next_lease);
+    std::swap(st_.opt.values, st_.opt.next);
+    st_.opt.step = step_;
+    ++st_.stats.updates;
+    return dense_outcome::applied;
+  }
+
+private:
+  bool refuse(const block_gradient& g) {
+    refusal_ = gradient_error(g.grad, g.block->size, max_gradient_, g.block->id);
+    return false;
+  }
+
+  ps_shard_state& st_;
+  const float lr_;
+  const float max_gradient_;
+  reply_ahead* const ahead_;
+  const int64_t step_;
+  const block_info* beyond_ = nullptr;  // the first block whose update was refused
+  caf::error refusal_;
+};
+
+/// A dense_update of every block of `grads` (each named once), all there.
 dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
                           const update_name& what, float max_gradient,
                           caf::error* refusal = nullptr, reply_ahead* ahead = nullptr) {
-  const auto step = st.opt.step + 1;
-  const auto slots = st.opt.slots;
-  const auto bound = st.config.bounds.max_parameter;
-  st.cache.reply = wire_buffer{};  // stale after this update anyway; it would hold a lease
-  release_for_writing(st.params_next, st.next_lease);
-  st.params_next.resize(st.params.size());
-  st.opt.next.resize(st.opt.values.size());
-  if (ahead) {
-    st.next_lease = std::make_shared<buffer_lease>();
-    ahead->start(st, st.params_next.data(), st.next_lease);
-  }
-  const block_info* beyond = nullptr;  // the first block whose update was refused
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    const auto& g = grads[i];
-    const auto n = g.block->size;
-    if (beyond) {  // refused already: only the gradient's check is left
-      if (all_within(g.grad, n, max_gradient)) continue;
-    } else {
-      const auto at = g.block->shard_offset;
-      auto found = apply_pushed_update(st.spec.optimizer, lr, step, st.params.data() + at,
-                                       st.opt.values.data() + slots * at, g.grad,
-                                       st.params_next.data() + at,
-                                       st.opt.next.data() + slots * at, n, bound, max_gradient);
-      if (found == update_check::applied) {
-        if (ahead) ahead->written(i);
-        continue;
-      }
-      if (found == update_check::update_beyond) {
-        beyond = g.block;
-        continue;
-      }
+  dense_update update(st, lr, max_gradient, ahead);
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    if (!update.block(i, grads[i])) {
+      if (refusal) *refusal = update.refusal();
+      return dense_outcome::gradient_refused;
     }
-    if (refusal) *refusal = gradient_error(g.grad, n, max_gradient, g.block->id);
-    return dense_outcome::gradient_refused;
-  }
-  if (beyond) {
-    ++st.stats.updates_refused;
-    log_refusal(st, "refused an update",
-                "refused " + what() + ": block " + std::to_string(beyond->id)
-                  + " would leave a parameter beyond ±" + value_text(bound)
-                  + " or a non-finite optimizer state; nothing changed");
-    return dense_outcome::update_refused;
-  }
-  std::swap(st.params, st.params_next);
-  std::swap(st.params_lease, st.next_lease);
-  std::swap(st.opt.values, st.opt.next);
-  st.opt.step = step;
-  ++st.stats.updates;
-  return dense_outcome::applied;
+  return update.finish(what);
 }
 
 /// Counts and logs the sparse rows an update refused (each kept its values).
@@ -566,6 +602,23 @@ void count_refused_rows(ps_shard_state& st, std::size_t rows, const update_name&
 float rate_at(const ps_shard_state& st, int64_t clock) {
   return scheduled_learning_rate(st.spec.schedule, st.spec.optimizer.learning_rate, clock,
                                  st.spec.total_clocks);
+}
+
+/// After a push's dense update of `clock` was swapped in: the newest clock, and the reply sent
+/// ahead, which is the pull's answer too (the same bytes, sent whole as well) once the push is
+/// finished at the clocks it was planned for.
+void record_dense_applied(ps_shard_state& st, int64_t clock, const reply_ahead* ahead) {
+  st.newest_clock = std::max(st.newest_clock, clock);
+  if (ahead && ahead->reply.size_words() > 0) {
+    st.cache = {ahead->reply, st.stats.updates, ahead->min_clock};
+    ++st.stats.replies_streamed;
+  }
+}
+
+/// The learning rate of an ssp or async push now: the scheduled one at the min clock, shared by
+/// the live workers.
+float push_rate(const ps_shard_state& st) {
+  return rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
 }
 
 /// Takes a valid push's gradient (`buf` holds it), checking its dense values as it reads them:
@@ -591,7 +644,7 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
     return {};
   }
   auto live = static_cast<float>(st.clocks.live_count());
-  auto lr = rate_at(st, st.clocks.min()) / live;
+  auto lr = push_rate(st);
   std::vector<block_gradient> grads;
   grads.reserve(push.blocks.size());
   for (const auto& b : push.blocks) grads.push_back({&all[b.id], b.values});
@@ -607,13 +660,7 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
       break;  // refused whole: its rows neither; the push and its clock count
     case dense_outcome::applied:
       count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live), what);
-      st.newest_clock = std::max(st.newest_clock, push.clock);
-      // The reply sent ahead is the pull's answer too (the same bytes, sent whole as well)
-      // once the push is finished at the clocks it was planned for.
-      if (ahead && ahead->reply.size_words() > 0) {
-        st.cache = {ahead->reply, st.stats.updates, ahead->min_clock};
-        ++st.stats.replies_streamed;
-      }
+      record_dense_applied(st, push.clock, ahead ? &*ahead : nullptr);
       break;
   }
   return {};
@@ -932,6 +979,14 @@ caf::error check_push(ps_shard_state& st, const push_view& push, bool dense_valu
   return refuse_gradient(st, push.worker, std::move(err));
 }
 
+/// Counts a push taken and finishes its clock (the min-rose path).
+void finish_push(self_ptr self, const wire_buffer& buf, const push_view& push) {
+  auto& st = self->state;
+  ++st.stats.pushes;
+  st.stats.pushed_bytes += buf.size_bytes();
+  on_min_rose(self, st.clocks.finish(push.worker, push.clock));
+}
+
 /// Applies a push check_push passed (`buf` holds it) through the min-rose path; returns the keys
 /// of the pull it carries, or the push's refusal (counted) when a dense value is beyond
 /// --max-gradient: then nothing changed and its clock does not count.
@@ -943,9 +998,7 @@ caf::expected<std::vector<sparse_rows_view>> apply_push(self_ptr self, const wir
   if (auto err = take_gradient(st, buf, push, stream)) return err;
   auto keys = std::move(push.pull_keys);
   if (st.spec.mode == consistency::sync) st.round_pushes[push.worker] = buf;  // for an image
-  ++st.stats.pushes;
-  st.stats.pushed_bytes += buf.size_bytes();
-  on_min_rose(self, st.clocks.finish(push.worker, push.clock));
+  finish_push(self, buf, push);
   return keys;
 }
 
@@ -1007,6 +1060,152 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf,
   auto keys = apply_push(self, buf, *push, stream);
   if (!keys) return std::move(keys.error());
   return serve_pull(self, push->worker, push->clock + 1, buf, std::move(*keys));
+}
+
+// --- a push applied as it arrives (request_progress.hpp) ------------------------------------
+
+/// A push_pull whose dense blocks are written, each once its bytes are in, while the data link
+/// reads the rest. Everything accepted after it waits behind its hold in the replication queue
+/// (replicating() is true meanwhile): no other update, clock change, restore or standby comes
+/// in between. Pulls and snapshots read the values as they were before it; finished, it is
+/// answered as on_push_pull answers.
+struct streamed_push {
+  wire_buffer buf;  // the payload, as far as progress says it has arrived
+  push_view push;
+  request_progress_ptr progress;
+  reply_stream_ptr stream;
+  caf::typed_response_promise<wire_buffer> promise;
+  uint64_t hold = 0;               // its place in the replication queue
+  std::vector<std::size_t> ends;   // where each block's values end in buf's bytes
+  std::optional<reply_ahead> ahead;
+  std::optional<dense_update> update;
+  std::size_t next = 0;            // the next block to write
+  bool sampled = false;            // its largest |value| is the statistic (every 16th push)
+  float largest = 0;
+};
+
+/// Where the structure of `buf` (its segment table and segment 0) ends, once `arrived` bytes of
+/// it are in: 0 while it is not all in, or when the message is not laid out as a push built by
+/// reference (the blocks in segments after segment 0), which is then read whole.
+std::size_t arrived_structure(const wire_buffer& buf, std::size_t arrived) {
+  constexpr std::size_t word = sizeof(capnp::word);
+  if (arrived < word || buf.is_gathered()) return 0;
+  uint32_t first[2];
+  std::memcpy(first, buf.bytes(), word);
+  const std::size_t segments = std::size_t(first[0]) + 1;
+  const std::size_t end = ((segments + 2) / 2 + std::size_t(first[1])) * word;
+  if (segments < 2 || end > arrived || end > buf.size_bytes()) return 0;
+  return end;
+}
+
+/// Ends the push being streamed with `err` (its update dropped: nothing changed); what waited
+/// behind it goes on.
+void end_streamed(self_ptr self, caf::error err) {
+  auto& st = self->state;
+  auto s = std::move(st.streaming);
+  s->promise.deliver(std::move(err));
+  st.queue.complete(s->hold);
+}
+
+/// Every block written: the update swapped in (or refused whole, counted), the push's clock
+/// finished, and its pull answered as on_push_pull's would be.
+void finish_streamed(self_ptr self) {
+  auto& st = self->state;
+  auto s = std::move(st.streaming);
+  const auto& push = s->push;
+  const update_name what = [worker = push.worker, clock = push.clock] {
+    return "the push of worker " + std::to_string(worker) + " for clock " + std::to_string(clock);
+  };
+  if (s->update->finish(what) == dense_outcome::applied)
+    record_dense_applied(st, push.clock, s->ahead ? &*s->ahead : nullptr);
+  if (s->sampled) st.stats.max_gradient = std::max(st.stats.max_gradient, s->largest);
+  finish_push(self, s->buf, push);
+  deliver_pull(self, s->promise, push.worker, push.clock + 1, s->buf, {});
+  st.queue.complete(s->hold);
+}
+
+/// Writes the blocks of the streamed push whose bytes have arrived; finishes it after its last,
+/// or ends it when its gradient is refused or the rest will never come.
+void advance_streamed(self_ptr self) {
+  auto& st = self->state;
+  auto s = st.streaming;
+  if (s->progress->failed()) {
+    ++st.stats.pushes_cut;
+    return end_streamed(self, make_error(errc::malformed_message,
+                                         "the push ended before its last byte (its connection "
+                                         "was lost or its request timed out); nothing changed"));
+  }
+  const auto arrived = s->progress->arrived();
+  const auto& all = st.layout->blocks();
+  const auto bound = st.config.bounds.max_gradient;
+  for (; s->next < s->push.blocks.size() && s->ends[s->next] <= arrived; ++s->next) {
+    const auto& b = s->push.blocks[s->next];
+    if (s->sampled) s->largest = std::max(s->largest, std::min(max_abs(b.values, b.count), bound));
+    if (!s->update->block(s->next, {&all[b.id], b.values}))
+      return end_streamed(self, refuse_gradient(st, s->push.worker, s->update->refusal()));
+  }
+  if (s->next == s->push.blocks.size()) finish_streamed(self);
+}
+
+/// Starts applying a push of which only the first bytes are in, or nothing when it must be read
+/// whole first: a mode, push or moment in which it could not be applied at once (sync, sparse
+/// rows or keys, bf16, a standby or anything else waiting, another push streaming), a structure
+/// not all in yet, or anything the whole push would be refused or answered otherwise for (the
+/// whole push is, counted once).
+std::optional<caf::result<wire_buffer>> start_streamed(self_ptr self, const wire_buffer& buf,
+                                                        const reply_stream_ptr& stream,
+                                                        const request_progress_ptr& progress) {
+  auto& st = self->state;
+  if (!st.initialized() || st.spec.mode == consistency::sync || replicating(st) || st.streaming)
+    return {};
+  const auto head = arrived_structure(buf, progress->arrived());
+  if (head == 0) return {};
+  auto push = decode_push(buf);
+  if (!push || push->precision != wire_precision::fp32 || !push->sparse.empty()
+      || !push->pull_keys.empty() || applied_before(st, *push)
+      || authorise_worker(current_role(self), push->worker, "push_pull")
+      || validate(st, *push, false, false))
+    return {};
+  // Each block is written once its bytes are in: one not on a word lies in the structure, in
+  // already; the others follow it in their own segments.
+  const auto& ids = st.layout->shard_blocks(st.shard);
+  auto s = std::make_shared<streamed_push>();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& b = push->blocks[i];
+    if (b.id != ids[i]) return {};  // out of the shard's order: read whole
+    const auto at = reinterpret_cast<const uint8_t*>(b.values) - buf.bytes();
+    s->ends.push_back(static_cast<std::size_t>(at) + b.count * sizeof(float));
+  }
+  if (!progress->start_applying()) return {};  // read whole meanwhile: an ordinary push_pull
+  s->buf = buf;
+  s->push = std::move(*push);
+  s->progress = progress;
+  s->stream = stream;
+  s->promise = self->make_response_promise<wire_buffer>();
+  s->hold = st.queue.hold();
+  s->sampled = st.stats.pushes % 16 == 0;
+  s->ahead = plan_reply_ahead(st, s->push, stream.get());
+  s->update.emplace(st, push_rate(st), st.config.bounds.max_gradient,
+                    s->ahead ? &*s->ahead : nullptr);
+  st.streaming = s;
+  ++st.stats.pushes_streamed;
+  advance_streamed(self);
+  return caf::result<wire_buffer>{s->promise};
+}
+
+/// (push_pull, buf, stream, progress): a push still arriving is applied as it does when it can
+/// be, else declined (the data link asks again once it is whole); one the link read whole
+/// first is an ordinary push_pull.
+caf::result<wire_buffer> on_arriving_push_pull(self_ptr self, const wire_buffer& buf,
+                                               const reply_stream_ptr& stream,
+                                               const request_progress_ptr& progress) {
+  using fate = request_progress::fate;
+  if (progress && progress->decided() == fate::undecided) {
+    if (!progress->failed())
+      if (auto started = start_streamed(self, buf, stream, progress)) return std::move(*started);
+    if (progress->decline()) return wire_buffer{};  // the link drops it, and asks again
+  }
+  return on_push_pull(self, buf, stream.get());  // whole: the link read it all first
 }
 
 /// A pull naming sparse keys: checked like (pull, worker, clock), then served the same way.
@@ -1363,6 +1562,14 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     },
     [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
     [=](push_pull_atom, const wire_buffer& buf) { return on_push_pull(self, buf); },
+    [=](push_pull_atom, const wire_buffer& buf, const reply_stream_ptr& stream,
+        const request_progress_ptr& progress) {
+      return on_arriving_push_pull(self, buf, stream, progress);
+    },
+    [=](push_progress_atom, const request_progress_ptr& progress) {
+      auto& st = self->state;
+      if (st.streaming && st.streaming->progress == progress) advance_streamed(self);
+    },
     [=](push_pull_atom, const wire_buffer& buf, const reply_stream_ptr& stream) {
       return on_push_pull(self, buf, stream.get());
     },

@@ -24,8 +24,13 @@ void replication_queue::complete(uint64_t ticket) {
 }
 
 void replication_queue::complete_all() {
-  for (auto& e : waiting_) e.done = true;
+  for (auto& e : waiting_) e.done = e.done || !e.held;
   drain();
+}
+
+uint64_t replication_queue::hold() {
+  waiting_.push_back({next_, false, [] {}, true});
+  return next_++;
 }
 
 void replication_queue::drain() {

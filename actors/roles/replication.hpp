@@ -66,8 +66,13 @@ public:
   /// already done, is applied.
   void complete(uint64_t ticket);
   /// The standby is gone (its process lost): nothing more will be acknowledged; everything
-  /// waiting is applied now, in order, unprotected.
+  /// waiting is applied now, in order, unprotected — up to a hold, which only its complete()
+  /// ends.
   void complete_all();
+  /// Holds everything queued after it until complete(returned ticket), whatever the standby
+  /// does: an operation of the shard's own in progress (a push applied as it arrives,
+  /// request_progress.hpp), which nothing may overtake.
+  uint64_t hold();
   /// Whether no operation waits.
   bool idle() const { return waiting_.empty(); }
   std::size_t waiting() const { return waiting_.size(); }
@@ -77,6 +82,7 @@ private:
     uint64_t ticket;
     bool done;
     std::function<void()> apply;
+    bool held = false;  // a hold: complete_all leaves it
   };
   void drain();
 

@@ -1,0 +1,218 @@
+// A large push_pull handed to the shard while the data link still reads it
+// (request_progress.hpp): over TCP and the local socket, a client sends the push's frame in two
+// runs, and the shard's first reply part coming back before the second run is sent proves that
+// it applied the first blocks early. The reply is byte-identical to an independent shard's; a
+// push cut off mid-frame, or refused at its last block, changes nothing and the shard goes on;
+// a shard that cannot apply a push as it arrives (sync mode) answers it whole.
+#include "actors/net/reply_part.hpp"
+#include "link_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+using namespace actorps;
+using namespace actorps::test;
+
+namespace {
+
+/// Parts of 8 KiB both ways: the 81 KiB push of parted_spec is handed on once 8 KiB are in,
+/// and its reply goes ahead every two blocks.
+link_limits small_runs() {
+  auto limits = small_parts();
+  limits.request_part_bytes = 8 * 1024;
+  return limits;
+}
+
+/// A worker's push as it leaves a worker (built by reference: its structure in segment 0, each
+/// block a segment of its own), flattened: the bytes on the wire.
+wire_buffer wire_push(const block_layout& layout, int64_t clock, float value,
+                      float last = std::numeric_limits<float>::quiet_NaN()) {
+  std::vector<float> grad(layout.total_floats(), value);
+  if (!std::isnan(last)) grad[layout.blocks().back().offset] = last;
+  return encode_push_by_reference(0, clock, 0, layout, grad.data()).flat();
+}
+
+/// Sends the header of `push` and its first `first` bytes (a multiple of 8) as request `id`.
+void send_first(link_socket& link, uint64_t id, const wire_buffer& push, std::size_t first) {
+  auto h = make_header(frame_kind::push_pull, id, 0, 0, push.size_bytes());
+  REQUIRE_FALSE(link.send(h));
+  REQUIRE_FALSE(link.send_bytes(push.bytes(), first));
+}
+
+void send_rest(link_socket& link, const wire_buffer& push, std::size_t first) {
+  REQUIRE_FALSE(link.send_bytes(push.bytes() + first, push.size_bytes() - first));
+}
+
+/// The next header, which must be a part of the reply to `id`: the shard applied a block of a
+/// push it has not all of yet.
+frame_header first_part(link_socket& link, uint64_t id) {
+  frame_header h;
+  REQUIRE_FALSE(link.receive_header(h));
+  REQUIRE(kind_of(h.kind) == frame_kind::reply_part);
+  REQUIRE(h.id == id);
+  return h;
+}
+
+/// Sends `push` as request `id` in two runs, the second once the first reply part has come
+/// back (so the shard applied blocks of a push it had half of), and receives the reply into
+/// `params`.
+caf::expected<shard_parameters_view> push_in_two_runs(link_socket& link, uint64_t id,
+                                                      const wire_buffer& push,
+                                                      const block_layout& layout,
+                                                      std::vector<float>& params) {
+  const auto half = push.size_bytes() / 2 / 8 * 8;
+  send_first(link, id, push, half);
+  auto h = first_part(link, id);
+  send_rest(link, push, half);
+  wire_buffer structure;
+  return receive_reply_into(link, h, layout, params.data(), structure);
+}
+
+/// After a push of clock 0 that was cut off: clock 0 again, from another connection, is applied
+/// as if the first had never come (its update dropped, its clock not counted), once.
+void check_applied_as_first(link_fixture& link, shard_fixture& direct, bool local) {
+  auto remote = link.attach(local);
+  auto reply = link.ask(remote.handle, push_pull_atom::value, wire_push(link.layout, 0, 0.5f));
+  REQUIRE(reply);
+  auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
+  REQUIRE(expected);
+  CHECK(same_floats(link.parameters_of(*reply), *expected));
+  auto stats = link.stats();
+  CHECK(stats.pushes_cut == 1);
+  CHECK(stats.pushes == 1);
+  CHECK(stats.updates == 1);
+  remote.close();
+}
+
+} // namespace
+
+TEST_CASE("data link: a push sent in two runs over TCP and the local socket is applied as it arrives, and its reply lands byte-identical to an independent shard's") {
+  const auto spec = parted_spec();
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    link_fixture link{spec, {}, small_runs()};
+    shard_fixture direct{spec};
+    auto raw = raw_link(link, local);
+    std::vector<float> params(link.layout.total_floats(), -1.0f);
+    auto view = push_in_two_runs(*raw, 7, wire_push(link.layout, 0, 0.5f), link.layout, params);
+    REQUIRE(view);
+    auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
+    REQUIRE(expected);
+    CHECK(same_floats(params, *expected));
+    CHECK(same_floats(link.snapshot(), *expected));
+    CHECK(view->min_clock == 1);
+    auto stats = link.stats();
+    CHECK(stats.pushes_streamed == 1);
+    CHECK(stats.pushes == 1);
+    CHECK(stats.updates == 1);
+    CHECK(stats.pushes_cut == 0);
+  }
+}
+
+TEST_CASE("data link: a push cut off after the shard began to apply it changes nothing, and the shard serves the next one") {
+  const auto spec = parted_spec();
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    link_fixture link{spec, {}, small_runs()};
+    shard_fixture direct{spec};
+    {
+      auto raw = raw_link(link, local);
+      const auto push = wire_push(link.layout, 0, 100.0f);
+      send_first(*raw, 1, push, push.size_bytes() / 2 / 8 * 8);
+      first_part(*raw, 1);
+      raw->shutdown();  // the worker is gone mid-push
+    }
+    check_applied_as_first(link, direct, local);
+  }
+}
+
+TEST_CASE("data link: a push applied as it arrives with NaN in its last block is refused whole, after parts went ahead") {
+  const auto spec = parted_spec();
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    link_fixture link{spec, {}, small_runs()};
+    auto raw = raw_link(link, local);
+    const auto before = link.snapshot();
+    std::vector<float> params(link.layout.total_floats(), -1.0f);
+    auto view = push_in_two_runs(
+      *raw, 3, wire_push(link.layout, 0, 0.5f, std::numeric_limits<float>::infinity()),
+      link.layout, params);
+    REQUIRE_FALSE(view);
+    CHECK(view.error() == make_error(errc::non_finite_value));
+    CHECK(link.snapshot() == before);
+    auto stats = link.stats();
+    CHECK(stats.gradients_refused == 1);
+    CHECK(stats.pushes == 0);
+    // The link goes on: clock 0 again, whole this time, is applied.
+    REQUIRE_FALSE(raw->send(frame_kind::push_pull, 4, wire_push(link.layout, 0, 0.5f)));
+    frame_header next;
+    REQUIRE_FALSE(raw->receive_header(next));
+    wire_buffer structure;
+    REQUIRE(receive_reply_into(*raw, next, link.layout, params.data(), structure));
+    CHECK(same_floats(params, link.snapshot()));
+    CHECK(link.stats().pushes == 1);
+  }
+}
+
+TEST_CASE("data link: in sync mode a push sent in two runs is declined as it arrives and answered whole, in order") {
+  auto spec = parted_spec();
+  spec.mode = consistency::sync;
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    link_fixture link{spec, {}, small_runs()};
+    shard_fixture direct{spec};
+    auto raw = raw_link(link, local);
+    // Two pushes back to back, the first in two runs: the second (clock 1) is only valid after
+    // the first, so an answer to each proves they reached the shard in order.
+    const auto first = wire_push(link.layout, 0, 0.5f);
+    const auto half = first.size_bytes() / 2 / 8 * 8;
+    send_first(*raw, 1, first, half);
+    send_rest(*raw, first, half);
+    REQUIRE_FALSE(raw->send(frame_kind::push_pull, 2, wire_push(link.layout, 1, 0.25f)));
+    std::vector<float> params(link.layout.total_floats(), -1.0f);
+    wire_buffer structure;
+    for (uint64_t id : {1u, 2u}) {
+      frame_header h;
+      REQUIRE_FALSE(raw->receive_header(h));
+      CHECK(h.id == id);
+      REQUIRE(receive_reply_into(*raw, h, link.layout, params.data(), structure));
+    }
+    REQUIRE(direct.push_pull(wire_push(direct.layout, 0, 0.5f)));
+    auto expected = direct.push_pull(wire_push(direct.layout, 1, 0.25f));
+    REQUIRE(expected);
+    CHECK(same_floats(params, *expected));
+    auto stats = link.stats();
+    CHECK(stats.pushes_streamed == 0);
+    CHECK(stats.pushes == 2);
+  }
+}
+
+TEST_CASE("data link: a push that stalls after the shard began to apply it times out, changes nothing and holds up no one") {
+  const auto spec = parted_spec();
+  link_fixture link{spec, {}, small_runs()};
+  shard_fixture direct{spec};
+  // A client whose requests time out after 1 s (the least a hello may ask for).
+  auto stalled = connect_link("127.0.0.1", link.server->port(), link_request_timeout);
+  REQUIRE(stalled);
+  auto& raw = **stalled;
+  raw.set_receive_timeout(link_request_timeout);
+  REQUIRE_FALSE(raw.send(make_header(frame_kind::hello, 0, 0, 1000)));
+  frame_header hello;
+  REQUIRE_FALSE(raw.receive_header(hello));
+  const auto push = wire_push(link.layout, 0, 100.0f);
+  send_first(raw, 5, push, push.size_bytes() / 2 / 8 * 8);
+  REQUIRE(raw.receive_buffer(first_part(raw, 5)));
+  // ... and sends no more: within its timeout the link fails the request (after the parts that
+  // went ahead), and the shard drops what it wrote.
+  frame_header h;
+  do {
+    REQUIRE_FALSE(raw.receive_header(h));
+    if (kind_of(h.kind) == frame_kind::reply_part) REQUIRE(raw.receive_buffer(h));
+  } while (kind_of(h.kind) == frame_kind::reply_part);
+  REQUIRE(kind_of(h.kind) == frame_kind::failure);
+  caf::error carried;
+  REQUIRE_FALSE(raw.receive_failure(h, carried));
+  CHECK(carried == caf::make_error(caf::sec::request_timeout));
+  check_applied_as_first(link, direct, false);
+}
