@@ -34,6 +34,7 @@ struct bench_serve_options {
   bool tcp_only = false;   ///< the data link over TCP only (no local socket)
   tls_files tls;           ///< CAF's connection and the data link over mutual TLS with these
   std::optional<wire_buffer> init;  ///< the shard's init, sent here before it is published
+  link_limits limits = {};          ///< the data link's
 };
 
 /// What the process publishes in place of the shard: given the shard, an actor speaking
@@ -54,8 +55,8 @@ using bench_shard_wrapper = std::function<ps_shard_actor(caf::actor_system&, ps_
   if (o.data_link) {  // on a free port, announced by the published ps task
     auto listening = shard_link_server::listen(
       "127.0.0.1", 0,
-      [](const std::string& line) { std::fprintf(stderr, "bench shard: %s\n", line.c_str()); }, {},
-      o.tls);
+      [](const std::string& line) { std::fprintf(stderr, "bench shard: %s\n", line.c_str()); },
+      o.limits, o.tls);
     if (!listening) throw std::runtime_error(describe(listening.error()));
     links = std::move(*listening);
   }

@@ -108,6 +108,13 @@ caf::behavior timed_shard(caf::stateful_actor<probe_state>* self, ps_shard_actor
     [=](push_pull_atom a, const wire_buffer& push) { return timed(a, push); },
     // From a data link: timed whole (a reply of sparse rows never goes ahead in parts anyway).
     [=](push_pull_atom a, const wire_buffer& push, const reply_stream_ptr&) { return timed(a, push); },
+    // A push still arriving: declined (the link asks again once it is whole), timed whole.
+    [=](push_pull_atom a, const wire_buffer& push, const reply_stream_ptr&,
+        const request_progress_ptr& progress) -> caf::result<wire_buffer> {
+      if (progress->decline()) return wire_buffer{};
+      return timed(a, push);
+    },
+    [=](push_progress_atom, const request_progress_ptr&) {},
     [=](pull_atom a, const wire_buffer& pull) { return timed(a, pull); },
     [=](init_atom a, const wire_buffer& init) { return self->delegate(shard, a, init); },
     [=](stats_atom a) { return self->delegate(shard, a); },

@@ -351,6 +351,8 @@ struct options {
   std::string tls_dir;        ///< scripts/make_certs.sh's DIR: CAF's connection over mutual TLS
   int shard_pid = 0;          ///< connect: the shard process, whose CPU and faults are read
   std::string data_link = "auto";  ///< connect: --data-link (actors/net/data_link_path.hpp)
+  /// serve: link_limits::request_part_bytes (0: every push read whole before the shard sees it)
+  std::size_t request_part_bytes = link_limits{}.request_part_bytes;
 };
 
 /// The files of `task` ("ps-0") in make_certs.sh's DIR; none when `dir` is empty.
@@ -478,6 +480,10 @@ int run(const options& o) {
   if (remote && connection.link && !connection.shared_memory)  // the raw run speaks sockets only
     raw = drive_raw(self, connection, parse_address(o.connect, "--connect").host, side, o.warmup,
                     o.iterations, o.shard_pid);
+  // How the shard took the pushes: applied as they arrived, replies sent ahead in parts.
+  shard_stats stats;
+  self->request(shard, timeout, stats_atom::value)
+    .receive([&](shard_stats& s) { stats = s; }, [](caf::error&) {});
   // Stopping the shard (over CAF) ends the shard process; then the data link, if any.
   self->send_exit(remote ? connection.shard : shard, caf::exit_reason::user_shutdown);
   connection.close();
@@ -517,6 +523,9 @@ int run(const options& o) {
                                                               std::nullopt)
                                              : nlohmann::ordered_json()},
     {"push_pulls_sent", static_cast<int64_t>((raw ? 4 : 3) * (o.warmup + o.iterations))},
+    {"shard_pushes", stats.pushes},
+    {"shard_pushes_streamed", stats.pushes_streamed},
+    {"shard_replies_streamed", stats.replies_streamed},
     {"scoped_push_pull_GBps", gbps(scoped_times, payload)},
     {"components_ms", components}};
   if (raw)
@@ -556,6 +565,9 @@ int main(int argc, char** argv) {
      "connect: the data link's path, auto, tcp, socket or shm (as actorps's --data-link)")
     ("shard-pid", po::value(&o.shard_pid),
      "connect: the shard process's pid, whose CPU time and page faults are read from /proc")
+    ("request-part-bytes", po::value(&o.request_part_bytes)->default_value(o.request_part_bytes),
+     "serve: a push of two of these or more is applied as it arrives, in runs of this many "
+     "bytes; 0: read whole first (link_limits::request_part_bytes)")
     ("tls-dir", po::value(&o.tls_dir),
      "CAF's connection over mutual TLS with scripts/make_certs.sh's DIR (ps:0 and worker:0); "
      "the serving side then initialises its shard from its own --floats and --block-floats, "
@@ -572,7 +584,12 @@ int main(int argc, char** argv) {
     if (o.serve > 0)
       serve_bench_shard({static_cast<uint16_t>(o.serve), o.threads, !o.no_data_link, o.tcp_only,
                          tls_of(o.tls_dir, "ps-0"),
-                         o.tls_dir.empty() ? std::nullopt : std::optional(shard_init_for(o))});
+                         o.tls_dir.empty() ? std::nullopt : std::optional(shard_init_for(o)),
+                         [&] {
+                           link_limits limits;
+                           limits.request_part_bytes = o.request_part_bytes;
+                           return limits;
+                         }()});
     return run(o);
   });
 }

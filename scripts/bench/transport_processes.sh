@@ -19,14 +19,21 @@
 # at least 96 MiB, so that source and destination come from and go to memory, as a payload of a
 # real round trip does (the issue's "one memcpy of 4 MiB costs 0.29 ms"). ratio_to_memcpy and
 # in_process_ratio_to_memcpy are over the hot copy, the *_cold ones over the cold copy.
-# usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-s "FLOATS ..."]
+# usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-s "FLOATS ..."] [-q BYTES]
 #   -s: the payload sizes in floats (default "16384 262144 1048576 4194304": 64 KiB to 16 MiB)
+#   -q: the shard's link_limits::request_part_bytes (a push applied as it arrives, in runs of
+#       this many bytes; 0: read whole first); default: the shard's own default
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/bench/transport_processes.json iterations=60 build=build
 sizes="16384 262144 1048576 4194304"
-while getopts "o:i:b:s:" opt; do
-  case $opt in o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; s) sizes=$OPTARG ;; *) sed -n 7p "$0"; exit 2 ;; esac
+request_parts=()
+while getopts "o:i:b:s:q:" opt; do
+  case $opt in
+    o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; s) sizes=$OPTARG ;;
+    q) request_parts=(--request-part-bytes "$OPTARG") ;;
+    *) sed -n 22,25p "$0"; exit 2 ;;
+  esac
 done
 bench=$build/actorps_bench_transport
 floor=$build/actorps_bench_socket_floor
@@ -60,14 +67,14 @@ for floats in $sizes; do
       caf) flag=--no-data-link path=auto ;;
     esac
     port=$(free_port)
-    "$bench" --serve "$port" $flag 2> "$tmp/serve-$transport-$floats.log" & server=$!
+    "$bench" --serve "$port" $flag "${request_parts[@]}" 2> "$tmp/serve-$transport-$floats.log" & server=$!
     "$bench" --floats "$floats" --iterations "$iterations" --connect "127.0.0.1:$port" \
       --data-link "$path" --shard-pid "$server" > "$tmp/$transport-$floats.json"
     wait "$server" || true; server=""
   done
 done
 
-"$python" - "$tmp" "$out" $sizes <<'PY'
+REQUEST_PART_BYTES=${request_parts[1]:-} "$python" - "$tmp" "$out" $sizes <<'PY'
 import glob, json, os, sys
 tmp, out = sys.argv[1], sys.argv[2]
 iperf = json.load(open(os.path.join(tmp, "iperf.json")))
@@ -85,7 +92,12 @@ for floats in map(int, sys.argv[3:]):
                           "bytes_moved_GBps": r["bytes_moved_GBps"],
                           "scoped_round_trip_ms": r["scoped_round_trip_ms"]["median"],
                           "in_flight": r["in_flight"],
-                          "pipelined_ms_per_push_pull": r["pipelined_ms_per_push_pull"]}
+                          "pipelined_ms_per_push_pull": r["pipelined_ms_per_push_pull"],
+                          # of every push the run sent the shard: applied as they arrived
+                          # (request_progress.hpp), replies sent ahead in parts
+                          "shard_pushes": r.get("shard_pushes"),
+                          "shard_pushes_streamed": r.get("shard_pushes_streamed"),
+                          "shard_replies_streamed": r.get("shard_replies_streamed")}
         row[transport]["worker_per_round_trip"] = r["worker_per_round_trip"]
         shard = dict(r["shard_per_round_trip"])
         for line in open(os.path.join(tmp, f"serve-{transport}-{floats}.log")):
@@ -120,7 +132,8 @@ result = {"bench": "transport_processes", "loopback_tcp_GBps_iperf3": tcp, "size
                                "one hot pair of buffers copied again and again (in cache); "
                                "*_cold: over components_ms.memcpy_cold, pairs rotated through >= 96 MiB "
                                "(source and destination not in cache); targets: shm <= 4x, in-process <= 2.5x",
-          "load_average": os.getloadavg()[0]}
+          "load_average": os.getloadavg()[0],
+          "request_part_bytes": os.environ.get("REQUEST_PART_BYTES") or "the shard's default"}
 json.dump(result, open(out, "w"), indent=1)
 print(f"loopback TCP (iperf3): {tcp:.2f} GB/s; push+pull round trip, median ms (GB/s of payload):")
 print(f"{'payload':>10} {'in-process':>17} {'link, TCP':>17} {'link, socket':>17} {'link, shm':>17} {'CAF only':>17}")
