@@ -353,6 +353,8 @@ struct options {
   std::string data_link = "auto";  ///< connect: --data-link (actors/net/data_link_path.hpp)
   /// serve: link_limits::request_part_bytes (0: every push read whole before the shard sees it)
   std::size_t request_part_bytes = link_limits{}.request_part_bytes;
+  /// serve: link_limits::reply_part_bytes (0: replies whole)
+  std::size_t reply_part_bytes = link_limits{}.reply_part_bytes;
 };
 
 /// The files of `task` ("ps-0") in make_certs.sh's DIR; none when `dir` is empty.
@@ -568,6 +570,9 @@ int main(int argc, char** argv) {
     ("request-part-bytes", po::value(&o.request_part_bytes)->default_value(o.request_part_bytes),
      "serve: a push of two of these or more is applied as it arrives, in runs of this many "
      "bytes; 0: read whole first (link_limits::request_part_bytes)")
+    ("reply-part-bytes", po::value(&o.reply_part_bytes)->default_value(o.reply_part_bytes),
+     "serve: a reply of two of these or more goes ahead in parts of this many bytes; 0: whole "
+     "(link_limits::reply_part_bytes)")
     ("tls-dir", po::value(&o.tls_dir),
      "CAF's connection over mutual TLS with scripts/make_certs.sh's DIR (ps:0 and worker:0); "
      "the serving side then initialises its shard from its own --floats and --block-floats, "
@@ -588,6 +593,7 @@ int main(int argc, char** argv) {
                          [&] {
                            link_limits limits;
                            limits.request_part_bytes = o.request_part_bytes;
+                           limits.reply_part_bytes = o.reply_part_bytes;
                            return limits;
                          }()});
     return run(o);

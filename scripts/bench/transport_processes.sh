@@ -19,20 +19,22 @@
 # at least 96 MiB, so that source and destination come from and go to memory, as a payload of a
 # real round trip does (the issue's "one memcpy of 4 MiB costs 0.29 ms"). ratio_to_memcpy and
 # in_process_ratio_to_memcpy are over the hot copy, the *_cold ones over the cold copy.
-# usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-s "FLOATS ..."] [-q BYTES]
+# usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-s "FLOATS ..."] [-q BYTES] [-r BYTES]
 #   -s: the payload sizes in floats (default "16384 262144 1048576 4194304": 64 KiB to 16 MiB)
 #   -q: the shard's link_limits::request_part_bytes (a push applied as it arrives, in runs of
 #       this many bytes; 0: read whole first); default: the shard's own default
+#   -r: the shard's link_limits::reply_part_bytes (replies ahead in parts; 0: whole)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/bench/transport_processes.json iterations=60 build=build
 sizes="16384 262144 1048576 4194304"
-request_parts=()
-while getopts "o:i:b:s:q:" opt; do
+request_parts=() reply_parts=()
+while getopts "o:i:b:s:q:r:" opt; do
   case $opt in
     o) out=$OPTARG ;; i) iterations=$OPTARG ;; b) build=$OPTARG ;; s) sizes=$OPTARG ;;
     q) request_parts=(--request-part-bytes "$OPTARG") ;;
-    *) sed -n 22,25p "$0"; exit 2 ;;
+    r) reply_parts=(--reply-part-bytes "$OPTARG") ;;
+    *) sed -n 22,26p "$0"; exit 2 ;;
   esac
 done
 bench=$build/actorps_bench_transport
@@ -67,14 +69,14 @@ for floats in $sizes; do
       caf) flag=--no-data-link path=auto ;;
     esac
     port=$(free_port)
-    "$bench" --serve "$port" $flag "${request_parts[@]}" 2> "$tmp/serve-$transport-$floats.log" & server=$!
+    "$bench" --serve "$port" $flag "${request_parts[@]}" "${reply_parts[@]}" 2> "$tmp/serve-$transport-$floats.log" & server=$!
     "$bench" --floats "$floats" --iterations "$iterations" --connect "127.0.0.1:$port" \
       --data-link "$path" --shard-pid "$server" > "$tmp/$transport-$floats.json"
     wait "$server" || true; server=""
   done
 done
 
-REQUEST_PART_BYTES=${request_parts[1]:-} "$python" - "$tmp" "$out" $sizes <<'PY'
+REQUEST_PART_BYTES=${request_parts[1]:-} REPLY_PART_BYTES=${reply_parts[1]:-} "$python" - "$tmp" "$out" $sizes <<'PY'
 import glob, json, os, sys
 tmp, out = sys.argv[1], sys.argv[2]
 iperf = json.load(open(os.path.join(tmp, "iperf.json")))
@@ -133,7 +135,8 @@ result = {"bench": "transport_processes", "loopback_tcp_GBps_iperf3": tcp, "size
                                "*_cold: over components_ms.memcpy_cold, pairs rotated through >= 96 MiB "
                                "(source and destination not in cache); targets: shm <= 4x, in-process <= 2.5x",
           "load_average": os.getloadavg()[0],
-          "request_part_bytes": os.environ.get("REQUEST_PART_BYTES") or "the shard's default"}
+          "request_part_bytes": os.environ.get("REQUEST_PART_BYTES") or "the shard's default",
+          "reply_part_bytes": os.environ.get("REPLY_PART_BYTES") or "the shard's default"}
 json.dump(result, open(out, "w"), indent=1)
 print(f"loopback TCP (iperf3): {tcp:.2f} GB/s; push+pull round trip, median ms (GB/s of payload):")
 print(f"{'payload':>10} {'in-process':>17} {'link, TCP':>17} {'link, socket':>17} {'link, shm':>17} {'CAF only':>17}")
