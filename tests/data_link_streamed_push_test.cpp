@@ -216,3 +216,21 @@ TEST_CASE("data link: a push that stalls after the shard began to apply it times
   CHECK(carried == caf::make_error(caf::sec::request_timeout));
   check_applied_as_first(link, direct, false);
 }
+
+TEST_CASE("data link: a data link server that stops while its shard applies a push as it arrives lets the shard go on") {
+  const auto spec = parted_spec();
+  link_fixture link{spec, {}, small_runs()};
+  shard_fixture direct{spec};
+  auto raw = raw_link(link, false);
+  const auto push = wire_push(link.layout, 0, 100.0f);
+  send_first(*raw, 1, push, push.size_bytes() / 2 / 8 * 8);
+  first_part(*raw, 1);
+  link.server.reset();  // the ps process's data link ends; the shard lives on (over CAF)
+  // Asked straight, clock 0 is applied behind the cut push, as if it had never come.
+  auto reply = link.ask(link.shard, push_pull_atom::value, wire_push(link.layout, 0, 0.5f));
+  REQUIRE(reply);
+  auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
+  REQUIRE(expected);
+  CHECK(same_floats(link.parameters_of(*reply), *expected));
+  CHECK(link.stats().pushes_cut == 1);
+}

@@ -68,7 +68,10 @@ link_hub::link_hub(event_loop& loop, int tcp_fd, int local_fd, int32_t shard_ind
 
 link_hub::~link_hub() {
   // The loop has stopped: closing needs no more of it than the descriptors.
-  for (auto& [id, s] : sessions_) ::shutdown(s->conn.fd(), SHUT_RDWR);
+  for (auto& [id, s] : sessions_) {
+    ::shutdown(s->conn.fd(), SHUT_RDWR);
+    end(*s);
+  }
   sessions_.clear();
   if (spare_fd_ >= 0) ::close(spare_fd_);
 }
@@ -87,8 +90,20 @@ void link_hub::start() {
 
 void link_hub::close_all() {
   std::lock_guard<std::mutex> guard{mutex_};
-  for (auto& [id, s] : sessions_) ::shutdown(s->conn.fd(), SHUT_RDWR);
+  for (auto& [id, s] : sessions_) {
+    ::shutdown(s->conn.fd(), SHUT_RDWR);
+    end(*s);
+  }
   sessions_.clear();
+}
+
+/// Ends what the shard waits for from a connection that goes: the rest of a push it was handed
+/// will never come.
+void link_hub::end(session& s) {
+  if (s.streamed) {
+    s.streamed->fail();
+    if (hooks_.progress) hooks_.progress(std::move(s.streamed));
+  }
 }
 
 // --- accepting --------------------------------------------------------------------------------
@@ -560,10 +575,7 @@ void link_hub::refuse(session& s, const std::string& why, const caf::error& tell
 }
 
 void link_hub::close(session& s) {
-  if (s.streamed) {  // the rest of the push the shard was handed will never come
-    s.streamed->fail();
-    hooks_.progress(std::move(s.streamed));
-  }
+  end(s);
   bool was_over = over_totals();
   unsent_total_ -= s.counted_unsent;
   pending_total_ -= s.counted_pending;

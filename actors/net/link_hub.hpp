@@ -113,6 +113,7 @@ private:
   bool over_totals() const;
   void refuse(session& s, const std::string& why, const caf::error& tell = caf::error{});
   void close(session& s);
+  void end(session& s);
   void rearm();
 
   std::mutex mutex_;  // the state below; taken by the loop's thread and by answer()
