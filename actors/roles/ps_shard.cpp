@@ -1160,6 +1160,10 @@ std::optional<caf::result<wire_buffer>> start_streamed(self_ptr self, const wire
     return {};
   const auto head = arrived_structure(buf, progress->arrived());
   if (head == 0) return {};
+  // A worker's push has its whole structure in segment 0, which is in. A hand-made one whose
+  // structure points into later segments is read while those arrive: Cap'n Proto bounds every
+  // pointer by the segment table (in), and every value is checked as it is applied, so it can
+  // get no more than an update made of bytes it sent.
   auto push = decode_push(buf);
   if (!push || push->precision != wire_precision::fp32 || !push->sparse.empty()
       || !push->pull_keys.empty() || applied_before(st, *push)
