@@ -796,6 +796,12 @@ caf::expected<push_view> decode_push(const wire_buffer& buf) {
   });
 }
 
+caf::expected<wire_precision> push_precision(const wire_buffer& buf) {
+  return decode<wire_precision>(buf, "push", [](capnp::MessageReader& reader) -> caf::expected<wire_precision> {
+    return static_cast<wire_precision>(reader.getRoot<wire::Push>().getPrecision());
+  });
+}
+
 caf::expected<pull_view> decode_pull(const wire_buffer& buf) {
   return decode<pull_view>(buf, "pull", [](capnp::MessageReader& reader) -> caf::expected<pull_view> {
     auto msg = reader.getRoot<wire::Pull>();

@@ -330,6 +330,9 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run);
 // --- decoders: structural checks only (the shard checks them against its spec) ------------
 
 caf::expected<push_view> decode_push(const wire_buffer& buf);
+/// A push's wire precision alone, read from its root without touching its blocks (decode_push
+/// widens bf16 values): for a push whose values are still arriving.
+caf::expected<wire_precision> push_precision(const wire_buffer& buf);
 caf::expected<pull_view> decode_pull(const wire_buffer& buf);
 caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf);
 caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf);

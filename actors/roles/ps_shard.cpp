@@ -1163,9 +1163,12 @@ std::optional<caf::result<wire_buffer>> start_streamed(self_ptr self, const wire
   // A worker's push has its whole structure in segment 0, which is in. A hand-made one whose
   // structure points into later segments is read while those arrive: Cap'n Proto bounds every
   // pointer by the segment table (in), and every value is checked as it is applied, so it can
-  // get no more than an update made of bytes it sent.
+  // get no more than an update made of bytes it sent. (A bf16 push is not decoded here: that
+  // widens its values, which are not all in.)
+  if (auto precision = push_precision(buf); !precision || *precision != wire_precision::fp32)
+    return {};
   auto push = decode_push(buf);
-  if (!push || push->precision != wire_precision::fp32 || !push->sparse.empty()
+  if (!push || !push->sparse.empty()
       || !push->pull_keys.empty() || applied_before(st, *push)
       || authorise_worker(current_role(self), push->worker, "push_pull")
       || validate(st, *push, false, false))
