@@ -16,59 +16,6 @@ using namespace actorps::test;
 
 namespace {
 
-/// Parts of 8 KiB both ways: the 81 KiB push of parted_spec is handed on once 8 KiB are in,
-/// and its reply goes ahead every two blocks.
-link_limits small_runs() {
-  auto limits = small_parts();
-  limits.request_part_bytes = 8 * 1024;
-  return limits;
-}
-
-/// A worker's push as it leaves a worker (built by reference: its structure in segment 0, each
-/// block a segment of its own), flattened: the bytes on the wire.
-wire_buffer wire_push(const block_layout& layout, int64_t clock, float value,
-                      float last = std::numeric_limits<float>::quiet_NaN()) {
-  std::vector<float> grad(layout.total_floats(), value);
-  if (!std::isnan(last)) grad[layout.blocks().back().offset] = last;
-  return encode_push_by_reference(0, clock, 0, layout, grad.data()).flat();
-}
-
-/// Sends the header of `push` and its first `first` bytes (a multiple of 8) as request `id`.
-void send_first(link_socket& link, uint64_t id, const wire_buffer& push, std::size_t first) {
-  auto h = make_header(frame_kind::push_pull, id, 0, 0, push.size_bytes());
-  REQUIRE_FALSE(link.send(h));
-  REQUIRE_FALSE(link.send_bytes(push.bytes(), first));
-}
-
-void send_rest(link_socket& link, const wire_buffer& push, std::size_t first) {
-  REQUIRE_FALSE(link.send_bytes(push.bytes() + first, push.size_bytes() - first));
-}
-
-/// The next header, which must be a part of the reply to `id`: the shard applied a block of a
-/// push it has not all of yet.
-frame_header first_part(link_socket& link, uint64_t id) {
-  frame_header h;
-  REQUIRE_FALSE(link.receive_header(h));
-  REQUIRE(kind_of(h.kind) == frame_kind::reply_part);
-  REQUIRE(h.id == id);
-  return h;
-}
-
-/// Sends `push` as request `id` in two runs, the second once the first reply part has come
-/// back (so the shard applied blocks of a push it had half of), and receives the reply into
-/// `params`.
-caf::expected<shard_parameters_view> push_in_two_runs(link_socket& link, uint64_t id,
-                                                      const wire_buffer& push,
-                                                      const block_layout& layout,
-                                                      std::vector<float>& params) {
-  const auto half = push.size_bytes() / 2 / 8 * 8;
-  send_first(link, id, push, half);
-  auto h = first_part(link, id);
-  send_rest(link, push, half);
-  wire_buffer structure;
-  return receive_reply_into(link, h, layout, params.data(), structure);
-}
-
 /// After a push of clock 0 that was cut off: clock 0 again, from another connection, is applied
 /// as if the first had never come (its update dropped, its clock not counted), once.
 void check_applied_as_first(link_fixture& link, shard_fixture& direct, bool local) {

@@ -199,3 +199,44 @@ TEST_CASE("data link over TLS: the hello timeout covers the handshake, a client 
   CHECK(link.ask(remote->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
   remote->close();
 }
+
+TEST_CASE("data link over TLS: a push sent in two runs is applied as it arrives, and one its certificate may not make is refused whole") {
+  const auto spec = parted_spec();
+  tls_link_fixture link{spec, "ps-0", small_runs()};
+  shard_fixture direct{spec};
+  auto tls_link = [&](const std::string& identity) {
+    auto link_socket = connect_link("127.0.0.1", link.server->port(), link_request_timeout);
+    REQUIRE(link_socket);
+    auto& raw = **link_socket;
+    REQUIRE_FALSE(raw.start_tls(certs().task(identity), "ps:0", link_request_timeout));
+    raw.set_receive_timeout(link_request_timeout);
+    REQUIRE_FALSE(raw.send(make_header(frame_kind::hello, 0, 0, link_request_timeout.count())));
+    frame_header h;
+    REQUIRE_FALSE(raw.receive_header(h));
+    REQUIRE(kind_of(h.kind) == frame_kind::reply);
+    return *link_socket;
+  };
+  auto worker = tls_link("worker-0");
+  std::vector<float> params(link.layout.total_floats(), -1.0f);
+  auto view = push_in_two_runs(*worker, 7, wire_push(link.layout, 0, 0.5f), link.layout, params);
+  REQUIRE(view);
+  auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
+  REQUIRE(expected);
+  CHECK(same_floats(params, *expected));
+  CHECK(link.stats().pushes_streamed == 1);
+  // worker:1 pushing as worker 0: not handed on early; refused once whole, and counted once.
+  auto other = tls_link("worker-1");
+  const auto push = wire_push(link.layout, 1, 0.5f);
+  const auto half = push.size_bytes() / 2 / 8 * 8;
+  send_first(*other, 9, push, half);
+  send_rest(*other, push, half);
+  frame_header h;
+  REQUIRE_FALSE(other->receive_header(h));
+  REQUIRE(kind_of(h.kind) == frame_kind::failure);
+  caf::error carried;
+  REQUIRE_FALSE(other->receive_failure(h, carried));
+  CHECK(carried == make_error(errc::not_authorised));
+  CHECK(link.server->unauthorised() == 1);
+  CHECK(link.stats().pushes_streamed == 1);
+  CHECK(link.snapshot() == *expected);
+}

@@ -275,12 +275,23 @@ void link_hub::read_from(session& s) {
 
 // --- a push_pull handed on while it is read (request_progress.hpp) ---------------------------
 
-/// Where read_frame pauses in a push_pull's payload: after each part, on a plain socket of a
-/// serving connection (TLS streams decrypt in records of their own; shared memory's payloads
-/// are whole in their ring).
+/// Where read_frame pauses in a push_pull's payload: after each part, on a serving connection
+/// (shared memory's payloads are whole in their ring).
 std::size_t link_hub::pause_after(const session& s) const {
-  if (!hooks_.progress || !s.serving || s.conn.authenticated()) return 0;
+  if (!hooks_.progress || !s.serving) return 0;
   return limits_.request_part_bytes;
+}
+
+/// Whether a push_pull whose first part is in may go to the shard now. Over TLS its sender must
+/// be allowed to make it, as any request (link_authorisation.hpp), checked on its structure,
+/// which is in; a push in bf16 is not decoded before it is whole (decoding widens its values),
+/// and one refused waits to be refused whole, counted once (handle).
+bool link_hub::may_hand_on(const session& s, const frame_header& h) const {
+  if (!s.conn.authenticated()) return true;
+  auto payload = s.conn.partial_payload();
+  auto precision = push_precision(payload);
+  return precision && *precision == wire_precision::fp32
+         && !authorise_link_request(s.identity, frame_kind::push_pull, h.a, payload);
 }
 
 /// A push_pull's payload partly read: hands it to the shard once its first part is in, or tells
@@ -299,6 +310,7 @@ void link_hub::hand_on_partial(session& s) {
     hooks_.progress(s.streamed);
     return;
   }
+  if (!may_hand_on(s, *h)) return;
   s.streamed = std::make_shared<request_progress>(h->size);
   s.streamed->advance(got);
   if (!s.path_logged) {
