@@ -121,13 +121,15 @@ TEST_CASE("a task whose port is taken exits 2 saying so") {
 }
 
 TEST_CASE("a task that cannot reach the chief gives up after the connect timeout, naming it, retryable") {
-  held_port own, chief;  // two free ports...
-  chief.release();       // ...and nothing listens on the chief's
+  held_port own, data, chief;  // free ports (the data link's too: own + 1 was never held)...
+  chief.release();             // ...and nothing listens on the chief's
   std::string tf = R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(chief.port)
                    + R"("], "ps": ["127.0.0.1:)" + std::to_string(own.port)
                    + R"("], "worker": ["127.0.0.1:3"]}, "task": {"type": "ps", "index": 0}})";
   own.release();
-  auto r = run("TF_CONFIG='" + tf + "' " + actorps("ps --connect-timeout 0.5"));
+  data.release();
+  auto r = run("TF_CONFIG='" + tf + "' "
+               + actorps("ps --connect-timeout 0.5 --data-port " + std::to_string(data.port)));
   CHECK(r.status == 138);  // TFJob's ExitCode policy restarts it
   CHECK_MESSAGE(r.output.find("cannot reach 127.0.0.1:" + std::to_string(chief.port))
                   != std::string::npos,
@@ -135,15 +137,17 @@ TEST_CASE("a task that cannot reach the chief gives up after the connect timeout
 }
 
 TEST_CASE("--cluster FILE takes this replica's task from TF_CONFIG") {
-  held_port own, chief;
+  held_port own, data, chief;  // the data link's port held too: own + 1 was never held
   chief.release();  // nothing listens there: the task runs until its connect timeout
   auto spec = write_file("cluster.json",
                          R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(chief.port)
                            + R"("], "ps": ["127.0.0.1:)" + std::to_string(own.port)
                            + R"("], "worker": ["127.0.0.1:3"]}})");
   own.release();
+  data.release();
   auto r = run(R"(TF_CONFIG='{"task": {"type": "PS", "index": 0}, "environment": "cloud"}' )"
-               + actorps("run --cluster " + spec + " --connect-timeout 0.5"));
+               + actorps("run --cluster " + spec + " --connect-timeout 0.5 --data-port "
+                         + std::to_string(data.port)));
   CHECK(r.status == 138);
   CHECK_MESSAGE(r.output.find("ps:0: cannot reach 127.0.0.1:" + std::to_string(chief.port))
                   != std::string::npos,
