@@ -41,16 +41,9 @@ TEST_CASE("data link: a push sent in two runs over TCP and the local socket is a
     link_fixture link{spec, {}, small_runs()};
     shard_fixture direct{spec};
     auto raw = raw_link(link, local);
-    std::vector<float> params(link.layout.total_floats(), -1.0f);
-    auto view = push_in_two_runs(*raw, 7, wire_push(link.layout, 0, 0.5f), link.layout, params);
-    REQUIRE(view);
-    auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
-    REQUIRE(expected);
-    CHECK(same_floats(params, *expected));
-    CHECK(same_floats(link.snapshot(), *expected));
+    auto view = check_two_runs_as_direct(*raw, link, direct);
     CHECK(view->min_clock == 1);
     auto stats = link.stats();
-    CHECK(stats.pushes_streamed == 1);
     CHECK(stats.pushes == 1);
     CHECK(stats.updates == 1);
     CHECK(stats.pushes_cut == 0);
@@ -66,7 +59,7 @@ TEST_CASE("data link: a push cut off after the shard began to apply it changes n
     {
       auto raw = raw_link(link, local);
       const auto push = wire_push(link.layout, 0, 100.0f);
-      send_first(*raw, 1, push, push.size_bytes() / 2 / 8 * 8);
+      send_first(*raw, 1, push, half_of(push));
       first_part(*raw, 1);
       raw->shutdown();  // the worker is gone mid-push
     }
@@ -113,7 +106,7 @@ TEST_CASE("data link: in sync mode a push sent in two runs is declined as it arr
     // Two pushes back to back, the first in two runs: the second (clock 1) is only valid after
     // the first, so an answer to each proves they reached the shard in order.
     const auto first = wire_push(link.layout, 0, 0.5f);
-    const auto half = first.size_bytes() / 2 / 8 * 8;
+    const auto half = half_of(first);
     send_first(*raw, 1, first, half);
     send_rest(*raw, first, half);
     REQUIRE_FALSE(raw->send(frame_kind::push_pull, 2, wire_push(link.layout, 1, 0.25f)));
@@ -143,12 +136,9 @@ TEST_CASE("data link: a push that stalls after the shard began to apply it times
   auto stalled = connect_link("127.0.0.1", link.server->port(), link_request_timeout);
   REQUIRE(stalled);
   auto& raw = **stalled;
-  raw.set_receive_timeout(link_request_timeout);
-  REQUIRE_FALSE(raw.send(make_header(frame_kind::hello, 0, 0, 1000)));
-  frame_header hello;
-  REQUIRE_FALSE(raw.receive_header(hello));
+  say_hello(raw, std::chrono::milliseconds(1000));
   const auto push = wire_push(link.layout, 0, 100.0f);
-  send_first(raw, 5, push, push.size_bytes() / 2 / 8 * 8);
+  send_first(raw, 5, push, half_of(push));
   REQUIRE(raw.receive_buffer(first_part(raw, 5)));
   // ... and sends no more: within its timeout the link fails the request (after the parts that
   // went ahead), and the shard drops what it wrote.
@@ -170,7 +160,7 @@ TEST_CASE("data link: a data link server that stops while its shard applies a pu
   shard_fixture direct{spec};
   auto raw = raw_link(link, false);
   const auto push = wire_push(link.layout, 0, 100.0f);
-  send_first(*raw, 1, push, push.size_bytes() / 2 / 8 * 8);
+  send_first(*raw, 1, push, half_of(push));
   first_part(*raw, 1);
   link.server.reset();  // the ps process's data link ends; the shard lives on (over CAF)
   // Asked straight, clock 0 is applied behind the cut push, as if it had never come.

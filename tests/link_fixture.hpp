@@ -134,15 +134,23 @@ inline wire_buffer push_with_last(const block_layout& layout, int64_t clock, flo
 
 
 /// A bare link_socket to the fixture's server that has said hello (no proxy, no reader thread).
+inline std::shared_ptr<link_socket> raw_link(link_fixture& f, bool local);
+
+/// Says hello to shard 0 on `link`, asking for requests to time out after `timeout`.
+inline void say_hello(link_socket& link,
+                      std::chrono::milliseconds timeout = link_request_timeout) {
+  link.set_receive_timeout(link_request_timeout);
+  REQUIRE_FALSE(link.send(make_header(frame_kind::hello, 0, 0, timeout.count())));
+  frame_header h;
+  REQUIRE_FALSE(link.receive_header(h));
+  REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::reply);
+}
+
 inline std::shared_ptr<link_socket> raw_link(link_fixture& f, bool local) {
   auto link = local ? connect_local_link(f.server->local_name())
                     : connect_link("127.0.0.1", f.server->port(), link_request_timeout);
   REQUIRE(link);
-  (*link)->set_receive_timeout(link_request_timeout);
-  REQUIRE_FALSE((*link)->send(make_header(frame_kind::hello, 0, 0, link_request_timeout.count())));
-  frame_header h;
-  REQUIRE_FALSE((*link)->receive_header(h));
-  REQUIRE(static_cast<frame_kind>(h.kind) == frame_kind::reply);
+  say_hello(**link);
   return *link;
 }
 
@@ -201,6 +209,9 @@ inline wire_buffer wire_push(const block_layout& layout, int64_t clock, float va
   return encode_push_by_reference(0, clock, 0, layout, grad.data()).flat();
 }
 
+/// Where a push is cut in two runs: its middle, on a word.
+inline std::size_t half_of(const wire_buffer& push) { return push.size_bytes() / 2 / 8 * 8; }
+
 /// Sends the header of `push` and its first `first` bytes (a multiple of 8) as request `id`.
 inline void send_first(link_socket& link, uint64_t id, const wire_buffer& push, std::size_t first) {
   auto h = make_header(frame_kind::push_pull, id, 0, 0, push.size_bytes());
@@ -229,12 +240,28 @@ inline caf::expected<shard_parameters_view> push_in_two_runs(link_socket& link, 
                                                       const wire_buffer& push,
                                                       const block_layout& layout,
                                                       std::vector<float>& params) {
-  const auto half = push.size_bytes() / 2 / 8 * 8;
+  const auto half = half_of(push);
   send_first(link, id, push, half);
   auto h = first_part(link, id);
   send_rest(link, push, half);
   wire_buffer structure;
   return receive_reply_into(link, h, layout, params.data(), structure);
+}
+
+/// Worker 0's push of clock 0 sent on `raw` in two runs (push_in_two_runs): its reply must
+/// land byte-identical to `direct`'s for the same push, once streamed.
+inline caf::expected<shard_parameters_view> check_two_runs_as_direct(link_socket& raw,
+                                                                     link_fixture& link,
+                                                                     shard_fixture& direct) {
+  std::vector<float> params(link.layout.total_floats(), -1.0f);
+  auto view = push_in_two_runs(raw, 7, wire_push(link.layout, 0, 0.5f), link.layout, params);
+  REQUIRE(view);
+  auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
+  REQUIRE(expected);
+  CHECK(same_floats(params, *expected));
+  CHECK(same_floats(link.snapshot(), *expected));
+  CHECK(link.stats().pushes_streamed == 1);
+  return view;
 }
 
 } // namespace actorps::test
