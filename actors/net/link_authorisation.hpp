@@ -19,5 +19,8 @@ namespace actorps {
 /// when the payload cannot be read to tell which worker it speaks for).
 caf::error authorise_link_request(const std::string& identity, frame_kind kind, int64_t a,
                                   const wire_buffer& payload);
+/// As authorise_link_request for a push_pull whose push says it comes from `worker`, read from
+/// its first bytes while the rest arrives (arriving_push.hpp).
+caf::error authorise_link_push(const std::string& identity, int32_t worker);
 
 } // namespace actorps

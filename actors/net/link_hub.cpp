@@ -3,6 +3,7 @@
 #include "actors/net/link_authorisation.hpp"
 #include "actors/net/reply_part.hpp"
 #include "actors/net/shm_region.hpp"
+#include "actors/protocol/arriving_push.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/link_memory.hpp"
 
@@ -283,15 +284,13 @@ std::size_t link_hub::pause_after(const session& s) const {
 }
 
 /// Whether a push_pull whose first part is in may go to the shard now. Over TLS its sender must
-/// be allowed to make it, as any request (link_authorisation.hpp), checked on its structure,
-/// which is in; a push in bf16 is not decoded before it is whole (decoding widens its values),
-/// and one refused waits to be refused whole, counted once (handle).
-bool link_hub::may_hand_on(const session& s, const frame_header& h) const {
+/// be allowed to make it, as any request (link_authorisation.hpp), checked on the push read from
+/// the bytes that are in (arriving_push.hpp); one that cannot be read so (bf16, its structure not
+/// in) or is refused waits to be handled whole, refused then and counted once (handle).
+bool link_hub::may_hand_on(const session& s) const {
   if (!s.conn.authenticated()) return true;
-  auto payload = s.conn.partial_payload();
-  auto precision = push_precision(payload);
-  return precision && *precision == wire_precision::fp32
-         && !authorise_link_request(s.identity, frame_kind::push_pull, h.a, payload);
+  auto arriving = read_arriving_push(s.conn.partial_payload(), s.conn.payload_read());
+  return arriving && !authorise_link_push(s.identity, arriving->push.worker);
 }
 
 /// A push_pull's payload partly read: hands it to the shard once its first part is in, or tells
@@ -310,7 +309,7 @@ void link_hub::hand_on_partial(session& s) {
     hooks_.progress(s.streamed);
     return;
   }
-  if (!may_hand_on(s, *h)) return;
+  if (!may_hand_on(s)) return;
   s.streamed = std::make_shared<request_progress>(h->size);
   s.streamed->advance(got);
   if (!s.path_logged) {

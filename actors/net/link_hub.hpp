@@ -100,7 +100,7 @@ private:
   void read_from(session& s);
   bool handle(session& s, const frame_header& h, wire_buffer&& payload);
   std::size_t pause_after(const session& s) const;
-  bool may_hand_on(const session& s, const frame_header& h) const;
+  bool may_hand_on(const session& s) const;
   void hand_on_partial(session& s);
   bool streamed_frame_read(session& s, const frame_header& h, wire_buffer&& payload);
   uint64_t expect_answer(const session& s, uint64_t client_id);

@@ -773,33 +773,52 @@ wire_buffer encode_shard_init(const train_spec& spec, int32_t shard, const block
   });
 }
 
+namespace {
+
+/// A Push's fields and lists; with `fp32_only`, a bf16 push is refused before its blocks are
+/// read (widening them reads every value).
+caf::expected<push_view> read_push(capnp::MessageReader& reader, bool fp32_only) {
+  auto msg = reader.getRoot<wire::Push>();
+  push_view out;
+  out.worker = msg.getWorker();
+  out.clock = msg.getClock();
+  out.shard = msg.getShard();
+  out.incarnation = msg.getIncarnation();
+  out.precision = static_cast<wire_precision>(msg.getPrecision());
+  if (out.precision == wire_precision::bf16 && !fp32_only) {
+    if (auto err = read_bf16_blocks(msg.getBlocks(), out)) return err;
+  } else if (out.precision != wire_precision::fp32) {
+    return make_error(errc::malformed_message,
+                      "wire precision " + std::to_string(unsigned(msg.getPrecision())));
+  } else if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) {
+    return err;
+  }
+  if (auto err = take(read_sparse(msg.getSparse()), out.sparse)) return err;
+  if (auto err = take(read_sparse(msg.getPullKeys()), out.pull_keys)) return err;
+  return out;
+}
+
+} // namespace
+
 caf::expected<push_view> decode_push(const wire_buffer& buf) {
-  return decode<push_view>(buf, "push", [](capnp::MessageReader& reader) -> caf::expected<push_view> {
-    auto msg = reader.getRoot<wire::Push>();
-    push_view out;
-    out.worker = msg.getWorker();
-    out.clock = msg.getClock();
-    out.shard = msg.getShard();
-    out.incarnation = msg.getIncarnation();
-    out.precision = static_cast<wire_precision>(msg.getPrecision());
-    if (out.precision == wire_precision::bf16) {
-      if (auto err = read_bf16_blocks(msg.getBlocks(), out)) return err;
-    } else if (out.precision != wire_precision::fp32) {
-      return make_error(errc::malformed_message,
-                        "wire precision " + std::to_string(unsigned(msg.getPrecision())));
-    } else if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) {
-      return err;
-    }
-    if (auto err = take(read_sparse(msg.getSparse()), out.sparse)) return err;
-    if (auto err = take(read_sparse(msg.getPullKeys()), out.pull_keys)) return err;
-    return out;
+  return decode<push_view>(buf, "push", [](capnp::MessageReader& reader) {
+    return read_push(reader, false);
   });
 }
 
-caf::expected<wire_precision> push_precision(const wire_buffer& buf) {
-  return decode<wire_precision>(buf, "push", [](capnp::MessageReader& reader) -> caf::expected<wire_precision> {
-    return static_cast<wire_precision>(reader.getRoot<wire::Push>().getPrecision());
-  });
+caf::expected<push_view>
+decode_fp32_push(const std::vector<kj::ArrayPtr<const capnp::word>>& segments) {
+  std::size_t words = 0;
+  for (const auto& s : segments) words += s.size();
+  try {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = 4 * words + 1024;  // as decode's
+    capnp::SegmentArrayMessageReader reader(kj::arrayPtr(segments.data(), segments.size()),
+                                            options);
+    return read_push(reader, true);
+  } catch (const kj::Exception& e) {
+    return make_error(errc::malformed_message, std::string("push: ") + e.getDescription().cStr());
+  }
 }
 
 caf::expected<pull_view> decode_pull(const wire_buffer& buf) {

@@ -330,9 +330,11 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run);
 // --- decoders: structural checks only (the shard checks them against its spec) ------------
 
 caf::expected<push_view> decode_push(const wire_buffer& buf);
-/// A push's wire precision alone, read from its root without touching its blocks (decode_push
-/// widens bf16 values): for a push whose values are still arriving.
-caf::expected<wire_precision> push_precision(const wire_buffer& buf);
+/// decode_push over a message given as its segments, for a push whose values are still
+/// arriving (arriving_push.hpp): a bf16 push is refused before its blocks are read (decode_push
+/// widens their values, which are not all in).
+caf::expected<push_view>
+decode_fp32_push(const std::vector<kj::ArrayPtr<const capnp::word>>& segments);
 caf::expected<pull_view> decode_pull(const wire_buffer& buf);
 caf::expected<shard_parameters_view> decode_shard_parameters(const wire_buffer& buf);
 caf::expected<shard_init_view> decode_shard_init(const wire_buffer& buf);

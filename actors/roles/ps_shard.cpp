@@ -8,6 +8,7 @@
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/storage/checkpoint_root.hpp"
 #include "actors/storage/checkpoint_store.hpp"
+#include "actors/protocol/arriving_push.hpp"
 #include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/log.hpp"
 #include "kernels/optimizer.hpp"
@@ -1084,20 +1085,6 @@ struct streamed_push {
   float largest = 0;
 };
 
-/// Where the structure of `buf` (its segment table and segment 0) ends, once `arrived` bytes of
-/// it are in: 0 while it is not all in, or when the message is not laid out as a push built by
-/// reference (the blocks in segments after segment 0), which is then read whole.
-std::size_t arrived_structure(const wire_buffer& buf, std::size_t arrived) {
-  constexpr std::size_t word = sizeof(capnp::word);
-  if (arrived < word || buf.is_gathered()) return 0;
-  uint32_t first[2];
-  std::memcpy(first, buf.bytes(), word);
-  const std::size_t segments = std::size_t(first[0]) + 1;
-  const std::size_t end = ((segments + 2) / 2 + std::size_t(first[1])) * word;
-  if (segments < 2 || end > arrived || end > buf.size_bytes()) return 0;
-  return end;
-}
-
 /// Ends the push being streamed with `err` (its update dropped: nothing changed); what waited
 /// behind it goes on.
 void end_streamed(self_ptr self, caf::error err) {
@@ -1113,6 +1100,10 @@ void finish_streamed(self_ptr self) {
   auto& st = self->state;
   auto s = std::move(st.streaming);
   const auto& push = s->push;
+  if (auto err = check_read_early(push, s->buf)) {  // its structure lay past segment 0
+    st.streaming = std::move(s);
+    return end_streamed(self, drop(st, "push_pull", std::move(err)));
+  }
   const update_name what = [worker = push.worker, clock = push.clock] {
     return "the push of worker " + std::to_string(worker) + " for clock " + std::to_string(clock);
   };
@@ -1158,34 +1149,24 @@ std::optional<caf::result<wire_buffer>> start_streamed(self_ptr self, const wire
   auto& st = self->state;
   if (!st.initialized() || st.spec.mode == consistency::sync || replicating(st) || st.streaming)
     return {};
-  const auto head = arrived_structure(buf, progress->arrived());
-  if (head == 0) return {};
-  // A worker's push has its whole structure in segment 0, which is in. A hand-made one whose
-  // structure points into later segments is read while those arrive: Cap'n Proto bounds every
-  // pointer by the segment table (in), and every value is checked as it is applied, so it can
-  // get no more than an update made of bytes it sent. (A bf16 push is not decoded here: that
-  // widens its values, which are not all in.)
-  if (auto precision = push_precision(buf); !precision || *precision != wire_precision::fp32)
+  // Read from the bytes that are in alone (arriving_push.hpp); checked again once whole.
+  auto arriving = read_arriving_push(buf, progress->arrived());
+  if (!arriving) return {};
+  auto& push = arriving->push;
+  if (!push.sparse.empty() || !push.pull_keys.empty() || applied_before(st, push)
+      || authorise_worker(current_role(self), push.worker, "push_pull")
+      || validate(st, push, false, false))
     return {};
-  auto push = decode_push(buf);
-  if (!push || !push->sparse.empty()
-      || !push->pull_keys.empty() || applied_before(st, *push)
-      || authorise_worker(current_role(self), push->worker, "push_pull")
-      || validate(st, *push, false, false))
-    return {};
-  // Each block is written once its bytes are in: one not on a word lies in the structure, in
-  // already; the others follow it in their own segments.
+  // Each block is written once its bytes are in, in the shard's order (a block not on a word
+  // lies in the structure, in already; the others follow it in their own segments).
   const auto& ids = st.layout->shard_blocks(st.shard);
-  auto s = std::make_shared<streamed_push>();
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const auto& b = push->blocks[i];
-    if (b.id != ids[i]) return {};  // out of the shard's order: read whole
-    const auto at = reinterpret_cast<const uint8_t*>(b.values) - buf.bytes();
-    s->ends.push_back(static_cast<std::size_t>(at) + b.count * sizeof(float));
-  }
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (push.blocks[i].id != ids[i]) return {};  // out of the shard's order: read whole
   if (!progress->start_applying()) return {};  // read whole meanwhile: an ordinary push_pull
+  auto s = std::make_shared<streamed_push>();
+  s->ends = std::move(arriving->ends);
   s->buf = buf;
-  s->push = std::move(*push);
+  s->push = std::move(push);
   s->progress = progress;
   s->stream = stream;
   s->promise = self->make_response_promise<wire_buffer>();
