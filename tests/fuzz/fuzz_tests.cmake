@@ -4,7 +4,7 @@
 # Without clang or libFuzzer every one of these fails, naming the Debian package to install.
 set(ACTORPS_FUZZ_SECONDS 20 CACHE STRING "Seconds each fuzz target runs in the suite")
 set(actorps_fuzz_tree ${PROJECT_BINARY_DIR}/fuzz)
-set(actorps_fuzz_targets wire link_frame shm_record checkpoint cluster_spec model_file
+set(actorps_fuzz_targets wire link_frame shm_record arriving_push checkpoint cluster_spec model_file
                          prediction_input text_lines)
 add_test(NAME fuzz_build
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/build_fuzz_tree.sh ${PROJECT_SOURCE_DIR} ${actorps_fuzz_tree})

@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-targets=(wire link_frame shm_record checkpoint cluster_spec model_file prediction_input text_lines)
+targets=(wire link_frame shm_record arriving_push checkpoint cluster_spec model_file prediction_input text_lines)
 for t in "${targets[@]}"; do rm -rf "${out:?}/$t"; mkdir -p "$out/$t"; done
 
 # seed TARGET NAME SELECTOR_BYTE FILE...: the selector byte, then the files (joined by the

@@ -1,8 +1,10 @@
-// Writes seeds for the wire, link_frame and shm_record fuzz targets with the real encoders:
-// each message the wire carries, whole data-link conversations (a client's hello and requests,
-// a shard's answers) and pushes as records in a shared-memory ring (flat, and by reference as
-// records of pieces), each file prefixed with the selector byte its target reads first.
-//   fuzz_seed_writer OUT   (writes OUT/wire/*, OUT/link_frame/* and OUT/shm_record/*)
+// Writes seeds for the wire, link_frame, shm_record and arriving_push fuzz targets with the real
+// encoders: each message the wire carries, whole data-link conversations (a client's hello and
+// requests, a shard's answers), pushes as records in a shared-memory ring (flat, and by
+// reference as records of pieces) and pushes built by reference partly arrived, each file
+// prefixed with the selector byte its target reads first.
+//   fuzz_seed_writer OUT   (writes OUT/wire/*, OUT/link_frame/*, OUT/shm_record/* and
+//                           OUT/arriving_push/*)
 #include "actors/net/link_socket.hpp"
 #include "actors/net/reply_part.hpp"
 #include "actors/net/shm_region.hpp"
@@ -153,6 +155,10 @@ int main(int argc, char** argv) {
       check_shm_record(seed, selector == 0);
       write_seed("shm_record", name, static_cast<uint8_t>(selector), seed);
     }
+    // The same push as the data link reads it while it arrives: a fraction of its bytes in.
+    for (int selector : {0, 40, 128, 200, 255})
+      write_seed("arriving_push", tag + "push_" + std::to_string(selector),
+                 static_cast<uint8_t>(selector), bytes_of(by_reference.flat()));
     write_seed("wire", tag + "pull", 1, bytes_of(pull));
     write_seed("wire", tag + "snapshot_pull", 1, bytes_of(encode_all_rows_pull(0)));
     write_seed("wire", tag + "pull_reply", 2, bytes_of(reply));
