@@ -302,7 +302,8 @@ struct raw_run {
 /// received straight into the parameters (receive_in_place.hpp). What the worker's data path
 /// costs with zero copies of ours on both sides, next to the same sockets' floor.
 raw_run drive_raw(caf::scoped_actor& self, const remote_shard& connection, const std::string& host,
-                  worker_side& side, int warmup, int iterations, int shard_pid) {
+                  worker_side& side, int warmup, int iterations, int shard_pid,
+                  const tls_files& tls) {
   uint16_t port = 0;
   std::string name;
   self->request(connection.task, timeout, link_atom::value)
@@ -312,6 +313,9 @@ raw_run drive_raw(caf::scoped_actor& self, const remote_shard& connection, const
                                           : connect_link(host, port, std::chrono::seconds(5));
   if (!link) throw std::runtime_error(describe(link.error()));
   auto& raw = **link;
+  if (tls.enabled())  // as the worker's proxy does (remote_shard.cpp)
+    if (auto err = raw.start_tls(tls, "ps:0", std::chrono::seconds(5)))
+      throw std::runtime_error("raw link: " + describe(err));
   frame_header h;
   if (raw.send(make_header(frame_kind::hello, 0, 0, 60000)) || raw.receive_header(h))
     throw std::runtime_error("raw link: no hello reply");
@@ -481,7 +485,8 @@ int run(const options& o) {
   std::optional<raw_run> raw;
   if (remote && connection.link && !connection.shared_memory)  // the raw run speaks sockets only
     raw = drive_raw(self, connection, parse_address(o.connect, "--connect").host, side, o.warmup,
-                    o.iterations, o.shard_pid);
+                    o.iterations, o.shard_pid,
+                    o.tls_dir.empty() ? tls_files{} : tls_of(o.tls_dir, "worker-0"));
   // How the shard took the pushes: applied as they arrived, replies sent ahead in parts.
   shard_stats stats;
   self->request(shard, timeout, stats_atom::value)
