@@ -1,16 +1,11 @@
 #include "actors/roles/ps_shard.hpp"
 
 #include "actors/roles/authorisation.hpp"
-#include "actors/roles/clock_table.hpp"
-#include "actors/roles/replication.hpp"
-#include "actors/roles/shard_tables.hpp"
-#include "actors/net/rate_limited_log.hpp"
-#include "actors/storage/checkpoint_io.hpp"
+#include "actors/roles/dense_update.hpp"
+#include "actors/roles/shard_state.hpp"
+#include "actors/roles/streamed_push.hpp"
 #include "actors/storage/checkpoint_root.hpp"
 #include "actors/storage/checkpoint_store.hpp"
-#include "actors/protocol/arriving_push.hpp"
-#include "actors/protocol/buffer_lease.hpp"
-#include "actors/protocol/log.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <caf/all.hpp>
@@ -32,124 +27,9 @@
 
 namespace actorps {
 
-namespace {
+// The shard's own functions; those its other files call are declared in shard_state.hpp.
+namespace shard_internals {
 
-// --- state ----------------------------------------------------------------------------------
-
-struct held_pull {
-  int32_t worker;
-  int64_t clock;
-  caf::typed_response_promise<wire_buffer> promise;
-  wire_buffer request;                  // holds the memory `keys` points to
-  std::vector<sparse_rows_view> keys;   // sparse rows to read when it is answered
-};
-
-/// A checkpoint asked for before the min clock reached it: written to `dir` (answering
-/// `written`), or, without a dir, its bytes handed back (`bytes`: the chief writes them).
-/// Snapshots a shard keeps for checkpoints the chief has not asked for yet, at most.
-constexpr std::size_t max_snapshots = 4;
-
-struct held_checkpoint {
-  std::string dir;
-  int64_t clock;
-  caf::typed_response_promise<file_record> written;
-  caf::typed_response_promise<wire_buffer> bytes;
-
-  void fail(const caf::error& err) {
-    if (dir.empty()) bytes.deliver(err);
-    else written.deliver(err);
-  }
-};
-
-/// Sync mode: each live worker's gradient for the clock being accumulated.
-struct sync_round {
-  std::vector<std::vector<float>> grads;  // per worker, the shard's floats
-  std::vector<bool> pushed;               // per worker
-  std::vector<float> sum;                 // scratch for the mean
-};
-
-/// The optimizer's state for the shard's blocks.
-struct optimizer_state {
-  std::vector<float> values;  // per block: slots × block size floats, at slots × shard_offset
-  std::vector<float> next;    // spare buffer of values' size: an update is written here first
-  std::size_t slots = 0;
-  // Updates applied so far (Adam's bias correction). One count serves every block: each update
-  // of a shard touches all its blocks together (sync: a clock's mean; ssp, async: a whole push,
-  // which validation makes carry every block), so every block has had exactly `step` updates.
-  int64_t step = 0;
-};
-
-/// The parameters message for the current values, encoded once and shared by every reader until
-/// an update (which alone moves newest_clock) or a new min clock makes it stale.
-struct reply_cache {
-  wire_buffer reply;
-  uint64_t updates = std::numeric_limits<uint64_t>::max();
-  int64_t min_clock = -1;
-};
-
-// Replies built by reference hold the lease of the buffer they point into (buffer_lease.hpp):
-// a reply normally leaves before the second update after it, so fresh buffers are rare.
-
-struct streamed_push;  // a push applied as it arrives (below)
-
-struct ps_shard_state {
-  static inline const char* name = "ps_shard";
-
-  int32_t shard = -1;
-  shard_config config;              // from the shard's own process, never from a message
-  train_spec spec;
-  std::unique_ptr<block_layout> layout;
-  float_buffer params;              // the shard's blocks, contiguous in block-id order
-  float_buffer params_next;         // spare buffer of params' size: an update is written here first
-  std::shared_ptr<buffer_lease> params_lease;  // held by the replies pointing into params
-  std::shared_ptr<buffer_lease> next_lease;    // held by the replies pointing into params_next
-  optimizer_state opt;
-  shard_tables tables;              // the sparse rows whose buckets the spec places here
-
-  clock_table clocks;
-  int64_t newest_clock = -1;       // of the newest gradient applied to params; -1: none
-  sync_round sync;
-  std::vector<held_pull> held;      // pulls the rule does not allow yet, in arrival order
-  std::vector<uint8_t> seen;        // scratch for push validation
-
-  // checkpoints: the state when min clock reached each checkpoint clock (from the newest one
-  // the chief has asked for on, at most max_snapshots), and the chief's requests for one not
-  // reached yet
-  std::map<int64_t, wire_buffer> snapshots;
-  int64_t checkpoint_asked = -1;    // the newest clock the chief asked a checkpoint of
-  // Clocks outside the every-N schedule the chief asked for before min reached them (a
-  // checkpoint on a stop signal, interrupt.cpp): kept like scheduled ones when reached.
-  std::set<int64_t> asked_off_schedule;
-  std::vector<held_checkpoint> held_checkpoints;
-  checkpoint_io_actor io;           // spawned on the first checkpoint
-
-  shard_stats stats;
-  // Refusals, by kind ("dropped push", "refused an update", ...): a flood of bad messages from
-  // a stranger writes a few lines every 10 s, each saying how many were held back.
-  rate_limited_log refusals{[this](const std::string& text) { log_line(who(), text); }};
-  reply_cache cache;
-  std::size_t init_digest = 0;      // of the init message installed (0: none, or restored)
-
-  // hot standby (replication.hpp)
-  ps_shard_actor standby;           // this primary's standby, if it has one
-  replication_queue queue;          // operations waiting for the standby's acknowledgement
-  std::shared_ptr<replication_window> window;  // the standby's messages unanswered (one each)
-  bool promoted = false;            // a standby that took over: re-sent pushes deduplicated
-  std::shared_ptr<streamed_push> streaming;  // the push being applied as it arrives, if any
-  std::vector<wire_buffer> round_pushes;  // sync: each worker's push of the clock accumulated
-
-  bool initialized() const { return layout != nullptr; }
-  std::string who() const { return "ps:" + std::to_string(shard); }
-
-  /// Replies built by reference may outlive the shard (a snapshot the caller keeps): they take
-  /// the buffers they point into.
-  ~ps_shard_state() {
-    release_for_writing(params, params_lease);
-    release_for_writing(params_next, next_lease);
-  }
-};
-
-using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 
 /// Logs a refusal of `kind`, rate-limited; first writes the counts of kinds fallen silent.
 void log_refusal(ps_shard_state& st, const std::string& kind, const std::string& text) {
@@ -372,7 +252,7 @@ caf::error check_dense_values(const ps_shard_state& st, const push_view& push,
 /// with. The dense values are left to the update, which checks them as it reads them (above),
 /// unless `dense_values` asks for a pass of their own here.
 caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values,
-                    bool values_here = true) {
+                    bool values_here) {
   if (push.shard != st.shard)
     return make_error(errc::wrong_shard, "addressed to shard " + std::to_string(push.shard));
   if (!st.clocks.live(push.worker))
@@ -418,177 +298,6 @@ caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values
   return st.tables.validate(push.pull_keys, false);
 }
 
-/// One block's gradient in an update of the whole shard.
-struct block_gradient {
-  const block_info* block;
-  const float* grad;
-};
-
-/// Names an update in a refusal's log line: built only when something is refused, not for every
-/// push (a string of that length is an allocation).
-using update_name = std::function<std::string()>;
-
-/// What apply_dense did.
-enum class dense_outcome {
-  applied,
-  gradient_refused,  ///< a gradient value beyond --max-gradient: the push is refused
-  update_refused,    ///< the update would leave --max-parameter: counted, the clock counts
-};
-
-/// A push_pull's reply sent ahead in parts while its update is written (reply_stream.hpp): the
-/// reply is built by reference on params_next before the first block is applied, and each run
-/// of about part_bytes() of applied blocks goes to the stream as soon as it is written. Its
-/// clocks are the ones the push will leave (planned from a copy of the clock table).
-struct reply_ahead {
-  reply_stream* stream = nullptr;
-  int64_t min_clock = -1;
-  int64_t newest_clock = -1;
-  wire_buffer reply;                   // on params_next; empty: not streamed after all
-  std::vector<std::size_t> block_end;  // where each block's values end in the reply's bytes
-  std::size_t sent = 0;                // bytes of the reply sent
-
-  /// Builds the reply on `values` (params_next, just sized), kept by `lease`. A reply with a
-  /// block copied into its structure (one not on a word) is not streamed: its first bytes
-  /// would not be final before the last block.
-  void start(const ps_shard_state& st, const float* values, std::shared_ptr<buffer_lease> lease) {
-    reply = encode_shard_parameters_by_reference(st.shard, min_clock, newest_clock, *st.layout,
-                                                 values, std::move(lease));
-    const auto* parts = reply.parts();
-    if (!parts || parts->external.size() != st.layout->shard_blocks(st.shard).size()) {
-      reply = wire_buffer{};
-      return;
-    }
-    std::size_t at = parts->head_words * sizeof(capnp::word);
-    for (const auto& segment : parts->external) block_end.push_back(at += segment.size() * sizeof(capnp::word));
-  }
-
-  /// Block `i` (in the reply's order) is written: sends what is written since the last part
-  /// once it is a part's worth, or the last block.
-  void written(std::size_t i) {
-    if (reply.size_words() == 0) return;
-    const auto upto = block_end[i];
-    if (upto - sent < stream->part_bytes() && i + 1 < block_end.size()) return;
-    stream->send_part(reply, sent, upto);
-    sent = upto;
-  }
-};
-
-/// The plan to send the reply to `push` ahead, or none: only in ssp and async, for a push
-/// pulling no rows whose pull the rule allows once it is finished, whose blocks come in the
-/// reply's order, and a reply of at least two parts. (Sync answers after the mean; a pull of
-/// rows is encoded for its request alone.)
-std::optional<reply_ahead> plan_reply_ahead(const ps_shard_state& st, const push_view& push,
-                                            reply_stream* stream) {
-  if (!stream || st.spec.mode == consistency::sync || !push.pull_keys.empty()) return {};
-  if (st.params.size() * sizeof(float) < 2 * stream->part_bytes()) return {};
-  const auto& ids = st.layout->shard_blocks(st.shard);
-  if (push.blocks.size() != ids.size()) return {};
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (push.blocks[i].id != ids[i]) return {};
-  auto after = st.clocks;
-  after.finish(push.worker, push.clock);
-  if (!after.allowed(push.clock + 1)) return {};
-  reply_ahead plan;
-  plan.stream = stream;
-  plan.min_clock = after.min();
-  plan.newest_clock = std::max(st.newest_clock, push.clock);
-  return plan;
-}
-
-/// One optimizer update of every block of the shard with rate `lr`, written block by block into
-/// the spare buffers (every block at once, or each as a streamed push's bytes arrive) and
-/// swapped in by finish() only when every gradient value is within `max_gradient` and every new
-/// parameter within --max-parameter and every new state value finite. Otherwise nothing
-/// changes, not even Adam's step: a gradient beyond its bound ends the update at that block
-/// (block() false, refusal() says why; gradient_refused); an update beyond is counted in
-/// updates_refused and logged by finish() (rate-limited; update_refused). Every block's gradient
-/// is checked even after an update was found beyond: a bad value anywhere refuses the push.
-/// With `ahead`, each block written goes ahead as part of the reply until one is found beyond.
-class dense_update {
-public:
-  dense_update(ps_shard_state& st, float lr, float max_gradient, reply_ahead* ahead)
-    : st_(st), lr_(lr), max_gradient_(max_gradient), ahead_(ahead), step_(st.opt.step + 1) {
-    st.cache.reply = wire_buffer{};  // stale after this update anyway; it would hold a lease
-    release_for_writing(st.params_next, st.next_lease);
-    st.params_next.resize(st.params.size());
-    st.opt.next.resize(st.opt.values.size());
-    if (ahead) {
-      st.next_lease = std::make_shared<buffer_lease>();
-      ahead->start(st, st.params_next.data(), st.next_lease);
-    }
-  }
-
-  /// Writes block `i` (in the shard's order) from gradient `g`. False: the gradient is beyond
-  /// its bound, the push is refused (refusal()) and nothing changes.
-  bool block(std::size_t i, const block_gradient& g) {
-    const auto n = g.block->size;
-    if (beyond_) return all_within(g.grad, n, max_gradient_) || refuse(g);
-    const auto at = g.block->shard_offset;
-    const auto slots = st_.opt.slots;
-    auto found = apply_pushed_update(st_.spec.optimizer, lr_, step_, st_.params.data() + at,
-                                     st_.opt.values.data() + slots * at, g.grad,
-                                     st_.params_next.data() + at, st_.opt.next.data() + slots * at,
-                                     n, st_.config.bounds.max_parameter, max_gradient_);
-    if (found == update_check::applied) {
-      if (ahead_) ahead_->written(i);
-      return true;
-    }
-    if (found == update_check::update_beyond) {
-      beyond_ = g.block;
-      return true;
-    }
-    return refuse(g);
-  }
-
-  caf::error refusal() const { return refusal_; }
-
-  /// Every block written: swaps the update in, or counts and logs the update refused.
-  dense_outcome finish(const update_name& what) {
-    if (beyond_) {
-      ++st_.stats.updates_refused;
-      log_refusal(st_, "refused an update",
-                  "refused " + what() + ": block " + std::to_string(beyond_->id)
-                    + " would leave a parameter beyond ±"
-                    + value_text(st_.config.bounds.max_parameter)
-                    + " or a non-finite optimizer state; nothing changed");
-      return dense_outcome::update_refused;
-    }
-    std::swap(st_.params, st_.params_next);
-    std::swap(st_.params_lease, st_.next_lease);
-    std::swap(st_.opt.values, st_.opt.next);
-    st_.opt.step = step_;
-    ++st_.stats.updates;
-    return dense_outcome::applied;
-  }
-
-private:
-  bool refuse(const block_gradient& g) {
-    refusal_ = gradient_error(g.grad, g.block->size, max_gradient_, g.block->id);
-    return false;
-  }
-
-  ps_shard_state& st_;
-  const float lr_;
-  const float max_gradient_;
-  reply_ahead* const ahead_;
-  const int64_t step_;
-  const block_info* beyond_ = nullptr;  // the first block whose update was refused
-  caf::error refusal_;
-};
-
-/// A dense_update of every block of `grads` (each named once), all there.
-dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
-                          const update_name& what, float max_gradient,
-                          caf::error* refusal = nullptr, reply_ahead* ahead = nullptr) {
-  dense_update update(st, lr, max_gradient, ahead);
-  for (std::size_t i = 0; i < grads.size(); ++i)
-    if (!update.block(i, grads[i])) {
-      if (refusal) *refusal = update.refusal();
-      return dense_outcome::gradient_refused;
-    }
-  return update.finish(what);
-}
-
 /// Counts and logs the sparse rows an update refused (each kept its values).
 void count_refused_rows(ps_shard_state& st, std::size_t rows, const update_name& what) {
   if (rows == 0) return;
@@ -603,17 +312,6 @@ void count_refused_rows(ps_shard_state& st, std::size_t rows, const update_name&
 float rate_at(const ps_shard_state& st, int64_t clock) {
   return scheduled_learning_rate(st.spec.schedule, st.spec.optimizer.learning_rate, clock,
                                  st.spec.total_clocks);
-}
-
-/// After a push's dense update of `clock` was swapped in: the newest clock, and the reply sent
-/// ahead, which is the pull's answer too (the same bytes, sent whole as well) once the push is
-/// finished at the clocks it was planned for.
-void record_dense_applied(ps_shard_state& st, int64_t clock, const reply_ahead* ahead) {
-  st.newest_clock = std::max(st.newest_clock, clock);
-  if (ahead && ahead->reply.size_words() > 0) {
-    st.cache = {ahead->reply, st.stats.updates, ahead->min_clock};
-    ++st.stats.replies_streamed;
-  }
 }
 
 /// The learning rate of an ssp or async push now: the scheduled one at the min clock, shared by
@@ -1032,7 +730,7 @@ void apply_replicated_push(self_ptr self, const wire_buffer& buf, push_view& pus
 /// A push for clock c, then the pusher's pull for c + 1, answered like any other pull once the
 /// push has been through the min-rose path (and, with a standby, once the standby has it).
 caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf,
-                                      reply_stream* stream = nullptr) {
+                                      reply_stream* stream) {
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "push", make_error(errc::not_initialized));
   auto push = decode_push(buf);
@@ -1061,139 +759,6 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf,
   auto keys = apply_push(self, buf, *push, stream);
   if (!keys) return std::move(keys.error());
   return serve_pull(self, push->worker, push->clock + 1, buf, std::move(*keys));
-}
-
-// --- a push applied as it arrives (request_progress.hpp) ------------------------------------
-
-/// A push_pull whose dense blocks are written, each once its bytes are in, while the data link
-/// reads the rest. Everything accepted after it waits behind its hold in the replication queue
-/// (replicating() is true meanwhile): no other update, clock change, restore or standby comes
-/// in between. Pulls and snapshots read the values as they were before it; finished, it is
-/// answered as on_push_pull answers.
-struct streamed_push {
-  wire_buffer buf;  // the payload, as far as progress says it has arrived
-  push_view push;
-  request_progress_ptr progress;
-  reply_stream_ptr stream;
-  caf::typed_response_promise<wire_buffer> promise;
-  uint64_t hold = 0;               // its place in the replication queue
-  std::vector<std::size_t> ends;   // where each block's values end in buf's bytes
-  std::optional<reply_ahead> ahead;
-  std::optional<dense_update> update;
-  std::size_t next = 0;            // the next block to write
-  bool sampled = false;            // its largest |value| is the statistic (every 16th push)
-  float largest = 0;
-};
-
-/// Ends the push being streamed with `err` (its update dropped: nothing changed); what waited
-/// behind it goes on.
-void end_streamed(self_ptr self, caf::error err) {
-  auto& st = self->state;
-  auto s = std::move(st.streaming);
-  s->promise.deliver(std::move(err));
-  st.queue.complete(s->hold);
-}
-
-/// Every block written: the update swapped in (or refused whole, counted), the push's clock
-/// finished, and its pull answered as on_push_pull's would be.
-void finish_streamed(self_ptr self) {
-  auto& st = self->state;
-  auto s = std::move(st.streaming);
-  const auto& push = s->push;
-  if (auto err = check_read_early(push, s->buf)) {  // its structure lay past segment 0
-    st.streaming = std::move(s);
-    return end_streamed(self, drop(st, "push_pull", std::move(err)));
-  }
-  const update_name what = [worker = push.worker, clock = push.clock] {
-    return "the push of worker " + std::to_string(worker) + " for clock " + std::to_string(clock);
-  };
-  if (s->update->finish(what) == dense_outcome::applied)
-    record_dense_applied(st, push.clock, s->ahead ? &*s->ahead : nullptr);
-  if (s->sampled) st.stats.max_gradient = std::max(st.stats.max_gradient, s->largest);
-  finish_push(self, s->buf, push);
-  deliver_pull(self, s->promise, push.worker, push.clock + 1, s->buf, {});
-  st.queue.complete(s->hold);
-}
-
-/// Writes the blocks of the streamed push whose bytes have arrived; finishes it after its last,
-/// or ends it when its gradient is refused or the rest will never come.
-void advance_streamed(self_ptr self) {
-  auto& st = self->state;
-  auto s = st.streaming;
-  if (s->progress->failed()) {
-    ++st.stats.pushes_cut;
-    return end_streamed(self, make_error(errc::malformed_message,
-                                         "the push ended before its last byte (its connection "
-                                         "was lost or its request timed out); nothing changed"));
-  }
-  const auto arrived = s->progress->arrived();
-  const auto& all = st.layout->blocks();
-  const auto bound = st.config.bounds.max_gradient;
-  for (; s->next < s->push.blocks.size() && s->ends[s->next] <= arrived; ++s->next) {
-    const auto& b = s->push.blocks[s->next];
-    if (s->sampled) s->largest = std::max(s->largest, std::min(max_abs(b.values, b.count), bound));
-    if (!s->update->block(s->next, {&all[b.id], b.values}))
-      return end_streamed(self, refuse_gradient(st, s->push.worker, s->update->refusal()));
-  }
-  if (s->next == s->push.blocks.size()) finish_streamed(self);
-}
-
-/// Starts applying a push of which only the first bytes are in, or nothing when it must be read
-/// whole first: a mode, push or moment in which it could not be applied at once (sync, sparse
-/// rows or keys, bf16, a standby or anything else waiting, another push streaming), a structure
-/// not all in yet, or anything the whole push would be refused or answered otherwise for (the
-/// whole push is, counted once).
-std::optional<caf::result<wire_buffer>> start_streamed(self_ptr self, const wire_buffer& buf,
-                                                        const reply_stream_ptr& stream,
-                                                        const request_progress_ptr& progress) {
-  auto& st = self->state;
-  if (!st.initialized() || st.spec.mode == consistency::sync || replicating(st) || st.streaming)
-    return {};
-  // Read from the bytes that are in alone (arriving_push.hpp); checked again once whole.
-  auto arriving = read_arriving_push(buf, progress->arrived());
-  if (!arriving) return {};
-  auto& push = arriving->push;
-  if (!push.sparse.empty() || !push.pull_keys.empty() || applied_before(st, push)
-      || authorise_worker(current_role(self), push.worker, "push_pull")
-      || validate(st, push, false, false))
-    return {};
-  // Each block is written once its bytes are in, in the shard's order (a block not on a word
-  // lies in the structure, in already; the others follow it in their own segments).
-  const auto& ids = st.layout->shard_blocks(st.shard);
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (push.blocks[i].id != ids[i]) return {};  // out of the shard's order: read whole
-  if (!progress->start_applying()) return {};  // read whole meanwhile: an ordinary push_pull
-  auto s = std::make_shared<streamed_push>();
-  s->ends = std::move(arriving->ends);
-  s->buf = buf;
-  s->push = std::move(push);
-  s->progress = progress;
-  s->stream = stream;
-  s->promise = self->make_response_promise<wire_buffer>();
-  s->hold = st.queue.hold();
-  s->sampled = st.stats.pushes % 16 == 0;
-  s->ahead = plan_reply_ahead(st, s->push, stream.get());
-  s->update.emplace(st, push_rate(st), st.config.bounds.max_gradient,
-                    s->ahead ? &*s->ahead : nullptr);
-  st.streaming = s;
-  ++st.stats.pushes_streamed;
-  advance_streamed(self);
-  return caf::result<wire_buffer>{s->promise};
-}
-
-/// (push_pull, buf, stream, progress): a push still arriving is applied as it does when it can
-/// be, else declined (the data link asks again once it is whole); one the link read whole
-/// first is an ordinary push_pull.
-caf::result<wire_buffer> on_arriving_push_pull(self_ptr self, const wire_buffer& buf,
-                                               const reply_stream_ptr& stream,
-                                               const request_progress_ptr& progress) {
-  using fate = request_progress::fate;
-  if (progress && progress->decided() == fate::undecided) {
-    if (!progress->failed())
-      if (auto started = start_streamed(self, buf, stream, progress)) return std::move(*started);
-    if (progress->decline()) return wire_buffer{};  // the link drops it, and asks again
-  }
-  return on_push_pull(self, buf, stream.get());  // whole: the link read it all first
 }
 
 /// A pull naming sparse keys: checked like (pull, worker, clock), then served the same way.
@@ -1555,8 +1120,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
       return on_arriving_push_pull(self, buf, stream, progress);
     },
     [=](push_progress_atom, const request_progress_ptr& progress) {
-      auto& st = self->state;
-      if (st.streaming && st.streaming->progress == progress) advance_streamed(self);
+      on_push_progress(self, progress);
     },
     [=](push_pull_atom, const wire_buffer& buf, const reply_stream_ptr& stream) {
       return on_push_pull(self, buf, stream.get());
@@ -1601,14 +1165,14 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
   };
 }
 
-} // namespace
+} // namespace shard_internals
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, shard_config cfg) {
   if (auto why = invalid_bound(cfg.bounds.max_gradient); !why.empty())
     throw std::invalid_argument("max_gradient " + why);
   if (auto why = invalid_bound(cfg.bounds.max_parameter); !why.empty())
     throw std::invalid_argument("max_parameter " + why);
-  return sys.spawn(ps_shard, shard, std::move(cfg));
+  return sys.spawn(shard_internals::ps_shard, shard, std::move(cfg));
 }
 
 } // namespace actorps

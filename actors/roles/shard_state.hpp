@@ -1,0 +1,181 @@
+// A parameter shard's state (ps_shard.hpp) and what its files share: ps_shard.cpp (its
+// behaviour: pulls, pushes, clocks, checkpoints, the standby), dense_update.cpp (one optimizer
+// update of its dense blocks) and streamed_push.cpp (a push applied as it arrives). Everything
+// here is the shard's own, in a namespace of its own: no other role reaches into it.
+#pragma once
+
+#include "actors/roles/clock_table.hpp"
+#include "actors/roles/ps_shard.hpp"
+#include "actors/roles/replication.hpp"
+#include "actors/roles/shard_tables.hpp"
+#include "actors/net/rate_limited_log.hpp"
+#include "actors/storage/checkpoint_io.hpp"
+#include "actors/protocol/buffer_lease.hpp"
+#include "actors/protocol/link_memory.hpp"
+#include "actors/protocol/log.hpp"
+#include "actors/protocol/reply_stream.hpp"
+#include "actors/protocol/wire.hpp"
+
+#include <caf/result.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace actorps::shard_internals {
+
+// --- state ----------------------------------------------------------------------------------
+
+struct held_pull {
+  int32_t worker;
+  int64_t clock;
+  caf::typed_response_promise<wire_buffer> promise;
+  wire_buffer request;                  // holds the memory `keys` points to
+  std::vector<sparse_rows_view> keys;   // sparse rows to read when it is answered
+};
+
+/// A checkpoint asked for before the min clock reached it: written to `dir` (answering
+/// `written`), or, without a dir, its bytes handed back (`bytes`: the chief writes them).
+/// Snapshots a shard keeps for checkpoints the chief has not asked for yet, at most.
+constexpr std::size_t max_snapshots = 4;
+
+struct held_checkpoint {
+  std::string dir;
+  int64_t clock;
+  caf::typed_response_promise<file_record> written;
+  caf::typed_response_promise<wire_buffer> bytes;
+
+  void fail(const caf::error& err) {
+    if (dir.empty()) bytes.deliver(err);
+    else written.deliver(err);
+  }
+};
+
+/// Sync mode: each live worker's gradient for the clock being accumulated.
+struct sync_round {
+  std::vector<std::vector<float>> grads;  // per worker, the shard's floats
+  std::vector<bool> pushed;               // per worker
+  std::vector<float> sum;                 // scratch for the mean
+};
+
+/// The optimizer's state for the shard's blocks.
+struct optimizer_state {
+  std::vector<float> values;  // per block: slots × block size floats, at slots × shard_offset
+  std::vector<float> next;    // spare buffer of values' size: an update is written here first
+  std::size_t slots = 0;
+  // Updates applied so far (Adam's bias correction). One count serves every block: each update
+  // of a shard touches all its blocks together (sync: a clock's mean; ssp, async: a whole push,
+  // which validation makes carry every block), so every block has had exactly `step` updates.
+  int64_t step = 0;
+};
+
+/// The parameters message for the current values, encoded once and shared by every reader until
+/// an update (which alone moves newest_clock) or a new min clock makes it stale.
+struct reply_cache {
+  wire_buffer reply;
+  uint64_t updates = std::numeric_limits<uint64_t>::max();
+  int64_t min_clock = -1;
+};
+
+// Replies built by reference hold the lease of the buffer they point into (buffer_lease.hpp):
+// a reply normally leaves before the second update after it, so fresh buffers are rare.
+
+struct streamed_push;  // a push applied as it arrives (streamed_push.cpp)
+
+struct ps_shard_state {
+  static inline const char* name = "ps_shard";
+
+  int32_t shard = -1;
+  shard_config config;              // from the shard's own process, never from a message
+  train_spec spec;
+  std::unique_ptr<block_layout> layout;
+  float_buffer params;              // the shard's blocks, contiguous in block-id order
+  float_buffer params_next;         // spare buffer of params' size: an update is written here first
+  std::shared_ptr<buffer_lease> params_lease;  // held by the replies pointing into params
+  std::shared_ptr<buffer_lease> next_lease;    // held by the replies pointing into params_next
+  optimizer_state opt;
+  shard_tables tables;              // the sparse rows whose buckets the spec places here
+
+  clock_table clocks;
+  int64_t newest_clock = -1;       // of the newest gradient applied to params; -1: none
+  sync_round sync;
+  std::vector<held_pull> held;      // pulls the rule does not allow yet, in arrival order
+  std::vector<uint8_t> seen;        // scratch for push validation
+
+  // checkpoints: the state when min clock reached each checkpoint clock (from the newest one
+  // the chief has asked for on, at most max_snapshots), and the chief's requests for one not
+  // reached yet
+  std::map<int64_t, wire_buffer> snapshots;
+  int64_t checkpoint_asked = -1;    // the newest clock the chief asked a checkpoint of
+  // Clocks outside the every-N schedule the chief asked for before min reached them (a
+  // checkpoint on a stop signal, interrupt.cpp): kept like scheduled ones when reached.
+  std::set<int64_t> asked_off_schedule;
+  std::vector<held_checkpoint> held_checkpoints;
+  checkpoint_io_actor io;           // spawned on the first checkpoint
+
+  shard_stats stats;
+  // Refusals, by kind ("dropped push", "refused an update", ...): a flood of bad messages from
+  // a stranger writes a few lines every 10 s, each saying how many were held back.
+  rate_limited_log refusals{[this](const std::string& text) { log_line(who(), text); }};
+  reply_cache cache;
+  std::size_t init_digest = 0;      // of the init message installed (0: none, or restored)
+
+  // hot standby (replication.hpp)
+  ps_shard_actor standby;           // this primary's standby, if it has one
+  replication_queue queue;          // operations waiting for the standby's acknowledgement
+  std::shared_ptr<replication_window> window;  // the standby's messages unanswered (one each)
+  bool promoted = false;            // a standby that took over: re-sent pushes deduplicated
+  std::shared_ptr<streamed_push> streaming;  // the push being applied as it arrives, if any
+  std::vector<wire_buffer> round_pushes;  // sync: each worker's push of the clock accumulated
+
+  bool initialized() const { return layout != nullptr; }
+  std::string who() const { return "ps:" + std::to_string(shard); }
+
+  /// Replies built by reference may outlive the shard (a snapshot the caller keeps): they take
+  /// the buffers they point into.
+  ~ps_shard_state() {
+    release_for_writing(params, params_lease);
+    release_for_writing(params_next, next_lease);
+  }
+};
+
+using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
+
+// --- shared by the shard's files (defined in ps_shard.cpp) ----------------------------------
+
+/// Logs a refusal of `kind`, rate-limited; first writes the counts of kinds fallen silent.
+void log_refusal(ps_shard_state& st, const std::string& kind, const std::string& text);
+/// Counts a message dropped (malformed, unknown worker, ...), logs it and returns `err`.
+caf::error drop(ps_shard_state& st, const std::string& what, caf::error err);
+/// Whether an operation must wait its turn behind the standby or what is queued.
+bool replicating(const ps_shard_state& st);
+/// The error refusing a push for dense block `id`, whose values (values, n) are not all within
+/// `bound`.
+caf::error gradient_error(const float* values, std::size_t n, float bound, uint32_t id);
+/// Counts and logs a push refused for its gradient values, and returns `err`.
+caf::error refuse_gradient(ps_shard_state& st, int32_t worker, caf::error err);
+/// Checks a decoded push against the spec and the clock table (validate in ps_shard.cpp).
+caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values,
+                    bool values_here = true);
+/// Whether `push` is one this promoted standby applied already.
+bool applied_before(const ps_shard_state& st, const push_view& push);
+/// The learning rate of an ssp or async push now.
+float push_rate(const ps_shard_state& st);
+/// Counts a push taken and finishes its clock (the min-rose path).
+void finish_push(self_ptr self, const wire_buffer& buf, const push_view& push);
+/// serve_pull for a reply already promised.
+void deliver_pull(self_ptr self, caf::typed_response_promise<wire_buffer> promise,
+                  int32_t worker, int64_t clock, wire_buffer request,
+                  std::vector<sparse_rows_view> keys);
+/// A push for clock c, then the pusher's pull for c + 1 (the whole push, decoded here).
+caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf,
+                                      reply_stream* stream = nullptr);
+
+} // namespace actorps::shard_internals
