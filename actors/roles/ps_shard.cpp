@@ -1,3 +1,6 @@
+// The parameter shard's behaviour (ps_shard.hpp): pulls held by the consistency rule, pushes
+// checked and applied, the clock table, checkpoints and snapshots, the standby. Its state and
+// what its other files share: shard_state.hpp.
 #include "actors/roles/ps_shard.hpp"
 
 #include "actors/roles/authorisation.hpp"
@@ -31,32 +34,9 @@ namespace actorps {
 namespace shard_internals {
 
 
-/// Logs a refusal of `kind`, rate-limited; first writes the counts of kinds fallen silent.
-void log_refusal(ps_shard_state& st, const std::string& kind, const std::string& text) {
-  st.refusals.flush();
-  st.refusals.write(kind, text);
-}
-
-/// `err`, a refusal by role (authorisation.hpp), counted and logged; none passes.
-caf::error refused(ps_shard_state& st, caf::error err) {
-  if (!err) return err;
-  ++st.stats.refused_unauthorised;
-  ++st.stats.dropped;
-  return note_refusal(st.who(), std::move(err));
-}
-
 /// The refusal of the message `self` is handling unless chief:0 sent it.
 caf::error refused_unless_chief(self_ptr self, const std::string& what) {
   return refused(self->state, authorise_chief(current_role(self), what));
-}
-
-caf::error drop(ps_shard_state& st, const std::string& what, caf::error err) {
-  ++st.stats.dropped;
-  // One kind per message type ("push from worker 7" is a push): ids a stranger makes up do
-  // not make kinds of their own.
-  log_refusal(st, "dropped " + what.substr(0, what.find(' ')),
-              "dropped " + what + ": " + describe(err));
-  return err;
 }
 
 // --- the standby (replication.hpp) ---------------------------------------------------------
@@ -213,23 +193,6 @@ void fail_held(ps_shard_state& st, const caf::error& err) {
 // pass before the update, are only the pushes a standby must be sent (refused before it sees
 // them), those of a sync worker whose slot still holds its previous clock's gradient, and every
 // 16th push, whose largest |value| is sampled anyway (max_abs: the statistic doubles as the check).
-
-/// The error refusing a push for dense block `id`, whose values (values, n) are not all within
-/// `bound`.
-caf::error gradient_error(const float* values, std::size_t n, float bound, uint32_t id) {
-  auto at = first_outside(values, n, bound).value_or(0);
-  return make_error(std::isfinite(values[at]) ? errc::value_out_of_bounds : errc::non_finite_value,
-                    gradient_refusal(values, n, bound, "block " + std::to_string(id)));
-}
-
-/// `err`, a refused gradient, counted and logged (rate-limited) like any invalid push.
-caf::error refuse_gradient(ps_shard_state& st, int32_t worker, caf::error err) {
-  ++st.stats.dropped;
-  ++st.stats.gradients_refused;
-  log_refusal(st, "refused a gradient",
-              "dropped push from worker " + std::to_string(worker) + ": " + describe(err));
-  return err;
-}
 
 /// A pass over every dense block's values of `push`: the error refusing the first one beyond
 /// --max-gradient, or none. `largest`, when given, is raised to the largest |value|.

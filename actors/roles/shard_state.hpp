@@ -1,6 +1,7 @@
 // A parameter shard's state (ps_shard.hpp) and what its files share: ps_shard.cpp (its
-// behaviour: pulls, pushes, clocks, checkpoints, the standby), dense_update.cpp (one optimizer
-// update of its dense blocks) and streamed_push.cpp (a push applied as it arrives). Everything
+// behaviour: pulls, pushes, clocks, checkpoints, the standby), shard_refusals.cpp (how it counts
+// and logs what it refuses), dense_update.cpp (one optimizer update of its dense blocks) and
+// streamed_push.cpp (a push applied as it arrives). Everything
 // here is the shard's own, in a namespace of its own: no other role reaches into it.
 #pragma once
 
@@ -148,19 +149,24 @@ struct ps_shard_state {
 
 using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
 
-// --- shared by the shard's files (defined in ps_shard.cpp) ----------------------------------
+// --- how the shard counts and logs what it refuses (shard_refusals.cpp) ---------------------
 
 /// Logs a refusal of `kind`, rate-limited; first writes the counts of kinds fallen silent.
 void log_refusal(ps_shard_state& st, const std::string& kind, const std::string& text);
+/// `err`, a refusal by role (authorisation.hpp), counted and logged; none passes.
+caf::error refused(ps_shard_state& st, caf::error err);
 /// Counts a message dropped (malformed, unknown worker, ...), logs it and returns `err`.
 caf::error drop(ps_shard_state& st, const std::string& what, caf::error err);
-/// Whether an operation must wait its turn behind the standby or what is queued.
-bool replicating(const ps_shard_state& st);
 /// The error refusing a push for dense block `id`, whose values (values, n) are not all within
 /// `bound`.
 caf::error gradient_error(const float* values, std::size_t n, float bound, uint32_t id);
 /// Counts and logs a push refused for its gradient values, and returns `err`.
 caf::error refuse_gradient(ps_shard_state& st, int32_t worker, caf::error err);
+
+// --- shared by the shard's files (defined in ps_shard.cpp) ----------------------------------
+
+/// Whether an operation must wait its turn behind the standby or what is queued.
+bool replicating(const ps_shard_state& st);
 /// Checks a decoded push against the spec and the clock table (validate in ps_shard.cpp).
 caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values,
                     bool values_here = true);
