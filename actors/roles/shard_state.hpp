@@ -163,25 +163,60 @@ caf::error gradient_error(const float* values, std::size_t n, float bound, uint3
 /// Counts and logs a push refused for its gradient values, and returns `err`.
 caf::error refuse_gradient(ps_shard_state& st, int32_t worker, caf::error err);
 
-// --- shared by the shard's files (defined in ps_shard.cpp) ----------------------------------
+// --- pulls (shard_pulls.cpp) --------------------------------------------------------------
 
-/// Whether an operation must wait its turn behind the standby or what is queued.
-bool replicating(const ps_shard_state& st);
-/// Checks a decoded push against the spec and the clock table (validate in ps_shard.cpp).
+/// The parameters message for the current values (shared until an update or a new min clock).
+const wire_buffer& current_reply(ps_shard_state& st);
+/// The reply with every row of every table (an all-rows snapshot), encoded for its request.
+wire_buffer reply_with_all_rows(ps_shard_state& st);
+/// The reply with the current rows of `keys` too (current_reply without keys).
+wire_buffer reply_with_rows(ps_shard_state& st, const std::vector<sparse_rows_view>& keys);
+/// The reply to a pull for `clock` now, or a promise kept until the rule allows it; with the
+/// rows of `keys` (pointing into `request`) as they are when it is answered.
+caf::result<wire_buffer> serve_pull(self_ptr self, int32_t worker, int64_t clock,
+                                    wire_buffer request = {},
+                                    std::vector<sparse_rows_view> keys = {});
+/// serve_pull for a reply already promised (a push applied once its standby acknowledged it).
+void deliver_pull(self_ptr self, caf::typed_response_promise<wire_buffer> promise,
+                  int32_t worker, int64_t clock, wire_buffer request,
+                  std::vector<sparse_rows_view> keys);
+/// Delivers every held pull the rule now allows, in arrival order.
+void release_held(ps_shard_state& st);
+/// Answers every held pull and checkpoint with `err` (the state they waited for is gone).
+void fail_held(ps_shard_state& st, const caf::error& err);
+
+// --- snapshots at checkpoint clocks (shard_snapshots.cpp) -----------------------------------
+
+/// Writes the snapshot taken at `clock` through the shard's disk actor and answers `promise`.
+void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
+                      caf::typed_response_promise<file_record> promise);
+/// Whether `clock` is on the run's every-N checkpoint schedule.
+bool on_schedule(const train_spec& spec, int64_t clock);
+/// Keeps the state at each checkpoint clock the min clock passed since `before`.
+void take_snapshots(self_ptr self, int64_t before);
+
+// --- pushes and the rising min clock (shard_pushes.cpp) -------------------------------------
+
+/// Checks a decoded push against the spec and the clock table (its dense values too only with
+/// `dense_values`, or on every 16th push with `values_here`).
 caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values,
                     bool values_here = true);
+/// validate, the refusal counted and logged.
+caf::error check_push(ps_shard_state& st, const push_view& push, bool dense_values = false);
+/// Applies a push check_push passed: the keys of the pull it carries, or its refusal.
+caf::expected<std::vector<sparse_rows_view>> apply_push(self_ptr self, const wire_buffer& buf,
+                                                        push_view& push,
+                                                        reply_stream* stream = nullptr);
 /// Whether `push` is one this promoted standby applied already.
 bool applied_before(const ps_shard_state& st, const push_view& push);
 /// The learning rate of an ssp or async push now.
 float push_rate(const ps_shard_state& st);
 /// Counts a push taken and finishes its clock (the min-rose path).
 void finish_push(self_ptr self, const wire_buffer& buf, const push_view& push);
-/// serve_pull for a reply already promised.
-void deliver_pull(self_ptr self, caf::typed_response_promise<wire_buffer> promise,
-                  int32_t worker, int64_t clock, wire_buffer request,
-                  std::vector<sparse_rows_view> keys);
 /// A push for clock c, then the pusher's pull for c + 1 (the whole push, decoded here).
 caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf,
                                       reply_stream* stream = nullptr);
+/// After every clock-table operation that can raise min (a push, a leave, an admit).
+void on_min_rose(self_ptr self, int64_t progress_before);
 
 } // namespace actorps::shard_internals

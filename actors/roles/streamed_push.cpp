@@ -2,6 +2,7 @@
 
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/dense_update.hpp"
+#include "actors/roles/shard_replicate.hpp"
 #include "actors/protocol/arriving_push.hpp"
 #include "kernels/value_bounds.hpp"
 

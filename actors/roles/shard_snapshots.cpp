@@ -1,0 +1,77 @@
+// A shard's state kept at each checkpoint clock the min clock reaches, and written through its
+// disk actor when the chief asks for it.
+#include "actors/roles/shard_state.hpp"
+
+#include <caf/all.hpp>
+
+#include "actors/storage/checkpoint_io.hpp"
+#include "actors/storage/checkpoint_store.hpp"
+
+#include <string>
+#include <utility>
+
+namespace actorps::shard_internals {
+
+void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
+                      caf::typed_response_promise<file_record> promise) {
+  auto& st = self->state;
+  auto i = st.snapshots.find(clock);
+  if (!st.io) {
+    auto io = st.io = spawn_checkpoint_io(self->system());
+    // by value: the state is gone when attached functors run
+    self->attach_functor([io] { caf::anon_send_exit(io, caf::exit_reason::user_shutdown); });
+  }
+  auto path = dir + "/" + shard_file_name(st.shard);
+  self->request(st.io, caf::infinite, write_atom::value, path, i->second)
+    .then([=](file_record& rec) mutable { promise.deliver(std::move(rec)); },
+          [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+}
+
+/// Whether the shards keep `clock`'s state unasked: every checkpoint_every clocks, and the last.
+bool on_schedule(const train_spec& spec, int64_t clock) {
+  auto every = spec.checkpoint_every;
+  return every > 0 && (clock % every == 0 || clock == spec.total_clocks);
+}
+
+/// Keeps the state of every checkpoint clock the min clock has just reached or passed (labelled
+/// with that clock: in sync mode it is exactly the state after that clock's update), and writes
+/// the ones the chief is already waiting for.
+void take_snapshots(self_ptr self, int64_t before) {
+  auto& st = self->state;
+  auto every = st.spec.checkpoint_every;
+  auto now = st.clocks.progress();
+  if (now <= before) return;
+  std::vector<int64_t> due;
+  if (every > 0 && now / every > before / every) due.push_back(now / every * every);
+  if (every > 0 && before < st.spec.total_clocks && now >= st.spec.total_clocks)
+    due.push_back(st.spec.total_clocks);
+  auto& off = st.asked_off_schedule;
+  for (auto i = off.begin(); i != off.end() && *i <= now; i = off.erase(i))
+    if (*i > before) due.push_back(*i);
+  if (due.empty()) return;
+  for (auto clock : due)
+    st.snapshots[clock] = encode_shard_checkpoint(
+      st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
+      st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
+  // Kept until the chief has asked for them: its global clock, from the workers' reports, can
+  // lag the shards' when it is busy, and a snapshot dropped before it asks fails that
+  // checkpoint. It asks in clock order, so older ones are never asked for; the cap bounds the
+  // memory when it lags far behind.
+  st.snapshots.erase(st.snapshots.begin(), st.snapshots.lower_bound(st.checkpoint_asked));
+  while (st.snapshots.size() > max_snapshots) st.snapshots.erase(st.snapshots.begin());
+  auto keep = st.held_checkpoints.begin();
+  for (auto& h : st.held_checkpoints) {
+    if (st.snapshots.count(h.clock) && h.dir.empty())
+      h.bytes.deliver(st.snapshots[h.clock]);
+    else if (st.snapshots.count(h.clock))
+      write_checkpoint(self, h.dir, h.clock, h.written);
+    else if (h.clock <= now)
+      h.fail(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
+                                                   + " is not a checkpoint clock"));
+    else if (&*keep++ != &h)  // never a self-move
+      *std::prev(keep) = std::move(h);
+  }
+  st.held_checkpoints.erase(keep, st.held_checkpoints.end());
+}
+
+} // namespace actorps::shard_internals
