@@ -1,8 +1,11 @@
-// A parameter shard's state (ps_shard.hpp) and what its files share: ps_shard.cpp (its
-// behaviour: pulls, pushes, clocks, checkpoints, the standby), shard_refusals.cpp (how it counts
-// and logs what it refuses), dense_update.cpp (one optimizer update of its dense blocks) and
-// streamed_push.cpp (a push applied as it arrives). Everything
-// here is the shard's own, in a namespace of its own: no other role reaches into it.
+// A parameter shard's state (ps_shard.hpp) and what its files share. From the bottom up:
+// shard_refusals.cpp (how it counts and logs what it refuses), shard_pulls.cpp (answered now or
+// held by the consistency rule), shard_snapshots.cpp (its state kept at checkpoint clocks),
+// dense_update.cpp (one optimizer update of its dense blocks), shard_replicate.hpp (operations
+// waiting for the standby), shard_pushes.cpp (pushes and the rising min clock),
+// streamed_push.cpp (a push applied as it arrives) and ps_shard.cpp (its behaviour: one handler
+// per message). Everything here is the shard's own, in a namespace of its own: no other role
+// reaches into it.
 #pragma once
 
 #include "actors/roles/clock_table.hpp"
