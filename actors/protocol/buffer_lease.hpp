@@ -2,7 +2,8 @@
 // (queued on a data link, in a mailbox, kept by a shard): each such message holds the buffer's
 // lease. The owner writes into the buffer only when no message holds its lease; otherwise the
 // lease takes the buffer (freed with the last of those messages) and the owner writes into a
-// fresh one. Used by the shard's replies (ps_shard.cpp) and the worker's pushes (worker.cpp).
+// fresh one. Used by the shard's replies (shard_pulls.cpp, dense_update.cpp) and the worker's
+// pushes (worker.cpp).
 // The buffers come from link_memory.hpp's arena, which a shared-memory link sends by reference.
 #pragma once
 

@@ -295,7 +295,7 @@ wire_buffer encode_shard_parameters(int32_t shard, int64_t min_clock, int64_t ne
 
 /// A dense reply (no sparse rows) built by reference: its blocks point at shard_buffer, which
 /// `keep` keeps alive and which must not change while any holder of the buffer lives (the
-/// shard writes updates elsewhere while a reply holds its parameters: ps_shard.cpp).
+/// shard writes updates elsewhere while a reply holds its parameters: dense_update.cpp).
 wire_buffer encode_shard_parameters_by_reference(int32_t shard, int64_t min_clock,
                                                  int64_t newest_clock, const block_layout& layout,
                                                  const float* shard_buffer,

@@ -315,7 +315,8 @@ ordered_json summary(const std::vector<timing>& runs, uint64_t keys, double payl
 }
 
 /// The shard's handling of a push that creates rows, one that updates them and a pull, in this
-/// process without actors or sockets: what ps_shard.cpp does with each, piece by piece (ms).
+/// process without actors or sockets: what the shard (shard_pushes.cpp, shard_pulls.cpp) does with each, piece by
+/// piece (ms).
 ordered_json time_components(worker& w, const std::vector<uint64_t>& keys) {
   auto time = [](auto&& f) {
     auto t0 = bench_clock::now();
