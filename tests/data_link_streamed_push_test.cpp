@@ -124,6 +124,9 @@ TEST_CASE("data link: in sync mode a push sent in two runs is declined as it arr
     CHECK(same_floats(params, *expected));
     auto stats = link.stats();
     CHECK(stats.pushes_streamed == 0);
+    // Each push (both are two runs long) offered after its first run (the shard runs on the
+    // link's thread before the next run is read), declined, and asked again whole.
+    CHECK(stats.pushes_declined == 2);
     CHECK(stats.pushes == 2);
   }
 }

@@ -123,6 +123,7 @@ struct shard_stats {
   uint64_t replies_streamed = 0;     ///< push_pull replies sent ahead in parts (reply_stream.hpp)
   uint64_t pushes_streamed = 0;      ///< pushes applied as their bytes arrived (request_progress.hpp)
   uint64_t pushes_cut = 0;           ///< of those, cut off before their end: nothing changed
+  uint64_t pushes_declined = 0;      ///< offered while arriving but read whole first (sync, ...)
 };
 
 template <class Inspector>
@@ -131,7 +132,8 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
            x.pulls_served, x.pulls_held, x.max_staleness, x.min_clock, x.table_rows,
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
            x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes,
-           x.pushed_bytes, x.replies_streamed, x.pushes_streamed, x.pushes_cut);
+           x.pushed_bytes, x.replies_streamed, x.pushes_streamed, x.pushes_cut,
+           x.pushes_declined);
 }
 
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,

@@ -141,7 +141,10 @@ caf::result<wire_buffer> on_arriving_push_pull(self_ptr self, const wire_buffer&
   if (progress && progress->decided() == fate::undecided) {
     if (!progress->failed())
       if (auto started = start_streamed(self, buf, stream, progress)) return std::move(*started);
-    if (progress->decline()) return wire_buffer{};  // the link drops it, and asks again
+    if (progress->decline()) {  // the link drops the answer, and asks again once it is whole
+      ++self->state.stats.pushes_declined;
+      return wire_buffer{};
+    }
   }
   return on_push_pull(self, buf, stream.get());  // whole: the link read it all first
 }
