@@ -103,9 +103,9 @@ public:
 
   /// The gather's adjoint: zeroes grad_rows (u×dim), then adds each row r of dout (n×dim) into
   /// grad_rows row index[r] (index (n), each in [0, u); outside it the CPU backend throws
-  /// std::invalid_argument, the CUDA backend skips the row). The CPU backend adds in index
-  /// order; the CUDA backend uses atomicAdd, so a row hit more than once sums in an unspecified
-  /// order: equal to the CPU's up to float rounding, and not bit-reproducible run to run.
+  /// std::invalid_argument, the CUDA backend skips the row). Both backends add a row's
+  /// contributions in index order (CUDA: a stable sort by row, then one sum per row and column,
+  /// no atomics), so they agree bit for bit and a sync run on a GPU repeats exactly.
   virtual void embedding_scatter_add(const float* dout, const int32_t* index, int n, int dim,
                                      float* grad_rows, int u) = 0;
 

@@ -6,6 +6,8 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/math.hpp"
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -240,16 +242,36 @@ __global__ void embedding_gather_kernel(const float* rows, int u, int dim, const
   }
 }
 
-/// grad_rows[index[r], :] += dout[r, :], one element of dout (n×dim) per step, by atomicAdd
-/// (rows repeat within a batch); an index outside [0, u) is skipped. grad_rows starts zeroed.
-__global__ void embedding_scatter_add_kernel(const float* dout, const int32_t* index,
-                                             std::size_t total, int dim, float* grad_rows,
-                                             int u) {
+/// The scatter-add's first step: key[r] = index[r], or u for an index outside [0, u) (sorted
+/// last and skipped), and position[r] = r. A stable sort by key then lists each row's
+/// contributions in index order, which is the order the CPU backend adds them in.
+__global__ void scatter_keys_kernel(const int32_t* index, int n, int u, uint32_t* key,
+                                    uint32_t* position) {
+  for (std::size_t r = global_thread(); r < static_cast<std::size_t>(n); r += grid_stride()) {
+    const int32_t row = index[r];
+    key[r] = row >= 0 && row < u ? static_cast<uint32_t>(row) : static_cast<uint32_t>(u);
+    position[r] = static_cast<uint32_t>(r);
+  }
+}
+
+/// grad_rows[key, d] = the sum of dout[r, d] over the rows r of that key, in ascending r, one
+/// element (sorted slot p, column d) per step: the slot that starts a run of equal keys sums
+/// the run, the others do nothing. No atomics, so the result is the CPU backend's bit for bit
+/// (both start at 0.0f and add in index order) and the same on every run.
+__global__ void scatter_sum_kernel(const float* dout, const uint32_t* key,
+                                   const uint32_t* position, int n, int dim, uint32_t u,
+                                   float* grad_rows) {
+  const std::size_t total = static_cast<std::size_t>(n) * dim;
   for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
-    const int32_t row = index[i / dim];
-    if (row >= 0 && row < u) {
-      atomicAdd(grad_rows + static_cast<std::size_t>(row) * dim + i % dim, dout[i]);
+    const std::size_t p = i / dim;
+    const int d = static_cast<int>(i % dim);
+    const uint32_t row = key[p];
+    if (row == u || (p > 0 && key[p - 1] == row)) continue;
+    float sum = 0.0f;
+    for (std::size_t q = p; q < static_cast<std::size_t>(n) && key[q] == row; ++q) {
+      sum += dout[static_cast<std::size_t>(position[q]) * dim + d];
     }
+    grad_rows[static_cast<std::size_t>(row) * dim + d] = sum;
   }
 }
 
@@ -521,10 +543,29 @@ public:
     CUDA_CHECK(cudaMemsetAsync(grad_rows, 0,
                                static_cast<std::size_t>(u) * dim * sizeof(float), stream_));
     if (n <= 0) return;
+    // keys and positions (in, then sorted), then CUB's temporary storage
+    const auto keys_bytes = align_up(static_cast<std::size_t>(n) * sizeof(uint32_t));
+    const int key_bits = 32 - __builtin_clz(static_cast<unsigned>(u));  // keys run 0..u
+    std::size_t sort_bytes = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<uint32_t*>(nullptr),
+                                               static_cast<uint32_t*>(nullptr),
+                                               static_cast<uint32_t*>(nullptr),
+                                               static_cast<uint32_t*>(nullptr), n, 0, key_bits,
+                                               stream_));
+    char* scratch = reserve_scatter_scratch(4 * keys_bytes + sort_bytes);
+    auto* key_in = reinterpret_cast<uint32_t*>(scratch);
+    auto* position_in = reinterpret_cast<uint32_t*>(scratch + keys_bytes);
+    auto* key = reinterpret_cast<uint32_t*>(scratch + 2 * keys_bytes);
+    auto* position = reinterpret_cast<uint32_t*>(scratch + 3 * keys_bytes);
+    scatter_keys_kernel<<<grid_for(n, elementwise_threads, max_blocks_), elementwise_threads, 0,
+                          stream_>>>(index, n, u, key_in, position_in);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch + 4 * keys_bytes, sort_bytes, key_in, key,
+                                               position_in, position, n, 0, key_bits, stream_));
     const std::size_t total = static_cast<std::size_t>(n) * dim;
-    embedding_scatter_add_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
-                                   elementwise_threads, 0, stream_>>>(dout, index, total, dim,
-                                                                      grad_rows, u);
+    scatter_sum_kernel<<<grid_for(total, elementwise_threads, max_blocks_), elementwise_threads,
+                         0, stream_>>>(dout, key, position, n, dim, static_cast<uint32_t>(u),
+                                       grad_rows);
     CUDA_CHECK(cudaGetLastError());
   }
 
@@ -613,10 +654,29 @@ private:
     loss_block_capacity_ = blocks;
   }
 
+  static std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  /// The scatter-add's device scratch, grown (never shrunk) to at least `bytes`.
+  char* reserve_scatter_scratch(std::size_t bytes) {
+    if (bytes <= scatter_scratch_bytes_) return scatter_scratch_;
+    if (scatter_scratch_ != nullptr) {
+      CUDA_CHECK(cudaStreamSynchronize(stream_));  // a queued scatter may still use it
+      CUDA_CHECK(cudaFree(scatter_scratch_));
+      scatter_scratch_ = nullptr;
+      scatter_scratch_bytes_ = 0;
+    }
+    CUDA_CHECK(cudaMalloc(&scatter_scratch_, bytes));
+    scatter_scratch_bytes_ = bytes;
+    return scatter_scratch_;
+  }
+
   void release() noexcept {
     cudaSetDevice(device_);
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     if (loss_blocks_ != nullptr) cudaFree(loss_blocks_);
+    if (scatter_scratch_ != nullptr) cudaFree(scatter_scratch_);
+    scatter_scratch_ = nullptr;
+    scatter_scratch_bytes_ = 0;
     if (host_totals_ != nullptr) cudaFreeHost(host_totals_);
     if (cublas_ != nullptr) cublasDestroy(cublas_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -634,6 +694,8 @@ private:
   loss_totals* host_totals_ = nullptr;  // pinned: the one device→host copy of the loss sums
   loss_totals* loss_blocks_ = nullptr;  // [0] the total, [1..] per-block sums
   int loss_block_capacity_ = 0;
+  char* scatter_scratch_ = nullptr;  // embedding_scatter_add: keys, positions, CUB's storage
+  std::size_t scatter_scratch_bytes_ = 0;
 };
 
 // ----------------------------------------------------------------------------------------

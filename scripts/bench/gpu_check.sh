@@ -3,10 +3,11 @@
 # for minutes: the GPU and driver; the CUDA tests with ACTORPS_REQUIRE_CUDA=1 (a skip fails);
 # the default Fashion-MNIST run on CUDA and on the CPU with the same seed (accuracy); sync mode
 # on both, the exported parameters compared element by element; a run with 4 workers on the one
-# GPU; samples/s of the default and the large model (784-2048-2048-10) on both backends; the
-# kernel benchmark (scripts/bench/kernels.sh); last, if asked, every doctest case of the suite
-# under CTest with ACTORPS_REQUIRE_CUDA=1. Each phase writes into OUT as it ends, so a run cut
-# short still leaves what it measured. Summary: OUT/gpu_check.json.
+# GPU; samples/s of the default model, the large one (784-2048-2048-10) and DLRM on a generated
+# Criteo set, on both backends; the kernel benchmark (scripts/bench/kernels.sh); last, if asked,
+# every doctest case of the suite under CTest with ACTORPS_REQUIRE_CUDA=1. Each phase writes
+# into OUT as it ends, so a run cut short still leaves what it measured. Summary:
+# OUT/gpu_check.json.
 # usage: scripts/bench/gpu_check.sh [-b BUILD_DIR] [-o OUT_DIR] [-s SUITE_SECONDS] [-j JOBS]
 #        (-s 0, the default, skips the whole-suite phase)
 set -uo pipefail
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/../.."
 build=build out=build/bench/gpu suite_s=0 jobs=8
 while getopts "b:o:s:j:" opt; do
   case $opt in b) build=$OPTARG ;; o) out=$OPTARG ;; s) suite_s=$OPTARG ;; j) jobs=$OPTARG ;;
-    *) sed -n 10p "$0" >&2; exit 2 ;; esac
+    *) grep "^# usage" "$0" >&2; exit 2 ;; esac
 done
 bin=$build/actorps tests=$build/tests/actorps_tests
 for f in "$bin" "$tests" "$build/actorps_bench_kernels"; do
@@ -52,6 +53,12 @@ train sync_cuda --backend cuda --mode sync --epochs 1 --export-dir "$out/export_
 train workers4_cuda --backend cuda --workers 4
 train large_cpu --backend cpu --model 784-2048-2048-10 --batch 512 --epochs 1
 train large_cuda --backend cuda --model 784-2048-2048-10 --batch 512 --epochs 1
+# DLRM on a generated Criteo set: the embedding gather and scatter on the GPU, sync mode.
+"$bin" gen-data criteo --out "$out/criteo" --rows 100000 --test-rows 10000 --seed 3 > /dev/null
+ctr=(--model dlrm --dataset "criteo:$out/criteo/train.tsv" --test "$out/criteo/test.tsv"
+     --epochs 1 --batch 256 --optimizer adam --lr 0.002 --mode sync)
+train dlrm_cpu --backend cpu "${ctr[@]}"
+train dlrm_cuda --backend cuda "${ctr[@]}"
 
 phase "kernels"
 scripts/bench/kernels.sh -b "$build" -o "$out/kernels.json" 2>&1 | tail -25
@@ -77,7 +84,8 @@ def summary(name):
             e = json.loads(line)
             if e.get("event") == "summary":
                 return {k: e.get(k) for k in ("backend", "mode", "workers", "final_test_accuracy",
-                                              "final_test_loss", "samples_per_s", "wall_s")}
+                                              "final_test_auc", "final_test_loss",
+                                              "samples_per_s", "wall_s")}
     except OSError as err:
         return {"missing": str(err)}
     return {"missing": "no summary event"}
@@ -103,7 +111,8 @@ result = {
     "gpu": open(os.path.join(out, "gpu.txt")).read().strip().splitlines(),
     "cuda_tests": dict(zip(("cases", "passed", "failed", "skipped"), map(int, m.groups()))) if m else None,
     "runs": {n: summary(n) for n in ("default_cpu", "default_cuda", "sync_cpu", "sync_cuda",
-                                     "workers4_cuda", "large_cpu", "large_cuda")},
+                                     "workers4_cuda", "large_cpu", "large_cuda", "dlrm_cpu",
+                                     "dlrm_cuda")},
     "sync_cpu_vs_cuda_parameters": compare_exports(),
 }
 try:
