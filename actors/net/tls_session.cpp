@@ -1,5 +1,6 @@
 #include "actors/net/tls_session.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -16,6 +17,16 @@ namespace actorps {
 namespace net = caf::io::network;
 
 namespace {
+
+/// OpenSSL frees its global state at exit, from an atexit handler, unless its first
+/// initialisation says not to. A detached CAF actor's thread (the shard proxy's, which writes
+/// TLS records) can still be ending then: CAF 0.17's actor system waits only until such a thread
+/// says it is done, and the thread then frees its OpenSSL per-thread state as it exits, which
+/// the handler has already freed: "double free or corruption" after every test had passed, in
+/// 1 of ~500 runs of a TLS test under load, and a SIGSEGV on an H100 machine. So OpenSSL is
+/// initialised here, before main, without that handler; the process's exit frees it all anyway.
+[[maybe_unused]] const bool openssl_without_atexit =
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr) == 1;
 
 /// OpenSSL's reasons queued on this thread, oldest first, without repeats; the queue emptied.
 std::string queued_reasons() {
