@@ -43,7 +43,7 @@ TEST_CASE("data link: a large push_pull's reply goes ahead in parts over TCP, th
     // Without a place: the parts make the same bytes as the reply sent whole.
     auto sent = link.server->parts_sent();
     auto reply = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 0.5f));
-    auto expected = link.ask(direct.shard, push_pull_atom::value, direct.push_of(0, 0, 0.5f));
+    auto expected = direct.ask(direct.shard, push_pull_atom::value, direct.push_of(0, 0, 0.5f));
     REQUIRE(reply);
     REQUIRE(expected);
     CHECK(same_bytes(*reply, *expected));

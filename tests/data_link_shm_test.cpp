@@ -120,8 +120,8 @@ TEST_CASE("data link over shared memory: round trips are byte-identical to the s
     auto before = copied_now();
     auto via_link = link.ask(remote.handle, push_pull_atom::value, push);
     auto copied = copied_now() - before;
-    auto in_process = link.ask(direct.shard, push_pull_atom::value,
-                               direct.push_of(0, clock, 0.5f * float(clock + 1)));
+    auto in_process = direct.ask(direct.shard, push_pull_atom::value,
+                                 direct.push_of(0, clock, 0.5f * float(clock + 1)));
     REQUIRE(via_link);
     REQUIRE(in_process);
     CHECK(same_bytes(*via_link, *in_process));

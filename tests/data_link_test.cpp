@@ -35,7 +35,7 @@ TEST_CASE("data link: pull, push_pull and snapshot give the shard's own bytes ov
     CHECK(remote.link->is_local() == (path != link_path::tcp));
     CHECK(remote.transport() == std::string(transport_of(path)));
     auto pulled = link.ask(remote.handle, pull_atom::value, int32_t{0}, int64_t{0});
-    auto expected = link.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
+    auto expected = direct.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
     REQUIRE(pulled);
     REQUIRE(expected);
     CHECK(same_bytes(*pulled, *expected));

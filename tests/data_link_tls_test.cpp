@@ -110,7 +110,7 @@ TEST_CASE("data link over TLS: clients without a certificate of the cluster's CA
     REQUIRE(remote);
     CHECK(remote->transport() == std::string(local ? "TLS over local socket" : "TLS over tcp"));
     auto pulled = link.ask(remote->handle, pull_atom::value, int32_t{0}, int64_t{0});
-    auto expected = link.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
+    auto expected = direct.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
     REQUIRE(pulled);
     REQUIRE(expected);
     CHECK(same_bytes(*pulled, *expected));
@@ -158,7 +158,7 @@ TEST_CASE("data link over TLS: a worker's certificate cannot push or pull as ano
 
   // Its own pushes and pulls go through, on the same connection.
   auto own = link.ask(worker0->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f));
-  auto expected = link.ask(twin.shard, push_pull_atom::value, twin.push_of(0, 0, 1.0f));
+  auto expected = twin.ask(twin.shard, push_pull_atom::value, twin.push_of(0, 0, 1.0f));
   REQUIRE(own);
   REQUIRE(expected);
   CHECK(same_bytes(*own, *expected));

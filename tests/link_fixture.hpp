@@ -74,16 +74,6 @@ struct link_fixture : shard_fixture {
     return *remote;
   }
 
-  /// Asks `to` and returns the reply buffer or the error.
-  template <class... Ts>
-  caf::expected<wire_buffer> ask(const ps_shard_actor& to, Ts&&... xs) {
-    caf::expected<wire_buffer> out{caf::none};
-    (*self)->request(to, timeout, std::forward<Ts>(xs)...)
-      .receive([&](wire_buffer& reply) { out = std::move(reply); },
-               [&](caf::error& err) { out = std::move(err); });
-    return out;
-  }
-
   /// The server's next log line other than the one naming each link's path at its first
   /// request ("serving a data link from ... over ..."), "" after the timeout.
   std::string next_log_line() {
@@ -182,8 +172,8 @@ inline void check_pushes_as_in_process(link_fixture& link, const ps_shard_actor&
   for (int64_t clock = first; clock < first + count; ++clock) {
     auto via_link = link.ask(remote, push_pull_atom::value,
                              link.push_of(0, clock, 0.25f * float(clock + 1)));
-    auto in_process = link.ask(direct.shard, push_pull_atom::value,
-                               direct.push_of(0, clock, 0.25f * float(clock + 1)));
+    auto in_process = direct.ask(direct.shard, push_pull_atom::value,
+                                 direct.push_of(0, clock, 0.25f * float(clock + 1)));
     REQUIRE(via_link);
     REQUIRE(in_process);
     CHECK(same_bytes(*via_link, *in_process));
