@@ -123,8 +123,8 @@ except (OSError, KeyError, ValueError) as err:
     result["kernels"] = f"missing: {err}"
 try:
     s = open(os.path.join(out, "suite.log")).read()
-    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", s)
-    result["suite"] = {"passed_percent": int(m.group(1)), "failed": int(m.group(2)),
+    m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", s)
+    result["suite"] = {"passed_percent": int(m.group(1)), "failed": int(m.group(2) or 0),
                        "total": int(m.group(3)),
                        "failed_names": re.findall(r"\d+ - (.*) \((?:Failed|Timeout|SEGFAULT|Subprocess aborted)\)", s)} if m else s[-2000:]
 except OSError:
