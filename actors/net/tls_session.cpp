@@ -23,8 +23,9 @@ namespace {
 /// TLS records) can still be ending then: CAF 0.17's actor system waits only until such a thread
 /// says it is done, and the thread then frees its OpenSSL per-thread state as it exits, which
 /// the handler has already freed: "double free or corruption" after every test had passed, in
-/// 1 of ~500 runs of a TLS test under load, and a SIGSEGV on an H100 machine. So OpenSSL is
-/// initialised here, before main, without that handler; the process's exit frees it all anyway.
+/// 1 of ~500 runs of a TLS test under load (likely also the SIGSEGV seen once after a passed TLS
+/// test on a 16-core machine). So OpenSSL is initialised here, before main, without that
+/// handler; the process's exit frees it all anyway.
 [[maybe_unused]] const bool openssl_without_atexit =
   OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr) == 1;
 
