@@ -7,6 +7,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
 
 using namespace actorps;
 
@@ -47,4 +51,35 @@ TEST_CASE("link memory: buffers of 64 KiB and more lie in the arena, smaller one
   const float* where = joined.data();
   float_buffer moved = std::move(joined);
   CHECK(moved.data() == where);
+}
+
+TEST_CASE("link memory: a child forked without exec starts with no arena of its own, may make one, and leaves the parent's buffers alone") {
+  REQUIRE(enable_link_memory(std::size_t(1) << 20).empty());
+  const std::size_t quarter = (256 * 1024) / 4;
+  float_buffer parents(quarter, 7.0f);
+  REQUIRE(link_memory_offset(parents.data(), quarter * 4) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // no doctest here: exit codes say what failed
+    if (link_memory_fd() != -1 || link_memory_bytes() != 0) ::_exit(10);
+    {
+      float_buffer heap(quarter, 1.0f);  // before: from the arena's range, not mapped here
+      if (link_memory_offset(heap.data(), quarter * 4) != -1 || heap[quarter - 1] != 1.0f)
+        ::_exit(11);
+    }
+    if (!enable_link_memory(std::size_t(1) << 20).empty()) ::_exit(12);
+    float_buffer own(quarter, 2.0f);
+    if (link_memory_offset(own.data(), quarter * 4) != 0 || own[0] != 2.0f) ::_exit(13);
+    parents = float_buffer{};  // the parent's range: neither the heap's nor this arena's
+    if (link_memory_in_use() != 256 * 1024) ::_exit(14);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK_MESSAGE(WIFEXITED(status), "the child ended by signal " << WTERMSIG(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // The parent's arena and buffer are as they were.
+  CHECK(link_memory_bytes() == (std::size_t(1) << 20));
+  CHECK(link_memory_in_use() == 256 * 1024);
+  CHECK(parents[quarter - 1] == 7.0f);
 }

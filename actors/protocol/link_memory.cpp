@@ -1,6 +1,7 @@
 #include "actors/protocol/link_memory.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -73,6 +74,40 @@ arena& the_arena() {
   return a;
 }
 
+/// The arena a forked child inherited the bookkeeping of but not the pages (MADV_DONTFORK,
+/// below): its buffers, freed in the child, are the parent's to free, not the heap's.
+struct inherited_range {
+  const uint8_t* base = nullptr;
+  std::size_t bytes = 0;
+  bool holds(const void* p) const {
+    auto* b = static_cast<const uint8_t*>(p);
+    return base != nullptr && b >= base && b < base + bytes;
+  }
+} inherited;
+
+/// A child forked without exec starts with no arena, as a fresh process does, and may enable
+/// its own; before, its first large buffer came from the arena's range, which is not mapped in
+/// the child (SIGSEGV). The lock is held across the fork, so the child's copy is consistent.
+void lock_for_fork() { the_arena().mutex.lock(); }
+void unlock_after_fork() { the_arena().mutex.unlock(); }
+void forget_arena_in_child() {
+  auto& a = the_arena();
+  if (a.fd >= 0) ::close(a.fd);
+  // The range stays reserved (no access, no memory): an arena the child makes cannot land on
+  // it, so a pointer into it is always the parent's.
+  if (a.base != nullptr)
+    ::mmap(a.base, a.bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+           -1, 0);
+  inherited = {a.base, a.bytes};
+  a.fd = -1;
+  a.base = nullptr;
+  a.bytes = 0;
+  a.in_use = 0;
+  a.free.clear();
+  a.published.store(nullptr, std::memory_order_release);
+  a.mutex.unlock();
+}
+
 } // namespace
 
 std::string enable_link_memory(std::size_t bytes) {
@@ -96,8 +131,11 @@ std::string enable_link_memory(std::size_t bytes) {
     return why;
   }
   // A child forked without exec must not share the buffers (both would write the same pages):
-  // it does not inherit the arena at all.
+  // it does not inherit the arena at all, pages or bookkeeping.
   ::madvise(p, bytes, MADV_DONTFORK);
+  static const int registered = ::pthread_atfork(lock_for_fork, unlock_after_fork,
+                                                 forget_arena_in_child);
+  (void)registered;
   a.fd = fd;
   a.base = static_cast<uint8_t*>(p);
   a.bytes = bytes;
@@ -150,6 +188,7 @@ void link_memory_free(void* p, std::size_t bytes) {
   auto& a = the_arena();
   {
     std::lock_guard<std::mutex> guard{a.mutex};
+    if (inherited.holds(p)) return;  // the parent's, in a forked child
     if (a.owns(p)) {
       a.give_back(static_cast<std::size_t>(static_cast<uint8_t*>(p) - a.base), whole_pages(bytes));
       return;
