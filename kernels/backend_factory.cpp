@@ -1,18 +1,16 @@
-// The backend factory. The CUDA parts (device count, backend, event stopwatch) live in
-// cuda_backend.cu; a build without CUDA gets the stand-ins at the bottom of this file.
+// The backend factory. The CUDA parts (device count, backend, event stopwatch) live in the
+// CUDA module, loaded when first asked for (cuda_module.hpp); a build without CUDA gets the
+// stand-ins at the bottom of this file.
 #include "kernels/backend_factory.hpp"
+
+#if defined(ACTORPS_HAVE_CUDA)
+#include "kernels/cuda_module.hpp"
+#endif
 
 #include <chrono>
 #include <exception>
 
 namespace actorps {
-
-#if defined(ACTORPS_HAVE_CUDA)
-namespace detail {
-/// Defined in cuda_backend.cu: an event stopwatch when `be` is a CUDA backend, else nullptr.
-std::unique_ptr<stopwatch> make_cuda_stopwatch(backend& be);
-} // namespace detail
-#endif
 
 namespace {
 
@@ -95,12 +93,26 @@ std::unique_ptr<backend> make_backend(backend_kind kind, int device, std::string
 
 std::unique_ptr<stopwatch> make_stopwatch(backend& be) {
 #if defined(ACTORPS_HAVE_CUDA)
-  if (auto events = detail::make_cuda_stopwatch(be)) return events;
+  // Only a loaded module can have made `be`; a CPU backend never loads it.
+  if (const auto* cuda = cuda_module_if_loaded())
+    if (auto events = cuda->make_stopwatch(be)) return events;
 #endif
   return std::make_unique<host_stopwatch>(be);
 }
 
-#if !defined(ACTORPS_HAVE_CUDA)
+#if defined(ACTORPS_HAVE_CUDA)
+int cuda_device_count(std::string* why) {
+  const auto* cuda = cuda_module(why);
+  return cuda ? cuda->device_count(why) : 0;
+}
+
+std::unique_ptr<backend> make_cuda_backend(int device) {
+  std::string why;
+  const auto* cuda = cuda_module(&why);
+  if (cuda == nullptr) throw backend_error(why);
+  return cuda->make_backend(device);
+}
+#else
 constexpr const char* no_cuda_support =
   "this actorps was built without CUDA support (nvcc was not found at configure time, or "
   "ACTORPS_CUDA=off)";

@@ -1,7 +1,9 @@
 // The CUDA backend: cuBLAS sgemm plus small kernels, all queued on the backend's own stream.
 // The kernels only decide launch geometry and memory movement; every formula comes from
-// kernels/math.hpp and kernels/ctr_math.hpp, the same code the CPU backend runs.
+// kernels/math.hpp and kernels/ctr_math.hpp, the same code the CPU backend runs. Built as the
+// module libactorps_cuda.so that the backend factory loads when asked (cuda_module.hpp).
 #include "kernels/backend_factory.hpp"
+#include "kernels/cuda_module.hpp"
 #include "kernels/ctr_math.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/math.hpp"
@@ -729,12 +731,10 @@ private:
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
-} // namespace
-
 // ----------------------------------------------------------------------------------------
-// factory entry points (declared in backend_factory.hpp)
+// the module's entry points (cuda_module.hpp)
 
-int cuda_device_count(std::string* why) {
+int device_count(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
@@ -746,16 +746,21 @@ int cuda_device_count(std::string* why) {
   return count;
 }
 
-std::unique_ptr<backend> make_cuda_backend(int device) {
-  return std::make_unique<cuda_backend>(device);
-}
+std::unique_ptr<backend> make_backend_on(int device) { return std::make_unique<cuda_backend>(device); }
 
-namespace detail {
-std::unique_ptr<stopwatch> make_cuda_stopwatch(backend& be) {
+std::unique_ptr<stopwatch> make_event_stopwatch(backend& be) {
   auto* cuda = dynamic_cast<cuda_backend*>(&be);
   if (cuda == nullptr) return nullptr;
   return std::make_unique<event_stopwatch>(*cuda);
 }
-} // namespace detail
 
+constexpr cuda_module_api entry_points{cuda_module_version, device_count, make_backend_on,
+                                       make_event_stopwatch};
+
+} // namespace
 } // namespace actorps
+
+extern "C" __attribute__((visibility("default"))) const actorps::cuda_module_api*
+actorps_cuda_module() {
+  return &actorps::entry_points;
+}
