@@ -5,10 +5,11 @@
 // 1025·k floats in blocks of --block-floats. A round trip is what a worker does per clock and
 // shard: encode_push from the flat gradient → request(push_pull) → the shard decodes, validates,
 // applies and encodes its reply → scatter_shard_parameters into the flat parameters.
-// It is driven twice: by an event-based actor chaining request(...).then (how workers run), and
-// by a scoped_actor doing request(...).receive (a blocking thread). The same pieces are then timed
-// standalone, without actors, on the same payload, each on one thread with warm caches; the gap
-// between their sum and the round trip is the messaging plus the payload changing cores.
+// It is driven twice: by a detached event-based actor chaining request(...).then (how workers
+// run), and by a scoped_actor doing request(...).receive (a blocking thread). The same pieces
+// are then timed standalone, without actors, on the same payload, each on one thread with warm
+// caches; the gap between their sum and the round trip is the messaging plus the payload
+// changing cores.
 // Payload passes per round trip: the push and the reply are built by reference (no copy), the
 // shard reads the gradient once (its bound checked inside the update, apply_pushed_update) and
 // writes the update into its spare buffer, and the worker's scatter copies the reply into its
@@ -165,7 +166,9 @@ void next_round(driver_ptr self) {
   auto t0 = bench_clock::now();
   // By reference, as a worker's push to a remote shard: grad does not change during the run.
   auto push = encode_push_by_reference(0, st.side->clock++, 0, st.side->layout, st.side->grad.data());
-  self->request(st.shard, timeout, push_pull_atom::value, std::move(push))
+  // As a worker asks (worker.cpp): no CAF timeout per request, which would cost a register and
+  // a cancel on CAF's clock thread each; the run as a whole is timed out by its asker.
+  self->request(st.shard, caf::infinite, push_pull_atom::value, std::move(push))
     .then(
       [=](const wire_buffer& reply) {
         auto& st = self->state;
@@ -442,7 +445,7 @@ int run(const options& o) {
 
   // Event-based driver: warm-up rounds, then the timed ones, one in flight (a worker's round
   // trip); then the same with --in-flight pipelined (the throughput of the connection).
-  auto drv = sys.spawn(driver, shard, &side);
+  auto drv = sys.spawn<caf::detached>(driver, shard, &side);  // detached, as a worker is
   auto drive = [&](int64_t rounds, int32_t in_flight) {
     double wall_ms = 0;
     caf::error failure;
