@@ -746,7 +746,9 @@ int device_count(std::string* why) {
   return count;
 }
 
-std::unique_ptr<backend> make_backend_on(int device) { return std::make_unique<cuda_backend>(device); }
+std::unique_ptr<backend> make_backend_on(int device) {
+  return std::make_unique<cuda_backend>(device);
+}
 
 std::unique_ptr<stopwatch> make_event_stopwatch(backend& be) {
   auto* cuda = dynamic_cast<cuda_backend*>(&be);

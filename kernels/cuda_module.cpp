@@ -60,6 +60,7 @@ struct loaded {
 
 loaded load() {
   // Without the driver's library no device can be used: say so without paying for cuBLAS.
+  // (Left open when found: the CUDA runtime opens it anyway.)
   if (::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) == nullptr)
     return {nullptr, std::string("no NVIDIA CUDA driver on this host (") + ::dlerror() + ")"};
   std::string tried;
