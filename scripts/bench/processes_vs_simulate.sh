@@ -2,8 +2,8 @@
 # The default Fashion-MNIST run as one process per task (scripts/launch_local.sh --ps 2
 # --workers 2) against the same run inside one process (actorps simulate --ps 2 --workers 2),
 # with the same chief flags: samples/s and final test accuracy (the chief's summary), and the CPU
-# seconds (user + sys) and context switches (the wake-ups) of every process of the run, from
-# /usr/bin/time around each task (a wrapper given to launch_local.sh --binary) and simulate. The process version runs with
+# seconds (user + sys), context switches (the wake-ups) and peak resident memory of every
+# process of the run, from /usr/bin/time around each task (a wrapper given to launch_local.sh --binary) and simulate. The process version runs with
 # its workers on shared memory (--data-link shm, what auto picks on one host) and on the local
 # socket alone (--data-link socket). The three are alternated, ROUNDS rounds (default 3), so that
 # the machine's load spreads over all of them; the load average is recorded with each run.
@@ -43,7 +43,7 @@ trap 'rm -rf "$tmp"' EXIT
 for b in timed:"$binary" other_timed:"$other_binary"; do
   cat > "$tmp/${b%%:*}" <<EOF
 #!/bin/sh
-exec /usr/bin/time -f "%U %S %w %c" -o "\$(mktemp "\$CPU_DIR/cpu.\$1.XXXXXX")" "${b#*:}" "\$@"
+exec /usr/bin/time -f "%U %S %w %c %M" -o "\$(mktemp "\$CPU_DIR/cpu.\$1.XXXXXX")" "${b#*:}" "\$@"
 EOF
   chmod +x "$tmp/${b%%:*}"
 done
@@ -56,7 +56,7 @@ for ((round = 1; round <= rounds; round++)); do
     case $kind in
       simulate|other_simulate)
         b=$binary; [ "$kind" = other_simulate ] && b=$other_binary
-        /usr/bin/time -f "%U %S %w %c" -o "$run/cpu.simulate" "$b" simulate --ps 2 --workers 2 "$@" \
+        /usr/bin/time -f "%U %S %w %c %M" -o "$run/cpu.simulate" "$b" simulate --ps 2 --workers 2 "$@" \
           > "$run/log" 2>&1 ;;
       *)
         w=$tmp/timed; [ "$kind" = other_shm ] && w=$tmp/other_timed
@@ -80,19 +80,21 @@ for r in range(1, rounds + 1):
         acc = re.findall(r"final test accuracy ([0-9.]+)", log)
         if not rate or not acc:
             sys.exit(f"round {r} {kind}: no summary in its output:\n{log[-2000:]}")
-        cpu, switches, by_role = 0.0, 0, {}
+        cpu, switches, by_role, rss_kb = 0.0, 0, {}, 0
         for f in glob.glob(os.path.join(d, "cpu.*")):
-            # the last line is "USER SYS VOLUNTARY INVOLUNTARY" (context switches; GNU time
-            # writes a line before it for a failed command)
-            user, sys_, vol, invol = open(f).read().split("\n")[-2].split()
+            # the last line is "USER SYS VOLUNTARY INVOLUNTARY MAXRSS_KB" (context switches;
+            # GNU time writes a line before it for a failed command)
+            user, sys_, vol, invol, maxrss = open(f).read().split("\n")[-2].split()
             cpu += float(user) + float(sys_)
             switches += int(vol) + int(invol)
+            rss_kb += int(maxrss)
             role = os.path.basename(f).split(".")[1] if f.count(".") >= 2 else "simulate"
             by_role[role] = by_role.get(role, 0.0) + float(user) + float(sys_)
         load = float(re.search(r"load average: ([0-9.]+)", open(os.path.join(d, "load")).read()).group(1))
         runs.append({"round": r, "kind": kind, "samples_per_s": float(rate[-1]),
                      "final_test_accuracy": float(acc[-1]), "cpu_s": cpu,
                      "context_switches": switches, "cpu_s_by_role": by_role,
+                     "peak_rss_mib_summed": rss_kb / 1024,
                      "processes_timed": len(glob.glob(os.path.join(d, "cpu.*"))),
                      "load_average_1min_before": load})
 med = lambda kind, key: statistics.median(x[key] for x in runs if x["kind"] == kind)
@@ -100,6 +102,7 @@ summary = {kind: {"samples_per_s": med(kind, "samples_per_s"),
                   "final_test_accuracy": med(kind, "final_test_accuracy"),
                   "cpu_s": med(kind, "cpu_s"),
                   "context_switches": med(kind, "context_switches"),
+                  "peak_rss_mib_summed": med(kind, "peak_rss_mib_summed"),
                   "cpu_s_by_role": {role: statistics.median(x["cpu_s_by_role"].get(role, 0.0)
                                                             for x in runs if x["kind"] == kind)
                                     for role in sorted({r for x in runs if x["kind"] == kind
@@ -125,7 +128,8 @@ result = {"bench": "processes_vs_simulate",
                   "evaluator, chief) with --data-link shm and socket, against actorps simulate "
                   "--ps 2 --workers 2; cpu_s: user+sys of every process of the run (cpu_s_by_role: "
                   "summed over the processes of each role, medians per role); context_switches: voluntary + "
-                  "involuntary, every process of the run; ratios per "
+                  "involuntary, every process of the run; peak_rss_mib_summed: each process's peak "
+                  "resident memory, summed over the run's processes; ratios per "
                   "round, then the median; target: samples/s ratio >= 0.9",
           "chief_flags": flags, "cores": os.cpu_count(), "rounds": rounds,
           "other_build": other or None,
@@ -139,7 +143,8 @@ for kind in kinds:
         if "ratio_samples_per_s_to_" + ref in s:
             extra += f"; {s['ratio_samples_per_s_to_' + ref]:.2f}x the other build's samples/s"
     print(f"{kind:>8}: {s['samples_per_s']:8.0f} samples/s, accuracy {s['final_test_accuracy']:.4f}, "
-          f"CPU {s['cpu_s']:6.2f} s, {s['context_switches']:.0f} context switches{extra}")
+          f"CPU {s['cpu_s']:6.2f} s, {s['context_switches']:.0f} context switches, "
+          f"{s['peak_rss_mib_summed']:.0f} MiB peak resident (summed){extra}")
     if len(s["cpu_s_by_role"]) > 1:
         print(" " * 10 + "CPU by role: " + ", ".join(f"{r} {v:.2f} s" for r, v in s["cpu_s_by_role"].items()))
 print(f"-> {out}")
