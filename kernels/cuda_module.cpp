@@ -53,28 +53,25 @@ std::vector<std::string> candidates() {
   return unique;
 }
 
-struct loaded {
-  const cuda_module_api* api = nullptr;
-  std::string why;
-};
-
-loaded load() {
+/// Loads the module from the first place that has it, or nullptr with *why saying why not.
+const cuda_module_api* load(std::string& why) {
   // Without the driver's library no device can be used: say so without paying for cuBLAS.
   // (Left open when found: the CUDA runtime opens it anyway.)
-  if (::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) == nullptr)
-    return {nullptr, std::string("no NVIDIA CUDA driver on this host (") + ::dlerror() + ")"};
-  std::string tried;
-  for (const auto& path : candidates()) {
-    std::string why;
-    if (const auto* api = open_cuda_module(path, &why)) return {api, {}};
-    tried += (tried.empty() ? "" : "; ") + why;
+  if (::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) == nullptr) {
+    why = std::string("no NVIDIA CUDA driver on this host (") + ::dlerror() + ")";
+    return nullptr;
   }
-  return {nullptr, tried};
+  for (const auto& path : candidates()) {
+    std::string tried;
+    if (const auto* api = open_cuda_module(path, &tried)) return api;
+    why += (why.empty() ? "" : "; ") + tried;
+  }
+  return nullptr;
 }
 
 std::once_flag loaded_once;
-loaded module;  // set once, under loaded_once
-std::atomic<const cuda_module_api*> published{nullptr};
+std::atomic<const cuda_module_api*> loaded{nullptr};  // stored once, under loaded_once
+std::string not_loaded;                              // why loaded is null, set with it
 
 } // namespace
 
@@ -98,14 +95,12 @@ const cuda_module_api* open_cuda_module(const std::string& path, std::string* wh
 }
 
 const cuda_module_api* cuda_module(std::string* why) {
-  std::call_once(loaded_once, [] {
-    module = load();
-    published.store(module.api, std::memory_order_release);
-  });
-  if (module.api == nullptr && why) *why = module.why;
-  return module.api;
+  std::call_once(loaded_once, [] { loaded.store(load(not_loaded), std::memory_order_release); });
+  const auto* api = loaded.load(std::memory_order_acquire);
+  if (api == nullptr && why) *why = not_loaded;
+  return api;
 }
 
-const cuda_module_api* cuda_module_if_loaded() { return published.load(std::memory_order_acquire); }
+const cuda_module_api* cuda_module_if_loaded() { return loaded.load(std::memory_order_acquire); }
 
 } // namespace actorps

@@ -3,9 +3,10 @@
 # --workers 2) against the same run inside one process (actorps simulate --ps 2 --workers 2),
 # with the same chief flags: samples/s and final test accuracy (the chief's summary), and the CPU
 # seconds (user + sys), context switches (the wake-ups) and peak resident memory of every
-# process of the run, from /usr/bin/time around each task (a wrapper given to launch_local.sh --binary) and simulate. The process version runs with
-# its workers on shared memory (--data-link shm, what auto picks on one host) and on the local
-# socket alone (--data-link socket). The three are alternated, ROUNDS rounds (default 3), so that
+# process of the run, from /usr/bin/time around each task (a wrapper given to launch_local.sh
+# --binary) and simulate. The process version runs with its workers on shared memory
+# (--data-link shm, what auto picks on one host) and on the local socket alone (--data-link
+# socket). The three are alternated, ROUNDS rounds (default 3), so that
 # the machine's load spreads over all of them; the load average is recorded with each run.
 # Why the CPU seconds: on a machine of few cores, a run that needs more CPU than simulate for the
 # same samples cannot reach simulate's samples/s (target: processes >= 0.9x simulate).
@@ -18,7 +19,7 @@ root=$(pwd)
 out=build/bench/processes_vs_simulate.json rounds=3 build=build other=""
 while getopts "o:r:b:B:" opt; do
   case $opt in o) out=$OPTARG ;; r) rounds=$OPTARG ;; b) build=$OPTARG ;; B) other=$OPTARG ;;
-    *) sed -n 14p "$0" >&2; exit 2 ;; esac
+    *) sed -n 15p "$0" >&2; exit 2 ;; esac
 done
 shift $((OPTIND - 1))
 [ "${1:-}" = -- ] && shift
