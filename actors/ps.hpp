@@ -125,10 +125,12 @@ caf::expected<task_id> task_of(const std::string& tf_config);
 /// This process is the ps, worker or evaluator task that TF_CONFIG names
 ///   {"cluster": {"chief": [...], "ps": [...], "worker": [...], "evaluator": [...]},
 ///    "task": {"type": "worker", "index": 0}}
-/// and serves until the chief ends the run. Returns the task's exit status: 0 the run ended,
-/// 138 (retryable) the chief was lost or unreachable or stopped the run early, 1 its role
-/// failed, 2 it could not start (a bad TF_CONFIG, its port in use: logged); README's "Exit
-/// codes". The model plug-in the chief names must be registered in this process too.
+/// and serves until the chief ends the run. Returns the task's exit status: 0 the run
+/// completed, 138 (retryable) the chief was lost or unreachable or stopped the run early, or
+/// the run failed in a way a restart may cure, 1 its role failed or the run failed in a way a
+/// restart would repeat (as the chief exits), 2 it could not start (a bad TF_CONFIG, its port
+/// in use: logged); README's "Exit codes". The model plug-in the chief names must be
+/// registered in this process too.
 ///
 /// CAF 0.17: destroying the actor system of a task whose peers have gone may wait for them
 /// forever, so this one is left to the end of the process: end it with std::_Exit(status).

@@ -4,7 +4,8 @@
 #     of 0), the metrics' final figures are null, and the script prints no complaint of bash's
 #     own (`wait_for: No record of process`);
 #  2. a worker that cannot load its data logs the real error (with a timestamp and ERROR) in its
-#     own log, and the chief's message points there;
+#     own log, and the chief's message points there; the chief exits 1 (a restart would fail
+#     again) and so does every task, saying why;
 #  3. launch_local.sh's watchdog never runs the script's traps (which made bash print
 #     `wait_for: No record of process` when the tasks ended before the chief).
 # usage: tests/multiprocess_reports_test.sh [path/to/actorps]
@@ -35,21 +36,30 @@ for s in socks: s.bind(("127.0.0.1", 0))
 a = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
 json.dump({"cluster": {"chief": a[:1], "ps": a[1:2], "worker": a[2:3]}}, open(sys.argv[1], "w"))
 PY
+declare -A task_pid
 for t in ps:0 worker:0; do
   "$bin" "${t%%:*}" --cluster "$dir/c2.json" --task "$t" --connect-timeout 10 > "$dir/$t.log" 2>&1 &
-  pids+=($!)
+  pids+=($!); task_pid[$t]=$!
 done
 # The chief's host has no dataset either: it keeps the default size and sends the path on.
 set +e
 "$bin" chief --cluster "$dir/c2.json" --task chief:0 --connect-timeout 10 \
   --data-dir /nonexistent/fashion --model 784-32-10 --steps 10 --no-progress > "$dir/chief.log" 2>&1
-status=$?
+chief_status=$?
 set -e
-[ "$status" != 0 ] || fail "the chief exited 0 although its worker could not start"
+[ "$chief_status" = 1 ] || fail "the chief exited $chief_status, not 1, although its worker could not start"
 grep -q "worker:0 could not start" "$dir/chief.log" || fail "the chief does not say which task failed"
 grep -q "see its log" "$dir/chief.log" || fail "the chief does not point to the worker's log"
 grep -qE "ERROR worker:0: cannot start the worker: .*/nonexistent/fashion" "$dir/worker:0.log" \
   || fail "the worker's own log does not hold the error"
+# The tasks of a failed run exit as its chief does, saying why: never 0, which an orchestrator
+# takes for a completed run and does not restart.
+for t in ps:0 worker:0; do
+  await_exit "${task_pid[$t]}" 20; [ "$status" = "$chief_status" ] \
+    || fail "$t exited $status after the run failed, not $chief_status as the chief"
+  grep -q "$t: stopped: .*worker:0 could not start.*; exiting $chief_status" "$dir/$t.log" \
+    || fail "$t does not say that the run failed"
+done
 echo "== 3. launch_local.sh when every task ends before the chief: no complaint of bash's own"
 cat > "$dir/quick_tasks" <<'SH'
 #!/bin/sh

@@ -380,8 +380,15 @@ void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
   auto kept = err.category() == error_category
               && (err.code() == static_cast<uint8_t>(errc::run_interrupted)
                   || err.code() == static_cast<uint8_t>(errc::peer_unreachable));
-  st.run_promise.deliver(kept ? make_error(static_cast<errc>(err.code()), std::move(sentence))
-                              : caf::make_error(caf::sec::runtime_error, std::move(sentence)));
+  auto failure = kept ? make_error(static_cast<errc>(err.code()), sentence)
+                      : caf::make_error(caf::sec::runtime_error, sentence);
+  // Every task exits by the reason it is stopped with (deploy/deployment.hpp), so it must not
+  // be the orderly default: a task would exit 0, which an orchestrator takes for a completed
+  // run and never restarts. A signalled chief exits as interrupted whatever failed (a signal
+  // to every process takes its shards down under it), and its tasks with it.
+  if (st.stop_reason == caf::exit_reason::user_shutdown)
+    st.stop_reason = st.interrupts > 0 ? make_error(errc::run_interrupted, sentence) : failure;
+  st.run_promise.deliver(std::move(failure));
   stop_run(self);
 }
 

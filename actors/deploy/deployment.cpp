@@ -40,12 +40,19 @@ bool is_chief_lost(const caf::error& err) {
          || err == caf::exit_reason::remote_link_unreachable;
 }
 
-/// The exit status for the chief's answer to the join when it is an error: the chief stops
-/// tasks of a run that is over with that run's stop reason (its join handler of phase
-/// stopping), so a task restarted just as the run ended exits as the others did.
-int refused_status(const caf::error& refused) {
-  if (is_orderly(refused)) return exit_code::success;
-  if (is_interruption(refused) || is_chief_lost(refused)) return exit_code::retryable;
+bool is_unreachable_peer(const caf::error& reason) {
+  return reason.category() == error_category
+         && reason.code() == static_cast<uint8_t>(errc::peer_unreachable);
+}
+
+/// The exit status for the reason the chief stopped the task with, or answered its join with
+/// (the chief stops the tasks of a run that is over with that run's stop reason, its join
+/// handler of phase stopping, so a task restarted just as the run ended exits as the others
+/// did): what the chief itself exits with for that end of the run (apps/cluster_commands.cpp).
+int stop_status(const caf::error& reason) {
+  if (is_orderly(reason)) return exit_code::success;
+  if (is_interruption(reason) || is_unreachable_peer(reason) || is_chief_lost(reason))
+    return exit_code::retryable;
   return exit_code::failed;
 }
 
@@ -92,8 +99,8 @@ std::string await_own_name(const deployment_options& opts) {
 
 /// Publishes `published` on the task's address (2 if it cannot), joins the chief with `join`
 /// (a request to send), then waits until `role` stops or the chief is lost; returns the exit
-/// status (exit_codes.hpp): 0 the chief ended the run, retryable the chief was lost, could
-/// not be reached, or stopped the run early, 1 the role failed or the chief refused the join.
+/// status (exit_codes.hpp): the chief could not be reached or was lost, retryable; else
+/// stop_status of the reason the role stopped with or the join was refused with.
 template <class Published, class Role, class Join>
 int serve(caf::actor_system& sys, const deployment_options& opts, const Published& published,
           const Role& role, Join join) {
@@ -126,7 +133,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   caf::error refused;
   join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
   if (refused) {
-    auto status = refused_status(refused);
+    auto status = stop_status(refused);
     log_line(name, (status == exit_code::success ? "the run has ended already; exiting 0"
                     : is_chief_lost(refused)
                       ? "the chief was lost before it answered the join (" + describe(refused)
@@ -163,7 +170,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
                      + " (a restart joins the chief's next run)");
     return exit_code::retryable;
   }
-  int status = is_interruption(stopped_by) ? exit_code::retryable : exit_code::failed;
+  int status = stop_status(stopped_by);
   log_line(name, "stopped: " + describe(stopped_by) + "; exiting " + std::to_string(status));
   return status;
 }

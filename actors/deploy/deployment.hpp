@@ -48,9 +48,11 @@ struct deployment_options {
 void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts);
 
 /// Runs a ps, worker or evaluator task in `sys` (configured by configure_task_system) until the
-/// chief stops it, and returns the task's exit status (exit_codes.hpp): 0 the chief ended the
-/// run; 138 (retryable) the chief was lost or unreachable, or stopped the run early; 1 its role
-/// failed or the chief refused it; 2 the task could not start (e.g. its port is in use).
+/// chief stops it, and returns the task's exit status (exit_codes.hpp): 0 the chief ended a
+/// completed run; 138 (retryable) the chief was lost or unreachable, stopped the run early, or
+/// failed the run in a way a restart may cure; 1 its role failed, the chief refused it, or the
+/// run failed in a way a restart would repeat (as the chief exits); 2 the task could not start
+/// (e.g. its port is in use).
 ///
 /// Afterwards `sys` may hold references that a departed peer never releases, so destroying it
 /// can wait forever (CAF 0.17); apps/cluster_commands.cpp ends the process without doing so.
