@@ -18,6 +18,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <sstream>
 
 namespace po = boost::program_options;
@@ -141,13 +142,16 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   // SIGTERM or SIGINT to a ps, worker or evaluator: it leaves at once, saying so; the chief
   // sees it lost and waits for its restart, as for any lost task.
   static stop_signals signals;  // never destroyed: the process ends with _Exit
-  signals.on_signal([name = opts.task.text()](int signal, int) {
+  auto leave = [name = opts.task.text()](int signal) {
+    static std::mutex leaving;  // held to the end: the first of two threads here says it
+    std::lock_guard<std::mutex> guard(leaving);
     auto status = exit_code::signalled(signal);
     log_line(name, std::string(stop_signals::name(signal)) + ": leaving, exiting "
                      + std::to_string(status));
     std::fflush(nullptr);
     std::_Exit(status);
-  });
+  };
+  signals.on_signal([leave](int signal, int) { leave(signal); });
   caf::actor_system_config cfg;
   configure_task_system(cfg, opts);
   caf::actor_system sys{cfg};
@@ -157,6 +161,10 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   } catch (const std::exception& e) {  // as cluster_command reports it, but `sys` must stay
     std::fprintf(stderr, "actorps %s: %s\n", type.c_str(), e.what());
   }
+  // A signal to every process at once (`kubectl delete`): the chief's stop, or a shard's loss,
+  // may end this task before the signal thread has run. It was told to stop all the same.
+  if (status != exit_code::success)
+    if (int arrived = signals.arrived()) leave(arrived);
   // The task's work is done. CAF 0.17's network layer keeps references to local actors that a
   // peer has seen (here: the worker or evaluator the chief talked to) until that peer releases
   // them, which a peer that has already exited never does; ~actor_system would then wait for
@@ -201,12 +209,13 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
     });
   });
   signals.on_signal(nullptr);
-  auto interrupted = signals.first() ? exit_code::signalled(signals.first()) : exit_code::retryable;
+  const int stopped_by = signals.arrived();  // also one the signal thread has not handed on
+  auto interrupted = stopped_by ? exit_code::signalled(stopped_by) : exit_code::retryable;
   if (!result) {
     std::fprintf(stderr, "actorps chief: the run failed: %s\n", describe(result.error()).c_str());
     // Asked to stop, and the tasks went with it (every pod gets SIGTERM from `kubectl delete`
     // or a drained node): what failed is the stop, not the run; a restart goes on.
-    if (signals.first()) return interrupted;
+    if (stopped_by) return interrupted;
     const auto& err = result.error();
     if (err.category() != error_category) return exit_code::failed;
     if (err.code() == static_cast<uint8_t>(errc::run_interrupted)) return interrupted;

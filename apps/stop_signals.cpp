@@ -1,5 +1,6 @@
 #include "apps/stop_signals.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
@@ -12,9 +13,15 @@ namespace {
 
 int write_fd = -1;  // the pipe's write end, for the handler (async-signal-safe: write only)
 struct sigaction previous_term, previous_int;
+// The first signal the handler ran for, set at once (a lock-free atomic is async-signal-safe):
+// the signal thread may run long after, on a loaded host.
+std::atomic<int> handled{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int signal) {
   int saved = errno;
+  int none = 0;
+  handled.compare_exchange_strong(none, signal);
   unsigned char byte = static_cast<unsigned char>(signal);
   [[maybe_unused]] auto n = ::write(write_fd, &byte, 1);  // a full pipe drops it: 255 pending
   errno = saved;
@@ -29,6 +36,7 @@ stop_signals::stop_signals() {
   ::fcntl(fds[1], F_SETFL, O_NONBLOCK);  // the handler never blocks
   read_fd_ = fds[0];
   write_fd = fds[1];
+  handled.store(0);
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
@@ -69,6 +77,16 @@ void stop_signals::dispatch(int signal) {
   int expected = 0;
   first_.compare_exchange_strong(expected, signal);
   if (handler_) handler_(signal, count_);
+}
+
+int stop_signals::arrived() const {
+  if (int signal = handled.load()) return signal;
+  sigset_t pending;
+  sigemptyset(&pending);
+  ::sigpending(&pending);  // sent, not yet delivered to a thread (the process's or this one's)
+  if (sigismember(&pending, SIGTERM)) return SIGTERM;
+  if (sigismember(&pending, SIGINT)) return SIGINT;
+  return 0;
 }
 
 const char* stop_signals::name(int signal) {

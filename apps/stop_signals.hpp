@@ -29,8 +29,14 @@ public:
   /// handler was set are handed to it at once, the first one only.
   void on_signal(handler h);
 
-  /// The first stop signal received (0: none yet).
+  /// The first stop signal handed on by the signal thread (0: none yet).
   int first() const { return first_.load(); }
+
+  /// The first stop signal sent to this process so far: one the handler has run for, even if
+  /// the signal thread has not handed it on yet, or one still pending (0: none). For a thread
+  /// that is about to end the process for another reason: a process told to stop while it was
+  /// leaving should say so in its exit status, whichever thread got there first.
+  int arrived() const;
 
   /// "SIGTERM", "SIGINT", or "signal N".
   static const char* name(int signal);

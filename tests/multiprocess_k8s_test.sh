@@ -14,8 +14,9 @@
 #     a ps task's data link listens on --data-port, or on its own port + 1 by default, and
 #     answers there on every interface.
 #  6. SIGTERM to every process at once (`kubectl delete`, a drained node): every task leaves
-#     with 143, and the chief, whose clean stop fails with them, still exits 143 (retryable)
-#     at once, not 1 after waiting for tasks that are gone.
+#     with 143, also one that the chief's stop or a lost shard ended before its signal thread
+#     ran, and the chief, whose clean stop fails with them, still exits 143 (retryable) at
+#     once, not 1 after waiting for tasks that are gone.
 # usage: tests/multiprocess_k8s_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,15 +70,18 @@ no_listeners "$dir/c1.json"
 
 start_replicas() {  # start_replicas CLUSTER TAG FLAGS...: every replica; chief pid in $chief
   local cluster=$1 tag=$2; shift 2
-  task_pids=()
+  task_pids=(); task_names=()
   run_replica "$cluster" master 0 "$dir/chief$tag.log" "$@"; chief=$!
   for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
     run_replica "$cluster" "${t%%:*}" "${t##*:}" "$dir/$t.$tag.log" "$@"; task_pids+=($!)
+    task_names+=("$t")
   done
 }
 tasks_exit() {  # tasks_exit CODE SECONDS: every task of start_replicas exits CODE within SECONDS
-  for p in "${task_pids[@]}"; do
-    await_exit "$p" "$2"; [ "$status" = "$1" ] || fail "a task exited $status, not $1"
+  local i
+  for i in "${!task_pids[@]}"; do
+    await_exit "${task_pids[$i]}" "$2"
+    [ "$status" = "$1" ] || fail "${task_names[$i]} exited $status, not $1"
   done
 }
 
@@ -174,7 +178,10 @@ start_replicas "$dir/c6.json" 6 --connect-timeout 20 --dataset synthetic --model
   --steps 1000000 --no-progress --metrics "$dir/m6.jsonl" --checkpoint-dir "$dir/ckpt6" \
   --checkpoint-every 50
 await_training "$dir/m6.jsonl"
-kill -TERM "$chief" "${task_pids[@]}"
+# The tasks first: each is then signalled before the chief's stop, or a lost shard, can reach
+# it, which a task that exits 138 before its own signal came would not be (bash may be
+# preempted between two kill calls on a loaded host; kubectl's order is any).
+kill -TERM "${task_pids[@]}" "$chief"
 tasks_exit 143 20
 await_exit "$chief" 8; [ "$status" = 143 ] || fail "the chief exited $status, not 143"
 grep -q "SIGTERM received" "$dir/chief6.log" || fail "the chief did not log SIGTERM"
