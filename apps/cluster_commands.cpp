@@ -217,9 +217,8 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
     // or a drained node): what failed is the stop, not the run; a restart goes on.
     if (stopped_by) return interrupted;
     const auto& err = result.error();
-    if (err.category() != error_category) return exit_code::failed;
-    if (err.code() == static_cast<uint8_t>(errc::run_interrupted)) return interrupted;
-    if (err.code() == static_cast<uint8_t>(errc::peer_unreachable)) return exit_code::retryable;
+    if (is_error(err, errc::run_interrupted)) return interrupted;
+    if (is_error(err, errc::peer_unreachable)) return exit_code::retryable;
     return exit_code::failed;
   }
   const int summary_status = print_summary(*result);  // non-zero when every checkpoint failed

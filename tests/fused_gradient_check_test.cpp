@@ -21,10 +21,6 @@ namespace {
 using test::shard_fixture;
 using test::timeout;
 
-bool is_error(const caf::error& err, errc code) {
-  return err.category() == error_category && err.code() == static_cast<uint8_t>(code);
-}
-
 constexpr float nan_value = std::numeric_limits<float>::quiet_NaN();
 
 /// A gradient of `value` everywhere but its last float, `last`.

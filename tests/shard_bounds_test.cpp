@@ -19,10 +19,6 @@ namespace fs = std::filesystem;
 using test::shard_fixture;
 using test::timeout;
 
-bool is_error(const caf::error& err, errc code) {
-  return err.category() == error_category && err.code() == static_cast<uint8_t>(code);
-}
-
 /// Runs `clocks` sync clocks of two workers on a fresh shard, each worker pushing a gradient
 /// that depends on the worker and the clock; with `stranger`, before every legitimate push a
 /// stranger pushes 3e38 in that worker's name for the same clock. Returns the final values and

@@ -116,8 +116,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
       if (go_on) then();
       checkpoint_over(self);
     };
-    if (err.category() == error_category
-        && err.code() == static_cast<uint8_t>(errc::checkpoint_superseded))
+    if (is_error(err, errc::checkpoint_superseded))
       return skipped("the shards are past it", true);  // they keep fewer ahead than ran
     if (st.cfg.replicas > 0 && primary_gone(err))
       // Asked of a primary as it died (its answer came before its down message, which would
@@ -125,8 +124,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
       // that follows starts the final steps over (standbys.cpp).
       return skipped("a primary was lost (" + describe(err) + ")",
                      st.phase != run_phase::finishing);
-    if (err.category() == error_category
-        && err.code() == static_cast<uint8_t>(errc::checkpoint_clock_passed)) {
+    if (is_error(err, errc::checkpoint_clock_passed)) {
       // Asked off the schedule, too late for a shard: the one who asked asks again, later.
       then();
       checkpoint_over(self);
@@ -136,8 +134,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
     st.checkpoint_error = describe(err);
     // the shards write into the chief's directory: another host's filesystem lacks it
     const bool hint = st.cfg.remote && st.cfg.checkpoints.writer == checkpoint_writer::shards;
-    const bool rooted = err.category() == error_category
-                        && err.code() == static_cast<uint8_t>(errc::outside_checkpoint_root);
+    const bool rooted = is_error(err, errc::outside_checkpoint_root);
     log_line("chief", "checkpoint at clock " + std::to_string(clock) + " failed: " + describe(err)
                         + " (the previous one stays)"
                         + (hint && rooted ? "; give every ps task this --checkpoint-dir (actorps "

@@ -377,9 +377,7 @@ void fail_run(self_ptr self, const std::string& what, const caf::error& err) {
   st.progress->finish();  // before the caller, woken by the failure, says it
   // An interrupted run, or one a task never joined, is one a restart may complete: the code
   // stays, so the process can exit saying so (deploy/exit_codes.hpp).
-  auto kept = err.category() == error_category
-              && (err.code() == static_cast<uint8_t>(errc::run_interrupted)
-                  || err.code() == static_cast<uint8_t>(errc::peer_unreachable));
+  auto kept = is_error(err, errc::run_interrupted) || is_error(err, errc::peer_unreachable);
   auto failure = kept ? make_error(static_cast<errc>(err.code()), sentence)
                       : caf::make_error(caf::sec::runtime_error, sentence);
   // Every task exits by the reason it is stopped with (deploy/deployment.hpp), so it must not

@@ -210,8 +210,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     st.live[w] = false;
     for (auto& s : st.shards)
       if (s) self->send(s, leave_atom::value, w);
-    if (dm.reason.category() == error_category
-        && dm.reason.code() == static_cast<uint8_t>(errc::shard_lost)) {
+    if (is_error(dm.reason, errc::shard_lost)) {
       // Not the worker's fault: the lost shard's recovery restarts it with the others.
       st.parked.insert(w);
       log_line("chief", worker_role(w).text() + " stopped (" + describe(dm.reason)

@@ -28,21 +28,11 @@ bool is_orderly(const caf::error& reason) {
          || reason == caf::exit_reason::user_shutdown;
 }
 
-bool is_interruption(const caf::error& reason) {
-  return reason.category() == error_category
-         && reason.code() == static_cast<uint8_t>(errc::run_interrupted);
-}
-
 /// Whether a request to the chief failed because the chief (or the way to it) was lost, not
 /// because the chief answered with an error.
 bool is_chief_lost(const caf::error& err) {
   return err == caf::sec::request_receiver_down || err == caf::sec::request_timeout
          || err == caf::exit_reason::remote_link_unreachable;
-}
-
-bool is_unreachable_peer(const caf::error& reason) {
-  return reason.category() == error_category
-         && reason.code() == static_cast<uint8_t>(errc::peer_unreachable);
 }
 
 /// The exit status for the reason the chief stopped the task with, or answered its join with
@@ -51,7 +41,8 @@ bool is_unreachable_peer(const caf::error& reason) {
 /// did): what the chief itself exits with for that end of the run (apps/cluster_commands.cpp).
 int stop_status(const caf::error& reason) {
   if (is_orderly(reason)) return exit_code::success;
-  if (is_interruption(reason) || is_unreachable_peer(reason) || is_chief_lost(reason))
+  if (is_error(reason, errc::run_interrupted) || is_error(reason, errc::peer_unreachable)
+      || is_chief_lost(reason))
     return exit_code::retryable;
   return exit_code::failed;
 }
