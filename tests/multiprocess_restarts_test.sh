@@ -107,11 +107,11 @@ no_listeners "$dir/c.json"
 
 echo "== 5. SIGKILL ps:0 after training ended (the final evaluation held by a frozen evaluator)"
 run_chief 5 --checkpoint-dir "$dir/ckpt5" --checkpoint-every 500
-# Frozen as soon as it serves and training runs (it evaluates only at the end, --eval-every 0),
-# so that it holds the final evaluation however far training got meanwhile: frozen at the
-# clock-500 checkpoint instead, a loaded host had finished the run before the freeze (the
-# frozen stretch stays well under the 10 s peer timeout: about 4 s of training and a restart).
-await_event "$dir/evaluator:0.log" "starting the evaluator"
+# Frozen as soon as training runs (the chief starts it once the evaluator has joined; it
+# evaluates only at the end, --eval-every 0), so that it holds the final evaluation however far
+# training got meanwhile: frozen at the clock-500 checkpoint instead, a loaded host had finished
+# the run before the freeze (the frozen stretch stays well under the 10 s peer timeout: about
+# 4 s of training and a restart).
 await_training "$dir/m5.jsonl"
 kill -STOP "${task_pid[evaluator:0]}"
 await_event "$dir/m5.jsonl" '"event":"checkpoint","clock":1000'
