@@ -15,6 +15,8 @@
 #     them; started again, they train the rest and the run ends at its last clock.
 #  7. SIGKILL ps:1, then both workers while the chief waits for ps:1: the rollback resumes
 #     without them; their new processes, started after it, take over and train to the end.
+#  8. SIGKILL ps:1 and never start it again: after the chief's --connect-timeout the run fails
+#     as retryable (a restart with --resume may find it): the chief and every task exit 138.
 #  4. SIGKILL the chief: every task exits 138 (retryable).
 # usage: tests/multiprocess_restarts_test.sh [path/to/actorps]
 set -euo pipefail
@@ -155,6 +157,26 @@ line=$(grep '"event":"summary"' "$dir/m7.jsonl") || fail "no summary"
 [ "$(grep -c '"event":"recovery","role":"worker"' "$dir/m7.jsonl")" = 2 ] \
   || fail "both workers' new processes should have taken over: $(grep recovery "$dir/m7.jsonl")"
 every_task_exits_0
+
+echo "== 8. SIGKILL ps:1 and leave it dead: the chief gives up after its --connect-timeout; 138 everywhere"
+cluster "$dir/c.json"
+for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
+"$bin" chief --cluster "$dir/c.json" --task chief:0 --heartbeat-ms 200 --peer-timeout-ms 10000 \
+  --connect-timeout 3 --dataset synthetic --model 784-64-10 --steps 100000 --no-progress \
+  --checkpoint-dir "$dir/ckpt8" --checkpoint-every 100 --metrics "$dir/m8.jsonl" \
+  > "$dir/chief8.log" 2>&1 &
+chief=$!; pids+=($chief)
+await_event "$dir/m8.jsonl" '"event":"checkpoint","clock":[0-9]+,'
+kill -9 "${task_pid[ps:1]}"
+await_exit "$chief" 30
+[ "$status" = 138 ] || fail "the chief exited $status when ps:1 never came back, not 138 (retryable)"
+grep -q "ps:1 did not come back" "$dir/chief8.log" || fail "the chief does not say ps:1 did not come back"
+# (The tasks may learn it as the chief's stop order or as the chief gone: the chief stays for
+# the down messages of the actors it stopped, which can come before their tasks have acted.)
+for t in ps:0 worker:0 worker:1 evaluator:0; do
+  await_exit "${task_pid[$t]}" 20
+  [ "$status" = 138 ] || fail "$t exited $status when ps:1 never came back, not 138 as the chief"
+done
 
 echo "== 4. SIGKILL the chief: every task exits 138"
 cluster "$dir/c.json"

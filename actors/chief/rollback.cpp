@@ -237,8 +237,10 @@ void on_rejoin_due(self_ptr self, uint64_t rollback) {
   std::string where;
   for (auto s : missing)
     where += (where.empty() ? "" : ", ") + ps_role(s).text() + " at " + st.cfg.remote->ps[s].text();
+  // As a task that never joined at the start: a restart of the whole run (--resume from the
+  // checkpoint this rollback was going back to) may find it, so the code says retryable.
   fail_run(self, role_names(missing) + " did not come back",
-           caf::make_error(caf::sec::runtime_error, "no process joined as " + where + " in time"));
+           make_error(errc::peer_unreachable, "no process joined as " + where + " in time"));
 }
 
 } // namespace actorps::chief_detail
