@@ -47,6 +47,8 @@ public:
 
   void synchronize() override {}
 
+  bool computes_in_host_memory() const override { return true; }
+
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
             int lda, const float* b, int ldb, float beta, float* c, int ldc) override {
     if (m < 0 || n < 0 || k < 0) throw std::invalid_argument("gemm: negative dimension");

@@ -23,7 +23,9 @@ public:
   const std::vector<int>& layers() const { return layers_; }
   std::size_t parameter_count() const { return param_count_; }
 
-  /// Copies the flat host parameters into the backend's replica.
+  /// The flat host parameters the next calls run on: copied into the backend's replica, or on a
+  /// backend that computes in host memory (CPU) read where they are, without a copy; there keep
+  /// host_params alive and unchanged until the last call that uses them.
   void set_parameters(const float* host_params);
 
   /// Forward and backward on one minibatch x (n×in, host), y (n, host), n ≤ max_batch.
@@ -48,8 +50,13 @@ private:
   int max_batch_;
   std::size_t param_count_;
   std::vector<std::size_t> kernel_offset_, bias_offset_;  // into the flat layout
+  const bool in_host_;  // be_.computes_in_host_memory(): host buffers are used in place
+  // The backend's copies of the parameters, the gradient and the batch; not allocated in host
+  // memory, where the caller's own buffers are used.
   device_buffer<float> params_, grads_;
   device_buffer<float> input_;
+  const float* params_in_use_ = nullptr;  // params_, or the caller's host parameters
+  const float* input_in_use_ = nullptr;   // the batch of the last forward_logits
   device_buffer<int32_t> labels_;
   std::vector<device_buffer<float>> acts_;    // acts_[l]: output of layer l (max_batch × out_l)
   std::vector<device_buffer<float>> deltas_;  // deltas_[l]: dLoss/dz of layer l

@@ -200,6 +200,34 @@ TEST_CASE("mlp gradient is of the mean loss: a duplicated batch gives the same g
   }
 }
 
+TEST_CASE("mlp on the CPU backend works in the caller's buffers: no copy of the parameters, "
+          "every gradient value written") {
+  const problem pr = make_problem({7, 5, 4, 3}, 4, 0.0);
+  auto be = make_cpu_backend();
+  REQUIRE(be->computes_in_host_memory());
+  mlp net(*be, pr.layers, 4);
+  CHECK_THROWS_AS(net.evaluate(pr.x.data(), pr.y.data(), pr.n), std::logic_error);
+  std::vector<float> params = pr.params;
+  net.set_parameters(params.data());
+  const double before = net.evaluate(pr.x.data(), pr.y.data(), pr.n).loss_sum;
+  // Read in place: a change to the caller's buffer is what the next call runs on (a copying
+  // backend would still run on the copy it took).
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] *= 2.0f;
+  const double doubled = net.evaluate(pr.x.data(), pr.y.data(), pr.n).loss_sum;
+  const std::vector<double> p2(params.begin(), params.end());
+  CHECK(doubled != before);
+  CHECK(doubled / pr.n ==
+        doctest::Approx(reference_forward(pr.layers, p2, pr.x, pr.y, pr.n).mean_loss).epsilon(1e-5));
+
+  // The gradient goes straight into the caller's buffer: whatever it held is overwritten, NaN
+  // included (BLAS with beta 0 and the bias sums must not read it).
+  std::vector<float> clean(net.parameter_count(), 0.0f);
+  std::vector<float> dirty(net.parameter_count(), std::nanf(""));
+  net.train_step(pr.x.data(), pr.y.data(), pr.n, clean.data());
+  net.train_step(pr.x.data(), pr.y.data(), pr.n, dirty.data());
+  CHECK(std::memcmp(clean.data(), dirty.data(), clean.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("mlp validates its arguments") {
   auto be = make_cpu_backend();
   CHECK_THROWS_AS(mlp(*be, {7}, 4), std::invalid_argument);
