@@ -2,6 +2,7 @@
 // everything else. "Device" memory is 64-byte aligned host memory.
 #include "kernels/backend.hpp"
 #include "kernels/blas_core.hpp"
+#include "kernels/cpu_interaction.hpp"
 #include "kernels/ctr_math.hpp"
 #include "kernels/math.hpp"
 
@@ -143,56 +144,16 @@ public:
     }
   }
 
-  // The interaction's loops run along contiguous memory so that they vectorise, and each value
-  // is still the sum math::interaction_pair_dot / interaction_vector_grad forms, term for term
-  // in the same order: the same bits as those formulas (and the CUDA kernels' per-element
-  // reference), where calling them per element, at a stride of dim, took 61 % of a DLRM run
-  // (train_step 7.8 -> 3.2 ms at batch 256, scripts/bench/ctr_throughput.sh).
-
   void dot_interaction_forward(const float* vectors, int n, int t, int dim,
                                float* out) override {
-    const int pairs = math::interaction_pairs(t);
-    const auto sample_size = static_cast<std::size_t>(t) * dim;
-    transposed_.resize(sample_size);
-    float* vt = transposed_.data();  // the sample as (dim, t): vt[d·t + j] = v[j, d]
-    for (int r = 0; r < n; ++r) {
-      const float* sample = vectors + static_cast<std::size_t>(r) * sample_size;
-      for (int j = 0; j < t; ++j)
-        for (int d = 0; d < dim; ++d) vt[static_cast<std::size_t>(d) * t + j] = sample[j * dim + d];
-      float* dots = out + static_cast<std::size_t>(r) * pairs;
-      // Pairs (i, 0 .. i−1) are contiguous: all of them summed over d at once.
-      for (int i = 1; i < t; ++i) {
-        float* row = dots + math::interaction_pair_index(i, 0);
-        const float* a = sample + i * dim;
-        for (int j = 0; j < i; ++j) row[j] = 0.0f;
-        for (int d = 0; d < dim; ++d) {
-          const float ad = a[d];
-          const float* b = vt + static_cast<std::size_t>(d) * t;
-          for (int j = 0; j < i; ++j) row[j] += ad * b[j];
-        }
-      }
-    }
+    transposed_.resize(static_cast<std::size_t>(t) * dim);
+    cpu_interaction_forward(vectors, n, t, dim, out, transposed_.data());
   }
 
   void dot_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
                                 float* dvectors) override {
-    const int pairs = math::interaction_pairs(t);
-    const auto sample_size = static_cast<std::size_t>(t) * dim;
-    for (int r = 0; r < n; ++r) {
-      const float* sample = vectors + static_cast<std::size_t>(r) * sample_size;
-      const float* dots_grad = dout + static_cast<std::size_t>(r) * pairs;
-      for (int i = 0; i < t; ++i) {
-        float* grad = dvectors + static_cast<std::size_t>(r) * sample_size + i * dim;
-        for (int d = 0; d < dim; ++d) grad[d] = 0.0f;
-        for (int k = 0; k < t; ++k) {  // k increasing, as interaction_vector_grad sums
-          if (k == i) continue;
-          const float w = dots_grad[k < i ? math::interaction_pair_index(i, k)
-                                          : math::interaction_pair_index(k, i)];
-          const float* v = sample + k * dim;
-          for (int d = 0; d < dim; ++d) grad[d] += w * v[d];
-        }
-      }
-    }
+    weights_.resize(static_cast<std::size_t>(t));
+    cpu_interaction_backward(vectors, dout, n, t, dim, dvectors, weights_.data());
   }
 
   void sigmoid(const float* logits, int n, float* probs) override {
@@ -213,7 +174,8 @@ public:
   }
 
 private:
-  std::vector<float> transposed_;  // dot_interaction_forward's sample, (dim, t)
+  std::vector<float> transposed_;  // scratch: dot_interaction_forward's sample, (dim, t)
+  std::vector<float> weights_;     // scratch: dot_interaction_backward's weights of one vector
 };
 
 } // namespace

@@ -1,6 +1,7 @@
 // The optimizers' loops over a block; the per-element formulas are in kernels/math.hpp.
 #include "kernels/optimizer.hpp"
 
+#include "kernels/cpu_clones.hpp"
 #include "kernels/math.hpp"
 
 #include <cstring>
@@ -166,16 +167,8 @@ template <bool CheckGradient>
 
 } // namespace
 
-// The checked updates are cloned for AVX2 and picked at load time by the CPU (an ifunc): the
-// baseline x86-64 build vectorises them 4 floats wide, and at that width an SGD update with its
-// bound checks is compute-bound (2.5 memcpys of its payload at 1 MiB). No FMA in either clone
-// (avx2 does not enable it, and fp-contract is off for this file): each value is computed with
-// the same IEEE operations, so the clones agree bit for bit.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ACTORPS_CPU_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define ACTORPS_CPU_CLONES
-#endif
+// The checked updates are cloned for AVX2 (cpu_clones.hpp): 4 floats wide, an SGD update with
+// its bound checks is compute-bound (2.5 memcpys of its payload at 1 MiB).
 
 ACTORPS_CPU_CLONES
 bool apply_update_checked(const optimizer_config& cfg, float lr, int64_t step,

@@ -1,0 +1,23 @@
+// The CPU backend's DLRM dot interaction (backend::dot_interaction_forward / _backward) as loops
+// along contiguous memory, cloned for AVX2 (cpu_clones.hpp). Each value is the sum that
+// math::interaction_pair_dot / interaction_vector_grad (kernels/ctr_math.hpp) form, term for
+// term in the same order: the same bits as those per-element formulas, which the CUDA kernels
+// run. Called per element, at a stride of dim, they took 61 % of a DLRM run; DLRM's train_step
+// at batch 256 went 7.8 -> 3.2 ms along contiguous memory, 2.0 ms with the 8-wide accumulators
+// (scripts/bench/ctr_throughput.sh, results/ctr_throughput_s25_*.json).
+#pragma once
+
+#include <cstddef>
+
+namespace actorps {
+
+/// out (n×pairs) = every sample's pairwise dots; `transposed` is scratch of t·dim floats.
+void cpu_interaction_forward(const float* vectors, int n, int t, int dim, float* out,
+                             float* transposed);
+
+/// dvectors (n×t×dim) = the interaction's input gradient for dout (n×pairs); `weights` is
+/// scratch of t floats.
+void cpu_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
+                              float* dvectors, float* weights);
+
+} // namespace actorps
