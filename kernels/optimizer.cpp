@@ -55,12 +55,15 @@ void apply_update(const optimizer_config& cfg, float lr, int64_t step, float* pa
       }
       const float correction1 = math::adam_bias_correction(cfg.beta1, step);
       const float correction2 = math::adam_bias_correction(cfg.beta2, step);
+      // Read once: the loop's stores could alias cfg as far as the compiler knows, and reloading
+      // it every element kept the loop from vectorising.
+      const float beta1 = cfg.beta1, beta2 = cfg.beta2, epsilon = cfg.epsilon;
       // state holds m (slot 0) then v (slot 1), n floats each.
       float* m = state;
       float* v = state + n;
       for (std::size_t i = 0; i < n; ++i) {
-        math::adam_step(param[i], m[i], v[i], grad[i], lr, cfg.beta1, cfg.beta2, cfg.epsilon,
-                        correction1, correction2);
+        math::adam_step(param[i], m[i], v[i], grad[i], lr, beta1, beta2, epsilon, correction1,
+                        correction2);
       }
       return;
     }
@@ -137,13 +140,17 @@ template <bool CheckGradient>
       }
       const float correction1 = math::adam_bias_correction(cfg.beta1, step);
       const float correction2 = math::adam_bias_correction(cfg.beta2, step);
+      const float beta1 = cfg.beta1, beta2 = cfg.beta2, epsilon = cfg.epsilon;  // as above
+      const float* m_in = state_in;
+      const float* v_in = state_in + n;
+      float* m_out = state_out;
+      float* v_out = state_out + n;
       for (std::size_t i = 0; i < n; ++i) {
-        float p = param_in[i], m = state_in[i], v = state_in[n + i], g = grad[i];
-        math::adam_step(p, m, v, g, lr, cfg.beta1, cfg.beta2, cfg.epsilon, correction1,
-                        correction2);
+        float p = param_in[i], m = m_in[i], v = v_in[i], g = grad[i];
+        math::adam_step(p, m, v, g, lr, beta1, beta2, epsilon, correction1, correction2);
         param_out[i] = p;
-        state_out[i] = m;
-        state_out[n + i] = v;
+        m_out[i] = m;
+        v_out[i] = v;
         bad |= beyond(p, limit) | not_finite(m) | not_finite(v);
         check_gradient(g);
       }
