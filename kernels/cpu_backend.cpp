@@ -146,14 +146,14 @@ public:
 
   void dot_interaction_forward(const float* vectors, int n, int t, int dim,
                                float* out) override {
-    transposed_.resize(static_cast<std::size_t>(t) * dim);
-    cpu_interaction_forward(vectors, n, t, dim, out, transposed_.data());
+    interaction_scratch_.resize(cpu_interaction_scratch(t, dim));
+    cpu_interaction_forward(vectors, n, t, dim, out, interaction_scratch_.data());
   }
 
   void dot_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
                                 float* dvectors) override {
-    weights_.resize(static_cast<std::size_t>(t));
-    cpu_interaction_backward(vectors, dout, n, t, dim, dvectors, weights_.data());
+    interaction_scratch_.resize(cpu_interaction_scratch(t, dim));
+    cpu_interaction_backward(vectors, dout, n, t, dim, dvectors, interaction_scratch_.data());
   }
 
   void sigmoid(const float* logits, int n, float* probs) override {
@@ -174,8 +174,7 @@ public:
   }
 
 private:
-  std::vector<float> transposed_;  // scratch: dot_interaction_forward's sample, (dim, t)
-  std::vector<float> weights_;     // scratch: dot_interaction_backward's weights of one vector
+  std::vector<float> interaction_scratch_;  // for cpu_interaction_forward and _backward
 };
 
 } // namespace

@@ -11,13 +11,15 @@
 
 namespace actorps {
 
-/// out (n×pairs) = every sample's pairwise dots; `transposed` is scratch of t·dim floats.
-void cpu_interaction_forward(const float* vectors, int n, int t, int dim, float* out,
-                             float* transposed);
+/// The floats of scratch either call below needs for t vectors of dim floats.
+std::size_t cpu_interaction_scratch(int t, int dim);
 
-/// dvectors (n×t×dim) = the interaction's input gradient for dout (n×pairs); `weights` is
-/// scratch of t floats.
+/// out (n×pairs) = every sample's pairwise dots.
+void cpu_interaction_forward(const float* vectors, int n, int t, int dim, float* out,
+                             float* scratch);
+
+/// dvectors (n×t×dim) = the interaction's input gradient for dout (n×pairs).
 void cpu_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
-                              float* dvectors, float* weights);
+                              float* dvectors, float* scratch);
 
 } // namespace actorps
