@@ -160,6 +160,8 @@ every_task_exits_0
 
 echo "== 8. SIGKILL ps:1 and leave it dead: the chief gives up after its --connect-timeout; 138 everywhere"
 cluster "$dir/c.json"
+declare -A seen=()  # each task log's lines before this run (the logs are appended to)
+for t in ps:0 worker:0 worker:1 evaluator:0; do seen[$t]=$(wc -l < "$dir/$t.log"); done
 for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
 "$bin" chief --cluster "$dir/c.json" --task chief:0 --heartbeat-ms 200 --peer-timeout-ms 10000 \
   --connect-timeout 3 --dataset synthetic --model 784-64-10 --steps 100000 --no-progress \
@@ -171,11 +173,15 @@ kill -9 "${task_pid[ps:1]}"
 await_exit "$chief" 30
 [ "$status" = 138 ] || fail "the chief exited $status when ps:1 never came back, not 138 (retryable)"
 grep -q "ps:1 did not come back" "$dir/chief8.log" || fail "the chief does not say ps:1 did not come back"
-# (The tasks may learn it as the chief's stop order or as the chief gone: the chief stays for
-# the down messages of the actors it stopped, which can come before their tasks have acted.)
+# Each task stops by the chief's order and says why: the order comes before the chief leaves
+# (a task's role is stopped, and seen stopped in its own process, before the chief has its down
+# message). A task that took the order, peer_unreachable, for the chief lost said "a restart
+# joins the chief's next run" instead.
 for t in ps:0 worker:0 worker:1 evaluator:0; do
   await_exit "${task_pid[$t]}" 20
   [ "$status" = 138 ] || fail "$t exited $status when ps:1 never came back, not 138 as the chief"
+  tail -n +$((seen[$t] + 1)) "$dir/$t.log" | grep -q "stopped: .*ps:1 did not come back.*; exiting 138" \
+    || fail "$t does not say it stopped because ps:1 did not come back: $(tail -n 2 "$dir/$t.log")"
 done
 
 echo "== 4. SIGKILL the chief: every task exits 138"

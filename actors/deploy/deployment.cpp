@@ -140,7 +140,11 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   // order and the chief's disconnect travel on one connection, in that order; when the chief
   // is gone, the role is stopped with "chief lost" after whatever came before it, so a task
   // the chief told the run was over exits 0 even when it sees the chief leave first.
+  // Whether the role stopped because this process saw the chief go: a flag, not a comparison
+  // of reasons (caf::error compares code and category only, so the chief's own stop order of a
+  // run failed as peer_unreachable, "ps:1 did not come back", read as a lost chief).
   auto chief_lost = make_error(errc::peer_unreachable, "the chief was lost");
+  bool chief_gone = false;
   caf::error stopped_by;
   bool role_down = false;
   self->receive_while([&] { return !role_down; })([&](caf::down_msg& dm) {
@@ -152,11 +156,12 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
     } else {
       log_line(name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
                        + ")");
+      chief_gone = true;
       self->send_exit(local, chief_lost);
     }
   });
   if (is_orderly(stopped_by)) return exit_code::success;
-  if (stopped_by == chief_lost) {
+  if (chief_gone && stopped_by == chief_lost) {
     log_line(name, "stopping, exiting " + std::to_string(exit_code::retryable)
                      + " (a restart joins the chief's next run)");
     return exit_code::retryable;
