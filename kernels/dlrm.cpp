@@ -136,7 +136,8 @@ dlrm::dlrm(backend& be, dlrm_shape shape, int max_batch)
   : be_(be),
     shape_(checked(std::move(shape), max_batch)),
     max_batch_(max_batch),
-    param_count_(0) {
+    param_count_(0),
+    in_host_(be.computes_in_host_memory()) {
   bottom_ = layers_of(shape_.bottom_layers(), param_count_);
   top_ = layers_of(shape_.top_layers(), param_count_);
   const std::size_t batch = static_cast<std::size_t>(max_batch_);
@@ -150,9 +151,11 @@ dlrm::dlrm(backend& be, dlrm_shape shape, int max_batch)
     top_acts_.emplace_back(be_, batch * ly.out);
     top_deltas_.emplace_back(be_, batch * ly.out);
   }
-  params_ = device_buffer<float>(be_, param_count_);
-  grads_ = device_buffer<float>(be_, param_count_);
-  dense_ = device_buffer<float>(be_, batch * shape_.dense_in);
+  if (!in_host_) {
+    params_ = device_buffer<float>(be_, param_count_);
+    grads_ = device_buffer<float>(be_, param_count_);
+    dense_ = device_buffer<float>(be_, batch * shape_.dense_in);
+  }
   labels_ = device_buffer<float>(be_, batch);
   index_ = device_buffer<int32_t>(be_, batch * t);
   host_index_.resize(batch * t);
@@ -164,7 +167,12 @@ dlrm::dlrm(backend& be, dlrm_shape shape, int max_batch)
 }
 
 void dlrm::set_parameters(const float* host_params) {
+  if (in_host_) {
+    params_in_use_ = host_params;
+    return;
+  }
   be_.copy_to_device(params_.get(), host_params, param_count_ * sizeof(float));
+  params_in_use_ = params_.get();
 }
 
 void dlrm::reserve_rows(int u, bool for_training) {
@@ -211,15 +219,21 @@ void dlrm::stage_index(const int32_t* index, int u, int n) {
 float* dlrm::forward_logits(const float* dense, int u, const int32_t* index, int n) {
   const int dim = shape_.dim, t = shape_.vectors(), pairs = shape_.pairs();
   stage_index(index, u, n);
-  be_.copy_to_device(dense_.get(), dense,
-                     static_cast<std::size_t>(n) * shape_.dense_in * sizeof(float));
+  if (!params_in_use_) throw std::logic_error("dlrm: set_parameters was never called");
+  if (in_host_) {
+    dense_in_use_ = dense;
+  } else {
+    be_.copy_to_device(dense_.get(), dense,
+                       static_cast<std::size_t>(n) * shape_.dense_in * sizeof(float));
+    dense_in_use_ = dense_.get();
+  }
   float* x0 = table_.get() + static_cast<std::size_t>(u) * dim;  // n×dim
 
   // Bottom MLP, ReLU on every layer: dense (n×dense_in) → x0 (n×dim).
-  const float* a = dense_.get();
+  const float* a = dense_in_use_;
   for (std::size_t l = 0; l < bottom_.size(); ++l) {
     float* z = l + 1 < bottom_.size() ? bottom_acts_[l].get() : x0;
-    layer_forward(be_, params_.get(), bottom_[l], a, n, z, activation::relu);
+    layer_forward(be_, params_in_use_, bottom_[l], a, n, z, activation::relu);
     a = z;
   }
 
@@ -229,7 +243,7 @@ float* dlrm::forward_logits(const float* dense, int u, const int32_t* index, int
 
   // Top MLP. Layer 0's input is concat(x0, dots): z = x0·W[0:dim] + dots·W[dim:] + b.
   const layer& first = top_.front();
-  const float* w = params_.get() + first.kernel;
+  const float* w = params_in_use_ + first.kernel;
   float* z = top_acts_.front().get();
   be_.gemm(false, false, n, first.out, dim, 1.0f, x0, dim, w, first.out, 0.0f, z, first.out);
   be_.gemm(false, false, n, first.out, pairs, 1.0f, dots_.get(), pairs,
@@ -237,9 +251,9 @@ float* dlrm::forward_logits(const float* dense, int u, const int32_t* index, int
   const auto top_activation = [&](std::size_t l) {
     return l + 1 < top_.size() ? activation::relu : activation::identity;
   };
-  be_.bias_activation_forward(z, params_.get() + first.bias, n, first.out, top_activation(0));
+  be_.bias_activation_forward(z, params_in_use_ + first.bias, n, first.out, top_activation(0));
   for (std::size_t l = 1; l < top_.size(); ++l) {
-    layer_forward(be_, params_.get(), top_[l], top_acts_[l - 1].get(), n, top_acts_[l].get(),
+    layer_forward(be_, params_in_use_, top_[l], top_acts_[l - 1].get(), n, top_acts_[l].get(),
                   top_activation(l));
   }
   return top_acts_.back().get();  // n×1
@@ -262,24 +276,25 @@ binary_loss_stats dlrm::train_step(const float* dense, const float* labels, cons
   const binary_loss_stats stats =
     be_.sigmoid_cross_entropy(logits, labels_.get(), n, top_deltas_.back().get(),
                               1.0f / static_cast<float>(n), nullptr);
+  float* grads = in_host_ ? grad_host : grads_.get();  // every value is written below
 
   // Top MLP backwards; top_deltas_.back() holds ∂(mean loss)/∂logits.
   for (std::size_t l = top_.size(); l-- > 1;) {
-    layer_grads(be_, grads_.get(), top_[l], top_acts_[l - 1].get(), top_deltas_[l].get(), n);
-    layer_input_delta(be_, params_.get(), top_[l], top_deltas_[l].get(), top_acts_[l - 1].get(),
+    layer_grads(be_, grads, top_[l], top_acts_[l - 1].get(), top_deltas_[l].get(), n);
+    layer_input_delta(be_, params_in_use_, top_[l], top_deltas_[l].get(), top_acts_[l - 1].get(),
                       n, top_deltas_[l - 1].get());
   }
   // Top layer 0, input concat(x0, dots): its kernel's gradient and ddots, block by block.
   const layer& first = top_.front();
   const float* delta = top_deltas_.front().get();  // n×out
   const float* x0 = table_.get() + static_cast<std::size_t>(u) * dim;
-  const float* w_dots = params_.get() + first.kernel + static_cast<std::size_t>(dim) * first.out;
-  float* dw = grads_.get() + first.kernel;
+  const float* w_dots = params_in_use_ + first.kernel + static_cast<std::size_t>(dim) * first.out;
+  float* dw = grads + first.kernel;
   be_.gemm(true, false, dim, first.out, n, 1.0f, x0, dim, delta, first.out, 0.0f, dw,
            first.out);
   be_.gemm(true, false, pairs, first.out, n, 1.0f, dots_.get(), pairs, delta, first.out, 0.0f,
            dw + static_cast<std::size_t>(dim) * first.out, first.out);
-  be_.bias_backward(grads_.get() + first.bias, delta, n, first.out);
+  be_.bias_backward(grads + first.bias, delta, n, first.out);
   be_.gemm(false, true, n, pairs, first.out, 1.0f, delta, first.out, w_dots, first.out, 0.0f,
            ddots_.get(), pairs);
 
@@ -289,23 +304,23 @@ binary_loss_stats dlrm::train_step(const float* dense, const float* labels, cons
   be_.embedding_scatter_add(dvectors_.get(), index_.get(), n * t, dim, dtable_.get(), u + n);
   // dx0 += delta · W[0:dim]ᵀ (x0's direct path into the top MLP), then through x0's ReLU.
   float* dx0 = dtable_.get() + static_cast<std::size_t>(u) * dim;
-  be_.gemm(false, true, n, dim, first.out, 1.0f, delta, first.out, params_.get() + first.kernel,
+  be_.gemm(false, true, n, dim, first.out, 1.0f, delta, first.out, params_in_use_ + first.kernel,
            first.out, 1.0f, dx0, dim);
   be_.activation_backward(dx0, x0, static_cast<std::size_t>(n) * dim, activation::relu);
 
   // Bottom MLP backwards from dx0.
   for (std::size_t l = bottom_.size(); l-- > 0;) {
-    const float* a = l == 0 ? dense_.get() : bottom_acts_[l - 1].get();
+    const float* a = l == 0 ? dense_in_use_ : bottom_acts_[l - 1].get();
     const float* d = l + 1 == bottom_.size() ? dx0 : bottom_deltas_[l].get();
-    layer_grads(be_, grads_.get(), bottom_[l], a, d, n);
+    layer_grads(be_, grads, bottom_[l], a, d, n);
     if (l > 0) {
-      layer_input_delta(be_, params_.get(), bottom_[l], d, a, n, bottom_deltas_[l - 1].get());
+      layer_input_delta(be_, params_in_use_, bottom_[l], d, a, n, bottom_deltas_[l - 1].get());
     }
   }
 
   be_.copy_to_host(row_grad_host, dtable_.get(),
                    static_cast<std::size_t>(u) * dim * sizeof(float));
-  be_.copy_to_host(grad_host, grads_.get(), param_count_ * sizeof(float));
+  if (!in_host_) be_.copy_to_host(grad_host, grads_.get(), param_count_ * sizeof(float));
   return stats;
 }
 

@@ -69,7 +69,10 @@ public:
   const dlrm_shape& shape() const { return shape_; }
   std::size_t parameter_count() const { return param_count_; }
 
-  /// Copies the flat host parameters (parameter_count()) into the backend's replica.
+  /// The flat host parameters (parameter_count()) the next calls run on: copied into the
+  /// backend's replica, or on a backend that computes in host memory (CPU) read where they are;
+  /// there keep host_params alive and unchanged until the last call that uses them. (Likewise
+  /// the dense features and the gradient: used in place there, as mlp does.)
   void set_parameters(const float* host_params);
 
   /// Forward and backward on n ≤ max_batch samples, all inputs on the host:
@@ -119,8 +122,13 @@ private:
   int max_batch_;
   std::size_t param_count_;
   std::vector<layer> bottom_, top_;
+  const bool in_host_;  // be_.computes_in_host_memory(): host buffers are used in place
+  // The backend's copies of the parameters, the gradient and the dense features; not allocated
+  // in host memory, where the caller's own buffers are used.
   device_buffer<float> params_, grads_;
   device_buffer<float> dense_, labels_;
+  const float* params_in_use_ = nullptr;  // params_, or the caller's host parameters
+  const float* dense_in_use_ = nullptr;   // the dense features of the last forward_logits
   // table_ (u + max_batch)×dim: the batch's rows, then each sample's bottom output x0, so that
   // one gather builds the interaction's vectors; dtable_ the same rows' gradients.
   device_buffer<float> table_, dtable_;

@@ -542,6 +542,37 @@ TEST_CASE("dlrm gradient of the mean loss: a duplicated batch gives the same gra
   check_close(r2, r1, 1e-6, 1e-5, "row gradient");
 }
 
+TEST_CASE("dlrm on the CPU backend works in the caller's buffers: parameters in place, every "
+          "gradient value written") {
+  const ctr_problem pr = make_problem(small_shape(), 7, 5, false, 0.0);
+  auto be = make_cpu_backend();
+  REQUIRE(be->computes_in_host_memory());
+  dlrm net(*be, pr.shape, 7);
+  std::vector<float> probs(7);
+  CHECK_THROWS_AS(net.predict(pr.dense.data(), pr.rows.data(), pr.u, pr.index.data(), 7,
+                              probs.data()),
+                  std::logic_error);
+  std::vector<float> params = pr.params;
+  net.set_parameters(params.data());
+  std::vector<float> clean(net.parameter_count(), 0.0f), dirty(clean.size(), std::nanf(""));
+  std::vector<float> rows_clean(pr.rows.size()), rows_dirty(pr.rows.size(), std::nanf(""));
+  const auto a = net.train_step(pr.dense.data(), pr.labels.data(), pr.rows.data(), pr.u,
+                                pr.index.data(), 7, clean.data(), rows_clean.data());
+  const auto b = net.train_step(pr.dense.data(), pr.labels.data(), pr.rows.data(), pr.u,
+                                pr.index.data(), 7, dirty.data(), rows_dirty.data());
+  CHECK(a.loss_sum == b.loss_sum);
+  CHECK(std::memcmp(clean.data(), dirty.data(), clean.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(rows_clean.data(), rows_dirty.data(), rows_clean.size() * sizeof(float)) == 0);
+  // Read in place: a change to the caller's parameters is what the next call runs on.
+  for (float& v : params) v *= 2.0f;
+  const auto doubled = net.train_step(pr.dense.data(), pr.labels.data(), pr.rows.data(), pr.u,
+                                      pr.index.data(), 7, dirty.data(), rows_dirty.data());
+  const double want =
+    reference_forward(pr, as_double(params), as_double(pr.rows)).mean_loss * 7;
+  CHECK(doubled.loss_sum != a.loss_sum);
+  CHECK(doubled.loss_sum == doctest::Approx(want).epsilon(1e-5));
+}
+
 TEST_CASE("dlrm predict matches the reference, in chunks, with rows shared across chunks") {
   // 23 samples in chunks of 4; u = 30 exceeds one chunk's 4·3 lookups, so the table grows.
   const ctr_problem pr = make_problem(small_shape(), 23, 30, false, 0.0);
