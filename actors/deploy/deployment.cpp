@@ -140,10 +140,10 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   // order and the chief's disconnect travel on one connection, in that order; when the chief
   // is gone, the role is stopped with "chief lost" after whatever came before it, so a task
   // the chief told the run was over exits 0 even when it sees the chief leave first.
-  // Whether the role stopped because this process saw the chief go: a flag, not a comparison
-  // of reasons (caf::error compares code and category only, so the chief's own stop order of a
-  // run failed as peer_unreachable, "ps:1 did not come back", read as a lost chief).
   auto chief_lost = make_error(errc::peer_unreachable, "the chief was lost");
+  // Whether this process saw the chief go: a flag, not a comparison of reasons (caf::error
+  // compares code and category only, so the chief's own stop order of a run failed as
+  // peer_unreachable, "ps:1 did not come back", read as a lost chief).
   bool chief_gone = false;
   caf::error stopped_by;
   bool role_down = false;
