@@ -32,6 +32,20 @@ void check_applied_as_first(link_fixture& link, shard_fixture& direct, bool loca
   remote.close();
 }
 
+/// Returns once the shard has been offered the push whose first run is in on another connection
+/// of `link`, and has decided: a snapshot asked on a fresh connection after that run was sent
+/// is read after it (epoll reports the connections in the order their bytes came), the asker
+/// hands both to the shard in the order read, and the shard answers in the order asked.
+void await_shard_offered(link_fixture& link, bool local) {
+  auto other = raw_link(link, local);
+  REQUIRE_FALSE(other->send(make_header(frame_kind::snapshot, 1)));
+  frame_header h;
+  REQUIRE_FALSE(other->receive_header(h));
+  REQUIRE(kind_of(h.kind) == frame_kind::reply);
+  REQUIRE(other->receive_buffer(h));
+  other->shutdown();
+}
+
 } // namespace
 
 TEST_CASE("data link: a push sent in two runs over TCP and the local socket is applied as it arrives, and its reply lands byte-identical to an independent shard's") {
@@ -100,14 +114,22 @@ TEST_CASE("data link: in sync mode a push sent in two runs is declined as it arr
   spec.mode = consistency::sync;
   for (bool local : {false, true}) {
     CAPTURE(local);
-    link_fixture link{spec, {}, small_runs()};
+    // The push (81 KiB) under the bound before the shard's size is learnt: read at once, not
+    // parked while the server asks the shard (so the snapshot cannot overtake its offer).
+    auto limits = small_runs();
+    limits.frame_limit_before_init = std::size_t(1) << 20;
+    link_fixture link{spec, {}, limits};
     shard_fixture direct{spec};
     auto raw = raw_link(link, local);
-    // Two pushes back to back, the first in two runs: the second (clock 1) is only valid after
-    // the first, so an answer to each proves they reached the shard in order.
+    // The first push in two runs, its rest sent once the shard has declined it (it cannot
+    // apply a push as it arrives in sync mode), then the second whole right behind it: the
+    // second (clock 1) is only valid after the first, so an answer to each proves the link
+    // asked the declined push again before it handed on the next.
     const auto first = wire_push(link.layout, 0, 0.5f);
     const auto half = half_of(first);
     send_first(*raw, 1, first, half);
+    await_shard_offered(link, local);
+    CHECK(link.stats().pushes_declined == 1);
     send_rest(*raw, first, half);
     REQUIRE_FALSE(raw->send(frame_kind::push_pull, 2, wire_push(link.layout, 1, 0.25f)));
     std::vector<float> params(link.layout.total_floats(), -1.0f);
@@ -124,9 +146,10 @@ TEST_CASE("data link: in sync mode a push sent in two runs is declined as it arr
     CHECK(same_floats(params, *expected));
     auto stats = link.stats();
     CHECK(stats.pushes_streamed == 0);
-    // Each push (both are two runs long) offered after its first run (the shard runs on the
-    // link's thread before the next run is read), declined, and asked again whole.
-    CHECK(stats.pushes_declined == 2);
+    // The second push, read in runs too, is declined as well unless the link read it whole
+    // before the shard looked (a race this test leaves open): either way answered whole.
+    CHECK(stats.pushes_declined >= 1);
+    CHECK(stats.pushes_declined <= 2);
     CHECK(stats.pushes == 2);
   }
 }
