@@ -5,7 +5,9 @@
 // so each value is computed with the same IEEE operations in both: the clones agree bit for bit.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// ACTORPS_BASELINE_ONLY: the baseline alone, for the tests' twin build of these loops
+// (tests/baseline_twins/), which holds the clone this machine does not pick to the one it does.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(ACTORPS_BASELINE_ONLY)
 #define ACTORPS_CPU_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define ACTORPS_CPU_CLONES
