@@ -6,6 +6,7 @@
 #include "actors/chief/metrics.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "apps/bench/process_usage.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -91,7 +92,12 @@ int run(const options& o) {
   std::vector<char> bytes(o.bytes / sizeof(capnp::word) * sizeof(capnp::word), 1);
   auto push = wire_buffer::from_bytes(bytes.data(), bytes.size());
   std::vector<double> times;
+  process_usage client_before, echo_before;
   for (int i = 0; i < o.warmup + o.iterations; ++i) {
+    if (i == o.warmup) {
+      client_before = own_usage();
+      echo_before = usage_of(child);
+    }
     auto t0 = std::chrono::steady_clock::now();
     frame_header h;
     if ((*link)->send(frame_kind::push_pull, static_cast<uint64_t>(i), push)
@@ -100,6 +106,10 @@ int run(const options& o) {
     if (i >= o.warmup)
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  // Both processes' CPU over the timed round trips: what the floor itself needs of the cores,
+  // against which a round trip's own CPU says how far the cores alone let it come.
+  const auto client_cpu = (own_usage().cpu_ms - client_before.cpu_ms) / o.iterations;
+  const auto echo_cpu = (usage_of(child).cpu_ms - echo_before.cpu_ms) / o.iterations;
   (*link)->shutdown();
   ::waitpid(child, nullptr, 0);
   auto median = percentile(times, 0.5);
@@ -110,7 +120,8 @@ int run(const options& o) {
     {"iterations", o.iterations},
     {"round_trip_ms",
      {{"median", median}, {"p10", percentile(times, 0.1)}, {"p90", percentile(times, 0.9)}}},
-    {"push_pull_GBps", double(push.size_bytes()) / (median * 1e-3) / 1e9}};
+    {"push_pull_GBps", double(push.size_bytes()) / (median * 1e-3) / 1e9},
+    {"cpu_ms_per_round_trip", {{"client", client_cpu}, {"echo", echo_cpu}}}};
   std::printf("%s\n", render_json(result).c_str());
   return 0;
 }

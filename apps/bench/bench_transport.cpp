@@ -33,6 +33,7 @@
 
 #include "apps/bench/bench_main.hpp"
 #include "apps/bench/bench_serve.hpp"
+#include "apps/bench/process_usage.hpp"
 
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
@@ -50,9 +51,6 @@
 #include <string>
 #include <vector>
 
-#include <dirent.h>
-#include <sys/resource.h>
-#include <time.h>
 
 namespace po = boost::program_options;
 using namespace actorps;
@@ -70,54 +68,6 @@ double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   auto i = static_cast<std::size_t>(std::lround(q * double(v.size() - 1)));
   return v[i];
-}
-
-int64_t minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
-
-/// What a process has used so far: CPU time on every thread, and minor page faults.
-struct process_usage {
-  double cpu_ms = 0;
-  int64_t minor_faults = 0;
-};
-
-process_usage own_usage() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return {double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6, minor_faults()};
-}
-
-/// Another process's usage, from /proc: the nanoseconds each of its threads has run
-/// (task/*/schedstat, first field; a thread that ended since is missed) and its minor faults
-/// (stat, the 10th field). For the shard process of a two-process run (--shard-pid).
-process_usage usage_of(int pid) {
-  process_usage u;
-  auto dir = "/proc/" + std::to_string(pid);
-  if (DIR* tasks = opendir((dir + "/task").c_str())) {
-    while (dirent* e = readdir(tasks)) {
-      if (e->d_name[0] == '.') continue;
-      if (FILE* f = std::fopen((dir + "/task/" + e->d_name + "/schedstat").c_str(), "r")) {
-        unsigned long long ns = 0;
-        if (std::fscanf(f, "%llu", &ns) == 1) u.cpu_ms += double(ns) * 1e-6;
-        std::fclose(f);
-      }
-    }
-    closedir(tasks);
-  }
-  if (FILE* f = std::fopen((dir + "/stat").c_str(), "r")) {
-    char line[1024] = {};
-    if (std::fgets(line, sizeof line, f))
-      if (const char* p = std::strrchr(line, ')')) {  // the name may hold spaces
-        long long minflt = 0;
-        if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %lld", &minflt) == 1)
-          u.minor_faults = minflt;
-      }
-    std::fclose(f);
-  }
-  return u;
 }
 
 /// Per round trip: CPU ms, minor faults and (when known) payload bytes copied by our code.

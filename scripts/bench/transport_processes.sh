@@ -10,7 +10,9 @@
 # (the worker's from getrusage/CLOCK_PROCESS_CPUTIME_ID, the shard process's from /proc), the
 # payload bytes our code copied per round trip on each side (copied_payload_bytes, counted in
 # wire.cpp; the shard's over its whole life, divided by the push_pulls it was sent), and the
-# round trip's ratio to the floor; and the same round trips over a raw connection of the data
+# round trip's ratio to the floor, and its CPU (both sides) over the floor's (both processes:
+# cpu_ratio_to_floor, the nearest the cores let it come to the floor at the floor's own overlap);
+# and the same round trips over a raw connection of the data
 # link without actors on the worker's side (pushes by reference, replies received in place), the
 # data path's own cost. Writes one JSON file.
 # The memcpy references (components_ms, and the ratios of the shm and in-process round trips to
@@ -120,6 +122,12 @@ for floats in map(int, sys.argv[3:]):
         f = json.load(open(os.path.join(tmp, f"floor-{family}-{floats}.json")))
         row[key]["floor_round_trip_ms"] = f["round_trip_ms"]["median"]
         row[key]["ratio_to_floor"] = row[key]["round_trip_ms"]["median"] / f["round_trip_ms"]["median"]
+        # The CPU both sides spend per round trip against the floor's two processes: at the
+        # floor's own overlap of its sides, a round trip cannot come nearer the floor than this.
+        floor_cpu = f["cpu_ms_per_round_trip"]["client"] + f["cpu_ms_per_round_trip"]["echo"]
+        row[key]["floor_cpu_ms"] = floor_cpu
+        row[key]["cpu_ratio_to_floor"] = (row[key]["worker_per_round_trip"]["cpu_ms"]
+                                          + row[key]["shard_per_round_trip"]["cpu_ms"]) / floor_cpu
         if "raw_link" in row[key]:
             row[key]["raw_link"]["ratio_to_floor"] = (row[key]["raw_link"]["round_trip_ms"]["median"]
                                                       / f["round_trip_ms"]["median"])
@@ -170,6 +178,11 @@ for r in rows:
         print(f"{n/2**20:6.3f} MiB {t:>7} {x['round_trip_ms']['median']:8.3f} {x['ratio_to_floor']:8.2f} "
               f"{w['cpu_ms']:14.3f} {x['shard_per_round_trip']['cpu_ms']:13.3f} "
               f"{w['minor_faults']:5.0f}/{x['shard_per_round_trip']['minor_faults']:<5.0f} {w['copied_bytes']/n:10.2f}")
+print("CPU of both sides per round trip over the floor's (client + echo): at the floor's overlap of")
+print("its two sides, the nearest a round trip can come to the floor")
+for r in rows:
+    print(f"{r['payload_bytes']/2**20:6.3f} MiB " + "  ".join(
+        f"{t} {r[t]['floor_cpu_ms']:.3f} ms floor CPU, {r[t]['cpu_ratio_to_floor']:.2f}x" for t in ("tcp", "socket")))
 if four:  # (-s without 4 MiB: no 4 MiB lines)
     print(f"floor (the same sockets echoing frames), 4 MiB: tcp {four['tcp']['floor_round_trip_ms']:.3f} ms, "
           f"socket {four['socket']['floor_round_trip_ms']:.3f} ms")

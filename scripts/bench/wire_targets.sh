@@ -48,6 +48,7 @@ others = [json.load(open(f)) for f in other_files]
 ratios = [("tcp_over_floor", 1.2, ("tcp", "ratio_to_floor")),
           ("tcp_raw_link_over_floor", None, ("tcp", "raw_link", "ratio_to_floor")),
           ("socket_over_floor", None, ("socket", "ratio_to_floor")),
+          ("tcp_cpu_over_floor_cpu", None, ("tcp", "cpu_ratio_to_floor")),
           ("shm_over_memcpy_hot", 4.0, ("shm", "ratio_to_memcpy")),
           ("shm_over_memcpy_cold", 4.0, ("shm", "ratio_to_memcpy_cold")),
           ("in_process_over_memcpy_hot", 2.5, ("in_process_ratio_to_memcpy",)),
