@@ -6,6 +6,7 @@
 #include "actors/chief/metrics.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "kernels/blas_threads.hpp"
 #include "apps/bench/process_usage.hpp"
 
 #include <boost/program_options.hpp>
@@ -129,6 +130,8 @@ int run(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Its CPU per round trip must not count OpenBLAS's first spin (blas_threads.hpp).
+  stop_blas_thread_pool();
   options o;
   po::options_description desc("actorps_bench_socket_floor flags");
   desc.add_options()

@@ -32,6 +32,7 @@
 #include "kernels/value_bounds.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "kernels/blas_threads.hpp"
 #include "apps/bench/bench_serve.hpp"
 #include "apps/bench/process_usage.hpp"
 
@@ -503,6 +504,8 @@ int run(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Its CPU per round trip must not count OpenBLAS's first spin (blas_threads.hpp).
+  stop_blas_thread_pool();
   options o;
   po::options_description desc("actorps_bench_transport flags");
   desc.add_options()
