@@ -1,12 +1,13 @@
 // actorps_bench_socket_floor: the floor under a push+pull between two processes — the data
 // link's sockets, tuned as the data link tunes them, carrying frames of N bytes each way and
 // nothing else (no encoding, no shard, no actors): a child process echoes every frame it has
-// received in full. What the data link's round trip costs above this is actorps' own.
+// received in full. What the data link's round trip costs above this is actorps' own; the CPU
+// both processes spend per round trip is reported too, to set the data link's against.
 #include "actors/net/link_socket.hpp"
 #include "actors/chief/metrics.hpp"
+#include "kernels/blas_threads.hpp"
 
 #include "apps/bench/bench_main.hpp"
-#include "kernels/blas_threads.hpp"
 #include "apps/bench/process_usage.hpp"
 
 #include <boost/program_options.hpp>

@@ -27,12 +27,12 @@
 #include "actors/net/reply_part.hpp"
 #include "actors/net/remote_shard.hpp"
 #include "actors/protocol/system_config.hpp"
+#include "kernels/blas_threads.hpp"
 #include "kernels/denormals.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/value_bounds.hpp"
 
 #include "apps/bench/bench_main.hpp"
-#include "kernels/blas_threads.hpp"
 #include "apps/bench/bench_serve.hpp"
 #include "apps/bench/process_usage.hpp"
 
@@ -51,7 +51,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
 
 namespace po = boost::program_options;
 using namespace actorps;
