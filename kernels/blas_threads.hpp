@@ -9,6 +9,10 @@
 
 namespace actorps {
 
+/// One BLAS thread (the calling one) for every call from now on, without starting OpenBLAS's
+/// pool again if it was stopped.
+void use_one_blas_thread();
+
 /// For a program's main, early: one BLAS thread from now on, and OpenBLAS's pool stopped (its
 /// threads joined). Not for a library: an embedding program may use the pool for its own work.
 /// With a BLAS that has no such pool, only the thread count is set.

@@ -2,6 +2,7 @@
 // everything else. "Device" memory is 64-byte aligned host memory.
 #include "kernels/backend.hpp"
 #include "kernels/blas_core.hpp"
+#include "kernels/blas_threads.hpp"
 #include "kernels/cpu_interaction.hpp"
 #include "kernels/ctr_math.hpp"
 #include "kernels/math.hpp"
@@ -184,7 +185,7 @@ std::unique_ptr<backend> make_cpu_backend() {
   // thread pool of its own on top of that.
   static std::once_flag blas_threads_set;
   std::call_once(blas_threads_set, [] {
-    openblas_set_num_threads(1);
+    use_one_blas_thread();
     // A program that did not run itself again (rerun_with_better_blas_core: a user's own, the
     // Python module) hears once which kernels it is missing.
     auto better = blas_core_missed();
