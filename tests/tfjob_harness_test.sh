@@ -74,15 +74,19 @@ start() {
   (cd "$pod" && TF_CONFIG=$(tf_config "$2") exec "$bin" "${command[@]}") >>"$pod/pod.log" 2>&1 &
   pid_of[$2]=$!
   replica_of[$!]=$2
+  echo "$!" > "$pod/pid.new" && mv "$pod/pid.new" "$pod/pid"  # for the deleter (operate)
   unset "exit_of[$2]"
   starts[$2]=$(( ${starts[$2]:-0} + 1 ))
   pids+=("$!")
 }
 
-# delete_pod REPLICA: what `kubectl delete pod` does to its process.
+# delete_pod JOB REPLICA: what `kubectl delete pod` does to its process, whose pid start wrote
+# in the pod's directory; each deletion is counted in JOB's directory.
 delete_pod() {
-  local pid=${pid_of[$1]}
-  echo "tfjob: deleting pod $1 (pid $pid)"
+  local pid
+  pid=$(cat "$dir/$1/$2/pid")
+  echo "tfjob: deleting pod $2 (pid $pid)"
+  echo "$2" >> "$dir/$1/deletions"
   kill -TERM "$pid" 2>/dev/null || return 0
   ( timeout "$grace" tail --pid="$pid" -f /dev/null || kill -KILL "$pid" 2>/dev/null ) &
 }
@@ -102,20 +106,22 @@ operate() {
   mkdir -p "$dir/$job"
   starts=()
   for r in "${replicas[@]}"; do start "$job" "$r"; done
-  local plan=("$@") next=0 pid status who
-  # The deleter only waits and signals: the pods' pids live here, where restarts change them.
+  local plan=("$@") pid status who deleted=0
+  # The deleter deletes the pods itself, reading their pids where start writes them. Not by a
+  # signal to this shell and a trap here: a replica that ended while the trap ran (worker-1,
+  # deleted together with the chief) could be missed by `wait -n` below, and the job then waited
+  # for it until the test's timeout (1 run in 5-10 with 3 busy loops, on this build and before).
   ( for d in "${plan[@]}"; do
       await_checkpoints "$dir/$job/chief-0/run.jsonl" "${d#*@}"
-      kill -USR1 $$
+      delete_pod "$job" "${d%@*}"
     done ) &
   local deleter=$!
-  trap 'delete_pod "${plan[next]%@*}"; next=$((next + 1))' USR1
   while :; do
     unset pid
     status=0
     wait -n -p pid || status=$?
     who=${replica_of[${pid:-none}]:-}
-    [ -n "$who" ] || continue  # a trap woke the wait, or a helper process ended
+    [ -n "$who" ] || continue  # a helper process ended
     unset "replica_of[$pid]"
     exit_of[$who]=$status
     echo "tfjob: $job: $who exited $status"
@@ -126,8 +132,8 @@ operate() {
     esac
   done
   kill "$deleter" 2>/dev/null || true
-  trap - USR1
-  [ "$next" = "${#plan[@]}" ] || fail "$job: only $next of ${#plan[@]} planned pod deletions happened"
+  [ -f "$dir/$job/deletions" ] && deleted=$(wc -l < "$dir/$job/deletions")
+  [ "$deleted" = "${#plan[@]}" ] || fail "$job: only $deleted of ${#plan[@]} planned pod deletions happened"
   # The chief stopped every task before its 0: each ends with 0 as well.
   for r in "${replicas[@]}"; do
     if [ -z "${exit_of[$r]:-}" ]; then
