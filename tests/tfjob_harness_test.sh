@@ -110,7 +110,7 @@ operate() {
   # The deleter deletes the pods itself, reading their pids where start writes them. Not by a
   # signal to this shell and a trap here: a replica that ended while the trap ran (worker-1,
   # deleted together with the chief) could be missed by `wait -n` below, and the job then waited
-  # for it until the test's timeout (1 run in 5-10 with 3 busy loops, on this build and before).
+  # for it until the test's timeout (1 run in 4-10 with 3 busy loops, on this build and before).
   ( for d in "${plan[@]}"; do
       await_checkpoints "$dir/$job/chief-0/run.jsonl" "${d#*@}"
       delete_pod "$job" "${d%@*}"
