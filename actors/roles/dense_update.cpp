@@ -50,11 +50,12 @@ std::optional<reply_ahead> plan_reply_ahead(const ps_shard_state& st, const push
 dense_update::dense_update(ps_shard_state& st, float lr, float max_gradient, reply_ahead* ahead)
   : st_(st), lr_(lr), max_gradient_(max_gradient), ahead_(ahead), step_(st.opt.step + 1) {
   st.cache.reply = wire_buffer{};  // stale after this update anyway; it would hold a lease
+  // Every block is written before the swap, so whatever a kept spare holds is overwritten.
   release_for_writing(st.params_next, st.next_lease);
-  st.params_next.resize(st.params.size());
+  if (st.params_next.size() != st.params.size()) st.params_next = st.spares->take(st.params.size());
   st.opt.next.resize(st.opt.values.size());
   if (ahead) {
-    st.next_lease = std::make_shared<buffer_lease>();
+    st.next_lease = std::make_shared<buffer_lease>(st.spares);
     ahead->start(st, st.params_next.data(), st.next_lease);
   }
 }

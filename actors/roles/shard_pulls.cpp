@@ -16,7 +16,7 @@ const wire_buffer& current_reply(ps_shard_state& st) {
       || c.reply.size_words() == 0) {
     // By reference: the blocks go from params to the data link's socket (or the worker's
     // scatter) without a copy here; the lease keeps params unchanged while the reply lives.
-    if (!st.params_lease) st.params_lease = std::make_shared<buffer_lease>();
+    if (!st.params_lease) st.params_lease = std::make_shared<buffer_lease>(st.spares);
     c.reply = encode_shard_parameters_by_reference(st.shard, st.clocks.min(), st.newest_clock,
                                                    *st.layout, st.params.data(), st.params_lease);
     c.updates = st.stats.updates;

@@ -104,6 +104,9 @@ struct ps_shard_state {
   float_buffer params_next;         // spare buffer of params' size: an update is written here first
   std::shared_ptr<buffer_lease> params_lease;  // held by the replies pointing into params
   std::shared_ptr<buffer_lease> next_lease;    // held by the replies pointing into params_next
+  // Where params' and params_next's buffers come back once replies that held them let go: the
+  // next update's spare, without allocating, zeroing and faulting in a fresh one.
+  std::shared_ptr<buffer_pool> spares = std::make_shared<buffer_pool>();
   optimizer_state opt;
   shard_tables tables;              // the sparse rows whose buckets the spec places here
 
