@@ -67,13 +67,6 @@ TEST_CASE("buffer lease: an orphaned buffer goes back to the pool when the last 
   held_by_message.reset();
   REQUIRE(pool->kept() == 1);
   CHECK(pool->take(256).data() == at);
-  // A lease without a pool frees its buffer, as before.
-  float_buffer other(16);
-  auto plain = std::make_shared<buffer_lease>();
-  auto holder = plain;
-  CHECK(release_for_writing(other, plain));
-  holder.reset();
-  CHECK(pool->kept() == 0);
 }
 
 TEST_CASE("ps_shard: a buffer a held reply kept comes back for a later update, which writes every value") {
@@ -101,6 +94,7 @@ TEST_CASE("ps_shard: a buffer a held reply kept comes back for a later update, w
   held = wire_buffer{};  // A goes back to the shard's pool
   // Memory of A's size allocated now would take A, were it freed.
   std::vector<float> churn(f.initial.size(), 1e30f);
+  REQUIRE(churn.data() != a);  // A is kept, not free
   // Hold the newest reply across the next two updates: the second finds its spare held and
   // takes one from the pool, which is A.
   update(4.0f);
@@ -114,6 +108,4 @@ TEST_CASE("ps_shard: a buffer a held reply kept comes back for a later update, w
   REQUIRE(values.size() == f.initial.size());
   for (std::size_t i = 0; i < values.size(); ++i)
     CHECK(values[i] == doctest::Approx(f.initial[i] - applied));
-  CHECK(churn[0] == 1e30f);
-  kept = wire_buffer{};
 }

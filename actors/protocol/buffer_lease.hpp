@@ -22,8 +22,9 @@ namespace actorps {
 /// next update (an evaluator keeping a snapshot by reference while it evaluates, several
 /// push_pulls in flight) would otherwise allocate a fresh buffer per update, which the
 /// allocator zeroes and the kernel faults in page by page: a pass over the payload or more
-/// before the update writes it. Thread-safe: a buffer comes back on whichever thread drops the
-/// last message holding it.
+/// before the update writes it. The cost: up to `keep` buffers of that size stay allocated
+/// while unused (in a link memory arena, freed ones stay resident anyway). Thread-safe: a
+/// buffer comes back on whichever thread drops the last message holding it.
 class buffer_pool {
 public:
   /// Keeps at most `keep` buffers; more are freed.
