@@ -38,8 +38,12 @@ struct worker_state {
   std::shared_ptr<std::vector<float>> params;
   float_buffer grads;  // in the link arena: a shared-memory link sends its blocks by reference
   // Held by the pushes built on grads by reference (a data link still sending one, a shard in
-  // this process keeping one): the next step then writes a fresh buffer (buffer_lease.hpp).
+  // this process keeping one): the next step then writes another buffer (buffer_lease.hpp),
+  // one given back to `spares` when the push holding it let go. In sync mode a shard keeps each
+  // worker's last push until the next (shard_pushes.cpp: for a standby's image), so this is
+  // every clock there.
   std::shared_ptr<buffer_lease> grads_lease;
+  std::shared_ptr<buffer_pool> spares = std::make_shared<buffer_pool>();
   // Sparse tables: `rows` is the clock whose rows the pending replies bring (and the next step
   // reads and fills with gradients); `next` is scratch for the following clock's keys.
   batch_tables rows, next;
@@ -211,7 +215,7 @@ void push(self_ptr self) {
   send_reports(self, false);
   auto clock = st.clock++;
   expect_replies(st);
-  if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>();
+  if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>(st.spares);
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   const auto precision = st.cfg.spec.wire;
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
@@ -233,8 +237,10 @@ void push(self_ptr self) {
 
 void compute(self_ptr self) {
   auto& st = self->state;
-  if (release_for_writing(st.grads, st.grads_lease))  // a push still holds the last gradient
-    st.grads.assign(st.layout->total_floats(), 0.0f);
+  // A push still holds the last gradient: another buffer, whatever it holds (step writes every
+  // value: trainer::step).
+  if (release_for_writing(st.grads, st.grads_lease))
+    st.grads = st.spares->take(st.layout->total_floats());
   st.last = st.model->step(st.clock, st.params->data(), st.grads.data(), st.rows.rows());
   if (st.cfg.slow_ms > 0)
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
