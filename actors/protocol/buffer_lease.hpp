@@ -20,9 +20,9 @@ namespace actorps {
 /// Buffers handed over to messages, given back once the last of them lets go, for the owner's
 /// next buffer of the same size. Why: a shard whose replies are still held when it applies the
 /// next update (an evaluator keeping a snapshot by reference while it evaluates, several
-/// push_pulls in flight) would otherwise allocate a fresh buffer per update, which the
-/// allocator zeroes and the kernel faults in page by page: a pass over the payload or more
-/// before the update writes it. The cost: up to `keep` buffers of that size stay allocated
+/// push_pulls in flight), or a worker whose last push a sync shard keeps, would otherwise
+/// allocate a fresh buffer per update or step, which the allocator zeroes and the kernel faults
+/// in page by page: a pass over the payload or more before it is written. The cost: up to `keep` buffers of that size stay allocated
 /// while unused (in a link memory arena, freed ones stay resident anyway). Thread-safe: a
 /// buffer comes back on whichever thread drops the last message holding it.
 class buffer_pool {
