@@ -11,6 +11,7 @@
 #include "actors/deploy/task_node.hpp"
 #include "actors/deploy/data_port.hpp"
 #include "actors/deploy/exit_codes.hpp"
+#include "actors/deploy/join_chief.hpp"
 #include "actors/net/await_name.hpp"
 #include "actors/protocol/errors.hpp"
 
@@ -121,8 +122,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   caf::scoped_actor self{sys};
   self->monitor(*chief);
   self->monitor(local);
-  caf::error refused;
-  join(self, *chief).receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = err; });
+  auto refused = join_chief(sys, *chief, opts.connect_timeout, join);
   if (refused) {
     auto status = stop_status(refused);
     log_line(name, (status == exit_code::success ? "the run has ended already; exiting 0"
@@ -241,12 +241,12 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
     }
     auto shard = hosted->shard;
     auto task = hosted->task;
-    return serve(sys, opts, task, shard, [&](caf::scoped_actor& self, const chief_actor& chief) {
+    return serve(sys, opts, task, shard, [&](auto* self, const chief_actor& chief) {
       return self->request(chief, opts.connect_timeout, join_atom::value, index, shard, task);
     });
   }
   auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout, opts.tls});
-  return serve(sys, opts, node, node, [&](caf::scoped_actor& self, const chief_actor& chief) {
+  return serve(sys, opts, node, node, [&](auto* self, const chief_actor& chief) {
     return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
   });
 }
