@@ -7,6 +7,7 @@
 #include "actors/net/tls_files.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
+#include "apps/command_line.hpp"
 #include "apps/export_after_run.hpp"
 #include "apps/log_level_flag.hpp"
 #include "apps/stop_signals.hpp"
@@ -16,10 +17,12 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 namespace po = boost::program_options;
 
@@ -81,6 +84,15 @@ void add_shard_options(po::options_description& desc, cluster_flags& f) {
   add_value_bound_options(desc, f.bounds);
 }
 
+/// --threads of a task: CAF's scheduler threads, 0 for one per core; a bound keeps a typo from
+/// failing in thread creation (an address-space limit) instead of naming the flag.
+void check_threads(int threads) {
+  const int bound = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads < 0 || threads > bound)
+    throw usage_error("--threads must be 0 (one per core) to " + std::to_string(bound)
+                      + " (4 per core of this host), got " + std::to_string(threads));
+}
+
 /// TF_CONFIG from the environment, when it is set and not empty.
 const char* tf_config_env() {
   const char* env = std::getenv("TF_CONFIG");
@@ -106,7 +118,10 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   cfg.cluster.own_address(*cfg.task);  // unknown type or index outside the cluster
   if (!type.empty() && cfg.task->type != type)
     throw usage_error("this is `actorps " + type + "` but the task is " + cfg.task->text());
-  if (f.connect_timeout <= 0) throw usage_error("--connect-timeout must be positive");
+  if (!(f.connect_timeout > 0 && f.connect_timeout <= 7 * 24 * 3600))
+    throw usage_error("--connect-timeout must be positive and at most a week (604800 s), got "
+                      + std::to_string(f.connect_timeout));
+  check_threads(f.threads);
   if (f.data_port < 0 || f.data_port > 65535)
     throw usage_error("--data-port must be 0 (the task's port + 1) or a port, 1 to 65535");
   auto bind = f.bind;  // "[::]" as a URL writes it: the address is "::"
@@ -251,8 +266,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
   std::string log_level = "info";  // the chief's (and `run`'s) is a training flag
   if (!chief_flags) add_log_level_option(desc, log_level);
   try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    auto vm = parse_flags(args, desc);
     if (vm.count("help")) {
       std::ostringstream out;
       if (any_role)
@@ -277,7 +291,10 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
     if (any_role) cf.checkpoint_dir = tf.checkpoint_dir, cf.bounds = tf.bounds;
     auto opts = resolve(type, cf);
     if (opts.task.type == "chief") return run_chief(opts, tf, vm);
-    if (chief_flags) opts.scheduler_threads = tf.threads;  // `run`: --threads is the shared flag
+    if (chief_flags) {  // `run`: --threads is the shared flag
+      check_threads(tf.threads);
+      opts.scheduler_threads = tf.threads;
+    }
     run_task_process(opts.task.type, opts);
   } catch (const po::error& e) {
     std::fprintf(stderr, "actorps %s: %s\n(see actorps %s --help)\n", command.c_str(), e.what(),

@@ -2,6 +2,7 @@
 
 #include "actors/protocol/errors.hpp"
 #include "actors/deploy/simulation.hpp"
+#include "apps/command_line.hpp"
 #include "apps/export_after_run.hpp"
 #include "apps/training_flags.hpp"
 #include "actors/data/load_split.hpp"
@@ -61,8 +62,7 @@ int simulate_command(const std::vector<std::string>& args) {
   simulation_options sim;
   export_request exporting;
   try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    auto vm = parse_flags(args, desc);
     if (vm.count("help")) {
       std::fputs(simulate_help().c_str(), stdout);
       return 0;

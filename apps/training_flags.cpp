@@ -11,12 +11,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 
 namespace po = boost::program_options;
 
@@ -25,10 +27,21 @@ namespace actorps {
 namespace {
 
 constexpr int fashion_mnist_train_rows = 60000;
+// Bounds that keep a typo from running away (memory, threads, a diverged model that exits 0);
+// each is far beyond any run that makes sense, and a refusal names the flag and the bound.
+constexpr int max_tasks_per_role = 1024;   // --ps, --workers: one actor (and thread) each
+constexpr int max_batch = 1 << 20;
+constexpr double max_epochs = 1e6;
+constexpr double max_learning_rate = 100;  // every optimizer here diverges far below it
+constexpr double max_timeout_s = 7 * 24 * 3600;
+
+int max_scheduler_threads() {
+  return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 constexpr int fashion_mnist_classes = 10;
 
 template <class T>
-void require(bool ok, const char* flag, const T& value, const char* what) {
+void require(bool ok, const char* flag, const T& value, const std::string& what) {
   if (ok) return;
   std::ostringstream out;
   out << "--" << flag << " " << what << " (got " << value << ")";
@@ -82,8 +95,9 @@ void set_table_flags(const training_flags& o, model_spec& model) {
       cfg.optimizer.kind = *kind;
     }
     if (o.table_lr != 0) {
-      require(std::isfinite(o.table_lr) && o.table_lr > 0, "table-lr", o.table_lr,
-              "must be a positive learning rate");
+      require(o.table_lr > 0 && o.table_lr <= max_learning_rate, "table-lr", o.table_lr,
+              "must be a positive learning rate, at most "
+                + std::to_string(int(max_learning_rate)));
       cfg.optimizer.learning_rate = static_cast<float>(o.table_lr);
     }
     if (o.admit_after != -1) {
@@ -300,17 +314,30 @@ void set_run_length(const training_flags& o, int64_t train_rows, chief_config& c
 checked_flags check_training_flags(const training_flags& o) {
   if (!parse_log_level(o.log_level))
     throw usage_error("--log-level " + o.log_level + " is none of error, warn, info, debug");
-  require(o.ps >= 1, "ps", o.ps, "must be at least 1");
-  require(o.workers >= 1, "workers", o.workers, "must be at least 1");
-  require(o.batch >= 1, "batch", o.batch, "must be at least 1");
+  require(o.ps >= 1 && o.ps <= max_tasks_per_role, "ps", o.ps,
+          "must be 1 to " + std::to_string(max_tasks_per_role));
+  require(o.workers >= 1 && o.workers <= max_tasks_per_role, "workers", o.workers,
+          "must be 1 to " + std::to_string(max_tasks_per_role));
+  require(o.batch >= 1 && o.batch <= max_batch, "batch", o.batch,
+          "must be 1 to " + std::to_string(max_batch));
   require(o.staleness >= 0, "staleness", o.staleness, "must be 0 or more");
   require(o.eval_every >= 0, "eval-every", o.eval_every, "must be 0 or more");
   require(o.steps >= 0, "steps", o.steps, "must be 0 or more");
-  require(o.epochs > 0 && std::isfinite(o.epochs), "epochs", o.epochs, "must be positive");
-  require(o.lr >= 0 && std::isfinite(o.lr), "lr", o.lr, "must be positive (or 0 for the default)");
-  require(o.threads >= 0, "threads", o.threads, "must be 0 or more");
+  require(o.epochs > 0 && o.epochs <= max_epochs, "epochs", o.epochs,
+          "must be positive and at most " + std::to_string(int(max_epochs)));
+  require(o.lr >= 0 && o.lr <= max_learning_rate, "lr", o.lr,
+          "must be positive and at most " + std::to_string(int(max_learning_rate))
+            + " (or 0 for the optimizer's default)");
+  require(o.momentum >= 0 && o.momentum < 1, "momentum", o.momentum,
+          "must be at least 0 and below 1");
+  const int threads_bound = max_scheduler_threads();
+  require(o.threads >= 0 && o.threads <= threads_bound, "threads", o.threads,
+          "must be 0 (one per core) to " + std::to_string(threads_bound)
+            + " (4 per core of this host)");
   require(o.block_floats >= 1, "block-floats", o.block_floats, "must be at least 1");
-  require(o.request_timeout > 0, "request-timeout", o.request_timeout, "must be positive");
+  require(o.request_timeout > 0 && o.request_timeout <= max_timeout_s, "request-timeout",
+          o.request_timeout, "must be positive and at most " + std::to_string(int(max_timeout_s))
+                               + " seconds");
   check_value_bounds(o.bounds);
   checked_flags v;
   std::unique_ptr<model_plugin> model;

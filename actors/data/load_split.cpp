@@ -4,6 +4,7 @@
 #include "actors/data/csv_dataset.hpp"
 #include "actors/data/libsvm_reader.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace actorps {
@@ -62,6 +63,19 @@ dataset load_criteo(const std::string& path, bool train) {
   return out;
 }
 
+/// Classes are the labels 0..max: a training file whose labels start above 0 (1..3, as
+/// one-based labels are often written) would train a class no row has and report one class
+/// too many, so it is refused, saying how to fix it.
+void check_classes_from_zero(const dataset& d, const std::string& path) {
+  if (d.y.empty()) return;
+  const auto [low, high] = std::minmax_element(d.y.begin(), d.y.end());
+  if (*low == 0) return;
+  throw dataset_error(path + ": the labels run from " + std::to_string(*low) + " to "
+                      + std::to_string(*high) + ", but classes are numbered from 0 and no row "
+                        "has label 0 (subtract " + std::to_string(*low)
+                      + " from every label)");
+}
+
 } // namespace
 
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
@@ -71,8 +85,11 @@ std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
     return std::make_shared<dataset>(load_libsvm(train ? src.train_path : src.test_path, train));
   if (src.what == data_source::kind::fashion_mnist)
     return std::make_shared<dataset>(load_fashion_mnist(src.dir, train));
-  if (src.what == data_source::kind::csv)
-    return std::make_shared<dataset>(load_csv(train ? src.train_path : src.test_path));
+  if (src.what == data_source::kind::csv) {
+    auto d = load_csv(train ? src.train_path : src.test_path);
+    if (train) check_classes_from_zero(d, src.train_path);
+    return std::make_shared<dataset>(std::move(d));
+  }
   return std::make_shared<dataset>(
     make_synthetic(train ? src.train_rows : src.test_rows, src.cols, src.seed, train));
 }
