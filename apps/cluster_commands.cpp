@@ -1,6 +1,7 @@
 #include "apps/cluster_commands.hpp"
 
 #include "actors/deploy/data_port.hpp"
+#include "actors/chief/cluster_view.hpp"
 #include "actors/deploy/deployment.hpp"
 #include "actors/deploy/exit_codes.hpp"
 #include "actors/net/data_link_path.hpp"
@@ -211,6 +212,7 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
   if (opts.cluster.count("evaluator") > 0) remote.evaluator = opts.cluster.tasks("evaluator")[0];
   remote.data = plan.data;
   remote.join_timeout = opts.connect_timeout;
+  remote.cluster_view = cluster_view_text(opts.cluster.jobs);
   plan.chief.remote = std::move(remote);
   auto with_threads = opts;
   with_threads.scheduler_threads = plan.scheduler_threads;

@@ -118,6 +118,8 @@ TEST_CASE("a task whose port is taken exits 2 saying so") {
   CHECK_MESSAGE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(taken.port))
                   != std::string::npos,
                 r.output);
+  // A fatal error is logged as one, not at INFO.
+  CHECK_MESSAGE(r.output.find(" ERROR ps:0: cannot listen") != std::string::npos, r.output);
 }
 
 TEST_CASE("a task that cannot reach the chief gives up after the connect timeout, naming it, retryable") {

@@ -37,6 +37,9 @@ struct remote_tasks {
   std::optional<host_port> evaluator;
   data_source data;                     ///< what the workers and the evaluator load themselves
   std::chrono::milliseconds join_timeout{std::chrono::seconds(60)};
+  /// The chief's cluster spec as cluster_view_text writes it: a task joining with another is
+  /// refused ("": not checked).
+  std::string cluster_view;
 };
 
 /// Fault injection (`--kill`): kill one role's actor with exit_reason::kill at a global clock

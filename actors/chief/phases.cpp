@@ -32,6 +32,7 @@
 //   finishing     the final checkpoint, the final evaluation, the summary (summary.cpp)
 //   stopping      every other role is told to stop; distributed: the chief waits for each
 //                 task's down message (by stop_due) so that none sees a lost chief instead
+#include "actors/chief/cluster_view.hpp"
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -74,15 +75,30 @@ auto refuse_run(const char* why) {
   };
 }
 
-/// (join, ps index, shard, task): the shard takes its slot ("ps:0" + `said` is logged), then
+/// A joining task's cluster view against the chief's (remote_tasks::cluster_view): a task
+/// started with another spec is refused, naming the first difference, and exits 2 (a restart
+/// with the same spec would be refused again).
+caf::error check_cluster_view(self_ptr self, const std::string& task, const std::string& view) {
+  const auto& remote = self->state.cfg.remote;
+  if (!remote || remote->cluster_view.empty()) return {};
+  auto difference = cluster_view_difference(view, remote->cluster_view);
+  if (difference.empty()) return {};
+  log_line(log_level::error, "chief", "refused " + task + "'s join: its cluster spec is not the "
+                                        "chief's: " + difference);
+  return make_error(errc::cluster_mismatch, task + "'s cluster spec is not the chief's: "
+                                              + difference);
+}
+
+/// (join, ps index, shard, task, view): the shard takes its slot ("ps:0" + `said` is logged), then
 /// `seated(index)`.
 template <class Seated>
 auto join_shard(self_ptr self, const char* said, Seated seated) {
-  return [=](join_atom, int32_t index, ps_shard_actor shard,
-             ps_task_actor task) -> caf::result<caf::ok_atom> {
+  return [=](join_atom, int32_t index, ps_shard_actor shard, ps_task_actor task,
+             std::string view) -> caf::result<caf::ok_atom> {
     if (auto err = note_refusal("chief", authorise_task(current_role(self), "ps", index,
                                                         "join as ps:" + std::to_string(index))))
       return err;
+    if (auto err = check_cluster_view(self, "ps:" + std::to_string(index), view)) return err;
     // With standbys, a new process of a task whose shard is served elsewhere since a fail-over
     // (placement.cpp): it hosts standbys from now on.
     if (rejoin_as_standby_host(self, index, shard, task)) return caf::ok_atom::value;
@@ -90,7 +106,7 @@ auto join_shard(self_ptr self, const char* said, Seated seated) {
     // the join goes to the phase that loss leads to (a rollback, say).
     if (supersede_shard(self, index, shard))
       return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, index,
-                            std::move(shard), std::move(task));
+                            std::move(shard), std::move(task), std::move(view));
     if (auto err = seat_shard(self, index, std::move(shard), std::move(task))) return err;
     log_line("chief", ps_role(index).text() + said);
     seated(index);
@@ -98,19 +114,20 @@ auto join_shard(self_ptr self, const char* said, Seated seated) {
   };
 }
 
-/// (join, type, index, node): a worker's or the evaluator's node takes its slot, then
+/// (join, type, index, node, view): a worker's or the evaluator's node takes its slot, then
 /// `seated(role)`.
 template <class Seated>
 auto join_node(self_ptr self, const char* said, Seated seated) {
-  return [=](join_atom, const std::string& type, int32_t index,
-             task_node_actor node) -> caf::result<caf::ok_atom> {
+  return [=](join_atom, const std::string& type, int32_t index, task_node_actor node,
+             std::string view) -> caf::result<caf::ok_atom> {
     if (auto err = note_refusal("chief", authorise_task(current_role(self), type, index,
                                                         "join as " + type + ":"
                                                           + std::to_string(index))))
       return err;
+    if (auto err = check_cluster_view(self, type + ":" + std::to_string(index), view)) return err;
     if (supersede_node(self, type, index, node))  // as for a shard, above
       return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, type, index,
-                            std::move(node));
+                            std::move(node), std::move(view));
     auto role = seat_node(self, type, index, std::move(node));
     if (!role) return role.error();
     log_line("chief", role->text() + said);
@@ -240,12 +257,12 @@ behavior stopping(self_ptr self) {
     refuse_run(over),
     [](train_atom, const std::vector<train_report>&) {},  // the run is over: nothing counts
     [](done_atom, int32_t) {},
-    [=](join_atom, int32_t, const ps_shard_actor&,
-        const ps_task_actor&) -> caf::result<caf::ok_atom> {
+    [=](join_atom, int32_t, const ps_shard_actor&, const ps_task_actor&,
+        const std::string&) -> caf::result<caf::ok_atom> {
       return self->state.stop_reason;
     },
-    [=](join_atom, const std::string&, int32_t,
-        const task_node_actor&) -> caf::result<caf::ok_atom> {
+    [=](join_atom, const std::string&, int32_t, const task_node_actor&,
+        const std::string&) -> caf::result<caf::ok_atom> {
       return self->state.stop_reason;
     },
     [](join_due_atom) {},

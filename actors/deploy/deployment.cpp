@@ -1,5 +1,7 @@
 #include "actors/deploy/deployment.hpp"
 
+#include "actors/chief/cluster_view.hpp"
+
 #include "actors/net/connect.hpp"
 #include "actors/net/guarded_publish.hpp"
 #include "actors/net/tls_config.hpp"
@@ -42,6 +44,7 @@ bool is_chief_lost(const caf::error& err) {
 /// did): what the chief itself exits with for that end of the run (apps/cluster_commands.cpp).
 int stop_status(const caf::error& reason) {
   if (is_orderly(reason)) return exit_code::success;
+  if (is_error(reason, errc::cluster_mismatch)) return exit_code::usage;
   if (is_error(reason, errc::run_interrupted) || is_error(reason, errc::peer_unreachable)
       || is_chief_lost(reason))
     return exit_code::retryable;
@@ -103,7 +106,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   auto own = opts.cluster.own_address(opts.task);
   if (own) {
     if (auto port = publish_on(sys, published, *own, name, opts.bind); !port) {
-      log_line(name, describe(port.error()));
+      log_line(log_level::error, name, describe(port.error()) + "; exiting 2");
       return 2;
     }
   }
@@ -112,10 +115,11 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   if (!chief) {
     // Not there yet, or gone: a restart may reach it. Another actor there: it would not.
     if (chief.error() == caf::sec::unexpected_actor_messaging_interface) {
-      log_line(name, describe(chief.error()));
+      log_line(log_level::error, name, describe(chief.error()) + "; exiting "
+                                         + std::to_string(exit_code::failed));
       return exit_code::failed;
     }
-    log_line(name, describe(chief.error()) + "; exiting " + std::to_string(exit_code::retryable)
+    log_line(log_level::warn, name, describe(chief.error()) + "; exiting " + std::to_string(exit_code::retryable)
                      + " (a restart may reach it)");
     return exit_code::retryable;
   }
@@ -125,7 +129,10 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   auto refused = join_chief(sys, *chief, opts.connect_timeout, join);
   if (refused) {
     auto status = stop_status(refused);
-    log_line(name, (status == exit_code::success ? "the run has ended already; exiting 0"
+    log_line(status == exit_code::success ? log_level::info
+             : status == exit_code::retryable ? log_level::warn
+                                              : log_level::error,
+             name, (status == exit_code::success ? "the run has ended already; exiting 0"
                     : is_chief_lost(refused)
                       ? "the chief was lost before it answered the join (" + describe(refused)
                           + "); exiting " + std::to_string(status)
@@ -154,7 +161,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
     } else if (is_orderly(dm.reason)) {
       self->send_exit(local, caf::exit_reason::user_shutdown);  // the run has ended
     } else {
-      log_line(name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
+      log_line(log_level::warn, name, "the chief at " + chief_addr.text() + " is gone (" + describe(dm.reason)
                        + ")");
       chief_gone = true;
       self->send_exit(local, chief_lost);
@@ -162,12 +169,12 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   });
   if (is_orderly(stopped_by)) return exit_code::success;
   if (chief_gone && stopped_by == chief_lost) {
-    log_line(name, "stopping, exiting " + std::to_string(exit_code::retryable)
+    log_line(log_level::warn, name, "stopping, exiting " + std::to_string(exit_code::retryable)
                      + " (a restart joins the chief's next run)");
     return exit_code::retryable;
   }
   int status = stop_status(stopped_by);
-  log_line(name, "stopped: " + describe(stopped_by) + "; exiting " + std::to_string(status));
+  log_line(status == exit_code::retryable ? log_level::warn : log_level::error, name, "stopped: " + describe(stopped_by) + "; exiting " + std::to_string(status));
   return status;
 }
 
@@ -221,7 +228,8 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);
   if (!opts.tls.enabled()) warn_unauthenticated(opts.task.text());
   if (auto why = await_own_name(opts); !why.empty()) {
-    log_line(opts.task.text(), why + "; exiting " + std::to_string(exit_code::retryable));
+    log_line(log_level::warn, opts.task.text(),
+             why + "; exiting " + std::to_string(exit_code::retryable));
     return exit_code::retryable;
   }
   if (opts.task.type == "ps") {
@@ -229,25 +237,27 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
     try {
       data_port = data_port_of(opts.cluster, opts.task, opts.data_port);
     } catch (const cluster_error& e) {
-      log_line(opts.task.text(), e.what());
+      log_line(log_level::error, opts.task.text(), std::string(e.what()) + "; exiting 2");
       return exit_code::usage;
     }
     auto hosted =
       host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.shard, opts.tls,
                  opts.connect_timeout);
     if (!hosted) {
-      log_line(opts.task.text(), describe(hosted.error()));
+      log_line(log_level::error, opts.task.text(), describe(hosted.error()) + "; exiting 2");
       return 2;
     }
     auto shard = hosted->shard;
     auto task = hosted->task;
     return serve(sys, opts, task, shard, [&](auto* self, const chief_actor& chief) {
-      return self->request(chief, opts.connect_timeout, join_atom::value, index, shard, task);
+      return self->request(chief, opts.connect_timeout, join_atom::value, index, shard, task,
+                           cluster_view_text(opts.cluster.jobs));
     });
   }
   auto node = spawn_task_node(sys, {opts.task.text(), opts.connect_timeout, opts.tls});
   return serve(sys, opts, node, node, [&](auto* self, const chief_actor& chief) {
-    return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node);
+    return self->request(chief, opts.connect_timeout, join_atom::value, opts.task.type, index, node,
+                         cluster_view_text(opts.cluster.jobs));
   });
 }
 
@@ -256,20 +266,20 @@ int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster,
   auto workers = static_cast<int32_t>(cluster.count("worker"));
   auto hosted = host_shard(sys, cluster, index, workers);
   if (!hosted) {
-    log_line(name, describe(hosted.error()));
+    log_line(log_level::error, name, describe(hosted.error()) + "; exiting 2");
     return 2;
   }
   caf::scoped_actor self{sys};
   self->monitor(hosted->task);
   if (auto port = publish_on(sys, hosted->task, cluster.address({"ps", index}), name); !port) {
-    log_line(name, describe(port.error()));
+    log_line(log_level::error, name, describe(port.error()) + "; exiting 2");
     self->send_exit(hosted->shard, caf::exit_reason::user_shutdown);
     return 2;
   }
   int status = 0;
   self->receive([&](caf::down_msg& dm) {
     status = is_orderly(dm.reason) ? 0 : 1;
-    if (status) log_line(name, "stopped: " + describe(dm.reason));
+    if (status) log_line(log_level::error, name, "stopped: " + describe(dm.reason));
   });
   return status;
 }

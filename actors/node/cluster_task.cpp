@@ -4,6 +4,7 @@
 
 #include "actors/data/load_split.hpp"
 #include "actors/deploy/cluster_spec.hpp"
+#include "actors/chief/cluster_view.hpp"
 #include "actors/deploy/deployment.hpp"
 #include "actors/protocol/log.hpp"
 
@@ -94,6 +95,7 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
   if (d.cluster.count("evaluator") > 0) remote.evaluator = d.cluster.tasks("evaluator")[0];
   remote.data = data;
   remote.join_timeout = d.connect_timeout;
+  remote.cluster_view = cluster_view_text(d.cluster.jobs);
   sim->chief.remote = std::move(remote);
   d.scheduler_threads = opts.threads > 0 ? opts.threads : task.threads;
   return run_chief_task(d, std::move(sim->chief));

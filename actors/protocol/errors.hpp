@@ -37,6 +37,7 @@ enum class errc : uint8_t {
   outside_checkpoint_root,  ///< a checkpoint asked into a directory outside the shard's root
   not_authorised,         ///< a request the sender's task may not make (CAF messages:
                           ///< authorisation.hpp; the data link: link_authorisation.hpp)
+  cluster_mismatch,       ///< a task joined with a cluster spec other than the chief's
 };
 
 const char* to_string(errc code);

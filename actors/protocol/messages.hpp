@@ -350,11 +350,14 @@ using chief_actor = caf::typed_actor<
   caf::reacts_to<train_atom, std::vector<train_report>>,
   // (done, worker): a worker ran all its clocks.
   caf::reacts_to<done_atom, int32_t>,
-  // (join, ps index, shard, task) -> ok: a ps process offers its shard, and its ps task (where
-  // the chief has standbys of other shards spawned, --replicas 1) (distributed runs).
-  caf::replies_to<join_atom, int32_t, ps_shard_actor, ps_task_actor>::with<caf::ok_atom>,
-  // (join, "worker"|"evaluator", index, node) -> ok: a worker or evaluator process joins.
-  caf::replies_to<join_atom, std::string, int32_t, task_node_actor>::with<caf::ok_atom>,
+  // (join, ps index, shard, task, cluster view) -> ok: a ps process offers its shard, and its
+  // ps task (where the chief has standbys of other shards spawned, --replicas 1) (distributed
+  // runs). The view is the task's cluster spec (chief/cluster_view.hpp): another than the
+  // chief's is refused (cluster_mismatch).
+  caf::replies_to<join_atom, int32_t, ps_shard_actor, ps_task_actor, std::string>::with<caf::ok_atom>,
+  // (join, "worker"|"evaluator", index, node, cluster view) -> ok: a worker or evaluator
+  // process joins.
+  caf::replies_to<join_atom, std::string, int32_t, task_node_actor, std::string>::with<caf::ok_atom>,
   // (join_due): distributed runs: the time for every task to join has passed.
   caf::reacts_to<join_due_atom>,
   // (rejoin_due, rollback): the shard lost by that rollback (a count) had its time to come back.

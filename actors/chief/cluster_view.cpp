@@ -1,0 +1,74 @@
+#include "actors/chief/cluster_view.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace actorps {
+
+namespace {
+
+const std::vector<std::string>& job_order() {
+  static const std::vector<std::string> order{"chief", "ps", "worker", "evaluator"};
+  return order;
+}
+
+/// Job type → its addresses, from the canonical text (anything malformed reads as a job of its
+/// own name, so that it shows up as a difference rather than vanishing).
+std::map<std::string, std::vector<std::string>> parse_view(const std::string& text) {
+  std::map<std::string, std::vector<std::string>> jobs;
+  std::stringstream items(text);
+  for (std::string job; std::getline(items, job, ';');) {
+    auto eq = job.find('=');
+    auto& addresses = jobs[job.substr(0, eq)];
+    if (eq == std::string::npos) continue;
+    std::stringstream list(job.substr(eq + 1));
+    for (std::string a; std::getline(list, a, ',');) addresses.push_back(a);
+  }
+  return jobs;
+}
+
+std::string listed(const std::vector<std::string>& addresses) {
+  std::string out = std::to_string(addresses.size()) + " (";
+  for (std::size_t i = 0; i < addresses.size(); ++i) out += (i ? ", " : "") + addresses[i];
+  return out + ")";
+}
+
+} // namespace
+
+std::string cluster_view_text(const std::map<std::string, std::vector<host_port>>& jobs) {
+  std::string out;
+  auto add = [&](const std::string& type, const std::vector<host_port>& tasks) {
+    if (tasks.empty()) return;
+    out += (out.empty() ? "" : ";") + type + "=";
+    for (std::size_t i = 0; i < tasks.size(); ++i) out += (i ? "," : "") + tasks[i].text();
+  };
+  for (const auto& type : job_order())
+    if (auto it = jobs.find(type); it != jobs.end()) add(type, it->second);
+  for (const auto& [type, tasks] : jobs)  // a type outside the known four, after them
+    if (std::find(job_order().begin(), job_order().end(), type) == job_order().end())
+      add(type, tasks);
+  return out;
+}
+
+std::string cluster_view_difference(const std::string& task_view, const std::string& chief_view) {
+  if (task_view == chief_view) return "";
+  auto task = parse_view(task_view), chief = parse_view(chief_view);
+  std::vector<std::string> types = job_order();
+  for (const auto& view : {task, chief})
+    for (const auto& [type, _] : view)
+      if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  for (const auto& type : types) {
+    const auto& mine = task[type];
+    const auto& theirs = chief[type];
+    if (mine.size() != theirs.size())
+      return type + ": this task's cluster lists " + listed(mine) + ", the chief's "
+             + listed(theirs);
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      if (mine[i] != theirs[i])
+        return type + ":" + std::to_string(i) + " is " + mine[i] + " in this task's cluster, "
+               + theirs[i] + " in the chief's";
+  }
+  return "the cluster text differs ('" + task_view + "' against '" + chief_view + "')";
+}
+
+} // namespace actorps

@@ -1,0 +1,23 @@
+// A task's view of the cluster, sent with its join so that the chief can refuse a task started
+// with another spec (a worker whose TF_CONFIG lists 3 ps where the chief's lists 2 would
+// otherwise run with the chief's view in silence). The view is canonical text, one string on
+// the wire: "chief=h0:2222;ps=h1:2222,h2:2222;worker=h3:2222" (job types in a fixed order, each
+// job's addresses in index order, jobs without tasks left out).
+#pragma once
+
+#include "actors/net/address.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+/// The canonical text of a cluster's jobs.
+std::string cluster_view_text(const std::map<std::string, std::vector<host_port>>& jobs);
+
+/// "" when the two views are the same; else the first difference, worded for a log line:
+/// "ps: this task's cluster lists 3 (h1:1, h2:1, h3:1), the chief's 2 (h1:1, h2:1)".
+std::string cluster_view_difference(const std::string& task_view, const std::string& chief_view);
+
+} // namespace actorps
