@@ -238,12 +238,13 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
     if (is_error(err, errc::peer_unreachable)) return exit_code::retryable;
     return exit_code::failed;
   }
-  const int summary_status = print_summary(*result);  // non-zero when every checkpoint failed
+  // non-zero when every worker was lost, or every checkpoint or the final one failed
+  const int summary_status = print_summary(*result);
   if (!result->stopped_by.empty()) {
     std::printf("  stopped early by %s at clock %lld of %lld; not exported (exit %d: restart "
                 "with --resume to go on)\n",
                 result->stopped_by.c_str(), static_cast<long long>(result->stopped_at),
-                static_cast<long long>(result->clocks), interrupted);
+                static_cast<long long>(result->planned_clocks), interrupted);
     return interrupted;
   }
   if (summary_status) return summary_status;

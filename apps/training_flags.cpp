@@ -3,6 +3,7 @@
 #include "apps/value_bound_flags.hpp"
 #include "apps/log_level_flag.hpp"
 #include "actors/protocol/console.hpp"
+#include "actors/deploy/exit_codes.hpp"
 
 #include "actors/chief/metrics.hpp"
 #include "actors/data/load_split.hpp"
@@ -548,29 +549,44 @@ int print_summary(const run_summary& s) {
   console::process().end_progress();  // the summary starts on a line of its own
   std::printf("summary: mode %s (staleness bound %d), %d workers, %d shards, backend %s\n",
               s.mode.c_str(), s.staleness_bound, s.workers, s.shards, s.backend.c_str());
+  // What was trained; short of what was asked for (a stop, every worker lost, a worker left out
+  // after --max-replacements), both, and each worker's own clocks.
+  const bool short_of_plan = s.clocks < s.planned_clocks || s.samples < s.planned_samples;
+  std::string trained = std::to_string(s.clocks) + " clocks, " + std::to_string(s.samples)
+                        + " samples";
+  if (short_of_plan) {
+    trained = std::to_string(s.clocks) + " of " + std::to_string(s.planned_clocks)
+              + " clocks (per worker:";
+    for (auto c : s.worker_clocks) trained += " " + std::to_string(c);
+    trained += "), " + std::to_string(s.samples) + " of " + std::to_string(s.planned_samples)
+               + " samples";
+  }
   if (s.resumed_from < 0)
-    std::printf("  %lld clocks, %lld samples in %.2f s = %.0f samples/s\n",
-                static_cast<long long>(s.clocks), static_cast<long long>(s.samples), s.wall_s,
-                s.samples_per_s);
+    std::printf("  %s in %.2f s = %.0f samples/s\n", trained.c_str(), s.wall_s, s.samples_per_s);
   else  // the model holds every sample since clock 0; the throughput is this run's alone
-    std::printf("  %lld clocks, %lld samples; this run from clock %lld: %.0f samples in %.2f s "
-                "= %.0f samples/s\n",
-                static_cast<long long>(s.clocks), static_cast<long long>(s.samples),
-                static_cast<long long>(s.resumed_from), s.samples_per_s * s.wall_s, s.wall_s,
-                s.samples_per_s);
+    std::printf("  %s; this run from clock %lld: %.0f samples in %.2f s = %.0f samples/s\n",
+                trained.c_str(), static_cast<long long>(s.resumed_from),
+                s.samples_per_s * s.wall_s, s.wall_s, s.samples_per_s);
+  // Figures of earlier parameters than the final ones say which (no evaluator could score the
+  // final ones, or the run stopped early): they are not the model's.
+  const bool of_final = s.final_eval_clock >= s.clocks;
+  char of[96] = "final test";
+  if (!of_final)
+    std::snprintf(of, sizeof of, "test (of the parameters at clock %lld, not the final ones)",
+                  static_cast<long long>(s.final_eval_clock));
   if (s.evaluations == 0)  // no evaluator, or an empty test set: there is no accuracy to print
     std::printf("  no evaluation (no evaluator or no test rows), max staleness %lld, "
                 "dropped messages %llu\n",
                 static_cast<long long>(s.max_staleness),
                 static_cast<unsigned long long>(s.dropped_messages));
   else
-    std::printf("  final test accuracy %.4f, test loss %.4f, max staleness %lld, "
-                "dropped messages %llu\n",
-                s.final_test_accuracy, s.final_test_loss,
+    std::printf("  %s accuracy %.4f, test loss %.4f, max staleness %lld, dropped messages %llu\n",
+                of, s.final_test_accuracy, s.final_test_loss,
                 static_cast<long long>(s.max_staleness),
                 static_cast<unsigned long long>(s.dropped_messages));
   if (s.final_test_auc >= 0 && s.evaluations > 0)
-    std::printf("  final test auc %.4f, logloss %.4f\n", s.final_test_auc, s.final_test_loss);
+    std::printf("  %s auc %.4f, logloss %.4f\n", of_final ? "final test" : "test",
+                s.final_test_auc, s.final_test_loss);
   if (s.gradients_refused + s.updates_refused + s.checkpoints_refused + s.refused_unauthorised > 0)
     std::printf("  refused: %llu pushes beyond --max-gradient, %llu updates beyond "
                 "--max-parameter, %llu checkpoints outside a shard's root, %llu messages "
@@ -599,13 +615,31 @@ int print_summary(const run_summary& s) {
                   s.rereplications);
     std::printf("\n");
   }
-  if (s.checkpoint_failures == 0) return 0;
-  std::printf("  checkpoint failures %d (last: %s)\n", s.checkpoint_failures,
-              s.checkpoint_error.c_str());
-  if (s.checkpoints > 0) return 0;
-  std::fprintf(stderr, "error: every checkpoint of this run failed (%d): nothing of it is saved\n",
-               s.checkpoint_failures);
-  return 1;
+  if (s.checkpoint_failures > 0)
+    std::printf("  checkpoint failures %d (last: %s)\n", s.checkpoint_failures,
+                s.checkpoint_error.c_str());
+  const std::string newest =
+    s.last_checkpoint < 0 ? "there is no checkpoint"
+                          : "the newest checkpoint is at clock " + std::to_string(s.last_checkpoint);
+  if (s.workers_lost) {  // a restart trains the rest: retryable (deploy/exit_codes.hpp)
+    std::fprintf(stderr, "error: every worker was lost: the run trained %lld of its %lld clocks "
+                         "(%s); exit %d: restart it to go on (--resume continues from the "
+                         "newest checkpoint)\n",
+                 static_cast<long long>(s.clocks), static_cast<long long>(s.planned_clocks),
+                 newest.c_str(), exit_code::retryable);
+    return exit_code::retryable;
+  }
+  if (s.checkpoint_failures > 0 && s.checkpoints == 0) {
+    std::fprintf(stderr, "error: every checkpoint of this run failed (%d): nothing of it is "
+                         "saved\n", s.checkpoint_failures);
+    return exit_code::failed;
+  }
+  if (s.final_checkpoint_failed) {  // a restart would fail alike until the disk is mended
+    std::fprintf(stderr, "error: the final checkpoint failed (%s): the final state is not "
+                         "saved; %s\n", s.checkpoint_error.c_str(), newest.c_str());
+    return exit_code::failed;
+  }
+  return exit_code::success;
 }
 
 } // namespace actorps

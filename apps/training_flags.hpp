@@ -111,8 +111,9 @@ void open_training_files(const training_flags& flags, training_plan& plan);
 /// may be overridden by the caller (a cluster spec fixes them).
 training_plan plan_training(const training_flags& flags);
 
-/// Prints the end-of-run summary to stdout; returns the exit status it calls for: 0, or 1 when
-/// checkpoints were asked for and every one failed (said on stderr).
+/// Prints the end-of-run summary to stdout; returns the exit status it calls for (said on
+/// stderr when not 0; deploy/exit_codes.hpp): 138 when every worker was lost before the last
+/// clock, 1 when every checkpoint or the final one failed, else 0.
 int print_summary(const run_summary& summary);
 
 } // namespace actorps

@@ -55,6 +55,7 @@ TEST_CASE("a run with one failed checkpoint among good ones counts it and exits 
   CHECK(sum["checkpoints"] == 2);
   CHECK(sum["checkpoint_failures"] == 1);
   CHECK(fs::exists(fs::path(tmp.path) / "ckpt-000000000060" / "MANIFEST.json"));
+  CHECK_FALSE(fs::exists(fs::path(tmp.path) / "ckpt-000000000040"));  // the failed one removed
 }
 
 TEST_CASE("--kill disk@checkpoint needs --checkpoint-dir") {

@@ -3,8 +3,8 @@
 // when its min clock reached that clock: each shard writes it, or, with --checkpoint-writer
 // chief, sends its bytes for the chief's disk actor to write), then has the disk actor write
 // run.capnp and, last, the manifest. A failed checkpoint is logged, counted in the summary (a
-// run none of whose checkpoints succeeded exits non-zero) and the previous one stays; training
-// never waits for a checkpoint.
+// run none of whose checkpoints succeeded, or whose final one failed, exits non-zero), its
+// directory removed, and the previous one stays; training never waits for a checkpoint.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -104,9 +104,11 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto generation = ++st.checkpoint_generation;
   auto started = std::chrono::steady_clock::now();
   auto abandoned = [=] { return self->state.checkpoint_generation != generation; };
+  auto prepared = std::make_shared<std::string>();  // its directory, once there is one
   auto failed = [=](const caf::error& err) {
     if (abandoned()) return;
     auto& st = self->state;
+    if (!prepared->empty()) self->send(st.io, discard_atom::value, *prepared);
     // Not a failure: a newer checkpoint follows, no work lost.
     auto skipped = [&](const std::string& why, bool go_on) {
       log_line("chief", "checkpoint at clock " + std::to_string(clock) + " skipped: " + why
@@ -136,7 +138,8 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
     const bool hint = st.cfg.remote && st.cfg.checkpoints.writer == checkpoint_writer::shards;
     const bool rooted = is_error(err, errc::outside_checkpoint_root);
     log_line("chief", "checkpoint at clock " + std::to_string(clock) + " failed: " + describe(err)
-                        + " (the previous one stays)"
+                        + (prepared->empty() ? " (the previous one stays)"
+                                             : " (its directory is removed; the previous one stays)")
                         + (hint && rooted ? "; give every ps task this --checkpoint-dir (actorps "
                                             "run does), or"
                                           : (hint ? ";" : ""))
@@ -175,6 +178,7 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
     .then(
       [=](std::string& dir) {
         if (abandoned()) return;
+        *prepared = dir;
         auto crash_hook = [=](const file_record& rec) {
           if (abandoned() || self->state.cfg.checkpoints.crash_at != clock) return;
           // fault injection: a crash between the shard files
@@ -198,7 +202,8 @@ void maybe_checkpoint(self_ptr self) {
   auto& st = self->state;
   auto every = st.cfg.checkpoints.every;
   auto running = st.phase == run_phase::training || st.phase == run_phase::finishing;
-  if (!st.io || every <= 0 || st.checkpoint_in_flight || !running) return;
+  // With every worker lost the shards reach no further clock than they have.
+  if (!st.io || every <= 0 || st.checkpoint_in_flight || !running || st.workers_lost) return;
   auto global = std::min(st.global_clock(), st.cfg.steps);
   if (global < st.next_checkpoint) return;
   // The shards keep their state at the two newest checkpoint clocks they reached: take the
@@ -218,7 +223,12 @@ void final_checkpoint(self_ptr self, std::function<void()> then) {
     st.after_checkpoint = [=] { final_checkpoint(self, then); };
     return;
   }
-  take_checkpoint(self, st.cfg.steps, then);
+  auto failures = st.checkpoint_failures;
+  take_checkpoint(self, st.cfg.steps, [=] {
+    // The final state is not on disk: the run must not pass for saved (summary.cpp).
+    self->state.final_checkpoint_failed = self->state.checkpoint_failures > failures;
+    then();
+  });
 }
 
 void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,

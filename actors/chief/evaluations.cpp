@@ -1,8 +1,9 @@
 // Evaluations: every `eval_every` global clocks the evaluator scores a snapshot of the shards'
 // parameters, one at a time, so training never waits for it; once training is over, a final
 // one (after the periodic one still in flight, whose snapshot predates the end), then the
-// summary. An evaluation whose evaluator is lost is abandoned; the final one then falls back
-// to the last figures an evaluation gave.
+// summary. An evaluation whose evaluator is lost is abandoned; the final one then gets a fresh
+// evaluator in one process (the final parameters are scored whatever was lost), else falls back
+// to the last figures an evaluation gave, labelled with their clock.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -16,7 +17,10 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
   st.last_accuracy = report.test_accuracy;
   st.last_test_loss = report.test_loss;
   st.last_auc = report.test_auc;
-  if (report.test_rows > 0) ++st.evaluations;  // an empty test set scores nothing
+  if (report.test_rows > 0) {  // an empty test set scores nothing
+    ++st.evaluations;
+    st.last_eval_clock = report.clock;
+  }
   auto event = json_object()
                  .add("event", "eval")
                  .add("clock", report.clock)
@@ -43,10 +47,40 @@ void periodic_eval_over(self_ptr self) {
   }
 }
 
+void start_eval(self_ptr self, int64_t clock, bool final_eval);
+
+/// The final evaluation has no evaluator: it was lost (its replacements used up, or during the
+/// final evaluation itself), or there never was one. In one process a fresh one scores the final
+/// parameters (once: a second loss ends it); otherwise the final figures are the last
+/// evaluation's, labelled with its clock (summary.cpp).
+void final_without_evaluator(self_ptr self) {
+  auto& st = self->state;
+  if (!st.cfg.remote && st.cfg.test && !st.final_evaluator_spawned) {
+    st.final_evaluator_spawned = true;
+    if (st.evaluator) {  // it failed the request without being lost: its successor replaces it
+      self->send_exit(st.evaluator, caf::exit_reason::user_shutdown);
+      st.evaluator = nullptr;
+    }
+    log_line("chief", "no evaluator for the final evaluation; starting one to score the final "
+                      "parameters");
+    start_evaluator(self, [=](bool) {
+      if (self->state.evaluator)
+        return start_eval(self, self->state.trained_clocks(), true);
+      finish_run(self, last_known_eval(self->state));
+    });
+    return;
+  }
+  if (st.evaluations > 0)
+    log_line(log_level::warn, "chief",
+             "the final parameters were not evaluated (no evaluator); the final figures are "
+             "those of the evaluation at clock " + std::to_string(st.last_eval_clock));
+  finish_run(self, last_known_eval(st));
+}
+
 void start_eval(self_ptr self, int64_t clock, bool final_eval) {
   auto& st = self->state;
   if (!st.evaluator) {
-    if (final_eval) finish_run(self, last_known_eval(st));
+    if (final_eval) final_without_evaluator(self);
     return;
   }
   st.eval_in_flight = final_eval ? evaluation::final_one : evaluation::periodic;
@@ -72,7 +106,7 @@ void start_eval(self_ptr self, int64_t clock, bool final_eval) {
 
 eval_report last_known_eval(const chief_state& st) {
   eval_report r;
-  r.clock = st.cfg.steps;
+  r.clock = st.last_eval_clock;
   r.test_accuracy = st.last_accuracy >= 0 ? st.last_accuracy : 0;
   r.test_loss = st.last_test_loss >= 0 ? st.last_test_loss : 0;
   r.test_auc = st.last_auc;
@@ -96,7 +130,7 @@ void evaluate_final(self_ptr self) {
     st.after_eval = [=] { evaluate_final(self); };
     return;
   }
-  start_eval(self, st.cfg.steps, true);
+  start_eval(self, st.trained_clocks(), true);  // short of cfg.steps when every worker was lost
 }
 
 void abandon_eval(self_ptr self) {
@@ -107,7 +141,7 @@ void abandon_eval(self_ptr self) {
   if (abandoned == evaluation::periodic) return periodic_eval_over(self);
   st.eval_in_flight = evaluation::none;
   if (st.phase == run_phase::rolling_back) return;
-  finish_run(self, last_known_eval(st));
+  final_without_evaluator(self);
 }
 
 } // namespace actorps::chief_detail

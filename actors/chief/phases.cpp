@@ -29,7 +29,8 @@
 //                 evaluator respawned (recovery.cpp)
 //   rolling_back  a shard was lost: every shard goes back to the newest checkpoint, every role
 //                 restarts there (rollback.cpp); reports from before are dropped
-//   finishing     the final checkpoint, the final evaluation, the summary (summary.cpp)
+//   finishing     the final checkpoint (none when every worker was lost short of the last
+//                 clock), the final evaluation, the summary (summary.cpp)
 //   stopping      every other role is told to stop; distributed: the chief waits for each
 //                 task's down message (by stop_due) so that none sees a lost chief instead
 #include "actors/chief/cluster_view.hpp"
@@ -343,6 +344,32 @@ void finish_training(self_ptr self) {
   auto& st = self->state;
   enter(self, run_phase::finishing);
   st.end = std::chrono::steady_clock::now();
+  if (std::none_of(st.live.begin(), st.live.end(), [](bool live) { return live; })) {
+    // Every worker was lost short of the last clock, none left to replace or wait for. The
+    // shards never reach that clock, so there is no final checkpoint (it would wait out the
+    // request timeout); the newest one stays for --resume. The run ends with what it trained,
+    // and every task is stopped as for a peer lost past its timeout: each exits retryable, as
+    // the chief does (a restart trains the rest).
+    st.workers_lost = true;
+    auto why = "every worker was lost; the run trained " + std::to_string(st.trained_clocks())
+               + " of its " + std::to_string(st.cfg.steps) + " clocks";
+    log_line(log_level::error, "chief", why);
+    st.metrics->write(json_object().add("event", "workers_lost")
+                        .add("clock", st.trained_clocks()).add("wall_s", st.elapsed()));
+    if (st.stop_reason == caf::exit_reason::user_shutdown)
+      st.stop_reason = make_error(errc::peer_unreachable, why);
+    if (st.checkpoint_in_flight) {
+      // A scheduled one is of a clock the shards had reached when it was asked for: it ends
+      // soon and may be the newest --resume finds. One asked for ahead (a stop request's) would
+      // wait for a clock no worker is left to train.
+      if (st.interrupts == 0) {
+        st.after_checkpoint = [=] { evaluate_final(self); };
+        return;
+      }
+      abandon_checkpoint(self, "no worker is left to reach its clock");
+    }
+    return evaluate_final(self);
+  }
   final_checkpoint(self, [=] { evaluate_final(self); });
 }
 

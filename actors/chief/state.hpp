@@ -154,16 +154,28 @@ struct chief_state {
 
   std::optional<time_point> start, end;  // training began, ended
 
+  // How the run ended, for the summary and the exit status (summary.cpp)
+  bool workers_lost = false;            // every worker was lost before the last clock
+  bool final_checkpoint_failed = false; // the end's checkpoint could not be written
+  int64_t last_eval_clock = -1;         // the clock of the newest evaluation's parameters
+  bool final_evaluator_spawned = false; // simulate: one spawned for the final evaluation
+
   double elapsed() const {
     if (!start) return 0;
     auto until = end ? *end : std::chrono::steady_clock::now();
     return std::chrono::duration<double>(until - *start).count();
   }
+  /// The smallest number of clocks a live worker finished; with none live (every worker lost,
+  /// or none started yet), the most any worker finished: never clocks nobody trained.
   int64_t global_clock() const {
     int64_t min = std::numeric_limits<int64_t>::max();
     for (std::size_t w = 0; w < clocks.size(); ++w)
       if (live[w]) min = std::min(min, clocks[w]);
-    return min == std::numeric_limits<int64_t>::max() ? cfg.steps : min;
+    return min == std::numeric_limits<int64_t>::max() ? trained_clocks() : min;
+  }
+  /// The clocks trained: the most any worker finished (every worker's once the run is complete).
+  int64_t trained_clocks() const {
+    return clocks.empty() ? 0 : *std::max_element(clocks.begin(), clocks.end());
   }
   int64_t steps_per_epoch() const {
     return std::max<int64_t>(1, cfg.train_rows / (int64_t(cfg.spec.workers) * cfg.batch));
@@ -217,10 +229,12 @@ void maybe_evaluate(self_ptr self);
 /// finishing: the final evaluation (after the one in flight), then the summary.
 void evaluate_final(self_ptr self);
 /// The evaluation in flight will not come back (its evaluator is gone, or the request failed).
-/// A final one then finishes the run with the last known figures, unless the run is going back
-/// to a checkpoint (`rolling_back`): it finishes again, with a new final evaluation, from there.
+/// A final one is then asked of a fresh evaluator (simulate, once) or the run finishes with the
+/// last known figures, unless the run is going back to a checkpoint (`rolling_back`): it
+/// finishes again, with a new final evaluation, from there.
 void abandon_eval(self_ptr self);
-/// The best final figures when no final evaluation can run: the last one that did.
+/// The best final figures when no final evaluation can run: the last one that did, with its
+/// clock (-1: none did).
 eval_report last_known_eval(const chief_state& st);
 
 // summary.cpp

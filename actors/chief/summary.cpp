@@ -14,17 +14,28 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.staleness_bound = st.cfg.spec.staleness_bound();
   sum.workers = st.cfg.spec.workers;
   sum.shards = st.cfg.spec.shards;
-  sum.clocks = st.cfg.steps;
+  // What was trained, not what was asked for: they differ when the run stopped early (a
+  // signal) or lost every worker.
+  sum.clocks = st.trained_clocks();
+  sum.worker_clocks = st.clocks;
+  sum.planned_clocks = st.cfg.steps;
+  sum.planned_samples = st.cfg.steps * st.cfg.batch * st.cfg.spec.workers;
   // The rows behind the model: every worker's finished clocks, those before a resume included
   // and a replaced worker's redone ones once (each batch has exactly `batch` rows).
   for (auto clocks : st.clocks) sum.samples += clocks * st.cfg.batch;
   sum.wall_s = st.elapsed();
+  if (st.start)
+    sum.end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *st.start).count();
+  sum.workers_lost = st.workers_lost;
+  sum.final_checkpoint_failed = st.final_checkpoint_failed;
+  sum.last_checkpoint = st.last_checkpoint;
   // Throughput is this run's: the rows it computed (redone ones too) over its own time.
   sum.samples_per_s = sum.wall_s > 0 ? double(st.samples) / sum.wall_s : 0;
   sum.evaluations = st.evaluations;
   sum.final_test_accuracy = final_eval.test_accuracy;
   sum.final_test_loss = final_eval.test_loss;
   sum.final_test_auc = final_eval.test_auc;
+  sum.final_eval_clock = st.evaluations > 0 ? final_eval.clock : -1;
   sum.backend = backends_text(st);
   sum.failures = st.failures;
   sum.recoveries = st.recoveries;
@@ -72,7 +83,8 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
     event.add("final_test_accuracy", nullptr).add("final_test_loss", nullptr);
   } else {
     event.add("final_test_accuracy", sum.final_test_accuracy)
-      .add("final_test_loss", sum.final_test_loss);
+      .add("final_test_loss", sum.final_test_loss)
+      .add("final_eval_clock", sum.final_eval_clock);  // below "clocks": not the final parameters
     if (sum.final_test_auc >= 0)
       event.add("final_test_auc", sum.final_test_auc)
         .add("final_test_logloss", sum.final_test_loss);
@@ -105,7 +117,14 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
                   .add("shards", sum.shards)
                   .add("clocks", sum.clocks)
                   .add("samples", sum.samples)
+                  .add("planned_clocks", sum.planned_clocks)
+                  .add("planned_samples", sum.planned_samples)
+                  .add("worker_clocks", sum.worker_clocks)
                   .add("wall_s", sum.wall_s)
+                  .add("end_s", sum.end_s)
+                  .add("workers_lost", sum.workers_lost)
+                  .add("final_checkpoint_failed", sum.final_checkpoint_failed)
+                  .add("last_checkpoint", sum.last_checkpoint)
                   .add("dropped_messages", sum.dropped_messages)
                   .add("gradients_refused", sum.gradients_refused)
                   .add("updates_refused", sum.updates_refused)

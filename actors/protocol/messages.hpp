@@ -50,6 +50,7 @@ using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
 using write_atom = caf::atom_constant<caf::atom("write")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
+using discard_atom = caf::atom_constant<caf::atom("discard")>;
 using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using link_atom = caf::atom_constant<caf::atom("link")>;
 using shard_atom = caf::atom_constant<caf::atom("shard")>;
@@ -162,9 +163,21 @@ struct run_summary {
   int32_t staleness_bound = 0;   ///< -1 for async
   int32_t workers = 0;
   int32_t shards = 0;
-  int64_t clocks = 0;            ///< clocks each worker ran
-  int64_t samples = 0;           ///< training rows processed by all workers
-  double wall_s = 0;
+  int64_t clocks = 0;            ///< clocks trained: the most any worker finished (from clock 0)
+  int64_t samples = 0;           ///< training rows behind the model: every worker's own clocks
+  double wall_s = 0;             ///< seconds from training's start to its end (or its stop)
+  int64_t planned_clocks = 0;    ///< the run's length asked for (--steps, --epochs)
+  int64_t planned_samples = 0;   ///< the rows those clocks are over every worker
+  std::vector<int64_t> worker_clocks;  ///< each worker's finished clocks (from clock 0)
+  double end_s = 0;              ///< seconds from training's start to the summary (the final
+                                 ///< checkpoint and evaluation included)
+  bool workers_lost = false;     ///< every worker was lost before the run's last clock
+  bool final_checkpoint_failed = false;  ///< the end's checkpoint could not be written
+  int64_t last_checkpoint = -1;  ///< the clock of the newest complete checkpoint; -1: none
+  /// The clock of the parameters the final test figures are of: the clocks trained when the
+  /// final parameters were evaluated, an earlier one when only an earlier evaluation could run
+  /// (the evaluator lost); -1: not evaluated.
+  int64_t final_eval_clock = -1;
   double samples_per_s = 0;
   /// Evaluations that scored test rows; 0: the run was not evaluated (no evaluator, an empty
   /// test set) and the final test figures below mean nothing.
@@ -201,7 +214,9 @@ struct run_summary {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
   return f(caf::meta::type_name("run_summary"), x.mode, x.staleness_bound, x.workers, x.shards,
-           x.clocks, x.samples, x.wall_s, x.samples_per_s, x.evaluations, x.final_test_accuracy,
+           x.clocks, x.samples, x.wall_s, x.planned_clocks, x.planned_samples, x.worker_clocks,
+           x.end_s, x.workers_lost, x.final_checkpoint_failed, x.last_checkpoint,
+           x.final_eval_clock, x.samples_per_s, x.evaluations, x.final_test_accuracy,
            x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages,
            x.gradients_refused, x.updates_refused, x.checkpoints_refused,
            x.refused_unauthorised, x.max_gradient,
@@ -310,7 +325,9 @@ using checkpoint_io_actor = caf::typed_actor<
   caf::replies_to<commit_atom, std::string, int64_t, std::vector<file_record>, wire_buffer,
                   int32_t>::with<caf::ok_atom>,
   // (load, path) -> the newest valid checkpoint under path
-  caf::replies_to<load_atom, std::string>::with<loaded_checkpoint>>;
+  caf::replies_to<load_atom, std::string>::with<loaded_checkpoint>,
+  // (discard, dir): removes a checkpoint directory whose writing failed (never a complete one)
+  caf::reacts_to<discard_atom, std::string>>;
 
 /// A worker: pull → forward/backward → push, once per clock (worker.hpp).
 using worker_actor = caf::typed_actor<

@@ -3,6 +3,8 @@
 
 #include <caf/all.hpp>
 
+#include <filesystem>
+
 namespace actorps {
 
 namespace {
@@ -36,6 +38,13 @@ checkpoint_io_actor::behavior_type checkpoint_io(checkpoint_io_actor::pointer,
         commit_checkpoint(dir, clock, std::move(files), run, keep);
         return caf::ok_atom::value;
       });
+    },
+    [](discard_atom, const std::string& dir) {
+      // A failed checkpoint left as it is would read later as one the run stopped writing.
+      // Best effort: what stays is only disk space, and loading skips it (no manifest).
+      std::error_code ec;
+      if (!std::filesystem::exists(std::filesystem::path(dir) / manifest_name, ec) && !ec)
+        std::filesystem::remove_all(dir, ec);
     },
     [=](load_atom, const std::string& path) -> caf::result<loaded_checkpoint> {
       auto ours = [id = opts.run_id](const run_checkpoint& run) -> std::string {

@@ -185,6 +185,10 @@ py::dict summary_dict(const run_summary& s) {
   d["shards"] = s.shards;
   d["clocks"] = s.clocks;
   d["samples"] = s.samples;
+  d["planned_clocks"] = s.planned_clocks;
+  d["workers_lost"] = s.workers_lost;
+  d["final_checkpoint_failed"] = s.final_checkpoint_failed;
+  d["final_eval_clock"] = s.final_eval_clock;
   d["wall_s"] = s.wall_s;
   d["samples_per_s"] = s.samples_per_s;
   d["evaluations"] = s.evaluations;
