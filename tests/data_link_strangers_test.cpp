@@ -246,6 +246,7 @@ TEST_CASE("data link strangers: a full address makes room by closing its oldest 
   link_limits limits;
   limits.max_strangers_per_address = 3;
   limits.max_strangers = 5;
+  limits.hello_timeout = std::chrono::seconds(60);  // only making room closes a stranger here
   link_fixture f{tiny_spec(consistency::async, 1), {}, limits};
   const auto port = f.server->port();
   // The talker has sent half a hello: it is no silent stranger, although the oldest.
@@ -289,6 +290,7 @@ TEST_CASE("data link strangers: strangers never keep a worker from a served plac
   link_limits limits;
   limits.max_connections = 2;
   limits.max_strangers = 2;
+  limits.hello_timeout = std::chrono::seconds(60);  // only making room closes a stranger here
   link_fixture f{tiny_spec(consistency::async, 1), {}, limits};
   std::vector<int> strangers;
   for (int i = 0; i < 4; ++i) strangers.push_back(connect_from("127.0.0.2", f.server->port(), true));
