@@ -1,9 +1,11 @@
 // The bounds of a CAF port published with publish_guarded (caf_port_limits.hpp): a connection
 // whose handshake is late is closed at its deadline, one whose handshake is pending makes room
-// for a newer one on a full port, the connection over a port full of peers is closed at once,
-// and a client that does not read its replies is cut off while the published actor goes on
-// serving others. Each one reported with the peer's address.
+// for a newer one on a full port (600 silent connections keep no peer out), the connection over
+// a port full of peers is closed at once, and a client that does not read its replies is cut
+// off while the published actor goes on serving others. Each one reported with the peer's
+// address.
 #include "guarded_server.hpp"
+#include "silent_flood.hpp"
 
 using namespace actorps;
 using namespace actorps::test;
@@ -87,6 +89,19 @@ TEST_CASE("a CAF port makes room for a peer by closing a connection whose handsh
   CHECK(refused->why == "the port already holds 2 connections (its limit): refused at once");
   CHECK(ask(client, *remote, 3) == 4);
   CHECK(server.no_refusal_pending());
+}
+
+TEST_CASE("a CAF port serves a peer under 600 silent connections opened again as they close") {
+  raised_descriptor_limit fds{4096};
+  guarded_server<> server;  // the default limits: 512 connections, 32 pending from an address
+  silent_flood flood{server.port, 600, 8};  // from 127.0.0.2 to 127.0.0.9
+  REQUIRE(flood.await_closed(600, std::chrono::seconds(60)));  // the port is full
+  const auto started = std::chrono::steady_clock::now();
+  check_remote_peer_is_served(server.port);  // from 127.0.0.1
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  MESSAGE("a peer served " << took.count() << " s after it began to connect; "
+          << flood.closed() << " of the flood's connections closed by the server so far");
+  CHECK(took.count() < 20.0);  // under a second when the machine is not loaded
 }
 
 TEST_CASE("a CAF port disconnects a client that does not read its replies and serves others") {
