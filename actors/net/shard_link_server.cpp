@@ -30,8 +30,9 @@ namespace {
 using limit_atom = caf::atom_constant<caf::atom("linklimit")>;
 
 /// The listeners' backlog (capped by net.core.somaxconn, 4096 by default): room for a flood's
-/// connections waiting to be accepted, each to take a stranger's place, so that a worker's
-/// connection is not dropped behind them (128 left it waiting for the SYN's retries).
+/// connections waiting to be accepted, each to take a stranger's place, so that the kernel does
+/// not drop a worker's connection attempt while they wait (a full backlog drops SYNs, which the
+/// client retries only after 1 s, then 3 s, ...).
 constexpr int listen_backlog = 4096;
 
 /// Where a push_pull's reply goes ahead in parts: to the hub, for the request's ticket.
