@@ -1,8 +1,11 @@
 // The bounds of a CAF port published with publish_guarded (caf_port_limits.hpp): a connection
-// whose handshake is late is closed at its deadline, the connection over the limit is closed at
-// once and a freed slot serves again, and a client that does not read its replies is cut off
-// while the published actor goes on serving others. Each one reported with the peer's address.
+// whose handshake is late is closed at its deadline, one whose handshake is pending makes room
+// for a newer one on a full port (600 silent connections keep no peer out), the connection over
+// a port full of peers is closed at once, and a client that does not read its replies is cut
+// off while the published actor goes on serving others. Each one reported with the peer's
+// address.
 #include "guarded_server.hpp"
+#include "silent_flood.hpp"
 
 using namespace actorps;
 using namespace actorps::test;
@@ -53,7 +56,7 @@ TEST_CASE("a CAF port closes a connection whose handshake is not through by its 
   CHECK(server.no_refusal_pending());
 }
 
-TEST_CASE("a CAF port refuses the connection over its limit and serves again once one closes") {
+TEST_CASE("a CAF port makes room for a peer by closing a connection whose handshake is pending, and refuses one only when all are through") {
   caf_port_limits limits;
   limits.max_connections = 2;
   guarded_server<> server{limits};
@@ -61,8 +64,22 @@ TEST_CASE("a CAF port refuses the connection over its limit and serves again onc
   caf::actor_system client{with_network(cfg)};
   auto remote = client.middleman().remote_actor<adder_actor>("127.0.0.1", server.port);
   REQUIRE_MESSAGE(remote, client.render(remote.error()));
+  CHECK(ask(client, *remote, 1) == 2);  // its handshake is through at the server by now
   raw_socket held;  // the second connection, its handshake pending
   REQUIRE(held.connect(server.port));
+  // A real peer on the full port: the pending connection makes room for it.
+  caf::actor_system_config second_cfg;
+  caf::actor_system second{with_network(second_cfg)};
+  auto other = second.middleman().remote_actor<adder_actor>("127.0.0.1", server.port);
+  REQUIRE_MESSAGE(other, second.render(other.error()));
+  CHECK(held.closed_by_peer());
+  auto evicted = server.next_refusal();
+  REQUIRE_MESSAGE(evicted, "no report of the connection closed to make room");
+  CHECK(evicted->peer == address_of(held));
+  CHECK(evicted->why == "its handshake was not through, and its place went to a newer connection"
+                        " (the port held 2 connections, its limit)");
+  CHECK(ask(second, *other, 2) == 3);
+  // Every connection through: the one over the limit is refused at once.
   raw_socket third;
   REQUIRE(third.connect(server.port));
   CHECK(third.closed_by_peer());
@@ -70,11 +87,21 @@ TEST_CASE("a CAF port refuses the connection over its limit and serves again onc
   REQUIRE_MESSAGE(refused, "no report of the refused connection");
   CHECK(refused->peer == address_of(third));
   CHECK(refused->why == "the port already holds 2 connections (its limit): refused at once");
-  held.close();
-  // A round trip on the first connection: the server has seen the close by its end.
-  CHECK(ask(client, *remote, 1) == 2);
-  check_remote_peer_is_served(server.port);  // the freed slot
+  CHECK(ask(client, *remote, 3) == 4);
   CHECK(server.no_refusal_pending());
+}
+
+TEST_CASE("a CAF port serves a peer under 600 silent connections opened again as they close") {
+  raised_descriptor_limit fds{4096};
+  guarded_server<> server;  // the default limits: 512 connections, 32 pending from an address
+  silent_flood flood{server.port, 600, 8};  // from 127.0.0.2 to 127.0.0.9
+  REQUIRE(flood.await_closed(600, std::chrono::seconds(60)));  // the port is full
+  const auto started = std::chrono::steady_clock::now();
+  check_remote_peer_is_served(server.port);  // from 127.0.0.1
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  MESSAGE("a peer served " << took.count() << " s after it began to connect; "
+          << flood.closed() << " of the flood's connections closed by the server so far");
+  CHECK(took.count() < 20.0);  // under a second when the machine is not loaded
 }
 
 TEST_CASE("a CAF port disconnects a client that does not read its replies and serves others") {

@@ -35,7 +35,7 @@ public:
     : Base(std::forward<Args>(base_args)...), guard_(std::move(guard)), peer_(std::move(peer)),
       closed_by_guard_(std::move(closed_by_guard)) {
     Base::ack_writes(true);  // data_transferred tells when a write in flight is done
-    key_ = guard_->watch(this);
+    key_ = guard_->watch(this, peer_);
   }
 
   ~bounded_scribe() override {

@@ -5,8 +5,11 @@
 #include <caf/send.hpp>
 #include <caf/spawn_options.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -21,6 +24,9 @@ namespace net = caf::io::network;
 using deadline_atom = caf::atom_constant<caf::atom("hsdeadline")>;
 
 int open_spare() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+/// The IP of "ip:port" ("[ip]:port" for IPv6): connections from it share its pending quota.
+std::string address_part(const std::string& peer) { return peer.substr(0, peer.rfind(':')); }
 
 std::string seconds_text(std::chrono::milliseconds t) {
   auto ms = t.count();
@@ -79,19 +85,68 @@ bool caf_port_guard::accept(net::native_socket& result, net::native_socket liste
 }
 
 bool caf_port_guard::admit(const std::string& peer) {
+  const auto address = address_part(peer);
+  std::vector<std::pair<closable_connection*, std::string>> victims;
   std::size_t open = 0;
+  bool admitted = false;
   {
     std::lock_guard<std::mutex> guard{mutex_};
-    if (open_ < limits_.max_connections) {
+    const auto per_address = std::max<std::size_t>(limits_.max_pending_per_address, 1);
+    auto mine = pending_by_address_.find(address);
+    if (mine != pending_by_address_.end() && mine->second.size() >= per_address)
+      if (auto* victim = take_victim(address))
+        victims.emplace_back(victim, std::to_string(per_address)
+                                       + " connections of its address had it pending");
+    if (open_ - closing_.size() >= limits_.max_connections)
+      if (auto* victim = take_victim({}))
+        victims.emplace_back(victim, "the port held " + std::to_string(limits_.max_connections)
+                                       + " connections, its limit");
+    if (open_ - closing_.size() < limits_.max_connections) {
       ++open_;
-      return true;
+      admitted = true;
+    } else {
+      ++counts_.refused_over_limit;
+      open = open_;
     }
-    ++counts_.refused_over_limit;
-    open = open_;
   }
+  // Safe without a reference: this is the network thread, where connections are destroyed.
+  for (auto& [victim, why] : victims)
+    victim->close_now("its handshake was not through, and its place went to a newer connection ("
+                      + why + ")");
+  if (admitted) return true;
   report(peer, "the port already holds " + std::to_string(open)
                  + " connections (its limit): refused at once");
   return false;
+}
+
+closable_connection* caf_port_guard::take_victim(const std::string& address) {
+  auto from = pending_by_address_.end();
+  if (!address.empty())
+    from = pending_by_address_.find(address);
+  else
+    for (auto it = pending_by_address_.begin(); it != pending_by_address_.end(); ++it)
+      if (from == pending_by_address_.end() || it->second.size() > from->second.size()) from = it;
+  if (from == pending_by_address_.end() || from->second.empty()) return nullptr;
+  auto key = *from->second.begin();  // keys grow: the oldest
+  auto it = pending_.find(key);
+  auto* conn = it->second;
+  drop_pending(it);
+  closing_.insert(key);
+  ++counts_.evicted;
+  return conn;
+}
+
+void caf_port_guard::drop_pending(std::map<uint64_t, closable_connection*>::iterator it) {
+  auto key = it->first;
+  pending_.erase(it);
+  auto address = address_of_.find(key);
+  if (address == address_of_.end()) return;
+  auto same = pending_by_address_.find(address->second);
+  if (same != pending_by_address_.end()) {
+    same->second.erase(key);
+    if (same->second.empty()) pending_by_address_.erase(same);
+  }
+  address_of_.erase(address);
 }
 
 void caf_port_guard::closed() {
@@ -99,12 +154,15 @@ void caf_port_guard::closed() {
   if (open_ > 0) --open_;
 }
 
-uint64_t caf_port_guard::watch(closable_connection* conn) {
+uint64_t caf_port_guard::watch(closable_connection* conn, const std::string& peer) {
   uint64_t key = 0;
   {
     std::lock_guard<std::mutex> guard{mutex_};
     key = next_key_++;
     pending_.emplace(key, conn);
+    auto address = address_part(peer);
+    address_of_.emplace(key, address);
+    pending_by_address_[address].insert(key);
   }
   caf::delayed_anon_send(timer_, limits_.handshake_timeout, deadline_atom::value, key);
   return key;
@@ -112,10 +170,14 @@ uint64_t caf_port_guard::watch(closable_connection* conn) {
 
 void caf_port_guard::through(uint64_t key) {
   std::lock_guard<std::mutex> guard{mutex_};
-  pending_.erase(key);
+  if (auto it = pending_.find(key); it != pending_.end()) drop_pending(it);
 }
 
-void caf_port_guard::forget(uint64_t key) { through(key); }
+void caf_port_guard::forget(uint64_t key) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (auto it = pending_.find(key); it != pending_.end()) drop_pending(it);
+  closing_.erase(key);
+}
 
 void caf_port_guard::expire(uint64_t key) {
   closable_connection* conn = nullptr;
@@ -124,7 +186,8 @@ void caf_port_guard::expire(uint64_t key) {
     auto it = pending_.find(key);
     if (it == pending_.end()) return;  // through, or gone
     conn = it->second;
-    pending_.erase(it);
+    drop_pending(it);
+    closing_.insert(key);  // its place is free now; it counts as open until destroyed
     ++counts_.closed_by_deadline;
   }
   // Safe without a reference: connections are destroyed in this (the network) thread, and a

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace actorps {
@@ -33,7 +34,8 @@ public:
 
 /// What the guard counted since the port was published.
 struct caf_port_counts {
-  uint64_t refused_over_limit = 0;  // accepted with max_connections already open
+  uint64_t refused_over_limit = 0;  // accepted with max_connections already open, all through
+  uint64_t evicted = 0;             // handshake pending, closed to make room for a newer one
   uint64_t refused_no_fd = 0;       // shed because the process had no descriptor left
   uint64_t closed_by_deadline = 0;  // handshake not through in time
   uint64_t closed_unread = 0;       // replies left unread
@@ -57,14 +59,18 @@ public:
   /// (counted, reported), so accepting goes on as soon as descriptors are free again.
   bool accept(caf::io::network::native_socket& result, caf::io::network::native_socket listener);
 
-  /// Takes a freshly accepted connection: true if it may open (it counts as open until
-  /// closed() is called), false if the port is full (counted and reported; close it).
+  /// Takes a freshly accepted connection from `peer` ("ip:port"): true if it may open (it
+  /// counts as open until closed() is called), false if the port is full of connections whose
+  /// handshake is through (counted and reported; close it). Else room is made first: the
+  /// oldest pending connection of its address, when that address has its most pending, or of
+  /// the address with the most pending, when the port is full, is closed.
   bool admit(const std::string& peer);
   /// A connection admitted is gone (its socket closed).
   void closed();
 
-  /// Arms the handshake deadline of `conn`; returns its key for through() and forget().
-  uint64_t watch(closable_connection* conn);
+  /// Arms the handshake deadline of `conn` from `peer` ("ip:port"); returns its key for
+  /// through() and forget().
+  uint64_t watch(closable_connection* conn, const std::string& peer);
   /// The connection's handshake is through: its deadline is off.
   void through(uint64_t key);
   /// The connection is about to be destroyed.
@@ -86,6 +92,10 @@ private:
                  report_fn report);
   /// In the network thread: closes the connection under `key` if its handshake is not through.
   void expire(uint64_t key);
+  /// Under the mutex: takes the pending connection of `address` to close to make room (its
+  /// oldest), or of the address with the most pending when `address` is empty; null if none.
+  closable_connection* take_victim(const std::string& address);
+  void drop_pending(std::map<uint64_t, closable_connection*>::iterator it);
 
   caf::io::network::default_multiplexer& mx_;
   caf_port_limits limits_;
@@ -95,6 +105,9 @@ private:
 
   mutable std::mutex mutex_;
   std::map<uint64_t, closable_connection*> pending_;  // handshake not through yet
+  std::map<uint64_t, std::string> address_of_;         // their addresses
+  std::map<std::string, std::set<uint64_t>> pending_by_address_;
+  std::set<uint64_t> closing_;  // closed to make room, not destroyed yet (still counted open)
   uint64_t next_key_ = 1;
   std::size_t open_ = 0;
   std::atomic<std::size_t> unsent_{0};

@@ -24,9 +24,14 @@
 namespace actorps {
 
 struct caf_port_limits {
-  /// Open connections on the port (the same figure as the data link's); the one over it is
-  /// closed as soon as it is accepted.
+  /// Open connections on the port (the same figure as the data link's). A connection accepted
+  /// when it is full takes the place of one whose handshake is not through (the oldest of the
+  /// address holding the most such), so that silent connections cannot keep a peer out; only
+  /// when every one is through is it closed at once.
   std::size_t max_connections = 512;
+  /// Connections of one address (IP) whose handshake is not through; a new one takes the place
+  /// of its oldest.
+  std::size_t max_pending_per_address = 32;
   /// A connection whose TLS and BASP handshake is not through by then is closed (the data
   /// link's hello has the same).
   std::chrono::milliseconds handshake_timeout{10000};

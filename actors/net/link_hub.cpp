@@ -50,6 +50,8 @@ struct link_hub::session {
   uint32_t events = 0;        // what the loop watches now
   bool read_posted = false;   // a read of bytes the TLS stream holds is posted to the loop
   std::string identity;       // the peer's certificate CN (TLS), known from its hello on
+  std::string address;        // the peer's IP ("a local socket"): whose strangers it is among
+  bool heard = false;         // bytes came from it (a stranger that has sent nothing goes first)
   std::size_t counted_unsent = 0;  // its share of unsent_total_
   std::size_t counted_pending = 0; // its share of pending_total_
   std::unique_ptr<shm_link> shm;   // its payloads' shared memory, once offered (shm_region.hpp)
@@ -96,6 +98,8 @@ void link_hub::close_all() {
     end(*s);
   }
   sessions_.clear();
+  strangers_.clear();
+  stranger_count_ = served_count_ = 0;
 }
 
 /// Ends what the shard waits for from a connection that goes: the rest of a push it was handed
@@ -153,34 +157,19 @@ void link_hub::pause_accepting() {
 
 void link_hub::admit(int fd) {
   auto peer = peer_address(fd);
-  if (sessions_.size() >= limits_.max_connections) {
-    // Told why in a failure frame (best effort: it fits any socket buffer), then closed.
-    auto why = "over the limit of " + std::to_string(limits_.max_connections) + " connections";
-    auto text = "this shard serves at most " + std::to_string(limits_.max_connections)
-                + " data connections";
-    auto err = caf::make_error(caf::sec::cannot_connect_to_node);
-    auto h = make_header(frame_kind::failure, 0, err.code(),
-                         static_cast<int64_t>(static_cast<uint64_t>(err.category())), text.size());
-    // What it sent already (its hello) is read first: closing a socket with unread bytes resets
-    // the connection, and the client might lose the frame that tells it why.
-    char drain[4096];
-    [[maybe_unused]] auto got = ::recv(fd, drain, sizeof drain, MSG_DONTWAIT);
-    iovec parts[2] = {{&h, sizeof h}, {text.data(), text.size()}};
-    msghdr msg{};
-    msg.msg_iov = parts;
-    msg.msg_iovlen = 2;
-    [[maybe_unused]] auto n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::close(fd);
-    ++refused_;
-    log_.write(refusal_kind, "refused a data connection from " + peer + ": " + why);
-    rearm();
-    return;
-  }
+  // A plain connection accepted with every served place taken could never be served: it is
+  // told so at once. Over TLS nothing can be told before the handshake (bytes outside it read
+  // as a broken record to the client: "wrong version number"), so it is told at its hello.
+  if (!hooks_.make_stream && served_count_ >= limits_.max_connections)
+    return refuse_at_once(fd, peer);
+  auto address = peer.substr(0, peer.rfind(':'));  // "a local socket" stays whole
+  make_room(address);
   tune_link_socket(fd);
   auto id = next_id_++;
   auto s = std::make_unique<session>(id, hooks_.make_stream ? hooks_.make_stream(fd)
                                                             : make_socket_stream(fd),
                                      std::move(peer));
+  s->address = address;
   s->events = EPOLLIN;
   loop_.watch(fd, EPOLLIN, [this, id](uint32_t events) {
     std::lock_guard<std::mutex> guard{mutex_};
@@ -188,8 +177,92 @@ void link_hub::admit(int fd) {
   });
   sessions_.emplace(id, std::move(s));
   ++open_;
+  strangers_[address].silent.insert(id);
+  ++stranger_count_;
   hello_deadlines_.emplace_back(event_loop::clock::now() + limits_.hello_timeout, id);
   if (hello_deadlines_.size() == 1) rearm();
+}
+
+/// Tells a plain connection in a failure frame that every served place is taken, and closes it.
+void link_hub::refuse_at_once(int fd, const std::string& peer) {
+  auto [h, text] = failure_frame(0, over_limit());
+  // What it sent already (its hello) is read first: closing a socket with unread bytes resets
+  // the connection, and the client might lose the frame that tells it why.
+  char drain[4096];
+  [[maybe_unused]] auto got = ::recv(fd, drain, sizeof drain, MSG_DONTWAIT);
+  iovec parts[2] = {{&h, sizeof h}, {text.data(), text.size()}};
+  msghdr msg{};
+  msg.msg_iov = parts;
+  msg.msg_iovlen = 2;
+  [[maybe_unused]] auto n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);  // fits any buffer
+  ::close(fd);
+  ++refused_;
+  log_.write(refusal_kind, "refused a data connection from " + peer + ": over the limit of "
+                             + std::to_string(limits_.max_connections) + " connections");
+  rearm();
+}
+
+caf::error link_hub::over_limit() const {
+  return caf::make_error(caf::sec::cannot_connect_to_node,
+                         "this shard serves at most " + std::to_string(limits_.max_connections)
+                           + " data connections");
+}
+
+/// Frees a stranger's place for a new connection from `address` when its address's share, or
+/// the strangers' pool, is full: a stranger that has sent nothing before one that has, the
+/// oldest first, of the address (for the pool: of the address holding the most such).
+void link_hub::make_room(const std::string& address) {
+  const auto per_address = std::max<std::size_t>(limits_.max_strangers_per_address, 1);
+  if (auto mine = strangers_.find(address);
+      mine != strangers_.end() && mine->second.size() >= per_address)
+    evict(*sessions_.at(victim_among(address)),
+          std::to_string(per_address) + " connections of its address had not said hello");
+  if (stranger_count_ < std::max<std::size_t>(limits_.max_strangers, 1)) return;
+  const std::string* most = nullptr;
+  auto rank = [](const strangers_of& a) { return std::pair{a.silent.size(), a.size()}; };
+  for (const auto& [where, them] : strangers_)
+    if (!most || rank(them) > rank(strangers_.at(*most))) most = &where;
+  evict(*sessions_.at(victim_among(*most)),
+        std::to_string(stranger_count_) + " connections had not said hello");
+}
+
+/// The stranger of `address` to go first: the oldest that has sent nothing, else the oldest.
+uint64_t link_hub::victim_among(const std::string& address) {
+  auto& them = strangers_.at(address);
+  while (!them.silent.empty()) {
+    auto& s = *sessions_.at(*them.silent.begin());
+    char byte;
+    if (::recv(s.conn.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return s.id;
+    heard_from(s);  // it spoke since the loop last looked
+  }
+  return *them.heard.begin();
+}
+
+void link_hub::evict(session& s, const std::string& why) {
+  ++evicted_;
+  ++refused_;
+  log_.write(refusal_kind, "refused a data connection from " + s.conn.peer()
+                             + ": its place went to a newer one (" + why + ")");
+  linger reset{1, 0};  // no TIME_WAIT left behind for each connection of a flood
+  ::setsockopt(s.conn.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  close(s);
+}
+
+void link_hub::heard_from(session& s) {
+  if (s.serving || s.heard) return;
+  s.heard = true;
+  auto& them = strangers_.at(s.address);
+  them.silent.erase(s.id);
+  them.heard.insert(s.id);
+}
+
+/// A stranger said its hello, or goes.
+void link_hub::forget_stranger(session& s) {
+  auto them = strangers_.find(s.address);
+  if (them == strangers_.end()) return;
+  if (them->second.silent.erase(s.id) + them->second.heard.erase(s.id) == 0) return;
+  --stranger_count_;
+  if (them->second.size() == 0) strangers_.erase(them);
 }
 
 // --- one connection ---------------------------------------------------------------------------
@@ -199,6 +272,7 @@ void link_hub::on_event(uint64_t id, uint32_t events) {
   if (it == sessions_.end()) return;
   auto& s = *it->second;
   s.read_posted = false;
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) heard_from(s);
   if (events & EPOLLOUT) {
     send_pending(s);
     if (sessions_.count(id) == 0) return;
@@ -371,10 +445,17 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
                                              + ", not " + std::to_string(h.a)));
       return false;
     }
+    if (served_count_ >= limits_.max_connections) {
+      refuse(s, "over the limit of " + std::to_string(limits_.max_connections) + " connections",
+             over_limit());
+      return false;
+    }
     if (s.conn.authenticated()) s.identity = s.conn.peer_identity();
     // The client's own request timeout bounds every request made for it (at least 1 s).
     s.timeout = std::chrono::milliseconds(std::max<int64_t>(h.b, 1000));
+    forget_stranger(s);
     s.serving = true;
+    ++served_count_;
     s.conn.queue(make_header(frame_kind::reply));
     auto id = s.id;  // send_pending may close the session, and `s` with it
     send_pending(s);
@@ -592,6 +673,10 @@ void link_hub::close(session& s) {
   pending_total_ -= s.counted_pending;
   loop_.forget(s.conn.fd());
   --open_;
+  if (s.serving)
+    --served_count_;
+  else
+    forget_stranger(s);
   auto id = s.id;  // a copy: erase must not read the key from the node it destroys
   sessions_.erase(id);  // closes the socket
   if (was_over && !over_totals())  // what this one held lets the others be read again
@@ -682,7 +767,13 @@ void link_hub::on_timer() {
 /// accept, the end of a log window that held lines back.
 void link_hub::rearm() {
   auto next = event_loop::clock::time_point::max();
-  // Deadlines of connections that since said hello or left are skipped when they come.
+  // Deadlines of connections that since said hello or left are dropped from the front (a flood's
+  // evicted strangers would wake the timer once each), and skipped when they come.
+  while (!hello_deadlines_.empty()) {
+    auto s = sessions_.find(hello_deadlines_.front().second);
+    if (s != sessions_.end() && !s->second->serving) break;
+    hello_deadlines_.pop_front();
+  }
   if (!hello_deadlines_.empty()) next = hello_deadlines_.front().first;
   if (accept_retry_) next = std::min(next, *accept_retry_);
   for (const auto& entry : waiting_) next = std::min(next, entry.second.deadline);

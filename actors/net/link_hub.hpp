@@ -9,7 +9,11 @@
 //
 //   accepted ──(TLS handshake)──hello naming this shard──▶ serving ──peer closes / breaks──▶ closed
 //      │  handshake failed, silent past the hello       │  bad or oversize frame, a reply where a
-//      └─ timeout, anything but a hello: refused ───────┴─ request belongs: refused (logged, counted)
+//      │  timeout, anything but a hello, a hello with   │  request belongs: refused (logged,
+//      │  every served place taken: refused             │  counted)
+//      └─ its place taken by a newer one when the strangers' pool is full: evicted
+// Until its hello is answered a connection is a stranger, in a pool of its own
+// (link_limits.hpp): strangers never take the place of a client served, nor keep one out.
 // On a plain local socket the client may then offer shared memory (shm_offer with two memfds:
 // shm_region.hpp); from then on payloads may lie in its rings, their offsets and sizes checked
 // (a bad one refuses the connection like a bad header). Each link's path is logged at its first
@@ -29,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -87,6 +92,8 @@ public:
   /// Requests refused because the peer's certificate may not make them (link_authorisation.hpp).
   std::size_t unauthorised() const { return unauthorised_.load(); }
   std::size_t connections() const { return open_.load(); }
+  /// Strangers closed to make room for a newer connection (counted in refused() too).
+  std::size_t evicted() const { return evicted_.load(); }
   std::size_t frame_limit() const { return frame_limit_.load(); }
 
 private:
@@ -96,6 +103,13 @@ private:
   bool shed_one(int listener);
   void pause_accepting();
   void admit(int fd);
+  void refuse_at_once(int fd, const std::string& peer);
+  void make_room(const std::string& address);
+  uint64_t victim_among(const std::string& address);
+  void evict(session& s, const std::string& why);
+  void heard_from(session& s);
+  void forget_stranger(session& s);
+  caf::error over_limit() const;
   void on_event(uint64_t id, uint32_t events);
   void read_from(session& s);
   bool handle(session& s, const frame_header& h, wire_buffer&& payload);
@@ -127,6 +141,16 @@ private:
   hooks hooks_;
   rate_limited_log log_;
   std::unordered_map<uint64_t, std::unique_ptr<session>> sessions_;
+  // The strangers (connections whose hello is not answered) by address: their ids in the order
+  // accepted, those that have sent nothing apart (the first to make room).
+  struct strangers_of {
+    std::set<uint64_t> silent;
+    std::set<uint64_t> heard;
+    std::size_t size() const { return silent.size() + heard.size(); }
+  };
+  std::unordered_map<std::string, strangers_of> strangers_;
+  std::size_t stranger_count_ = 0;
+  std::size_t served_count_ = 0;  // connections whose hello was answered
   uint64_t next_id_ = 1;
   std::deque<std::pair<event_loop::clock::time_point, uint64_t>> hello_deadlines_;
   std::optional<event_loop::clock::time_point> accept_retry_;
@@ -149,6 +173,7 @@ private:
   std::atomic<std::size_t> refused_{0};
   std::atomic<std::size_t> unauthorised_{0};
   std::atomic<std::size_t> open_{0};
+  std::atomic<std::size_t> evicted_{0};
   std::atomic<std::size_t> parts_sent_{0};
   std::atomic<std::size_t> frame_limit_;
 };

@@ -5,6 +5,14 @@
 //   request payloads being read      ≤ max_connections × Q (pages only as the bytes arrive)
 // The max_connections × R term is the one request every connection may always have, so that
 // held pulls never wait for pushes the server does not read.
+//
+// Strangers (connections whose TLS handshake or hello is not through) have a pool of their own,
+// beside the max_connections of clients served: they read no request, so they hold no more than
+// a socket and a TLS session each. When the pool, or the share of one address, is full, a new
+// connection takes the place of a stranger (one that has sent nothing first, then the oldest,
+// of the address holding the most) instead of being refused: connections that never speak,
+// reopened as fast as they are closed, cannot keep a worker out (600 had locked every new
+// client out of the 512 connections for as long as they lasted).
 #pragma once
 
 #include <chrono>
@@ -13,8 +21,12 @@
 namespace actorps {
 
 struct link_limits {
-  /// Open connections (a hello pending or served); the one over it gets a failure frame.
+  /// Connections served (their hello answered); the hello over it gets a failure frame (a plain
+  /// connection accepted while they are all taken, at once: it could never be served).
   std::size_t max_connections = 512;
+  /// Strangers held at once, in all and from one address (IP, or the local socket), at least 1.
+  std::size_t max_strangers = 256;
+  std::size_t max_strangers_per_address = 32;
   /// Requests of one connection at the shard or answered but unsent; the server stops reading a
   /// connection at this many (a worker has one or two, the evaluator one).
   std::size_t max_requests_per_connection = 16;
@@ -32,8 +44,8 @@ struct link_limits {
   /// so this documented figure does (a push of 64 MiB of keys and rows; Criteo-like batches
   /// push a few MiB).
   std::size_t sparse_request_allowance = std::size_t(64) << 20;
-  /// A connection that sends no hello within this is closed (a silent stranger keeps no slot).
-  std::chrono::milliseconds hello_timeout{10000};
+  /// A stranger that has not said its hello within this (its TLS handshake included) is closed.
+  std::chrono::milliseconds hello_timeout{5000};
   /// A push_pull's reply of at least two of these goes ahead in parts of about this many bytes
   /// (at block boundaries) while the shard still applies the push (reply_stream.hpp), so the
   /// worker copies the first blocks in as the shard writes the next; 0: replies go whole.

@@ -29,6 +29,12 @@ namespace {
 
 using limit_atom = caf::atom_constant<caf::atom("linklimit")>;
 
+/// The listeners' backlog (capped by net.core.somaxconn, 4096 by default): room for a flood's
+/// connections waiting to be accepted, each to take a stranger's place, so that the kernel does
+/// not drop a worker's connection attempt while they wait (a full backlog drops SYNs, which the
+/// client retries only after 1 s, then 3 s, ...).
+constexpr int listen_backlog = 4096;
+
 /// Where a push_pull's reply goes ahead in parts: to the hub, for the request's ticket.
 class hub_reply_stream final : public reply_stream {
 public:
@@ -110,7 +116,7 @@ std::pair<int, std::string> listen_local() {
   auto addr = local_address(name, len);
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return {-1, {}};
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 128) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, listen_backlog) != 0) {
     ::close(fd);
     return {-1, {}};  // TCP alone still works
   }
@@ -140,7 +146,7 @@ shard_link_server::listen(const std::string& host, uint16_t port, log_fn log, li
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, listen_backlog) != 0) {
       why = std::strerror(errno);
       ::close(fd);
       continue;
@@ -231,6 +237,7 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
 std::size_t shard_link_server::refused() const { return hub_ ? hub_->refused() : 0; }
 std::size_t shard_link_server::unauthorised() const { return hub_ ? hub_->unauthorised() : 0; }
 std::size_t shard_link_server::connections() const { return hub_ ? hub_->connections() : 0; }
+std::size_t shard_link_server::evicted() const { return hub_ ? hub_->evicted() : 0; }
 std::size_t shard_link_server::loop_turns() const { return unit_ ? unit_->turns() : 0; }
 std::size_t shard_link_server::parts_sent() const { return hub_ ? hub_->parts_sent() : 0; }
 std::size_t shard_link_server::frame_limit() const {

@@ -62,12 +62,14 @@ public:
   ~shard_link_server();
 
   /// Connections refused so far (bad hello, bad or oversize frame, wrong shard, over the
-  /// connection limit, silent past the hello timeout).
+  /// connection limit, silent past the hello timeout, a stranger closed to make room).
   std::size_t refused() const;
   /// Requests refused because the client's certificate may not make them (TLS only).
   std::size_t unauthorised() const;
   /// Connections open now (hello pending or served).
   std::size_t connections() const;
+  /// Strangers (hello not answered) closed to make room for newer connections (link_limits.hpp).
+  std::size_t evicted() const;
   /// The largest request frame accepted now: link_limits::frame_limit_before_init until the
   /// shard's size is known, then request_frame_limit().
   std::size_t frame_limit() const;
