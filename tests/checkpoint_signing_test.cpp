@@ -12,8 +12,6 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/stat.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -242,7 +240,7 @@ TEST_CASE("an unsigned checkpoint read with a key, or a signed one without, is r
                        doctest::Contains("is not signed"), checkpoint_error);
 }
 
-TEST_CASE("a checkpoint key file must be a regular file of 16 to 4096 bytes") {
+TEST_CASE("a checkpoint key file must hold 16 to 4096 bytes") {
   scratch_dir tmp("actorps_signing");
   const auto path = tmp.path + "/key";
   std::ofstream(path) << key;
@@ -253,9 +251,7 @@ TEST_CASE("a checkpoint key file must be a regular file of 16 to 4096 bytes") {
   std::ofstream(path) << std::string(5000, 'k');
   CHECK_THROWS_WITH_AS(read_checkpoint_key(path),
                        doctest::Contains("5000 bytes, more than the 4096"), checkpoint_error);
-  REQUIRE(::mkfifo((tmp.path + "/fifo").c_str(), 0600) == 0);
-  CHECK_THROWS_WITH_AS(read_checkpoint_key(tmp.path + "/fifo"),
-                       (tmp.path + "/fifo: a FIFO, not a regular file").c_str(), checkpoint_error);
+  // a FIFO: input_files_test.cpp
 }
 
 TEST_CASE("--checkpoint-key: a signed run resumes, rolls back and exports only with its key") {

@@ -9,6 +9,7 @@
 #include "actors/data/libsvm_reader.hpp"
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/net/tls_files.hpp"
+#include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "tests/command_runner.hpp"
 #include "tests/scratch_dir.hpp"
@@ -161,7 +162,7 @@ TEST_CASE("a cluster file larger than any cluster spec is refused unread") {
                        doctest::Contains("1048577 bytes, more than the 1048576"), cluster_error);
 }
 
-TEST_CASE("a checkpoint file or manifest that is a FIFO is refused at once, naming it") {
+TEST_CASE("a checkpoint file, manifest or key that is a FIFO is refused at once, naming it") {
   scratch_dir dir("actorps_input_files");
   const auto ckpt = fs::path(dir.path) / "ckpt-000000000010";
   fs::create_directories(ckpt);
@@ -177,6 +178,9 @@ TEST_CASE("a checkpoint file or manifest that is a FIFO is refused at once, nami
   const auto run = make_fifo((ckpt / run_file_name).string());
   CHECK(refusal_within_10s(run, [&] { load_checkpoint(ckpt); })
         == run + ": a FIFO, not a regular file");
+  const auto key = make_fifo(dir.path + "/cluster.key");
+  CHECK(refusal_within_10s(key, [&] { read_checkpoint_key(key); })
+        == key + ": a FIFO, not a regular file");
 }
 
 TEST_CASE("a manifest listing a 2 GiB file is refused without taking 2 GiB") {
