@@ -1,11 +1,13 @@
 // Checkpoints on disk: ROOT/ckpt-<clock>/ holding one shard-<i>.capnp per shard (written by the
 // shards), run.capnp (the chief's: spec, clock, data positions) and MANIFEST.json, written
-// last by the chief, listing every file with its size and CRC-32.
+// last by the chief, listing every file with its size and CRC-32 (with a key, also its SHA-256,
+// and the manifest signed: checkpoint_signing.hpp).
 //
 // A checkpoint without a valid manifest does not exist. Every file, the manifest included, is
 // written durably and atomically (a temporary name, fsync, rename, fsync of the directory), so a
 // crash at any moment leaves either the complete checkpoint or none — never a half-written file
-// under its final name. Loading checks the manifest against every file's size and checksum and
+// under its final name. Loading checks the signature, then every file against the manifest
+// (a regular file of the listed size and checksums, before its bytes are kept in memory), and
 // decodes every file before anyone trusts it; the newest checkpoint that passes is used and each
 // newer one that failed is reported with the reason.
 //
