@@ -262,7 +262,9 @@ TEST_CASE("--checkpoint-key: a signed run resumes, rolls back and exports only w
   const std::string run = "simulate --dataset synthetic --model 784-32-10 --eval-every 0 "
                           "--no-progress --checkpoint-every 10 --checkpoint-dir " + root;
   // a shard lost at clock 45: the chief rolls back to a signed checkpoint, checked with the key
-  auto first = run_actorps(run + " --steps 60 --kill ps:0@clock=45 --checkpoint-key " + key_file);
+  // (the workers at 20 ms a clock, so that the checkpoints before it are complete by then)
+  auto first = run_actorps(run + " --steps 60 --kill ps:0@clock=45 --slow worker:0=20 "
+                           "--slow worker:1=20 --checkpoint-key " + key_file);
   INFO(first.output);
   REQUIRE(first.status == 0);
   CHECK(contains(first.output, "recoveries 1"));
