@@ -27,11 +27,11 @@ void say_skipped(const loaded_checkpoint& ckpt) {
 
 /// --resume [DIR]: the newest valid checkpoint there, which must be this run's.
 loaded_checkpoint named_checkpoint(const std::string& path, const run_identity& current,
-                                   float max_parameter) {
+                                   float max_parameter, const std::string& key) {
   if (path.empty()) throw usage_error("--resume needs a directory (or --checkpoint-dir)");
   loaded_checkpoint ckpt;
   try {
-    ckpt = load_newest_checkpoint(path, {}, max_parameter);
+    ckpt = load_newest_checkpoint(path, {}, max_parameter, key);
   } catch (const checkpoint_error& e) {
     throw usage_error(std::string("--resume: ") + e.what());
   }
@@ -43,13 +43,13 @@ loaded_checkpoint named_checkpoint(const std::string& path, const run_identity& 
 
 /// --resume auto: the newest valid checkpoint of this run in --checkpoint-dir, if any.
 std::optional<loaded_checkpoint> own_checkpoint(const std::string& dir, const run_identity& current,
-                                                float max_parameter) {
+                                                float max_parameter, const std::string& key) {
   if (dir.empty()) throw usage_error("--resume auto needs --checkpoint-dir");
   try {
     auto ckpt = load_newest_checkpoint(dir, [&](const run_checkpoint& run) {
       auto why = identity_difference(run, current);
       return why.empty() ? why : "another run's: " + why;
-    }, max_parameter);
+    }, max_parameter, key);
     say_skipped(ckpt);
     return ckpt;
   } catch (const checkpoint_error& e) {
@@ -94,7 +94,7 @@ void describe_new_length(const run_checkpoint& saved, const train_spec& spec, in
 /// --checkpoint-dir must hold no other run's checkpoints: this run would never prune them and
 /// a later --resume could take them. --overwrite-checkpoints moves them aside.
 void claim_directory(const std::string& dir, const std::string& run_id, const run_identity& current,
-                     bool overwrite) {
+                     bool overwrite, const std::string& key) {
   auto others = other_runs_checkpoints(dir, run_id);
   if (others.empty()) return;
   if (overwrite) {
@@ -110,7 +110,8 @@ void claim_directory(const std::string& dir, const std::string& run_id, const ru
   std::string whose = run_id_of(others.front());
   std::string how;
   try {
-    auto run = decode_run_checkpoint(load_checkpoint(others.front()).run_bytes);
+    auto run = decode_run_checkpoint(
+        load_checkpoint(others.front(), default_max_parameter, key).run_bytes);
     if (run) how = identity_difference(*run, current);
   } catch (const checkpoint_error& e) {
     how = e.what();
@@ -145,10 +146,10 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
   std::optional<loaded_checkpoint> resume;
   const std::string flag = o.resume == "auto" ? "--resume auto" : "--resume";
   if (o.resume_given && o.resume == "auto")
-    resume = own_checkpoint(ck.dir, current, c.bounds.max_parameter);
+    resume = own_checkpoint(ck.dir, current, c.bounds.max_parameter, ck.key);
   else if (o.resume_given)
     resume = named_checkpoint(o.resume.empty() ? ck.dir : o.resume, current,
-                              c.bounds.max_parameter);
+                              c.bounds.max_parameter, ck.key);
   if (resume) {
     require_before_end(*resume, c.steps, flag);
     auto saved = run_of(*resume, flag);
@@ -159,7 +160,8 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
   } else {
     ck.run_id = new_run_id();
   }
-  if (!ck.dir.empty()) claim_directory(ck.dir, ck.run_id, current, o.overwrite_checkpoints);
+  if (!ck.dir.empty())
+    claim_directory(ck.dir, ck.run_id, current, o.overwrite_checkpoints, ck.key);
   ck.resume = std::move(resume);
 }
 

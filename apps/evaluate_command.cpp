@@ -21,6 +21,7 @@ struct evaluate_flags {
   std::string model;
   test_split_flags data;
   bool json = false;
+  float max_parameter = default_max_parameter;
 };
 
 po::options_description evaluate_options(evaluate_flags& f) {
@@ -30,7 +31,9 @@ po::options_description evaluate_options(evaluate_flags& f) {
     ("model", po::value(&f.model), "the export version directory, DIR/<version>");
   add_test_split_options(desc, f.data);
   desc.add_options()
-    ("json", po::bool_switch(&f.json), "print one JSON object instead of the table");
+    ("json", po::bool_switch(&f.json), "print one JSON object instead of the table")
+    ("max-parameter", po::value(&f.max_parameter)->default_value(f.max_parameter),
+     max_parameter_help);
   return desc;
 }
 
@@ -107,7 +110,9 @@ int evaluate_command(const std::vector<std::string>& args) {
     "metadata.json's test_auc and test_logloss.\n\n";
   return run_command_line("evaluate", args, evaluate_options(f), usage, [&] {
     if (f.model.empty()) throw std::invalid_argument("--model DIR/<version> is required");
-    auto served = load_served_model(f.model);
+    if (auto why = invalid_bound(f.max_parameter); !why.empty())
+      throw std::invalid_argument("--max-parameter " + why);
+    auto served = load_served_model(f.model, f.max_parameter);
     if (const auto* ctr = std::get_if<ctr_model>(&served)) return evaluate_ctr(f, *ctr);
     const auto& model = std::get<exported_model>(served);
     const auto test = load_split(test_split_source(f.data, model.layers.front()), false);

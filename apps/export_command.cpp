@@ -1,5 +1,6 @@
 #include "apps/export_command.hpp"
 
+#include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/protocol/errors.hpp"
 #include "apps/command_line.hpp"
@@ -25,7 +26,7 @@ namespace actorps {
 namespace {
 
 struct export_flags {
-  std::string checkpoint, export_dir;
+  std::string checkpoint, export_dir, checkpoint_key;
   test_split_flags data;
 };
 
@@ -36,6 +37,9 @@ po::options_description export_options(export_flags& f) {
     ("checkpoint", po::value(&f.checkpoint),
      "a ckpt-* directory, or a directory holding them (the newest valid one is exported; "
      "a corrupt newer one is reported and skipped)")
+    ("checkpoint-key", po::value(&f.checkpoint_key),
+     "the key the checkpoints were signed with (the run's --checkpoint-key): needed for a "
+     "signed checkpoint; with it, an unsigned one is refused")
     ("export-dir", po::value(&f.export_dir),
      "write the model to OUT/<version>/ (model.capnp, model.onnx, metadata.json; version = "
      "the largest existing + 1, never overwritten)");
@@ -44,10 +48,16 @@ po::options_description export_options(export_flags& f) {
 }
 
 /// The newest valid checkpoint at `path`; each newer invalid one is said on stderr.
-loaded_checkpoint newest_checkpoint(const std::string& path) {
+loaded_checkpoint newest_checkpoint(const std::string& path, const std::string& key_file) {
+  std::string key;
+  try {
+    if (!key_file.empty()) key = read_checkpoint_key(key_file);
+  } catch (const checkpoint_error& e) {
+    throw std::invalid_argument(std::string("--checkpoint-key ") + e.what());
+  }
   loaded_checkpoint ckpt;
   try {
-    ckpt = load_newest_checkpoint(path);
+    ckpt = load_newest_checkpoint(path, {}, default_max_parameter, key);
   } catch (const checkpoint_error& e) {
     throw std::invalid_argument(std::string("--checkpoint: ") + e.what());
   }
@@ -107,7 +117,7 @@ std::shared_ptr<const dataset> checkpoint_test_split(const export_flags& f,
 }
 
 int export_checkpoint(const export_flags& f) {
-  const auto ckpt = newest_checkpoint(f.checkpoint);
+  const auto ckpt = newest_checkpoint(f.checkpoint, f.checkpoint_key);
   const auto run = decode_run_checkpoint(ckpt.run_bytes);
   if (!run)
     throw std::invalid_argument("--checkpoint: " + ckpt.dir + "/" + run_file_name + ": "

@@ -26,6 +26,7 @@ namespace {
 struct predict_flags {
   std::string model, input, format = "auto", backend = "cpu";
   int top = 0;
+  float max_parameter = default_max_parameter;
 };
 
 const char* predict_intro = R"(usage: actorps predict --model DIR/<version> --input FILE [--top K]
@@ -61,7 +62,9 @@ po::options_description predict_options(predict_flags& f) {
     ("format", po::value(&f.format)->default_value(f.format),
      "auto | idx | raw: how to read --input (auto: IDX when the file starts like one)")
     ("backend", po::value(&f.backend)->default_value(f.backend),
-     "cpu | cuda | auto: where the forward pass runs");
+     "cpu | cuda | auto: where the forward pass runs")
+    ("max-parameter", po::value(&f.max_parameter)->default_value(f.max_parameter),
+     max_parameter_help);
   return desc;
 }
 
@@ -141,7 +144,9 @@ int predict_command(const std::vector<std::string>& args) {
     auto kind = parse_backend_kind(f.backend);
     if (!kind)
       throw std::invalid_argument("--backend must be cpu, cuda or auto (got " + f.backend + ")");
-    const auto model = load_served_model(f.model);
+    if (auto why = invalid_bound(f.max_parameter); !why.empty())
+      throw std::invalid_argument("--max-parameter " + why);
+    const auto model = load_served_model(f.model, f.max_parameter);
     std::string why;
     auto be = make_backend(*kind, 0, &why);
     if (!be) throw std::invalid_argument("--backend cuda needs a usable CUDA device: " + why);

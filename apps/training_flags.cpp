@@ -1,5 +1,7 @@
 #include "apps/training_flags.hpp"
 #include "apps/checkpoint_plan.hpp"
+#include "actors/storage/checkpoint_signing.hpp"
+#include "actors/storage/checkpoint_store.hpp"
 #include "apps/value_bound_flags.hpp"
 #include "apps/log_level_flag.hpp"
 #include "actors/protocol/console.hpp"
@@ -214,6 +216,10 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "filesystem shared by the chief and every ps task (one host, NFS, a shared volume); chief: "
      "the shards send their files to the chief, which writes the whole checkpoint (only the "
      "chief's host needs the directory; every checkpoint's bytes cross the network)")
+    ("checkpoint-key", po::value(&o.checkpoint_key),
+     "a file holding the cluster's secret key (16-4096 bytes, e.g. openssl rand -hex 32): "
+     "every checkpoint's manifest lists its files' SHA-256 and is signed with HMAC-SHA256, "
+     "and a checkpoint not signed with this key is refused (--resume, rollbacks)")
     ("overwrite-checkpoints", po::bool_switch(&o.overwrite_checkpoints),
      "a --checkpoint-dir holding another run's checkpoints is refused; with this flag they are "
      "moved to DIR/superseded-<time>/ (nothing is deleted) and the run starts")
@@ -536,6 +542,13 @@ void open_training_files(const training_flags& o, training_plan& plan) {
   }
   auto& ck = c.checkpoints;
   if (!ck.dir.empty()) check_writable(ck.dir);
+  if (!o.checkpoint_key.empty()) {
+    try {
+      ck.key = read_checkpoint_key(o.checkpoint_key);
+    } catch (const checkpoint_error& e) {
+      throw usage_error(std::string("--checkpoint-key ") + e.what());
+    }
+  }
   plan_checkpoints(o, plan);
 }
 

@@ -35,6 +35,7 @@ struct training_flags {
   bool resume_given = false;       ///< --resume appeared (its value may be empty)
   bool overwrite_checkpoints = false;  ///< another run's checkpoints in --checkpoint-dir go aside
   std::string writer = "shards";  ///< --checkpoint-writer: shards | chief
+  std::string checkpoint_key;     ///< --checkpoint-key FILE: sign checkpoints, refuse unsigned
   bool staleness_given = false;    ///< --staleness was typed (not left at its default)
   int64_t checkpoint_every = 0;
   int keep = 3;

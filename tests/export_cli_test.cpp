@@ -2,6 +2,7 @@
 // never overwrite, numbers that agree with metadata.json, and bad input refused with exit 2,
 // a message naming the file, and nothing half-written left behind.
 #include "actors/protocol/data_source.hpp"
+#include "actors/protocol/digest.hpp"
 #include "apps/export/file_bytes.hpp"
 #include "actors/data/load_split.hpp"
 
@@ -206,10 +207,14 @@ TEST_CASE("predict and evaluate refuse a missing or damaged model, naming the fi
   const std::string input = run.scratch.path + "/one.f32";
   write_bytes(input, std::string(784 * 4, '\0'));
   const auto good = read_file_bytes(run.version + "/model.capnp");
+  // each with a metadata.json that records its bytes: what the decoder refuses behind the
+  // checksum (export_integrity_test.cpp: what the checksum refuses)
   auto damaged = [&](const std::string& name, const std::string& bytes) {
     const std::string dir = run.scratch.path + "/" + name;
     fs::create_directory(dir);
     write_bytes(dir + "/model.capnp", bytes);
+    write_bytes(dir + "/metadata.json",
+                json{{"sha256", {{"model.capnp", sha256_hex(bytes)}}}}.dump());
     return dir;
   };
   auto both = [&](const std::string& dir, const std::string& file, const std::string& problem) {

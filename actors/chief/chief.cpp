@@ -23,7 +23,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   st.kill_done.assign(cfg.kills.size(), false);
   if (!cfg.checkpoints.dir.empty())
     st.io = spawn_checkpoint_io(self->system(), {cfg.checkpoints.run_id, cfg.checkpoints.fail_at,
-                                                 cfg.bounds.max_parameter});
+                                                 cfg.bounds.max_parameter, cfg.checkpoints.key});
   if (const auto& resume = cfg.checkpoints.resume) {
     // st.samples stays 0: samples/s is this run's rows over this run's time; the summary's
     // sample count, which includes the checkpoint's, follows from the clocks

@@ -71,6 +71,8 @@ struct checkpoint_config {
   std::string dataset;                     ///< the dataset's identity, recorded in every
                                            ///< checkpoint (storage/run_identity.hpp)
   checkpoint_writer writer = checkpoint_writer::shards;
+  std::string key;                         ///< --checkpoint-key's bytes: manifests are signed
+                                           ///< and checked (storage/checkpoint_signing.hpp)
   int64_t fail_at = -1;                    ///< fault injection: committing the checkpoint at
                                            ///< this clock fails (--kill disk@checkpoint=C)
   int64_t crash_at = -1;                   ///< fault injection: SIGKILL this process once the

@@ -1,6 +1,10 @@
 #include "actors/data/dataset.hpp"
 
+#include "actors/protocol/input_file.hpp"
 #include "kernels/splitmix64.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -62,23 +66,23 @@ public:
   /// dir/name.gz, or else dir/name.
   gz_file(const std::string& dir, const std::string& name) {
     path_ = dir + "/" + name + ".gz";
-    f_ = gzopen(path_.c_str(), "rb");
-    if (!f_) {
-      const int gz_errno = errno;
+    auto input = open_input_file(path_);
+    struct stat st {};
+    if (!input && ::stat(path_.c_str(), &st) == 0) throw dataset_error(input.why);
+    if (!input) {  // no .gz: the plain file
       const std::string plain = dir + "/" + name;
-      f_ = gzopen(plain.c_str(), "rb");
-      if (!f_)
-        throw dataset_error(path_ + ": missing or unreadable (" + std::strerror(gz_errno) +
-                            "; also tried " + plain + ")");
+      input = open_input_file(plain);
+      if (!input) throw dataset_error(input.why + " (also tried " + path_ + ")");
       path_ = plain;
     }
-    gzbuffer(f_, 1 << 18);
+    open(input);
   }
 
   /// Exactly `path` (zlib reads a file that is not gzip-compressed as it is).
-  explicit gz_file(const std::string& path) : f_(gzopen(path.c_str(), "rb")), path_(path) {
-    if (!f_) throw dataset_error(path_ + ": missing or unreadable (" + std::strerror(errno) + ")");
-    gzbuffer(f_, 1 << 18);
+  explicit gz_file(const std::string& path) : path_(path) {
+    auto input = open_input_file(path);
+    if (!input) throw dataset_error(input.why);
+    open(input);
   }
   ~gz_file() { gzclose(f_); }
   gz_file(const gz_file&) = delete;
@@ -147,6 +151,16 @@ public:
   }
 
 private:
+  /// zlib on the checked descriptor (a FIFO or a device was refused before any read).
+  void open(const input_file& input) {
+    f_ = gzdopen(input.fd, "rb");
+    if (!f_) {
+      ::close(input.fd);
+      fail("cannot be read (out of memory)");
+    }
+    gzbuffer(f_, 1 << 18);
+  }
+
   const char* gz_message() {
     int errnum = 0;
     const char* msg = gzerror(f_, &errnum);

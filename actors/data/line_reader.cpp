@@ -1,6 +1,9 @@
 #include "actors/data/line_reader.hpp"
 
 #include "actors/data/dataset.hpp"
+#include "actors/protocol/input_file.hpp"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,11 +21,13 @@ constexpr size_t initial_buffer_bytes = size_t{1} << 18;
 constexpr size_t max_line_bytes = size_t{64} << 20;
 
 gzFile open_text(const std::string& path) {
-  errno = 0;
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file)
-    throw dataset_error(path + ": missing or unreadable (" +
-                        (errno ? std::strerror(errno) : "out of memory") + ")");
+  auto input = open_input_file(path);  // a FIFO or a device is refused before any read
+  if (!input) throw dataset_error(input.why);
+  gzFile file = gzdopen(input.fd, "rb");
+  if (!file) {
+    ::close(input.fd);
+    throw dataset_error(path + ": cannot be read (out of memory)");
+  }
   gzbuffer(file, 1 << 17);
   return file;
 }

@@ -1,12 +1,11 @@
 #include "actors/deploy/cluster_spec.hpp"
+#include "actors/protocol/input_file.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace actorps {
 
@@ -121,11 +120,12 @@ std::optional<task_id> parse_tf_config_task(const std::string& text, const std::
 }
 
 tf_config read_tf_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw cluster_error(path + ": cannot read the cluster file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_tf_config(text.str(), path);
+  // A FIFO would block the task and /dev/zero never ends: a regular file only, and one of a
+  // size a cluster spec has (a thousand tasks take some 30 KiB).
+  std::string text;
+  if (auto why = read_input_file(path, max_cluster_file_bytes, text); !why.empty())
+    throw cluster_error("--cluster " + why);
+  return parse_tf_config(text, path);
 }
 
 task_id parse_task(const std::string& text) {

@@ -62,7 +62,12 @@ struct tf_config {
 tf_config parse_tf_config(const std::string& json, const std::string& source,
                           loop_owner owner = loop_owner::runtime);
 
-/// Reads and parses a TF_CONFIG-style file.
+/// The largest cluster file read (--cluster): 1 MiB.
+inline constexpr std::size_t max_cluster_file_bytes = std::size_t(1) << 20;
+
+/// Reads and parses a TF_CONFIG-style file: a regular file of at most max_cluster_file_bytes
+/// (a FIFO, a device or a directory is refused before any read); throws cluster_error
+/// ("--cluster <path>: a FIFO, not a regular file").
 tf_config read_tf_config_file(const std::string& path);
 
 /// Only the "task" of TF_CONFIG JSON (none when it has no "task"): for --cluster FILE, whose

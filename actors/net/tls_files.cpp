@@ -1,4 +1,5 @@
 #include "actors/net/tls_files.hpp"
+#include "actors/protocol/input_file.hpp"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+
+#include <unistd.h>
 
 namespace actorps {
 
@@ -21,10 +24,20 @@ using key_ptr = std::unique_ptr<EVP_PKEY, void (*)(EVP_PKEY*)>;
 /// An encrypted key would make OpenSSL ask for a passphrase on the terminal: refuse instead.
 int no_passphrase(char*, int, int, void*) { return -1; }
 
-/// Opens `path` for reading, or says why not ("--tls-cert /x: No such file or directory").
+/// Opens `path` for reading, or says why not ("--tls-cert /x: No such file or directory"): a
+/// regular file of at most 1 MiB (a FIFO would block the task before it starts).
 file_ptr open_file(const std::string& flag, const std::string& path, std::string& why) {
-  file_ptr f{std::fopen(path.c_str(), "rb"), std::fclose};
-  if (!f) why = flag + " " + path + ": cannot read it (" + std::strerror(errno) + ")";
+  file_ptr f{nullptr, std::fclose};
+  auto input = open_input_file(path, std::size_t(1) << 20);
+  if (!input) {
+    why = flag + " " + path + ": cannot read it (" + input.reason + ")";
+    return f;
+  }
+  f.reset(::fdopen(input.fd, "rb"));
+  if (!f) {
+    why = flag + " " + path + ": cannot read it (" + std::strerror(errno) + ")";
+    ::close(input.fd);
+  }
   return f;
 }
 

@@ -35,7 +35,7 @@ checkpoint_io_actor::behavior_type checkpoint_io(checkpoint_io_actor::pointer,
           throw checkpoint_error(dir + "/" + manifest_name
                                  + ": cannot be written: fault injection (disk@checkpoint="
                                  + std::to_string(clock) + ")");
-        commit_checkpoint(dir, clock, std::move(files), run, keep);
+        commit_checkpoint(dir, clock, std::move(files), run, keep, opts.key);
         return caf::ok_atom::value;
       });
     },
@@ -51,8 +51,9 @@ checkpoint_io_actor::behavior_type checkpoint_io(checkpoint_io_actor::pointer,
         return run.run_id == id ? "" : "another run's (run " + run.run_id + ")";
       };
       return guarded([&] {
-        return opts.run_id.empty() ? load_newest_checkpoint(path, {}, opts.max_parameter)
-                                   : load_newest_checkpoint(path, ours, opts.max_parameter);
+        return opts.run_id.empty()
+                 ? load_newest_checkpoint(path, {}, opts.max_parameter, opts.key)
+                 : load_newest_checkpoint(path, ours, opts.max_parameter, opts.key);
       });
     },
   };

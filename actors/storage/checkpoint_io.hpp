@@ -19,6 +19,8 @@ struct checkpoint_io_options {
   int64_t fail_at = -1; ///< fault injection: committing the checkpoint at this clock fails as
                         ///< a full or read-only disk would (--kill disk@checkpoint=C)
   float max_parameter = default_max_parameter;  ///< loading refuses a checkpoint beyond it
+  std::string key;      ///< --checkpoint-key's: manifests are signed, and loading needs it
+                        ///< (checkpoint_signing.hpp); empty: unsigned
 };
 
 checkpoint_io_actor spawn_checkpoint_io(caf::actor_system& sys, checkpoint_io_options opts = {});

@@ -1,4 +1,5 @@
 #include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/protocol/input_file.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 
 #include <nlohmann/json.hpp>
@@ -27,12 +28,14 @@ void write_run_id(const fs::path& dir, const std::string& run_id) {
 }
 
 std::string run_id_of(const fs::path& dir) {
-  std::ifstream marker(dir / run_id_file_name);
-  std::string id;
-  if (marker && std::getline(marker, id) && !id.empty()) return id;
-  std::ifstream manifest(dir / manifest_name);
-  if (!manifest) return "";
-  auto json = nlohmann::json::parse(manifest, nullptr, false);
+  // read only from regular files of sane sizes: anything else in the directory names no run
+  std::string text;
+  if (read_input_file((dir / run_id_file_name).string(), 4096, text).empty()) {
+    auto id = text.substr(0, text.find('\n'));
+    if (!id.empty()) return id;
+  }
+  if (!read_input_file((dir / manifest_name).string(), max_manifest_bytes, text).empty()) return "";
+  auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_object() && json.contains("run_id") && json["run_id"].is_string())
     return json["run_id"].get<std::string>();
   return "";

@@ -1,6 +1,8 @@
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/storage/checkpoint_consistency.hpp"
 #include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/protocol/digest.hpp"
+#include "actors/protocol/input_file.hpp"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -25,6 +27,7 @@ namespace {
 
 constexpr const char* format_name = "actorps-checkpoint";
 constexpr int format_version = 1;
+constexpr const char* signature_algorithm = "hmac-sha256";
 
 [[noreturn]] void fail(const fs::path& path, const std::string& what) {
   throw checkpoint_error(path.string() + ": " + what);
@@ -54,20 +57,124 @@ std::string utc_now() {
   return buf;
 }
 
-wire_buffer read_file(const fs::path& path, uint64_t expected_bytes) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (ec) fail(path, "missing (" + ec.message() + ")");
-  if (size != expected_bytes)
-    fail(path, "the manifest says " + std::to_string(expected_bytes) + " bytes, the file has "
+/// What a manifest says of one file.
+struct listed_file {
+  std::string name;
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  std::string sha256;  ///< signed manifests only
+};
+
+/// The CRC-32 and (when `sha` is given) SHA-256 of the `size` bytes of `fd`, read in pieces into
+/// `into` when it is given (size bytes there), else through a small buffer.
+uint32_t digest_file(const fs::path& path, int fd, uint64_t size, sha256_stream* sha,
+                     char* into) {
+  std::vector<char> scratch(into ? 0 : std::size_t(1) << 20);
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  for (uint64_t at = 0; at < size;) {
+    char* to = into ? into + at : scratch.data();
+    const uint64_t room = into ? size - at : scratch.size();
+    auto want = static_cast<std::size_t>(std::min<uint64_t>(size - at, room));
+    auto got = ::pread(fd, to, std::min<std::size_t>(want, 1u << 30), static_cast<off_t>(at));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(path, "cannot be read: " + errno_text());
+    if (got == 0) fail(path, "shrank while being read");
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(to), static_cast<uInt>(got));
+    if (sha) sha->update(to, static_cast<std::size_t>(got));
+    at += static_cast<uint64_t>(got);
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+/// Why a file's digests are not the manifest's ("" when they are).
+std::string digest_mismatch(const listed_file& f, uint32_t crc, sha256_stream* sha) {
+  if (crc != f.crc32) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "checksum %08x, the manifest says %08x", crc, f.crc32);
+    return std::string(buf) + " (corrupt)";
+  }
+  if (sha && !same_digest(sha->hex(), f.sha256))
+    return "SHA-256 differs from the signed manifest's (rewritten: its CRC-32 alone matching "
+           "proves nothing)";
+  return "";
+}
+
+/// A checkpoint file as its manifest entry describes it. The file must be a regular one of the
+/// listed size, and its digests the listed ones, before any memory is taken for its contents: a
+/// manifest that lists a 2 GiB file costs a 1 MiB buffer unless the file holds exactly what the
+/// manifest says. The digests are checked again on the bytes kept.
+wire_buffer read_file(const fs::path& path, const listed_file& f) {
+  auto input = open_input_file(path.string());
+  if (!input) fail(path, input.reason);
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_at_end{input.fd};
+  auto size = input.size;
+  if (size != f.bytes)
+    fail(path, "the manifest says " + std::to_string(f.bytes) + " bytes, the file has "
                  + std::to_string(size) + " (truncated or replaced)");
   if (size % sizeof(capnp::word) != 0 || size > max_wire_bytes)
     fail(path, std::to_string(size) + " bytes is not a Cap'n Proto message");
+  const bool signed_file = !f.sha256.empty();
+  {
+    std::optional<sha256_stream> sha;
+    if (signed_file) sha.emplace();
+    auto crc = digest_file(path, input.fd, size, sha ? &*sha : nullptr, nullptr);
+    if (auto why = digest_mismatch(f, crc, sha ? &*sha : nullptr); !why.empty()) fail(path, why);
+  }
   auto words = wire_buffer::allocate(size / sizeof(capnp::word));
-  std::ifstream in(path, std::ios::binary);
-  if (!in.read(reinterpret_cast<char*>(words.get()), static_cast<std::streamsize>(size)))
-    fail(path, "cannot be read");
+  std::optional<sha256_stream> sha;
+  if (signed_file) sha.emplace();
+  auto crc = digest_file(path, input.fd, size, sha ? &*sha : nullptr,
+                         reinterpret_cast<char*>(words.get()));
+  if (auto why = digest_mismatch(f, crc, sha ? &*sha : nullptr); !why.empty())
+    fail(path, "changed while being read: " + why);
   return wire_buffer{std::move(words), size / sizeof(capnp::word)};
+}
+
+/// The SHA-256 of a file on disk, read through a small buffer.
+std::string sha256_of_file(const fs::path& path) {
+  auto input = open_input_file(path.string());
+  if (!input) fail(path, "cannot be signed: " + input.reason);
+  sha256_stream sha;
+  try {
+    digest_file(path, input.fd, input.size, &sha, nullptr);
+  } catch (...) {
+    ::close(input.fd);
+    throw;
+  }
+  ::close(input.fd);
+  return sha.hex();
+}
+
+/// What the signature covers: the manifest without its signature, compact, keys sorted.
+std::string signed_text(nlohmann::json manifest) {
+  manifest.erase("signature");
+  return manifest.dump();
+}
+
+/// Refuses a manifest whose signature is not what `key` makes (key given), or a signed one
+/// when no key is (it cannot be checked, and was signed for a reason).
+void check_signature(const fs::path& manifest_path, const nlohmann::json& manifest,
+                     const std::string& key) {
+  const bool is_signed = manifest.contains("signature");
+  if (key.empty()) {
+    if (is_signed)
+      fail(manifest_path, "is signed (HMAC-SHA256) and no key was given to check it: give the "
+                          "cluster's --checkpoint-key");
+    return;
+  }
+  if (!is_signed)
+    fail(manifest_path, "is not signed, and a checkpoint key is given (--checkpoint-key): an "
+                        "unsigned checkpoint could have been written by anyone");
+  const auto& sig = manifest.at("signature");
+  if (sig.at("algorithm") != signature_algorithm)
+    fail(manifest_path, "is signed with " + sig.at("algorithm").dump() + ", not "
+                          + signature_algorithm);
+  if (!same_digest(hmac_sha256_hex(key, signed_text(manifest)), sig.at("hmac").get<std::string>()))
+    fail(manifest_path, "signature does not match: the checkpoint was changed after it was "
+                        "signed, or signed with another key");
 }
 
 /// Every ckpt-* directory under root with its clock, newest first.
@@ -238,7 +345,7 @@ fs::path prepare_checkpoint_dir(const fs::path& root, int64_t clock, const std::
 }
 
 void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_record> files,
-                       const wire_buffer& run, int keep) {
+                       const wire_buffer& run, int keep, const std::string& key) {
   auto decoded = decode_run_checkpoint(run);
   if (!decoded) fail(dir / run_file_name, describe(decoded.error()));
   for (const auto& f : files) {  // a shard on another host wrote its file into its own disk
@@ -259,44 +366,58 @@ void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_reco
     char crc[16];
     std::snprintf(crc, sizeof crc, "%08x", f.crc32);
     list.push_back({{"name", f.name}, {"bytes", f.bytes}, {"crc32", crc}});
+    // the bytes on disk, as a reader will hash them (a shard wrote its own file)
+    if (!key.empty()) list.back()["sha256"] = sha256_of_file(dir / f.name);
   }
+  if (!key.empty())
+    manifest["signature"] = {{"algorithm", signature_algorithm},
+                             {"hmac", hmac_sha256_hex(key, signed_text(manifest))}};
   auto text = manifest.dump(2) + "\n";
   write_file_durably(dir / manifest_name, text.data(), text.size());
   prune(dir.parent_path(), keep, decoded->run_id);
 }
 
-loaded_checkpoint load_checkpoint(const fs::path& dir, float max_parameter) {
+loaded_checkpoint load_checkpoint(const fs::path& dir, float max_parameter,
+                                  const std::string& key) {
   auto manifest_path = dir / manifest_name;
   if (!fs::exists(manifest_path))
     fail(dir, "no " + std::string(manifest_name) + " (incomplete: the run stopped while writing it)");
   nlohmann::json manifest;
-  try {
-    std::ifstream in(manifest_path);
-    manifest = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    fail(manifest_path, std::string("not valid JSON: ") + e.what());
+  {
+    std::string text;
+    if (auto why = read_input_file(manifest_path.string(), max_manifest_bytes, text); !why.empty())
+      throw checkpoint_error(why);
+    try {
+      manifest = nlohmann::json::parse(text);
+    } catch (const std::exception& e) {
+      fail(manifest_path, std::string("not valid JSON: ") + e.what());
+    }
   }
   loaded_checkpoint out;
   out.dir = dir.string();
   std::vector<std::pair<std::string, wire_buffer>> files;
   try {
-    if (manifest.at("format") != format_name || manifest.at("version") != format_version)
+    if (!manifest.is_object() || manifest.at("format") != format_name
+        || manifest.at("version") != format_version)
       fail(manifest_path, "not an actorps checkpoint manifest of version "
                             + std::to_string(format_version));
+    check_signature(manifest_path, manifest, key);
     out.clock = manifest.at("clock").get<int64_t>();
     for (const auto& f : manifest.at("files")) {
-      auto name = f.at("name").get<std::string>();
+      listed_file listed;
+      listed.name = f.at("name").get<std::string>();
+      const auto& name = listed.name;
       if (name.empty() || name.find('/') != std::string::npos || name.front() == '.')
         fail(manifest_path, "lists a file outside its directory: " + name);
-      auto bytes = read_file(dir / name, f.at("bytes").get<uint64_t>());
-      auto expected = std::stoul(f.at("crc32").get<std::string>(), nullptr, 16);
-      auto actual = crc32_of(bytes.bytes(), bytes.size_bytes());
-      if (actual != expected) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "checksum %08x, the manifest says %08lx", actual, expected);
-        fail(dir / name, std::string(buf) + " (corrupt)");
-      }
-      files.emplace_back(std::move(name), std::move(bytes));
+      listed.bytes = f.at("bytes").get<uint64_t>();
+      auto crc = f.at("crc32").get<std::string>();
+      std::size_t used = 0;
+      auto value = std::stoul(crc, &used, 16);
+      if (used != crc.size() || value > UINT32_MAX) throw std::invalid_argument(crc);
+      listed.crc32 = static_cast<uint32_t>(value);
+      if (!key.empty()) listed.sha256 = f.at("sha256").get<std::string>();
+      auto bytes = read_file(dir / name, listed);
+      files.emplace_back(name, std::move(bytes));
     }
   } catch (const nlohmann::json::exception& e) {
     fail(manifest_path, std::string("malformed: ") + e.what());
@@ -333,7 +454,7 @@ loaded_checkpoint load_checkpoint(const fs::path& dir, float max_parameter) {
 }
 
 loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_filter& wanted,
-                                         float max_parameter) {
+                                         float max_parameter, const std::string& key) {
   if (!fs::is_directory(path)) fail(path, "no such checkpoint directory");
   auto unwanted = [&](const loaded_checkpoint& ckpt) -> std::string {
     if (!wanted) return "";
@@ -341,14 +462,14 @@ loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_
     return run ? wanted(*run) : describe(run.error());
   };
   if (fs::exists(path / manifest_name) || is_checkpoint_name(path.filename().string())) {
-    auto loaded = load_checkpoint(path, max_parameter);
+    auto loaded = load_checkpoint(path, max_parameter, key);
     if (auto why = unwanted(loaded); !why.empty()) fail(path, why);
     return loaded;
   }
   std::vector<std::string> failed;
   for (const auto& [clock, dir] : checkpoint_dirs(path, true)) {
     try {
-      auto loaded = load_checkpoint(dir, max_parameter);
+      auto loaded = load_checkpoint(dir, max_parameter, key);
       if (auto why = unwanted(loaded); !why.empty()) fail(dir, why);
       loaded.skipped = std::move(failed);
       return loaded;

@@ -1,11 +1,13 @@
 // Checkpoints on disk: ROOT/ckpt-<clock>/ holding one shard-<i>.capnp per shard (written by the
 // shards), run.capnp (the chief's: spec, clock, data positions) and MANIFEST.json, written
-// last by the chief, listing every file with its size and CRC-32.
+// last by the chief, listing every file with its size and CRC-32 (with a key, also its SHA-256,
+// and the manifest signed: checkpoint_signing.hpp).
 //
 // A checkpoint without a valid manifest does not exist. Every file, the manifest included, is
 // written durably and atomically (a temporary name, fsync, rename, fsync of the directory), so a
 // crash at any moment leaves either the complete checkpoint or none — never a half-written file
-// under its final name. Loading checks the manifest against every file's size and checksum and
+// under its final name. Loading checks the signature, then every file against the manifest
+// (a regular file of the listed size and checksums, before its bytes are kept in memory), and
 // decodes every file before anyone trusts it; the newest checkpoint that passes is used and each
 // newer one that failed is reported with the reason.
 //
@@ -36,6 +38,8 @@ struct checkpoint_error : std::runtime_error {
 
 inline constexpr const char* manifest_name = "MANIFEST.json";
 inline constexpr const char* run_file_name = "run.capnp";
+/// The largest manifest read: a few lines per shard, so some hundred thousand shards.
+inline constexpr std::size_t max_manifest_bytes = std::size_t(16) << 20;
 
 std::string shard_file_name(int32_t shard);
 /// "ckpt-000000001200": zero-padded, so names sort by clock.
@@ -56,18 +60,24 @@ std::filesystem::path prepare_checkpoint_dir(const std::filesystem::path& root, 
                                              const std::string& run_id = "");
 
 /// Writes run.capnp and then the manifest (which lists the shard files and run.capnp): the
-/// checkpoint exists from the manifest's rename on. Then removes every checkpoint directory of
-/// the same run (run.capnp's run id) older than its `keep` newest complete ones (keep <= 0:
-/// none removed); other runs' directories are never touched.
+/// checkpoint exists from the manifest's rename on. With a `key` (checkpoint_signing.hpp) the
+/// manifest also lists each file's SHA-256, as on disk, and is signed with HMAC-SHA256. Then
+/// removes every checkpoint directory of the same run (run.capnp's run id) older than its
+/// `keep` newest complete ones (keep <= 0: none removed); other runs' directories are never
+/// touched.
 void commit_checkpoint(const std::filesystem::path& dir, int64_t clock,
-                       std::vector<file_record> shard_files, const wire_buffer& run, int keep);
+                       std::vector<file_record> shard_files, const wire_buffer& run, int keep,
+                       const std::string& key = "");
 
-/// Verifies and decodes one checkpoint directory: checksums, then the content against itself
-/// and the directory's name (checkpoint_consistency.hpp); throws checkpoint_error saying what
-/// is wrong.
+/// Verifies and decodes one checkpoint directory: the signature (with a `key`, which a signed
+/// checkpoint needs and an unsigned one is refused under), each file a regular one of the size
+/// and checksums listed (checked before its contents are read into memory), then the content
+/// against itself and the directory's name (checkpoint_consistency.hpp); throws
+/// checkpoint_error saying what is wrong.
 /// Every parameter must lie within max_parameter (the resuming run's --max-parameter).
 loaded_checkpoint load_checkpoint(const std::filesystem::path& dir,
-                                  float max_parameter = default_max_parameter);
+                                  float max_parameter = default_max_parameter,
+                                  const std::string& key = "");
 
 /// Why a valid checkpoint is not wanted ("" when it is): e.g. another run's.
 using checkpoint_filter = std::function<std::string(const run_checkpoint&)>;
@@ -78,7 +88,8 @@ using checkpoint_filter = std::function<std::string(const run_checkpoint&)>;
 /// failed when none qualifies.
 loaded_checkpoint load_newest_checkpoint(const std::filesystem::path& path,
                                          const checkpoint_filter& wanted = {},
-                                         float max_parameter = default_max_parameter);
+                                         float max_parameter = default_max_parameter,
+                                         const std::string& key = "");
 
 /// Checks a shard's checkpoint against the layout: shard `shard`'s blocks in id order, each
 /// with its size in values and slots × size in optimizer state, every parameter within

@@ -1,5 +1,7 @@
 #include "apps/export/export_metadata.hpp"
 
+#include "actors/protocol/digest.hpp"
+
 #include "apps/export/ctr_onnx.hpp"
 #include "apps/export/onnx_model.hpp"
 #include "apps/export/vocab_files.hpp"
@@ -217,6 +219,28 @@ std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& mo
                       "row 0 (actorps evaluate repeats it)"}}},
   };
   return meta.dump(2) + "\n";
+}
+
+std::string with_checksums(const std::string& metadata,
+                           const std::vector<std::pair<std::string, const std::string*>>& files) {
+  auto meta = json::parse(metadata);
+  auto& sums = meta["sha256"] = json::object();
+  for (const auto& [name, bytes] : files) sums[name] = sha256_hex(*bytes);
+  return meta.dump(2) + "\n";
+}
+
+std::string recorded_sha256(const std::string& metadata, const std::string& file) {
+  json meta;
+  try {
+    meta = json::parse(metadata);
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("not valid JSON: ") + e.what());
+  }
+  if (!meta.is_object()) throw std::invalid_argument("not a JSON object");
+  auto sums = meta.find("sha256");
+  if (sums == meta.end() || !sums->is_object()) return "";
+  auto sum = sums->find(file);
+  return sum != sums->end() && sum->is_string() ? sum->get<std::string>() : "";
 }
 
 } // namespace actorps

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace actorps {
 
@@ -40,5 +42,16 @@ std::string make_export_metadata(const train_spec& spec, const exported_model& m
 std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& model,
                                      const run_info& run, const model_metrics& test,
                                      std::chrono::system_clock::time_point created);
+
+/// `metadata` (make_export_metadata's or make_ctr_export_metadata's text) with "sha256": each
+/// file's SHA-256 by its name in the version directory ("model.capnp", "vocab/C1.tsv"), in the
+/// order given. `actorps predict` and `actorps evaluate` refuse a model.capnp that does not
+/// have the digest recorded here.
+std::string with_checksums(const std::string& metadata,
+                           const std::vector<std::pair<std::string, const std::string*>>& files);
+
+/// The SHA-256 metadata.json records for `file` (as with_checksums wrote it), or "" when it
+/// records none. Throws std::invalid_argument when `metadata` is not a JSON object.
+std::string recorded_sha256(const std::string& metadata, const std::string& file);
 
 } // namespace actorps

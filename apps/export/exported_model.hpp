@@ -48,9 +48,10 @@ exported_model decode_exported_model(const std::string& bytes, const std::string
 /// Reads and decodes `path`; throws model_file_error naming it.
 exported_model read_exported_model(const std::string& path);
 
-/// Reads model.capnp of an export version directory (DIR/<version>). Throws model_file_error
-/// naming what is missing or wrong; when `dir` is an export root rather than a version, the
-/// message names its newest version.
+/// Reads model.capnp of an export version directory (DIR/<version>), checked as
+/// load_served_model checks it (served_model.hpp). Throws model_file_error naming what is
+/// missing or wrong; when `dir` is an export root rather than a version, the message names its
+/// newest version.
 exported_model load_model_directory(const std::string& dir);
 
 } // namespace actorps

@@ -42,21 +42,26 @@ export_result export_ctr_model(const train_spec& spec, const trained_parameters&
   const auto onnx = make_ctr_onnx_model(model, ACTORPS_VERSION);
   const auto metadata = make_ctr_export_metadata(spec, model, run, result.test,
                                                  std::chrono::system_clock::now());
+  std::vector<std::string> vocab;
+  for (const auto& field : model.fields) vocab.push_back(vocab_file_text(field));
+  std::vector<std::pair<std::string, const std::string*>> files{{model_capnp_name, &capnp},
+                                                                {onnx_model_name, &onnx}};
+  for (std::size_t f = 0; f < vocab.size(); ++f) files.emplace_back(vocab_file_name(f), &vocab[f]);
+  const auto checked_metadata = with_checksums(metadata, files);
   staged_version staged(dir);
   staged.write_file(model_capnp_name, capnp);
   staged.write_file(onnx_model_name, onnx);
   staged.make_dir(vocab_dir_name);
-  for (std::size_t f = 0; f < model.fields.size(); ++f) {
-    const auto text = vocab_file_text(model.fields[f]);
-    staged.write_file(vocab_file_name(f), text);
-    result.vocab_bytes += text.size();
+  for (std::size_t f = 0; f < vocab.size(); ++f) {
+    staged.write_file(vocab_file_name(f), vocab[f]);
+    result.vocab_bytes += vocab[f].size();
   }
-  staged.write_file(metadata_json_name, metadata);
+  staged.write_file(metadata_json_name, checked_metadata);
   result.version = staged.publish();
   result.path = staged.path();
   result.capnp_bytes = capnp.size();
   result.onnx_bytes = onnx.size();
-  result.metadata_bytes = metadata.size();
+  result.metadata_bytes = checked_metadata.size();
   result.seconds = seconds_since(start);
   return result;
 }
@@ -93,15 +98,17 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
   const auto onnx = make_onnx_model(model, ACTORPS_VERSION);
   const auto metadata = make_export_metadata(spec, model, run, result.test,
                                              std::chrono::system_clock::now());
+  const auto checked_metadata =
+    with_checksums(metadata, {{model_capnp_name, &capnp}, {onnx_model_name, &onnx}});
   staged_version staged(dir);
   staged.write_file(model_capnp_name, capnp);
   staged.write_file(onnx_model_name, onnx);
-  staged.write_file(metadata_json_name, metadata);
+  staged.write_file(metadata_json_name, checked_metadata);
   result.version = staged.publish();
   result.path = staged.path();
   result.capnp_bytes = capnp.size();
   result.onnx_bytes = onnx.size();
-  result.metadata_bytes = metadata.size();
+  result.metadata_bytes = checked_metadata.size();
   result.seconds = seconds_since(start);
   return result;
 }

@@ -1,5 +1,8 @@
 #include "apps/export/served_model.hpp"
 
+#include "actors/protocol/digest.hpp"
+#include "actors/protocol/wire.hpp"
+#include "apps/export/export_metadata.hpp"
 #include "apps/export/file_bytes.hpp"
 #include "apps/export/model_readers.hpp"
 #include "apps/export/versioned_dir.hpp"
@@ -8,6 +11,7 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -60,7 +64,29 @@ served_model read_served_model(const std::string& path) {
   return decode_served_model(bytes, path);
 }
 
-served_model load_served_model(const std::string& dir) {
+void check_parameter_bound(const served_model& model, float bound, const std::string& origin) {
+  auto check = [&](const float* values, std::size_t n, const std::string& what) {
+    if (auto at = first_outside(values, n, bound))
+      throw model_file_error(origin + ": " + what + " value " + value_text(values[*at])
+                             + (std::isfinite(values[*at]) ? " is beyond the bound "
+                                                               + value_text(bound)
+                                                           : std::string(" is not finite"))
+                             + " (--max-parameter; corrupt, or not a trained model)");
+  };
+  if (const auto* mlp = std::get_if<exported_model>(&model)) {
+    for (const auto& slot : tensor_slots(mlp->layers))
+      check(mlp->parameters.data() + slot.offset, slot.size, "tensor " + slot.name);
+    return;
+  }
+  const auto& ctr = std::get<ctr_model>(model);
+  for (const auto& slot : ctr.tensor_slots())
+    check(ctr.dense.data() + slot.offset, slot.size, "tensor " + slot.name);
+  for (std::size_t f = 0; f < ctr.fields.size(); ++f)
+    check(ctr.fields[f].rows.data(), ctr.fields[f].rows.size(),
+          "table " + ctr.table + " field C" + std::to_string(f + 1));
+}
+
+served_model load_served_model(const std::string& dir, float max_parameter) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw model_file_error(dir + ": not a directory (give an export version, DIR/<version>)");
@@ -71,7 +97,34 @@ served_model load_served_model(const std::string& dir) {
     throw model_file_error(path + ": missing (" + dir + " is an export directory: its newest "
                            "version is " + dir + "/" + std::to_string(newest) + ")");
   }
-  return read_served_model(path);
+  // metadata.json first: it is small, and holds the digest model.capnp must have
+  const std::string meta_path = dir + "/" + metadata_json_name;
+  std::string meta, bytes;
+  std::string expected;
+  try {
+    meta = read_file_bytes(meta_path, max_metadata_bytes);
+    expected = recorded_sha256(meta, model_capnp_name);
+  } catch (const file_read_error& e) {
+    throw model_file_error(std::string(e.what()) + " (an export's metadata.json holds the "
+                           "checksum model.capnp is checked against)");
+  } catch (const std::invalid_argument& e) {
+    throw model_file_error(meta_path + ": " + e.what());
+  }
+  if (expected.empty())
+    throw model_file_error(meta_path + ": records no SHA-256 of model.capnp, so the model cannot "
+                           "be checked (an export of an older actorps: export it again)");
+  try {
+    bytes = read_file_bytes(path, max_wire_bytes);
+  } catch (const file_read_error& e) {
+    throw model_file_error(e.what());
+  }
+  const auto actual = sha256_hex(bytes);
+  if (!same_digest(actual, expected))
+    throw model_file_error(path + ": SHA-256 " + actual + " differs from " + expected
+                           + ", metadata.json's (corrupt, or changed after the export)");
+  auto model = decode_served_model(bytes, path);
+  check_parameter_bound(model, max_parameter, path);
+  return model;
 }
 
 exported_model as_mlp(served_model model, const std::string& origin) {

@@ -5,7 +5,9 @@
 
 #include "apps/export/ctr_model.hpp"
 #include "apps/export/exported_model.hpp"
+#include "kernels/value_bounds.hpp"
 
+#include <cstddef>
 #include <string>
 #include <variant>
 
@@ -20,10 +22,25 @@ served_model decode_served_model(const std::string& bytes, const std::string& or
 /// Reads and decodes `path`; throws model_file_error naming it.
 served_model read_served_model(const std::string& path);
 
-/// Reads model.capnp of an export version directory (DIR/<version>). Throws model_file_error
-/// naming what is missing or wrong; when `dir` is an export root rather than a version, the
-/// message names its newest version.
-served_model load_served_model(const std::string& dir);
+/// --max-parameter of `actorps predict` and `actorps evaluate`.
+inline constexpr const char* max_parameter_help =
+  "refuse a model with a parameter beyond this magnitude (the bound training keeps parameters "
+  "within: give the run's --max-parameter if it raised it)";
+
+/// The largest metadata.json read.
+inline constexpr std::size_t max_metadata_bytes = std::size_t(16) << 20;
+
+/// Throws model_file_error ("<origin>: tensor dense0/kernel value 3e+38 is beyond the bound
+/// 1e+06 ...") unless every parameter of `model`, dense and table rows, lies within `bound`.
+void check_parameter_bound(const served_model& model, float bound, const std::string& origin);
+
+/// Reads model.capnp of an export version directory (DIR/<version>), as `actorps predict` and
+/// `actorps evaluate` serve it: its SHA-256 must be the one metadata.json records, and every
+/// parameter within `max_parameter` (--max-parameter). Throws model_file_error naming what is
+/// missing or wrong; when `dir` is an export root rather than a version, the message names its
+/// newest version.
+served_model load_served_model(const std::string& dir,
+                               float max_parameter = default_max_parameter);
 
 /// The MLP of `model`; throws model_file_error ("<origin>: a CTR model ..., not an MLP") for a
 /// CTR model.
