@@ -30,6 +30,7 @@ const char* to_string(errc code) {
     case errc::value_out_of_bounds: return "value_out_of_bounds";
     case errc::outside_checkpoint_root: return "outside_checkpoint_root";
     case errc::not_authorised: return "not_authorised";
+    case errc::gradient_norm_beyond: return "gradient_norm_beyond";
   }
   return "unknown_error";
 }

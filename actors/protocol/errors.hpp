@@ -37,6 +37,8 @@ enum class errc : uint8_t {
   outside_checkpoint_root,  ///< a checkpoint asked into a directory outside the shard's root
   not_authorised,         ///< a request the sender's task may not make (CAF messages:
                           ///< authorisation.hpp; the data link: link_authorisation.hpp)
+  gradient_norm_beyond,   ///< a push's gradient norm beyond --gradient-norm-bound times the
+                          ///< median of the shard's recent pushes (norm_bound.hpp)
 };
 
 const char* to_string(errc code);
