@@ -275,6 +275,7 @@ caf::result<wire_buffer> on_snapshot(self_ptr self) {
 
 shard_stats on_stats(const ps_shard_state& st) {
   auto stats = st.stats;
+  if (st.config.refusals_elsewhere) stats.refused_unauthorised += st.config.refusals_elsewhere();
   stats.min_clock = st.clocks.min();
   stats.table_rows = st.tables.rows();
   stats.table_bytes = st.tables.memory_bytes();
