@@ -181,3 +181,40 @@ TEST_CASE("norm bound: refuses nothing while warming up, then k times the lower 
   for (std::size_t i = 0; i < norm_bound::window; ++i) b.taken(0.0f);
   CHECK(b.limit() == std::numeric_limits<float>::infinity());
 }
+
+TEST_CASE("norm bound: a push's sparse rows are bounded apart from its dense gradient") {
+  auto spec = tiny_spec(consistency::async, 1);
+  spec.shards = 2;
+  sparse_table_spec table;
+  table.name = "emb";
+  table.config.dim = 2;
+  table.config.optimizer.kind = row_optimizer_kind::sgd;
+  table.config.optimizer.learning_rate = 0.1f;
+  spec.model.sparse_tables.push_back(table);
+  place_buckets(spec);
+  shard_fixture f(spec);
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 1; keys.size() < 4; ++k)
+    if (spec.shard_of_key(k) == 0) keys.push_back(k);
+  // An honest dense gradient, and rows of `value`.
+  auto push = [&](int64_t clock, float value) {
+    std::vector<float> dense(f.layout.total_floats(), 0.01f);
+    std::vector<float> grads(keys.size() * 2, value);
+    std::vector<sparse_rows_ref> rows{{0, 2, keys.data(), nullptr, keys.size(), grads.data()}};
+    return encode_push(0, clock, 0, f.layout, dense.data(), 0, rows, {});
+  };
+  for (int64_t c = 0; c < 20; ++c) {
+    auto taken = f.ask(f.shard, push_pull_atom::value, push(c, 0.01f + 0.002f * float(c % 5)));
+    REQUIRE_MESSAGE(taken, describe(taken.error()));
+  }
+  auto before = f.stats();
+  auto refused = f.ask(f.shard, push_pull_atom::value, push(20, 1000.0f));
+  REQUIRE_FALSE(refused);
+  CHECK_MESSAGE(is(refused.error(), errc::gradient_norm_beyond), describe(refused.error()));
+  CHECK(describe(refused.error()).find("sparse rows' gradient norm") != std::string::npos);
+  auto after = f.stats();
+  CHECK(after.norms_refused == 1);
+  CHECK(after.pushes == before.pushes);
+  CHECK(after.updates == before.updates);  // nothing applied, the dense part neither
+  CHECK(f.ask(f.shard, push_pull_atom::value, push(20, 0.01f)));  // its clock is still open
+}
