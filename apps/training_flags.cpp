@@ -600,11 +600,13 @@ int print_summary(const run_summary& s) {
   if (s.final_test_auc >= 0 && s.evaluations > 0)
     std::printf("  %s auc %.4f, logloss %.4f\n", of_final ? "final test" : "test",
                 s.final_test_auc, s.final_test_loss);
-  if (s.gradients_refused + s.updates_refused + s.checkpoints_refused + s.refused_unauthorised > 0)
-    std::printf("  refused: %llu pushes beyond --max-gradient, %llu updates beyond "
-                "--max-parameter, %llu checkpoints outside a shard's root, %llu messages "
-                "not authorised\n",
+  if (s.gradients_refused + s.updates_refused + s.checkpoints_refused + s.refused_unauthorised
+        + s.norms_refused > 0)
+    std::printf("  refused: %llu pushes beyond --max-gradient, %llu pushes beyond "
+                "--gradient-norm-bound, %llu updates beyond --max-parameter, %llu checkpoints "
+                "outside a shard's root, %llu messages not authorised\n",
                 static_cast<unsigned long long>(s.gradients_refused),
+                static_cast<unsigned long long>(s.norms_refused),
                 static_cast<unsigned long long>(s.updates_refused),
                 static_cast<unsigned long long>(s.checkpoints_refused),
                 static_cast<unsigned long long>(s.refused_unauthorised));

@@ -61,6 +61,18 @@ bool copy_within(float* to, const float* values, std::size_t n, float bound) {
   return beyond == 0;
 }
 
+float sum_of_squares(const float* values, std::size_t n) {
+  constexpr std::size_t lanes = 16;
+  float acc[lanes] = {};
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    for (std::size_t l = 0; l < lanes; ++l) acc[l] += values[i + l] * values[i + l];
+  float out = 0;
+  for (; i < n; ++i) out += values[i] * values[i];
+  for (float a : acc) out += a;
+  return out;
+}
+
 std::optional<std::size_t> first_outside(const float* values, std::size_t n, float bound) {
   for (std::size_t i = 0; i < n; ++i)
     if (!(std::fabs(values[i]) <= bound)) return i;

@@ -19,9 +19,14 @@ inline constexpr float default_max_gradient = 1e6f;
 /// The largest |parameter value| a shard keeps by default, dense and sparse, restored too.
 inline constexpr float default_max_parameter = 1e6f;
 
+/// How many times the median norm of a shard's recent pushes a push's gradient norm may reach
+/// by default (actors/roles/norm_bound.hpp).
+inline constexpr float default_gradient_norm_bound = 20.0f;
+
 struct value_bounds {
   float max_gradient = default_max_gradient;
   float max_parameter = default_max_parameter;
+  float gradient_norm_bound = default_gradient_norm_bound;  ///< 0: no bound on the norm
 };
 
 /// A value as log lines print it: "%g" (3e+38, 1e+06, 0.5, nan).
@@ -40,6 +45,10 @@ bool all_within(const float* values, std::size_t n, float bound);
 /// Copies the n values to `to` and returns all_within(values, n, bound), in one pass: a sync
 /// shard keeps each pushed gradient until its clock's mean and checks it as it copies it.
 bool copy_within(float* to, const float* values, std::size_t n, float bound);
+
+/// The sum of the squares of the n values (a gradient's L2 norm squared), in float lanes so that
+/// it vectorises: a shard takes it of every push it bounds by norm (norm_bound.hpp).
+float sum_of_squares(const float* values, std::size_t n);
 
 /// The index of the first of the n values outside the bound, or nullopt: for error messages.
 std::optional<std::size_t> first_outside(const float* values, std::size_t n, float bound);

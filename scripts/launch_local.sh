@@ -82,13 +82,15 @@ if [ "$tls" = 1 ]; then
 fi
 
 # A ps task writes checkpoint files only under its own --checkpoint-dir: the chief's, if given.
-# The bounds on gradients and parameters (--max-gradient, --max-parameter) go along likewise.
+# The bounds on gradients and parameters (--max-gradient, --max-parameter,
+# --gradient-norm-bound) go along likewise.
 shard_flags=()
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case ${args[i]} in
-    --checkpoint-dir|--max-gradient|--max-parameter) shard_flags+=("${args[i]}" "${args[i+1]:-}") ;;
-    --checkpoint-dir=*|--max-gradient=*|--max-parameter=*) shard_flags+=("${args[i]}") ;;
+    --checkpoint-dir|--max-gradient|--max-parameter|--gradient-norm-bound)
+      shard_flags+=("${args[i]}" "${args[i+1]:-}") ;;
+    --checkpoint-dir=*|--max-gradient=*|--max-parameter=*|--gradient-norm-bound=*) shard_flags+=("${args[i]}") ;;
   esac
 done
 start() {  # start TYPE INDEX: a background task whose lines are prefixed with its name

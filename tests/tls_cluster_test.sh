@@ -9,12 +9,18 @@
 #             an actorps worker with a whole set of another CA's files) and ps:0's data port
 #             (openssl s_client with the same identity, sending a hello frame): each attempt is
 #             refused, logged with the intruder's address and the reason, the intruder never
-#             joins, and the cluster trains to the end.
-# usage: tests/tls_cluster_test.sh PART [path/to/actorps]
+#             joins, and the cluster trains to the end;
+#   insider: a process with worker:1's own certificate pushes 1000.0 everywhere as worker 1 at
+#             its clock (tests/insider_push.cpp): the default --gradient-norm-bound refuses it,
+#             its push as worker 0 is refused as not authorised on the data link, and the summary
+#             counts exactly those (norms_refused 1, refused_unauthorised 1); the run's accuracy
+#             stays and worker:1 is never displaced.
+# usage: tests/tls_cluster_test.sh PART [path/to/actorps] [path/to/actorps_insider_push]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-part=${1:?usage: tls_cluster_test.sh flags|accuracy|no-cert|self-signed|other-ca [actorps]}
+part=${1:?usage: tls_cluster_test.sh flags|accuracy|no-cert|self-signed|other-ca|insider [actorps] [insider]}
 bin=${2:-$root/build/actorps}
+insider=${3:-$root/build/tests/actorps_insider_push}
 dir=$(mktemp -d /tmp/actorps-tls.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 export ACTORPS_BINARY=$bin
@@ -82,8 +88,10 @@ fi
 # A TLS cluster that trains long enough for the intruders (worker:0 slowed down: 600 clocks of
 # at least 20 ms, 12 s; the other-ca intruder alone retries for 3 s before the data port attack,
 # and at 5 ms a clock a quiet machine ended the run first)
+# (the insider races worker:1 for its clock: worker:1 is the slow one then)
+slow=worker:0=20; [ "$part" = insider ] && slow=worker:1=20
 "$root/scripts/launch_local.sh" --tls --keep-certs "$dir/certs" --keep-cluster "$dir/c.json" \
-  --ps 2 --workers 2 --connect-timeout 20 -- "${train[@]}" --steps 600 --slow worker:0=20 \
+  --ps 2 --workers 2 --connect-timeout 20 -- "${train[@]}" --steps 600 --slow "$slow" \
   --metrics "$dir/m.jsonl" > "$dir/cluster.log" 2>&1 &
 launcher=$!; pids+=($launcher)
 await_event "$dir/m.jsonl" '"event":"train"'
@@ -143,6 +151,14 @@ PY
     attack_data_port -cert "$dir/other/worker-1.pem" -key "$dir/other/worker-1.key"
     await_event "$dir/cluster.log" "^ps:0 \| .* ps:0: refused a data connection from 127\.0\.0\.1:[0-9]+: TLS handshake failed: .*certificate verify failed" 20
     ;;
+  insider)
+    # Past the shard's warm-up (16 pushes): worker 1 at clock 30.
+    await_event "$dir/m.jsonl" '"event":"train","worker":1,"clock":30,' 60
+    timeout 60 "$insider" "127.0.0.1:$ps_port" "$dir/certs/worker-1.pem" "$dir/certs/worker-1.key" \
+      "$dir/certs/ca.pem" 1 0 30 > "$dir/insider.log" 2>&1 || fail "the insider: $(cat "$dir/insider.log")"
+    grep -q "push as worker 1 for clock [0-9]*: gradient_norm_beyond: dense gradient norm" "$dir/insider.log" \
+      || fail "no norm refusal: $(cat "$dir/insider.log")"
+    ;;
   *) fail "unknown part $part" ;;
 esac
 
@@ -155,4 +171,14 @@ line=$(grep '"event":"summary"' "$dir/m.jsonl") || fail "no summary event"
 [ "$(grep -c "chief: worker:1 joined" "$dir/cluster.log")" = 1 ] || fail "worker:1 joined more than once"
 grep -q "chief: worker:1 lost\|replac" "$dir/cluster.log" && fail "the intruder displaced worker:1"
 grep -q "data link is still plain\|still plain TCP" "$dir/cluster.log" && fail "a TLS ps task says its data link is plain"
+if [ "$part" = insider ]; then
+  [ "$(summary_field "$line" norms_refused)" = 1 ] || fail "norms_refused: $line"
+  [ "$(summary_field "$line" refused_unauthorised)" = 1 ] || fail "refused_unauthorised: $line"
+  [ "$(grep -c "^ps:0 | .*refused a data request .*(worker:1).*may not push as worker 0" "$dir/cluster.log")" = 1 ] \
+    || fail "ps:0 did not log the refusal once: $(grep "refused" "$dir/cluster.log")"
+  grep -q "refused: 0 pushes beyond --max-gradient, 1 pushes beyond --gradient-norm-bound, .* 1 messages not authorised" "$dir/cluster.log" \
+    || fail "the summary line: $(grep "refused:" "$dir/cluster.log")"
+  echo "PASS (insider: $(grep -c "" "$dir/insider.log") lines; $line)"
+  exit 0
+fi
 echo "PASS ($part: $(grep -c 'refused a connection' "$dir/cluster.log") CAF and $(grep -c 'refused a data connection' "$dir/cluster.log") data link refusal(s) logged)"

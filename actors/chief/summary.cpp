@@ -54,6 +54,8 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
     sum.updates_refused += s.updates_refused;
     sum.checkpoints_refused += s.checkpoints_refused;
     sum.refused_unauthorised += s.refused_unauthorised;
+    sum.norms_refused += s.norms_refused;
+    sum.max_norm_ratio = std::max(sum.max_norm_ratio, s.max_norm_ratio);
     sum.max_gradient = std::max(sum.max_gradient, s.max_gradient);
   }
   // The largest final |parameter|, dense and the rows the snapshots carry: what --max-parameter's
@@ -130,6 +132,8 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
                   .add("updates_refused", sum.updates_refused)
                   .add("checkpoints_refused", sum.checkpoints_refused)
                   .add("refused_unauthorised", sum.refused_unauthorised)
+                  .add("norms_refused", sum.norms_refused)
+                  .add("max_norm_ratio", sum.max_norm_ratio)
                   .add("max_gradient", sum.max_gradient)
                   .add("max_parameter", sum.max_parameter)
                   .add("failures", sum.failures)

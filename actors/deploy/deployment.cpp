@@ -20,6 +20,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 
 namespace actorps {
@@ -185,25 +187,11 @@ void configure_task_system(caf::actor_system_config& cfg, const deployment_optio
   configure_tls(cfg, opts.tls);
 }
 
-namespace {
-
-struct hosted_shard {
-  ps_shard_actor shard;
-  ps_task_actor task;
-  std::unique_ptr<shard_link_server> links;  // listens as long as this lives
-};
-
-/// Spawns shard `index` and its ps task, with the data link listening on `data_port` (0: one
-/// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
-/// clients which port, remote_shard.hpp). `tls`: the task's TLS files: with them the data link
-/// speaks mutual TLS too (shard_link_server.hpp), without them it is plain, as CAF's side is.
-/// `connect_timeout`: how long a standby spawned here may take to reach its primary's task.
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
-                                       const std::string& bind = {}, uint16_t data_port = 0,
-                                       shard_config shard_cfg = {}, const tls_files& tls = {},
-                                       std::chrono::milliseconds connect_timeout =
-                                         std::chrono::seconds(60)) {
+                                       const std::string& bind, uint16_t data_port,
+                                       shard_config shard_cfg, const tls_files& tls,
+                                       std::chrono::milliseconds connect_timeout) {
   auto name = task_id{"ps", index}.text();
   auto host = listen_host(bind, cluster.address({"ps", index}));
   auto links = shard_link_server::listen(
@@ -211,18 +199,23 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
   if (!links) return links.error();
   if (data_port != 0)
     log_line(name, "data link on " + host_port{host, (*links)->port()}.text());
-  auto shard = spawn_ps_shard(sys, index, shard_cfg);
+  // The refusals of its data link and of its ps task are the shard's to report.
+  auto task_refusals = std::make_shared<std::atomic<uint64_t>>(0);
+  auto own_cfg = shard_cfg;
+  own_cfg.refusals_elsewhere = [link = (*links)->unauthorised_counter(), task_refusals] {
+    return static_cast<uint64_t>(link()) + task_refusals->load();
+  };
+  auto shard = spawn_ps_shard(sys, index, std::move(own_cfg));
   (*links)->serve(sys, shard, index);
   ps_task_config task_cfg{shard, (*links)->port(), (*links)->local_name(), finish_after, index,
                           std::move(shard_cfg)};
+  task_cfg.refusals = task_refusals;
   for (int32_t p = 0; p < cluster.count("ps"); ++p)  // a standby spawned here dials its primary
     task_cfg.ps_addresses.push_back(cluster.address({"ps", p}));
   task_cfg.connect_timeout = connect_timeout;
   auto task = spawn_ps_task(sys, std::move(task_cfg));
   return hosted_shard{shard, task, std::move(*links)};
 }
-
-} // namespace
 
 int run_task(caf::actor_system& sys, const deployment_options& opts) {
   auto index = static_cast<int32_t>(opts.task.index);

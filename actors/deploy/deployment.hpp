@@ -11,6 +11,8 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/deploy/cluster_spec.hpp"
+#include "actors/deploy/ps_task.hpp"
+#include "actors/net/shard_link_server.hpp"
 #include "actors/net/tls_files.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/roles/ps_shard.hpp"
@@ -19,6 +21,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace actorps {
@@ -57,6 +60,27 @@ void configure_task_system(caf::actor_system_config& cfg, const deployment_optio
 /// Afterwards `sys` may hold references that a departed peer never releases, so destroying it
 /// can wait forever (CAF 0.17); apps/cluster_commands.cpp ends the process without doing so.
 int run_task(caf::actor_system& sys, const deployment_options& opts);
+
+/// A ps task's shard, its ps task and its data link server.
+struct hosted_shard {
+  ps_shard_actor shard;
+  ps_task_actor task;
+  std::unique_ptr<shard_link_server> links;  // listens as long as this lives
+};
+
+/// Spawns shard `index` and its ps task, with the data link listening on `data_port` (0: one
+/// the OS picks) of the task's own host address, or of `bind` when given (the ps task tells
+/// clients which port, remote_shard.hpp). `tls`: the task's TLS files: with them the data link
+/// speaks mutual TLS too (shard_link_server.hpp), without them it is plain, as CAF's side is.
+/// `connect_timeout`: how long a standby spawned here may take to reach its primary's task.
+/// The shard's counters count the messages its data link and its ps task refused as not
+/// authorised among its own (refused_unauthorised).
+caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
+                                       int32_t index, int32_t finish_after,
+                                       const std::string& bind = {}, uint16_t data_port = 0,
+                                       shard_config shard_cfg = {}, const tls_files& tls = {},
+                                       std::chrono::milliseconds connect_timeout =
+                                         std::chrono::seconds(60));
 
 /// Hosts shard `index` of a loop of the user's own (ps.hpp's task_cluster): publishes its ps
 /// task on the cluster's address for ps:index and returns once every worker of the cluster has

@@ -95,6 +95,11 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
     if (dm.source == cfg.shard.address()) self->quit(dm.reason);
   });
   const std::string who = "ps task";
+  // Every refusal as not authorised goes through this: logged, and counted for the shard.
+  auto note_refusal = [refusals = cfg.refusals, who](caf::error err) {
+    if (err && refusals) ++*refusals;
+    return actorps::note_refusal(who, std::move(err));
+  };
   // The standbys spawned here end with the task (they die with the process anyway).
   auto standbys = std::make_shared<std::vector<caf::actor_addr>>();
   self->attach_functor([standbys] {
@@ -104,7 +109,7 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
   // A done (or a wait) from a worker that is not one of this loop's, or not allowed to say so.
   auto check_worker = [=](int32_t worker, const std::string& what) -> caf::error {
     auto from = what + " from worker " + std::to_string(worker);
-    if (auto err = note_refusal(who, authorise_chief_or_worker(current_role(self), worker, from)))
+    if (auto err = note_refusal(authorise_chief_or_worker(current_role(self), worker, from)))
       return err;
     if (worker < 0 || worker >= cfg.finish_after)
       return caf::make_error(caf::sec::invalid_argument,
@@ -113,11 +118,11 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
   };
   return {
     [=](shard_atom) -> caf::result<ps_shard_actor> {
-      if (auto err = note_refusal(who, authorise_reader(current_role(self), "shard"))) return err;
+      if (auto err = note_refusal(authorise_reader(current_role(self), "shard"))) return err;
       return cfg.shard;
     },
     [=](link_atom) -> caf::result<uint16_t, std::string> {
-      if (auto err = note_refusal(who, authorise_reader(current_role(self), "link"))) return err;
+      if (auto err = note_refusal(authorise_reader(current_role(self), "link"))) return err;
       return {cfg.link_port, cfg.link_name};
     },
     [=](done_atom, int32_t worker) -> caf::result<caf::ok_atom> {
@@ -136,12 +141,12 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
       return promise;
     },
     [=](standby_atom) -> caf::result<caf::ok_atom> {
-      if (auto err = note_refusal(who, authorise_ps_task(current_role(self), "standby hello")))
+      if (auto err = note_refusal(authorise_ps_task(current_role(self), "standby hello")))
         return err;
       return caf::ok_atom::value;
     },
     [=](standby_atom, int32_t shard, int32_t primary_task) -> caf::result<ps_shard_actor> {
-      if (auto err = note_refusal(who, authorise_chief(current_role(self), "standby"))) return err;
+      if (auto err = note_refusal(authorise_chief(current_role(self), "standby"))) return err;
       if (shard < 0 || primary_task < 0 || primary_task == cfg.index)
         return caf::make_error(caf::sec::invalid_argument,
                                "a standby of shard " + std::to_string(shard) + " served by ps:"

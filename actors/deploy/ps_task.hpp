@@ -17,8 +17,10 @@
 
 #include <caf/actor_system.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,9 @@ struct ps_task_config {
   std::vector<host_port> ps_addresses = {};
   /// How long that dial may take (a task still starting is retried with backoff, connect.hpp).
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
+  /// Counts the messages this task refused as not authorised (its shard reports them); null:
+  /// they are only logged.
+  std::shared_ptr<std::atomic<uint64_t>> refusals = nullptr;
 };
 
 ps_task_actor spawn_ps_task(caf::actor_system& sys, ps_task_config cfg);

@@ -219,6 +219,7 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
     hooks.make_stream = [files = tls_](int fd) { return make_tls_stream(files, fd); };
   hub_ = std::make_shared<link_hub>(*loop_, fd_, local_fd_, shard_index, limits_, std::move(hooks),
                                     log_);
+  std::atomic_store(counted_hub_.get(), hub_);
   asker_ = sys.spawn(shard_asker, shard, loop_, hub_, limits_);
   unit_ = std::make_shared<loop_execution_unit>(sys);
   unit_->add_guest(asker_);
@@ -236,6 +237,12 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
 
 std::size_t shard_link_server::refused() const { return hub_ ? hub_->refused() : 0; }
 std::size_t shard_link_server::unauthorised() const { return hub_ ? hub_->unauthorised() : 0; }
+std::function<std::size_t()> shard_link_server::unauthorised_counter() const {
+  return [cell = counted_hub_] {
+    auto hub = std::atomic_load(cell.get());
+    return hub ? hub->unauthorised() : std::size_t{0};
+  };
+}
 std::size_t shard_link_server::connections() const { return hub_ ? hub_->connections() : 0; }
 std::size_t shard_link_server::evicted() const { return hub_ ? hub_->evicted() : 0; }
 std::size_t shard_link_server::loop_turns() const { return unit_ ? unit_->turns() : 0; }

@@ -66,6 +66,9 @@ public:
   std::size_t refused() const;
   /// Requests refused because the client's certificate may not make them (TLS only).
   std::size_t unauthorised() const;
+  /// unauthorised() as a function that may outlive this server (0 before serve(), its last
+  /// count after the server ended): the shard adds it to its own refusals (shard_config).
+  std::function<std::size_t()> unauthorised_counter() const;
   /// Connections open now (hello pending or served).
   std::size_t connections() const;
   /// Strangers (hello not answered) closed to make room for newer connections (link_limits.hpp).
@@ -91,6 +94,9 @@ private:
   tls_files tls_;
   std::shared_ptr<event_loop> loop_;  // shared with the shard asker and its hub
   std::shared_ptr<link_hub> hub_;     // shared with the shard asker, which answers through it
+  // hub_ once serve() made it, for unauthorised_counter() (read with std::atomic_load)
+  std::shared_ptr<std::shared_ptr<link_hub>> counted_hub_ =
+    std::make_shared<std::shared_ptr<link_hub>>();
   caf::actor asker_;
   std::shared_ptr<loop_execution_unit> unit_;  // runs the asker and the shard on the loop
 };

@@ -31,6 +31,7 @@ const char* to_string(errc code) {
     case errc::outside_checkpoint_root: return "outside_checkpoint_root";
     case errc::not_authorised: return "not_authorised";
     case errc::cluster_mismatch: return "cluster_mismatch";
+    case errc::gradient_norm_beyond: return "gradient_norm_beyond";
   }
   return "unknown_error";
 }

@@ -38,6 +38,8 @@ enum class errc : uint8_t {
   not_authorised,         ///< a request the sender's task may not make (CAF messages:
                           ///< authorisation.hpp; the data link: link_authorisation.hpp)
   cluster_mismatch,       ///< a task joined with a cluster spec other than the chief's
+  gradient_norm_beyond,   ///< a push's gradient norm beyond --gradient-norm-bound times the
+                          ///< median of the shard's recent pushes (norm_bound.hpp)
 };
 
 const char* to_string(errc code);

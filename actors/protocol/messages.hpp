@@ -125,6 +125,10 @@ struct shard_stats {
   uint64_t pushes_streamed = 0;      ///< pushes applied as their bytes arrived (request_progress.hpp)
   uint64_t pushes_cut = 0;           ///< of those, cut off before their end: nothing changed
   uint64_t pushes_declined = 0;      ///< offered while arriving but read whole first (sync, ...)
+  uint64_t norms_refused = 0;        ///< pushes refused: gradient norm beyond
+                                     ///< --gradient-norm-bound times the recent median
+  float max_norm_ratio = 0;          ///< the largest norm / recent median of a push accepted
+                                     ///< (a statistic for choosing --gradient-norm-bound)
 };
 
 template <class Inspector>
@@ -134,7 +138,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
            x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes,
            x.pushed_bytes, x.replies_streamed, x.pushes_streamed, x.pushes_cut,
-           x.pushes_declined);
+           x.pushes_declined, x.norms_refused, x.max_norm_ratio);
 }
 
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,
@@ -191,6 +195,8 @@ struct run_summary {
   uint64_t updates_refused = 0;      ///< updates and sparse rows beyond --max-parameter
   uint64_t checkpoints_refused = 0;  ///< checkpoint requests outside a shard's root
   uint64_t refused_unauthorised = 0; ///< over every shard: messages their senders may not send
+  uint64_t norms_refused = 0;        ///< over every shard: pushes beyond --gradient-norm-bound
+  float max_norm_ratio = 0;          ///< the largest norm / recent median the shards accepted
   float max_gradient = 0;            ///< the largest |gradient value| the shards sampled (every
                                      ///< 16th push accepted)
   float max_parameter = 0;           ///< the largest final |parameter| (the rows snapshotted)
@@ -219,7 +225,7 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
            x.final_eval_clock, x.samples_per_s, x.evaluations, x.final_test_accuracy,
            x.final_test_loss, x.final_test_auc, x.max_staleness, x.dropped_messages,
            x.gradients_refused, x.updates_refused, x.checkpoints_refused,
-           x.refused_unauthorised, x.max_gradient,
+           x.refused_unauthorised, x.norms_refused, x.max_norm_ratio, x.max_gradient,
            x.max_parameter, x.backend, x.failures,
            x.recoveries, x.failovers, x.rereplications, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
            x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters);

@@ -4,6 +4,8 @@
 #include "kernels/value_bounds.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <utility>
 
 namespace actorps::shard_internals {
@@ -47,8 +49,21 @@ std::optional<reply_ahead> plan_reply_ahead(const ps_shard_state& st, const push
   return plan;
 }
 
-dense_update::dense_update(ps_shard_state& st, float lr, float max_gradient, reply_ahead* ahead)
-  : st_(st), lr_(lr), max_gradient_(max_gradient), ahead_(ahead), step_(st.opt.step + 1) {
+namespace {
+
+float limit_squared(const ps_shard_state& st, norm_check norms) {
+  auto limit = st.dense_norms.limit();
+  if (norms != norm_check::bound || !std::isfinite(limit))
+    return std::numeric_limits<float>::infinity();
+  return limit * limit;
+}
+
+} // namespace
+
+dense_update::dense_update(ps_shard_state& st, float lr, float max_gradient, reply_ahead* ahead,
+                           norm_check norms)
+  : st_(st), lr_(lr), max_gradient_(max_gradient), ahead_(ahead), step_(st.opt.step + 1),
+    norms_(norms), limit_squared_(limit_squared(st, norms)) {
   st.cache.reply = wire_buffer{};  // stale after this update anyway; it would hold a lease
   // Every block is written before the swap, so whatever a kept spare holds is overwritten.
   release_for_writing(st.params_next, st.next_lease);
@@ -62,6 +77,15 @@ dense_update::dense_update(ps_shard_state& st, float lr, float max_gradient, rep
 
 bool dense_update::block(std::size_t i, const block_gradient& g) {
   const auto n = g.block->size;
+  if (norms_ != norm_check::none) {
+    sum_squared_ += sum_of_squares(g.grad, n);
+    // A value beyond --max-gradient (inf, NaN) is the value check's to refuse, as before.
+    if (sum_squared_ > limit_squared_ && std::isfinite(sum_squared_)) {
+      norm_refused_ = true;
+      refusal_ = norm_error(st_.dense_norms, norm());
+      return false;
+    }
+  }
   if (beyond_) return all_within(g.grad, n, max_gradient_) || refuse(g);
   const auto at = g.block->shard_offset;
   const auto slots = st_.opt.slots;
@@ -98,6 +122,8 @@ dense_outcome dense_update::finish(const update_name& what) {
   return dense_outcome::applied;
 }
 
+float dense_update::norm() const { return std::sqrt(sum_squared_); }
+
 bool dense_update::refuse(const block_gradient& g) {
   refusal_ = gradient_error(g.grad, g.block->size, max_gradient_, g.block->id);
   return false;
@@ -105,13 +131,14 @@ bool dense_update::refuse(const block_gradient& g) {
 
 dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
                           const update_name& what, float max_gradient, caf::error* refusal,
-                          reply_ahead* ahead) {
-  dense_update update(st, lr, max_gradient, ahead);
+                          reply_ahead* ahead, norm_check norms, float* norm) {
+  dense_update update(st, lr, max_gradient, ahead, norms);
   for (std::size_t i = 0; i < grads.size(); ++i)
     if (!update.block(i, grads[i])) {
       if (refusal) *refusal = update.refusal();
-      return dense_outcome::gradient_refused;
+      return update.norm_refused() ? dense_outcome::norm_refused : dense_outcome::gradient_refused;
     }
+  if (norm) *norm = update.norm();
   return update.finish(what);
 }
 

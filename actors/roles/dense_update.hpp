@@ -32,7 +32,15 @@ using update_name = std::function<std::string()>;
 enum class dense_outcome {
   applied,
   gradient_refused,  ///< a gradient value beyond --max-gradient: the push is refused
+  norm_refused,      ///< the gradient's norm beyond the shard's norm bound: the push is refused
   update_refused,    ///< the update would leave --max-parameter: counted, the clock counts
+};
+
+/// What an update does with its gradient's L2 norm (--gradient-norm-bound, norm_bound.hpp).
+enum class norm_check {
+  none,     ///< nothing (a sync clock's mean, the bound off)
+  measure,  ///< measures it (norm()): a push whose norm was bounded before (replication)
+  bound,    ///< measures it and refuses the push once it is beyond st.dense_norms' limit
 };
 
 /// A push_pull's reply sent ahead in parts while its update is written (reply_stream.hpp): the
@@ -74,13 +82,19 @@ std::optional<reply_ahead> plan_reply_ahead(const ps_shard_state& st, const push
 /// With `ahead`, each block written goes ahead as part of the reply until one is found beyond.
 class dense_update {
 public:
-  dense_update(ps_shard_state& st, float lr, float max_gradient, reply_ahead* ahead);
+  dense_update(ps_shard_state& st, float lr, float max_gradient, reply_ahead* ahead,
+               norm_check norms = norm_check::none);
 
   /// Writes block `i` (in the shard's order) from gradient `g`. False: the gradient is beyond
-  /// its bound, the push is refused (refusal()) and nothing changes.
+  /// its bound, or its norm so far beyond the norm bound (norm_refused()), the push is refused
+  /// (refusal()) and nothing changes. The norm is checked before a block is written: a block
+  /// that takes it beyond is not sent ahead either.
   bool block(std::size_t i, const block_gradient& g);
 
   caf::error refusal() const { return refusal_; }
+  bool norm_refused() const { return norm_refused_; }
+  /// The L2 norm of the gradient of the blocks written (0 with norm_check::none).
+  float norm() const;
 
   /// Every block written: swaps the update in, or counts and logs the update refused.
   dense_outcome finish(const update_name& what);
@@ -93,14 +107,20 @@ private:
   const float max_gradient_;
   reply_ahead* const ahead_;
   const int64_t step_;
+  const norm_check norms_;
+  const float limit_squared_;  // the norm bound's limit, squared (+inf: none)
+  float sum_squared_ = 0;
+  bool norm_refused_ = false;
   const block_info* beyond_ = nullptr;  // the first block whose update was refused
   caf::error refusal_;
 };
 
-/// A dense_update of every block of `grads` (each named once), all there.
+/// A dense_update of every block of `grads` (each named once), all there. `norm`, when given,
+/// is set to the gradient's L2 norm (norm_check other than none).
 dense_outcome apply_dense(ps_shard_state& st, const std::vector<block_gradient>& grads, float lr,
                           const update_name& what, float max_gradient,
-                          caf::error* refusal = nullptr, reply_ahead* ahead = nullptr);
+                          caf::error* refusal = nullptr, reply_ahead* ahead = nullptr,
+                          norm_check norms = norm_check::none, float* norm = nullptr);
 
 /// After a push's dense update of `clock` was swapped in: the newest clock, and the reply sent
 /// ahead, which is the pull's answer too (the same bytes, sent whole as well) once the push is

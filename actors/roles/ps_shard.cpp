@@ -72,6 +72,8 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.checkpoint_asked = -1;
   st.stats.updates = static_cast<uint64_t>(st.opt.step);
   st.cache = reply_cache{};
+  st.dense_norms = norm_bound{st.config.bounds.gradient_norm_bound};  // warms up anew
+  st.sparse_norms = st.dense_norms;
 }
 
 /// The layout of `spec` for this shard, or the error to drop the message with.
@@ -273,6 +275,7 @@ caf::result<wire_buffer> on_snapshot(self_ptr self) {
 
 shard_stats on_stats(const ps_shard_state& st) {
   auto stats = st.stats;
+  if (st.config.refusals_elsewhere) stats.refused_unauthorised += st.config.refusals_elsewhere();
   stats.min_clock = st.clocks.min();
   stats.table_rows = st.tables.rows();
   stats.table_bytes = st.tables.memory_bytes();
@@ -449,7 +452,9 @@ caf::result<caf::ok_atom> on_replicated_push(self_ptr self, const wire_buffer& b
   auto push = decode_push(buf);
   if (!push) return drop(st, "replicated push", push.error());
   if (auto err = check_push(st, *push)) return err;
-  if (auto applied = apply_push(self, buf, *push); !applied) return std::move(applied.error());
+  // Its primary bounded its norm: measured here, for the bound this standby keeps if promoted.
+  if (auto applied = apply_push(self, buf, *push, nullptr, false); !applied)
+    return std::move(applied.error());
   return caf::ok_atom::value;
 }
 
@@ -497,7 +502,8 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
     auto push = decode_push(buf);
     if (!push) return drop(st, "replica image", push.error());
     if (auto err = check_push(st, *push)) return err;
-    if (auto applied = apply_push(self, buf, *push); !applied) return std::move(applied.error());
+    if (auto applied = apply_push(self, buf, *push, nullptr, false); !applied)
+      return std::move(applied.error());
   }
   st.stats = image.stats;  // counted the replayed pushes already
   st.init_digest = image.init_digest;

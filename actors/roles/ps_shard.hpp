@@ -32,6 +32,8 @@
 
 #include <caf/actor_system.hpp>
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace actorps {
@@ -48,6 +50,10 @@ struct shard_config {
   /// ps task its primary runs in, the only one besides the chief whose replication it takes.
   /// -1: a standby in its primary's process (simulate), or no standby.
   int32_t primary_task = -1;
+  /// Messages refused as not authorised on their way to this shard outside its actor (its data
+  /// link's, link_authorisation.hpp; its ps task's), so far: its counters' refused_unauthorised
+  /// adds them to its own. Null: none.
+  std::function<uint64_t()> refusals_elsewhere = nullptr;
 };
 
 /// Spawns an uninitialised shard with index `shard`; it serves once it has received init.

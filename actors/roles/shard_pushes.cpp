@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,34 @@ caf::error check_dense_values(const ps_shard_state& st, const push_view& push,
     }
   }
   return {};
+}
+
+/// The sum of the squares of every dense value of `push` (its gradient's L2 norm, squared).
+float dense_sum_of_squares(const push_view& push) {
+  float sum = 0;
+  for (const auto& b : push.blocks) sum += sum_of_squares(b.values, b.count);
+  return sum;
+}
+
+/// The sum of the squares of every sparse row value of `push`.
+float sparse_sum_of_squares(const push_view& push) {
+  float sum = 0;
+  for (const auto& rows : push.sparse) sum += sum_of_squares(rows.values, rows.value_count);
+  return sum;
+}
+
+/// Whether a gradient whose norm squared is `sum_squared` is beyond `bound` now (never when a
+/// value is not finite: that is --max-gradient's to refuse).
+bool norm_beyond(const norm_bound& bound, float sum_squared) {
+  auto limit = bound.limit();
+  return std::isfinite(sum_squared) && std::isfinite(limit) && sum_squared > limit * limit;
+}
+
+/// What a push's update does with its norm: bounds it when `bound` (and the bound is on),
+/// measures it for the window when the norm was bounded before, nothing when the bound is off.
+norm_check norm_mode(const ps_shard_state& st, bool bound) {
+  if (st.dense_norms.k() <= 0) return norm_check::none;
+  return bound ? norm_check::bound : norm_check::measure;
 }
 
 /// Checks a decoded push against the spec and the clock table; returns the error to drop it
@@ -87,6 +116,12 @@ caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values
   float push_largest = 0;
   if (sampled || dense_values)
     if (auto err = check_dense_values(st, push, sampled ? &push_largest : nullptr)) return err;
+  if (dense_values && st.dense_norms.k() > 0) {
+    if (auto sum = dense_sum_of_squares(push); norm_beyond(st.dense_norms, sum))
+      return norm_error(st.dense_norms, std::sqrt(sum));
+    if (auto sum = sparse_sum_of_squares(push); !push.sparse.empty() && norm_beyond(st.sparse_norms, sum))
+      return norm_error(st.sparse_norms, std::sqrt(sum), "sparse rows'");
+  }
   if (auto err = st.tables.validate(push.sparse, true, st.config.bounds.max_gradient,
                                     sampled ? &push_largest : nullptr))
     return err;
@@ -121,19 +156,40 @@ float push_rate(const ps_shard_state& st) {
 /// mean of its clock. Returns the push's refusal (counted and logged) when a dense value is
 /// beyond --max-gradient: then nothing changed.
 caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& push,
-                         reply_stream* stream = nullptr) {
+                         reply_stream* stream, bool bound_norm) {
   const auto& all = st.layout->blocks();
   const auto max_gradient = st.config.bounds.max_gradient;
+  const auto norms = norm_mode(st, bound_norm);
+  // The sparse rows' norm first: refused, nothing changed yet. (Their values were checked
+  // against --max-gradient in validate.)
+  const bool rows = norms != norm_check::none && !push.sparse.empty();
+  const float rows_norm = rows ? std::sqrt(sparse_sum_of_squares(push)) : 0.0f;
+  if (rows && norms == norm_check::bound && norm_beyond(st.sparse_norms, rows_norm * rows_norm))
+    return refuse_norm(st, push.worker, norm_error(st.sparse_norms, rows_norm, "sparse rows'"));
   if (st.spec.mode == consistency::sync) {
     auto& slot = st.sync.grads[push.worker];
     // A slot still holding this worker's gradient of the clock accumulated is not written before
     // the push is known good (a well-behaved worker never pushes again before that mean).
-    if (st.sync.pushed[push.worker])
+    if (st.sync.pushed[push.worker]) {
       if (auto err = check_dense_values(st, push)) return refuse_gradient(st, push.worker, err);
-    for (const auto& b : push.blocks)
-      if (!copy_within(slot.data() + all[b.id].shard_offset, b.values, b.count, max_gradient))
+      if (auto sum = dense_sum_of_squares(push);
+          norms == norm_check::bound && norm_beyond(st.dense_norms, sum))
+        return refuse_norm(st, push.worker, norm_error(st.dense_norms, std::sqrt(sum)));
+    }
+    // The norm is taken of each block as it lies in the slot, just copied (in cache).
+    float sum = 0;
+    for (const auto& b : push.blocks) {
+      auto* to = slot.data() + all[b.id].shard_offset;
+      if (!copy_within(to, b.values, b.count, max_gradient))
         return refuse_gradient(st, push.worker,
                                gradient_error(b.values, b.count, max_gradient, b.id));
+      if (norms != norm_check::none) sum += sum_of_squares(to, b.count);
+    }
+    // Refused, the slot's copy is not its worker's gradient of the clock: nothing reads it.
+    if (norms == norm_check::bound && norm_beyond(st.dense_norms, sum))
+      return refuse_norm(st, push.worker, norm_error(st.dense_norms, std::sqrt(sum)));
+    if (norms != norm_check::none) norm_taken(st, st.dense_norms, std::sqrt(sum));
+    if (rows) norm_taken(st, st.sparse_norms, rows_norm);
     st.tables.keep(push.worker, buf, std::move(push.sparse));
     st.sync.pushed[push.worker] = true;
     return {};
@@ -147,10 +203,20 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
     return "the push of worker " + std::to_string(worker) + " for clock " + std::to_string(clock);
   };
   caf::error refusal;
+  float norm = 0;
   auto ahead = plan_reply_ahead(st, push, stream);
-  switch (apply_dense(st, grads, lr, what, max_gradient, &refusal, ahead ? &*ahead : nullptr)) {
+  auto outcome = apply_dense(st, grads, lr, what, max_gradient, &refusal,
+                             ahead ? &*ahead : nullptr, norms, &norm);
+  if (norms != norm_check::none && (outcome == dense_outcome::applied
+                                    || outcome == dense_outcome::update_refused)) {
+    norm_taken(st, st.dense_norms, norm);
+    if (rows) norm_taken(st, st.sparse_norms, rows_norm);
+  }
+  switch (outcome) {
     case dense_outcome::gradient_refused:
       return refuse_gradient(st, push.worker, std::move(refusal));
+    case dense_outcome::norm_refused:
+      return refuse_norm(st, push.worker, std::move(refusal));
     case dense_outcome::update_refused:
       break;  // refused whole: its rows neither; the push and its clock count
     case dense_outcome::applied:
@@ -221,6 +287,8 @@ void on_min_rose(self_ptr self, int64_t progress_before) {
 caf::error check_push(ps_shard_state& st, const push_view& push, bool dense_values) {
   auto err = validate(st, push, dense_values);
   if (!err) return err;
+  if (is_error(err, errc::gradient_norm_beyond))
+    return refuse_norm(st, push.worker, std::move(err));
   if (err.category() != error_category
       || (err.code() != static_cast<uint8_t>(errc::value_out_of_bounds)
           && err.code() != static_cast<uint8_t>(errc::non_finite_value)))
@@ -240,10 +308,10 @@ void finish_push(self_ptr self, const wire_buffer& buf, const push_view& push) {
 /// --max-gradient: then nothing changed and its clock does not count.
 caf::expected<std::vector<sparse_rows_view>> apply_push(self_ptr self, const wire_buffer& buf,
                                                         push_view& push,
-                                                        reply_stream* stream) {
+                                                        reply_stream* stream, bool bound_norm) {
   auto& st = self->state;
   // before finish: async's rate is the one at the old min clock
-  if (auto err = take_gradient(st, buf, push, stream)) return err;
+  if (auto err = take_gradient(st, buf, push, stream, bound_norm)) return err;
   auto keys = std::move(push.pull_keys);
   if (st.spec.mode == consistency::sync) st.round_pushes[push.worker] = buf;  // for an image
   finish_push(self, buf, push);
@@ -268,7 +336,9 @@ void apply_replicated_push(self_ptr self, const wire_buffer& buf, push_view& pus
     promise.deliver(std::move(err));
     return;
   }
-  auto keys = apply_push(self, buf, push);
+  // Its norm was bounded before the standby was sent it (check_push): the standby, which does
+  // not bound it again, and this shard take the same pushes.
+  auto keys = apply_push(self, buf, push, nullptr, false);
   if (!keys) {
     promise.deliver(std::move(keys.error()));
     return;

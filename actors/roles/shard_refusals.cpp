@@ -5,6 +5,7 @@
 #include "actors/protocol/errors.hpp"
 #include "kernels/value_bounds.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -43,6 +44,28 @@ caf::error refuse_gradient(ps_shard_state& st, int32_t worker, caf::error err) {
   log_refusal(st, "refused a gradient",
               "dropped push from worker " + std::to_string(worker) + ": " + describe(err));
   return err;
+}
+
+caf::error norm_error(const norm_bound& bound, float norm, const char* what) {
+  return make_error(errc::gradient_norm_beyond,
+                    std::string(what) + " gradient norm " + value_text(norm) + " is beyond "
+                      + value_text(bound.limit()) + " (--gradient-norm-bound "
+                      + value_text(bound.k()) + " times the median norm "
+                      + value_text(bound.median()) + " of the last "
+                      + std::to_string(norm_bound::window) + " pushes taken)");
+}
+
+caf::error refuse_norm(ps_shard_state& st, int32_t worker, caf::error err) {
+  ++st.stats.dropped;
+  ++st.stats.norms_refused;
+  log_refusal(st, "refused a gradient norm",
+              "dropped push from worker " + std::to_string(worker) + ": " + describe(err));
+  return err;
+}
+
+void norm_taken(ps_shard_state& st, norm_bound& bound, float norm) {
+  bound.taken(norm);
+  st.stats.max_norm_ratio = std::max(st.stats.max_norm_ratio, bound.largest_ratio());
 }
 
 } // namespace actorps::shard_internals

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "actors/roles/clock_table.hpp"
+#include "actors/roles/norm_bound.hpp"
 #include "actors/roles/ps_shard.hpp"
 #include "actors/roles/replication.hpp"
 #include "actors/roles/shard_tables.hpp"
@@ -127,6 +128,11 @@ struct ps_shard_state {
   std::vector<held_checkpoint> held_checkpoints;
   checkpoint_io_actor io;           // spawned on the first checkpoint
 
+  // --gradient-norm-bound: the norms of the recent pushes taken, of their dense gradient and of
+  // their sparse rows' (pushes with rows only)
+  norm_bound dense_norms;
+  norm_bound sparse_norms;
+
   shard_stats stats;
   // Refusals, by kind ("dropped push", "refused an update", ...): a flood of bad messages from
   // a stranger writes a few lines every 10 s, each saying how many were held back.
@@ -168,6 +174,14 @@ caf::error drop(ps_shard_state& st, const std::string& what, caf::error err);
 caf::error gradient_error(const float* values, std::size_t n, float bound, uint32_t id);
 /// Counts and logs a push refused for its gradient values, and returns `err`.
 caf::error refuse_gradient(ps_shard_state& st, int32_t worker, caf::error err);
+/// The error refusing a push whose gradient `what` ("dense", "sparse rows'") has L2 norm
+/// `norm`, beyond the limit of `bound`.
+caf::error norm_error(const norm_bound& bound, float norm, const char* what = "dense");
+/// Counts and logs a push refused for its gradient norm, and returns `err`.
+caf::error refuse_norm(ps_shard_state& st, int32_t worker, caf::error err);
+/// Keeps the norm of a push taken in `bound` (st.dense_norms or st.sparse_norms), and the ratio
+/// statistic.
+void norm_taken(ps_shard_state& st, norm_bound& bound, float norm);
 
 // --- pulls (shard_pulls.cpp) --------------------------------------------------------------
 
@@ -204,15 +218,19 @@ void take_snapshots(self_ptr self, int64_t before);
 // --- pushes and the rising min clock (shard_pushes.cpp) -------------------------------------
 
 /// Checks a decoded push against the spec and the clock table (its dense values too only with
-/// `dense_values`, or on every 16th push with `values_here`).
+/// `dense_values`, and then their norm against the norm bound; or on every 16th push with
+/// `values_here`).
 caf::error validate(ps_shard_state& st, const push_view& push, bool dense_values,
                     bool values_here = true);
 /// validate, the refusal counted and logged.
 caf::error check_push(ps_shard_state& st, const push_view& push, bool dense_values = false);
-/// Applies a push check_push passed: the keys of the pull it carries, or its refusal.
+/// Applies a push check_push passed: the keys of the pull it carries, or its refusal. Its
+/// gradient's norm is bounded (--gradient-norm-bound) when `bound_norm`, else only measured: a
+/// push checked whole before (replication) or one a primary took (a standby's).
 caf::expected<std::vector<sparse_rows_view>> apply_push(self_ptr self, const wire_buffer& buf,
                                                         push_view& push,
-                                                        reply_stream* stream = nullptr);
+                                                        reply_stream* stream = nullptr,
+                                                        bool bound_norm = true);
 /// Whether `push` is one this promoted standby applied already.
 bool applied_before(const ps_shard_state& st, const push_view& push);
 /// The learning rate of an ssp or async push now.

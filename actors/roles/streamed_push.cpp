@@ -58,6 +58,7 @@ void finish_streamed(self_ptr self) {
   const update_name what = [worker = push.worker, clock = push.clock] {
     return "the push of worker " + std::to_string(worker) + " for clock " + std::to_string(clock);
   };
+  if (st.dense_norms.k() > 0) norm_taken(st, st.dense_norms, s->update->norm());
   if (s->update->finish(what) == dense_outcome::applied)
     record_dense_applied(st, push.clock, s->ahead ? &*s->ahead : nullptr);
   if (s->sampled) st.stats.max_gradient = std::max(st.stats.max_gradient, s->largest);
@@ -84,7 +85,9 @@ void advance_streamed(self_ptr self) {
     const auto& b = s->push.blocks[s->next];
     if (s->sampled) s->largest = std::max(s->largest, std::min(max_abs(b.values, b.count), bound));
     if (!s->update->block(s->next, {&all[b.id], b.values}))
-      return end_streamed(self, refuse_gradient(st, s->push.worker, s->update->refusal()));
+      return end_streamed(self, s->update->norm_refused()
+                                  ? refuse_norm(st, s->push.worker, s->update->refusal())
+                                  : refuse_gradient(st, s->push.worker, s->update->refusal()));
   }
   if (s->next == s->push.blocks.size()) finish_streamed(self);
 }
@@ -125,7 +128,8 @@ std::optional<caf::result<wire_buffer>> start_streamed(self_ptr self, const wire
   s->sampled = st.stats.pushes % 16 == 0;
   s->ahead = plan_reply_ahead(st, s->push, stream.get());
   s->update.emplace(st, push_rate(st), st.config.bounds.max_gradient,
-                    s->ahead ? &*s->ahead : nullptr);
+                    s->ahead ? &*s->ahead : nullptr,
+                    st.dense_norms.k() > 0 ? norm_check::bound : norm_check::none);
   st.streaming = s;
   ++st.stats.pushes_streamed;
   advance_streamed(self);
