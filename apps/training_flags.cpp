@@ -98,9 +98,9 @@ void set_table_flags(const training_flags& o, model_spec& model) {
       cfg.optimizer.kind = *kind;
     }
     if (o.table_lr != 0) {
-      require(o.table_lr > 0 && o.table_lr <= max_learning_rate, "table-lr", o.table_lr,
-              "must be a positive learning rate, at most "
-                + std::to_string(int(max_learning_rate)));
+      require(o.table_lr > 0, "table-lr", o.table_lr, "must be a positive learning rate");
+      require(o.table_lr <= max_learning_rate, "table-lr", o.table_lr,
+              "must be at most " + std::to_string(int(max_learning_rate)));
       cfg.optimizer.learning_rate = static_cast<float>(o.table_lr);
     }
     if (o.admit_after != -1) {

@@ -7,8 +7,10 @@ namespace actorps {
 
 namespace {
 
+/// The jobs whose addresses every task relies on. The evaluator is left out: nobody dials it,
+/// and TFJob gives it a cluster without itself while the other replicas list it.
 const std::vector<std::string>& job_order() {
-  static const std::vector<std::string> order{"chief", "ps", "worker", "evaluator"};
+  static const std::vector<std::string> order{"chief", "ps", "worker"};
   return order;
 }
 
@@ -44,9 +46,6 @@ std::string cluster_view_text(const std::map<std::string, std::vector<host_port>
   };
   for (const auto& type : job_order())
     if (auto it = jobs.find(type); it != jobs.end()) add(type, it->second);
-  for (const auto& [type, tasks] : jobs)  // a type outside the known four, after them
-    if (std::find(job_order().begin(), job_order().end(), type) == job_order().end())
-      add(type, tasks);
   return out;
 }
 

@@ -1,8 +1,9 @@
 // A task's view of the cluster, sent with its join so that the chief can refuse a task started
 // with another spec (a worker whose TF_CONFIG lists 3 ps where the chief's lists 2 would
 // otherwise run with the chief's view in silence). The view is canonical text, one string on
-// the wire: "chief=h0:2222;ps=h1:2222,h2:2222;worker=h3:2222" (job types in a fixed order, each
-// job's addresses in index order, jobs without tasks left out).
+// the wire: "chief=h0:2222;ps=h1:2222,h2:2222;worker=h3:2222" (the chief, ps and worker jobs in
+// that order, each job's addresses in index order; the evaluator, whom nobody dials, is not
+// part of it: TFJob gives the evaluator a cluster without itself).
 #pragma once
 
 #include "actors/net/address.hpp"
