@@ -23,7 +23,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 namespace po = boost::program_options;
 
@@ -85,10 +84,9 @@ void add_shard_options(po::options_description& desc, cluster_flags& f) {
   add_value_bound_options(desc, f.bounds);
 }
 
-/// --threads of a task: CAF's scheduler threads, 0 for one per core; a bound keeps a typo from
-/// failing in thread creation (an address-space limit) instead of naming the flag.
+/// --threads of a task: CAF's scheduler threads, 0 for one per core, bounded as the chief's.
 void check_threads(int threads) {
-  const int bound = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int bound = max_scheduler_threads();
   if (threads < 0 || threads > bound)
     throw usage_error("--threads must be 0 (one per core) to " + std::to_string(bound)
                       + " (4 per core of this host), got " + std::to_string(threads));

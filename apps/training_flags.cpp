@@ -38,9 +38,6 @@ constexpr double max_epochs = 1e6;
 constexpr double max_learning_rate = 100;  // every optimizer here diverges far below it
 constexpr double max_timeout_s = 7 * 24 * 3600;
 
-int max_scheduler_threads() {
-  return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 constexpr int fashion_mnist_classes = 10;
 
 template <class T>
@@ -316,6 +313,10 @@ void set_run_length(const training_flags& o, int64_t train_rows, chief_config& c
   c.spec.total_clocks = c.steps;
   const auto& ck = c.checkpoints;
   c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
+}
+
+int max_scheduler_threads() {
+  return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 checked_flags check_training_flags(const training_flags& o) {

@@ -99,6 +99,10 @@ struct checked_flags {
 /// naming the flag, or returns the parsed values.
 checked_flags check_training_flags(const training_flags& flags);
 
+/// The most CAF scheduler threads --threads may ask for: 4 per core of this host (a bound that
+/// names the flag instead of failing in thread creation under an address-space limit).
+int max_scheduler_threads();
+
 /// Turns checked flags into the plan (units, defaults, derived counts); no I/O: the metrics
 /// file and the checkpoint to resume are left to open_training_files.
 training_plan build_training_plan(const training_flags& flags, const checked_flags& checked);
