@@ -4,7 +4,7 @@
 // term in the same order: the same bits as those per-element formulas, which the CUDA kernels
 // run. Called per element, at a stride of dim, they took 61 % of a DLRM run; DLRM's train_step
 // at batch 256 went 7.8 -> 3.2 ms along contiguous memory, 2.0 ms with the 8-wide accumulators
-// (scripts/bench/ctr_throughput.sh, results/ctr_throughput_s25_*.json).
+// (scripts/bench/ctr_throughput.sh).
 #pragma once
 
 #include <cstddef>

@@ -3,9 +3,9 @@
 //
 // A float is within a bound when |x| <= bound; NaN and ±inf never are. Bounds are finite and
 // positive (valid_bound), so "within" implies "finite". The defaults sit far above anything a
-// sane run reaches (README, "Value bounds": the largest gradient and parameter measured in the
-// default fashion-mnist, criteo dlrm and lr runs) and far below what overflows the optimizers'
-// arithmetic (g² of a gradient at the bound is 1e12, well inside float).
+// sane run reaches (scripts/bench/README.md, "Value bounds": the largest gradient and
+// parameter of the default fashion-mnist, criteo dlrm and lr runs) and far below what overflows
+// the optimizers' arithmetic (g² of a gradient at the bound is 1e12, well inside float).
 #pragma once
 
 #include <cstddef>

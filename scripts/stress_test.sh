@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one test script RUNS times while HOGS processes keep CPUs busy, as a loaded CI machine
 # does, and counts the failures: what a race between processes looks like before CI finds it
-# (session 24: multiprocess_k8s failed 11 of 36 such runs, multiprocess_restarts 5 of 10).
+# (before their fixes: multiprocess_k8s failed 11 of 36 such runs, multiprocess_restarts 5 of 10).
 # Each failing run's output is kept and named.
 # usage: scripts/stress_test.sh [-n RUNS] [-l HOGS] TEST_SCRIPT [ARGS...]
 set -euo pipefail

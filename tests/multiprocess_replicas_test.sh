@@ -78,7 +78,7 @@ no_refusals() {  # no_refusals NAME: no task of run NAME refused a connection or
   # sometimes cut by its own client before the TLS handshake ends, a few ms after the first
   # dial connected (ps:1 logs "refused a connection from 127.0.0.1:P: no TLS handshake ...
   # (unexpected eof while reading)", then ps:0 connects on its retry 50 ms later). Seen in 1 of
-  # 3 runs beside multiprocess_faults with the build before session 15 as with the one after;
+  # 3 runs beside multiprocess_faults with an older build as with a newer one;
   # the cause is not found (CAF's handling of a dial to a node that has just dialled in?). That
   # one line is tolerated when both dials then connected; any other refusal fails the run.
   refused=$(grep -h "refused\|relays nothing\|not authorised\|no TLS handshake" "$dir/$1"-*.log \

@@ -59,7 +59,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
     sum.max_gradient = std::max(sum.max_gradient, s.max_gradient);
   }
   // The largest final |parameter|, dense and the rows the snapshots carry: what --max-parameter's
-  // default is judged against (README, value bounds).
+  // default is judged against (scripts/bench/README.md, "Value bounds").
   for (const auto& snap : snapshots)
     if (auto view = decode_shard_parameters(snap)) {
       for (const auto& b : view->blocks)

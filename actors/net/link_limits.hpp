@@ -50,7 +50,7 @@ struct link_limits {
   /// (at block boundaries) while the shard still applies the push (reply_stream.hpp), so the
   /// worker copies the first blocks in as the shard writes the next; 0: replies go whole.
   /// 4 MiB: a 16 MiB reply in 4 parts; a 4 MiB one whole (in parts of 1 MiB it was no faster
-  /// on 2 cores, session 19's note).
+  /// on 2 cores).
   std::size_t reply_part_bytes = std::size_t(4) << 20;
   /// A push_pull of at least two of these, read off a plain socket, is handed to the shard as
   /// soon as this many of its bytes are in, and the shard is told after each further run of
