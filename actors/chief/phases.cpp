@@ -335,9 +335,21 @@ void begin_training(self_ptr self) {
   st.next_eval = every > 0 ? (st.start_clock / every + 1) * every : 0;
   st.start = std::chrono::steady_clock::now();
   build_missing_standbys(self, false);
-  for (auto& w : st.workers) self->send(w, start_atom::value);
+  for (auto& w : st.workers)
+    if (w) self->send(w, start_atom::value);
   schedule_timed_kills(self);
   start_late_evaluator(self);  // joined from outside the cluster while the roles started
+  // Workers whose process was lost while the roles started: one that is back takes over now,
+  // one still missing gets its --connect-timeout again (its wait's end was ignored meanwhile).
+  auto back = st.awaiting_rejoin;
+  for (const auto& [role, since] : back)
+    if (role.kind != role_kind::worker)
+      continue;
+    else if (st.worker_nodes[role.index])
+      on_rejoined_node(self, role);
+    else
+      self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, role.index,
+                         static_cast<int64_t>(since.time_since_epoch().count()));
 }
 
 void finish_training(self_ptr self) {
