@@ -108,6 +108,7 @@ auto join_shard(self_ptr self, const char* said, Seated seated) {
     if (supersede_shard(self, index, shard))
       return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, index,
                             std::move(shard), std::move(task), std::move(view));
+    self->state.leaving.erase(ps_role(index));  // a leave of its previous process is told
     if (auto err = seat_shard(self, index, std::move(shard), std::move(task))) return err;
     log_line("chief", ps_role(index).text() + said);
     seated(index);
@@ -131,6 +132,7 @@ auto join_node(self_ptr self, const char* said, Seated seated) {
                             std::move(node), std::move(view));
     auto role = seat_node(self, type, index, std::move(node));
     if (!role) return role.error();
+    self->state.leaving.erase(*role);  // a leave of its previous process is told
     log_line("chief", role->text() + said);
     seated(*role);
     return caf::ok_atom::value;
@@ -146,6 +148,23 @@ auto kills(self_ptr self) {
 auto interrupts(self_ptr self) {
   return [=](interrupt_atom, const std::string& signal) {
     if (!not_local(self, "interrupt")) on_interrupt(self, signal);
+  };
+}
+
+/// (leave, type, index, why) -> ok: the task of that role is about to exit on its own; only
+/// that task may say so.
+auto leaves(self_ptr self) {
+  return [=](leave_atom, const std::string& type, int32_t index,
+             const std::string& why) -> caf::result<caf::ok_atom> {
+    auto role = type + ":" + std::to_string(index);
+    if (auto err = note_refusal("chief", authorise_task(current_role(self), type, index,
+                                                        "leave as " + role)))
+      return err;
+    auto kind = role_kind_named(type);
+    if (!kind || index < 0 || why.size() > 64)
+      return caf::make_error(caf::sec::invalid_argument, "no such task to leave: " + role);
+    note_leaving(self, role_id{*kind, index}, why);
+    return caf::ok_atom::value;
   };
 }
 
@@ -169,6 +188,7 @@ behavior waiting(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -188,6 +208,7 @@ behavior placing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -210,6 +231,7 @@ behavior training(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -230,6 +252,7 @@ behavior rolling_back(self_ptr self) {
     [](stop_due_atom) {},  // stopping sets it
     kills(self),
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -247,6 +270,7 @@ behavior finishing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -274,6 +298,7 @@ behavior stopping(self_ptr self) {
     },
     [](kill_atom, int32_t) {},
     [](interrupt_atom, const std::string&) {},  // stopping already
+    leaves(self),
   };
 }
 

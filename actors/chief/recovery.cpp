@@ -29,11 +29,24 @@ using time_point = std::chrono::steady_clock::time_point;
 
 } // namespace
 
+std::string loss_reason(const chief_state& st, role_id role, const caf::error& reason) {
+  auto left = st.leaving.find(role);
+  return left != st.leaving.end() ? "left on " + left->second : caf::to_string(reason);
+}
+
+void note_leaving(self_ptr self, role_id role, const std::string& why) {
+  self->state.leaving[role] = why;
+  log_line("chief", role.text() + " is leaving (" + why + ")");
+}
+
 void record_failure(self_ptr self, role_id role, const std::string& reason,
                     const std::string& consequence) {
   auto& st = self->state;
   ++st.failures;
-  log_line("chief", role.text() + " lost (" + reason + "); " + consequence);
+  // A leave it announced is told as one; its next process may be lost for another reason.
+  bool left = st.leaving.erase(role) > 0;
+  log_line("chief", role.text() + (left ? " " + reason : " lost (" + reason + ")") + "; "
+                      + consequence);
   st.metrics->write(json_object().add("event", "failure").add("role", to_string(role.kind))
                       .add("index", role.index).add("reason", reason)
                       .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
@@ -282,7 +295,6 @@ bool primary_gone(const caf::error& err) {
 
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
-  auto reason = caf::to_string(dm.reason);
   auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   auto now = std::chrono::steady_clock::now();
   for (auto& task : st.ps_tasks)
@@ -294,6 +306,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     // A worker is lost when its actor or (distributed) the process hosting it goes down.
     bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
     if (!is(st.workers[w]) && !node) continue;
+    auto reason = loss_reason(st, worker_role(w), dm.reason);
     if (st.before_training() && !st.cfg.remote)  // nothing would start it again
       return fail_run(self, worker_role(w).text() + " lost before training began",
                       dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
@@ -341,6 +354,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     if (is(st.evaluator_node)) st.evaluator_node = nullptr;
     if (!st.evaluator) return;  // already handled via the other handle
     st.evaluator = nullptr;
+    auto reason = loss_reason(st, evaluator_role(), dm.reason);
     bool replace = may_replace(st, st.evaluator_replacements);
     record_failure(self, evaluator_role(), reason,
                    replace ? "respawning it; training does not wait"

@@ -223,7 +223,7 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
     return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why,
                     dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
   bool again = st.phase == run_phase::rolling_back;
-  record_failure(self, ps_role(s), caf::to_string(dm.reason),
+  record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
                  again ? "the rollback starts over once it is back"
                        : "going back to the newest checkpoint");
   if (!again) {  // a rollback that starts over keeps the first loss's clock and time

@@ -110,6 +110,9 @@ struct chief_state {
   } rollback;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
   std::map<role_id, time_point> awaiting_rejoin;
+  // distributed: tasks that said they are exiting on their own, and why (a signal's name);
+  // their loss is logged as that leave (recovery.cpp: loss_reason)
+  std::map<role_id, std::string> leaving;
   // Distributed: the worker starts whose node has not answered yet. A node lost meanwhile
   // answers them as failed at once (fail_pending_start): a frozen process would otherwise hold
   // the start, and a rollback waiting for it, for the whole request timeout.
@@ -329,6 +332,11 @@ bool may_replace(const chief_state& st, int so_far);
 /// Whether a request failed because the shard's primary is gone (killed, its process or data
 /// link lost): with a standby, one asks the promoted shard again instead.
 bool primary_gone(const caf::error& err);
+/// Why `role` was lost, for the log and its failure event: "left on SIGTERM" when its task said
+/// it is leaving (chief_state::leaving), else the down message's reason.
+std::string loss_reason(const chief_state& st, role_id role, const caf::error& reason);
+/// A task said it is about to exit on its own (`why`: a signal's name).
+void note_leaving(self_ptr self, role_id role, const std::string& why);
 void record_failure(self_ptr self, role_id role, const std::string& reason,
                     const std::string& consequence);
 /// What a recovery cost the run, as its `recovery` event and log line say.
