@@ -48,7 +48,15 @@ using behavior = chief_actor::behavior_type;
 // -- handlers several phases share ---------------------------------------------------------
 
 /// Whether the message being handled is refused by role (authorisation.hpp): counted and logged.
-bool refused(self_ptr, caf::error err) { return static_cast<bool>(note_refusal("chief", std::move(err))); }
+/// `err` when a message was refused: logged, and counted among the run's refusals (summary).
+caf::error chief_refusal(self_ptr self, caf::error err) {
+  if (err) ++self->state.refused_here;
+  return note_refusal("chief", std::move(err));
+}
+
+bool refused(self_ptr self, caf::error err) {
+  return static_cast<bool>(chief_refusal(self, std::move(err)));
+}
 
 /// A worker's reports of its clocks, in order. Each may change the phase (a kill injected at a
 /// clock starts a rollback, the last clock the finish), so each is taken as the phase it finds
@@ -96,7 +104,7 @@ template <class Seated>
 auto join_shard(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, int32_t index, ps_shard_actor shard, ps_task_actor task,
              std::string view) -> caf::result<caf::ok_atom> {
-    if (auto err = note_refusal("chief", authorise_task(current_role(self), "ps", index,
+    if (auto err = chief_refusal(self, authorise_task(current_role(self), "ps", index,
                                                         "join as ps:" + std::to_string(index))))
       return err;
     if (auto err = check_cluster_view(self, "ps:" + std::to_string(index), view)) return err;
@@ -122,7 +130,7 @@ template <class Seated>
 auto join_node(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, const std::string& type, int32_t index, task_node_actor node,
              std::string view) -> caf::result<caf::ok_atom> {
-    if (auto err = note_refusal("chief", authorise_task(current_role(self), type, index,
+    if (auto err = chief_refusal(self, authorise_task(current_role(self), type, index,
                                                         "join as " + type + ":"
                                                           + std::to_string(index))))
       return err;
@@ -157,7 +165,7 @@ auto leaves(self_ptr self) {
   return [=](leave_atom, const std::string& type, int32_t index,
              const std::string& why) -> caf::result<caf::ok_atom> {
     auto role = type + ":" + std::to_string(index);
-    if (auto err = note_refusal("chief", authorise_task(current_role(self), type, index,
+    if (auto err = chief_refusal(self, authorise_task(current_role(self), type, index,
                                                         "leave as " + role)))
       return err;
     auto kind = role_kind_named(type);
@@ -175,7 +183,7 @@ caf::result<run_summary> start_run(self_ptr self);
 behavior waiting(self_ptr self) {
   return {
     [=](run_atom) -> caf::result<run_summary> {
-      if (auto err = note_refusal("chief", authorise_local(current_role(self), "run"))) return err;
+      if (auto err = chief_refusal(self, authorise_local(current_role(self), "run"))) return err;
       return start_run(self);
     },
     [](train_atom, const std::vector<train_report>&) {},  // no worker runs yet

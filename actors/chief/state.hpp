@@ -113,6 +113,7 @@ struct chief_state {
   // distributed: tasks that said they are exiting on their own, and why (a signal's name);
   // their loss is logged as that leave (recovery.cpp: loss_reason)
   std::map<role_id, std::string> leaving;
+  uint64_t refused_here = 0;  // messages the chief itself refused as not authorised
   // Distributed: the worker starts whose node has not answered yet. A node lost meanwhile
   // answers them as failed at once (fail_pending_start): a frozen process would otherwise hold
   // the start, and a rollback waiting for it, for the whole request timeout.

@@ -51,6 +51,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.resumed_from = st.resumed_from;
   sum.stopped_by = st.stopped_by;
   sum.stopped_at = st.stopped_at;
+  sum.refused_unauthorised = st.refused_here;  // and every shard's, below
   for (const auto& s : stats) {
     sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
     sum.dropped_messages += s.dropped;
