@@ -169,7 +169,7 @@ failover=$(grep '"event":"failover"' "$dir/e.jsonl")
 echo "$failover"
 "$python" -c 'import json,sys; sys.exit(0 if json.loads(sys.argv[1])["ms"] < 1000 else 1)' "$failover" \
   || fail "run e: the fail-over waited for the lost worker: $failover"
-grep -q "worker:1 could not be replaced\|worker:1 lost" "$dir/e-chief.log" || fail "run e: worker:1's loss not seen"
+grep -q "worker:1 could not be replaced\|worker:1 lost\|worker:1 left" "$dir/e-chief.log" || fail "run e: worker:1's loss not seen"
 echo "== G. sync: SIGKILL ps:0 and start it again; then ps:1 and ps:2, each once protected again"
 slow=8 start_run g sync
 await_event "$dir/g.jsonl" '"event":"train".*"clock":10[0-9],' 120

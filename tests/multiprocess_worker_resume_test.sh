@@ -58,7 +58,7 @@ for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
 run_chief 1
 await_event "$dir/m1.jsonl" '"event":"train","worker":1,"clock":40,'
 kill -TERM "${task_pid[worker:1]}"
-await_event "$dir/chief1.log" "worker:1 lost" 20
+await_event "$dir/chief1.log" "worker:1 (lost|left)" 20
 sleep 2  # what the orchestrator takes to restart it (not a wait for an event)
 start worker:1
 await_exit "$chief" 120; [ "$status" = 0 ] || fail "the chief exited $status"
@@ -94,7 +94,7 @@ for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
 run_chief 3
 await_event "$dir/m3.jsonl" '"event":"train","worker":1,"clock":40,'
 kill -TERM "${task_pid[worker:1]}"
-await_event "$dir/chief3.log" "worker:1 lost" 20
+await_event "$dir/chief3.log" "worker:1 (lost|left)" 20
 start worker:1
 await_event "$dir/chief3.log" "worker:1 is back" 30
 kill -9 "${task_pid[worker:1]}"
