@@ -4,6 +4,7 @@
 #include "actors/chief/cluster_view.hpp"
 #include "actors/deploy/deployment.hpp"
 #include "actors/deploy/exit_codes.hpp"
+#include "actors/deploy/leave_notice.hpp"
 #include "actors/net/data_link_path.hpp"
 #include "actors/net/tls_files.hpp"
 #include "actors/protocol/errors.hpp"
@@ -153,15 +154,19 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
 
 /// Runs a ps, worker or evaluator task and ends the process with the task's exit status.
 [[noreturn]] void run_task_process(const std::string& type, const deployment_options& opts) {
-  // SIGTERM or SIGINT to a ps, worker or evaluator: it leaves at once, saying so; the chief
-  // sees it lost and waits for its restart, as for any lost task.
+  // SIGTERM or SIGINT to a ps, worker or evaluator: it leaves at once, saying so to its log and
+  // to the chief (which logs a leave, not a broken connection, and waits for its restart, as
+  // for any lost task).
   static stop_signals signals;  // never destroyed: the process ends with _Exit
   auto leave = [name = opts.task.text()](int signal) {
     static std::mutex leaving;  // held to the end: the first of two threads here says it
     std::lock_guard<std::mutex> guard(leaving);
     auto status = exit_code::signalled(signal);
-    log_line(name, std::string(stop_signals::name(signal)) + ": leaving, exiting "
-                     + std::to_string(status));
+    // A chief that does not answer within the bound (lost, or the one that sent the signal to
+    // every task) does not hold the exit up for longer.
+    bool told = tell_chief_leaving(stop_signals::name(signal), std::chrono::milliseconds(1000));
+    log_line(name, std::string(stop_signals::name(signal)) + ": leaving"
+                     + (told ? " (the chief knows)" : "") + ", exiting " + std::to_string(status));
     std::fflush(nullptr);
     std::_Exit(status);
   };

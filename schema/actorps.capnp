@@ -198,6 +198,8 @@ struct RoleSetup {
   device @9 :Int32;            # CUDA device index
   startClock @10 :Int64;       # the clock the worker starts at (a replacement, a rollback)
   incarnation @11 :UInt32;     # see Push.incarnation
+  dataOffset @12 :Int64;       # clock c trains minibatch c - dataOffset (a replacement resumes
+                               # its predecessor's data position)
 }
 
 # The chief's first message to a shard: the run and the shard's initial values.

@@ -138,7 +138,7 @@ TEST_CASE("a checkpoint rewritten consistently is refused and the previous one u
     {"negative samples", [](run_checkpoint& r) { r.samples = -5; }, same_shard, -1,
      "counts -5 samples"},
     {"samples beyond the clocks", [](run_checkpoint& r) { r.samples = 1 << 30; }, same_shard, -1,
-     "samples, outside 0..160"},
+     "samples, outside 0..800"},
     {"a length unlike the spec's", [](run_checkpoint& r) { r.steps = 5000; }, same_shard, -1,
      "says the run is 5000 clocks long, its spec 100"},
     {"a negative wall time", [](run_checkpoint& r) { r.wall_s = -1; }, same_shard, -1,

@@ -530,7 +530,7 @@ TEST_CASE("shm_ring: the blocks its unreleased records name are bounded by the r
   auto region = shm_mapping::map(fd, ring_bytes);
   REQUIRE(region);
   ::close(fd);
-  auto arena = shm_mapping::map(link_memory_fd(), 0, false);
+  auto arena = peer_arena::open(link_memory_fd());
   REQUIRE(arena);
   shm_ring ring{*region, true};
   shm_inbox inbox{*region, *arena};

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 using namespace actorps;
@@ -82,4 +83,50 @@ TEST_CASE("link memory: a child forked without exec starts with no arena of its 
   CHECK(link_memory_bytes() == (std::size_t(1) << 20));
   CHECK(link_memory_in_use() == 256 * 1024);
   CHECK(parents[quarter - 1] == 7.0f);
+}
+
+namespace {
+
+/// Bytes of this process's address space mapped from its arena's memfd, as the kernel lists
+/// them (/proc/self/maps), not as the arena's own bookkeeping says.
+std::size_t arena_bytes_in_maps() {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps) return 0;
+  std::size_t total = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, maps))
+    if (std::strstr(line, "/memfd:actorps-arena")) {
+      unsigned long from = 0, to = 0;
+      if (std::sscanf(line, "%lx-%lx", &from, &to) == 2) total += to - from;
+    }
+  std::fclose(maps);
+  return total;
+}
+
+} // namespace
+
+TEST_CASE("link memory: a 16 GiB arena holds address space in proportion to its buffers: 64 MiB for the first, then as much again as is mapped") {
+  REQUIRE(enable_link_memory().empty());
+  CHECK(link_memory_bytes() == default_link_memory_bytes);
+  CHECK(arena_bytes_in_maps() == 0);  // nothing mapped before the first buffer
+  const std::size_t mib = std::size_t(1) << 20;
+  float_buffer one(mib / 4, 1.0f);
+  CHECK(link_memory_offset(one.data(), mib) == 0);
+  CHECK(link_memory_mapped() == 64 * mib);
+  CHECK(arena_bytes_in_maps() == 64 * mib);
+  // 100 MiB more does not fit in what is left: the next stretch maps as much again as is
+  // mapped or the buffer, whichever is more, next to the first when the address space allows.
+  float_buffer large(100 * mib / 4, 2.0f);
+  auto at = link_memory_offset(large.data(), 100 * mib);
+  REQUIRE(at >= 0);
+  CHECK(link_memory_mapped() == 164 * mib);
+  CHECK(arena_bytes_in_maps() == 164 * mib);
+  CHECK(large[100 * mib / 4 - 1] == 2.0f);
+  CHECK(one[0] == 1.0f);
+  // Freed and taken again: no more address space.
+  large = float_buffer{};
+  float_buffer again(100 * mib / 4, 3.0f);
+  CHECK(link_memory_offset(again.data(), 100 * mib) == at);
+  CHECK(link_memory_mapped() == 164 * mib);
+  CHECK(link_memory_in_use() == 101 * mib);
 }

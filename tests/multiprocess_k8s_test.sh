@@ -7,8 +7,9 @@
 #  2. SIGTERM to the chief mid-run: it logs it, trains on to the next checkpoint clock, writes
 #     that checkpoint, prints the summary and stops every task; the chief exits 143, every
 #     other task 138 (retryable: TFJob restarts them with the chief).
-#  3. SIGTERM to a worker: it leaves at once, exiting 143. SIGINT to the chief without
-#     checkpoints: it stops at once with its summary and exits 130, the other tasks 138.
+#  3. SIGTERM to a worker: it tells the chief, which logs a leave (not a lost link), and exits
+#     143. SIGINT to the chief without checkpoints: it stops at once with its summary and exits
+#     130, the other tasks 138.
 #  4. SIGKILL on the chief: every other task exits 138 (retryable) after the peer timeout.
 #  5. --bind 0.0.0.0: every task listens on all interfaces while peers dial the spec's names;
 #     a ps task's data link listens on --data-port, or on its own port + 1 by default, and
@@ -123,8 +124,15 @@ worker1=${task_pids[3]}
 task_pids=("${task_pids[@]:0:3}" "${task_pids[4]}")
 kill -TERM "$worker1"
 await_exit "$worker1" 20; [ "$status" = 143 ] || fail "worker:1 exited $status after SIGTERM, not 143"
-grep -q " worker:1: SIGTERM: leaving, exiting 143" "$dir/worker:1.3.log" || fail "worker:1 did not log SIGTERM"
-await_event "$dir/chief3.log" "worker:1 lost" 20
+grep -q " worker:1: SIGTERM: leaving (the chief knows), exiting 143" "$dir/worker:1.3.log" ||
+  fail "worker:1 did not log SIGTERM, or the chief did not answer its leave"
+# The chief tells the leave as one: in its log and in the failure event, not as a lost link.
+await_event "$dir/chief3.log" "worker:1 left on SIGTERM; " 20
+grep -q "worker:1 is leaving (SIGTERM)" "$dir/chief3.log" || fail "the chief did not log the leave"
+! grep -q "worker:1 lost (remote_link_unreachable" "$dir/chief3.log" ||
+  fail "the chief logged worker:1's leave as a lost link"
+grep -q '"event":"failure","role":"worker","index":1,"reason":"left on SIGTERM"' "$dir/m3.jsonl" ||
+  fail "the failure event does not say worker:1 left on SIGTERM: $(grep failure "$dir/m3.jsonl")"
 kill -INT "$chief"
 await_exit "$chief" 60; [ "$status" = 130 ] || fail "the chief exited $status after SIGINT, not 130"
 tasks_exit 138 20

@@ -130,7 +130,7 @@ echo "== 6. SIGKILL both workers: training waits for their processes, which come
 run_chief 6
 await_training "$dir/m6.jsonl"
 kill -9 "${task_pid[worker:0]}" "${task_pid[worker:1]}"
-await_event "$dir/chief6.log" "worker:1 lost" 20
+await_event "$dir/chief6.log" "worker:1 (lost|left)" 20
 await_event "$dir/chief6.log" "worker:0 lost" 20
 grep -q "summary:" "$dir/chief6.log" && fail "the run ended with both workers lost"
 start worker:0; start worker:1

@@ -169,7 +169,7 @@ line=$(grep '"event":"summary"' "$dir/m.jsonl") || fail "no summary event"
 "$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" \
   "$(summary_field "$line" final_test_accuracy)" || fail "accuracy: $line"
 [ "$(grep -c "chief: worker:1 joined" "$dir/cluster.log")" = 1 ] || fail "worker:1 joined more than once"
-grep -q "chief: worker:1 lost\|replac" "$dir/cluster.log" && fail "the intruder displaced worker:1"
+grep -q "chief: worker:1 lost\|chief: worker:1 left\|replac" "$dir/cluster.log" && fail "the intruder displaced worker:1"
 grep -q "data link is still plain\|still plain TCP" "$dir/cluster.log" && fail "a TLS ps task says its data link is plain"
 if [ "$part" = insider ]; then
   [ "$(summary_field "$line" norms_refused)" = 1 ] || fail "norms_refused: $line"

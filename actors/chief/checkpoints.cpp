@@ -18,19 +18,26 @@ namespace actorps::chief_detail {
 
 namespace {
 
+/// How a data position counts a worker's minibatches in epochs (DataPosition).
+int64_t batches_per_epoch(const chief_state& st, int32_t w) {
+  auto size = data_shard::rows_of(st.cfg.train_rows, w, st.cfg.spec.workers);
+  return std::max<int64_t>(1, size / st.cfg.batch);
+}
+
 wire_buffer run_file(const chief_state& st, int64_t clock) {
   run_checkpoint run;
   run.spec = st.cfg.spec;
   run.clock = clock;
   run.batch = st.cfg.batch;
   run.steps = st.cfg.steps;
-  // the rows behind the model's state at `clock` (what a resumed run counts from)
-  run.samples = clock * st.cfg.batch * st.cfg.spec.workers;
   run.wall_s = st.elapsed();
+  // where each worker is in its data (its clock, unless a replacement or a rollback moved it),
+  // and the rows behind the model's state at `clock` (what a resumed run counts from)
   for (int32_t w = 0; w < st.cfg.spec.workers; ++w) {
-    auto size = data_shard::rows_of(st.cfg.train_rows, w, st.cfg.spec.workers);
-    auto per_epoch = std::max<int64_t>(1, size / st.cfg.batch);
-    run.positions.push_back({w, clock, clock / per_epoch, clock % per_epoch});
+    auto per_epoch = batches_per_epoch(st, w);
+    auto batch = st.batches_at(w, clock);
+    run.positions.push_back({w, clock, batch / per_epoch, batch % per_epoch});
+    run.samples += batch * st.cfg.batch;
   }
   run.run_id = st.cfg.checkpoints.run_id;
   run.dataset = st.cfg.checkpoints.dataset;
@@ -218,17 +225,29 @@ void maybe_checkpoint(self_ptr self) {
 
 void final_checkpoint(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
-  if (!st.io || st.last_checkpoint >= st.cfg.steps) return then();
+  // past cfg.steps when a replaced worker trained its predecessor's rest at the end
+  auto clock = st.final_clock();
+  if (!st.io || st.last_checkpoint >= clock) return then();
   if (st.checkpoint_in_flight) {
     st.after_checkpoint = [=] { final_checkpoint(self, then); };
     return;
   }
   auto failures = st.checkpoint_failures;
-  take_checkpoint(self, st.cfg.steps, [=] {
+  take_checkpoint(self, clock, [=] {
     // The final state is not on disk: the run must not pass for saved (summary.cpp).
     self->state.final_checkpoint_failed = self->state.checkpoint_failures > failures;
     then();
   });
+}
+
+std::vector<int64_t> data_offsets_in(const chief_state& st, const loaded_checkpoint& ckpt) {
+  std::vector<int64_t> out(static_cast<std::size_t>(st.cfg.spec.workers), 0);
+  auto run = decode_run_checkpoint(ckpt.run_bytes);  // verified when it was loaded
+  if (!run) return out;
+  for (const auto& p : run->positions)
+    if (p.worker >= 0 && p.worker < st.cfg.spec.workers)
+      out[p.worker] = p.clock - (p.epoch * batches_per_epoch(st, p.worker) + p.batch_in_epoch);
+  return out;
 }
 
 void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,

@@ -20,6 +20,7 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   if (cfg.remote) st.worker_nodes.resize(workers);
   st.incarnation.assign(workers, 0);
   st.replacements.assign(workers, 0);
+  st.released.assign(workers, false);
   st.kill_done.assign(cfg.kills.size(), false);
   if (!cfg.checkpoints.dir.empty())
     st.io = spawn_checkpoint_io(self->system(), {cfg.checkpoints.run_id, cfg.checkpoints.fail_at,
@@ -34,6 +35,13 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   auto every = cfg.checkpoints.every;
   st.next_checkpoint = every > 0 ? (st.start_clock / every + 1) * every : cfg.steps;
   st.cfg = std::move(cfg);
+  // every worker at its data's start, or where the checkpoint it resumes says
+  auto offsets = st.cfg.checkpoints.resume ? data_offsets_in(st, *st.cfg.checkpoints.resume)
+                                           : std::vector<int64_t>(workers, 0);
+  st.data_spans.resize(workers);
+  constexpr auto no_end = std::numeric_limits<int64_t>::max();
+  for (std::size_t w = 0; w < workers; ++w)
+    st.data_spans[w] = {chief_state::data_span{st.start_clock, no_end, offsets[w]}};
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return phase_behavior(self, run_phase::waiting);
 }

@@ -48,7 +48,15 @@ using behavior = chief_actor::behavior_type;
 // -- handlers several phases share ---------------------------------------------------------
 
 /// Whether the message being handled is refused by role (authorisation.hpp): counted and logged.
-bool refused(self_ptr, caf::error err) { return static_cast<bool>(note_refusal("chief", std::move(err))); }
+/// `err` when a message was refused: logged, and counted among the run's refusals (summary).
+caf::error chief_refusal(self_ptr self, caf::error err) {
+  if (err) ++self->state.refused_here;
+  return note_refusal("chief", std::move(err));
+}
+
+bool refused(self_ptr self, caf::error err) {
+  return static_cast<bool>(chief_refusal(self, std::move(err)));
+}
 
 /// A worker's reports of its clocks, in order. Each may change the phase (a kill injected at a
 /// clock starts a rollback, the last clock the finish), so each is taken as the phase it finds
@@ -96,7 +104,7 @@ template <class Seated>
 auto join_shard(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, int32_t index, ps_shard_actor shard, ps_task_actor task,
              std::string view) -> caf::result<caf::ok_atom> {
-    if (auto err = note_refusal("chief", authorise_task(current_role(self), "ps", index,
+    if (auto err = chief_refusal(self, authorise_task(current_role(self), "ps", index,
                                                         "join as ps:" + std::to_string(index))))
       return err;
     if (auto err = check_cluster_view(self, "ps:" + std::to_string(index), view)) return err;
@@ -108,6 +116,7 @@ auto join_shard(self_ptr self, const char* said, Seated seated) {
     if (supersede_shard(self, index, shard))
       return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, index,
                             std::move(shard), std::move(task), std::move(view));
+    self->state.leaving.erase(ps_role(index));  // a leave of its previous process is told
     if (auto err = seat_shard(self, index, std::move(shard), std::move(task))) return err;
     log_line("chief", ps_role(index).text() + said);
     seated(index);
@@ -121,7 +130,7 @@ template <class Seated>
 auto join_node(self_ptr self, const char* said, Seated seated) {
   return [=](join_atom, const std::string& type, int32_t index, task_node_actor node,
              std::string view) -> caf::result<caf::ok_atom> {
-    if (auto err = note_refusal("chief", authorise_task(current_role(self), type, index,
+    if (auto err = chief_refusal(self, authorise_task(current_role(self), type, index,
                                                         "join as " + type + ":"
                                                           + std::to_string(index))))
       return err;
@@ -131,6 +140,7 @@ auto join_node(self_ptr self, const char* said, Seated seated) {
                             std::move(node), std::move(view));
     auto role = seat_node(self, type, index, std::move(node));
     if (!role) return role.error();
+    self->state.leaving.erase(*role);  // a leave of its previous process is told
     log_line("chief", role->text() + said);
     seated(*role);
     return caf::ok_atom::value;
@@ -149,6 +159,23 @@ auto interrupts(self_ptr self) {
   };
 }
 
+/// (leave, type, index, why) -> ok: the task of that role is about to exit on its own; only
+/// that task may say so.
+auto leaves(self_ptr self) {
+  return [=](leave_atom, const std::string& type, int32_t index,
+             const std::string& why) -> caf::result<caf::ok_atom> {
+    auto role = type + ":" + std::to_string(index);
+    if (auto err = chief_refusal(self, authorise_task(current_role(self), type, index,
+                                                        "leave as " + role)))
+      return err;
+    auto kind = role_kind_named(type);
+    if (!kind || index < 0 || why.size() > 64)
+      return caf::make_error(caf::sec::invalid_argument, "no such task to leave: " + role);
+    note_leaving(self, role_id{*kind, index}, why);
+    return caf::ok_atom::value;
+  };
+}
+
 caf::result<run_summary> start_run(self_ptr self);
 
 // -- the phases ----------------------------------------------------------------------------
@@ -156,7 +183,7 @@ caf::result<run_summary> start_run(self_ptr self);
 behavior waiting(self_ptr self) {
   return {
     [=](run_atom) -> caf::result<run_summary> {
-      if (auto err = note_refusal("chief", authorise_local(current_role(self), "run"))) return err;
+      if (auto err = chief_refusal(self, authorise_local(current_role(self), "run"))) return err;
       return start_run(self);
     },
     [](train_atom, const std::vector<train_report>&) {},  // no worker runs yet
@@ -169,6 +196,7 @@ behavior waiting(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -188,6 +216,7 @@ behavior placing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -210,6 +239,7 @@ behavior training(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -230,6 +260,7 @@ behavior rolling_back(self_ptr self) {
     [](stop_due_atom) {},  // stopping sets it
     kills(self),
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -247,6 +278,7 @@ behavior finishing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    leaves(self),
   };
 }
 
@@ -274,6 +306,7 @@ behavior stopping(self_ptr self) {
     },
     [](kill_atom, int32_t) {},
     [](interrupt_atom, const std::string&) {},  // stopping already
+    leaves(self),
   };
 }
 
@@ -335,9 +368,21 @@ void begin_training(self_ptr self) {
   st.next_eval = every > 0 ? (st.start_clock / every + 1) * every : 0;
   st.start = std::chrono::steady_clock::now();
   build_missing_standbys(self, false);
-  for (auto& w : st.workers) self->send(w, start_atom::value);
+  for (auto& w : st.workers)
+    if (w) self->send(w, start_atom::value);
   schedule_timed_kills(self);
   start_late_evaluator(self);  // joined from outside the cluster while the roles started
+  // Workers whose process was lost while the roles started: one that is back takes over now,
+  // one still missing gets its --connect-timeout again (its wait's end was ignored meanwhile).
+  auto back = st.awaiting_rejoin;
+  for (const auto& [role, since] : back)
+    if (role.kind != role_kind::worker)
+      continue;
+    else if (st.worker_nodes[role.index])
+      on_rejoined_node(self, role);
+    else
+      self->delayed_send(self, st.cfg.remote->join_timeout, worker_due_atom::value, role.index,
+                         static_cast<int64_t>(since.time_since_epoch().count()));
 }
 
 void finish_training(self_ptr self) {

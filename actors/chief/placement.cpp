@@ -57,7 +57,8 @@ void start_roles(self_ptr self) {
   start_evaluator(self, [=](bool) { one_started(); });
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
     start_worker(self, w, st.start_clock, [=](bool ok) {
-      if (!ok)
+      // a process lost while its role started is awaited (recovery.cpp): its next one takes over
+      if (!ok && !self->state.awaiting_rejoin.count(worker_role(w)))
         return fail_run(self, worker_role(w).text() + " could not start its role",
                         caf::make_error(caf::sec::runtime_error, "see its log"));
       one_started();
@@ -67,6 +68,7 @@ void start_roles(self_ptr self) {
 /// Sends each shard the spec and its part of the seeded initial parameters.
 void init_shards(self_ptr self) {
   auto& st = self->state;
+  st.roles_placed = true;
   if (st.cfg.checkpoints.resume) {
     auto ckpt = std::make_shared<const loaded_checkpoint>(*st.cfg.checkpoints.resume);
     restore_shards(self, ckpt, [=] { start_roles(self); });
@@ -104,6 +106,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   auto& st = self->state;
   st.clocks[w] = start_clock;
   st.done[w] = false;
+  st.released[w] = false;
   if (!st.cfg.remote) {
     worker_config wc;
     wc.index = w;
@@ -111,6 +114,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
     wc.batch = st.cfg.batch;
     wc.steps = st.cfg.steps;
     wc.start_clock = start_clock;
+    wc.data_offset = st.data_offset(w);
     wc.incarnation = st.incarnation[w];
     wc.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
     wc.request_timeout = st.cfg.request_timeout;
@@ -127,9 +131,21 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
     done(true);
     return;
   }
+  if (!st.worker_nodes[w]) {  // its process was lost before its role was asked for
+    log_line(log_level::warn, "chief", worker_role(w).text() + " has no process to start it");
+    st.data_stopped(w);
+    if (!st.awaiting_rejoin.count(worker_role(w))) {
+      st.live[w] = false;
+      for (auto& s : st.shards)
+        if (s) self->send(s, leave_atom::value, w);
+      await_worker_process(self, w, std::chrono::steady_clock::now());
+    }
+    return done(false);
+  }
   auto setup = base_setup(st);
   setup.index = w;
   setup.start_clock = start_clock;
+  setup.data_offset = st.data_offset(w);
   setup.incarnation = st.incarnation[w];
   setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
   setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
@@ -328,6 +344,9 @@ void on_joined_while_placing(self_ptr self, role_id role) {
   auto& st = self->state;
   // An evaluator outside the cluster is not waited for: the roles may be starting already.
   if (role.kind == role_kind::evaluator && !st.cfg.remote->evaluator) return;
+  // a lost worker's next process, while the roles are being started: begin_training hands it
+  // its role
+  if (st.roles_placed) return;
   if (all_joined(st)) init_shards(self);
 }
 
@@ -368,6 +387,7 @@ void fail_pending_start(self_ptr self, int32_t w) {
                                        + "'s process was lost while its role was starting");
   // Not live; its next process takes over when it joins (or --connect-timeout gives up on it).
   auto& st = self->state;
+  st.data_stopped(w);
   st.live[w] = false;
   for (auto& s : st.shards)
     if (s) self->send(s, leave_atom::value, w);

@@ -6,7 +6,13 @@
 //   agrees on: each shard first counts it as live at its own min clock (rejoin: the min cannot
 //   advance past that), the chief takes the largest of those, and every shard admits it there.
 //   A shard below that clock simply does not expect its gradient until its min reaches it, so
-//   sync never mixes clocks and ssp's bound holds throughout.
+//   sync never mixes clocks and ssp's bound holds throughout. The replacement goes on with its
+//   predecessor's data where that left it (the minibatch after the last one reported): entering
+//   at clock C behind a predecessor whose last clock was P - 1, it trains C - P clocks past the
+//   others' end, and every row of the epoch is trained once. A worker done before it is let go
+//   by the shards (release_finished_workers), so that it does not hold the replacement back.
+//   Distributed, a worker's process lost before training began, or while it was being
+//   re-admitted, is awaited like any other: its next process takes over.
 // - Evaluator: respawned (or re-set-up when its process is back); training never waits for it.
 // - Shard: the whole run goes back to the newest checkpoint (rollback.cpp).
 #include "actors/chief/state.hpp"
@@ -23,11 +29,24 @@ using time_point = std::chrono::steady_clock::time_point;
 
 } // namespace
 
+std::string loss_reason(const chief_state& st, role_id role, const caf::error& reason) {
+  auto left = st.leaving.find(role);
+  return left != st.leaving.end() ? "left on " + left->second : caf::to_string(reason);
+}
+
+void note_leaving(self_ptr self, role_id role, const std::string& why) {
+  self->state.leaving[role] = why;
+  log_line("chief", role.text() + " is leaving (" + why + ")");
+}
+
 void record_failure(self_ptr self, role_id role, const std::string& reason,
                     const std::string& consequence) {
   auto& st = self->state;
   ++st.failures;
-  log_line("chief", role.text() + " lost (" + reason + "); " + consequence);
+  // A leave it announced is told as one; its next process may be lost for another reason.
+  bool left = st.leaving.erase(role) > 0;
+  log_line("chief", role.text() + (left ? " " + reason : " lost (" + reason + ")") + "; "
+                      + consequence);
   st.metrics->write(json_object().add("event", "failure").add("role", to_string(role.kind))
                       .add("index", role.index).add("reason", reason)
                       .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
@@ -35,19 +54,61 @@ void record_failure(self_ptr self, role_id role, const std::string& reason,
 }
 
 void record_recovery(self_ptr self, role_id role, time_point detected, int64_t clock,
-                     int64_t lost_clocks) {
+                     const recovery_cost& cost) {
   auto& st = self->state;
   ++st.recoveries;
   auto ms = ms_since(detected);
-  char text[160];
-  std::snprintf(text, sizeof text, "%s recovered in %.1f ms at clock %lld (%lld clocks lost)",
-                role.text().c_str(), ms, static_cast<long long>(clock),
-                static_cast<long long>(lost_clocks));
-  log_line("chief", text);
-  st.metrics->write(json_object().add("event", "recovery").add("role", to_string(role.kind))
-                      .add("index", role.index).add("ms", ms).add("clock", clock)
-                      .add("lost_clocks", lost_clocks).add("wall_s", st.elapsed()));
+  auto n = [](int64_t v) { return std::to_string(v); };
+  char text[96];
+  std::snprintf(text, sizeof text, "%s recovered in %.1f ms at clock %lld", role.text().c_str(),
+                ms, static_cast<long long>(clock));
+  std::string what = text;
+  if (cost.resumed_batch >= 0)
+    what += " (its data resumes at minibatch " + n(cost.resumed_batch) + ", "
+            + n(cost.behind_clocks) + " clocks behind, trained past the others' end; "
+            + n(cost.lost_clocks) + " clocks lost, " + n(cost.skipped_samples)
+            + " samples skipped)";
+  else if (role.kind == role_kind::ps)
+    what += " (" + n(cost.lost_clocks) + " clocks lost; " + n(cost.retrained_samples)
+            + " samples trained again, " + n(cost.skipped_samples) + " skipped)";
+  else
+    what += " (" + n(cost.lost_clocks) + " clocks lost)";
+  log_line("chief", what);
+  auto event = json_object().add("event", "recovery").add("role", to_string(role.kind))
+                 .add("index", role.index).add("ms", ms).add("clock", clock)
+                 .add("lost_clocks", cost.lost_clocks)
+                 .add("skipped_samples", cost.skipped_samples)
+                 .add("retrained_samples", cost.retrained_samples);
+  if (cost.resumed_batch >= 0)
+    event.add("resumed_batch", cost.resumed_batch).add("behind_clocks", cost.behind_clocks);
+  st.metrics->write(event.add("wall_s", st.elapsed()));
   st.metrics->flush();
+}
+
+void record_skipped(self_ptr self, int32_t w, const std::string& why) {
+  auto& st = self->state;
+  auto batches = std::max<int64_t>(0, st.cfg.steps - st.batches_trained(w));
+  auto samples = batches * st.cfg.batch;
+  log_line(log_level::warn, "chief", worker_role(w).text() + "'s last " + std::to_string(batches)
+                                       + " minibatches (" + std::to_string(samples)
+                                       + " samples) are not trained: " + why);
+  st.metrics->write(json_object().add("event", "skipped").add("worker", w)
+                      .add("samples", samples).add("reason", why)
+                      .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
+}
+
+void release_finished_workers(self_ptr self) {
+  auto& st = self->state;
+  auto workers = static_cast<int32_t>(st.workers.size());
+  int64_t furthest = st.cfg.steps;
+  for (int32_t w = 0; w < workers; ++w)
+    furthest = std::max(furthest, st.cfg.steps + st.data_offset(w));
+  for (int32_t w = 0; w < workers; ++w) {
+    if (!st.done[w] || st.released[w] || st.cfg.steps + st.data_offset(w) >= furthest) continue;
+    st.released[w] = true;
+    for (auto& s : st.shards)
+      if (s) self->send(s, leave_atom::value, w);
+  }
 }
 
 namespace {
@@ -127,8 +188,10 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
     if (superseded()) return;
     auto& st = self->state;
     st.replacing.erase(w);
+    st.data_stopped(w);
     log_line("chief", worker_role(w).text() + " could not be replaced (" + why
                         + "); the run goes on without it");
+    record_skipped(self, w, "it could not be replaced");
     for (auto& s : st.shards)
       if (s) self->send(s, leave_atom::value, w);  // undoes a rejoin
     check_all_done(self);
@@ -142,17 +205,70 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
     auto clock = *std::max_element(mins.begin(), mins.end());
     ask_all_shards_across_failover<caf::ok_atom>(self, [=](std::vector<caf::ok_atom>) {
       if (superseded()) return;
+      // It goes on with its predecessor's data where that left it (the minibatches the chief
+      // has reports of), at the clock it enters at: it runs as many clocks past the others'
+      // end as it enters behind its predecessor's last.
+      auto& st = self->state;
+      auto& spans = st.data_spans[w];
+      auto left_at = std::min(spans.back().until, st.clocks[w]);
+      auto batch = st.batches_trained(w);
+      spans.push_back({clock, std::numeric_limits<int64_t>::max(), clock - batch});
+      release_finished_workers(self);
       start_worker(self, w, clock, [=](bool ok) {
         if (superseded()) return;
         if (!ok) return give_up("its role did not start");
         auto& st = self->state;
         st.replacing.erase(w);
         self->send(st.workers[w], start_atom::value);
-        record_recovery(self, worker_role(w), detected, clock, 0);
+        recovery_cost cost;
+        cost.behind_clocks = clock - left_at;
+        cost.resumed_batch = batch;
+        record_recovery(self, worker_role(w), detected, clock, cost);
       });
     }, [=](const caf::error& err) { give_up(describe(err)); }, admit_again, admit_atom::value, w,
       clock, incarnation);
   }, [=](const caf::error& err) { give_up(describe(err)); }, leave_first, rejoin_atom::value, w);
+}
+
+/// Distributed: worker w's process was lost while the replacement of its previous one was under
+/// way (re-admitted, or its role starting): that replacement stops, and the next process takes
+/// over when it joins, as after any loss.
+void abandon_replacement(self_ptr self, int32_t w, const std::string& reason) {
+  auto& st = self->state;
+  st.data_stopped(w);
+  st.incarnation[w] = st.next_incarnation++;  // the steps under way give up (superseded)
+  st.replacing.erase(w);
+  for (auto& s : st.shards)
+    if (s) self->send(s, leave_atom::value, w);  // undoes a rejoin or admit
+  record_failure(self, worker_role(w), reason,
+                 "it was being re-admitted; its next process takes over");
+  if (!st.awaiting_rejoin.count(worker_role(w)))
+    await_worker_process(self, w, std::chrono::steady_clock::now());
+}
+
+/// Distributed: worker w's process (or its role) is lost before training began. Before the
+/// roles are placed it simply joins again; after, its next process takes over once training
+/// runs, within --connect-timeout, as after any loss.
+void lose_before_training(self_ptr self, int32_t w, bool node, const std::string& reason) {
+  auto& st = self->state;
+  if (node) st.worker_nodes[w] = nullptr;
+  if (!st.roles_placed) {
+    log_line("chief", worker_role(w).text() + "'s process lost (" + reason
+                        + ") before the roles were placed; waiting for it to join again");
+    return;
+  }
+  st.data_stopped(w);
+  if (!st.awaiting_rejoin.count(worker_role(w)))  // (else its loss is known already)
+    record_failure(self, worker_role(w), reason,
+                   "before training began; its next process takes over");
+  if (auto was = std::exchange(st.workers[w], nullptr))
+    self->send_exit(was, caf::exit_reason::kill);  // (gone already with its process)
+  if (node) fail_pending_start(self, w);  // answered as failed: start_roles goes on without it
+  if (st.awaiting_rejoin.count(worker_role(w))) return;
+  st.live[w] = false;
+  for (auto& s : st.shards)
+    if (s) self->send(s, leave_atom::value, w);
+  await_worker_process(self, w, std::chrono::steady_clock::now());
 }
 
 void restart_evaluator(self_ptr self, time_point detected) {
@@ -162,7 +278,7 @@ void restart_evaluator(self_ptr self, time_point detected) {
   start_evaluator(self, [=](bool ok) {
     // a rollback meanwhile restarted the evaluator itself (and may be over already)
     if (self->state.rollbacks != rollbacks || !ok) return;
-    record_recovery(self, evaluator_role(), detected, self->state.global_clock(), 0);
+    record_recovery(self, evaluator_role(), detected, self->state.global_clock(), {});
   });
 }
 
@@ -179,7 +295,6 @@ bool primary_gone(const caf::error& err) {
 
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
-  auto reason = caf::to_string(dm.reason);
   auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   auto now = std::chrono::steady_clock::now();
   for (auto& task : st.ps_tasks)
@@ -191,11 +306,15 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     // A worker is lost when its actor or (distributed) the process hosting it goes down.
     bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
     if (!is(st.workers[w]) && !node) continue;
-    if (st.before_training())
+    auto reason = loss_reason(st, worker_role(w), dm.reason);
+    if (st.before_training() && !st.cfg.remote)  // nothing would start it again
       return fail_run(self, worker_role(w).text() + " lost before training began",
                       dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
+    if (st.before_training()) return lose_before_training(self, w, node, reason);
+    st.data_stopped(w);
     if (node) {
       st.worker_nodes[w] = nullptr;  // its restarted process may join again
+      if (st.replacing.count(w)) abandon_replacement(self, w, reason);
       fail_pending_start(self, w);
     }
     bool was_live = st.live[w] && !st.done[w] && st.workers[w];
@@ -226,6 +345,8 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
       replace_worker(self, w, now);
     else if (replace)
       await_worker_process(self, w, now);
+    else
+      record_skipped(self, w, "it is not replaced (--max-replacements)");
     check_all_done(self);
     return;
   }
@@ -233,6 +354,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     if (is(st.evaluator_node)) st.evaluator_node = nullptr;
     if (!st.evaluator) return;  // already handled via the other handle
     st.evaluator = nullptr;
+    auto reason = loss_reason(st, evaluator_role(), dm.reason);
     bool replace = may_replace(st, st.evaluator_replacements);
     record_failure(self, evaluator_role(), reason,
                    replace ? "respawning it; training does not wait"

@@ -58,8 +58,10 @@ void resume_training(self_ptr self, int64_t clock) {
   build_missing_standbys(self, true);
   for (auto& w : st.workers)
     if (w) self->send(w, start_atom::value);
-  record_recovery(self, ps_role(st.rollback.shard), st.rollback.detected, clock,
-                  st.rollback.failed_at - clock);
+  recovery_cost cost;
+  cost.lost_clocks = st.rollback.failed_at - clock;
+  cost.retrained_samples = st.rollback.retrained * st.cfg.batch;
+  record_recovery(self, ps_role(st.rollback.shard), st.rollback.detected, clock, cost);
   // processes that came back while the rollback ran and were not started by it take over now;
   // a worker still missing gets its --connect-timeout again (its wait's end, due while the
   // rollback ran, was ignored then)
@@ -86,9 +88,19 @@ void restart_roles(self_ptr self, int64_t clock) {
     if (still_rolling_back(self, attempt)) resume_training(self, clock);
   });
   if (!st.cfg.remote || st.evaluator_node) st.awaiting_rejoin.erase(evaluator_role());
+  st.rollback.retrained = 0;
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
+    // Each worker goes on from where its data was at the checkpoint: what it trained since is
+    // trained again (counted), nothing is skipped.
+    auto batch = st.batches_at(w, clock);
+    st.rollback.retrained += std::max<int64_t>(0, st.batches_trained(w) - batch);
+    auto& spans = st.data_spans[w];
+    while (spans.size() > 1 && spans.back().from >= clock) spans.pop_back();
+    if (spans.back().from >= clock) spans.clear();
+    spans.push_back({clock, std::numeric_limits<int64_t>::max(), clock - batch});
     st.clocks[w] = clock;
     if (st.cfg.remote && !st.worker_nodes[w]) {  // its process is gone: not waited for here,
+      st.data_stopped(w);                        // (nothing trained until its next one comes)
       st.live[w] = false;
       for (auto& s : st.shards) self->send(s, leave_atom::value, w);
       // but its next process takes over once it joins (lost while the run went back, or
@@ -211,7 +223,7 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
     return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why,
                     dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
   bool again = st.phase == run_phase::rolling_back;
-  record_failure(self, ps_role(s), caf::to_string(dm.reason),
+  record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
                  again ? "the rollback starts over once it is back"
                        : "going back to the newest checkpoint");
   if (!again) {  // a rollback that starts over keeps the first loss's clock and time

@@ -341,7 +341,7 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
       lost = nullptr;
     st.primary_host[s] = st.standby_host[s];    // the ps task serving shard s from now on
   }
-  record_failure(self, ps_role(s), caf::to_string(dm.reason),
+  record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
                  "its standby takes over; nothing goes back to a checkpoint");
   ++st.promoting;
   if (finishing) drop_final_steps(self);
@@ -371,7 +371,7 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
           auto ms = ms_since(detected);
           auto& st = self->state;
           ++st.failovers;
-          record_recovery(self, ps_role(s), detected, st.global_clock(), 0);
+          record_recovery(self, ps_role(s), detected, st.global_clock(), {});
           self->request(promoted, st.cfg.request_timeout, stats_atom::value)
             .then([=](const shard_stats& stats) {
                     auto after = static_cast<int64_t>(stats.pushes_deduplicated);

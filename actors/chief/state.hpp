@@ -45,9 +45,20 @@ struct chief_state {
   std::vector<worker_actor> workers;         // index = worker id
   evaluator_actor evaluator;
   std::vector<task_node_actor> worker_nodes; // distributed runs: the processes hosting them
+  bool roles_placed = false;       // placing: every task joined, the roles are being started
   task_node_actor evaluator_node;
 
   std::vector<int64_t> clocks;     // finished clocks per worker, from its reports
+  // Where each worker is in its data (worker_config::data_offset): worker w's clock c trains its
+  // minibatch c - offset, and it is done at clock cfg.steps + offset. Each span is one stretch
+  // of clocks trained at one offset, oldest first: a replacement resumes its predecessor's
+  // position, a rollback the position its worker had at the checkpoint's clock.
+  struct data_span {
+    int64_t from = 0;                                      // the first clock
+    int64_t until = std::numeric_limits<int64_t>::max();   // the clocks finished, once lost
+    int64_t offset = 0;
+  };
+  std::vector<std::vector<data_span>> data_spans;  // per worker; never empty
   std::vector<bool> live, done;
   std::vector<double> last_loss;
   int64_t samples = 0;             // rows this process's run computed (a resume's start at 0)
@@ -80,6 +91,7 @@ struct chief_state {
   int recoveries = 0;
   std::vector<bool> kill_done;
   std::vector<int> replacements;   // per worker
+  std::vector<bool> released;      // per worker: done, and let go by the shards (recovery.cpp)
   int evaluator_replacements = 0;
   std::vector<uint32_t> incarnation;  // per worker: the spawn in charge now (a replacement
                                       // under way stops when it is no longer its own)
@@ -94,9 +106,14 @@ struct chief_state {
     int32_t shard = -1;            // the first lost (the missing ones: their slots are empty)
     int64_t failed_at = 0;         // global clock when it was lost
     time_point detected;
+    int64_t retrained = 0;         // minibatches the workers had trained past the checkpoint
   } rollback;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
   std::map<role_id, time_point> awaiting_rejoin;
+  // distributed: tasks that said they are exiting on their own, and why (a signal's name);
+  // their loss is logged as that leave (recovery.cpp: loss_reason)
+  std::map<role_id, std::string> leaving;
+  uint64_t refused_here = 0;  // messages the chief itself refused as not authorised
   // Distributed: the worker starts whose node has not answered yet. A node lost meanwhile
   // answers them as failed at once (fail_pending_start): a frozen process would otherwise hold
   // the start, and a rollback waiting for it, for the whole request timeout.
@@ -176,6 +193,35 @@ struct chief_state {
   /// The clocks trained: the most any worker finished (every worker's once the run is complete).
   int64_t trained_clocks() const {
     return clocks.empty() ? 0 : *std::max_element(clocks.begin(), clocks.end());
+  }
+  int64_t data_offset(int32_t w) const { return data_spans[w].back().offset; }
+  /// Worker w trains no more (lost, or it could not start): its data stays where its reports
+  /// left it until a replacement goes on from there.
+  void data_stopped(int32_t w) {
+    auto& span = data_spans[w].back();
+    span.until = std::min(span.until, clocks[w]);
+  }
+  /// The minibatches of its data worker w has trained (its reports say so) up to now.
+  int64_t batches_trained(int32_t w) const {
+    const auto& span = data_spans[w].back();
+    return std::min(span.until, clocks[w]) - span.offset;
+  }
+  /// The minibatches of its data worker w had trained when the shards' clock was `clock` (what
+  /// a checkpoint at `clock` holds of it; in sync mode exactly). Not from its reports, which
+  /// may lag the shards: a worker there is at `clock` at least, unless it was lost before.
+  int64_t batches_at(int32_t w, int64_t clock) const {
+    const auto& spans = data_spans[w];
+    auto span = spans.rbegin();
+    while (std::next(span) != spans.rend() && span->from > clock) ++span;
+    return std::max<int64_t>(0, std::min(clock, span->until) - span->offset);
+  }
+  /// The clock training ends at: the furthest a finished worker's data took it (past
+  /// cfg.steps when a replacement resumed its predecessor's data later than it left it).
+  int64_t final_clock() const {
+    auto out = cfg.steps;
+    for (std::size_t w = 0; w < done.size(); ++w)
+      if (done[w]) out = std::max(out, cfg.steps + data_offset(static_cast<int32_t>(w)));
+    return out;
   }
   int64_t steps_per_epoch() const {
     return std::max<int64_t>(1, cfg.train_rows / (int64_t(cfg.spec.workers) * cfg.batch));
@@ -272,6 +318,9 @@ void abandon_checkpoint(self_ptr self, const std::string& why);
 void final_checkpoint(self_ptr self, std::function<void()> then);
 /// Restores every shard from `ckpt` (or to the initial values when null), then calls `done`;
 /// on an error `failed` (by default: the run fails).
+/// Each worker's data offset at checkpoint `ckpt` (from its data positions; 0 for a worker whose
+/// position is its clock, as in a checkpoint written before positions said otherwise).
+std::vector<int64_t> data_offsets_in(const chief_state& st, const loaded_checkpoint& ckpt);
 void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt,
                     std::function<void()> done,
                     std::function<void(const caf::error&)> failed = {});
@@ -284,10 +333,31 @@ bool may_replace(const chief_state& st, int so_far);
 /// Whether a request failed because the shard's primary is gone (killed, its process or data
 /// link lost): with a standby, one asks the promoted shard again instead.
 bool primary_gone(const caf::error& err);
+/// Why `role` was lost, for the log and its failure event: "left on SIGTERM" when its task said
+/// it is leaving (chief_state::leaving), else the down message's reason.
+std::string loss_reason(const chief_state& st, role_id role, const caf::error& reason);
+/// A task said it is about to exit on its own (`why`: a signal's name).
+void note_leaving(self_ptr self, role_id role, const std::string& why);
 void record_failure(self_ptr self, role_id role, const std::string& reason,
                     const std::string& consequence);
+/// What a recovery cost the run, as its `recovery` event and log line say.
+struct recovery_cost {
+  int64_t lost_clocks = 0;        ///< clocks of training undone (a rollback)
+  int64_t skipped_samples = 0;    ///< rows of the epoch that will not be trained because of it
+  int64_t retrained_samples = 0;  ///< rows trained once more (a rollback undid them)
+  int64_t resumed_batch = -1;     ///< a replaced worker: the minibatch of its data it goes on from
+  int64_t behind_clocks = 0;      ///< a replaced worker: the clocks it enters after its
+                                  ///< predecessor's last, which it trains past the others' end
+};
 void record_recovery(self_ptr self, role_id role, std::chrono::steady_clock::time_point detected,
-                     int64_t clock, int64_t lost_clocks);
+                     int64_t clock, const recovery_cost& cost);
+/// Worker w will not be replaced: the minibatches of its data it had not trained are skipped,
+/// as the log and a `skipped` event say (`why`).
+void record_skipped(self_ptr self, int32_t w, const std::string& why);
+/// The shards stop counting a worker done at its data's end as live while another worker's data
+/// goes further (a replacement that resumed its predecessor's position): it would hold the
+/// others' pulls at its last clock.
+void release_finished_workers(self_ptr self);
 /// Kills whatever --kill planned for now (at_clock reached); schedules the timed ones.
 void check_kills(self_ptr self);
 void schedule_timed_kills(self_ptr self);

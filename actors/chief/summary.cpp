@@ -15,14 +15,18 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.workers = st.cfg.spec.workers;
   sum.shards = st.cfg.spec.shards;
   // What was trained, not what was asked for: they differ when the run stopped early (a
-  // signal) or lost every worker.
-  sum.clocks = st.trained_clocks();
-  sum.worker_clocks = st.clocks;
+  // signal) or lost every worker. Counted in minibatches of each worker's data: a replaced
+  // worker that went on with its predecessor's data runs past the others' last clock, not
+  // past its data.
+  for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.size()); ++w)
+    sum.worker_clocks.push_back(st.batches_trained(w));
+  sum.clocks = sum.worker_clocks.empty()
+                 ? 0 : *std::max_element(sum.worker_clocks.begin(), sum.worker_clocks.end());
   sum.planned_clocks = st.cfg.steps;
   sum.planned_samples = st.cfg.steps * st.cfg.batch * st.cfg.spec.workers;
-  // The rows behind the model: every worker's finished clocks, those before a resume included
-  // and a replaced worker's redone ones once (each batch has exactly `batch` rows).
-  for (auto clocks : st.clocks) sum.samples += clocks * st.cfg.batch;
+  // The rows behind the model: every worker's minibatches trained, those before a resume
+  // included and a replaced worker's redone ones once (each batch has exactly `batch` rows).
+  for (auto batches : sum.worker_clocks) sum.samples += batches * st.cfg.batch;
   sum.wall_s = st.elapsed();
   if (st.start)
     sum.end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *st.start).count();
@@ -47,6 +51,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.resumed_from = st.resumed_from;
   sum.stopped_by = st.stopped_by;
   sum.stopped_at = st.stopped_at;
+  sum.refused_unauthorised = st.refused_here;  // and every shard's, below
   for (const auto& s : stats) {
     sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
     sum.dropped_messages += s.dropped;

@@ -89,6 +89,7 @@ void record_train_report(self_ptr self, const train_report& r) {
 void on_worker_done(self_ptr self, int32_t worker) {
   if (!from_current_worker(self, worker)) return;
   self->state.done[worker] = true;
+  release_finished_workers(self);
   check_all_done(self);
 }
 
@@ -120,6 +121,7 @@ void on_worker_due(self_ptr self, int32_t w, int64_t since) {
   st.awaiting_rejoin.erase(i);
   log_line(log_level::warn, "chief", worker_role(w).text() + " did not come back within "
                                        "--connect-timeout; the run goes on without it");
+  record_skipped(self, w, "its process did not come back within --connect-timeout");
   check_all_done(self);
 }
 

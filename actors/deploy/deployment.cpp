@@ -14,6 +14,7 @@
 #include "actors/deploy/data_port.hpp"
 #include "actors/deploy/exit_codes.hpp"
 #include "actors/deploy/join_chief.hpp"
+#include "actors/deploy/leave_notice.hpp"
 #include "actors/net/await_name.hpp"
 #include "actors/protocol/errors.hpp"
 
@@ -142,6 +143,7 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
                           + std::to_string(status)));
     return status;
   }
+  arm_leave_notice(sys, *chief, opts.task);  // a signal from now on: the chief hears it first
   auto listening = own ? host_port{listen_host(opts.bind, *own), own->port}.text() : "";
   log_line(name, (own ? "serving on " + listening : std::string("outside the cluster"))
                    + ", joined the chief at " + chief_addr.text());

@@ -530,9 +530,9 @@ bool link_hub::accept_shm(session& s, const frame_header& h) {
   auto replies = shm_mapping::map(fds[1], static_cast<std::size_t>(h.b));
   if (!replies) return refuse_offer(describe(replies.error()));
   // The client's arena, read-only: its pushes name blocks there instead of copying them.
-  std::shared_ptr<shm_mapping> arena;
+  std::shared_ptr<peer_arena> arena;
   if (fds.size() == 3) {
-    auto mapped = shm_mapping::map(fds[2], 0, false);
+    auto mapped = peer_arena::open(fds[2]);
     if (!mapped) return refuse_offer("its arena: " + describe(mapped.error()));
     arena = std::move(*mapped);
   }

@@ -56,10 +56,10 @@ caf::expected<shm_link> offer_shared_memory(link_socket& link) {
   frame_header h;
   std::vector<int> answered;  // the shard's arena, when it has one
   if (!err) err = link.receive_header(h, answered);
-  std::shared_ptr<shm_mapping> shard_arena;
+  std::shared_ptr<peer_arena> shard_arena;
   if (!err && answered.size() > 1) err = make_error(errc::malformed_message, "more than an arena");
   if (!err && answered.size() == 1) {
-    auto mapped = shm_mapping::map(answered[0], 0, false);
+    auto mapped = peer_arena::open(answered[0]);
     if (mapped) shard_arena = std::move(*mapped);
     else err = mapped.error();
   }

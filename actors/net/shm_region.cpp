@@ -34,11 +34,7 @@ caf::expected<std::shared_ptr<shm_mapping>> shm_mapping::map(int fd, std::size_t
   struct stat st {};
   if (::fstat(fd, &st) != 0) return refuse(std::string("fstat: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return refuse("not a memory file");
-  if (bytes == 0) {  // an arena: its own size, within bounds
-    if (st.st_size <= 0 || static_cast<uint64_t>(st.st_size) > max_peer_arena_bytes)
-      return refuse("an arena of " + std::to_string(st.st_size) + " bytes");
-    bytes = static_cast<std::size_t>(st.st_size);
-  } else if (static_cast<uint64_t>(st.st_size) != bytes) {
+  if (bytes == 0 || static_cast<uint64_t>(st.st_size) != bytes) {
     return refuse("not a region of " + std::to_string(bytes) + " bytes");
   }
   int seals = ::fcntl(fd, F_GET_SEALS);
@@ -161,12 +157,12 @@ namespace {
 
 /// Holds the mapping; when the last holder of the buffer drops it, the record goes back.
 struct hold {
-  hold(std::shared_ptr<shm_mapping> r, uint8_t* at, std::shared_ptr<shm_mapping> a = nullptr)
+  hold(std::shared_ptr<shm_mapping> r, uint8_t* at, std::shared_ptr<peer_arena> a = nullptr)
     : region(std::move(r)), record(at), arena(std::move(a)) {}
   ~hold() { released_flag(record)->store(1, std::memory_order_release); }
   std::shared_ptr<shm_mapping> region;
   uint8_t* record;
-  std::shared_ptr<shm_mapping> arena;  // a record of pieces: the blocks it names
+  std::shared_ptr<peer_arena> arena;  // a record of pieces: the windows of the blocks it names
 };
 
 caf::error bad_record(const std::string& why) {
@@ -237,7 +233,8 @@ caf::expected<wire_buffer> shm_inbox::take_pieces(uint8_t* payload, uint64_t siz
     return bad_record("segment 0 is not the rest of piece 0");
   for (int64_t i = 1; i < pieces; ++i) {
     if (counts[i + 1] != d[i].bytes / word) return bad_record("segment " + std::to_string(i) + " is not its piece");
-    const uint8_t* at = d[i].in_arena ? arena_->data() + d[i].offset : payload + d[i].offset;
+    const uint8_t* at = d[i].in_arena ? arena_->at(d[i].offset, d[i].bytes) : payload + d[i].offset;
+    if (at == nullptr) return bad_record("piece " + std::to_string(i) + " could not be mapped");
     parts->external.push_back(
       kj::arrayPtr(reinterpret_cast<const capnp::word*>(at), d[i].bytes / word));
   }

@@ -51,6 +51,7 @@
 // are closed as soon as both sides have mapped the regions; a mapping ends with its last user.
 #pragma once
 
+#include "actors/net/peer_arena.hpp"
 #include "actors/protocol/wire.hpp"
 
 #include <caf/error.hpp>
@@ -73,8 +74,6 @@ inline constexpr std::size_t shm_record_align = 64;
 /// Most pieces one record may name (a push or reply has a segment per block, and models have
 /// tens of blocks).
 inline constexpr int64_t max_shm_pieces = 4096;
-/// Largest peer arena a shard maps (virtual: only what the peer writes is memory).
-inline constexpr std::size_t max_peer_arena_bytes = std::size_t(1) << 40;
 
 /// One piece of a record of pieces: inline (offset from the record's payload) or in the
 /// writer's arena (offset there).
@@ -88,8 +87,8 @@ static_assert(sizeof(shm_piece) == 24, "a piece's descriptor is 24 bytes in the 
 /// One mapped region, unmapped when the last holder lets go.
 class shm_mapping {
 public:
-  /// Maps `fd` (a sealed memfd of `bytes`, checked; `bytes` 0: whatever size it has, up to
-  /// max_peer_arena_bytes), read-write or only for reading; the descriptor stays the caller's.
+  /// Maps `fd` (a sealed memfd of `bytes`, checked), read-write or only for reading; the
+  /// descriptor stays the caller's.
   static caf::expected<std::shared_ptr<shm_mapping>> map(int fd, std::size_t bytes,
                                                          bool writable = true);
   ~shm_mapping();
@@ -161,9 +160,10 @@ private:
 /// The reader's side of one ring.
 class shm_inbox {
 public:
-  /// `arena`: the writer's arena, mapped read-only, when it offered one (null: none).
+  /// `arena`: the writer's arena, mapped read-only where pieces lie, when it offered one (null:
+  /// none).
   explicit shm_inbox(std::shared_ptr<shm_mapping> region,
-                     std::shared_ptr<shm_mapping> arena = nullptr)
+                     std::shared_ptr<peer_arena> arena = nullptr)
     : region_(std::move(region)), arena_(std::move(arena)) {}
 
   /// The payload of `size` bytes at `offset` with `pieces` pieces (a frame's a, size and b) as
@@ -176,7 +176,7 @@ private:
   caf::expected<wire_buffer> take_pieces(uint8_t* payload, uint64_t size, int64_t pieces) const;
 
   std::shared_ptr<shm_mapping> region_;
-  std::shared_ptr<shm_mapping> arena_;
+  std::shared_ptr<peer_arena> arena_;
 };
 
 /// Both rings of one link end: what this side writes and what it reads.

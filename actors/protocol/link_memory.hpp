@@ -8,8 +8,11 @@
 // process's, so any of its links can name any of its buffers.
 //
 // The arena is virtual until written: ftruncate reserves no memory, a page is taken where a
-// buffer is first written. A freed block goes back to a first-fit free list (not to the kernel:
-// the same few buffer sizes are freed and taken again every step, on warm pages). Before
+// buffer is first written. Nor does it hold address space it does not use: its file is mapped
+// here a stretch at a time as buffers need it (64 MiB, then as much again as is mapped), and a
+// peer maps only the stretches its messages name (peer_arena.hpp), so `ulimit -v` need not
+// cover the arena's full size. A freed block goes back to a first-fit free list (not to the
+// kernel: the same few buffer sizes are freed and taken again every step, on warm pages). Before
 // enable_link_memory, beyond the arena's size, and for small buffers, memory comes from the heap
 // and a link copies it as before.
 #pragma once
@@ -21,7 +24,8 @@
 
 namespace actorps {
 
-/// Virtual size of a process's arena (its pages are taken only where buffers are written).
+/// Virtual size of a process's arena (its pages are taken only where buffers are written, its
+/// address space only where buffers lie).
 inline constexpr std::size_t default_link_memory_bytes = std::size_t(16) << 30;
 /// Buffers smaller than this come from the heap (a link copies them: cheaper than a page each).
 inline constexpr std::size_t link_memory_min_bytes = 64 * 1024;
@@ -39,6 +43,9 @@ int64_t link_memory_offset(const void* p, std::size_t n);
 
 /// Bytes of the arena in use by live buffers (for tests and the benchmark).
 std::size_t link_memory_in_use();
+/// Bytes of the arena mapped in this process: the address space it holds (at most twice the
+/// most it had in use, or 64 MiB).
+std::size_t link_memory_mapped();
 
 void* link_memory_allocate(std::size_t bytes);
 void link_memory_free(void* p, std::size_t bytes);

@@ -393,7 +393,10 @@ using chief_actor = caf::typed_actor<
   // (kill, i): fault injection: the i-th planned kill is due (its time has come).
   caf::reacts_to<kill_atom, int32_t>,
   // (interrupt, "SIGTERM"): stop the run early and cleanly (interrupt.cpp).
-  caf::reacts_to<interrupt_atom, std::string>>;
+  caf::reacts_to<interrupt_atom, std::string>,
+  // (leave, type, index, why) -> ok: that task is about to exit on its own (why: "SIGTERM");
+  // its loss, which follows, is a leave (distributed runs).
+  caf::replies_to<leave_atom, std::string, int32_t, std::string>::with<caf::ok_atom>>;
 
 /// Registers every message type and the error category; call on every actor_system_config.
 void register_message_types(caf::actor_system_config& cfg);

@@ -891,6 +891,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     msg.setDevice(setup.device);
     msg.setStartClock(setup.start_clock);
     msg.setIncarnation(setup.incarnation);
+    msg.setDataOffset(setup.data_offset);
   });
 }
 
@@ -924,7 +925,10 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.device = msg.getDevice();
     out.start_clock = msg.getStartClock();
     out.incarnation = msg.getIncarnation();
-    if (out.batch <= 0 || out.steps < 0 || out.start_clock < 0 || out.index < 0 || out.index >= out.spec.workers
+    out.data_offset = msg.getDataOffset();
+    if (out.batch <= 0 || out.steps < 0 || out.start_clock < 0
+        || out.start_clock < out.data_offset  // a minibatch before the first
+        || out.index < 0 || out.index >= out.spec.workers
         || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
         || out.data.train_rows <= 0 || out.data.test_rows <= 0)
       return make_error(errc::invalid_spec, "out-of-range field in RoleSetup");

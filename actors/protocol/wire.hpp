@@ -212,6 +212,7 @@ struct role_setup {
   int device = 0;
   int64_t start_clock = 0;
   uint32_t incarnation = 0;
+  int64_t data_offset = 0;  ///< worker_config::data_offset
 };
 
 /// A shard's state at a checkpoint (schema ShardCheckpoint).

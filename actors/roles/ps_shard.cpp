@@ -404,7 +404,7 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   if (auto err = refuse_outside_root(st, dir)) return err;
   if (!st.initialized()) return make_error(errc::not_initialized);
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
-  auto kept = st.snapshots.count(clock) > 0;
+  auto kept = st.snapshots.count(clock) > 0 || snapshot_at_rest(self, clock);
   // Refuse before making a promise: in CAF 0.17 the promise takes over the request, so an
   // error returned after it would never reach the chief.
   if (!kept && clock <= st.clocks.progress()) return passed_without_snapshot(st, clock);
@@ -423,6 +423,7 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
+  if (!st.snapshots.count(clock)) snapshot_at_rest(self, clock);
   if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
   if (clock <= st.clocks.progress())  // refused before a promise, as on_checkpoint does
     return passed_without_snapshot(st, clock);

@@ -7,6 +7,7 @@
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -31,6 +32,18 @@ void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
 bool on_schedule(const train_spec& spec, int64_t clock) {
   auto every = spec.checkpoint_every;
   return every > 0 && (clock % every == 0 || clock == spec.total_clocks);
+}
+
+bool snapshot_at_rest(self_ptr self, int64_t clock) {
+  auto& st = self->state;
+  const auto& finished = st.clocks.finished_clocks();
+  if (st.clocks.progress() != clock
+      || std::any_of(finished.begin(), finished.end(), [&](int64_t f) { return f > clock; }))
+    return false;
+  st.snapshots[clock] = encode_shard_checkpoint(
+    st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
+    st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
+  return true;
 }
 
 /// Keeps the state of every checkpoint clock the min clock has just reached or passed (labelled

@@ -214,6 +214,10 @@ void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
 bool on_schedule(const train_spec& spec, int64_t clock);
 /// Keeps the state at each checkpoint clock the min clock passed since `before`.
 void take_snapshots(self_ptr self, int64_t before);
+/// Keeps the state now as `clock`'s when it is that clock's exactly: every worker has finished
+/// `clock` clocks at most, and the progress clock is `clock` (the workers stopped there: the
+/// end of a run that went past its scheduled last clock). Whether it did.
+bool snapshot_at_rest(self_ptr self, int64_t clock);
 
 // --- pushes and the rising min clock (shard_pushes.cpp) -------------------------------------
 

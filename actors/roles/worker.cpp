@@ -70,6 +70,12 @@ using self_ptr = worker_actor::stateful_pointer<worker_state>;
 
 void compute(self_ptr self);
 
+/// The clock the worker is done at: its last clock trains the last minibatch of its data.
+int64_t end_clock(const worker_config& cfg) { return cfg.steps + cfg.data_offset; }
+
+/// The minibatch of its data that `clock` trains.
+int64_t batch_of(const worker_config& cfg, int64_t clock) { return clock - cfg.data_offset; }
+
 void fail(self_ptr self, const std::string& what, const caf::error& err) {
   log_line(self->state.who(), what + ": " + describe(err));
   self->quit(err);
@@ -101,7 +107,7 @@ void on_parameters(self_ptr self, const wire_buffer& reply) {
   st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
   st.newest_clock = std::min(st.newest_clock, msg->newest_clock);
   if (--st.awaiting > 0) return;
-  if (st.clock >= st.cfg.steps) {
+  if (st.clock >= end_clock(st.cfg)) {
     send_reports(self, true);  // before done: the chief counts every clock of a finished worker
     self->send(st.cfg.chief, done_atom::value, st.cfg.index);
     self->quit();
@@ -186,7 +192,7 @@ void ask(self_ptr self, std::size_t s, bool push, Ts... xs) {
 /// after the last clock: the final push pulls no rows).
 void prepare_keys(worker_state& st, int64_t clock, batch_tables& into) {
   for (auto& k : st.keys) k.clear();
-  if (clock < st.cfg.steps) st.model->keys(clock, st.keys);
+  if (clock < end_clock(st.cfg)) st.model->keys(batch_of(st.cfg, clock), st.keys);
   into.prepare(st.keys);
 }
 
@@ -241,7 +247,8 @@ void compute(self_ptr self) {
   // value: trainer::step).
   if (release_for_writing(st.grads, st.grads_lease))
     st.grads = st.spares->take(st.layout->total_floats());
-  st.last = st.model->step(st.clock, st.params->data(), st.grads.data(), st.rows.rows());
+  st.last = st.model->step(batch_of(st.cfg, st.clock), st.params->data(), st.grads.data(),
+                           st.rows.rows());
   if (st.cfg.slow_ms > 0)
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
   else

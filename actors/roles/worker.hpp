@@ -25,6 +25,10 @@ struct worker_config {
   int batch = 64;
   int64_t steps = 0;                       ///< clocks to run (its last clock is steps - 1)
   int64_t start_clock = 0;                 ///< first clock (a replacement's, a rollback's)
+  /// Clock c trains minibatch c - data_offset of the worker's data; it runs to clock
+  /// steps + data_offset - 1. 0 at the start; a replacement resumes its predecessor's data
+  /// position at the clock it enters at (recovery.cpp), so the epoch's rows are each trained once.
+  int64_t data_offset = 0;
   uint32_t incarnation = 0;                ///< which spawn of worker `index` this is (Push)
   int slow_ms = 0;                         ///< straggler delay added to every step
   backend_kind backend = backend_kind::cpu; ///< auto: CUDA when this host has a usable GPU

@@ -13,6 +13,14 @@ namespace {
 
 std::string n(int64_t v) { return std::to_string(v); }
 
+/// The furthest clock a run of `run.steps` clocks may reach. A worker that replaced a lost one
+/// goes on with its predecessor's data where that stopped, running past the others' last clock
+/// by the clocks it entered behind; each worker's end is within `steps` clocks of the furthest
+/// other's, so no run goes past steps × workers.
+double furthest_clock(const run_checkpoint& run) {
+  return double(run.steps) * std::max<int32_t>(1, run.spec.workers);
+}
+
 std::string position_inconsistency(const run_checkpoint& run, std::size_t i) {
   const auto& p = run.positions[i];
   const auto at = "data position " + n(int64_t(i)) + " ";
@@ -24,8 +32,10 @@ std::string position_inconsistency(const run_checkpoint& run, std::size_t i) {
   if (run.train_rows <= 0) return "";
   auto rows = data_shard::rows_of(run.train_rows, int(p.worker), int(run.spec.workers));
   auto per_epoch = std::max<int64_t>(1, rows / run.batch);
-  if (p.batch_in_epoch >= per_epoch || p.epoch > run.clock / per_epoch
-      || p.epoch * per_epoch + p.batch_in_epoch != p.clock)
+  // where its data is: its clock, or elsewhere when it replaced a lost worker (resuming its
+  // data) or went back to a checkpoint; never past the run's end of its data
+  if (p.batch_in_epoch >= per_epoch || p.epoch > run.steps / per_epoch
+      || p.epoch * per_epoch + p.batch_in_epoch > run.steps)
     return at + "(epoch " + n(p.epoch) + ", batch " + n(p.batch_in_epoch) + ") lies outside worker "
            + n(p.worker) + "'s " + n(rows) + " rows in batches of " + n(run.batch)
            + " at clock " + n(p.clock);
@@ -39,15 +49,17 @@ std::string run_inconsistency(const run_checkpoint& run, int64_t dir_clock) {
     return "is from clock " + n(run.clock) + ", its directory's is " + n(dir_clock);
   if (run.steps != run.spec.total_clocks)
     return "says the run is " + n(run.steps) + " clocks long, its spec " + n(run.spec.total_clocks);
-  if (run.clock < 0 || run.clock > run.steps)
-    return "is from clock " + n(run.clock) + ", outside the run's 0.." + n(run.steps);
+  if (run.clock < 0 || double(run.clock) > furthest_clock(run))
+    return "is from clock " + n(run.clock) + ", outside the run's 0.."
+           + n(int64_t(furthest_clock(run)));
   if (run.batch <= 0) return "has a batch of " + n(run.batch);
   if (run.train_rows < 0) return "has a training set of " + n(run.train_rows) + " rows";
-  // clock <= steps is checked above, so this product of three bounded numbers cannot overflow
-  const double most = double(run.clock) * run.batch * run.spec.workers;
+  // every worker's minibatches so far, at most its data's (a worker that replaced one lost
+  // ahead of the others may have trained more minibatches than the clock counts)
+  const double most = double(run.steps) * run.batch * run.spec.workers;
   if (run.samples < 0 || double(run.samples) > most)
-    return "counts " + n(run.samples) + " samples, outside 0.." + n(int64_t(most)) + " for "
-           + n(run.clock) + " clocks";
+    return "counts " + n(run.samples) + " samples, outside 0.." + n(int64_t(most)) + " for a run of "
+           + n(run.steps) + " clocks";
   if (!std::isfinite(run.wall_s) || run.wall_s < 0)
     return "has a wall time of " + std::to_string(run.wall_s) + " s";
   if (run.positions.size() != std::size_t(run.spec.workers))
@@ -63,9 +75,9 @@ std::string shard_inconsistency(const shard_checkpoint_view& shard, const run_ch
     return "its spec's length (" + n(shard.spec.total_clocks) + " clocks, every "
            + n(shard.spec.checkpoint_every) + ") differs from run.capnp's (" + n(run.steps)
            + ", every " + n(run.spec.checkpoint_every) + ")";
-  if (shard.newest_clock < -1 || shard.newest_clock >= run.steps)
+  if (shard.newest_clock < -1 || double(shard.newest_clock) >= furthest_clock(run))
     return "its newest update is from clock " + n(shard.newest_clock) + ", outside the run's -1.."
-           + n(run.steps - 1);
+           + n(int64_t(furthest_clock(run)) - 1);
   return "";
 }
 

@@ -76,22 +76,33 @@ std::string shm_record(const wire_buffer& push, bool by_reference) {
 /// Takes `seed` (a shm_record input) as the target does and decodes it: a seed that the reader
 /// refuses would not reach what it is for.
 void check_shm_record(const std::string& seed, bool with_arena) {
-  auto region = [&](std::size_t from) {  // the bytes after the numbers, written from `from`
+  // The bytes after the numbers, written from `from` into a fresh region; its descriptor stays
+  // open when `keep_fd` is given (for the arena, which the inbox maps as a peer's).
+  auto region = [&](std::size_t from, int* keep_fd = nullptr) {
     std::string why;
     int fd = create_shm_region(64 * 1024, why);
     if (fd < 0) std::abort();
     auto mapped = shm_mapping::map(fd, 64 * 1024);
-    ::close(fd);
+    if (keep_fd) *keep_fd = fd;
+    else ::close(fd);
     if (!mapped) std::abort();
     std::memcpy((*mapped)->data() + from, seed.data() + 24, seed.size() - 24);
     return *mapped;
+  };
+  auto arena = [&]() -> std::shared_ptr<peer_arena> {
+    int fd = -1;
+    auto written = region(0, &fd);  // our mapping ends here; the bytes stay with the file
+    auto view = peer_arena::open(fd);
+    ::close(fd);
+    if (!view) std::abort();
+    return *view;
   };
   int64_t at, pieces;
   uint64_t size;
   std::memcpy(&at, seed.data(), 8);
   std::memcpy(&size, seed.data() + 8, 8);
   std::memcpy(&pieces, seed.data() + 16, 8);
-  shm_inbox inbox(region(64), with_arena ? region(0) : nullptr);
+  shm_inbox inbox(region(64), with_arena ? arena() : nullptr);
   auto taken = inbox.take(at, size, pieces);
   if (!taken || !decode_push(*taken)) {
     std::cerr << "fuzz_seed_writer: a shm_record seed that the reader refuses\n";

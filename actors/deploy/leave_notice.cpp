@@ -1,0 +1,42 @@
+#include "actors/deploy/leave_notice.hpp"
+
+#include <caf/scoped_actor.hpp>
+
+#include <mutex>
+#include <optional>
+
+namespace actorps {
+namespace {
+
+struct armed_notice {
+  caf::actor_system* sys = nullptr;
+  chief_actor chief;
+  task_id task;
+};
+
+std::mutex notice_mutex;
+std::optional<armed_notice> notice;  // guarded by notice_mutex
+
+} // namespace
+
+void arm_leave_notice(caf::actor_system& sys, chief_actor chief, task_id task) {
+  std::lock_guard<std::mutex> guard(notice_mutex);
+  notice = armed_notice{&sys, std::move(chief), std::move(task)};
+}
+
+bool tell_chief_leaving(const std::string& why, std::chrono::milliseconds within) {
+  std::optional<armed_notice> armed;
+  {
+    std::lock_guard<std::mutex> guard(notice_mutex);
+    armed = notice;
+  }
+  if (!armed || !armed->chief) return false;
+  caf::scoped_actor self{*armed->sys};
+  bool answered = false;
+  self->request(armed->chief, within, leave_atom::value, armed->task.type,
+                static_cast<int32_t>(armed->task.index), why)
+    .receive([&](caf::ok_atom) { answered = true; }, [](const caf::error&) {});
+  return answered;
+}
+
+} // namespace actorps
