@@ -13,6 +13,7 @@
 #include "actors/net/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/roles/authorisation.hpp"
+#include "actors/roles/evaluator.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/shard_fixture.hpp"
 
@@ -243,6 +244,43 @@ TEST_CASE("tls roles: the evaluator snapshots but cannot push, the chief checkpo
   auto after = ps.stats();
   CHECK(after.refused_unauthorised == before.refused_unauthorised + 2);
   CHECK(after.pushes == before.pushes);
+}
+
+TEST_CASE("tls roles: the evaluator refuses a worker's eval and reports the refusal to the chief, which counts it") {
+  ps_process ps;
+  // The evaluator's process: its evaluator reads shard 0 over TLS as evaluator:0, and is
+  // published over TLS itself, as a task node hands it to the chief.
+  peer_process node("evaluator-0", ps.port);
+  auto test_set = std::make_shared<dataset>();
+  test_set->rows = 2;
+  test_set->cols = 4;
+  test_set->classes = 2;
+  test_set->x = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f};
+  test_set->y = {0, 1};
+  auto evaluator = spawn_evaluator(node.sys, {ps.spec, test_set, {node.shard}, timeout});
+  auto published = publish_guarded(node.sys, evaluator, "127.0.0.1", 0, {});
+  REQUIRE(published);
+  auto eval_as = [&](const std::string& file, eval_report* out) {
+    tls_node_config cfg{certs().of(file)};
+    caf::actor_system sys{cfg};
+    caf::scoped_actor self{sys};
+    auto remote = connect_to<evaluator_actor>(sys, {"127.0.0.1", *published}, timeout);
+    REQUIRE_MESSAGE(remote, sys.render(remote.error()));
+    caf::error err = caf::make_error(caf::sec::request_timeout, "no answer");
+    self->request(*remote, timeout, eval_atom::value, int64_t{1})
+      .receive([&](eval_report& r) { err = caf::none; if (out) *out = r; },
+               [&](caf::error& e) { err = std::move(e); });
+    return err;
+  };
+  check_not_authorised(eval_as("worker-1", nullptr), "eval", "worker:1");
+  check_not_authorised(eval_as("worker-0", nullptr), "eval", "worker:0");
+  eval_report report;
+  auto err = eval_as("chief-0", &report);
+  REQUIRE_MESSAGE(!err, describe(err));
+  CHECK(report.test_rows == 2);
+  CHECK(report.refused == 2);  // what the chief adds to the summary's refused_unauthorised
+  node.sys.middleman().unpublish(evaluator, *published);
+  caf::anon_send_exit(evaluator, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("tls roles: only the chief's certificate stops the shard, a worker's kill closes its own connection") {

@@ -89,6 +89,7 @@ void start_eval(self_ptr self, int64_t clock, bool final_eval) {
     .then(
       [=](eval_report& report) {
         if (generation != self->state.eval_generation) return;  // abandoned meanwhile
+        self->state.note_reported_refusals(evaluator_role(), report.refused);
         record_eval(self, report, final_eval);
         if (!final_eval) return periodic_eval_over(self);
         self->state.eval_in_flight = evaluation::none;

@@ -65,6 +65,8 @@ bool refused(self_ptr self, caf::error err) {
 void take_reports(self_ptr self, const std::vector<train_report>& reports) {
   for (const auto& r : reports) {
     if (refused(self, authorise_worker(current_role(self), r.worker, "train report"))) continue;
+    if (r.worker >= 0 && r.worker < self->state.cfg.spec.workers)
+      self->state.note_reported_refusals(worker_role(r.worker), r.refused);
     switch (self->state.phase) {
       case run_phase::training: on_train_report(self, r); break;
       case run_phase::finishing: record_train_report(self, r); break;

@@ -114,6 +114,16 @@ struct chief_state {
   // their loss is logged as that leave (recovery.cpp: loss_reason)
   std::map<role_id, std::string> leaving;
   uint64_t refused_here = 0;  // messages the chief itself refused as not authorised
+  // Refusals the workers and the evaluator report (a count since each started): the last count
+  // each reported, and the sum of what those counts added.
+  std::map<role_id, int64_t> reported_refusals;
+  uint64_t refused_by_roles = 0;
+  void note_reported_refusals(role_id role, int64_t count) {
+    if (count < 0) return;
+    auto& last = reported_refusals[role];
+    refused_by_roles += static_cast<uint64_t>(count >= last ? count - last : count);  // lower:
+    last = count;                                                    // a new process counting
+  }
   // Distributed: the worker starts whose node has not answered yet. A node lost meanwhile
   // answers them as failed at once (fail_pending_start): a frozen process would otherwise hold
   // the start, and a rollback waiting for it, for the whole request timeout.

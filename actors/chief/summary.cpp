@@ -51,7 +51,8 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.resumed_from = st.resumed_from;
   sum.stopped_by = st.stopped_by;
   sum.stopped_at = st.stopped_at;
-  sum.refused_unauthorised = st.refused_here;  // and every shard's, below
+  // The chief's own, the workers' and the evaluator's as they reported them; every shard's below.
+  sum.refused_unauthorised = st.refused_here + st.refused_by_roles;
   for (const auto& s : stats) {
     sum.max_staleness = std::max(sum.max_staleness, s.max_staleness);
     sum.dropped_messages += s.dropped;

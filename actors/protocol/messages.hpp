@@ -75,12 +75,14 @@ struct train_report {
   /// The clock of the newest update included in every shard's parameters it computed on (the
   /// smallest newest_clock of the replies); -1: none
   int64_t newest_clock = -1;
+  /// Messages this worker refused as not authorised so far (authorisation.hpp), all told
+  int64_t refused = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, train_report& x) {
   return f(caf::meta::type_name("train_report"), x.worker, x.clock, x.loss, x.samples,
-           x.staleness, x.backend, x.newest_clock);
+           x.staleness, x.backend, x.newest_clock, x.refused);
 }
 
 /// The evaluator's result for one parameter snapshot.
@@ -91,12 +93,13 @@ struct eval_report {
   int64_t test_rows = 0;
   double eval_seconds = 0;     ///< snapshot + forward pass
   double test_auc = -1;        ///< binary models: ROC AUC (test_loss is then the logloss); -1: none
+  int64_t refused = 0;         ///< requests this evaluator refused as not authorised so far
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
   return f(caf::meta::type_name("eval_report"), x.clock, x.test_accuracy, x.test_loss,
-           x.test_rows, x.eval_seconds, x.test_auc);
+           x.test_rows, x.eval_seconds, x.test_auc, x.refused);
 }
 
 /// A shard's counters.

@@ -20,6 +20,7 @@ struct evaluator_state {
   static inline const char* name = "evaluator";
 
   evaluator_config cfg;
+  int64_t refused = 0;  // requests refused as not authorised (in its reports)
   std::unique_ptr<block_layout> layout;
   std::unique_ptr<evaluation> model;  // the model plug-in's evaluation hook
   std::vector<float> params;
@@ -48,6 +49,7 @@ caf::expected<eval_report> evaluate_snapshots(self_ptr self, int64_t clock,
   report.test_accuracy = metrics.accuracy;
   report.test_loss = metrics.loss;
   report.test_auc = metrics.auc;
+  report.refused = st.refused;
   report.eval_seconds = std::chrono::duration<double>(caf::make_timestamp() - started).count();
   return report;
 }
@@ -56,8 +58,10 @@ evaluator_actor::behavior_type evaluator(self_ptr self, evaluator_config cfg) {
   self->state.cfg = std::move(cfg);
   return {
     [=](eval_atom, int64_t clock) -> caf::result<eval_report> {
-      if (auto err = note_refusal("evaluator", authorise_chief(current_role(self), "eval")))
+      if (auto err = note_refusal("evaluator", authorise_chief(current_role(self), "eval"))) {
+        ++self->state.refused;
         return err;
+      }
       auto& st = self->state;
       if (!st.model) {
         flush_denormals_to_zero();  // this (detached) thread runs the kernels

@@ -52,6 +52,7 @@ struct worker_state {
   std::size_t awaiting = 0;     // shard replies still missing for this clock
   int64_t staleness = 0;        // of the parameters being received
   int64_t newest_clock = -1;    // the smallest newest_clock of the replies received
+  int64_t refused = 0;          // messages refused as not authorised (in its reports)
   step_loss last;
   std::vector<request_in_flight> in_flight;  // per shard
   uint64_t last_request = 0;
@@ -217,7 +218,8 @@ void push(self_ptr self) {
   auto& st = self->state;
   st.reports.push_back(train_report{st.cfg.index, st.clock,
                                    st.last.loss_sum / double(st.last.rows), st.last.rows,
-                                   st.staleness, st.model->device(), st.newest_clock});
+                                   st.staleness, st.model->device(), st.newest_clock,
+                                   st.refused});
   send_reports(self, false);
   auto clock = st.clock++;
   expect_replies(st);
@@ -255,13 +257,19 @@ void compute(self_ptr self) {
     push(self);
 }
 
+/// `err` when a message was refused as not authorised: logged, and counted in the reports.
+caf::error refusal(self_ptr self, caf::error err) {
+  if (err) ++self->state.refused;
+  return note_refusal(self->state.who(), std::move(err));
+}
+
 worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   return {
     [=](start_atom) {
       auto& st = self->state;
-      if (note_refusal(st.who(), authorise_chief(current_role(self), "start"))) return;
+      if (refusal(self, authorise_chief(current_role(self), "start"))) return;
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
       st.chief_elsewhere = st.cfg.chief && st.cfg.chief.node() != self->node();
       st.reports_sent = std::chrono::steady_clock::now();
@@ -300,16 +308,16 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       pull_initial(self);
     },
     [=](watchdog_atom) {
-      if (note_refusal(self->state.who(), authorise_local(current_role(self), "watchdog"))) return;
+      if (refusal(self, authorise_local(current_role(self), "watchdog"))) return;
       watch_requests(self);
     },
     [=](step_atom) {
-      if (note_refusal(self->state.who(), authorise_local(current_role(self), "step"))) return;
+      if (refusal(self, authorise_local(current_role(self), "step"))) return;
       push(self);
     },
     [=](reroute_atom, int32_t s, ps_shard_actor shard) -> caf::result<int32_t> {
       auto& st = self->state;
-      if (auto err = note_refusal(st.who(), authorise_chief(current_role(self), "reroute")))
+      if (auto err = refusal(self, authorise_chief(current_role(self), "reroute")))
         return err;
       if (s < 0 || s >= static_cast<int32_t>(st.cfg.shards.size()) || !shard)
         return make_error(errc::wrong_shard, "reroute of shard " + std::to_string(s));
