@@ -5,6 +5,7 @@
 // start event; the MLP keeps the runtime's defaults.
 #include "actors/model/registry.hpp"
 #include "actors/model/training_defaults.hpp"
+#include "actors/ps.hpp"
 
 #include "tests/command_runner.hpp"
 #include "tests/metrics_events.hpp"
@@ -167,6 +168,33 @@ TEST_CASE("simulate --model dlrm: the model's defaults train as README's recipe 
     return n;
   };
   CHECK(rows(other.summary) > 2 * rows(defaults.summary));
+}
+
+TEST_CASE("train() from the library takes the model's defaults under the options it sets") {
+  criteo_set set;
+  train_options opts;
+  opts.model = "dlrm";
+  opts.source.what = data_source::kind::criteo;
+  opts.source.train_path = set.dir.path + "/train.tsv";
+  opts.source.test_path = set.dir.path + "/test.tsv";
+  opts.threads = 2;
+  opts.batch = 128;  // this one field chosen
+  opts.metrics = set.dir.path + "/library.jsonl";
+  auto summary = train(opts);
+  REQUIRE_MESSAGE(summary, to_string(summary.error()));
+  auto starts = test::metrics_events(opts.metrics, "start");
+  REQUIRE(starts.size() == 1);
+  const auto& start = starts.front();
+  CHECK(start["optimizer"] == "adam");
+  CHECK(start["learning_rate"].get<double>() == doctest::Approx(0.003));
+  CHECK(start["batch"] == 128);
+  CHECK(start["epochs"].get<double>() == 1);
+  CHECK(start["table_learning_rate"].get<double>() == doctest::Approx(0.1));
+  CHECK(start["admit_after"] == 20);
+  CHECK(start["settings_given"] == json::array({"batch"}));
+  // One epoch of batches of 128 over each worker's 3 000 lines.
+  CHECK(summary->clocks == 23);
+  CHECK(summary->samples == 2 * 23 * 128);
 }
 
 TEST_CASE("simulate with the MLP keeps the runtime's defaults") {
