@@ -48,6 +48,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,10 @@ namespace actorps {
 // --- the runtime owns the loop ------------------------------------------------------------
 
 /// A run in this process: every role an actor of one actor_system (what `actorps simulate`
-/// does). The same settings as the command line's training flags, with the same defaults.
+/// does). The same settings as the command line's training flags, with the same defaults: a
+/// setting left unset takes the model's (model_plugin::defaults; the MLP's are momentum at
+/// 0.05, batch 64, 5 epochs; DLRM's Adam at 0.003, batch 256, 1 epoch, tables at 0.1 admitting
+/// a key on its 20th push), each one set overrides its field alone.
 struct train_options {
   std::string model = "mlp:784-256-128-10";  ///< NAME[:ARGS] of a registered model plug-in
   std::shared_ptr<const dataset> train, test;  ///< the data (dataset.hpp: rows, cols, x, y);
@@ -68,11 +72,15 @@ struct train_options {
   int workers = 2;
   consistency mode = consistency::ssp;
   int staleness = 2;              ///< the ssp bound (ignored by sync and async)
-  optimizer_config optimizer;     ///< applied by the shards (learning_rate 0: its default)
+  /// Applied by the shards. learning_rate 0: the model's rate if this is the model's
+  /// optimizer, else the optimizer's default.
+  std::optional<optimizer_config> optimizer;
   lr_schedule schedule = lr_schedule::cosine;
-  int batch = 64;
-  double epochs = 1;              ///< passes over the training rows ...
+  std::optional<int> batch;       ///< rows per minibatch and worker
+  std::optional<double> epochs;   ///< passes over the training rows ...
   int64_t steps = 0;              ///< ... or, when > 0, clocks per worker
+  std::optional<float> table_lr;  ///< every sparse table's learning rate (0: each table's own)
+  std::optional<int64_t> admit_after;  ///< every sparse table's admission (-1: each table's own)
   int64_t eval_every = 0;         ///< global clocks between evaluations (0: only the final one)
   uint64_t seed = 1;
   std::string metrics;            ///< a JSONL file of events ("" none)

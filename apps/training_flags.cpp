@@ -29,6 +29,12 @@ namespace actorps {
 
 namespace {
 
+/// The flags whose default is the model's (model_plugin::defaults): a typed one overrides its
+/// field alone.
+constexpr const char* model_default_flags[] = {"optimizer", "lr",    "momentum",
+                                               "batch",     "epochs", "table-optimizer",
+                                               "table-lr",  "admit-after"};
+
 constexpr int fashion_mnist_train_rows = 60000;
 // Bounds that keep a typo from running away (memory, threads, a diverged model that exits 0);
 // each is far beyond any run that makes sense, and a refusal names the flag and the bound.
@@ -75,42 +81,71 @@ void check_writable(const std::string& dir) {
   fs::remove(probe, ec);
 }
 
-/// Applies --table-optimizer, --table-lr and --admit-after to every sparse table of `model`;
-/// throws usage_error naming the flag for a bad value or a model without tables.
-void set_table_flags(const training_flags& o, model_spec& model) {
-  const bool any = !o.table_optimizer.empty() || o.table_lr != 0 || o.admit_after != -1;
-  if (!any) return;
-  const char* flag = !o.table_optimizer.empty() ? "--table-optimizer"
-                     : o.table_lr != 0          ? "--table-lr"
-                                                : "--admit-after";
-  if (model.sparse_tables.empty())
-    throw usage_error(std::string(flag) + ": --model " + o.model + " has no sparse tables");
-  for (auto& table : model.sparse_tables) {
-    auto& cfg = table.config;
-    if (!o.table_optimizer.empty()) {
-      auto kind = parse_row_optimizer_kind(o.table_optimizer);
-      require(kind.has_value(), "table-optimizer", o.table_optimizer,
-              "must be sgd, adagrad, adam or ftrl");
-      cfg.optimizer = row_optimizer_config{};
-      cfg.optimizer.kind = *kind;
-    }
-    if (o.table_lr != 0) {
-      require(o.table_lr > 0, "table-lr", o.table_lr, "must be a positive learning rate");
-      require(o.table_lr <= max_learning_rate, "table-lr", o.table_lr,
-              "must be at most " + std::to_string(int(max_learning_rate)));
-      cfg.optimizer.learning_rate = static_cast<float>(o.table_lr);
-    }
-    if (o.admit_after != -1) {
-      require(o.admit_after >= 1 && o.admit_after <= int64_t(UINT32_MAX), "admit-after",
-              o.admit_after, "must be at least 1 (1: a key's first push creates its row)");
-      cfg.admit_after = static_cast<uint32_t>(o.admit_after);
-    }
-    try {
-      validate_row_optimizer(cfg.optimizer);
-    } catch (const std::invalid_argument& e) {
-      throw usage_error(std::string(flag) + ": table " + table.name + ": " + e.what());
-    }
+/// Applies the table settings in effect (--table-optimizer, --table-lr, --admit-after, or the
+/// model's) to every sparse table of `model`; throws usage_error naming the flag for a bad typed
+/// value or a typed table flag on a model without tables.
+void set_table_flags(const training_flags& o, const training_settings& settings,
+                     model_spec& model) {
+  const char* typed = o.given.count("table-optimizer") ? "--table-optimizer"
+                      : o.given.count("table-lr")      ? "--table-lr"
+                      : o.given.count("admit-after")   ? "--admit-after"
+                                                       : nullptr;
+  if (typed && model.sparse_tables.empty())
+    throw usage_error(std::string(typed) + ": --model " + o.model + " has no sparse tables");
+  if (o.table_lr != 0) {
+    require(o.table_lr > 0, "table-lr", o.table_lr, "must be a positive learning rate");
+    require(o.table_lr <= max_learning_rate, "table-lr", o.table_lr,
+            "must be at most " + std::to_string(int(max_learning_rate)));
   }
+  if (o.admit_after != -1)
+    require(o.admit_after >= 1 && o.admit_after <= int64_t(UINT32_MAX), "admit-after",
+            o.admit_after, "must be at least 1 (1: a key's first push creates its row)");
+  try {
+    apply_table_settings(settings, model);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string(typed ? typed : "--model " + o.model) + ": " + e.what());
+  }
+}
+
+/// What the typed model-defaulted flags choose (training_flags::given), parsed; throws
+/// usage_error naming a flag whose value is none of its choices.
+training_choices chosen_by(const training_flags& o) {
+  training_choices c;
+  auto typed = [&](const char* name) { return o.given.count(name) > 0; };
+  if (typed("optimizer")) {
+    auto kind = parse_optimizer_kind(o.optimizer);
+    require(kind.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
+    c.optimizer = *kind;
+  }
+  if (typed("lr")) c.lr = static_cast<float>(o.lr);
+  if (typed("momentum")) c.momentum = static_cast<float>(o.momentum);
+  if (typed("batch")) c.batch = o.batch;
+  if (typed("epochs")) c.epochs = o.epochs;
+  if (typed("table-optimizer")) {
+    auto kind = parse_row_optimizer_kind(o.table_optimizer);
+    require(kind.has_value(), "table-optimizer", o.table_optimizer,
+            "must be sgd, adagrad, adam or ftrl");
+    c.table_optimizer = *kind;
+  }
+  if (typed("table-lr")) c.table_lr = static_cast<float>(o.table_lr);
+  if (typed("admit-after")) c.admit_after = o.admit_after;
+  return c;
+}
+
+/// The flags in effect: each model-defaulted flag that was not typed holds the settings' value
+/// (a typed one keeps its text, so that a refusal quotes what was typed).
+training_flags in_effect(const training_flags& typed, const training_settings& settings) {
+  auto o = typed;
+  const auto& v = settings.values;
+  auto untyped = [&](const char* name) { return typed.given.count(name) == 0; };
+  if (untyped("optimizer")) o.optimizer = to_string(v.optimizer);
+  if (untyped("lr") || o.lr == 0) o.lr = v.lr;
+  if (untyped("momentum")) o.momentum = v.momentum;
+  if (untyped("batch")) o.batch = v.batch;
+  if (untyped("epochs")) o.epochs = v.epochs;
+  if (untyped("table-lr")) o.table_lr = v.table_lr;
+  if (untyped("admit-after")) o.admit_after = v.admit_after;
+  return o;
 }
 
 } // namespace
@@ -140,20 +175,24 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "training rows of the synthetic dataset")
     ("synthetic-test-rows", po::value(&o.synthetic_test_rows)->default_value(o.synthetic_test_rows),
      "test rows of the synthetic dataset")
-    ("epochs", po::value(&o.epochs)->default_value(o.epochs),
-     "passes over the training set (each worker runs its shard this many times)")
+    ("epochs", po::value(&o.epochs),
+     "passes over the training set (each worker runs its shard this many times); default: the "
+     "model's (5; dlrm 1)")
     ("steps", po::value(&o.steps)->default_value(o.steps),
      "clocks per worker; overrides --epochs when > 0")
-    ("batch", po::value(&o.batch)->default_value(o.batch), "minibatch rows per worker and clock")
-    ("optimizer", po::value(&o.optimizer)->default_value(o.optimizer),
-     "sgd | momentum | adam | adagrad (applied by the shards)")
-    ("lr", po::value(&o.lr)->default_value(o.lr),
-     "learning rate; 0 picks the optimizer's default (sgd 0.1, momentum 0.05, adam 0.001, "
-     "adagrad 0.05). ssp/async apply each push with lr / workers")
+    ("batch", po::value(&o.batch),
+     "minibatch rows per worker and clock; default: the model's (64; dlrm 256)")
+    ("optimizer", po::value(&o.optimizer),
+     "sgd | momentum | adam | adagrad (applied by the shards); default: the model's "
+     "(momentum; dlrm adam)")
+    ("lr", po::value(&o.lr),
+     "learning rate; default: the model's for its optimizer (dlrm: adam at 0.003), else, and "
+     "with 0, the optimizer's default (sgd 0.1, momentum 0.05, adam 0.001, adagrad 0.05). "
+     "ssp/async apply each push with lr / workers")
     ("lr-schedule", po::value(&o.lr_schedule)->default_value(o.lr_schedule),
      "constant | cosine | linear: decay from --lr to 5 % of it over the run, evaluated at the "
      "shards from the global clock")
-    ("momentum", po::value(&o.momentum)->default_value(o.momentum), "momentum coefficient")
+    ("momentum", po::value(&o.momentum), "momentum coefficient; default: the model's (0.9)")
     ("mode", po::value(&o.mode)->default_value(o.mode),
      "consistency: sync (average all workers, apply once per clock) | ssp (stale-synchronous, "
      "bounded by --staleness) | async")
@@ -175,11 +214,11 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "sgd | adagrad | adam | ftrl: the row optimizer of every sparse table, with that "
      "optimizer's defaults (without it each table keeps the model's: FTRL for sparse-lr)")
     ("table-lr", po::value(&o.table_lr),
-     "learning rate of every sparse table's rows (FTRL: alpha); without it the model's or the "
-     "--table-optimizer's default")
+     "learning rate of every sparse table's rows (FTRL: alpha); without it the model's (dlrm "
+     "0.1) or the --table-optimizer's default")
     ("admit-after", po::value(&o.admit_after),
      "N >= 1: a key of a sparse table gets its row on its N-th push, the pushes before only "
-     "counted (1: the first push creates it)")
+     "counted (1: the first push creates it); default: the model's (dlrm 20)")
     ("threads", po::value(&o.threads)->default_value(o.threads),
      "CAF scheduler threads (0: one per core); workers and the evaluator have their own")
     ("slow", po::value(&o.slow)->composing(),
@@ -230,6 +269,9 @@ void add_training_options(po::options_description& desc, training_flags& o) {
 }
 
 void note_given_flags(const po::variables_map& vm, training_flags& flags) {
+  flags.given.clear();
+  for (const char* name : model_default_flags)
+    if (vm.count(name) > 0 && !vm[name].defaulted()) flags.given.insert(name);
   flags.resume_given = vm.count("resume") > 0;
   flags.staleness_given = vm.count("staleness") > 0 && !vm["staleness"].defaulted();
 }
@@ -319,7 +361,17 @@ int max_scheduler_threads() {
   return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-checked_flags check_training_flags(const training_flags& o) {
+checked_flags check_training_flags(const training_flags& typed) {
+  checked_flags v;
+  std::unique_ptr<model_plugin> model;
+  try {
+    model = make_model(typed.model);
+  } catch (const model_error& e) {
+    throw usage_error(std::string("--model ") + typed.model + ": " + e.what());
+  }
+  v.model = model->spec();
+  v.settings = resolve_training(v.model.name, model->defaults(), chosen_by(typed));
+  const auto o = in_effect(typed, v.settings);  // checked from here on
   if (!parse_log_level(o.log_level))
     throw usage_error("--log-level " + o.log_level + " is none of error, warn, info, debug");
   require(o.ps >= 1 && o.ps <= max_tasks_per_role, "ps", o.ps,
@@ -347,15 +399,7 @@ checked_flags check_training_flags(const training_flags& o) {
           o.request_timeout, "must be positive and at most " + std::to_string(int(max_timeout_s))
                                + " seconds");
   check_value_bounds(o.bounds);
-  checked_flags v;
-  std::unique_ptr<model_plugin> model;
-  try {
-    model = make_model(o.model);
-  } catch (const model_error& e) {
-    throw usage_error(std::string("--model ") + o.model + ": " + e.what());
-  }
-  v.model = model->spec();
-  set_table_flags(o, v.model);
+  set_table_flags(o, v.settings, v.model);
   const auto layers = mlp_layers(v.model);  // synthetic data takes an MLP's input width
   auto mode = parse_consistency(o.mode);
   require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");
@@ -367,9 +411,6 @@ checked_flags check_training_flags(const training_flags& o) {
   auto schedule = parse_lr_schedule(o.lr_schedule);
   require(schedule.has_value(), "lr-schedule", o.lr_schedule, "must be constant, cosine or linear");
   v.schedule = *schedule;
-  auto opt = parse_optimizer_kind(o.optimizer);
-  require(opt.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
-  v.optimizer = *opt;
   auto wire = parse_wire_precision(o.wire_precision);
   require(wire.has_value(), "wire-precision", o.wire_precision, "must be fp32 or bf16");
   v.wire = *wire;
@@ -467,9 +508,11 @@ checked_flags check_training_flags(const training_flags& o) {
   return v;
 }
 
-training_plan build_training_plan(const training_flags& o, const checked_flags& v) {
+training_plan build_training_plan(const training_flags& typed, const checked_flags& v) {
+  const auto o = in_effect(typed, v.settings);
   training_plan plan;
   auto& c = plan.chief;
+  c.settings = v.settings;
   c.backend = v.backend;
   c.gpus = v.gpus;
   c.spec.model = v.model;
@@ -478,9 +521,7 @@ training_plan build_training_plan(const training_flags& o, const checked_flags& 
   c.spec.workers = o.workers;
   c.spec.mode = v.mode;
   c.spec.staleness = o.staleness;
-  c.spec.optimizer.kind = v.optimizer;
-  c.spec.optimizer.learning_rate = o.lr > 0 ? float(o.lr) : default_learning_rate(v.optimizer);
-  c.spec.optimizer.momentum = float(o.momentum);
+  c.spec.optimizer = dense_optimizer(v.settings);
   c.spec.schedule = v.schedule;
   c.spec.wire = v.wire;
   c.spec.seed = o.seed;
@@ -509,7 +550,8 @@ training_plan build_training_plan(const training_flags& o, const checked_flags& 
   return plan;
 }
 
-void open_training_files(const training_flags& o, training_plan& plan) {
+void open_training_files(const training_flags& typed, training_plan& plan) {
+  const auto o = in_effect(typed, plan.chief.settings);
   apply_log_level(o.log_level);
   auto& c = plan.chief;
   auto& d = plan.data;

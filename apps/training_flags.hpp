@@ -2,11 +2,13 @@
 #pragma once
 
 #include "actors/chief/chief.hpp"
+#include "actors/model/training_defaults.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "kernels/value_bounds.hpp"
 
 #include <boost/program_options.hpp>
 
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,7 +20,9 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The flags as typed, before validation.
+/// The flags as typed, before validation. A flag whose default is the model's (--optimizer,
+/// --lr, --momentum, --batch, --epochs, --table-optimizer, --table-lr, --admit-after) counts
+/// only when typed (`given`); its member here holds the MLP's default until then.
 struct training_flags {
   int ps = 2, workers = 2, batch = 64, threads = 0, staleness = 2;
   std::string model = "784-256-128-10", dataset = "fashion-mnist",
@@ -47,14 +51,15 @@ struct training_flags {
   int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
   value_bounds bounds;             ///< --max-gradient, --max-parameter (apps/value_bound_flags.hpp)
   std::string wire_precision = "fp32";  ///< --wire-precision: fp32 | bf16 (workers' pushes)
+  std::set<std::string> given;     ///< the model-defaulted flags typed (note_given_flags)
 };
 
 /// Adds every training flag, with its default and help text, bound to `flags`.
 void add_training_options(boost::program_options::options_description& desc,
                           training_flags& flags);
 
-/// Records which flags were typed rather than left at their defaults (--resume, --staleness);
-/// call after the variables map has been stored.
+/// Records which flags were typed rather than left at their defaults (--resume, --staleness,
+/// and those whose default is the model's); call after the variables map has been stored.
 void note_given_flags(const boost::program_options::variables_map& vm, training_flags& flags);
 
 /// Adds --kill (fault injection) and --replicas (hot standbys); `actorps simulate` only.
@@ -84,7 +89,7 @@ struct checked_flags {
   data_source data;                 ///< what --dataset names (its shape is read later, I/O)
   consistency mode = consistency::ssp;
   lr_schedule schedule = lr_schedule::constant;
-  optimizer_kind optimizer = optimizer_kind::momentum;
+  training_settings settings;       ///< the model's defaults under the typed flags
   actorps::wire_precision wire = actorps::wire_precision::fp32;  ///< --wire-precision
   backend_kind backend = backend_kind::cpu;
   std::vector<int> gpus;

@@ -20,7 +20,8 @@ TEST_CASE("simulate --replicas 1: a sparse model's export is byte-identical with
   REQUIRE_MESSAGE(gen.status == 0, gen.output);
   const std::string run = "simulate --no-progress --model dlrm --dataset criteo:" + dir.path
                           + "/train.tsv --test " + dir.path + "/test.tsv --epochs 4 --batch 128"
-                          + " --optimizer adam --lr 0.002 --mode sync --workers 3 --ps 2";
+                          + " --optimizer adam --lr 0.002 --admit-after 1 --mode sync --workers 3"
+                          + " --ps 2";
   const auto clean = test::run_actorps(run + " --export-dir " + dir.path + "/clean");
   REQUIRE_MESSAGE(clean.status == 0, clean.output);
   const auto metrics = dir.path + "/killed.jsonl";

@@ -446,6 +446,7 @@ TEST_CASE("sparse-lr from the library: train() loads and streams a libsvm source
   opts.source.test_path = data.test_path;
   opts.mode = consistency::sync;
   opts.batch = 256;
+  opts.epochs = 1;
   opts.threads = 2;
   auto summary = train(opts);  // no train or test split given: both come from the source
   REQUIRE(summary);

@@ -11,6 +11,7 @@
 // the newest checkpoint. Checkpoints: checkpoints.cpp.
 #pragma once
 
+#include "actors/model/training_defaults.hpp"
 #include "actors/net/address.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "actors/data/dataset.hpp"
@@ -108,6 +109,10 @@ struct chief_config {
   /// The summary's final snapshots carry every row of every sparse table with its key (what an
   /// export of the model needs); false: the dense values only.
   bool final_rows = false;
+  /// How the spec's optimizer, the batch and the tables' settings were chosen (the model's
+  /// defaults under the user's choices): said at the start and in the start event. Empty
+  /// model: not said (a chief configured directly).
+  training_settings settings;
 };
 
 /// Spawns the chief; it starts the run when it receives (run).

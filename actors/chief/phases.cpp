@@ -319,19 +319,31 @@ caf::result<run_summary> start_run(self_ptr self) {
   auto& st = self->state;
   st.run_promise = self->make_response_promise<run_summary>();
   const auto& spec = st.cfg.spec;
-  st.metrics->write(json_object()
-                      .add("event", "start")
-                      .add("mode", to_string(spec.mode))
-                      .add("staleness_bound", spec.staleness_bound())
-                      .add("workers", spec.workers)
-                      .add("shards", spec.shards)
-                      .add("model", spec.model.name)
-                      .add("optimizer", to_string(spec.optimizer.kind))
-                      .add("learning_rate", double(spec.optimizer.learning_rate))
-                      .add("lr_schedule", to_string(spec.schedule))
-                      .add("batch", st.cfg.batch)
-                      .add("clocks", st.cfg.steps)
-                      .add("seed", static_cast<int64_t>(spec.seed)));
+  auto start = json_object()
+                 .add("event", "start")
+                 .add("mode", to_string(spec.mode))
+                 .add("staleness_bound", spec.staleness_bound())
+                 .add("workers", spec.workers)
+                 .add("shards", spec.shards)
+                 .add("model", spec.model.name)
+                 .add("optimizer", to_string(spec.optimizer.kind))
+                 .add("learning_rate", double(spec.optimizer.learning_rate))
+                 .add("lr_schedule", to_string(spec.schedule))
+                 .add("batch", st.cfg.batch)
+                 .add("clocks", st.cfg.steps)
+                 .add("seed", static_cast<int64_t>(spec.seed));
+  if (const auto& settings = st.cfg.settings; !settings.model.empty()) {
+    log_line("chief", "settings: " + describe(settings, spec.model));
+    start.add("momentum", double(spec.optimizer.momentum)).add("epochs", settings.values.epochs);
+    if (!spec.model.sparse_tables.empty()) {  // set alike on every table
+      const auto& table = spec.model.sparse_tables.front().config;
+      start.add("table_optimizer", to_string(table.optimizer.kind))
+        .add("table_learning_rate", double(table.optimizer.learning_rate))
+        .add("admit_after", static_cast<int64_t>(table.admit_after));
+    }
+    start.add("settings_given", settings.given);  // the rest are the model's defaults
+  }
+  st.metrics->write(start);
   enter(self, run_phase::placing);
   place_roles(self);
   return st.run_promise;

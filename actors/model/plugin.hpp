@@ -5,6 +5,7 @@
 
 #include "actors/data/batch_source.hpp"
 #include "actors/data/dataset.hpp"
+#include "actors/model/training_defaults.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "kernels/backend_factory.hpp"
@@ -122,6 +123,9 @@ public:
   virtual std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const = 0;
   /// The evaluation hook over `test`; throws std::exception saying why it cannot.
   virtual std::unique_ptr<evaluation> make_evaluation(std::shared_ptr<const dataset> test) const = 0;
+  /// The optimizer, rates, batch, epochs and admission this model trains well with; a run
+  /// takes each one its user did not choose (training_defaults.hpp). Default: the MLP's.
+  virtual training_defaults defaults() const { return {}; }
 };
 
 } // namespace actorps

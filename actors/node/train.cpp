@@ -15,8 +15,25 @@ namespace {
 
 caf::error bad_option(const std::string& what) { return make_error(errc::invalid_spec, what); }
 
-/// The run's spec from the options and the model's plug-in, or why they cannot describe a run.
-caf::expected<train_spec> spec_of(const train_options& o, const model_plugin& model) {
+/// The settings in effect: the model's defaults under what `o` sets (training_defaults.hpp).
+training_settings settings_of(const train_options& o, const model_plugin& model) {
+  training_choices chosen;
+  if (o.optimizer) {
+    chosen.optimizer = o.optimizer->kind;
+    if (o.optimizer->learning_rate != 0) chosen.lr = o.optimizer->learning_rate;
+    if (o.optimizer->kind == optimizer_kind::momentum) chosen.momentum = o.optimizer->momentum;
+  }
+  chosen.batch = o.batch;
+  chosen.epochs = o.epochs;
+  chosen.table_lr = o.table_lr;
+  chosen.admit_after = o.admit_after;
+  return resolve_training(model.spec().name, model.defaults(), chosen);
+}
+
+/// The run's spec from the options, the settings in effect and the model's plug-in, or why they
+/// cannot describe a run.
+caf::expected<train_spec> spec_of(const train_options& o, const training_settings& settings,
+                                  const model_plugin& model) {
   if (o.ps < 1) return bad_option("ps must be at least 1");
   if (o.workers < 1) return bad_option("workers must be at least 1");
   if (o.staleness < 0) return bad_option("staleness must be 0 or more");
@@ -25,10 +42,20 @@ caf::expected<train_spec> spec_of(const train_options& o, const model_plugin& mo
   shards.workers = o.workers;
   shards.mode = o.mode;
   shards.staleness = o.staleness;
-  shards.optimizer = o.optimizer;
+  shards.optimizer = dense_optimizer(settings, o.optimizer.value_or(optimizer_config{}));
   shards.schedule = o.schedule;
   shards.seed = o.seed;
-  return detail::shards_spec(model.spec(), shards);
+  const auto admit = settings.values.admit_after;
+  if (admit != -1 && (admit < 1 || admit > int64_t(UINT32_MAX)))
+    return bad_option("admit_after must be at least 1 (or -1: each table's own)");
+  if (!(settings.values.table_lr >= 0)) return bad_option("table_lr must be positive (or 0)");
+  auto tensors = model.spec();
+  try {
+    apply_table_settings(settings, tensors);
+  } catch (const std::invalid_argument& e) {
+    return bad_option(e.what());
+  }
+  return detail::shards_spec(tensors, shards);
 }
 
 /// The --model plug-in, or the error naming why it cannot be built.
@@ -102,24 +129,28 @@ caf::expected<simulation_options> plan_run(const train_options& o, int64_t train
                                            int classes) {
   auto model = plugin_of(o);
   if (!model) return model.error();
-  auto spec = spec_of(o, **model);
+  const auto settings = settings_of(o, **model);
+  auto spec = spec_of(o, settings, **model);
   if (!spec) return spec.error();
   if (auto why = (*model)->check_source(o.source.what); !why.empty())
     return bad_option(o.model + " does not fit the data: " + why);
   if (auto why = (*model)->check_data(cols, classes); !why.empty())
     return bad_option(o.model + " does not fit the data: " + why);
-  if (o.batch < 1) return bad_option("batch must be at least 1");
+  const int batch = settings.values.batch;
+  const double epochs = settings.values.epochs;
+  if (batch < 1) return bad_option("batch must be at least 1");
   // Epochs count the rows really there: each worker's shard in whole batches.
-  const int64_t per_epoch = data_shard::rows_of(train_rows, 0, o.workers) / o.batch;
+  const int64_t per_epoch = data_shard::rows_of(train_rows, 0, o.workers) / batch;
   if (per_epoch < 1) return bad_option("batch is larger than a worker's shard of the data");
-  if (o.steps < 0 || !(o.epochs > 0) || !std::isfinite(o.epochs))
+  if (o.steps < 0 || !(epochs > 0) || !std::isfinite(epochs))
     return bad_option("epochs must be positive (or steps > 0)");
   simulation_options sim;
   auto& c = sim.chief;
   c.spec = *spec;
-  c.batch = o.batch;
+  c.settings = settings;
+  c.batch = batch;
   c.steps = o.steps > 0 ? o.steps
-                        : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
+                        : std::max<int64_t>(1, std::llround(epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
   c.eval_every = o.eval_every;
   c.train_rows = train_rows;
@@ -163,7 +194,7 @@ caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
                                                    const train_options& opts) {
   auto model = plugin_of(opts);
   if (!model) return model.error();
-  auto spec = spec_of(opts, **model);
+  auto spec = spec_of(opts, settings_of(opts, **model), **model);
   if (!spec) return spec.error();
   block_layout layout(*spec);
   std::vector<float> flat(layout.total_floats(), 0.0f);

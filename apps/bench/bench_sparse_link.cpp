@@ -117,7 +117,11 @@ caf::behavior timed_shard(caf::stateful_actor<probe_state>* self, ps_shard_actor
     [=](push_progress_atom, const request_progress_ptr&) {},
     [=](pull_atom a, const wire_buffer& pull) { return timed(a, pull); },
     [=](init_atom a, const wire_buffer& init) { return self->delegate(shard, a, init); },
+    // The data link learns the largest request it may take from the shard's stats and dense
+    // snapshot (shard_link_server.cpp); without them it keeps the bound of a shard not yet
+    // initialised (link_limits::frame_limit_before_init) and refuses every larger push.
     [=](stats_atom a) { return self->delegate(shard, a); },
+    [=](snapshot_atom a) { return self->delegate(shard, a); },
     [=](timings_atom) {
       return ordered_json{{"handled_ms", self->state.last_ms},
                           {"handled", self->state.handled},
@@ -486,7 +490,13 @@ int main(int argc, char** argv) {
       throw po::error("give either --serve (the shard process) or --connect HOST:PORT (the worker)");
   }, [&] {
     if (o.serve) {
-      serve_bench_shard({static_cast<uint16_t>(o.port), o.threads, true, o.tcp_only, {}, {}},
+      // The pushes are as large as the worker's --keys make them (10 M keys x dim 1: 120 MB),
+      // past the 64 MiB a real shard allows a model's sparse part
+      // (link_limits::sparse_request_allowance): this shard takes any message the wire can carry.
+      link_limits limits;
+      limits.sparse_request_allowance = max_wire_bytes;
+      serve_bench_shard({static_cast<uint16_t>(o.port), o.threads, true, o.tcp_only, {}, {},
+                         limits},
                         [](caf::actor_system& sys, ps_shard_actor shard) {
                           return caf::actor_cast<ps_shard_actor>(sys.spawn(timed_shard, shard));
                         });

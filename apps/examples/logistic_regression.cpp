@@ -119,8 +119,9 @@ int main() {
   opts.model = "softmax:64-10";
   opts.train = std::make_shared<dataset>(make_synthetic(8192, 64, 3, true));
   opts.test = std::make_shared<dataset>(make_synthetic(2048, 64, 3, false));
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = 0.1f;
+  opts.optimizer = optimizer_config{};
+  opts.optimizer->kind = optimizer_kind::sgd;
+  opts.optimizer->learning_rate = 0.1f;
   opts.epochs = 2;
   auto summary = actorps::train(opts);
   if (!summary) {

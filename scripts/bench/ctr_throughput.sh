@@ -2,7 +2,8 @@
 # Usage: scripts/bench/ctr_throughput.sh [-o FILE] [-b BUILD_DIR] [-n ROWS] [-c TOTAL_CLOCKS] [-r REPEATS] [-d DIR]
 #
 # Training throughput of DLRM on Criteo logs (issue 13): `actorps simulate --model dlrm` (batch
-# 256, adam, lr 0.003, the default cosine schedule, 2 shards) with W = 1 and W = 2 workers in
+# 256, adam, lr 0.003, the default cosine schedule, 2 shards; its tables at 0.05 with a row for
+# every value, as the plain loop's) with W = 1 and W = 2 workers in
 # the default ssp mode and W = 2 in sync, against the no-actor baseline actorps_bench_dlrm_loop
 # (one thread, the same kernels, the same per-clock arithmetic), plus how fast criteo_reader
 # streams rows (actorps_bench_criteo_reader: plain and gzip, one and two parts). Builds nothing.
@@ -81,7 +82,8 @@ for ((r = 1; r <= repeats; ++r)); do
       echo "$name: run $r/$repeats $config ($((total / w)) clocks per worker)" >&2
       if ! timeout 600 "$sim" simulate --no-progress --model dlrm \
              --dataset "criteo:$data/train.tsv" --test "$data/test.tsv" --batch "$batch" \
-             --optimizer "$optimizer" --lr "$lr" --workers "$w" --ps 2 --mode "$mode" \
+             --optimizer "$optimizer" --lr "$lr" --table-lr 0.05 --admit-after 1 \
+             --workers "$w" --ps 2 --mode "$mode" \
              --steps $((total / w)) --eval-every 0 --metrics "$metrics" >/dev/null; then
         echo "$name: $config run $r failed or took over 600 s" >&2
         exit 1

@@ -10,7 +10,8 @@
 # (default 1000000). Over the data link on loopback TCP and on a local socket (TRANSPORTS,
 # default "tcp socket"). Writes one JSON object to FILE (default BUILD_DIR/bench/sparse_link.json,
 # BUILD_DIR default build) and prints a table. About 1 min at the default sizes (the shard
-# process peaks near 2 GB: (1 + REPEATS) x KEYS_A rows); `-n 2000 -m 500 -r 1` takes a second.
+# process peaks near 2 GB: (1 + REPEATS) x KEYS_A rows); `-n 20000 -m 1000000 -r 1` (CTest's
+# smoke test) takes a few seconds.
 set -euo pipefail
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
