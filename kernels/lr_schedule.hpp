@@ -1,5 +1,5 @@
-// Learning-rate schedules, evaluated by each shard from the global clock (DESIGN §2): every shard
-// computes the same rate for the same clock without any coordination.
+// Learning-rate schedules, evaluated by each shard from the global clock (README: How it works):
+// every shard computes the same rate for the same clock without any coordination.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // A model is a list of named dense tensors (name, shape, how to initialise them) plus the name
 // of the plug-in that trains it ("mlp:784-256-128-10"); nothing below the plug-in knows what the
 // tensors mean. Every role computes the same block table from (tensors, block_floats, shards) —
-// DESIGN §2:
+// the placement rule every role applies:
 // tensors in model order are cut into blocks of at most block_floats values; blocks are
 // assigned largest first to the shard holding the fewest floats so far (ties: lower block id,
 // lower shard index). A shard stores its blocks contiguously in block-id order.
