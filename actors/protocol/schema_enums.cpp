@@ -1,0 +1,61 @@
+// Every project enum the wire carries is cast to and from its schema enum by value
+// (wire.cpp). These checks hold the two lists together at compile time: an enumerant added,
+// removed or reordered on one side only fails the build here, instead of decoding as another
+// value or being refused as out of range at the first message. (A value added at the end of
+// one list only is not caught here: add it to both, and to its check.)
+#include "actors/protocol/bf16.hpp"
+#include "actors/protocol/data_source.hpp"
+#include "actors/protocol/model_spec.hpp"
+#include "kernels/lr_schedule.hpp"
+#include "kernels/optimizer.hpp"
+#include "kernels/sparse/row_optimizer.hpp"
+#include "kernels/sparse/table_config.hpp"
+#include "schema/actorps.capnp.h"
+
+#include <type_traits>
+
+namespace actorps {
+namespace {
+
+/// Whether project value `ours` and schema enumerant `theirs` have the same number.
+template <class Ours, class Theirs>
+constexpr bool same(Ours ours, Theirs theirs) {
+  return static_cast<std::underlying_type_t<Ours>>(ours) == static_cast<int>(theirs);
+}
+
+} // namespace
+
+static_assert(same(consistency::sync, wire::Mode::SYNC) && same(consistency::ssp, wire::Mode::SSP)
+              && same(consistency::async, wire::Mode::ASYNC));
+
+static_assert(same(optimizer_kind::sgd, wire::Optimizer::SGD)
+              && same(optimizer_kind::momentum, wire::Optimizer::MOMENTUM)
+              && same(optimizer_kind::adam, wire::Optimizer::ADAM)
+              && same(optimizer_kind::adagrad, wire::Optimizer::ADAGRAD));
+
+static_assert(same(row_optimizer_kind::sgd, wire::SparseTableSpec::Optimizer::SGD)
+              && same(row_optimizer_kind::adagrad, wire::SparseTableSpec::Optimizer::ADAGRAD)
+              && same(row_optimizer_kind::adam, wire::SparseTableSpec::Optimizer::ADAM)
+              && same(row_optimizer_kind::ftrl, wire::SparseTableSpec::Optimizer::FTRL));
+
+static_assert(same(row_init::zeros, wire::SparseTableSpec::Init::ZEROS)
+              && same(row_init::uniform, wire::SparseTableSpec::Init::UNIFORM)
+              && same(row_init::normal, wire::SparseTableSpec::Init::NORMAL));
+
+static_assert(same(tensor_init::zeros, wire::TensorSpec::Init::ZEROS)
+              && same(tensor_init::uniform, wire::TensorSpec::Init::UNIFORM));
+
+static_assert(same(lr_schedule::constant, wire::LrSchedule::CONSTANT)
+              && same(lr_schedule::cosine, wire::LrSchedule::COSINE)
+              && same(lr_schedule::linear, wire::LrSchedule::LINEAR));
+
+static_assert(same(wire_precision::fp32, wire::WirePrecision::FP32)
+              && same(wire_precision::bf16, wire::WirePrecision::BF16));
+
+static_assert(same(data_source::kind::fashion_mnist, wire::DataSource::Kind::FASHION_MNIST)
+              && same(data_source::kind::synthetic, wire::DataSource::Kind::SYNTHETIC)
+              && same(data_source::kind::csv, wire::DataSource::Kind::CSV)
+              && same(data_source::kind::libsvm, wire::DataSource::Kind::LIBSVM)
+              && same(data_source::kind::criteo, wire::DataSource::Kind::CRITEO));
+
+} // namespace actorps
