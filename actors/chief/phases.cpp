@@ -70,7 +70,10 @@ void take_reports(self_ptr self, const std::vector<train_report>& reports) {
     switch (self->state.phase) {
       case run_phase::training: on_train_report(self, r); break;
       case run_phase::finishing: record_train_report(self, r); break;
-      default: break;
+      case run_phase::waiting:  // no worker runs yet
+      case run_phase::placing:
+      case run_phase::rolling_back:  // from before the checkpoint: undone
+      case run_phase::stopping: break;
     }
   }
 }

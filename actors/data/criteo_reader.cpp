@@ -86,10 +86,12 @@ std::string describe(const line_fault& fault, std::string_view line) {
     case fault_kind::out_of_range:
       return "field " + field_name(fault.field) + " " + quoted(fault.text) +
              " is beyond the range of a 64-bit integer";
-    default:
-      return "field " + field_name(fault.field) + " " + quoted(fault.text) +
-             " is not an integer";
+    case fault_kind::not_integer:
+    case fault_kind::none:         // (not asked: the line is good)
+    case fault_kind::field_count:  // (told above)
+      break;
   }
+  return "field " + field_name(fault.field) + " " + quoted(fault.text) + " is not an integer";
 }
 
 /// Finds the first data line, so that a file without one fails at once, in every part.

@@ -38,8 +38,11 @@ const char* why_not(number n) {
   switch (n) {
     case number::not_finite: return " is not a finite number";
     case number::out_of_range: return " is out of float range";
-    default: return " is not a number";
+    case number::not_a_number:
+    case number::ok:  // (not asked)
+      break;
   }
+  return " is not a number";
 }
 
 std::string quoted(std::string_view text) {

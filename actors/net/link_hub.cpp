@@ -413,9 +413,11 @@ bool link_hub::streamed_frame_read(session& s, const frame_header& h, wire_buffe
       return true;
     case request_progress::fate::declined:
       return handle(s, h, std::move(payload));
-    default:  // undecided: the shard will find it whole
-      return true;
+    case request_progress::fate::undecided:  // the shard will find it whole
+    case request_progress::fate::whole:
+      break;
   }
+  return true;
 }
 
 // --- requests -----------------------------------------------------------------------------------
