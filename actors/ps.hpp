@@ -89,6 +89,9 @@ struct train_options {
   // Checkpoints, as --checkpoint-dir, --checkpoint-every and --resume DIR (train() only).
   std::string checkpoint_dir;     ///< write checkpoints (ckpt-<clock>) here ("" none)
   int64_t checkpoint_every = 0;   ///< global clocks between checkpoints (0: only the last)
+  /// A file holding the key that signs the checkpoints written and checks those resumed from
+  /// (HMAC-SHA256 of each manifest), as --checkpoint-key ("" unsigned).
+  std::string checkpoint_key;
   /// Continue the run from the newest valid checkpoint in this directory (a ckpt-<clock> or a
   /// root of them), which must be this run's: the same model, data rows, batch, seed, shards
   /// and workers ("" start fresh). The metrics file is then appended to.

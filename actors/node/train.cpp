@@ -4,6 +4,7 @@
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
 #include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/storage/run_identity.hpp"
 
@@ -78,13 +79,20 @@ caf::error plan_checkpoints(const train_options& o, chief_config& c) {
   c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
   ck.dataset = o.train ? "in-memory" : o.source.train_path.empty() ? o.source.dir
                                                                    : o.source.train_path;
+  if (!o.checkpoint_key.empty()) {
+    try {
+      ck.key = read_checkpoint_key(o.checkpoint_key);
+    } catch (const checkpoint_error& e) {
+      return bad_option(std::string("checkpoint_key: ") + e.what());
+    }
+  }
   if (o.resume.empty()) {
     ck.run_id = new_run_id();
     return {};
   }
   loaded_checkpoint saved;
   try {
-    saved = load_newest_checkpoint(o.resume, {}, c.bounds.max_parameter);
+    saved = load_newest_checkpoint(o.resume, {}, c.bounds.max_parameter, ck.key);
   } catch (const checkpoint_error& e) {
     return bad_option(std::string("resume: ") + e.what());
   }

@@ -263,7 +263,7 @@ void bind_train(py::module_& m) {
        float momentum, const std::string& schedule, int batch, double epochs, int64_t steps,
        int64_t eval_every, uint64_t seed, const std::string& metrics, bool progress,
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
-       const std::string& resume,
+       const std::string& resume, const std::string& checkpoint_key,
        const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas) {
       train_options o;
       o.ps = ps;
@@ -283,6 +283,7 @@ void bind_train(py::module_& m) {
       o.checkpoint_dir = checkpoint_dir;
       o.checkpoint_every = checkpoint_every;
       o.resume = resume;
+      o.checkpoint_key = checkpoint_key;
       for (const auto& [role, index, clock] : kill) o.kills.push_back({role, index, clock});
       o.replicas = replicas;
       return train_python(std::move(model), train_split, test_split, o);
@@ -294,6 +295,7 @@ void bind_train(py::module_& m) {
     py::arg("steps") = 0, py::arg("eval_every") = 0, py::arg("seed") = 1,
     py::arg("metrics") = "", py::arg("progress") = false, py::arg("threads") = 0,
     py::arg("checkpoint_dir") = "", py::arg("checkpoint_every") = 0, py::arg("resume") = "",
+    py::arg("checkpoint_key") = "",
     py::arg("kill") = std::vector<std::tuple<std::string, int32_t, int64_t>>{},
     py::arg("replicas") = 0,
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
@@ -304,8 +306,9 @@ void bind_train(py::module_& m) {
     "The arrays are NumPy views valid during the call only (params read-only), each called "
     "with the GIL from the worker's or evaluator's own thread. train and test: (x float32 "
     "rows x cols, y integer labels). checkpoint_dir, checkpoint_every (global clocks; 0: the "
-    "last only) and resume (a checkpoint directory of this run) as --checkpoint-dir, "
-    "--checkpoint-every and --resume. kill: fault injection as --kill, a list of (role, "
+    "last only), resume (a checkpoint directory of this run) and checkpoint_key (a key file: "
+    "manifests signed and checked with HMAC-SHA256) as --checkpoint-dir, --checkpoint-every, "
+    "--resume and --checkpoint-key. kill: fault injection as --kill, a list of (role, "
     "index, clock): that actor is killed when the global clock reaches clock and the runtime "
     "recovers (a lost shard from the newest checkpoint, or with replicas=1 from its hot "
     "standby, losing nothing). Returns the run's summary as a dict, with the final "

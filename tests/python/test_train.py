@@ -151,6 +151,32 @@ class Train(unittest.TestCase):
         with self.assertRaisesRegex(actorps.Error, "the index is 0..1"):
             self.run_model(SoftmaxModel(), steps=4, kill=[("ps", 2, 1)])
 
+    def test_signed_checkpoints_resume_only_with_the_key(self):
+        # checkpoint_key as --checkpoint-key: the manifest is signed with HMAC-SHA256 of the
+        # key file's bytes; a resume without the key, or with another, is refused naming why.
+        with tempfile.TemporaryDirectory() as tmp:
+            key, other = os.path.join(tmp, "key"), os.path.join(tmp, "other")
+            with open(key, "w") as f:
+                f.write("0123456789abcdef0123456789abcdef\n")
+            with open(other, "w") as f:
+                f.write("fedcba9876543210fedcba9876543210\n")
+            ckpt = os.path.join(tmp, "ckpt")
+            one = self.run_model(SoftmaxModel(), steps=8, checkpoint_dir=ckpt, checkpoint_key=key)
+            self.assertEqual(one["checkpoints"], 1)
+            with open(os.path.join(ckpt, "ckpt-000000000008", "MANIFEST.json")) as f:
+                manifest = json.load(f)
+            self.assertEqual(manifest["signature"]["algorithm"], "hmac-sha256")
+            with self.assertRaisesRegex(actorps.Error, "no key was given to check it"):
+                self.run_model(SoftmaxModel(), steps=12, resume=ckpt)
+            with self.assertRaisesRegex(actorps.Error, "signature does not match"):
+                self.run_model(SoftmaxModel(), steps=12, resume=ckpt, checkpoint_key=other)
+            with self.assertRaisesRegex(actorps.Error, "checkpoint_key: .*missing"):
+                self.run_model(SoftmaxModel(), steps=12, checkpoint_key=os.path.join(tmp, "missing"))
+            two = self.run_model(SoftmaxModel(), steps=12, checkpoint_dir=ckpt, resume=ckpt,
+                                 checkpoint_key=key)
+            self.assertEqual(two["resumed_from"], 8)
+            self.assertEqual(two["clocks"], 12)
+
     def test_resume_of_another_run_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             self.run_model(SoftmaxModel(), steps=4, checkpoint_dir=tmp)
