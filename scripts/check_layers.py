@@ -5,7 +5,8 @@ Reads every `#include` of the hand-written sources under actors/, kernels/, apps
 tests/ and scripts/bench/, resolves it to a file of the project the way the compiler does (the
 including file's folder, then the project root; `schema/x.capnp.h` is generated from
 schema/x.capnp), and maps both ends to their layer. An include fails when it runs upward or
-sideways, or when a layer that sees only public headers includes another file below it. The
+sideways, when a layer that sees only public headers includes another file below it, or when
+a header of the front door includes a project header that is not one of the front door's. The
 `DEPENDS` of each actorps_layer() in actors/*/CMakeLists.txt are held to the same graph, so that
 what links and what includes cannot drift apart. Known breaches are the debts at the end of
 layers.txt; a debt that no include needs any more fails too, so the list only shrinks.
@@ -31,6 +32,7 @@ from collections import Counter, defaultdict
 LAYERS_FILE = "scripts/layers.txt"
 SCANNED = ("actors", "kernels", "apps", "schema", "tests", "scripts/bench")
 SOURCE_EXTENSIONS = (".hpp", ".cpp", ".h", ".hh", ".cc", ".cu", ".cuh", ".inl", ".ipp")
+HEADER_EXTENSIONS = (".hpp", ".h", ".hh", ".cuh", ".inl", ".ipp")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 LAYER_CALL = re.compile(r"^\s*actorps_layer\(\s*(\w+)(.*?)\)", re.MULTILINE | re.DOTALL)
 CMAKE_KEYWORDS = {"SOURCES", "DEPENDS"}
@@ -65,6 +67,7 @@ class Graph:
         self.direct = {}      # layer -> the layers its line names
         self.paths = []       # (path, layer)
         self.public = {}      # layer -> the paths it may include below itself
+        self.front = []       # the front door's paths: its headers include only each other
         self.debts = []
         with open(path, encoding="utf-8") as f:
             for number, raw in enumerate(f, 1):
@@ -103,6 +106,10 @@ class Graph:
             if not colon or name not in self.below or not paths.split():
                 bad("expected `public LAYER: PATH...` after that layer's line")
             self.public[name] = paths.split()
+        elif word == "front":
+            if not rest.split():
+                bad("expected `front PATH...`")
+            self.front = rest.split()
         elif word == "debt":
             m = re.fullmatch(r"(\S+)\s*->\s*([^:]+?)\s*:\s*(.+)", rest.strip())
             if not m:
@@ -110,7 +117,7 @@ class Graph:
             targets = [t for t in re.split(r"[,\s]+", m.group(2)) if t]
             self.debts.append(Debt(number, m.group(1), targets, m.group(3)))
         else:
-            bad(f"unknown line `{word}`: expected layer, public or debt")
+            bad(f"unknown line `{word}`: expected layer, public, front or debt")
 
     def layer_of(self, path):
         """The layer of the longest declared path that holds `path`, or None."""
@@ -124,8 +131,15 @@ class Graph:
         return any(path == p or (p.endswith("/") and path.startswith(p))
                    for p in self.public.get(layer, ()))
 
-    def refusal(self, layer, target, target_layer):
-        """Why `layer` may not include `target` (of `target_layer`), or None when it may."""
+    def is_front(self, path):
+        return any(path == p or (p.endswith("/") and path.startswith(p)) for p in self.front)
+
+    def refusal(self, layer, target, target_layer, source=None):
+        """Why `layer` (file `source`) may not include `target` (of `target_layer`), or None
+        when it may."""
+        if (source is not None and self.is_front(source) and source.endswith(HEADER_EXTENSIONS)
+                and not self.is_front(target)):
+            return "the front door's headers include only each other"
         if target_layer == layer:
             return None
         if target_layer in self.below[layer]:
@@ -230,7 +244,7 @@ def check(root, graph):
     edges += [(f, n, a, t, b, "links") for f, n, a, t, b in link_dependencies(root, graph, problems)]
     owed = 0
     for path, number, layer, target, target_layer, verb in edges:
-        why = graph.refusal(layer, target, target_layer)
+        why = graph.refusal(layer, target, target_layer, path)
         if why is None:
             continue
         debt = next(((d, t) for d in graph.debts
@@ -260,9 +274,10 @@ def check(root, graph):
 def print_graph(root, graph):
     problems = []
     counts = defaultdict(Counter)
-    for _, _, layer, target, target_layer in includes(root, graph, problems):
+    for path, _, layer, target, target_layer in includes(root, graph, problems):
         if target_layer != layer:
-            counts[layer][target_layer, graph.refusal(layer, target, target_layer) is None] += 1
+            counts[layer][target_layer,
+                          graph.refusal(layer, target, target_layer, path) is None] += 1
     print("layer     above               includes of other layers (! : outside the graph)")
     for layer in reversed(graph.order):
         edges = sorted(counts[layer].items(), key=lambda e: (-e[1], e[0]))
