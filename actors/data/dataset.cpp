@@ -287,7 +287,7 @@ data_shard::data_shard(std::shared_ptr<const dataset> data, int worker, int work
                                 std::to_string(workers) + ")");
   if (batch <= 0) throw std::invalid_argument("data_shard: batch must be positive, got " + std::to_string(batch));
   const int64_t n = data_->rows;
-  begin_ = worker * (n / workers) + worker * (n % workers) / workers;  // as rows_of
+  begin_ = first_row_of(n, worker, workers);
   size_ = rows_of(n, worker, workers);
   if (size_ < batch)
     throw std::invalid_argument("data_shard: the shard of worker " + std::to_string(worker) + " has " +

@@ -7,6 +7,7 @@
 #include "actors/data/criteo_batch.hpp"
 #include "actors/data/sparse_batch.hpp"
 #include "actors/protocol/data_source.hpp"
+#include "actors/protocol/data_split.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -71,14 +72,9 @@ public:
 
   int64_t begin() const { return begin_; }     ///< first row of the shard in the dataset
   int64_t size() const { return size_; }       ///< rows in the shard
-  /// The rows worker `worker` of `workers` gets out of `rows`: [w·n/W, (w+1)·n/W). Also what a
-  /// checkpoint records data positions against, without the data at hand.
-  /// A worker outside [0, workers) gets none. Exact and overflow-free for every row count (a
-  /// forged checkpoint may claim 8e18 rows): w·n/W is computed as w·(n/W) + w·(n%W)/W.
+  /// The rows worker `worker` of `workers` gets out of `rows` (protocol/data_split.hpp).
   static int64_t rows_of(int64_t rows, int worker, int workers) {
-    if (workers <= 0 || worker < 0 || worker >= workers || rows <= 0) return 0;
-    auto until = [&](int64_t w) { return w * (rows / workers) + w * (rows % workers) / workers; };
-    return until(worker + 1) - until(worker);
+    return rows_of_worker(rows, worker, workers);
   }
 
   int batch_size() const override { return batch_; }

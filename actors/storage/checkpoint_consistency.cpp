@@ -1,6 +1,6 @@
 #include "actors/storage/checkpoint_consistency.hpp"
 
-#include "actors/data/dataset.hpp"
+#include "actors/protocol/data_split.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +30,7 @@ std::string position_inconsistency(const run_checkpoint& run, std::size_t i) {
   if (p.epoch < 0 || p.batch_in_epoch < 0)
     return at + "has a negative epoch or batch (" + n(p.epoch) + ", " + n(p.batch_in_epoch) + ")";
   if (run.train_rows <= 0) return "";
-  auto rows = data_shard::rows_of(run.train_rows, int(p.worker), int(run.spec.workers));
+  auto rows = rows_of_worker(run.train_rows, int(p.worker), int(run.spec.workers));
   auto per_epoch = std::max<int64_t>(1, rows / run.batch);
   // where its data is: its clock, or elsewhere when it replaced a lost worker (resuming its
   // data) or went back to a checkpoint; never past the run's end of its data
