@@ -5,6 +5,7 @@
 // off while the published actor goes on serving others. Each one reported with the peer's
 // address.
 #include "guarded_server.hpp"
+#include "descriptor_limit.hpp"
 #include "silent_flood.hpp"
 
 using namespace actorps;
@@ -92,7 +93,7 @@ TEST_CASE("a CAF port makes room for a peer by closing a connection whose handsh
 }
 
 TEST_CASE("a CAF port serves a peer under 600 silent connections opened again as they close") {
-  raised_descriptor_limit fds{4096};
+  test::descriptor_limit fds{4096};
   guarded_server<> server;  // the default limits: 512 connections, 32 pending from an address
   silent_flood flood{server.port, 600, 8};  // from 127.0.0.2 to 127.0.0.9
   REQUIRE(flood.await_closed(600, std::chrono::seconds(60)));  // the port is full

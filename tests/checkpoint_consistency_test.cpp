@@ -4,6 +4,7 @@
 // and the previous checkpoint used.
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/storage/checkpoint_store.hpp"
+#include "tests/checkpoint_files.hpp"
 #include "tests/scratch_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -35,16 +36,8 @@ train_spec spec_of_run() {
 /// A complete checkpoint at `clock` as the chief and the shards write it.
 fs::path write_checkpoint(const fs::path& root, int64_t clock) {
   auto spec = spec_of_run();
-  block_layout layout(spec);
-  auto slots = optimizer_state_slots(spec.optimizer.kind);
   auto dir = prepare_checkpoint_dir(root, clock, "run-a");
-  std::vector<file_record> files;
-  for (int32_t s = 0; s < spec.shards; ++s) {
-    std::vector<float> params(layout.shard_floats(s), 0.5f), state(slots * params.size(), 0.0f);
-    auto buf = encode_shard_checkpoint(spec, s, clock, uint64_t(clock), clock - 1, layout,
-                                       params.data(), state.data(), slots);
-    files.push_back(write_file_durably(dir / shard_file_name(s), buf.bytes(), buf.size_bytes()));
-  }
+  auto files = test::write_shard_files(dir, spec, clock, 0.5f, 0.0f);
   run_checkpoint run;
   run.spec = spec;
   run.clock = clock;

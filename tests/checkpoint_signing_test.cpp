@@ -7,6 +7,7 @@
 #include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "tests/command_runner.hpp"
+#include "tests/checkpoint_files.hpp"
 #include "tests/scratch_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -27,30 +28,12 @@ namespace {
 
 const std::string key = "0123456789abcdef0123456789abcdef\n";
 
-train_spec small_spec() {
-  train_spec spec;
-  spec.model = mlp_model({6, 5, 3});
-  spec.block_floats = 8;
-  spec.shards = 2;
-  spec.workers = 2;
-  spec.total_clocks = 1000;
-  return spec;
-}
-
 /// A complete checkpoint at clock 100, every parameter 0.5, signed with `with_key` ("": not).
 fs::path write_checkpoint(const fs::path& root, const std::string& with_key) {
-  auto spec = small_spec();
-  block_layout layout(spec);
-  auto slots = optimizer_state_slots(spec.optimizer.kind);
+  auto spec = test::small_checkpoint_spec();
   const int64_t clock = 100;
   auto dir = prepare_checkpoint_dir(root, clock);
-  std::vector<file_record> files;
-  for (int32_t s = 0; s < spec.shards; ++s) {
-    std::vector<float> params(layout.shard_floats(s), 0.5f), state(slots * params.size(), 0.0f);
-    auto buf = encode_shard_checkpoint(spec, s, clock, uint64_t(clock), clock - 1, layout,
-                                       params.data(), state.data(), slots);
-    files.push_back(write_file_durably(dir / shard_file_name(s), buf.bytes(), buf.size_bytes()));
-  }
+  auto files = test::write_shard_files(dir, spec, clock, 0.5f, 0.0f);
   run_checkpoint run;
   run.spec = spec;
   run.clock = clock;

@@ -4,6 +4,7 @@
 #include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/parameter_init.hpp"
+#include "tests/checkpoint_files.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/shard_fixture.hpp"
 #include "tests/simulation_fixture.hpp"
@@ -23,31 +24,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-train_spec small_spec() {
-  train_spec spec;
-  spec.model = mlp_model({6, 5, 3});
-  spec.block_floats = 8;
-  spec.shards = 2;
-  spec.workers = 2;
-  spec.total_clocks = 1000;
-  return spec;
-}
-
 /// Writes a complete checkpoint of run `run_id` at `clock` whose parameters are all `value`, as
 /// the chief and the shards would; returns its directory.
 fs::path write_checkpoint(const fs::path& root, int64_t clock, float value, int keep = 10,
                           const std::string& run_id = "") {
-  auto spec = small_spec();
-  block_layout layout(spec);
-  auto slots = optimizer_state_slots(spec.optimizer.kind);
+  auto spec = test::small_checkpoint_spec();
   auto dir = prepare_checkpoint_dir(root, clock, run_id);
-  std::vector<file_record> files;
-  for (int32_t s = 0; s < spec.shards; ++s) {
-    std::vector<float> params(layout.shard_floats(s), value), state(slots * params.size(), -value);
-    auto buf = encode_shard_checkpoint(spec, s, clock, uint64_t(clock), clock - 1, layout,
-                                       params.data(), state.data(), slots);
-    files.push_back(write_file_durably(dir / shard_file_name(s), buf.bytes(), buf.size_bytes()));
-  }
+  auto files = test::write_shard_files(dir, spec, clock, value, -value);
   run_checkpoint run;
   run.spec = spec;
   run.clock = clock;
@@ -231,7 +214,7 @@ TEST_CASE("a checkpoint directory that cannot be created is refused with its nam
 }
 
 TEST_CASE("a checkpoint of another model, cut or optimizer cannot continue a run") {
-  auto saved = small_spec();
+  auto saved = test::small_checkpoint_spec();
   auto other = saved;
   CHECK(incompatibility(saved, other).empty());
   other.optimizer.learning_rate *= 2;  // rates, modes and lengths may change on resume

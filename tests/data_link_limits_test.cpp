@@ -3,6 +3,7 @@
 // oversize frames refused before they are allocated, a client that never reads its replies
 // held to its bound while others are served, a silent stranger timed out, accepting again
 // after the descriptors ran out.
+#include "descriptor_limit.hpp"
 #include "link_fixture.hpp"
 
 #include <doctest/doctest.h>
@@ -11,7 +12,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -105,23 +105,6 @@ long status_kb(const std::string& field) {
     if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
   return -1;
 }
-
-/// Raises the soft descriptor limit to at least `n` (up to the hard one) for the test's span.
-struct descriptor_limit {
-  rlimit old{};
-  explicit descriptor_limit(rlim_t n) {
-    getrlimit(RLIMIT_NOFILE, &old);
-    rlimit raised = old;
-    raised.rlim_cur = std::min(std::max(old.rlim_cur, n), old.rlim_max);
-    setrlimit(RLIMIT_NOFILE, &raised);
-  }
-  void set_soft(rlim_t n) {
-    rlimit l = old;
-    l.rlim_cur = n;
-    setrlimit(RLIMIT_NOFILE, &l);
-  }
-  ~descriptor_limit() { setrlimit(RLIMIT_NOFILE, &old); }
-};
 
 std::size_t open_descriptors() {
   std::size_t n = 0;

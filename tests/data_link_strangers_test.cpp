@@ -7,6 +7,7 @@
 // address is this host's loopback), as from other hosts; the workers from 127.0.0.1.
 #include "link_fixture.hpp"
 #include "scratch_dir.hpp"
+#include "descriptor_limit.hpp"
 #include "silent_flood.hpp"
 
 #include <doctest/doctest.h>
@@ -82,7 +83,7 @@ caf::error worker_served(link_fixture& f, const tls_files& tls, int64_t clock) {
 
 /// The flood's case, over TLS when `tls` is enabled (the worker then has worker:0's certificate).
 void served_under_flood(const tls_files& server_tls, const tls_files& worker_tls) {
-  raised_descriptor_limit fds{4096};
+  test::descriptor_limit fds{4096};
   const link_limits limits;  // the defaults: 512 served, 256 strangers, 32 an address, 5 s
   link_fixture f{tiny_spec(consistency::async, 1), server_tls, limits};
   constexpr int flood_size = 600;

@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -123,19 +122,6 @@ private:
   std::condition_variable changed_;
   std::size_t closed_ = 0;
   std::thread thread_;
-};
-
-/// Raises the soft descriptor limit to at least `n` (up to the hard one) for its span: a flood
-/// and the server's side of it are over the usual 1024.
-struct raised_descriptor_limit {
-  rlimit old{};
-  explicit raised_descriptor_limit(rlim_t n) {
-    getrlimit(RLIMIT_NOFILE, &old);
-    rlimit raised = old;
-    raised.rlim_cur = std::min(std::max(old.rlim_cur, n), old.rlim_max);
-    setrlimit(RLIMIT_NOFILE, &raised);
-  }
-  ~raised_descriptor_limit() { setrlimit(RLIMIT_NOFILE, &old); }
 };
 
 } // namespace actorps::test
