@@ -5,8 +5,8 @@
 #include "actors/deploy/deployment.hpp"
 #include "actors/deploy/exit_codes.hpp"
 #include "actors/deploy/leave_notice.hpp"
-#include "actors/net/data_link_path.hpp"
-#include "actors/net/tls_files.hpp"
+#include "actors/link/data_link_path.hpp"
+#include "actors/tls/tls_files.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 #include "apps/command_line.hpp"
@@ -37,7 +37,7 @@ struct cluster_flags {
   value_bounds bounds;         ///< a ps task's shard (`run`: the training flags')
   tls_files tls;
   int data_port = 0;
-  std::string data_link = "auto";  ///< --data-link (actors/net/data_link_path.hpp)
+  std::string data_link = "auto";  ///< --data-link (actors/link/data_link_path.hpp)
   double connect_timeout = 60;
   int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
 };

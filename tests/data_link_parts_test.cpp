@@ -2,7 +2,7 @@
 // reply_part.hpp), over each path of the data link: the parts land in place byte-identical to
 // the shard's parameters; a refusal met after some parts went is the answer (the push's error,
 // or the unchanged values whole); parts that do not form the reply end the link.
-#include "actors/net/reply_part.hpp"
+#include "actors/link/reply_part.hpp"
 #include "actors/protocol/link_memory.hpp"
 #include "link_fixture.hpp"
 

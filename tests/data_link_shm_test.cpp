@@ -3,7 +3,7 @@
 // it was designed for, counted; malformed offers and frames refused; a shard process killed
 // with a 16 MiB push in flight: the worker sees the shard lost at once and no segment leaks.
 #include "link_fixture.hpp"
-#include "actors/net/shm_region.hpp"
+#include "actors/link/shm_region.hpp"
 #include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/link_memory.hpp"
 

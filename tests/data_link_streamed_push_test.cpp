@@ -4,7 +4,7 @@
 // it applied the first blocks early. The reply is byte-identical to an independent shard's; a
 // push cut off mid-frame, or refused at its last block, changes nothing and the shard goes on;
 // a shard that cannot apply a push as it arrives (sync mode) answers it whole.
-#include "actors/net/reply_part.hpp"
+#include "actors/link/reply_part.hpp"
 #include "link_fixture.hpp"
 
 #include <doctest/doctest.h>

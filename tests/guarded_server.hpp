@@ -2,7 +2,7 @@
 // with an actor published with publish_guarded on 127.0.0.1 whose refusals arrive as messages.
 #pragma once
 
-#include "actors/net/guarded_publish.hpp"
+#include "actors/guard/guarded_publish.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "apps/bench/stalling_relay.hpp"
 

@@ -8,7 +8,7 @@
 #include "actors/data/dataset.hpp"
 #include "actors/data/libsvm_reader.hpp"
 #include "actors/deploy/cluster_spec.hpp"
-#include "actors/net/tls_files.hpp"
+#include "actors/tls/tls_files.hpp"
 #include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "tests/command_runner.hpp"

@@ -8,8 +8,8 @@
 // usage: actorps_insider_push HOST:PORT CERT KEY CA WORKER OTHER_WORKER MIN_CLOCK
 // (MIN_CLOCK: the worker must be at this clock at least, past the shard's warm-up: run it
 // once the worker's train event of that clock is out)
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/tls_config.hpp"
+#include "actors/deploy/remote_shard.hpp"
+#include "actors/guard/tls_config.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "tests/crafted_push.hpp"

@@ -23,18 +23,21 @@ base = {
     "actors/protocol/errors.hpp": '#include "kernels/math.hpp"\n',
     "actors/data/dataset.hpp": '#include "actors/protocol/errors.hpp"\n',
     "actors/storage/store.hpp": '#include "actors/protocol/errors.hpp"\n',
-    "actors/net/address.hpp": "#include <string>\n",
+    "actors/link/link_socket.hpp": "#include <string>\n",
     "actors/model/plugin.hpp": '#include "actors/data/dataset.hpp"\n#include "actors/storage/store.hpp"\n',
     "actors/roles/shard.hpp": '#include "actors/model/plugin.hpp"\n#include "kernels/math.hpp"\n',
     "actors/roles/shard.cpp": '#include "shard.hpp"\n',
     "actors/roles/CMakeLists.txt": "actorps_layer(roles\n  SOURCES shard.cpp\n"
                                    "  DEPENDS actorps_model actorps_protocol CAF::core)\n",
-    "actors/chief/state.hpp": '#include "actors/roles/shard.hpp"\n#include "actors/net/address.hpp"\n',
+    "actors/chief/state.hpp": '#include "actors/roles/shard.hpp"\n',
+    "actors/guard/connect.hpp": '#include "actors/protocol/errors.hpp"\n',
+    "actors/deploy/task.hpp": '#include "actors/chief/state.hpp"\n#include "actors/link/link_socket.hpp"\n'
+                              '#include "actors/guard/connect.hpp"\n',
     "actors/ps.hpp": '#include "actors/ps/options.hpp"\n#include <caf/expected.hpp>\n',
     "actors/ps/options.hpp": "#include <string>\n",
     "actors/ps/train.cpp": '#include "actors/ps.hpp"\n#include "actors/chief/state.hpp"\n',
     "apps/examples/loop.cpp": '#include "actors/ps.hpp"\n',
-    "apps/bench/bench.cpp": '#include "actors/net/address.hpp"\n',
+    "apps/bench/bench.cpp": '#include "actors/link/link_socket.hpp"\n',
     "tests/shard_test.cpp": '#include "actors/roles/shard.hpp"\n#include "apps/bench/bench.cpp"\n',
 }
 
@@ -74,9 +77,9 @@ def run(name, changes=None, debts="", layers=None, expect_rc=1, expect=()):
         print(f"ok   {name}")
 
 
-# 17 includes and the roles' 2 DEPENDS on layers
+# 20 includes and the roles' 2 DEPENDS on layers
 run("a tree within the graph passes", expect_rc=0,
-    expect=["layering: 19 includes and link dependencies within the graph, "
+    expect=["layering: 22 includes and link dependencies within the graph, "
             "0 more excused by 0 debts"])
 
 run("upward: protocol includes chief",
@@ -96,9 +99,17 @@ run("sideways: data includes storage",
     expect=["actors/data/dataset.hpp:1: data includes actors/storage/store.hpp (storage): "
             "not allowed (storage is not below data)"])
 run("roles includes nothing from the transport",
-    {"actors/roles/shard.cpp": '#include "shard.hpp"\n#include "actors/net/address.hpp"\n'},
-    expect=["actors/roles/shard.cpp:2: roles includes actors/net/address.hpp (net): "
-            "not allowed (net is not below roles)"])
+    {"actors/roles/shard.cpp": '#include "shard.hpp"\n#include "actors/link/link_socket.hpp"\n'},
+    expect=["actors/roles/shard.cpp:2: roles includes actors/link/link_socket.hpp (link): "
+            "not allowed (link is not below roles)"])
+run("the run's lifecycle includes nothing from the transport",
+    {"actors/chief/state.hpp": '#include "actors/guard/connect.hpp"\n'},
+    expect=["actors/chief/state.hpp:1: chief includes actors/guard/connect.hpp (guard): "
+            "not allowed (guard is not below chief)"])
+run("the two wings of the transport are side by side",
+    {"actors/link/link_socket.hpp": '#include "actors/guard/connect.hpp"\n'},
+    expect=["actors/link/link_socket.hpp:1: link includes actors/guard/connect.hpp (guard): "
+            "not allowed (guard is not below link)"])
 run("nothing but tests includes tests",
     {"apps/bench/bench.cpp": '#include "tests/shard_test.cpp"\n'},
     expect=["apps/bench/bench.cpp:1: bench includes tests/shard_test.cpp (tests): "
@@ -116,9 +127,9 @@ run("the front door's headers include only each other",
             "not allowed (the front door's headers include only each other)"])
 run("a DEPENDS outside the graph",
     {"actors/roles/CMakeLists.txt": "actorps_layer(roles\n  SOURCES shard.cpp\n"
-                                    "  DEPENDS actorps_model\n          actorps_net)\n"},
-    expect=["actors/roles/CMakeLists.txt:4: roles links actorps_net (net): "
-            "not allowed (net is not below roles)"])
+                                    "  DEPENDS actorps_model\n          actorps_link)\n"},
+    expect=["actors/roles/CMakeLists.txt:4: roles links actorps_link (link): "
+            "not allowed (link is not below roles)"])
 run("an include of no file of the project",
     {"actors/roles/shard.cpp": '#include "shard.hpp"\n#include "missing.hpp"\n'},
     expect=['actors/roles/shard.cpp:2: includes "missing.hpp", no file of the project '
@@ -129,7 +140,7 @@ run("a file in no layer",
 run("a debt excuses its include",
     {"actors/protocol/x.hpp": '#pragma once\n#include "actors/chief/state.hpp"\n'},
     debts="debt actors/protocol/x.hpp -> actors/chief/state.hpp : a reason\n", expect_rc=0,
-    expect=["layering: 19 includes and link dependencies within the graph, "
+    expect=["layering: 22 includes and link dependencies within the graph, "
             "1 more excused by 1 debts"])
 debt_line = graph.count("\n") + 1
 run("a debt that excuses nothing is stale", debts="debt actors/protocol/x.hpp -> chief : gone\n",

@@ -1,7 +1,7 @@
 // link_connection over a stream that moves a few bytes per call and blocks in between, as a
 // non-blocking socket may: frames come out whole, replies go out byte for byte in order, the
 // frame limit stops a payload before it is allocated.
-#include "actors/net/link_connection.hpp"
+#include "actors/link/link_connection.hpp"
 
 #include <caf/sec.hpp>
 #include <doctest/doctest.h>

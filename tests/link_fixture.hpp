@@ -3,9 +3,9 @@
 // a test can wait for one without sleeping.
 #pragma once
 
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/reply_part.hpp"
-#include "actors/net/shard_link_server.hpp"
+#include "actors/deploy/remote_shard.hpp"
+#include "actors/link/reply_part.hpp"
+#include "actors/link/shard_link_server.hpp"
 #include "loopback_connect.hpp"
 #include "shard_fixture.hpp"
 

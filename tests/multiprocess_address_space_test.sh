@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every task of a cluster on one host runs under `ulimit -v` (what a container or a shared
 # login node may impose): the shared-memory data links' arenas hold address space in proportion
-# to the buffers in them (actors/protocol/link_memory.hpp, actors/net/peer_arena.hpp), not their
+# to the buffers in them (actors/protocol/link_memory.hpp, actors/link/peer_arena.hpp), not their
 # 16 GiB virtual size per process and per peer (a ps once held 81 GiB, and any limit below that
 # broke it). Pushes and replies still travel by shared memory, and the run ends as it should.
 # usage: tests/multiprocess_address_space_test.sh [path/to/actorps] [limit in KiB]

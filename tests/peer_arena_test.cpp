@@ -1,7 +1,7 @@
-// A peer's arena as a shard or worker maps it (actors/net/peer_arena.hpp): windows where the
+// A peer's arena as a shard or worker maps it (actors/link/peer_arena.hpp): windows where the
 // pieces lie, not the whole 16 GiB file; what is read there is what the peer wrote; a range
 // outside the arena is refused.
-#include "actors/net/peer_arena.hpp"
+#include "actors/link/peer_arena.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
 // The actor a ps process publishes (actors/deploy/ps_task.hpp) and connect_shard, which finds a
 // shard and its data link through it: the shard's own interface says nothing about sockets.
-#include "actors/net/data_link_path.hpp"
+#include "actors/link/data_link_path.hpp"
 #include "actors/deploy/ps_task.hpp"
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/shard_link_server.hpp"
+#include "actors/deploy/remote_shard.hpp"
+#include "actors/link/shard_link_server.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "shard_fixture.hpp"
 

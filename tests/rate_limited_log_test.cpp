@@ -1,6 +1,6 @@
 // rate_limited_log: the first lines of a kind pass, the rest are counted, and the count is
 // written once the window is over.
-#include "actors/net/rate_limited_log.hpp"
+#include "actors/protocol/rate_limited_log.hpp"
 
 #include <doctest/doctest.h>
 

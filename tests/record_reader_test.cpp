@@ -1,6 +1,6 @@
 // record_reader: a shared-memory record read front to back as a socket would be, across the
 // pieces of a record built by reference, into places that cut the pieces anywhere.
-#include "actors/net/record_reader.hpp"
+#include "actors/link/record_reader.hpp"
 
 #include <doctest/doctest.h>
 

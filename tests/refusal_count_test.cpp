@@ -5,10 +5,10 @@
 // over the data link (push_pull) — and the shard's counters, which the chief's summary adds up
 // (refused_unauthorised), say 3; before, they said 1 (only the shard's own over CAF).
 #include "actors/deploy/deployment.hpp"
-#include "actors/net/connect.hpp"
-#include "actors/net/guarded_publish.hpp"
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/tls_config.hpp"
+#include "actors/guard/connect.hpp"
+#include "actors/guard/guarded_publish.hpp"
+#include "actors/deploy/remote_shard.hpp"
+#include "actors/guard/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/shard_fixture.hpp"

@@ -1,6 +1,6 @@
 // The short time slice the data link's waking threads ask for (short_slice.hpp), read back from
 // the kernel's own account of the thread (/proc/thread-self/sched).
-#include "actors/net/short_slice.hpp"
+#include "actors/link/short_slice.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,8 +2,8 @@
 // worker's name at the clock that worker is at, before each of that worker's own pushes: every
 // such push is refused whole, and the sync run ends bit for bit as the same run without it — so
 // its accuracy is the unattacked run's.
-#include "actors/net/remote_shard.hpp"
-#include "actors/net/shard_link_server.hpp"
+#include "actors/deploy/remote_shard.hpp"
+#include "actors/link/shard_link_server.hpp"
 #include "shard_fixture.hpp"
 
 #include <doctest/doctest.h>

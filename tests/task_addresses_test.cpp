@@ -2,7 +2,7 @@
 // seconds after it starts (retried with backoff up to a deadline), and a ps task's data link
 // listens on a fixed port derived from the task's own (refused when it is another task's).
 #include "actors/deploy/data_port.hpp"
-#include "actors/net/await_name.hpp"
+#include "actors/guard/await_name.hpp"
 
 #include <doctest/doctest.h>
 

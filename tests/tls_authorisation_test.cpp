@@ -6,11 +6,11 @@
 // The same worker pushes as itself; the evaluator snapshots but cannot push; the chief
 // checkpoints; only the chief stops an actor (an exit message, even kill). Also the origin check of
 // every BASP message (basp_origin.hpp).
-#include "actors/net/basp_origin.hpp"
-#include "actors/net/connect.hpp"
-#include "actors/net/guarded_publish.hpp"
-#include "actors/net/peer_roles.hpp"
-#include "actors/net/tls_config.hpp"
+#include "actors/guard/basp_origin.hpp"
+#include "actors/guard/connect.hpp"
+#include "actors/guard/guarded_publish.hpp"
+#include "actors/protocol/peer_roles.hpp"
+#include "actors/guard/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/evaluator.hpp"

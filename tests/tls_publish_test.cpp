@@ -3,9 +3,9 @@
 // without a certificate, one with a self-signed certificate and one with a certificate of
 // another CA are each refused before a message reaches the published actor, and each refusal
 // is reported with the peer's address and OpenSSL's reason. Also check_tls_files.
-#include "actors/net/connect.hpp"
-#include "actors/net/guarded_publish.hpp"
-#include "actors/net/tls_config.hpp"
+#include "actors/guard/connect.hpp"
+#include "actors/guard/guarded_publish.hpp"
+#include "actors/guard/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "scratch_dir.hpp"
 #include "tls_test_client.hpp"

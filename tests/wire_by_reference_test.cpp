@@ -4,7 +4,7 @@
 // under a reply that points at them.
 #include "link_fixture.hpp"
 
-#include "actors/net/receive_in_place.hpp"
+#include "actors/link/receive_in_place.hpp"
 
 #include <doctest/doctest.h>
 

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "actors/model/training_defaults.hpp"
-#include "actors/net/address.hpp"
+#include "actors/protocol/address.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "actors/data/dataset.hpp"
 #include "actors/protocol/messages.hpp"

@@ -6,7 +6,7 @@
 // part of it: TFJob gives the evaluator a cluster without itself).
 #pragma once
 
-#include "actors/net/address.hpp"
+#include "actors/protocol/address.hpp"
 
 #include <map>
 #include <string>

@@ -11,7 +11,7 @@
 // the chief and that nobody dials (own_address is empty).
 #pragma once
 
-#include "actors/net/address.hpp"
+#include "actors/protocol/address.hpp"
 
 #include <cstdint>
 #include <map>

@@ -2,12 +2,12 @@
 
 #include "actors/chief/cluster_view.hpp"
 
-#include "actors/net/connect.hpp"
-#include "actors/net/guarded_publish.hpp"
-#include "actors/net/tls_config.hpp"
+#include "actors/guard/connect.hpp"
+#include "actors/guard/guarded_publish.hpp"
+#include "actors/guard/tls_config.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/roles/ps_shard.hpp"
-#include "actors/net/shard_link_server.hpp"
+#include "actors/link/shard_link_server.hpp"
 #include "actors/deploy/ps_task.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "actors/deploy/task_node.hpp"
@@ -15,7 +15,7 @@
 #include "actors/deploy/exit_codes.hpp"
 #include "actors/deploy/join_chief.hpp"
 #include "actors/deploy/leave_notice.hpp"
-#include "actors/net/await_name.hpp"
+#include "actors/guard/await_name.hpp"
 #include "actors/protocol/errors.hpp"
 
 #include <caf/all.hpp>

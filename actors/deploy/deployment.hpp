@@ -12,8 +12,8 @@
 #include "actors/chief/chief.hpp"
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/deploy/ps_task.hpp"
-#include "actors/net/shard_link_server.hpp"
-#include "actors/net/tls_files.hpp"
+#include "actors/link/shard_link_server.hpp"
+#include "actors/tls/tls_files.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/roles/ps_shard.hpp"
 

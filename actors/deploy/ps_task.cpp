@@ -1,6 +1,6 @@
 #include "actors/deploy/ps_task.hpp"
 
-#include "actors/net/connect.hpp"
+#include "actors/guard/connect.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/roles/authorisation.hpp"
 

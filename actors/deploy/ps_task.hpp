@@ -11,7 +11,7 @@
 // (basp_origin.hpp), and which it would load with every replicated push anyway.
 #pragma once
 
-#include "actors/net/address.hpp"
+#include "actors/protocol/address.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/roles/ps_shard.hpp"
 

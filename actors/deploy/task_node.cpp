@@ -1,11 +1,11 @@
 #include "actors/deploy/task_node.hpp"
 
-#include "actors/net/connect.hpp"
+#include "actors/guard/connect.hpp"
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/evaluator.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
-#include "actors/net/remote_shard.hpp"
+#include "actors/deploy/remote_shard.hpp"
 #include "actors/roles/worker.hpp"
 #include "actors/data/load_split.hpp"
 

@@ -4,7 +4,7 @@
 // that `simulate` spawns. Spawned detached: loading data and connecting block only its thread.
 #pragma once
 
-#include "actors/net/tls_files.hpp"
+#include "actors/tls/tls_files.hpp"
 #include "actors/protocol/messages.hpp"
 
 #include <caf/actor_system.hpp>

@@ -6,7 +6,7 @@
 
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/deploy/deployment.hpp"
-#include "actors/net/remote_shard.hpp"
+#include "actors/deploy/remote_shard.hpp"
 #include "actors/protocol/system_config.hpp"
 
 #include <caf/all.hpp>

@@ -1,6 +1,6 @@
 #include "actors/roles/authorisation.hpp"
 
-#include "actors/net/rate_limited_log.hpp"
+#include "actors/protocol/rate_limited_log.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 

@@ -40,7 +40,7 @@
 // "chief:0" etc. always include this process's own actors and, without TLS, everybody.
 #pragma once
 
-#include "actors/net/peer_roles.hpp"
+#include "actors/protocol/peer_roles.hpp"
 
 #include <caf/error.hpp>
 #include <caf/local_actor.hpp>

@@ -13,7 +13,7 @@
 #include "actors/roles/ps_shard.hpp"
 #include "actors/roles/replication.hpp"
 #include "actors/roles/shard_tables.hpp"
-#include "actors/net/rate_limited_log.hpp"
+#include "actors/protocol/rate_limited_log.hpp"
 #include "actors/storage/checkpoint_io.hpp"
 #include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/link_memory.hpp"

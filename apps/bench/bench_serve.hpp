@@ -6,9 +6,9 @@
 #pragma once
 
 #include "actors/deploy/ps_task.hpp"
-#include "actors/net/guarded_publish.hpp"
-#include "actors/net/shard_link_server.hpp"
-#include "actors/net/tls_config.hpp"
+#include "actors/guard/guarded_publish.hpp"
+#include "actors/link/shard_link_server.hpp"
+#include "actors/guard/tls_config.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/protocol/wire.hpp"
 #include "actors/roles/ps_shard.hpp"

@@ -3,7 +3,7 @@
 // nothing else (no encoding, no shard, no actors): a child process echoes every frame it has
 // received in full. What the data link's round trip costs above this is actorps' own; the CPU
 // both processes spend per round trip is reported too, to set the data link's against.
-#include "actors/net/link_socket.hpp"
+#include "actors/link/link_socket.hpp"
 #include "actors/chief/metrics.hpp"
 #include "kernels/blas_threads.hpp"
 

@@ -1,6 +1,6 @@
 // actorps_bench_sparse_link: ps-lite's own benchmark shape between a worker process and a shard
 // process on loopback: ONE push of the rows of N distinct uint64 keys, then ONE pull of the same
-// keys, over the data link (actors/net/remote_shard.hpp), as a worker in a distributed run sends
+// keys, over the data link (actors/deploy/remote_shard.hpp), as a worker in a distributed run sends
 // them. The shard process (--serve; apps/bench/bench_serve.hpp) holds one shard (1 worker,
 // async) with one sparse table of rows of --dim floats, zeros to start, Adagrad with rate 0.1.
 //
@@ -25,8 +25,8 @@
 // read into a reply), on the same sizes (its table holds only these keys' rows, the served one
 // also every earlier round's). Prints one JSON object; GB = 1e9 bytes.
 #include "actors/chief/metrics.hpp"
-#include "actors/net/address.hpp"
-#include "actors/net/remote_shard.hpp"
+#include "actors/protocol/address.hpp"
+#include "actors/deploy/remote_shard.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/roles/shard_tables.hpp"

@@ -17,15 +17,15 @@
 // components are the copying encoders, the shard's update and the scatter. All figures are
 // medians; GB = 1e9 bytes.
 #include "actors/model/mlp_plugin.hpp"
-#include "actors/net/connect.hpp"
-#include "actors/net/data_link_path.hpp"
+#include "actors/guard/connect.hpp"
+#include "actors/link/data_link_path.hpp"
 #include "actors/protocol/link_memory.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/chief/metrics.hpp"
 #include "actors/roles/ps_shard.hpp"
-#include "actors/net/receive_in_place.hpp"
-#include "actors/net/reply_part.hpp"
-#include "actors/net/remote_shard.hpp"
+#include "actors/link/receive_in_place.hpp"
+#include "actors/link/reply_part.hpp"
+#include "actors/deploy/remote_shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "kernels/blas_threads.hpp"
 #include "kernels/denormals.hpp"
@@ -307,7 +307,7 @@ struct options {
   bool tcp_only = false;      ///< serve: offer the data link over TCP only (no local socket)
   std::string tls_dir;        ///< scripts/make_certs.sh's DIR: CAF's connection over mutual TLS
   int shard_pid = 0;          ///< connect: the shard process, whose CPU and faults are read
-  std::string data_link = "auto";  ///< connect: --data-link (actors/net/data_link_path.hpp)
+  std::string data_link = "auto";  ///< connect: --data-link (actors/link/data_link_path.hpp)
   /// serve: link_limits::request_part_bytes (0: every push read whole before the shard sees it)
   std::size_t request_part_bytes = link_limits{}.request_part_bytes;
   /// serve: link_limits::reply_part_bytes (0: replies whole)

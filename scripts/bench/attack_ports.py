@@ -33,7 +33,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MAGIC, VERSION = 0x4C535041, 1
 HELLO, SNAPSHOT, REPLY, FAILURE = 1, 4, 5, 6
-HEADER = struct.Struct("<IHHQqqQ")  # actors/net/link_socket.hpp: frame_header, 40 bytes
+HEADER = struct.Struct("<IHHQqqQ")  # actors/link/link_socket.hpp: frame_header, 40 bytes
 
 
 def frame(kind, ident=0, a=0, b=0, size=0):

@@ -1,12 +1,12 @@
-// Data-link frames (actors/net/link_socket.hpp) as they arrive from a socket: the input is
+// Data-link frames (actors/link/link_socket.hpp) as they arrive from a socket: the input is
 // what the peer sent, written into one end of a socketpair and read from the other with the
 // product's own receive calls, so framing, partial payloads and a peer that stops mid-frame
 // are all reached. The first byte picks the side: 0, a shard reading a client (a hello, then
 // requests); 1, a client reading a shard (the hello's answer, then replies, replies in parts
 // and failures).
 // Each payload goes to the decoder its kind names.
-#include "actors/net/link_socket.hpp"
-#include "actors/net/reply_part.hpp"
+#include "actors/link/link_socket.hpp"
+#include "actors/link/reply_part.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

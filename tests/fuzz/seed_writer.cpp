@@ -5,9 +5,9 @@
 // prefixed with the selector byte its target reads first.
 //   fuzz_seed_writer OUT   (writes OUT/wire/*, OUT/link_frame/*, OUT/shm_record/* and
 //                           OUT/arriving_push/*)
-#include "actors/net/link_socket.hpp"
-#include "actors/net/reply_part.hpp"
-#include "actors/net/shm_region.hpp"
+#include "actors/link/link_socket.hpp"
+#include "actors/link/reply_part.hpp"
+#include "actors/link/shm_region.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
 

@@ -1,4 +1,4 @@
-// A record in a shared-memory data link's ring (actors/net/shm_region.hpp) as a shard reads it:
+// A record in a shared-memory data link's ring (actors/link/shm_region.hpp) as a shard reads it:
 // everything the peer process controls is the input, that is the frame's a, size and b (offset,
 // bytes, pieces) and every byte of the ring and of its arena. The first byte picks the inbox: 0,
 // one that maps the peer's arena (records of pieces); 1, one without. Then three 8-byte
@@ -7,7 +7,7 @@
 // 64) and the same bytes into the arena from 0, so that a piece can name bytes in either. A
 // record that take() accepts is decoded as a push and its bytes walked and copied; every byte
 // it names must lie in the record or the arena, and dropping it must release the record.
-#include "actors/net/shm_region.hpp"
+#include "actors/link/shm_region.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
