@@ -6,6 +6,7 @@
 // the evaluator only takes snapshots, and a client refuses a server that is not the ps task it
 // meant.
 #include "actors/protocol/errors.hpp"
+#include "every_shard_signature.hpp"
 #include "link_fixture.hpp"
 #include "scratch_dir.hpp"
 #include "tls_test_client.hpp"
@@ -57,8 +58,8 @@ const link_certificates& certs() {
 /// A shard served by a TLS data link server with `server_identity`'s files ("ps-0").
 struct tls_link_fixture : link_fixture {
   explicit tls_link_fixture(train_spec s, const std::string& server_identity = "ps-0",
-                            link_limits limits = {})
-    : link_fixture(std::move(s), certs().task(server_identity), limits) {}
+                            link_limits limits = {}, shard_config config = {})
+    : link_fixture(std::move(s), certs().task(server_identity), limits, std::move(config)) {}
   /// Attaches over TCP or the local socket with `files` (none: plain).
   caf::expected<remote_shard> attach(const tls_files& files, bool local = false) {
     return try_attach(local, 0, files);
@@ -230,4 +231,20 @@ TEST_CASE("data link over TLS: a push sent in two runs is applied as it arrives,
   CHECK(link.server->unauthorised() == 1);
   CHECK(link.stats().pushes_streamed == 1);
   CHECK(link.snapshot() == expected);
+}
+
+TEST_CASE("data link over TLS: every signature of the shard answers through worker 0's proxy as the shard's own") {
+  const auto expected = asked_of_the_shard_itself(word_aligned_spec());
+  REQUIRE(expected.size() == 21);
+  for (bool local : {false, true}) {
+    CAPTURE(local);
+    scratch_dir dir;
+    tls_link_fixture link{word_aligned_spec(), "ps-0", {}, checkpoints_into(dir.path)};
+    auto worker0 = link.attach(certs().task("worker-0"), local);
+    REQUIRE(worker0);
+    CHECK(std::string(worker0->transport()).find("TLS over") == 0);
+    auto got = ask_every_signature(link, worker0->handle, dir.path);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == expected[i]);
+  }
 }

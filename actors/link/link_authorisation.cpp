@@ -1,5 +1,6 @@
 #include "actors/link/link_authorisation.hpp"
 
+#include "actors/link/link_verbs.hpp"
 #include "actors/protocol/errors.hpp"
 
 
@@ -28,27 +29,26 @@ caf::error refused(const std::string& identity, const std::string& what) {
   return make_error(errc::not_authorised, "the certificate of \"" + identity + "\" may not " + what);
 }
 
-/// Whether `task` may make a request of `kind` at all: none when it may if the worker it speaks
-/// for is its own (`speaks`: true), or when it may whatever it claims (false).
-caf::error may_ask(const named_task& task, const std::string& identity, frame_kind kind,
-                   bool& speaks) {
-  speaks = false;
+/// Whether `task` may make a request of `verb` at all (its asker in the verb table).
+caf::error may_ask(const named_task& task, const std::string& identity, const link_verb_info& verb) {
   bool client = task.index >= 0
                 && (task.role == "worker" || task.role == "evaluator" || task.role == "chief");
   if (!client) return refused(identity, "use the data link (only workers, the evaluator and the chief do)");
-  if (kind == frame_kind::snapshot || kind == frame_kind::keyed_snapshot) return {};
-  if (task.role != "worker") return refused(identity, "push or pull (it may only take snapshots)");
-  if (kind != frame_kind::pull && kind != frame_kind::push_pull && kind != frame_kind::keyed_pull)
-    return refused(identity, "send a frame of kind " + std::to_string(static_cast<int>(kind)));
-  speaks = true;
+  switch (verb.asker) {
+    case link_asker::client:
+      return {};
+    case link_asker::named_worker:
+      if (task.role != "worker") return refused(identity, "push or pull (it may only take snapshots)");
+      return {};
+  }
   return {};
 }
 
-caf::error claimed_as(const named_task& task, const std::string& identity, frame_kind kind,
-                      int64_t claimed) {
+/// Whether the worker `task` may speak for worker `claimed` in a request of `verb`.
+caf::error claimed_as(const named_task& task, const std::string& identity,
+                      const link_verb_info& verb, int64_t claimed) {
   if (claimed == task.index) return {};
-  return refused(identity, std::string(kind == frame_kind::push_pull ? "push" : "pull")
-                             + " as worker " + std::to_string(claimed));
+  return refused(identity, std::string(verb.name) + " as worker " + std::to_string(claimed));
 }
 
 } // namespace
@@ -56,27 +56,20 @@ caf::error claimed_as(const named_task& task, const std::string& identity, frame
 caf::error authorise_link_request(const std::string& identity, frame_kind kind, int64_t a,
                                   const wire_buffer& payload) {
   auto task = parse_identity(identity);
-  bool speaks = false;
-  if (auto err = may_ask(task, identity, kind, speaks); err || !speaks) return err;
-  int64_t claimed = a;
-  if (kind == frame_kind::push_pull) {
-    auto push = decode_push(payload);
-    if (!push) return push.error();
-    claimed = push->worker;
-  } else if (kind == frame_kind::keyed_pull) {
-    auto pull = decode_pull(payload);
-    if (!pull) return pull.error();
-    claimed = pull->worker;
-  }
-  return claimed_as(task, identity, kind, claimed);
+  auto verb = verb_of(kind);
+  if (!verb) return refused(identity, "send a frame of kind " + std::to_string(static_cast<int>(kind)));
+  if (auto err = may_ask(task, identity, *verb)) return err;
+  auto named = worker_named(kind, a, payload);
+  if (!named) return std::move(named.error());
+  if (!*named) return {};
+  return claimed_as(task, identity, *verb, **named);
 }
 
 caf::error authorise_link_push(const std::string& identity, int32_t worker) {
   auto task = parse_identity(identity);
-  bool speaks = false;
-  if (auto err = may_ask(task, identity, frame_kind::push_pull, speaks); err || !speaks)
-    return err;
-  return claimed_as(task, identity, frame_kind::push_pull, worker);
+  auto verb = *verb_of(frame_kind::push_pull);
+  if (auto err = may_ask(task, identity, verb)) return err;
+  return claimed_as(task, identity, verb, worker);
 }
 
 } // namespace actorps

@@ -1,5 +1,7 @@
 #include "actors/link/link_connection.hpp"
 
+#include "actors/link/link_verbs.hpp"
+
 #include <caf/message.hpp>
 
 #include <algorithm>
@@ -41,13 +43,11 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
   }
   // A reply or failure is no request; the server refuses it by kind, its payload unread.
   // A payload in shared memory does not follow on the socket: the server takes it from there.
-  auto kind = static_cast<frame_kind>(header_.kind);
-  bool carries_buffer = !in_region(header_)
-                        && (kind == frame_kind::push_pull || kind == frame_kind::keyed_pull
-                            || kind == frame_kind::keyed_snapshot);
+  const auto verb = verb_of(static_cast<frame_kind>(header_.kind));
+  bool carries_buffer = !in_region(header_) && verb && verb->has_payload;
   if (carries_buffer && header_.size > 0) {
     if (!storage_) storage_ = wire_buffer::allocate(header_.size / sizeof(capnp::word));
-    const bool pauses = pause_after > 0 && kind == frame_kind::push_pull
+    const bool pauses = pause_after > 0 && verb->arrival == link_arrival::as_it_comes
                         && header_.size >= 2 * pause_after;
     const auto pause_at = payload_got_ + pause_after;
     while (payload_got_ < header_.size) {

@@ -1,6 +1,7 @@
 #include "actors/link/link_hub.hpp"
 
 #include "actors/link/link_authorisation.hpp"
+#include "actors/link/link_verbs.hpp"
 #include "actors/link/reply_part.hpp"
 #include "actors/link/shm_region.hpp"
 #include "actors/protocol/arriving_push.hpp"
@@ -372,9 +373,9 @@ bool link_hub::may_hand_on(const session& s) const {
 void link_hub::hand_on_partial(session& s) {
   const auto part = pause_after(s);
   const auto* h = s.conn.partial_frame();
-  if (part == 0 || !h || kind_of(h->kind) != frame_kind::push_pull || in_region(*h)
-      || h->size < 2 * part)
-    return;
+  if (part == 0 || !h || in_region(*h) || h->size < 2 * part) return;
+  const auto verb = verb_of(kind_of(h->kind));
+  if (!verb || verb->arrival != link_arrival::as_it_comes) return;
   const auto got = s.conn.payload_read();
   if (got < s.told + part) return;
   s.told = got;
@@ -395,8 +396,7 @@ void link_hub::hand_on_partial(session& s) {
   ++pending_total_;
   auto ticket = expect_answer(s, h->id);
   waiting_.at(ticket).progress = s.streamed;
-  hooks_.ask(link_request{ticket, frame_kind::push_pull, h->a, h->b, s.conn.partial_payload(),
-                          s.streamed});
+  hooks_.ask(link_request{ticket, verb->kind, h->a, h->b, s.conn.partial_payload(), s.streamed});
 }
 
 /// The push_pull the shard was handed is read whole: it is told so, unless it declined it
@@ -468,37 +468,31 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
     s.path_logged = true;
     log_.write(path_kind, "serving a data link from " + s.conn.peer() + " over " + path_of(s));
   }
-  switch (kind) {
-    case frame_kind::push_pull:
-    case frame_kind::keyed_pull:
-    case frame_kind::keyed_snapshot:
-    case frame_kind::pull:
-    case frame_kind::snapshot:
-      if (s.conn.authenticated())
-        if (auto err = authorise_link_request(s.identity, kind, h.a, payload)) {
-          ++unauthorised_;
-          log_.write(unauthorised_kind, "refused a data request from " + s.conn.peer() + " ("
-                                          + s.identity + "): " + describe(err));
-          s.conn.queue_failure(h.id, err);
-          auto id = s.id;
-          send_pending(s);
-          return sessions_.count(id) > 0;
-        }
-      // Replies read since (this client's last one, most likely) give back their records, and
-      // the leases they keep on the shard's parameters, before the update this request brings:
-      // a parameter buffer still leased would make the shard allocate a fresh one. (A pass over
-      // the sessions, bounded by the link limits; in a run they are its workers and evaluator.)
-      for (auto& [id, other] : sessions_)
-        if (other->shm) other->shm->out.reclaim();
-      ++s.in_flight;
-      ++s.counted_pending;  // counted at once: the next frame's may_read sees it
-      ++pending_total_;
-      hooks_.ask(link_request{expect_answer(s, h.id), kind, h.a, h.b, std::move(payload), nullptr});
-      return true;
-    default:
-      refuse(s, "a frame of kind " + std::to_string(h.kind) + " where a request belongs");
-      return false;
+  if (verb_of(kind)) {  // a request of the verb table (link_verbs.hpp)
+    if (s.conn.authenticated())
+      if (auto err = authorise_link_request(s.identity, kind, h.a, payload)) {
+        ++unauthorised_;
+        log_.write(unauthorised_kind, "refused a data request from " + s.conn.peer() + " ("
+                                        + s.identity + "): " + describe(err));
+        s.conn.queue_failure(h.id, err);
+        auto id = s.id;
+        send_pending(s);
+        return sessions_.count(id) > 0;
+      }
+    // Replies read since (this client's last one, most likely) give back their records, and
+    // the leases they keep on the shard's parameters, before the update this request brings:
+    // a parameter buffer still leased would make the shard allocate a fresh one. (A pass over
+    // the sessions, bounded by the link limits; in a run they are its workers and evaluator.)
+    for (auto& [id, other] : sessions_)
+      if (other->shm) other->shm->out.reclaim();
+    ++s.in_flight;
+    ++s.counted_pending;  // counted at once: the next frame's may_read sees it
+    ++pending_total_;
+    hooks_.ask(link_request{expect_answer(s, h.id), kind, h.a, h.b, std::move(payload), nullptr});
+    return true;
   }
+  refuse(s, "a frame of kind " + std::to_string(h.kind) + " where a request belongs");
+  return false;
 }
 
 std::string link_hub::path_of(const session& s) const {

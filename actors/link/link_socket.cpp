@@ -1,5 +1,6 @@
 #include "actors/link/link_socket.hpp"
 
+#include "actors/link/link_verbs.hpp"
 #include "actors/link/shm_region.hpp"
 #include "actors/link/tls_channel.hpp"
 #include "actors/protocol/errors.hpp"
@@ -46,32 +47,29 @@ std::string check_header(const frame_header& h) {
     return "data frame version " + std::to_string(h.version) + ", expected "
            + std::to_string(frame_version);
   auto kind = kind_of(h.kind);
-  if (in_region(h) && kind != frame_kind::push_pull && kind != frame_kind::keyed_pull
-      && kind != frame_kind::keyed_snapshot && kind != frame_kind::reply
-      && kind != frame_kind::reply_part)
+  const auto verb = verb_of(kind);  // a request: its shape is the verb table's
+  const bool carries_message = verb ? verb->has_payload
+                                    : kind == frame_kind::reply || kind == frame_kind::reply_part;
+  if (in_region(h) && !carries_message)
     return "frame kind " + std::to_string(h.kind) + " cannot lie in shared memory";
   if (in_region(h) && (h.b < 0 || h.b > max_shm_pieces))  // b: the record's pieces
     return "a record of " + std::to_string(h.b) + " pieces";
-  switch (kind) {
-    case frame_kind::shm_offer:
-      if (h.size != 0) return "a shared memory offer with a payload";
-      return {};
-    case frame_kind::hello:
-    case frame_kind::pull:
-    case frame_kind::snapshot:
-      if (h.size != 0) return "a request of kind " + std::to_string(h.kind) + " with a payload";
-      return {};
-    case frame_kind::push_pull:
-    case frame_kind::keyed_pull:
-    case frame_kind::keyed_snapshot:
-    case frame_kind::reply:
-    case frame_kind::reply_part:
-      if (h.size % sizeof(capnp::word) != 0 || h.size > max_wire_bytes)
-        return "payload of " + std::to_string(h.size) + " bytes";
-      return {};
-    case frame_kind::failure:
-      if (h.size > max_failure_text) return "failure text of " + std::to_string(h.size) + " bytes";
-      return {};
+  if (carries_message) {
+    if (h.size % sizeof(capnp::word) != 0 || h.size > max_wire_bytes)
+      return "payload of " + std::to_string(h.size) + " bytes";
+    return {};
+  }
+  if (verb || kind == frame_kind::hello) {
+    if (h.size != 0) return "a request of kind " + std::to_string(h.kind) + " with a payload";
+    return {};
+  }
+  if (kind == frame_kind::shm_offer) {
+    if (h.size != 0) return "a shared memory offer with a payload";
+    return {};
+  }
+  if (kind == frame_kind::failure) {
+    if (h.size > max_failure_text) return "failure text of " + std::to_string(h.size) + " bytes";
+    return {};
   }
   return "unknown frame kind " + std::to_string(h.kind);
 }

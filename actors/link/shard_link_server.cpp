@@ -3,9 +3,10 @@
 #include "actors/link/event_loop.hpp"
 #include "actors/link/link_hub.hpp"
 #include "actors/link/loop_execution_unit.hpp"
+#include "actors/link/link_verbs.hpp"
 #include "actors/link/short_slice.hpp"
-#include "actors/tls/tls_session.hpp"
 #include "actors/link/tls_stream.hpp"
+#include "actors/tls/tls_session.hpp"
 #include "actors/protocol/link_memory.hpp"
 #include "actors/protocol/errors.hpp"
 #include "kernels/denormals.hpp"
@@ -28,6 +29,8 @@ namespace actorps {
 namespace {
 
 using limit_atom = caf::atom_constant<caf::atom("linklimit")>;
+/// (link_ask, ticket, frame kind, a, b, payload, progress): a request off the link for the shard.
+using link_ask_atom = caf::atom_constant<caf::atom("linkask")>;
 
 /// The listeners' backlog (capped by net.core.somaxconn, 4096 by default): room for a flood's
 /// connections waiting to be accepted, each to take a stranger's place, so that the kernel does
@@ -66,24 +69,23 @@ caf::behavior shard_asker(caf::event_based_actor* self, ps_shard_actor shard,
             [=](caf::error& err) { hub->answer(ticket, std::move(err)); });
   };
   return {
-    [=](push_pull_atom a, uint64_t ticket, wire_buffer& push) {
-      if (limits.reply_part_bytes == 0) return ask(ticket, a, std::move(push));
-      ask(ticket, a, std::move(push),
-          reply_stream_ptr{std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes)});
+    // A request off the link, as the shard message its verb stands for (link_verbs.hpp). A
+    // push's reply may go ahead in parts (reply_stream.hpp); a push still arriving comes with
+    // its progress (request_progress.hpp), and the shard applies it as it does, or declines.
+    [=](link_ask_atom, uint64_t ticket, uint16_t kind, int64_t a, int64_t b, wire_buffer& payload,
+        request_progress_ptr& progress) {
+      with_shard_message(static_cast<frame_kind>(kind), a, b, std::move(payload),
+                         [&](auto verb, auto atom, auto&&... args) {
+        if constexpr (decltype(verb)::arrival == link_arrival::as_it_comes) {
+          reply_stream_ptr stream;
+          if (limits.reply_part_bytes > 0)
+            stream = std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes);
+          if (progress) return ask(ticket, atom, std::move(args)..., std::move(stream), std::move(progress));
+          if (stream) return ask(ticket, atom, std::move(args)..., std::move(stream));
+        }
+        ask(ticket, atom, std::move(args)...);
+      });
     },
-    // A push still arriving (request_progress.hpp): the shard applies it as it does, or declines.
-    [=](push_pull_atom a, uint64_t ticket, wire_buffer& push, request_progress_ptr& progress) {
-      reply_stream_ptr stream;
-      if (limits.reply_part_bytes > 0)
-        stream = std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes);
-      ask(ticket, a, std::move(push), std::move(stream), std::move(progress));
-    },
-    [=](pull_atom a, uint64_t ticket, int32_t worker, int64_t clock) {
-      ask(ticket, a, worker, clock);
-    },
-    [=](snapshot_atom a, uint64_t ticket) { ask(ticket, a); },
-    [=](pull_atom a, uint64_t ticket, wire_buffer& pull) { ask(ticket, a, std::move(pull)); },
-    [=](snapshot_atom a, uint64_t ticket, wire_buffer& pull) { ask(ticket, a, std::move(pull)); },
     // The largest legitimate request follows from the shard's size: its dense snapshot, and
     // whether it holds sparse tables (request_frame_limit). Both fail before the shard's init.
     [=](limit_atom) {
@@ -187,27 +189,8 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
   // it asks, run on the loop's thread after the batch of events (loop_execution_unit.hpp).
   link_hub::hooks hooks;
   hooks.ask = [this](link_request&& r) {
-    switch (r.kind) {
-      case frame_kind::push_pull:
-        if (r.progress)
-          unit_->send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload),
-                      std::move(r.progress));
-        else
-          unit_->send(asker_, push_pull_atom::value, r.ticket, std::move(r.payload));
-        break;
-      case frame_kind::pull:
-        unit_->send(asker_, pull_atom::value, r.ticket, static_cast<int32_t>(r.a), r.b);
-        break;
-      case frame_kind::snapshot:
-        unit_->send(asker_, snapshot_atom::value, r.ticket);
-        break;
-      case frame_kind::keyed_pull:
-        unit_->send(asker_, pull_atom::value, r.ticket, std::move(r.payload));
-        break;
-      default:  // keyed_snapshot: link_hub hands over nothing else
-        unit_->send(asker_, snapshot_atom::value, r.ticket, std::move(r.payload));
-        break;
-    }
+    unit_->send(asker_, link_ask_atom::value, r.ticket, static_cast<uint16_t>(r.kind), r.a, r.b,
+                std::move(r.payload), std::move(r.progress));
   };
   hooks.learn_limit = [this] { unit_->send(asker_, limit_atom::value); };
   // Straight to the shard: the asker's push_pull may reach it later, and the shard reads the

@@ -1,5 +1,6 @@
 #include "actors/link/shard_proxy.hpp"
 
+#include "actors/link/link_verbs.hpp"
 #include "actors/link/receive_in_place.hpp"
 #include "actors/link/record_reader.hpp"
 #include "actors/link/reply_part.hpp"
@@ -241,7 +242,7 @@ public:
     auto id = next_id_++;
     // Its reply's place: the requester's next queued one, else the worker's (destination.hpp).
     parameter_destination::target in_place;
-    if (kind == frame_kind::pull || kind == frame_kind::push_pull)
+    if (verb_of(kind)->reply == link_reply::in_place)
       in_place = destination_->take(requester ? requester->id() : 0);
     if (auto gone = pending_->add(id, requester, mid, std::move(in_place))) {
       if (requester)  // the link is gone: answer at once
@@ -267,20 +268,14 @@ public:
   /// or keyed) and returns true; false for anything else.
   bool send_if_request(const caf::type_erased_tuple& msg, const caf::strong_actor_ptr& requester,
                        caf::message_id mid) {
-    if (msg.match_elements<push_pull_atom, wire_buffer>())
-      send(frame_kind::push_pull, 0, 0, &msg.get_as<wire_buffer>(1), requester, mid);
-    else if (msg.match_elements<pull_atom, int32_t, int64_t>())
-      send(frame_kind::pull, msg.get_as<int32_t>(1), msg.get_as<int64_t>(2), nullptr, requester,
-           mid);
-    else if (msg.match_elements<snapshot_atom>())
-      send(frame_kind::snapshot, 0, 0, nullptr, requester, mid);
-    else if (msg.match_elements<pull_atom, wire_buffer>())
-      send(frame_kind::keyed_pull, 0, 0, &msg.get_as<wire_buffer>(1), requester, mid);
-    else if (msg.match_elements<snapshot_atom, wire_buffer>())
-      send(frame_kind::keyed_snapshot, 0, 0, &msg.get_as<wire_buffer>(1), requester, mid);
-    else
-      return false;
+    auto call = link_call_of(msg);
+    if (!call) return false;
+    send(*call, requester, mid);
     return true;
+  }
+
+  void send(const link_call& call, const caf::strong_actor_ptr& requester, caf::message_id mid) {
+    send(call.kind, call.a, call.b, call.payload, requester, mid);
   }
 
 private:
@@ -305,11 +300,13 @@ struct proxy_state {
 };
 
 /// The detached proxy (a link without shared memory): requests are sent from its own thread,
-/// where a send may block while the socket is full.
-caf::behavior detached_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_actor remote,
-                             std::shared_ptr<link_socket> link,
-                             std::shared_ptr<parameter_destination> destination,
-                             std::string where) {
+/// where a send may block while the socket is full. It speaks ps_shard_actor, every signature
+/// of it (the compiler checks): the link's verbs go on the link, the rest to the shard over CAF.
+ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<proxy_state> self,
+                                             ps_shard_actor remote,
+                                             std::shared_ptr<link_socket> link,
+                                             std::shared_ptr<parameter_destination> destination,
+                                             std::string where) {
   auto pending = std::make_shared<pending_requests>();
   auto reader = start_reader(link, pending, nullptr, nullptr, where);
   self->attach_functor([link, reader] {  // by value: the state is gone when this runs
@@ -317,28 +314,48 @@ caf::behavior detached_proxy(caf::stateful_actor<proxy_state>* self, ps_shard_ac
     reader->join();
   });
   auto writer = std::make_shared<request_writer>(link, std::move(destination), nullptr, pending);
-  auto send = [=](frame_kind kind, int64_t a, int64_t b, const wire_buffer* payload) {
+  auto send = [=](const link_call& call) {
     auto mid = self->take_current_message_id();  // answered by the reader thread
-    writer->send(kind, a, b, payload, self->current_sender(), mid);
+    writer->send(call, self->current_sender(), mid);
+    return caf::delegated<wire_buffer>{};
   };
-  return {
-    [=](push_pull_atom, const wire_buffer& push) { send(frame_kind::push_pull, 0, 0, &push); },
-    [=](pull_atom, int32_t worker, int64_t clock) { send(frame_kind::pull, worker, clock, nullptr); },
-    [=](snapshot_atom) { send(frame_kind::snapshot, 0, 0, nullptr); },
-    [=](pull_atom, const wire_buffer& pull) { send(frame_kind::keyed_pull, 0, 0, &pull); },
-    [=](snapshot_atom, const wire_buffer& pull) { send(frame_kind::keyed_snapshot, 0, 0, &pull); },
-    // Control messages go to the shard itself, over CAF.
-    [=](init_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
-    [=](restore_atom a, const wire_buffer& x, const std::vector<uint32_t>& y) {
-      return self->delegate(remote, a, x, y);
+  auto push = [=](const wire_buffer& x) { return send(link_call{frame_kind::push_pull, 0, 0, &x}); };
+  return std::apply(
+    [&](auto... verbs) -> ps_shard_actor::behavior_type {
+      return {
+        verbs...,
+        // A push's reply stream belongs to a link's server, in the shard's process; through a
+        // proxy the push goes whole, and so does its answer.
+        [=](push_pull_atom, const wire_buffer& x, const reply_stream_ptr&) { return push(x); },
+        // A push still arriving is handed on by a link's server to its own shard only.
+        [=](push_pull_atom, const wire_buffer&, const reply_stream_ptr&,
+            const request_progress_ptr&) -> caf::result<wire_buffer> {
+          return make_error(errc::malformed_message, "a push still arriving sent to a proxy");
+        },
+        [=](push_progress_atom, const request_progress_ptr&) {},
+        // Everything else goes to the shard itself, over CAF.
+        [=](init_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
+        [=](restore_atom a, const wire_buffer& x, const std::vector<uint32_t>& y) {
+          return self->delegate(remote, a, x, y);
+        },
+        [=](stats_atom a) { return self->delegate(remote, a); },
+        [=](leave_atom a, int32_t w) { self->send(remote, a, w); },
+        [=](rejoin_atom a, int32_t w) { return self->delegate(remote, a, w); },
+        [=](admit_atom a, int32_t w, int64_t c, uint32_t i) { return self->delegate(remote, a, w, c, i); },
+        [=](checkpoint_atom a, const std::string& d, int64_t c) { return self->delegate(remote, a, d, c); },
+        [=](checkpoint_atom a, int64_t c) { return self->delegate(remote, a, c); },
+        [=](replicate_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
+        [=](replicate_atom a, leave_atom b, int32_t w) { return self->delegate(remote, a, b, w); },
+        [=](replicate_atom a, rejoin_atom b, int32_t w) { return self->delegate(remote, a, b, w); },
+        [=](replicate_atom a, admit_atom b, int32_t w, int64_t c, uint32_t i) {
+          return self->delegate(remote, a, b, w, c, i);
+        },
+        [=](replicate_atom a, const replica_image& x) { return self->delegate(remote, a, x); },
+        [=](backup_atom a, const caf::strong_actor_ptr& x) { return self->delegate(remote, a, x); },
+        [=](promote_atom a) { return self->delegate(remote, a); },
+      };
     },
-    [=](stats_atom a) { return self->delegate(remote, a); },
-    [=](leave_atom a, int32_t w) { self->send(remote, a, w); },
-    [=](rejoin_atom a, int32_t w) { return self->delegate(remote, a, w); },
-    [=](admit_atom a, int32_t w, int64_t c, uint32_t i) { return self->delegate(remote, a, w, c, i); },
-    [=](checkpoint_atom a, const std::string& d, int64_t c) { return self->delegate(remote, a, d, c); },
-    [=](checkpoint_atom a, int64_t c) { return self->delegate(remote, a, c); },
-  };
+    link_verb_handlers(send));
 }
 
 /// The proxy of a link with shared memory: no mailbox and no thread of its own for sending.
@@ -407,9 +424,8 @@ ps_shard_actor spawn_shard_proxy(caf::actor_system& sys, ps_shard_actor remote,
                                  std::shared_ptr<shm_ring> ring,
                                  std::shared_ptr<const shm_inbox> inbox, std::string where) {
   if (!ring)
-    return caf::actor_cast<ps_shard_actor>(
-      sys.spawn<caf::detached>(detached_proxy, std::move(remote), std::move(link),
-                               std::move(destination), std::move(where)));
+    return sys.spawn<caf::detached>(detached_proxy, std::move(remote), std::move(link),
+                                    std::move(destination), std::move(where));
   caf::actor_config cfg;
   auto proxy = caf::make_actor<inline_proxy, caf::strong_actor_ptr>(
     sys.next_actor_id(), sys.node(), &sys, cfg, std::move(remote), std::move(link),
