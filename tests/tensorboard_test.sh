@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # --tensorboard against an independent reader (tests/tfevents_check.py: every record's CRCs,
 # and test/accuracy, test/loss, test/auc at every evaluation clock with the metrics file's value):
-#   simulate   an MLP run and a dlrm (CTR) run in one process; a directory that cannot be
-#              created is refused naming the flag (exit 2)
+#   simulate   an MLP run, one with a shard's fail-over (events/failovers) and a dlrm (CTR)
+#              run in one process; a directory that cannot be created is refused naming the
+#              flag (exit 2)
 #   processes  a cluster of one process per task (scripts/launch_local.sh), the chief writing
 #   resume     a run resumed from its checkpoint adds a second file, its steps continuing from
 #              the resumed clock
@@ -20,6 +21,12 @@ simulate)
   "$bin" simulate --dataset synthetic --model 784-32-10 --steps 120 --eval-every 25 --no-progress \
     --metrics "$dir/m.jsonl" --tensorboard "$dir/tb" > "$dir/run.log" 2>&1 || fail "simulate failed"
   check "$dir/tb" "$dir/m.jsonl"
+  # a shard lost and its standby promoted: events/failovers and events/recoveries
+  "$bin" simulate --dataset synthetic --model 784-32-10 --steps 120 --eval-every 40 --no-progress \
+    --replicas 1 --kill ps:0@clock=50 --metrics "$dir/f.jsonl" --tensorboard "$dir/tb_f" \
+    > "$dir/failover.log" 2>&1 || fail "the run with a fail-over failed"
+  grep -q '"event":"failover"' "$dir/f.jsonl" || fail "no failover event in the metrics file"
+  check "$dir/tb_f" "$dir/f.jsonl"
   "$bin" gen-data criteo --out "$dir/criteo" --rows 6000 --test-rows 500 > /dev/null
   "$bin" simulate --model dlrm:8:16:16 --dataset "criteo:$dir/criteo/train.tsv" \
     --test "$dir/criteo/test.tsv" --batch 128 --eval-every 8 --no-progress \

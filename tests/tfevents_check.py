@@ -10,7 +10,9 @@ metrics file:
     file's value (within 1e-6, relative for the losses), and at no other step;
   - train/loss points rise in step, the first at the life's first clock + 1 (a resumed life:
     the resumed clock + 1, continuing the steps);
-  - shards/rows is the summary's sparse rows.
+  - shards/rows is the summary's sparse rows;
+  - events/failovers (recoveries, failures, checkpoints, ...) counts the life's events of that
+    kind, one point per event.
 usage: tfevents_check.py DIR METRICS.jsonl [--ctr]   (--ctr: some evaluation must have an AUC)
 """
 import glob
@@ -125,6 +127,12 @@ def event(buf):
     return out
 
 
+COUNTED = {"failure": "failures", "recovery": "recoveries", "failover": "failovers",
+           "rereplicated": "rereplications", "standby_lost": "standbys_lost",
+           "skipped": "workers_skipped", "checkpoint": "checkpoints",
+           "checkpoint_failed": "checkpoint_failures"}
+
+
 def close(got, want, relative):
     tolerance = 1e-6 * (max(1.0, abs(want)) if relative else 1.0)
     return (math.isnan(got) and math.isnan(want)) or abs(got - want) <= tolerance
@@ -165,6 +173,12 @@ def check_life(path, life, number):
         rows = sum(sum(s) for s in summaries[0]["sparse_rows"])
         got = scalars.get("shards/rows", [])
         assert got and got[-1][1] == float(rows), f"{path}: shards/rows {got}, the summary's {rows}"
+    for kind, name in COUNTED.items():
+        want = [m.get("clock") for m in life if m["event"] == kind]
+        got = scalars.get("events/" + name, [])
+        assert [v for _, v in got] == [float(n + 1) for n in range(len(want))], \
+            f"{path}: events/{name} {got}, the metrics file has {len(want)} {kind} events"
+        assert [s for s, _ in got] == want, f"{path}: events/{name} at {got}, events at {want}"
     return len(events), len(evals), any("test_auc" in m for m in evals), resumed
 
 
