@@ -26,6 +26,7 @@ std::string host_name() {
 }
 
 constexpr std::size_t flush_at = std::size_t{1} << 20;
+constexpr auto flush_after = std::chrono::seconds(5);
 
 } // namespace
 
@@ -55,10 +56,12 @@ tensorboard_file::~tensorboard_file() {
 void tensorboard_file::add(int64_t step, const std::vector<tf_scalar>& values) {
   if (fd_ < 0 || values.empty()) return;
   append_tfrecord(pending_, encode_scalars_event(wall_time_now(), step, values));
-  if (pending_.size() >= flush_at) flush();
+  if (pending_.size() >= flush_at || std::chrono::steady_clock::now() - written_ >= flush_after)
+    flush();
 }
 
 void tensorboard_file::flush() {
+  written_ = std::chrono::steady_clock::now();
   const char* p = pending_.data();
   std::size_t left = pending_.size();
   while (left > 0) {

@@ -5,14 +5,16 @@
 
 #include "actors/chief/tf_event.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace actorps {
 
-/// An event file being written. Events are held in memory until flush() (or 1 MiB of them),
-/// so a scalar costs no system call; each flush is whole records, appended with write(2).
+/// An event file being written. Events are held in memory until flush(), 1 MiB of them, or an
+/// event added 5 s after the last write (a run without evaluations is followed too), so a
+/// scalar seldom costs a system call; each write is whole records, appended with write(2).
 class tensorboard_file {
 public:
   /// Creates DIR (and its parents) and a new file in it; a name taken already (a second run
@@ -34,6 +36,7 @@ private:
   std::string path_;
   int fd_ = -1;
   std::string pending_;  ///< whole records not yet written
+  std::chrono::steady_clock::time_point written_;  ///< the last flush
 };
 
 } // namespace actorps
