@@ -84,6 +84,7 @@ struct train_options {
   int64_t eval_every = 0;         ///< global clocks between evaluations (0: only the final one)
   uint64_t seed = 1;
   std::string metrics;            ///< a JSONL file of events ("" none)
+  std::string tensorboard_dir;    ///< TensorBoard event files, as --tensorboard ("" none)
   bool progress = false;          ///< draw the progress line on stdout
   int threads = 0;                ///< CAF scheduler threads (0: one per core)
   // Checkpoints, as --checkpoint-dir, --checkpoint-every and --resume DIR (train() only).

@@ -8,6 +8,7 @@
 #include "actors/deploy/exit_codes.hpp"
 
 #include "actors/chief/metrics.hpp"
+#include "actors/chief/tensorboard_writer.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/mlp_plugin.hpp"
@@ -209,6 +210,9 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("metrics", po::value(&o.metrics),
      "write one JSON object per event to this file (JSONL; with --resume appended to, so "
      "restarts leave one history)")
+    ("tensorboard", po::value(&o.tensorboard),
+     "write the run's figures as TensorBoard scalars to a new events.out.tfevents.* file in "
+     "this directory (created if missing; a resumed run adds another): tensorboard --logdir DIR")
     ("seed", po::value(&o.seed)->default_value(o.seed), "seed for parameters, data order, synthetic data")
     ("table-optimizer", po::value(&o.table_optimizer),
      "sgd | adagrad | adam | ftrl: the row optimizer of every sparse table, with that "
@@ -582,6 +586,13 @@ void open_training_files(const training_flags& typed, training_plan& plan) {
     c.metrics = std::make_shared<metrics_file>(o.metrics, o.resume_given);
   } catch (const std::exception& e) {
     throw usage_error(std::string("--metrics: ") + e.what());
+  }
+  if (!o.tensorboard.empty()) {
+    try {
+      c.metrics->add_observer(std::make_shared<tensorboard_writer>(o.tensorboard));
+    } catch (const std::exception& e) {
+      throw usage_error(std::string("--tensorboard: ") + e.what());
+    }
   }
   auto& ck = c.checkpoints;
   if (!ck.dir.empty()) check_writable(ck.dir);

@@ -51,6 +51,7 @@ struct training_flags {
   int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
   value_bounds bounds;             ///< --max-gradient, --max-parameter (apps/value_bound_flags.hpp)
   std::string wire_precision = "fp32";  ///< --wire-precision: fp32 | bf16 (workers' pushes)
+  std::string tensorboard;         ///< --tensorboard DIR: TensorBoard event files ("" none)
   std::set<std::string> given;     ///< the model-defaulted flags typed (note_given_flags)
 };
 

@@ -45,6 +45,9 @@ std::vector<std::string> candidates() {
   std::vector<std::string> out;
   for (const auto& dir : {own_object_dir(), executable_dir()})
     if (!dir.empty()) out.push_back(dir + module_name);
+  // installed: PREFIX/bin/actorps and PREFIX/lib/actorps/ (apps/CMakeLists.txt)
+  if (const auto dir = executable_dir(); !dir.empty())
+    out.push_back(dir + "../lib/actorps/" + module_name);
   out.push_back(ACTORPS_CUDA_MODULE_BUILD_PATH);
   // (the same place twice is tried once)
   std::vector<std::string> unique;

@@ -35,6 +35,8 @@ done
 [[ $data_link =~ ^(auto|tcp|socket|shm)$ ]] || { echo "launch_local.sh: --data-link must be auto, tcp, socket or shm" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 binary=${binary:-${ACTORPS_BINARY:-$root/build/actorps}}
+# installed (cmake --install): this script is in PREFIX/share/actorps/scripts, actorps in PREFIX/bin
+[ -x "$binary" ] || [ ! -x "$root/../../bin/actorps" ] || binary=$(cd "$root/../../bin" && pwd)/actorps
 [ -x "$binary" ] || { echo "launch_local.sh: $binary is missing: run scripts/setup.sh first" >&2; exit 2; }
 python=$(command -v /usr/bin/python3 || command -v python3)
 

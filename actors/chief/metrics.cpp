@@ -26,6 +26,7 @@ metrics_file::~metrics_file() {
 }
 
 void metrics_file::write(const nlohmann::ordered_json& event) {
+  for (const auto& o : observers_) o->on_event(event);
   if (fd_ < 0) return;
   auto line = render_json(event) + "\n";
   // One write(2) per line: a kill between two events leaves whole lines only. A short write
@@ -39,6 +40,14 @@ void metrics_file::write(const nlohmann::ordered_json& event) {
     p += n;
     left -= static_cast<std::size_t>(n);
   }
+}
+
+void metrics_file::flush() {
+  for (const auto& o : observers_) o->flush();
+}
+
+void metrics_file::add_observer(std::shared_ptr<metrics_observer> observer) {
+  observers_.push_back(std::move(observer));
 }
 
 progress_line::progress_line(bool enabled, console& out) : enabled_(enabled), out_(out) {}

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -36,6 +38,16 @@ private:
   nlohmann::ordered_json doc_ = nlohmann::ordered_json::object();
 };
 
+/// Another reader of the metrics events, told each one as it is written (the TensorBoard file,
+/// tensorboard_writer.hpp): fed from the one place, the two cannot disagree.
+class metrics_observer {
+public:
+  virtual ~metrics_observer() = default;
+  virtual void on_event(const nlohmann::ordered_json& event) = 0;
+  /// The events so far must be out (metrics_file::flush: an evaluation, a failure).
+  virtual void flush() = 0;
+};
+
 /// Writes JSON lines to a file (truncated first, or appended to for a resumed run: one history
 /// across restarts); an empty path disables it. Each event is one
 /// write(2) of its whole line, unbuffered, to a file opened O_APPEND: `tail -f` and live plots
@@ -50,11 +62,14 @@ public:
 
   void write(const nlohmann::ordered_json& event);
   void write(const json_object& event) { write(event.json()); }
-  /// Nothing is held back: kept for the call sites that mark where a line must be out.
-  void flush() {}
+  /// Nothing of the file is held back; the observers write out what they hold.
+  void flush();
+  /// Tells `observer` every event written from now on (the file's path may be empty).
+  void add_observer(std::shared_ptr<metrics_observer> observer);
 
 private:
   int fd_ = -1;
+  std::vector<std::shared_ptr<metrics_observer>> observers_;
 };
 
 /// The terminal progress line, drawn through the console (actors/protocol/console.hpp): on a

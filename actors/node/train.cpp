@@ -1,5 +1,6 @@
 // train(): a whole run in this process, the runtime owning the loop (actors/ps.hpp).
 #include "actors/chief/role_id.hpp"
+#include "actors/chief/tensorboard_writer.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
@@ -167,6 +168,12 @@ caf::expected<simulation_options> plan_run(const train_options& o, int64_t train
     c.metrics = std::make_shared<metrics_file>(o.metrics, !o.resume.empty());
   } catch (const std::exception& e) {
     return bad_option(std::string("metrics: ") + e.what());
+  }
+  try {
+    if (!o.tensorboard_dir.empty())
+      c.metrics->add_observer(std::make_shared<tensorboard_writer>(o.tensorboard_dir));
+  } catch (const std::exception& e) {
+    return bad_option(std::string("tensorboard_dir: ") + e.what());
   }
   sim.scheduler_threads = o.threads;
   return sim;

@@ -264,7 +264,8 @@ void bind_train(py::module_& m) {
        int64_t eval_every, uint64_t seed, const std::string& metrics, bool progress,
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
        const std::string& resume, const std::string& checkpoint_key,
-       const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas) {
+       const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas,
+       const std::string& tensorboard_dir) {
       train_options o;
       o.ps = ps;
       o.workers = workers;
@@ -278,6 +279,7 @@ void bind_train(py::module_& m) {
       o.eval_every = eval_every;
       o.seed = seed;
       o.metrics = metrics;
+      o.tensorboard_dir = tensorboard_dir;
       o.progress = progress;
       o.threads = threads;
       o.checkpoint_dir = checkpoint_dir;
@@ -297,7 +299,7 @@ void bind_train(py::module_& m) {
     py::arg("checkpoint_dir") = "", py::arg("checkpoint_every") = 0, py::arg("resume") = "",
     py::arg("checkpoint_key") = "",
     py::arg("kill") = std::vector<std::tuple<std::string, int32_t, int64_t>>{},
-    py::arg("replicas") = 0,
+    py::arg("replicas") = 0, py::arg("tensorboard_dir") = "",
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`). model: .spec (an actorps.ModelSpec, dense tensors; its name "
     "registers the plug-in for the run), .step(worker, clock, params, grad, x, y) -> the mean "
@@ -311,7 +313,8 @@ void bind_train(py::module_& m) {
     "--resume and --checkpoint-key. kill: fault injection as --kill, a list of (role, "
     "index, clock): that actor is killed when the global clock reaches clock and the runtime "
     "recovers (a lost shard from the newest checkpoint, or with replicas=1 from its hot "
-    "standby, losing nothing). Returns the run's summary as a dict, with the final "
+    "standby, losing nothing). tensorboard_dir: TensorBoard event files, as --tensorboard. "
+    "Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");
 }

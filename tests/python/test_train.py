@@ -9,9 +9,12 @@ regression in NumPy).
   it ends at clock 12 having trained on.
 - Killed actors (a worker, a shard) are recovered by the runtime and the run ends on time;
   with replicas=1 killed shards lose nothing (bit-identical to a run without kills).
-- A step() that raises ends the run with RuntimeError naming the exception."""
+- A step() that raises ends the run with RuntimeError naming the exception.
+- tensorboard_dir writes event files that tests/tfevents_check.py finds the evaluations in."""
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -116,6 +119,17 @@ class Train(unittest.TestCase):
             self.assertEqual(evaluation_accuracies(os.path.join(tmp, "two.jsonl")),
                              second.accuracies[:len(evaluation_accuracies(
                                  os.path.join(tmp, "two.jsonl")))])
+
+    def test_tensorboard_dir_holds_every_evaluation(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            metrics, tb = os.path.join(tmp, "run.jsonl"), os.path.join(tmp, "tb")
+            self.run_model(SoftmaxModel(), steps=12, metrics=metrics, tensorboard_dir=tb)
+            check = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                 "tfevents_check.py")
+            done = subprocess.run([sys.executable, check, tb, metrics], capture_output=True,
+                                  text=True, timeout=60)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertIn("3 evaluations match", done.stdout)  # clocks 4, 8, 12
 
     def test_a_lost_worker_and_a_lost_shard_are_recovered(self):
         # The runtime owns recovery: worker 1 killed at clock 3 is replaced, shard 0 killed at
