@@ -37,6 +37,7 @@ struct cluster_flags {
   value_bounds bounds;         ///< a ps task's shard (`run`: the training flags')
   tls_files tls;
   int data_port = 0;
+  int prometheus_port = 0;         ///< `run`, the chief: the training flag's
   std::string data_link = "auto";  ///< --data-link (actors/link/data_link_path.hpp)
   double connect_timeout = 60;
   int heartbeat_ms = 500, peer_timeout_ms = 4000, threads = 0;
@@ -70,9 +71,10 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
      "CA are refused")
     ("tls-key", po::value(&f.tls.key), "PEM private key of --tls-cert")
     ("tls-ca", po::value(&f.tls.ca), "PEM certificate of the cluster's CA");
-  if (with_threads)
+  if (with_threads)  // a ps, worker or evaluator task; the chief's are training flags
     desc.add_options()("threads", po::value(&f.threads)->default_value(f.threads),
-                       "CAF scheduler threads (0: one per core)");
+                       "CAF scheduler threads (0: one per core)")
+      ("prometheus-port", po::value(&f.prometheus_port), prometheus_port_help);
 }
 
 /// A ps task's own shard settings (`actorps ps`; `actorps run` has them as training flags).
@@ -124,6 +126,9 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   check_threads(f.threads);
   if (f.data_port < 0 || f.data_port > 65535)
     throw usage_error("--data-port must be 0 (the task's port + 1) or a port, 1 to 65535");
+  if (f.prometheus_port < 0 || f.prometheus_port > 65535)
+    throw usage_error("--prometheus-port must be a port, 1 to 65535 (0: none), got "
+                      + std::to_string(f.prometheus_port));
   auto bind = f.bind;  // "[::]" as a URL writes it: the address is "::"
   if (bind.size() >= 2 && bind.front() == '[' && bind.back() == ']')
     bind = bind.substr(1, bind.size() - 2);
@@ -143,6 +148,7 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   opts.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.connect_timeout * 1000));
   opts.bind = bind;
   opts.data_port = f.data_port;
+  opts.prometheus_port = static_cast<uint16_t>(f.prometheus_port);
   opts.network.heartbeat = std::chrono::milliseconds(f.heartbeat_ms);
   opts.network.peer_timeout = std::chrono::milliseconds(f.peer_timeout_ms);
   opts.scheduler_threads = f.threads;
@@ -294,6 +300,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
     po::notify(vm);
     note_given_flags(vm, tf);
     apply_log_level(chief_flags ? tf.log_level : log_level);
+    if (chief_flags) cf.prometheus_port = tf.prometheus_port;
     if (any_role) cf.checkpoint_dir = tf.checkpoint_dir, cf.bounds = tf.bounds;
     auto opts = resolve(type, cf);
     if (opts.task.type == "chief") return run_chief(opts, tf, vm);

@@ -79,6 +79,7 @@ int simulate_command(const std::vector<std::string>& args) {
     exporting = plan_export(plan, "simulate");
     sim.chief = std::move(plan.chief);
     sim.scheduler_threads = plan.scheduler_threads;
+    sim.prometheus_port = plan.prometheus_port;
     sim.chief.train = plan.train_split ? plan.train_split : load_split(plan.data, true);
     sim.chief.test = load_split(plan.data, false);
     sim.chief.source = plan.data;

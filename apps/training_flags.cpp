@@ -28,6 +28,10 @@ namespace po = boost::program_options;
 
 namespace actorps {
 
+const char* const prometheus_port_help =
+  "serve this process's figures at http://HOST:PORT/metrics for Prometheus (unauthenticated; "
+  "HOST: the task's listening address, --bind's when given; simulate: 127.0.0.1)";
+
 namespace {
 
 /// The flags whose default is the model's (model_plugin::defaults): a typed one overrides its
@@ -213,6 +217,7 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("tensorboard", po::value(&o.tensorboard),
      "write the run's figures as TensorBoard scalars to a new events.out.tfevents.* file in "
      "this directory (created if missing; a resumed run adds another): tensorboard --logdir DIR")
+    ("prometheus-port", po::value(&o.prometheus_port), prometheus_port_help)
     ("seed", po::value(&o.seed)->default_value(o.seed), "seed for parameters, data order, synthetic data")
     ("table-optimizer", po::value(&o.table_optimizer),
      "sgd | adagrad | adam | ftrl: the row optimizer of every sparse table, with that "
@@ -399,6 +404,8 @@ checked_flags check_training_flags(const training_flags& typed) {
           "must be 0 (one per core) to " + std::to_string(threads_bound)
             + " (4 per core of this host)");
   require(o.block_floats >= 1, "block-floats", o.block_floats, "must be at least 1");
+  require(o.prometheus_port >= 0 && o.prometheus_port <= 65535, "prometheus-port",
+          o.prometheus_port, "must be a port, 1 to 65535 (0: none)");
   require(o.request_timeout > 0 && o.request_timeout <= max_timeout_s, "request-timeout",
           o.request_timeout, "must be positive and at most " + std::to_string(int(max_timeout_s))
                                + " seconds");
@@ -536,6 +543,7 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   plan.scheduler_threads = o.threads;
   plan.export_dir = o.export_dir;
+  plan.prometheus_port = static_cast<uint16_t>(o.prometheus_port);
 
   plan.data = v.data;
   set_run_length(o, v.train_rows, c);

@@ -52,6 +52,7 @@ struct training_flags {
   value_bounds bounds;             ///< --max-gradient, --max-parameter (apps/value_bound_flags.hpp)
   std::string wire_precision = "fp32";  ///< --wire-precision: fp32 | bf16 (workers' pushes)
   std::string tensorboard;         ///< --tensorboard DIR: TensorBoard event files ("" none)
+  int prometheus_port = 0;         ///< --prometheus-port: serve /metrics there; 0: not
   std::set<std::string> given;     ///< the model-defaulted flags typed (note_given_flags)
 };
 
@@ -82,7 +83,11 @@ struct training_plan {
   std::shared_ptr<const dataset> train_split;  ///< set when planning had to read it (a CSV)
   int scheduler_threads = 0;
   std::string export_dir;  ///< empty: no export (apps/export_after_run.hpp)
+  uint16_t prometheus_port = 0;  ///< 0: no /metrics endpoint
 };
+
+/// The help of --prometheus-port (training flags, and a ps, worker or evaluator task's).
+extern const char* const prometheus_port_help;
 
 /// The flags' values once checked: what the plan is built from, parsed.
 struct checked_flags {

@@ -16,6 +16,7 @@ packages=(
   python3-dev python3-numpy python3-torch pybind11-dev
   iproute2 iperf3
   openssl libssl-dev
+  prometheus-cpp-dev prometheus python3-prometheus-client
   clang libclang-rt-14-dev
   time
 )

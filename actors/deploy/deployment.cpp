@@ -15,6 +15,7 @@
 #include "actors/deploy/exit_codes.hpp"
 #include "actors/deploy/join_chief.hpp"
 #include "actors/deploy/leave_notice.hpp"
+#include "actors/deploy/metrics_endpoint.hpp"
 #include "actors/guard/await_name.hpp"
 #include "actors/protocol/errors.hpp"
 
@@ -182,6 +183,20 @@ int serve(caf::actor_system& sys, const deployment_options& opts, const Publishe
   return status;
 }
 
+/// --prometheus-port: the task's /metrics on its listening address (null when not asked for);
+/// the error names the address.
+caf::expected<std::unique_ptr<metrics_endpoint>> serve_metrics(caf::actor_system& sys,
+                                                               const deployment_options& opts) {
+  if (opts.prometheus_port == 0) return std::unique_ptr<metrics_endpoint>{};
+  auto own = opts.cluster.own_address(opts.task);
+  auto host = own ? listen_host(opts.bind, *own) : opts.bind.empty() ? "127.0.0.1" : opts.bind;
+  auto endpoint = metrics_endpoint::open(sys, host, opts.prometheus_port);
+  if (endpoint)
+    log_line(opts.task.text(), "serving /metrics on " + (*endpoint)->address()
+                                 + " (unauthenticated)");
+  return endpoint;
+}
+
 } // namespace
 
 void configure_task_system(caf::actor_system_config& cfg, const deployment_options& opts) {
@@ -226,6 +241,11 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
     log_line(log_level::warn, opts.task.text(),
              why + "; exiting " + std::to_string(exit_code::retryable));
     return exit_code::retryable;
+  }
+  auto endpoint = serve_metrics(sys, opts);  // destroyed before `sys`, which the caller holds
+  if (!endpoint) {
+    log_line(log_level::error, opts.task.text(), describe(endpoint.error()) + "; exiting 2");
+    return exit_code::usage;
   }
   if (opts.task.type == "ps") {
     uint16_t data_port = 0;
@@ -287,6 +307,12 @@ caf::expected<run_summary> run_chief_task(const deployment_options& opts, chief_
   caf::actor_system sys{sys_cfg};
   if (auto why = await_own_name(opts); !why.empty())
     return make_error(errc::peer_unreachable, why);
+  auto endpoint = serve_metrics(sys, opts);
+  if (!endpoint) return endpoint.error();
+  if (*endpoint) {
+    if (!cfg.metrics) cfg.metrics = std::make_shared<metrics_file>("");
+    (*endpoint)->count_events_of(*cfg.metrics);
+  }
   auto chief = spawn_chief(sys, std::move(cfg));
   if (auto port = publish_on(sys, chief, opts.cluster.address(opts.task), "chief", opts.bind);
       !port) {

@@ -35,6 +35,8 @@ struct deployment_options {
   std::string bind;
   /// A ps task's data-link port (data_port.hpp): 0 for the task's own port + 1.
   int data_port = 0;
+  /// Serve /metrics on this port of the task's listening address (metrics_endpoint.hpp); 0: not.
+  uint16_t prometheus_port = 0;
   network_settings network;
   int scheduler_threads = 0;
   /// A ps task's shard: its checkpoint root (the task's own --checkpoint-dir) and value bounds,

@@ -1,5 +1,7 @@
 #include "actors/deploy/simulation.hpp"
 
+#include "actors/deploy/metrics_endpoint.hpp"
+#include "actors/protocol/log.hpp"
 #include "actors/protocol/system_config.hpp"
 
 #include <caf/all.hpp>
@@ -29,6 +31,15 @@ caf::expected<run_summary> simulate(simulation_options opts) {
   caf::actor_system_config cfg;
   configure_system(cfg, opts.scheduler_threads);
   caf::actor_system sys{cfg};
+  std::unique_ptr<metrics_endpoint> endpoint;  // destroyed before `sys`
+  if (opts.prometheus_port != 0) {
+    auto opened = metrics_endpoint::open(sys, "127.0.0.1", opts.prometheus_port);
+    if (!opened) return opened.error();
+    endpoint = std::move(*opened);
+    if (!opts.chief.metrics) opts.chief.metrics = std::make_shared<metrics_file>("");
+    endpoint->count_events_of(*opts.chief.metrics);
+    log_line("simulate", "serving /metrics on " + endpoint->address() + " (unauthenticated)");
+  }
   return run_to_end(sys, spawn_chief(sys, std::move(opts.chief)));
 }
 

@@ -13,6 +13,8 @@ namespace actorps {
 struct simulation_options {
   chief_config chief;
   int scheduler_threads = 0;   ///< CAF scheduler threads; 0: one per core
+  /// Serve the process's /metrics on 127.0.0.1 at this port (metrics_endpoint.hpp); 0: not.
+  uint16_t prometheus_port = 0;
 };
 
 /// Runs one training to its end and returns the summary (or the error that ended it). Every

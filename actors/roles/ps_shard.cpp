@@ -5,6 +5,7 @@
 
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/dense_update.hpp"
+#include "actors/roles/shard_census.hpp"
 #include "actors/roles/shard_replicate.hpp"
 #include "actors/roles/shard_state.hpp"
 #include "actors/roles/streamed_push.hpp"
@@ -509,6 +510,7 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
   st.stats = image.stats;  // counted the replayed pushes already
   st.init_digest = image.init_digest;
   st.cache = reply_cache{};
+  shard_census::process().set_standby(self->address(), true);
   return caf::ok_atom::value;
 }
 
@@ -554,6 +556,7 @@ caf::result<int64_t> on_promote(self_ptr self) {
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "promote", make_error(errc::not_initialized));
   st.promoted = true;
+  shard_census::process().set_standby(self->address(), false);
   int64_t newest = st.clocks.min();
   for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.workers()); ++w)
     if (st.clocks.live(w)) newest = std::max(newest, st.clocks.finished(w));
@@ -639,7 +642,9 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t shard, shard_confi
     throw std::invalid_argument("max_gradient " + why);
   if (auto why = invalid_bound(cfg.bounds.max_parameter); !why.empty())
     throw std::invalid_argument("max_parameter " + why);
-  return sys.spawn(shard_internals::ps_shard, shard, std::move(cfg));
+  auto spawned = sys.spawn(shard_internals::ps_shard, shard, std::move(cfg));
+  shard_census::process().add(shard, spawned);
+  return spawned;
 }
 
 } // namespace actorps
