@@ -29,11 +29,10 @@ grep -qE "^chief:0 \| [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z INFO chief: " "$dir/l
   || fail "the chief's log lines carry no timestamp and level"
 
 echo "== 2. a worker that cannot load its data"
-"$python" - "$dir/c2.json" <<'PY'
-import json, socket, sys
-socks = [socket.socket() for _ in range(3)]
-for s in socks: s.bind(("127.0.0.1", 0))
-a = [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
+# Ports whose next one is free too (the ps task's data link listens there): tests run side by side.
+"$python" - "$dir/c2.json" $("$python" "$free_port_pairs" 3) <<'PY'
+import json, sys
+a = [f"127.0.0.1:{p}" for p in sys.argv[2:]]
 json.dump({"cluster": {"chief": a[:1], "ps": a[1:2], "worker": a[2:3]}}, open(sys.argv[1], "w"))
 PY
 declare -A task_pid

@@ -467,7 +467,7 @@ TEST_CASE("basp origin: a message claiming another node than the handshake's clo
   CHECK(basp_origin::refusals() == refusals + 7);
 }
 
-TEST_CASE("peer roles: a node id is bound to one certificate at a time") {
+TEST_CASE("peer roles: a node id is bound to one certificate at a time, and its messages stay its own after it closes") {
   auto here = caf::make_node_id(4, "3102030405060708090a0b0c0d0e0f1011121314");
   auto peer = caf::make_node_id(5, "4102030405060708090a0b0c0d0e0f1011121314");
   REQUIRE(here);
@@ -479,7 +479,14 @@ TEST_CASE("peer roles: a node id is bound to one certificate at a time") {
   unbind_peer(*here, *peer);
   CHECK(bound_cn(*here, *peer) == "worker:1");
   unbind_peer(*here, *peer);
-  CHECK(bound_cn(*here, *peer).empty());
-  CHECK(bind_peer(*here, *peer, "chief:0"));  // gone, the id is free again
+  // Closed: what it delivered before is still worker:1's (a message may wait in a mailbox)...
+  CHECK(bound_cn(*here, *peer) == "worker:1");
+  // ...and the id is free again: a new connection may bind it to another task.
+  CHECK(bind_peer(*here, *peer, "chief:0"));
+  CHECK(bound_cn(*here, *peer) == "chief:0");
+  CHECK_FALSE(bind_peer(*here, *peer, "worker:1"));
   unbind_peer(*here, *peer);
+  auto never = caf::make_node_id(6, "5102030405060708090a0b0c0d0e0f1011121314");
+  REQUIRE(never);
+  CHECK(bound_cn(*here, *never).empty());
 }

@@ -3,6 +3,7 @@
 #include <caf/actor_control_block.hpp>
 
 #include <cctype>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -16,9 +17,19 @@ struct binding {
   uint32_t connections = 0;
 };
 
+using peer_key = std::pair<caf::node_id, caf::node_id>;  // (here, peer)
+
+/// Bindings of peers whose connections have all closed are kept, with 0 connections: a message
+/// such a connection delivered may still wait in a mailbox, and it is its task's, not a
+/// stranger's (a standby refused its lost primary's last `replicate` as "a peer with no task
+/// certificate"). No new message can come from that node until a connection binds it again,
+/// which may then name another task. The most recent `departed_kept` are kept.
+inline constexpr std::size_t departed_kept = 4096;
+
 struct registry {
   std::mutex mutex;
-  std::map<std::pair<caf::node_id, caf::node_id>, binding> bound;  // (here, peer) → CN
+  std::map<peer_key, binding> bound;  // (here, peer) → CN
+  std::deque<peer_key> departed;      // bindings left with 0 connections, oldest first
 };
 
 registry& peers() {
@@ -32,7 +43,7 @@ bool bind_peer(const caf::node_id& here, const caf::node_id& peer, const std::st
   auto& r = peers();
   std::lock_guard<std::mutex> guard{r.mutex};
   auto& b = r.bound[{here, peer}];
-  if (b.connections > 0 && b.cn != cn) return false;
+  if (b.connections > 0 && b.cn != cn) return false;  // a departed binding is free to rebind
   b.cn = cn;
   ++b.connections;
   return true;
@@ -43,7 +54,13 @@ void unbind_peer(const caf::node_id& here, const caf::node_id& peer) {
   std::lock_guard<std::mutex> guard{r.mutex};
   auto it = r.bound.find({here, peer});
   if (it == r.bound.end()) return;
-  if (--it->second.connections == 0) r.bound.erase(it);
+  if (--it->second.connections > 0) return;
+  r.departed.push_back(it->first);
+  while (r.departed.size() > departed_kept) {
+    auto old = r.bound.find(r.departed.front());
+    if (old != r.bound.end() && old->second.connections == 0) r.bound.erase(old);
+    r.departed.pop_front();
+  }
 }
 
 std::string bound_cn(const caf::node_id& here, const caf::node_id& peer) {

@@ -42,10 +42,13 @@ struct sender_role {
 /// Each successful bind is undone by one unbind_peer. Thread-safe.
 bool bind_peer(const caf::node_id& here, const caf::node_id& peer, const std::string& cn);
 
-/// Undoes one bind_peer (the connection closed). Thread-safe.
+/// Undoes one bind_peer (the connection closed). Once the last connection of `peer` has closed
+/// its CN is still the one bound_cn names, for the messages those connections delivered that
+/// wait in a mailbox, until a new connection binds `peer` (to any CN). Thread-safe.
 void unbind_peer(const caf::node_id& here, const caf::node_id& peer);
 
-/// The CN bound to `peer` as seen from `here`; "" when none is.
+/// The CN bound to `peer` as seen from `here`, or the last one bound once its connections have
+/// closed; "" when none ever was.
 std::string bound_cn(const caf::node_id& here, const caf::node_id& peer);
 
 /// The role of `sender` for an actor of `sys`: local for its own node and for no sender, open
