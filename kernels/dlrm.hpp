@@ -1,4 +1,4 @@
-// DLRM (Naumov et al. 2019), the click-through-rate model of issue 13, written once against the
+// DLRM (Naumov et al. 2019), the click-through-rate model of the CTR runs, written once against the
 // backend interface like kernels/mlp.
 //
 // One sample is `dense_in` dense features plus one embedding row (dim floats) per categorical

@@ -1,4 +1,4 @@
-// What fuzzing the decoders found (tests/fuzz, issue 19): each finding's fix, asserted on the
+// What fuzzing the decoders found (tests/fuzz): each finding's fix, asserted on the
 // product's own calls. The reproducers themselves are replayed by the fuzz_* tests.
 #include "actors/data/dataset.hpp"
 #include "actors/deploy/cluster_spec.hpp"

@@ -148,7 +148,7 @@ run("a debt that excuses nothing is stale", debts="debt actors/protocol/x.hpp ->
             "excuses nothing any more: delete it"])
 run("each layer of a debt must still be needed",
     {"apps/examples/loop.cpp": '#include "actors/ps.hpp"\n#include "actors/protocol/errors.hpp"\n'},
-    debts="debt apps/examples/loop.cpp -> protocol, kernels : issue 48 item 4\n",
+    debts="debt apps/examples/loop.cpp -> protocol, kernels : the front door as the spine\n",
     expect=[f"scripts/layers.txt:{debt_line}: stale debt: apps/examples/loop.cpp -> kernels "
             "excuses nothing any more: delete it"])
 run("a layer above one declared after it is refused", layers="layer a above b in a/\n",

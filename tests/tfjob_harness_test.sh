@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The TFJob harness (issue 18): runs an actorps job the way Kubeflow's TFJob operator runs one,
+# The TFJob harness runs an actorps job the way Kubeflow's TFJob operator runs one,
 # on 127.0.0.1, and checks that pod deletions and restarts leave one continuous training.
 #
 # What the operator does, and this script does too:

@@ -1,8 +1,8 @@
 // Where a shard may send the reply to a push_pull ahead, in parts, while it still writes the
 // update the reply carries: a shard's data link (link_hub.hpp) hands one with each push_pull it
 // asks the shard (ps_shard_actor's push_pull with a stream), so that a worker copies the first
-// blocks of a large reply into its parameters while the shard applies the next ones (issue 15,
-// item 4: a 16 MiB push+pull pipelined rather than apply, then copy).
+// blocks of a large reply into its parameters while the shard applies the next ones (a
+// 16 MiB push+pull pipelined rather than apply, then copy).
 //
 // The shard streams only a reply it knows the update will not change any more: the blocks
 // applied so far, in the reply's own byte order, built by reference on the buffer the update is

@@ -1,4 +1,4 @@
-// A push_pull handed to its shard while the data link still reads it (issue 15, item 4: the
+// A push_pull handed to its shard while the data link still reads it (the
 // request side pipelined): a shard's data link (link_hub.hpp) asks the shard with a large push
 // as soon as its first bytes are in, and goes on reading the rest into the same buffer. The
 // shard applies each block once its bytes are in (arrived()), woken by a progress message

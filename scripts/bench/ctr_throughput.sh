@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Usage: scripts/bench/ctr_throughput.sh [-o FILE] [-b BUILD_DIR] [-n ROWS] [-c TOTAL_CLOCKS] [-r REPEATS] [-d DIR]
 #
-# Training throughput of DLRM on Criteo logs (issue 13): `actorps simulate --model dlrm` (batch
+# Training throughput of DLRM on Criteo logs `actorps simulate --model dlrm` (batch
 # 256, adam, lr 0.003, the default cosine schedule, 2 shards; its tables at 0.05 with a row for
 # every value, as the plain loop's) with W = 1 and W = 2 workers in
 # the default ssp mode and W = 2 in sync, against the no-actor baseline actorps_bench_dlrm_loop

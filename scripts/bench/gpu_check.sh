@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a GPU machine can tell about the CUDA backend, in one go (issue 17), for a machine lent
+# What a GPU machine can tell about the CUDA backend, in one go, for a machine lent
 # for minutes: the GPU and driver; the CUDA tests with ACTORPS_REQUIRE_CUDA=1 (a skip fails);
 # the default Fashion-MNIST run on CUDA and on the CPU with the same seed (accuracy); sync mode
 # on both, the exported parameters compared element by element; a run with 4 workers on the one

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU that training itself costs, one process per task against simulate: what decides the
-# samples/s ratio on a machine whose cores the run keeps busy (issue 15's target: processes
+# samples/s ratio on a machine whose cores the run keeps busy (the target: processes
 # >= 0.9x simulate). processes_vs_simulate.sh's CPU seconds include each process's start (the
 # loader, CAF, every worker and the evaluator inflating the dataset), which the chief's
 # samples/s do not time; here each round runs processes_vs_simulate.sh twice, with --epochs 1

@@ -19,7 +19,7 @@
 # them): "memcpy" copies one hot pair of buffers again and again (both in the L3 cache up to
 # 16 MiB: the fastest a copy of the payload can be); "memcpy_cold" rotates through pairs totalling
 # at least 96 MiB, so that source and destination come from and go to memory, as a payload of a
-# real round trip does (the "one memcpy of 4 MiB costs 0.29 ms"). ratio_to_memcpy and
+# real round trip does (one memcpy of 4 MiB costs about 0.29 ms here). ratio_to_memcpy and
 # in_process_ratio_to_memcpy are over the hot copy, the *_cold ones over the cold copy.
 # usage: scripts/bench/transport_processes.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-s "FLOATS ..."] [-q BYTES] [-r BYTES]
 #   -s: the payload sizes in floats (default "16384 262144 1048576 4194304": 64 KiB to 16 MiB)

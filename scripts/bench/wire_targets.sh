@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's wire targets as ratios, over ROUNDS windows instead of one: each round is a whole
+# The data link's targets as ratios, over ROUNDS windows instead of one: each round is a whole
 # transport_processes.sh run (every size and path, with its own floor and memcpy references
 # measured minutes apart at most), and each ratio is reported as the median of the rounds with
 # its spread (lowest and highest). Why: on a shared VM a single window's ratio swings by 0.3 or

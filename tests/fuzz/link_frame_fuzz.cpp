@@ -21,7 +21,7 @@ namespace {
 
 /// Larger payloads than the input can hold are not read: receive_buffer allocates the declared
 /// size before the bytes arrive, and the bound on that size is the frame limit's business
-/// (issue 19, item 4), not the decoders'. The peer would close before sending them anyway.
+/// (link_limits.hpp), not the decoders'. The peer would close before sending them anyway.
 constexpr uint64_t largest_read = std::size_t(1) << 20;
 
 /// The payload of a frame of `kind`, decoded as its receiver decodes it; false when the link
