@@ -142,7 +142,7 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
   auto& c = plan.chief;
   auto& ck = c.checkpoints;
   ck.dataset = dataset_identity(plan.data);
-  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows};
+  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows, ck.files};
   std::optional<loaded_checkpoint> resume;
   const std::string flag = o.resume == "auto" ? "--resume auto" : "--resume";
   if (o.resume_given && o.resume == "auto")

@@ -576,7 +576,7 @@ void open_training_files(const training_flags& typed, training_plan& plan) {
             "is larger than a worker's shard of the training set");
     set_run_length(o, train.rows, c);
   } else if (streamed(d.what)) {  // counted, never loaded: workers stream
-    auto rows = training_rows(d);
+    auto rows = training_rows(d, o.workers, &c.checkpoints.files);
     require(rows / o.workers >= o.batch, "batch", o.batch,
             "is larger than a worker's shard of the training set");
     set_run_length(o, rows, c);

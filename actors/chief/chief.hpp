@@ -79,6 +79,8 @@ struct checkpoint_config {
   int64_t crash_at = -1;                   ///< fault injection: SIGKILL this process once the
                                            ///< first shard file of the checkpoint at this clock
                                            ///< is on disk (a crash between shard files)
+  std::vector<stream_file> files;          ///< a streamed training directory's files, recorded
+                                           ///< with each worker's position in them
 };
 
 struct chief_config {
