@@ -256,6 +256,11 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "optimizer, sparse tables) and before the run's end (a larger --epochs extends a run). "
      "auto: the newest valid checkpoint of this run in --checkpoint-dir, or a fresh start when "
      "there is none, so that one command serves the first start and every restart")
+    ("init-from", po::value(&o.init_from),
+     "start from the parameters, sparse tables and optimizer state of another run's newest "
+     "valid checkpoint in DIR (yesterday's model for today's data): the model and its tables "
+     "must match; clock, data position and schedule start fresh (a checkpoint of this run "
+     "that --resume finds wins)")
     ("checkpoint-writer", po::value(&o.writer)->default_value(o.writer),
      "shards: each shard writes its own file into --checkpoint-dir, which must then be one "
      "filesystem shared by the chief and every ps task (one host, NFS, a shared volume); chief: "

@@ -81,6 +81,9 @@ struct checkpoint_config {
                                            ///< is on disk (a crash between shard files)
   std::vector<stream_file> files;          ///< a streamed training directory's files, recorded
                                            ///< with each worker's position in them
+  /// --init-from: another run's checkpoint, its shards set to clock 0, that the shards start
+  /// from instead of the seeded initial values (unless the run resumes).
+  std::optional<loaded_checkpoint> init_from;
 };
 
 struct chief_config {
