@@ -399,6 +399,7 @@ void write_days(planted_model& m, const planted_criteo_spec& spec, const std::st
     number.insert(0, static_cast<size_t>(width) - number.size(), '0');
     summary.day_paths.push_back(summary.train_path + "/day-" + number + suffix);
     m.day = d;
+    calibrate(m, spec.seed);  // new values bring new effects: the click rate stays 25 %
     values[1].clear();
     const auto day = write_rows(m, spec.seed, 16 + static_cast<uint64_t>(d), spec.rows,
                                 summary.day_paths.back(), spec.gzip, false, nullptr, &values);
@@ -408,6 +409,7 @@ void write_days(planted_model& m, const planted_criteo_spec& spec, const std::st
   summary.values_per_day = per_day / spec.days;
   summary.values_all_days = static_cast<int64_t>(values[0].size());
   m.day = spec.days + 1;
+  calibrate(m, spec.seed);
   test = write_rows(m, spec.seed, 16 + static_cast<uint64_t>(spec.days) + 1, spec.test_rows,
                     summary.test_path, spec.gzip, true, nullptr);
 }

@@ -69,7 +69,8 @@ struct planted_criteo_summary {
 /// rank and its era: rank r of field f is a new value (new code, new effects) whenever
 /// floor(day·drift + o) steps, o = frac(r·φ + f·0.37) spread evenly over the ranks, so from each
 /// day to the next a share `drift` of each field's values retires and as many new ones arrive
-/// with the popularity of those they replace. Day d (1..days) goes to DIR/train/day-<d>.tsv
+/// with the popularity of those they replace (each day calibrated as above, for its values).
+/// Day d (1..days) goes to DIR/train/day-<d>.tsv
 /// (zero-padded), the next day to DIR/test.tsv: the best test AUC is that day's.
 ///
 /// Writes DIR/train.tsv and DIR/test.tsv (".gz" appended when spec.gzip), creating DIR if
