@@ -170,10 +170,12 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "(a label column first, then numeric features; header optional; plain or gzip) | "
      "libsvm:PATH (label 0/1 or -1/+1, then index:value pairs; plain or gzip; each worker "
      "streams its part; for --model sparse-lr) | criteo:PATH (Criteo's click-log TSV: label, "
-     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm)")
+     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm). "
+     "A PATH that is a directory is read as one stream: its files in name order (hidden ones "
+     "left out), each worker its part of each file")
     ("test", po::value(&o.test)->default_value(o.test),
      "the test file of --dataset csv:PATH, libsvm:PATH or criteo:PATH (the same format as the "
-     "training file)")
+     "training file; a directory: its files in name order)")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir),
      "directory holding the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist)")
     ("synthetic-rows", po::value(&o.synthetic_rows)->default_value(o.synthetic_rows),
