@@ -335,3 +335,20 @@ TEST_CASE("--init-from starts from another run's state, and refuses another mode
   CHECK(contains(other, "--init-from: " + days.path + "/day-n/ckpt-000000000048 cannot start this "
                         "run: the checkpoint's model is "));
 }
+
+TEST_CASE("a resume at a pass's short last batch goes on into files added since") {
+  days_dir days;
+  const auto metrics = days.path + "/m.jsonl";
+  const auto killed = days.run(days.train(), "--checkpoint-every 5 --checkpoint-dir " + days.path
+                                               + "/ck --metrics " + metrics);
+  // ckpt-15: 15 batches, one epoch of the chief's count (1 500 / 96 = 15 whole batches), but
+  // each worker's pass over the files has a 16th batch, of 60 rows, still to come
+  run_expecting(killed + " --kill process@checkpoint=16", 128 + 9);
+  fs::copy_file(days.train() + "/day-3.tsv.gz", days.train() + "/day-4.tsv.gz");
+  const auto out = run_expecting(killed + " --resume", 0);
+  CHECK(contains(out, "(clock 15)"));
+  // clock 15 is batch 15 of the longer stream: day 3's last 60 rows and 36 of day 4
+  const auto t = trained_rows(metrics);
+  CHECK(t.rows.at({0, 15}) == 96);
+  CHECK(t.rows.at({1, 15}) == 96);
+}

@@ -269,9 +269,14 @@ std::vector<int64_t> data_offsets_in(const chief_state& st, const loaded_checkpo
   std::vector<int64_t> out(static_cast<std::size_t>(st.cfg.spec.workers), 0);
   auto run = decode_run_checkpoint(ckpt.run_bytes);  // verified when it was loaded
   if (!run) return out;
-  for (const auto& p : run->positions)
-    if (p.worker >= 0 && p.worker < st.cfg.spec.workers)
-      out[p.worker] = p.clock - (p.epoch * batches_per_epoch(st, p.worker) + p.batch_in_epoch);
+  // epochs of the checkpoint's training set: a streamed directory may have grown since
+  const int64_t rows = run->train_rows > 0 ? run->train_rows : st.cfg.train_rows;
+  for (const auto& p : run->positions) {
+    if (p.worker < 0 || p.worker >= st.cfg.spec.workers) continue;
+    const auto per_epoch = std::max<int64_t>(
+      1, data_shard::rows_of(rows, p.worker, st.cfg.spec.workers) / st.cfg.batch);
+    out[p.worker] = p.clock - (p.epoch * per_epoch + p.batch_in_epoch);
+  }
   return out;
 }
 

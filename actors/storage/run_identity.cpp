@@ -1,6 +1,8 @@
 #include "actors/storage/run_identity.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 
+#include "actors/protocol/data_split.hpp"
+
 #include <algorithm>
 
 namespace actorps {
@@ -21,11 +23,19 @@ std::string stream_difference(const run_checkpoint& saved, const run_identity& c
   if (std::equal(saved.files.begin(), saved.files.end(), current.files.begin(),
                  current.files.end(), same))
     return "";
+  // A worker is in its first pass while the batches it trained (the chief counts epochs of
+  // rows_of_worker / batch) are fewer than its parts of the files make (the last one short).
   int32_t reached = -1;
   bool first_pass = true;
   for (const auto& p : saved.positions) {
     reached = std::max(reached, p.file);
-    first_pass = first_pass && p.epoch == 0;
+    const auto w = static_cast<std::size_t>(p.worker);
+    int64_t rows = 0;
+    for (const auto& f : saved.files) rows += w < f.rows.size() ? f.rows[w] : 0;
+    const int64_t batch = std::max(1, saved.batch);
+    const int64_t per_epoch = std::max<int64_t>(
+      1, rows_of_worker(saved.train_rows, p.worker, saved.spec.workers) / batch);
+    first_pass = first_pass && p.epoch * per_epoch + p.batch_in_epoch < (rows + batch - 1) / batch;
   }
   for (int32_t k = 0; k <= reached; ++k) {
     const auto& was = saved.files[static_cast<std::size_t>(k)];
