@@ -124,6 +124,37 @@ void claim_directory(const std::string& dir, const std::string& run_id, const ru
                     + dir + "/superseded-<time>/, or choose another --checkpoint-dir");
 }
 
+/// --init-from DIR: the newest valid checkpoint there, of a model with the same tensors, block
+/// cut, shards, optimizer and sparse tables (the workers and the data may differ), its shards
+/// set back to clock 0 with nothing pending: the run starts from its state, afresh.
+loaded_checkpoint starting_point(const std::string& path, const train_spec& current,
+                                 float max_parameter, const std::string& key) {
+  loaded_checkpoint ckpt;
+  try {
+    ckpt = load_newest_checkpoint(path, {}, max_parameter, key);
+  } catch (const checkpoint_error& e) {
+    throw usage_error(std::string("--init-from: ") + e.what());
+  }
+  say_skipped(ckpt);
+  auto saved = run_of(ckpt, "--init-from");
+  auto same_workers = current;
+  same_workers.workers = saved.spec.workers;
+  if (auto why = incompatibility(saved.spec, same_workers); !why.empty())
+    throw usage_error("--init-from: " + ckpt.dir + " cannot start this run: " + why);
+  for (auto& file : ckpt.shards) {
+    auto view = decode_shard_checkpoint(file);  // verified when it was loaded
+    if (!view) throw usage_error("--init-from: " + ckpt.dir + ": " + describe(view.error()));
+    view->clock = 0;
+    view->newest_clock = -1;
+    file = encode_shard_checkpoint(view->spec, *view);
+  }
+  std::printf("starting from the state of %s (clock %lld of run %s)\n", ckpt.dir.c_str(),
+              static_cast<long long>(ckpt.clock), saved.run_id.c_str());
+  ckpt.clock = 0;
+  ckpt.skipped.clear();
+  return ckpt;
+}
+
 } // namespace
 
 std::string dataset_identity(const data_source& d) {
@@ -142,7 +173,7 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
   auto& c = plan.chief;
   auto& ck = c.checkpoints;
   ck.dataset = dataset_identity(plan.data);
-  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows};
+  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows, ck.files};
   std::optional<loaded_checkpoint> resume;
   const std::string flag = o.resume == "auto" ? "--resume auto" : "--resume";
   if (o.resume_given && o.resume == "auto")
@@ -159,6 +190,8 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
     describe_new_length(saved, c.spec, c.steps);
   } else {
     ck.run_id = new_run_id();
+    if (!o.init_from.empty())
+      ck.init_from = starting_point(o.init_from, c.spec, c.bounds.max_parameter, ck.key);
   }
   if (!ck.dir.empty())
     claim_directory(ck.dir, ck.run_id, current, o.overwrite_checkpoints, ck.key);

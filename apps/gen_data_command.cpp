@@ -26,13 +26,15 @@ const std::string libsvm_usage =
 
 const std::string criteo_usage =
   "usage: actorps gen-data criteo --out DIR [--rows N] [--test-rows M] [--seed S] [--gzip]\n"
+  "                               [--days D --drift F]\n"
   "\nA click-through problem in Criteo's display-ads format (label, I1-I13, C1-C26, TAB "
   "separated):\nZipf-distributed categorical values with per-value effects, 8 pairs of fields "
   "with rank-4\ninteractions, heavy-tailed integers, a 25 % click rate. Writes DIR/train.tsv "
   "and DIR/test.tsv and\nprints one JSON line: what was written, each field's vocabulary and "
   "distinct training values, the\npositive rate, and the planted model's own test AUC and log "
   "loss (the best a model can reach),\nand the AUC of its logit without the interactions "
-  "(linear_part_test_auc).\n\n";
+  "(linear_part_test_auc).\nWith --days D: DIR/train/day-1.tsv .. day-D.tsv of N rows each, a share F of each field's\n"
+  "values replaced by new ones from day to day, and the next day as DIR/test.tsv.\n\n";
 
 po::options_description libsvm_options(std::string& out, planted_libsvm_spec& s) {
   po::options_description desc("actorps gen-data libsvm flags");
@@ -57,7 +59,13 @@ po::options_description criteo_options(std::string& out, planted_criteo_spec& s)
     ("rows", po::value(&s.rows)->default_value(s.rows), "training rows")
     ("test-rows", po::value(&s.test_rows)->default_value(s.test_rows), "test rows")
     ("seed", po::value(&s.seed)->default_value(s.seed), "same seed and flags, same bytes")
-    ("gzip", po::bool_switch(&s.gzip), "write train.tsv.gz and test.tsv.gz instead");
+    ("gzip", po::bool_switch(&s.gzip), "write train.tsv.gz and test.tsv.gz instead")
+    ("days", po::value(&s.days)->default_value(s.days),
+     "write a stream of D daily files of --rows rows into DIR/train/, the next day as the test "
+     "file")
+    ("drift", po::value(&s.drift)->default_value(s.drift),
+     "with --days: the share of each field's values that retire each day, as many new ones "
+     "arriving");
   return desc;
 }
 
@@ -93,23 +101,28 @@ int write_criteo(const std::string& out, const planted_criteo_spec& spec) {
   std::vector<std::string> pairs;  // "C3*C17": the fields as the format names them
   for (const auto& [f, g] : done.interaction_pairs)
     pairs.push_back("C" + std::to_string(f + 1) + "*C" + std::to_string(g + 1));
-  std::printf("%s\n", json_object()
-                          .add("train", done.train_path)
-                          .add("test", done.test_path)
-                          .add("rows", spec.rows)
-                          .add("test_rows", spec.test_rows)
-                          .add("seed", spec.seed)
-                          .add("vocabulary", done.vocabulary)
-                          .add("distinct_train_values", done.distinct_train_values)
-                          .add("interaction_pairs", pairs)
-                          .add("positive_rate", done.positive_rate)
-                          .add("test_positive_rate", done.test_positive_rate)
-                          .add("best_test_auc", done.best_test_auc)
-                          .add("best_test_logloss", done.best_test_logloss)
-                          .add("linear_part_test_auc", done.linear_part_test_auc)
-                          .add("wall_s", seconds_since(t0))
-                          .str()
-                          .c_str());
+  auto summary = json_object()
+                   .add("train", done.train_path)
+                   .add("test", done.test_path)
+                   .add("rows", spec.rows)
+                   .add("test_rows", spec.test_rows)
+                   .add("seed", spec.seed);
+  if (spec.days > 0)
+    summary.add("days", spec.days)
+      .add("drift", spec.drift)
+      .add("day_files", done.day_paths)
+      .add("values_per_day", done.values_per_day)
+      .add("values_all_days", done.values_all_days);
+  summary.add("vocabulary", done.vocabulary)
+    .add("distinct_train_values", done.distinct_train_values)
+    .add("interaction_pairs", pairs)
+    .add("positive_rate", done.positive_rate)
+    .add("test_positive_rate", done.test_positive_rate)
+    .add("best_test_auc", done.best_test_auc)
+    .add("best_test_logloss", done.best_test_logloss)
+    .add("linear_part_test_auc", done.linear_part_test_auc)
+    .add("wall_s", seconds_since(t0));
+  std::printf("%s\n", summary.str().c_str());
   return 0;
 }
 

@@ -170,10 +170,12 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "(a label column first, then numeric features; header optional; plain or gzip) | "
      "libsvm:PATH (label 0/1 or -1/+1, then index:value pairs; plain or gzip; each worker "
      "streams its part; for --model sparse-lr) | criteo:PATH (Criteo's click-log TSV: label, "
-     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm)")
+     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm). "
+     "A PATH that is a directory is read as one stream: its files in name order (hidden ones "
+     "left out), each worker its part of each file")
     ("test", po::value(&o.test)->default_value(o.test),
      "the test file of --dataset csv:PATH, libsvm:PATH or criteo:PATH (the same format as the "
-     "training file)")
+     "training file; a directory: its files in name order)")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir),
      "directory holding the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist)")
     ("synthetic-rows", po::value(&o.synthetic_rows)->default_value(o.synthetic_rows),
@@ -256,6 +258,11 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "optimizer, sparse tables) and before the run's end (a larger --epochs extends a run). "
      "auto: the newest valid checkpoint of this run in --checkpoint-dir, or a fresh start when "
      "there is none, so that one command serves the first start and every restart")
+    ("init-from", po::value(&o.init_from),
+     "start from the parameters, sparse tables and optimizer state of another run's newest "
+     "valid checkpoint in DIR (yesterday's model for today's data): the model and its tables "
+     "must match; clock, data position and schedule start fresh (a checkpoint of this run "
+     "that --resume finds wins)")
     ("checkpoint-writer", po::value(&o.writer)->default_value(o.writer),
      "shards: each shard writes its own file into --checkpoint-dir, which must then be one "
      "filesystem shared by the chief and every ps task (one host, NFS, a shared volume); chief: "
@@ -576,7 +583,7 @@ void open_training_files(const training_flags& typed, training_plan& plan) {
             "is larger than a worker's shard of the training set");
     set_run_length(o, train.rows, c);
   } else if (streamed(d.what)) {  // counted, never loaded: workers stream
-    auto rows = training_rows(d);
+    auto rows = training_rows(d, o.workers, &c.checkpoints.files);
     require(rows / o.workers >= o.batch, "batch", o.batch,
             "is larger than a worker's shard of the training set");
     set_run_length(o, rows, c);

@@ -40,6 +40,7 @@ struct training_flags {
   bool overwrite_checkpoints = false;  ///< another run's checkpoints in --checkpoint-dir go aside
   std::string writer = "shards";  ///< --checkpoint-writer: shards | chief
   std::string checkpoint_key;     ///< --checkpoint-key FILE: sign checkpoints, refuse unsigned
+  std::string init_from;          ///< --init-from DIR: another run's checkpoint to start from
   bool staleness_given = false;    ///< --staleness was typed (not left at its default)
   int64_t checkpoint_every = 0;
   int keep = 3;

@@ -249,6 +249,14 @@ struct RunCheckpoint {
   runId @7 :Text;              # made when a run starts fresh, kept by every resume of it
   dataset @8 :Text;            # what it trains on: "synthetic", "csv:/absolute/path", ...
   trainRows @9 :Int64;         # rows of that training set
+  files @10 :List(StreamFile); # a training directory's files in name order (else empty)
+}
+
+# One file of a training directory read as a stream, as the run saw it.
+struct StreamFile {
+  name @0 :Text;               # the file's name in the directory
+  bytes @1 :UInt64;
+  rows @2 :List(Int64);        # the rows each worker reads of it, by worker
 }
 
 # Where a worker is in its data: its minibatch order depends only on (seed, worker, epoch).
@@ -257,4 +265,6 @@ struct DataPosition {
   clock @1 :Int64;             # next clock to compute
   epoch @2 :Int64;
   batchInEpoch @3 :Int64;
+  file @4 :Int32 = -1;         # a directory's file (RunCheckpoint.files) the next batch starts in
+  fileRow @5 :Int64;           # the worker's rows of that file read before it
 }

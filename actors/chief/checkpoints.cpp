@@ -24,6 +24,28 @@ int64_t batches_per_epoch(const chief_state& st, int32_t w) {
   return std::max<int64_t>(1, size / st.cfg.batch);
 }
 
+/// Where worker w's next batch starts in a streamed directory: the file and the rows of the
+/// worker's part of it read before (its batches cut its parts of the files as one stream, the
+/// last batch of a pass short: clocked_batches).
+void set_file_position(const std::vector<stream_file>& files, int batch, int64_t batches,
+                       data_position& p) {
+  const auto w = static_cast<std::size_t>(p.worker);
+  int64_t rows = 0;
+  for (const auto& f : files) rows += w < f.rows.size() ? f.rows[w] : 0;
+  const int64_t per_pass = (rows + batch - 1) / batch;
+  if (per_pass == 0) return;
+  int64_t row = batches % per_pass * batch;
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const auto here = w < files[k].rows.size() ? files[k].rows[w] : 0;
+    if (row < here || k + 1 == files.size()) {
+      p.file = static_cast<int32_t>(k);
+      p.file_row = row;
+      return;
+    }
+    row -= here;
+  }
+}
+
 wire_buffer run_file(const chief_state& st, int64_t clock) {
   run_checkpoint run;
   run.spec = st.cfg.spec;
@@ -38,10 +60,13 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
     auto batch = st.batches_at(w, clock);
     run.positions.push_back({w, clock, batch / per_epoch, batch % per_epoch});
     run.samples += batch * st.cfg.batch;
+    if (!st.cfg.checkpoints.files.empty())
+      set_file_position(st.cfg.checkpoints.files, st.cfg.batch, batch, run.positions.back());
   }
   run.run_id = st.cfg.checkpoints.run_id;
   run.dataset = st.cfg.checkpoints.dataset;
   run.train_rows = st.cfg.train_rows;
+  run.files = st.cfg.checkpoints.files;
   return encode_run_checkpoint(run);
 }
 
@@ -244,9 +269,14 @@ std::vector<int64_t> data_offsets_in(const chief_state& st, const loaded_checkpo
   std::vector<int64_t> out(static_cast<std::size_t>(st.cfg.spec.workers), 0);
   auto run = decode_run_checkpoint(ckpt.run_bytes);  // verified when it was loaded
   if (!run) return out;
-  for (const auto& p : run->positions)
-    if (p.worker >= 0 && p.worker < st.cfg.spec.workers)
-      out[p.worker] = p.clock - (p.epoch * batches_per_epoch(st, p.worker) + p.batch_in_epoch);
+  // epochs of the checkpoint's training set: a streamed directory may have grown since
+  const int64_t rows = run->train_rows > 0 ? run->train_rows : st.cfg.train_rows;
+  for (const auto& p : run->positions) {
+    if (p.worker < 0 || p.worker >= st.cfg.spec.workers) continue;
+    const auto per_epoch = std::max<int64_t>(
+      1, data_shard::rows_of(rows, p.worker, st.cfg.spec.workers) / st.cfg.batch);
+    out[p.worker] = p.clock - (p.epoch * per_epoch + p.batch_in_epoch);
+  }
   return out;
 }
 

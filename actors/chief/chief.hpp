@@ -79,6 +79,11 @@ struct checkpoint_config {
   int64_t crash_at = -1;                   ///< fault injection: SIGKILL this process once the
                                            ///< first shard file of the checkpoint at this clock
                                            ///< is on disk (a crash between shard files)
+  std::vector<stream_file> files;          ///< a streamed training directory's files, recorded
+                                           ///< with each worker's position in them
+  /// --init-from: another run's checkpoint, its shards set to clock 0, that the shards start
+  /// from instead of the seeded initial values (unless the run resumes).
+  std::optional<loaded_checkpoint> init_from;
 };
 
 struct chief_config {

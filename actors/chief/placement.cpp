@@ -69,8 +69,9 @@ void start_roles(self_ptr self) {
 void init_shards(self_ptr self) {
   auto& st = self->state;
   st.roles_placed = true;
-  if (st.cfg.checkpoints.resume) {
-    auto ckpt = std::make_shared<const loaded_checkpoint>(*st.cfg.checkpoints.resume);
+  const auto& ck = st.cfg.checkpoints;
+  if (ck.resume || ck.init_from) {
+    auto ckpt = std::make_shared<const loaded_checkpoint>(ck.resume ? *ck.resume : *ck.init_from);
     restore_shards(self, ckpt, [=] { start_roles(self); });
     return;
   }

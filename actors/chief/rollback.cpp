@@ -158,6 +158,10 @@ void load_checkpoint(self_ptr self) {
           log_line("chief", "no checkpoint of this run written yet: back to " + resumed->dir);
           return restore(std::make_shared<const loaded_checkpoint>(*resumed));
         }
+        if (const auto& start = self->state.cfg.checkpoints.init_from) {  // --init-from's
+          log_line("chief", "no checkpoint of this run written yet: back to " + start->dir);
+          return restore(std::make_shared<const loaded_checkpoint>(*start));
+        }
         log_line("chief", "no checkpoint to restore (" + describe(err) + ")");
         restore(nullptr);
       });

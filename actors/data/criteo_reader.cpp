@@ -96,10 +96,12 @@ std::string describe(const line_fault& fault, std::string_view line) {
 
 /// Finds the first data line, so that a file without one fails at once, in every part.
 void require_a_data_row(const std::string& path) {
-  line_reader lines(path);
-  std::string_view line;
-  while (lines.next(line))
-    if (!line.empty()) return;
+  for (const auto& file : stream_files(path)) {
+    line_reader lines(file);
+    std::string_view line;
+    while (lines.next(line))
+      if (!line.empty()) return;
+  }
   throw dataset_error(path + ": no data rows (the file is empty or holds only empty lines)");
 }
 
@@ -145,11 +147,17 @@ void criteo_reader::rewind() {
 }
 
 int64_t count_criteo_rows(const std::string& path) {
-  line_reader lines(path);
   int64_t rows = 0;
-  std::string_view line;
-  while (lines.next(line)) rows += !line.empty();
+  for (const auto& file : stream_files(path)) {
+    line_reader lines(file);
+    std::string_view line;
+    while (lines.next(line)) rows += !line.empty();
+  }
   return rows;
+}
+
+std::vector<stream_file_rows> count_criteo_parts(const std::string& path, int parts) {
+  return count_stream_parts(path, parts, [](std::string_view line) { return !line.empty(); });
 }
 
 template class clocked_batches<criteo_reader, criteo_batch>;

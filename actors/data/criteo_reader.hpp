@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -18,7 +19,8 @@ struct criteo_options {
   bool skip_bad_lines = false;
 };
 
-/// Reads part `part` of `parts` of a file of lines of 40 TAB-separated fields
+/// Reads part `part` of `parts` of a file (or of each file of a directory in name order, as one
+/// stream: file_part) of lines of 40 TAB-separated fields
 ///   <label> <I1> ... <I13> <C1> ... <C26>
 /// as Criteo's display-ads logs are written. The label is 0 or 1. I1..I13 are decimal int64
 /// (negative allowed, a leading '+' too) or empty (missing), given as criteo_dense_value (0 for
@@ -74,9 +76,12 @@ private:
   std::string first_skip_reason_;
 };
 
-/// The non-empty lines of `path`, without parsing them: the rows of one epoch over all parts
-/// when no line is bad. Reads the whole file; throws dataset_error for a missing or unreadable
-/// one.
+/// The non-empty lines of `path` (a file, or every file of a directory: stream_files), without
+/// parsing them: the rows of one epoch over all parts when no line is bad. Reads the whole
+/// file; throws dataset_error for a missing or unreadable one.
 int64_t count_criteo_rows(const std::string& path);
+
+/// The non-empty lines of each file of `path` that each of `parts` parts reads.
+std::vector<stream_file_rows> count_criteo_parts(const std::string& path, int parts);
 
 } // namespace actorps

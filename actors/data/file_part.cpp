@@ -1,9 +1,14 @@
 #include "actors/data/file_part.hpp"
 
+#include "actors/data/dataset.hpp"
+
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
 namespace actorps {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -15,26 +20,91 @@ const std::string& checked(const std::string& path, int part, int parts, const c
   return path;
 }
 
+/// Byte `b` of part p of a plain file of `size` bytes cut in `parts`: p·size/parts.
+uint64_t part_begin(uint64_t size, int part, int parts) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(size) * part / parts);
+}
+
 } // namespace
 
-file_part::file_part(const std::string& path, int part, int parts, const char* reader)
-    : lines_(checked(path, part, parts, reader)), part_(part), parts_(parts) {
-  if (!lines_.compressed() && parts > 1) {
-    const auto size = static_cast<unsigned __int128>(std::filesystem::file_size(path));
-    lines_.restrict_to(static_cast<uint64_t>(size * part / parts),
-                       static_cast<uint64_t>(size * (part + 1) / parts));
+std::vector<std::string> stream_files(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return {path};
+  std::vector<std::string> out;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    std::error_code kind;
+    if (fs::is_regular_file(it->path(), kind)) out.push_back(it->path().string());
   }
+  if (ec) throw dataset_error(path + ": cannot be listed (" + ec.message() + ")");
+  if (out.empty()) throw dataset_error(path + ": a directory without data files");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+file_part::file_part(const std::string& path, int part, int parts, const char* reader)
+    : files_(stream_files(checked(path, part, parts, reader))), part_(part), parts_(parts) {
+  open(0);
+}
+
+void file_part::open(std::size_t file) {
+  if (!lines_ || file_ != file) {
+    lines_.reset();  // one descriptor at a time
+    lines_ = std::make_unique<line_reader>(files_[file]);
+    file_ = file;
+  }
+  data_lines_seen_ = 0;
+  if (!lines_->compressed() && parts_ > 1) {
+    const uint64_t size = fs::file_size(files_[file]);
+    lines_->restrict_to(part_begin(size, part_, parts_), part_begin(size, part_ + 1, parts_));
+  } else {
+    lines_->rewind();
+  }
+}
+
+bool file_part::next(std::string_view& line) {
+  while (!lines_->next(line)) {
+    if (file_ + 1 >= files_.size()) return false;
+    open(file_ + 1);
+  }
+  return true;
 }
 
 bool file_part::ours(std::string_view data) {
   if (data.empty()) return false;
-  if (!lines_.compressed()) return true;  // the byte range already chose
+  if (!lines_->compressed()) return true;  // the byte range already chose
   return data_lines_seen_++ % parts_ == part_;
 }
 
-void file_part::rewind() {
-  lines_.rewind();
-  data_lines_seen_ = 0;
+void file_part::rewind() { open(0); }
+
+std::vector<stream_file_rows> count_stream_parts(
+    const std::string& path, int parts, const std::function<bool(std::string_view)>& is_data) {
+  if (parts < 1) throw std::invalid_argument("count_stream_parts: no parts");
+  std::vector<stream_file_rows> out;
+  for (const auto& file : stream_files(path)) {
+    stream_file_rows counted;
+    counted.path = file;
+    counted.rows.assign(static_cast<std::size_t>(parts), 0);
+    line_reader lines(file);
+    std::error_code ec;
+    counted.bytes = fs::file_size(file, ec);
+    const uint64_t size = counted.bytes;
+    int64_t data_lines = 0;
+    int part = 0;
+    for (std::string_view line; lines.next(line);) {
+      if (!is_data(line)) continue;
+      if (lines.compressed()) {
+        part = static_cast<int>(data_lines++ % parts);
+      } else {  // the part whose byte range holds the line's first byte (ranges only grow)
+        while (part + 1 < parts && part_begin(size, part + 1, parts) <= lines.line_offset()) ++part;
+      }
+      ++counted.rows[static_cast<std::size_t>(part)];
+    }
+    out.push_back(std::move(counted));
+  }
+  return out;
 }
 
 } // namespace actorps

@@ -1,21 +1,30 @@
 // One worker's part of a text file of rows, the rule every streaming reader (libsvm, criteo)
 // splits a file by, so that the parts read every row exactly once without any of them reading
-// the whole file.
+// the whole file. A directory is read as one stream: its files in name order, each split so.
 #pragma once
 
 #include "actors/data/line_reader.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace actorps {
 
-/// Part `part` of `parts` of a file. A plain file: the lines that *start* in bytes
-/// [part·size/parts, (part+1)·size/parts) (line_reader::restrict_to). A gzip file cannot be
-/// entered in the middle: every part inflates the whole stream and keeps the data lines whose
-/// 0-based index i has i % parts == part. The reader says which lines are data (not blank, not
-/// a comment) through ours(). Not thread-safe.
+/// The files of a dataset path: the path itself when it is no directory; for a directory its
+/// regular files (symbolic links followed) in name order, hidden ones (".name") left out.
+/// Throws dataset_error for a directory without such files or one that cannot be listed.
+std::vector<std::string> stream_files(const std::string& path);
+
+/// Part `part` of `parts` of a file, or of each file of a directory in turn (stream_files). A
+/// plain file: the lines that *start* in bytes [part·size/parts, (part+1)·size/parts)
+/// (line_reader::restrict_to). A gzip file cannot be entered in the middle: every part inflates
+/// the whole stream and keeps the data lines whose 0-based index i in that file has
+/// i % parts == part. The reader says which lines are data (not blank, not a comment) through
+/// ours(). Not thread-safe.
 ///
 ///   file_part lines(path, worker, workers, "libsvm_reader");
 ///   for (std::string_view line; lines.next(line);)
@@ -26,22 +35,40 @@ public:
   /// dataset_error for a missing or unreadable file.
   file_part(const std::string& path, int part, int parts, const char* reader);
 
-  /// The next line of the range (plain) or the file (gzip); see line_reader::next.
-  bool next(std::string_view& line) { return lines_.next(line); }
+  /// The next line of the range (plain) or the file (gzip), going on into the next file of a
+  /// directory at each file's end; see line_reader::next.
+  bool next(std::string_view& line);
   /// Whether this part reads the line whose data (without blanks or comment) is `data`; never
   /// for empty data. For gzip it also counts the data line.
   bool ours(std::string_view data);
-  /// Starts the part again from its first line.
+  /// Starts the part again from its first line (of the first file).
   void rewind();
 
-  int64_t line_number() { return lines_.line_number(); }  ///< for error messages only
-  bool compressed() const { return lines_.compressed(); }
-  const std::string& path() const { return lines_.path(); }
+  int64_t line_number() { return lines_->line_number(); }  ///< for error messages only
+  bool compressed() const { return lines_->compressed(); }
+  /// The file the line next() returned last is in.
+  const std::string& path() const { return lines_->path(); }
 
 private:
-  line_reader lines_;
+  void open(std::size_t file);
+
+  std::vector<std::string> files_;
+  std::size_t file_ = 0;
+  std::unique_ptr<line_reader> lines_;
   int part_, parts_;
-  int64_t data_lines_seen_ = 0;  ///< gzip: data lines of all parts so far
+  int64_t data_lines_seen_ = 0;  ///< gzip: data lines of all parts so far in this file
 };
+
+/// One file of a stream and the data lines each part reads of it (count_stream_parts).
+struct stream_file_rows {
+  std::string path;
+  uint64_t bytes = 0;
+  std::vector<int64_t> rows;  ///< per part
+};
+
+/// Every file of `path` (stream_files) with the data lines (`is_data`) each of `parts` parts
+/// reads of it by file_part's rule, one pass over each file; throws dataset_error.
+std::vector<stream_file_rows> count_stream_parts(
+  const std::string& path, int parts, const std::function<bool(std::string_view)>& is_data);
 
 } // namespace actorps

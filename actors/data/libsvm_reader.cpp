@@ -91,10 +91,12 @@ line_fault append_row(std::string_view line, std::string_view data, sparse_batch
 
 /// Finds the first data line, so that a file without one fails at once, in every part.
 void require_a_data_row(const std::string& path) {
-  line_reader lines(path);
-  std::string_view line;
-  while (lines.next(line))
-    if (!data_of(line).empty()) return;
+  for (const auto& file : stream_files(path)) {
+    line_reader lines(file);
+    std::string_view line;
+    while (lines.next(line))
+      if (!data_of(line).empty()) return;
+  }
   throw dataset_error(path + ": no data rows (the file is empty or holds only blank and "
                              "comment lines)");
 }
@@ -132,11 +134,17 @@ void libsvm_reader::rewind() {
 }
 
 int64_t count_libsvm_rows(const std::string& path) {
-  line_reader lines(path);
   int64_t rows = 0;
-  std::string_view line;
-  while (lines.next(line)) rows += !data_of(line).empty();
+  for (const auto& file : stream_files(path)) {
+    line_reader lines(file);
+    std::string_view line;
+    while (lines.next(line)) rows += !data_of(line).empty();
+  }
   return rows;
+}
+
+std::vector<stream_file_rows> count_libsvm_parts(const std::string& path, int parts) {
+  return count_stream_parts(path, parts, [](std::string_view line) { return !data_of(line).empty(); });
 }
 
 } // namespace actorps

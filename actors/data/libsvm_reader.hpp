@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace actorps {
 
@@ -18,7 +19,8 @@ struct libsvm_options {
   bool skip_bad_lines = false;
 };
 
-/// Reads part `part` of `parts` of a file of lines
+/// Reads part `part` of `parts` of a file (or of each file of a directory in name order, as one
+/// stream: file_part) of lines
 ///   <label> <index>:<value> <index>:<value> ... [# comment]
 /// separated by spaces or tabs. The label is 0/1 or -1/+1 (also written "+1", "1.0", "-1.0");
 /// -1 is read as 0. An index is a decimal uint64 (a key, kept as written: libsvm's 1-based
@@ -80,5 +82,9 @@ private:
 /// one epoch over all parts when no line is bad. Reads the whole file; throws dataset_error for
 /// a missing or unreadable one.
 int64_t count_libsvm_rows(const std::string& path);
+
+/// The data lines of each file of `path` (a file or a directory: stream_files) that each of
+/// `parts` parts reads.
+std::vector<stream_file_rows> count_libsvm_parts(const std::string& path, int parts);
 
 } // namespace actorps

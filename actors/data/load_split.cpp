@@ -5,6 +5,7 @@
 #include "actors/data/libsvm_reader.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 
 namespace actorps {
@@ -63,6 +64,26 @@ dataset load_criteo(const std::string& path, bool train) {
   return out;
 }
 
+/// A CSV file, or every file of a directory in name order as one set of rows (stream_files):
+/// the files must have the same columns.
+dataset load_csv_files(const std::string& path) {
+  const auto files = stream_files(path);
+  dataset out = load_csv(files.front());
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    auto more = load_csv(files[i]);
+    if (more.cols != out.cols)
+      throw dataset_error(files[i] + ": " + std::to_string(more.cols) + " feature columns, but "
+                          + files.front() + " has " + std::to_string(out.cols));
+    if (int64_t(out.rows) + more.rows > std::numeric_limits<int>::max())
+      throw dataset_error(path + ": more than 2^31 - 1 rows");
+    out.rows += more.rows;
+    out.classes = std::max(out.classes, more.classes);
+    out.x.insert(out.x.end(), more.x.begin(), more.x.end());
+    out.y.insert(out.y.end(), more.y.begin(), more.y.end());
+  }
+  return out;
+}
+
 /// Classes are the labels 0..max: a training file whose labels start above 0 (1..3, as
 /// one-based labels are often written) would train a class no row has and report one class
 /// too many, so it is refused, saying how to fix it.
@@ -86,7 +107,7 @@ std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
   if (src.what == data_source::kind::fashion_mnist)
     return std::make_shared<dataset>(load_fashion_mnist(src.dir, train));
   if (src.what == data_source::kind::csv) {
-    auto d = load_csv(train ? src.train_path : src.test_path);
+    auto d = load_csv_files(train ? src.train_path : src.test_path);
     if (train) check_classes_from_zero(d, src.train_path);
     return std::make_shared<dataset>(std::move(d));
   }
@@ -98,11 +119,27 @@ int64_t training_rows(const data_source& src) {
   switch (src.what) {
     case data_source::kind::fashion_mnist: return fashion_mnist_rows(src.dir, true);
     case data_source::kind::synthetic: return src.train_rows;
-    case data_source::kind::csv: return load_csv(src.train_path).rows;  // a full parse, for now
+    case data_source::kind::csv: return load_csv_files(src.train_path).rows;  // a full parse
     case data_source::kind::libsvm: return count_libsvm_rows(src.train_path);
     case data_source::kind::criteo: return count_criteo_rows(src.train_path);
   }
   return 0;
+}
+
+int64_t training_rows(const data_source& src, int workers, std::vector<stream_file>* files) {
+  std::error_code ec;
+  if (!streamed(src.what) || !std::filesystem::is_directory(src.train_path, ec))
+    return training_rows(src);
+  auto parts = src.what == data_source::kind::criteo ? count_criteo_parts(src.train_path, workers)
+                                                     : count_libsvm_parts(src.train_path, workers);
+  int64_t rows = 0;
+  for (auto& part : parts) {
+    for (auto r : part.rows) rows += r;
+    if (files)
+      files->push_back({std::filesystem::path(part.path).filename().string(), part.bytes,
+                        std::move(part.rows)});
+  }
+  return rows;
 }
 
 } // namespace actorps

@@ -4,7 +4,10 @@
 #include "actors/data/dataset.hpp"
 #include "actors/protocol/data_source.hpp"
 
+#include "actors/protocol/wire.hpp"
+
 #include <memory>
+#include <vector>
 
 namespace actorps {
 
@@ -14,5 +17,9 @@ std::shared_ptr<const dataset> load_split(const data_source& src, bool train);
 
 /// The rows of the training split really there (epochs count them); throws dataset_error.
 int64_t training_rows(const data_source& src);
+
+/// The same, for `workers` workers; a streamed training directory's files (their names, sizes
+/// and the rows each worker reads of them) also go to `files` (left empty for a single file).
+int64_t training_rows(const data_source& src, int workers, std::vector<stream_file>* files);
 
 } // namespace actorps

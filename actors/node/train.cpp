@@ -99,7 +99,7 @@ caf::error plan_checkpoints(const train_options& o, chief_config& c) {
   }
   auto run = decode_run_checkpoint(saved.run_bytes);
   if (!run) return run.error();
-  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows};
+  const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows, {}};
   if (auto why = identity_difference(*run, current); !why.empty())
     return bad_option("resume: " + saved.dir + " cannot continue this run: " + why);
   if (saved.clock >= c.steps)

@@ -1011,8 +1011,10 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
 }
 
 wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
-  auto bound = header_bound + spec_bound(run.spec) + 1 + 4 * run.positions.size()
-               + words_for(run.run_id.size() + 1) + words_for(run.dataset.size() + 1);
+  auto bound = header_bound + spec_bound(run.spec) + 1 + 8 * run.positions.size()
+               + words_for(run.run_id.size() + 1) + words_for(run.dataset.size() + 1) + 8;
+  for (const auto& f : run.files)
+    bound += 6 + words_for(f.name.size() + 1) + 1 + f.rows.size();
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::RunCheckpoint>();
     write_spec(msg.initSpec(), run.spec);
@@ -1028,10 +1030,20 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
       positions[i].setClock(p.clock);
       positions[i].setEpoch(p.epoch);
       positions[i].setBatchInEpoch(p.batch_in_epoch);
+      positions[i].setFile(p.file);
+      positions[i].setFileRow(p.file_row);
     }
     msg.setRunId(run.run_id);
     msg.setDataset(run.dataset);
     msg.setTrainRows(run.train_rows);
+    auto files = msg.initFiles(static_cast<unsigned>(run.files.size()));
+    for (unsigned i = 0; i < run.files.size(); ++i) {
+      const auto& f = run.files[i];
+      files[i].setName(f.name);
+      files[i].setBytes(f.bytes);
+      auto rows = files[i].initRows(static_cast<unsigned>(f.rows.size()));
+      for (unsigned w = 0; w < f.rows.size(); ++w) rows.set(w, f.rows[w]);
+    }
   });
 }
 
@@ -1047,10 +1059,23 @@ caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf) {
     out.samples = msg.getSamples();
     out.wall_s = msg.getWallSeconds();
     for (auto p : msg.getPositions())
-      out.positions.push_back({p.getWorker(), p.getClock(), p.getEpoch(), p.getBatchInEpoch()});
+      out.positions.push_back({p.getWorker(), p.getClock(), p.getEpoch(), p.getBatchInEpoch(),
+                               p.getFile(), p.getFileRow()});
     out.run_id = msg.getRunId();
     out.dataset = msg.getDataset();
     out.train_rows = msg.getTrainRows();
+    for (auto f : msg.getFiles()) {
+      stream_file file;
+      file.name = f.getName();
+      file.bytes = f.getBytes();
+      for (auto r : f.getRows()) file.rows.push_back(r);
+      if (file.rows.size() != static_cast<std::size_t>(out.spec.workers))
+        return make_error(errc::invalid_spec, "StreamFile rows for another number of workers");
+      out.files.push_back(std::move(file));
+    }
+    for (const auto& p : out.positions)
+      if (p.file < -1 || p.file >= static_cast<int64_t>(out.files.size()) || p.file_row < 0)
+        return make_error(errc::invalid_spec, "DataPosition names no file of RunCheckpoint");
     if (out.clock < 0 || out.batch <= 0 || out.steps < 0
         || out.positions.size() != static_cast<std::size_t>(out.spec.workers))
       return make_error(errc::invalid_spec, "out-of-range field in RunCheckpoint");

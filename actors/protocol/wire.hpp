@@ -233,6 +233,15 @@ struct data_position {
   int64_t clock = 0;          ///< next clock to compute
   int64_t epoch = 0;
   int64_t batch_in_epoch = 0;
+  int32_t file = -1;          ///< a training directory's file its next batch starts in (-1: none)
+  int64_t file_row = 0;       ///< the worker's rows of that file read before that batch
+};
+
+/// One file of a training directory read as a stream (schema StreamFile).
+struct stream_file {
+  std::string name;           ///< in the directory
+  uint64_t bytes = 0;
+  std::vector<int64_t> rows;  ///< the rows each worker reads of it
 };
 
 /// The run's part of a checkpoint (schema RunCheckpoint).
@@ -247,6 +256,7 @@ struct run_checkpoint {
   std::string run_id;       ///< the lineage: made by a fresh start, kept by every resume
   std::string dataset;      ///< what the run trains on ("" in checkpoints of older versions)
   int64_t train_rows = 0;   ///< rows of that training set
+  std::vector<stream_file> files;  ///< a training directory's files in name order (else empty)
 };
 
 // --- encoders -----------------------------------------------------------------------------

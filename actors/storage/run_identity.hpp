@@ -16,8 +16,13 @@ struct run_identity {
   int batch = 0;
   std::string dataset;      ///< "synthetic", "csv:/absolute/path", ... (see dataset_identity)
   int64_t train_rows = 0;
+  std::vector<stream_file> files;  ///< a streamed training directory's files (else empty)
 };
 
+/// A training directory (files recorded on both sides) may have gained files after the file
+/// the furthest worker reached, if no worker passed its first pass over them: the run goes on
+/// into them. Any other change of rows is a different dataset.
+///
 /// How checkpoint `saved` differs from the run `current` ("" when it is the same run), the
 /// first difference found, naming both values: "the checkpoint's seed is 1, this run's 2".
 std::string identity_difference(const run_checkpoint& saved, const run_identity& current);

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_set>
 #include <vector>
 
 namespace actorps {
@@ -121,12 +122,24 @@ struct planted_model {
   std::array<double, integers> a = {};
   uint64_t effects_seed = 0;
   double k_linear = 1, k_interaction = 1, k_dense = 1, bias = 0;
+  double drift = 0;  ///< a stream's share of values replaced per day
+  int day = 0;       ///< the day being drawn (0 without a stream)
 
-  /// Derived from (seed, field, rank) alone: the same value has the same effect in every row.
+  /// Which value rank `rank` of field f is on the current day: 0 without drift; the missing
+  /// value (rank 0) never changes.
+  uint32_t era(int f, uint32_t rank) const {
+    if (drift <= 0 || rank == 0) return 0;
+    const double offset = std::fmod(rank * 0.6180339887498949 + f * 0.37, 1.0);
+    return static_cast<uint32_t>(std::floor(day * drift + offset));
+  }
+
+  /// Derived from (seed, field, rank, era) alone: the same value has the same effect in every
+  /// row.
   value_effect effect(int f, uint32_t rank) const {
     value_effect e;
     if (!laws[static_cast<size_t>(f)].has_effect(rank)) return e;
-    splitmix64 random(splitmix64_mix(effects_seed ^ (static_cast<uint64_t>(f) << 40) ^ rank));
+    splitmix64 random(splitmix64_mix(effects_seed ^ (static_cast<uint64_t>(f) << 40) ^ rank
+                                     ^ (static_cast<uint64_t>(era(f, rank)) << 48)));
     const auto [w, u0] = normal_pair(random);
     e.w = w;
     const auto& law = laws[static_cast<size_t>(f)];
@@ -294,7 +307,14 @@ private:
   std::string text_;
 };
 
-void append_row(std::string& text, const drawn_row& row, bool click) {
+/// The code field f's rank is written as on the model's current day: ranks of a later era are
+/// codes of their own (rank + era·(V+1): distinct for every (rank, era) a field meets).
+uint32_t written_code(const planted_model& m, int f, uint32_t rank) {
+  const auto v = static_cast<uint32_t>(m.laws[static_cast<size_t>(f)].vocabulary);
+  return value_code(f, rank + m.era(f, rank) * (v + 1));
+}
+
+void append_row(std::string& text, const planted_model& m, const drawn_row& row, bool click) {
   static constexpr char hex[] = "0123456789abcdef";
   text += click ? '1' : '0';
   char digits[24];
@@ -306,7 +326,7 @@ void append_row(std::string& text, const drawn_row& row, bool click) {
   for (int f = 0; f < fields; ++f) {
     text += '\t';
     if (row.rank[f] == 0) continue;
-    const uint32_t code = value_code(f, row.rank[f]);
+    const uint32_t code = written_code(m, f, row.rank[f]);
     for (int shift = 28; shift >= 0; shift -= 4) text += hex[(code >> shift) & 15];
   }
   text += '\n';
@@ -320,7 +340,8 @@ struct written_rows {
 
 written_rows write_rows(const planted_model& m, uint64_t seed, uint64_t stream, int64_t rows,
                         const std::string& path, bool gzip, bool keep,
-                        std::vector<std::vector<bool>>* seen) {
+                        std::vector<std::vector<bool>>* seen,
+                        std::vector<std::unordered_set<uint64_t>>* values = nullptr) {
   text_file out(path, gzip);
   splitmix64 random(stream_seed(seed, stream));
   written_rows w;
@@ -338,7 +359,12 @@ written_rows write_rows(const planted_model& m, uint64_t seed, uint64_t stream, 
     }
     if (seen)
       for (int f = 0; f < fields; ++f) (*seen)[static_cast<size_t>(f)][row.rank[f]] = true;
-    append_row(out.text(), row, click);
+    if (values)
+      for (int f = 0; f < fields; ++f)
+        if (row.rank[f] != 0)
+          for (auto& set : *values)
+            set.insert(uint64_t(f) << 32 | written_code(m, f, row.rank[f]));
+    append_row(out.text(), m, row, click);
     out.flush();
   }
   out.close();
@@ -350,6 +376,42 @@ void check(const planted_criteo_spec& spec) {
   if (spec.rows < 1) fail("--rows must be at least 1, got " + std::to_string(spec.rows));
   if (spec.test_rows < 1)
     fail("--test-rows must be at least 1, got " + std::to_string(spec.test_rows));
+  if (spec.days < 0 || spec.days > 10000)
+    fail("--days must be 0 to 10000, got " + std::to_string(spec.days));
+  if (!(spec.drift >= 0 && spec.drift <= 1))
+    fail("--drift must be 0 to 1, got " + std::to_string(spec.drift));
+  if (spec.drift > 0 && spec.days == 0) fail("--drift needs --days");
+}
+
+/// Days 1..spec.days into DIR/train/, the next one into the test file.
+void write_days(planted_model& m, const planted_criteo_spec& spec, const std::string& dir,
+                const std::string& suffix, planted_criteo_summary& summary, written_rows& train,
+                written_rows& test) {
+  summary.train_path = dir + "/train";
+  std::error_code ec;
+  std::filesystem::create_directories(summary.train_path, ec);
+  if (ec) throw std::runtime_error(summary.train_path + ": cannot be created (" + ec.message() + ")");
+  const int width = static_cast<int>(std::to_string(spec.days + 1).size());
+  std::vector<std::unordered_set<uint64_t>> values(2);  // all days, this day
+  int64_t per_day = 0;
+  for (int d = 1; d <= spec.days; ++d) {
+    std::string number = std::to_string(d);
+    number.insert(0, static_cast<size_t>(width) - number.size(), '0');
+    summary.day_paths.push_back(summary.train_path + "/day-" + number + suffix);
+    m.day = d;
+    calibrate(m, spec.seed);  // new values bring new effects: the click rate stays 25 %
+    values[1].clear();
+    const auto day = write_rows(m, spec.seed, 16 + static_cast<uint64_t>(d), spec.rows,
+                                summary.day_paths.back(), spec.gzip, false, nullptr, &values);
+    train.clicks += day.clicks;
+    per_day += static_cast<int64_t>(values[1].size());
+  }
+  summary.values_per_day = per_day / spec.days;
+  summary.values_all_days = static_cast<int64_t>(values[0].size());
+  m.day = spec.days + 1;
+  calibrate(m, spec.seed);
+  test = write_rows(m, spec.seed, 16 + static_cast<uint64_t>(spec.days) + 1, spec.test_rows,
+                    summary.test_path, spec.gzip, true, nullptr);
 }
 
 } // namespace
@@ -365,22 +427,28 @@ planted_criteo_summary write_planted_criteo(const planted_criteo_spec& spec,
   summary.train_path = dir + "/train" + suffix;
   summary.test_path = dir + "/test" + suffix;
 
-  const planted_model m = make_model(spec);
+  planted_model m = make_model(spec);
+  m.drift = spec.drift;
   std::vector<std::vector<bool>> seen;
   for (const auto& law : m.laws) {
     summary.vocabulary.push_back(law.vocabulary);
     seen.emplace_back(static_cast<size_t>(law.vocabulary) + 1, false);
   }
-  const written_rows train =
-      write_rows(m, spec.seed, 1, spec.rows, summary.train_path, spec.gzip, false, &seen);
-  const written_rows test =
-      write_rows(m, spec.seed, 2, spec.test_rows, summary.test_path, spec.gzip, true, nullptr);
+  written_rows train, test;
+  if (spec.days > 0) {
+    write_days(m, spec, dir, suffix, summary, train, test);
+  } else {
+    train = write_rows(m, spec.seed, 1, spec.rows, summary.train_path, spec.gzip, false, &seen);
+    test = write_rows(m, spec.seed, 2, spec.test_rows, summary.test_path, spec.gzip, true, nullptr);
+  }
 
-  for (const auto& s : seen)  // rank 0 (missing) is no value
-    summary.distinct_train_values.push_back(std::count(s.begin() + 1, s.end(), true));
+  if (spec.days == 0)
+    for (const auto& s : seen)  // rank 0 (missing) is no value
+      summary.distinct_train_values.push_back(std::count(s.begin() + 1, s.end(), true));
   summary.interaction_pairs = m.pairs;
   summary.bias = m.bias;
-  summary.positive_rate = static_cast<double>(train.clicks) / static_cast<double>(spec.rows);
+  summary.positive_rate = static_cast<double>(train.clicks)
+                          / static_cast<double>(spec.rows * std::max(1, spec.days));
   summary.test_positive_rate =
       static_cast<double>(test.clicks) / static_cast<double>(spec.test_rows);
   const size_t n = test.labels.size();

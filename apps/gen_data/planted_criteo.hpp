@@ -17,11 +17,14 @@ struct planted_criteo_spec {
   int64_t test_rows = 10000;  ///< test rows, from the same model
   uint64_t seed = 1;
   bool gzip = false;          ///< write train.tsv.gz and test.tsv.gz instead
+  int days = 0;               ///< > 0: a stream of this many daily files of `rows` rows each
+  double drift = 0;           ///< the share of each field's values replaced from day to day
 };
 
 /// What write_planted_criteo wrote, and how well the planted model itself scores.
 struct planted_criteo_summary {
-  std::string train_path = {}, test_path = {};
+  std::string train_path = {}, test_path = {};  ///< days: train_path is the days' directory
+  std::vector<std::string> day_paths = {};          ///< days: the daily training files
   std::vector<int64_t> vocabulary = {};             ///< values each of C1..C26 draws from
   std::vector<int64_t> distinct_train_values = {};  ///< of those, in a training row (per field)
   std::vector<std::pair<int, int>> interaction_pairs = {};  ///< fields (0..25) that interact
@@ -31,6 +34,8 @@ struct planted_criteo_summary {
   double best_test_auc = 0;        ///< of the true probabilities against the test labels
   double best_test_logloss = 0;    ///< of the true probabilities, nats per row
   double linear_part_test_auc = 0;  ///< of the true logit without the interaction terms
+  int64_t values_per_day = 0;      ///< days: distinct values in a day's rows, the mean over days
+  int64_t values_all_days = 0;     ///< days: distinct values in all the training days
 };
 
 /// The planted model, in numbers:
@@ -59,6 +64,14 @@ struct planted_criteo_summary {
 ///   own stream; label ~ Bernoulli(sigmoid(logit)).
 /// Train, test, calibration and effects draw from separate splitmix64 streams of `seed`: the
 /// same spec writes the same bytes (on the same C library, whose pow, log and exp the draws use).
+///
+/// A stream (spec.days > 0) draws every day from the same model, but a value is the pair of its
+/// rank and its era: rank r of field f is a new value (new code, new effects) whenever
+/// floor(day·drift + o) steps, o = frac(r·φ + f·0.37) spread evenly over the ranks, so from each
+/// day to the next a share `drift` of each field's values retires and as many new ones arrive
+/// with the popularity of those they replace (each day calibrated as above, for its values).
+/// Day d (1..days) goes to DIR/train/day-<d>.tsv
+/// (zero-padded), the next day to DIR/test.tsv: the best test AUC is that day's.
 ///
 /// Writes DIR/train.tsv and DIR/test.tsv (".gz" appended when spec.gzip), creating DIR if
 /// needed and replacing the files. Throws std::invalid_argument for a spec out of range (naming
