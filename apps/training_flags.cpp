@@ -119,7 +119,7 @@ training_choices chosen_by(const training_flags& o) {
   auto typed = [&](const char* name) { return o.given.count(name) > 0; };
   if (typed("optimizer")) {
     auto kind = parse_optimizer_kind(o.optimizer);
-    require(kind.has_value(), "optimizer", o.optimizer, "must be sgd, momentum, adam or adagrad");
+    require(kind.has_value(), "optimizer", o.optimizer, "must be " + optimizer_names());
     c.optimizer = *kind;
   }
   if (typed("lr")) c.lr = static_cast<float>(o.lr);

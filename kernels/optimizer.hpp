@@ -23,11 +23,26 @@ struct optimizer_config {
   float epsilon = 1e-8f;   ///< adam, adagrad
 };
 
+// What each optimizer is (name, state, default rate, hyper-parameters) is one row of
+// kernels/optimizer_table.hpp; these read it.
+
 std::optional<optimizer_kind> parse_optimizer_kind(const std::string& name);
 const char* to_string(optimizer_kind kind);
+/// Every optimizer's name, for messages: "sgd, momentum, adam or adagrad".
+std::string optimizer_names();
 
 /// Floats of optimizer state per parameter: 0 (sgd), 1 (momentum, adagrad), 2 (adam).
 std::size_t optimizer_state_slots(optimizer_kind kind);
+
+/// The hyper-parameters of optimizer_config an optimizer reads besides its learning rate.
+enum optimizer_hyper : uint8_t {
+  hyper_none = 0,
+  hyper_momentum = 1,  ///< momentum
+  hyper_betas = 2,     ///< beta1, beta2
+  hyper_epsilon = 4,   ///< epsilon
+};
+/// The optimizer_hyper bits of `kind`.
+uint8_t optimizer_hyper_parameters(optimizer_kind kind);
 
 /// True when none of the n values is NaN or infinite. The shards check every pushed gradient
 /// with it before anything touches their state.

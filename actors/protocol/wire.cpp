@@ -1,5 +1,6 @@
 #include "actors/protocol/wire.hpp"
 
+#include "kernels/optimizer_table.hpp"
 #include "schema/actorps.capnp.h"
 
 #include <capnp/message.h>
@@ -527,7 +528,7 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
                                             + std::to_string(spec.workers) + " workers");
   if (auto why = invalid_cut(spec.model, spec.block_floats, spec.shards); !why.empty())
     return make_error(errc::invalid_spec, why);
-  if (spec.block_floats == 0 || spec.shards <= 0 || spec.workers <= 0 || mode > 2 || opt > 3
+  if (spec.block_floats == 0 || spec.shards <= 0 || spec.workers <= 0 || mode > 2 || opt >= optimizer_count
       || schedule > 2 || in.getTotalClocks() < 0 || in.getStaleness() < 0 || !(in.getLearningRate() > 0) || !std::isfinite(in.getLearningRate()))
     return make_error(errc::invalid_spec, "out-of-range field in TrainSpec");
   spec.mode = static_cast<consistency>(mode);

@@ -37,16 +37,13 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
 
 json optimizer_json(const optimizer_config& o) {
   json out = {{"name", to_string(o.kind)}, {"learning_rate", shortest(o.learning_rate)}};
-  switch (o.kind) {
-    case optimizer_kind::sgd: break;
-    case optimizer_kind::momentum: out["momentum"] = shortest(o.momentum); break;
-    case optimizer_kind::adam:
-      out["beta1"] = shortest(o.beta1);
-      out["beta2"] = shortest(o.beta2);
-      out["epsilon"] = shortest(o.epsilon);
-      break;
-    case optimizer_kind::adagrad: out["epsilon"] = shortest(o.epsilon); break;
+  const auto reads = optimizer_hyper_parameters(o.kind);
+  if (reads & hyper_momentum) out["momentum"] = shortest(o.momentum);
+  if (reads & hyper_betas) {
+    out["beta1"] = shortest(o.beta1);
+    out["beta2"] = shortest(o.beta2);
   }
+  if (reads & hyper_epsilon) out["epsilon"] = shortest(o.epsilon);
   return out;
 }
 

@@ -14,7 +14,7 @@ namespace actorps::python {
 
 template <class Parse>
 auto parse_choice(const std::string& arg, const std::string& value, Parse parse,
-                  const char* choices) {
+                  const std::string& choices) {
   auto parsed = parse(value);
   if (!parsed)
     throw pybind11::value_error(arg + ": '" + value + "' is not one of " + choices);
@@ -24,7 +24,7 @@ auto parse_choice(const std::string& arg, const std::string& value, Parse parse,
 /// The optimizer the shards apply, from Python's arguments (lr 0: the optimizer's default).
 inline optimizer_config optimizer_of(const std::string& kind, float lr, float momentum) {
   optimizer_config o;
-  o.kind = parse_choice("optimizer", kind, parse_optimizer_kind, "sgd, momentum, adam, adagrad");
+  o.kind = parse_choice("optimizer", kind, parse_optimizer_kind, optimizer_names());
   if (!(lr >= 0) || !std::isfinite(lr)) throw pybind11::value_error("lr: must be ≥ 0 and finite");
   o.learning_rate = lr;
   o.momentum = momentum;
