@@ -104,7 +104,7 @@ sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32
   auto why = invalid_table_config(cfg);
   require(why.empty(), why);
   slots_ = row_state_slots(cfg.optimizer.kind);
-  stride_ = cfg.dim * (1 + slots_);  // checked to fit
+  stride_ = cfg.dim * (1 + slots_) + 1;  // checked to fit
   rows_per_page_ = static_cast<uint32_t>(
     std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));
 }
@@ -114,7 +114,7 @@ std::size_t sparse_table::memory_bytes() const {
   return sizeof(*this) + pages_.size() * page_bytes +
          pages_.capacity() * sizeof(decltype(pages_)::value_type) + map_bytes(index_) +
          map_bytes(pending_) + steps_.capacity() * sizeof(uint32_t) +
-         clocks_.capacity() * sizeof(uint32_t) + keys_.capacity() * sizeof(uint64_t) +
+         keys_.capacity() * sizeof(uint64_t) +
          ages_.capacity() * sizeof(uint64_t);
 }
 
@@ -168,7 +168,6 @@ void sparse_table::reserve_rows(std::size_t more) {
       v.reserve(std::max({std::size_t(64), 2 * v.capacity(), v.size() + more}));
   };
   if (cfg_.optimizer.kind == row_optimizer_kind::adam) room(steps_);
-  room(clocks_);
   if (evicting()) room(keys_);
 }
 
@@ -179,12 +178,10 @@ void sparse_table::remove_row(uint32_t index) {
   if (index != last) {
     std::memcpy(row(index), row(last), std::size_t(stride_) * sizeof(float));
     keys_[index] = keys_[last];
-    clocks_[index] = clocks_[last];
     if (adam) steps_[index] = steps_[last];
     index_.find(keys_[index])->second.index = index;
   }
   keys_.pop_back();
-  clocks_.pop_back();
   if (adam) steps_.pop_back();
   ++evicted_;
   // Pages no longer needed go back, but one spare: rows going and coming around a page's
@@ -209,13 +206,14 @@ bool sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
   std::memcpy(saved_row_.data(), values, std::size_t(stride_) * sizeof(float));
   apply_row_update(cfg_.optimizer, lr_scale, step, values, grad, values + cfg_.dim, cfg_.dim);
   if (!all_within(values, cfg_.dim, max_parameter_)
-      || !all_within(values + cfg_.dim, stride_ - cfg_.dim, std::numeric_limits<float>::max())) {
+      || !all_within(values + cfg_.dim, stride_ - 1 - cfg_.dim,
+                     std::numeric_limits<float>::max())) {
     std::memcpy(values, saved_row_.data(), std::size_t(stride_) * sizeof(float));
     return false;
   }
   ref.touches = saturating_increment(ref.touches);
   if (adam) steps_[ref.index] = step;
-  clocks_[ref.index] = std::max(clocks_[ref.index], clock_);
+  if (row_clock(ref.index) < clock_) set_row_clock(ref.index, clock_);
   return true;
 }
 
@@ -240,7 +238,7 @@ bool sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale)
   if (created) {
     create_row(key, index);
     if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
-    clocks_.push_back(clock_);
+    set_row_clock(index, clock_);
     if (evicting()) keys_.push_back(key);
     if (counted != pending_.end()) pending_.erase(counted);
   }
@@ -284,7 +282,7 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
           create_row(keys[start + j], ref.index);
           ref.touches = 0;
           if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_[ref.index] = 0;
-          clocks_[ref.index] = clock_;
+          set_row_clock(ref.index, clock_);
         }
         if (!update_row(ref, grads + (start + j) * dim, lr_scale)) ++refused;
       } else {
@@ -329,7 +327,8 @@ sweep_result sparse_table::sweep(int64_t now, std::size_t budget) {
   if (bounded && ages_.empty()) ages_.assign(counted_ages, 0);
   while (done.examined < budget && sweep_at_ < index_.size()) {
     ++done.examined;
-    const uint32_t age = at > clocks_[sweep_at_] ? at - clocks_[sweep_at_] : 0;
+    const uint32_t last = row_clock(sweep_at_);
+    const uint32_t age = at > last ? at - last : 0;
     if ((cfg_.evict_after > 0 && age > cfg_.evict_after) || (bounded && age >= evict_age_)) {
       remove_row(sweep_at_);  // the last row moves here: looked at next
       ++done.evicted;
@@ -378,10 +377,10 @@ void sparse_table::find_block(const uint64_t* keys, std::size_t count, uint32_t 
   for (std::size_t j = 0; j < count; ++j) {
     if (found[j] != nullptr) touch_row(found[j]->index, row_floats);
   }
-  if (clocks) {
-    const volatile uint32_t* last = clocks_.data();
+  if (clocks && row_floats < stride_) {  // a read's: the clock after the row's floats
     for (std::size_t j = 0; j < count; ++j) {
-      if (found[j] != nullptr) (void)last[found[j]->index];
+      if (found[j] != nullptr) (void)*reinterpret_cast<const volatile float*>(
+                                 row(found[j]->index) + stride_ - 1);
     }
   }
   if (steps_.empty()) return;
@@ -415,7 +414,7 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     std::memcpy(out.values.data() + r * dim, values, dim * sizeof(float));
     std::memcpy(out.state.data() + r * state_floats, values + dim, state_floats * sizeof(float));
     out.touches.push_back(ref.touches);
-    out.clocks.push_back(clocks_[ref.index]);
+    out.clocks.push_back(row_clock(ref.index));
     if (adam) out.steps.push_back(steps_[ref.index]);
   }
   std::vector<std::pair<uint64_t, uint32_t>> pending(pending_.begin(), pending_.end());
@@ -465,8 +464,6 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   fresh.index_.reserve(n);
   fresh.pages_.reserve((n + rows_per_page_ - 1) / rows_per_page_);
   if (adam) fresh.steps_.assign(in.steps.begin(), in.steps.end());
-  if (in.clocks.empty()) fresh.clocks_.assign(n, clock32(clock));
-  else fresh.clocks_.assign(in.clocks.begin(), in.clocks.end());
   if (evicting()) fresh.keys_.assign(in.keys.begin(), in.keys.end());
   const std::size_t state_floats = std::size_t(slots_) * dim;
   for (std::size_t r = 0; r < n; ++r) {
@@ -475,6 +472,7 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
     float* values = fresh.row(index);
     std::memcpy(values, in.values.data() + r * dim, dim * sizeof(float));
     std::memcpy(values + dim, in.state.data() + r * state_floats, state_floats * sizeof(float));
+    fresh.set_row_clock(index, in.clocks.empty() ? clock32(clock) : in.clocks[r]);
     fresh.index_.emplace(in.keys[r], row_ref{index, in.touches[r]});
   }
   fresh.pending_.reserve(in.pending_keys.size());
@@ -485,7 +483,6 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   pages_.swap(fresh.pages_);
   steps_.swap(fresh.steps_);
   pending_.swap(fresh.pending_);
-  clocks_.swap(fresh.clocks_);
   keys_.swap(fresh.keys_);
   sweep_at_ = 0;
   ages_.clear();

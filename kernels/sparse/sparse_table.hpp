@@ -7,8 +7,9 @@
 // 10 M-row table never copies its 1+ GB of rows to grow (no second copy in memory, no
 // half-second stall inside one apply), and at most one page is allocated but unused.
 //
-// Each row records the global clock of its last push (a uint32 by row index, beside Adam's
-// steps) and its touch count (in the map slot's padding): 8 bytes of metadata, kept in
+// Each row records the global clock of its last push (a uint32 after its floats, in the line an
+// update has in cache anyway) and its touch count (in the map slot's padding): 8 bytes of
+// metadata, kept in
 // checkpoints. With eviction (evict_after > 0) a row stale at a clock counts as gone for every
 // read, push and export at that clock, so results do not depend on when memory is reclaimed:
 // sweep() removes stale rows, a bounded number a call, keeping the rows dense (the last row
@@ -33,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -154,6 +156,15 @@ private:
   const float* row(uint32_t index) const {
     return pages_[index / rows_per_page_].get() + std::size_t(index % rows_per_page_) * stride_;
   }
+  /// Row `index`'s last clock: a uint32 in the float after its state.
+  uint32_t row_clock(uint32_t index) const {
+    uint32_t clock;
+    std::memcpy(&clock, row(index) + stride_ - 1, sizeof clock);
+    return clock;
+  }
+  void set_row_clock(uint32_t index, uint32_t clock) {
+    std::memcpy(row(index) + stride_ - 1, &clock, sizeof clock);
+  }
   /// Keys are looked up this many at a time (find_block).
   static constexpr std::size_t lookup_block = 16;
 
@@ -163,7 +174,7 @@ private:
                   const row_ref** found) const;
   /// Whether row `index` is stale at global clock `now` (evict_after).
   bool stale(uint32_t index, uint32_t now) const {
-    const uint32_t last = clocks_[index];
+    const uint32_t last = row_clock(index);
     return cfg_.evict_after > 0 && now > last && now - last > cfg_.evict_after;
   }
   /// Removes row `index` (its key from the map); the last row takes its place.
@@ -188,12 +199,11 @@ private:
   uint64_t seed_;
   uint32_t table_;
   uint32_t slots_;          ///< row_state_slots(cfg_.optimizer.kind)
-  uint32_t stride_;         ///< floats per row: dim × (1 + slots)
+  uint32_t stride_;         ///< floats per row: dim × (1 + slots), then the last clock
   uint32_t rows_per_page_;  ///< pages are at most 256 KiB − 64 bytes
   absl::flat_hash_map<uint64_t, row_ref> index_;
   std::vector<std::unique_ptr<float[]>> pages_;
   std::vector<uint32_t> steps_;                     ///< Adam only, by row index
-  std::vector<uint32_t> clocks_;                    ///< the last push's global clock, by row
   std::vector<uint64_t> keys_;                      ///< with eviction: each row's key, by row
   absl::flat_hash_map<uint64_t, uint32_t> pending_; ///< key → pushes so far (admission)
   float max_parameter_ = default_max_parameter;
