@@ -81,6 +81,12 @@ struct train_options {
   int64_t steps = 0;              ///< ... or, when > 0, clocks per worker
   std::optional<float> table_lr;  ///< every sparse table's learning rate (0: each table's own)
   std::optional<int64_t> admit_after;  ///< every sparse table's admission (-1: each table's own)
+  /// Every sparse table's eviction, as --evict-after: a row not pushed for this many global
+  /// clocks goes (0: none; -1 or unset: each table's own, sparse_table_config::evict_after).
+  std::optional<int64_t> evict_after;
+  /// Every sparse table's bound on rows per shard, as --max-rows-per-shard (0: none; -1 or
+  /// unset: each table's own, sparse_table_config::max_rows).
+  std::optional<int64_t> max_rows_per_shard;
   int64_t eval_every = 0;         ///< global clocks between evaluations (0: only the final one)
   uint64_t seed = 1;
   std::string metrics;            ///< a JSONL file of events ("" none)

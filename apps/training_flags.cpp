@@ -38,7 +38,8 @@ namespace {
 /// field alone.
 constexpr const char* model_default_flags[] = {"optimizer", "lr",    "momentum",
                                                "batch",     "epochs", "table-optimizer",
-                                               "table-lr",  "admit-after"};
+                                               "table-lr",  "admit-after",
+                                               "evict-after", "max-rows-per-shard"};
 
 constexpr int fashion_mnist_train_rows = 60000;
 // Bounds that keep a typo from running away (memory, threads, a diverged model that exits 0);
@@ -94,6 +95,8 @@ void set_table_flags(const training_flags& o, const training_settings& settings,
   const char* typed = o.given.count("table-optimizer") ? "--table-optimizer"
                       : o.given.count("table-lr")      ? "--table-lr"
                       : o.given.count("admit-after")   ? "--admit-after"
+                      : o.given.count("evict-after")   ? "--evict-after"
+                      : o.given.count("max-rows-per-shard") ? "--max-rows-per-shard"
                                                        : nullptr;
   if (typed && model.sparse_tables.empty())
     throw usage_error(std::string(typed) + ": --model " + o.model + " has no sparse tables");
@@ -105,6 +108,12 @@ void set_table_flags(const training_flags& o, const training_settings& settings,
   if (o.admit_after != -1)
     require(o.admit_after >= 1 && o.admit_after <= int64_t(UINT32_MAX), "admit-after",
             o.admit_after, "must be at least 1 (1: a key's first push creates its row)");
+  if (o.given.count("evict-after"))
+    require(o.evict_after >= 0 && o.evict_after <= int64_t(UINT32_MAX), "evict-after",
+            o.evict_after, "must be a number of global clocks (0: rows stay)");
+  if (o.given.count("max-rows-per-shard"))
+    require(o.max_rows_per_shard >= 0, "max-rows-per-shard", o.max_rows_per_shard,
+            "must be a number of rows (0: no bound)");
   try {
     apply_table_settings(settings, model);
   } catch (const std::invalid_argument& e) {
@@ -134,6 +143,8 @@ training_choices chosen_by(const training_flags& o) {
   }
   if (typed("table-lr")) c.table_lr = static_cast<float>(o.table_lr);
   if (typed("admit-after")) c.admit_after = o.admit_after;
+  if (typed("evict-after")) c.evict_after = o.evict_after;
+  if (typed("max-rows-per-shard")) c.max_rows = o.max_rows_per_shard;
   return c;
 }
 
@@ -230,6 +241,12 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("admit-after", po::value(&o.admit_after),
      "N >= 1: a key of a sparse table gets its row on its N-th push, the pushes before only "
      "counted (1: the first push creates it); default: the model's (dlrm 20)")
+    ("evict-after", po::value(&o.evict_after),
+     "CLOCKS: a sparse table's row not pushed for that many global clocks is evicted (its key "
+     "reads as never seen again, and starts anew); 0: rows stay (the default)")
+    ("max-rows-per-shard", po::value(&o.max_rows_per_shard),
+     "N: each sparse table keeps about N rows per shard at most, evicting the least recently "
+     "pushed (approximately, by a sweep between requests); 0: no bound (the default)")
     ("threads", po::value(&o.threads)->default_value(o.threads),
      "CAF scheduler threads (0: one per core); workers and the evaluator have their own")
     ("slow", po::value(&o.slow)->composing(),
@@ -684,7 +701,14 @@ int print_summary(const run_summary& s) {
     for (const auto& shard : s.shard_stats_list) {
       std::printf(" ps:%d", shard.shard);
       for (auto rows : shard.table_rows) std::printf(" %llu", static_cast<unsigned long long>(rows));
-      std::printf(" (%.1f MiB);", double(shard.table_bytes) / (1 << 20));
+      std::printf(" (peak");
+      for (auto rows : shard.table_rows_peak)
+        std::printf(" %llu", static_cast<unsigned long long>(rows));
+      if (shard.rows_evicted > 0)
+        std::printf(", %llu evicted", static_cast<unsigned long long>(shard.rows_evicted));
+      if (shard.pending_keys > 0)
+        std::printf(", %llu keys pending", static_cast<unsigned long long>(shard.pending_keys));
+      std::printf(", %.1f MiB);", double(shard.table_bytes) / (1 << 20));
     }
     std::printf("\n");
   }

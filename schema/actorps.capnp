@@ -58,6 +58,9 @@ struct SparseTableSpec {
   ftrlBeta @11 :Float32;
   l1 @12 :Float32;             # ftrl
   l2 @13 :Float32;             # ftrl
+  evictAfter @14 :UInt32;      # 0: rows stay; C: a row not pushed for C global clocks goes
+  maxRows @15 :UInt64;         # 0: no bound; N: a shard evicts the least recently pushed
+                               # rows beyond N (approximately: see sparse_table::sweep)
 }
 
 # One named dense tensor: row-major float32 of the given shape.
@@ -233,6 +236,8 @@ struct SparseTableState {
   steps @5 :Data;              # uint32 per key: Adam's per-row step; empty for other optimizers
   pendingKeys @6 :Data;        # uint64, strictly ascending: keys counted but not admitted yet
   pendingCounts @7 :Data;      # uint32 per pending key
+  clocks @8 :Data;             # uint32 per key: the global clock of its last push; empty in
+                               # checkpoints written before rows recorded it
 }
 
 # The run's part of a checkpoint (file run.capnp), written by the chief.

@@ -1,10 +1,12 @@
 // Whole in-process runs of a model with a sparse table: a probe plug-in whose keys depend only on
 // (worker, clock), checked against a plain single-process loop applying the mean sparse
 // gradient, against itself resumed from a checkpoint, and after a shard is killed.
+#include "actors/chief/metrics.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/key_dedup.hpp"
 #include "kernels/splitmix64.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"
 
@@ -140,15 +142,51 @@ std::map<uint64_t, std::vector<float>> checkpoint_rows(const fs::path& dir) {
   return rows;
 }
 
+/// Removes the rows of `keys` from `table` by hand (through its checkpoint form), as if their
+/// keys had never been pushed.
+void drop_rows(sparse_table& table, const std::set<uint64_t>& keys) {
+  auto all = table.export_rows();
+  sparse_table_rows kept;
+  const std::size_t dim = table.config().dim, state = all.keys.empty() ? 0 : all.state.size() / all.keys.size();
+  for (std::size_t i = 0; i < all.keys.size(); ++i) {
+    if (keys.count(all.keys[i])) continue;
+    kept.keys.push_back(all.keys[i]);
+    kept.values.insert(kept.values.end(), all.values.begin() + i * dim, all.values.begin() + (i + 1) * dim);
+    kept.state.insert(kept.state.end(), all.state.begin() + i * state, all.state.begin() + (i + 1) * state);
+    kept.touches.push_back(all.touches[i]);
+  }
+  table.import_rows(kept);
+}
+
 /// The plain loop: every clock, each worker's gradient at the same rows, summed per key in
-/// worker order, times 1/W, applied once.
-std::map<uint64_t, std::vector<float>> reference_rows(int workers, int64_t clocks, uint64_t seed) {
+/// worker order, times 1/W, applied once. With `evict_after` > 0, before each clock's reads
+/// (and at the end), the rows not pushed in the last evict_after clocks are dropped by hand
+/// (the table itself evicts nothing); `evictions` counts them.
+std::map<uint64_t, std::vector<float>> reference_rows(int workers, int64_t clocks, uint64_t seed,
+                                                      uint32_t evict_after = 0,
+                                                      uint64_t* evictions = nullptr) {
   auto table = probe_table();
   sparse_table ref(table.config, seed, 0);
   std::vector<std::unique_ptr<trainer>> trainers;
   for (int w = 0; w < workers; ++w) trainers.push_back(std::make_unique<probe_trainer>(w));
   float bias = 0, bias_grad = 0;
+  std::map<uint64_t, int64_t> last_pushed;
+  auto evict = [&](int64_t now) {
+    std::set<uint64_t> gone;
+    for (auto it = last_pushed.begin(); it != last_pushed.end();) {
+      if (evict_after > 0 && now - it->second > int64_t(evict_after)) {
+        gone.insert(it->first);
+        it = last_pushed.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (gone.empty()) return;
+    if (evictions) *evictions += gone.size();
+    drop_rows(ref, gone);
+  };
   for (int64_t c = 0; c < clocks; ++c) {
+    evict(c);
     std::map<uint64_t, std::vector<float>> sum;
     for (int w = 0; w < workers; ++w) {
       std::vector<std::vector<uint64_t>> keys(1);
@@ -173,7 +211,9 @@ std::map<uint64_t, std::vector<float>> reference_rows(int workers, int64_t clock
       for (auto v : g) mean.push_back(v * (1.0f / float(workers)));
     }
     ref.apply(keys.data(), keys.size(), mean.data(), 1.0f);
+    for (auto k : keys) last_pushed[k] = c;
   }
+  evict(clocks);
   auto all = ref.export_rows();
   std::map<uint64_t, std::vector<float>> rows;
   for (std::size_t i = 0; i < all.keys.size(); ++i)
@@ -233,6 +273,73 @@ TEST_CASE("sync: a sparse run resumed from its checkpoint ends with the same row
   auto resumed = simulate(std::move(opts));
   REQUIRE(resumed);
   CHECK(resumed->resumed_from == n);
+  auto a = checkpoint_bytes(whole_dir.path), b = checkpoint_bytes(resumed_dir.path);
+  REQUIRE(a.size() == 2);
+  CHECK(a == b);
+}
+
+/// probe_run with every row evicted after `clocks` clocks without a push.
+static simulation_options evicting(simulation_options opts, uint32_t clocks) {
+  opts.chief.spec.model.sparse_tables.at(0).config.evict_after = clocks;
+  return opts;
+}
+
+TEST_CASE("sync eviction: rows evicted and re-created equal a loop that evicts them by hand") {
+  constexpr int workers = 3;
+  constexpr int64_t clocks = 30;
+  constexpr uint32_t after = 2;
+  scratch dir, files;
+  const auto metrics = (fs::path(files.path) / "metrics.jsonl").string();
+  auto opts = evicting(probe_run(consistency::sync, workers, clocks, dir.path, clocks), after);
+  opts.chief.metrics = std::make_shared<metrics_file>(metrics);
+  auto seed = opts.chief.spec.seed;
+  auto run = simulate(std::move(opts));
+  REQUIRE(run);
+  uint64_t evictions = 0;
+  auto got = checkpoint_rows(dir.path);
+  auto want = reference_rows(workers, clocks, seed, after, &evictions);
+  CHECK(evictions > 10);  // keys went quiet, and most came back
+  CHECK(max_abs_diff(got, want) <= 1e-6);  // the same keys, the same values
+  CHECK(reference_rows(workers, clocks, seed).size() > got.size());  // eviction mattered
+
+  // The run's own account: rows now and at their peak, evicted, pending, bytes, per shard.
+  auto summary = test::metrics_summary(metrics);
+  REQUIRE(summary.is_object());
+  REQUIRE(summary["sparse_rows"].size() == 2);
+  uint64_t rows = 0, peak = 0, evicted = 0;
+  for (int s = 0; s < 2; ++s) {
+    CAPTURE(s);
+    auto now = summary["sparse_rows"][s][0].get<uint64_t>();
+    auto most = summary["sparse_rows_peak"][s][0].get<uint64_t>();
+    CHECK(most >= now);
+    CHECK(summary["pending_keys"][s].get<uint64_t>() == 0);
+    CHECK(summary["table_bytes"][s].get<uint64_t>() > 0);
+    rows += now;
+    peak += most;
+    evicted += summary["rows_evicted"][s].get<uint64_t>();
+  }
+  // Every eviction of the loop happened on a shard, or is a stale row its sweep had not
+  // reached yet (in no checkpoint, read by nobody).
+  CHECK(rows >= got.size());
+  CHECK(evicted + (rows - got.size()) == evictions);
+  CHECK(peak > got.size());
+}
+
+TEST_CASE("sync eviction: a run resumed from its checkpoint evicts as the run without restart") {
+  // Rows last pushed before the checkpoint's clock: restored with another clock, they would
+  // live longer (or go sooner) than in the run without the restart, and end differently.
+  constexpr int64_t n = 12;
+  scratch whole_dir, resumed_dir;
+  auto whole = simulate(evicting(probe_run(consistency::sync, 2, 2 * n, whole_dir.path, n), 3));
+  REQUIRE(whole);
+  auto opts = evicting(probe_run(consistency::sync, 2, 2 * n, resumed_dir.path, n), 3);
+  opts.chief.checkpoints.resume = load_newest_checkpoint(fs::path(whole_dir.path) / checkpoint_dir_name(n));
+  auto resumed = simulate(std::move(opts));
+  REQUIRE(resumed);
+  CHECK(resumed->resumed_from == n);
+  uint64_t evicted = 0;
+  for (const auto& s : whole->shard_stats_list) evicted += s.rows_evicted;
+  CHECK(evicted > 5);
   auto a = checkpoint_bytes(whole_dir.path), b = checkpoint_bytes(resumed_dir.path);
   REQUIRE(a.size() == 2);
   CHECK(a == b);

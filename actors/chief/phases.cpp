@@ -342,7 +342,9 @@ caf::result<run_summary> start_run(self_ptr self) {
       const auto& table = spec.model.sparse_tables.front().config;
       start.add("table_optimizer", to_string(table.optimizer.kind))
         .add("table_learning_rate", double(table.optimizer.learning_rate))
-        .add("admit_after", static_cast<int64_t>(table.admit_after));
+        .add("admit_after", static_cast<int64_t>(table.admit_after))
+        .add("evict_after", static_cast<int64_t>(table.evict_after))
+        .add("max_rows_per_shard", static_cast<uint64_t>(table.max_rows));
     }
     start.add("settings_given", settings.given);  // the rest are the model's defaults
   }

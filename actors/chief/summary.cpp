@@ -97,8 +97,20 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
       event.add("final_test_auc", sum.final_test_auc)
         .add("final_test_logloss", sum.final_test_loss);
   }
-  if (!sum.shard_stats_list.empty() && !sum.shard_stats_list.front().table_rows.empty())
-    event.add("sparse_rows", table_rows(sum));
+  if (!sum.shard_stats_list.empty() && !sum.shard_stats_list.front().table_rows.empty()) {
+    // Per shard: the rows now and at their most (per table), the rows evicted, the keys
+    // waiting for admission, and the bytes the tables hold.
+    std::vector<std::vector<uint64_t>> peak;
+    std::vector<uint64_t> evicted, pending, bytes;
+    for (const auto& s : sum.shard_stats_list) {
+      peak.push_back(s.table_rows_peak);
+      evicted.push_back(s.rows_evicted);
+      pending.push_back(s.pending_keys);
+      bytes.push_back(s.table_bytes);
+    }
+    event.add("sparse_rows", table_rows(sum)).add("sparse_rows_peak", peak)
+      .add("rows_evicted", evicted).add("pending_keys", pending).add("table_bytes", bytes);
+  }
   if (!sum.stopped_by.empty())
     event.add("stopped_by", sum.stopped_by).add("stopped_at", sum.stopped_at);
   uint64_t replicated = 0;  // to the standbys (--replicas 1): forwarded pushes and images

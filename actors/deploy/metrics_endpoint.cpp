@@ -281,6 +281,12 @@ private:
     auto rows = family("actorps_shard_rows", "Rows of each sparse table on the shard", T::Gauge);
     auto table_bytes = family("actorps_shard_table_bytes", "Memory the sparse tables hold",
                               T::Gauge);
+    auto rows_peak = family("actorps_shard_rows_peak",
+                            "The most rows each sparse table on the shard has held", T::Gauge);
+    auto evicted = family("actorps_shard_rows_evicted_total",
+                          "Sparse rows evicted (--evict-after, --max-rows-per-shard)", T::Counter);
+    auto pending = family("actorps_shard_pending_keys",
+                          "Keys counted for admission, without a row yet", T::Gauge);
     auto link_bytes = family("actorps_shard_link_bytes_total",
                              "Bytes on the shard's links: pushes received (direction: in, wire "
                              "bytes), state and pushes sent to its standby (direction: standby)",
@@ -317,7 +323,13 @@ private:
             add_value(refusals, with("reason", "update_bound"), double(s.updates_refused));
             for (std::size_t t = 0; t < s.table_rows.size(); ++t)
               add_value(rows, with("table", std::to_string(t)), double(s.table_rows[t]));
-            if (!s.table_rows.empty()) add_value(table_bytes, who, double(s.table_bytes));
+            for (std::size_t t = 0; t < s.table_rows_peak.size(); ++t)
+              add_value(rows_peak, with("table", std::to_string(t)), double(s.table_rows_peak[t]));
+            if (!s.table_rows.empty()) {
+              add_value(table_bytes, who, double(s.table_bytes));
+              add_value(evicted, who, double(s.rows_evicted));
+              add_value(pending, who, double(s.pending_keys));
+            }
             add_value(link_bytes, with("direction", "in"), double(s.pushed_bytes));
             add_value(link_bytes, with("direction", "standby"), double(s.replicated_bytes));
             add_value(min_clock, who, double(s.min_clock));
@@ -325,8 +337,8 @@ private:
           },
           [&](const caf::error&) {});  // stopped meanwhile, or too busy: not in this scrape
     }
-    for (auto* f : {&pushes, &pulls, &held, &updates, &refusals, &rows, &table_bytes, &link_bytes,
-                    &min_clock, &max_staleness})
+    for (auto* f : {&pushes, &pulls, &held, &updates, &refusals, &rows, &rows_peak, &table_bytes,
+                    &evicted, &pending, &link_bytes, &min_clock, &max_staleness})
       if (!f->metric.empty()) out.push_back(std::move(*f));
   }
 

@@ -353,6 +353,7 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
         [=](replicate_atom a, const replica_image& x) { return self->delegate(remote, a, x); },
         [=](backup_atom a, const caf::strong_actor_ptr& x) { return self->delegate(remote, a, x); },
         [=](promote_atom a) { return self->delegate(remote, a); },
+        [=](evict_atom) {},  // a shard's to itself: nothing a proxy passes on
       };
     },
     link_verb_handlers(send));

@@ -41,6 +41,8 @@ training_settings resolve_training(const std::string& model, const training_defa
   }
   take(chosen.table_lr, v.table_lr, "table-lr");
   take(chosen.admit_after, v.admit_after, "admit-after");
+  take(chosen.evict_after, v.evict_after, "evict-after");
+  take(chosen.max_rows, v.max_rows, "max-rows-per-shard");
   return s;
 }
 
@@ -60,6 +62,8 @@ void apply_table_settings(const training_settings& s, model_spec& spec) {
     }
     if (s.values.table_lr != 0) cfg.optimizer.learning_rate = s.values.table_lr;
     if (s.values.admit_after != -1) cfg.admit_after = static_cast<uint32_t>(s.values.admit_after);
+    if (s.values.evict_after != -1) cfg.evict_after = static_cast<uint32_t>(s.values.evict_after);
+    if (s.values.max_rows != -1) cfg.max_rows = static_cast<uint64_t>(s.values.max_rows);
     try {
       validate_row_optimizer(cfg.optimizer);
     } catch (const std::invalid_argument& e) {
@@ -79,6 +83,8 @@ std::string describe(const training_settings& s, const model_spec& spec) {
     line += std::string(" table_optimizer=") + to_string(table.optimizer.kind)
             + " table_lr=" + number(table.optimizer.learning_rate)
             + " admit_after=" + std::to_string(table.admit_after);
+    if (table.evict_after > 0) line += " evict_after=" + std::to_string(table.evict_after);
+    if (table.max_rows > 0) line += " max_rows_per_shard=" + std::to_string(table.max_rows);
   }
   if (s.given.empty()) return line + " (the model's defaults)";
   line += " (the model's defaults; given:";

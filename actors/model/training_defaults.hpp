@@ -25,6 +25,8 @@ struct training_defaults {
   double epochs = 5;        ///< passes over the training rows
   float table_lr = 0;       ///< every sparse table's learning rate; 0: each table's own (spec)
   int64_t admit_after = -1; ///< every sparse table's admission count; -1: each table's own
+  int64_t evict_after = -1; ///< every sparse table's eviction (clocks); -1: each table's own
+  int64_t max_rows = -1;    ///< every sparse table's rows per shard; -1: each table's own
 };
 
 /// What the user chose (a flag typed, an option set); a field left empty takes the model's.
@@ -38,6 +40,8 @@ struct training_choices {
   std::optional<row_optimizer_kind> table_optimizer;  ///< with that optimizer's own settings
   std::optional<float> table_lr;           ///< 0: each table's own
   std::optional<int64_t> admit_after;      ///< -1: each table's own
+  std::optional<int64_t> evict_after;      ///< -1: each table's own; 0: none
+  std::optional<int64_t> max_rows;         ///< -1: each table's own; 0: no bound
 };
 
 /// The settings a run uses, and which of them the user chose.

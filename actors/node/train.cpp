@@ -29,6 +29,8 @@ training_settings settings_of(const train_options& o, const model_plugin& model)
   chosen.epochs = o.epochs;
   chosen.table_lr = o.table_lr;
   chosen.admit_after = o.admit_after;
+  chosen.evict_after = o.evict_after;
+  chosen.max_rows = o.max_rows_per_shard;
   return resolve_training(model.spec().name, model.defaults(), chosen);
 }
 
@@ -51,6 +53,12 @@ caf::expected<train_spec> spec_of(const train_options& o, const training_setting
   if (admit != -1 && (admit < 1 || admit > int64_t(UINT32_MAX)))
     return bad_option("admit_after must be at least 1 (or -1: each table's own)");
   if (!(settings.values.table_lr >= 0)) return bad_option("table_lr must be positive (or 0)");
+  const auto evict = settings.values.evict_after;
+  if (evict < -1 || evict > int64_t(UINT32_MAX))
+    return bad_option("evict_after must be 0 (none) or a number of clocks (or -1: each "
+                      "table's own)");
+  if (settings.values.max_rows < -1)
+    return bad_option("max_rows_per_shard must be 0 (no bound) or more (or -1: each table's own)");
   auto tensors = model.spec();
   try {
     apply_table_settings(settings, tensors);

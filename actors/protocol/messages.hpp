@@ -61,6 +61,7 @@ using backup_atom = caf::atom_constant<caf::atom("backup")>;
 using promote_atom = caf::atom_constant<caf::atom("promote")>;
 using reroute_atom = caf::atom_constant<caf::atom("reroute")>;
 using standby_atom = caf::atom_constant<caf::atom("standby")>;
+using evict_atom = caf::atom_constant<caf::atom("evict")>;  // a shard's sweep, to itself
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -132,6 +133,10 @@ struct shard_stats {
                                      ///< --gradient-norm-bound times the recent median
   float max_norm_ratio = 0;          ///< the largest norm / recent median of a push accepted
                                      ///< (a statistic for choosing --gradient-norm-bound)
+  std::vector<uint64_t> table_rows_peak;  ///< the most rows each table has held (since the
+                                          ///< shard's tables were installed: init or restore)
+  uint64_t rows_evicted = 0;         ///< sparse rows evicted (--evict-after, --max-rows-per-shard)
+  uint64_t pending_keys = 0;         ///< keys counted for admission, without a row yet
 };
 
 template <class Inspector>
@@ -141,7 +146,8 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
            x.table_bytes, x.gradients_refused, x.updates_refused, x.checkpoints_refused,
            x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes,
            x.pushed_bytes, x.replies_streamed, x.pushes_streamed, x.pushes_cut,
-           x.pushes_declined, x.norms_refused, x.max_norm_ratio);
+           x.pushes_declined, x.norms_refused, x.max_norm_ratio, x.table_rows_peak,
+           x.rows_evicted, x.pending_keys);
 }
 
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,
@@ -298,7 +304,9 @@ using ps_shard_actor = caf::typed_actor<
   // (promote) -> clocks in flight: from the chief: this standby is the primary now (its primary
   // is lost); a push it already applied, re-sent, is answered without applying it again.
   // Answers how many clocks the workers are apart on it (max finished - min).
-  caf::replies_to<promote_atom>::with<int64_t>>;
+  caf::replies_to<promote_atom>::with<int64_t>,
+  // (evict): from the shard itself: one bounded step of its sparse tables' sweep (eviction).
+  caf::reacts_to<evict_atom>>;
 
 /// What a ps process publishes on its address (distributed runs): it knows where its shard is
 /// and where the process's data link listens, so that the shard itself knows nothing of sockets.

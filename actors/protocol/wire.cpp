@@ -50,7 +50,9 @@ std::size_t spec_bound(const train_spec& spec) {
   for (const auto& t : spec.model.tensors)
     words += 4 + words_for(t.name.size() + 1) + words_for(4 * t.shape.size()) + 1;
   for (const auto& t : spec.model.sparse_tables)
-    words += 8 + words_for(t.name.size() + 1) + 1;  // a SparseTableSpec: 7 data words, a name
+    words += wire::SparseTableSpec::_capnpPrivate::dataWordSize
+             + wire::SparseTableSpec::_capnpPrivate::pointerCount
+             + words_for(t.name.size() + 1) + 1;  // a SparseTableSpec and its name
   return words + 1 + words_for(2 * spec.bucket_shards.size());
 }
 
@@ -346,15 +348,17 @@ read_sparse(capnp::List<wire::SparseRows>::Reader list) {
   return out;
 }
 
-/// Segment words of the SparseTableState list for `tables`: 8 words per element (a data word,
-/// seven pointers) and each array padded to words.
+/// Segment words of the SparseTableState list for `tables`: its elements (a data word and a
+/// pointer per array) and each array padded to words.
 std::size_t table_states_bound(const std::vector<sparse_table_rows>& tables) {
-  std::size_t words = 1 + 8 * tables.size();
+  constexpr std::size_t element = wire::SparseTableState::_capnpPrivate::dataWordSize
+                                  + wire::SparseTableState::_capnpPrivate::pointerCount;
+  std::size_t words = 1 + element * tables.size();
   for (const auto& t : tables)
     words += words_for(8 * t.keys.size()) + words_for(4 * t.values.size())
              + words_for(4 * t.state.size()) + words_for(4 * t.touches.size())
              + words_for(4 * t.steps.size()) + words_for(8 * t.pending_keys.size())
-             + words_for(4 * t.pending_counts.size());
+             + words_for(4 * t.pending_counts.size()) + words_for(4 * t.clocks.size());
   return words;
 }
 
@@ -377,6 +381,7 @@ void write_table_states(capnp::List<wire::SparseTableState>::Builder list,
     copy_into(out.initSteps(4 * t.steps.size()), t.steps);
     copy_into(out.initPendingKeys(8 * t.pending_keys.size()), t.pending_keys);
     copy_into(out.initPendingCounts(4 * t.pending_counts.size()), t.pending_counts);
+    copy_into(out.initClocks(4 * t.clocks.size()), t.clocks);
   }
 }
 
@@ -403,7 +408,8 @@ read_table_states(capnp::List<wire::SparseTableState>::Reader list) {
     if (!copy_out(t.getKeys(), o.keys) || !copy_out(t.getValues(), o.values)
         || !copy_out(t.getState(), o.state) || !copy_out(t.getTouches(), o.touches)
         || !copy_out(t.getSteps(), o.steps) || !copy_out(t.getPendingKeys(), o.pending_keys)
-        || !copy_out(t.getPendingCounts(), o.pending_counts))
+        || !copy_out(t.getPendingCounts(), o.pending_counts)
+        || !copy_out(t.getClocks(), o.clocks))
       return make_error(errc::malformed_message,
                         "sparse table state " + std::to_string(i) + ": an array of partial items");
   }
@@ -451,6 +457,8 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
     w.setFtrlBeta(o.ftrl_beta);
     w.setL1(o.l1);
     w.setL2(o.l2);
+    w.setEvictAfter(t.config.evict_after);
+    w.setMaxRows(t.config.max_rows);
   }
   model.setBlockFloats(spec.block_floats);
   model.setNumShards(static_cast<uint32_t>(spec.shards));
@@ -513,6 +521,8 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
     c.optimizer.ftrl_beta = t.getFtrlBeta();
     c.optimizer.l1 = t.getL1();
     c.optimizer.l2 = t.getL2();
+    c.evict_after = t.getEvictAfter();
+    c.max_rows = t.getMaxRows();
     spec.model.sparse_tables.push_back(std::move(table));
   }
   if (auto why = invalid_model(spec.model); !why.empty())

@@ -62,6 +62,8 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.opt = std::move(opt);
   st.tables = std::move(tables);
   st.clocks = clock_table(workers, clock, spec.staleness_bound(), std::move(incarnations));
+  st.tables.set_clock(clock);
+  st.sweep.pass_clock = -1;  // a queued evict message finds the new tables; no second one
   st.newest_clock = newest_clock;
   st.seen.assign(st.layout->shard_blocks(st.shard).size(), 0);
   st.sync.grads.assign(sync ? workers : 0, std::vector<float>(st.params.size()));
@@ -175,7 +177,8 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
                 opt.slots * b.size * sizeof(float));
   }
   shard_tables tables(saved->spec, st.shard, st.config.bounds.max_parameter);
-  if (auto err = tables.import_rows(saved->sparse)) return drop(st, "restore", std::move(err));
+  if (auto err = tables.import_rows(saved->sparse, saved->clock))
+    return drop(st, "restore", std::move(err));
   install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt),
           std::move(tables), saved->clock, saved->newest_clock, std::move(incarnations),
           make_error(errc::rolled_back, why + std::to_string(saved->clock)));
@@ -280,6 +283,9 @@ shard_stats on_stats(const ps_shard_state& st) {
   stats.min_clock = st.clocks.min();
   stats.table_rows = st.tables.rows();
   stats.table_bytes = st.tables.memory_bytes();
+  stats.table_rows_peak = st.tables.peak_rows();
+  stats.rows_evicted = st.tables.evicted();
+  stats.pending_keys = st.tables.pending();
   return stats;
 }
 
@@ -632,6 +638,10 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     [=](replicate_atom, const replica_image& image) { return on_replica_image(self, image); },
     [=](backup_atom, const caf::strong_actor_ptr& standby) { return on_backup(self, standby); },
     [=](promote_atom) { return on_promote(self); },
+    [=](evict_atom) {
+      if (refused(self->state, authorise_local(current_role(self), "evict"))) return;
+      on_sweep(self);
+    },
   };
 }
 

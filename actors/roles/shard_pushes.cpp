@@ -220,7 +220,7 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
     case dense_outcome::update_refused:
       break;  // refused whole: its rows neither; the push and its clock count
     case dense_outcome::applied:
-      count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live), what);
+      count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live, push.clock), what);
       record_dense_applied(st, push.clock, ahead ? &*ahead : nullptr);
       break;
   }
@@ -260,7 +260,7 @@ void maybe_apply_sync(ps_shard_state& st) {
   // Every kept gradient was checked on the way in; the mean's NaN check (the bound +inf) is moot.
   if (apply_dense(st, grads, rate_at(st, clock), what, std::numeric_limits<float>::infinity())
       == dense_outcome::applied) {
-    count_refused_rows(st, st.tables.apply_mean(pushers), what);
+    count_refused_rows(st, st.tables.apply_mean(pushers, clock), what);
     st.newest_clock = std::max(st.newest_clock, clock);
   } else {
     for (auto w : pushers) st.tables.forget(w);  // refused whole: the kept rows go with it
@@ -277,9 +277,43 @@ void maybe_apply_sync(ps_shard_state& st) {
 /// before clock c's mean is in the values. Whatever min did not allow stays as it was.
 void on_min_rose(self_ptr self, int64_t progress_before) {
   auto& st = self->state;
+  st.tables.set_clock(st.clocks.progress());
   if (st.spec.mode == consistency::sync) maybe_apply_sync(st);
   take_snapshots(self, progress_before);
   release_held(st);
+  start_sweep(self);
+}
+
+// --- eviction, between requests ---------------------------------------------------------------
+
+/// Rows a sweep message looks at: about a millisecond of work, so that no request waits long
+/// behind one.
+constexpr std::size_t sweep_budget = 16384;
+
+/// Starts a pass of the tables' sweep when none is under way and the clock has moved on enough
+/// since the last one began: every clock for short evict_after, every evict_after / 8 clocks
+/// for longer ones (a stale row reads as gone meanwhile; the sweep only frees its memory).
+void start_sweep(self_ptr self) {
+  auto& st = self->state;
+  if (st.sweep.queued || !st.tables.evicting()) return;
+  const int64_t now = st.tables.clock();
+  const int64_t every = std::max<int64_t>(1, st.tables.shortest_eviction() / 8);
+  if (st.sweep.pass_clock >= 0 && now - st.sweep.pass_clock < every) return;
+  st.sweep.pass_clock = now;
+  st.sweep.queued = true;
+  self->send(ps_shard_actor{self}, evict_atom::value);
+}
+
+void on_sweep(self_ptr self) {
+  auto& st = self->state;
+  st.sweep.queued = false;
+  if (!st.initialized()) return;
+  if (!st.tables.sweep(sweep_budget)) {  // the pass goes on after whatever came meanwhile
+    st.sweep.queued = true;
+    self->send(ps_shard_actor{self}, evict_atom::value);
+    return;
+  }
+  start_sweep(self);  // another pass, if the clock moved on enough during this one
 }
 
 /// The error to refuse a decoded push with (counted and logged), or none. Its dense values are

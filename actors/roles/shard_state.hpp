@@ -38,6 +38,12 @@ namespace actorps::shard_internals {
 
 // --- state ----------------------------------------------------------------------------------
 
+/// The sparse tables' sweep (eviction): one evict message at a time, the shard's to itself.
+struct sweep_state {
+  bool queued = false;       // an evict message is on its way
+  int64_t pass_clock = -1;   // the clock the current or last pass began at; -1: none yet
+};
+
 struct held_pull {
   int32_t worker;
   int64_t clock;
@@ -110,6 +116,7 @@ struct ps_shard_state {
   std::shared_ptr<buffer_pool> spares = std::make_shared<buffer_pool>();
   optimizer_state opt;
   shard_tables tables;              // the sparse rows whose buckets the spec places here
+  sweep_state sweep;
 
   clock_table clocks;
   int64_t newest_clock = -1;       // of the newest gradient applied to params; -1: none
@@ -246,5 +253,9 @@ caf::result<wire_buffer> on_push_pull(self_ptr self, const wire_buffer& buf,
                                       reply_stream* stream = nullptr);
 /// After every clock-table operation that can raise min (a push, a leave, an admit).
 void on_min_rose(self_ptr self, int64_t progress_before);
+/// Sends the shard an evict message when its tables evict and a sweep pass is due.
+void start_sweep(self_ptr self);
+/// (evict): one bounded step of the sweep; the next step queued behind what came meanwhile.
+void on_sweep(self_ptr self);
 
 } // namespace actorps::shard_internals

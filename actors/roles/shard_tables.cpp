@@ -63,10 +63,11 @@ caf::error shard_tables::validate(const std::vector<sparse_rows_view>& parts, bo
   return caf::none;
 }
 
-std::size_t shard_tables::apply(const std::vector<sparse_rows_view>& parts, float lr_scale) {
+std::size_t shard_tables::apply(const std::vector<sparse_rows_view>& parts, float lr_scale,
+                                int64_t clock) {
   std::size_t refused = 0;
   for (const auto& p : parts)
-    refused += tables_[p.table].apply(p.keys, p.key_count, p.values, lr_scale);
+    refused += tables_[p.table].apply(p.keys, p.key_count, p.values, lr_scale, clock);
   return refused;
 }
 
@@ -76,7 +77,7 @@ void shard_tables::keep(int32_t worker, wire_buffer push, std::vector<sparse_row
 
 void shard_tables::forget(int32_t worker) { kept_[worker] = {}; }
 
-std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers) {
+std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers, int64_t clock) {
   std::size_t refused = 0;
   if (pushers.empty()) return refused;
   auto inv = 1.0f / static_cast<float>(pushers.size());
@@ -105,7 +106,7 @@ std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers) {
       }
     }
     for (auto& v : sum) v *= inv;
-    refused += tables_[t].apply(keys.data(), keys.size(), sum.data(), 1.0f);
+    refused += tables_[t].apply(keys.data(), keys.size(), sum.data(), 1.0f, clock);
   }
   for (auto& k : kept_) k = {};
   return refused;
@@ -114,11 +115,12 @@ std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers) {
 std::vector<sparse_table_rows> shard_tables::export_rows() const {
   std::vector<sparse_table_rows> out;
   out.reserve(tables_.size());
-  for (const auto& t : tables_) out.push_back(t.export_rows());
+  for (const auto& t : tables_) out.push_back(t.export_rows(now_));
   return out;
 }
 
-caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved) {
+caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved,
+                                     int64_t clock) {
   if (saved.size() != tables_.size())
     return make_error(errc::checkpoint_failed, "the checkpoint has " + std::to_string(saved.size())
                                                  + " sparse tables, the spec "
@@ -136,20 +138,72 @@ caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved
     try {
       fresh.emplace_back(tables_[t].config(), seed_, t);
       fresh[t].set_max_parameter(max_parameter_);
-      fresh[t].import_rows(saved[t]);
+      fresh[t].import_rows(saved[t], clock);
     } catch (const std::exception& e) {
       return make_error(errc::checkpoint_failed, "sparse table " + std::to_string(t) + ": "
                                                    + e.what());
     }
   }
   tables_ = std::move(fresh);
+  passed_.clear();
+  sweep_table_ = 0;
   return caf::none;
+}
+
+bool shard_tables::evicting() const {
+  for (const auto& t : tables_)
+    if (t.evicting()) return true;
+  return false;
+}
+
+uint32_t shard_tables::shortest_eviction() const {
+  uint32_t shortest = 0;
+  for (const auto& t : tables_) {
+    auto after = t.config().evict_after;
+    if (after > 0 && (shortest == 0 || after < shortest)) shortest = after;
+  }
+  return shortest;
+}
+
+bool shard_tables::sweep(std::size_t budget) {
+  passed_.resize(tables_.size(), false);
+  // Table after table, each going on where it stopped: every table's pass ends in turn.
+  for (std::size_t tried = 0; tried < tables_.size() && budget > 0; ++tried) {
+    auto t = sweep_table_;
+    auto done = tables_[t].sweep(now_, budget);
+    budget -= std::min(budget, std::max<std::size_t>(done.examined, 1));
+    if (done.pass_done) {
+      passed_[t] = true;
+      sweep_table_ = static_cast<uint32_t>((t + 1) % tables_.size());
+    }
+  }
+  if (!std::all_of(passed_.begin(), passed_.end(), [](bool b) { return b; })) return false;
+  std::fill(passed_.begin(), passed_.end(), false);
+  return true;
 }
 
 std::vector<uint64_t> shard_tables::rows() const {
   std::vector<uint64_t> out;
   for (const auto& t : tables_) out.push_back(t.rows());
   return out;
+}
+
+std::vector<uint64_t> shard_tables::peak_rows() const {
+  std::vector<uint64_t> out;
+  for (const auto& t : tables_) out.push_back(t.peak_rows());
+  return out;
+}
+
+uint64_t shard_tables::evicted() const {
+  uint64_t n = 0;
+  for (const auto& t : tables_) n += t.evicted();
+  return n;
+}
+
+uint64_t shard_tables::pending() const {
+  uint64_t n = 0;
+  for (const auto& t : tables_) n += t.pending();
+  return n;
 }
 
 uint64_t shard_tables::memory_bytes() const {

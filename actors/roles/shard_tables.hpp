@@ -44,9 +44,14 @@ public:
                       float max_gradient = default_max_gradient,
                       float* largest = nullptr) const;
 
-  /// ssp, async: applies one valid push's rows at once with each table's rate × lr_scale;
-  /// returns the rows whose update was refused (it would have left the bound).
-  std::size_t apply(const std::vector<sparse_rows_view>& parts, float lr_scale);
+  /// The global clock now (the shard's progress clock): reads, exports and sweeps are at it.
+  void set_clock(int64_t now) { now_ = now; }
+  int64_t clock() const { return now_; }
+
+  /// ssp, async: applies one valid push's rows at once with each table's rate × lr_scale, as
+  /// pushed at global clock `clock`; returns the rows whose update was refused (it would have
+  /// left the bound).
+  std::size_t apply(const std::vector<sparse_rows_view>& parts, float lr_scale, int64_t clock);
 
   /// sync: keeps `worker`'s valid push for the clock; `push` holds the memory `parts` points to.
   void keep(int32_t worker, wire_buffer push, std::vector<sparse_rows_view> parts);
@@ -54,23 +59,37 @@ public:
   void forget(int32_t worker);
   /// sync: applies, with each table's rate, the mean over `pushers` (ascending worker ids) of
   /// their kept rows, summed per key in that order; then forgets every kept push. Returns the
-  /// rows whose update was refused.
-  std::size_t apply_mean(const std::vector<int32_t>& pushers);
+  /// rows whose update was refused. `clock`: the clock whose mean it is.
+  std::size_t apply_mean(const std::vector<int32_t>& pushers, int64_t clock);
 
   /// Writes the current rows of keys[0, n) of `table` (values a missing key would start with).
   void read(uint32_t table, const uint64_t* keys, std::size_t n, float* out) const {
-    tables_[table].read(keys, n, out);
+    tables_[table].read(keys, n, out, now_);
   }
 
-  /// Every table's rows and state, for a checkpoint.
-  std::vector<sparse_table_rows> export_rows() const;
-  /// Replaces every table's contents with a checkpoint's; on error (table count, a table's
-  /// contents, a key another shard owns) nothing changes.
-  caf::error import_rows(const std::vector<sparse_table_rows>& saved);
+  /// Whether any table evicts rows (sparse_table_config::evict_after, max_rows).
+  bool evicting() const;
+  /// The smallest evict_after over the tables that set one; 0: none does.
+  uint32_t shortest_eviction() const;
+  /// One bounded step of every evicting table's sweep at the clock now: at most `budget` rows
+  /// looked at in all. Whether each table's pass has reached its end since the last call that
+  /// said so (the sweep has gone over every row once).
+  bool sweep(std::size_t budget);
 
-  /// Rows of each table, and the bytes all of them hold.
+  /// Every table's rows and state, for a checkpoint (without rows stale at the clock now).
+  std::vector<sparse_table_rows> export_rows() const;
+  /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
+  /// rows' last clocks, where it has none); on error (table count, a table's contents, a key
+  /// another shard owns) nothing changes.
+  caf::error import_rows(const std::vector<sparse_table_rows>& saved, int64_t clock = 0);
+
+  /// Rows of each table, the most each has held, and the bytes all of them hold.
   std::vector<uint64_t> rows() const;
+  std::vector<uint64_t> peak_rows() const;
   uint64_t memory_bytes() const;
+  /// Rows evicted and keys pending admission, over every table.
+  uint64_t evicted() const;
+  uint64_t pending() const;
 
 private:
   struct kept_push {
@@ -85,6 +104,9 @@ private:
   std::vector<sparse_table> tables_;
   std::vector<uint32_t> dims_;
   std::vector<kept_push> kept_;  // sync: per worker
+  int64_t now_ = 0;
+  std::vector<bool> passed_;     // per table: its sweep finished a pass since sweep() said so
+  uint32_t sweep_table_ = 0;     // the table the next sweep() starts with
 
   bool owns(uint64_t key) const {
     return shard_of_key(buckets_, key) == shard_;

@@ -66,6 +66,14 @@ std::string identity_difference(const run_checkpoint& saved, const run_identity&
     if (st[i].config.admit_after != ct[i].config.admit_after)
       return both("sparse table " + st[i].name + " admission (--admit-after)",
                   std::to_string(st[i].config.admit_after), std::to_string(ct[i].config.admit_after));
+  for (std::size_t i = 0; i < st.size() && i < ct.size(); ++i) {
+    if (st[i].config.evict_after != ct[i].config.evict_after)
+      return both("sparse table " + st[i].name + " eviction (--evict-after)",
+                  std::to_string(st[i].config.evict_after), std::to_string(ct[i].config.evict_after));
+    if (st[i].config.max_rows != ct[i].config.max_rows)
+      return both("sparse table " + st[i].name + " row bound (--max-rows-per-shard)",
+                  std::to_string(st[i].config.max_rows), std::to_string(ct[i].config.max_rows));
+  }
   if (saved.batch != current.batch)
     return both("batch", std::to_string(saved.batch), std::to_string(current.batch));
   if (saved.dataset.empty())

@@ -340,8 +340,8 @@ ordered_json time_components(worker& w, const std::vector<uint64_t>& keys) {
   out["of_which_find_duplicate"] = time([&] {
     if (find_duplicate(keys.data(), keys.size())) throw std::runtime_error("duplicate key");
   });
-  out["apply_create"] = time([&] { tables.apply(view->sparse, 1.0f); });
-  out["apply_update"] = time([&] { tables.apply(view->sparse, 1.0f); });
+  out["apply_create"] = time([&] { tables.apply(view->sparse, 1.0f, 0); });
+  out["apply_update"] = time([&] { tables.apply(view->sparse, 1.0f, 0); });
   std::vector<sparse_rows_ref> ask{{0, w.o.dim, keys.data(), nullptr, keys.size(), nullptr}};
   auto pull = encode_pull(0, 0, 0, ask);
   caf::expected<pull_view> asked{caf::none};

@@ -46,7 +46,8 @@ model_spec make_model(const std::vector<py::object>& tensors,
 
 sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::string& init,
                              float scale, const std::string& optimizer, float lr,
-                             uint32_t admit_after, std::optional<float> initial_accumulator) {
+                             uint32_t admit_after, std::optional<float> initial_accumulator,
+                             uint32_t evict_after, uint64_t max_rows_per_shard) {
   sparse_table_spec t;
   t.name = name;
   t.config.dim = dim;
@@ -57,6 +58,8 @@ sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::s
   if (lr > 0) t.config.optimizer.learning_rate = lr;
   if (initial_accumulator) t.config.optimizer.initial_accumulator = *initial_accumulator;
   t.config.admit_after = admit_after;
+  t.config.evict_after = evict_after;
+  t.config.max_rows = max_rows_per_shard;
   if (auto why = invalid_table_config(t.config); !why.empty())
     throw py::value_error("SparseTable " + name + ": " + why);
   return t;
@@ -68,10 +71,14 @@ void bind_model_spec(py::module_& m) {
   py::class_<sparse_table_spec>(m, "SparseTable",
                                 "A table of uint64 keys, each a row of `dim` floats created on "
                                 "its first push, with its own optimizer (initial_accumulator: "
-                                "Adagrad's, None: its default).")
+                                "Adagrad's, None: its default; evict_after: a row not pushed for "
+                                "that many global clocks goes, 0: never; max_rows_per_shard: "
+                                "about that many rows per shard at most, the least recently "
+                                "pushed evicted, 0: no bound).")
     .def(py::init(&make_table), py::arg("name"), py::arg("dim"), py::arg("init") = "zeros",
          py::arg("scale") = 0.0f, py::arg("optimizer") = "adagrad", py::arg("lr") = 0.0f,
-         py::arg("admit_after") = 0, py::arg("initial_accumulator") = py::none())
+         py::arg("admit_after") = 0, py::arg("initial_accumulator") = py::none(),
+         py::arg("evict_after") = 0, py::arg("max_rows_per_shard") = 0)
     .def_property_readonly("name", [](const sparse_table_spec& t) { return t.name; })
     .def_property_readonly("dim", [](const sparse_table_spec& t) { return t.config.dim; });
 

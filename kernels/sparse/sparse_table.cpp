@@ -42,6 +42,17 @@ uint32_t saturating_increment(uint32_t count) {
   return count == std::numeric_limits<uint32_t>::max() ? count : count + 1;
 }
 
+/// A global clock as rows record it: clocks before 0 as 0, beyond 2^32 − 1 as that.
+uint32_t clock32(int64_t clock) {
+  if (clock <= 0) return 0;
+  return clock >= int64_t(std::numeric_limits<uint32_t>::max())
+           ? std::numeric_limits<uint32_t>::max()
+           : static_cast<uint32_t>(clock);
+}
+
+/// max_rows: the ages a pass counts one by one; older rows share the last count.
+constexpr std::size_t counted_ages = 1 << 16;
+
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("sparse_table: " + what);
 }
@@ -93,7 +104,7 @@ sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32
   auto why = invalid_table_config(cfg);
   require(why.empty(), why);
   slots_ = row_state_slots(cfg.optimizer.kind);
-  stride_ = cfg.dim * (1 + slots_);  // checked to fit
+  stride_ = cfg.dim * (1 + slots_) + 1;  // checked to fit
   rows_per_page_ = static_cast<uint32_t>(
     std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));
 }
@@ -102,7 +113,9 @@ std::size_t sparse_table::memory_bytes() const {
   const std::size_t page_bytes = std::size_t(rows_per_page_) * stride_ * sizeof(float);
   return sizeof(*this) + pages_.size() * page_bytes +
          pages_.capacity() * sizeof(decltype(pages_)::value_type) + map_bytes(index_) +
-         map_bytes(pending_) + steps_.capacity() * sizeof(uint32_t);
+         map_bytes(pending_) + steps_.capacity() * sizeof(uint32_t) +
+         keys_.capacity() * sizeof(uint64_t) +
+         ages_.capacity() * sizeof(uint64_t);
 }
 
 void sparse_table::touch_row(uint32_t index, uint32_t floats) const {
@@ -116,15 +129,17 @@ void sparse_table::touch_row(uint32_t index, uint32_t floats) const {
   (void)first[bytes - 1];
 }
 
-void sparse_table::read(const uint64_t* keys, std::size_t n, float* out) const {
+void sparse_table::read(const uint64_t* keys, std::size_t n, float* out, int64_t now) const {
   const uint32_t dim = cfg_.dim;
+  const uint32_t at = clock32(now);
+  const bool evicting = cfg_.evict_after > 0;
   const row_ref* found[lookup_block];
   for (std::size_t start = 0; start < n; start += lookup_block) {
     const std::size_t count = std::min(lookup_block, n - start);
-    find_block(keys + start, count, dim, found);
+    find_block(keys + start, count, dim, evicting, found);
     for (std::size_t j = 0; j < count; ++j) {
       float* into = out + (start + j) * dim;
-      if (found[j] != nullptr) {
+      if (found[j] != nullptr && !(evicting && stale(found[j]->index, at))) {
         std::memcpy(into, row(found[j]->index), dim * sizeof(float));
       } else if (cfg_.admit_after > 1) {
         std::fill(into, into + dim, 0.0f);
@@ -145,7 +160,34 @@ void sparse_table::create_row(uint64_t key, uint32_t index) {
   float* values = row(index);
   initial_row_values(cfg_, seed_, table_, key, values);
   init_row_state(cfg_.optimizer, values, values + cfg_.dim, cfg_.dim);
-  if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
+}
+
+void sparse_table::reserve_rows(std::size_t more) {
+  auto room = [more](auto& v) {
+    if (v.size() + more > v.capacity())
+      v.reserve(std::max({std::size_t(64), 2 * v.capacity(), v.size() + more}));
+  };
+  if (cfg_.optimizer.kind == row_optimizer_kind::adam) room(steps_);
+  if (evicting()) room(keys_);
+}
+
+void sparse_table::remove_row(uint32_t index) {
+  const auto last = static_cast<uint32_t>(index_.size() - 1);
+  index_.erase(keys_[index]);
+  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
+  if (index != last) {
+    std::memcpy(row(index), row(last), std::size_t(stride_) * sizeof(float));
+    keys_[index] = keys_[last];
+    if (adam) steps_[index] = steps_[last];
+    index_.find(keys_[index])->second.index = index;
+  }
+  keys_.pop_back();
+  if (adam) steps_.pop_back();
+  ++evicted_;
+  // Pages no longer needed go back, but one spare: rows going and coming around a page's
+  // boundary would otherwise free and allocate it each time.
+  const std::size_t needed = (index_.size() + rows_per_page_ - 1) / rows_per_page_;
+  while (pages_.size() > needed + 1) pages_.pop_back();
 }
 
 void sparse_table::set_max_parameter(float bound) {
@@ -164,12 +206,14 @@ bool sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
   std::memcpy(saved_row_.data(), values, std::size_t(stride_) * sizeof(float));
   apply_row_update(cfg_.optimizer, lr_scale, step, values, grad, values + cfg_.dim, cfg_.dim);
   if (!all_within(values, cfg_.dim, max_parameter_)
-      || !all_within(values + cfg_.dim, stride_ - cfg_.dim, std::numeric_limits<float>::max())) {
+      || !all_within(values + cfg_.dim, stride_ - 1 - cfg_.dim,
+                     std::numeric_limits<float>::max())) {
     std::memcpy(values, saved_row_.data(), std::size_t(stride_) * sizeof(float));
     return false;
   }
   ref.touches = saturating_increment(ref.touches);
   if (adam) steps_[ref.index] = step;
+  if (row_clock(ref.index) < clock_) set_row_clock(ref.index, clock_);
   return true;
 }
 
@@ -188,50 +232,77 @@ bool sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale)
   // Every allocation before the map changes, so a throw leaves no key without its row.
   const auto index = static_cast<uint32_t>(index_.size());
   ensure_page_for(index);
-  if (cfg_.optimizer.kind == row_optimizer_kind::adam && steps_.size() == steps_.capacity()) {
-    steps_.reserve(std::max<std::size_t>(64, 2 * steps_.capacity()));
-  }
+  reserve_rows(1);
   // One probe: an earlier repeat of the key in this push may have created the row already.
   auto [slot, created] = index_.try_emplace(key, row_ref{index, touches});
   if (created) {
     create_row(key, index);
+    if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
+    set_row_clock(index, clock_);
+    if (evicting()) keys_.push_back(key);
     if (counted != pending_.end()) pending_.erase(counted);
   }
   return update_row(slot->second, grad, lr_scale);
 }
 
 std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
-                                float lr_scale) {
+                                float lr_scale, int64_t clock) {
   if (!(std::isfinite(lr_scale) && lr_scale >= 0)) {
     throw std::invalid_argument("sparse_table: lr_scale must be finite and >= 0, got " +
                                 std::to_string(lr_scale));
   }
   const uint32_t dim = cfg_.dim;
+  clock_ = clock32(clock);
+  const bool evicting = cfg_.evict_after > 0;
+  const bool admission = cfg_.admit_after > 1;
   const row_ref* found[lookup_block];
   // Rows that exist are updated in the first pass, and the keys without a row collected for
   // the second: the map does not change meanwhile, so the slots found stay valid. Each key's
   // result does not depend on the others', so this order gives the same values as one key
   // after another (a repeated key's occurrences are all missing or all found, and keep their
   // order).
+  // A stale row (evict_after) is evicted as it is found: without admission it starts over in
+  // place; with admission its key joins the missing ones, its row removed before they are
+  // created (no slot found is used after that).
   std::vector<std::size_t> missing;
-  std::size_t refused = 0;
+  std::size_t refused = 0, stale_rows = 0;
   for (std::size_t start = 0; start < n; start += lookup_block) {
     const std::size_t count = std::min(lookup_block, n - start);
-    find_block(keys + start, count, stride_, found);
+    find_block(keys + start, count, stride_, true, found);
     for (std::size_t j = 0; j < count; ++j) {
       if (found[j] != nullptr) {  // const only because find_block also serves read()
-        if (!update_row(const_cast<row_ref&>(*found[j]), grads + (start + j) * dim, lr_scale))
-          ++refused;
+        auto& ref = const_cast<row_ref&>(*found[j]);
+        if (evicting && stale(ref.index, clock_)) {
+          if (admission) {  // counted as evicted when removed, below
+            missing.push_back(start + j);
+            ++stale_rows;
+            continue;
+          }
+          ++evicted_;
+          create_row(keys[start + j], ref.index);
+          ref.touches = 0;
+          if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_[ref.index] = 0;
+          set_row_clock(ref.index, clock_);
+        }
+        if (!update_row(ref, grads + (start + j) * dim, lr_scale)) ++refused;
       } else {
         missing.push_back(start + j);
       }
     }
   }
   if (missing.empty()) return refused;
+  if (stale_rows > 0) {
+    for (auto at : missing) {
+      auto it = index_.find(keys[at]);
+      if (it == index_.end()) continue;
+      remove_row(it->second.index);
+    }
+  }
   // Room for every new row at once: a push of 10 M fresh keys would otherwise rehash the map
   // through a dozen doublings (half of its 1.4 s). With admission most may stay pending.
   if (cfg_.admit_after <= 1) {
     index_.reserve(std::min<std::size_t>(max_rows, index_.size() + missing.size()));
+    reserve_rows(missing.size());
   }
   for (std::size_t start = 0; start < missing.size(); start += lookup_block) {
     const std::size_t count = std::min(lookup_block, missing.size() - start);
@@ -241,11 +312,61 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
       if (!push_missing(keys[at], grads + at * dim, lr_scale)) ++refused;
     }
   }
+  peak_rows_ = std::max(peak_rows_, index_.size());
   return refused;
 }
 
+sweep_result sparse_table::sweep(int64_t now, std::size_t budget) {
+  sweep_result done;
+  if (!evicting()) {
+    done.pass_done = true;
+    return done;
+  }
+  const uint32_t at = clock32(now);
+  const bool bounded = cfg_.max_rows > 0;
+  if (bounded && ages_.empty()) ages_.assign(counted_ages, 0);
+  while (done.examined < budget && sweep_at_ < index_.size()) {
+    ++done.examined;
+    const uint32_t last = row_clock(sweep_at_);
+    const uint32_t age = at > last ? at - last : 0;
+    if ((cfg_.evict_after > 0 && age > cfg_.evict_after) || (bounded && age >= evict_age_)) {
+      remove_row(sweep_at_);  // the last row moves here: looked at next
+      ++done.evicted;
+      continue;
+    }
+    if (bounded) ++ages_[std::min<std::size_t>(age, counted_ages - 1)];
+    ++sweep_at_;
+  }
+  done.pass_done = sweep_at_ >= index_.size();
+  if (done.pass_done) {
+    sweep_at_ = 0;
+    if (bounded) plan_row_bound(at);
+  }
+  return done;
+}
+
+void sparse_table::plan_row_bound(uint32_t) {
+  // The rows the pass kept, by age: the oldest ones beyond max_rows go in the next pass.
+  evict_age_ = std::numeric_limits<uint32_t>::max();
+  uint64_t kept = 0;
+  for (auto n : ages_) kept += n;
+  if (kept > cfg_.max_rows) {
+    uint64_t excess = kept - cfg_.max_rows, oldest = 0;
+    for (std::size_t age = counted_ages; age-- > 0;) {
+      oldest += ages_[age];
+      if (oldest >= excess) {
+        // Rows of this age too when that gets closer to the bound than sparing them.
+        evict_age_ = static_cast<uint32_t>(oldest - excess <= excess - (oldest - ages_[age])
+                                             ? age : age + 1);
+        break;
+      }
+    }
+  }
+  std::fill(ages_.begin(), ages_.end(), 0);
+}
+
 void sparse_table::find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
-                              const row_ref** found) const {
+                              bool clocks, const row_ref** found) const {
   // Every lookup of the block is under way before any is waited for, so the cache misses
   // overlap instead of queueing: the map's group and slot, then the rows found.
   for (std::size_t j = 0; j < count; ++j) index_.prefetch(keys[j]);
@@ -256,6 +377,12 @@ void sparse_table::find_block(const uint64_t* keys, std::size_t count, uint32_t 
   for (std::size_t j = 0; j < count; ++j) {
     if (found[j] != nullptr) touch_row(found[j]->index, row_floats);
   }
+  if (clocks && row_floats < stride_) {  // a read's: the clock after the row's floats
+    for (std::size_t j = 0; j < count; ++j) {
+      if (found[j] != nullptr) (void)*reinterpret_cast<const volatile float*>(
+                                 row(found[j]->index) + stride_ - 1);
+    }
+  }
   if (steps_.empty()) return;
   const volatile uint32_t* steps = steps_.data();
   for (std::size_t j = 0; j < count; ++j) {
@@ -263,8 +390,12 @@ void sparse_table::find_block(const uint64_t* keys, std::size_t count, uint32_t 
   }
 }
 
-sparse_table_rows sparse_table::export_rows() const {
-  std::vector<std::pair<uint64_t, row_ref>> by_key(index_.begin(), index_.end());
+sparse_table_rows sparse_table::export_rows(int64_t now) const {
+  const uint32_t at = clock32(now);
+  std::vector<std::pair<uint64_t, row_ref>> by_key;
+  by_key.reserve(index_.size());
+  for (const auto& entry : index_)
+    if (!stale(entry.second.index, at)) by_key.push_back(entry);
   std::sort(by_key.begin(), by_key.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   const uint32_t dim = cfg_.dim;
@@ -274,6 +405,7 @@ sparse_table_rows sparse_table::export_rows() const {
   out.values.resize(by_key.size() * dim);
   out.state.resize(by_key.size() * state_floats);
   out.touches.reserve(by_key.size());
+  out.clocks.reserve(by_key.size());
   const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
   for (std::size_t r = 0; r < by_key.size(); ++r) {
     const auto& [key, ref] = by_key[r];
@@ -282,6 +414,7 @@ sparse_table_rows sparse_table::export_rows() const {
     std::memcpy(out.values.data() + r * dim, values, dim * sizeof(float));
     std::memcpy(out.state.data() + r * state_floats, values + dim, state_floats * sizeof(float));
     out.touches.push_back(ref.touches);
+    out.clocks.push_back(row_clock(ref.index));
     if (adam) out.steps.push_back(steps_[ref.index]);
   }
   std::vector<std::pair<uint64_t, uint32_t>> pending(pending_.begin(), pending_.end());
@@ -293,7 +426,7 @@ sparse_table_rows sparse_table::export_rows() const {
   return out;
 }
 
-void sparse_table::import_rows(const sparse_table_rows& in) {
+void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   const std::size_t n = in.keys.size();
   const uint32_t dim = cfg_.dim;
   const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
@@ -306,6 +439,7 @@ void sparse_table::import_rows(const sparse_table_rows& in) {
   sizes("import_rows: state", in.state.size(), n * slots_ * dim);
   sizes("import_rows: touches", in.touches.size(), n);
   sizes("import_rows: steps", in.steps.size(), adam ? n : 0);
+  if (!in.clocks.empty()) sizes("import_rows: clocks", in.clocks.size(), n);
   sizes("import_rows: pending_counts", in.pending_counts.size(), in.pending_keys.size());
   for (std::size_t r = 1; r < n; ++r) {
     require(in.keys[r - 1] < in.keys[r],
@@ -330,6 +464,7 @@ void sparse_table::import_rows(const sparse_table_rows& in) {
   fresh.index_.reserve(n);
   fresh.pages_.reserve((n + rows_per_page_ - 1) / rows_per_page_);
   if (adam) fresh.steps_.assign(in.steps.begin(), in.steps.end());
+  if (evicting()) fresh.keys_.assign(in.keys.begin(), in.keys.end());
   const std::size_t state_floats = std::size_t(slots_) * dim;
   for (std::size_t r = 0; r < n; ++r) {
     const auto index = static_cast<uint32_t>(r);
@@ -337,6 +472,7 @@ void sparse_table::import_rows(const sparse_table_rows& in) {
     float* values = fresh.row(index);
     std::memcpy(values, in.values.data() + r * dim, dim * sizeof(float));
     std::memcpy(values + dim, in.state.data() + r * state_floats, state_floats * sizeof(float));
+    fresh.set_row_clock(index, in.clocks.empty() ? clock32(clock) : in.clocks[r]);
     fresh.index_.emplace(in.keys[r], row_ref{index, in.touches[r]});
   }
   fresh.pending_.reserve(in.pending_keys.size());
@@ -347,6 +483,11 @@ void sparse_table::import_rows(const sparse_table_rows& in) {
   pages_.swap(fresh.pages_);
   steps_.swap(fresh.steps_);
   pending_.swap(fresh.pending_);
+  keys_.swap(fresh.keys_);
+  sweep_at_ = 0;
+  ages_.clear();
+  evict_age_ = std::numeric_limits<uint32_t>::max();
+  peak_rows_ = std::max(peak_rows_, index_.size());
 }
 
 } // namespace actorps

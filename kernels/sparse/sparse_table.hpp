@@ -7,6 +7,14 @@
 // 10 M-row table never copies its 1+ GB of rows to grow (no second copy in memory, no
 // half-second stall inside one apply), and at most one page is allocated but unused.
 //
+// Each row records the global clock of its last push (a uint32 after its floats, in the line an
+// update has in cache anyway) and its touch count (in the map slot's padding): 8 bytes of
+// metadata, kept in
+// checkpoints. With eviction (evict_after > 0) a row stale at a clock counts as gone for every
+// read, push and export at that clock, so results do not depend on when memory is reclaimed:
+// sweep() removes stale rows, a bounded number a call, keeping the rows dense (the last row
+// moves into the hole; pages no longer needed are freed).
+//
 // Thread safety: none; one owner (a shard actor) calls everything.
 //
 //   sparse_table_config cfg;
@@ -26,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +52,16 @@ struct sparse_table_rows {
   std::vector<uint32_t> steps;           ///< Adam's per-row step; empty for other optimizers
   std::vector<uint64_t> pending_keys;    ///< strictly ascending, keys not admitted yet
   std::vector<uint32_t> pending_counts;  ///< pushes counted so far, in [1, admit_after)
+  /// The global clock of each key's last push (row metadata); empty: not recorded (a
+  /// checkpoint written before rows had it), import_rows then takes the clock it is given.
+  std::vector<uint32_t> clocks;
+};
+
+/// What one sparse_table::sweep call did.
+struct sweep_result {
+  std::size_t examined = 0;  ///< rows looked at
+  std::size_t evicted = 0;   ///< of those, removed
+  bool pass_done = false;    ///< the pass reached the last row (the next call starts over)
 };
 
 /// The index of the first key in keys[0, n) equal to an earlier one, or nullopt if all are
@@ -70,6 +89,12 @@ public:
   std::size_t rows() const { return index_.size(); }
   /// Keys pushed but not admitted yet.
   std::size_t pending() const { return pending_.size(); }
+  /// The most rows the table has held at once (since it was made or imported into).
+  std::size_t peak_rows() const { return peak_rows_; }
+  /// Rows evicted so far: removed by sweep(), or found stale by a push and created anew.
+  uint64_t evicted() const { return evicted_; }
+  /// Whether the config asks for eviction (evict_after or max_rows).
+  bool evicting() const { return cfg_.evict_after > 0 || cfg_.max_rows > 0; }
 
   /// Bytes this table holds: allocated pages, both hash maps' slot arrays and control bytes,
   /// the step counters and the object itself (not malloc's own headers).
@@ -77,8 +102,9 @@ public:
 
   /// Writes n × dim floats to out: each key's current values. A key without a row reads as
   /// the values it would start with (initial_row_values), or as zeros while admission is on
-  /// (admit_after > 1). Never creates a row or counts a push.
-  void read(const uint64_t* keys, std::size_t n, float* out) const;
+  /// (admit_after > 1). Never creates a row or counts a push. `now`: the global clock of the
+  /// read; a row stale at it (evict_after) reads as a key without a row.
+  void read(const uint64_t* keys, std::size_t n, float* out, int64_t now = 0) const;
 
   /// The largest |value| a row may take (value_bounds.hpp; default default_max_parameter).
   /// Throws std::invalid_argument for a bound that is not positive and finite.
@@ -95,16 +121,28 @@ public:
   /// parameters: the push's other rows apply. Throws std::invalid_argument for a negative or
   /// non-finite lr_scale (nothing changed); std::length_error past 2^32 − 1 rows and
   /// std::bad_alloc leave the push partly applied (every row whole, every key counted once).
-  std::size_t apply(const uint64_t* keys, std::size_t n, const float* grads, float lr_scale);
+  /// `clock`: the global clock of the push, recorded as each updated row's last (a row keeps a
+  /// later one). A row stale at `clock` is evicted first: without admission it starts over in
+  /// place (initial values and state, touch count and Adam's step 0), with admission its key
+  /// is counted anew like one never seen.
+  std::size_t apply(const uint64_t* keys, std::size_t n, const float* grads, float lr_scale,
+                    int64_t clock = 0);
 
-  /// The whole table, keys ascending.
-  sparse_table_rows export_rows() const;
+  /// Removes rows stale at global clock `now` (evict_after), and with max_rows the least
+  /// recently pushed beyond it, looking at no more than `budget` rows: one step of a pass over
+  /// every row that goes on where the previous call stopped. With max_rows, each pass finds the
+  /// clock that about `rows() - max_rows` rows were last pushed before, and the next pass evicts
+  /// those (so the bound holds within one pass, approximately). Does nothing without eviction.
+  sweep_result sweep(int64_t now, std::size_t budget);
+
+  /// The whole table, keys ascending; without rows stale at global clock `now`.
+  sparse_table_rows export_rows(int64_t now = 0) const;
 
   /// Replaces the table's contents with `rows`. Throws std::invalid_argument naming the first
   /// mismatch (array sizes against dim and the optimizer's slots, keys not strictly ascending,
   /// a pending key that is also a row, a pending count outside [1, admit_after)); the table is
-  /// unchanged then.
-  void import_rows(const sparse_table_rows& rows);
+  /// unchanged then. Rows without recorded clocks take `clock` as their last push's.
+  void import_rows(const sparse_table_rows& rows, int64_t clock = 0);
 
 private:
   struct row_ref {
@@ -118,13 +156,31 @@ private:
   const float* row(uint32_t index) const {
     return pages_[index / rows_per_page_].get() + std::size_t(index % rows_per_page_) * stride_;
   }
+  /// Row `index`'s last clock: a uint32 in the float after its state.
+  uint32_t row_clock(uint32_t index) const {
+    uint32_t clock;
+    std::memcpy(&clock, row(index) + stride_ - 1, sizeof clock);
+    return clock;
+  }
+  void set_row_clock(uint32_t index, uint32_t clock) {
+    std::memcpy(row(index) + stride_ - 1, &clock, sizeof clock);
+  }
   /// Keys are looked up this many at a time (find_block).
   static constexpr std::size_t lookup_block = 16;
 
   /// Each key's slot in the map (nullptr: no row), with the first `row_floats` floats of each
-  /// row found (and Adam's step) brought into cache.
-  void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
+  /// row found (and Adam's step, and with `clocks` its last clock) brought into cache.
+  void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats, bool clocks,
                   const row_ref** found) const;
+  /// Whether row `index` is stale at global clock `now` (evict_after).
+  bool stale(uint32_t index, uint32_t now) const {
+    const uint32_t last = row_clock(index);
+    return cfg_.evict_after > 0 && now > last && now - last > cfg_.evict_after;
+  }
+  /// Removes row `index` (its key from the map); the last row takes its place.
+  void remove_row(uint32_t index);
+  /// Room in the per-row arrays for `more` rows, before the map changes.
+  void reserve_rows(std::size_t more);
   void touch_row(uint32_t index, uint32_t floats) const;
   /// One push of a key that has a row: touch count, Adam's step, the optimizer; false (and the
   /// row as it was) when the result would leave the bounds.
@@ -136,19 +192,30 @@ private:
   void ensure_page_for(uint32_t index);
   /// Writes `key`'s initial values and state into row `index` (whose page exists).
   void create_row(uint64_t key, uint32_t index);
+  /// The age (in clocks) beyond which max_rows evicts, from the ages of the pass just done.
+  void plan_row_bound(uint32_t now);
 
   sparse_table_config cfg_;
   uint64_t seed_;
   uint32_t table_;
   uint32_t slots_;          ///< row_state_slots(cfg_.optimizer.kind)
-  uint32_t stride_;         ///< floats per row: dim × (1 + slots)
+  uint32_t stride_;         ///< floats per row: dim × (1 + slots), then the last clock
   uint32_t rows_per_page_;  ///< pages are at most 256 KiB − 64 bytes
   absl::flat_hash_map<uint64_t, row_ref> index_;
   std::vector<std::unique_ptr<float[]>> pages_;
   std::vector<uint32_t> steps_;                     ///< Adam only, by row index
+  std::vector<uint64_t> keys_;                      ///< with eviction: each row's key, by row
   absl::flat_hash_map<uint64_t, uint32_t> pending_; ///< key → pushes so far (admission)
   float max_parameter_ = default_max_parameter;
   std::vector<float> saved_row_;                    ///< stride_ floats: a row before its update
+  uint32_t clock_ = 0;                              ///< of the push being applied
+  std::size_t peak_rows_ = 0;
+  uint64_t evicted_ = 0;
+  uint32_t sweep_at_ = 0;                           ///< the row the sweep's pass goes on at
+  /// max_rows: ages seen in the current pass (by clocks, capped; the last counts older ones)
+  /// and the age beyond which the current pass evicts (none: UINT32_MAX).
+  std::vector<uint64_t> ages_;
+  uint32_t evict_age_ = UINT32_MAX;
 };
 
 } // namespace actorps

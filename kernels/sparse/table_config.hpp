@@ -26,6 +26,13 @@ struct sparse_table_config {
   /// gradients dropped, the key reads as zeros); the N-th creates the row and applies its
   /// gradient. Keeps one-off keys (typos, rare ids) from costing a row each.
   uint32_t admit_after = 0;
+  /// 0: rows stay. C > 0: a row not pushed for C global clocks is evicted (pushed last at clock
+  /// t, it is gone for every read and push at clock t + C + 1 on); the key reads as unseen
+  /// again, and its next push creates it anew (through admission, with admit_after > 1).
+  uint32_t evict_after = 0;
+  /// 0: no bound. N > 0: a shard's sweep evicts the least recently pushed rows beyond N (not
+  /// exact: rows past N live until the sweep reaches them; see sparse_table::sweep).
+  uint64_t max_rows = 0;
 };
 
 /// "" when the config can describe a table, else what is wrong ("dim is 0", an optimizer
