@@ -267,7 +267,8 @@ struct sparse_pull {
   float* rows_out = nullptr;   ///< count × dim floats
 };
 
-/// Gradient rows of one sparse table to push in a call: `count` distinct keys and their rows.
+/// Gradient rows of one sparse table to push in a call: `count` keys and their rows (a key named
+/// twice pushes the sum of its rows, as the runtime's worker sums a key's uses in a minibatch).
 struct sparse_push {
   uint32_t table = 0;
   const uint64_t* keys = nullptr;
@@ -286,14 +287,16 @@ public:
 
   /// Pushes the gradient of `clock` (total_floats() floats, model order) with the gradient rows
   /// in `push`, and pulls the parameters for clock + 1 into params_out with the rows in `rows`:
-  /// one round trip per shard, each shard sent only the keys it owns.
+  /// one round trip per shard, each shard sent only the keys it owns, each key once. This is
+  /// the conversation the runtime's own workers hold with the shards (shard_conversation.hpp).
   ticket push_pull(int64_t clock, const float* grad, float* params_out,
                    const std::vector<sparse_push>& push = {},
                    const std::vector<sparse_pull>& rows = {});
 
   /// The staleness of what arrived (clock − the shards' min clock when they answered, the
   /// largest over shards), or the error: a push refused (its code says why: stale_clock,
-  /// non_finite_value, ...), a shard lost or a timeout. An unknown or already waited ticket is
+  /// non_finite_value, ...), a shard lost, or a shard that did not answer within
+  /// cluster_options::timeout (request_timeout, naming the shard). An unknown or already waited ticket is
   /// an error too.
   caf::expected<int64_t> wait(ticket t);
 

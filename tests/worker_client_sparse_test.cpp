@@ -1,9 +1,10 @@
 // The front door's worker_client with sparse tables: keys split between two shards, rows put
-// back in the caller's order, sync's per-key mean, and a duplicate key in a push refused.
+// back in the caller's order, sync's per-key mean, and keys named twice in a call.
 #include "actors/ps.hpp"
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -61,25 +62,54 @@ TEST_CASE("worker_client pulls and pushes sparse rows by key across shards") {
   CHECK(a == b);
 }
 
-TEST_CASE("worker_client: a push naming a key twice, or a table the model lacks, is refused with its code") {
+TEST_CASE("worker_client: a key pushed twice pushes the sum of its rows, a key pulled twice "
+          "gets its row twice, a table the model lacks is refused") {
   cluster_options opts;
   opts.ps = 2;
   opts.mode = consistency::async;
+  // SGD at rate 1: a row is minus the gradients applied to it, so one row pushed with the sum
+  // of the two reads the same as the sum of each applied in turn, while the key's row pushed
+  // once (the other dropped) or refused would not.
   local_cluster ps(kv_model(), opts);
   auto client = ps.worker(0);
   float bias = 0, bias_grad = 0;
-  std::vector<uint64_t> keys = {7, 7};
-  std::vector<float> grads(4, 1.0f);
-  auto t = client.push_pull(0, &bias_grad, &bias, {{0, keys.data(), 2, grads.data()}});
-  auto got = client.wait(t);
-  REQUIRE_FALSE(got);
-  CHECK(got.error() == make_error(errc::duplicate_key));
+  std::vector<uint64_t> keys = {7, 9, 7};
+  std::vector<float> grads = {1, 2, 10, 20, 100, 200};
+  auto t = client.push_pull(0, &bias_grad, &bias, {{0, keys.data(), 3, grads.data()}});
+  REQUIRE(client.wait(t));
+  std::vector<float> rows(6, 0.0f);
+  t = client.pull(1, &bias, {{0, keys.data(), 3, rows.data()}});
+  REQUIRE(client.wait(t));
+  CHECK(rows == std::vector<float>{-101, -202, -10, -20, -101, -202});
   // a table the model does not have is refused by the client itself
   keys = {7};
   auto wrong = client.pull(0, &bias, {{3, keys.data(), 1, grads.data()}});
   auto refused = client.wait(wrong);
   REQUIRE_FALSE(refused);
   CHECK(refused.error() == make_error(errc::unknown_table));
+}
+
+TEST_CASE("worker_client: a shard that holds a reply past the timeout fails the call, naming "
+          "the shard") {
+  cluster_options opts;
+  opts.ps = 2;
+  opts.workers = 2;  // worker 1 never pushes: sync holds worker 0's clock 1
+  opts.mode = consistency::sync;
+  opts.timeout = std::chrono::milliseconds(200);
+  local_cluster ps(kv_model(), opts);
+  auto client = ps.worker(0);
+  float bias = 0, bias_grad = 0;
+  auto started = std::chrono::steady_clock::now();
+  auto t = client.push_pull(0, &bias_grad, &bias);
+  auto got = client.wait(t);
+  auto waited = std::chrono::steady_clock::now() - started;
+  REQUIRE_FALSE(got);
+  CHECK(got.error() == caf::sec::request_timeout);
+  CHECK(describe(got.error()).find("did not answer within 200 ms") != std::string::npos);
+  CHECK(waited >= std::chrono::milliseconds(200));
+  // and the client goes on: a pull of clock 0 is answered
+  t = client.pull(0, &bias);
+  CHECK(client.wait(t));
 }
 
 } // namespace actorps

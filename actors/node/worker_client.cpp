@@ -7,7 +7,8 @@
 // client ends); a call that fails may then have written part of it.
 #include "actors/node/cluster_core.hpp"
 
-#include "actors/protocol/fan_out.hpp"
+#include "actors/roles/batch_tables.hpp"
+#include "actors/roles/shard_conversation.hpp"
 
 #include <caf/all.hpp>
 
@@ -40,34 +41,29 @@ struct client_call {
   std::vector<std::shared_ptr<borrowed_output>> lent;
 };
 
-/// A call's sparse keys split by owner shard: [shard][part] the positions, within the caller's
-/// array of that part, of the keys the shard owns.
-using key_split = std::vector<std::vector<std::vector<uint32_t>>>;
+/// A call's sparse parts as the conversation's batch tables: each part's keys, de-duplicated
+/// per table and split by owner shard, and where each part's keys start in its table's list.
+struct call_tables {
+  batch_tables tables;
+  std::vector<std::size_t> offsets;  // per part
 
-template <class Part>
-key_split split_by_shard(const train_spec& spec, const std::vector<Part>& parts) {
-  key_split split(static_cast<std::size_t>(spec.shards), std::vector<std::vector<uint32_t>>(parts.size()));
-  for (std::size_t p = 0; p < parts.size(); ++p)
-    for (std::size_t i = 0; i < parts[p].count; ++i)
-      split[spec.shard_of_key(parts[p].keys[i])][p].push_back(static_cast<uint32_t>(i));
-  return split;
-}
-
-/// What shard s is sent of `parts`: each part's keys it owns (and their rows, for a push).
-template <class Part>
-std::vector<sparse_rows_ref> refs_for(const train_spec& spec, const std::vector<Part>& parts,
-                                      const key_split& split, std::size_t s) {
-  std::vector<sparse_rows_ref> refs;
-  for (std::size_t p = 0; p < parts.size(); ++p) {
-    const auto& pos = split[s][p];
-    if (pos.empty()) continue;
-    const float* rows = nullptr;
-    if constexpr (std::is_same_v<Part, sparse_push>) rows = parts[p].grads;
-    refs.push_back({parts[p].table, spec.model.sparse_tables.at(parts[p].table).config.dim,
-                    parts[p].keys, pos.data(), pos.size(), rows});
+  template <class Part>
+  call_tables(const train_spec& spec, const std::vector<Part>& parts) : tables(spec) {
+    if (tables.empty()) return;
+    std::vector<std::vector<uint64_t>> keys(spec.model.sparse_tables.size());
+    for (const auto& p : parts) {
+      offsets.push_back(keys[p.table].size());
+      keys[p.table].insert(keys[p.table].end(), p.keys, p.keys + p.count);
+    }
+    tables.prepare(keys);
   }
-  return refs;
-}
+
+  /// The index in its table's distinct keys of part p's i-th key.
+  uint32_t row_of(const std::vector<table_rows>& rows, uint32_t table, std::size_t p,
+                  std::size_t i) const {
+    return rows[table].inverse[offsets[p] + i];
+  }
+};
 
 } // namespace actorps::detail
 
@@ -77,10 +73,8 @@ namespace actorps {
 
 using detail::call_result;
 using detail::client_call;
+using detail::call_tables;
 using detail::cluster_core;
-using detail::key_split;
-using detail::refs_for;
-using detail::split_by_shard;
 
 struct worker_client::impl {
   struct pending_call {
@@ -108,42 +102,42 @@ struct worker_client::impl {
 
 namespace {
 
-/// What the shards' replies to one call say together: the staleness (the largest over shards)
-/// and the newest clock included (the smallest); each reply is scattered into `out`.
-call_result combine(const std::vector<wire_buffer>& replies, const cluster_core& core,
-                    int64_t target, float* out, const std::vector<sparse_pull>& rows,
-                    const key_split& split) {
-  call_result r;
-  for (std::size_t s = 0; s < replies.size(); ++s) {
-    auto view = scatter_shard_parameters(replies[s], *core.layout, out);
-    if (!view) {
-      r.err = view.error();
-      return r;
+/// The user's gradient rows summed into `push`'s (a key pushed twice pushes the sum).
+void sum_grads(const train_spec& spec, const std::vector<sparse_push>& parts, call_tables& push) {
+  auto& rows = push.tables.rows();
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const auto dim = spec.model.sparse_tables[parts[p].table].config.dim;
+    auto& grads = rows[parts[p].table].grads;
+    for (std::size_t i = 0; i < parts[p].count; ++i) {
+      float* to = grads.data() + std::size_t(push.row_of(rows, parts[p].table, p, i)) * dim;
+      const float* from = parts[p].grads + i * dim;
+      for (uint32_t d = 0; d < dim; ++d) to[d] += from[d];
     }
-    // the shard answers the parts it was asked, in order, each row in the order of its keys
-    std::size_t next = 0;
-    for (std::size_t p = 0; p < rows.size(); ++p) {
-      const auto& pos = split[s][p];
-      if (pos.empty()) continue;
-      auto dim = core.spec.model.sparse_tables[rows[p].table].config.dim;
-      if (next >= view->sparse.size() || view->sparse[next].value_count != pos.size() * dim) {
-        r.err = make_error(errc::wrong_element_count,
-                           "shard " + std::to_string(s) + " sent other rows than asked");
-        return r;
-      }
-      const float* from = view->sparse[next++].values;
-      for (std::size_t i = 0; i < pos.size(); ++i)
-        std::memcpy(rows[p].rows_out + std::size_t(pos[i]) * dim, from + i * dim,
-                    dim * sizeof(float));
-    }
-    r.staleness = std::max(r.staleness, target - view->min_clock);
-    r.newest_clock = s == 0 ? view->newest_clock : std::min(r.newest_clock, view->newest_clock);
   }
-  return r;
+}
+
+/// The pulled rows copied out to each part's rows_out, in the order of its keys.
+void hand_out_rows(const train_spec& spec, const std::vector<sparse_pull>& parts,
+                   const call_tables& pulled) {
+  const auto& rows = pulled.tables.rows();
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const auto dim = spec.model.sparse_tables[parts[p].table].config.dim;
+    const auto& values = rows[parts[p].table].values;
+    for (std::size_t i = 0; i < parts[p].count; ++i)
+      std::memcpy(parts[p].rows_out + i * dim,
+                  values.data() + std::size_t(pulled.row_of(rows, parts[p].table, p, i)) * dim,
+                  dim * sizeof(float));
+  }
 }
 
 caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster_core> cluster,
                            int32_t worker) {
+  using conversation = shard_conversation<caf::event_based_actor*>;
+  auto shards = std::make_shared<conversation>(
+    self, "worker:" + std::to_string(worker), cluster->shards,
+    std::shared_ptr<const block_layout>(cluster, cluster->layout.get()), false,
+    cluster->opts.timeout);
+  shards->start_watchdog();
   return {
     [=](const client_call& call) {
       auto tables = cluster->spec.model.sparse_tables.size();
@@ -153,13 +147,12 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
       if (unknown(call.grads) || unknown(call.rows))
         return call.done->set_value(call_result{make_error(
           errc::unknown_table, "the model has " + std::to_string(tables) + " sparse tables")});
-      const auto& shards = cluster->shards;
       const auto& layout = *cluster->layout;
       const auto& spec = cluster->spec;
-      const auto target = call.push ? call.clock + 1 : call.clock;
-      auto pushed = split_by_shard(spec, call.grads);
-      auto pulled = std::make_shared<key_split>(split_by_shard(spec, call.rows));
-      const bool sparse = !spec.model.sparse_tables.empty();
+      const bool sparse = tables > 0;
+      auto pushed = std::make_shared<call_tables>(spec, call.grads);
+      auto pulled = std::make_shared<call_tables>(spec, call.rows);
+      if (sparse) sum_grads(spec, call.grads, *pushed);
       // A shard's reply of dense parameters only (no rows asked of it) lands in call.out; one
       // carrying rows is scattered, rows and all. Each pull or push_pull sent to a proxy takes
       // one queued place, so one is queued for each, empty where nothing lands in place.
@@ -173,42 +166,41 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
                    call.lent[s]};
         destination->expect(self->id(), std::move(place));
       };
-      auto asks_rows = [&](std::size_t s) {
-        const auto& parts = (*pulled)[s];
-        return std::any_of(parts.begin(), parts.end(), [](const auto& p) { return !p.empty(); });
-      };
-      ask_each<wire_buffer>(
-        shards.size(),
-        [&](std::size_t s) {
-          auto shard = static_cast<int32_t>(s);
-          if (call.push) {
-            auto grads = refs_for(spec, call.grads, pushed, s);
-            auto keys = refs_for(spec, call.rows, *pulled, s);
-            // A shard in this process may keep the push past wait (and the caller then writes
-            // its gradient again): copied. One elsewhere got its bytes before it replied.
-            // bf16 blocks are narrowed into the message, so never by reference.
-            auto push = cluster->shards_elsewhere && spec.wire == wire_precision::fp32
-                          ? encode_push_by_reference(worker, call.clock, shard, layout, call.grad,
-                                                     {}, 0, grads, keys)
-                          : encode_push(worker, call.clock, shard, layout, call.grad, 0, grads,
-                                        keys, spec.wire);
-            lend(s, !asks_rows(s));
-            return self->request(shards[s], cluster->opts.timeout, push_pull_atom::value,
-                                 std::move(push));
-          }
-          if (sparse)
-            return self->request(shards[s], cluster->opts.timeout, pull_atom::value,
-                                 encode_pull(worker, call.clock, shard,
-                                             refs_for(spec, call.rows, *pulled, s)));
+      auto round = shards->begin(
+        {call.push ? call.clock + 1 : call.clock, call.out, sparse ? &pulled->tables : nullptr},
+        [=, rows = call.rows, done = call.done](const round_outcome& r) {
+          hand_out_rows(cluster->spec, rows, *pulled);
+          (void) pushed;  // kept to the end: a push by reference may point at its rows
+          done->set_value(call_result{caf::none, r.staleness, r.newest_clock});
+        },
+        [done = call.done](const char*, caf::error err) {
+          done->set_value(call_result{std::move(err)});
+        });
+      for (std::size_t s = 0; s < shards->shards(); ++s) {
+        auto shard = static_cast<int32_t>(s);
+        auto keys = pulled->tables.keys_for(shard);
+        if (call.push) {
+          auto grads = pushed->tables.grads_for(shard);
+          // A shard in this process may keep the push past wait (and the caller then writes
+          // its gradient again): copied. One elsewhere got its bytes before it replied.
+          // bf16 blocks are narrowed into the message, so never by reference.
+          auto push = cluster->shards_elsewhere && spec.wire == wire_precision::fp32
+                        ? encode_push_by_reference(worker, call.clock, shard, layout, call.grad,
+                                                   {}, 0, grads, keys)
+                        : encode_push(worker, call.clock, shard, layout, call.grad, 0, grads,
+                                      keys, spec.wire);
+          lend(s, keys.empty());
+          shards->ask(round, s, true, push_pull_atom::value, std::move(push));
+        } else if (sparse) {
+          shards->ask(round, s, false, pull_atom::value,
+                      encode_pull(worker, call.clock, shard, keys));
+        } else {
           lend(s, true);
-          return self->request(shards[s], cluster->opts.timeout, pull_atom::value, worker,
-                               call.clock);
-        },
-        [=, out = call.out, rows = call.rows, done = call.done](std::vector<wire_buffer> replies) {
-          done->set_value(combine(replies, *cluster, target, out, rows, *pulled));
-        },
-        [done = call.done](caf::error& err) { done->set_value(call_result{err}); });
+          shards->ask(round, s, false, pull_atom::value, worker, call.clock);
+        }
+      }
     },
+    [=](watchdog_atom) { shards->watch(); },
   };
 }
 

@@ -2,6 +2,7 @@
 
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/batch_tables.hpp"
+#include "actors/roles/shard_conversation.hpp"
 #include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
@@ -17,14 +18,8 @@ namespace actorps {
 
 namespace {
 
-/// The request in flight to one shard, kept until answered: with --replicas 1 it is sent again
-/// to the shard's standby once that takes over (reroute).
-struct request_in_flight {
-  uint64_t id = 0;               // 0: none in flight
-  bool push = false;
-  std::function<void()> resend;
-  std::chrono::steady_clock::time_point sent;  // for the watchdog
-};
+struct worker_state;
+using self_ptr = worker_actor::stateful_pointer<worker_state>;
 
 struct worker_state {
   static inline const char* name = "worker";
@@ -49,13 +44,10 @@ struct worker_state {
   batch_tables rows, next;
   std::vector<std::vector<uint64_t>> keys;  // scratch: the trainer's keys per table
   int64_t clock = 0;            // the clock being computed
-  std::size_t awaiting = 0;     // shard replies still missing for this clock
-  int64_t staleness = 0;        // of the parameters being received
-  int64_t newest_clock = -1;    // the smallest newest_clock of the replies received
+  round_outcome received;       // what the parameters of this clock came with
   int64_t refused = 0;          // messages refused as not authorised (in its reports)
   step_loss last;
-  std::vector<request_in_flight> in_flight;  // per shard
-  uint64_t last_request = 0;
+  std::unique_ptr<shard_conversation<self_ptr>> shards;  // after start
   // Train reports not sent yet, and when the last batch went (send_reports).
   std::vector<train_report> reports;
   std::chrono::steady_clock::time_point reports_sent;
@@ -66,8 +58,6 @@ struct worker_state {
   // A push may outlive the worker (queued on a link, kept by a shard): it gets the gradient.
   ~worker_state() { release_for_writing(grads, grads_lease); }
 };
-
-using self_ptr = worker_actor::stateful_pointer<worker_state>;
 
 void compute(self_ptr self);
 
@@ -98,16 +88,11 @@ void send_reports(self_ptr self, bool now) {
   st.reports_sent = t;
 }
 
-/// Takes one shard's parameter reply; starts the next clock once every shard has answered.
-void on_parameters(self_ptr self, const wire_buffer& reply) {
+/// The parameters of st.clock have come from every shard: computes it, or says done after the
+/// last.
+void on_parameters(self_ptr self, const round_outcome& received) {
   auto& st = self->state;
-  auto msg = scatter_shard_parameters(reply, *st.layout, st.params->data());
-  if (!msg) return fail(self, "bad parameters from a shard", msg.error());
-  if (auto err = st.rows.take_rows(msg->shard, msg->sparse))
-    return fail(self, "bad sparse rows from a shard", err);
-  st.staleness = std::max(st.staleness, st.clock - msg->min_clock);
-  st.newest_clock = std::min(st.newest_clock, msg->newest_clock);
-  if (--st.awaiting > 0) return;
+  st.received = received;
   if (st.clock >= end_clock(st.cfg)) {
     send_reports(self, true);  // before done: the chief counts every clock of a finished worker
     self->send(st.cfg.chief, done_atom::value, st.cfg.index);
@@ -117,76 +102,12 @@ void on_parameters(self_ptr self, const wire_buffer& reply) {
   compute(self);
 }
 
-/// Starts waiting for one parameter reply per shard (for st.clock).
-void expect_replies(worker_state& st) {
-  st.awaiting = st.cfg.shards.size();
-  st.staleness = 0;
-  st.newest_clock = std::numeric_limits<int64_t>::max();
-}
-
-/// Request `id` to shard `s` failed with `err` (the newest to it, else ignored).
-void on_request_failed(self_ptr self, std::size_t s, uint64_t id, caf::error err) {
+/// Starts a round for the parameters of st.clock (and the rows st.rows names).
+uint64_t begin_round(self_ptr self) {
   auto& st = self->state;
-  if (st.in_flight[s].id != id) return;
-  // (in another process the data link's loss says shard_lost, or, when the link broke in the
-  // middle of a reply received in place, remote_link_unreachable)
-  if ((err == caf::sec::request_receiver_down || err == errc::shard_lost
-       || err == caf::exit_reason::remote_link_unreachable)
-      && st.cfg.standbys) {
-    log_line(st.who(), "shard " + std::to_string(s) + " is gone; its request waits for the standby");
-    return;  // (reroute) sends it again
-  }
-  // A shard that is gone is the chief's to repair (it restarts every worker from a
-  // checkpoint); say so in the exit reason, so this is not counted as a lost worker.
-  if (err == caf::sec::request_receiver_down)
-    err = make_error(errc::shard_lost, "shard " + std::to_string(s) + ": " + describe(err));
-  fail(self, "request to a shard failed", err);
-}
-
-/// How often the watchdog looks at the requests in flight: a quarter of the request timeout
-/// (a request times out within 1.25 times it), between 10 ms and 10 s.
-std::chrono::milliseconds watchdog_period(const worker_config& cfg) {
-  return std::clamp(cfg.request_timeout / 4, std::chrono::milliseconds(10),
-                    std::chrono::milliseconds(10000));
-}
-
-/// Fails the worker on a request in flight for longer than the request timeout, as CAF's
-/// timeout would have (request_timeout; also one that waits for a standby that never takes
-/// over), else looks again a period later. Requests carry no timeout of CAF's own:
-/// CAF registers each one with its clock thread, waking it twice a request (4 a clock with two
-/// shards), in a run whose requests come every millisecond or two; this is one wake-up a period.
-void watch_requests(self_ptr self) {
-  auto& st = self->state;
-  auto now = std::chrono::steady_clock::now();
-  for (std::size_t s = 0; s < st.in_flight.size(); ++s) {
-    const auto& r = st.in_flight[s];
-    if (r.id != 0 && now - r.sent >= st.cfg.request_timeout)
-      return on_request_failed(self, s, r.id,
-                               make_error(caf::sec::request_timeout,
-                                          "shard " + std::to_string(s) + " did not answer within "
-                                            + std::to_string(st.cfg.request_timeout.count())
-                                            + " ms"));  // the worker stops: no more watching
-  }
-  self->delayed_send(self, watchdog_period(st.cfg), watchdog_atom::value);
-}
-
-/// Asks shard `s` (a push when `push`); its reply (parameters for st.clock) goes to
-/// on_parameters. Only the reply to the newest request to the shard counts: one sent again to a
-/// standby replaces the one the lost primary never answered. Timed out by the watchdog.
-template <class... Ts>
-void ask(self_ptr self, std::size_t s, bool push, Ts... xs) {
-  auto& st = self->state;
-  auto id = ++st.last_request;
-  st.in_flight[s] = {id, push, [=] { ask(self, s, push, xs...); },
-                     std::chrono::steady_clock::now()};
-  self->request(st.cfg.shards[s], caf::infinite, xs...)
-    .then([=](const wire_buffer& reply) {
-            auto& st = self->state;
-            if (st.in_flight[s].id != id) return;  // sent again: that one's reply counts
-            st.in_flight[s] = {};
-            on_parameters(self, reply);
-          },
-          [=](caf::error& err) { on_request_failed(self, s, id, std::move(err)); });
+  return st.shards->begin({st.clock, st.params->data(), st.rows.empty() ? nullptr : &st.rows},
+                          [=](const round_outcome& r) { on_parameters(self, r); },
+                          [=](const char* what, caf::error err) { fail(self, what, err); });
 }
 
 /// Asks the trainer for the keys of `clock`'s minibatch and prepares `into` for them (none
@@ -200,17 +121,15 @@ void prepare_keys(worker_state& st, int64_t clock, batch_tables& into) {
 /// The first pull: every shard's values (and rows of the batch's keys) for the start clock.
 void pull_initial(self_ptr self) {
   auto& st = self->state;
-  expect_replies(st);
-  if (st.rows.empty()) {
-    for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
-      ask(self, s, false, pull_atom::value, st.cfg.index, st.clock);
-    return;
-  }
-  prepare_keys(st, st.clock, st.rows);
-  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
-    ask(self, s, false, pull_atom::value,
-        encode_pull(st.cfg.index, st.clock, static_cast<int32_t>(s),
-                    st.rows.keys_for(static_cast<int>(s))));
+  if (!st.rows.empty()) prepare_keys(st, st.clock, st.rows);
+  auto round = begin_round(self);
+  for (std::size_t s = 0; s < st.shards->shards(); ++s)
+    if (st.rows.empty())
+      st.shards->ask(round, s, false, pull_atom::value, st.cfg.index, st.clock);
+    else
+      st.shards->ask(round, s, false, pull_atom::value,
+                     encode_pull(st.cfg.index, st.clock, static_cast<int32_t>(s),
+                                 st.rows.keys_for(static_cast<int>(s))));
 }
 
 /// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
@@ -218,27 +137,30 @@ void push(self_ptr self) {
   auto& st = self->state;
   st.reports.push_back(train_report{st.cfg.index, st.clock,
                                    st.last.loss_sum / double(st.last.rows), st.last.rows,
-                                   st.staleness, st.model->device(), st.newest_clock,
-                                   st.refused});
+                                   st.received.staleness, st.model->device(),
+                                   st.received.newest_clock, st.refused});
   send_reports(self, false);
   auto clock = st.clock++;
-  expect_replies(st);
   if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>(st.spares);
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
+  // The replies bring the next clock's rows: into st.rows, which holds its keys once swapped
+  // with st.next below.
+  auto round = begin_round(self);
   const auto precision = st.cfg.spec.wire;
-  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
+  for (std::size_t s = 0; s < st.shards->shards(); ++s) {
     auto shard = static_cast<int32_t>(s);
     // No tables: no rows, no keys, a dense push. The blocks point at grads (no copy of ours),
     // which the lease keeps unchanged while any push holds it; bf16 blocks are written into
     // the message as they are narrowed.
-    ask(self, s, true, push_pull_atom::value,
-        precision == wire_precision::fp32
-          ? encode_push_by_reference(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
-                                     st.grads_lease, st.cfg.incarnation, st.rows.grads_for(shard),
-                                     st.next.keys_for(shard))
-          : encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
-                        st.cfg.incarnation, st.rows.grads_for(shard), st.next.keys_for(shard),
-                        precision));
+    st.shards->ask(
+      round, s, true, push_pull_atom::value,
+      precision == wire_precision::fp32
+        ? encode_push_by_reference(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                                   st.grads_lease, st.cfg.incarnation, st.rows.grads_for(shard),
+                                   st.next.keys_for(shard))
+        : encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                      st.cfg.incarnation, st.rows.grads_for(shard), st.next.keys_for(shard),
+                      precision));
   }
   std::swap(st.rows, st.next);  // the replies bring the next clock's rows
 }
@@ -303,13 +225,14 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.next = batch_tables(st.cfg.spec);
       st.keys.resize(st.cfg.spec.model.sparse_tables.size());
       st.clock = st.cfg.start_clock;
-      st.in_flight.assign(st.cfg.shards.size(), {});
-      self->delayed_send(self, watchdog_period(st.cfg), watchdog_atom::value);
+      st.shards = std::make_unique<shard_conversation<self_ptr>>(
+        self, st.who(), st.cfg.shards, st.layout, st.cfg.standbys, st.cfg.request_timeout);
+      st.shards->start_watchdog();
       pull_initial(self);
     },
     [=](watchdog_atom) {
       if (refusal(self, authorise_local(current_role(self), "watchdog"))) return;
-      watch_requests(self);
+      if (self->state.shards) self->state.shards->watch();
     },
     [=](step_atom) {
       if (refusal(self, authorise_local(current_role(self), "step"))) return;
@@ -319,17 +242,13 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       auto& st = self->state;
       if (auto err = refusal(self, authorise_chief(current_role(self), "reroute")))
         return err;
-      if (s < 0 || s >= static_cast<int32_t>(st.cfg.shards.size()) || !shard)
-        return make_error(errc::wrong_shard, "reroute of shard " + std::to_string(s));
-      st.cfg.shards[s] = shard;
-      if (static_cast<std::size_t>(s) >= st.in_flight.size() || !st.in_flight[s].resend)
-        return 0;  // not started, or nothing in flight to that shard
-      auto pushed = st.in_flight[s].push;
-      auto resend = st.in_flight[s].resend;
-      log_line(st.who(), std::string("sends its ") + (pushed ? "push" : "pull")
-                           + " again to the standby of shard " + std::to_string(s));
-      resend();
-      return pushed ? 1 : 0;
+      if (!st.shards) {  // not started: the shard it will ask
+        if (s < 0 || s >= static_cast<int32_t>(st.cfg.shards.size()) || !shard)
+          return make_error(errc::wrong_shard, "reroute of shard " + std::to_string(s));
+        st.cfg.shards[s] = shard;
+        return 0;
+      }
+      return st.shards->reroute(s, std::move(shard));
     },
   };
 }
