@@ -296,13 +296,21 @@ public:
   /// The staleness of what arrived (clock − the shards' min clock when they answered, the
   /// largest over shards), or the error: a push refused (its code says why: stale_clock,
   /// non_finite_value, ...), a shard lost, or a shard that did not answer within
-  /// cluster_options::timeout (request_timeout, naming the shard). An unknown or already waited ticket is
+  /// cluster_options::timeout (request_timeout, naming the shard, the worker and the clock; in
+  /// sync a shard waits for every worker's push of a clock until a worker that is done says so
+  /// with finish()). An unknown or already waited ticket is
   /// an error too.
   caf::expected<int64_t> wait(ticket t);
 
   /// The newest clock whose update is included in what arrived with the last waited ticket
   /// (the smallest over shards; -1: none yet).
   int64_t newest_clock() const { return newest_clock_; }
+
+  /// This worker is done for good: every shard stops waiting for its pushes (in sync and ssp
+  /// the others go on without it, so workers may run different numbers of clocks). Returns once
+  /// every shard has taken it; an error when a ticket has not been waited yet, or naming the
+  /// shard that refused it. Later calls of pull and push_pull fail. Calling it again does nothing.
+  caf::error finish();
 
   struct impl;
   explicit worker_client(std::shared_ptr<impl> impl) : impl_(std::move(impl)) {}

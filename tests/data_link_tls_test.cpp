@@ -235,7 +235,7 @@ TEST_CASE("data link over TLS: a push sent in two runs is applied as it arrives,
 
 TEST_CASE("data link over TLS: every signature of the shard answers through worker 0's proxy as the shard's own") {
   const auto expected = asked_of_the_shard_itself(word_aligned_spec());
-  REQUIRE(expected.size() == 21);
+  REQUIRE(expected.size() == 23);
   for (bool local : {false, true}) {
     CAPTURE(local);
     scratch_dir dir;

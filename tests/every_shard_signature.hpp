@@ -75,6 +75,9 @@ inline std::vector<std::string> ask_every_signature(shard_fixture& f, const ps_s
   note("rejoin", ask_outcome<int64_t>(f, to, number, rejoin_atom::value, int32_t{0}));
   note("admit", ask_outcome<caf::ok_atom>(f, to, ok, admit_atom::value, int32_t{0}, int64_t{2},
                                           uint32_t{1}));
+  note("done", ask_outcome<caf::ok_atom>(f, to, ok, done_atom::value, int32_t{0}));
+  note("done of a worker the run lacks",
+       ask_outcome<caf::ok_atom>(f, to, ok, done_atom::value, int32_t{99}));
   note("replicate a push", ask_outcome<caf::ok_atom>(f, to, ok, replicate_atom::value, wire_buffer{}));
   note("replicate a leave",
        ask_outcome<caf::ok_atom>(f, to, ok, replicate_atom::value, leave_atom::value, int32_t{0}));

@@ -105,11 +105,59 @@ TEST_CASE("worker_client: a shard that holds a reply past the timeout fails the 
   auto waited = std::chrono::steady_clock::now() - started;
   REQUIRE_FALSE(got);
   CHECK(got.error() == caf::sec::request_timeout);
-  CHECK(describe(got.error()).find("did not answer within 200 ms") != std::string::npos);
+  CHECK(describe(got.error()).find("shard 0 did not answer worker:0's push_pull for the "
+                                   "parameters of clock 1 within 200 ms")
+        != std::string::npos);
   CHECK(waited >= std::chrono::milliseconds(200));
   // and the client goes on: a pull of clock 0 is answered
   t = client.pull(0, &bias);
   CHECK(client.wait(t));
+}
+
+TEST_CASE("worker_client: in sync, a worker that runs fewer clocks and finishes lets the "
+          "others go on") {
+  cluster_options opts;
+  opts.ps = 2;
+  opts.workers = 2;
+  opts.mode = consistency::sync;
+  opts.optimizer.kind = optimizer_kind::sgd;
+  opts.optimizer.learning_rate = 1.0f;
+  opts.timeout = std::chrono::seconds(20);  // (without finish, clock 2 would wait this long)
+  local_cluster ps(kv_model(), opts);
+  auto run = [&](int w, int clocks, float& bias) {
+    auto client = ps.worker(w);
+    float grad = float(w + 1);  // worker w pushes w + 1 at every clock
+    REQUIRE(client.wait(client.pull(0, &bias)));
+    for (int c = 0; c < clocks; ++c) REQUIRE(client.wait(client.push_pull(c, &grad, &bias)));
+    CHECK_FALSE(client.finish());
+    CHECK_FALSE(client.finish());  // again: nothing
+    auto after = client.pull(clocks, &bias);
+    auto refused = client.wait(after);
+    REQUIRE_FALSE(refused);
+    CHECK(describe(refused.error()).find("has finished") != std::string::npos);
+  };
+  float bias0 = 0, bias1 = 0;
+  auto started = std::chrono::steady_clock::now();
+  std::thread other([&] { run(1, 2, bias1); });
+  run(0, 4, bias0);
+  other.join();
+  // clocks 0 and 1: the mean of 1 and 2; clocks 2 and 3: worker 0's 1 alone
+  CHECK(bias0 == -(1.5f + 1.5f + 1.0f + 1.0f));
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+}
+
+TEST_CASE("worker_client: finish with a ticket not waited yet is refused") {
+  cluster_options opts;
+  opts.ps = 1;
+  local_cluster ps(kv_model(), opts);
+  auto client = ps.worker(0);
+  float bias = 0;
+  auto t = client.pull(0, &bias);
+  auto err = client.finish();
+  CHECK(err == caf::sec::invalid_argument);
+  CHECK(describe(err).find("1 ticket(s) not waited yet") != std::string::npos);
+  CHECK(client.wait(t));
+  CHECK_FALSE(client.finish());
 }
 
 } // namespace actorps

@@ -340,6 +340,7 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
         },
         [=](stats_atom a) { return self->delegate(remote, a); },
         [=](leave_atom a, int32_t w) { self->send(remote, a, w); },
+        [=](done_atom a, int32_t w) { return self->delegate(remote, a, w); },
         [=](rejoin_atom a, int32_t w) { return self->delegate(remote, a, w); },
         [=](admit_atom a, int32_t w, int64_t c, uint32_t i) { return self->delegate(remote, a, w, c, i); },
         [=](checkpoint_atom a, const std::string& d, int64_t c) { return self->delegate(remote, a, d, c); },

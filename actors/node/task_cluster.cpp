@@ -109,6 +109,15 @@ caf::error task_cluster::finish() {
   if (is_ps()) throw std::logic_error("finish() is for a worker task; this is " + im.task.text());
   if (im.remote.empty()) return not_connected();
   caf::scoped_actor self{*im.core->sys};
+  // The shards stop waiting for this worker (worker_client::finish does the same; twice is
+  // harmless), then its ps tasks hear it is done.
+  for (const auto& shard : im.core->shards) {
+    caf::error failed;
+    self->request(shard, im.core->opts.timeout, done_atom::value,
+                  static_cast<int32_t>(im.task.index))
+      .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
+    if (failed) return failed;
+  }
   for (const auto& r : im.remote) {  // the ps tasks worker() connected to
     caf::error failed;
     self->request(r.task, im.core->opts.timeout, done_atom::value,

@@ -84,6 +84,8 @@ struct worker_client::impl {
 
   std::shared_ptr<cluster_core> cluster;  // keeps the shards (or the proxies) alive
   caf::actor client;
+  int32_t worker = 0;
+  bool finished = false;  // finish() has run: calls fail
   worker_client::ticket next = 0;
   std::map<worker_client::ticket, pending_call> pending;
 
@@ -212,6 +214,7 @@ worker_client make_worker_client(std::shared_ptr<cluster_core> core, int32_t w) 
   auto client = std::make_shared<worker_client::impl>();
   client->client = core->sys->spawn(client_actor, core, w);
   client->cluster = std::move(core);
+  client->worker = w;
   return worker_client{std::move(client)};
 }
 
@@ -235,6 +238,14 @@ worker_client::ticket worker_client::submit(bool push, int64_t clock, const floa
                                             const std::vector<sparse_pull>& rows) {
   client_call call{push, clock, grad, params_out, grads, rows,
                    std::make_shared<std::promise<call_result>>(), {}};
+  if (impl_->finished) {  // answered at once; nothing is sent
+    call.done->set_value(call_result{caf::make_error(
+      caf::sec::invalid_argument,
+      "worker " + std::to_string(impl_->worker) + " has finished: no more pulls or pushes")});
+    auto t = impl_->next++;
+    impl_->pending.emplace(t, impl::pending_call{call.done->get_future(), {}});
+    return t;
+  }
   const auto& destinations = impl_->cluster->destinations;
   // One per shard, not one shared: each guards one shard's reply, and the shards' replies land
   // side by side, none waiting for another's.
@@ -258,6 +269,30 @@ caf::expected<int64_t> worker_client::wait(ticket t) {
   if (result.err) return std::move(result.err);
   newest_clock_ = result.newest_clock;
   return result.staleness;
+}
+
+caf::error worker_client::finish() {
+  auto& im = *impl_;
+  if (!im.pending.empty())
+    return caf::make_error(caf::sec::invalid_argument,
+                           "finish: " + std::to_string(im.pending.size())
+                             + " ticket(s) not waited yet");
+  if (im.finished) return caf::none;
+  // The pushes waited for have been applied, so the shards take this after them whichever way
+  // it travels.
+  caf::scoped_actor self{*im.cluster->sys};
+  const auto& shards = im.cluster->shards;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    caf::error failed;
+    self->request(shards[s], im.cluster->opts.timeout, done_atom::value, im.worker)
+      .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
+    if (failed)
+      return caf::make_error(caf::sec::runtime_error,
+                             "finish of worker " + std::to_string(im.worker) + ": shard "
+                               + std::to_string(s) + " refused it: " + describe(failed));
+  }
+  im.finished = true;
+  return caf::none;
 }
 
 } // namespace actorps

@@ -271,6 +271,9 @@ using ps_shard_actor = caf::typed_actor<
   caf::replies_to<stats_atom>::with<shard_stats>,
   // (leave, worker): the worker is gone; the clock table stops waiting for it.
   caf::reacts_to<leave_atom, int32_t>,
+  // (done, worker) -> ok once applied: a worker of a loop of the user's own has finished for
+  // good (worker_client::finish): as leave, answered, so that it knows the shard took it.
+  caf::replies_to<done_atom, int32_t>::with<caf::ok_atom>,
   // (rejoin, worker) -> clock m: a replacement for a worker that left; it counts as live at the
   // shard's min clock m, which therefore cannot advance until (admit) says where it enters.
   caf::replies_to<rejoin_atom, int32_t>::with<int64_t>,

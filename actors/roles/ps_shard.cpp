@@ -302,6 +302,27 @@ caf::result<void> on_leave(self_ptr self, int32_t worker) {
   return caf::unit;
 }
 
+caf::result<caf::ok_atom> on_done(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  if (auto err = refused(st, authorise_chief_or_worker(current_role(self), worker,
+                                                       "done of worker "
+                                                         + std::to_string(worker))))
+    return err;
+  if (!st.initialized()) return drop(st, "done", make_error(errc::not_initialized));
+  if (!st.clocks.known(worker))
+    return drop(st, "done", make_error(errc::unknown_worker,
+                                       "worker " + std::to_string(worker)));
+  auto answer = self->make_response_promise<caf::ok_atom>();
+  replicate(
+    self,
+    [=]() mutable {
+      apply_leave(self, worker);
+      answer.deliver(caf::ok_atom::value);
+    },
+    replicate_atom::value, leave_atom::value, worker);
+  return answer;
+}
+
 /// Rejoin's checks and effect: the clock the replacement counts as live at.
 caf::expected<int64_t> apply_rejoin(ps_shard_state& st, int32_t worker) {
   if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
@@ -609,6 +630,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
       return on_stats(self->state);
     },
     [=](leave_atom, int32_t worker) { return on_leave(self, worker); },
+    [=](done_atom, int32_t worker) { return on_done(self, worker); },
     [=](rejoin_atom, int32_t worker) { return on_rejoin(self, worker); },
     [=](admit_atom, int32_t worker, int64_t clock, uint32_t incarnation) {
       return on_admit(self, worker, clock, incarnation);

@@ -86,7 +86,10 @@ void conversation_rounds::fail_overdue(std::chrono::steady_clock::time_point now
       if (req.id != 0 && now - req.sent >= timeout_)
         return take_failure(r, s, req.id,
                             make_error(caf::sec::request_timeout,
-                                       "shard " + std::to_string(s) + " did not answer within "
+                                       "shard " + std::to_string(s) + " did not answer " + who_
+                                         + "'s " + (req.push ? "push_pull" : "pull")
+                                         + " for the parameters of clock "
+                                         + std::to_string(rd.target.clock) + " within "
                                          + std::to_string(timeout_.count()) + " ms"));
     }
 }

@@ -88,6 +88,15 @@ int64_t python_worker::push_pull(int64_t clock, py::handle grad, py::handle out,
   return t;
 }
 
+void python_worker::finish() {
+  caf::error err;
+  {
+    py::gil_scoped_release release;
+    err = client_.finish();
+  }
+  if (err) raise_error(err);
+}
+
 int64_t python_worker::wait(int64_t ticket) {
   check_idle();
   auto entry = held_.find(ticket);
@@ -132,6 +141,10 @@ void bind_worker_client(py::module_& m) {
     .def("wait", &python_worker::wait, py::arg("ticket"),
          "Blocks until the ticket's replies are in; returns the staleness of what arrived, or "
          "raises actorps.Error (a refused push, a lost shard, a timeout).")
+    .def("finish", &python_worker::finish,
+         "This worker is done for good: the shards stop waiting for its pushes, so that in sync "
+         "mode the others go on when workers run different numbers of clocks. Wait for every "
+         "ticket first; later pulls and pushes fail.")
     .def_property_readonly("newest_clock", &python_worker::newest_clock,
                            "The newest clock included in what the last waited ticket brought "
                            "(-1: none).")

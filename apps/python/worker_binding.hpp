@@ -23,6 +23,7 @@ public:
   int64_t push_pull(int64_t clock, py::handle grad, py::handle out, py::handle push,
                     py::handle rows);
   int64_t wait(int64_t ticket);  ///< releases the GIL while it blocks
+  void finish();                 ///< worker_client::finish, without the GIL
   int64_t newest_clock() const { return client_.newest_clock(); }
   std::size_t total_floats() const { return floats_; }
   std::size_t pending() const { return held_.size(); }
