@@ -112,7 +112,12 @@ json criteo_layout_json(const ctr_model& model) {
     {"categorical",
      {{"fields", fields},
       {"key", "(f << 56) | the value's 64-bit hash in its low 56 bits (1 if those are 0), f = 0 "
-              "for C1; a missing (empty) value is f << 56 (actorps: actors/data/criteo_keys.hpp)"},
+              "for C1; a missing (empty) value is f << 56. Python: actorps.feature_key(f, value); "
+              "C++: actorps::feature_key (actors/ps/feature_key.hpp)"},
+      {"hash", "over the value's bytes, all arithmetic mod 2^64: h = 0x9e3779b97f4a7c15 xor "
+               "length; for each 8-byte little-endian word w (the last zero-padded): h = mix(h "
+               "xor w) + 0x632be59bd9b4e019; hash = mix(h), where mix(z): z = (z xor z >> 30) * "
+               "0xbf58476d1ce4e5b9; z = (z xor z >> 27) * 0x94d049bb133111eb; z xor z >> 31"},
       {"row", "the key's row in the field's vocabulary file; 0 for a key not in it"}}}};
 }
 

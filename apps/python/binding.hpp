@@ -12,5 +12,6 @@ void bind_model_spec(py::module_& m);    // actorps.ModelSpec, actorps.SparseTab
 void bind_worker_client(py::module_& m); // actorps.WorkerClient
 void bind_clusters(py::module_& m);      // actorps.LocalCluster, actorps.TaskCluster
 void bind_train(py::module_& m);         // actorps.train (a Python model plug-in)
+void bind_feature_key(py::module_& m);   // actorps.feature_key
 
 } // namespace actorps::python
