@@ -22,11 +22,20 @@ auto parse_choice(const std::string& arg, const std::string& value, Parse parse,
 }
 
 /// The optimizer the shards apply, from Python's arguments (lr 0: the optimizer's default).
-inline optimizer_config optimizer_of(const std::string& kind, float lr, float momentum) {
+/// A learning rate given from Python: None is the optimizer's own default (0 inside); a given
+/// one must be a positive finite number (0 is refused rather than read as "the default").
+inline float learning_rate_of(std::optional<float> lr) {
+  if (!lr) return 0.0f;
+  if (!(*lr > 0) || !std::isfinite(*lr))
+    throw pybind11::value_error("lr: must be > 0 and finite (None: the optimizer's default)");
+  return *lr;
+}
+
+inline optimizer_config optimizer_of(const std::string& kind, std::optional<float> lr,
+                                     float momentum) {
   optimizer_config o;
   o.kind = parse_choice("optimizer", kind, parse_optimizer_kind, optimizer_names());
-  if (!(lr >= 0) || !std::isfinite(lr)) throw pybind11::value_error("lr: must be ≥ 0 and finite");
-  o.learning_rate = lr;
+  o.learning_rate = learning_rate_of(lr);
   o.momentum = momentum;
   return o;
 }

@@ -23,7 +23,7 @@ struct python_options {
   std::string mode = "sync";
   std::optional<int> staleness;
   std::string optimizer = "momentum";
-  float lr = 0;
+  std::optional<float> lr;  // None: the optimizer's default
   float momentum = 0.9f;
   std::string schedule = "constant";
   int64_t total_clocks = 0;
@@ -109,9 +109,11 @@ void bind_clusters(py::module_& m) {
     m, "LocalCluster",
     "ps parameter shards in this process for `workers` workers that own their loop; mode "
     "'sync'|'ssp'|'async' (staleness: the ssp bound), the optimizer ('sgd', 'momentum', "
-    "'adam', 'adagrad'; lr 0: its default) applied by the shards, timeout: seconds per request.");
+    "'adam', 'adagrad'; lr None: its default) applied by the shards, timeout: seconds per "
+    "request.");
   local.def(py::init([](const model_spec& spec, int ps, int workers, const std::string& mode,
-                        std::optional<int> staleness, const std::string& optimizer, float lr,
+                        std::optional<int> staleness, const std::string& optimizer,
+                        std::optional<float> lr,
                         float momentum, const std::string& schedule, int64_t total_clocks,
                         uint64_t seed, uint32_t block_floats, double timeout) {
               python_options o{mode, staleness, optimizer, lr, momentum, schedule,
@@ -120,7 +122,7 @@ void bind_clusters(py::module_& m) {
             }),
             py::arg("spec"), py::kw_only(), py::arg("ps") = 2, py::arg("workers") = 2,
             py::arg("mode") = "sync", py::arg("staleness") = py::none(),
-            py::arg("optimizer") = "momentum", py::arg("lr") = 0.0f,
+            py::arg("optimizer") = "momentum", py::arg("lr") = py::none(),
             py::arg("momentum") = 0.9f, py::arg("schedule") = "constant",
             py::arg("total_clocks") = 0, py::arg("seed") = 1, py::arg("block_floats") = 4096,
             py::arg("timeout") = 60.0)
@@ -144,7 +146,7 @@ void bind_clusters(py::module_& m) {
     "ends: end a task with actorps.exit_task(status).");
   task.def(py::init([](const model_spec& spec, std::optional<std::string> tf_config,
                        const std::string& mode, std::optional<int> staleness,
-                       const std::string& optimizer, float lr, float momentum,
+                       const std::string& optimizer, std::optional<float> lr, float momentum,
                        const std::string& schedule, int64_t total_clocks, uint64_t seed,
                        uint32_t block_floats, double timeout) {
              python_options o{mode, staleness, optimizer, lr, momentum, schedule,
@@ -154,7 +156,7 @@ void bind_clusters(py::module_& m) {
            }),
            py::arg("spec"), py::arg("tf_config") = py::none(), py::kw_only(),
            py::arg("mode") = "sync", py::arg("staleness") = py::none(),
-           py::arg("optimizer") = "momentum", py::arg("lr") = 0.0f, py::arg("momentum") = 0.9f,
+           py::arg("optimizer") = "momentum", py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
            py::arg("schedule") = "constant", py::arg("total_clocks") = 0, py::arg("seed") = 1,
            py::arg("block_floats") = 4096, py::arg("timeout") = 60.0)
     .def_property_readonly("is_ps", [](const python_task_cluster& c) { return c.cluster->is_ps(); })

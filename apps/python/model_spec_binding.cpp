@@ -45,7 +45,7 @@ model_spec make_model(const std::vector<py::object>& tensors,
 }
 
 sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::string& init,
-                             float scale, const std::string& optimizer, float lr,
+                             float scale, const std::string& optimizer, std::optional<float> lr,
                              uint32_t admit_after, std::optional<float> initial_accumulator,
                              uint32_t evict_after, uint64_t max_rows_per_shard) {
   sparse_table_spec t;
@@ -55,7 +55,7 @@ sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::s
   t.config.scale = scale;
   t.config.optimizer.kind =
     parse_choice("optimizer", optimizer, parse_row_optimizer_kind, "sgd, adagrad, adam, ftrl");
-  if (lr > 0) t.config.optimizer.learning_rate = lr;
+  if (lr) t.config.optimizer.learning_rate = learning_rate_of(lr);
   if (initial_accumulator) t.config.optimizer.initial_accumulator = *initial_accumulator;
   t.config.admit_after = admit_after;
   t.config.evict_after = evict_after;
@@ -76,7 +76,7 @@ void bind_model_spec(py::module_& m) {
                                 "about that many rows per shard at most, the least recently "
                                 "pushed evicted, 0: no bound).")
     .def(py::init(&make_table), py::arg("name"), py::arg("dim"), py::arg("init") = "zeros",
-         py::arg("scale") = 0.0f, py::arg("optimizer") = "adagrad", py::arg("lr") = 0.0f,
+         py::arg("scale") = 0.0f, py::arg("optimizer") = "adagrad", py::arg("lr") = py::none(),
          py::arg("admit_after") = 0, py::arg("initial_accumulator") = py::none(),
          py::arg("evict_after") = 0, py::arg("max_rows_per_shard") = 0)
     .def_property_readonly("name", [](const sparse_table_spec& t) { return t.name; })

@@ -259,7 +259,8 @@ void bind_train(py::module_& m) {
   m.def(
     "train",
     [](py::object model, py::handle train_split, py::handle test_split, int ps, int workers,
-       const std::string& mode, int staleness, const std::string& optimizer, float lr,
+       const std::string& mode, int staleness, const std::string& optimizer,
+       std::optional<float> lr,
        float momentum, const std::string& schedule, int batch, double epochs, int64_t steps,
        int64_t eval_every, uint64_t seed, const std::string& metrics, bool progress,
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
@@ -292,7 +293,7 @@ void bind_train(py::module_& m) {
     },
     py::arg("model"), py::arg("train"), py::arg("test"), py::kw_only(), py::arg("ps") = 2,
     py::arg("workers") = 2, py::arg("mode") = "ssp", py::arg("staleness") = 2,
-    py::arg("optimizer") = "momentum", py::arg("lr") = 0.0f, py::arg("momentum") = 0.9f,
+    py::arg("optimizer") = "momentum", py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
     py::arg("schedule") = "cosine", py::arg("batch") = 64, py::arg("epochs") = 1.0,
     py::arg("steps") = 0, py::arg("eval_every") = 0, py::arg("seed") = 1,
     py::arg("metrics") = "", py::arg("progress") = false, py::arg("threads") = 0,

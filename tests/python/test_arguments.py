@@ -90,6 +90,8 @@ class Arguments(unittest.TestCase):
             (dict(mode="ssp", staleness=-1), r"^staleness: negative"),
             (dict(optimizer="lamb"), r"^optimizer: 'lamb' is not one of sgd, momentum"),
             (dict(lr=float("nan")), r"^lr: must be"),
+            (dict(lr=0.0), r"^lr: must be > 0 and finite \(None: the optimizer's default\)"),
+            (dict(lr=-0.1), r"^lr: must be > 0"),
             (dict(schedule="step"), r"^schedule: 'step'"),
             (dict(timeout=0), r"^timeout: must be > 0"),
             (dict(ps=0), r"at least one shard"),
@@ -99,6 +101,19 @@ class Arguments(unittest.TestCase):
                 actorps.LocalCluster(spec, **kwargs)
         with self.assertRaisesRegex(ValueError, r"outside the cluster's 1 workers"):
             self.ps.worker(1)
+        # lr None (the default) is the optimizer's own: SGD's 0.1 moves a parameter by 0.1
+        # for a gradient of 1
+        one = actorps.ModelSpec([("w", [1])])
+        for lr, step in [(None, 0.1), (0.5, 0.5)]:
+            with self.subTest(lr=lr):
+                w = actorps.LocalCluster(one, ps=1, workers=1, optimizer="sgd", lr=lr).worker(0)
+                params = np.zeros(1, np.float32)
+                w.wait(w.pull(0, params))
+                before = params.copy()
+                w.wait(w.push_pull(0, np.ones(1, np.float32), params))
+                np.testing.assert_allclose(before - params, [step], rtol=1e-6)
+        with self.assertRaisesRegex(ValueError, r"^lr: must be > 0"):
+            actorps.SparseTable("t", 4, lr=0.0)
 
     def test_model_spec(self):
         with self.assertRaisesRegex(ValueError, r"^ModelSpec: "):

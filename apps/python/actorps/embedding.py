@@ -54,12 +54,12 @@ class EmbeddingBag(torch.nn.Module):
     """An EmbeddingBag (mode "sum" or "mean") over the sparse table this module declares:
     rows of `dim` floats starting as `init` ("zeros", "uniform" in ±scale, "normal" with
     standard deviation scale), trained by the shards with `optimizer` ("sgd", "adagrad",
-    "adam", "ftrl"; lr 0 and initial_accumulator None: their defaults). One training
+    "adam", "ftrl"; lr and initial_accumulator None: their defaults). One training
     forward per step(); forwards under torch.no_grad() (evaluation) pull the rows they need
     and push nothing."""
 
     def __init__(self, dim, mode="mean", init="uniform", scale=0.05, optimizer="adagrad",
-                 lr=0.0, initial_accumulator=None, name="embedding"):
+                 lr=None, initial_accumulator=None, name="embedding"):
         super().__init__()
         if mode not in ("sum", "mean"):
             raise ValueError(f"mode: '{mode}' is not one of sum, mean")
