@@ -21,7 +21,7 @@ auto parse_choice(const std::string& arg, const std::string& value, Parse parse,
   return *parsed;
 }
 
-/// The optimizer the shards apply, from Python's arguments (lr 0: the optimizer's default).
+/// The optimizer the shards apply, from Python's arguments (lr None: the optimizer's default).
 /// A learning rate given from Python: None is the optimizer's own default (0 inside); a given
 /// one must be a positive finite number (0 is refused rather than read as "the default").
 inline float learning_rate_of(std::optional<float> lr) {
