@@ -160,4 +160,32 @@ TEST_CASE("worker_client: finish with a ticket not waited yet is refused") {
   CHECK_FALSE(client.finish());
 }
 
+TEST_CASE("worker_client: calls in flight together each get their own shards' replies") {
+  // The next clock's push_pull sent before the last one is waited for (the user overlapping
+  // compute with the wire, into a second buffer): each ticket's rows and values are its own.
+  cluster_options opts;
+  opts.ps = 2;
+  opts.mode = consistency::async;
+  opts.optimizer.kind = optimizer_kind::sgd;
+  opts.optimizer.learning_rate = 1.0f;
+  local_cluster ps(kv_model(), opts);
+  auto client = ps.worker(0);
+  float a = 0, b = 0, grad = 1;
+  std::vector<uint64_t> keys = {3, 4, 5, 6};  // on both shards
+  std::vector<float> g(8, 1.0f), rows_a(8, -9.0f), rows_b(8, -9.0f);
+  REQUIRE(client.wait(client.pull(0, &a)));
+  auto t0 = client.push_pull(0, &grad, &a, {{0, keys.data(), 4, g.data()}},
+                             {{0, keys.data(), 4, rows_a.data()}});
+  auto t1 = client.push_pull(1, &grad, &b, {{0, keys.data(), 4, g.data()}},
+                             {{0, keys.data(), 4, rows_b.data()}});
+  REQUIRE(client.wait(t1));  // waited in the other order
+  REQUIRE(client.wait(t0));
+  CHECK(a == -1.0f);  // after clock 0's push
+  CHECK(b == -2.0f);  // after both
+  for (int i = 0; i < 8; ++i) {
+    CHECK(rows_a[i] == -1.0f);
+    CHECK(rows_b[i] == -2.0f);
+  }
+}
+
 } // namespace actorps
