@@ -6,6 +6,7 @@
 #include "kernels/sparse/sparse_table.hpp"
 #include "kernels/splitmix64.hpp"
 #include "tests/command_runner.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/text_file_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -13,6 +14,8 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <cmath>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -290,6 +293,50 @@ TEST_CASE("--admission-memory: a bad value exits 2 naming the flag and what is w
     CHECK(r.status == 2);
     CHECK_MESSAGE(r.output.find(c.says) != std::string::npos, r.output);
   }
+}
+
+TEST_CASE("a run with sparse tables reports rows and admission bytes at each evaluation") {
+  test::scratch_dir dir("actorps_tables_events");
+  auto gen = test::run_actorps("gen-data criteo --out " + dir.path + " --rows 6000 --test-rows 500");
+  REQUIRE(gen.status == 0);
+  const auto metrics = dir.path + "/m.jsonl";
+  // The progress line is on (stdout is no terminal: a whole line at each evaluation).
+  auto r = test::run_actorps("simulate --model dlrm:4:8:8 --dataset criteo:" + dir.path +
+                             "/train.tsv --test " + dir.path + "/test.tsv --mode sync --steps 12"
+                             " --eval-every 3 --admit-after 3 --admission-memory 4096"
+                             " --metrics " + metrics);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  // The chief's "tables" events, one after each periodic evaluation: each shard's rows, and
+  // the sketch never beyond its 4096 bytes while the run goes on.
+  auto tables = test::metrics_events(metrics, "tables");
+  REQUIRE(tables.size() >= 2);
+  std::set<int64_t> shown;
+  int64_t last = 0;
+  for (const auto& t : tables) {
+    int64_t rows = 0;
+    for (const auto& shard : t["sparse_rows"]) rows += shard[0].get<int64_t>();
+    for (const auto& bytes : t["admission_bytes"]) CHECK(bytes.get<int64_t>() <= 4096);
+    for (const auto& bytes : t["admission_bytes"]) CHECK(bytes.get<int64_t>() > 0);
+    CHECK(rows >= last);  // no eviction: rows only come
+    last = rows;
+    shown.insert(rows);
+  }
+  CHECK(last > 0);
+  auto summary = test::metrics_summary(metrics);
+  int64_t final_rows = 0;
+  for (const auto& shard : summary["sparse_rows"]) final_rows += shard[0].get<int64_t>();
+  CHECK(last <= final_rows);
+  CHECK(summary["admission_bytes"].size() == 2);
+  // The progress line shows the rows of an earlier report.
+  std::smatch m;
+  std::string out = r.output;
+  std::size_t with_rows = 0;
+  for (std::regex rows_re(" rows ([0-9]+) "); std::regex_search(out, m, rows_re);
+       out = m.suffix()) {
+    CHECK(shown.count(std::stoll(m[1])) == 1);
+    ++with_rows;
+  }
+  CHECK(with_rows >= 1);
 }
 
 } // namespace actorps
