@@ -35,7 +35,7 @@ void record_tables(self_ptr self, int64_t clock) {
       st.last_sparse_rows = total;
       st.metrics->write(json_object()
                           .add("event", "tables")
-                          .add("eval_clock", clock)  // not "clock": no step of its own (TensorBoard)
+                          .add("eval_clock", clock)  // not "clock": no TensorBoard step
                           .add("sparse_rows", rows)
                           .add("pending_keys", pending)
                           .add("admission_bytes", admission)

@@ -23,7 +23,8 @@ std::size_t admission_sketch::slot(uint64_t hash, uint32_t row) const {
   // the multiply-high maps it onto [0, width) without a division.
   const uint64_t h2 = splitmix64_mix(hash) | 1;
   const uint64_t h = hash + row * h2;
-  return row * width_ + static_cast<std::size_t>((static_cast<unsigned __int128>(h) * width_) >> 64);
+  const auto scaled = (static_cast<unsigned __int128>(h) * width_) >> 64;
+  return row * width_ + static_cast<std::size_t>(scaled);
 }
 
 uint32_t admission_sketch::add(uint64_t key) {

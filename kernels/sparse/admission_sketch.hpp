@@ -64,7 +64,7 @@ public:
   void restore(const admission_sketch_state& state);
 
 private:
-  /// The counter index of `key` in row 0 and the step between rows' indices (double hashing).
+  /// The index in counters_ of the counter in `row` of a key whose hash is `hash`.
   std::size_t slot(uint64_t hash, uint32_t row) const;
 
   uint64_t seed_;

@@ -143,9 +143,10 @@ public:
   /// Removes rows stale at global clock `now` (evict_after), and with max_rows the least
   /// recently pushed beyond it, then the exact pending admission counts not pushed for
   /// evict_after clocks, looking at no more than `budget` rows and counts: one step of a pass
-  /// over every row and count that goes on where the previous call stopped. With max_rows, each pass finds the
-  /// clock that about `rows() - max_rows` rows were last pushed before, and the next pass evicts
-  /// those (so the bound holds within one pass, approximately). Does nothing without eviction.
+  /// over every row and count that goes on where the previous call stopped. With max_rows, each
+  /// pass finds the clock that about `rows() - max_rows` rows were last pushed before, and the
+  /// next pass evicts those (so the bound holds within one pass, approximately). Does nothing
+  /// without eviction.
   sweep_result sweep(int64_t now, std::size_t budget);
 
   /// The whole table, keys ascending; without rows stale at global clock `now`.
