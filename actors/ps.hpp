@@ -87,6 +87,10 @@ struct train_options {
   /// Every sparse table's bound on rows per shard, as --max-rows-per-shard (0: none; -1 or
   /// unset: each table's own, sparse_table_config::max_rows).
   std::optional<int64_t> max_rows_per_shard;
+  /// Every sparse table's pending admission counts, as --admission-memory: 0 exact counters,
+  /// B > 0 a count-min sketch of B bytes per shard (-1 or unset: each table's own,
+  /// sparse_table_config::admission_memory).
+  std::optional<int64_t> admission_memory;
   int64_t eval_every = 0;         ///< global clocks between evaluations (0: only the final one)
   uint64_t seed = 1;
   std::string metrics;            ///< a JSONL file of events ("" none)

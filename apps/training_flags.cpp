@@ -39,7 +39,8 @@ namespace {
 constexpr const char* model_default_flags[] = {"optimizer", "lr",    "momentum",
                                                "batch",     "epochs", "table-optimizer",
                                                "table-lr",  "admit-after",
-                                               "evict-after", "max-rows-per-shard"};
+                                               "evict-after", "max-rows-per-shard",
+                                               "admission-memory"};
 
 constexpr int fashion_mnist_train_rows = 60000;
 // Bounds that keep a typo from running away (memory, threads, a diverged model that exits 0);
@@ -49,6 +50,7 @@ constexpr int max_batch = 1 << 20;
 constexpr double max_epochs = 1e6;
 constexpr double max_learning_rate = 100;  // every optimizer here diverges far below it
 constexpr double max_timeout_s = 7 * 24 * 3600;
+constexpr int64_t max_admission_memory = int64_t(1) << 40;
 
 constexpr int fashion_mnist_classes = 10;
 
@@ -97,6 +99,7 @@ void set_table_flags(const training_flags& o, const training_settings& settings,
                       : o.given.count("admit-after")   ? "--admit-after"
                       : o.given.count("evict-after")   ? "--evict-after"
                       : o.given.count("max-rows-per-shard") ? "--max-rows-per-shard"
+                      : o.given.count("admission-memory") ? "--admission-memory"
                                                        : nullptr;
   if (typed && model.sparse_tables.empty())
     throw usage_error(std::string(typed) + ": --model " + o.model + " has no sparse tables");
@@ -114,9 +117,16 @@ void set_table_flags(const training_flags& o, const training_settings& settings,
   if (o.given.count("max-rows-per-shard"))
     require(o.max_rows_per_shard >= 0, "max-rows-per-shard", o.max_rows_per_shard,
             "must be a number of rows (0: no bound)");
+  if (o.given.count("admission-memory"))
+    require(o.admission_memory >= 0 && o.admission_memory <= max_admission_memory,
+            "admission-memory", o.admission_memory,
+            "must be a number of bytes up to 2^40 (0: exact counters)");
   try {
     apply_table_settings(settings, model);
   } catch (const std::invalid_argument& e) {
+    // The sketch's own refusals (its size, the admission it needs) name its flag.
+    if (o.given.count("admission-memory") && std::strstr(e.what(), "admission_memory"))
+      typed = "--admission-memory";
     throw usage_error(std::string(typed ? typed : "--model " + o.model) + ": " + e.what());
   }
 }
@@ -145,6 +155,7 @@ training_choices chosen_by(const training_flags& o) {
   if (typed("admit-after")) c.admit_after = o.admit_after;
   if (typed("evict-after")) c.evict_after = o.evict_after;
   if (typed("max-rows-per-shard")) c.max_rows = o.max_rows_per_shard;
+  if (typed("admission-memory")) c.admission_memory = o.admission_memory;
   return c;
 }
 
@@ -247,6 +258,11 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("max-rows-per-shard", po::value(&o.max_rows_per_shard),
      "N: each sparse table keeps about N rows per shard at most, evicting the least recently "
      "pushed (approximately, by a sweep between requests); 0: no bound (the default)")
+    ("admission-memory", po::value(&o.admission_memory),
+     "BYTES: each sparse table's keys awaiting admission (--admit-after 2..255) are counted in a "
+     "count-min sketch of at most BYTES per shard, which may admit a key early and forgets by "
+     "halving; 0: an exact counter per key (the default), dropped after --evict-after quiet "
+     "clocks")
     ("threads", po::value(&o.threads)->default_value(o.threads),
      "CAF scheduler threads (0: one per core); workers and the evaluator have their own")
     ("slow", po::value(&o.slow)->composing(),
@@ -707,7 +723,9 @@ int print_summary(const run_summary& s) {
       if (shard.rows_evicted > 0)
         std::printf(", %llu evicted", static_cast<unsigned long long>(shard.rows_evicted));
       if (shard.pending_keys > 0)
-        std::printf(", %llu keys pending", static_cast<unsigned long long>(shard.pending_keys));
+        std::printf(", %llu keys pending in %.1f KiB",
+                    static_cast<unsigned long long>(shard.pending_keys),
+                    double(shard.admission_bytes) / 1024);
       std::printf(", %.1f MiB);", double(shard.table_bytes) / (1 << 20));
     }
     std::printf("\n");

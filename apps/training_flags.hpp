@@ -52,6 +52,7 @@ struct training_flags {
   int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
   int64_t evict_after = -1;        ///< --evict-after; -1 keeps each sparse table's own
   int64_t max_rows_per_shard = -1; ///< --max-rows-per-shard; -1 keeps each sparse table's own
+  int64_t admission_memory = -1;   ///< --admission-memory; -1 keeps each sparse table's own
   value_bounds bounds;             ///< --max-gradient, --max-parameter (apps/value_bound_flags.hpp)
   std::string wire_precision = "fp32";  ///< --wire-precision: fp32 | bf16 (workers' pushes)
   std::string tensorboard;         ///< --tensorboard DIR: TensorBoard event files ("" none)

@@ -61,6 +61,7 @@ struct SparseTableSpec {
   evictAfter @14 :UInt32;      # 0: rows stay; C: a row not pushed for C global clocks goes
   maxRows @15 :UInt64;         # 0: no bound; N: a shard evicts the least recently pushed
                                # rows beyond N (approximately: see sparse_table::sweep)
+  admissionMemory @16 :UInt64; # 0: exact pending counts; B: a count-min sketch of B bytes
 }
 
 # One named dense tensor: row-major float32 of the given shape.
@@ -238,6 +239,17 @@ struct SparseTableState {
   pendingCounts @7 :Data;      # uint32 per pending key
   clocks @8 :Data;             # uint32 per key: the global clock of its last push; empty in
                                # checkpoints written before rows recorded it
+  admission @9 :AdmissionState;  # what admission holds beyond pendingKeys and pendingCounts
+}
+
+# A sparse table's pending admission counts beyond the exact keys and counts
+# (kernels/sparse/admission_sketch.hpp).
+struct AdmissionState {
+  pendingClocks @0 :Data;      # uint32 per pending key: its last push's global clock; empty
+                               # unless the table evicts (evictAfter)
+  sketchDepth @1 :UInt32;      # 0: exact counts, no sketch
+  sketchDecayAt @2 :UInt64;    # the counter the next add halves
+  sketchCounters @3 :Data;     # uint8, depth x width, row after row
 }
 
 # The run's part of a checkpoint (file run.capnp), written by the chief.

@@ -154,6 +154,7 @@ def run_scrape(binary: str, tmp: str) -> int:
         binary, "chief", *common, "--task", "chief:0", "--model", "lr",
         "--dataset", f"criteo:{data}/train.tsv", "--test", f"{data}/test.tsv",
         "--steps", str(steps), "--batch", "32", "--eval-every", "0", "--no-progress",
+        "--admit-after", "2", "--admission-memory", "4096",
         "--request-timeout", "100", "--metrics", metrics, "--prometheus-port", str(chief_prom),
         *sum([["--slow", f"worker:{w}=25"] for w in range(workers)], [])])
 
@@ -220,6 +221,10 @@ def run_scrape(binary: str, tmp: str) -> int:
         who = {"shard": str(i), "replica": "primary"}
         if value(ps, "actorps_shard_rows", table="0", **who) <= 0:
             fail(f"ps:{i} has no rows in its table", tmp)
+        # the sketch's bytes, its spec carried to the ps process: there, and within its budget
+        if not 0 < value(ps, "actorps_shard_admission_bytes", **who) <= 4096:
+            fail(f"ps:{i} holds {value(ps, 'actorps_shard_admission_bytes', **who)} bytes of "
+                 "admission counts, not 1..4096", tmp)
         pushes = value(ps, "actorps_shard_pushes", "_total", **who)
         if not 0 < pushes <= workers * steps:
             fail(f"ps:{i} accepted {pushes} pushes of {workers * steps}", tmp)

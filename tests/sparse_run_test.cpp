@@ -381,4 +381,59 @@ TEST_CASE("a shard killed mid-run comes back with its sparse rows, and ssp and a
   }
 }
 
+/// probe_run whose keys get a row on their third push, counted in a sketch of `memory` bytes
+/// (0: exactly), with rows and exact counts dropped after `evict` quiet clocks.
+static simulation_options admitting(simulation_options opts, uint64_t memory, uint32_t evict) {
+  auto& cfg = opts.chief.spec.model.sparse_tables.at(0).config;
+  cfg.admit_after = 3;
+  cfg.admission_memory = memory;
+  cfg.evict_after = evict;
+  return opts;
+}
+
+TEST_CASE("sync admission: sketch and quiet exact counts resume bit for bit, within the budget") {
+  constexpr int64_t n = 12;
+  constexpr uint64_t budget = 2048;
+  for (auto [memory, evict] : {std::pair<uint64_t, uint32_t>{budget, 0}, {0, 2}}) {
+    CAPTURE(memory);
+    scratch whole_dir, resumed_dir;
+    auto whole = simulate(admitting(probe_run(consistency::sync, 2, 2 * n, whole_dir.path, n),
+                                    memory, evict));
+    REQUIRE(whole);
+    auto opts = admitting(probe_run(consistency::sync, 2, 2 * n, resumed_dir.path, n), memory,
+                          evict);
+    opts.chief.checkpoints.resume =
+      load_newest_checkpoint(fs::path(whole_dir.path) / checkpoint_dir_name(n));
+    auto resumed = simulate(std::move(opts));
+    REQUIRE(resumed);
+    CHECK(resumed->resumed_from == n);
+    uint64_t rows = 0, pending = 0;
+    for (const auto& s : whole->shard_stats_list) {
+      rows += s.table_rows.at(0);
+      pending += s.pending_keys;
+      CHECK(s.admission_bytes > 0);
+      if (memory > 0) CHECK(s.admission_bytes <= memory);  // the shard's own account
+    }
+    CHECK(rows > 10);                     // keys pushed thrice got rows
+    if (memory == 0) CHECK(rows < 40);    // not every key kept one: quiet ones left
+    if (memory > 0) CHECK(pending > 0);   // the sketch holds counts still
+    auto a = checkpoint_bytes(whole_dir.path), b = checkpoint_bytes(resumed_dir.path);
+    REQUIRE(a.size() == 2);
+    CHECK(a == b);
+    // The checkpoint holds the admission state: the sketch, or exact counts with their clocks.
+    for (const auto& file : load_newest_checkpoint(whole_dir.path).shards) {
+      auto saved = decode_shard_checkpoint(file);
+      REQUIRE(saved);
+      const auto& t = saved->sparse.at(0);
+      if (memory > 0) {
+        CHECK(t.sketch.depth == admission_sketch::default_depth);
+        CHECK(t.sketch.counters.size() + sizeof(admission_sketch) <= memory);
+      } else {
+        CHECK(t.sketch.depth == 0);
+        CHECK(t.pending_clocks.size() == t.pending_keys.size());
+      }
+    }
+  }
+}
+
 } // namespace actorps

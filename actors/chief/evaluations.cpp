@@ -12,6 +12,39 @@ namespace actorps::chief_detail {
 
 namespace {
 
+/// With sparse tables: asks every shard for its figures and writes them as a "tables" event
+/// (rows per shard and table, pending admission keys and their bytes, table bytes), which the
+/// progress line shows too. Training goes on meanwhile; a shard that does not answer (lost)
+/// leaves this one out.
+void record_tables(self_ptr self, int64_t clock) {
+  if (self->state.cfg.spec.model.sparse_tables.empty()) return;
+  ask_all_shards<shard_stats>(
+    self,
+    [=](std::vector<shard_stats> stats) {
+      auto& st = self->state;
+      std::vector<std::vector<uint64_t>> rows;
+      std::vector<uint64_t> pending, admission, bytes;
+      int64_t total = 0;
+      for (const auto& s : stats) {
+        rows.push_back(s.table_rows);
+        for (auto r : s.table_rows) total += static_cast<int64_t>(r);
+        pending.push_back(s.pending_keys);
+        admission.push_back(s.admission_bytes);
+        bytes.push_back(s.table_bytes);
+      }
+      st.last_sparse_rows = total;
+      st.metrics->write(json_object()
+                          .add("event", "tables")
+                          .add("eval_clock", clock)  // not "clock": no TensorBoard step
+                          .add("sparse_rows", rows)
+                          .add("pending_keys", pending)
+                          .add("admission_bytes", admission)
+                          .add("table_bytes", bytes)
+                          .add("wall_s", st.elapsed()));
+    },
+    [](caf::error&) {}, stats_atom::value);
+}
+
 void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
   auto& st = self->state;
   st.last_accuracy = report.test_accuracy;
@@ -35,6 +68,7 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
                       .add("wall_s", st.elapsed()));
   st.metrics->flush();
   st.progress->show(progress_text(st), true);
+  if (!final_eval) record_tables(self, report.clock);
 }
 
 /// A periodic evaluation has ended (reported or abandoned): what waited for it goes on.

@@ -344,7 +344,8 @@ caf::result<run_summary> start_run(self_ptr self) {
         .add("table_learning_rate", double(table.optimizer.learning_rate))
         .add("admit_after", static_cast<int64_t>(table.admit_after))
         .add("evict_after", static_cast<int64_t>(table.evict_after))
-        .add("max_rows_per_shard", static_cast<uint64_t>(table.max_rows));
+        .add("max_rows_per_shard", static_cast<uint64_t>(table.max_rows))
+        .add("admission_memory", static_cast<uint64_t>(table.admission_memory));
     }
     start.add("settings_given", settings.given);  // the rest are the model's defaults
   }

@@ -101,15 +101,17 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
     // Per shard: the rows now and at their most (per table), the rows evicted, the keys
     // waiting for admission, and the bytes the tables hold.
     std::vector<std::vector<uint64_t>> peak;
-    std::vector<uint64_t> evicted, pending, bytes;
+    std::vector<uint64_t> evicted, pending, bytes, admission;
     for (const auto& s : sum.shard_stats_list) {
       peak.push_back(s.table_rows_peak);
       evicted.push_back(s.rows_evicted);
       pending.push_back(s.pending_keys);
       bytes.push_back(s.table_bytes);
+      admission.push_back(s.admission_bytes);
     }
     event.add("sparse_rows", table_rows(sum)).add("sparse_rows_peak", peak)
-      .add("rows_evicted", evicted).add("pending_keys", pending).add("table_bytes", bytes);
+      .add("rows_evicted", evicted).add("pending_keys", pending).add("table_bytes", bytes)
+      .add("admission_bytes", admission);
   }
   if (!sum.stopped_by.empty())
     event.add("stopped_by", sum.stopped_by).add("stopped_at", sum.stopped_at);

@@ -62,13 +62,17 @@ std::string progress_text(const chief_state& st) {
     std::snprintf(acc, sizeof acc, "test auc %.4f", st.last_auc);
   else if (st.last_accuracy >= 0)
     std::snprintf(acc, sizeof acc, "test acc %.4f", st.last_accuracy);
+  // With sparse tables, their rows over every shard at the last evaluation (record_tables).
+  char rows[32] = "";
+  if (st.last_sparse_rows >= 0)
+    std::snprintf(rows, sizeof rows, " rows %lld", static_cast<long long>(st.last_sparse_rows));
   // Single spaces: the figures that matter most (up to the test accuracy) fit 80 columns, where
   // the console cuts the line (actors/protocol/console.hpp).
   std::snprintf(buf, sizeof buf,
-                "epoch %5.2f clock %6lld/%lld %7.0f samples/s loss %.4f %s max staleness %lld %s",
+                "epoch %5.2f clock %6lld/%lld %7.0f samples/s loss %.4f %s%s max staleness %lld %s",
                 double(clock) / double(st.steps_per_epoch()), static_cast<long long>(clock),
                 static_cast<long long>(st.cfg.steps), elapsed > 0 ? st.samples / elapsed : 0.0,
-                n ? loss / n : 0.0, acc, static_cast<long long>(st.max_staleness),
+                n ? loss / n : 0.0, acc, rows, static_cast<long long>(st.max_staleness),
                 backends_text(st).c_str());
   return buf;
 }

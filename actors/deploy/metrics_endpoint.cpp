@@ -287,6 +287,9 @@ private:
                           "Sparse rows evicted (--evict-after, --max-rows-per-shard)", T::Counter);
     auto pending = family("actorps_shard_pending_keys",
                           "Keys counted for admission, without a row yet", T::Gauge);
+    auto admission_bytes = family("actorps_shard_admission_bytes",
+                                  "Memory the counts of keys pending admission hold "
+                                  "(--admission-memory bounds it)", T::Gauge);
     auto link_bytes = family("actorps_shard_link_bytes_total",
                              "Bytes on the shard's links: pushes received (direction: in, wire "
                              "bytes), state and pushes sent to its standby (direction: standby)",
@@ -329,6 +332,7 @@ private:
               add_value(table_bytes, who, double(s.table_bytes));
               add_value(evicted, who, double(s.rows_evicted));
               add_value(pending, who, double(s.pending_keys));
+              add_value(admission_bytes, who, double(s.admission_bytes));
             }
             add_value(link_bytes, with("direction", "in"), double(s.pushed_bytes));
             add_value(link_bytes, with("direction", "standby"), double(s.replicated_bytes));
@@ -338,7 +342,7 @@ private:
           [&](const caf::error&) {});  // stopped meanwhile, or too busy: not in this scrape
     }
     for (auto* f : {&pushes, &pulls, &held, &updates, &refusals, &rows, &rows_peak, &table_bytes,
-                    &evicted, &pending, &link_bytes, &min_clock, &max_staleness})
+                    &evicted, &pending, &admission_bytes, &link_bytes, &min_clock, &max_staleness})
       if (!f->metric.empty()) out.push_back(std::move(*f));
   }
 

@@ -43,6 +43,7 @@ training_settings resolve_training(const std::string& model, const training_defa
   take(chosen.admit_after, v.admit_after, "admit-after");
   take(chosen.evict_after, v.evict_after, "evict-after");
   take(chosen.max_rows, v.max_rows, "max-rows-per-shard");
+  take(chosen.admission_memory, v.admission_memory, "admission-memory");
   return s;
 }
 
@@ -64,11 +65,10 @@ void apply_table_settings(const training_settings& s, model_spec& spec) {
     if (s.values.admit_after != -1) cfg.admit_after = static_cast<uint32_t>(s.values.admit_after);
     if (s.values.evict_after != -1) cfg.evict_after = static_cast<uint32_t>(s.values.evict_after);
     if (s.values.max_rows != -1) cfg.max_rows = static_cast<uint64_t>(s.values.max_rows);
-    try {
-      validate_row_optimizer(cfg.optimizer);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("table " + table.name + ": " + e.what());
-    }
+    if (s.values.admission_memory != -1)
+      cfg.admission_memory = static_cast<uint64_t>(s.values.admission_memory);
+    if (auto why = invalid_table_config(cfg); !why.empty())
+      throw std::invalid_argument("table " + table.name + ": " + why);
   }
 }
 
@@ -85,6 +85,8 @@ std::string describe(const training_settings& s, const model_spec& spec) {
             + " admit_after=" + std::to_string(table.admit_after);
     if (table.evict_after > 0) line += " evict_after=" + std::to_string(table.evict_after);
     if (table.max_rows > 0) line += " max_rows_per_shard=" + std::to_string(table.max_rows);
+    if (table.admission_memory > 0)
+      line += " admission_memory=" + std::to_string(table.admission_memory);
   }
   if (s.given.empty()) return line + " (the model's defaults)";
   line += " (the model's defaults; given:";

@@ -27,6 +27,7 @@ struct training_defaults {
   int64_t admit_after = -1; ///< every sparse table's admission count; -1: each table's own
   int64_t evict_after = -1; ///< every sparse table's eviction (clocks); -1: each table's own
   int64_t max_rows = -1;    ///< every sparse table's rows per shard; -1: each table's own
+  int64_t admission_memory = -1;  ///< every sparse table's sketch bytes; -1: each table's own
 };
 
 /// What the user chose (a flag typed, an option set); a field left empty takes the model's.
@@ -42,6 +43,7 @@ struct training_choices {
   std::optional<int64_t> admit_after;      ///< -1: each table's own
   std::optional<int64_t> evict_after;      ///< -1: each table's own; 0: none
   std::optional<int64_t> max_rows;         ///< -1: each table's own; 0: no bound
+  std::optional<int64_t> admission_memory; ///< -1: each table's own; 0: exact counters
 };
 
 /// The settings a run uses, and which of them the user chose.
@@ -62,9 +64,10 @@ training_settings resolve_training(const std::string& model, const training_defa
 /// momentum.
 optimizer_config dense_optimizer(const training_settings& settings, optimizer_config base = {});
 
-/// Sets every sparse table of `spec` to the settings' table optimizer (its own defaults), rate
-/// and admission count, where set; a table keeps its own otherwise. Throws
-/// std::invalid_argument naming the table when the result is not a valid row optimizer.
+/// Sets every sparse table of `spec` to the settings' table optimizer (its own defaults), rate,
+/// admission, eviction and admission memory, where set; a table keeps its own otherwise.
+/// Throws std::invalid_argument naming the table when the result is not a valid table
+/// (invalid_table_config).
 void apply_table_settings(const training_settings& settings, model_spec& spec);
 
 /// The settings in effect on one line, the tables' as `spec` holds them (after

@@ -31,6 +31,7 @@ training_settings settings_of(const train_options& o, const model_plugin& model)
   chosen.admit_after = o.admit_after;
   chosen.evict_after = o.evict_after;
   chosen.max_rows = o.max_rows_per_shard;
+  chosen.admission_memory = o.admission_memory;
   return resolve_training(model.spec().name, model.defaults(), chosen);
 }
 
@@ -59,6 +60,9 @@ caf::expected<train_spec> spec_of(const train_options& o, const training_setting
                       "table's own)");
   if (settings.values.max_rows < -1)
     return bad_option("max_rows_per_shard must be 0 (no bound) or more (or -1: each table's own)");
+  if (settings.values.admission_memory < -1)
+    return bad_option("admission_memory must be 0 (exact counters) or a number of bytes (or -1: "
+                      "each table's own)");
   auto tensors = model.spec();
   try {
     apply_table_settings(settings, tensors);

@@ -137,6 +137,8 @@ struct shard_stats {
                                           ///< shard's tables were installed: init or restore)
   uint64_t rows_evicted = 0;         ///< sparse rows evicted (--evict-after, --max-rows-per-shard)
   uint64_t pending_keys = 0;         ///< keys counted for admission, without a row yet
+                                     ///< (with --admission-memory: the sketch's estimate)
+  uint64_t admission_bytes = 0;      ///< memory the pending admission counts hold (of table_bytes)
 };
 
 template <class Inspector>
@@ -147,7 +149,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
            x.max_gradient, x.refused_unauthorised, x.pushes_deduplicated, x.replicated_bytes,
            x.pushed_bytes, x.replies_streamed, x.pushes_streamed, x.pushes_cut,
            x.pushes_declined, x.norms_refused, x.max_norm_ratio, x.table_rows_peak,
-           x.rows_evicted, x.pending_keys);
+           x.rows_evicted, x.pending_keys, x.admission_bytes);
 }
 
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,

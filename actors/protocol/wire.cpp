@@ -348,6 +348,13 @@ read_sparse(capnp::List<wire::SparseRows>::Reader list) {
   return out;
 }
 
+/// Segment words of a table's AdmissionState: the struct and its two arrays.
+std::size_t admission_state_bound(const sparse_table_rows& t) {
+  return wire::AdmissionState::_capnpPrivate::dataWordSize
+         + wire::AdmissionState::_capnpPrivate::pointerCount
+         + words_for(4 * t.pending_clocks.size()) + words_for(t.sketch.counters.size());
+}
+
 /// Segment words of the SparseTableState list for `tables`: its elements (a data word and a
 /// pointer per array) and each array padded to words.
 std::size_t table_states_bound(const std::vector<sparse_table_rows>& tables) {
@@ -358,13 +365,26 @@ std::size_t table_states_bound(const std::vector<sparse_table_rows>& tables) {
     words += words_for(8 * t.keys.size()) + words_for(4 * t.values.size())
              + words_for(4 * t.state.size()) + words_for(4 * t.touches.size())
              + words_for(4 * t.steps.size()) + words_for(8 * t.pending_keys.size())
-             + words_for(4 * t.pending_counts.size()) + words_for(4 * t.clocks.size());
+             + words_for(4 * t.pending_counts.size()) + words_for(4 * t.clocks.size())
+             + admission_state_bound(t);
   return words;
 }
 
 template <class T>
 void copy_into(capnp::Data::Builder data, const std::vector<T>& from) {
   copy_payload(data.begin(), from.data(), from.size() * sizeof(T));
+}
+
+/// Writes a table's admission state (every checkpoint of it goes through here): the exact
+/// pending keys and counts, and the AdmissionState section (their clocks, or the sketch).
+void write_admission_state(wire::SparseTableState::Builder out, const sparse_table_rows& t) {
+  copy_into(out.initPendingKeys(8 * t.pending_keys.size()), t.pending_keys);
+  copy_into(out.initPendingCounts(4 * t.pending_counts.size()), t.pending_counts);
+  auto admission = out.initAdmission();
+  copy_into(admission.initPendingClocks(4 * t.pending_clocks.size()), t.pending_clocks);
+  admission.setSketchDepth(t.sketch.depth);
+  admission.setSketchDecayAt(t.sketch.decay_at);
+  copy_into(admission.initSketchCounters(t.sketch.counters.size()), t.sketch.counters);
 }
 
 /// Writes checkpoint tables into a message zeroed in full (so no padding to clear).
@@ -379,9 +399,8 @@ void write_table_states(capnp::List<wire::SparseTableState>::Builder list,
     copy_into(out.initState(4 * t.state.size()), t.state);
     copy_into(out.initTouches(4 * t.touches.size()), t.touches);
     copy_into(out.initSteps(4 * t.steps.size()), t.steps);
-    copy_into(out.initPendingKeys(8 * t.pending_keys.size()), t.pending_keys);
-    copy_into(out.initPendingCounts(4 * t.pending_counts.size()), t.pending_counts);
     copy_into(out.initClocks(4 * t.clocks.size()), t.clocks);
+    write_admission_state(out, t);
   }
 }
 
@@ -409,9 +428,13 @@ read_table_states(capnp::List<wire::SparseTableState>::Reader list) {
         || !copy_out(t.getState(), o.state) || !copy_out(t.getTouches(), o.touches)
         || !copy_out(t.getSteps(), o.steps) || !copy_out(t.getPendingKeys(), o.pending_keys)
         || !copy_out(t.getPendingCounts(), o.pending_counts)
-        || !copy_out(t.getClocks(), o.clocks))
+        || !copy_out(t.getClocks(), o.clocks)
+        || !copy_out(t.getAdmission().getPendingClocks(), o.pending_clocks)
+        || !copy_out(t.getAdmission().getSketchCounters(), o.sketch.counters))
       return make_error(errc::malformed_message,
                         "sparse table state " + std::to_string(i) + ": an array of partial items");
+    o.sketch.depth = t.getAdmission().getSketchDepth();
+    o.sketch.decay_at = t.getAdmission().getSketchDecayAt();
   }
   return out;
 }
@@ -459,6 +482,7 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
     w.setL2(o.l2);
     w.setEvictAfter(t.config.evict_after);
     w.setMaxRows(t.config.max_rows);
+    w.setAdmissionMemory(t.config.admission_memory);
   }
   model.setBlockFloats(spec.block_floats);
   model.setNumShards(static_cast<uint32_t>(spec.shards));
@@ -523,6 +547,7 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
     c.optimizer.l2 = t.getL2();
     c.evict_after = t.getEvictAfter();
     c.max_rows = t.getMaxRows();
+    c.admission_memory = t.getAdmissionMemory();
     spec.model.sparse_tables.push_back(std::move(table));
   }
   if (auto why = invalid_model(spec.model); !why.empty())

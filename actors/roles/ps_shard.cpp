@@ -286,6 +286,7 @@ shard_stats on_stats(const ps_shard_state& st) {
   stats.table_rows_peak = st.tables.peak_rows();
   stats.rows_evicted = st.tables.evicted();
   stats.pending_keys = st.tables.pending();
+  stats.admission_bytes = st.tables.admission_bytes();
   return stats;
 }
 

@@ -206,6 +206,12 @@ uint64_t shard_tables::pending() const {
   return n;
 }
 
+uint64_t shard_tables::admission_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& t : tables_) bytes += t.admission_bytes();
+  return bytes;
+}
+
 uint64_t shard_tables::memory_bytes() const {
   uint64_t bytes = 0;
   for (const auto& t : tables_) bytes += t.memory_bytes();

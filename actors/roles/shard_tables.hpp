@@ -90,6 +90,8 @@ public:
   /// Rows evicted and keys pending admission, over every table.
   uint64_t evicted() const;
   uint64_t pending() const;
+  /// Bytes the pending admission counts hold, over every table (part of memory_bytes).
+  uint64_t admission_bytes() const;
 
 private:
   struct kept_push {

@@ -47,7 +47,8 @@ model_spec make_model(const std::vector<py::object>& tensors,
 sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::string& init,
                              float scale, const std::string& optimizer, std::optional<float> lr,
                              uint32_t admit_after, std::optional<float> initial_accumulator,
-                             uint32_t evict_after, uint64_t max_rows_per_shard) {
+                             uint32_t evict_after, uint64_t max_rows_per_shard,
+                             uint64_t admission_memory) {
   sparse_table_spec t;
   t.name = name;
   t.config.dim = dim;
@@ -60,6 +61,7 @@ sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::s
   t.config.admit_after = admit_after;
   t.config.evict_after = evict_after;
   t.config.max_rows = max_rows_per_shard;
+  t.config.admission_memory = admission_memory;
   if (auto why = invalid_table_config(t.config); !why.empty())
     throw py::value_error("SparseTable " + name + ": " + why);
   return t;
@@ -74,11 +76,14 @@ void bind_model_spec(py::module_& m) {
                                 "Adagrad's, None: its default; evict_after: a row not pushed for "
                                 "that many global clocks goes, 0: never; max_rows_per_shard: "
                                 "about that many rows per shard at most, the least recently "
-                                "pushed evicted, 0: no bound).")
+                                "pushed evicted, 0: no bound; admission_memory: bytes per shard "
+                                "of a count-min sketch counting keys awaiting admission, 0: "
+                                "exact counters).")
     .def(py::init(&make_table), py::arg("name"), py::arg("dim"), py::arg("init") = "zeros",
          py::arg("scale") = 0.0f, py::arg("optimizer") = "adagrad", py::arg("lr") = py::none(),
          py::arg("admit_after") = 0, py::arg("initial_accumulator") = py::none(),
-         py::arg("evict_after") = 0, py::arg("max_rows_per_shard") = 0)
+         py::arg("evict_after") = 0, py::arg("max_rows_per_shard") = 0,
+         py::arg("admission_memory") = 0)
     .def_property_readonly("name", [](const sparse_table_spec& t) { return t.name; })
     .def_property_readonly("dim", [](const sparse_table_spec& t) { return t.config.dim; });
 

@@ -50,6 +50,13 @@ uint32_t clock32(int64_t clock) {
            : static_cast<uint32_t>(clock);
 }
 
+/// Capacity in `v` for `more` elements beyond its size, growing by doubling.
+template <class T>
+void reserve_room(std::vector<T>& v, std::size_t more) {
+  if (v.size() + more > v.capacity())
+    v.reserve(std::max({std::size_t(64), 2 * v.capacity(), v.size() + more}));
+}
+
 /// max_rows: the ages a pass counts one by one; older rows share the last count.
 constexpr std::size_t counted_ages = 1 << 16;
 
@@ -107,13 +114,28 @@ sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32
   stride_ = cfg.dim * (1 + slots_) + 1;  // checked to fit
   rows_per_page_ = static_cast<uint32_t>(
     std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));
+  if (cfg.admission_memory > 0)
+    sketch_ = std::make_unique<admission_sketch>(cfg.admission_memory,
+                                                 splitmix64_mix(seed) ^ table);
+}
+
+std::size_t sparse_table::pending() const {
+  if (!sketch_) return pending_.size();
+  return (sketch_->nonzero() + admission_sketch::default_depth - 1)
+         / admission_sketch::default_depth;
+}
+
+std::size_t sparse_table::admission_bytes() const {
+  if (sketch_) return sketch_->memory_bytes();
+  return map_bytes(pending_) + pending_keys_.capacity() * sizeof(uint64_t) +
+         pending_clocks_.capacity() * sizeof(uint32_t);
 }
 
 std::size_t sparse_table::memory_bytes() const {
   const std::size_t page_bytes = std::size_t(rows_per_page_) * stride_ * sizeof(float);
   return sizeof(*this) + pages_.size() * page_bytes +
          pages_.capacity() * sizeof(decltype(pages_)::value_type) + map_bytes(index_) +
-         map_bytes(pending_) + steps_.capacity() * sizeof(uint32_t) +
+         admission_bytes() + steps_.capacity() * sizeof(uint32_t) +
          keys_.capacity() * sizeof(uint64_t) +
          ages_.capacity() * sizeof(uint64_t);
 }
@@ -163,12 +185,8 @@ void sparse_table::create_row(uint64_t key, uint32_t index) {
 }
 
 void sparse_table::reserve_rows(std::size_t more) {
-  auto room = [more](auto& v) {
-    if (v.size() + more > v.capacity())
-      v.reserve(std::max({std::size_t(64), 2 * v.capacity(), v.size() + more}));
-  };
-  if (cfg_.optimizer.kind == row_optimizer_kind::adam) room(steps_);
-  if (evicting()) room(keys_);
+  if (cfg_.optimizer.kind == row_optimizer_kind::adam) reserve_room(steps_, more);
+  if (evicting()) reserve_room(keys_, more);
 }
 
 void sparse_table::remove_row(uint32_t index) {
@@ -225,9 +243,8 @@ bool sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale)
   uint32_t touches = 0;  // bumped to 1 by update_row; with admission, to admit_after
   auto counted = pending_.end();
   if (cfg_.admit_after > 1 && !index_.contains(key)) {
-    counted = pending_.try_emplace(key, 0).first;
-    if (++counted->second < cfg_.admit_after) return true;  // not admitted: gradient dropped
-    touches = counted->second - 1;
+    if (count_pending(key, counted) < cfg_.admit_after) return true;  // gradient dropped
+    touches = cfg_.admit_after - 1;
   }
   // Every allocation before the map changes, so a throw leaves no key without its row.
   const auto index = static_cast<uint32_t>(index_.size());
@@ -240,9 +257,48 @@ bool sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale)
     if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
     set_row_clock(index, clock_);
     if (evicting()) keys_.push_back(key);
-    if (counted != pending_.end()) pending_.erase(counted);
+    if (counted != pending_.end()) erase_pending(counted);
   }
   return update_row(slot->second, grad, lr_scale);
+}
+
+uint32_t sparse_table::count_pending(uint64_t key,
+                                     absl::flat_hash_map<uint64_t, pending_ref>::iterator& entry) {
+  if (sketch_) return sketch_->add(key);
+  const bool clocked = pending_clocked();
+  if (clocked) {  // room first: a throw after the map changed would leave an entry without them
+    reserve_room(pending_keys_, 1);
+    reserve_room(pending_clocks_, 1);
+  }
+  auto [it, fresh] =
+    pending_.try_emplace(key, pending_ref{0, static_cast<uint32_t>(pending_keys_.size())});
+  if (clocked) {
+    if (fresh) {
+      pending_keys_.push_back(key);
+      pending_clocks_.push_back(clock_);
+    } else {
+      // Quiet for evict_after clocks: counted anew, whether or not the sweep removed it yet.
+      if (pending_stale(it->second.index, clock_)) it->second.count = 0;
+      pending_clocks_[it->second.index] = std::max(pending_clocks_[it->second.index], clock_);
+    }
+  }
+  entry = it;
+  return ++it->second.count;
+}
+
+void sparse_table::erase_pending(absl::flat_hash_map<uint64_t, pending_ref>::iterator entry) {
+  if (pending_clocked()) {
+    const uint32_t index = entry->second.index;
+    const auto last = static_cast<uint32_t>(pending_keys_.size() - 1);
+    if (index != last) {
+      pending_keys_[index] = pending_keys_[last];
+      pending_clocks_[index] = pending_clocks_[last];
+      pending_.find(pending_keys_[index])->second.index = index;
+    }
+    pending_keys_.pop_back();
+    pending_clocks_.pop_back();
+  }
+  pending_.erase(entry);
 }
 
 std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
@@ -337,9 +393,23 @@ sweep_result sparse_table::sweep(int64_t now, std::size_t budget) {
     if (bounded) ++ages_[std::min<std::size_t>(age, counted_ages - 1)];
     ++sweep_at_;
   }
-  done.pass_done = sweep_at_ >= index_.size();
+  // Then the exact pending counts gone quiet, once the rows' pass is through.
+  const bool rows_done = sweep_at_ >= index_.size();
+  if (rows_done && pending_clocked()) {
+    while (done.examined < budget && pending_sweep_at_ < pending_keys_.size()) {
+      ++done.examined;
+      if (pending_stale(pending_sweep_at_, at)) {
+        erase_pending(pending_.find(pending_keys_[pending_sweep_at_]));  // the last moves here
+        ++done.pending_dropped;
+        continue;
+      }
+      ++pending_sweep_at_;
+    }
+  }
+  done.pass_done = rows_done && pending_sweep_at_ >= pending_keys_.size();
   if (done.pass_done) {
     sweep_at_ = 0;
+    pending_sweep_at_ = 0;
     if (bounded) plan_row_bound(at);
   }
   return done;
@@ -417,12 +487,19 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     out.clocks.push_back(row_clock(ref.index));
     if (adam) out.steps.push_back(steps_[ref.index]);
   }
-  std::vector<std::pair<uint64_t, uint32_t>> pending(pending_.begin(), pending_.end());
-  std::sort(pending.begin(), pending.end());
-  for (const auto& [key, count] : pending) {
+  std::vector<std::pair<uint64_t, pending_ref>> pending;
+  pending.reserve(pending_.size());
+  const bool clocked = pending_clocked();
+  for (const auto& entry : pending_)
+    if (!(clocked && pending_stale(entry.second.index, at))) pending.push_back(entry);
+  std::sort(pending.begin(), pending.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [key, ref] : pending) {
     out.pending_keys.push_back(key);
-    out.pending_counts.push_back(count);
+    out.pending_counts.push_back(ref.count);
+    if (clocked) out.pending_clocks.push_back(pending_clocks_[ref.index]);
   }
+  if (sketch_) out.sketch = sketch_->save();
   return out;
 }
 
@@ -441,6 +518,21 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   sizes("import_rows: steps", in.steps.size(), adam ? n : 0);
   if (!in.clocks.empty()) sizes("import_rows: clocks", in.clocks.size(), n);
   sizes("import_rows: pending_counts", in.pending_counts.size(), in.pending_keys.size());
+  if (!in.pending_clocks.empty())
+    sizes("import_rows: pending_clocks", in.pending_clocks.size(), in.pending_keys.size());
+  require(!sketch_ || in.pending_keys.empty(),
+          "import_rows: exact pending counts for a table whose counts are a sketch "
+          "(admission_memory)");
+  require(sketch_ || in.sketch.depth == 0,
+          "import_rows: an admission sketch for a table that counts exactly "
+          "(admission_memory 0)");
+  if (sketch_) {
+    require(in.sketch.depth > 0, "import_rows: no admission sketch for a table with one "
+                                 "(admission_memory " + std::to_string(cfg_.admission_memory) +
+                                 ")");
+    auto why = sketch_->mismatch(in.sketch);
+    require(why.empty(), "import_rows: " + why);
+  }
   for (std::size_t r = 1; r < n; ++r) {
     require(in.keys[r - 1] < in.keys[r],
             "import_rows: keys are not strictly ascending at row " + std::to_string(r));
@@ -476,15 +568,29 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
     fresh.index_.emplace(in.keys[r], row_ref{index, in.touches[r]});
   }
   fresh.pending_.reserve(in.pending_keys.size());
-  for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
-    fresh.pending_.emplace(in.pending_keys[p], in.pending_counts[p]);
+  const bool clocked = pending_clocked();
+  if (clocked) {
+    fresh.pending_keys_.assign(in.pending_keys.begin(), in.pending_keys.end());
+    if (in.pending_clocks.empty())
+      fresh.pending_clocks_.assign(in.pending_keys.size(), clock32(clock));
+    else
+      fresh.pending_clocks_.assign(in.pending_clocks.begin(), in.pending_clocks.end());
   }
+  for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
+    fresh.pending_.emplace(in.pending_keys[p],
+                           pending_ref{in.pending_counts[p], static_cast<uint32_t>(p)});
+  }
+  if (fresh.sketch_) fresh.sketch_->restore(in.sketch);
   index_.swap(fresh.index_);
   pages_.swap(fresh.pages_);
   steps_.swap(fresh.steps_);
   pending_.swap(fresh.pending_);
+  pending_keys_.swap(fresh.pending_keys_);
+  pending_clocks_.swap(fresh.pending_clocks_);
+  sketch_.swap(fresh.sketch_);
   keys_.swap(fresh.keys_);
   sweep_at_ = 0;
+  pending_sweep_at_ = 0;
   ages_.clear();
   evict_age_ = std::numeric_limits<uint32_t>::max();
   peak_rows_ = std::max(peak_rows_, index_.size());

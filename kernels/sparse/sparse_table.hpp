@@ -27,6 +27,7 @@
 //   table.read(keys, n, out);                             // never creates rows
 #pragma once
 
+#include "kernels/sparse/admission_sketch.hpp"
 #include "kernels/sparse/table_config.hpp"
 #include "kernels/value_bounds.hpp"
 
@@ -52,6 +53,12 @@ struct sparse_table_rows {
   std::vector<uint32_t> steps;           ///< Adam's per-row step; empty for other optimizers
   std::vector<uint64_t> pending_keys;    ///< strictly ascending, keys not admitted yet
   std::vector<uint32_t> pending_counts;  ///< pushes counted so far, in [1, admit_after)
+  /// The global clock of each pending key's last push; empty unless the table evicts
+  /// (evict_after), or from a checkpoint without them (import_rows takes its clock then).
+  std::vector<uint32_t> pending_clocks;
+  /// With admission_memory: the sketch holding the pending counts (pending_keys empty then);
+  /// depth 0: none.
+  admission_sketch_state sketch;
   /// The global clock of each key's last push (row metadata); empty: not recorded (a
   /// checkpoint written before rows had it), import_rows then takes the clock it is given.
   std::vector<uint32_t> clocks;
@@ -61,6 +68,7 @@ struct sparse_table_rows {
 struct sweep_result {
   std::size_t examined = 0;  ///< rows looked at
   std::size_t evicted = 0;   ///< of those, removed
+  std::size_t pending_dropped = 0;  ///< pending admission counts removed (quiet for evict_after)
   bool pass_done = false;    ///< the pass reached the last row (the next call starts over)
 };
 
@@ -87,8 +95,12 @@ public:
 
   /// Rows that exist (admitted keys).
   std::size_t rows() const { return index_.size(); }
-  /// Keys pushed but not admitted yet.
-  std::size_t pending() const { return pending_.size(); }
+  /// Keys pushed but not admitted yet: the exact counters held, or with a sketch
+  /// (admission_memory) its counters that are not 0 divided by its depth (an estimate).
+  std::size_t pending() const;
+  /// Bytes the pending admission counts hold: the exact counters' map and arrays, or the sketch
+  /// (never beyond admission_memory).
+  std::size_t admission_bytes() const;
   /// The most rows the table has held at once (since it was made or imported into).
   std::size_t peak_rows() const { return peak_rows_; }
   /// Rows evicted so far: removed by sweep(), or found stale by a push and created anew.
@@ -129,10 +141,12 @@ public:
                     int64_t clock = 0);
 
   /// Removes rows stale at global clock `now` (evict_after), and with max_rows the least
-  /// recently pushed beyond it, looking at no more than `budget` rows: one step of a pass over
-  /// every row that goes on where the previous call stopped. With max_rows, each pass finds the
-  /// clock that about `rows() - max_rows` rows were last pushed before, and the next pass evicts
-  /// those (so the bound holds within one pass, approximately). Does nothing without eviction.
+  /// recently pushed beyond it, then the exact pending admission counts not pushed for
+  /// evict_after clocks, looking at no more than `budget` rows and counts: one step of a pass
+  /// over every row and count that goes on where the previous call stopped. With max_rows, each
+  /// pass finds the clock that about `rows() - max_rows` rows were last pushed before, and the
+  /// next pass evicts those (so the bound holds within one pass, approximately). Does nothing
+  /// without eviction.
   sweep_result sweep(int64_t now, std::size_t budget);
 
   /// The whole table, keys ascending; without rows stale at global clock `now`.
@@ -140,11 +154,19 @@ public:
 
   /// Replaces the table's contents with `rows`. Throws std::invalid_argument naming the first
   /// mismatch (array sizes against dim and the optimizer's slots, keys not strictly ascending,
-  /// a pending key that is also a row, a pending count outside [1, admit_after)); the table is
+  /// a pending key that is also a row, a pending count outside [1, admit_after), a sketch
+  /// missing, present or of another size than admission_memory makes); the table is
   /// unchanged then. Rows without recorded clocks take `clock` as their last push's.
   void import_rows(const sparse_table_rows& rows, int64_t clock = 0);
 
 private:
+  /// A pending key's count and, when the table evicts, its place in pending_keys_ and
+  /// pending_clocks_ (16 bytes a slot, as a bare uint32 count would take).
+  struct pending_ref {
+    uint32_t count;
+    uint32_t index;
+  };
+
   struct row_ref {
     uint32_t index;    ///< into the pages
     uint32_t touches;  ///< sits in the slot's padding: a uint64 key aligns the slot to 16 bytes
@@ -177,6 +199,18 @@ private:
     const uint32_t last = row_clock(index);
     return cfg_.evict_after > 0 && now > last && now - last > cfg_.evict_after;
   }
+  /// Whether exact pending counts keep their keys and last clocks (for evict_after).
+  bool pending_clocked() const { return cfg_.evict_after > 0 && !sketch_; }
+  /// Whether pending entry `index` is stale at global clock `now` (evict_after).
+  bool pending_stale(uint32_t index, uint32_t now) const {
+    const uint32_t last = pending_clocks_[index];
+    return now > last && now - last > cfg_.evict_after;
+  }
+  /// Counts one push of `key`, which has no row, toward its admission; returns the count, this
+  /// push included, and with exact counts sets `entry` to the key's pending entry.
+  uint32_t count_pending(uint64_t key, absl::flat_hash_map<uint64_t, pending_ref>::iterator& entry);
+  /// Removes an exact pending entry; the last entry of the arrays takes its place.
+  void erase_pending(absl::flat_hash_map<uint64_t, pending_ref>::iterator entry);
   /// Removes row `index` (its key from the map); the last row takes its place.
   void remove_row(uint32_t index);
   /// Room in the per-row arrays for `more` rows, before the map changes.
@@ -205,13 +239,17 @@ private:
   std::vector<std::unique_ptr<float[]>> pages_;
   std::vector<uint32_t> steps_;                     ///< Adam only, by row index
   std::vector<uint64_t> keys_;                      ///< with eviction: each row's key, by row
-  absl::flat_hash_map<uint64_t, uint32_t> pending_; ///< key → pushes so far (admission)
+  absl::flat_hash_map<uint64_t, pending_ref> pending_; ///< exact admission: key → its count
+  std::vector<uint64_t> pending_keys_;              ///< pending_clocked(): each entry's key
+  std::vector<uint32_t> pending_clocks_;            ///< and the clock of its last push
+  std::unique_ptr<admission_sketch> sketch_;        ///< admission_memory > 0: the counts
   float max_parameter_ = default_max_parameter;
   std::vector<float> saved_row_;                    ///< stride_ floats: a row before its update
   uint32_t clock_ = 0;                              ///< of the push being applied
   std::size_t peak_rows_ = 0;
   uint64_t evicted_ = 0;
   uint32_t sweep_at_ = 0;                           ///< the row the sweep's pass goes on at
+  uint32_t pending_sweep_at_ = 0;                   ///< then the pending entry
   /// max_rows: ages seen in the current pass (by clocks, capped; the last counts older ones)
   /// and the age beyond which the current pass evicts (none: UINT32_MAX).
   std::vector<uint64_t> ages_;

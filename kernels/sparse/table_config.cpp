@@ -1,5 +1,7 @@
 #include "kernels/sparse/table_config.hpp"
 
+#include "kernels/sparse/admission_sketch.hpp"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -29,6 +31,18 @@ std::string invalid_table_config(const sparse_table_config& cfg) {
   const uint64_t stride = uint64_t(cfg.dim) * (1 + row_state_slots(cfg.optimizer.kind));
   if (stride >= std::numeric_limits<uint32_t>::max())  // and the row's clock
     return "dim " + std::to_string(cfg.dim) + " is too large";
+  if (cfg.admission_memory > 0) {
+    if (cfg.admit_after < 2 || cfg.admit_after > admission_sketch::max_count)
+      return "admission_memory needs admit_after in [2, " +
+             std::to_string(admission_sketch::max_count) + "], got " +
+             std::to_string(cfg.admit_after);
+    if (cfg.admission_memory > (uint64_t(1) << 40))  // a typo, not a sketch: refused, not allocated
+      return "admission_memory must be at most 2^40 bytes, got " +
+             std::to_string(cfg.admission_memory);
+    if (cfg.admission_memory < admission_sketch::min_bytes)
+      return "admission_memory must be at least " + std::to_string(admission_sketch::min_bytes) +
+             " bytes, got " + std::to_string(cfg.admission_memory);
+  }
   try {
     validate_row_optimizer(cfg.optimizer);
   } catch (const std::invalid_argument& e) {

@@ -33,6 +33,11 @@ struct sparse_table_config {
   /// 0: no bound. N > 0: a shard's sweep evicts the least recently pushed rows beyond N (not
   /// exact: rows past N live until the sweep reaches them; see sparse_table::sweep).
   uint64_t max_rows = 0;
+  /// 0: admission counts each pending key exactly (a map entry per key; with evict_after, an
+  /// entry not pushed for evict_after clocks goes). B > 0: in a count-min sketch of at most B
+  /// bytes per table on each shard (admission_sketch.hpp), which may admit a key early (a
+  /// collision) and forgets counts by halving; needs admit_after in [2, 255].
+  uint64_t admission_memory = 0;
 };
 
 /// "" when the config can describe a table, else what is wrong ("dim is 0", an optimizer

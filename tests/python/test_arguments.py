@@ -124,6 +124,12 @@ class Arguments(unittest.TestCase):
             actorps.ModelSpec([("w", [3]), ("b",)])
         with self.assertRaisesRegex(ValueError, r"^SparseTable t: "):
             actorps.SparseTable("t", 0)
+        with self.assertRaisesRegex(ValueError, r"^SparseTable t: admission_memory needs "
+                                                r"admit_after in \[2, 255\], got 0"):
+            actorps.SparseTable("t", 3, admission_memory=4096)
+        with self.assertRaisesRegex(ValueError, r"admission_memory must be at least 1024 bytes"):
+            actorps.SparseTable("t", 3, admit_after=5, admission_memory=100)
+        self.assertEqual(actorps.SparseTable("t", 3, admit_after=5, admission_memory=4096).dim, 3)
         self.assertEqual(self.spec.total_floats, 70)
         self.assertEqual(self.spec.tensors, [("w", [6, 10]), ("b", [10])])
 
