@@ -105,7 +105,8 @@ public:
     z_.resize(split_.rows());
     model_.predict_logits(split_.dense.data(), rows_of(tables[0]), rows_of(tables[1]),
                           static_cast<int>(split_.rows()), z_.data());
-    return binary_metrics_from_logits(z_.data(), split_.labels.data(), split_.rows());
+    return binary_metrics_from_logits(z_.data(), split_.labels.data(), split_.rows(),
+                                      test_->groups);
   }
 
 private:
