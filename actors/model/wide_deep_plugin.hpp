@@ -26,8 +26,8 @@ wide_deep_shape parse_wide_deep_shape(const std::string& args, bool fm);
 std::string wide_deep_name(const wide_deep_shape& shape);
 
 /// The spec: the tensors of wide_deep_tensors ("linear/kernel" zeros, He-uniform kernels, zero
-/// biases), the table "embeddings" (dim DIM, uniform init, Adagrad) and the table "wide" (dim 1,
-/// zeros, Adagrad).
+/// biases), the table "embeddings" (dim DIM, uniform init, Adagrad at 1.0 for wdl, 0.1 for
+/// deepfm) and the table "wide" (dim 1, zeros, Adagrad at 0.1).
 model_spec wide_deep_model(const wide_deep_shape& shape);
 
 /// The registry's factories for "wdl[:ARGS]" and "deepfm[:ARGS]".
