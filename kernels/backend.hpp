@@ -126,6 +126,16 @@ public:
   virtual void dot_interaction_backward(const float* vectors, const float* dout, int n, int t,
                                         int dim, float* dvectors) = 0;
 
+  /// The factorization machine's second-order term (DeepFM): vectors is (n×t×dim); out (n)
+  /// receives each sample's Σ_{i<j} v_i·v_j, as math::fm_second_order sums it.
+  virtual void fm_interaction_forward(const float* vectors, int n, int t, int dim,
+                                      float* out) = 0;
+
+  /// Its backward: dout (n) is the gradient of the terms; dvectors (n×t×dim) is overwritten
+  /// with dvectors[r,i,d] = dout[r]·(Σ_k vectors[r,k,d] − vectors[r,i,d]) (math::fm_vector_grad).
+  virtual void fm_interaction_backward(const float* vectors, const float* dout, int n, int t,
+                                       int dim, float* dvectors) = 0;
+
   /// probs (n) = the logistic sigmoid of logits (n); probs may be logits (in place). For
   /// inference: the probability of label 1 of a binary model.
   virtual void sigmoid(const float* logits, int n, float* probs) = 0;

@@ -54,6 +54,44 @@ double roc_auc(const float* scores, const float* labels, size_t n) {
   return (positive_rank_sum - p * (p + 1) / 2) / (p * q);
 }
 
+double group_auc(const float* scores, const float* labels, const uint64_t* groups, size_t n) {
+  if (std::any_of(scores, scores + n, [](float s) { return std::isnan(s); })) return not_a_number;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return groups[a] < groups[b]; });
+  std::vector<float> group_scores, group_labels;
+  double weighted = 0, rows = 0;
+  for (size_t run = 0; run < n;) {
+    size_t end = run + 1;
+    while (end < n && groups[order[end]] == groups[order[run]]) ++end;
+    group_scores.clear();
+    group_labels.clear();
+    for (size_t k = run; k < end; ++k) {
+      group_scores.push_back(scores[order[k]]);
+      group_labels.push_back(labels[order[k]]);
+      positive(labels, order[k]);  // names the row's own index
+    }
+    const double auc = roc_auc(group_scores.data(), group_labels.data(), end - run);
+    if (!std::isnan(auc)) {
+      weighted += auc * static_cast<double>(end - run);
+      rows += static_cast<double>(end - run);
+    }
+    run = end;
+  }
+  return rows > 0 ? weighted / rows : not_a_number;
+}
+
+double calibration_from_logits(const float* logits, const float* labels, size_t n) {
+  double predicted = 0, observed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double z = logits[i];
+    predicted += z >= 0 ? 1 / (1 + std::exp(-z)) : std::exp(z) / (1 + std::exp(z));
+    observed += positive(labels, i) ? 1 : 0;
+  }
+  return observed > 0 ? predicted / observed : not_a_number;
+}
+
 double mean_logloss(const float* probabilities, const float* labels, size_t n) {
   if (n == 0) return not_a_number;
   double sum = 0;

@@ -1,8 +1,9 @@
-// How well scores separate two classes: exact ROC AUC and mean log loss, for a binary model's
-// test set (labels 0 or 1).
+// How well scores separate two classes: exact ROC AUC, group AUC, calibration and mean log loss,
+// for a binary model's test set (labels 0 or 1).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace actorps {
@@ -13,6 +14,17 @@ namespace actorps {
 /// be probabilities or logits. NaN when one class is absent (no pair to compare) or a score is
 /// NaN. Throws std::invalid_argument for a label that is not 0 or 1, naming its index.
 double roc_auc(const float* scores, const float* labels, size_t n);
+
+/// Group AUC (GAUC, as CTR teams read it: AUC per user, averaged): roc_auc of each group's
+/// rows (row i in group groups[i]), averaged weighting each group by its rows, over the groups
+/// holding both classes (a group of clicks alone, or of non-clicks alone, has no AUC and is
+/// left out). NaN when no group holds both, or a score is NaN. Throws as roc_auc for a bad
+/// label.
+double group_auc(const float* scores, const float* labels, const uint64_t* groups, size_t n);
+
+/// Calibration: the mean predicted probability σ(z) over the observed rate of label 1 (1: as
+/// many clicks predicted as seen; above 1: too many). NaN when there is no row labelled 1.
+double calibration_from_logits(const float* logits, const float* labels, size_t n);
 
 /// Probabilities of the label 1 are clamped to [logloss_clamp, 1 - logloss_clamp] before the
 /// log: a confident miss costs at most -ln(1e-7) ≈ 16.1 instead of infinity. 1e-7 is about a

@@ -157,6 +157,27 @@ public:
     cpu_interaction_backward(vectors, dout, n, t, dim, dvectors, interaction_scratch_.data());
   }
 
+  void fm_interaction_forward(const float* vectors, int n, int t, int dim,
+                              float* out) override {
+    const auto sample_size = static_cast<std::size_t>(t) * dim;
+    for (int r = 0; r < n; ++r) out[r] = math::fm_second_order(vectors + r * sample_size, t, dim);
+  }
+
+  void fm_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
+                               float* dvectors) override {
+    const auto sample_size = static_cast<std::size_t>(t) * dim;
+    interaction_scratch_.resize(static_cast<std::size_t>(std::max(dim, 0)));
+    float* sums = interaction_scratch_.data();
+    for (int r = 0; r < n; ++r) {
+      const float* v = vectors + r * sample_size;
+      float* dv = dvectors + r * sample_size;
+      for (int d = 0; d < dim; ++d) sums[d] = math::fm_column_sum(v, t, dim, d);
+      for (int i = 0; i < t; ++i)
+        for (int d = 0; d < dim; ++d)
+          dv[i * dim + d] = math::fm_vector_grad(dout[r], sums[d], v[i * dim + d]);
+    }
+  }
+
   void sigmoid(const float* logits, int n, float* probs) override {
     for (int i = 0; i < n; ++i) probs[i] = math::sigmoid(logits[i]);
   }
@@ -175,7 +196,7 @@ public:
   }
 
 private:
-  std::vector<float> interaction_scratch_;  // for cpu_interaction_forward and _backward
+  std::vector<float> interaction_scratch_;  // cpu_interaction_forward, _backward; FM sums
 };
 
 } // namespace

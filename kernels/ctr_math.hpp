@@ -1,6 +1,6 @@
-// The per-element formulas of the click-through-rate (DLRM) kernels: the order of the feature
-// interaction's pairs, one pairwise dot product and its gradient, and the sigmoid
-// cross-entropy of one logit.
+// The per-element formulas of the click-through-rate (DLRM, DeepFM) kernels: the order of the
+// feature interaction's pairs, one pairwise dot product and its gradient, the factorization
+// machine's second-order term and its gradient, and the sigmoid cross-entropy of one logit.
 //
 // As with kernels/math.hpp, this is the only copy: the CPU backend calls these from plain
 // loops, the CUDA backend from its kernels (one thread per output element), so only C math
@@ -58,6 +58,36 @@ ACTORPS_HD inline float interaction_vector_grad(const float* vectors, const floa
     grad += dout[p] * vectors[k * dim + d];
   }
   return grad;
+}
+
+// --- factorization machine (DeepFM) --------------------------------------------------------
+//
+// The second-order term of a factorization machine over one sample's t field vectors (t, dim):
+// Σ_{i<j} <v_i, v_j> = ½ Σ_d [(Σ_i v[i,d])² − Σ_i v[i,d]²], in O(t·dim) instead of the pairs'
+// O(t²·dim). Its gradient is ∂/∂v[i,d] = s_d − v[i,d], s_d = Σ_k v[k,d].
+
+/// Column d's sum over the t vectors of one sample, s_d = Σ_k v[k,d], k increasing.
+ACTORPS_HD inline float fm_column_sum(const float* vectors, int t, int dim, int d) {
+  float sum = 0.0f;
+  for (int k = 0; k < t; ++k) sum += vectors[k * dim + d];
+  return sum;
+}
+
+/// One sample's second-order term ½ Σ_d (s_d² − Σ_i v[i,d]²), d increasing.
+ACTORPS_HD inline float fm_second_order(const float* vectors, int t, int dim) {
+  float total = 0.0f;
+  for (int d = 0; d < dim; ++d) {
+    const float s = fm_column_sum(vectors, t, dim, d);
+    float squares = 0.0f;
+    for (int k = 0; k < t; ++k) squares += vectors[k * dim + d] * vectors[k * dim + d];
+    total += s * s - squares;
+  }
+  return 0.5f * total;
+}
+
+/// One element of its input gradient for the gradient `dout` of the term: dout·(s_d − v[i,d]).
+ACTORPS_HD inline float fm_vector_grad(float dout, float column_sum, float v) {
+  return dout * (column_sum - v);
 }
 
 // --- binary loss --------------------------------------------------------------------------

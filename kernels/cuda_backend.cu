@@ -302,6 +302,30 @@ __global__ void dot_interaction_backward_kernel(const float* vectors, const floa
   }
 }
 
+/// out[r] = math::fm_second_order of sample r, one sample per step.
+__global__ void fm_interaction_forward_kernel(const float* vectors, int n, int t, int dim,
+                                              float* out) {
+  const std::size_t sample_size = static_cast<std::size_t>(t) * dim;
+  for (std::size_t r = global_thread(); r < static_cast<std::size_t>(n); r += grid_stride()) {
+    out[r] = math::fm_second_order(vectors + r * sample_size, t, dim);
+  }
+}
+
+/// dvectors[r, i, d] = math::fm_vector_grad, one element of dvectors (n×t×dim) per step; each
+/// thread sums its own column, in the CPU's order, so no atomics.
+__global__ void fm_interaction_backward_kernel(const float* vectors, const float* dout,
+                                               std::size_t total, int t, int dim,
+                                               float* dvectors) {
+  const std::size_t sample_size = static_cast<std::size_t>(t) * dim;
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    const std::size_t r = i / sample_size;
+    const float* v = vectors + r * sample_size;
+    const int d = static_cast<int>(i % sample_size) % dim;
+    dvectors[i] = math::fm_vector_grad(dout[r], math::fm_column_sum(v, t, dim, d),
+                                       vectors[i]);
+  }
+}
+
 /// probs = σ(logits), one element per step (in place is fine).
 __global__ void sigmoid_kernel(const float* logits, std::size_t n, float* probs) {
   for (std::size_t i = global_thread(); i < n; i += grid_stride()) {
@@ -591,6 +615,27 @@ public:
     dot_interaction_backward_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
                                       elementwise_threads, 0, stream_>>>(
       vectors, dout, total, t, dim, math::interaction_pairs(t), dvectors);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void fm_interaction_forward(const float* vectors, int n, int t, int dim,
+                              float* out) override {
+    if (n <= 0) return;
+    select_device();
+    fm_interaction_forward_kernel<<<grid_for(static_cast<std::size_t>(n), elementwise_threads,
+                                             max_blocks_),
+                                    elementwise_threads, 0, stream_>>>(vectors, n, t, dim, out);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void fm_interaction_backward(const float* vectors, const float* dout, int n, int t, int dim,
+                               float* dvectors) override {
+    if (n <= 0 || t <= 0 || dim <= 0) return;
+    select_device();
+    const std::size_t total = static_cast<std::size_t>(n) * t * dim;
+    fm_interaction_backward_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                                     elementwise_threads, 0, stream_>>>(vectors, dout, total, t,
+                                                                        dim, dvectors);
     CUDA_CHECK(cudaGetLastError());
   }
 

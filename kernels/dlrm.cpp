@@ -10,6 +10,7 @@
 // two gemms, x0 against rows [0, dim) of its kernel and the dots against rows [dim, dim + pairs).
 #include "kernels/dlrm.hpp"
 
+#include "kernels/mlp_layers.hpp"
 #include "kernels/parameter_init.hpp"
 #include "kernels/splitmix64.hpp"
 
@@ -20,48 +21,6 @@
 
 namespace actorps {
 namespace {
-
-using layer = dlrm::layer;
-
-/// The layers of an MLP with the given widths, their tensors from `offset` on (advanced).
-std::vector<layer> layers_of(const std::vector<int>& widths, std::size_t& offset) {
-  std::vector<layer> layers;
-  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-    layer ly{widths[l], widths[l + 1], 0, 0};
-    ly.kernel = offset;
-    offset += static_cast<std::size_t>(ly.in) * ly.out;
-    ly.bias = offset;
-    offset += static_cast<std::size_t>(ly.out);
-    layers.push_back(ly);
-  }
-  return layers;
-}
-
-/// z (n×out) = act(a (n×in) · W + b).
-void layer_forward(backend& be, const float* params, const layer& ly, const float* a, int n,
-                   float* z, activation act) {
-  be.gemm(false, false, n, ly.out, ly.in, 1.0f, a, ly.in, params + ly.kernel, ly.out, 0.0f, z,
-          ly.out);
-  be.bias_activation_forward(z, params + ly.bias, n, ly.out, act);
-}
-
-/// The layer's gradients from its input a (n×in) and delta = ∂loss/∂z (n×out):
-/// dW (in×out) = aᵀ·delta, db (out) = column sums of delta.
-void layer_grads(backend& be, float* grads, const layer& ly, const float* a, const float* delta,
-                 int n) {
-  be.gemm(true, false, ly.in, ly.out, n, 1.0f, a, ly.in, delta, ly.out, 0.0f,
-          grads + ly.kernel, ly.out);
-  be.bias_backward(grads + ly.bias, delta, n, ly.out);
-}
-
-/// The delta of the layer below: delta_in (n×in) = (delta (n×out) · Wᵀ) ⊙ relu'(a), where
-/// a (n×in) = relu(·) is this layer's input.
-void layer_input_delta(backend& be, const float* params, const layer& ly, const float* delta,
-                       const float* a, int n, float* delta_in) {
-  be.gemm(false, true, n, ly.in, ly.out, 1.0f, delta, ly.out, params + ly.kernel, ly.out, 0.0f,
-          delta_in, ly.in);
-  be.activation_backward(delta_in, a, static_cast<std::size_t>(n) * ly.in, activation::relu);
-}
 
 void check_positive(const char* what, int value) {
   if (value <= 0) {
@@ -104,8 +63,8 @@ void validate_dlrm_shape(const dlrm_shape& shape) {
 std::size_t dlrm_parameter_count(const dlrm_shape& shape) {
   validate_dlrm_shape(shape);
   std::size_t count = 0;
-  layers_of(shape.bottom_layers(), count);
-  layers_of(shape.top_layers(), count);
+  mlp_layers_of(shape.bottom_layers(), count);
+  mlp_layers_of(shape.top_layers(), count);
   return count;
 }
 
@@ -138,8 +97,8 @@ dlrm::dlrm(backend& be, dlrm_shape shape, int max_batch)
     max_batch_(max_batch),
     param_count_(0),
     in_host_(be.computes_in_host_memory()) {
-  bottom_ = layers_of(shape_.bottom_layers(), param_count_);
-  top_ = layers_of(shape_.top_layers(), param_count_);
+  bottom_ = mlp_layers_of(shape_.bottom_layers(), param_count_);
+  top_ = mlp_layers_of(shape_.top_layers(), param_count_);
   const std::size_t batch = static_cast<std::size_t>(max_batch_);
   const std::size_t t = static_cast<std::size_t>(shape_.vectors());
   const std::size_t dim = static_cast<std::size_t>(shape_.dim);
@@ -233,7 +192,7 @@ float* dlrm::forward_logits(const float* dense, int u, const int32_t* index, int
   const float* a = dense_in_use_;
   for (std::size_t l = 0; l < bottom_.size(); ++l) {
     float* z = l + 1 < bottom_.size() ? bottom_acts_[l].get() : x0;
-    layer_forward(be_, params_in_use_, bottom_[l], a, n, z, activation::relu);
+    mlp_layer_forward(be_, params_in_use_, bottom_[l], a, n, z, activation::relu);
     a = z;
   }
 
@@ -253,8 +212,8 @@ float* dlrm::forward_logits(const float* dense, int u, const int32_t* index, int
   };
   be_.bias_activation_forward(z, params_in_use_ + first.bias, n, first.out, top_activation(0));
   for (std::size_t l = 1; l < top_.size(); ++l) {
-    layer_forward(be_, params_in_use_, top_[l], top_acts_[l - 1].get(), n, top_acts_[l].get(),
-                  top_activation(l));
+    mlp_layer_forward(be_, params_in_use_, top_[l], top_acts_[l - 1].get(), n,
+                      top_acts_[l].get(), top_activation(l));
   }
   return top_acts_.back().get();  // n×1
 }
@@ -280,9 +239,9 @@ binary_loss_stats dlrm::train_step(const float* dense, const float* labels, cons
 
   // Top MLP backwards; top_deltas_.back() holds ∂(mean loss)/∂logits.
   for (std::size_t l = top_.size(); l-- > 1;) {
-    layer_grads(be_, grads, top_[l], top_acts_[l - 1].get(), top_deltas_[l].get(), n);
-    layer_input_delta(be_, params_in_use_, top_[l], top_deltas_[l].get(), top_acts_[l - 1].get(),
-                      n, top_deltas_[l - 1].get());
+    mlp_layer_grads(be_, grads, top_[l], top_acts_[l - 1].get(), top_deltas_[l].get(), n);
+    mlp_layer_input_delta(be_, params_in_use_, top_[l], top_deltas_[l].get(),
+                          top_acts_[l - 1].get(), n, top_deltas_[l - 1].get());
   }
   // Top layer 0, input concat(x0, dots): its kernel's gradient and ddots, block by block.
   const layer& first = top_.front();
@@ -312,9 +271,10 @@ binary_loss_stats dlrm::train_step(const float* dense, const float* labels, cons
   for (std::size_t l = bottom_.size(); l-- > 0;) {
     const float* a = l == 0 ? dense_in_use_ : bottom_acts_[l - 1].get();
     const float* d = l + 1 == bottom_.size() ? dx0 : bottom_deltas_[l].get();
-    layer_grads(be_, grads, bottom_[l], a, d, n);
+    mlp_layer_grads(be_, grads, bottom_[l], a, d, n);
     if (l > 0) {
-      layer_input_delta(be_, params_in_use_, bottom_[l], d, a, n, bottom_deltas_[l - 1].get());
+      mlp_layer_input_delta(be_, params_in_use_, bottom_[l], d, a, n,
+                            bottom_deltas_[l - 1].get());
     }
   }
 

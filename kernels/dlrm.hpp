@@ -19,6 +19,7 @@
 #pragma once
 
 #include "kernels/backend.hpp"
+#include "kernels/mlp_layers.hpp"
 
 #include <cstdint>
 #include <string>
@@ -96,10 +97,7 @@ public:
                       float* logits_host);
 
   /// One dense layer of either MLP within the flat layout.
-  struct layer {
-    int in, out;
-    std::size_t kernel, bias;  ///< offsets of its tensors in the flat parameters
-  };
+  using layer = mlp_layer;
 
 private:
   /// predict and predict_logits: z, or sigmoid(z) when `probabilities`.

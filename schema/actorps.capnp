@@ -186,6 +186,7 @@ struct DataSource {
   cols @5 :UInt32;             # synthetic: features per row
   trainPath @6 :Text;          # csv, libsvm, criteo: the files, plain or gzip
   testPath @7 :Text;
+  groupField @8 :Int32 = -1;   # criteo: the field grouping the test rows for GAUC; -1: none
 }
 
 # The chief's instructions to a worker or evaluator process (distributed runs).

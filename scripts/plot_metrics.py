@@ -6,8 +6,12 @@ Usage: scripts/plot_metrics.py RUN.jsonl [RUN2.jsonl ...] -o OUT.png
 
 Panels: test accuracy vs wall time, test accuracy vs global clock, test loss vs wall time,
 train loss vs clock (moving average; thin line per worker, bold mean), staleness histogram
-(dashed line at each run's bound), and a legend/summary panel. Several runs are overlaid, one
-colour per run. Failure and recovery events, when present, are drawn as vertical lines.
+(dashed line at each run's bound), and a legend/summary panel. CTR runs (eval events with
+test_auc: lr, dlrm, wdl, deepfm) plot test AUC and logloss instead of accuracy and loss, and
+their summary shows GAUC and calibration where the run measured them. Several runs are
+overlaid, one colour per run, each labelled with the settings it does not share with the
+others (the shared ones go under the title). Failure and recovery events, when present, are
+drawn as vertical lines.
 
 Exit status: 0 on success; 2 for bad input (missing file, a line that is not a JSON object, a
 file without eval events, bad flags); 1 when matplotlib cannot be imported. A torn last line
@@ -57,6 +61,34 @@ class Run:
         return float(self.evals[-1]["test_accuracy"])
 
     @property
+    def ctr(self) -> bool:
+        """A binary (CTR) model's run: its evaluations carry an AUC."""
+        return all(_is_number(e.get("test_auc")) for e in self.evals)
+
+    def final(self, key: str):
+        """The summary's final_<key>, else the last evaluation's <key>; None if neither."""
+        if self.summary and _is_number(self.summary.get("final_" + key)):
+            return float(self.summary["final_" + key])
+        value = self.evals[-1].get(key)
+        return float(value) if _is_number(value) else None
+
+    def settings(self) -> dict[str, str]:
+        """The run's own training settings, from its start event, as they are shown."""
+        s = self.start
+        out = {}
+        if "model" in s:
+            out["model"] = f"model {s['model']}"
+        if _is_number(s.get("learning_rate")):
+            out["optimizer"] = (f"{s.get('optimizer')} lr {s['learning_rate']:.3g}"
+                                f" ({s.get('lr_schedule', '?')})")
+        if _is_number(s.get("table_learning_rate")):
+            out["table"] = f"table {s.get('table_optimizer')} lr {s['table_learning_rate']:.3g}"
+        for key in ("batch", "epochs", "seed"):
+            if _is_number(s.get(key)):
+                out[key] = f"{key} {s[key]:g}"
+        return out
+
+    @property
     def staleness_bound(self):
         bound = self.get("staleness_bound")
         return int(bound) if _is_number(bound) else None
@@ -71,6 +103,18 @@ class Run:
         if workers is not None and shards is not None:
             name += f", {workers}w/{shards}ps"
         return name
+
+
+def run_titles(runs: list[Run]) -> tuple[str, list[str]]:
+    """The settings every run shares (the subtitle), and each run's own others (its label's
+    tail): several runs are told apart by what differs, not titled from the first alone."""
+    settings = [r.settings() for r in runs]
+    keys = list(dict.fromkeys(k for s in settings for k in s))
+    shared = [k for k in keys if all(s.get(k) == settings[0].get(k) for s in settings)
+              and k in settings[0]]
+    subtitle = ", ".join(settings[0][k] for k in shared)
+    own = [", ".join(s[k] for k in keys if k in s and k not in shared) for s in settings]
+    return subtitle, own
 
 
 def _is_number(v) -> bool:
@@ -185,15 +229,16 @@ def import_matplotlib():
     return plt, Line2D, ticker
 
 
-def accuracy_limits(runs: list[Run]):
-    """y-range for accuracy panels: zoom on where the runs spend most of their evaluations.
+def accuracy_limits(runs: list[Run], key: str = "test_accuracy"):
+    """y-range for accuracy (or AUC) panels: zoom on where the runs spend most of their
+    evaluations.
 
     The bottom is the lowest accuracy of any evaluation but each run's first (often near
     random, it would squash the part that tells the runs apart), minus a margin; a first point
     below it leaves through the bottom edge."""
     lows, highs = [], []
     for r in runs:
-        accs = [e["test_accuracy"] for e in r.evals]
+        accs = [e[key] for e in r.evals]
         highs.append(max(accs))
         lows.append(min(accs[1:] or accs))
     lo, hi = min(lows), max(highs)
@@ -322,13 +367,17 @@ def plot(runs: list[Run], out: str, title: str | None, smooth: int, worker_lines
     (ax_acc_t, ax_acc_c), (ax_loss_t, ax_train), (ax_stale, ax_legend) = axes
     markers = "osD^vP*Xh<>p"
 
-    acc_lo, acc_hi = accuracy_limits(runs)
+    # CTR runs are read by AUC and logloss (accuracy at a 25 % click rate says little)
+    ctr = all(r.ctr for r in runs)
+    score_key, score_name = ("test_auc", "test AUC") if ctr else ("test_accuracy", "test accuracy")
+    loss_name = "test logloss" if ctr else "test loss"
+    acc_lo, acc_hi = accuracy_limits(runs, score_key)
     for i, run in enumerate(runs):
         c = colours[i % len(colours)]
         m = markers[i % len(markers)]
         wall = [e["wall_s"] for e in run.evals]
         clock = [e["clock"] for e in run.evals]
-        acc = [e["test_accuracy"] for e in run.evals]
+        acc = [e[score_key] for e in run.evals]
         loss = [e["test_loss"] for e in run.evals]
         style = dict(color=c, marker=m, markersize=4, linewidth=1.6, alpha=0.9)
         ax_acc_t.plot(wall, acc, **style)
@@ -351,12 +400,12 @@ def plot(runs: list[Run], out: str, title: str | None, smooth: int, worker_lines
 
     draw_staleness(ax_stale, runs, colours, ticker)
 
-    ax_acc_t.set(title="Test accuracy vs wall time", xlabel="wall time (s)",
-                 ylabel="test accuracy", ylim=(acc_lo, acc_hi))
-    ax_acc_c.set(title="Test accuracy vs global clock", xlabel="global clock",
-                 ylabel="test accuracy", ylim=(acc_lo, acc_hi))
-    ax_loss_t.set(title="Test loss vs wall time", xlabel="wall time (s)",
-                  ylabel="test loss (log scale)")
+    ax_acc_t.set(title=f"{score_name.capitalize()} vs wall time", xlabel="wall time (s)",
+                 ylabel=score_name, ylim=(acc_lo, acc_hi))
+    ax_acc_c.set(title=f"{score_name.capitalize()} vs global clock", xlabel="global clock",
+                 ylabel=score_name, ylim=(acc_lo, acc_hi))
+    ax_loss_t.set(title=f"{loss_name.capitalize()} vs wall time", xlabel="wall time (s)",
+                  ylabel=f"{loss_name} (log scale)")
     ax_loss_t.set_yscale("log")
     ax_train.set(title=f"Train loss vs clock (moving average, {smooth} clocks)",
                  xlabel="worker clock", ylabel="train loss (log scale)")
@@ -390,10 +439,14 @@ def plot(runs: list[Run], out: str, title: str | None, smooth: int, worker_lines
     # --- legend / summary panel ------------------------------------------------------------
     ax_legend.axis("off")
     handles = []
+    subtitle, own = run_titles(runs)
     for i, run in enumerate(runs):
         c = colours[i % len(colours)]
+        final = (f"final auc {run.final('test_auc'):.4f}" if ctr
+                 else f"final acc {run.final_accuracy:.4f}")
+        settings = f"\n{own[i]}" if own[i] else ""
         handles.append(Line2D([], [], color=c, marker=markers[i % len(markers)], linewidth=2,
-                              label=f"{run.label}  (final acc {run.final_accuracy:.4f})"))
+                              label=f"{run.label}  ({final}){settings}"))
     if any(r.incidents for r in runs):
         handles.append(Line2D([], [], color="0.3", linestyle=":", label="failure"))
         handles.append(Line2D([], [], color="0.3", linestyle="-.", label="recovery"))
@@ -404,7 +457,8 @@ def plot(runs: list[Run], out: str, title: str | None, smooth: int, worker_lines
     # summary table right under the legend
     width = max(12, min(24, max(len(r.label) for r in runs) + 2))
     rows = [f"{'run':<{width}}{'final':>8}{'test':>7}{'samples':>9}{'wall':>7}{'staleness':>12}",
-            f"{'':<{width}}{'acc':>8}{'loss':>7}{'per s':>9}{'(s)':>7}{'max / mean':>12}"]
+            f"{'':<{width}}{'auc' if ctr else 'acc':>8}{'loss':>7}{'per s':>9}{'(s)':>7}"
+            f"{'max / mean':>12}"]
     for run in runs:
         s = run.summary or {}
         stale = [e["staleness"] for e in run.train if _is_number(e.get("staleness"))]
@@ -415,9 +469,13 @@ def plot(runs: list[Run], out: str, title: str | None, smooth: int, worker_lines
         rate = f"{s['samples_per_s']:.0f}" if _is_number(s.get("samples_per_s")) else "-"
         label = run.label if len(run.label) < width else run.label[:width - 2] + "~"
         stale_text = f"{max_stale if _is_number(max_stale) else '-'} / {mean_stale}"
-        rows.append(f"{label:<{width}}{run.final_accuracy:>8.4f}{final_loss:>7.3f}{rate:>9}"
+        score = run.final("test_auc") if ctr else run.final_accuracy
+        rows.append(f"{label:<{width}}{score:>8.4f}{final_loss:>7.3f}{rate:>9}"
                     f"{wall:>7.1f}{stale_text:>12}")
         extras = []
+        for key, name in (("test_gauc", "gauc"), ("test_calibration", "calibration")):
+            if ctr and run.final(key) is not None:
+                extras.append(f"{name} {run.final(key):.4f}")
         for key in ("failures", "dropped_messages"):
             if _is_number(s.get(key)) and s[key]:
                 extras.append(f"{key.replace('_', ' ')} {s[key]}")
@@ -430,17 +488,9 @@ def plot(runs: list[Run], out: str, title: str | None, smooth: int, worker_lines
     ax_legend.text(0.0, box.y0 - 0.06, "\n".join(rows), transform=ax_legend.transAxes,
                    family="monospace", fontsize=9.5, va="top", ha="left", linespacing=1.5)
 
-    settings = runs[0].start
-    common = [f"model {settings['model']}" if "model" in settings else None,
-              (f"{settings.get('optimizer')} lr {settings.get('learning_rate'):.3g}"
-               f" ({settings.get('lr_schedule', '?')})")
-              if _is_number(settings.get("learning_rate")) else None,
-              f"batch {settings['batch']}" if "batch" in settings else None,
-              f"seed {settings['seed']}" if "seed" in settings else None]
-    subtitle = ", ".join(x for x in common if x)
     fig.suptitle(title or "actorps training metrics", fontsize=15, fontweight="bold")
     if subtitle:
-        fig.text(0.5, 0.955, subtitle + ("" if len(runs) == 1 else "  (from the first run)"),
+        fig.text(0.5, 0.955, subtitle + ("" if len(runs) == 1 else "  (every run)"),
                  ha="center", fontsize=10, color="0.3")
     out_dir = os.path.dirname(os.path.abspath(out))
     os.makedirs(out_dir, exist_ok=True)

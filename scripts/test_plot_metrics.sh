@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Self-check of scripts/plot_metrics.py: trains two small synthetic runs (ssp and async), plots
-# them, checks the PNG (magic bytes, > 10 kB), and checks that bad input exits 2 naming the file.
+# them, checks the PNG (magic bytes, > 10 kB), plots two CTR runs (AUC, each run's own settings),
+# and checks that bad input exits 2 naming the file.
 # Usage: scripts/test_plot_metrics.sh [path/to/actorps]   (default: build/actorps; ~5 s)
 # Exit status: 0 pass, 1 a check failed, 2 usage/missing binary, 77 no python3 with matplotlib
 # (for CTest's SKIP_RETURN_CODE).
@@ -73,7 +74,41 @@ else
   fail "torn last line: exit $?: $(cat "$tmp/log")"
 fi
 
-# 3. bad input: exit status 2 and a message naming the file (and the line where there is one)
+# 3. CTR runs (two lr runs at different rates, with GAUC): read as CTR runs, AUC and logloss
+#    panels, the shared settings under the title and each run's own rate in its label
+"$actorps" gen-data criteo --out "$tmp/criteo" --rows 3000 --test-rows 500 > /dev/null
+for rate in 0.01 0.003; do
+  timeout 120 "$actorps" simulate --model lr --dataset "criteo:$tmp/criteo/train.tsv" \
+    --test "$tmp/criteo/test.tsv" --steps 40 --eval-every 10 --batch 64 --no-progress \
+    --gauc-group C1 --lr "$rate" --metrics "$tmp/ctr_$rate.jsonl" > "$tmp/sim.log" 2>&1 \
+    || { cat "$tmp/sim.log" >&2; echo "FAIL  ctr simulation" >&2; exit 1; }
+done
+if "$python" - "$root/scripts" "$tmp" > "$tmp/log" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import plot_metrics as p
+tmp = sys.argv[2]
+runs = [p.load_run(f"{tmp}/ctr_{rate}.jsonl") for rate in ("0.01", "0.003")]
+assert all(r.ctr for r in runs), "an lr run not read as a CTR run"
+assert not p.load_run(f"{tmp}/ssp.jsonl").ctr, "an MLP run read as a CTR run"
+assert all(r.final("test_gauc") is not None for r in runs), "no final GAUC"
+subtitle, own = p.run_titles(runs)
+assert "model lr:ftrl" in subtitle and "batch 64" in subtitle, subtitle
+assert "lr 0.01 " in own[0] and "lr 0.003 " in own[1], own
+assert "model" not in own[0] and "batch" not in own[1], own
+EOF
+then
+  pass "CTR runs: AUC read, each run titled by its own settings"
+else
+  fail "CTR runs: $(cat "$tmp/log")"
+fi
+if "$python" "$plot" "$tmp/ctr_0.01.jsonl" "$tmp/ctr_0.003.jsonl" -o "$tmp/ctr.png" > "$tmp/log" 2>&1; then
+  check_png "$tmp/ctr.png" "two CTR runs"
+else
+  fail "two CTR runs: exit $?: $(cat "$tmp/log")"
+fi
+
+# 4. bad input: exit status 2 and a message naming the file (and the line where there is one)
 expect_error() {  # expect_error WHAT PATTERN FILES...
   local what=$1 pattern=$2 status=0; shift 2
   "$python" "$plot" "$@" -o "$tmp/bad.png" > "$tmp/log" 2>&1 || status=$?

@@ -4,7 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
@@ -106,4 +108,68 @@ TEST_CASE("binary_scores collects batches and scores them as one") {
   CHECK(scores.size() == 5);
   scores.clear();
   CHECK(scores.size() == 0);
+}
+
+TEST_CASE("group_auc is the rows-weighted mean of each group's pairwise AUC, brute force") {
+  // Hand case: group 7 (rows 0-3) AUC 0.75, group 9 (rows 4-6) AUC 1 with 3 rows, group 3 only
+  // clicks (left out): (4·0.75 + 3·1) / 7.
+  const std::vector<float> s = {0.1f, 0.4f, 0.35f, 0.8f, 0.2f, 0.9f, 0.7f, 0.5f, 0.6f},
+                           y = {0, 0, 1, 1, 0, 1, 1, 1, 1};
+  const std::vector<uint64_t> g = {7, 7, 7, 7, 9, 9, 9, 3, 3};
+  CHECK(group_auc(s.data(), y.data(), g.data(), s.size()) == doctest::Approx(6.0 / 7));
+
+  // 2000 random rows in 60 groups of uneven sizes, scores with ties: against the definition,
+  // group by group, pair by pair.
+  splitmix64 random(5);
+  std::vector<float> scores, labels;
+  std::vector<uint64_t> groups;
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t group = (random.next() % 60) * (random.next() % 3 + 1);  // sizes vary
+    groups.push_back(group * 0x9e3779b97f4a7c15ULL);  // keys, not small integers
+    scores.push_back(static_cast<float>(random.next() % 12));
+    labels.push_back(random.next_unit() < 0.15 + 0.04 * scores.back() + 0.002 * double(group)
+                       ? 1.0f : 0.0f);
+  }
+  double weighted = 0, rows = 0;
+  int counted = 0, left_out = 0;
+  std::vector<uint64_t> seen;
+  for (uint64_t key : groups) {
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    std::vector<float> gs, gy;
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (groups[i] == key) gs.push_back(scores[i]), gy.push_back(labels[i]);
+    const bool both = std::count(gy.begin(), gy.end(), 1.0f) > 0
+                      && std::count(gy.begin(), gy.end(), 0.0f) > 0;
+    if (!both) {
+      ++left_out;
+      continue;
+    }
+    ++counted;
+    weighted += auc_by_pairs(gs, gy) * double(gs.size());
+    rows += double(gs.size());
+  }
+  REQUIRE(counted > 20);
+  const double expected = weighted / rows;
+  CAPTURE(left_out);
+  CHECK(group_auc(scores.data(), labels.data(), groups.data(), scores.size())
+        == doctest::Approx(expected).epsilon(1e-12));
+  // Not the pooled AUC: the groups' own click rates make them differ.
+  CHECK(std::fabs(expected - auc(scores, labels)) > 1e-3);
+
+  CHECK(std::isnan(group_auc(s.data() + 7, y.data() + 7, g.data() + 7, 2)));  // one class only
+  const std::vector<float> nan = {std::nanf(""), 0.5f};
+  CHECK(std::isnan(group_auc(nan.data(), y.data() + 4, g.data() + 4, 2)));
+  const std::vector<float> bad = {0, 2};
+  CHECK_THROWS_WITH_AS(group_auc(s.data(), bad.data(), g.data(), 2),
+                       "label 2 at index 1 is not 0 or 1", std::invalid_argument);
+}
+
+TEST_CASE("calibration_from_logits is the mean probability over the click rate") {
+  const std::vector<float> z = {0.0f, 0.0f, 0.0f, 0.0f}, y = {1, 0, 0, 0};
+  CHECK(calibration_from_logits(z.data(), y.data(), 4) == doctest::Approx(2.0));  // 0.5 / 0.25
+  const std::vector<float> far = {-200.0f, 200.0f, std::log(3.0f)}, far_y = {0, 1, 1};
+  CHECK(calibration_from_logits(far.data(), far_y.data(), 3)
+        == doctest::Approx((0 + 1 + 0.75) / 2).epsilon(1e-6));
+  CHECK(std::isnan(calibration_from_logits(z.data(), z.data(), 4)));  // no click at all
 }

@@ -1,12 +1,14 @@
-// The CUDA backend against the CPU backend: every kernel, then whole MLP and DLRM steps, on the
-// same seeded random inputs. Without a usable GPU (or in a build without CUDA) each test prints one
-// line "SKIPPED: <reason>" and returns; CTest's SKIP_REGULAR_EXPRESSION reports it skipped.
+// The CUDA backend against the CPU backend: every kernel, then whole MLP, DLRM, Wide & Deep and
+// DeepFM steps, on the same seeded random inputs. Without a usable GPU (or in a build without
+// CUDA) each test prints one line "SKIPPED: <reason>" and returns; CTest's
+// SKIP_REGULAR_EXPRESSION reports it skipped.
 // ACTORPS_REQUIRE_CUDA=1 in the environment turns a skip into a failure (for GPU machines).
 #include "kernels/backend_factory.hpp"
 #include "kernels/ctr_math.hpp"
 #include "kernels/dlrm.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
+#include "kernels/wide_deep.hpp"
 
 #include "tests/backend_test_support.hpp"
 
@@ -603,6 +605,122 @@ TEST_CASE("cuda parity: small odd dlrm 5-3x7, bottom 9, no top hidden layer, bat
   shape.bottom = {9};
   shape.top = {};
   check_dlrm_parity(*cuda, shape, 13, 11, 50, 29);
+}
+
+} // namespace actorps
+
+namespace actorps {
+
+TEST_CASE("cuda parity: fm_interaction forward and backward") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int n, t, dim; };
+  for (shape s : {shape{64, 26, 16}, shape{5, 2, 3}, shape{33, 9, 7}, shape{1000, 4, 1}}) {
+    CAPTURE(s.n); CAPTURE(s.t); CAPTURE(s.dim);
+    std::mt19937 rng(static_cast<unsigned>(s.n * 5 + s.t));
+    const auto vectors = random_floats(rng, static_cast<std::size_t>(s.n) * s.t * s.dim, -1, 1);
+    const auto dout = random_floats(rng, static_cast<std::size_t>(s.n), -1, 1);
+    auto [ref, got] = on_both(*cpu, *cuda, std::vector<float>(s.n, 99.0f),
+                              [&](backend& be, float* out) {
+      auto dv = to_device(be, vectors);
+      be.fm_interaction_forward(dv.get(), s.n, s.t, s.dim, out);
+      be.synchronize();
+    });
+    // The same sums in the same order (math::fm_second_order); only FMA contraction differs.
+    check_close(got, ref, 1e-6 * s.t * s.dim, 1e-5, "fm_interaction_forward");
+    auto [ref_grad, got_grad] = on_both(*cpu, *cuda, std::vector<float>(vectors.size(), 99.0f),
+                                        [&](backend& be, float* dvectors) {
+      auto dv = to_device(be, vectors);
+      auto dd = to_device(be, dout);
+      be.fm_interaction_backward(dv.get(), dd.get(), s.n, s.t, s.dim, dvectors);
+      be.synchronize();
+    });
+    check_close(got_grad, ref_grad, 1e-6 * s.t, 1e-5, "fm_interaction_backward");
+  }
+}
+
+namespace {
+
+/// One train_step and one chunked predict of the same Wide & Deep or DeepFM on both backends,
+/// from the same seeded inputs (rows of both tables shared by the lookups, with repeats).
+void check_wide_deep_parity(backend& cuda, const wide_deep_shape& shape, int batch, int u,
+                            int predict_rows, unsigned seed) {
+  CAPTURE(shape.fm); CAPTURE(batch); CAPTURE(u); CAPTURE(seed);
+  auto cpu = make_cpu_backend();
+  std::mt19937 rng(seed);
+  const auto params = random_floats(rng, wide_deep_parameter_count(shape), -0.2f, 0.2f);
+  const int rows_n = std::max(batch, predict_rows);
+  const auto dense = random_floats(rng, static_cast<std::size_t>(rows_n) * shape.dense_in, 0, 1);
+  std::vector<float> labels(rows_n);
+  for (auto& y : labels) y = static_cast<float>(rng() % 2);
+  const auto rows = random_floats(rng, static_cast<std::size_t>(u) * shape.dim, -0.5f, 0.5f);
+  const auto weights = random_floats(rng, static_cast<std::size_t>(u), -0.5f, 0.5f);
+  const auto index = random_index(rng, static_cast<std::size_t>(rows_n) * shape.fields, u);
+  const auto windex = random_index(rng, static_cast<std::size_t>(rows_n) * shape.fields, u);
+  const ctr_rows embeddings{rows.data(), u, index.data()}, wide{weights.data(), u, windex.data()};
+
+  binary_loss_stats stats[2];
+  std::vector<float> grad[2], row_grad[2], weight_grad[2], probs[2];
+  backend* backends[2] = {cpu.get(), &cuda};
+  for (int b = 0; b < 2; ++b) {
+    wide_deep net(*backends[b], shape, batch);
+    host_buffer<float> pinned_params(*backends[b], net.parameter_count());
+    host_buffer<float> pinned_grad(*backends[b], net.parameter_count());
+    std::copy(params.begin(), params.end(), pinned_params.begin());
+    net.set_parameters(pinned_params.get());
+    row_grad[b].assign(rows.size(), NAN);
+    weight_grad[b].assign(weights.size(), NAN);
+    stats[b] = net.train_step(dense.data(), labels.data(), embeddings, wide, batch,
+                              pinned_grad.get(), row_grad[b].data(), weight_grad[b].data());
+    grad[b].assign(pinned_grad.begin(), pinned_grad.end());
+    probs[b].assign(predict_rows, -1.0f);
+    net.predict(dense.data(), embeddings, wide, predict_rows, probs[b].data());
+  }
+  CHECK(stats[1].rows == batch);
+  CHECK(stats[1].loss_sum == doctest::Approx(stats[0].loss_sum).epsilon(1e-5));
+  const auto largest = [](const std::vector<float>& v) {
+    double m = 0;
+    for (float g : v) m = std::max(m, std::fabs(static_cast<double>(g)));
+    return m;
+  };
+  REQUIRE(largest(grad[0]) > 0);
+  REQUIRE(largest(row_grad[0]) > 0);
+  REQUIRE(largest(weight_grad[0]) > 0);
+  check_close(grad[1], grad[0], 1e-4 * largest(grad[0]), 1e-3, "wide_deep gradient");
+  check_close(row_grad[1], row_grad[0], 1e-4 * largest(row_grad[0]), 1e-3,
+              "wide_deep embedding gradient");
+  check_close(weight_grad[1], weight_grad[0], 1e-4 * largest(weight_grad[0]), 1e-3,
+              "wide_deep weight gradient");
+  check_close(probs[1], probs[0], 1e-6, 1e-4, "wide_deep predict probabilities");
+}
+
+} // namespace
+
+TEST_CASE("cuda parity: wdl and deepfm with the Criteo shape, batch 128, predict 1000") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  for (bool fm : {false, true}) {
+    wide_deep_shape shape;
+    shape.fm = fm;
+    check_wide_deep_parity(*cuda, shape, 128, 2000, 1000, 17);
+  }
+}
+
+TEST_CASE("cuda parity: small odd wdl and deepfm 5-3x7, no hidden layer or one, batch 13") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  for (bool fm : {false, true}) {
+    wide_deep_shape shape;
+    shape.dense_in = 5;
+    shape.fields = 3;
+    shape.dim = 7;
+    shape.fm = fm;
+    shape.hidden = {};
+    check_wide_deep_parity(*cuda, shape, 13, 11, 50, 31);
+    shape.hidden = {9};
+    check_wide_deep_parity(*cuda, shape, 13, 11, 50, 37);
+  }
 }
 
 } // namespace actorps

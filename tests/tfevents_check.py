@@ -5,15 +5,16 @@ metrics file:
   - every file is whole records whose two masked CRC-32Cs match; the first event of each is the
     file version "brain.Event:2" with a wall time;
   - one file per life of the run (a "start" event of the metrics file; a resumed run adds one);
-  - at every evaluation of a life, its file holds test/accuracy and test/loss (and test/auc and
-    test/logloss where the metrics have them) at step = the evaluation's clock, with the metrics
+  - at every evaluation of a life, its file holds test/accuracy and test/loss (and test/auc,
+    test/logloss, test/gauc and test/calibration where the metrics have them) at step = the evaluation's clock, with the metrics
     file's value (within 1e-6, relative for the losses), and at no other step;
   - train/loss points rise in step, the first at the life's first clock + 1 (a resumed life:
     the resumed clock + 1, continuing the steps);
   - shards/rows is the summary's sparse rows;
   - events/failovers (recoveries, failures, checkpoints, ...) counts the life's events of that
     kind, one point per event.
-usage: tfevents_check.py DIR METRICS.jsonl [--ctr]   (--ctr: some evaluation must have an AUC)
+usage: tfevents_check.py DIR METRICS.jsonl [--ctr] [--gauc]   (--ctr: some evaluation must have
+an AUC and a calibration; --gauc: a GAUC too)
 """
 import glob
 import json
@@ -154,7 +155,9 @@ def check_life(path, life, number):
     for tag, key, relative in (("test/accuracy", "test_accuracy", False),
                                ("test/loss", "test_loss", True),
                                ("test/auc", "test_auc", False),
-                               ("test/logloss", "test_logloss", True)):
+                               ("test/logloss", "test_logloss", True),
+                               ("test/gauc", "test_gauc", False),
+                               ("test/calibration", "test_calibration", True)):
         want = [(m["clock"], m[key]) for m in evals if m.get(key) is not None]
         got = scalars.get(tag, [])
         assert [s for s, _ in got] == [c for c, _ in want], \
@@ -179,12 +182,15 @@ def check_life(path, life, number):
         assert [v for _, v in got] == [float(n + 1) for n in range(len(want))], \
             f"{path}: events/{name} {got}, the metrics file has {len(want)} {kind} events"
         assert [s for s, _ in got] == want, f"{path}: events/{name} at {got}, events at {want}"
-    return len(events), len(evals), any("test_auc" in m for m in evals), resumed
+    has = {key for m in evals for key in ("test_auc", "test_gauc", "test_calibration")
+           if m.get(key) is not None}
+    return len(events), len(evals), has, resumed
 
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     ctr = "--ctr" in sys.argv
+    gauc = "--gauc" in sys.argv
     if len(args) != 2:
         sys.exit(__doc__)
     directory, metrics = args
@@ -196,13 +202,15 @@ def main():
         lives[-1].append(m)
     files = sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*")))
     assert len(files) == len(lives), f"{len(files)} event files for {len(lives)} lives of the run"
-    auc = False
+    seen = set()
     for number, (path, life) in enumerate(zip(files, lives)):
-        n, evals, has_auc, resumed = check_life(path, life, number)
-        auc = auc or has_auc
+        n, evals, has, resumed = check_life(path, life, number)
+        seen |= has
         print(f"{os.path.basename(path)}: {n} records, {evals} evaluations match"
               + (f", resumed from clock {resumed}" if resumed >= 0 else ""))
-    assert auc or not ctr, "no evaluation with an AUC"
+    assert "test_auc" in seen or not ctr, "no evaluation with an AUC"
+    assert "test_calibration" in seen or not ctr, "no evaluation with a calibration"
+    assert "test_gauc" in seen or not gauc, "no evaluation with a GAUC"
 
 
 if __name__ == "__main__":

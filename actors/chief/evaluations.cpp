@@ -50,6 +50,8 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
   st.last_accuracy = report.test_accuracy;
   st.last_test_loss = report.test_loss;
   st.last_auc = report.test_auc;
+  st.last_gauc = report.test_gauc;
+  st.last_calibration = report.test_calibration;
   if (report.test_rows > 0) {  // an empty test set scores nothing
     ++st.evaluations;
     st.last_eval_clock = report.clock;
@@ -62,6 +64,8 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
                  .add("test_loss", report.test_loss);
   if (report.test_auc >= 0)  // a binary model: its loss is the logloss
     event.add("test_auc", report.test_auc).add("test_logloss", report.test_loss);
+  if (report.test_gauc != -1) event.add("test_gauc", report.test_gauc);
+  if (report.test_calibration != -1) event.add("test_calibration", report.test_calibration);
   st.metrics->write(event.add("test_rows", report.test_rows)
                       .add("eval_s", report.eval_seconds)
                       .add("final", final_eval)
@@ -145,6 +149,8 @@ eval_report last_known_eval(const chief_state& st) {
   r.test_accuracy = st.last_accuracy >= 0 ? st.last_accuracy : 0;
   r.test_loss = st.last_test_loss >= 0 ? st.last_test_loss : 0;
   r.test_auc = st.last_auc;
+  r.test_gauc = st.last_gauc;
+  r.test_calibration = st.last_calibration;
   return r;
 }
 

@@ -176,7 +176,8 @@ struct chief_state {
   // the evaluator): training does not end meanwhile (check_all_done).
   int promoting = 0;
   int64_t next_eval = 0;
-  double last_accuracy = -1, last_test_loss = -1, last_auc = -1;
+  double last_accuracy = -1, last_test_loss = -1, last_auc = -1, last_gauc = -1,
+         last_calibration = -1;
   int64_t last_sparse_rows = -1;   // over every shard and table, at the last evaluation; -1: none
   int evaluations = 0;             // reports that scored at least one test row
 

@@ -58,7 +58,8 @@ void tensorboard_writer::on_train(const json& event) {
 
 void tensorboard_writer::on_eval(const json& event) {
   std::vector<tf_scalar> values;
-  for (const char* key : {"test_accuracy", "test_loss", "test_auc", "test_logloss"})
+  for (const char* key : {"test_accuracy", "test_loss", "test_auc", "test_logloss", "test_gauc",
+                          "test_calibration"})
     if (double v = 0; number(event, key, v))
       values.push_back({std::string("test/") + (key + 5), float(v)});
   file_.add(last_step_, values);

@@ -56,22 +56,33 @@ std::string progress_text(const chief_state& st) {
   int n = 0;
   for (std::size_t w = 0; w < st.last_loss.size(); ++w)
     if (st.live[w]) loss += st.last_loss[w], ++n;
-  // binary models show their AUC where the others show accuracy
-  char acc[32] = "test acc   -   ";
-  if (st.last_auc >= 0)
-    std::snprintf(acc, sizeof acc, "test auc %.4f", st.last_auc);
-  else if (st.last_accuracy >= 0)
-    std::snprintf(acc, sizeof acc, "test acc %.4f", st.last_accuracy);
+  const double epoch = double(clock) / double(st.steps_per_epoch());
+  const double rate = elapsed > 0 ? st.samples / elapsed : 0.0;
   // With sparse tables, their rows over every shard at the last evaluation (record_tables).
   char rows[32] = "";
   if (st.last_sparse_rows >= 0)
     std::snprintf(rows, sizeof rows, " rows %lld", static_cast<long long>(st.last_sparse_rows));
+  if (st.last_auc >= 0) {
+    // A binary model's test figures (AUC, GAUC with --gauc-group, calibration) come before the
+    // throughput: they fit the 80 columns the console may cut the line to.
+    char gauc[24] = "";
+    if (st.last_gauc != -1) std::snprintf(gauc, sizeof gauc, "gauc %.4f ", st.last_gauc);
+    std::snprintf(buf, sizeof buf,
+                  "epoch %5.2f clock %6lld/%lld loss %.4f auc %.4f %scal %.3f %7.0f samples/s%s "
+                  "max staleness %lld %s",
+                  epoch, static_cast<long long>(clock), static_cast<long long>(st.cfg.steps),
+                  n ? loss / n : 0.0, st.last_auc, gauc, st.last_calibration, rate, rows,
+                  static_cast<long long>(st.max_staleness), backends_text(st).c_str());
+    return buf;
+  }
+  char acc[32] = "test acc   -   ";
+  if (st.last_accuracy >= 0)
+    std::snprintf(acc, sizeof acc, "test acc %.4f", st.last_accuracy);
   // Single spaces: the figures that matter most (up to the test accuracy) fit 80 columns, where
   // the console cuts the line (actors/protocol/console.hpp).
   std::snprintf(buf, sizeof buf,
                 "epoch %5.2f clock %6lld/%lld %7.0f samples/s loss %.4f %s%s max staleness %lld %s",
-                double(clock) / double(st.steps_per_epoch()), static_cast<long long>(clock),
-                static_cast<long long>(st.cfg.steps), elapsed > 0 ? st.samples / elapsed : 0.0,
+                epoch, static_cast<long long>(clock), static_cast<long long>(st.cfg.steps), rate,
                 n ? loss / n : 0.0, acc, rows, static_cast<long long>(st.max_staleness),
                 backends_text(st).c_str());
   return buf;

@@ -34,6 +34,9 @@ struct dataset {
   std::vector<int32_t> y;
   sparse_batch sparse;
   criteo_batch criteo;  ///< a Criteo test split (cols 0, classes 2), else empty
+  /// Each test row's group for GAUC (data_source::group_field: the key of that field), else
+  /// empty.
+  std::vector<uint64_t> groups;
 };
 
 /// What the uint8 pixels of Fashion-MNIST are divided by for training: inputs lie in [0, 1].

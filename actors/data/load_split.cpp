@@ -100,8 +100,19 @@ void check_classes_from_zero(const dataset& d, const std::string& path) {
 } // namespace
 
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
-  if (src.what == data_source::kind::criteo)
-    return std::make_shared<dataset>(load_criteo(train ? src.train_path : src.test_path, train));
+  if (src.what == data_source::kind::criteo) {
+    auto d = std::make_shared<dataset>(load_criteo(train ? src.train_path : src.test_path, train));
+    if (src.group_field >= criteo_categorical_fields)
+      throw std::invalid_argument("the GAUC group field " + std::to_string(src.group_field)
+                                  + " is not one of C1..C26");
+    if (!train && src.group_field >= 0) {  // GAUC's groups: the value (key) of one field
+      const auto& c = d->criteo;
+      d->groups.resize(c.rows());
+      for (std::size_t r = 0; r < c.rows(); ++r)
+        d->groups[r] = c.keys[r * criteo_categorical_fields + src.group_field];
+    }
+    return d;
+  }
   if (src.what == data_source::kind::libsvm)
     return std::make_shared<dataset>(load_libsvm(train ? src.train_path : src.test_path, train));
   if (src.what == data_source::kind::fashion_mnist)

@@ -95,7 +95,8 @@ public:
   eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables) override {
     check_one_table("lr", tables, 1, split_.keys.size(), false);
     const auto& z = model_.logits(split_, tables[0], params);
-    return binary_metrics_from_logits(z.data(), split_.labels.data(), split_.rows());
+    return binary_metrics_from_logits(z.data(), split_.labels.data(), split_.rows(),
+                                      test_->groups);
   }
 
 private:

@@ -86,7 +86,8 @@ public:
     z_.resize(split_.rows());
     model_.predict_logits(split_.dense.data(), t.values.data(), static_cast<int>(t.keys.size()),
                           row_index(t), static_cast<int>(split_.rows()), z_.data());
-    return binary_metrics_from_logits(z_.data(), split_.labels.data(), split_.rows());
+    return binary_metrics_from_logits(z_.data(), split_.labels.data(), split_.rows(),
+                                      test_->groups);
   }
 
 private:

@@ -79,6 +79,8 @@ struct eval_metrics {
   double loss = 0;      ///< mean loss per row (binary models: the logloss)
   int64_t rows = 0;
   double auc = -1;      ///< binary models: ROC AUC over the rows; -1: not computed
+  double gauc = -1;     ///< binary models with test groups: group_auc; -1: not computed
+  double calibration = -1;  ///< binary models: mean prediction / mean label; -1: not computed
 };
 
 /// The evaluator's half of a model. A dense model implements the first evaluate(); a model with
@@ -104,9 +106,11 @@ void check_one_table(const char* model, const std::vector<table_rows>& tables, u
                      std::size_t uses, bool grads);
 
 /// Test metrics of a binary model from its logits z (n) against 0/1 labels: exact ROC AUC, mean
-/// log loss (computed from the logits, exact where a probability would round to 0 or 1) and
-/// accuracy at p ≥ 0.5.
-eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std::size_t n);
+/// log loss (computed from the logits, exact where a probability would round to 0 or 1),
+/// accuracy at p ≥ 0.5, calibration (kernels/binary_metrics.hpp) and, given each row's group
+/// (dataset::groups, not empty), the group AUC.
+eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std::size_t n,
+                                        const std::vector<uint64_t>& groups = {});
 
 class model_plugin {
 public:

@@ -4,6 +4,7 @@
 #include "actors/model/dlrm_plugin.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/model/sparse_lr_plugin.hpp"
+#include "actors/model/wide_deep_plugin.hpp"
 
 #include <algorithm>
 #include <map>
@@ -25,6 +26,8 @@ registry& the_registry() {
     fresh->factories["sparse-lr"] = make_sparse_lr_plugin;
     fresh->factories["lr"] = make_criteo_lr_plugin;
     fresh->factories["dlrm"] = make_dlrm_plugin;
+    fresh->factories["wdl"] = make_wdl_plugin;
+    fresh->factories["deepfm"] = make_deepfm_plugin;
     return fresh;
   }();
   return *r;

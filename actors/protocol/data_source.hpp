@@ -22,6 +22,8 @@ struct data_source {
                            ///< libsvm, criteo: the training file, which each worker streams its
                            ///< part of
   std::string test_path;   ///< csv, libsvm, criteo: the test file
+  int group_field = -1;    ///< criteo: the categorical field (0 for C1 .. 25 for C26) whose
+                           ///< value groups the test rows for GAUC (--gauc-group); -1: none
 };
 
 /// Whether each worker streams its own part of the training file (libsvm, criteo) instead of

@@ -95,12 +95,15 @@ struct eval_report {
   double eval_seconds = 0;     ///< snapshot + forward pass
   double test_auc = -1;        ///< binary models: ROC AUC (test_loss is then the logloss); -1: none
   int64_t refused = 0;         ///< requests this evaluator refused as not authorised so far
+  double test_gauc = -1;       ///< binary models with --gauc-group: the group AUC; -1: none
+  double test_calibration = -1;  ///< binary models: mean prediction / mean label; -1: none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
   return f(caf::meta::type_name("eval_report"), x.clock, x.test_accuracy, x.test_loss,
-           x.test_rows, x.eval_seconds, x.test_auc, x.refused);
+           x.test_rows, x.eval_seconds, x.test_auc, x.refused, x.test_gauc,
+           x.test_calibration);
 }
 
 /// A shard's counters.
@@ -200,6 +203,8 @@ struct run_summary {
   double final_test_accuracy = 0;
   double final_test_loss = 0;
   double final_test_auc = -1;    ///< binary models; -1: the model reports none
+  double final_test_gauc = -1;   ///< binary models with --gauc-group; -1: none
+  double final_test_calibration = -1;  ///< binary models; -1: the model reports none
   int64_t max_staleness = 0;
   uint64_t dropped_messages = 0;
   uint64_t gradients_refused = 0;    ///< over every shard: pushes beyond --max-gradient
@@ -239,7 +244,8 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
            x.refused_unauthorised, x.norms_refused, x.max_norm_ratio, x.max_gradient,
            x.max_parameter, x.backend, x.failures,
            x.recoveries, x.failovers, x.rereplications, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
-           x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters);
+           x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters,
+           x.final_test_gauc, x.final_test_calibration);
 }
 
 // --- typed interfaces -----------------------------------------------------------------------

@@ -920,6 +920,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     data.setTestRows(static_cast<uint32_t>(setup.data.test_rows));
     data.setSeed(setup.data.seed);
     data.setCols(static_cast<uint32_t>(setup.data.cols));
+    data.setGroupField(setup.data.group_field);
     auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
     for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
       addresses.set(i, setup.shard_addresses[i]);
@@ -954,6 +955,11 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.data.test_rows = static_cast<int>(data.getTestRows());
     out.data.seed = data.getSeed();
     out.data.cols = static_cast<int>(data.getCols());
+    out.data.group_field = data.getGroupField();
+    if (out.data.group_field < -1 || out.data.group_field >= 26)  // C1..C26
+      return make_error(errc::malformed_message, "group field "
+                                                   + std::to_string(out.data.group_field)
+                                                   + " is not a Criteo field");
     for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
     if (msg.getBackend() > static_cast<uint8_t>(backend_kind::automatic))
       return make_error(errc::invalid_spec, "unknown backend in RoleSetup");

@@ -49,6 +49,8 @@ caf::expected<eval_report> evaluate_snapshots(self_ptr self, int64_t clock,
   report.test_accuracy = metrics.accuracy;
   report.test_loss = metrics.loss;
   report.test_auc = metrics.auc;
+  report.test_gauc = metrics.gauc;
+  report.test_calibration = metrics.calibration;
   report.refused = st.refused;
   report.eval_seconds = std::chrono::duration<double>(caf::make_timestamp() - started).count();
   return report;
