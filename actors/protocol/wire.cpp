@@ -383,7 +383,8 @@ void write_table_states(capnp::List<wire::SparseTableState>::Builder list,
     copy_into(out.initPendingKeys(8 * t.pending_keys.size()), t.pending_keys);
     copy_into(out.initPendingCounts(4 * t.pending_counts.size()), t.pending_counts);
     copy_into(out.initClocks(4 * t.clocks.size()), t.clocks);
-    if (!t.removed_keys.empty()) copy_into(out.initRemovedKeys(8 * t.removed_keys.size()), t.removed_keys);
+    if (!t.removed_keys.empty())  // a delta's: a whole table's leaves the field unset
+      copy_into(out.initRemovedKeys(8 * t.removed_keys.size()), t.removed_keys);
   }
 }
 

@@ -190,7 +190,8 @@ struct manifest_read {
 manifest_read read_manifest(const fs::path& dir) {
   auto path = dir / manifest_name;
   if (!fs::exists(path))
-    fail(dir, "no " + std::string(manifest_name) + " (incomplete: the run stopped while writing it)");
+    fail(dir, "no " + std::string(manifest_name)
+                + " (incomplete: the run stopped while writing it)");
   std::string text;
   if (auto why = read_input_file(path.string(), max_manifest_bytes, text); !why.empty())
     throw checkpoint_error(why);
@@ -630,7 +631,8 @@ loaded_checkpoint load_chain(const fs::path& dir, float max_parameter, const std
                     + pred + " (a delta of another base)");
       break;
     }
-    if (link.base_clock != at_link.base_clock || !same_digest(link.base_sha256, at_link.base_sha256))
+    if (link.base_clock != at_link.base_clock
+        || !same_digest(link.base_sha256, at_link.base_sha256))
       fail(dir, here + " names its base " + name(at_link.base_clock) + ", its predecessor " + pred
                   + " is built on " + name(link.base_clock) + " (a delta of another base)");
     at_link = link;

@@ -5,8 +5,8 @@
 // Default: a table of --rows rows (dim --dim, Adagrad) is written as a full checkpoint; then
 // --deltas times, a random --touch share of its rows is pushed (the keys between two
 // checkpoints) and a delta checkpoint written. Reports per checkpoint its bytes, its write time
-// (export, encode, write and fsync, manifest; each part too) and the rows it holds; then a full checkpoint of
-// the last clock written directly, and the time to restore the chain (load_chain: every file
+// (export, encode, write and fsync, manifest; each part too) and the rows it holds; then a full
+// checkpoint of the last clock written directly, and the time to restore the chain (load_chain: every file
 // verified, the chain folded into whole states), checked byte for byte against that full one.
 //
 // --inspect DIR: instead, describes the checkpoints a run wrote under DIR (each ckpt-*): clock,
@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -137,7 +138,8 @@ int run_table(const options& o) {
     for (uint64_t at = 0; at < count; at += batch) {
       const uint64_t n = std::min(batch, count - at);
       keys.resize(n);
-      for (uint64_t i = 0; i < n; ++i) keys[i] = splitmix64_mix(((first + (at + i) * stride) % o.rows) + 1);
+      for (uint64_t i = 0; i < n; ++i)
+        keys[i] = splitmix64_mix(((first + (at + i) * stride) % o.rows) + 1);
       grads.assign(n * o.dim, 0.01f);
       table.apply(keys.data(), n, grads.data(), 1.0f, clock);
     }
@@ -175,8 +177,8 @@ int run_table(const options& o) {
   out["restored_identical"] =
     restored.shards.size() == 1 && whole.shards.size() == 1
     && restored.shards[0].size_bytes() == whole.shards[0].size_bytes()
-    && std::equal(restored.shards[0].bytes(), restored.shards[0].bytes() + restored.shards[0].size_bytes(),
-                  whole.shards[0].bytes());
+    && std::memcmp(restored.shards[0].bytes(), whole.shards[0].bytes(),
+                   whole.shards[0].size_bytes()) == 0;
   std::vector<double> delta_bytes;
   for (const auto& c : list)
     if (c["kind"] == "delta") delta_bytes.push_back(c["bytes"].get<double>());
@@ -184,7 +186,8 @@ int run_table(const options& o) {
   std::vector<double> all_bytes;
   for (const auto& c : list) all_bytes.push_back(c["bytes"].get<double>());
   std::sort(all_bytes.begin(), all_bytes.end());
-  out["median_checkpoint_over_full"] = all_bytes[all_bytes.size() / 2] / list[0]["bytes"].get<double>();
+  out["median_checkpoint_over_full"] =
+    all_bytes[all_bytes.size() / 2] / list[0]["bytes"].get<double>();
   out["checkpoints"] = std::move(list);
   if (o.dir.empty()) fs::remove_all(root);
   std::printf("%s\n", out.dump(2).c_str());
@@ -239,8 +242,10 @@ int main(int argc, char** argv) {
     ("dim", po::value(&o.dim)->default_value(o.dim), "floats per row")
     ("touch", po::value(&o.touch)->default_value(o.touch),
      "share of the rows pushed between two checkpoints")
-    ("deltas", po::value(&o.deltas)->default_value(o.deltas), "delta checkpoints after the full one")
-    ("dir", po::value(&o.dir), "write the checkpoints here (default: a temporary directory, removed)")
+    ("deltas", po::value(&o.deltas)->default_value(o.deltas),
+     "delta checkpoints after the full one")
+    ("dir", po::value(&o.dir),
+     "write the checkpoints here (default: a temporary directory, removed)")
     ("inspect", po::value(&o.inspect), "describe the checkpoints a run wrote under DIR instead");
   return run_benchmark("actorps_bench_delta_checkpoint", argc, argv, desc,
     [&] {

@@ -451,7 +451,8 @@ sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
   std::size_t gone = 0;
   for (std::size_t r = 0; r < whole.keys.size(); ++r) {
     const uint64_t key = whole.keys[r];
-    while (gone < removed.size() && removed[gone] < key) out.removed_keys.push_back(removed[gone++]);
+    while (gone < removed.size() && removed[gone] < key)
+      out.removed_keys.push_back(removed[gone++]);
     if (gone < removed.size() && removed[gone] == key) ++gone;  // it has a row: not gone
     if (whole.clocks[r] < from) continue;
     out.keys.push_back(key);
