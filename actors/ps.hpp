@@ -100,6 +100,9 @@ struct train_options {
   // Checkpoints, as --checkpoint-dir, --checkpoint-every and --resume DIR (train() only).
   std::string checkpoint_dir;     ///< write checkpoints (ckpt-<clock>) here ("" none)
   int64_t checkpoint_every = 0;   ///< global clocks between checkpoints (0: only the last)
+  /// Every N-th checkpoint is full, the ones between hold only the sparse rows changed since
+  /// the previous one (deltas), as --full-checkpoint-every (1: every one full).
+  int full_checkpoint_every = 10;
   /// A file holding the key that signs the checkpoints written and checks those resumed from
   /// (HMAC-SHA256 of each manifest), as --checkpoint-key ("" unsigned).
   std::string checkpoint_key;

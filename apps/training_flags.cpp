@@ -284,6 +284,10 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "run back to the newest one")
     ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
      "global clocks between checkpoints (0: only at the end of training)")
+    ("full-checkpoint-every", po::value(&o.full_checkpoint_every)
+       ->default_value(o.full_checkpoint_every),
+     "every N-th checkpoint is full; those between hold only the sparse rows changed since the "
+     "previous one (a chain: actors/storage/CHECKPOINT_FORMAT.md); 1: every one full")
     ("keep", po::value(&o.keep)->default_value(o.keep),
      "complete checkpoints of this run to keep; older ones are removed once a newer one is "
      "complete (another run's are never touched)")
@@ -548,6 +552,8 @@ checked_flags check_training_flags(const training_flags& typed) {
   }
 
   require(o.keep >= 1, "keep", o.keep, "must be at least 1");
+  require(o.full_checkpoint_every >= 1, "full-checkpoint-every", o.full_checkpoint_every,
+          "must be at least 1");
   require(o.checkpoint_every >= 0, "checkpoint-every", o.checkpoint_every, "must be 0 or more");
   require(o.max_replacements >= 0, "max-replacements", o.max_replacements, "must be 0 or more");
   require(o.replicas == 0 || o.replicas == 1, "replicas", o.replicas, "must be 0 or 1");
@@ -608,6 +614,7 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   ck.dir = o.checkpoint_dir;
   ck.every = o.checkpoint_every;
   ck.keep = o.keep;
+  ck.full_every = o.full_checkpoint_every;
   ck.crash_at = v.crash_at;
   ck.fail_at = v.disk_fail_at;
   ck.writer = o.writer == "chief" ? checkpoint_writer::chief : checkpoint_writer::shards;

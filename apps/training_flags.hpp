@@ -45,6 +45,7 @@ struct training_flags {
   bool staleness_given = false;    ///< --staleness was typed (not left at its default)
   int64_t checkpoint_every = 0;
   int keep = 3;
+  int full_checkpoint_every = 10;  ///< --full-checkpoint-every
   int max_replacements = 3;
   std::vector<std::string> kill;   ///< simulate only
   int replicas = 0;                ///< --replicas: hot standbys per shard (simulate, chief)

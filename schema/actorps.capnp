@@ -226,6 +226,9 @@ struct ShardCheckpoint {
   blocks @5 :List(Block);      # parameters, the shard's blocks in id order
   state @6 :List(Block);       # optimizer state per block: slots x block size floats, same ids
   sparse @7 :List(SparseTableState);  # every sparse table, in spec order
+  deltaSince @8 :Int64 = -1;   # -1: the whole state; C: a delta checkpoint's file, whose sparse
+                               # tables hold only the rows pushed at clock C or later, with
+                               # tombstones (storage/CHECKPOINT_FORMAT.md)
 }
 
 # One sparse table's rows on one shard (kernels/sparse/sparse_table.hpp's sparse_table_rows).
@@ -241,6 +244,8 @@ struct SparseTableState {
   clocks @8 :Data;             # uint32 per key: the global clock of its last push; empty in
                                # checkpoints written before rows recorded it
   admission @9 :AdmissionState;  # what admission holds beyond pendingKeys and pendingCounts
+  removedKeys @10 :Data;       # uint64, strictly ascending: a delta's tombstones (keys evicted
+                               # since); empty in a whole table
 }
 
 # A sparse table's pending admission counts beyond the exact keys and counts

@@ -5,6 +5,8 @@
 // run.capnp and, last, the manifest. A failed checkpoint is logged, counted in the summary (a
 // run none of whose checkpoints succeeded, or whose final one failed, exits non-zero), its
 // directory removed, and the previous one stays; training never waits for a checkpoint.
+// Between full checkpoints (--full-checkpoint-every) it asks for deltas of the newest one: the
+// shards cut, from the state they kept, the sparse rows changed since (CHECKPOINT_FORMAT.md).
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -84,28 +86,30 @@ using file_written = std::function<void(const file_record&)>;
 using files_written = std::function<void(std::vector<file_record>)>;
 using write_failed = std::function<void(const caf::error&)>;
 
-/// --checkpoint-writer shards: each shard writes its file into `dir` itself.
-void shards_write(self_ptr self, const std::string& dir, int64_t clock, file_written each,
-                  files_written done, write_failed failed) {
+/// --checkpoint-writer shards: each shard writes its file into `dir` itself (with `since` >= 0,
+/// the changes since that clock's checkpoint).
+void shards_write(self_ptr self, const std::string& dir, int64_t clock, int64_t since,
+                  file_written each, files_written done, write_failed failed) {
   const auto& st = self->state;
   ask_each<file_record>(
     st.shards.size(),
     [&](std::size_t s) {
       return self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, dir,
-                           clock);
+                           clock, since);
     },
     [=](std::size_t, const file_record& rec) { each(rec); }, std::move(done), std::move(failed));
 }
 
 /// --checkpoint-writer chief: the shards send their files' bytes, the chief's disk actor writes
 /// them one after the other.
-void chief_writes(self_ptr self, const std::string& dir, int64_t clock, file_written each,
-                  files_written done, write_failed failed) {
+void chief_writes(self_ptr self, const std::string& dir, int64_t clock, int64_t since,
+                  file_written each, files_written done, write_failed failed) {
   const auto& st = self->state;
   ask_each<wire_buffer>(
     st.shards.size(),
     [&](std::size_t s) {
-      return self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, clock);
+      return self->request(st.shards[s], st.cfg.request_timeout, checkpoint_atom::value, clock,
+                           since);
     },
     [=](std::vector<wire_buffer> files) {
       const auto& st = self->state;
@@ -137,6 +141,12 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto started = std::chrono::steady_clock::now();
   auto abandoned = [=] { return self->state.checkpoint_generation != generation; };
   auto prepared = std::make_shared<std::string>();  // its directory, once there is one
+  // A delta of the chain's newest link, until a full one is due (one checkpoint is in flight at
+  // a time: the chain is the one this checkpoint continues).
+  const int64_t since = st.chain.predecessor_clock >= 0
+                            && st.chain_deltas + 1 < st.cfg.checkpoints.full_every
+                          ? st.chain.predecessor_clock
+                          : -1;
   auto failed = [=](const caf::error& err) {
     if (abandoned()) return;
     auto& st = self->state;
@@ -185,12 +195,39 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   };
   auto commit = [=](const std::string& dir, std::vector<file_record> files) {
     auto& st = self->state;
+    // A shard file of changes only makes it a delta of the chain's newest link (a shard that
+    // cannot tell its changes, e.g. restored since, writes its whole state: still a link).
+    const bool delta = std::any_of(files.begin(), files.end(),
+                                   [](const file_record& f) { return f.delta_since >= 0; });
+    uint64_t bytes = 0;
+    for (const auto& f : files) {
+      bytes += f.bytes;
+      if (f.delta_since >= 0
+          && (st.chain.predecessor_clock < 0 || f.delta_since > st.chain.predecessor_clock)) {
+        return failed(make_error(errc::checkpoint_failed,
+                                 f.name + " holds the changes since clock "
+                                   + std::to_string(f.delta_since)
+                                   + ", which no checkpoint of this run's chain ends at"));
+      }
+    }
     self->request(st.io, caf::infinite, commit_atom::value, dir, clock, std::move(files),
-                  run_file(st, clock), static_cast<int32_t>(st.cfg.checkpoints.keep))
+                  run_file(st, clock), static_cast<int32_t>(st.cfg.checkpoints.keep),
+                  delta ? st.chain : checkpoint_link{})
       .then(
-        [=](caf::ok_atom) {
+        [=](std::string& manifest_sha256) {
           if (abandoned()) return;  // complete on disk, but the run went back before it
           auto& st = self->state;
+          if (delta) {
+            st.chain.predecessor_clock = clock;
+            st.chain.predecessor_sha256 = manifest_sha256;
+            ++st.chain_deltas;
+          } else {
+            st.chain = {clock, manifest_sha256, clock, manifest_sha256};
+            st.chain_deltas = 0;
+          }
+          // No delta counts from before it now: what the shards kept for that goes.
+          for (const auto& shard : st.shards)
+            if (shard) self->send(shard, checkpoint_atom::value, commit_atom::value, clock);
           st.last_checkpoint = std::max(st.last_checkpoint, clock);
           // The shards keep a clock once every live worker has pushed it; a worker in another
           // process reports its clocks in batches (worker.cpp), so some may still be on their
@@ -199,7 +236,8 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
             if (st.live[w]) st.clocks[w] = std::max(st.clocks[w], clock);
           ++st.checkpoints;
           st.metrics->write(json_object().add("event", "checkpoint").add("clock", clock)
-                              .add("dir", dir).add("ms", ms_since(started))
+                              .add("dir", dir).add("kind", delta ? "delta" : "full")
+                              .add("bytes", bytes).add("ms", ms_since(started))
                               .add("wall_s", st.elapsed()));
           then();
           checkpoint_over(self);
@@ -223,9 +261,9 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
           if (!abandoned()) commit(dir, std::move(files));
         };
         if (self->state.cfg.checkpoints.writer == checkpoint_writer::chief)
-          chief_writes(self, dir, clock, crash_hook, written, failed);
+          chief_writes(self, dir, clock, since, crash_hook, written, failed);
         else
-          shards_write(self, dir, clock, crash_hook, written, failed);
+          shards_write(self, dir, clock, since, crash_hook, written, failed);
       },
       failed);
 }

@@ -66,6 +66,8 @@ struct checkpoint_config {
   std::string dir;                         ///< empty: no checkpoints
   int64_t every = 0;                       ///< global clocks between checkpoints (0: only the last)
   int keep = 3;                            ///< complete checkpoints kept (older ones removed)
+  int full_every = 10;                     ///< every N-th checkpoint whole, the others deltas
+                                           ///< of it (1: every one whole)
   std::optional<loaded_checkpoint> resume; ///< verified by the caller: the run continues from it
   std::string run_id;                      ///< this run's lineage (storage/checkpoint_lineage.hpp):
                                            ///< new, or the resumed checkpoint's

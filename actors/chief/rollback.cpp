@@ -21,6 +21,8 @@
 
 #include "actors/protocol/log.hpp"
 
+#include <filesystem>
+
 namespace actorps::chief_detail {
 
 namespace {
@@ -124,7 +126,24 @@ void restore_from(self_ptr self, checkpoint_ptr ckpt) {
   log_line("chief", "restoring every shard to "
                       + (ckpt ? ckpt->dir : std::string("the initial values")) + " (clock "
                       + std::to_string(clock) + "; clocks " + std::to_string(clock) + ".."
-                      + std::to_string(st.rollback.failed_at) + " are lost)");
+                      + std::to_string(st.rollback.failed_at) + " are lost)"
+                      + (ckpt && !ckpt->chain.empty()
+                           ? ", a chain of " + std::to_string(ckpt->chain.size()) + " from "
+                               + ckpt->chain.front()
+                           : ""));
+  // The next delta continues the chain restored when it lies in this run's directory (not a
+  // resumed run's elsewhere), whatever the run committed after it before going back.
+  const bool ours = ckpt && !ckpt->manifest_sha256.empty() && clock > 0
+                    && std::filesystem::path(ckpt->dir).parent_path().lexically_normal()
+                         == std::filesystem::path(st.cfg.checkpoints.dir).lexically_normal();
+  if (!ours) {
+  } else if (ckpt->link.base_clock >= 0) {
+    st.chain = {ckpt->link.base_clock, ckpt->link.base_sha256, clock, ckpt->manifest_sha256};
+    st.chain_deltas = static_cast<int>(ckpt->chain.size()) - 1;
+  } else {
+    st.chain = {clock, ckpt->manifest_sha256, clock, ckpt->manifest_sha256};
+    st.chain_deltas = 0;
+  }
   auto attempt = st.rollbacks;
   restore_shards(
     self, ckpt, [=] { if (still_rolling_back(self, attempt)) restart_roles(self, clock); },

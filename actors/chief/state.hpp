@@ -80,6 +80,10 @@ struct chief_state {
   uint64_t checkpoint_generation = 0;
   int64_t next_checkpoint = 0;     // global clock of the next one
   int64_t last_checkpoint = -1;    // clock of the newest complete one
+  // The chain the next delta checkpoint continues: its base (the newest full one) and
+  // predecessor (the newest one), and the deltas written on that base so far.
+  checkpoint_link chain;
+  int chain_deltas = 0;
   int checkpoints = 0;
   int checkpoint_failures = 0;
   std::string checkpoint_error;    // why the last failed one did

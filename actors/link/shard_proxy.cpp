@@ -345,6 +345,11 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
         [=](admit_atom a, int32_t w, int64_t c, uint32_t i) { return self->delegate(remote, a, w, c, i); },
         [=](checkpoint_atom a, const std::string& d, int64_t c) { return self->delegate(remote, a, d, c); },
         [=](checkpoint_atom a, int64_t c) { return self->delegate(remote, a, c); },
+        [=](checkpoint_atom a, const std::string& d, int64_t c, int64_t s) {
+          return self->delegate(remote, a, d, c, s);
+        },
+        [=](checkpoint_atom a, int64_t c, int64_t s) { return self->delegate(remote, a, c, s); },
+        [=](checkpoint_atom a, commit_atom b, int64_t c) { self->send(remote, a, b, c); },
         [=](replicate_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
         [=](replicate_atom a, leave_atom b, int32_t w) { return self->delegate(remote, a, b, w); },
         [=](replicate_atom a, rejoin_atom b, int32_t w) { return self->delegate(remote, a, b, w); },

@@ -88,6 +88,8 @@ caf::error plan_checkpoints(const train_options& o, chief_config& c) {
   ck.dir = o.checkpoint_dir;
   ck.every = o.checkpoint_every;
   if (o.checkpoint_every < 0) return bad_option("checkpoint_every must be 0 or more");
+  if (o.full_checkpoint_every < 1) return bad_option("full_checkpoint_every must be at least 1");
+  ck.full_every = o.full_checkpoint_every;
   // the clocks at which the shards keep their state for a checkpoint
   c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
   ck.dataset = o.train ? "in-memory" : o.source.train_path.empty() ? o.source.dir

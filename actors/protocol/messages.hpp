@@ -294,6 +294,14 @@ using ps_shard_actor = caf::typed_actor<
   // (checkpoint, clock) -> ShardCheckpoint: the same state handed to the chief, which writes it
   // (--checkpoint-writer chief: no filesystem shared with the ps tasks needed).
   caf::replies_to<checkpoint_atom, int64_t>::with<wire_buffer>,
+  // (checkpoint, dir, clock, since) -> file record, (checkpoint, clock, since) -> bytes: the
+  // same, a delta checkpoint's file with `since` >= 0: the sparse rows changed since that
+  // clock's checkpoint (the chain's newest), with tombstones (storage/CHECKPOINT_FORMAT.md).
+  caf::replies_to<checkpoint_atom, std::string, int64_t, int64_t>::with<file_record>,
+  caf::replies_to<checkpoint_atom, int64_t, int64_t>::with<wire_buffer>,
+  // (checkpoint, commit, clock): the checkpoint at `clock` is on disk; no delta will count
+  // from an earlier one (what the shard kept for that is forgotten).
+  caf::reacts_to<checkpoint_atom, commit_atom, int64_t>,
   // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
   // every worker is live at its clock, expected with the given incarnation. Held pulls and
   // checkpoints are answered with rolled_back.
@@ -349,9 +357,10 @@ using checkpoint_io_actor = caf::typed_actor<
   caf::replies_to<prepare_atom, std::string, int64_t>::with<std::string>,
   // (write, path, bytes) -> the file's manifest record, once it is durably on disk
   caf::replies_to<write_atom, std::string, wire_buffer>::with<file_record>,
-  // (commit, dir, clock, shard files, RunCheckpoint, keep) -> ok: run file, manifest, pruning
+  // (commit, dir, clock, shard files, RunCheckpoint, keep, link) -> the manifest's SHA-256:
+  // run file, manifest (a delta's naming its base and predecessor), pruning
   caf::replies_to<commit_atom, std::string, int64_t, std::vector<file_record>, wire_buffer,
-                  int32_t>::with<caf::ok_atom>,
+                  int32_t, checkpoint_link>::with<std::string>,
   // (load, path) -> the newest valid checkpoint under path
   caf::replies_to<load_atom, std::string>::with<loaded_checkpoint>,
   // (discard, dir): removes a checkpoint directory whose writing failed (never a complete one)

@@ -366,7 +366,7 @@ std::size_t table_states_bound(const std::vector<sparse_table_rows>& tables) {
              + words_for(4 * t.state.size()) + words_for(4 * t.touches.size())
              + words_for(4 * t.steps.size()) + words_for(8 * t.pending_keys.size())
              + words_for(4 * t.pending_counts.size()) + words_for(4 * t.clocks.size())
-             + admission_state_bound(t);
+             + admission_state_bound(t) + words_for(8 * t.removed_keys.size());
   return words;
 }
 
@@ -401,6 +401,8 @@ void write_table_states(capnp::List<wire::SparseTableState>::Builder list,
     copy_into(out.initSteps(4 * t.steps.size()), t.steps);
     copy_into(out.initClocks(4 * t.clocks.size()), t.clocks);
     write_admission_state(out, t);
+    if (!t.removed_keys.empty())  // a delta's: a whole table's leaves the field unset
+      copy_into(out.initRemovedKeys(8 * t.removed_keys.size()), t.removed_keys);
   }
 }
 
@@ -428,7 +430,7 @@ read_table_states(capnp::List<wire::SparseTableState>::Reader list) {
         || !copy_out(t.getState(), o.state) || !copy_out(t.getTouches(), o.touches)
         || !copy_out(t.getSteps(), o.steps) || !copy_out(t.getPendingKeys(), o.pending_keys)
         || !copy_out(t.getPendingCounts(), o.pending_counts)
-        || !copy_out(t.getClocks(), o.clocks)
+        || !copy_out(t.getClocks(), o.clocks) || !copy_out(t.getRemovedKeys(), o.removed_keys)
         || !copy_out(t.getAdmission().getPendingClocks(), o.pending_clocks)
         || !copy_out(t.getAdmission().getSketchCounters(), o.sketch.counters))
       return make_error(errc::malformed_message,
@@ -982,7 +984,8 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64
                                     uint64_t optimizer_step, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer,
                                     const float* state, std::size_t slots,
-                                    const std::vector<sparse_table_rows>& sparse) {
+                                    const std::vector<sparse_table_rows>& sparse,
+                                    int64_t delta_since) {
   const auto& ids = layout.shard_blocks(shard);
   auto state_words = 1 + 2 * ids.size();
   for (auto id : ids) state_words += words_for(slots * layout.blocks()[id].size * sizeof(float));
@@ -1000,6 +1003,7 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64
     write_blocks(msg.initState(static_cast<unsigned>(ids.size())), layout, ids, state,
                  source::shard, slots);
     write_table_states(msg.initSparse(static_cast<unsigned>(sparse.size())), sparse);
+    msg.setDeltaSince(delta_since);
   });
 }
 
@@ -1029,7 +1033,15 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoi
     write_views(msg.initBlocks(static_cast<unsigned>(saved.blocks.size())), saved.blocks);
     write_views(msg.initState(static_cast<unsigned>(saved.state.size())), saved.state);
     write_table_states(msg.initSparse(static_cast<unsigned>(saved.sparse.size())), saved.sparse);
+    msg.setDeltaSince(saved.delta_since);
   });
+}
+
+int64_t shard_checkpoint_delta_since(const wire_buffer& buf) {
+  auto since = decode<int64_t>(buf, "shard checkpoint", [](capnp::MessageReader& reader) {
+    return caf::expected<int64_t>(reader.getRoot<wire::ShardCheckpoint>().getDeltaSince());
+  });
+  return since ? *since : -1;
 }
 
 caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf) {
@@ -1042,10 +1054,18 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
     out.clock = msg.getClock();
     out.optimizer_step = msg.getOptimizerStep();
     out.newest_clock = msg.getNewestClock();
+    out.delta_since = msg.getDeltaSince();
     if (auto err = take(read_blocks(msg.getBlocks()), out.blocks)) return err;
     if (auto err = take(read_blocks(msg.getState()), out.state)) return err;
     if (auto err = take(read_table_states(msg.getSparse()), out.sparse)) return err;
     if (out.clock < 0) return make_error(errc::invalid_spec, "negative checkpoint clock");
+    if (out.delta_since < -1 || out.delta_since > out.clock)
+      return make_error(errc::invalid_spec, "a delta since clock " + std::to_string(out.delta_since)
+                                              + " in a checkpoint of clock "
+                                              + std::to_string(out.clock));
+    for (const auto& t : out.sparse)
+      if (out.delta_since < 0 && !t.removed_keys.empty())
+        return make_error(errc::invalid_spec, "tombstones in a whole checkpoint");
     if (out.optimizer_step > uint64_t(std::numeric_limits<int64_t>::max()))
       return make_error(errc::invalid_spec, "optimizer step out of range");
     return out;

@@ -225,6 +225,9 @@ struct shard_checkpoint_view {
   std::vector<block_view> blocks;  ///< parameters
   std::vector<block_view> state;   ///< optimizer state: slots × block size floats per block
   std::vector<sparse_table_rows> sparse;  ///< every sparse table's rows, in spec order (copied)
+  /// -1: the whole state; C: a delta checkpoint's, its tables holding only the rows pushed at
+  /// clock C or later, with tombstones (sparse_table::delta_of)
+  int64_t delta_since = -1;
 };
 
 /// Where a worker is in its data (schema DataPosition).
@@ -330,13 +333,18 @@ wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64
                                     uint64_t optimizer_step, int64_t newest_clock,
                                     const block_layout& layout, const float* shard_buffer,
                                     const float* state, std::size_t slots,
-                                    const std::vector<sparse_table_rows>& sparse = {});
+                                    const std::vector<sparse_table_rows>& sparse = {},
+                                    int64_t delta_since = -1);
 
 /// The same checkpoint under another spec (a resumed run's: its rate, mode or length may differ
 /// from the saved run's; its model and layout may not — the caller checks compatibility).
 wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoint_view& saved);
 
 wire_buffer encode_run_checkpoint(const run_checkpoint& run);
+
+/// A ShardCheckpoint's deltaSince (-1: whole, or not a ShardCheckpoint), read without decoding
+/// the rest.
+int64_t shard_checkpoint_delta_since(const wire_buffer& buf);
 
 // --- decoders: structural checks only (the shard checks them against its spec) ------------
 

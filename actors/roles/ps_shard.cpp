@@ -73,6 +73,8 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.snapshots.clear();
   st.asked_off_schedule.clear();
   st.checkpoint_asked = -1;
+  st.snapshot_now.clear();
+  st.removals_known_from = clock;  // a delta of an earlier checkpoint is whole
   st.stats.updates = static_cast<uint64_t>(st.opt.step);
   st.cache = reply_cache{};
   st.dense_norms = norm_bound{st.config.bounds.gradient_norm_bound};  // warms up anew
@@ -427,7 +429,8 @@ caf::error refuse_outside_root(ps_shard_state& st, const std::string& dir) {
   return make_error(errc::outside_checkpoint_root, why);
 }
 
-caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock) {
+caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
+                                       int64_t since) {
   if (auto err = refused_unless_chief(self, "checkpoint")) return err;
   auto& st = self->state;
   if (auto err = refuse_outside_root(st, dir)) return err;
@@ -439,26 +442,26 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   if (!kept && clock <= st.clocks.progress()) return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<file_record>();
   if (kept) {
-    write_checkpoint(self, dir, clock, promise);
+    write_checkpoint(self, dir, clock, since, promise);
   } else {
     expect_checkpoint(st, clock);
-    st.held_checkpoints.push_back({dir, clock, promise, {}});
+    st.held_checkpoints.push_back({dir, clock, promise, {}, since});
   }
   return promise;
 }
 
-caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock) {
+caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock, int64_t since) {
   if (auto err = refused_unless_chief(self, "checkpoint")) return err;
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
   if (!st.snapshots.count(clock)) snapshot_at_rest(self, clock);
-  if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
+  if (st.snapshots.count(clock)) return checkpoint_bytes(st, clock, since);
   if (clock <= st.clocks.progress())  // refused before a promise, as on_checkpoint does
     return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<wire_buffer>();
   expect_checkpoint(st, clock);
-  st.held_checkpoints.push_back({"", clock, {}, promise});
+  st.held_checkpoints.push_back({"", clock, {}, promise, since});
   return promise;
 }
 
@@ -538,6 +541,8 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
   st.stats = image.stats;  // counted the replayed pushes already
   st.init_digest = image.init_digest;
   st.cache = reply_cache{};
+  st.tables.track_removed(false);
+  st.removals_known_from = std::numeric_limits<int64_t>::max();
   shard_census::process().set_standby(self->address(), true);
   return caf::ok_atom::value;
 }
@@ -584,6 +589,8 @@ caf::result<int64_t> on_promote(self_ptr self) {
   auto& st = self->state;
   if (!st.initialized()) return drop(st, "promote", make_error(errc::not_initialized));
   st.promoted = true;
+  st.tables.track_removed(true);  // its next checkpoint is whole; deltas count from here on
+  st.removals_known_from = st.clocks.progress();
   shard_census::process().set_standby(self->address(), false);
   int64_t newest = st.clocks.min();
   for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.workers()); ++w)
@@ -637,9 +644,19 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
       return on_admit(self, worker, clock, incarnation);
     },
     [=](checkpoint_atom, const std::string& dir, int64_t clock) {
-      return on_checkpoint(self, dir, clock);
+      return on_checkpoint(self, dir, clock, -1);
     },
-    [=](checkpoint_atom, int64_t clock) { return on_checkpoint_bytes(self, clock); },
+    [=](checkpoint_atom, int64_t clock) { return on_checkpoint_bytes(self, clock, -1); },
+    [=](checkpoint_atom, const std::string& dir, int64_t clock, int64_t since) {
+      return on_checkpoint(self, dir, clock, since);
+    },
+    [=](checkpoint_atom, int64_t clock, int64_t since) {
+      return on_checkpoint_bytes(self, clock, since);
+    },
+    [=](checkpoint_atom, commit_atom, int64_t clock) {
+      if (refused_unless_chief(self, "checkpoint")) return;
+      checkpoint_committed(self, clock);
+    },
     [=](replicate_atom, const wire_buffer& buf) { return on_replicated_push(self, buf); },
     [=](replicate_atom, leave_atom, int32_t worker) -> caf::result<caf::ok_atom> {
       if (auto err = refused_unless_primary(self, "replicate")) return err;

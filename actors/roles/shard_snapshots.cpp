@@ -13,17 +13,29 @@
 
 namespace actorps::shard_internals {
 
-void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
+wire_buffer checkpoint_bytes(const ps_shard_state& st, int64_t clock, int64_t since) {
+  const auto& whole = st.snapshots.at(clock);
+  // A delta needs every removal since its predecessor remembered, and rows restored no later.
+  if (since < 0 || since >= clock || since < st.removals_known_from) return whole;
+  auto view = decode_shard_checkpoint(whole);  // encoded here: cannot fail
+  if (!view) return whole;
+  auto then = st.snapshot_now.find(clock);
+  view->sparse = st.tables.delta_of(std::move(view->sparse), since,
+                                    then == st.snapshot_now.end() ? clock : then->second);
+  view->delta_since = since;
+  return encode_shard_checkpoint(view->spec, *view);
+}
+
+void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock, int64_t since,
                       caf::typed_response_promise<file_record> promise) {
   auto& st = self->state;
-  auto i = st.snapshots.find(clock);
   if (!st.io) {
     auto io = st.io = spawn_checkpoint_io(self->system());
     // by value: the state is gone when attached functors run
     self->attach_functor([io] { caf::anon_send_exit(io, caf::exit_reason::user_shutdown); });
   }
   auto path = dir + "/" + shard_file_name(st.shard);
-  self->request(st.io, caf::infinite, write_atom::value, path, i->second)
+  self->request(st.io, caf::infinite, write_atom::value, path, checkpoint_bytes(st, clock, since))
     .then([=](file_record& rec) mutable { promise.deliver(std::move(rec)); },
           [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
 }
@@ -34,15 +46,32 @@ bool on_schedule(const train_spec& spec, int64_t clock) {
   return every > 0 && (clock % every == 0 || clock == spec.total_clocks);
 }
 
+namespace {
+
+/// The state now, whole, labelled `clock` (a delta is cut from it when the chief asks).
+void keep_snapshot(ps_shard_state& st, int64_t clock) {
+  st.snapshots[clock] = encode_shard_checkpoint(
+    st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
+    st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
+  st.snapshot_now[clock] = st.tables.clock();
+}
+
+} // namespace
+
+void checkpoint_committed(self_ptr self, int64_t clock) {
+  auto& st = self->state;
+  // From before a restore to an earlier clock (its state is gone): nothing to forget.
+  if (!st.initialized() || clock < 0 || clock > st.clocks.progress()) return;
+  st.tables.forget_removed(clock);
+}
+
 bool snapshot_at_rest(self_ptr self, int64_t clock) {
   auto& st = self->state;
   const auto& finished = st.clocks.finished_clocks();
   if (st.clocks.progress() != clock
       || std::any_of(finished.begin(), finished.end(), [&](int64_t f) { return f > clock; }))
     return false;
-  st.snapshots[clock] = encode_shard_checkpoint(
-    st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
-    st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
+  keep_snapshot(st, clock);
   return true;
 }
 
@@ -62,22 +91,21 @@ void take_snapshots(self_ptr self, int64_t before) {
   for (auto i = off.begin(); i != off.end() && *i <= now; i = off.erase(i))
     if (*i > before) due.push_back(*i);
   if (due.empty()) return;
-  for (auto clock : due)
-    st.snapshots[clock] = encode_shard_checkpoint(
-      st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
-      st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
+  for (auto clock : due) keep_snapshot(st, clock);
   // Kept until the chief has asked for them: its global clock, from the workers' reports, can
   // lag the shards' when it is busy, and a snapshot dropped before it asks fails that
   // checkpoint. It asks in clock order, so older ones are never asked for; the cap bounds the
   // memory when it lags far behind.
   st.snapshots.erase(st.snapshots.begin(), st.snapshots.lower_bound(st.checkpoint_asked));
   while (st.snapshots.size() > max_snapshots) st.snapshots.erase(st.snapshots.begin());
+  for (auto it = st.snapshot_now.begin(); it != st.snapshot_now.end();)
+    it = st.snapshots.count(it->first) ? std::next(it) : st.snapshot_now.erase(it);
   auto keep = st.held_checkpoints.begin();
   for (auto& h : st.held_checkpoints) {
     if (st.snapshots.count(h.clock) && h.dir.empty())
-      h.bytes.deliver(st.snapshots[h.clock]);
+      h.bytes.deliver(checkpoint_bytes(st, h.clock, h.since));
     else if (st.snapshots.count(h.clock))
-      write_checkpoint(self, h.dir, h.clock, h.written);
+      write_checkpoint(self, h.dir, h.clock, h.since, h.written);
     else if (h.clock <= now)
       h.fail(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
                                                    + " is not a checkpoint clock"));

@@ -62,6 +62,7 @@ struct held_checkpoint {
   int64_t clock;
   caf::typed_response_promise<file_record> written;
   caf::typed_response_promise<wire_buffer> bytes;
+  int64_t since = -1;  ///< a delta's predecessor clock (-1: the whole state)
 
   void fail(const caf::error& err) {
     if (dir.empty()) bytes.deliver(err);
@@ -133,6 +134,11 @@ struct ps_shard_state {
   // checkpoint on a stop signal, interrupt.cpp): kept like scheduled ones when reached.
   std::set<int64_t> asked_off_schedule;
   std::vector<held_checkpoint> held_checkpoints;
+  // Each snapshot's tables' clock (sparse_table::delta_of's `then`).
+  std::map<int64_t, int64_t> snapshot_now;
+  // The tables remember every removal (a delta's tombstones) at this clock or later: from the
+  // state installed on; a standby remembers none until promoted (nobody tells it of commits).
+  int64_t removals_known_from = 0;
   checkpoint_io_actor io;           // spawned on the first checkpoint
 
   // --gradient-norm-bound: the norms of the recent pushes taken, of their dense gradient and of
@@ -214,11 +220,18 @@ void fail_held(ps_shard_state& st, const caf::error& err);
 
 // --- snapshots at checkpoint clocks (shard_snapshots.cpp) -----------------------------------
 
-/// Writes the snapshot taken at `clock` through the shard's disk actor and answers `promise`.
-void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock,
+/// The file of the snapshot taken at `clock` (which the shard holds): whole, or with `since` >= 0
+/// a delta's (the sparse rows changed since that clock; whole when the shard cannot tell them,
+/// e.g. restored after it).
+wire_buffer checkpoint_bytes(const ps_shard_state& st, int64_t clock, int64_t since);
+/// Writes the snapshot taken at `clock` (checkpoint_bytes) through the shard's disk actor and
+/// answers `promise`.
+void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock, int64_t since,
                       caf::typed_response_promise<file_record> promise);
 /// Whether `clock` is on the run's every-N checkpoint schedule.
 bool on_schedule(const train_spec& spec, int64_t clock);
+/// The chief committed the checkpoint at `clock`: no delta will count from before it.
+void checkpoint_committed(self_ptr self, int64_t clock);
 /// Keeps the state at each checkpoint clock the min clock passed since `before`.
 void take_snapshots(self_ptr self, int64_t before);
 /// Keeps the state now as `clock`'s when it is that clock's exactly: every worker has finished

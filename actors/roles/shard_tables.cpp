@@ -15,9 +15,12 @@ namespace actorps {
 shard_tables::shard_tables(const train_spec& spec, int32_t shard, float max_parameter)
   : buckets_(spec.bucket_shards), shard_(shard), seed_(spec.seed), max_parameter_(max_parameter) {
   const auto& specs = spec.model.sparse_tables;
+  // a delta checkpoint's tombstones: only a run that writes checkpoints needs them
+  checkpointing_ = track_removed_ = spec.checkpoint_every > 0;
   for (uint32_t t = 0; t < specs.size(); ++t) {
     tables_.emplace_back(specs[t].config, spec.seed, t);
     tables_.back().set_max_parameter(max_parameter);
+    tables_.back().track_removed(track_removed_ && tables_.back().evicting());
     dims_.push_back(specs[t].config.dim);
   }
   kept_.resize(static_cast<std::size_t>(spec.workers));
@@ -119,6 +122,24 @@ std::vector<sparse_table_rows> shard_tables::export_rows() const {
   return out;
 }
 
+std::vector<sparse_table_rows> shard_tables::delta_of(std::vector<sparse_table_rows> whole,
+                                                      int64_t since, int64_t then) const {
+  std::vector<sparse_table_rows> out;
+  out.reserve(whole.size());
+  for (std::size_t t = 0; t < whole.size() && t < tables_.size(); ++t)
+    out.push_back(tables_[t].delta_of(std::move(whole[t]), since, then));
+  return out;
+}
+
+void shard_tables::forget_removed(int64_t before) {
+  for (auto& t : tables_) t.forget_removed(before);
+}
+
+void shard_tables::track_removed(bool on) {
+  track_removed_ = on && checkpointing_;
+  for (auto& t : tables_) t.track_removed(track_removed_ && t.evicting());
+}
+
 caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved,
                                      int64_t clock) {
   if (saved.size() != tables_.size())
@@ -138,6 +159,7 @@ caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved
     try {
       fresh.emplace_back(tables_[t].config(), seed_, t);
       fresh[t].set_max_parameter(max_parameter_);
+      fresh[t].track_removed(track_removed_ && fresh[t].evicting());
       fresh[t].import_rows(saved[t], clock);
     } catch (const std::exception& e) {
       return make_error(errc::checkpoint_failed, "sparse table " + std::to_string(t) + ": "

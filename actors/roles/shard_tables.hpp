@@ -78,6 +78,18 @@ public:
 
   /// Every table's rows and state, for a checkpoint (without rows stale at the clock now).
   std::vector<sparse_table_rows> export_rows() const;
+  /// The sparse part of a delta checkpoint: every table of `whole` (an export_rows() taken at
+  /// the clock `then`) reduced to what changed since global clock `since`
+  /// (sparse_table::delta_of).
+  std::vector<sparse_table_rows> delta_of(std::vector<sparse_table_rows> whole, int64_t since,
+                                          int64_t then) const;
+  /// The removals every evicting table remembers for delta checkpoints, from before global
+  /// clock `before` on, forgotten (a delta since `before` needs none of them).
+  void forget_removed(int64_t before);
+  /// Whether evicting tables remember their removals (only ever in a run that writes
+  /// checkpoints); turning it off forgets what they hold.
+  void track_removed(bool on);
+
   /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
   /// rows' last clocks, where it has none); on error (table count, a table's contents, a key
   /// another shard owns) nothing changes.
@@ -109,6 +121,8 @@ private:
   int64_t now_ = 0;
   std::vector<bool> passed_;     // per table: its sweep finished a pass since sweep() said so
   uint32_t sweep_table_ = 0;     // the table the next sweep() starts with
+  bool checkpointing_ = false;   // the run writes checkpoints: removals may be wanted
+  bool track_removed_ = false;   // evicting tables remember removals
 
   bool owns(uint64_t key) const {
     return shard_of_key(buckets_, key) == shard_;

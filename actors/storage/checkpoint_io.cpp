@@ -26,17 +26,21 @@ checkpoint_io_actor::behavior_type checkpoint_io(checkpoint_io_actor::pointer,
       return guarded([&] { return prepare_checkpoint_dir(root, clock, opts.run_id).string(); });
     },
     [](write_atom, const std::string& path, const wire_buffer& bytes) -> caf::result<file_record> {
-      return guarded([&] { return write_file_durably(path, bytes.bytes(), bytes.size_bytes()); });
+      return guarded([&] {
+        auto rec = write_file_durably(path, bytes.bytes(), bytes.size_bytes());
+        rec.delta_since = shard_checkpoint_delta_since(bytes);  // only shard files come here
+        return rec;
+      });
     },
     [=](commit_atom, const std::string& dir, int64_t clock, std::vector<file_record>& files,
-        const wire_buffer& run, int32_t keep) -> caf::result<caf::ok_atom> {
+        const wire_buffer& run, int32_t keep,
+        const checkpoint_link& link) -> caf::result<std::string> {
       return guarded([&] {
         if (clock == opts.fail_at)
           throw checkpoint_error(dir + "/" + manifest_name
                                  + ": cannot be written: fault injection (disk@checkpoint="
                                  + std::to_string(clock) + ")");
-        commit_checkpoint(dir, clock, std::move(files), run, keep, opts.key);
-        return caf::ok_atom::value;
+        return commit_checkpoint(dir, clock, std::move(files), run, keep, opts.key, link);
       });
     },
     [](discard_atom, const std::string& dir) {

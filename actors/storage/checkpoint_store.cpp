@@ -3,6 +3,8 @@
 #include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/protocol/digest.hpp"
 #include "actors/protocol/input_file.hpp"
+#include "kernels/sparse/row_optimizer.hpp"
+#include "kernels/sparse/sparse_table.hpp"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -17,6 +19,7 @@
 #include <ctime>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -177,6 +180,60 @@ void check_signature(const fs::path& manifest_path, const nlohmann::json& manife
                         "signed, or signed with another key");
 }
 
+/// A manifest as read: its JSON and the SHA-256 of its bytes (what a delta names it by).
+struct manifest_read {
+  nlohmann::json json;
+  std::string sha256;
+};
+
+/// Reads and parses dir's manifest; throws checkpoint_error when it is missing or not JSON.
+manifest_read read_manifest(const fs::path& dir) {
+  auto path = dir / manifest_name;
+  if (!fs::exists(path))
+    fail(dir, "no " + std::string(manifest_name)
+                + " (incomplete: the run stopped while writing it)");
+  std::string text;
+  if (auto why = read_input_file(path.string(), max_manifest_bytes, text); !why.empty())
+    throw checkpoint_error(why);
+  manifest_read out;
+  out.sha256 = sha256_hex(text);
+  try {
+    out.json = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    fail(path, std::string("not valid JSON: ") + e.what());
+  }
+  return out;
+}
+
+/// A manifest's place in a chain (base_clock -1: a full checkpoint); throws nlohmann's
+/// exceptions for a malformed one.
+checkpoint_link link_of(const nlohmann::json& manifest) {
+  checkpoint_link link;
+  if (manifest.value("kind", std::string("full")) != "delta") return link;
+  const auto& base = manifest.at("base");
+  const auto& pred = manifest.at("predecessor");
+  link.base_clock = base.at("clock").get<int64_t>();
+  link.base_sha256 = base.at("manifest_sha256").get<std::string>();
+  link.predecessor_clock = pred.at("clock").get<int64_t>();
+  link.predecessor_sha256 = pred.at("manifest_sha256").get<std::string>();
+  return link;
+}
+
+/// Why a manifest's link cannot be one ("" when it can): its base and predecessor before it.
+std::string link_inconsistency(const checkpoint_link& link, int64_t clock) {
+  if (link.base_clock < 0) return "";
+  auto n = [](int64_t v) { return std::to_string(v); };
+  if (link.predecessor_clock >= clock)
+    return "names its predecessor at clock " + n(link.predecessor_clock) + ", not before its own "
+           + n(clock) + " (a duplicate or out of order)";
+  if (link.base_clock > link.predecessor_clock)
+    return "names its base at clock " + n(link.base_clock) + ", after its predecessor's "
+           + n(link.predecessor_clock);
+  if (link.base_sha256.size() != 64 || link.predecessor_sha256.size() != 64)
+    return "names its base or predecessor without a SHA-256";
+  return "";
+}
+
 /// Every ckpt-* directory under root with its clock, newest first.
 std::vector<std::pair<int64_t, fs::path>> checkpoint_dirs(const fs::path& root, bool exact_names) {
   std::vector<std::pair<int64_t, fs::path>> out;
@@ -209,8 +266,24 @@ void prune(const fs::path& root, int keep, const std::string& run_id) {
   if (complete.empty()) return;
   auto newest = complete.front();
   auto cutoff = complete.size() >= static_cast<std::size_t>(keep) ? complete[keep - 1] : INT64_MIN;
+  // Every link a kept delta is built on stays, however old: its chain, back to its base.
+  std::set<int64_t> needed;
+  for (auto clock : complete) {
+    if (clock < cutoff) break;
+    for (auto at = clock; needed.insert(at).second;) {
+      checkpoint_link link;
+      try {
+        link = link_of(read_manifest(root / checkpoint_dir_name(at)).json);
+      } catch (const std::exception&) {
+        break;  // unreadable: loading will not follow it either
+      }
+      if (link.base_clock < 0 || link.predecessor_clock >= at) break;
+      at = link.predecessor_clock;
+    }
+  }
   for (const auto& [clock, dir] : dirs) {
     bool unfinished = is_checkpoint_name(dir.filename().string()) && !fs::exists(dir / manifest_name);
+    if (!unfinished && is_checkpoint_name(dir.filename().string()) && needed.count(clock)) continue;
     if (clock >= cutoff && !(unfinished && clock < newest)) continue;
     std::error_code ec;
     fs::remove_all(dir, ec);  // best effort: a leftover is only disk space
@@ -344,8 +417,9 @@ fs::path prepare_checkpoint_dir(const fs::path& root, int64_t clock, const std::
   return dir;
 }
 
-void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_record> files,
-                       const wire_buffer& run, int keep, const std::string& key) {
+std::string commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_record> files,
+                              const wire_buffer& run, int keep, const std::string& key,
+                              const checkpoint_link& link) {
   auto decoded = decode_run_checkpoint(run);
   if (!decoded) fail(dir / run_file_name, describe(decoded.error()));
   for (const auto& f : files) {  // a shard on another host wrote its file into its own disk
@@ -354,6 +428,18 @@ void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_reco
       fail(dir / f.name, "was written by its shard but is not here: the shards and the chief do "
                          "not share this filesystem");
   }
+  const bool delta = std::any_of(files.begin(), files.end(),
+                                 [](const file_record& f) { return f.delta_since >= 0; });
+  if (delta && link.base_clock < 0)
+    fail(dir, "its shard files hold changes only, and it continues no chain of checkpoints");
+  if (delta) {
+    if (auto why = link_inconsistency(link, clock); !why.empty()) fail(dir, why);
+    for (const auto& f : files)
+      if (f.delta_since > link.predecessor_clock)
+        fail(dir / f.name, "holds the changes since clock " + std::to_string(f.delta_since)
+                             + ", after its predecessor's clock "
+                             + std::to_string(link.predecessor_clock));
+  }
   files.push_back(write_file_durably(dir / run_file_name, run.bytes(), run.size_bytes()));
   nlohmann::json manifest;
   manifest["format"] = format_name;
@@ -361,11 +447,18 @@ void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_reco
   manifest["clock"] = clock;
   manifest["run_id"] = decoded->run_id;
   manifest["created"] = utc_now();
+  manifest["kind"] = delta ? "delta" : "full";
+  if (delta) {
+    manifest["base"] = {{"clock", link.base_clock}, {"manifest_sha256", link.base_sha256}};
+    manifest["predecessor"] = {{"clock", link.predecessor_clock},
+                               {"manifest_sha256", link.predecessor_sha256}};
+  }
   auto& list = manifest["files"] = nlohmann::json::array();
   for (const auto& f : files) {
     char crc[16];
     std::snprintf(crc, sizeof crc, "%08x", f.crc32);
     list.push_back({{"name", f.name}, {"bytes", f.bytes}, {"crc32", crc}});
+    if (f.delta_since >= 0) list.back()["delta_since"] = f.delta_since;
     // the bytes on disk, as a reader will hash them (a shard wrote its own file)
     if (!key.empty()) list.back()["sha256"] = sha256_of_file(dir / f.name);
   }
@@ -375,26 +468,17 @@ void commit_checkpoint(const fs::path& dir, int64_t clock, std::vector<file_reco
   auto text = manifest.dump(2) + "\n";
   write_file_durably(dir / manifest_name, text.data(), text.size());
   prune(dir.parent_path(), keep, decoded->run_id);
+  return sha256_hex(text);
 }
 
 loaded_checkpoint load_checkpoint(const fs::path& dir, float max_parameter,
                                   const std::string& key) {
   auto manifest_path = dir / manifest_name;
-  if (!fs::exists(manifest_path))
-    fail(dir, "no " + std::string(manifest_name) + " (incomplete: the run stopped while writing it)");
-  nlohmann::json manifest;
-  {
-    std::string text;
-    if (auto why = read_input_file(manifest_path.string(), max_manifest_bytes, text); !why.empty())
-      throw checkpoint_error(why);
-    try {
-      manifest = nlohmann::json::parse(text);
-    } catch (const std::exception& e) {
-      fail(manifest_path, std::string("not valid JSON: ") + e.what());
-    }
-  }
+  auto read = read_manifest(dir);
+  const auto& manifest = read.json;
   loaded_checkpoint out;
   out.dir = dir.string();
+  out.manifest_sha256 = read.sha256;
   std::vector<std::pair<std::string, wire_buffer>> files;
   try {
     if (!manifest.is_object() || manifest.at("format") != format_name
@@ -403,6 +487,8 @@ loaded_checkpoint load_checkpoint(const fs::path& dir, float max_parameter,
                             + std::to_string(format_version));
     check_signature(manifest_path, manifest, key);
     out.clock = manifest.at("clock").get<int64_t>();
+    out.link = link_of(manifest);
+    if (auto why = link_inconsistency(out.link, out.clock); !why.empty()) fail(manifest_path, why);
     for (const auto& f : manifest.at("files")) {
       listed_file listed;
       listed.name = f.at("name").get<std::string>();
@@ -448,9 +534,141 @@ loaded_checkpoint load_checkpoint(const fs::path& dir, float max_parameter,
     auto view = decode_shard_checkpoint(buf);
     if (!view) fail(dir / name, describe(view.error()));
     check_shard(dir / name, *view, layout, s, out.clock, *run, max_parameter);
+    if (out.link.base_clock < 0 && view->delta_since >= 0)
+      fail(dir / name, "holds the changes since clock " + std::to_string(view->delta_since)
+                         + " only, in a checkpoint its manifest says is whole");
+    if (view->delta_since > out.link.predecessor_clock)
+      fail(dir / name, "holds the changes since clock " + std::to_string(view->delta_since)
+                         + ", after its predecessor's clock "
+                         + std::to_string(out.link.predecessor_clock));
     out.shards.push_back(buf);
   }
   return out;
+}
+
+namespace {
+
+/// One shard's state folded along a chain: the view, and the file its dense parts point into.
+struct folded_shard {
+  wire_buffer holder;
+  shard_checkpoint_view view;
+};
+
+/// Folds `link` (a delta's shard file, or a whole one) into `into`.
+void fold(folded_shard& into, const wire_buffer& file, const fs::path& path) {
+  auto view = decode_shard_checkpoint(file);  // checked when its checkpoint was loaded
+  if (!view) fail(path, describe(view.error()));
+  if (view->delta_since < 0) {
+    into = {file, std::move(*view)};
+    return;
+  }
+  const auto& tables = view->spec.model.sparse_tables;
+  if (into.view.sparse.size() != view->sparse.size() || tables.size() != view->sparse.size())
+    fail(path, "holds " + std::to_string(view->sparse.size()) + " sparse tables, its predecessor "
+                 + std::to_string(into.view.sparse.size()));
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const auto& cfg = tables[t].config;
+    try {
+      apply_delta_rows(into.view.sparse[t], view->sparse[t], cfg.dim,
+                       row_state_slots(cfg.optimizer.kind),
+                       cfg.optimizer.kind == row_optimizer_kind::adam);
+    } catch (const std::exception& e) {
+      fail(path, "sparse table " + tables[t].name + ": " + e.what());
+    }
+  }
+  auto sparse = std::move(into.view.sparse);
+  into = {file, std::move(*view)};
+  into.view.sparse = std::move(sparse);
+}
+
+} // namespace
+
+loaded_checkpoint load_chain(const fs::path& dir, float max_parameter, const std::string& key) {
+  auto newest = load_checkpoint(dir, max_parameter, key);
+  if (newest.link.base_clock < 0) return newest;
+  const auto root = dir.parent_path();
+  const auto name = [](int64_t clock) { return checkpoint_dir_name(clock); };
+  const auto run_id = [](const nlohmann::json& m) { return m.value("run_id", std::string()); };
+  // Back along the manifests first (small): every link named, present, and of this chain.
+  std::vector<fs::path> links{dir};
+  auto at_link = newest.link;
+  auto at_clock = newest.clock;
+  const auto newest_run = run_id(read_manifest(dir).json);
+  for (;;) {
+    const auto here = links.back().filename().string();
+    const auto pred_dir = root / name(at_link.predecessor_clock);
+    const auto pred = name(at_link.predecessor_clock);
+    if (!fs::exists(pred_dir / manifest_name))
+      fail(dir, "its chain has a gap: " + here + " names its predecessor " + pred
+                  + ", which is not there (or incomplete)");
+    manifest_read m;
+    checkpoint_link link;
+    int64_t clock = 0;
+    try {
+      m = read_manifest(pred_dir);
+      clock = m.json.at("clock").get<int64_t>();
+      link = link_of(m.json);
+    } catch (const checkpoint_error& e) {
+      fail(dir, std::string("its chain's link ") + pred + " cannot be read: " + e.what());
+    } catch (const std::exception& e) {
+      fail(dir, "its chain's link " + pred + " has a malformed manifest: " + e.what());
+    }
+    if (!same_digest(m.sha256, at_link.predecessor_sha256))
+      fail(dir, here + " names " + pred + " with manifest SHA-256 "
+                  + at_link.predecessor_sha256.substr(0, 12) + "…, the one there is "
+                  + m.sha256.substr(0, 12) + "… (another base's, another run's, or rewritten)");
+    if (run_id(m.json) != newest_run)
+      fail(dir, "its chain's link " + pred + " is another run's (run " + run_id(m.json)
+                  + ", not " + newest_run + ")");
+    if (clock != at_link.predecessor_clock || clock >= at_clock)
+      fail(dir, "its chain's link " + pred + " is from clock " + std::to_string(clock)
+                  + ", not before " + here + "'s " + std::to_string(at_clock)
+                  + " (a duplicate or out of order)");
+    links.push_back(pred_dir);
+    if (link.base_clock < 0) {  // the base
+      if (clock != at_link.base_clock || !same_digest(m.sha256, at_link.base_sha256))
+        fail(dir, here + " names its base " + name(at_link.base_clock) + ", its chain reaches "
+                    + pred + " (a delta of another base)");
+      break;
+    }
+    if (link.base_clock != at_link.base_clock
+        || !same_digest(link.base_sha256, at_link.base_sha256))
+      fail(dir, here + " names its base " + name(at_link.base_clock) + ", its predecessor " + pred
+                  + " is built on " + name(link.base_clock) + " (a delta of another base)");
+    at_link = link;
+    at_clock = clock;
+  }
+  // Then the files, base first, each checked as any checkpoint's and folded in.
+  std::reverse(links.begin(), links.end());
+  std::vector<folded_shard> shards;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const auto& link_dir = links[i];
+    loaded_checkpoint part;
+    if (i + 1 == links.size()) {
+      part = std::move(newest);
+    } else {
+      try {
+        part = load_checkpoint(link_dir, max_parameter, key);
+      } catch (const checkpoint_error& e) {
+        fail(dir, std::string("its chain's link ") + link_dir.filename().string()
+                    + " is damaged: " + e.what());
+      }
+    }
+    if (i == 0) shards.resize(part.shards.size());
+    if (part.shards.size() != shards.size())
+      fail(link_dir, "has " + std::to_string(part.shards.size()) + " shards, its base "
+                       + std::to_string(shards.size()));
+    for (std::size_t s = 0; s < shards.size(); ++s)
+      fold(shards[s], part.shards[s], link_dir / shard_file_name(static_cast<int32_t>(s)));
+    if (i + 1 == links.size()) newest = std::move(part);
+  }
+  newest.shards.clear();
+  for (auto& s : shards) {
+    s.view.delta_since = -1;
+    newest.shards.push_back(encode_shard_checkpoint(s.view.spec, s.view));
+  }
+  for (const auto& l : links) newest.chain.push_back(l.string());
+  return newest;
 }
 
 loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_filter& wanted,
@@ -462,14 +680,14 @@ loaded_checkpoint load_newest_checkpoint(const fs::path& path, const checkpoint_
     return run ? wanted(*run) : describe(run.error());
   };
   if (fs::exists(path / manifest_name) || is_checkpoint_name(path.filename().string())) {
-    auto loaded = load_checkpoint(path, max_parameter, key);
+    auto loaded = load_chain(path, max_parameter, key);
     if (auto why = unwanted(loaded); !why.empty()) fail(path, why);
     return loaded;
   }
   std::vector<std::string> failed;
   for (const auto& [clock, dir] : checkpoint_dirs(path, true)) {
     try {
-      auto loaded = load_checkpoint(dir, max_parameter, key);
+      auto loaded = load_chain(dir, max_parameter, key);
       if (auto why = unwanted(loaded); !why.empty()) fail(dir, why);
       loaded.skipped = std::move(failed);
       return loaded;

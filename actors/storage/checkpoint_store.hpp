@@ -11,6 +11,14 @@
 // decodes every file before anyone trusts it; the newest checkpoint that passes is used and each
 // newer one that failed is reported with the reason.
 //
+// Delta checkpoints (CHECKPOINT_FORMAT.md): after a full checkpoint, one may hold only what
+// changed since its predecessor (each shard file's sparse rows pushed since, with tombstones;
+// dense tensors and all optimizer state whole). Its manifest names its base (the full one the
+// chain starts at) and its predecessor, each by clock and manifest SHA-256. Loading a delta
+// reads its chain, base first, refuses a gap, a duplicate, a link of another base or another
+// run, naming the link, and folds the chain into whole shard states; a chain that cannot be
+// read is passed over like any damaged checkpoint, so the newest complete prefix is used.
+//
 // Plain functions, blocking on the filesystem: actors call them from the detached
 // checkpoint_io actor (actors/checkpoint_io.hpp), never from a scheduler thread.
 #pragma once
@@ -64,10 +72,14 @@ std::filesystem::path prepare_checkpoint_dir(const std::filesystem::path& root, 
 /// manifest also lists each file's SHA-256, as on disk, and is signed with HMAC-SHA256. Then
 /// removes every checkpoint directory of the same run (run.capnp's run id) older than its
 /// `keep` newest complete ones (keep <= 0: none removed); other runs' directories are never
-/// touched.
-void commit_checkpoint(const std::filesystem::path& dir, int64_t clock,
-                       std::vector<file_record> shard_files, const wire_buffer& run, int keep,
-                       const std::string& key = "");
+/// touched, and none that a kept checkpoint's chain needs. A shard file of changes only
+/// (delta_since >= 0) makes the checkpoint a delta, whose `link` names its base and predecessor
+/// (refused without one, or with a file of changes since after the predecessor's clock).
+/// Returns the manifest's SHA-256 (what a delta of this one names).
+std::string commit_checkpoint(const std::filesystem::path& dir, int64_t clock,
+                              std::vector<file_record> shard_files, const wire_buffer& run,
+                              int keep, const std::string& key = "",
+                              const checkpoint_link& link = {});
 
 /// Verifies and decodes one checkpoint directory: the signature (with a `key`, which a signed
 /// checkpoint needs and an unsigned one is refused under), each file a regular one of the size
@@ -75,9 +87,18 @@ void commit_checkpoint(const std::filesystem::path& dir, int64_t clock,
 /// against itself and the directory's name (checkpoint_consistency.hpp); throws
 /// checkpoint_error saying what is wrong.
 /// Every parameter must lie within max_parameter (the resuming run's --max-parameter).
+/// A delta is returned as it is on disk (its shard files hold changes only): see load_chain.
 loaded_checkpoint load_checkpoint(const std::filesystem::path& dir,
                                   float max_parameter = default_max_parameter,
                                   const std::string& key = "");
+
+/// load_checkpoint, and for a delta its whole chain, in the same root, folded: the shard files
+/// returned are whole states (byte for byte what a full checkpoint at that clock holds), and
+/// `chain` lists the directories read, base first. Throws checkpoint_error naming the link that
+/// is missing (a gap), damaged, out of order (a duplicate), or of another base or run.
+loaded_checkpoint load_chain(const std::filesystem::path& dir,
+                             float max_parameter = default_max_parameter,
+                             const std::string& key = "");
 
 /// Why a valid checkpoint is not wanted ("" when it is): e.g. another run's.
 using checkpoint_filter = std::function<std::string(const run_checkpoint&)>;

@@ -266,7 +266,7 @@ void bind_train(py::module_& m) {
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
        const std::string& resume, const std::string& checkpoint_key,
        const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas,
-       const std::string& tensorboard_dir) {
+       const std::string& tensorboard_dir, int full_checkpoint_every) {
       train_options o;
       o.ps = ps;
       o.workers = workers;
@@ -285,6 +285,7 @@ void bind_train(py::module_& m) {
       o.threads = threads;
       o.checkpoint_dir = checkpoint_dir;
       o.checkpoint_every = checkpoint_every;
+      o.full_checkpoint_every = full_checkpoint_every;
       o.resume = resume;
       o.checkpoint_key = checkpoint_key;
       for (const auto& [role, index, clock] : kill) o.kills.push_back({role, index, clock});
@@ -300,7 +301,7 @@ void bind_train(py::module_& m) {
     py::arg("checkpoint_dir") = "", py::arg("checkpoint_every") = 0, py::arg("resume") = "",
     py::arg("checkpoint_key") = "",
     py::arg("kill") = std::vector<std::tuple<std::string, int32_t, int64_t>>{},
-    py::arg("replicas") = 0, py::arg("tensorboard_dir") = "",
+    py::arg("replicas") = 0, py::arg("tensorboard_dir") = "", py::arg("full_checkpoint_every") = 10,
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`). model: .spec (an actorps.ModelSpec, dense tensors; its name "
     "registers the plug-in for the run), .step(worker, clock, params, grad, x, y) -> the mean "
@@ -315,6 +316,8 @@ void bind_train(py::module_& m) {
     "index, clock): that actor is killed when the global clock reaches clock and the runtime "
     "recovers (a lost shard from the newest checkpoint, or with replicas=1 from its hot "
     "standby, losing nothing). tensorboard_dir: TensorBoard event files, as --tensorboard. "
+    "full_checkpoint_every: as --full-checkpoint-every (every N-th checkpoint full, deltas "
+    "between). "
     "Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");

@@ -189,8 +189,9 @@ void sparse_table::reserve_rows(std::size_t more) {
   if (evicting()) reserve_room(keys_, more);
 }
 
-void sparse_table::remove_row(uint32_t index) {
+void sparse_table::remove_row(uint32_t index, uint32_t clock) {
   const auto last = static_cast<uint32_t>(index_.size() - 1);
+  if (track_removed_) removed_.emplace_back(keys_[index], clock);
   index_.erase(keys_[index]);
   const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
   if (index != last) {
@@ -335,6 +336,7 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
             continue;
           }
           ++evicted_;
+          if (track_removed_) removed_.emplace_back(keys[start + j], clock_);  // starts over
           create_row(keys[start + j], ref.index);
           ref.touches = 0;
           if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_[ref.index] = 0;
@@ -351,7 +353,7 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
     for (auto at : missing) {
       auto it = index_.find(keys[at]);
       if (it == index_.end()) continue;
-      remove_row(it->second.index);
+      remove_row(it->second.index, clock_);
     }
   }
   // Room for every new row at once: a push of 10 M fresh keys would otherwise rehash the map
@@ -386,7 +388,7 @@ sweep_result sparse_table::sweep(int64_t now, std::size_t budget) {
     const uint32_t last = row_clock(sweep_at_);
     const uint32_t age = at > last ? at - last : 0;
     if ((cfg_.evict_after > 0 && age > cfg_.evict_after) || (bounded && age >= evict_age_)) {
-      remove_row(sweep_at_);  // the last row moves here: looked at next
+      remove_row(sweep_at_, at);  // the last row moves here: looked at next
       ++done.evicted;
       continue;
     }
@@ -487,6 +489,11 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     out.clocks.push_back(row_clock(ref.index));
     if (adam) out.steps.push_back(steps_[ref.index]);
   }
+  export_admission(out, at);
+  return out;
+}
+
+void sparse_table::export_admission(sparse_table_rows& out, uint32_t at) const {
   std::vector<std::pair<uint64_t, pending_ref>> pending;
   pending.reserve(pending_.size());
   const bool clocked = pending_clocked();
@@ -500,7 +507,120 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     if (clocked) out.pending_clocks.push_back(pending_clocks_[ref.index]);
   }
   if (sketch_) out.sketch = sketch_->save();
+}
+
+sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
+                                         int64_t then) const {
+  const uint32_t from = clock32(since), at = clock32(then);
+  std::vector<uint64_t> removed;
+  for (const auto& [key, clock] : removed_)
+    if (clock >= from) removed.push_back(key);
+  // rows stale at `then` (not in `whole`) that nothing has removed or started over since
+  if (cfg_.evict_after > 0)
+    for (const auto& entry : index_)
+      if (stale(entry.second.index, at)) removed.push_back(entry.first);
+  std::sort(removed.begin(), removed.end());
+  removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
+  const uint32_t dim = cfg_.dim;
+  const std::size_t state_floats = std::size_t(slots_) * dim;
+  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
+  sparse_table_rows out;
+  std::size_t gone = 0;
+  for (std::size_t r = 0; r < whole.keys.size(); ++r) {
+    const uint64_t key = whole.keys[r];
+    while (gone < removed.size() && removed[gone] < key)
+      out.removed_keys.push_back(removed[gone++]);
+    if (gone < removed.size() && removed[gone] == key) ++gone;  // it has a row: not gone
+    if (whole.clocks[r] < from) continue;
+    out.keys.push_back(key);
+    out.values.insert(out.values.end(), whole.values.begin() + r * dim,
+                      whole.values.begin() + (r + 1) * dim);
+    out.state.insert(out.state.end(), whole.state.begin() + r * state_floats,
+                     whole.state.begin() + (r + 1) * state_floats);
+    out.touches.push_back(whole.touches[r]);
+    out.clocks.push_back(whole.clocks[r]);
+    if (adam) out.steps.push_back(whole.steps[r]);
+  }
+  out.removed_keys.insert(out.removed_keys.end(), removed.begin() + gone, removed.end());
+  // the admission state as the whole export wrote it
+  out.pending_keys = std::move(whole.pending_keys);
+  out.pending_counts = std::move(whole.pending_counts);
+  out.pending_clocks = std::move(whole.pending_clocks);
+  out.sketch = std::move(whole.sketch);
   return out;
+}
+
+void sparse_table::track_removed(bool on) {
+  track_removed_ = on;
+  if (!on) removed_ = {};
+}
+
+void sparse_table::forget_removed(int64_t before) {
+  const uint32_t from = clock32(before);
+  removed_.erase(std::remove_if(removed_.begin(), removed_.end(),
+                                [&](const auto& r) { return r.second < from; }),
+                 removed_.end());
+}
+
+void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, uint32_t dim,
+                      uint32_t slots, bool adam) {
+  auto check = [&](const sparse_table_rows& t, const char* which) {
+    const std::size_t n = t.keys.size();
+    auto sizes = [&](const char* what, std::size_t got, std::size_t want) {
+      require(got == want, std::string("apply_delta_rows: the ") + which + "'s " + what + " holds "
+                             + std::to_string(got) + " entries, " + std::to_string(want)
+                             + " expected");
+    };
+    sizes("values", t.values.size(), n * dim);
+    sizes("state", t.state.size(), n * slots * dim);
+    sizes("touches", t.touches.size(), n);
+    sizes("steps", t.steps.size(), adam ? n : 0);
+    sizes("clocks", t.clocks.size(), n);
+  };
+  check(base, "base");
+  check(delta, "delta");
+  const std::size_t state_floats = std::size_t(slots) * dim;
+  sparse_table_rows out;
+  const std::size_t most = base.keys.size() + delta.keys.size();
+  out.keys.reserve(most);
+  out.values.reserve(most * dim);
+  out.state.reserve(most * state_floats);
+  out.touches.reserve(most);
+  out.clocks.reserve(most);
+  if (adam) out.steps.reserve(most);
+  auto take = [&](const sparse_table_rows& from, std::size_t r) {
+    out.keys.push_back(from.keys[r]);
+    out.values.insert(out.values.end(), from.values.begin() + r * dim,
+                      from.values.begin() + (r + 1) * dim);
+    out.state.insert(out.state.end(), from.state.begin() + r * state_floats,
+                     from.state.begin() + (r + 1) * state_floats);
+    out.touches.push_back(from.touches[r]);
+    out.clocks.push_back(from.clocks[r]);
+    if (adam) out.steps.push_back(from.steps[r]);
+  };
+  std::size_t b = 0, d = 0, gone = 0;
+  const auto& removed = delta.removed_keys;
+  while (b < base.keys.size() || d < delta.keys.size()) {
+    const bool from_delta = b == base.keys.size()
+                            || (d < delta.keys.size() && delta.keys[d] <= base.keys[b]);
+    if (from_delta) {
+      if (b < base.keys.size() && base.keys[b] == delta.keys[d]) ++b;  // replaced
+      take(delta, d++);
+      continue;
+    }
+    const uint64_t key = base.keys[b];
+    while (gone < removed.size() && removed[gone] < key) ++gone;
+    if (gone < removed.size() && removed[gone] == key) {
+      ++b;  // evicted since
+      continue;
+    }
+    take(base, b++);
+  }
+  out.pending_keys = delta.pending_keys;
+  out.pending_counts = delta.pending_counts;
+  out.pending_clocks = delta.pending_clocks;
+  out.sketch = delta.sketch;
+  base = std::move(out);
 }
 
 void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {

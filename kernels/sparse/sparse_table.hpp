@@ -62,7 +62,19 @@ struct sparse_table_rows {
   /// The global clock of each key's last push (row metadata); empty: not recorded (a
   /// checkpoint written before rows had it), import_rows then takes the clock it is given.
   std::vector<uint32_t> clocks;
+  /// A delta's tombstones (delta_of): strictly ascending keys that had a row and have none
+  /// any more (evicted), none of them among `keys`. Always empty in a whole table's export.
+  std::vector<uint64_t> removed_keys;
 };
+
+/// Folds `delta` (a delta_of of the table `base` is an export of, at its clock or later) into
+/// `base`: its tombstones' rows go, its rows replace or join base's (keys stay ascending), and
+/// its admission state (pending keys, counts and clocks and the sketch, always whole) replaces
+/// base's. `dim` and
+/// `slots` (row_state_slots) describe the rows; `adam`: they carry Adam's steps. Throws
+/// std::invalid_argument naming the first array whose size does not match.
+void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, uint32_t dim,
+                      uint32_t slots, bool adam);
 
 /// What one sparse_table::sweep call did.
 struct sweep_result {
@@ -152,6 +164,22 @@ public:
   /// The whole table, keys ascending; without rows stale at global clock `now`.
   sparse_table_rows export_rows(int64_t now = 0) const;
 
+  /// A delta of `whole` (this table's export_rows(then), taken earlier or now) since global
+  /// clock `since`: its rows whose last push is at `since` or later, tombstones for the keys not
+  /// in it that were removed (or started over) at `since` or later (with track_removed) or whose
+  /// rows were stale at `then`, and its admission state whole. A push at clock `since` may have
+  /// come before or after the state at `since` was taken: its rows are included either way
+  /// (written twice at worst).
+  sparse_table_rows delta_of(sparse_table_rows whole, int64_t since, int64_t then) const;
+
+  /// Whether the table remembers the keys it removes or starts over (and the clock of each) for
+  /// delta_of; off by default, and forgetting what it held when turned off.
+  void track_removed(bool on);
+  /// Forgets the removals before global clock `before` (a delta since then needs none of them).
+  void forget_removed(int64_t before);
+  /// Removals remembered (for tests and the stats).
+  std::size_t removed_remembered() const { return removed_.size(); }
+
   /// Replaces the table's contents with `rows`. Throws std::invalid_argument naming the first
   /// mismatch (array sizes against dim and the optimizer's slots, keys not strictly ascending,
   /// a pending key that is also a row, a pending count outside [1, admit_after), a sketch
@@ -211,8 +239,12 @@ private:
   uint32_t count_pending(uint64_t key, absl::flat_hash_map<uint64_t, pending_ref>::iterator& entry);
   /// Removes an exact pending entry; the last entry of the arrays takes its place.
   void erase_pending(absl::flat_hash_map<uint64_t, pending_ref>::iterator entry);
-  /// Removes row `index` (its key from the map); the last row takes its place.
-  void remove_row(uint32_t index);
+  /// Removes row `index` (its key from the map) at global clock `clock`; the last row takes its
+  /// place.
+  void remove_row(uint32_t index, uint32_t clock);
+  /// The admission state (pending keys, counts and clocks, the sketch), whole, as every export
+  /// writes it; pending entries stale at global clock `at` left out.
+  void export_admission(sparse_table_rows& out, uint32_t at) const;
   /// Room in the per-row arrays for `more` rows, before the map changes.
   void reserve_rows(std::size_t more);
   void touch_row(uint32_t index, uint32_t floats) const;
@@ -254,6 +286,9 @@ private:
   /// and the age beyond which the current pass evicts (none: UINT32_MAX).
   std::vector<uint64_t> ages_;
   uint32_t evict_age_ = UINT32_MAX;
+  /// track_removed: each key removed, with the clock of its removal, oldest first.
+  bool track_removed_ = false;
+  std::vector<std::pair<uint64_t, uint32_t>> removed_;
 };
 
 } // namespace actorps
