@@ -115,7 +115,7 @@ TEST_CASE("--model resolves through the registry: bare widths mean mlp, unknown 
   CHECK(make_model("mlp:20-32-3")->spec().tensors.size() == 4);
   CHECK_THROWS_WITH_AS(make_model("mlp:20-x"), doctest::Contains("at least two positive integers"),
                        model_error);
-  CHECK_THROWS_WITH_AS(make_model("nosuch:1"), doctest::Contains("registered: dlrm, lr, mlp"), model_error);
+  CHECK_THROWS_WITH_AS(make_model("nosuch:1"), doctest::Contains("registered: deepfm, dlrm, lr, mlp, sparse-lr, wdl"), model_error);
   CHECK(make_model("mlp:20-32-3")->check_data(20, 3) == "");
   CHECK(make_model("mlp:20-32-3")->check_data(21, 3).find("takes 20 inputs") != std::string::npos);
 }
