@@ -288,12 +288,19 @@ TEST_CASE("a worker replaced while its shards replicate: leave, rejoin and admit
   CHECK(run->failovers == 2);
   CHECK(run->clocks == 60);
   auto metrics = (fs::path(dir.path) / "run.jsonl").string();
-  for (const auto& e : test::metrics_events(metrics, "recovery")) CHECK(e["lost_clocks"] == 0);
+  // A replacement that enters a clock after its data's minibatch (the others moved on while it
+  // was spawned) trains that many clocks past the others' end, each one more sync update.
+  int64_t behind = 0;
+  for (const auto& e : test::metrics_events(metrics, "recovery")) {
+    CHECK(e["lost_clocks"] == 0);
+    if (e["role"] == "worker") behind += e["behind_clocks"].get<int64_t>();
+  }
+  CHECK(behind <= 1);
   // both shards applied the same pushes: the replaced worker's redone clocks included
   REQUIRE(run->shard_stats_list.size() == 2);
   CHECK(run->shard_stats_list[0].pushes == run->shard_stats_list[1].pushes);
   CHECK(run->shard_stats_list[0].updates == run->shard_stats_list[1].updates);
-  CHECK(run->shard_stats_list[0].updates == 60);
+  CHECK(run->shard_stats_list[0].updates == 60 + behind);
 }
 
 TEST_CASE("a standby that cannot take its primary's state is dropped and the primary serves on") {
