@@ -105,17 +105,11 @@ private:
   wide_model model_;
 };
 
-class criteo_lr_plugin : public model_plugin {
+class criteo_lr_plugin : public criteo_plugin {
 public:
   explicit criteo_lr_plugin(row_optimizer_kind kind) : kind_(kind) {}
 
   model_spec spec() const override { return criteo_lr_model(kind_); }
-  std::string check_data(int cols, int classes) const override {
-    return cols == 0 && classes == 2 ? "" : needs_criteo;
-  }
-  std::string check_source(data_source::kind what) const override {
-    return what == data_source::kind::criteo ? "" : needs_criteo;
-  }
   std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
     return std::make_unique<criteo_lr_trainer>(ctx);
   }

@@ -23,4 +23,23 @@ void name_criteo_keys(const char* model, const criteo_batch& b,
   per_table[0].assign(b.keys.begin(), b.keys.end());
 }
 
+std::unique_ptr<backend> ctr_backend(const trainer_context& ctx) {
+  std::string why;
+  auto be = make_backend(ctx.backend, ctx.device, &why);
+  if (!be || (ctx.backend == backend_kind::cuda && be->name() != "cuda"))
+    throw std::runtime_error(why.empty() ? "no backend" : why);
+  return be;
+}
+
+training_defaults ctr_recipe() {
+  training_defaults d;
+  d.optimizer = optimizer_kind::adam;
+  d.lr = 0.003f;
+  d.batch = 256;
+  d.epochs = 1;
+  d.table_lr = 0.1f;
+  d.admit_after = 20;
+  return d;
+}
+
 } // namespace actorps

@@ -1,4 +1,4 @@
-// What the CTR plug-ins (lr, dlrm) share: they train on a Criteo log that each worker streams,
+// What the CTR plug-ins (lr, dlrm, wdl, deepfm) share: they train on a Criteo log that each worker streams,
 // and score the test split, which the runtime loads whole, by exact AUC and log loss.
 #pragma once
 
@@ -29,5 +29,24 @@ const criteo_batch& criteo_test_split(const std::shared_ptr<const dataset>& test
 /// Throws std::logic_error unless per_table holds one table.
 void name_criteo_keys(const char* model, const criteo_batch& b,
                       std::vector<std::vector<uint64_t>>& per_table);
+
+/// The backend a CTR trainer computes on (ctx.backend, ctx.device); throws std::runtime_error
+/// saying why when there is none, or when CUDA was asked for and is not to be had.
+std::unique_ptr<backend> ctr_backend(const trainer_context& ctx);
+
+/// The CTR recipe of README's figures: one pass in batches of 256, Adam at 0.003 on the dense
+/// tensors, the tables' Adagrad at 0.1, a row only for a value's 20th push.
+training_defaults ctr_recipe();
+
+/// A plug-in that trains on the Criteo layout: refuses other data with needs_criteo.
+class criteo_plugin : public model_plugin {
+public:
+  std::string check_data(int cols, int classes) const override {
+    return cols == 0 && classes == 2 ? "" : needs_criteo;
+  }
+  std::string check_source(data_source::kind what) const override {
+    return what == data_source::kind::criteo ? "" : needs_criteo;
+  }
+};
 
 } // namespace actorps

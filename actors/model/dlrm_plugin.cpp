@@ -30,19 +30,11 @@ const int32_t* row_index(const table_rows& t) {
   return reinterpret_cast<const int32_t*>(t.inverse.data());
 }
 
-std::unique_ptr<backend> backend_for(const trainer_context& ctx) {
-  std::string why;
-  auto be = make_backend(ctx.backend, ctx.device, &why);
-  if (!be || (ctx.backend == backend_kind::cuda && be->name() != "cuda"))
-    throw std::runtime_error(why.empty() ? "no backend" : why);
-  return be;
-}
-
 class dlrm_trainer : public trainer {
 public:
   dlrm_trainer(const dlrm_shape& shape, const trainer_context& ctx)
     : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch),
-      be_(backend_for(ctx)), model_(*be_, shape, ctx.batch) {}
+      be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
     name_criteo_keys("dlrm", data_.at(clock), per_table);
@@ -98,36 +90,20 @@ private:
   std::vector<float> z_;
 };
 
-class dlrm_plugin : public model_plugin {
+class dlrm_plugin : public criteo_plugin {
 public:
   explicit dlrm_plugin(dlrm_shape shape) : shape_(std::move(shape)) {}
 
   model_spec spec() const override { return dlrm_model(shape_); }
-  std::string check_data(int cols, int classes) const override {
-    return cols == 0 && classes == 2 ? "" : needs_criteo;
-  }
-  std::string check_source(data_source::kind what) const override {
-    return what == data_source::kind::criteo ? "" : needs_criteo;
-  }
   std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
     return std::make_unique<dlrm_trainer>(shape_, ctx);
   }
   std::unique_ptr<evaluation> make_evaluation(std::shared_ptr<const dataset> test) const override {
     return std::make_unique<dlrm_evaluation>(shape_, std::move(test));
   }
-  /// README's CTR recipe: one pass in batches of 256, Adam at 0.003 on the MLPs, the
-  /// embeddings' Adagrad at 0.1, a row only for a value's 20th push (test AUC 0.798 on
-  /// README's 2 M generated Criteo lines, where the MLP's defaults gave 0.669).
-  training_defaults defaults() const override {
-    training_defaults d;
-    d.optimizer = optimizer_kind::adam;
-    d.lr = 0.003f;
-    d.batch = 256;
-    d.epochs = 1;
-    d.table_lr = 0.1f;
-    d.admit_after = 20;
-    return d;
-  }
+  /// README's CTR recipe (test AUC 0.798 on README's 2 M generated Criteo lines, where the
+  /// MLP's defaults gave 0.669).
+  training_defaults defaults() const override { return ctr_recipe(); }
 
 private:
   dlrm_shape shape_;

@@ -50,19 +50,11 @@ void name_keys(const char* model, const criteo_batch& b,
   for (auto& keys : per_table) keys.assign(b.keys.begin(), b.keys.end());
 }
 
-std::unique_ptr<backend> backend_for(const trainer_context& ctx) {
-  std::string why;
-  auto be = make_backend(ctx.backend, ctx.device, &why);
-  if (!be || (ctx.backend == backend_kind::cuda && be->name() != "cuda"))
-    throw std::runtime_error(why.empty() ? "no backend" : why);
-  return be;
-}
-
 class wide_deep_trainer : public trainer {
 public:
   wide_deep_trainer(const wide_deep_shape& shape, const trainer_context& ctx)
     : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch),
-      be_(backend_for(ctx)), model_(*be_, shape, ctx.batch) {}
+      be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
     name_keys(model_name(model_.shape().fm), data_.at(clock), per_table);
@@ -117,34 +109,22 @@ private:
   std::vector<float> z_;
 };
 
-class wide_deep_plugin : public model_plugin {
+class wide_deep_plugin : public criteo_plugin {
 public:
   explicit wide_deep_plugin(wide_deep_shape shape) : shape_(std::move(shape)) {}
 
   model_spec spec() const override { return wide_deep_model(shape_); }
-  std::string check_data(int cols, int classes) const override {
-    return cols == 0 && classes == 2 ? "" : needs_criteo;
-  }
-  std::string check_source(data_source::kind what) const override {
-    return what == data_source::kind::criteo ? "" : needs_criteo;
-  }
   std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
     return std::make_unique<wide_deep_trainer>(shape_, ctx);
   }
   std::unique_ptr<evaluation> make_evaluation(std::shared_ptr<const dataset> test) const override {
     return std::make_unique<wide_deep_evaluation>(shape_, std::move(test));
   }
-  /// dlrm's recipe: one pass in batches of 256, Adam at 0.003 on the dense tensors, a row
-  /// only for a value's 20th push; the tables' Adagrad at 0.1 (deepfm), or each table's own
-  /// rate (wdl: see wide_deep_model).
+  /// dlrm's recipe, with the tables' Adagrad at 0.1 (deepfm) or at each table's own rate (wdl:
+  /// see wide_deep_model).
   training_defaults defaults() const override {
-    training_defaults d;
-    d.optimizer = optimizer_kind::adam;
-    d.lr = 0.003f;
-    d.batch = 256;
-    d.epochs = 1;
-    d.table_lr = shape_.fm ? 0.1f : 0.0f;
-    d.admit_after = 20;
+    auto d = ctr_recipe();
+    if (!shape_.fm) d.table_lr = 0.0f;
     return d;
   }
 
