@@ -148,7 +148,7 @@ training_choices chosen_by(const training_flags& o) {
   if (typed("table-optimizer")) {
     auto kind = parse_row_optimizer_kind(o.table_optimizer);
     require(kind.has_value(), "table-optimizer", o.table_optimizer,
-            "must be sgd, adagrad, adam or ftrl");
+            "must be " + row_optimizer_names());
     c.table_optimizer = *kind;
   }
   if (typed("table-lr")) c.table_lr = static_cast<float>(o.table_lr);

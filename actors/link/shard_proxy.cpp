@@ -138,10 +138,21 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
         pending->answer(h.id, caf::make_message(std::move(carried)));
         return {};
       }
-      default:
-        return make_error(errc::malformed_message,
-                          "a frame of kind " + std::to_string(h.kind) + " as an answer");
+      // Requests, and the parts of a reply taken in place: not an answer read whole.
+      case frame_kind::hello:
+      case frame_kind::push_pull:
+      case frame_kind::pull:
+      case frame_kind::snapshot:
+      case frame_kind::keyed_pull:
+      case frame_kind::keyed_snapshot:
+      case frame_kind::shm_offer:
+      case frame_kind::reply_part:
+        break;
     }
+    // Also a value of no kind at all: the switch names every kind so that a new one is a
+    // compiler warning here, not a silent refusal.
+    return make_error(errc::malformed_message,
+                      "a frame of kind " + std::to_string(h.kind) + " as an answer");
   };
   // Reads a reply into its place with `read`, from wherever it lies; false when it has none.
   auto into_place = [&](const frame_header& h, uint64_t size, const read_parts& read,

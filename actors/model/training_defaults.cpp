@@ -60,6 +60,7 @@ void apply_table_settings(const training_settings& s, model_spec& spec) {
     if (s.table_optimizer) {
       cfg.optimizer = row_optimizer_config{};
       cfg.optimizer.kind = *s.table_optimizer;
+      cfg.optimizer.learning_rate = default_row_learning_rate(*s.table_optimizer);
     }
     if (s.values.table_lr != 0) cfg.optimizer.learning_rate = s.values.table_lr;
     if (s.values.admit_after != -1) cfg.admit_after = static_cast<uint32_t>(s.values.admit_after);

@@ -1,6 +1,7 @@
 #include "actors/protocol/wire.hpp"
 
 #include "kernels/optimizer_table.hpp"
+#include "kernels/sparse/row_optimizer_table.hpp"
 #include "schema/actorps.capnp.h"
 
 #include <capnp/message.h>
@@ -531,7 +532,7 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
     table.name = t.getName().cStr();
     auto init = static_cast<unsigned>(t.getInit());
     auto kind = static_cast<unsigned>(t.getOptimizer());
-    if (init > 2 || kind > 3)
+    if (init > 2 || kind >= row_optimizer_count)
       return make_error(errc::invalid_spec, "unknown initializer or optimizer of " + table.name);
     auto& c = table.config;
     c.dim = t.getDim();

@@ -571,7 +571,7 @@ void fold(folded_shard& into, const wire_buffer& file, const fs::path& path) {
     try {
       apply_delta_rows(into.view.sparse[t], view->sparse[t], cfg.dim,
                        row_state_slots(cfg.optimizer.kind),
-                       cfg.optimizer.kind == row_optimizer_kind::adam);
+                       row_counts_steps(cfg.optimizer.kind));
     } catch (const std::exception& e) {
       fail(path, "sparse table " + tables[t].name + ": " + e.what());
     }

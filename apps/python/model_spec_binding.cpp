@@ -55,8 +55,9 @@ sparse_table_spec make_table(const std::string& name, uint32_t dim, const std::s
   t.config.init = parse_choice("init", init, parse_row_init, "zeros, uniform, normal");
   t.config.scale = scale;
   t.config.optimizer.kind =
-    parse_choice("optimizer", optimizer, parse_row_optimizer_kind, "sgd, adagrad, adam, ftrl");
-  if (lr) t.config.optimizer.learning_rate = learning_rate_of(lr);
+    parse_choice("optimizer", optimizer, parse_row_optimizer_kind, row_optimizer_names());
+  t.config.optimizer.learning_rate = lr ? learning_rate_of(lr)
+                                        : default_row_learning_rate(t.config.optimizer.kind);
   if (initial_accumulator) t.config.optimizer.initial_accumulator = *initial_accumulator;
   t.config.admit_after = admit_after;
   t.config.evict_after = evict_after;

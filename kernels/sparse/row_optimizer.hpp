@@ -1,4 +1,5 @@
-// The optimizers a sparse table applies to one row at a time: SGD, Adagrad, Adam, FTRL-proximal.
+// The optimizers a sparse table applies to one row at a time: SGD, Adagrad, Adam, FTRL-proximal
+// (one row each of row_optimizer_table.hpp, which these functions read).
 //
 // A row is `dim` values; its state is row_state_slots(kind) × dim floats laid out slot after
 // slot (Adagrad: the accumulator; Adam: m then v; FTRL: z then n). Unlike the dense optimizers
@@ -30,8 +31,19 @@ struct row_optimizer_config {
 std::optional<row_optimizer_kind> parse_row_optimizer_kind(const std::string& name);
 const char* to_string(row_optimizer_kind kind);
 
+/// The names, in table order, for a message: "sgd, adagrad, adam or ftrl".
+std::string row_optimizer_names();
+
 /// Floats of state per value: 0 (sgd), 1 (adagrad), 2 (adam: m, v), 2 (ftrl: z, n).
+/// Throws std::invalid_argument for a kind outside the enum, as the two below do.
 uint32_t row_state_slots(row_optimizer_kind kind);
+
+/// Whether each row counts its own updates (Adam's bias correction): the table keeps a step
+/// per row, in its checkpoints too.
+bool row_counts_steps(row_optimizer_kind kind);
+
+/// The learning rate a table of `kind` runs at unless one is set (FTRL's alpha).
+float default_row_learning_rate(row_optimizer_kind kind);
 
 /// Throws std::invalid_argument naming the first field out of range: a learning rate that is
 /// not positive and finite, a negative epsilon, initial accumulator, l1, l2 or ftrl_beta, an

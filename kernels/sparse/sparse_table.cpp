@@ -111,6 +111,7 @@ sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32
   auto why = invalid_table_config(cfg);
   require(why.empty(), why);
   slots_ = row_state_slots(cfg.optimizer.kind);
+  counts_steps_ = row_counts_steps(cfg.optimizer.kind);
   stride_ = cfg.dim * (1 + slots_) + 1;  // checked to fit
   rows_per_page_ = static_cast<uint32_t>(
     std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));
@@ -185,7 +186,7 @@ void sparse_table::create_row(uint64_t key, uint32_t index) {
 }
 
 void sparse_table::reserve_rows(std::size_t more) {
-  if (cfg_.optimizer.kind == row_optimizer_kind::adam) reserve_room(steps_, more);
+  if (counts_steps_) reserve_room(steps_, more);
   if (evicting()) reserve_room(keys_, more);
 }
 
@@ -193,15 +194,14 @@ void sparse_table::remove_row(uint32_t index, uint32_t clock) {
   const auto last = static_cast<uint32_t>(index_.size() - 1);
   if (track_removed_) removed_.emplace_back(keys_[index], clock);
   index_.erase(keys_[index]);
-  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
   if (index != last) {
     std::memcpy(row(index), row(last), std::size_t(stride_) * sizeof(float));
     keys_[index] = keys_[last];
-    if (adam) steps_[index] = steps_[last];
+    if (counts_steps_) steps_[index] = steps_[last];
     index_.find(keys_[index])->second.index = index;
   }
   keys_.pop_back();
-  if (adam) steps_.pop_back();
+  if (counts_steps_) steps_.pop_back();
   ++evicted_;
   // Pages no longer needed go back, but one spare: rows going and coming around a page's
   // boundary would otherwise free and allocate it each time.
@@ -216,8 +216,7 @@ void sparse_table::set_max_parameter(float bound) {
 }
 
 bool sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
-  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
-  const uint32_t step = adam ? saturating_increment(steps_[ref.index]) : 1;
+  const uint32_t step = counts_steps_ ? saturating_increment(steps_[ref.index]) : 1;
   float* values = row(ref.index);
   // The row is in cache (find_block touched it): keeping a copy to put back costs little next
   // to the lookup, and makes a refused update leave the row exactly as it was.
@@ -231,7 +230,7 @@ bool sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
     return false;
   }
   ref.touches = saturating_increment(ref.touches);
-  if (adam) steps_[ref.index] = step;
+  if (counts_steps_) steps_[ref.index] = step;
   if (row_clock(ref.index) < clock_) set_row_clock(ref.index, clock_);
   return true;
 }
@@ -255,7 +254,7 @@ bool sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale)
   auto [slot, created] = index_.try_emplace(key, row_ref{index, touches});
   if (created) {
     create_row(key, index);
-    if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_.push_back(0);
+    if (counts_steps_) steps_.push_back(0);
     set_row_clock(index, clock_);
     if (evicting()) keys_.push_back(key);
     if (counted != pending_.end()) erase_pending(counted);
@@ -339,7 +338,7 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
           if (track_removed_) removed_.emplace_back(keys[start + j], clock_);  // starts over
           create_row(keys[start + j], ref.index);
           ref.touches = 0;
-          if (cfg_.optimizer.kind == row_optimizer_kind::adam) steps_[ref.index] = 0;
+          if (counts_steps_) steps_[ref.index] = 0;
           set_row_clock(ref.index, clock_);
         }
         if (!update_row(ref, grads + (start + j) * dim, lr_scale)) ++refused;
@@ -478,7 +477,6 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
   out.state.resize(by_key.size() * state_floats);
   out.touches.reserve(by_key.size());
   out.clocks.reserve(by_key.size());
-  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
   for (std::size_t r = 0; r < by_key.size(); ++r) {
     const auto& [key, ref] = by_key[r];
     const float* values = row(ref.index);
@@ -487,7 +485,7 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     std::memcpy(out.state.data() + r * state_floats, values + dim, state_floats * sizeof(float));
     out.touches.push_back(ref.touches);
     out.clocks.push_back(row_clock(ref.index));
-    if (adam) out.steps.push_back(steps_[ref.index]);
+    if (counts_steps_) out.steps.push_back(steps_[ref.index]);
   }
   export_admission(out, at);
   return out;
@@ -523,7 +521,6 @@ sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
   removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
   const uint32_t dim = cfg_.dim;
   const std::size_t state_floats = std::size_t(slots_) * dim;
-  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
   sparse_table_rows out;
   std::size_t gone = 0;
   for (std::size_t r = 0; r < whole.keys.size(); ++r) {
@@ -539,7 +536,7 @@ sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
                      whole.state.begin() + (r + 1) * state_floats);
     out.touches.push_back(whole.touches[r]);
     out.clocks.push_back(whole.clocks[r]);
-    if (adam) out.steps.push_back(whole.steps[r]);
+    if (counts_steps_) out.steps.push_back(whole.steps[r]);
   }
   out.removed_keys.insert(out.removed_keys.end(), removed.begin() + gone, removed.end());
   // the admission state as the whole export wrote it
@@ -563,7 +560,7 @@ void sparse_table::forget_removed(int64_t before) {
 }
 
 void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, uint32_t dim,
-                      uint32_t slots, bool adam) {
+                      uint32_t slots, bool counts_steps) {
   auto check = [&](const sparse_table_rows& t, const char* which) {
     const std::size_t n = t.keys.size();
     auto sizes = [&](const char* what, std::size_t got, std::size_t want) {
@@ -574,7 +571,7 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
     sizes("values", t.values.size(), n * dim);
     sizes("state", t.state.size(), n * slots * dim);
     sizes("touches", t.touches.size(), n);
-    sizes("steps", t.steps.size(), adam ? n : 0);
+    sizes("steps", t.steps.size(), counts_steps ? n : 0);
     sizes("clocks", t.clocks.size(), n);
   };
   check(base, "base");
@@ -587,7 +584,7 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
   out.state.reserve(most * state_floats);
   out.touches.reserve(most);
   out.clocks.reserve(most);
-  if (adam) out.steps.reserve(most);
+  if (counts_steps) out.steps.reserve(most);
   auto take = [&](const sparse_table_rows& from, std::size_t r) {
     out.keys.push_back(from.keys[r]);
     out.values.insert(out.values.end(), from.values.begin() + r * dim,
@@ -596,7 +593,7 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
                      from.state.begin() + (r + 1) * state_floats);
     out.touches.push_back(from.touches[r]);
     out.clocks.push_back(from.clocks[r]);
-    if (adam) out.steps.push_back(from.steps[r]);
+    if (counts_steps) out.steps.push_back(from.steps[r]);
   };
   std::size_t b = 0, d = 0, gone = 0;
   const auto& removed = delta.removed_keys;
@@ -626,7 +623,6 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
 void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   const std::size_t n = in.keys.size();
   const uint32_t dim = cfg_.dim;
-  const bool adam = cfg_.optimizer.kind == row_optimizer_kind::adam;
   auto sizes = [](const char* what, std::size_t got, std::size_t want) {
     require(got == want, std::string(what) + " holds " + std::to_string(got) + " entries, " +
                            std::to_string(want) + " expected");
@@ -635,7 +631,7 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   sizes("import_rows: values", in.values.size(), n * dim);
   sizes("import_rows: state", in.state.size(), n * slots_ * dim);
   sizes("import_rows: touches", in.touches.size(), n);
-  sizes("import_rows: steps", in.steps.size(), adam ? n : 0);
+  sizes("import_rows: steps", in.steps.size(), counts_steps_ ? n : 0);
   if (!in.clocks.empty()) sizes("import_rows: clocks", in.clocks.size(), n);
   sizes("import_rows: pending_counts", in.pending_counts.size(), in.pending_keys.size());
   if (!in.pending_clocks.empty())
@@ -675,7 +671,7 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   sparse_table fresh(cfg_, seed_, table_);
   fresh.index_.reserve(n);
   fresh.pages_.reserve((n + rows_per_page_ - 1) / rows_per_page_);
-  if (adam) fresh.steps_.assign(in.steps.begin(), in.steps.end());
+  if (counts_steps_) fresh.steps_.assign(in.steps.begin(), in.steps.end());
   if (evicting()) fresh.keys_.assign(in.keys.begin(), in.keys.end());
   const std::size_t state_floats = std::size_t(slots_) * dim;
   for (std::size_t r = 0; r < n; ++r) {

@@ -71,10 +71,11 @@ struct sparse_table_rows {
 /// `base`: its tombstones' rows go, its rows replace or join base's (keys stay ascending), and
 /// its admission state (pending keys, counts and clocks and the sketch, always whole) replaces
 /// base's. `dim` and
-/// `slots` (row_state_slots) describe the rows; `adam`: they carry Adam's steps. Throws
+/// `slots` (row_state_slots) describe the rows; `counts_steps` (row_counts_steps): they carry
+/// a step per row. Throws
 /// std::invalid_argument naming the first array whose size does not match.
 void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, uint32_t dim,
-                      uint32_t slots, bool adam);
+                      uint32_t slots, bool counts_steps);
 
 /// What one sparse_table::sweep call did.
 struct sweep_result {
@@ -265,11 +266,12 @@ private:
   uint64_t seed_;
   uint32_t table_;
   uint32_t slots_;          ///< row_state_slots(cfg_.optimizer.kind)
+  bool counts_steps_;       ///< row_counts_steps(cfg_.optimizer.kind): steps_ holds a step per row
   uint32_t stride_;         ///< floats per row: dim × (1 + slots), then the last clock
   uint32_t rows_per_page_;  ///< pages are at most 256 KiB − 64 bytes
   absl::flat_hash_map<uint64_t, row_ref> index_;
   std::vector<std::unique_ptr<float[]>> pages_;
-  std::vector<uint32_t> steps_;                     ///< Adam only, by row index
+  std::vector<uint32_t> steps_;                     ///< counts_steps_ only, by row index
   std::vector<uint64_t> keys_;                      ///< with eviction: each row's key, by row
   absl::flat_hash_map<uint64_t, pending_ref> pending_; ///< exact admission: key → its count
   std::vector<uint64_t> pending_keys_;              ///< pending_clocked(): each entry's key
