@@ -19,7 +19,7 @@ caf::error malformed(const std::string& why) {
   return make_error(errc::malformed_message, "reply received in place: " + why);
 }
 
-/// Whether the shard built block `b` as a segment of its own (wire.cpp's referable(): a whole
+/// Whether the shard built block `b` as a segment of its own (wire_message.cpp's referable(): a whole
 /// number of words, starting on one in the shard's buffer, whose start is word-aligned).
 bool shard_referred(const block_info& b) {
   return b.size * sizeof(float) % word == 0 && b.shard_offset * sizeof(float) % word == 0;

@@ -1,5 +1,5 @@
-// Every project enum the wire carries is cast to and from its schema enum by value
-// (wire.cpp). These checks hold the two lists together at compile time: an enumerant added,
+// Every project enum the wire carries is cast to and from its schema enum by value (the codecs,
+// *_codec.cpp). These checks hold the two lists together at compile time: an enumerant added,
 // removed or reordered on one side only fails the build here, instead of decoding as another
 // value or being refused as out of range at the first message. (A value added at the end of
 // one list only is not caught here: add it to both, and to its check.)

@@ -9,7 +9,7 @@
 # it also reports, for the timed round trips, the CPU time and minor page faults of each side
 # (the worker's from getrusage/CLOCK_PROCESS_CPUTIME_ID, the shard process's from /proc), the
 # payload bytes our code copied per round trip on each side (copied_payload_bytes, counted in
-# wire.cpp; the shard's over its whole life, divided by the push_pulls it was sent), and the
+# the codecs; the shard's over its whole life, divided by the push_pulls it was sent), and the
 # round trip's ratio to the floor, and its CPU (both sides) over the floor's (both processes:
 # cpu_ratio_to_floor, the nearest the cores let it come to the floor at the floor's own overlap);
 # and the same round trips over a raw connection of the data

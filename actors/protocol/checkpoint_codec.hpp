@@ -1,0 +1,90 @@
+// A checkpoint's two kinds of file on the wire's terms: a shard's state (schema ShardCheckpoint,
+// whole or a delta) and the run's part (schema RunCheckpoint, with the data positions).
+// Implemented in checkpoint_codec.cpp; the files around them are actors/storage's.
+#pragma once
+
+#include "actors/protocol/model_spec.hpp"
+#include "actors/protocol/push_codec.hpp"
+#include "actors/protocol/wire_buffer.hpp"
+#include "kernels/sparse/sparse_table.hpp"
+
+#include <caf/expected.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+/// A shard's state at a checkpoint (schema ShardCheckpoint).
+struct shard_checkpoint_view {
+  train_spec spec;
+  int32_t shard = 0;
+  int64_t clock = 0;
+  uint64_t optimizer_step = 0;     ///< updates applied to the optimizer state (Adam's step)
+  int64_t newest_clock = -1;
+  std::vector<block_view> blocks;  ///< parameters
+  std::vector<block_view> state;   ///< optimizer state: slots × block size floats per block
+  std::vector<sparse_table_rows> sparse;  ///< every sparse table's rows, in spec order (copied)
+  /// -1: the whole state; C: a delta checkpoint's, its tables holding only the rows pushed at
+  /// clock C or later, with tombstones (sparse_table::delta_of)
+  int64_t delta_since = -1;
+};
+
+/// Where a worker is in its data (schema DataPosition).
+struct data_position {
+  int32_t worker = 0;
+  int64_t clock = 0;          ///< next clock to compute
+  int64_t epoch = 0;
+  int64_t batch_in_epoch = 0;
+  int32_t file = -1;          ///< a training directory's file its next batch starts in (-1: none)
+  int64_t file_row = 0;       ///< the worker's rows of that file read before that batch
+};
+
+/// One file of a training directory read as a stream (schema StreamFile).
+struct stream_file {
+  std::string name;           ///< in the directory
+  uint64_t bytes = 0;
+  std::vector<int64_t> rows;  ///< the rows each worker reads of it
+};
+
+/// The run's part of a checkpoint (schema RunCheckpoint).
+struct run_checkpoint {
+  train_spec spec;
+  int64_t clock = 0;
+  int batch = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double wall_s = 0;
+  std::vector<data_position> positions;
+  std::string run_id;       ///< the lineage: made by a fresh start, kept by every resume
+  std::string dataset;      ///< what the run trains on ("" in checkpoints of older versions)
+  int64_t train_rows = 0;   ///< rows of that training set
+  std::vector<stream_file> files;  ///< a training directory's files in name order (else empty)
+};
+
+/// Shard `shard`'s parameters and optimizer state (`slots` floats per parameter, laid out per
+/// block as the shard keeps them: slots × size floats at slots × shard_offset, and the
+/// optimizer's step count).
+wire_buffer encode_shard_checkpoint(const train_spec& spec, int32_t shard, int64_t clock,
+                                    uint64_t optimizer_step, int64_t newest_clock,
+                                    const block_layout& layout, const float* shard_buffer,
+                                    const float* state, std::size_t slots,
+                                    const std::vector<sparse_table_rows>& sparse = {},
+                                    int64_t delta_since = -1);
+
+/// The same checkpoint under another spec (a resumed run's: its rate, mode or length may differ
+/// from the saved run's; its model and layout may not — the caller checks compatibility).
+wire_buffer encode_shard_checkpoint(const train_spec& spec, const shard_checkpoint_view& saved);
+
+wire_buffer encode_run_checkpoint(const run_checkpoint& run);
+
+/// A ShardCheckpoint's deltaSince (-1: whole, or not a ShardCheckpoint), read without decoding
+/// the rest.
+int64_t shard_checkpoint_delta_since(const wire_buffer& buf);
+
+caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf);
+caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf);
+
+} // namespace actorps

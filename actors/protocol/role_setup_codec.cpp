@@ -1,0 +1,92 @@
+// A worker's or evaluator's role on the wire (role_setup_codec.hpp).
+#include "actors/protocol/role_setup_codec.hpp"
+
+#include "actors/protocol/wire_message.hpp"
+
+namespace actorps {
+
+using namespace wire_detail;
+
+wire_buffer encode_role_setup(const role_setup& setup) {
+  std::size_t text = 0;
+  for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
+  auto bound = header_bound + spec_bound(setup.spec) + words_for(setup.data.dir.size() + 1)
+               + words_for(setup.data.train_path.size() + 1) + words_for(setup.data.test_path.size() + 1)
+               + text;
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
+    auto msg = mb.initRoot<wire::RoleSetup>();
+    write_spec(msg.initSpec(), setup.spec);
+    msg.setIndex(setup.index);
+    msg.setBatch(static_cast<uint32_t>(setup.batch));
+    msg.setSteps(setup.steps);
+    msg.setSlowMs(static_cast<uint32_t>(setup.slow_ms));
+    msg.setRequestTimeoutMs(static_cast<uint32_t>(setup.request_timeout.count()));
+    auto data = msg.initData();
+    // the schema's kinds are data_source::kind's, in the same order
+    data.setKind(static_cast<wire::DataSource::Kind>(setup.data.what));
+    data.setTrainPath(setup.data.train_path);
+    data.setTestPath(setup.data.test_path);
+    data.setDir(setup.data.dir);
+    data.setTrainRows(static_cast<uint32_t>(setup.data.train_rows));
+    data.setTestRows(static_cast<uint32_t>(setup.data.test_rows));
+    data.setSeed(setup.data.seed);
+    data.setCols(static_cast<uint32_t>(setup.data.cols));
+    data.setGroupField(setup.data.group_field);
+    auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
+    for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
+      addresses.set(i, setup.shard_addresses[i]);
+    msg.setBackend(static_cast<uint8_t>(setup.backend));
+    msg.setDevice(setup.device);
+    msg.setStartClock(setup.start_clock);
+    msg.setIncarnation(setup.incarnation);
+    msg.setDataOffset(setup.data_offset);
+  });
+}
+
+caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
+  using result = caf::expected<role_setup>;
+  return decode<role_setup>(buf, "role setup", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::RoleSetup>();
+    role_setup out;
+    if (auto err = take(read_spec(msg.getSpec()), out.spec)) return err;
+    out.index = msg.getIndex();
+    out.batch = static_cast<int>(msg.getBatch());
+    out.steps = msg.getSteps();
+    out.slow_ms = static_cast<int>(msg.getSlowMs());
+    out.request_timeout = std::chrono::milliseconds(msg.getRequestTimeoutMs());
+    auto data = msg.getData();
+    if (data.getKind() > wire::DataSource::Kind::CRITEO)
+      return make_error(errc::malformed_message, "unknown data source kind "
+                                                   + std::to_string(unsigned(data.getKind())));
+    out.data.what = static_cast<data_source::kind>(data.getKind());
+    out.data.train_path = data.getTrainPath();
+    out.data.test_path = data.getTestPath();
+    out.data.dir = data.getDir();
+    out.data.train_rows = static_cast<int>(data.getTrainRows());
+    out.data.test_rows = static_cast<int>(data.getTestRows());
+    out.data.seed = data.getSeed();
+    out.data.cols = static_cast<int>(data.getCols());
+    out.data.group_field = data.getGroupField();
+    if (out.data.group_field < -1 || out.data.group_field >= 26)  // C1..C26
+      return make_error(errc::malformed_message, "group field "
+                                                   + std::to_string(out.data.group_field)
+                                                   + " is not a Criteo field");
+    for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
+    if (msg.getBackend() > static_cast<uint8_t>(backend_kind::automatic))
+      return make_error(errc::invalid_spec, "unknown backend in RoleSetup");
+    out.backend = static_cast<backend_kind>(msg.getBackend());
+    out.device = msg.getDevice();
+    out.start_clock = msg.getStartClock();
+    out.incarnation = msg.getIncarnation();
+    out.data_offset = msg.getDataOffset();
+    if (out.batch <= 0 || out.steps < 0 || out.start_clock < 0
+        || out.start_clock < out.data_offset  // a minibatch before the first
+        || out.index < 0 || out.index >= out.spec.workers
+        || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
+        || out.data.train_rows <= 0 || out.data.test_rows <= 0)
+      return make_error(errc::invalid_spec, "out-of-range field in RoleSetup");
+    return out;
+  });
+}
+
+} // namespace actorps

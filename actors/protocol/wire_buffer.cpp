@@ -1,0 +1,46 @@
+// A message's bytes: flat, or gathered from where its blocks lie.
+#include "actors/protocol/wire_buffer.hpp"
+
+#include "actors/protocol/wire_message.hpp"
+
+namespace actorps {
+
+using namespace wire_detail;
+
+wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
+  auto words = allocate(words_for(n));
+  std::memset(words.get(), 0, words_for(n) * word_bytes);
+  if (n > 0) std::memcpy(words.get(), data, n);
+  return wire_buffer{std::move(words), words_for(n)};
+}
+
+wire_buffer::wire_buffer(std::shared_ptr<const gathered> parts) : gathered_(std::move(parts)) {
+  size_ = gathered_->head_words;
+  for (const auto& segment : gathered_->external) size_ += segment.size();
+}
+
+std::vector<wire_buffer::piece> wire_buffer::pieces() const {
+  std::vector<piece> out;
+  if (!gathered_) {
+    if (size_bytes() > 0) out.push_back({bytes(), size_bytes()});
+    return out;
+  }
+  out.reserve(1 + gathered_->external.size());
+  out.push_back({gathered_->head.get(), gathered_->head_words * word_bytes});
+  for (const auto& segment : gathered_->external)
+    out.push_back({segment.begin(), segment.size() * word_bytes});
+  return out;
+}
+
+wire_buffer wire_buffer::flat() const {
+  if (!gathered_) return *this;
+  auto words = allocate(size_);
+  auto* at = reinterpret_cast<uint8_t*>(words.get());
+  for (const auto& p : pieces()) {
+    copy_payload(at, p.data, p.bytes);
+    at += p.bytes;
+  }
+  return wire_buffer{std::move(words), size_};
+}
+
+} // namespace actorps
