@@ -255,6 +255,7 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   }
   ++st.rollbacks;
   ++st.finishing_attempt;  // a final state being collected: its answers are ignored, it restarts
+  abort_failovers(self);   // the checkpoint's state replaces what they were handing over
   drop_standbys(self);     // they hold the state being replaced; built again when it resumes
   st.shards[s] = nullptr;  // filled again when it is back
   stop_roles(self);
