@@ -470,6 +470,7 @@ void stop_run(self_ptr self) {
   enter(self, run_phase::stopping);
   self->set_down_handler([=](caf::down_msg& dm) { on_task_stopped(self, dm); });
   abort_failovers(self);
+  abort_rollback_episode(self);
   st.progress->finish();
   st.metrics->flush();
   auto stop = [&](const auto& handle) {  // with why: a task exits by it (deployment.hpp)

@@ -6,6 +6,7 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/chief/failover.hpp"
+#include "actors/chief/rollback_episode.hpp"
 #include "actors/protocol/fan_out.hpp"
 #include "actors/chief/metrics.hpp"
 
@@ -113,6 +114,9 @@ struct chief_state {
     time_point detected;
     int64_t retrained = 0;         // minibatches the workers had trained past the checkpoint
   } rollback;
+  // The rollback episode restoring the shards (rollback.cpp), null when none runs: an answer
+  // from another (aborted) one is ignored.
+  rollback_episode_actor restoring;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
   std::map<role_id, time_point> awaiting_rejoin;
   // distributed: tasks that said they are exiting on their own, and why (a signal's name);
@@ -392,6 +396,8 @@ void on_interrupt(self_ptr self, const std::string& signal);
 // rollback.cpp
 /// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
+/// The rollback episode under way (restoring the shards), if any, stops: its answer is ignored.
+void abort_rollback_episode(self_ptr self);
 /// Distributed: a lost shard's process is back (join); once every one is, the rollback goes on.
 void on_rejoined_shard(self_ptr self, int32_t index);
 /// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
