@@ -63,5 +63,5 @@ TEST_CASE("a rollback episode whose shard is lost answers with the loss, not a t
                                         std::move(plan));
   auto restored = restore(f, episode);
   REQUIRE_FALSE(restored);
-  CHECK(restored.error() == caf::sec::request_receiver_down);
+  CHECK(is_error(restored.error(), errc::shard_lost));
 }

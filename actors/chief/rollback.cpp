@@ -174,7 +174,8 @@ void restore_every_shard(self_ptr self) {
         if (st.restoring != episode) return;
         st.restoring = nullptr;
         // A shard that went down before its reply: its down message starts the rollback over.
-        if (err == caf::sec::request_receiver_down) {
+        // (The episode itself lost is another error: the run fails rather than wait.)
+        if (is_error(err, errc::shard_lost)) {
           log_line("chief", "a shard was lost while restoring (" + describe(err)
                               + "); the rollback starts over once it is back");
           return;

@@ -11,8 +11,8 @@
 //               else --init-from's, else the seeded initial values at clock 0
 //   restoring   every shard takes its part of it, with every worker's new incarnation
 //   done        the answer: the checkpoint restored (without its shard files); then it quits
-//   failed      the answer is the error (request_receiver_down: a shard was lost while
-//               restoring); then it quits
+//   failed      the answer is the error (shard_lost: a shard was lost while restoring);
+//               then it quits
 //
 // A failure during the episode ends it (failed); the chief tells a lost shard from any other
 // error (rollback.cpp: it starts over once the shard is back, or the run fails). A shard lost
@@ -90,7 +90,12 @@ behavior restoring(episode self, checkpoint_ptr ckpt) {
       self->state.answer.deliver(std::move(restored));
       self->quit();
     },
-    [=](caf::error& err) { fail(self, std::move(err)); });
+    [=](caf::error& err) {
+      // told apart from this episode's own loss, which the chief sees as request_receiver_down
+      if (err == caf::sec::request_receiver_down)
+        err = make_error(errc::shard_lost, "a shard was lost while restoring");
+      fail(self, std::move(err));
+    });
   return {busy()};
 }
 

@@ -19,7 +19,7 @@ namespace actorps {
 
 /// A rollback episode: (restore) -> the checkpoint every shard was restored from, without its
 /// shard files (dir empty: none was found, every shard holds the seeded initial values at clock
-/// 0), or the error that stopped it (request_receiver_down: a shard was lost while restoring).
+/// 0), or the error that stopped it (shard_lost: a shard was lost while restoring).
 /// Asked once; it quits after answering, or once the actor that spawned it goes down.
 using rollback_episode_actor = caf::typed_actor<caf::replies_to<restore_atom>::with<loaded_checkpoint>>;
 
