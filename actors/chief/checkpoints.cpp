@@ -323,26 +323,9 @@ void restore_shards(self_ptr self, std::shared_ptr<const loaded_checkpoint> ckpt
   if (!failed)
     failed = [=](const caf::error& err) { fail_run(self, "restoring the shards failed", err); };
   auto& st = self->state;
-  const auto& spec = st.cfg.spec;
-  block_layout layout(spec);
-  std::vector<wire_buffer> files;
-  if (ckpt) {
-    for (const auto& saved : ckpt->shards) {
-      auto view = decode_shard_checkpoint(saved);  // verified when it was loaded
-      if (!view) return fail_run(self, "restoring the shards failed", view.error());
-      files.push_back(encode_shard_checkpoint(spec, *view));  // under this run's spec
-    }
-  } else {  // no checkpoint yet: back to the seeded initial values at clock 0
-    auto initial = initial_values(spec.model, spec.seed);
-    auto slots = optimizer_state_slots(spec.optimizer.kind);
-    for (int32_t s = 0; s < spec.shards; ++s) {
-      std::vector<float> part(layout.shard_floats(s)), state(slots * part.size());
-      layout.gather(s, initial.data(), part.data());
-      std::vector<sparse_table_rows> empty_tables(spec.model.sparse_tables.size());
-      files.push_back(encode_shard_checkpoint(spec, s, 0, 0, -1, layout, part.data(),
-                                              state.data(), slots, empty_tables));
-    }
-  }
+  auto restored = shard_restore_files(st.cfg.spec, ckpt.get());
+  if (!restored) return fail_run(self, "restoring the shards failed", restored.error());
+  auto files = std::move(*restored);
   ask_each<caf::ok_atom>(
     st.shards.size(),
     [&](std::size_t s) {

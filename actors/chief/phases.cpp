@@ -26,7 +26,9 @@
 //   placing       the shards are spawned (simulate) or every task joins (by join_due), the shards
 //                 are initialised (or restored: --resume), the workers and the evaluator started
 //   training      reports, evaluations, checkpoints, kills; a lost worker is replaced, a lost
-//                 evaluator respawned (recovery.cpp)
+//                 evaluator respawned (recovery.cpp); a lost primary with a ready standby
+//                 fails over: an episode actor of its own (failover.cpp) runs meanwhile, and
+//                 training does not end before its report (chief_state::failing_over)
 //   rolling_back  a shard was lost: every shard goes back to the newest checkpoint, every role
 //                 restarts there (rollback.cpp); reports from before are dropped
 //   finishing     the final checkpoint (none when every worker was lost short of the last
@@ -181,6 +183,19 @@ auto leaves(self_ptr self) {
   };
 }
 
+/// (failover, done|failed): a fail-over episode's report (standbys.cpp), from this process only.
+auto failover_done_reports(self_ptr self) {
+  return [=](failover_atom, const failover_done& report) {
+    if (!not_local(self, "failover")) on_failover_done(self, report);
+  };
+}
+
+auto failover_failed_reports(self_ptr self) {
+  return [=](failover_atom, const failover_failed& report) {
+    if (!not_local(self, "failover")) on_failover_failed(self, report);
+  };
+}
+
 caf::result<run_summary> start_run(self_ptr self);
 
 // -- the phases ----------------------------------------------------------------------------
@@ -202,6 +217,8 @@ behavior waiting(self_ptr self) {
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
     leaves(self),
+    [](failover_atom, const failover_done&) {},    // none before training
+    [](failover_atom, const failover_failed&) {},
   };
 }
 
@@ -222,6 +239,8 @@ behavior placing(self_ptr self) {
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
     leaves(self),
+    [](failover_atom, const failover_done&) {},    // none before training
+    [](failover_atom, const failover_failed&) {},
   };
 }
 
@@ -245,6 +264,8 @@ behavior training(self_ptr self) {
     kills(self),
     interrupts(self),
     leaves(self),
+    failover_done_reports(self),  // a fail-over under way has ended
+    failover_failed_reports(self),
   };
 }
 
@@ -266,6 +287,8 @@ behavior rolling_back(self_ptr self) {
     kills(self),
     interrupts(self),
     leaves(self),
+    [](failover_atom, const failover_done&) {},    // aborted by the rollback
+    [](failover_atom, const failover_failed&) {},
   };
 }
 
@@ -284,6 +307,8 @@ behavior finishing(self_ptr self) {
     kills(self),
     interrupts(self),
     leaves(self),
+    failover_done_reports(self),  // a fail-over under way has ended
+    failover_failed_reports(self),
   };
 }
 
@@ -312,6 +337,8 @@ behavior stopping(self_ptr self) {
     [](kill_atom, int32_t) {},
     [](interrupt_atom, const std::string&) {},  // stopping already
     leaves(self),
+    [](failover_atom, const failover_done&) {},    // aborted by the run's end
+    [](failover_atom, const failover_failed&) {},
   };
 }
 
@@ -442,6 +469,8 @@ void stop_run(self_ptr self) {
   auto& st = self->state;
   enter(self, run_phase::stopping);
   self->set_down_handler([=](caf::down_msg& dm) { on_task_stopped(self, dm); });
+  abort_failovers(self);
+  abort_rollback_episode(self);
   st.progress->finish();
   st.metrics->flush();
   auto stop = [&](const auto& handle) {  // with why: a task exits by it (deployment.hpp)

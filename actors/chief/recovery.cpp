@@ -366,7 +366,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
       st.awaiting_rejoin[evaluator_role()] = now;
     return;
   }
-  if (on_standby_down(self, dm)) return;
+  if (on_standby_down(self, dm) || on_failover_down(self, dm)) return;
   for (int32_t s = 0; s < static_cast<int32_t>(st.shards.size()); ++s)
     if (is(st.shards[s])) {
       if (fail_over(self, s, dm)) return;

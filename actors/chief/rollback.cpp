@@ -1,22 +1,28 @@
 // A lost shard sends the whole run back to the newest checkpoint, one step per function, each
 // going on to the next once its work is done:
 //
-//   stop_roles          every worker and the evaluator are stopped (their state is ahead of
-//                       the checkpoint), the checkpoint and evaluation in flight abandoned
-//   wait_for_shards     simulate: a new shard is spawned; distributed: its restarted process
-//                       joins (on_rejoined_shard) within join_timeout, or the run fails
-//   load_checkpoint     the newest valid checkpoint (none yet: the initial values at clock 0)
-//   restore_from        every shard takes its part of it, with every worker's new incarnation
-//   restart_roles       every worker at the checkpoint's clock (a worker whose process is gone
-//                       is left out), and the evaluator
-//   resume_training     the workers start; processes that came back meanwhile take over
+//   stop_roles           every worker and the evaluator are stopped (their state is ahead of
+//                        the checkpoint), the checkpoint and evaluation in flight abandoned, the
+//                        fail-overs under way aborted
+//   wait_for_shards      simulate: a new shard is spawned; distributed: its restarted process
+//                        joins (on_rejoined_shard) within join_timeout, or the run fails
+//   restore_every_shard  a rollback episode, an actor of its own (rollback_episode.cpp draws
+//                        its steps: loading -> restoring -> done | failed), loads the newest
+//                        valid checkpoint (none yet: the initial values at clock 0) and has every
+//                        shard take its part of it, with every worker's new incarnation; it
+//                        answers with the checkpoint restored, or the error
+//   restart_roles        every worker at the checkpoint's clock (a worker whose process is gone
+//                        is left out), and the evaluator
+//   resume_training      the workers start; processes that came back meanwhile take over
 //
 // The run is in phase rolling_back throughout (phases.cpp); a step that finds it in another
 // phase (the run failed meanwhile: stopping) does nothing. A shard lost while the run is going
 // back (killed again, or another one: an orchestrator restarts what dies) starts the rollback
-// over: every step of the earlier attempt then does nothing (st.rollbacks counts attempts), the
-// roles are stopped again, and the rollback waits for every missing shard, each within
-// join_timeout of that loss.
+// over: the episode under way is aborted (killed, its answer ignored: chief_state::restoring),
+// the later steps of the earlier attempt do nothing (st.rollbacks counts attempts), the roles
+// are stopped again, and the rollback waits for every missing shard, each within join_timeout
+// of that loss. An episode's failure: a shard lost while restoring waits for that shard's down
+// message (the rollback starts over); any other error fails the run.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -26,8 +32,6 @@
 namespace actorps::chief_detail {
 
 namespace {
-
-using checkpoint_ptr = std::shared_ptr<const loaded_checkpoint>;
 
 /// Whether attempt `attempt` (st.rollbacks when it began) is still the one under way.
 bool still_rolling_back(self_ptr self, uint64_t attempt) {
@@ -118,71 +122,65 @@ void restart_roles(self_ptr self, int64_t clock) {
   start_evaluator(self, [=](bool) { one_started(); });
 }
 
-void restore_from(self_ptr self, checkpoint_ptr ckpt) {
-  auto& st = self->state;
-  int64_t clock = ckpt ? ckpt->clock : 0;
-  if (ckpt)
-    for (const auto& why : ckpt->skipped) log_line("chief", "skipping checkpoint " + why);
-  log_line("chief", "restoring every shard to "
-                      + (ckpt ? ckpt->dir : std::string("the initial values")) + " (clock "
-                      + std::to_string(clock) + "; clocks " + std::to_string(clock) + ".."
-                      + std::to_string(st.rollback.failed_at) + " are lost)"
-                      + (ckpt && !ckpt->chain.empty()
-                           ? ", a chain of " + std::to_string(ckpt->chain.size()) + " from "
-                               + ckpt->chain.front()
-                           : ""));
-  // The next delta continues the chain restored when it lies in this run's directory (not a
-  // resumed run's elsewhere), whatever the run committed after it before going back.
-  const bool ours = ckpt && !ckpt->manifest_sha256.empty() && clock > 0
-                    && std::filesystem::path(ckpt->dir).parent_path().lexically_normal()
+/// The next delta checkpoint continues the chain restored when it lies in this run's directory
+/// (not a resumed run's elsewhere), whatever the run committed after it before going back.
+void continue_chain(chief_state& st, const loaded_checkpoint& restored) {
+  const bool ours = !restored.dir.empty() && !restored.manifest_sha256.empty()
+                    && restored.clock > 0
+                    && std::filesystem::path(restored.dir).parent_path().lexically_normal()
                          == std::filesystem::path(st.cfg.checkpoints.dir).lexically_normal();
-  if (!ours) {
-  } else if (ckpt->link.base_clock >= 0) {
-    st.chain = {ckpt->link.base_clock, ckpt->link.base_sha256, clock, ckpt->manifest_sha256};
-    st.chain_deltas = static_cast<int>(ckpt->chain.size()) - 1;
+  if (!ours) return;
+  auto clock = restored.clock;
+  if (restored.link.base_clock >= 0) {
+    st.chain = {restored.link.base_clock, restored.link.base_sha256, clock,
+                restored.manifest_sha256};
+    st.chain_deltas = static_cast<int>(restored.chain.size()) - 1;
   } else {
-    st.chain = {clock, ckpt->manifest_sha256, clock, ckpt->manifest_sha256};
+    st.chain = {clock, restored.manifest_sha256, clock, restored.manifest_sha256};
     st.chain_deltas = 0;
   }
-  auto attempt = st.rollbacks;
-  restore_shards(
-    self, ckpt, [=] { if (still_rolling_back(self, attempt)) restart_roles(self, clock); },
-    [=](const caf::error& err) {
-      if (!still_rolling_back(self, attempt)) return;  // a shard was lost: it starts over
-      // A shard that went down before its reply: its down message starts the rollback over.
-      if (err == caf::sec::request_receiver_down) {
-        log_line("chief", "a shard was lost while restoring (" + describe(err)
-                            + "); the rollback starts over once it is back");
-        return;
-      }
-      fail_run(self, "restoring the shards failed", err);
-    });
 }
 
-void load_checkpoint(self_ptr self) {
+/// Every shard is present: a rollback episode (rollback_episode.cpp) loads the newest checkpoint
+/// and restores every shard from it; on its answer the roles restart at that clock.
+void restore_every_shard(self_ptr self) {
   auto& st = self->state;
-  auto attempt = st.rollbacks;
-  auto restore = [=](checkpoint_ptr ckpt) {
-    if (still_rolling_back(self, attempt)) restore_from(self, std::move(ckpt));
-  };
-  self->request(st.io, caf::infinite, load_atom::value, st.cfg.checkpoints.dir)
+  abort_rollback_episode(self);  // (none runs: every shard was present only now)
+  rollback_plan plan;
+  plan.io = st.io;
+  plan.dir = st.cfg.checkpoints.dir;
+  if (const auto& resumed = st.cfg.checkpoints.resume)
+    plan.resumed = std::make_shared<const loaded_checkpoint>(*resumed);
+  else if (const auto& start = st.cfg.checkpoints.init_from)
+    plan.init_from = std::make_shared<const loaded_checkpoint>(*start);
+  plan.spec = st.cfg.spec;
+  plan.shards = st.shards;
+  plan.incarnations = st.incarnation;
+  plan.request_timeout = st.cfg.request_timeout;
+  plan.failed_at = st.rollback.failed_at;
+  auto episode = st.restoring = spawn_rollback_episode(
+    self->system(), caf::actor_cast<caf::actor>(self), std::move(plan));
+  self->request(episode, caf::infinite, restore_atom::value)
     .then(
-      [=](loaded_checkpoint& ckpt) {
-        restore(std::make_shared<const loaded_checkpoint>(std::move(ckpt)));
+      [=](loaded_checkpoint& restored) {
+        auto& st = self->state;
+        if (st.restoring != episode) return;  // aborted: the rollback starts over, or the end
+        st.restoring = nullptr;
+        continue_chain(st, restored);
+        restart_roles(self, restored.clock);
       },
       [=](caf::error& err) {
-        // a run resumed from elsewhere has written none of its own yet: it goes back to the
-        // checkpoint it began from, not to the initial values
-        if (const auto& resumed = self->state.cfg.checkpoints.resume) {
-          log_line("chief", "no checkpoint of this run written yet: back to " + resumed->dir);
-          return restore(std::make_shared<const loaded_checkpoint>(*resumed));
+        auto& st = self->state;
+        if (st.restoring != episode) return;
+        st.restoring = nullptr;
+        // A shard that went down before its reply: its down message starts the rollback over.
+        // (The episode itself lost is another error: the run fails rather than wait.)
+        if (is_error(err, errc::shard_lost)) {
+          log_line("chief", "a shard was lost while restoring (" + describe(err)
+                              + "); the rollback starts over once it is back");
+          return;
         }
-        if (const auto& start = self->state.cfg.checkpoints.init_from) {  // --init-from's
-          log_line("chief", "no checkpoint of this run written yet: back to " + start->dir);
-          return restore(std::make_shared<const loaded_checkpoint>(*start));
-        }
-        log_line("chief", "no checkpoint to restore (" + describe(err) + ")");
-        restore(nullptr);
+        fail_run(self, "restoring the shards failed", err);
       });
 }
 
@@ -191,7 +189,7 @@ void wait_for_shards(self_ptr self) {
   auto missing = missing_shards(st);
   if (!st.cfg.remote) {
     for (auto s : missing) spawn_local_shard(self, s);
-    load_checkpoint(self);
+    restore_every_shard(self);
     return;
   }
   log_line("chief", "waiting for " + role_names(missing) + " to come back");
@@ -240,6 +238,11 @@ const char* why_no_rollback(const chief_state& st) {
 
 } // namespace
 
+void abort_rollback_episode(self_ptr self) {
+  if (auto episode = std::exchange(self->state.restoring, nullptr))
+    self->send_exit(episode, caf::exit_reason::kill);
+}
+
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto& st = self->state;
   if (auto why = why_no_rollback(st))
@@ -255,6 +258,8 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   }
   ++st.rollbacks;
   ++st.finishing_attempt;  // a final state being collected: its answers are ignored, it restarts
+  abort_rollback_episode(self);  // a restore under way: it starts over once every shard is back
+  abort_failovers(self);   // the checkpoint's state replaces what they were handing over
   drop_standbys(self);     // they hold the state being replaced; built again when it resumes
   st.shards[s] = nullptr;  // filled again when it is back
   stop_roles(self);
@@ -262,7 +267,7 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
 }
 
 void on_rejoined_shard(self_ptr self, int32_t) {
-  if (missing_shards(self->state).empty()) load_checkpoint(self);
+  if (missing_shards(self->state).empty()) restore_every_shard(self);
 }
 
 void on_rejoin_due(self_ptr self, uint64_t rollback) {

@@ -5,11 +5,13 @@
 //                     ready once the primary answers (it holds the state). At the start of
 //                     training, after a rollback, and after every fail-over or lost standby
 //                     (a "rereplicated" event then), while training continues.
-//   fail_over         a lost primary whose standby is ready: the standby is promoted, every
-//                     worker sends its request in flight to it again (reroute), the evaluator
-//                     is restarted on the new shard list, a "failover" event says how long it
-//                     took and what was re-sent; then a new standby is built. Nothing goes
-//                     back to a checkpoint.
+//   fail_over         a lost primary whose standby is ready: the standby takes its slot, and a
+//                     fail-over episode, an actor of its own (failover.cpp draws its steps),
+//                     promotes it and has every worker send its request in flight to it again
+//                     (reroute). On its report (done): a "failover" event says how long it
+//                     took and what was re-sent, a new standby is built, the evaluator is
+//                     restarted on the new shard list. Nothing goes back to a checkpoint. On
+//                     failed: the promoted standby is stopped, and its loss rolls back.
 //   a standby lost    dropped and built again; the primary serves meanwhile (unprotected).
 //
 // A primary lost without a ready standby (both copies gone, or the first one not built yet)
@@ -89,35 +91,6 @@ void spawn_standby(self_ptr self, int32_t s, std::function<void(ps_shard_actor)>
   ask();
 }
 
-/// Asks every worker to send its request in flight to shard s again, to `promoted`; calls
-/// `done` with the pushes re-sent once every one has answered (a worker gone counts none: its
-/// error, or its loss, which can come first when its process died with the primary's and the
-/// request went to a connection already closed: then no answer ever comes).
-void reroute_workers(self_ptr self, int32_t s, ps_shard_actor promoted,
-                     std::function<void(int32_t)> done) {
-  auto& st = self->state;
-  auto resent = std::make_shared<int32_t>(0);
-  std::vector<int32_t> targets;
-  for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
-    if (st.workers[w]) targets.push_back(w);
-  auto one = after_all(targets.size(), [=] { done(*resent); });
-  for (auto w : targets) {
-    auto answered = std::make_shared<bool>(false);
-    auto answer = [=](int32_t n) {
-      if (std::exchange(*answered, true)) return;
-      *resent += n;
-      one();
-    };
-    auto& pending = st.pending_reroutes[w];
-    pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                 [](const auto& p) { return *p.answered; }),
-                  pending.end());
-    pending.push_back({answered, [=] { answer(0); }});
-    self->request(st.workers[w], st.cfg.request_timeout, reroute_atom::value, s, promoted)
-      .then([=](int32_t n) { answer(n); }, [=](caf::error&) { answer(0); });
-  }
-}
-
 /// The evaluator holds the shard list it was started with: a new one gets the current list (in
 /// another process, its task sets it up again, reaching the promoted shard over CAF:
 /// served_elsewhere in placement.cpp).
@@ -132,13 +105,18 @@ void restart_evaluator_on_new_shards(self_ptr self, std::function<void()> then =
 }
 
 /// A fail-over's promoted shard serves and every worker re-sent its request: the evaluator is
-/// set up on the new shards; then training may end (check_all_done waits for every promotion,
-/// so that the final evaluation reads the promoted shard), or, when the run was finishing, its
-/// final steps start over.
-void promotion_over(self_ptr self, int32_t s, bool finishing) {
-  auto phase = self->state.phase;
-  if (phase != (finishing ? run_phase::finishing : run_phase::training)) {
-    --self->state.promoting;  // a rollback or the run's end took over meanwhile
+/// set up on the new shards; then the fail-over is over and training may end (check_all_done
+/// waits for every fail-over, so that the final evaluation reads the promoted shard), or, when
+/// the run was finishing, its final steps start over. Nothing once the fail-over was aborted
+/// meanwhile (a rollback, the run's end) or the run has left the phase it began in.
+void promotion_over(self_ptr self, int32_t s) {
+  auto& st = self->state;
+  auto run = st.failing_over.find(s);
+  if (run == st.failing_over.end()) return;  // aborted meanwhile (the run failed)
+  auto episode = run->second.episode;
+  const bool finishing = run->second.finishing;
+  if (st.phase != (finishing ? run_phase::finishing : run_phase::training)) {
+    st.failing_over.erase(s);  // the run stopped early meanwhile (interrupt.cpp)
     return;
   }
   if (finishing)
@@ -146,10 +124,34 @@ void promotion_over(self_ptr self, int32_t s, bool finishing) {
                         + ps_role(s).text());
   restart_evaluator_on_new_shards(self, [=] {
     auto& st = self->state;
-    --st.promoting;
+    auto i = st.failing_over.find(s);
+    if (i == st.failing_over.end() || i->second.episode != episode) return;  // aborted
+    st.failing_over.erase(i);
     if (!finishing) return check_all_done(self);
     if (st.phase == run_phase::finishing) final_checkpoint(self, [=] { evaluate_final(self); });
   });
+}
+
+/// The fail-over of shard s under way whose episode sent the message being handled, if any:
+/// a report of an aborted episode, or from anybody else, finds none.
+chief_state::failover_run* reporting_failover(self_ptr self, int32_t s) {
+  auto& st = self->state;
+  auto i = st.failing_over.find(s);
+  auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  if (i == st.failing_over.end() || i->second.reported || i->second.episode.address() != sender)
+    return nullptr;
+  return &i->second;
+}
+
+/// A fail-over that failed: the promoted standby is stopped (it may be alive, having refused),
+/// and its loss sends the run back to a checkpoint (rollback.cpp), as a primary lost without a
+/// ready standby does.
+void failover_failed_because(self_ptr self, int32_t s, const ps_shard_actor& promoted,
+                             const std::string& why) {
+  auto& st = self->state;
+  st.failing_over.erase(s);
+  log_line("chief", standby_name(s) + " could not take over: " + why);
+  if (st.shards[s] == promoted) self->send_exit(promoted, caf::exit_reason::kill);
 }
 
 /// A fail-over while the run is finishing: what the final steps asked of the lost primary would
@@ -318,11 +320,54 @@ bool on_standby_down(self_ptr self, const caf::down_msg& dm) {
 }
 
 void answer_reroutes_of(self_ptr self, int32_t w) {
-  auto i = self->state.pending_reroutes.find(w);
-  if (i == self->state.pending_reroutes.end()) return;
-  auto waiting = std::move(i->second);
-  self->state.pending_reroutes.erase(i);
-  for (auto& p : waiting) p.answer_nothing();  // those answered already do nothing
+  for (const auto& [s, run] : self->state.failing_over)
+    if (!run.reported) self->send(run.episode, leave_atom::value, w);
+}
+
+void on_failover_done(self_ptr self, const failover_done& report) {
+  auto s = report.shard;
+  auto run = reporting_failover(self, s);
+  if (!run) return;
+  run->reported = true;
+  auto& st = self->state;
+  ++st.failovers;
+  record_recovery(self, ps_role(s), run->detected, st.global_clock(), {});
+  write_failover(self, s, report.ms, report.clocks_in_flight, report.pushes_resent,
+                 report.pushes_deduplicated);
+  // what was asked of the lost primary (a rejoin, an admit) is asked of the promoted shard
+  if (s < static_cast<int32_t>(st.after_failover.size()))
+    for (auto& then : std::exchange(st.after_failover[s], {})) then();
+  if (st.phase == run_phase::training) build_standby(self, s, true);
+  promotion_over(self, s);
+}
+
+void on_failover_failed(self_ptr self, const failover_failed& report) {
+  if (reporting_failover(self, report.shard))
+    failover_failed_because(self, report.shard, report.promoted, report.reason);
+}
+
+bool on_failover_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  for (const auto& [s, run] : st.failing_over) {
+    if (run.episode.address() != dm.source) continue;
+    if (!run.reported) {  // it ended without its report (a crash): it failed
+      auto shard = s;
+      failover_failed_because(self, shard, st.shards[shard],
+                              "its fail-over ended without a report ("
+                                + caf::to_string(dm.reason) + ")");
+    }
+    return true;
+  }
+  return false;
+}
+
+void abort_failovers(self_ptr self) {
+  auto& st = self->state;
+  for (auto& [s, run] : st.failing_over) {
+    self->demonitor(run.episode.address());
+    self->send_exit(run.episode, caf::exit_reason::kill);
+  }
+  st.failing_over.clear();
 }
 
 bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
@@ -331,8 +376,11 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
   if ((st.phase != run_phase::training && !finishing)
       || s >= static_cast<int32_t>(st.standbys.size()) || !st.standbys[s] || !st.standby_ready[s])
     return false;
-  auto detected = std::chrono::steady_clock::now();
-  auto promoted = std::exchange(st.standbys[s], nullptr);
+  failover_plan plan;
+  plan.shard = s;
+  plan.detected = std::chrono::steady_clock::now();
+  plan.request_timeout = st.cfg.request_timeout;
+  auto promoted = plan.promoted = std::exchange(st.standbys[s], nullptr);
   st.standby_ready[s] = false;
   st.shards[s] = promoted;
   if (st.cfg.remote && s < static_cast<int32_t>(st.primary_host.size())) {
@@ -343,59 +391,19 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
   }
   record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
                  "its standby takes over; nothing goes back to a checkpoint");
-  ++st.promoting;
   if (finishing) drop_final_steps(self);
   // The lost primary held or was writing its part of it: it would never answer.
   abandon_checkpoint(self, ps_role(s).text() + " was lost");
-  self->request(promoted, st.cfg.request_timeout, promote_atom::value)
-    .then(
-      [=](int64_t apart) {
-        auto& st = self->state;
-        if (st.shards[s] != promoted || st.phase != (finishing ? run_phase::finishing
-                                                               : run_phase::training)) {
-          --st.promoting;  // a rollback or the run's end took over
-          return;
-        }
-        if (s < static_cast<int32_t>(st.after_failover.size()))  // asked of the lost primary
-          for (auto& then : std::exchange(st.after_failover[s], {})) then();
-        // The shard's count of deduplicated pushes before and after the re-sent ones: the
-        // first request is in its mailbox before any worker is told to re-send, the second
-        // after every re-sent push (the workers sent them before answering).
-        auto before = std::make_shared<int64_t>(-1);
-        self->request(promoted, st.cfg.request_timeout, stats_atom::value)
-          .then([=](const shard_stats& stats) {
-                  *before = static_cast<int64_t>(stats.pushes_deduplicated);
-                },
-                [=](caf::error&) {});
-        reroute_workers(self, s, promoted, [=](int32_t resent) {
-          auto ms = ms_since(detected);
-          auto& st = self->state;
-          ++st.failovers;
-          record_recovery(self, ps_role(s), detected, st.global_clock(), {});
-          self->request(promoted, st.cfg.request_timeout, stats_atom::value)
-            .then([=](const shard_stats& stats) {
-                    auto after = static_cast<int64_t>(stats.pushes_deduplicated);
-                    write_failover(self, s, ms, apart, resent, *before < 0 ? -1 : after - *before);
-                  },
-                  [=](caf::error&) { write_failover(self, s, ms, apart, resent, -1); });
-          if (self->state.phase == run_phase::training) build_standby(self, s, true);
-          promotion_over(self, s, finishing);
-        });
-      },
-      [=](caf::error& err) {
-        // Lost too (its down message sends the run to the rollback), or refused: then it is
-        // stopped, with the same effect.
-        --self->state.promoting;
-        log_line("chief", standby_name(s) + " could not take over: " + describe(err));
-        if (self->state.shards[s] == promoted) self->send_exit(promoted, caf::exit_reason::kill);
-      });
-  // A leave sent to the lost primary may have died with it before reaching the standby (a
-  // worker lost at the same moment): the promoted shard would wait for that worker forever.
-  // Said again, behind the promotion (a leave of a worker already gone does nothing). Workers
-  // being replaced are left out: their rejoin is asked again of the promoted shard.
+  for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w)
+    if (st.workers[w]) plan.workers.emplace_back(w, st.workers[w]);
+  // Workers being replaced are left out: their rejoin is asked again of the promoted shard.
   for (int32_t w = 0; w < static_cast<int32_t>(st.live.size()); ++w)
-    if (!st.live[w] && !st.done[w] && !st.replacing.count(w))
-      self->send(promoted, leave_atom::value, w);
+    if (!st.live[w] && !st.done[w] && !st.replacing.count(w)) plan.left.push_back(w);
+  auto detected = plan.detected;
+  auto episode = spawn_failover_episode(self->system(), caf::actor_cast<failover_listener>(self),
+                                        std::move(plan));
+  self->monitor(episode);
+  st.failing_over[s] = {episode, finishing, false, detected};
   return true;
 }
 

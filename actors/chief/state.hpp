@@ -5,6 +5,8 @@
 #pragma once
 
 #include "actors/chief/chief.hpp"
+#include "actors/chief/failover.hpp"
+#include "actors/chief/rollback_episode.hpp"
 #include "actors/protocol/fan_out.hpp"
 #include "actors/chief/metrics.hpp"
 
@@ -112,6 +114,9 @@ struct chief_state {
     time_point detected;
     int64_t retrained = 0;         // minibatches the workers had trained past the checkpoint
   } rollback;
+  // The rollback episode restoring the shards (rollback.cpp), null when none runs: an answer
+  // from another (aborted) one is ignored.
+  rollback_episode_actor restoring;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
   std::map<role_id, time_point> awaiting_rejoin;
   // distributed: tasks that said they are exiting on their own, and why (a signal's name);
@@ -153,16 +158,18 @@ struct chief_state {
   // late) belongs to state that has been replaced, and is stopped when it comes.
   uint64_t standby_epoch = 0;
   // By shard: what waits for that shard's fail-over (a rejoin or admit asked of a primary
-  // that may be lost before it answers; recovery.cpp), run once its standby has taken over.
+  // that may be lost before it answers; recovery.cpp), run once its fail-over reports done.
   std::vector<std::vector<std::function<void()>>> after_failover;
-  // fail-overs waiting for a worker's reroute answer, by worker: answered (as re-sending
-  // nothing) when the worker is lost, as a request to a process already gone is never answered.
-  // An entry whose answer came is dropped at the worker's next fail-over.
-  struct pending_reroute {
-    std::shared_ptr<bool> answered;
-    std::function<void()> answer_nothing;
+  // Fail-overs under way, by shard: from the primary's loss until its standby serves every
+  // worker (the episode actor, failover.cpp) and the evaluator is set up on the new shards.
+  // Training does not end meanwhile (check_all_done); a rollback or the run's end aborts them.
+  struct failover_run {
+    failover_episode_actor episode;
+    bool finishing = false;  // it began while the run was finishing: the final steps start over
+    bool reported = false;   // the episode is over; the evaluator is being set up again
+    time_point detected;     // the primary was found lost
   };
-  std::map<int32_t, std::vector<pending_reroute>> pending_reroutes;
+  std::map<int32_t, failover_run> failing_over;
   int failovers = 0;                     // lost primaries whose standby took over
   int rereplications = 0;                // standbys built again from a live primary
 
@@ -176,9 +183,6 @@ struct chief_state {
   // fail-over or a rollback while the run is finishing: an earlier attempt's answers are told
   // apart.
   uint64_t finishing_attempt = 0;
-  // Fail-overs under way (from the primary's loss until its standby serves every worker and
-  // the evaluator): training does not end meanwhile (check_all_done).
-  int promoting = 0;
   int64_t next_eval = 0;
   double last_accuracy = -1, last_test_loss = -1, last_auc = -1, last_gauc = -1,
          last_calibration = -1;
@@ -392,6 +396,8 @@ void on_interrupt(self_ptr self, const std::string& signal);
 // rollback.cpp
 /// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
+/// The rollback episode under way (restoring the shards), if any, stops: its answer is ignored.
+void abort_rollback_episode(self_ptr self);
 /// Distributed: a lost shard's process is back (join); once every one is, the rollback goes on.
 void on_rejoined_shard(self_ptr self, int32_t index);
 /// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
@@ -413,8 +419,17 @@ bool on_standby_down(self_ptr self, const caf::down_msg& dm);
 /// Primary s is lost: its standby takes over when it has a ready one (true), else false (the
 /// caller rolls back).
 bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm);
-/// Worker w is lost: every fail-over waiting for its reroute answer stops waiting for it.
+/// Worker w is lost: every fail-over episode waiting for its reroute answer stops waiting for it.
 void answer_reroutes_of(self_ptr self, int32_t w);
+/// (failover, done|failed): a fail-over episode has ended (ignored unless it is one under way).
+void on_failover_done(self_ptr self, const failover_done& report);
+void on_failover_failed(self_ptr self, const failover_failed& report);
+/// Whether the down message is a fail-over episode's (then handled: one that ended without
+/// reporting failed).
+bool on_failover_down(self_ptr self, const caf::down_msg& dm);
+/// Every fail-over under way stops (a rollback, the run's end): its episode is killed and a
+/// report already on its way ignored.
+void abort_failovers(self_ptr self);
 
 // placement.cpp
 /// Spawns the shards (simulate) or checks every ps task has joined (distributed), then

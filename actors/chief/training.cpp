@@ -111,7 +111,7 @@ void on_worker_done(self_ptr self, int32_t worker) {
 void check_all_done(self_ptr self) {
   auto& st = self->state;
   if (st.phase != run_phase::training || !st.replacing.empty() || !st.parked.empty()
-      || st.promoting > 0)
+      || !st.failing_over.empty())
     return;
   // A lost worker whose process is expected back still has clocks to train (on_worker_due
   // gives up on it after --connect-timeout).

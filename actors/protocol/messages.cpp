@@ -27,6 +27,8 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<evaluator_actor>("actorps::evaluator_actor");
   cfg.add_message_type<task_node_actor>("actorps::task_node_actor");
   cfg.add_message_type<chief_actor>("actorps::chief_actor");
+  cfg.add_message_type<failover_done>("actorps::failover_done");
+  cfg.add_message_type<failover_failed>("actorps::failover_failed");
   cfg.add_error_category(error_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {
                            auto text = std::string("actorps: ") + to_string(static_cast<errc>(code));

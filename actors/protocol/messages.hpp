@@ -62,6 +62,7 @@ using promote_atom = caf::atom_constant<caf::atom("promote")>;
 using reroute_atom = caf::atom_constant<caf::atom("reroute")>;
 using standby_atom = caf::atom_constant<caf::atom("standby")>;
 using evict_atom = caf::atom_constant<caf::atom("evict")>;  // a shard's sweep, to itself
+using failover_atom = caf::atom_constant<caf::atom("failover")>;  // a fail-over's report
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -395,6 +396,35 @@ using task_node_actor = caf::typed_actor<
   // (setup, eval, RoleSetup, served elsewhere) -> the evaluator it spawned.
   caf::replies_to<setup_atom, eval_atom, wire_buffer, std::vector<caf::actor>>::with<evaluator_actor>>;
 
+/// A fail-over episode's report of success (chief/failover.hpp): shard `shard`'s standby
+/// `promoted` serves it, and every worker re-sent its request in flight to it.
+struct failover_done {
+  int32_t shard = 0;
+  ps_shard_actor promoted;
+  double ms = 0;                    ///< from the primary's loss until every worker re-sent
+  int64_t clocks_in_flight = 0;     ///< the promoted shard's clocks apart when it took over
+  int32_t pushes_resent = 0;        ///< by the workers, to the promoted shard
+  int64_t pushes_deduplicated = -1; ///< of those, applied already (-1: its counters unread)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, failover_done& x) {
+  return f(caf::meta::type_name("failover_done"), x.shard, x.promoted, x.ms, x.clocks_in_flight,
+           x.pushes_resent, x.pushes_deduplicated);
+}
+
+/// A fail-over episode's report of failure: `promoted` could not take shard `shard` over.
+struct failover_failed {
+  int32_t shard = 0;
+  ps_shard_actor promoted;
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, failover_failed& x) {
+  return f(caf::meta::type_name("failover_failed"), x.shard, x.promoted, x.reason);
+}
+
 /// The chief: runs the training and answers (run) with its summary once it has ended.
 using chief_actor = caf::typed_actor<
   // (run) -> summary, when training has ended and every other role has stopped.
@@ -427,7 +457,10 @@ using chief_actor = caf::typed_actor<
   caf::reacts_to<interrupt_atom, std::string>,
   // (leave, type, index, why) -> ok: that task is about to exit on its own (why: "SIGTERM");
   // its loss, which follows, is a leave (distributed runs).
-  caf::replies_to<leave_atom, std::string, int32_t, std::string>::with<caf::ok_atom>>;
+  caf::replies_to<leave_atom, std::string, int32_t, std::string>::with<caf::ok_atom>,
+  // (failover, done|failed): a fail-over episode the chief spawned has ended (this process only).
+  caf::reacts_to<failover_atom, failover_done>,
+  caf::reacts_to<failover_atom, failover_failed>>;
 
 /// Registers every message type and the error category; call on every actor_system_config.
 void register_message_types(caf::actor_system_config& cfg);

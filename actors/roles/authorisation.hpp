@@ -28,7 +28,9 @@
 //                  join (ps index i, shard)             ps:i
 //                  join ("worker"|"evaluator", i, node) worker:i | evaluator:i
 //                  run, join_due, rejoin_due,           this process only
-//                  worker_due, stop_due, kill, interrupt
+//                  worker_due, stop_due, kill, interrupt,
+//                  failover (a fail-over's report)
+//   failover       leave (worker w lost)                this process only
 //   worker         start                                chief:0
 //                  step                                 this process only (its own timer)
 //   evaluator      eval                                 chief:0
