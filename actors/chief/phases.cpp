@@ -164,6 +164,14 @@ auto interrupts(self_ptr self) {
   };
 }
 
+/// (stream, names, numbers): files that appeared in the followed directory (follow.cpp).
+auto streams(self_ptr self) {
+  return [=](stream_atom, const std::vector<std::string>& names,
+             const std::vector<int64_t>& numbers) {
+    if (!not_local(self, "stream")) on_stream_grew(self, names, numbers);
+  };
+}
+
 /// (leave, type, index, why) -> ok: the task of that role is about to exit on its own; only
 /// that task may say so.
 auto leaves(self_ptr self) {
@@ -201,6 +209,7 @@ behavior waiting(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    streams(self),
     leaves(self),
   };
 }
@@ -221,6 +230,7 @@ behavior placing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    streams(self),
     leaves(self),
   };
 }
@@ -244,6 +254,7 @@ behavior training(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    streams(self),
     leaves(self),
   };
 }
@@ -265,6 +276,7 @@ behavior rolling_back(self_ptr self) {
     [](stop_due_atom) {},  // stopping sets it
     kills(self),
     interrupts(self),
+    streams(self),
     leaves(self),
   };
 }
@@ -283,6 +295,7 @@ behavior finishing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    streams(self),
     leaves(self),
   };
 }
@@ -311,6 +324,7 @@ behavior stopping(self_ptr self) {
     },
     [](kill_atom, int32_t) {},
     [](interrupt_atom, const std::string&) {},  // stopping already
+    [](stream_atom, const std::vector<std::string>&, const std::vector<int64_t>&) {},
     leaves(self),
   };
 }
@@ -390,6 +404,7 @@ void begin_training(self_ptr self) {
   build_missing_standbys(self, false);
   for (auto& w : st.workers)
     if (w) self->send(w, start_atom::value);
+  start_following(self);
   schedule_timed_kills(self);
   start_late_evaluator(self);  // joined from outside the cluster while the roles started
   // Workers whose process was lost while the roles started: one that is back takes over now,
