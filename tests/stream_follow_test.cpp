@@ -3,6 +3,7 @@
 // the stop file. The runs themselves: tests/stream_follow_test.sh.
 #include "actors/data/criteo_batches.hpp"
 #include "actors/data/stream_watch.hpp"
+#include "actors/storage/run_identity.hpp"
 
 #include "tests/text_file_dir.hpp"
 
@@ -154,4 +155,26 @@ TEST_CASE("the stream watch hands on files renamed into place, with each worker'
   CHECK(seen.files[1].name == "day-4.tsv");
   CHECK(seen.files[1].rows[0] + seen.files[1].rows[1] == 3);
   CHECK(seen.stops == std::vector<std::string>{"the stop file " + stop});
+}
+
+TEST_CASE("a stream read to its last whole batch goes on into added files, one past a short "
+          "last batch does not") {
+  // One worker, batches of 96: day-1 read to its end at clock 2 (192 rows), as a followed run
+  // that stopped there leaves it; day-2 added since.
+  run_checkpoint saved;
+  saved.spec.workers = 1;
+  saved.batch = 96;
+  saved.dataset = "criteo:/days";
+  saved.files = {{"day-1.tsv", 1000, {192}}};
+  saved.train_rows = 192;
+  saved.positions = {{0, 2, 1, 0, 0, 192}};  // the chief counts 2 batches an epoch
+  run_identity current{saved.spec, 96, "criteo:/days", 392,
+                       {{"day-1.tsv", 1000, {192}}, {"day-2.tsv", 1000, {200}}}};
+  CHECK(identity_difference(saved, current) == "");
+  // 150 rows: clock 2 read a short batch of 54, which day-2's rows would have filled
+  saved.files = current.files = {{"day-1.tsv", 1000, {150}}};
+  current.files.push_back({"day-2.tsv", 1000, {200}});
+  saved.train_rows = 150;
+  saved.positions = {{0, 2, 2, 0, 0, 0}};  // 1 whole batch an epoch
+  CHECK(identity_difference(saved, current).find("past their first pass") != std::string::npos);
 }
