@@ -50,13 +50,15 @@ pid=$!
 pids+=("$pid")
 wait_for "$dir/a.jsonl" "$(train_event 1 3)" "$pid"
 # Day 1 holds 5 batches a worker: clock 4 waits for the keys of clock 5, which are not there.
-grep -q '"event":"train","worker":[01],"clock":4,' "$dir/a.jsonl" && fail "run a trained clock 4 before day 2 came"
+grep -q '"event":"train","worker":[01],"clock":4,' "$dir/a.jsonl" \
+  && fail "run a trained clock 4 before day 2 came"
 add_day 2 "$dir/a"
 wait_for "$dir/a.jsonl" '"event":"stream","files":\["day-2.tsv.gz"\]' "$pid"
 wait_for "$dir/a.jsonl" "$(train_event 1 8)" "$pid"
 touch "$dir/a.stop"
 finish "$pid" "$dir/a.log"
-grep -q "10 clocks, 1920 samples" "$dir/a.log" || { cat "$dir/a.log"; fail "run a: not 10 clocks of 2 x 96 rows"; }
+grep -q "10 clocks, 1920 samples" "$dir/a.log" \
+  || { cat "$dir/a.log"; fail "run a: not 10 clocks of 2 x 96 rows"; }
 grep -q '"event":"stream_end","clock":10,"by":"the stop file '"$dir/a.stop"'"' "$dir/a.jsonl" \
   || fail "run a: no stream_end at clock 10 by the stop file"
 for w in 0 1; do
@@ -66,7 +68,8 @@ for w in 0 1; do
   done
 done
 for c in 4 8 10; do  # on schedule while it streams, and the final one
-  grep -q "\"event\":\"eval\",\"clock\":$c," "$dir/a.jsonl" || fail "run a: no evaluation at clock $c"
+  grep -q "\"event\":\"eval\",\"clock\":$c," "$dir/a.jsonl" \
+    || fail "run a: no evaluation at clock $c"
 done
 
 # --- B: SIGTERM, a final checkpoint, --resume while day 3 comes: exact ----------------------

@@ -79,7 +79,8 @@ void start_following(self_ptr self) {
                     make_error(errc::invalid_spec, std::string(e.what())));
   }
   log_line("chief", "following " + st.cfg.source.train_path
-                      + (st.watch->notified() ? " (inotify)" : " (no inotify: looking once a second)")
+                      + (st.watch->notified() ? " (inotify)"
+                                              : " (no inotify: looking once a second)")
                       + (st.cfg.stop_file.empty() ? "" : "; the stop file is " + st.cfg.stop_file)
                       + "; the data holds clock " + std::to_string(stream_clocks(st)));
 }

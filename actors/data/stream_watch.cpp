@@ -93,8 +93,9 @@ void stream_watch::look() {
       auto name = fs::path(path).filename().string();
       if (name <= last_) {
         if (seen_.insert(name).second && looked_)
-          log_line(log_level::warn, "stream", path + " came after " + last_ + ", which sorts "
-                                                "after it: left out (files are read in name order)");
+          log_line(log_level::warn, "stream",
+                   path + " came after " + last_
+                     + ", which sorts after it: left out (files are read in name order)");
         continue;
       }
       seen_.insert(name);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <utility>
 
 namespace actorps {
 
@@ -260,8 +261,10 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
         if (st.clock < st.cfg.follow_until || st.clock >= end_clock(st.cfg)) pull_initial(self);
         else st.waits = was;
       } else if (was == worker_state::waiting::compute) {
-        if (next_batch_there(st) || st.clock >= end_clock(st.cfg)) on_parameters(self, st.received);
-        else st.waits = was;
+        if (next_batch_there(st) || st.clock >= end_clock(st.cfg))
+          on_parameters(self, st.received);
+        else
+          st.waits = was;
       }
     },
     [=](watchdog_atom) {
