@@ -1,14 +1,17 @@
 #include "apps/simulate_command.hpp"
 
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/log.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "apps/command_line.hpp"
 #include "apps/export_after_run.hpp"
+#include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
 #include "actors/data/load_split.hpp"
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 namespace po = boost::program_options;
@@ -22,6 +25,7 @@ po::options_description simulate_options(training_flags& flags) {
   desc.add_options()("help,h", "print this help");
   add_training_options(desc, flags);
   add_fault_options(desc, flags);
+  add_stream_options(desc, flags);
   return desc;
 }
 
@@ -91,7 +95,19 @@ int simulate_command(const std::vector<std::string>& args) {
     return 2;
   }
   auto test = sim.chief.test;
-  auto result = simulate(std::move(sim));
+  // Following a stream, SIGTERM or SIGINT ends it as its stop file does (chief/follow.cpp); a
+  // second one stops the run at once.
+  std::optional<stop_signals> signals;
+  if (sim.chief.source.follow) signals.emplace();
+  auto result = simulate(std::move(sim), [&](std::function<void(const std::string&)> stop) {
+    if (!signals) return;
+    signals->on_signal([stop](int signal, int count) {
+      log_line("simulate", std::string(stop_signals::name(signal))
+                             + (count > 1 ? " again" : " received") + ": stopping the run");
+      stop(stop_signals::name(signal));
+    });
+  });
+  if (signals) signals->on_signal(nullptr);
   if (!result) {
     std::fprintf(stderr, "actorps simulate: the run failed: %s\n", describe(result.error()).c_str());
     return 1;

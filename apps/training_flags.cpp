@@ -343,6 +343,19 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
   add_replica_options(desc, o);
 }
 
+void add_stream_options(po::options_description& desc, training_flags& o) {
+  desc.add_options()
+    ("follow", po::bool_switch(&o.follow),
+     "with --dataset libsvm:DIR or criteo:DIR: after the directory's last file, go on into the "
+     "files that appear in it later (names after the last one read; a visible name is a "
+     "complete file: write under a hidden .NAME and rename it into place) until SIGTERM, "
+     "SIGINT or --stop-file; the run then ends as at its last clock (final checkpoint, "
+     "evaluation, summary, exit 0). The stream is read once: no --epochs")
+    ("stop-file", po::value(&o.stop_file),
+     "with --follow: once this file exists the workers train what they were given (at most 64 "
+     "clocks more) and the run ends as at its last clock");
+}
+
 void add_replica_options(po::options_description& desc, training_flags& o) {
   desc.add_options()
     ("replicas", po::value(&o.replicas)->default_value(o.replicas),
@@ -406,7 +419,10 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
 void set_run_length(const training_flags& o, int64_t train_rows, chief_config& c) {
   c.train_rows = train_rows;
   auto per_epoch = (train_rows / o.workers) / o.batch;
+  // A followed stream ends when it is told to (--stop-file, a signal), or at --steps.
+  constexpr int64_t endless = int64_t(1) << 40;
   c.steps = o.steps > 0 ? o.steps
+            : o.follow  ? endless
                         : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
   const auto& ck = c.checkpoints;
@@ -534,6 +550,16 @@ checked_flags check_training_flags(const training_flags& typed) {
             "must be a categorical field of the Criteo layout, C1..C26");
     d.group_field = k - 1;
   }
+  if (o.follow) {
+    if (!streamed(d.what))
+      throw usage_error("--follow needs --dataset libsvm:DIR or criteo:DIR (a directory read as "
+                        "one stream), not " + o.dataset);
+    if (typed.given.count("epochs"))
+      throw usage_error("--follow reads the stream once, up to its stop: --epochs has no meaning "
+                        "with it (--steps N ends it at clock N at the latest)");
+    d.follow = true;
+  }
+  if (!o.stop_file.empty() && !o.follow) throw usage_error("--stop-file needs --follow");
   const bool files = d.what == data_source::kind::csv || streamed(d.what);
   if (!o.test.empty() && !files)
     throw usage_error("--test " + o.test + " only applies to --dataset csv:PATH, libsvm:PATH or "
@@ -598,6 +624,7 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   c.spec.seed = o.seed;
   c.batch = o.batch;
   c.eval_every = o.eval_every;
+  c.stop_file = o.stop_file;
   c.slow_ms = v.slow_ms;
   c.progress = !o.no_progress;
   c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
@@ -623,6 +650,25 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   return plan;
 }
 
+/// --follow's directory and --stop-file's place, on disk.
+void check_followed(const data_source& d, const training_flags& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(d.train_path, ec))
+    throw usage_error("--follow needs a directory of files, and --dataset " + o.dataset
+                      + " is not one");
+  if (o.stop_file.empty()) return;
+  const fs::path stop(o.stop_file);
+  const auto parent = stop.parent_path().empty() ? fs::path(".") : stop.parent_path();
+  if (!fs::is_directory(parent, ec))
+    throw usage_error("--stop-file " + o.stop_file + ": its directory " + parent.string()
+                      + " does not exist");
+  const auto name = stop.filename().string();
+  if (fs::equivalent(parent, d.train_path, ec) && !name.empty() && name[0] != '.')
+    throw usage_error("--stop-file " + o.stop_file + " lies in the followed directory, where it "
+                      "would be read as data (name it .NAME there, or put it elsewhere)");
+}
+
 void open_training_files(const training_flags& typed, training_plan& plan) {
   const auto o = in_effect(typed, plan.chief.settings);
   apply_log_level(o.log_level);
@@ -637,9 +683,11 @@ void open_training_files(const training_flags& typed, training_plan& plan) {
             "is larger than a worker's shard of the training set");
     set_run_length(o, train.rows, c);
   } else if (streamed(d.what)) {  // counted, never loaded: workers stream
+    if (d.follow) check_followed(d, o);
     auto rows = training_rows(d, o.workers, &c.checkpoints.files);
-    require(rows / o.workers >= o.batch, "batch", o.batch,
-            "is larger than a worker's shard of the training set");
+    if (!d.follow)  // a followed stream's batches may come later
+      require(rows / o.workers >= o.batch, "batch", o.batch,
+              "is larger than a worker's shard of the training set");
     set_run_length(o, rows, c);
   } else if (d.what == data_source::kind::fashion_mnist && std::filesystem::is_directory(d.dir)) {
     // The rows really there (a smaller IDX file trains one pass per epoch too); a chief whose

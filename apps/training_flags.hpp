@@ -60,6 +60,8 @@ struct training_flags {
   std::string tensorboard;         ///< --tensorboard DIR: TensorBoard event files ("" none)
   int prometheus_port = 0;         ///< --prometheus-port: serve /metrics there; 0: not
   std::set<std::string> given;     ///< the model-defaulted flags typed (note_given_flags)
+  bool follow = false;             ///< --follow: the training directory is followed as it grows
+  std::string stop_file;           ///< --stop-file PATH: a followed run ends once it exists
 };
 
 /// Adds every training flag, with its default and help text, bound to `flags`.
@@ -72,6 +74,10 @@ void note_given_flags(const boost::program_options::variables_map& vm, training_
 
 /// Adds --kill (fault injection) and --replicas (hot standbys); `actorps simulate` only.
 void add_fault_options(boost::program_options::options_description& desc, training_flags& flags);
+
+/// Adds --follow and --stop-file (a training directory followed as it grows); `actorps
+/// simulate` only: the workers of one process read the files as they come.
+void add_stream_options(boost::program_options::options_description& desc, training_flags& flags);
 
 /// Adds --replicas (hot standbys): `actorps simulate` and `actorps chief`.
 void add_replica_options(boost::program_options::options_description& desc, training_flags& flags);

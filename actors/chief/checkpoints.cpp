@@ -36,7 +36,9 @@ void set_file_position(const std::vector<stream_file>& files, int batch, int64_t
   for (const auto& f : files) rows += w < f.rows.size() ? f.rows[w] : 0;
   const int64_t per_pass = (rows + batch - 1) / batch;
   if (per_pass == 0) return;
-  int64_t row = batches % per_pass * batch;
+  // A pass read to its very last row (as a followed stream may be) is at the end of the last
+  // file, not back at the start of the first.
+  int64_t row = batches * batch == rows ? rows : batches % per_pass * batch;
   for (std::size_t k = 0; k < files.size(); ++k) {
     const auto here = w < files[k].rows.size() ? files[k].rows[w] : 0;
     if (row < here || k + 1 == files.size()) {
@@ -53,7 +55,7 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
   run.spec = st.cfg.spec;
   run.clock = clock;
   run.batch = st.cfg.batch;
-  run.steps = st.cfg.steps;
+  run.steps = st.cfg.spec.total_clocks;  // the shards' (a followed stream's end leaves it)
   run.wall_s = st.elapsed();
   // where each worker is in its data (its clock, unless a replacement or a rollback moved it),
   // and the rows behind the model's state at `clock` (what a resumed run counts from)

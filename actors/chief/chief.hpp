@@ -116,6 +116,9 @@ struct chief_config {
   /// The summary's final snapshots carry every row of every sparse table with its key (what an
   /// export of the model needs); false: the dense values only.
   bool final_rows = false;
+  /// --stop-file: with source.follow, the run ends (as at its last clock) once this file
+  /// exists; "" none (chief/follow.cpp).
+  std::string stop_file;
   /// How the spec's optimizer, the batch and the tables' settings were chosen (the model's
   /// defaults under the user's choices): said at the start and in the start event. Empty
   /// model: not said (a chief configured directly).

@@ -10,6 +10,8 @@
 //   a second request           the run stops at once, without waiting for the checkpoint
 //   placing, rolling_back      nothing consistent to save: the run fails as interrupted
 //   finishing                  the run is at its end already and ends as it would have
+//   training, following a stream   the first request ends the stream (follow.cpp): the run
+//                              finishes as at its last clock, exit 0; a second stops it at once
 //
 // Stopping early: the workers stop, the summary (with the last evaluation, and the clock it
 // stopped at) answers (run), and every task is stopped with errc::run_interrupted, so that each
@@ -106,6 +108,8 @@ void on_interrupt(self_ptr self, const std::string& signal) {
       log_line("chief", signal + ": the run is finishing already; it ends as it would have");
       return;
     case run_phase::training:
+      // Following a stream, the first stop ends it: the run finishes as at its last clock.
+      if (st.interrupts == 1 && end_stream(self, signal)) return;
       break;
     case run_phase::waiting:
     case run_phase::placing:

@@ -166,6 +166,14 @@ auto interrupts(self_ptr self) {
   };
 }
 
+/// (stream, names, numbers): files that appeared in the followed directory (follow.cpp).
+auto streams(self_ptr self) {
+  return [=](stream_atom, const std::vector<std::string>& names,
+             const std::vector<int64_t>& numbers) {
+    if (!not_local(self, "stream")) on_stream_grew(self, names, numbers);
+  };
+}
+
 /// (leave, type, index, why) -> ok: the task of that role is about to exit on its own; only
 /// that task may say so.
 auto leaves(self_ptr self) {
@@ -216,6 +224,7 @@ behavior waiting(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    streams(self),
     leaves(self),
     [](failover_atom, const failover_done&) {},    // none before training
     [](failover_atom, const failover_failed&) {},
@@ -238,6 +247,7 @@ behavior placing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     [](kill_atom, int32_t) {},         // due only once training has begun
     interrupts(self),
+    streams(self),
     leaves(self),
     [](failover_atom, const failover_done&) {},    // none before training
     [](failover_atom, const failover_failed&) {},
@@ -263,6 +273,7 @@ behavior training(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    streams(self),
     leaves(self),
     failover_done_reports(self),  // a fail-over under way has ended
     failover_failed_reports(self),
@@ -286,6 +297,7 @@ behavior rolling_back(self_ptr self) {
     [](stop_due_atom) {},  // stopping sets it
     kills(self),
     interrupts(self),
+    streams(self),
     leaves(self),
     [](failover_atom, const failover_done&) {},    // aborted by the rollback
     [](failover_atom, const failover_failed&) {},
@@ -306,6 +318,7 @@ behavior finishing(self_ptr self) {
     [](stop_due_atom) {},              // stopping sets it
     kills(self),
     interrupts(self),
+    streams(self),
     leaves(self),
     failover_done_reports(self),  // a fail-over under way has ended
     failover_failed_reports(self),
@@ -336,6 +349,7 @@ behavior stopping(self_ptr self) {
     },
     [](kill_atom, int32_t) {},
     [](interrupt_atom, const std::string&) {},  // stopping already
+    [](stream_atom, const std::vector<std::string>&, const std::vector<int64_t>&) {},
     leaves(self),
     [](failover_atom, const failover_done&) {},    // aborted by the run's end
     [](failover_atom, const failover_failed&) {},
@@ -417,6 +431,7 @@ void begin_training(self_ptr self) {
   build_missing_standbys(self, false);
   for (auto& w : st.workers)
     if (w) self->send(w, start_atom::value);
+  start_following(self);
   schedule_timed_kills(self);
   start_late_evaluator(self);  // joined from outside the cluster while the roles started
   // Workers whose process was lost while the roles started: one that is back takes over now,

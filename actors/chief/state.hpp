@@ -7,6 +7,7 @@
 #include "actors/chief/chief.hpp"
 #include "actors/chief/failover.hpp"
 #include "actors/chief/rollback_episode.hpp"
+#include "actors/data/stream_watch.hpp"
 #include "actors/protocol/fan_out.hpp"
 #include "actors/chief/metrics.hpp"
 
@@ -190,6 +191,11 @@ struct chief_state {
   int evaluations = 0;             // reports that scored at least one test row
 
   std::optional<time_point> start, end;  // training began, ended
+
+  // Following a stream (--follow; follow.cpp)
+  std::unique_ptr<stream_watch> watch;  // the directory's watch, from the start of training
+  int64_t follow_until = -1;       // the workers compute clock c once c + 1 < it; -1: no stream
+  bool stream_ended = false;       // a stop (file or signal) set the last clock: cfg.steps
 
   // How the run ended, for the summary and the exit status (summary.cpp)
   bool workers_lost = false;            // every worker was lost before the last clock
@@ -392,6 +398,22 @@ void on_rejoined_node(self_ptr self, role_id role);
 /// (interrupt, signal): stops the run early and cleanly, after the next checkpoint when
 /// checkpoints are on (interrupt.cpp draws what each phase does).
 void on_interrupt(self_ptr self, const std::string& signal);
+
+// follow.cpp
+/// Following a stream: the clock the workers may compute up to now (worker_config::follow_until)
+/// as the files counted so far and the global clock allow; -1 when not following.
+int64_t follow_grant(self_ptr self);
+/// training: watches the followed directory and the stop file (once).
+void start_following(self_ptr self);
+/// The workers' reports moved the global clock: raises their grant when it runs low.
+void grant_clocks(self_ptr self);
+/// (stream, names, numbers): files appeared in the followed directory.
+void on_stream_grew(self_ptr self, const std::vector<std::string>& names,
+                    const std::vector<int64_t>& numbers);
+/// training, following: the stop file exists or a stop signal came (`why`); the run ends at
+/// the clock granted so far, as a run ends at its last clock. False when not following or
+/// already ending.
+bool end_stream(self_ptr self, const std::string& why);
 
 // rollback.cpp
 /// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).

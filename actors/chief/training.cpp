@@ -57,6 +57,9 @@ std::string progress_text(const chief_state& st) {
   for (std::size_t w = 0; w < st.last_loss.size(); ++w)
     if (st.live[w]) loss += st.last_loss[w], ++n;
   const double epoch = double(clock) / double(st.steps_per_epoch());
+  // A followed stream's length is known once it ends.
+  const auto total = st.follow_until >= 0 && !st.stream_ended ? std::string("stream")
+                                                               : std::to_string(st.cfg.steps);
   const double rate = elapsed > 0 ? st.samples / elapsed : 0.0;
   // With sparse tables, their rows over every shard at the last evaluation (record_tables).
   char rows[32] = "";
@@ -68,10 +71,10 @@ std::string progress_text(const chief_state& st) {
     char gauc[24] = "";
     if (st.last_gauc != -1) std::snprintf(gauc, sizeof gauc, "gauc %.4f ", st.last_gauc);
     std::snprintf(buf, sizeof buf,
-                  "epoch %5.2f clock %6lld/%lld loss %.4f auc %.4f %scal %.3f %7.0f samples/s%s "
+                  "epoch %5.2f clock %6lld/%s loss %.4f auc %.4f %scal %.3f %7.0f samples/s%s "
                   "max staleness %lld %s",
-                  epoch, static_cast<long long>(clock), static_cast<long long>(st.cfg.steps),
-                  n ? loss / n : 0.0, st.last_auc, gauc, st.last_calibration, rate, rows,
+                  epoch, static_cast<long long>(clock), total.c_str(), n ? loss / n : 0.0,
+                  st.last_auc, gauc, st.last_calibration, rate, rows,
                   static_cast<long long>(st.max_staleness), backends_text(st).c_str());
     return buf;
   }
@@ -81,8 +84,8 @@ std::string progress_text(const chief_state& st) {
   // Single spaces: the figures that matter most (up to the test accuracy) fit 80 columns, where
   // the console cuts the line (actors/protocol/console.hpp).
   std::snprintf(buf, sizeof buf,
-                "epoch %5.2f clock %6lld/%lld %7.0f samples/s loss %.4f %s%s max staleness %lld %s",
-                epoch, static_cast<long long>(clock), static_cast<long long>(st.cfg.steps), rate,
+                "epoch %5.2f clock %6lld/%s %7.0f samples/s loss %.4f %s%s max staleness %lld %s",
+                epoch, static_cast<long long>(clock), total.c_str(), rate,
                 n ? loss / n : 0.0, acc, rows, static_cast<long long>(st.max_staleness),
                 backends_text(st).c_str());
   return buf;
@@ -90,6 +93,7 @@ std::string progress_text(const chief_state& st) {
 
 void on_train_report(self_ptr self, const train_report& r) {
   if (!count_report(self, r)) return;
+  grant_clocks(self);
   maybe_evaluate(self);
   check_kills(self);
   maybe_checkpoint(self);

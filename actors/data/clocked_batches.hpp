@@ -32,14 +32,20 @@ class clocked_batches {
 public:
   /// Reads clock 0's batch. Throws std::invalid_argument for rows < 1 or a bad part, and
   /// dataset_error for a missing or malformed file or a part without rows.
-  clocked_batches(const std::string& path, int part, int parts, int rows)
+  ///
+  /// `follow` (a directory that grows, Reader::follow): there are no epochs; the stream goes on
+  /// into files that appear later, and a batch the files do not hold yet is an error (the
+  /// caller asks only for those the files it was told of hold). Clock 0 is not read up front.
+  clocked_batches(const std::string& path, int part, int parts, int rows, bool follow = false)
       : reader_(path, part, parts),
         where_(path + " part " + std::to_string(part) + " of " + std::to_string(parts)),
         rows_(rows > 0 ? static_cast<std::size_t>(rows)
                        : throw std::invalid_argument(where_ + ": batches of " +
                                                      std::to_string(rows) + " rows (need 1 or "
-                                                     "more)")) {
-    at(0);  // an empty part is found now, when the trainer is made, not at its first step
+                                                     "more)")),
+        follow_(follow) {
+    if (follow_) reader_.follow();
+    else at(0);  // an empty part is found now, when the trainer is made, not at its first step
   }
 
   /// The batch of `clock` (≥ 0; std::invalid_argument otherwise). The reference stays valid
@@ -79,7 +85,14 @@ private:
       next_index_ = 0;
     }
     for (;;) {
-      if (reader_.next_batch(rows_, out) == 0) {  // the part's end: now B is known
+      const auto read = reader_.next_batch(rows_, out);
+      if (follow_ && read < rows_) {
+        reader_.rewind();  // the next read starts afresh
+        next_index_ = 0;
+        throw dataset_error(where_ + ": the stream holds no batch " + std::to_string(index)
+                            + " yet (its files end " + std::to_string(read) + " rows into it)");
+      }
+      if (read == 0) {  // the part's end: now B is known
         if (next_index_ == 0) throw dataset_error(where_ + " holds no rows");
         per_epoch_ = next_index_;
         index %= per_epoch_;
@@ -98,6 +111,7 @@ private:
   int64_t next_index_ = 0;     ///< the index in the epoch of the batch the reader gives next
   slot slots_[2];
   int last_ = 0;               ///< the slot at() returned last
+  bool follow_ = false;        ///< no epochs: the stream only grows
 };
 
 } // namespace actorps

@@ -44,7 +44,8 @@ std::vector<std::string> stream_files(const std::string& path) {
 }
 
 file_part::file_part(const std::string& path, int part, int parts, const char* reader)
-    : files_(stream_files(checked(path, part, parts, reader))), part_(part), parts_(parts) {
+    : path_(path), files_(stream_files(checked(path, part, parts, reader))), part_(part),
+      parts_(parts) {
   open(0);
 }
 
@@ -65,10 +66,23 @@ void file_part::open(std::size_t file) {
 
 bool file_part::next(std::string_view& line) {
   while (!lines_->next(line)) {
-    if (file_ + 1 >= files_.size()) return false;
+    if (file_ + 1 >= files_.size() && !list_again()) return false;
     open(file_ + 1);
   }
   return true;
+}
+
+void file_part::follow() {
+  std::error_code ec;
+  if (fs::is_directory(path_, ec)) dir_ = path_;
+}
+
+bool file_part::list_again() {
+  if (dir_.empty()) return false;
+  const auto before = files_.size();
+  for (auto& file : stream_files(dir_))
+    if (file > files_.back()) files_.push_back(std::move(file));
+  return files_.size() > before;
 }
 
 bool file_part::ours(std::string_view data) {

@@ -43,6 +43,11 @@ public:
   bool ours(std::string_view data);
   /// Starts the part again from its first line (of the first file).
   void rewind();
+  /// Follows a directory that grows: at the end of its last file, next() lists the directory
+  /// again and goes on into the files that appeared since, those whose names come after the
+  /// last one it has (a name that sorts earlier came too late and is never read). Nothing for
+  /// a plain file.
+  void follow();
 
   int64_t line_number() { return lines_->line_number(); }  ///< for error messages only
   bool compressed() const { return lines_->compressed(); }
@@ -51,7 +56,11 @@ public:
 
 private:
   void open(std::size_t file);
+  /// follow(): appends the files that appeared since; whether there were any.
+  bool list_again();
 
+  std::string path_;  ///< as given: a file or a directory
+  std::string dir_;   ///< the directory followed ("" when not following)
   std::vector<std::string> files_;
   std::size_t file_ = 0;
   std::unique_ptr<line_reader> lines_;

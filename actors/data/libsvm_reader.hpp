@@ -61,6 +61,8 @@ public:
 
   /// Starts the part again from its first line, and the counts below from zero.
   void rewind();
+  /// Reads on into the files that appear in the directory later (file_part::follow).
+  void follow() { lines_.follow(); }
 
   int64_t rows_read() const { return rows_read_; }          ///< rows returned since the start
   int64_t lines_skipped() const { return lines_skipped_; }  ///< bad lines skipped since then

@@ -137,6 +137,14 @@ int64_t training_rows(const data_source& src) {
   return 0;
 }
 
+stream_file count_stream_file(const data_source& src, const std::string& path, int workers) {
+  auto parts = src.what == data_source::kind::criteo ? count_criteo_parts(path, workers)
+                                                     : count_libsvm_parts(path, workers);
+  if (parts.size() != 1) throw dataset_error(path + ": not one file of a stream");
+  auto& part = parts.front();
+  return {std::filesystem::path(part.path).filename().string(), part.bytes, std::move(part.rows)};
+}
+
 int64_t training_rows(const data_source& src, int workers, std::vector<stream_file>* files) {
   std::error_code ec;
   if (!streamed(src.what) || !std::filesystem::is_directory(src.train_path, ec))

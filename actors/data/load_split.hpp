@@ -22,4 +22,8 @@ int64_t training_rows(const data_source& src);
 /// and the rows each worker reads of them) also go to `files` (left empty for a single file).
 int64_t training_rows(const data_source& src, int workers, std::vector<stream_file>* files);
 
+/// File `path` of a streamed training directory (libsvm, criteo) with its size and the rows
+/// each of `workers` workers reads of it; throws dataset_error.
+stream_file count_stream_file(const data_source& src, const std::string& path, int workers);
+
 } // namespace actorps

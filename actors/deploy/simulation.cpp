@@ -6,6 +6,9 @@
 
 #include <caf/all.hpp>
 
+#include <memory>
+#include <mutex>
+
 namespace actorps {
 
 caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor& chief,
@@ -27,7 +30,9 @@ caf::expected<run_summary> run_to_end(caf::actor_system& sys, const chief_actor&
   return result;
 }
 
-caf::expected<run_summary> simulate(simulation_options opts) {
+caf::expected<run_summary> simulate(
+    simulation_options opts,
+    const std::function<void(std::function<void(const std::string& why)>)>& on_start) {
   caf::actor_system_config cfg;
   configure_system(cfg, opts.scheduler_threads);
   caf::actor_system sys{cfg};
@@ -40,7 +45,25 @@ caf::expected<run_summary> simulate(simulation_options opts) {
     endpoint->count_events_of(*opts.chief.metrics);
     log_line("simulate", "serving /metrics on " + endpoint->address() + " (unauthenticated)");
   }
-  return run_to_end(sys, spawn_chief(sys, std::move(opts.chief)));
+  auto chief = spawn_chief(sys, std::move(opts.chief));
+  if (!on_start) return run_to_end(sys, chief);
+  // A stop may be asked from another thread at any time: it reaches the chief only while the
+  // run goes on (the handle is dropped, under the lock, before `sys` ends).
+  struct door {
+    std::mutex mutex;
+    chief_actor chief;
+  };
+  auto to_chief = std::make_shared<door>();
+  to_chief->chief = chief;
+  auto result = run_to_end(sys, chief, [&] {
+    on_start([to_chief](const std::string& why) {
+      std::lock_guard<std::mutex> guard(to_chief->mutex);
+      if (to_chief->chief) caf::anon_send(to_chief->chief, interrupt_atom::value, why);
+    });
+  });
+  std::lock_guard<std::mutex> guard(to_chief->mutex);
+  to_chief->chief = nullptr;
+  return result;
 }
 
 } // namespace actorps

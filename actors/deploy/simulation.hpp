@@ -7,6 +7,7 @@
 #include <caf/expected.hpp>
 
 #include <functional>
+#include <string>
 
 namespace actorps {
 
@@ -18,8 +19,12 @@ struct simulation_options {
 };
 
 /// Runs one training to its end and returns the summary (or the error that ended it). Every
-/// actor has stopped when it returns.
-caf::expected<run_summary> simulate(simulation_options opts);
+/// actor has stopped when it returns. `on_start`, when given, receives once the run has begun a
+/// function that asks the chief to stop (interrupt.cpp; `why`: "SIGTERM"), callable from any
+/// thread until simulate returns.
+caf::expected<run_summary> simulate(
+  simulation_options opts,
+  const std::function<void(std::function<void(const std::string& why)>)>& on_start = {});
 
 /// Sends (run) to a chief and blocks until its summary, its error, or its death; `sent`, when
 /// given, runs once (run) is in the chief's mailbox (what is sent to it afterwards comes later).

@@ -64,7 +64,8 @@ private:
 class criteo_lr_trainer : public trainer {
 public:
   explicit criteo_lr_trainer(const trainer_context& ctx)
-    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch) {}
+    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch,
+            ctx.source.follow) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
     name_criteo_keys("lr", data_.at(clock), per_table);

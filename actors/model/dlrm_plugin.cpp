@@ -33,7 +33,8 @@ const int32_t* row_index(const table_rows& t) {
 class dlrm_trainer : public trainer {
 public:
   dlrm_trainer(const dlrm_shape& shape, const trainer_context& ctx)
-    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch),
+    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch,
+            ctx.source.follow),
       be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {

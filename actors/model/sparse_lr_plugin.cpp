@@ -20,7 +20,7 @@ public:
     : data_(ctx.source.what == data_source::kind::libsvm
               ? ctx.source.train_path
               : throw std::invalid_argument(needs_libsvm),
-            ctx.worker, ctx.workers, ctx.batch) {}
+            ctx.worker, ctx.workers, ctx.batch, ctx.source.follow) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
     if (per_table.size() != 1)

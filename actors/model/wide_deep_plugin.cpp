@@ -53,7 +53,8 @@ void name_keys(const char* model, const criteo_batch& b,
 class wide_deep_trainer : public trainer {
 public:
   wide_deep_trainer(const wide_deep_shape& shape, const trainer_context& ctx)
-    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch),
+    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch,
+            ctx.source.follow),
       be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {

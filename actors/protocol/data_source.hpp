@@ -24,6 +24,8 @@ struct data_source {
   std::string test_path;   ///< csv, libsvm, criteo: the test file
   int group_field = -1;    ///< criteo: the categorical field (0 for C1 .. 25 for C26) whose
                            ///< value groups the test rows for GAUC (--gauc-group); -1: none
+  bool follow = false;     ///< libsvm, criteo: train_path is a directory followed as it grows
+                           ///< (--follow; one process only: not sent to other processes)
 };
 
 /// Whether each worker streams its own part of the training file (libsvm, criteo) instead of

@@ -63,6 +63,7 @@ using reroute_atom = caf::atom_constant<caf::atom("reroute")>;
 using standby_atom = caf::atom_constant<caf::atom("standby")>;
 using evict_atom = caf::atom_constant<caf::atom("evict")>;  // a shard's sweep, to itself
 using failover_atom = caf::atom_constant<caf::atom("failover")>;  // a fail-over's report
+using stream_atom = caf::atom_constant<caf::atom("stream")>;  // a followed stream (--follow)
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -377,7 +378,10 @@ using worker_actor = caf::typed_actor<
   caf::reacts_to<watchdog_atom>,
   // (reroute, shard, actor) -> requests re-sent: the shard's standby took over (--replicas 1):
   // the request the worker has in flight to it goes again to `actor`, and every later one.
-  caf::replies_to<reroute_atom, int32_t, ps_shard_actor>::with<int32_t>>;
+  caf::replies_to<reroute_atom, int32_t, ps_shard_actor>::with<int32_t>,
+  // (stream, until, end): following a stream, the worker computes clock c only once c + 1 <
+  // until (the files hold the next clock's batch); `end`: its last clock is until - 1.
+  caf::reacts_to<stream_atom, int64_t, bool>>;
 
 /// The evaluator: (eval, clock) -> the test metrics of a fresh parameter snapshot.
 using evaluator_actor = caf::typed_actor<
@@ -455,6 +459,9 @@ using chief_actor = caf::typed_actor<
   caf::reacts_to<kill_atom, int32_t>,
   // (interrupt, "SIGTERM"): stop the run early and cleanly (interrupt.cpp).
   caf::reacts_to<interrupt_atom, std::string>,
+  // (stream, names, numbers): files that appeared in the followed directory, in name order;
+  // numbers holds, per file, its bytes then the rows each worker reads of it (chief/follow.cpp).
+  caf::reacts_to<stream_atom, std::vector<std::string>, std::vector<int64_t>>,
   // (leave, type, index, why) -> ok: that task is about to exit on its own (why: "SIGTERM");
   // its loss, which follows, is a leave (distributed runs).
   caf::replies_to<leave_atom, std::string, int32_t, std::string>::with<caf::ok_atom>,

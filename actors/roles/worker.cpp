@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <utility>
 
 namespace actorps {
 
@@ -52,6 +53,9 @@ struct worker_state {
   std::vector<train_report> reports;
   std::chrono::steady_clock::time_point reports_sent;
   bool chief_elsewhere = false;  // the chief runs in another process
+  // Following a stream: what waits for files the chief has not counted yet, if anything (the
+  // initial pull, or the computation of st.clock whose parameters have come).
+  enum class waiting { nothing, pull, compute } waits = waiting::nothing;
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
 
@@ -88,8 +92,15 @@ void send_reports(self_ptr self, bool now) {
   st.reports_sent = t;
 }
 
+/// Following a stream: whether the batch of the clock after st.clock is in the files the chief
+/// counted (its keys go with this clock's push), or st.clock is the last.
+bool next_batch_there(const worker_state& st) {
+  const auto until = st.cfg.follow_until;
+  return until < 0 || st.clock + 1 < until || st.clock + 1 >= end_clock(st.cfg);
+}
+
 /// The parameters of st.clock have come from every shard: computes it, or says done after the
-/// last.
+/// last (following a stream, it waits for the next clock's batch first).
 void on_parameters(self_ptr self, const round_outcome& received) {
   auto& st = self->state;
   st.received = received;
@@ -97,6 +108,11 @@ void on_parameters(self_ptr self, const round_outcome& received) {
     send_reports(self, true);  // before done: the chief counts every clock of a finished worker
     self->send(st.cfg.chief, done_atom::value, st.cfg.index);
     self->quit();
+    return;
+  }
+  if (!next_batch_there(st)) {
+    send_reports(self, true);  // the chief's clock decides when it gets more
+    st.waits = worker_state::waiting::compute;
     return;
   }
   compute(self);
@@ -228,7 +244,28 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.shards = std::make_unique<shard_conversation<self_ptr>>(
         self, st.who(), st.cfg.shards, st.layout, st.cfg.standbys, st.cfg.request_timeout);
       st.shards->start_watchdog();
-      pull_initial(self);
+      const auto until = st.cfg.follow_until;
+      if (until >= 0 && st.clock >= until && st.clock < end_clock(st.cfg))
+        st.waits = worker_state::waiting::pull;  // its first batch is not in the files yet
+      else
+        pull_initial(self);
+    },
+    [=](stream_atom, int64_t until, bool end) {
+      auto& st = self->state;
+      if (refusal(self, authorise_chief(current_role(self), "stream"))) return;
+      if (st.cfg.follow_until < 0) return;  // not following
+      st.cfg.follow_until = std::max(st.cfg.follow_until, until);
+      if (end) st.cfg.steps = until - st.cfg.data_offset;  // its last clock is until - 1
+      const auto was = std::exchange(st.waits, worker_state::waiting::nothing);
+      if (was == worker_state::waiting::pull) {
+        if (st.clock < st.cfg.follow_until || st.clock >= end_clock(st.cfg)) pull_initial(self);
+        else st.waits = was;
+      } else if (was == worker_state::waiting::compute) {
+        if (next_batch_there(st) || st.clock >= end_clock(st.cfg))
+          on_parameters(self, st.received);
+        else
+          st.waits = was;
+      }
     },
     [=](watchdog_atom) {
       if (refusal(self, authorise_local(current_role(self), "watchdog"))) return;

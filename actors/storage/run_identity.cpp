@@ -24,7 +24,9 @@ std::string stream_difference(const run_checkpoint& saved, const run_identity& c
                  current.files.end(), same))
     return "";
   // A worker is in its first pass while the batches it trained (the chief counts epochs of
-  // rows_of_worker / batch) are fewer than its parts of the files make (the last one short).
+  // rows_of_worker / batch) hold no more than its parts of the files: fewer batches than they
+  // make, or all of them when the last one is whole (a followed stream's files read to their
+  // end go on into the added ones as one stream).
   int32_t reached = -1;
   bool first_pass = true;
   for (const auto& p : saved.positions) {
@@ -35,7 +37,7 @@ std::string stream_difference(const run_checkpoint& saved, const run_identity& c
     const int64_t batch = std::max(1, saved.batch);
     const int64_t per_epoch = std::max<int64_t>(
       1, rows_of_worker(saved.train_rows, p.worker, saved.spec.workers) / batch);
-    first_pass = first_pass && p.epoch * per_epoch + p.batch_in_epoch < (rows + batch - 1) / batch;
+    first_pass = first_pass && (p.epoch * per_epoch + p.batch_in_epoch) * batch <= rows;
   }
   for (int32_t k = 0; k <= reached; ++k) {
     const auto& was = saved.files[static_cast<std::size_t>(k)];
