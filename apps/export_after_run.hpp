@@ -26,6 +26,17 @@ struct export_request {
 /// row with the final snapshots (chief_config::final_rows).
 export_request plan_export(training_plan& plan, const std::string& source);
 
+/// The dense parameters (flat, model order) and every sparse row of one ShardCheckpoint per
+/// shard (a checkpoint's files, from `origin`, or the states an export version is made of):
+/// each shard's blocks checked against the layout and copied to their offsets (every parameter
+/// must end up covered and finite), each table's rows merged over the shards. Throws
+/// std::invalid_argument naming `origin` and the shard file.
+trained_parameters shard_state_parameters(const std::vector<wire_buffer>& shards,
+                                          const train_spec& spec, const std::string& origin);
+
+/// What metadata.json calls the data: "fashion-mnist", "synthetic", "csv", "libsvm", "criteo".
+std::string export_dataset_name(const data_source& data);
+
 /// Prints where an export went and what its parameters score ("  exported to DIR/<v> ...").
 void print_export(const export_result& done);
 

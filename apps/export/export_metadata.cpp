@@ -231,6 +231,27 @@ std::string with_checksums(const std::string& metadata,
   return meta.dump(2) + "\n";
 }
 
+std::string with_chain(const std::string& metadata, const std::string& chain) {
+  auto meta = json::parse(metadata);
+  meta["chain"] = json::parse(chain);
+  return meta.dump(2) + "\n";
+}
+
+std::string consolidated_metadata(const std::string& base_metadata, const ctr_model& model,
+                                  const std::string& chain,
+                                  std::chrono::system_clock::time_point created) {
+  auto meta = json::parse(base_metadata);
+  meta["created_utc"] = iso8601_utc(created);
+  meta["model"] = ctr_model_json(model);
+  meta["layout"] = criteo_layout_json(model);
+  meta.erase("test_auc");
+  meta.erase("test_logloss");
+  meta.erase("sha256");  // the new files' come after
+  meta["evaluation"] = {{"note", "not evaluated when consolidated: actorps evaluate scores it"}};
+  meta["chain"] = json::parse(chain);
+  return meta.dump(2) + "\n";
+}
+
 std::string recorded_sha256(const std::string& metadata, const std::string& file) {
   json meta;
   try {
