@@ -36,6 +36,15 @@ caf::behavior export_writer(caf::event_based_actor*, export_config cfg) {
 
 void write_version(self_ptr self, int64_t clock, std::vector<wire_buffer> shards);
 
+/// Runs what waits for the exports once none is asked, waiting or being written.
+void when_idle(self_ptr self) {
+  auto& st = self->state;
+  if (exports_busy(st) || !st.after_export) return;
+  auto next = std::move(st.after_export);
+  st.after_export = nullptr;
+  next();
+}
+
 void export_over(self_ptr self) {
   auto& st = self->state;
   st.export_writing = false;
@@ -43,10 +52,7 @@ void export_over(self_ptr self) {
     const auto clock = std::exchange(st.export_pending, -1);
     return write_version(self, clock, std::move(st.export_pending_states));
   }
-  if (auto next = std::move(st.after_export)) {
-    st.after_export = nullptr;
-    next();
-  }
+  when_idle(self);
 }
 
 void write_version(self_ptr self, int64_t clock, std::vector<wire_buffer> shards) {
@@ -121,18 +127,25 @@ void maybe_export(self_ptr self) {
       // Held longer than a request may wait (a slow run): asked again at the next report.
       if (err == caf::sec::request_timeout) {
         st.last_export = clock - 1;
-        return;
+      } else {
+        log_line("chief", "export version at clock " + std::to_string(clock) + " skipped: "
+                            + describe(err) + "; the next one follows");
+        st.metrics->write(json_object().add("event", "export_skipped").add("clock", clock)
+                            .add("reason", describe(err)).add("wall_s", st.elapsed()));
       }
-      log_line("chief", "export version at clock " + std::to_string(clock) + " skipped: "
-                          + describe(err) + "; the next one follows");
-      st.metrics->write(json_object().add("event", "export_skipped").add("clock", clock)
-                          .add("reason", describe(err)).add("wall_s", st.elapsed()));
+      when_idle(self);
     });
+}
+
+bool exports_busy(const chief_state& st) {
+  // A state asked is of a clock before the last, which the shards reach unless every worker
+  // was lost: it comes, and is written; one waiting is written next (export_over).
+  return (st.export_asked >= 0 && !st.workers_lost) || st.export_writing;
 }
 
 void after_exports(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
-  if (!st.export_writing) return then();  // one waiting is written first (export_over)
+  if (!exports_busy(st)) return then();
   if (auto before = std::move(st.after_export))
     st.after_export = [before, then] {
       before();

@@ -313,7 +313,10 @@ eval_report last_known_eval(const chief_state& st);
 /// training: asks the shards for the state at the next export version's clock, ahead of it
 /// (they hold the request until they reach it), unless one is asked or past the run's end.
 void maybe_export(self_ptr self);
-/// Calls `then` once no export version is being written (at once when none is).
+/// Whether an export version is asked of the shards (who will reach its clock: some worker is
+/// live) or being written.
+bool exports_busy(const chief_state& st);
+/// Calls `then` once exports_busy is false (at once when it is).
 void after_exports(self_ptr self, std::function<void()> then);
 
 // summary.cpp

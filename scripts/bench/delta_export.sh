@@ -10,8 +10,8 @@
 # Per version (the run's own export events): its kind, bytes (every file of the version) and write
 # time (the writer's: the shards' states gathered into a model, a full one evaluated on the test
 # split, encoded, written, fsynced, published), and a delta's rows against the table's at that
-# clock (the share of rows changed since the version before). The chain's newest delta, folded
-# (export --consolidate), is checked byte for byte against the full run's version at its clock.
+# clock (the share of rows changed since the version before). The chain's newest delta at a clock
+# the full run has, folded (export --consolidate), is checked byte for byte against that version.
 # -a N passes --admit-after N (default: the model's, 20).
 #
 # The JSON (default BUILD_DIR/bench/delta_export.json) holds every version and the medians.
@@ -65,16 +65,20 @@ for full_every in 10 1; do
   fi
 done
 
-# The chain's newest delta, folded, against the full run's version at its clock.
-newest=$(python3 - "$tmp/export-10" <<'PY'
+# The chain's newest delta whose clock the full run has a version of (a version may be skipped),
+# folded, against that version.
+newest=$(python3 - "$tmp/export-10" "$tmp/export-1" <<'PY'
 import json, os, sys
-root = sys.argv[1]
-deltas = [int(v) for v in os.listdir(root) if v.isdigit()
-          and json.load(open(f"{root}/{v}/metadata.json")).get("chain", {}).get("kind") == "delta"]
+def chains(root):
+    return {int(v): json.load(open(f"{root}/{v}/metadata.json")).get("chain", {})
+            for v in os.listdir(root) if v.isdigit()}
+full_clocks = {c.get("clock") for c in chains(sys.argv[2]).values()}
+deltas = [v for v, c in chains(sys.argv[1]).items()
+          if c.get("kind") == "delta" and c.get("clock") in full_clocks]
 print(max(deltas) if deltas else "")
 PY
 )
-[ -n "$newest" ] || { echo "$name: the chained run wrote no delta version" >&2; exit 1; }
+[ -n "$newest" ] || { echo "$name: no delta version at a clock the full run has" >&2; exit 1; }
 "$sim" export --consolidate "$tmp/export-10/$newest" --export-dir "$tmp/folded" >/dev/null
 
 python3 - "$tmp" "$out" "$ctr_rows" "$clocks" "$every" "${admit[*]:-}" "$newest" <<'PY'
