@@ -119,19 +119,25 @@ void maybe_export(self_ptr self) {
       if (self->state.export_asked != clock) return;
       self->state.export_asked = -1;
       write_version(self, clock, std::move(shards));
+      // The next one asked now, while the shards are at this clock: ahead of them, even when
+      // the workers' reports come in batches (other processes) and the global clock lags.
+      maybe_export(self);
     },
     [=](const caf::error& err) {
       auto& st = self->state;
       if (st.export_asked != clock) return;
       st.export_asked = -1;
-      // Held longer than a request may wait (a slow run): asked again at the next report.
+      // Held longer than a request may wait (a slow run): asked again.
       if (err == caf::sec::request_timeout) {
         st.last_export = clock - 1;
+        maybe_export(self);
       } else {
         log_line("chief", "export version at clock " + std::to_string(clock) + " skipped: "
                             + describe(err) + "; the next one follows");
         st.metrics->write(json_object().add("event", "export_skipped").add("clock", clock)
                             .add("reason", describe(err)).add("wall_s", st.elapsed()));
+        // A shard past it (the global clock lagged): the next one, at once.
+        if (is_error(err, errc::checkpoint_clock_passed)) maybe_export(self);
       }
       when_idle(self);
     });

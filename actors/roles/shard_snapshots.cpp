@@ -61,13 +61,6 @@ void keep_snapshot(ps_shard_state& st, int64_t clock) {
   st.snapshot_now[clock] = st.tables.clock();
 }
 
-/// Whether the state now is `clock`'s exactly (snapshot_at_rest).
-bool at_rest(const ps_shard_state& st, int64_t clock) {
-  const auto& finished = st.clocks.finished_clocks();
-  return st.clocks.progress() == clock
-         && std::none_of(finished.begin(), finished.end(), [&](int64_t f) { return f > clock; });
-}
-
 /// Answers the export requests whose clock min has reached (`now`): with the snapshot of that
 /// clock when a checkpoint keeps one, else with the state now (in sync mode exactly that
 /// clock's: min moves one clock at a time).
@@ -91,8 +84,10 @@ caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
   if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
-  if (at_rest(st, clock)) return state_now(st, clock);
-  if (clock <= st.clocks.progress())
+  // At the clock now: its state, as when a held request is answered (exactly so in sync mode,
+  // where pushes of later clocks wait for the round).
+  if (st.clocks.progress() == clock) return state_now(st, clock);
+  if (clock < st.clocks.progress())
     return make_error(errc::checkpoint_clock_passed,
                       "clock " + std::to_string(clock) + " had passed (the shard is at clock "
                         + std::to_string(st.clocks.progress()) + ")");
@@ -110,7 +105,10 @@ void checkpoint_committed(self_ptr self, int64_t clock) {
 
 bool snapshot_at_rest(self_ptr self, int64_t clock) {
   auto& st = self->state;
-  if (!at_rest(st, clock)) return false;
+  const auto& finished = st.clocks.finished_clocks();
+  if (st.clocks.progress() != clock
+      || std::any_of(finished.begin(), finished.end(), [&](int64_t f) { return f > clock; }))
+    return false;
   keep_snapshot(st, clock);
   return true;
 }
