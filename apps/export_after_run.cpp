@@ -1,16 +1,14 @@
 #include "apps/export_after_run.hpp"
 
-#include "apps/export_versions.hpp"
-
 #include "actors/model/mlp_plugin.hpp"
 #include "apps/export/model_export.hpp"
 #include "apps/export/versioned_dir.hpp"
+#include "apps/export_versions.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>

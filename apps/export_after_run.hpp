@@ -1,5 +1,6 @@
 // `--export-dir DIR` of `actorps simulate` and `actorps chief`: the directory is checked before
-// the run, and the final parameters are exported after it succeeded (export/model_export.hpp).
+// the run, and the final parameters are exported after it succeeded (export/model_export.hpp);
+// with --export-every, versions are written while it trains too (export_versions.hpp).
 #pragma once
 
 #include "actors/protocol/messages.hpp"
@@ -23,7 +24,8 @@ struct export_request {
 /// The request of `plan` (run by `actorps <source>`). When it exports, proves now that the
 /// model can be exported (an MLP, lr or dlrm) and the directory written (creating it if
 /// missing), throwing usage_error naming what is wrong, and asks the chief for every sparse
-/// row with the final snapshots (chief_config::final_rows).
+/// row with the final snapshots (chief_config::final_rows) and, with plan.export_every, for
+/// export versions while training (export_versions.hpp).
 export_request plan_export(training_plan& plan, const std::string& source);
 
 /// The dense parameters (flat, model order) and every sparse row of one ShardCheckpoint per

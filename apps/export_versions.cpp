@@ -33,7 +33,7 @@ private:
     run.test_path = request_.data.test_path;
     run.batch = request_.batch;
     run.clocks = clock;
-    run.samples = clock * request_.batch * request_.spec.workers;
+    run.samples = clock * request_.batch * request_.spec.workers;  // every worker at `clock`
     run.backend = "unknown";  // the workers report it with the summary, after the run
     chain_position pos;
     pos.clock = clock;

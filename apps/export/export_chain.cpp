@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <ctime>
 #include <tuple>
 #include <cstring>
 #include <filesystem>
@@ -380,30 +379,10 @@ export_result write_delta_version(const std::string& dir, const ctr_model& chang
                                   std::chrono::system_clock::time_point created) {
   const auto start = std::chrono::steady_clock::now();
   const auto bytes = encode_ctr_delta(changed, removed);
-  std::size_t rows = 0;
-  for (const auto& f : changed.fields) rows += f.keys.size();
-  json meta = {
-    {"format", "actorps export"},
-    {"format_version", 2},
-    {"actorps_version", ACTORPS_VERSION},
-    {"created_utc", ""},
-    {"model_string", changed.name},
-    {"delta", {{"rows", rows}, {"removed_keys", removed.size()},
-               {"dense_parameters", changed.dense.size()}}},
-    {"files", {{"delta.capnp", "schema/model_export.capnp ExportDelta: the rows changed since the "
-                               "predecessor, the keys removed since, every dense tensor"}}},
-  };
-  // created_utc as every version writes it
-  {
-    const std::time_t seconds = std::chrono::system_clock::to_time_t(created);
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    meta["created_utc"] = buf;
-  }
-  meta["chain"] = json::parse(chain_json(position));
-  const auto metadata = with_checksums(meta.dump(2) + "\n", {{delta_capnp_name, &bytes}});
+  const auto metadata =
+    with_checksums(make_delta_export_metadata(changed, removed.size(), chain_json(position),
+                                              created),
+                   {{delta_capnp_name, &bytes}});
   staged_version staged(dir);
   staged.write_file(delta_capnp_name, bytes);
   staged.write_file(metadata_json_name, metadata);
@@ -468,7 +447,6 @@ export_result consolidate_chain(const std::string& path, const std::string& out,
   const auto metadata = consolidated_metadata(chain.base_metadata, model, chain_text.dump(),
                                               std::chrono::system_clock::now());
   auto result = write_ctr_version(model, metadata, out);
-  result.test.auc = -2;  // not evaluated
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
