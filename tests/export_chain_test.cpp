@@ -1,6 +1,6 @@
 // Export chains without a run (export/export_chain.hpp): what changed between two tables, and
 // back; a chain folded to the model its newest version stands for; a damaged newest delta
-// skipped and named; a link of another chain refused naming it.
+// skipped and named; a link of another chain, a duplicate and a gap refused naming the link.
 #include "actors/data/criteo_keys.hpp"
 #include "actors/model/dlrm_plugin.hpp"
 #include "apps/export/ctr_model_file.hpp"
@@ -136,6 +136,19 @@ TEST_CASE("export chain: folded to its newest version, damage skipped, another c
       INFO(msg);
       CHECK(msg.find(v4.path + " builds on " + v3.path + " with SHA-256 " + v2.model_sha256)
             != std::string::npos);
+    }
+  }
+  SUBCASE("a delta of its predecessor's clock is refused as a duplicate, naming it") {
+    const auto v4 = write_delta(dir, c, 0.04f, t3, t3, v1, v3.version, 30, v3.model_sha256, 30);
+    try {
+      load_export_chain(dir);
+      FAIL("a delta of its predecessor's clock was accepted");
+    } catch (const export_chain_error& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.find(v4.path + " holds clock 30, not after its predecessor " + v3.path)
+            != std::string::npos);
+      CHECK(msg.find("a duplicate, or out of order") != std::string::npos);
     }
   }
   SUBCASE("a gap is refused, naming the link") {

@@ -239,6 +239,11 @@ loaded_chain chain_ending_at(const std::string& root, uint64_t newest, float max
         throw export_chain_error(dir + " builds on " + before + " with SHA-256 "
                                  + pos.predecessor_sha256 + ", " + before + " holds "
                                  + previous_sha + ": another chain's version, or rewritten");
+      if (pos.clock <= pos.predecessor_clock)
+        throw export_chain_error(dir + " holds clock " + std::to_string(pos.clock)
+                                 + ", not after its predecessor " + before + "'s clock "
+                                 + std::to_string(pos.predecessor_clock)
+                                 + ": a duplicate, or out of order");
       if (previous_clock >= 0 && pos.predecessor_clock != previous_clock)
         throw export_chain_error(dir + " builds on clock " + std::to_string(pos.predecessor_clock)
                                  + ", " + before + " holds clock "
