@@ -3,9 +3,12 @@
 #include "actors/model/mlp_plugin.hpp"
 #include "apps/export/model_export.hpp"
 #include "apps/export/versioned_dir.hpp"
+#include "apps/export_versions.hpp"
 #include "actors/data/load_split.hpp"
+#include "actors/storage/checkpoint_store.hpp"
 #include "kernels/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -49,8 +52,48 @@ trained_parameters gather_parameters(const train_spec& spec, const run_summary& 
   return out;
 }
 
-/// What metadata.json calls the data.
-std::string dataset_name(const data_source& data) {
+} // namespace
+
+trained_parameters shard_state_parameters(const std::vector<wire_buffer>& shards,
+                                          const train_spec& spec, const std::string& origin) {
+  const block_layout layout(spec);
+  if (shards.size() != static_cast<std::size_t>(layout.shards()))
+    throw std::invalid_argument(origin + " holds " + std::to_string(shards.size())
+                                + " shard files for " + std::to_string(layout.shards())
+                                + " shards");
+  const auto& tables = spec.model.sparse_tables;
+  trained_parameters out;
+  out.dense.assign(layout.total_floats(), std::nanf(""));
+  std::vector<std::vector<gathered_rows>> parts(tables.size());
+  for (int32_t s = 0; s < layout.shards(); ++s) {
+    const auto file = origin + "/" + shard_file_name(s);
+    auto view = decode_shard_checkpoint(shards[s]);
+    if (!view) throw std::invalid_argument(file + ": " + describe(view.error()));
+    if (auto err = check_shard_checkpoint(*view, layout, s))
+      throw std::invalid_argument(file + ": " + describe(err));
+    for (const auto& b : view->blocks)  // ids and sizes are the layout's (checked above)
+      std::copy_n(b.values, b.count, out.dense.begin() + layout.blocks()[b.id].offset);
+    if (view->sparse.size() != tables.size())
+      throw std::invalid_argument(file + ": rows of " + std::to_string(view->sparse.size())
+                                  + " sparse tables, the model has "
+                                  + std::to_string(tables.size()));
+    for (std::size_t t = 0; t < tables.size(); ++t)
+      parts[t].push_back({std::move(view->sparse[t].keys), std::move(view->sparse[t].values)});
+  }
+  if (!all_finite(out.dense.data(), out.dense.size()))  // NaN left: a block no shard file holds
+    throw std::invalid_argument(origin + ": its shard files do not cover every parameter with "
+                                "finite values");
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    try {
+      out.tables.push_back(merge_rows(parts[t], tables[t].config.dim));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(origin + ": table " + tables[t].name + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+std::string export_dataset_name(const data_source& data) {
   switch (data.what) {
     case data_source::kind::fashion_mnist: return "fashion-mnist";
     case data_source::kind::synthetic: return "synthetic";
@@ -60,8 +103,6 @@ std::string dataset_name(const data_source& data) {
   }
   return "unknown";
 }
-
-} // namespace
 
 void print_export(const export_result& done) {
   if (done.test.auc >= 0) {
@@ -95,6 +136,8 @@ export_request plan_export(training_plan& plan, const std::string& source) {
   } catch (const versioned_dir_error& e) {
     throw usage_error(std::string("--export-dir cannot be written: ") + e.what());
   }
+  if (plan.export_every > 0)
+    plan.chief.exports = export_versions(request, plan.export_every, plan.full_export_every);
   return request;
 }
 
@@ -106,7 +149,7 @@ int export_run(const export_request& request, const run_summary& summary,
     if (!test) test = load_split(request.data, false);
     run_info run;
     run.source = request.source;
-    run.dataset = dataset_name(request.data);
+    run.dataset = export_dataset_name(request.data);
     run.test_path = request.data.test_path;
     run.batch = request.batch;
     run.clocks = summary.clocks;

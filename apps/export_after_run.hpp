@@ -1,5 +1,6 @@
 // `--export-dir DIR` of `actorps simulate` and `actorps chief`: the directory is checked before
-// the run, and the final parameters are exported after it succeeded (export/model_export.hpp).
+// the run, and the final parameters are exported after it succeeded (export/model_export.hpp);
+// with --export-every, versions are written while it trains too (export_versions.hpp).
 #pragma once
 
 #include "actors/protocol/messages.hpp"
@@ -23,8 +24,20 @@ struct export_request {
 /// The request of `plan` (run by `actorps <source>`). When it exports, proves now that the
 /// model can be exported (an MLP, lr or dlrm) and the directory written (creating it if
 /// missing), throwing usage_error naming what is wrong, and asks the chief for every sparse
-/// row with the final snapshots (chief_config::final_rows).
+/// row with the final snapshots (chief_config::final_rows) and, with plan.export_every, for
+/// export versions while training (export_versions.hpp).
 export_request plan_export(training_plan& plan, const std::string& source);
+
+/// The dense parameters (flat, model order) and every sparse row of one ShardCheckpoint per
+/// shard (a checkpoint's files, from `origin`, or the states an export version is made of):
+/// each shard's blocks checked against the layout and copied to their offsets (every parameter
+/// must end up covered and finite), each table's rows merged over the shards. Throws
+/// std::invalid_argument naming `origin` and the shard file.
+trained_parameters shard_state_parameters(const std::vector<wire_buffer>& shards,
+                                          const train_spec& spec, const std::string& origin);
+
+/// What metadata.json calls the data: "fashion-mnist", "synthetic", "csv", "libsvm", "criteo".
+std::string export_dataset_name(const data_source& data);
 
 /// Prints where an export went and what its parameters score ("  exported to DIR/<v> ...").
 void print_export(const export_result& done);

@@ -7,6 +7,8 @@
 #include "apps/export_after_run.hpp"
 #include "apps/test_split_flags.hpp"
 #include "apps/training_flags.hpp"
+#include "apps/export/export_chain.hpp"
+#include "apps/export/export_metadata.hpp"
 #include "apps/export/model_export.hpp"
 #include "apps/export/versioned_dir.hpp"
 #include "actors/data/load_split.hpp"
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 namespace po = boost::program_options;
@@ -26,7 +29,7 @@ namespace actorps {
 namespace {
 
 struct export_flags {
-  std::string checkpoint, export_dir, checkpoint_key;
+  std::string checkpoint, export_dir, checkpoint_key, consolidate;
   test_split_flags data;
 };
 
@@ -42,7 +45,10 @@ po::options_description export_options(export_flags& f) {
      "signed checkpoint; with it, an unsigned one is refused")
     ("export-dir", po::value(&f.export_dir),
      "write the model to OUT/<version>/ (model.capnp, model.onnx, metadata.json; version = "
-     "the largest existing + 1, never overwritten)");
+     "the largest existing + 1, never overwritten)")
+    ("consolidate", po::value(&f.consolidate),
+     "fold the newest complete chain of the export directory DIR (or the chain ending at the "
+     "version DIR/<v>) into one new full version of DIR, or of --export-dir when given");
   add_test_split_options(desc, f.data);
   return desc;
 }
@@ -65,46 +71,13 @@ loaded_checkpoint newest_checkpoint(const std::string& path, const std::string& 
   return ckpt;
 }
 
-/// The dense parameters (flat, model order) and every sparse row from the shard files: each
-/// shard's blocks checked against the layout and copied to their offsets (every parameter must
-/// end up covered and finite), each table's rows merged over the shards.
+/// The dense parameters and every sparse row of the checkpoint's shard files.
 trained_parameters checkpoint_parameters(const loaded_checkpoint& ckpt, const train_spec& spec) {
-  const block_layout layout(spec);
-  if (ckpt.shards.size() != static_cast<std::size_t>(layout.shards()))
-    throw std::invalid_argument("--checkpoint: " + ckpt.dir + " holds "
-                                + std::to_string(ckpt.shards.size()) + " shard files for "
-                                + std::to_string(layout.shards()) + " shards");
-  const auto& tables = spec.model.sparse_tables;
-  trained_parameters out;
-  out.dense.assign(layout.total_floats(), std::nanf(""));
-  std::vector<std::vector<gathered_rows>> parts(tables.size());
-  for (int32_t s = 0; s < layout.shards(); ++s) {
-    const auto file = ckpt.dir + "/" + shard_file_name(s);
-    auto view = decode_shard_checkpoint(ckpt.shards[s]);
-    if (!view) throw std::invalid_argument("--checkpoint: " + file + ": " + describe(view.error()));
-    if (auto err = check_shard_checkpoint(*view, layout, s))
-      throw std::invalid_argument("--checkpoint: " + file + ": " + describe(err));
-    for (const auto& b : view->blocks)  // ids and sizes are the layout's (checked above)
-      std::copy_n(b.values, b.count, out.dense.begin() + layout.blocks()[b.id].offset);
-    if (view->sparse.size() != tables.size())
-      throw std::invalid_argument("--checkpoint: " + file + ": rows of "
-                                  + std::to_string(view->sparse.size()) + " sparse tables, the "
-                                  "model has " + std::to_string(tables.size()));
-    for (std::size_t t = 0; t < tables.size(); ++t)
-      parts[t].push_back({std::move(view->sparse[t].keys), std::move(view->sparse[t].values)});
+  try {
+    return shard_state_parameters(ckpt.shards, spec, ckpt.dir);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--checkpoint: ") + e.what());
   }
-  if (!all_finite(out.dense.data(), out.dense.size()))  // NaN left: a block no shard file holds
-    throw std::invalid_argument("--checkpoint: " + ckpt.dir + ": its shard files do not cover "
-                                "every parameter with finite values");
-  for (std::size_t t = 0; t < tables.size(); ++t) {
-    try {
-      out.tables.push_back(merge_rows(parts[t], tables[t].config.dim));
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("--checkpoint: " + ckpt.dir + ": table " + tables[t].name + ": "
-                                  + e.what());
-    }
-  }
-  return out;
 }
 
 /// The test split of the checkpoint's model: a CTR model's from --test, an MLP's from the
@@ -149,6 +122,33 @@ int export_checkpoint(const export_flags& f) {
   return 0;
 }
 
+int consolidate_export(const export_flags& f) {
+  std::string out = f.export_dir;
+  if (out.empty()) {  // the chain's own export directory: DIR, or DIR/<v>'s parent
+    const auto p = std::filesystem::path(f.consolidate).lexically_normal();
+    const bool version = std::filesystem::exists(f.consolidate + "/" + metadata_json_name);
+    const auto dir = p.has_filename() ? p : p.parent_path();
+    out = version ? (dir.parent_path().empty() ? "." : dir.parent_path().string()) : dir.string();
+  }
+  std::vector<std::string> skipped;
+  export_result done;
+  try {
+    done = consolidate_chain(f.consolidate, out, &skipped);
+  } catch (const export_chain_error& e) {
+    throw std::invalid_argument(std::string("--consolidate: ") + e.what());
+  } catch (const model_file_error& e) {
+    throw std::invalid_argument(std::string("--consolidate: ") + e.what());
+  } catch (const versioned_dir_error& e) {
+    throw std::invalid_argument(std::string("--export-dir cannot be written: ") + e.what());
+  }
+  for (const auto& why : skipped) std::fprintf(stderr, "export: skipping %s\n", why.c_str());
+  std::printf("  consolidated to %s in %.2f s (model.capnp %zu bytes, model.onnx %zu bytes, "
+              "vocab/ %zu bytes, metadata.json)\n",
+              done.path.c_str(), done.seconds, done.capnp_bytes, done.onnx_bytes,
+              done.vocab_bytes);
+  return 0;
+}
+
 } // namespace
 
 int export_command(const std::vector<std::string>& args) {
@@ -162,8 +162,16 @@ int export_command(const std::vector<std::string>& args) {
     "--seed). Checkpoints do not record\nthe dataset: --dataset must be the training's, as it "
     "also sets the model's input scaling.\nA CTR model (lr, dlrm) is tested on the Criteo file "
     "--test (AUC and logloss) and its export\nholds every row of its table, with vocab/C1.tsv ... "
-    "vocab/C26.tsv.\n\n";
+    "vocab/C26.tsv.\n\n"
+    "       actorps export --consolidate DIR[/<v>] [--export-dir OUT]\n"
+    "\nFolds a chain of export versions (a full one and its deltas, written by --export-every) "
+    "into one\nnew full version, as a full export at that clock holds it.\n\n";
   return run_command_line("export", args, export_options(f), usage, [&] {
+    if (!f.consolidate.empty()) {
+      if (!f.checkpoint.empty())
+        throw std::invalid_argument("--consolidate and --checkpoint: give one");
+      return consolidate_export(f);
+    }
     if (f.checkpoint.empty()) throw std::invalid_argument("--checkpoint DIR is required");
     if (f.export_dir.empty()) throw std::invalid_argument("--export-dir OUT is required");
     return export_checkpoint(f);

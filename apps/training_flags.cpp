@@ -319,7 +319,13 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "times a lost worker (or the evaluator) is replaced before the run goes on without it")
     ("export-dir", po::value(&o.export_dir),
      "after a successful run, export the model to DIR/<version>/ (model.capnp, model.onnx, "
-     "metadata.json; version = the largest existing + 1, never overwritten)");
+     "metadata.json; version = the largest existing + 1, never overwritten)")
+    ("export-every", po::value(&o.export_every),
+     "also write an export version into --export-dir every CLOCKS global clocks while "
+     "training: a full one, then deltas of it (the rows changed since the version before, the "
+     "keys removed, the dense tensors) for serving to apply (apps/export/EXPORT_FORMAT.md)")
+    ("full-export-every", po::value(&o.full_export_every)->default_value(o.full_export_every),
+     "with --export-every: every N-th version full, the ones between deltas (1: all full)");
   add_value_bound_options(desc, o.bounds);
   add_log_level_option(desc, o.log_level);
 }
@@ -585,6 +591,12 @@ checked_flags check_training_flags(const training_flags& typed) {
   require(o.replicas == 0 || o.replicas == 1, "replicas", o.replicas, "must be 0 or 1");
   if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
     throw usage_error("--checkpoint-every needs --checkpoint-dir");
+  require(o.export_every == -1 || o.export_every >= 1, "export-every", o.export_every,
+          "must be at least 1");
+  require(o.full_export_every >= 1, "full-export-every", o.full_export_every,
+          "must be at least 1");
+  if (o.export_every > 0 && o.export_dir.empty())
+    throw usage_error("--export-every needs --export-dir");
   for (const auto& kills : o.kill) {  // repeatable, and each may list several: a,b,c
     std::stringstream items(kills);
     for (std::string k; std::getline(items, k, ',');) {
@@ -630,6 +642,8 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   plan.scheduler_threads = o.threads;
   plan.export_dir = o.export_dir;
+  plan.export_every = std::max<int64_t>(o.export_every, 0);
+  plan.full_export_every = o.full_export_every;
   plan.prometheus_port = static_cast<uint16_t>(o.prometheus_port);
 
   plan.data = v.data;

@@ -46,6 +46,8 @@ struct training_flags {
   int64_t checkpoint_every = 0;
   int keep = 3;
   int full_checkpoint_every = 10;  ///< --full-checkpoint-every
+  int64_t export_every = -1;       ///< --export-every; -1: not given
+  int full_export_every = 10;      ///< --full-export-every
   int max_replacements = 3;
   std::vector<std::string> kill;   ///< simulate only
   int replicas = 0;                ///< --replicas: hot standbys per shard (simulate, chief)
@@ -95,6 +97,8 @@ struct training_plan {
   std::shared_ptr<const dataset> train_split;  ///< set when planning had to read it (a CSV)
   int scheduler_threads = 0;
   std::string export_dir;  ///< empty: no export (apps/export_after_run.hpp)
+  int64_t export_every = 0;    ///< versions while training (apps/export_versions.hpp); 0: none
+  int full_export_every = 10;
   uint16_t prometheus_port = 0;  ///< 0: no /metrics endpoint
 };
 

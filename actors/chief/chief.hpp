@@ -24,6 +24,7 @@
 #include <caf/actor_system.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +89,24 @@ struct checkpoint_config {
   std::optional<loaded_checkpoint> init_from;
 };
 
+/// What writing one export version took (export_config::write).
+struct export_written {
+  uint64_t version = 0;  ///< DIR/<version>
+  bool delta = false;    ///< the rows changed since the previous version only
+  uint64_t bytes = 0;    ///< the version's files together
+};
+
+/// Export versions written while training (`--export-every`): every `every` global clocks the
+/// chief asks every shard for its whole state at that clock, as a checkpoint's, and hands the
+/// files to `write` in an actor of its own, one version at a time (states that come meanwhile
+/// wait, one at most: a newer one replaces them). Training never waits for either.
+struct export_config {
+  int64_t every = 0;  ///< global clocks between versions; 0: none while training
+  /// Writes the version of `clock` from each shard's ShardCheckpoint (shard order); throws
+  /// std::exception saying why it could not.
+  std::function<export_written(int64_t clock, const std::vector<wire_buffer>& shards)> write;
+};
+
 struct chief_config {
   train_spec spec;
   int batch = 64;
@@ -119,6 +138,7 @@ struct chief_config {
   /// --stop-file: with source.follow, the run ends (as at its last clock) once this file
   /// exists; "" none (chief/follow.cpp).
   std::string stop_file;
+  export_config exports;
   /// How the spec's optimizer, the batch and the tables' settings were chosen (the model's
   /// defaults under the user's choices): said at the start and in the start event. Empty
   /// model: not said (a chief configured directly).

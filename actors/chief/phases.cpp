@@ -428,6 +428,7 @@ void begin_training(self_ptr self) {
   auto every = st.cfg.eval_every;
   st.next_eval = every > 0 ? (st.start_clock / every + 1) * every : 0;
   st.start = std::chrono::steady_clock::now();
+  maybe_export(self);  // asked before the workers start: no shard is past it yet
   build_missing_standbys(self, false);
   for (auto& w : st.workers)
     if (w) self->send(w, start_atom::value);

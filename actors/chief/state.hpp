@@ -180,6 +180,16 @@ struct chief_state {
   // flight, in the same phase: its replies are told apart by this.
   uint64_t eval_generation = 0;
   std::function<void()> after_eval;  // runs once the one in flight has ended
+
+  // export versions while training (exports.cpp): one asked of the shards and one being
+  // written at most
+  caf::actor export_writer;        // spawned with the first version
+  int64_t export_asked = -1;       // the clock asked of the shards, not answered yet; -1: none
+  int64_t last_export = -1;        // the newest clock asked
+  bool export_writing = false;
+  int64_t export_pending = -1;     // states that came while writing, written next; -1: none
+  std::vector<wire_buffer> export_pending_states;
+  std::function<void()> after_export;  // runs once the version being written is
   // The final steps (final checkpoint, final evaluation, final state) start over after a
   // fail-over or a rollback while the run is finishing: an earlier attempt's answers are told
   // apart.
@@ -308,6 +318,16 @@ void abandon_eval(self_ptr self);
 /// The best final figures when no final evaluation can run: the last one that did, with its
 /// clock (-1: none did).
 eval_report last_known_eval(const chief_state& st);
+
+// exports.cpp
+/// training: asks the shards for the state at the next export version's clock, ahead of it
+/// (they hold the request until they reach it), unless one is asked or past the run's end.
+void maybe_export(self_ptr self);
+/// Whether an export version is asked of the shards (who will reach its clock: some worker is
+/// live) or being written.
+bool exports_busy(const chief_state& st);
+/// Calls `then` once exports_busy is false (at once when it is).
+void after_exports(self_ptr self, std::function<void()> then);
 
 // summary.cpp
 /// Collects every shard's statistics and parameters, answers (run) with the summary, stops.

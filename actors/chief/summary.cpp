@@ -174,6 +174,8 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
 } // namespace
 
 void finish_run(self_ptr self, const eval_report& final_eval) {
+  if (exports_busy(self->state))  // the run's versions are on disk before the summary says so
+    return after_exports(self, [=] { finish_run(self, final_eval); });
   auto attempt = self->state.finishing_attempt;
   auto superseded = [=] { return self->state.finishing_attempt != attempt; };  // lost shard
   auto failed = [=](caf::error& err) {

@@ -653,6 +653,10 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     [=](checkpoint_atom, int64_t clock, int64_t since) {
       return on_checkpoint_bytes(self, clock, since);
     },
+    [=](checkpoint_atom, snapshot_atom, int64_t clock) -> caf::result<wire_buffer> {
+      if (auto err = refused_unless_chief(self, "checkpoint")) return err;
+      return export_snapshot(self, clock);
+    },
     [=](checkpoint_atom, commit_atom, int64_t clock) {
       if (refused_unless_chief(self, "checkpoint")) return;
       checkpoint_committed(self, clock);

@@ -98,6 +98,8 @@ void fail_held(ps_shard_state& st, const caf::error& err) {
   st.held.clear();
   for (auto& h : st.held_checkpoints) h.fail(err);
   st.held_checkpoints.clear();
+  for (auto& h : st.held_exports) h.fail(err);
+  st.held_exports.clear();
 }
 
 } // namespace actorps::shard_internals

@@ -48,15 +48,53 @@ bool on_schedule(const train_spec& spec, int64_t clock) {
 
 namespace {
 
-/// The state now, whole, labelled `clock` (a delta is cut from it when the chief asks).
-void keep_snapshot(ps_shard_state& st, int64_t clock) {
-  st.snapshots[clock] = encode_shard_checkpoint(
+/// The state now, whole, as a ShardCheckpoint labelled `clock`.
+wire_buffer state_now(const ps_shard_state& st, int64_t clock) {
+  return encode_shard_checkpoint(
     st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
     st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
+}
+
+/// The state now, whole, labelled `clock` (a delta is cut from it when the chief asks).
+void keep_snapshot(ps_shard_state& st, int64_t clock) {
+  st.snapshots[clock] = state_now(st, clock);
   st.snapshot_now[clock] = st.tables.clock();
 }
 
+/// Answers the export requests whose clock min has reached (`now`): with the snapshot of that
+/// clock when a checkpoint keeps one, else with the state now (in sync mode exactly that
+/// clock's: min moves one clock at a time).
+void answer_exports(ps_shard_state& st, int64_t now) {
+  auto keep = st.held_exports.begin();
+  for (auto& h : st.held_exports) {
+    if (h.clock > now) {
+      if (&*keep != &h) *keep = std::move(h);
+      ++keep;
+      continue;
+    }
+    auto kept = st.snapshots.find(h.clock);
+    h.bytes.deliver(kept != st.snapshots.end() ? kept->second : state_now(st, h.clock));
+  }
+  st.held_exports.erase(keep, st.held_exports.end());
+}
+
 } // namespace
+
+caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
+  // At the clock now: its state, as when a held request is answered (exactly so in sync mode,
+  // where pushes of later clocks wait for the round).
+  if (st.clocks.progress() == clock) return state_now(st, clock);
+  if (clock < st.clocks.progress())
+    return make_error(errc::checkpoint_clock_passed,
+                      "clock " + std::to_string(clock) + " had passed (the shard is at clock "
+                        + std::to_string(st.clocks.progress()) + ")");
+  auto promise = self->make_response_promise<wire_buffer>();
+  st.held_exports.push_back({"", clock, {}, promise, -1});
+  return promise;
+}
 
 void checkpoint_committed(self_ptr self, int64_t clock) {
   auto& st = self->state;
@@ -90,8 +128,9 @@ void take_snapshots(self_ptr self, int64_t before) {
   auto& off = st.asked_off_schedule;
   for (auto i = off.begin(); i != off.end() && *i <= now; i = off.erase(i))
     if (*i > before) due.push_back(*i);
-  if (due.empty()) return;
   for (auto clock : due) keep_snapshot(st, clock);
+  answer_exports(st, now);
+  if (due.empty()) return;
   // Kept until the chief has asked for them: its global clock, from the workers' reports, can
   // lag the shards' when it is busy, and a snapshot dropped before it asks fails that
   // checkpoint. It asks in clock order, so older ones are never asked for; the cap bounds the

@@ -134,6 +134,9 @@ struct ps_shard_state {
   // checkpoint on a stop signal, interrupt.cpp): kept like scheduled ones when reached.
   std::set<int64_t> asked_off_schedule;
   std::vector<held_checkpoint> held_checkpoints;
+  // The chief's requests for the state at an export version's clock not reached yet (bytes
+  // only): answered when min reaches it, never kept as snapshots.
+  std::vector<held_checkpoint> held_exports;
   // Each snapshot's tables' clock (sparse_table::delta_of's `then`).
   std::map<int64_t, int64_t> snapshot_now;
   // The tables remember every removal (a delta's tombstones) at this clock or later: from the
@@ -238,6 +241,9 @@ void take_snapshots(self_ptr self, int64_t before);
 /// `clock` clocks at most, and the progress clock is `clock` (the workers stopped there: the
 /// end of a run that went past its scheduled last clock). Whether it did.
 bool snapshot_at_rest(self_ptr self, int64_t clock);
+/// (checkpoint, snapshot, clock): the whole state at `clock` for an export version, now or
+/// once min reaches it; refused with checkpoint_clock_passed when min has passed it.
+caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock);
 
 // --- pushes and the rising min clock (shard_pushes.cpp) -------------------------------------
 

@@ -231,6 +231,48 @@ std::string with_checksums(const std::string& metadata,
   return meta.dump(2) + "\n";
 }
 
+std::string make_delta_export_metadata(const ctr_model& changed, std::size_t removed,
+                                       const std::string& chain,
+                                       std::chrono::system_clock::time_point created) {
+  std::size_t rows = 0;
+  for (const auto& f : changed.fields) rows += f.keys.size();
+  json meta = {
+    {"format", "actorps export"},
+    {"format_version", 2},
+    {"actorps_version", ACTORPS_VERSION},
+    {"created_utc", iso8601_utc(created)},
+    {"model_string", changed.name},
+    {"delta",
+     {{"rows", rows}, {"removed_keys", removed}, {"dense_parameters", changed.dense.size()}}},
+    {"files",
+     {{"delta.capnp", "schema/model_export.capnp ExportDelta: the rows changed since the "
+                      "predecessor, the keys removed since, every dense tensor"}}},
+    {"chain", json::parse(chain)},
+  };
+  return meta.dump(2) + "\n";
+}
+
+std::string with_chain(const std::string& metadata, const std::string& chain) {
+  auto meta = json::parse(metadata);
+  meta["chain"] = json::parse(chain);
+  return meta.dump(2) + "\n";
+}
+
+std::string consolidated_metadata(const std::string& base_metadata, const ctr_model& model,
+                                  const std::string& chain,
+                                  std::chrono::system_clock::time_point created) {
+  auto meta = json::parse(base_metadata);
+  meta["created_utc"] = iso8601_utc(created);
+  meta["model"] = ctr_model_json(model);
+  meta["layout"] = criteo_layout_json(model);
+  meta.erase("test_auc");
+  meta.erase("test_logloss");
+  meta.erase("sha256");  // the new files' come after
+  meta["evaluation"] = {{"note", "not evaluated when consolidated: actorps evaluate scores it"}};
+  meta["chain"] = json::parse(chain);
+  return meta.dump(2) + "\n";
+}
+
 std::string recorded_sha256(const std::string& metadata, const std::string& file) {
   json meta;
   try {

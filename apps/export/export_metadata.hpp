@@ -50,6 +50,23 @@ std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& mo
 std::string with_checksums(const std::string& metadata,
                            const std::vector<std::pair<std::string, const std::string*>>& files);
 
+/// The metadata of a delta version of a CTR model (export_chain.hpp): `changed`'s model string
+/// and what the delta holds (its rows, `removed` keys, dense parameters), its "chain" (`chain`,
+/// chain_json's text), the format of delta.capnp; no test figures (a delta is not evaluated).
+std::string make_delta_export_metadata(const ctr_model& changed, std::size_t removed,
+                                       const std::string& chain,
+                                       std::chrono::system_clock::time_point created);
+
+/// `metadata` with "chain": `chain` (a JSON object's text: export_chain.hpp's chain_json).
+std::string with_chain(const std::string& metadata, const std::string& chain);
+
+/// The metadata of a full version folded from a chain (export_chain.hpp): the base's
+/// `base_metadata` with the model's figures, `chain` and `created` in place of the base's, and
+/// no test figures (they were the base's parameters'; actorps evaluate scores these).
+std::string consolidated_metadata(const std::string& base_metadata, const ctr_model& model,
+                                  const std::string& chain,
+                                  std::chrono::system_clock::time_point created);
+
 /// The SHA-256 metadata.json records for `file` (as with_checksums wrote it), or "" when it
 /// records none. Throws std::invalid_argument when `metadata` is not a JSON object.
 std::string recorded_sha256(const std::string& metadata, const std::string& file);

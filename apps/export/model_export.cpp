@@ -1,5 +1,6 @@
 #include "apps/export/model_export.hpp"
 
+#include "actors/protocol/digest.hpp"
 #include "apps/export/ctr_model_file.hpp"
 #include "apps/export/ctr_onnx.hpp"
 #include "apps/export/ctr_scoring.hpp"
@@ -26,7 +27,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 export_result export_ctr_model(const train_spec& spec, const trained_parameters& params,
-                               const run_info& run, const dataset& test, const std::string& dir) {
+                               const run_info& run, const dataset& test, const std::string& dir,
+                               const std::string& chain) {
   const auto start = std::chrono::steady_clock::now();
   if (params.tables.size() != 1)
     throw std::invalid_argument("export: the model " + spec.model.name + " has one sparse table, "
@@ -35,13 +37,25 @@ export_result export_ctr_model(const train_spec& spec, const trained_parameters&
     throw std::invalid_argument("export: the test split holds no Criteo rows to evaluate "
                                 + spec.model.name + " on");
   const auto model = make_ctr_model(spec.model, params.dense, params.tables[0]);
+  const auto test_metrics = evaluate_ctr_model(model, test.criteo);
+  auto metadata = make_ctr_export_metadata(spec, model, run, test_metrics,
+                                           std::chrono::system_clock::now());
+  if (!chain.empty()) metadata = with_chain(metadata, chain);
+  auto result = write_ctr_version(model, metadata, dir);
+  result.test = test_metrics;
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+} // namespace
+
+export_result write_ctr_version(const ctr_model& model, const std::string& metadata,
+                                const std::string& dir) {
+  const auto start = std::chrono::steady_clock::now();
   export_result result;
-  result.test = evaluate_ctr_model(model, test.criteo);
   const auto capnp = encode_ctr_model(model);
   decode_served_model(capnp, model_capnp_name);  // what a reader will check, checked now
   const auto onnx = make_ctr_onnx_model(model, ACTORPS_VERSION);
-  const auto metadata = make_ctr_export_metadata(spec, model, run, result.test,
-                                                 std::chrono::system_clock::now());
   std::vector<std::string> vocab;
   for (const auto& field : model.fields) vocab.push_back(vocab_file_text(field));
   std::vector<std::pair<std::string, const std::string*>> files{{model_capnp_name, &capnp},
@@ -62,24 +76,24 @@ export_result export_ctr_model(const train_spec& spec, const trained_parameters&
   result.capnp_bytes = capnp.size();
   result.onnx_bytes = onnx.size();
   result.metadata_bytes = checked_metadata.size();
+  result.model_sha256 = sha256_hex(capnp);
   result.seconds = seconds_since(start);
   return result;
 }
 
-} // namespace
-
 export_result export_trained_model(const train_spec& spec, const trained_parameters& params,
                                    const run_info& run, const dataset& test,
-                                   const std::string& dir) {
-  if (ctr_kind_of(spec.model)) return export_ctr_model(spec, params, run, test, dir);
+                                   const std::string& dir, const std::string& chain) {
+  if (ctr_kind_of(spec.model)) return export_ctr_model(spec, params, run, test, dir, chain);
   if (!params.tables.empty())
     throw std::invalid_argument("export: the model " + spec.model.name + " has sparse tables; "
                                 "only MLPs, lr and dlrm can be exported so far");
-  return export_model(spec, params.dense, run, test, dir);
+  return export_model(spec, params.dense, run, test, dir, chain);
 }
 
 export_result export_model(const train_spec& spec, const std::vector<float>& params,
-                           const run_info& run, const dataset& test, const std::string& dir) {
+                           const run_info& run, const dataset& test, const std::string& dir,
+                           const std::string& chain) {
   const auto start = std::chrono::steady_clock::now();
   // The export format (model.capnp's fixed network, ONNX, predict) describes MLPs only.
   const auto layers = mlp_layers(spec.model);
@@ -96,8 +110,9 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
   const auto capnp = encode_exported_model(model);
   decode_exported_model(capnp, model_capnp_name);  // what a reader will check, checked now
   const auto onnx = make_onnx_model(model, ACTORPS_VERSION);
-  const auto metadata = make_export_metadata(spec, model, run, result.test,
-                                             std::chrono::system_clock::now());
+  auto metadata = make_export_metadata(spec, model, run, result.test,
+                                       std::chrono::system_clock::now());
+  if (!chain.empty()) metadata = with_chain(metadata, chain);
   const auto checked_metadata =
     with_checksums(metadata, {{model_capnp_name, &capnp}, {onnx_model_name, &onnx}});
   staged_version staged(dir);
@@ -109,6 +124,7 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
   result.capnp_bytes = capnp.size();
   result.onnx_bytes = onnx.size();
   result.metadata_bytes = checked_metadata.size();
+  result.model_sha256 = sha256_hex(capnp);
   result.seconds = seconds_since(start);
   return result;
 }

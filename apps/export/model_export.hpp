@@ -32,6 +32,7 @@ struct export_result {
   std::size_t capnp_bytes = 0, onnx_bytes = 0, metadata_bytes = 0;
   std::size_t vocab_bytes = 0;  ///< CTR models: all vocabulary files together
   double seconds = 0;      ///< building, checking, writing and publishing the files
+  std::string model_sha256;  ///< of model.capnp (a delta version's: of delta.capnp)
 };
 
 /// What training leaves of a model: its dense tensors, flat in model order, and every row of
@@ -46,8 +47,11 @@ struct trained_parameters {
 /// a staged version of `dir` and publishes it. Throws std::invalid_argument when params or the
 /// test split do not fit spec.layers, versioned_dir_error when `dir` cannot be written,
 /// onnx_model_error when the ONNX checker refuses the graph; nothing stays in `dir` then.
+/// `chain`, when not empty, is the version's place in an export chain (export_chain.hpp's
+/// chain_json), recorded as metadata.json's "chain".
 export_result export_model(const train_spec& spec, const std::vector<float>& params,
-                           const run_info& run, const dataset& test, const std::string& dir);
+                           const run_info& run, const dataset& test, const std::string& dir,
+                           const std::string& chain = {});
 
 /// Exports a model of either kind: an MLP (no tables) as export_model above, or a CTR model
 /// (lr, dlrm: ctr_kind_of) built by make_ctr_model, evaluated on test.criteo with
@@ -57,6 +61,12 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
 /// onnx_model_error as export_model; nothing stays in `dir` then.
 export_result export_trained_model(const train_spec& spec, const trained_parameters& params,
                                    const run_info& run, const dataset& test,
-                                   const std::string& dir);
+                                   const std::string& dir, const std::string& chain = {});
+
+/// Writes `model` as a full version of `dir`: model.capnp (decoded back first), model.onnx
+/// (checked), vocab/ and `metadata` with the files' checksums (with_checksums). Throws as
+/// export_trained_model; nothing stays in `dir` then.
+export_result write_ctr_version(const ctr_model& model, const std::string& metadata,
+                                const std::string& dir);
 
 } // namespace actorps

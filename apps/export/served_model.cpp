@@ -2,6 +2,7 @@
 
 #include "actors/protocol/digest.hpp"
 #include "actors/protocol/wire.hpp"
+#include "apps/export/export_chain.hpp"
 #include "apps/export/export_metadata.hpp"
 #include "apps/export/file_bytes.hpp"
 #include "apps/export/model_readers.hpp"
@@ -12,6 +13,7 @@
 #include <kj/exception.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -92,10 +94,13 @@ served_model load_served_model(const std::string& dir, float max_parameter) {
     throw model_file_error(dir + ": not a directory (give an export version, DIR/<version>)");
   const std::string path = dir + "/" + model_capnp_name;
   if (!std::filesystem::exists(path, ec)) {
-    const uint64_t newest = latest_version(dir);
-    if (newest == 0) throw model_file_error(path + ": missing (not an export version directory)");
-    throw model_file_error(path + ": missing (" + dir + " is an export directory: its newest "
-                           "version is " + dir + "/" + std::to_string(newest) + ")");
+    if (latest_version(dir) == 0 && !std::filesystem::exists(dir + "/" + delta_capnp_name, ec))
+      throw model_file_error(path + ": missing (not an export version directory)");
+    // An export directory, or a delta version in one: the newest complete chain, folded.
+    auto chain = load_export_chain(dir, max_parameter);
+    for (const auto& why : chain.skipped)
+      std::fprintf(stderr, "actorps: skipping %s\n", why.c_str());
+    return std::move(chain.model);
   }
   // metadata.json first: it is small, and holds the digest model.capnp must have
   const std::string meta_path = dir + "/" + metadata_json_name;

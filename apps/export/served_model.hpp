@@ -37,8 +37,8 @@ void check_parameter_bound(const served_model& model, float bound, const std::st
 /// Reads model.capnp of an export version directory (DIR/<version>), as `actorps predict` and
 /// `actorps evaluate` serve it: its SHA-256 must be the one metadata.json records, and every
 /// parameter within `max_parameter` (--max-parameter). Throws model_file_error naming what is
-/// missing or wrong; when `dir` is an export root rather than a version, the message names its
-/// newest version.
+/// missing or wrong. An export root, or a delta version, gives the newest complete chain there
+/// (export_chain.hpp's load_export_chain; each version skipped is said on stderr).
 served_model load_served_model(const std::string& dir,
                                float max_parameter = default_max_parameter);
 

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Export chains through the command line, on a DLRM (CTR) sync run with row eviction, a version
+# every 10 clocks while training:
+#   A  every version full (--full-export-every 1);
+#   B  a full version, then deltas of it (--full-export-every 3).
+# B's chain folded (export --consolidate) holds model.capnp byte-identical to A's full version
+# at the same clock; predict on the chain equals predict on the folded version; a damaged
+# newest delta is skipped and named; a gap is refused naming the link; bad flags exit 2.
+# usage: tests/export_chain_test.sh [path/to/actorps]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/build/actorps}
+dir=$(mktemp -d /tmp/actorps-export-chain.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+py=${python:-python3}
+
+"$bin" gen-data criteo --out "$dir/criteo" --rows 6000 --test-rows 500 > /dev/null
+run() {  # NAME FLAGS...: a sync DLRM run of 50 clocks, an export version every 10
+  local name=$1
+  shift
+  "$bin" simulate --model dlrm:8:16:16 --dataset "criteo:$dir/criteo/train.tsv" \
+    --test "$dir/criteo/test.tsv" --batch 64 --steps 50 --mode sync --eval-every 0 \
+    --admit-after 1 --evict-after 3 --slow worker:0=20 --slow worker:1=20 --no-progress \
+    --export-dir "$dir/$name" --export-every 10 --metrics "$dir/$name.jsonl" "$@" \
+    > "$dir/$name.log" 2>&1 || { cat "$dir/$name.log" >&2; fail "run $name failed"; }
+}
+run a --full-export-every 1
+run b --full-export-every 3
+
+chain() {  # VERSION_DIR FIELD: metadata.json's chain.FIELD ("" when there is no chain)
+  "$py" -c 'import json, sys
+c = json.load(open(sys.argv[1] + "/metadata.json")).get("chain", {})
+for k in sys.argv[2].split("."):
+    c = c.get(k, {}) if isinstance(c, dict) else {}
+print("" if c == {} else c)' "$1" "$2"
+}
+grep -q '"event":"export","clock":[0-9]*,"version":[0-9]*,"kind":"delta"' "$dir/b.jsonl" \
+  || fail "run b wrote no delta version"
+grep -q '"kind":"delta"' "$dir/a.jsonl" && fail "run a wrote a delta version"
+
+# Every delta of B against A's full version at its clock (a loaded machine may skip a clock).
+compared=0
+newest_delta=""
+for v in $(ls "$dir/b" | sort -n); do
+  [ "$(chain "$dir/b/$v" kind)" = delta ] || continue
+  newest_delta=$v
+  clock=$(chain "$dir/b/$v" clock)
+  for w in $(ls "$dir/a"); do
+    [ "$(chain "$dir/a/$w" clock)" = "$clock" ] || continue
+    [ -f "$dir/b/$v/model.capnp" ] && fail "delta b/$v holds a model.capnp"
+    rm -rf "$dir/folded"
+    "$bin" export --consolidate "$dir/b/$v" --export-dir "$dir/folded" > "$dir/fold.log" 2>&1 \
+      || { cat "$dir/fold.log" >&2; fail "export --consolidate b/$v failed"; }
+    cmp "$dir/folded/1/model.capnp" "$dir/a/$w/model.capnp" \
+      || fail "b's chain folded at clock $clock differs from a's full version a/$w"
+    [ "$(chain "$dir/folded/1" kind)" = full ] || fail "the folded version is not full"
+    compared=$((compared + 1))
+  done
+done
+[ "$compared" -ge 1 ] || fail "no delta of b has a full version of a at its clock"
+
+# The newest delta's chain alone in a directory: predict on it = predict on its folded version.
+base=$(chain "$dir/b/$newest_delta" base.version)
+mkdir "$dir/c"
+for v in $(ls "$dir/b" | sort -n); do
+  [ "$v" -ge "$base" ] && [ "$v" -le "$newest_delta" ] && cp -r "$dir/b/$v" "$dir/c/"
+done
+input="$dir/criteo/test.tsv"
+"$bin" export --consolidate "$dir/c" > "$dir/fold.log" 2>&1 \
+  || { cat "$dir/fold.log" >&2; fail "export --consolidate c failed"; }
+folded=$((newest_delta + 1))
+[ "$(chain "$dir/c/$folded" kind)" = full ] || fail "c/$folded is not the folded full version"
+mv "$dir/c/$folded" "$dir/folded_c"
+"$bin" predict --model "$dir/c" --input "$input" > "$dir/chain.pred" 2> "$dir/chain.err" \
+  || { cat "$dir/chain.err" >&2; fail "predict on the chain failed"; }
+"$bin" predict --model "$dir/folded_c" --input "$input" > "$dir/folded.pred"
+cmp "$dir/chain.pred" "$dir/folded.pred" || fail "predict on the chain differs from its folded version"
+[ -s "$dir/chain.err" ] && fail "predict on a whole chain skipped something: $(cat "$dir/chain.err")"
+
+# A damaged newest delta: skipped and named; the chain before it is served.
+predecessor=$(chain "$dir/c/$newest_delta" predecessor.version)
+cp -r "$dir/c" "$dir/damaged"
+printf 'x' >> "$dir/damaged/$newest_delta/delta.capnp"
+"$bin" predict --model "$dir/damaged" --input "$input" > "$dir/damaged.pred" 2> "$dir/damaged.err" \
+  || { cat "$dir/damaged.err" >&2; fail "predict refused a chain whose newest delta is damaged"; }
+grep -q "skipping $dir/damaged/$newest_delta: .*delta.capnp" "$dir/damaged.err" \
+  || fail "the damaged delta is not named: $(cat "$dir/damaged.err")"
+"$bin" predict --model "$dir/c/$predecessor" --input "$input" > "$dir/before.pred"
+cmp "$dir/damaged.pred" "$dir/before.pred" || fail "the damaged chain does not serve the one before"
+
+# A gap: the newest delta's predecessor gone; refused, naming both links.
+cp -r "$dir/c" "$dir/gap"
+rm -r "${dir:?}/gap/$predecessor"
+set +e
+"$bin" evaluate --model "$dir/gap" --test "$input" > "$dir/gap.log" 2>&1
+status=$?
+set -e
+[ "$status" = 2 ] || fail "evaluate on a chain with a gap exited $status, not 2"
+grep -q "$dir/gap/$newest_delta builds on $dir/gap/$predecessor .*missing" "$dir/gap.log" \
+  || fail "the gap is not named: $(cat "$dir/gap.log")"
+
+refused() {  # WHAT FLAG ARGS...: exit 2, naming FLAG
+  local what=$1 flag=$2
+  shift 2
+  set +e
+  "$bin" simulate --dataset synthetic --steps 5 --no-progress "$@" > "$dir/bad.log" 2>&1
+  local status=$?
+  set -e
+  [ "$status" = 2 ] || fail "$what exited $status, not 2"
+  grep -q -- "$flag" "$dir/bad.log" || fail "$what: the refusal does not name $flag"
+}
+refused "--export-every without --export-dir" --export-every --export-every 10
+refused "--export-every 0" --export-every --export-every 0 --export-dir "$dir/x"
+refused "--full-export-every 0" --full-export-every --export-every 2 --export-dir "$dir/x" \
+  --full-export-every 0
+echo "export chains: $compared deltas folded byte-identical, predict equal, damage skipped, gap refused"
