@@ -7,6 +7,12 @@
 // rows/s for each pass and bytes per row three ways: memory_bytes()/rows, malloc's own count
 // (mallinfo2) and the floats alone.
 //
+// --growth ROWS: instead, for each --dims, one table grows from empty to ROWS rows by pushes of
+// --batch new keys, and its bytes per row (memory_bytes()/rows) is sampled 16 times per doubling
+// of the rows: across every growth of the index, not at one load of it. Reports the samples
+// and, from 65 536 rows on, the least and the most bytes per row beyond the floats (values and
+// optimizer state).
+//
 // --peak-rss: instead, grows 2 shards' tables to --rss-rows rows in all (keys placed by
 // bucket_of/assign_buckets, as a cluster would) at dim --rss-dim with Adagrad, then reports
 // the process's peak resident set (getrusage ru_maxrss). Needs about 3 GB at the default 20 M
@@ -47,6 +53,7 @@ struct options {
   std::string dims = "1,16";
   uint32_t batch = 1024;
   bool peak_rss = false;
+  uint64_t growth = 0;
   uint64_t rss_rows = 20000000;
   uint32_t rss_dim = 16;
 };
@@ -168,6 +175,37 @@ ordered_json apply_case(uint32_t dim, uint64_t rows, uint32_t batch) {
                       {"overhead_bytes_per_row", reported - floats}};
 }
 
+ordered_json growth_case(uint32_t dim, uint64_t rows, uint32_t batch) {
+  const std::vector<float> grads = gradients(std::size_t(batch) * dim);
+  sparse_table table(adagrad_table(dim), 1, 0);
+  const double floats = double(dim) * (1 + row_state_slots(row_optimizer_kind::adagrad)) * 4;
+  ordered_json samples = ordered_json::array();
+  double next = 1024, least = 1e300, most = 0;
+  uint64_t least_at = 0, most_at = 0;
+  std::vector<uint64_t> keys(batch);
+  for (uint64_t at = 0; at < rows; at += batch) {
+    const auto n = static_cast<std::size_t>(std::min<uint64_t>(batch, rows - at));
+    for (std::size_t j = 0; j < n; ++j) keys[j] = key_of(at + j);
+    table.apply(keys.data(), n, grads.data(), 1.0f);
+    const auto now = double(table.rows());
+    if (now < next && at + n < rows) continue;
+    while (next <= now) next *= 1.0442737824274138;  // 2^(1/16)
+    const double beyond = double(table.memory_bytes()) / now - floats;
+    samples.push_back({{"rows", table.rows()}, {"overhead_bytes_per_row", beyond}});
+    if (now < 65536) continue;
+    if (beyond < least) least = beyond, least_at = table.rows();
+    if (beyond > most) most = beyond, most_at = table.rows();
+  }
+  return ordered_json{{"dim", dim},
+                      {"rows", rows},
+                      {"float_bytes_per_row", floats},
+                      {"overhead_bytes_per_row_least", least},
+                      {"at_rows_least", least_at},
+                      {"overhead_bytes_per_row_most", most},
+                      {"at_rows_most", most_at},
+                      {"samples", samples}};
+}
+
 ordered_json peak_rss_case(uint64_t rows, uint32_t dim, uint32_t batch) {
   constexpr int shards = 2;
   const std::vector<int32_t> owner = assign_buckets(default_bucket_count, shards);
@@ -217,6 +255,11 @@ int run(const options& o) {
                       {"loadavg_1m_before", load_average()}};
   if (o.peak_rss) {
     result["peak_rss"] = peak_rss_case(o.rss_rows, o.rss_dim, o.batch);
+  } else if (o.growth > 0) {
+    ordered_json cases = ordered_json::array();
+    for (uint64_t dim : parse_list(o.dims, "dims"))
+      cases.push_back(growth_case(static_cast<uint32_t>(dim), o.growth, o.batch));
+    result["growth"] = cases;
   } else {
     ordered_json cases = ordered_json::array();
     for (uint64_t dim : parse_list(o.dims, "dims")) {
@@ -244,6 +287,8 @@ int main(int argc, char** argv) {
     ("dims", po::value(&o.dims)->default_value(o.dims), "row widths, comma-separated")
     ("batch", po::value(&o.batch)->default_value(o.batch), "unique keys per push")
     ("peak-rss", po::bool_switch(&o.peak_rss), "only the peak-RSS case (about 3 GB)")
+    ("growth", po::value(&o.growth)->default_value(o.growth),
+     "only bytes per row sampled while one table grows to this many rows (0: off)")
     ("rss-rows", po::value(&o.rss_rows)->default_value(o.rss_rows), "--peak-rss: rows in all")
     ("rss-dim", po::value(&o.rss_dim)->default_value(o.rss_dim), "--peak-rss: row width");
   return run_benchmark("actorps_bench_sparse_apply", argc, argv, desc, [&] {
