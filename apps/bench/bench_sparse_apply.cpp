@@ -7,6 +7,12 @@
 // rows/s for each pass and bytes per row three ways: memory_bytes()/rows, malloc's own count
 // (mallinfo2) and the floats alone.
 //
+// --growth ROWS: instead, for each --dims, one table grows from empty to ROWS rows by pushes of
+// --batch new keys, and its bytes per row (memory_bytes()/rows) is sampled 16 times per doubling
+// of the rows: across every growth of the index, not at one load of it. Reports the samples
+// and, from 65 536 rows on, the least and the most bytes per row beyond the floats (values and
+// optimizer state).
+//
 // --peak-rss: instead, grows 2 shards' tables to --rss-rows rows in all (keys placed by
 // bucket_of/assign_buckets, as a cluster would) at dim --rss-dim with Adagrad, then reports
 // the process's peak resident set (getrusage ru_maxrss). Needs about 3 GB at the default 20 M
@@ -28,6 +34,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -46,6 +53,7 @@ struct options {
   std::string dims = "1,16";
   uint32_t batch = 1024;
   bool peak_rss = false;
+  uint64_t growth = 0;
   uint64_t rss_rows = 20000000;
   uint32_t rss_dim = 16;
 };
@@ -102,20 +110,34 @@ sparse_table_config adagrad_table(uint32_t dim) {
   return cfg;
 }
 
-/// Seconds spent inside `call(keys, n)` over all keys of a pass, a batch at a time; key_at(i)
-/// gives the i-th key visited.
+/// This thread's CPU time, s: on a machine shared with other work the wall clock also counts
+/// the time the thread waited for a core, the CPU time does not.
+double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+/// Seconds spent inside `call(keys, n)` over all keys of a pass, a batch at a time, by the wall
+/// clock and in CPU time; key_at(i) gives the i-th key visited.
+struct pass_time {
+  double wall_s = 0, cpu_s = 0;
+};
 template <class KeyAt, class Call>
-double timed_pass(uint64_t rows, uint32_t batch, KeyAt key_at, Call call) {
+pass_time timed_pass(uint64_t rows, uint32_t batch, KeyAt key_at, Call call) {
   std::vector<uint64_t> keys(batch);
   std::chrono::steady_clock::duration spent{};
+  double cpu = 0;
   for (uint64_t at = 0; at < rows; at += batch) {
     const auto n = static_cast<std::size_t>(std::min<uint64_t>(batch, rows - at));
     for (std::size_t j = 0; j < n; ++j) keys[j] = key_at(at + j);
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_s();
     call(keys.data(), n);
+    cpu += thread_cpu_s() - c0;
     spent += std::chrono::steady_clock::now() - t0;
   }
-  return std::chrono::duration<double>(spent).count();
+  return {std::chrono::duration<double>(spent).count(), cpu};
 }
 
 ordered_json apply_case(uint32_t dim, uint64_t rows, uint32_t batch) {
@@ -126,12 +148,12 @@ ordered_json apply_case(uint32_t dim, uint64_t rows, uint32_t batch) {
   auto apply = [&](const uint64_t* keys, std::size_t n) {
     table.apply(keys, n, grads.data(), 1.0f);
   };
-  const double create_s = timed_pass(rows, batch, key_of, apply);
+  const pass_time create = timed_pass(rows, batch, key_of, apply);
   const std::size_t heap = heap_in_use() - heap_before;
   if (table.rows() != rows) throw std::runtime_error("the first pass did not create every row");
   auto scattered_key = [rows](uint64_t i) { return key_of(scattered(i, rows)); };
-  const double update_s = timed_pass(rows, batch, scattered_key, apply);
-  const double read_s = timed_pass(rows, batch, scattered_key, [&](const uint64_t* keys,
+  const pass_time update = timed_pass(rows, batch, scattered_key, apply);
+  const pass_time read = timed_pass(rows, batch, scattered_key, [&](const uint64_t* keys,
                                                                     std::size_t n) {
     table.read(keys, n, out.data());
   });
@@ -141,13 +163,47 @@ ordered_json apply_case(uint32_t dim, uint64_t rows, uint32_t batch) {
   const double reported = double(table.memory_bytes()) / double(rows);
   return ordered_json{{"dim", dim},
                       {"rows", rows},
-                      {"create_rows_per_s", double(rows) / create_s},
-                      {"update_rows_per_s", double(rows) / update_s},
-                      {"read_rows_per_s", double(rows) / read_s},
+                      {"create_rows_per_s", double(rows) / create.wall_s},
+                      {"update_rows_per_s", double(rows) / update.wall_s},
+                      {"read_rows_per_s", double(rows) / read.wall_s},
+                      {"create_rows_per_cpu_s", double(rows) / create.cpu_s},
+                      {"update_rows_per_cpu_s", double(rows) / update.cpu_s},
+                      {"read_rows_per_cpu_s", double(rows) / read.cpu_s},
                       {"bytes_per_row", reported},
                       {"malloc_bytes_per_row", double(heap) / double(rows)},
                       {"float_bytes_per_row", floats},
                       {"overhead_bytes_per_row", reported - floats}};
+}
+
+ordered_json growth_case(uint32_t dim, uint64_t rows, uint32_t batch) {
+  const std::vector<float> grads = gradients(std::size_t(batch) * dim);
+  sparse_table table(adagrad_table(dim), 1, 0);
+  const double floats = double(dim) * (1 + row_state_slots(row_optimizer_kind::adagrad)) * 4;
+  ordered_json samples = ordered_json::array();
+  double next = 1024, least = 1e300, most = 0;
+  uint64_t least_at = 0, most_at = 0;
+  std::vector<uint64_t> keys(batch);
+  for (uint64_t at = 0; at < rows; at += batch) {
+    const auto n = static_cast<std::size_t>(std::min<uint64_t>(batch, rows - at));
+    for (std::size_t j = 0; j < n; ++j) keys[j] = key_of(at + j);
+    table.apply(keys.data(), n, grads.data(), 1.0f);
+    const auto now = double(table.rows());
+    if (now < next && at + n < rows) continue;
+    while (next <= now) next *= 1.0442737824274138;  // 2^(1/16)
+    const double beyond = double(table.memory_bytes()) / now - floats;
+    samples.push_back({{"rows", table.rows()}, {"overhead_bytes_per_row", beyond}});
+    if (now < 65536) continue;
+    if (beyond < least) least = beyond, least_at = table.rows();
+    if (beyond > most) most = beyond, most_at = table.rows();
+  }
+  return ordered_json{{"dim", dim},
+                      {"rows", rows},
+                      {"float_bytes_per_row", floats},
+                      {"overhead_bytes_per_row_least", least},
+                      {"at_rows_least", least_at},
+                      {"overhead_bytes_per_row_most", most},
+                      {"at_rows_most", most_at},
+                      {"samples", samples}};
 }
 
 ordered_json peak_rss_case(uint64_t rows, uint32_t dim, uint32_t batch) {
@@ -199,6 +255,11 @@ int run(const options& o) {
                       {"loadavg_1m_before", load_average()}};
   if (o.peak_rss) {
     result["peak_rss"] = peak_rss_case(o.rss_rows, o.rss_dim, o.batch);
+  } else if (o.growth > 0) {
+    ordered_json cases = ordered_json::array();
+    for (uint64_t dim : parse_list(o.dims, "dims"))
+      cases.push_back(growth_case(static_cast<uint32_t>(dim), o.growth, o.batch));
+    result["growth"] = cases;
   } else {
     ordered_json cases = ordered_json::array();
     for (uint64_t dim : parse_list(o.dims, "dims")) {
@@ -226,6 +287,8 @@ int main(int argc, char** argv) {
     ("dims", po::value(&o.dims)->default_value(o.dims), "row widths, comma-separated")
     ("batch", po::value(&o.batch)->default_value(o.batch), "unique keys per push")
     ("peak-rss", po::bool_switch(&o.peak_rss), "only the peak-RSS case (about 3 GB)")
+    ("growth", po::value(&o.growth)->default_value(o.growth),
+     "only bytes per row sampled while one table grows to this many rows (0: off)")
     ("rss-rows", po::value(&o.rss_rows)->default_value(o.rss_rows), "--peak-rss: rows in all")
     ("rss-dim", po::value(&o.rss_dim)->default_value(o.rss_dim), "--peak-rss: row width");
   return run_benchmark("actorps_bench_sparse_apply", argc, argv, desc, [&] {
