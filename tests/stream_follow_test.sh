@@ -59,6 +59,10 @@ touch "$dir/a.stop"
 finish "$pid" "$dir/a.log"
 grep -q "10 clocks, 1920 samples" "$dir/a.log" \
   || { cat "$dir/a.log"; fail "run a: not 10 clocks of 2 x 96 rows"; }
+grep -q "settings: .* epochs=none (a followed stream)" "$dir/a.log" \
+  || fail "run a: its settings line names epochs of a followed stream"
+grep -Eq '"event":"start",.*"epochs":0(\.0)?[,}]' "$dir/a.jsonl" \
+  || fail "run a: its start event gives epochs other than 0"
 grep -q '"event":"stream_end","clock":10,"by":"the stop file '"$dir/a.stop"'"' "$dir/a.jsonl" \
   || fail "run a: no stream_end at clock 10 by the stop file"
 for w in 0 1; do

@@ -377,8 +377,10 @@ caf::result<run_summary> start_run(self_ptr self) {
                  .add("clocks", st.cfg.steps)
                  .add("seed", static_cast<int64_t>(spec.seed));
   if (const auto& settings = st.cfg.settings; !settings.model.empty()) {
-    log_line("chief", "settings: " + describe(settings, spec.model));
-    start.add("momentum", double(spec.optimizer.momentum)).add("epochs", settings.values.epochs);
+    const bool followed = st.cfg.source.follow;  // read until stopped: no epochs
+    log_line("chief", "settings: " + describe(settings, spec.model, followed));
+    start.add("momentum", double(spec.optimizer.momentum))
+      .add("epochs", followed ? 0.0 : settings.values.epochs);
     if (!spec.model.sparse_tables.empty()) {  // set alike on every table
       const auto& table = spec.model.sparse_tables.front().config;
       start.add("table_optimizer", to_string(table.optimizer.kind))

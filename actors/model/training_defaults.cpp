@@ -73,12 +73,13 @@ void apply_table_settings(const training_settings& s, model_spec& spec) {
   }
 }
 
-std::string describe(const training_settings& s, const model_spec& spec) {
+std::string describe(const training_settings& s, const model_spec& spec, bool followed) {
   const auto& v = s.values;
   std::string line = "model=" + s.model + " optimizer=" + to_string(v.optimizer)
                      + " lr=" + number(v.lr);
   if (v.optimizer == optimizer_kind::momentum) line += " momentum=" + number(v.momentum);
-  line += " batch=" + std::to_string(v.batch) + " epochs=" + number(v.epochs);
+  line += " batch=" + std::to_string(v.batch)
+          + " epochs=" + (followed ? std::string("none (a followed stream)") : number(v.epochs));
   if (!spec.sparse_tables.empty()) {  // the first table's; the settings set them all alike
     const auto& table = spec.sparse_tables.front().config;
     line += std::string(" table_optimizer=") + to_string(table.optimizer.kind)

@@ -72,7 +72,9 @@ void apply_table_settings(const training_settings& settings, model_spec& spec);
 
 /// The settings in effect on one line, the tables' as `spec` holds them (after
 /// apply_table_settings): "model=dlrm:16:64-32:128-64 optimizer=adam lr=0.003 momentum=0.9
-/// batch=256 epochs=1 table_lr=0.1 admit_after=20 (the model's defaults; given: --lr)".
-std::string describe(const training_settings& settings, const model_spec& spec);
+/// batch=256 epochs=1 table_lr=0.1 admit_after=20 (the model's defaults; given: --lr)". A
+/// followed stream (`followed`) has no epochs: "epochs=none (a followed stream)".
+std::string describe(const training_settings& settings, const model_spec& spec,
+                     bool followed = false);
 
 } // namespace actorps
