@@ -4,6 +4,7 @@
 
 #include "kernels/cpu_clones.hpp"
 #include "kernels/optimizer_table.hpp"
+#include "kernels/table_names.hpp"
 
 #include <cstring>
 #include <stdexcept>
@@ -24,16 +25,7 @@ const char* to_string(optimizer_kind kind) {
   return out;
 }
 
-std::string optimizer_names() {
-  std::string out;
-  std::size_t i = 0;
-  for_each_optimizer([&](auto row) {
-    if (i > 0) out += ++i == optimizer_count ? " or " : ", ";
-    else ++i;
-    out += decltype(row)::name;
-  });
-  return out;
-}
+std::string optimizer_names() { return table_names<optimizer_table>(); }
 
 std::size_t optimizer_state_slots(optimizer_kind kind) {
   std::size_t out = 0;

@@ -2,6 +2,7 @@
 #include "kernels/sparse/row_optimizer.hpp"
 
 #include "kernels/sparse/row_optimizer_table.hpp"
+#include "kernels/table_names.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -35,16 +36,7 @@ const char* to_string(row_optimizer_kind kind) {
   return name;
 }
 
-std::string row_optimizer_names() {
-  std::string out;
-  std::size_t i = 0;
-  for_each_row_optimizer([&](auto row) {
-    if (i > 0) out += ++i == row_optimizer_count ? " or " : ", ";
-    else ++i;
-    out += decltype(row)::name;
-  });
-  return out;
-}
+std::string row_optimizer_names() { return table_names<row_optimizer_table>(); }
 
 uint32_t row_state_slots(row_optimizer_kind kind) {
   uint32_t slots = 0;
