@@ -13,7 +13,7 @@ packages=(
   libonnx-dev libprotobuf-dev libopencv-dnn-dev
   dataset-fashion-mnist
   python3 python3-matplotlib python3-yaml
-  python3-dev python3-numpy python3-torch pybind11-dev
+  python3-dev python3-numpy python3-torch python3-onnx pybind11-dev
   iproute2 iperf3
   openssl libssl-dev
   prometheus-cpp-dev prometheus python3-prometheus-client

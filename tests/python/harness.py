@@ -15,7 +15,8 @@ def require(*modules):
             loaded.append(importlib.import_module(name))
         except ImportError as e:
             print(f"SKIPPED: {name} cannot be imported by {sys.executable} ({e}); "
-                  "scripts/setup.sh installs python3-numpy and python3-torch", flush=True)
+                  "scripts/setup.sh installs python3-numpy, python3-torch and python3-onnx",
+                  flush=True)
             sys.exit(SKIP)
     return loaded[0] if len(loaded) == 1 else loaded
 
