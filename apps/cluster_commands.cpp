@@ -220,12 +220,14 @@ int run_chief(const deployment_options& opts, training_flags flags, const po::va
   remote.workers = opts.cluster.tasks("worker");
   if (opts.cluster.count("evaluator") > 0) remote.evaluator = opts.cluster.tasks("evaluator")[0];
   remote.data = plan.data;
+  plan.chief.source = plan.data;  // a followed stream: the chief watches the directory
   remote.join_timeout = opts.connect_timeout;
   remote.cluster_view = cluster_view_text(opts.cluster.jobs);
   plan.chief.remote = std::move(remote);
   auto with_threads = opts;
   with_threads.scheduler_threads = plan.scheduler_threads;
-  // SIGTERM or SIGINT: the chief stops the run cleanly (interrupt.cpp); a second one, at once.
+  // SIGTERM or SIGINT: the chief stops the run cleanly (interrupt.cpp), or with --follow ends
+  // the stream, the run finishing as at its last clock (follow.cpp); a second one, at once.
   stop_signals signals;
   auto result = run_chief_task(with_threads, std::move(plan.chief), [&](stop_request stop) {
     signals.on_signal([stop](int signal, int count) {
@@ -274,6 +276,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
   add_cluster_options(desc, cf, !chief_flags);
   if (chief_flags) add_training_options(desc, tf);
   if (chief_flags) add_replica_options(desc, tf);
+  if (chief_flags) add_stream_options(desc, tf);
   if (type == "ps") add_shard_options(desc, cf);
   std::string log_level = "info";  // the chief's (and `run`'s) is a training flag
   if (!chief_flags) add_log_level_option(desc, log_level);

@@ -426,9 +426,8 @@ void set_run_length(const training_flags& o, int64_t train_rows, chief_config& c
   c.train_rows = train_rows;
   auto per_epoch = (train_rows / o.workers) / o.batch;
   // A followed stream ends when it is told to (--stop-file, a signal), or at --steps.
-  constexpr int64_t endless = int64_t(1) << 40;
   c.steps = o.steps > 0 ? o.steps
-            : o.follow  ? endless
+            : o.follow  ? endless_clocks
                         : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
   const auto& ck = c.checkpoints;

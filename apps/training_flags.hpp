@@ -77,8 +77,9 @@ void note_given_flags(const boost::program_options::variables_map& vm, training_
 /// Adds --kill (fault injection) and --replicas (hot standbys); `actorps simulate` only.
 void add_fault_options(boost::program_options::options_description& desc, training_flags& flags);
 
-/// Adds --follow and --stop-file (a training directory followed as it grows); `actorps
-/// simulate` only: the workers of one process read the files as they come.
+/// Adds --follow and --stop-file (a training directory followed as it grows): `actorps
+/// simulate` and `actorps chief` (whose worker tasks read the same directory, and whose host
+/// watches it and the stop file).
 void add_stream_options(boost::program_options::options_description& desc, training_flags& flags);
 
 /// Adds --replicas (hot standbys): `actorps simulate` and `actorps chief`.

@@ -187,6 +187,7 @@ struct DataSource {
   trainPath @6 :Text;          # csv, libsvm, criteo: the files, plain or gzip
   testPath @7 :Text;
   groupField @8 :Int32 = -1;   # criteo: the field grouping the test rows for GAUC; -1: none
+  follow @9 :Bool;             # libsvm, criteo: trainPath is a directory followed as it grows
 }
 
 # The chief's instructions to a worker or evaluator process (distributed runs).
@@ -205,6 +206,8 @@ struct RoleSetup {
   incarnation @11 :UInt32;     # see Push.incarnation
   dataOffset @12 :Int64;       # clock c trains minibatch c - dataOffset (a replacement resumes
                                # its predecessor's data position)
+  followUntil @13 :Int64 = -1; # a followed stream: the worker computes clock c once c + 1 is
+                               # below it (the chief's grant, raised by stream messages); -1: none
 }
 
 # The chief's first message to a shard: the run and the shard's initial values.

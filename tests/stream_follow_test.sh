@@ -63,6 +63,8 @@ grep -q "settings: .* epochs=none (a followed stream)" "$dir/a.log" \
   || fail "run a: its settings line names epochs of a followed stream"
 grep -Eq '"event":"start",.*"epochs":0(\.0)?[,}]' "$dir/a.jsonl" \
   || fail "run a: its start event gives epochs other than 0"
+grep -q '"event":"start",.*"clocks":null,' "$dir/a.jsonl" \
+  || fail "run a: its start event gives a number of clocks, which a followed stream has not"
 grep -q '"event":"stream_end","clock":10,"by":"the stop file '"$dir/a.stop"'"' "$dir/a.jsonl" \
   || fail "run a: no stream_end at clock 10 by the stop file"
 for w in 0 1; do

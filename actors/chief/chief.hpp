@@ -114,8 +114,9 @@ struct chief_config {
   int64_t eval_every = 0;         ///< global clocks between evaluations; 0: only the final one
   std::vector<int> slow_ms;       ///< per worker straggler delay (empty: none)
   std::shared_ptr<const dataset> train, test;  ///< simulate: the data the local roles use
-  data_source source;             ///< simulate: where they came from (libsvm: each worker
-                                  ///< streams its part of the training file from here)
+  data_source source;             ///< where the data comes from (simulate: the local roles'
+                                  ///< source; libsvm: each worker streams its part of the
+                                  ///< training file from here); source.follow: a followed stream
   int64_t train_rows = 0;         ///< rows of the training set (for the epoch count)
   std::optional<remote_tasks> remote;  ///< set: distributed run, roles join instead of spawning
   std::shared_ptr<metrics_file> metrics;  ///< null: no metrics file

@@ -363,6 +363,9 @@ caf::result<run_summary> start_run(self_ptr self) {
   auto& st = self->state;
   st.run_promise = self->make_response_promise<run_summary>();
   const auto& spec = st.cfg.spec;
+  // A followed stream without --steps knows no number of clocks: it runs until stopped.
+  auto clocks = st.cfg.steps >= endless_clocks ? nlohmann::ordered_json()
+                                               : nlohmann::ordered_json(st.cfg.steps);
   auto start = json_object()
                  .add("event", "start")
                  .add("mode", to_string(spec.mode))
@@ -374,7 +377,7 @@ caf::result<run_summary> start_run(self_ptr self) {
                  .add("learning_rate", double(spec.optimizer.learning_rate))
                  .add("lr_schedule", to_string(spec.schedule))
                  .add("batch", st.cfg.batch)
-                 .add("clocks", st.cfg.steps)
+                 .add("clocks", clocks)
                  .add("seed", static_cast<int64_t>(spec.seed));
   if (const auto& settings = st.cfg.settings; !settings.model.empty()) {
     const bool followed = st.cfg.source.follow;  // read until stopped: no epochs

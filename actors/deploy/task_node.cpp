@@ -129,6 +129,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       wc.steps = setup.steps;
       wc.start_clock = setup.start_clock;
       wc.data_offset = setup.data_offset;
+      wc.follow_until = setup.follow_until;
       wc.incarnation = setup.incarnation;
       wc.slow_ms = setup.slow_ms;
       wc.backend = setup.backend;

@@ -25,8 +25,12 @@ struct data_source {
   int group_field = -1;    ///< criteo: the categorical field (0 for C1 .. 25 for C26) whose
                            ///< value groups the test rows for GAUC (--gauc-group); -1: none
   bool follow = false;     ///< libsvm, criteo: train_path is a directory followed as it grows
-                           ///< (--follow; one process only: not sent to other processes)
+                           ///< (--follow)
 };
+
+/// The clocks of a followed stream without --steps: more than any run trains, so it goes on
+/// until it is stopped (the stop file, a signal).
+inline constexpr int64_t endless_clocks = int64_t(1) << 40;
 
 /// Whether each worker streams its own part of the training file (libsvm, criteo) instead of
 /// being handed rows in memory.

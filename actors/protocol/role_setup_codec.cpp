@@ -32,6 +32,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     data.setSeed(setup.data.seed);
     data.setCols(static_cast<uint32_t>(setup.data.cols));
     data.setGroupField(setup.data.group_field);
+    data.setFollow(setup.data.follow);
     auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
     for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
       addresses.set(i, setup.shard_addresses[i]);
@@ -40,6 +41,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     msg.setStartClock(setup.start_clock);
     msg.setIncarnation(setup.incarnation);
     msg.setDataOffset(setup.data_offset);
+    msg.setFollowUntil(setup.follow_until);
   });
 }
 
@@ -71,6 +73,9 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
       return make_error(errc::malformed_message, "group field "
                                                    + std::to_string(out.data.group_field)
                                                    + " is not a Criteo field");
+    out.data.follow = data.getFollow();
+    if (out.data.follow && !streamed(out.data.what))
+      return make_error(errc::invalid_spec, "a followed stream of a data source not streamed");
     for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
     if (msg.getBackend() > static_cast<uint8_t>(backend_kind::automatic))
       return make_error(errc::invalid_spec, "unknown backend in RoleSetup");
@@ -79,8 +84,10 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.start_clock = msg.getStartClock();
     out.incarnation = msg.getIncarnation();
     out.data_offset = msg.getDataOffset();
+    out.follow_until = msg.getFollowUntil();
     if (out.batch <= 0 || out.steps < 0 || out.start_clock < 0
         || out.start_clock < out.data_offset  // a minibatch before the first
+        || out.follow_until < -1 || (out.follow_until >= 0 && !out.data.follow)
         || out.index < 0 || out.index >= out.spec.workers
         || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
         || out.data.train_rows <= 0 || out.data.test_rows <= 0)

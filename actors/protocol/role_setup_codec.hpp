@@ -31,6 +31,7 @@ struct role_setup {
   int64_t start_clock = 0;
   uint32_t incarnation = 0;
   int64_t data_offset = 0;  ///< worker_config::data_offset
+  int64_t follow_until = -1;  ///< worker_config::follow_until (a followed stream's grant)
 };
 
 wire_buffer encode_role_setup(const role_setup& setup);
