@@ -206,8 +206,9 @@ struct RoleSetup {
   incarnation @11 :UInt32;     # see Push.incarnation
   dataOffset @12 :Int64;       # clock c trains minibatch c - dataOffset (a replacement resumes
                                # its predecessor's data position)
-  followUntil @13 :Int64 = -1; # a followed stream: the worker computes clock c once c + 1 is
-                               # below it (the chief's grant, raised by stream messages); -1: none
+  followUntil @13 :Int64 = -1; # a followed stream: the worker computes the clock of its batch b
+                               # once b + 1 is below it (the chief's grant in minibatches, raised
+                               # by stream messages); -1: none
 }
 
 # The chief's first message to a shard: the run and the shard's initial values.

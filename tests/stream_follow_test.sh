@@ -7,7 +7,9 @@
 #   B  SIGTERM on a following run: exit 0, a final checkpoint; --resume follows on while day 3
 #      is written: every clock's loss and the exported model equal those of a run that read
 #      the 3 days in one go and never stopped;
-#   C  bad flags name themselves (exit 2).
+#   C  bad flags name themselves (exit 2);
+#   D  a worker killed mid-stream: its replacement resumes its predecessor's position, behind the
+#      others, and still trains every batch of its part up to the stop.
 # Every wait is for an event the run writes (its metrics file, its log), never a sleep.
 # usage: tests/stream_follow_test.sh [path/to/actorps]
 set -euo pipefail
@@ -123,6 +125,25 @@ diff <(losses "$dir/r.jsonl") <(losses "$dir/b.jsonl") \
   || fail "the followed, stopped and resumed run's losses differ from the run in one go"
 cmp "$dir/r.export/1/model.capnp" "$dir/b.export/1/model.capnp" \
   || fail "the followed, stopped and resumed run exports another model"
+
+# --- D: a worker killed mid-stream: its replacement, behind the others, trains all its part ---
+mkdir "$dir/d"
+add_day 1 "$dir/d"
+add_day 2 "$dir/d"
+"$bin" simulate --dataset "criteo:$dir/d" "${common[@]}" --eval-every 0 --follow \
+  --stop-file "$dir/d.stop" --kill worker:1@clock=3 --metrics "$dir/d.jsonl" > "$dir/d.log" 2>&1 &
+pid=$!
+pids+=("$pid")
+wait_for "$dir/d.jsonl" '"event":"recovery","role":"worker","index":1,' "$pid"
+# Both days hold 10 batches a worker: worker 0 computes clock 8 (clock 9's keys are there), then
+# waits for more files; the stop ends the stream at batch 10 of every worker.
+wait_for "$dir/d.jsonl" "$(train_event 0 8)" "$pid"
+touch "$dir/d.stop"
+finish "$pid" "$dir/d.log"
+grep -q '"event":"stream_end","clock":10,' "$dir/d.jsonl" \
+  || { cat "$dir/d.log"; fail "run d: the stream did not end at batch 10"; }
+grep -Eq "[0-9]+ clocks, 1920 samples" "$dir/d.log" \
+  || { cat "$dir/d.log"; fail "run d: not 2 x 10 batches of 96 rows trained, every row once"; }
 
 # --- C: bad flags name themselves -----------------------------------------------------------
 refused() {  # PATTERN FLAGS...: exit 2 with PATTERN in the output

@@ -3,13 +3,15 @@
 //
 // A stream_watch thread (data/stream_watch.hpp) counts each new file's rows per worker and sends
 // them here; the files join the run's (what checkpoints record, so that --resume goes on from
-// the same place). The workers compute a clock only once the chief grants it: clock c once
-// c + 1 < the grant (the next clock's keys go with the push), the grant being the clocks every
-// worker's part of the counted files holds, and at most follow_window past the global clock.
-// So no worker passes the grant, and a stop ends the run at it: each worker trains up to there
-// (at most a window of clocks), the final checkpoint and evaluation follow, and the summary, as
-// at the end of any run. In sync mode a stop and --resume give exactly the clocks of a run
-// that never stopped.
+// the same place). The workers compute a clock only once the chief grants its minibatch: the
+// clock of batch b once b + 1 < the grant (the next clock's keys go with the push), the grant
+// being the batches every worker's part of the counted files holds, and at most follow_window
+// past the global clock. Batches, not clocks: a replacement that resumed its predecessor's
+// position runs behind the others (its clock c trains batch c - offset), and trains its part
+// to the same batch as they do. So no worker passes the grant, and a stop ends the run at it:
+// each worker trains its batches up to there (at most a window), the final checkpoint and
+// evaluation follow, and the summary, as at the end of any run. In sync mode a stop and
+// --resume give exactly the clocks of a run that never stopped.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -18,26 +20,27 @@ namespace actorps::chief_detail {
 
 namespace {
 
-/// Clocks granted past the global clock at most: what a stop still trains.
+/// Batches granted past the global clock at most: what a stop still trains.
 constexpr int64_t follow_window = 64;
 
-/// The clocks every worker's part of the files counted so far holds: worker w's clock c trains
-/// its batch c - offset, and the stream is read once (no epochs).
-int64_t stream_clocks(const chief_state& st) {
+/// The minibatches every worker's part of the files counted so far holds (the stream is read
+/// once: no epochs).
+int64_t stream_batches(const chief_state& st) {
   int64_t out = std::numeric_limits<int64_t>::max();
   for (int32_t w = 0; w < st.cfg.spec.workers; ++w) {
     const auto part = static_cast<std::size_t>(w);
     int64_t rows = 0;
     for (const auto& f : st.cfg.checkpoints.files) rows += part < f.rows.size() ? f.rows[part] : 0;
-    out = std::min(out, rows / st.cfg.batch + st.data_offset(w));
+    out = std::min(out, rows / st.cfg.batch);
   }
   return out;
 }
 
-/// The grant the counted files and the global clock allow now (never past the run's end).
+/// The grant the counted files and the global clock allow now (never past the run's end), in
+/// minibatches: a worker's clock c trains its batch c - data_offset.
 int64_t grant_now(const chief_state& st) {
   const auto clock = std::max(st.global_clock(), st.start_clock);
-  return std::min({stream_clocks(st), clock + follow_window, st.cfg.steps});
+  return std::min({stream_batches(st), clock + follow_window, st.cfg.steps});
 }
 
 } // namespace
@@ -82,7 +85,7 @@ void start_following(self_ptr self) {
                       + (st.watch->notified() ? " (inotify)"
                                               : " (no inotify: looking once a second)")
                       + (st.cfg.stop_file.empty() ? "" : "; the stop file is " + st.cfg.stop_file)
-                      + "; the data holds clock " + std::to_string(stream_clocks(st)));
+                      + "; the data holds clock " + std::to_string(stream_batches(st)));
 }
 
 void grant_clocks(self_ptr self) {
@@ -91,7 +94,7 @@ void grant_clocks(self_ptr self) {
   const auto until = grant_now(st);
   // In steps of half a window, not every clock: a message per worker now and then.
   if (until <= st.follow_until
-      || (until - st.follow_until < follow_window / 2 && until < stream_clocks(st)))
+      || (until - st.follow_until < follow_window / 2 && until < stream_batches(st)))
     return;
   st.follow_until = until;
   for (auto& w : st.workers)
@@ -117,7 +120,7 @@ void on_stream_grew(self_ptr self, const std::vector<std::string>& names,
     st.cfg.checkpoints.files.push_back(std::move(f));
   }
   st.cfg.train_rows += rows;
-  const auto clocks = stream_clocks(st);
+  const auto clocks = stream_batches(st);
   log_line("chief", "stream: " + names.back()
                       + (names.size() > 1 ? " and " + std::to_string(names.size() - 1)
                                               + " more" : "")
@@ -136,11 +139,12 @@ bool end_stream(self_ptr self, const std::string& why) {
   auto& st = self->state;
   if (st.follow_until < 0 || st.stream_ended || st.phase != run_phase::training) return false;
   st.stream_ended = true;
-  // No worker has passed the grant (it computes clock c once c + 1 < it): each reaches it.
+  // No worker has passed the grant (the clock of batch b once b + 1 < it): each reaches it, a
+  // replacement behind the others (data_offset) that many clocks later.
   const auto end = std::min(st.follow_until, st.cfg.steps);
   st.cfg.steps = end;
   log_line("chief", why + ": the stream ends at clock " + std::to_string(end)
-                      + " (the workers train up to there)");
+                      + " (the workers train their batches up to there)");
   st.metrics->write(json_object()
                       .add("event", "stream_end")
                       .add("clock", end)

@@ -96,7 +96,7 @@ void send_reports(self_ptr self, bool now) {
 /// counted (its keys go with this clock's push), or st.clock is the last.
 bool next_batch_there(const worker_state& st) {
   const auto until = st.cfg.follow_until;
-  return until < 0 || st.clock + 1 < until || st.clock + 1 >= end_clock(st.cfg);
+  return until < 0 || batch_of(st.cfg, st.clock) + 1 < until || st.clock + 1 >= end_clock(st.cfg);
 }
 
 /// The parameters of st.clock have come from every shard: computes it, or says done after the
@@ -245,7 +245,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
         self, st.who(), st.cfg.shards, st.layout, st.cfg.standbys, st.cfg.request_timeout);
       st.shards->start_watchdog();
       const auto until = st.cfg.follow_until;
-      if (until >= 0 && st.clock >= until && st.clock < end_clock(st.cfg))
+      if (until >= 0 && batch_of(st.cfg, st.clock) >= until && st.clock < end_clock(st.cfg))
         st.waits = worker_state::waiting::pull;  // its first batch is not in the files yet
       else
         pull_initial(self);
@@ -255,10 +255,11 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       if (refusal(self, authorise_chief(current_role(self), "stream"))) return;
       if (st.cfg.follow_until < 0) return;  // not following
       st.cfg.follow_until = std::max(st.cfg.follow_until, until);
-      if (end) st.cfg.steps = until - st.cfg.data_offset;  // its last clock is until - 1
+      if (end) st.cfg.steps = until;  // its last batch is until - 1
       const auto was = std::exchange(st.waits, worker_state::waiting::nothing);
       if (was == worker_state::waiting::pull) {
-        if (st.clock < st.cfg.follow_until || st.clock >= end_clock(st.cfg)) pull_initial(self);
+        if (batch_of(st.cfg, st.clock) < st.cfg.follow_until || st.clock >= end_clock(st.cfg))
+          pull_initial(self);
         else st.waits = was;
       } else if (was == worker_state::waiting::compute) {
         if (next_batch_there(st) || st.clock >= end_clock(st.cfg))

@@ -30,9 +30,11 @@ struct worker_config {
   /// position at the clock it enters at (recovery.cpp), so the epoch's rows are each trained once.
   int64_t data_offset = 0;
   uint32_t incarnation = 0;                ///< which spawn of worker `index` this is (Push)
-  /// Following a stream (--follow): it computes clock c only once c + 1 < follow_until, so that
-  /// the keys of the next clock's batch are there to pull with the push (the chief raises it
-  /// as files come: (stream, until, end)); -1: not following, every clock's batch is there.
+  /// Following a stream (--follow): it computes clock c only once minibatch c + 1 - data_offset
+  /// is below follow_until, so that the keys of the next clock's batch are there to pull with
+  /// the push (the chief raises it as files come: (stream, until, end)); counted in minibatches,
+  /// not clocks, so that a replacement behind the others trains all of its part too; -1: not
+  /// following, every clock's batch is there.
   int64_t follow_until = -1;
   int slow_ms = 0;                         ///< straggler delay added to every step
   backend_kind backend = backend_kind::cpu; ///< auto: CUDA when this host has a usable GPU
