@@ -3,9 +3,9 @@
 #include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
 #include "apps/test_split_flags.hpp"
-#include "apps/export/ctr_scoring.hpp"
-#include "apps/export/model_evaluation.hpp"
-#include "apps/export/served_model.hpp"
+#include "actors/serving/ctr_scoring.hpp"
+#include "actors/serving/model_evaluation.hpp"
+#include "actors/serving/served_model.hpp"
 #include "actors/data/load_split.hpp"
 
 #include <cstdio>
