@@ -2,6 +2,7 @@
 
 #include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
+#include "apps/value_bound_flags.hpp"
 #include "actors/data/criteo_reader.hpp"
 #include "actors/serving/ctr_scoring.hpp"
 #include "actors/serving/model_evaluation.hpp"

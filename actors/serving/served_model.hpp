@@ -22,11 +22,6 @@ served_model decode_served_model(const std::string& bytes, const std::string& or
 /// Reads and decodes `path`; throws model_file_error naming it.
 served_model read_served_model(const std::string& path);
 
-/// --max-parameter of `actorps predict` and `actorps evaluate`.
-inline constexpr const char* max_parameter_help =
-  "refuse a model with a parameter beyond this magnitude (the bound training keeps parameters "
-  "within: give the run's --max-parameter if it raised it)";
-
 /// The largest metadata.json read.
 inline constexpr std::size_t max_metadata_bytes = std::size_t(16) << 20;
 
