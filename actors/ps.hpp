@@ -122,6 +122,17 @@ struct train_options {
   /// Hot standbys per shard, as --replicas (train() only): 0 none (a lost shard rolls the run
   /// back to its newest checkpoint), 1 a standby that takes over with no update lost.
   int replicas = 0;
+  // Exports, as --export-dir, --export-every and --full-export-every (train() only).
+  /// After a successful run, export the model (an MLP, lr or dlrm) to export_dir/<version>/,
+  /// its test split read from `source` unless given in memory ("" none): model.capnp,
+  /// model.onnx, metadata.json (actors/serving/EXPORT_FORMAT.md).
+  std::string export_dir;
+  /// Also write a version every this many global clocks while training (0: none): a full one,
+  /// then deltas of it (a CTR model's changed rows, removed keys and dense tensors; an MLP's are
+  /// all full). A full one is scored on `source`'s test split (refused with `test` in memory).
+  int64_t export_every = 0;
+  /// Every N-th version while training is full, the ones between deltas (1: every one full).
+  int full_export_every = 10;
 };
 
 /// Trains to the end and returns the summary (final test metrics, samples/s, staleness, the

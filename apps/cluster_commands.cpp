@@ -10,7 +10,7 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 #include "apps/command_line.hpp"
-#include "apps/export_after_run.hpp"
+#include "apps/export_plan.hpp"
 #include "apps/log_level_flag.hpp"
 #include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"

@@ -1,12 +1,10 @@
 #include "apps/evaluate_command.hpp"
 
 #include "actors/chief/metrics.hpp"
+#include "actors/ps/serving.hpp"
 #include "apps/command_line.hpp"
 #include "apps/test_split_flags.hpp"
-#include "apps/export/ctr_scoring.hpp"
-#include "apps/export/model_evaluation.hpp"
-#include "apps/export/served_model.hpp"
-#include "actors/data/load_split.hpp"
+#include "apps/value_bound_flags.hpp"
 
 #include <cstdio>
 #include <stdexcept>
@@ -38,11 +36,11 @@ po::options_description evaluate_options(evaluate_flags& f) {
 }
 
 /// Rows of the true classes, columns of the predicted ones.
-int64_t confusion_at(const model_metrics& m, int truth, int predicted) {
+int64_t confusion_at(const export_scores& m, int truth, int predicted) {
   return m.confusion[static_cast<std::size_t>(truth) * m.classes + predicted];
 }
 
-std::string metrics_json(const evaluate_flags& f, const model_metrics& m) {
+std::string metrics_json(const evaluate_flags& f, const export_scores& m) {
   auto rows = nlohmann::ordered_json::array();
   for (int t = 0; t < m.classes; ++t) {
     auto& row = rows.emplace_back(nlohmann::ordered_json::array());
@@ -58,9 +56,9 @@ std::string metrics_json(const evaluate_flags& f, const model_metrics& m) {
                       {"confusion", std::move(rows)}});
 }
 
-void print_table(const evaluate_flags& f, const exported_model& model, const model_metrics& m) {
+void print_table(const evaluate_flags& f, const export_model& model, const export_scores& m) {
   std::printf("model %s (%zu parameters), %s test split: %lld rows\n", f.model.c_str(),
-              model.parameters.size(), f.data.dataset.c_str(), static_cast<long long>(m.rows));
+              model.parameters(), f.data.dataset.c_str(), static_cast<long long>(m.rows));
   std::printf("accuracy %.6f (%lld correct), loss %.6f\n", m.accuracy,
               static_cast<long long>(m.correct), m.loss);
   std::printf("confusion matrix (rows: true class, columns: predicted class)\n      ");
@@ -74,7 +72,7 @@ void print_table(const evaluate_flags& f, const exported_model& model, const mod
   }
 }
 
-std::string ctr_metrics_json(const evaluate_flags& f, const model_metrics& m) {
+std::string ctr_metrics_json(const evaluate_flags& f, const export_scores& m) {
   return render_json({{"model", f.model},
                       {"test", f.data.test_path},
                       {"rows", m.rows},
@@ -84,14 +82,13 @@ std::string ctr_metrics_json(const evaluate_flags& f, const model_metrics& m) {
 }
 
 /// A CTR model on its Criteo test file: AUC, logloss and accuracy at p ≥ 0.5.
-int evaluate_ctr(const evaluate_flags& f, const ctr_model& model) {
-  const auto test = load_split(criteo_test_source(f.data), false);
-  const auto m = evaluate_ctr_model(model, test->criteo);
+int evaluate_ctr(const evaluate_flags& f, const export_model& model) {
+  const auto m = model.evaluate(criteo_test_source(f.data));
   if (f.json) {
     std::printf("%s\n", ctr_metrics_json(f, m).c_str());
     return 0;
   }
-  std::printf("model %s (%s), test %s: %lld rows\n", f.model.c_str(), model.name.c_str(),
+  std::printf("model %s (%s), test %s: %lld rows\n", f.model.c_str(), model.name().c_str(),
               f.data.test_path.c_str(), static_cast<long long>(m.rows));
   std::printf("auc %.6f, logloss %.6f, accuracy %.6f (p >= 0.5)\n", m.auc, m.loss, m.accuracy);
   return 0;
@@ -112,11 +109,9 @@ int evaluate_command(const std::vector<std::string>& args) {
     if (f.model.empty()) throw std::invalid_argument("--model DIR/<version> is required");
     if (auto why = invalid_bound(f.max_parameter); !why.empty())
       throw std::invalid_argument("--max-parameter " + why);
-    auto served = load_served_model(f.model, f.max_parameter);
-    if (const auto* ctr = std::get_if<ctr_model>(&served)) return evaluate_ctr(f, *ctr);
-    const auto& model = std::get<exported_model>(served);
-    const auto test = load_split(test_split_source(f.data, model.layers.front()), false);
-    const auto m = evaluate_model(model, *test);
+    const export_model model(f.model, f.max_parameter);
+    if (model.ctr()) return evaluate_ctr(f, model);
+    const auto m = model.evaluate(test_split_source(f.data, model.input_width()));
     if (f.json)
       std::printf("%s\n", metrics_json(f, m).c_str());
     else

@@ -2,11 +2,12 @@
 
 #include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
+#include "apps/value_bound_flags.hpp"
 #include "actors/data/criteo_reader.hpp"
-#include "apps/export/ctr_scoring.hpp"
-#include "apps/export/model_evaluation.hpp"
-#include "apps/export/prediction_input.hpp"
-#include "apps/export/served_model.hpp"
+#include "actors/serving/ctr_scoring.hpp"
+#include "actors/serving/model_evaluation.hpp"
+#include "actors/serving/prediction_input.hpp"
+#include "actors/serving/served_model.hpp"
 #include "kernels/backend_factory.hpp"
 
 #include <boost/program_options.hpp>

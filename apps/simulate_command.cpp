@@ -4,7 +4,7 @@
 #include "actors/protocol/log.hpp"
 #include "actors/deploy/simulation.hpp"
 #include "apps/command_line.hpp"
-#include "apps/export_after_run.hpp"
+#include "apps/export_plan.hpp"
 #include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
 #include "actors/data/load_split.hpp"

@@ -323,7 +323,7 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("export-every", po::value(&o.export_every),
      "also write an export version into --export-dir every CLOCKS global clocks while "
      "training: a full one, then deltas of it (the rows changed since the version before, the "
-     "keys removed, the dense tensors) for serving to apply (apps/export/EXPORT_FORMAT.md)")
+     "keys removed, the dense tensors) for serving to apply (actors/serving/EXPORT_FORMAT.md)")
     ("full-export-every", po::value(&o.full_export_every)->default_value(o.full_export_every),
      "with --export-every: every N-th version full, the ones between deltas (1: all full)");
   add_value_bound_options(desc, o.bounds);

@@ -97,8 +97,9 @@ struct training_plan {
   data_source data;
   std::shared_ptr<const dataset> train_split;  ///< set when planning had to read it (a CSV)
   int scheduler_threads = 0;
-  std::string export_dir;  ///< empty: no export (apps/export_after_run.hpp)
-  int64_t export_every = 0;    ///< versions while training (apps/export_versions.hpp); 0: none
+  std::string export_dir;  ///< empty: no export (actors/serving/export_after_run.hpp)
+  /// versions while training (actors/serving/export_versions.hpp); 0: none
+  int64_t export_every = 0;
   int full_export_every = 10;
   uint16_t prometheus_port = 0;  ///< 0: no /metrics endpoint
 };

@@ -9,6 +9,12 @@
 
 namespace actorps {
 
+/// --max-parameter of `actorps predict` and `actorps evaluate`: the bound a served model's
+/// parameters must keep.
+inline constexpr const char* max_parameter_help =
+  "refuse a model with a parameter beyond this magnitude (the bound training keeps parameters "
+  "within: give the run's --max-parameter if it raised it)";
+
 /// Adds both flags, with their defaults, bound to `bounds`.
 void add_value_bound_options(boost::program_options::options_description& desc,
                              value_bounds& bounds);

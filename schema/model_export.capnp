@@ -73,7 +73,7 @@ struct SparseTable {
   values @3 :Data;             # keys x dim little-endian float32, in key order
 }
 
-# delta.capnp of a delta version in an export chain (apps/export/EXPORT_FORMAT.md): what changed
+# delta.capnp of a delta version in an export chain (actors/serving/EXPORT_FORMAT.md): what changed
 # since the version before it. `model` is format 2 with every dense tensor whole and, in its
 # table, only the rows added or changed since; `removedKeys` the keys whose rows are gone since.
 struct ExportDelta {

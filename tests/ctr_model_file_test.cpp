@@ -5,10 +5,10 @@
 #include "actors/model/criteo_lr_plugin.hpp"
 #include "actors/model/dlrm_plugin.hpp"
 #include "actors/model/mlp_plugin.hpp"
-#include "apps/export/ctr_model_file.hpp"
-#include "apps/export/ctr_onnx.hpp"
-#include "apps/export/served_model.hpp"
-#include "apps/export/vocab_files.hpp"
+#include "actors/serving/ctr_model_file.hpp"
+#include "actors/serving/ctr_onnx.hpp"
+#include "actors/serving/served_model.hpp"
+#include "actors/serving/vocab_files.hpp"
 
 #include "tests/model_bytes_edit.hpp"
 

@@ -3,9 +3,9 @@
 // skipped and named; a link of another chain, a duplicate and a gap refused naming the link.
 #include "actors/data/criteo_keys.hpp"
 #include "actors/model/dlrm_plugin.hpp"
-#include "apps/export/ctr_model_file.hpp"
-#include "apps/export/export_chain.hpp"
-#include "apps/export/model_export.hpp"
+#include "actors/serving/ctr_model_file.hpp"
+#include "actors/serving/export_chain.hpp"
+#include "actors/serving/model_export.hpp"
 
 #include "tests/scratch_dir.hpp"
 

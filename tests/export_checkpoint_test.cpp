@@ -2,7 +2,7 @@
 // model the run exported, an earlier one its own parameters, a corrupt newest one is reported
 // and skipped, and bad input is refused with exit 2 naming the flag, nothing written.
 #include "actors/storage/checkpoint_store.hpp"
-#include "apps/export/file_bytes.hpp"
+#include "actors/serving/file_bytes.hpp"
 
 #include "tests/command_runner.hpp"
 #include "tests/scratch_dir.hpp"

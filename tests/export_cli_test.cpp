@@ -3,7 +3,7 @@
 // a message naming the file, and nothing half-written left behind.
 #include "actors/protocol/data_source.hpp"
 #include "actors/protocol/digest.hpp"
-#include "apps/export/file_bytes.hpp"
+#include "actors/serving/file_bytes.hpp"
 #include "actors/data/load_split.hpp"
 
 #include "tests/command_runner.hpp"

@@ -4,8 +4,8 @@
 // checksum rewritten to match: a value bound, as checkpoints have, refuses it), an export that
 // records no checksum, and a FIFO in place of any file they read — with exit 2 and the file.
 #include "actors/protocol/digest.hpp"
-#include "apps/export/file_bytes.hpp"
-#include "apps/export/served_model.hpp"
+#include "actors/serving/file_bytes.hpp"
+#include "actors/serving/served_model.hpp"
 
 #include "tests/command_runner.hpp"
 #include "tests/model_bytes_edit.hpp"

@@ -1,10 +1,10 @@
 // Exporting parameters: the three files of a version, what each holds, and how a reader
 // refuses a damaged model.capnp. Library level; tests/export_cli_test.cpp drives the binary.
 #include "actors/model/mlp_plugin.hpp"
-#include "apps/export/exported_model.hpp"
-#include "apps/export/file_bytes.hpp"
-#include "apps/export/model_export.hpp"
-#include "apps/export/onnx_model.hpp"
+#include "actors/serving/exported_model.hpp"
+#include "actors/serving/file_bytes.hpp"
+#include "actors/serving/model_export.hpp"
+#include "actors/serving/onnx_model.hpp"
 #include "kernels/parameter_init.hpp"
 
 #include "tests/model_bytes_edit.hpp"

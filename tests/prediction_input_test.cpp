@@ -1,6 +1,6 @@
 // The input of `actorps predict`: IDX images scaled as the model was trained, raw float32 as it
 // is, and which of the two a file is.
-#include "apps/export/prediction_input.hpp"
+#include "actors/serving/prediction_input.hpp"
 
 #include "tests/scratch_dir.hpp"
 

@@ -1,7 +1,7 @@
 // `actorps simulate --replicas 1` from the command line, on a model with sparse tables (DLRM on
 // a generated Criteo set, Adam): primaries killed three times in sync mode, and the exported
 // model is the same file, byte for byte, as the one the run without kills exports.
-#include "apps/export/file_bytes.hpp"
+#include "actors/serving/file_bytes.hpp"
 
 #include "tests/command_runner.hpp"
 #include "tests/metrics_events.hpp"

@@ -1,8 +1,8 @@
 // The versioned export directory: numbers count up from the largest one there, a version
 // appears only when published and never replaces anything, and an unpublished staging leaves
 // nothing behind.
-#include "apps/export/file_bytes.hpp"
-#include "apps/export/versioned_dir.hpp"
+#include "actors/serving/file_bytes.hpp"
+#include "actors/serving/versioned_dir.hpp"
 
 #include "tests/scratch_dir.hpp"
 

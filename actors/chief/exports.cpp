@@ -2,10 +2,10 @@
 // for its whole state at the next export clock (the shards hold the request until their min
 // clock reaches it, as for a checkpoint off the schedule, and keep nothing), then hands the
 // states to the export writer, an actor of its own that writes the version (full or delta:
-// apps/export_versions.hpp) while training goes on. One state is asked and one version written
-// at a time; one whose states come while another is being written waits (one at most: a newer
-// one replaces it, which is then skipped), and the final steps wait for the versions, so that a
-// run's versions are on disk when it reports.
+// actors/serving/export_versions.hpp) while training goes on. One state is asked and one
+// version written at a time; one whose states come while another is being written waits (one
+// at most: a newer one replaces it, which is then skipped), and the final steps wait for the
+// versions, so that a run's versions are on disk when it reports.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"

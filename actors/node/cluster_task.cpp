@@ -66,6 +66,8 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
   }
   if (d.task.type != "chief")
     return bad("TF_CONFIG names " + d.task.text() + ": this process should call serve_task");
+  if (!opts.export_dir.empty() || opts.export_every != 0)
+    return bad("export_dir and export_every are train()'s (the command's chief: --export-dir)");
   // The cluster fixes the shards and workers; options left at their defaults follow it.
   const train_options defaults;
   auto fix = [&](const char* what, int& value, int fallback, int count) -> caf::error {

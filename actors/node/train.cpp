@@ -4,6 +4,7 @@
 #include "actors/data/load_split.hpp"
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
+#include "actors/serving/export_after_run.hpp"
 #include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
@@ -144,6 +145,32 @@ caf::error plan_kills(const train_options& o, chief_config& c) {
   return {};
 }
 
+/// The exports of a run from train_options, checked as --export-dir, --export-every and
+/// --full-export-every are: the request of the export after the run (no directory: none), with
+/// the chief set up for it and for the versions while training.
+caf::expected<export_request> plan_exports(const train_options& o, chief_config& c) {
+  if (o.export_every < 0) return bad_option("export_every must be 0 (none) or more");
+  if (o.full_export_every < 1) return bad_option("full_export_every must be at least 1");
+  if (o.export_every > 0 && o.export_dir.empty())
+    return bad_option("export_every needs export_dir");
+  // A version while training is scored on the test split its writer reads from the source.
+  if (o.export_every > 0 && o.test)
+    return bad_option("export_every: the versions while training read the test split from "
+                      "source; name it there rather than in memory (test)");
+  export_request request;
+  request.dir = o.export_dir;
+  request.source = "train";
+  request.spec = c.spec;
+  request.data = o.source;
+  request.batch = c.batch;
+  try {
+    prepare_export(request, o.export_every, o.full_export_every, c, "export_dir");
+  } catch (const std::invalid_argument& e) {
+    return bad_option(e.what());
+  }
+  return request;
+}
+
 } // namespace
 
 namespace detail {
@@ -216,7 +243,19 @@ caf::expected<run_summary> train(const train_options& o) {
   if (auto err = plan_kills(o, sim->chief)) return err;
   if (o.replicas != 0 && o.replicas != 1) return bad_option("replicas must be 0 or 1");
   sim->chief.replicas = o.replicas;
-  return simulate(std::move(*sim));
+  auto exporting = plan_exports(o, sim->chief);
+  if (!exporting) return exporting.error();
+  const auto test = sim->chief.test;
+  auto summary = simulate(std::move(*sim));
+  // A run that lost every worker did not train to its end: nothing to export (as the command).
+  if (!summary || exporting->dir.empty() || summary->workers_lost) return summary;
+  try {
+    export_final(*exporting, *summary, test);
+  } catch (const std::exception& e) {
+    return make_error(errc::checkpoint_failed, "export_dir: the run succeeded but exporting it "
+                                               "to " + exporting->dir + " failed: " + e.what());
+  }
+  return summary;
 }
 
 caf::expected<std::vector<float>> final_parameters(const run_summary& summary,

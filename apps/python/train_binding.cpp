@@ -5,7 +5,9 @@
 // and the progress line.
 //
 // The Python object is registered as a model plug-in under its spec's name for the run (every
-// role resolves its model by that name) and unregistered when the run ends.
+// role resolves its model by that name) and unregistered when the run ends. A model named by a
+// string is a built-in plug-in (or one registered in C++) training on files, as `actorps
+// simulate --model NAME --dataset KIND:PATH --test PATH`.
 #include "actors/ps.hpp"
 #include "apps/python/binding.hpp"
 #include "apps/python/choices.hpp"
@@ -15,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -215,8 +218,56 @@ struct registration {
   }
 };
 
+/// train(opts) with the GIL released; `check` runs once the run is over, before the run's own
+/// errors are raised. Returns the summary with the final parameters.
+py::dict run_train(const train_options& opts, const std::function<void()>& check = {}) {
+  std::optional<caf::expected<run_summary>> summary;
+  std::optional<caf::expected<std::vector<float>>> params;
+  {
+    py::gil_scoped_release release;
+    summary.emplace(train(opts));
+    if (*summary) params.emplace(final_parameters(**summary, opts));
+  }
+  if (check) check();
+  if (!*summary) raise_error(summary->error());
+  auto out = summary_dict(**summary);
+  if (!*params) raise_error(params->error());
+  out["parameters"] = py::array_t<float>((*params)->size(), (*params)->data());
+  return out;
+}
+
+/// The files of a model named by a string: train "criteo:PATH", "libsvm:PATH" or "csv:PATH"
+/// (as --dataset), test the test file of the same format (as --test).
+data_source files_of(py::handle train_split, py::handle test_split) {
+  const char* usage = "a model named by a string trains on files: train 'criteo:PATH', "
+                      "'libsvm:PATH' or 'csv:PATH', test the test file";
+  if (!py::isinstance<py::str>(train_split))
+    throw py::value_error(std::string("train: ") + usage);
+  if (!py::isinstance<py::str>(test_split)) throw py::value_error(std::string("test: ") + usage);
+  const auto text = train_split.cast<std::string>();
+  const std::pair<std::string, data_source::kind> kinds[] = {
+    {"criteo:", data_source::kind::criteo},
+    {"libsvm:", data_source::kind::libsvm},
+    {"csv:", data_source::kind::csv}};
+  for (const auto& [prefix, kind] : kinds) {
+    if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size()) continue;
+    data_source d;
+    d.what = kind;
+    d.train_path = text.substr(prefix.size());
+    d.test_path = test_split.cast<std::string>();
+    return d;
+  }
+  throw py::value_error("train: " + text + ": " + usage);
+}
+
 py::dict train_python(py::object model, py::handle train_split, py::handle test_split,
                       const train_options& base) {
+  if (py::isinstance<py::str>(model)) {
+    train_options opts = base;
+    opts.model = model.cast<std::string>();
+    opts.source = files_of(train_split, test_split);
+    return run_train(opts);
+  }
   auto spec_obj = model.attr("spec");
   if (PyCallable_Check(spec_obj.ptr())) spec_obj = spec_obj();
   auto spec = spec_obj.cast<model_spec>();
@@ -237,20 +288,10 @@ py::dict train_python(py::object model, py::handle train_split, py::handle test_
   register_model(spec.name, [shared](const std::string&) {
     return std::make_unique<python_plugin>(shared);
   });
-  std::optional<caf::expected<run_summary>> summary;
-  std::optional<caf::expected<std::vector<float>>> params;
-  {
-    py::gil_scoped_release release;
-    summary.emplace(train(opts));
-    if (*summary) params.emplace(final_parameters(**summary, opts));
-  }
-  if (shared->first_error)
-    throw std::runtime_error("the Python model raised in " + *shared->first_error);
-  if (!*summary) raise_error(summary->error());
-  auto out = summary_dict(**summary);
-  if (!*params) raise_error(params->error());
-  out["parameters"] = py::array_t<float>((*params)->size(), (*params)->data());
-  return out;
+  return run_train(opts, [&] {
+    if (shared->first_error)
+      throw std::runtime_error("the Python model raised in " + *shared->first_error);
+  });
 }
 
 } // namespace
@@ -266,7 +307,8 @@ void bind_train(py::module_& m) {
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
        const std::string& resume, const std::string& checkpoint_key,
        const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas,
-       const std::string& tensorboard_dir, int full_checkpoint_every) {
+       const std::string& tensorboard_dir, int full_checkpoint_every,
+       const std::string& export_dir, int64_t export_every, int full_export_every) {
       train_options o;
       o.ps = ps;
       o.workers = workers;
@@ -290,6 +332,9 @@ void bind_train(py::module_& m) {
       o.checkpoint_key = checkpoint_key;
       for (const auto& [role, index, clock] : kill) o.kills.push_back({role, index, clock});
       o.replicas = replicas;
+      o.export_dir = export_dir;
+      o.export_every = export_every;
+      o.full_export_every = full_export_every;
       return train_python(std::move(model), train_split, test_split, o);
     },
     py::arg("model"), py::arg("train"), py::arg("test"), py::kw_only(), py::arg("ps") = 2,
@@ -302,6 +347,7 @@ void bind_train(py::module_& m) {
     py::arg("checkpoint_key") = "",
     py::arg("kill") = std::vector<std::tuple<std::string, int32_t, int64_t>>{},
     py::arg("replicas") = 0, py::arg("tensorboard_dir") = "", py::arg("full_checkpoint_every") = 10,
+    py::arg("export_dir") = "", py::arg("export_every") = 0, py::arg("full_export_every") = 10,
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`). model: .spec (an actorps.ModelSpec, dense tensors; its name "
     "registers the plug-in for the run), .step(worker, clock, params, grad, x, y) -> the mean "
@@ -317,7 +363,12 @@ void bind_train(py::module_& m) {
     "recovers (a lost shard from the newest checkpoint, or with replicas=1 from its hot "
     "standby, losing nothing). tensorboard_dir: TensorBoard event files, as --tensorboard. "
     "full_checkpoint_every: as --full-checkpoint-every (every N-th checkpoint full, deltas "
-    "between). "
+    "between). model may instead name a built-in plug-in ('dlrm:8:16:16', 'lr', "
+    "'mlp:784-256-10'); train is then its data file as --dataset has it ('criteo:PATH', "
+    "'libsvm:PATH', 'csv:PATH') and test the test file. export_dir, export_every (global "
+    "clocks; 0: none) and full_export_every as --export-dir, --export-every and "
+    "--full-export-every: the export after the run and the versions while training (an MLP, "
+    "lr or dlrm). "
     "Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");

@@ -1,10 +1,10 @@
-// The exported model.capnp (apps/export/served_model.hpp) as `actorps predict` and `actorps
+// The exported model.capnp (actors/serving/served_model.hpp) as `actorps predict` and `actorps
 // evaluate` load it: format 1 (an MLP) or 2 (a CTR model), from a file anybody may hand them.
 // A model that loads is run on a row, as predict runs it: whatever the file said, its tensors
 // must fit its layers, or the forward pass reads outside them (AddressSanitizer says so).
-#include "apps/export/ctr_scoring.hpp"
-#include "apps/export/model_evaluation.hpp"
-#include "apps/export/served_model.hpp"
+#include "actors/serving/ctr_scoring.hpp"
+#include "actors/serving/model_evaluation.hpp"
+#include "actors/serving/served_model.hpp"
 #include "kernels/backend_factory.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

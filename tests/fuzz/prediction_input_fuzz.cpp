@@ -1,11 +1,11 @@
-// Input files of `actorps predict` (apps/export/prediction_input.hpp: IDX images, plain or
+// Input files of `actorps predict` (actors/serving/prediction_input.hpp: IDX images, plain or
 // gzip, and raw float32 rows) and CSV data (actors/data/csv_dataset.hpp), from whoever wrote
 // them. The first byte picks the reader: 0, predict's automatic choice for a 784-input model;
 // 1, IDX; 2, raw rows of 4 floats; 3-5, CSV with the default options, with the label last,
 // no header and ';', with a header and tabs. A reader returns rows that fit what it was asked
 // for, or throws the error that names the file; anything else is a finding.
 #include "actors/data/csv_dataset.hpp"
-#include "apps/export/prediction_input.hpp"
+#include "actors/serving/prediction_input.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <cmath>

@@ -1,0 +1,86 @@
+// A click-through-rate model (lr or dlrm on Criteo logs) ready for serving: its dense tensors
+// and, per categorical field C1..C26, a vocabulary and a matrix of rows.
+//
+// Training keeps all 26 fields in one sparse table whose keys carry their field in the top byte
+// (actors/data/criteo_keys.hpp). Serving wants them apart: field f's vocabulary is its keys,
+// ascending, and its matrix has (keys + 1) rows — row 0 for a key the model never saw (zeros),
+// row i + 1 for vocabulary key i. A model whose table lacks a field still has its row 0.
+//
+//   auto table = merge_rows(parts_per_shard, dim);       // every row the shards hold
+//   ctr_model m = make_ctr_model(spec.model, dense, table);
+//   uint32_t row = m.fields[2].row_of(criteo_key(2, "68fd1e64"));  // 0: unknown
+#pragma once
+
+#include "actors/protocol/model_spec.hpp"
+#include "actors/serving/exported_model.hpp"  // tensor_slot
+#include "kernels/dlrm.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace actorps {
+
+enum class ctr_kind {
+  lr,    ///< σ(bias + dense·w + Σ_f wide_f[row]): criteo_lr_plugin.hpp
+  dlrm,  ///< kernels/dlrm.hpp
+};
+
+/// "lr" or "dlrm".
+const char* to_string(ctr_kind kind);
+
+/// One categorical field's part of the model.
+struct ctr_field {
+  std::vector<uint64_t> keys;  ///< strictly ascending; keys[i] has row i + 1
+  std::vector<float> rows;     ///< (keys.size() + 1) × dim; row 0 zeros (unknown keys)
+
+  /// The row of `key`: its place in `keys` + 1, or 0 when it is not there.
+  uint32_t row_of(uint64_t key) const;
+};
+
+struct ctr_model {
+  ctr_kind kind = ctr_kind::dlrm;
+  std::string name;               ///< the model string trained: "lr:ftrl", "dlrm:16:64-32:64-32"
+  dlrm_shape shape;               ///< the sizes; lr: 13 dense features, 26 fields, dim 1, no MLP
+  std::string table;              ///< the training's sparse table: "wide" (lr), "embeddings"
+  std::vector<float> dense;       ///< every dense tensor, flat in the order of tensor_slots()
+  std::vector<ctr_field> fields;  ///< shape.fields of them: C1, C2, ...
+
+  /// Floats per row of the field matrices: 1 for lr, shape.dim for dlrm.
+  int dim() const { return kind == ctr_kind::lr ? 1 : shape.dim; }
+  /// The dense tensors in layout order: lr "dense/kernel" [13], "bias" [1]; dlrm those of
+  /// dlrm_tensors(shape).
+  std::vector<tensor_slot> tensor_slots() const;
+};
+
+/// Every row of one sparse table: keys strictly ascending, values keys × dim.
+struct gathered_rows {
+  std::vector<uint64_t> keys;
+  std::vector<float> values;
+};
+
+/// One table from its parts on each shard (any order, shards own disjoint keys). Throws
+/// std::invalid_argument when values do not fit keys × dim or a key comes twice.
+gathered_rows merge_rows(const std::vector<gathered_rows>& parts, uint32_t dim);
+
+/// The kind of `model` when it is one of the CTR models exports know ("lr…", "dlrm…").
+std::optional<ctr_kind> ctr_kind_of(const model_spec& model);
+
+/// The serving form of a trained CTR model: `dense` (model.total_floats(), flat) and `table`,
+/// every row of its one sparse table. Throws std::invalid_argument when the spec is not one of
+/// the lr or dlrm specs on Criteo's 13 + 26 fields, the sizes do not fit it, a key's field is not
+/// one of the 26, or a value is not finite.
+ctr_model make_ctr_model(const model_spec& model, std::vector<float> dense,
+                         const gathered_rows& table);
+
+/// The table cut into `fields` fields by each key's top byte (criteo_field_of), each matrix
+/// starting with its zero row 0. Throws std::invalid_argument naming the first key that is not
+/// strictly above the one before or belongs to no field, or values that do not fit keys × dim.
+std::vector<ctr_field> split_fields(const gathered_rows& table, int fields, std::size_t dim);
+
+/// The model's table again, as training held it (keys ascending, field after field), which
+/// make_ctr_model cut into fields.
+gathered_rows joined_rows(const ctr_model& model);
+
+} // namespace actorps

@@ -1,0 +1,128 @@
+#include "actors/serving/ctr_scoring.hpp"
+
+#include "actors/model/criteo_model.hpp"  // binary_metrics_from_logits
+#include "kernels/ctr_math.hpp"
+#include "kernels/dlrm.hpp"
+#include "kernels/sparse_logistic.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace actorps {
+
+namespace {
+
+constexpr int dlrm_chunk = 4096;  // samples per forward pass, as the run's evaluation
+
+/// The batch's distinct rows, gathered from the field matrices, and each use's place among
+/// them: what the kernels take (table_rows' values and inverse).
+struct used_rows {
+  std::vector<float> values;     // u × dim
+  std::vector<uint32_t> index;   // rows × fields, into [0, u)
+};
+
+used_rows gather_used_rows(const ctr_model& model, const std::vector<int64_t>& rows_of_keys) {
+  const auto fields = model.fields.size();
+  const auto dim = static_cast<std::size_t>(model.dim());
+  std::vector<uint64_t> base(fields, 0);  // field f's rows are numbered from base[f] on
+  for (std::size_t f = 1; f < fields; ++f)
+    base[f] = base[f - 1] + model.fields[f - 1].keys.size() + 1;
+  std::vector<uint64_t> global(rows_of_keys.size());
+  for (std::size_t i = 0; i < global.size(); ++i)
+    global[i] = base[i % fields] + static_cast<uint64_t>(rows_of_keys[i]);
+  std::vector<uint64_t> distinct = global;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  used_rows out;
+  out.index.resize(global.size());
+  for (std::size_t i = 0; i < global.size(); ++i)
+    out.index[i] = static_cast<uint32_t>(
+      std::lower_bound(distinct.begin(), distinct.end(), global[i]) - distinct.begin());
+  out.values.resize(distinct.size() * dim);
+  std::size_t f = 0;
+  for (std::size_t u = 0; u < distinct.size(); ++u) {  // ascending: fields in order
+    while (f + 1 < fields && distinct[u] >= base[f + 1]) ++f;
+    const auto* row = model.fields[f].rows.data() + (distinct[u] - base[f]) * dim;
+    std::copy(row, row + dim, out.values.begin() + static_cast<std::ptrdiff_t>(u * dim));
+  }
+  return out;
+}
+
+/// lr: as the plug-in's wide model — the keys' weights and the bias by sparse_logits, then the
+/// dense features' dot product in double.
+std::vector<float> lr_logits(const ctr_model& model, const criteo_batch& batch,
+                             const used_rows& used) {
+  const std::size_t n = batch.rows();
+  const auto fields = model.fields.size();
+  const auto dense_in = static_cast<std::size_t>(model.shape.dense_in);
+  std::vector<uint64_t> offsets(n + 1);
+  for (std::size_t r = 0; r <= n; ++r) offsets[r] = r * fields;
+  const std::vector<float> ones(n * fields, 1.0f);
+  std::vector<float> z(n);
+  const float* w = model.dense.data();  // dense/kernel [13], then bias
+  sparse_logits(offsets.data(), n, ones.data(), used.index.data(), used.values.data(),
+                w[dense_in], z.data());
+  for (std::size_t r = 0; r < n; ++r) {
+    double dot = 0;
+    for (std::size_t j = 0; j < dense_in; ++j) dot += double(w[j]) * batch.dense[r * dense_in + j];
+    z[r] += static_cast<float>(dot);
+  }
+  return z;
+}
+
+std::vector<float> dlrm_logits(backend& be, const ctr_model& model, const criteo_batch& batch,
+                               const used_rows& used) {
+  const int n = static_cast<int>(batch.rows());
+  dlrm net(be, model.shape, std::min(dlrm_chunk, std::max(n, 1)));
+  net.set_parameters(model.dense.data());
+  std::vector<float> z(batch.rows());
+  net.predict_logits(batch.dense.data(), used.values.data(),
+                     static_cast<int>(used.values.size() / static_cast<std::size_t>(model.dim())),
+                     reinterpret_cast<const int32_t*>(used.index.data()), n, z.data());
+  return z;
+}
+
+} // namespace
+
+std::vector<int64_t> ctr_row_indices(const ctr_model& model, const criteo_batch& batch) {
+  const auto fields = model.fields.size();
+  if (batch.keys.size() != batch.rows() * fields
+      || batch.dense.size() != batch.rows() * static_cast<std::size_t>(model.shape.dense_in))
+    throw std::invalid_argument("the rows do not have the model's " + std::to_string(fields)
+                                + " categorical and " + std::to_string(model.shape.dense_in)
+                                + " integer fields");
+  std::vector<int64_t> rows(batch.keys.size());
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows[i] = model.fields[i % fields].row_of(batch.keys[i]);
+  return rows;
+}
+
+std::vector<float> ctr_logits(backend& be, const ctr_model& model, const criteo_batch& batch) {
+  if (batch.rows() == 0) return {};
+  const auto used = gather_used_rows(model, ctr_row_indices(model, batch));
+  return model.kind == ctr_kind::lr ? lr_logits(model, batch, used)
+                                    : dlrm_logits(be, model, batch, used);
+}
+
+std::vector<float> ctr_probabilities(const std::vector<float>& logits) {
+  std::vector<float> p(logits.size());
+  std::transform(logits.begin(), logits.end(), p.begin(), math::sigmoid);
+  return p;
+}
+
+model_metrics evaluate_ctr_model(const ctr_model& model, const criteo_batch& split) {
+  auto be = make_cpu_backend();
+  const auto z = ctr_logits(*be, model, split);
+  const auto m = binary_metrics_from_logits(z.data(), split.labels.data(), split.rows());
+  model_metrics out;
+  out.rows = m.rows;
+  out.classes = 2;
+  out.accuracy = m.accuracy;
+  out.correct = std::llround(m.accuracy * double(m.rows));
+  out.loss = m.loss;
+  out.auc = m.auc;
+  return out;
+}
+
+} // namespace actorps
