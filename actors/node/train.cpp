@@ -5,6 +5,7 @@
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
 #include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/storage/run_identity.hpp"
@@ -120,6 +121,7 @@ caf::error plan_checkpoints(const train_options& o, chief_config& c) {
     return bad_option("resume: " + saved.dir + " is at clock " + std::to_string(saved.clock)
                       + " and this run ends at clock " + std::to_string(c.steps));
   ck.run_id = run->run_id;
+  c.spec.bucket_shards = resumed_placement(run->spec, c.spec.shards);
   ck.resume = std::move(saved);
   return {};
 }
