@@ -61,10 +61,15 @@ TEST_CASE("growing round-robin buckets from 2 shards to 3 moves a third of them"
 }
 
 TEST_CASE("bucket placements after a resize are balanced, minimal and deterministic for 1 to 8 shards") {
-  for (int from = 1; from <= 8; ++from) {
-    auto before = round_robin(from);
+  for (int from = 1; from <= 8; ++from)
+    for (bool skewed : {false, true})
     for (int to = 1; to <= 8; ++to) {
+      // round robin, or one where the last shard holds more than its share
+      auto before = round_robin(from);
+      if (skewed)
+        for (std::size_t b = 0; b < before.size(); b += 5) before[b] = uint16_t(from - 1);
       CAPTURE(from);
+      CAPTURE(skewed);
       CAPTURE(to);
       auto after = buckets_after_resize(before, to);
       CHECK(after == buckets_after_resize(before, to));
@@ -79,7 +84,6 @@ TEST_CASE("bucket placements after a resize are balanced, minimal and determinis
       CHECK(*bhi - *blo <= 1);
       CHECK(moved_count(after, again) == fewest_moves(after, from));
     }
-  }
 }
 
 TEST_CASE("a bucket placement refuses a shard count it cannot fill") {
