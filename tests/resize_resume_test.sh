@@ -3,8 +3,8 @@
 # 20 of 40), resumed at 3 and at 1, export the model.capnp byte for byte of the same run resumed
 # at 2 (and of the run never stopped): the shard count does not change the math. For a sparse
 # model (lr on Criteo-format data) and a dense one (the MLP); a shard lost in the resumed 3-shard
-# run before its own first checkpoint goes back to the 2-shard one, cut again. Another number of
-# workers stays refused, naming it.
+# run before its own first checkpoint goes back to the 2-shard one, cut again; 3 ps processes
+# (scripts/launch_local.sh) resume it too. Another number of workers stays refused, naming it.
 # usage: tests/resize_resume_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +45,16 @@ for kind in sparse dense; do
   cmp "$dir/$kind.export/1/model.capnp" "$dir/$kind-3-lost.export/1/model.capnp" \
     || fail "$kind resumed at 3 shards and rolled back exports another model"
 done
+
+# one process per task: 3 ps tasks resume the 2-shard checkpoint
+"$root/scripts/launch_local.sh" --binary "$bin" --ps 3 --workers 2 -- "${sparse[@]}" --batch 64 \
+  --steps 40 --mode sync --eval-every 0 --no-progress --resume "$dir/sparse.ckpt/ckpt-000000000020" \
+  --export-dir "$dir/sparse-procs.export" > "$dir/sparse-procs.log" 2>&1 \
+  || { cat "$dir/sparse-procs.log" >&2; fail "the 3-process resume failed"; }
+[ "$(grep -c 'ps:[0-2]: restored to the checkpoint at clock 20' "$dir/sparse-procs.log")" = 3 ] \
+  || fail "not every ps task was restored"
+cmp "$dir/sparse.export/1/model.capnp" "$dir/sparse-procs.export/1/model.capnp" \
+  || fail "3 ps tasks resumed from 2 shards export another model"
 
 # the 3-shard run's checkpoint records its placement and resumes at 2 as well
 run "sparse-3w" sparse --ps 3 --resume "$dir/sparse.ckpt/ckpt-000000000020" \
