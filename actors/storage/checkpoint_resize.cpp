@@ -25,13 +25,13 @@ struct row_source {
 };
 
 /// `per` values of each source appended to `out` from the old shards' `field` arrays.
-template <class T, class Field>
+template <class T>
 void gather(std::vector<T>& out, const std::vector<row_source>& from,
             const std::vector<shard_checkpoint_view>& old, std::size_t table, std::size_t per,
-            Field field) {
+            std::vector<T> sparse_table_rows::*field) {
   out.reserve(from.size() * per);
   for (const auto& r : from) {
-    const auto& in = field(old[r.shard].sparse[table]);
+    const auto& in = old[r.shard].sparse[table].*field;
     out.insert(out.end(), in.begin() + std::ptrdiff_t(r.index * per),
                in.begin() + std::ptrdiff_t((r.index + 1) * per));
   }
@@ -90,25 +90,25 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
              + " is pending on two shards");
   sparse_table_rows out;
   for (const auto& r : rows) out.keys.push_back(r.key);
-  gather(out.values, rows, old, t, dim, [](const sparse_table_rows& x) { return x.values; });
+  gather(out.values, rows, old, t, dim, &sparse_table_rows::values);
   gather(out.state, rows, old, t, slots * dim,
-         [](const sparse_table_rows& x) { return x.state; });
-  gather(out.touches, rows, old, t, 1, [](const sparse_table_rows& x) { return x.touches; });
+         &sparse_table_rows::state);
+  gather(out.touches, rows, old, t, 1, &sparse_table_rows::touches);
   auto rows_of = [](const sparse_table_rows& x) { return x.keys.size(); };
   if (present_in_all(old, t, [&](const sparse_table_rows& x) {
         return std::make_pair(!x.steps.empty(), rows_of(x)); }, "Adam's row steps"))
-    gather(out.steps, rows, old, t, 1, [](const sparse_table_rows& x) { return x.steps; });
+    gather(out.steps, rows, old, t, 1, &sparse_table_rows::steps);
   if (present_in_all(old, t, [&](const sparse_table_rows& x) {
         return std::make_pair(!x.clocks.empty(), rows_of(x)); }, "row clocks"))
-    gather(out.clocks, rows, old, t, 1, [](const sparse_table_rows& x) { return x.clocks; });
+    gather(out.clocks, rows, old, t, 1, &sparse_table_rows::clocks);
   for (const auto& r : pending) out.pending_keys.push_back(r.key);
   gather(out.pending_counts, pending, old, t, 1,
-         [](const sparse_table_rows& x) { return x.pending_counts; });
+         &sparse_table_rows::pending_counts);
   if (present_in_all(old, t, [&](const sparse_table_rows& x) {
         return std::make_pair(!x.pending_clocks.empty(), x.pending_keys.size()); },
         "pending keys' clocks"))
     gather(out.pending_clocks, pending, old, t, 1,
-           [](const sparse_table_rows& x) { return x.pending_clocks; });
+           &sparse_table_rows::pending_clocks);
   // The sketch: counters of every old shard that held a bucket now here, at their maximum.
   for (std::size_t b = 0; b < spec.bucket_shards.size(); ++b)
     if (spec.bucket_shards[b] == s) {

@@ -33,6 +33,7 @@ done
 shift $((OPTIND - 1))
 (( $# == 0 )) || usage
 out="$(realpath -m "${out:-$build/bench/resize_restart.json}")"
+mkdir -p "$(dirname "$out")"
 if ! [[ "$ctr_rows" =~ ^[0-9]+$ && "$clock" =~ ^[0-9]+$ && "$new_ps" =~ ^[0-9]+$ ]] \
    || (( ctr_rows < 1000 || clock < 10 || new_ps < 1 )); then
   echo "resize_restart.sh: -n must be 1000 or more, -c 10 or more, -p 1 or more" >&2
