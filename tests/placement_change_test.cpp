@@ -60,7 +60,7 @@ TEST_CASE("growing round-robin buckets from 2 shards to 3 moves a third of them"
   CHECK(buckets_after_resize(before, 2) == before);
 }
 
-TEST_CASE("bucket placements after a resize are balanced, minimal and deterministic for 1 to 8 shards") {
+TEST_CASE("bucket placements after a resize: balanced, minimal, deterministic for 1 to 8 shards") {
   for (int from = 1; from <= 8; ++from)
     for (bool skewed : {false, true})
     for (int to = 1; to <= 8; ++to) {

@@ -91,8 +91,7 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
   sparse_table_rows out;
   for (const auto& r : rows) out.keys.push_back(r.key);
   gather(out.values, rows, old, t, dim, &sparse_table_rows::values);
-  gather(out.state, rows, old, t, slots * dim,
-         &sparse_table_rows::state);
+  gather(out.state, rows, old, t, slots * dim, &sparse_table_rows::state);
   gather(out.touches, rows, old, t, 1, &sparse_table_rows::touches);
   auto rows_of = [](const sparse_table_rows& x) { return x.keys.size(); };
   if (present_in_all(old, t, [&](const sparse_table_rows& x) {
@@ -102,13 +101,11 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
         return std::make_pair(!x.clocks.empty(), rows_of(x)); }, "row clocks"))
     gather(out.clocks, rows, old, t, 1, &sparse_table_rows::clocks);
   for (const auto& r : pending) out.pending_keys.push_back(r.key);
-  gather(out.pending_counts, pending, old, t, 1,
-         &sparse_table_rows::pending_counts);
+  gather(out.pending_counts, pending, old, t, 1, &sparse_table_rows::pending_counts);
   if (present_in_all(old, t, [&](const sparse_table_rows& x) {
         return std::make_pair(!x.pending_clocks.empty(), x.pending_keys.size()); },
         "pending keys' clocks"))
-    gather(out.pending_clocks, pending, old, t, 1,
-           &sparse_table_rows::pending_clocks);
+    gather(out.pending_clocks, pending, old, t, 1, &sparse_table_rows::pending_clocks);
   // The sketch: counters of every old shard that held a bucket now here, at their maximum.
   for (std::size_t b = 0; b < spec.bucket_shards.size(); ++b)
     if (spec.bucket_shards[b] == s) {
@@ -179,9 +176,10 @@ std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& save
              + " sparse tables, the model " + std::to_string(spec.model.sparse_tables.size()));
     old.push_back(std::move(*view));
   }
-  if (old.front().spec.bucket_shards.size() != spec.bucket_shards.size())
-    refuse("the checkpoint hashes keys into " + std::to_string(old.front().spec.bucket_shards.size())
-           + " buckets, this run into " + std::to_string(spec.bucket_shards.size()));
+  const auto buckets = old.front().spec.bucket_shards.size();
+  if (buckets != spec.bucket_shards.size())
+    refuse("the checkpoint hashes keys into " + std::to_string(buckets) + " buckets, this run into "
+           + std::to_string(spec.bucket_shards.size()));
   const block_layout before(old.front().spec), after(spec);
   if (before.blocks().size() != after.blocks().size())
     refuse("the checkpoint's model is cut into " + std::to_string(before.blocks().size())

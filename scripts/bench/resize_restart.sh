@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Usage: scripts/bench/resize_restart.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS] [-c CLOCK] [-p NEW_PS]
+# Usage: scripts/bench/resize_restart.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS] [-c CLOCK] [-p NEW_PS] [-a ADMIT_AFTER]
 #
 # A change of shard count the stop-the-world way: a sync run at 2 shards × 2 workers stops at
 # CLOCK (default 200) with a checkpoint there, then starts again with `--resume --ps NEW_PS`
 # (default 3) for one clock more. For the README's CTR example (`dlrm` on CTR_ROWS `gen-data
 # criteo` rows, default 2 000 000, a test set of 2 000) and the default MLP (784-256-128-10 on
-# Fashion-MNIST); the same restart at 2 shards (no cut) for comparison.
+# Fashion-MNIST); the same restart at 2 shards (no cut) for comparison. -a N gives the CTR runs
+# --admit-after N (default: the model's, 20; 1 gives every key seen a row).
 #
 # Figures per case, in seconds: checkpoint_s (the stopped run's checkpoint, asked to committed:
 # its metrics), start_to_restored (the new process's launch to its last shard's "restored" log
@@ -19,14 +20,15 @@ set -euo pipefail
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="$root/build" out="" ctr_rows=2000000 clock=200 new_ps=3
-while getopts "o:b:n:c:p:h" opt; do
+build="$root/build" out="" ctr_rows=2000000 clock=200 new_ps=3 admit=()
+while getopts "o:b:n:c:p:a:h" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     b) build="$(realpath -m "$OPTARG")" ;;
     n) ctr_rows="$OPTARG" ;;
     c) clock="$OPTARG" ;;
     p) new_ps="$OPTARG" ;;
+    a) admit=(--admit-after "$OPTARG") ;;
     *) usage ;;
   esac
 done
@@ -49,7 +51,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "$name: generating $ctr_rows CTR training rows..." >&2
 "$sim" gen-data criteo --out "$tmp/criteo" --rows "$ctr_rows" --test-rows 2000 >/dev/null
-ctr=(--model dlrm --dataset "criteo:$tmp/criteo/train.tsv" --test "$tmp/criteo/test.tsv")
+ctr=(--model dlrm --dataset "criteo:$tmp/criteo/train.tsv" --test "$tmp/criteo/test.tsv" "${admit[@]}")
 mlp=(--model 784-256-128-10)
 common=(--no-progress --mode sync --workers 2)
 
@@ -104,10 +106,10 @@ for kind in ctr mlp; do
   restarted "$kind" 2
 done
 
-python3 - "$tmp" "$out" "$ctr_rows" "$clock" "$new_ps" <<'PY'
+python3 - "$tmp" "$out" "$ctr_rows" "$clock" "$new_ps" "${admit[*]:-}" <<'PY'
 import datetime, json, os, re, sys
 
-tmp, out, ctr_rows, clock, new_ps = sys.argv[1:]
+tmp, out, ctr_rows, clock, new_ps, admit = sys.argv[1:]
 
 def t(path):
     return float(open(path).read())
@@ -143,7 +145,7 @@ result = {
     "bench": "resize_restart",
     "what": f"sync, 2 workers: stop at 2 shards at clock {clock} with a checkpoint, resume at "
             f"{new_ps} (and at 2) for one clock",
-    "ctr": dict(run=f"dlrm on {ctr_rows} gen-data criteo rows", **case("ctr")),
+    "ctr": dict(run=f"dlrm on {ctr_rows} gen-data criteo rows {admit}".strip(), **case("ctr")),
     "mlp": dict(run="784-256-128-10 on Fashion-MNIST", **case("mlp")),
     "load_average": os.getloadavg()[0],
     "date": datetime.date.today().isoformat(),
