@@ -152,7 +152,9 @@ caf::expected<std::vector<wire_buffer>> shard_restore_files(const train_spec& sp
                                                             const loaded_checkpoint* ckpt) {
   std::vector<wire_buffer> files;
   if (ckpt) {
-    if (needs_resize(ckpt->shards, spec)) {  // taken under another shard count or placement
+    auto run = decode_run_checkpoint(ckpt->run_bytes);  // verified when it was loaded
+    if (!run) return run.error();
+    if (needs_resize(run->spec, spec)) {  // taken under another shard count or placement
       try {
         return resize_shard_files(ckpt->shards, spec);
       } catch (const std::invalid_argument& e) {

@@ -148,11 +148,8 @@ std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards) {
   return buckets_after_resize(saved.bucket_shards, shards);
 }
 
-bool needs_resize(const std::vector<wire_buffer>& saved, const train_spec& spec) {
-  if (saved.size() != static_cast<std::size_t>(spec.shards)) return true;
-  if (saved.empty()) return false;
-  auto first = decode_shard_checkpoint(saved.front());
-  return first && first->spec.bucket_shards != spec.bucket_shards;
+bool needs_resize(const train_spec& saved, const train_spec& spec) {
+  return saved.shards != spec.shards || saved.bucket_shards != spec.bucket_shards;
 }
 
 std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& saved,

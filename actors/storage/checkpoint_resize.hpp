@@ -34,8 +34,8 @@ std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& save
 /// (placement_change.hpp); empty for a model without sparse tables.
 std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards);
 
-/// Whether `saved` (whole shard files) must be cut again to restore under `spec`: another shard
-/// count or another bucket placement.
-bool needs_resize(const std::vector<wire_buffer>& saved, const train_spec& spec);
+/// Whether a checkpoint written under `saved` (its run.capnp's spec) must be cut again to restore
+/// under `spec`: another shard count or another bucket placement.
+bool needs_resize(const train_spec& saved, const train_spec& spec);
 
 } // namespace actorps
