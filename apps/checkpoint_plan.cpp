@@ -187,7 +187,11 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
     auto saved = run_of(*resume, flag);
     ck.run_id = saved.run_id;
     // the checkpoint's placement goes on (at another shard count: its buckets moved the least)
-    c.spec.bucket_shards = resumed_placement(saved.spec, c.spec.shards);
+    try {
+      c.spec.bucket_shards = resumed_placement(saved.spec, c.spec.shards);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(std::string("--ps: ") + e.what());
+    }
     if (saved.spec.shards != c.spec.shards)
       std::printf("resume: the checkpoint's %d shards are cut into %d\n", saved.spec.shards,
                   c.spec.shards);
