@@ -1,6 +1,7 @@
 #include "apps/checkpoint_plan.hpp"
 
 #include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/storage/run_identity.hpp"
 #include "kernels/lr_schedule.hpp"
@@ -185,6 +186,15 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
     require_before_end(*resume, c.steps, flag);
     auto saved = run_of(*resume, flag);
     ck.run_id = saved.run_id;
+    // the checkpoint's placement goes on (at another shard count: its buckets moved the least)
+    try {
+      c.spec.bucket_shards = resumed_placement(saved.spec, c.spec.shards);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(std::string("--ps: ") + e.what());
+    }
+    if (saved.spec.shards != c.spec.shards)
+      std::printf("resume: the checkpoint's %d shards are cut into %d\n", saved.spec.shards,
+                  c.spec.shards);
     std::printf("resuming from %s (clock %lld)\n", resume->dir.c_str(),
                 static_cast<long long>(resume->clock));
     describe_new_length(saved, c.spec, c.steps);

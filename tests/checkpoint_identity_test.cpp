@@ -1,4 +1,4 @@
-// A checkpoint carries its run's identity (model, dataset and its size, seed, shards, workers,
+// A checkpoint carries its run's identity (model, dataset and its size, seed, workers,
 // batch, optimizer, sparse tables): --resume refuses another run's, another dataset's, or one at
 // or past the run's end, naming the difference; a larger --steps/--epochs extends the run, says
 // what its learning-rate schedule does, and counts samples/s over the resumed run alone.

@@ -3,6 +3,7 @@
 // gradient, against itself resumed from a checkpoint, and after a shard is killed.
 #include "actors/chief/metrics.hpp"
 #include "actors/model/registry.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/key_dedup.hpp"
 #include "kernels/splitmix64.hpp"
@@ -433,6 +434,34 @@ TEST_CASE("sync admission: sketch and quiet exact counts resume bit for bit, wit
         CHECK(t.pending_clocks.size() == t.pending_keys.size());
       }
     }
+  }
+}
+
+TEST_CASE("sync eviction: a sparse run resumed at 1 or 3 shards ends with the rows of 2") {
+  constexpr int64_t n = 12;
+  constexpr uint32_t after = 2;  // rows evicted and re-created across the resume
+  scratch whole_dir;
+  auto whole = simulate(evicting(probe_run(consistency::sync, 2, 2 * n, whole_dir.path, n), after));
+  REQUIRE(whole);
+  const auto want = checkpoint_rows(whole_dir.path);
+  REQUIRE(want.size() > 10);
+  for (int shards : {1, 3}) {
+    CAPTURE(shards);
+    scratch dir;
+    auto opts = evicting(probe_run(consistency::sync, 2, 2 * n, dir.path, n), after);
+    auto saved = load_newest_checkpoint(fs::path(whole_dir.path) / checkpoint_dir_name(n));
+    auto run = decode_run_checkpoint(saved.run_bytes);
+    REQUIRE(run);
+    REQUIRE(run->spec.shards == 2);
+    opts.chief.spec.shards = shards;  // as --resume --ps N places it
+    opts.chief.spec.bucket_shards = resumed_placement(run->spec, shards);
+    opts.chief.checkpoints.resume = std::move(saved);
+    auto resumed = simulate(std::move(opts));
+    REQUIRE(resumed);
+    CHECK(resumed->resumed_from == n);
+    CHECK(resumed->shard_stats_list.size() == std::size_t(shards));
+    CHECK(load_newest_checkpoint(dir.path).shards.size() == std::size_t(shards));
+    CHECK(checkpoint_rows(dir.path) == want);
   }
 }
 

@@ -25,6 +25,7 @@
 #include "actors/protocol/fan_out.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/protocol/model_spec.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <caf/all.hpp>
@@ -151,6 +152,15 @@ caf::expected<std::vector<wire_buffer>> shard_restore_files(const train_spec& sp
                                                             const loaded_checkpoint* ckpt) {
   std::vector<wire_buffer> files;
   if (ckpt) {
+    auto run = decode_run_checkpoint(ckpt->run_bytes);  // verified when it was loaded
+    if (!run) return run.error();
+    if (needs_resize(run->spec, spec)) {  // taken under another shard count or placement
+      try {
+        return resize_shard_files(ckpt->shards, spec);
+      } catch (const std::invalid_argument& e) {
+        return make_error(errc::checkpoint_failed, e.what());
+      }
+    }
     for (const auto& saved : ckpt->shards) {
       auto view = decode_shard_checkpoint(saved);  // verified when it was loaded
       if (!view) return view.error();

@@ -41,7 +41,8 @@ struct rollback_plan {
 rollback_episode_actor spawn_rollback_episode(caf::actor_system& sys, caf::actor parent,
                                               rollback_plan plan);
 
-/// The restore message of every shard for `ckpt` (under `spec`), or, when null, the seeded
+/// The restore message of every shard for `ckpt` (under `spec`; a checkpoint of another shard
+/// count or placement cut again for it: checkpoint_resize.hpp), or, when null, the seeded
 /// initial values at clock 0.
 caf::expected<std::vector<wire_buffer>> shard_restore_files(const train_spec& spec,
                                                             const loaded_checkpoint* ckpt);

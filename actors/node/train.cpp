@@ -6,6 +6,7 @@
 #include "actors/node/plan_run.hpp"
 #include "actors/serving/export_after_run.hpp"
 #include "actors/storage/checkpoint_lineage.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_signing.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/storage/run_identity.hpp"
@@ -121,6 +122,11 @@ caf::error plan_checkpoints(const train_options& o, chief_config& c) {
     return bad_option("resume: " + saved.dir + " is at clock " + std::to_string(saved.clock)
                       + " and this run ends at clock " + std::to_string(c.steps));
   ck.run_id = run->run_id;
+  try {
+    c.spec.bucket_shards = resumed_placement(run->spec, c.spec.shards);
+  } catch (const std::invalid_argument& e) {
+    return bad_option(std::string("ps: ") + e.what());
+  }
   ck.resume = std::move(saved);
   return {};
 }

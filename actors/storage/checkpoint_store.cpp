@@ -298,6 +298,9 @@ void check_shard(const fs::path& file, const shard_checkpoint_view& view, const 
     fail(file, "is from clock " + std::to_string(view.clock) + ", the manifest's is "
                  + std::to_string(clock));
   auto why = incompatibility(view.spec, run.spec);
+  if (why.empty() && (view.spec.shards != run.spec.shards
+                      || view.spec.bucket_shards != run.spec.bucket_shards))
+    why = "it was written under another shard count or bucket placement";
   if (why.empty()) why = shard_inconsistency(view, run);
   if (!why.empty()) fail(file, "does not match run.capnp: " + why);
   if (auto err = check_shard_checkpoint(view, layout, shard, max_parameter))
@@ -718,12 +721,11 @@ std::string incompatibility(const train_spec& saved, const train_spec& current) 
   if (saved.block_floats != current.block_floats)
     return "the checkpoint cuts blocks of " + std::to_string(saved.block_floats)
            + " floats, this run " + std::to_string(current.block_floats);
-  if (saved.shards != current.shards)
-    return "the checkpoint has " + std::to_string(saved.shards) + " shards, this run "
-           + std::to_string(current.shards);
+  // another shard count is fine: the shard states are cut again (checkpoint_resize.hpp)
   if (saved.workers != current.workers)
     return "the checkpoint has " + std::to_string(saved.workers) + " workers, this run "
-           + std::to_string(current.workers);
+           + std::to_string(current.workers) + " (each worker's data position is its own: "
+           "resume with --workers " + std::to_string(saved.workers) + ")";
   if (saved.optimizer.kind != current.optimizer.kind)
     return std::string("the checkpoint's optimizer is ") + to_string(saved.optimizer.kind)
            + ", this run's " + to_string(current.optimizer.kind);
@@ -742,8 +744,10 @@ std::string incompatibility(const train_spec& saved, const train_spec& current) 
   }
   auto placed = current;  // the chief places the buckets when the run starts
   place_buckets(placed);
-  if (saved.bucket_shards != placed.bucket_shards)
-    return "the checkpoint places sparse keys on other shards than this run";
+  // the placement itself may differ: a resumed run takes the checkpoint's (resumed_placement)
+  if (saved.bucket_shards.size() != placed.bucket_shards.size())
+    return "the checkpoint hashes sparse keys into " + std::to_string(saved.bucket_shards.size())
+           + " buckets, this run " + std::to_string(placed.bucket_shards.size());
   return "";
 }
 

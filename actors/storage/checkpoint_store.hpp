@@ -120,8 +120,9 @@ caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block
                                   int32_t shard, float max_parameter = default_max_parameter);
 
 /// Why a checkpoint cannot continue the run `current` ("" when it can): the model, its cut into
-/// blocks and shards, the number of workers and the optimizer must be the same (the whole
-/// identity, dataset included, is run_identity.hpp's).
+/// blocks, its buckets, the number of workers and the optimizer must be the same (the whole
+/// identity, dataset included, is run_identity.hpp's); the number of shards may differ
+/// (checkpoint_resize.hpp).
 std::string incompatibility(const train_spec& saved, const train_spec& current);
 
 } // namespace actorps

@@ -1,0 +1,225 @@
+#include "actors/storage/checkpoint_resize.hpp"
+
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/placement_change.hpp"
+#include "kernels/optimizer.hpp"
+#include "kernels/sparse/row_optimizer.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace actorps {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw std::invalid_argument("cannot cut the checkpoint for another shard count: " + why);
+}
+
+/// Where one row (or pending key) of a new shard's table comes from.
+struct row_source {
+  uint64_t key;
+  uint32_t shard;  ///< old shard
+  uint32_t index;  ///< in that shard's arrays
+};
+
+/// `per` values of each source appended to `out` from the old shards' `field` arrays.
+template <class T>
+void gather(std::vector<T>& out, const std::vector<row_source>& from,
+            const std::vector<shard_checkpoint_view>& old, std::size_t table, std::size_t per,
+            std::vector<T> sparse_table_rows::*field) {
+  out.reserve(from.size() * per);
+  for (const auto& r : from) {
+    const auto& in = old[r.shard].sparse[table].*field;
+    out.insert(out.end(), in.begin() + std::ptrdiff_t(r.index * per),
+               in.begin() + std::ptrdiff_t((r.index + 1) * per));
+  }
+}
+
+/// Whether an optional per-row array is there in every old shard holding rows (else: in none).
+template <class Field>
+bool present_in_all(const std::vector<shard_checkpoint_view>& old, std::size_t table,
+                    Field count_of, const std::string& what) {
+  int with = 0, without = 0;
+  for (const auto& v : old) {
+    auto [have, rows] = count_of(v.sparse[table]);
+    if (rows == 0) continue;
+    (have ? with : without)++;
+  }
+  if (with > 0 && without > 0) refuse("some shards record " + what + ", others do not");
+  return with > 0;
+}
+
+/// The table `t` of new shard `s`: the rows and pending keys of its buckets from every old
+/// shard, in key order.
+sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::size_t t,
+                            const train_spec& spec, int s) {
+  const auto& cfg = spec.model.sparse_tables[t].config;
+  const std::size_t dim = cfg.dim, slots = row_state_slots(cfg.optimizer.kind);
+  const auto& name = spec.model.sparse_tables[t].name;
+  std::vector<row_source> rows, pending;
+  std::vector<std::size_t> buckets_from(old.size(), 0);
+  for (uint32_t o = 0; o < old.size(); ++o) {
+    const auto& in = old[o].sparse[t];
+    const auto n = in.keys.size();
+    if (in.values.size() != n * dim || in.state.size() != n * slots * dim
+        || in.touches.size() != n || (!in.steps.empty() && in.steps.size() != n)
+        || (!in.clocks.empty() && in.clocks.size() != n)
+        || in.pending_counts.size() != in.pending_keys.size()
+        || (!in.pending_clocks.empty() && in.pending_clocks.size() != in.pending_keys.size()))
+      refuse("shard " + std::to_string(o) + "'s table " + name + " has arrays of mismatched "
+             "lengths");
+    if (!in.removed_keys.empty()) refuse("shard " + std::to_string(o) + " holds a delta");
+    for (uint32_t i = 0; i < n; ++i)
+      if (spec.shard_of_key(in.keys[i]) == s) rows.push_back({in.keys[i], o, i});
+    for (uint32_t i = 0; i < in.pending_keys.size(); ++i)
+      if (spec.shard_of_key(in.pending_keys[i]) == s)
+        pending.push_back({in.pending_keys[i], o, i});
+  }
+  auto by_key = [](const row_source& a, const row_source& b) { return a.key < b.key; };
+  std::sort(rows.begin(), rows.end(), by_key);
+  std::sort(pending.begin(), pending.end(), by_key);
+  for (std::size_t i = 1; i < rows.size(); ++i)
+    if (rows[i].key == rows[i - 1].key)
+      refuse("table " + name + ": key " + std::to_string(rows[i].key) + " has a row on shards "
+             + std::to_string(rows[i - 1].shard) + " and " + std::to_string(rows[i].shard));
+  for (std::size_t i = 1; i < pending.size(); ++i)
+    if (pending[i].key == pending[i - 1].key)
+      refuse("table " + name + ": key " + std::to_string(pending[i].key)
+             + " is pending on two shards");
+  sparse_table_rows out;
+  for (const auto& r : rows) out.keys.push_back(r.key);
+  gather(out.values, rows, old, t, dim, &sparse_table_rows::values);
+  gather(out.state, rows, old, t, slots * dim, &sparse_table_rows::state);
+  gather(out.touches, rows, old, t, 1, &sparse_table_rows::touches);
+  auto rows_of = [](const sparse_table_rows& x) { return x.keys.size(); };
+  if (present_in_all(old, t, [&](const sparse_table_rows& x) {
+        return std::make_pair(!x.steps.empty(), rows_of(x)); }, "Adam's row steps"))
+    gather(out.steps, rows, old, t, 1, &sparse_table_rows::steps);
+  if (present_in_all(old, t, [&](const sparse_table_rows& x) {
+        return std::make_pair(!x.clocks.empty(), rows_of(x)); }, "row clocks"))
+    gather(out.clocks, rows, old, t, 1, &sparse_table_rows::clocks);
+  for (const auto& r : pending) out.pending_keys.push_back(r.key);
+  gather(out.pending_counts, pending, old, t, 1, &sparse_table_rows::pending_counts);
+  if (present_in_all(old, t, [&](const sparse_table_rows& x) {
+        return std::make_pair(!x.pending_clocks.empty(), x.pending_keys.size()); },
+        "pending keys' clocks"))
+    gather(out.pending_clocks, pending, old, t, 1, &sparse_table_rows::pending_clocks);
+  // The sketch: counters of every old shard that held a bucket now here, at their maximum.
+  for (std::size_t b = 0; b < spec.bucket_shards.size(); ++b)
+    if (spec.bucket_shards[b] == s) {
+      // the old owner, by the placement the old shards were written under
+      const auto& before = old.front().spec.bucket_shards;
+      if (b < before.size() && before[b] < old.size()) ++buckets_from[before[b]];
+    }
+  std::size_t most = 0;
+  for (std::size_t o = 0; o < old.size(); ++o) {
+    const auto& sk = old[o].sparse[t].sketch;
+    if (sk.depth == 0 || buckets_from[o] == 0) continue;
+    if (out.sketch.depth == 0) {
+      out.sketch = sk;
+      most = o;
+      continue;
+    }
+    if (sk.depth != out.sketch.depth || sk.counters.size() != out.sketch.counters.size())
+      refuse("table " + name + ": the shards' admission sketches differ in size");
+    for (std::size_t i = 0; i < sk.counters.size(); ++i)
+      out.sketch.counters[i] = std::max(out.sketch.counters[i], sk.counters[i]);
+    if (buckets_from[o] > buckets_from[most]) {
+      most = o;
+      out.sketch.decay_at = sk.decay_at;
+    }
+  }
+  if (out.sketch.depth == 0)  // a shard given no old bucket (impossible) or no sketch at all
+    for (const auto& v : old)
+      if (v.sparse[t].sketch.depth > 0) {
+        out.sketch = v.sparse[t].sketch;
+        std::fill(out.sketch.counters.begin(), out.sketch.counters.end(), uint8_t(0));
+        break;
+      }
+  return out;
+}
+
+} // namespace
+
+std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards) {
+  if (saved.bucket_shards.empty() || saved.shards == shards) return saved.bucket_shards;
+  return buckets_after_resize(saved.bucket_shards, shards);
+}
+
+bool needs_resize(const train_spec& saved, const train_spec& spec) {
+  return saved.shards != spec.shards || saved.bucket_shards != spec.bucket_shards;
+}
+
+std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& saved,
+                                            const train_spec& spec) {
+  if (saved.empty()) refuse("no shard files");
+  std::vector<shard_checkpoint_view> old;
+  for (std::size_t o = 0; o < saved.size(); ++o) {
+    auto view = decode_shard_checkpoint(saved[o]);
+    if (!view) refuse("shard " + std::to_string(o) + ": " + describe(view.error()));
+    if (view->shard != static_cast<int32_t>(o))
+      refuse("file " + std::to_string(o) + " holds shard " + std::to_string(view->shard));
+    if (view->delta_since >= 0) refuse("shard " + std::to_string(o) + " holds a delta");
+    if (view->spec.shards != static_cast<int>(saved.size()))
+      refuse(std::to_string(saved.size()) + " shard files written by a run of "
+             + std::to_string(view->spec.shards) + " shards");
+    if (!old.empty() && (view->clock != old.front().clock
+                         || view->spec.bucket_shards != old.front().spec.bucket_shards))
+      refuse("shard " + std::to_string(o) + " is of another clock or placement than shard 0");
+    if (view->sparse.size() != spec.model.sparse_tables.size())
+      refuse("shard " + std::to_string(o) + " holds " + std::to_string(view->sparse.size())
+             + " sparse tables, the model " + std::to_string(spec.model.sparse_tables.size()));
+    old.push_back(std::move(*view));
+  }
+  const auto buckets = old.front().spec.bucket_shards.size();
+  if (buckets != spec.bucket_shards.size())
+    refuse("the checkpoint hashes keys into " + std::to_string(buckets) + " buckets, this run into "
+           + std::to_string(spec.bucket_shards.size()));
+  const block_layout before(old.front().spec), after(spec);
+  if (before.blocks().size() != after.blocks().size())
+    refuse("the checkpoint's model is cut into " + std::to_string(before.blocks().size())
+           + " blocks, this run's into " + std::to_string(after.blocks().size()));
+  const auto slots = optimizer_state_slots(spec.optimizer.kind);
+  // every block's values and optimizer slots, wherever they were
+  std::vector<block_view> values(after.blocks().size()), state(after.blocks().size());
+  uint64_t step = 0;
+  int64_t newest = -1;
+  for (const auto& v : old) {
+    if (v.blocks.size() != v.state.size()) refuse("a shard's blocks and state differ in number");
+    for (std::size_t i = 0; i < v.blocks.size(); ++i) {
+      auto id = v.blocks[i].id;
+      if (id >= values.size() || v.state[i].id != id || values[id].values)
+        refuse("block " + std::to_string(id) + " is unknown or held twice");
+      const auto& b = after.blocks()[id];
+      if (v.blocks[i].count != b.size || v.state[i].count != slots * b.size)
+        refuse("block " + std::to_string(id) + " holds another number of values");
+      values[id] = v.blocks[i];
+      state[id] = v.state[i];
+    }
+    step = std::max(step, v.optimizer_step);
+    newest = std::max(newest, v.newest_clock);
+  }
+  for (std::size_t id = 0; id < values.size(); ++id)
+    if (!values[id].values) refuse("no shard holds block " + std::to_string(id));
+  std::vector<wire_buffer> out;
+  for (int s = 0; s < spec.shards; ++s) {
+    shard_checkpoint_view cut;
+    cut.spec = spec;
+    cut.shard = s;
+    cut.clock = old.front().clock;
+    cut.optimizer_step = step;
+    cut.newest_clock = newest;
+    for (auto id : after.shard_blocks(s)) {
+      cut.blocks.push_back(values[id]);
+      cut.state.push_back(state[id]);
+    }
+    for (std::size_t t = 0; t < spec.model.sparse_tables.size(); ++t)
+      cut.sparse.push_back(cut_table(old, t, spec, s));
+    out.push_back(encode_shard_checkpoint(spec, cut));
+  }
+  return out;
+}
+
+} // namespace actorps

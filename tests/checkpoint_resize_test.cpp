@@ -1,0 +1,203 @@
+// A checkpoint's shard states cut for another shard count: every dense block with its optimizer
+// slots and every sparse row (values, state, touches, Adam steps, clocks) and pending count lands
+// on the shard the new placement names, nothing lost or doubled; an admission sketch becomes the
+// counters' maximum over the old shards that held the new shard's buckets.
+#include "actors/protocol/checkpoint_codec.hpp"
+#include "actors/protocol/placement_change.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
+#include "kernels/optimizer.hpp"
+#include "kernels/sparse/row_optimizer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <numeric>
+#include <stdexcept>
+
+using namespace actorps;
+
+namespace {
+
+constexpr uint32_t dim = 2;
+
+/// A 2-shard spec: a small MLP cut into blocks of 4 floats, Adam (dense and rows, so both carry
+/// state and steps), one table of rows of 2 floats counted in a sketch.
+train_spec two_shard_spec() {
+  train_spec spec;
+  spec.model.name = "test";
+  spec.model.tensors = {{"w", {4, 3}, tensor_init::zeros, 0}, {"b", {3}, tensor_init::zeros, 0}};
+  spec.block_floats = 4;
+  spec.shards = 2;
+  spec.workers = 2;
+  spec.mode = consistency::sync;
+  spec.optimizer.kind = optimizer_kind::adam;
+  sparse_table_spec table;
+  table.name = "emb";
+  table.config.dim = dim;
+  table.config.optimizer.kind = row_optimizer_kind::adam;
+  table.config.admit_after = 3;
+  table.config.admission_memory = 1024;
+  spec.model.sparse_tables.push_back(table);
+  place_buckets(spec);
+  return spec;
+}
+
+/// What a key's row holds, as written: recognisable from the key alone.
+struct row_record {
+  std::vector<float> values, state;
+  uint32_t touches = 0, step = 0, clock = 0;
+};
+
+row_record record_of(uint64_t key) {
+  const auto slots = row_state_slots(row_optimizer_kind::adam);
+  row_record r;
+  for (uint32_t i = 0; i < dim; ++i) r.values.push_back(float(key) + 0.25f * float(i));
+  for (uint32_t i = 0; i < slots * dim; ++i) r.state.push_back(-float(key) - float(i));
+  r.touches = uint32_t(key % 7 + 1);
+  r.step = uint32_t(key % 5 + 1);
+  r.clock = uint32_t(key % 11);
+  return r;
+}
+
+/// Shard `s`'s file of a 2-shard checkpoint at clock 10: keys 1..300 with rows where the key is
+/// even, pending (count key % 2 + 1) where odd; dense values 100 × shard + the float's place.
+wire_buffer old_shard(const train_spec& spec, int s, uint8_t sketch_fill) {
+  block_layout layout(spec);
+  const auto slots = optimizer_state_slots(spec.optimizer.kind);
+  std::vector<float> params(layout.shard_floats(s)), state(slots * params.size());
+  for (auto id : layout.shard_blocks(s)) {
+    const auto& b = layout.blocks()[id];
+    for (uint32_t i = 0; i < b.size; ++i) {
+      params[b.shard_offset + i] = float(b.offset + i);
+      for (std::size_t k = 0; k < slots; ++k)
+        state[slots * b.shard_offset + k * b.size + i] = float(b.offset + i) + 0.5f + float(k);
+    }
+  }
+  sparse_table_rows rows;
+  for (uint64_t key = 1; key <= 300; ++key) {
+    if (spec.shard_of_key(key) != s) continue;
+    if (key % 2 == 0) {
+      auto r = record_of(key);
+      rows.keys.push_back(key);
+      rows.values.insert(rows.values.end(), r.values.begin(), r.values.end());
+      rows.state.insert(rows.state.end(), r.state.begin(), r.state.end());
+      rows.touches.push_back(r.touches);
+      rows.steps.push_back(r.step);
+      rows.clocks.push_back(r.clock);
+    } else {
+      rows.pending_keys.push_back(key);
+      rows.pending_counts.push_back(uint32_t(key % 2 + 1));
+    }
+  }
+  rows.sketch.depth = 4;
+  rows.sketch.decay_at = uint64_t(s) + 5;
+  rows.sketch.counters.assign(4 * 64, 0);
+  for (std::size_t i = 0; i < rows.sketch.counters.size(); ++i)
+    rows.sketch.counters[i] = uint8_t((i * (s + 1) + sketch_fill) % 9);
+  return encode_shard_checkpoint(spec, s, 10, 40 + uint64_t(s), 9, layout, params.data(),
+                                 state.data(), slots, {rows});
+}
+
+} // namespace
+
+TEST_CASE("a checkpoint of 2 shards cut for 1, 3 and 5: every block, row and count on its owner") {
+  const auto before = two_shard_spec();
+  std::vector<wire_buffer> saved{old_shard(before, 0, 1), old_shard(before, 1, 4)};
+  std::vector<shard_checkpoint_view> old;
+  for (const auto& f : saved) old.push_back(*decode_shard_checkpoint(f));
+  for (int shards : {1, 3, 5}) {
+    CAPTURE(shards);
+    auto spec = before;
+    spec.shards = shards;
+    spec.bucket_shards = resumed_placement(before, shards);
+    CHECK(moved_count(before.bucket_shards, spec.bucket_shards)
+          == (shards == 1 ? 2048u : shards == 3 ? 1365u : 4096u - 820u - 819u));
+    REQUIRE(needs_resize(before, spec));
+    auto files = resize_shard_files(saved, spec);
+    REQUIRE(files.size() == std::size_t(shards));
+    block_layout layout(spec);
+    const auto slots = optimizer_state_slots(spec.optimizer.kind);
+    std::map<uint64_t, int> rows_at, pending_at;
+    std::size_t floats = 0;
+    for (int s = 0; s < shards; ++s) {
+      auto view = decode_shard_checkpoint(files[std::size_t(s)]);
+      REQUIRE(view);
+      CHECK(view->shard == s);
+      CHECK(view->clock == 10);
+      CHECK(view->optimizer_step == 41);  // the largest of the old shards'
+      CHECK(view->newest_clock == 9);
+      CHECK(view->spec.shards == shards);
+      CHECK(view->spec.bucket_shards == spec.bucket_shards);
+      // dense: the blocks block_layout gives this shard, each value and slot where it was
+      const auto& ids = layout.shard_blocks(s);
+      REQUIRE(view->blocks.size() == ids.size());
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto& b = layout.blocks()[ids[i]];
+        REQUIRE(view->blocks[i].id == b.id);
+        REQUIRE(view->state[i].count == slots * b.size);
+        for (uint32_t k = 0; k < b.size; ++k) {
+          CHECK(view->blocks[i].values[k] == float(b.offset + k));
+          CHECK(view->state[i].values[k] == float(b.offset + k) + 0.5f);
+        }
+        floats += b.size;
+      }
+      // sparse: each row whole, on the shard owning its key, in key order
+      const auto& t = view->sparse.at(0);
+      CHECK(std::is_sorted(t.keys.begin(), t.keys.end()));
+      for (std::size_t i = 0; i < t.keys.size(); ++i) {
+        const auto key = t.keys[i];
+        CHECK(spec.shard_of_key(key) == s);
+        CHECK(rows_at.emplace(key, s).second);
+        auto r = record_of(key);
+        CHECK(std::vector<float>(t.values.begin() + long(i * dim),
+                                 t.values.begin() + long((i + 1) * dim)) == r.values);
+        CHECK(std::vector<float>(t.state.begin() + long(i * r.state.size()),
+                                 t.state.begin() + long((i + 1) * r.state.size())) == r.state);
+        CHECK(t.touches[i] == r.touches);
+        CHECK(t.steps[i] == r.step);
+        CHECK(t.clocks[i] == r.clock);
+      }
+      for (std::size_t i = 0; i < t.pending_keys.size(); ++i) {
+        CHECK(spec.shard_of_key(t.pending_keys[i]) == s);
+        CHECK(t.pending_counts[i] == t.pending_keys[i] % 2 + 1);
+        CHECK(pending_at.emplace(t.pending_keys[i], s).second);
+      }
+      // the sketch: the maximum over the old shards that held a bucket now here
+      bool from[2] = {false, false};
+      for (std::size_t b = 0; b < spec.bucket_shards.size(); ++b)
+        if (spec.bucket_shards[b] == s) from[before.bucket_shards[b]] = true;
+      REQUIRE(t.sketch.counters.size() == old[0].sparse[0].sketch.counters.size());
+      for (std::size_t i = 0; i < t.sketch.counters.size(); ++i) {
+        uint8_t want = 0;
+        for (int o = 0; o < 2; ++o)
+          if (from[o]) want = std::max(want, old[std::size_t(o)].sparse[0].sketch.counters[i]);
+        CHECK(t.sketch.counters[i] == want);
+      }
+    }
+    CHECK(floats == layout.total_floats());
+    CHECK(rows_at.size() == 150);     // the even keys of 1..300, each once
+    CHECK(pending_at.size() == 150);  // the odd ones
+  }
+}
+
+TEST_CASE("cutting a checkpoint refuses files that do not make one") {
+  const auto before = two_shard_spec();
+  std::vector<wire_buffer> saved{old_shard(before, 0, 1), old_shard(before, 1, 4)};
+  auto spec = before;
+  spec.shards = 3;
+  spec.bucket_shards = resumed_placement(before, 3);
+  // a file missing: shard 1's blocks and buckets are held by no one
+  CHECK_THROWS_WITH_AS(resize_shard_files({saved[0]}, spec),
+                       doctest::Contains("1 shard files written by a run of 2 shards"),
+                       std::invalid_argument);
+  // the same shard twice
+  CHECK_THROWS_WITH_AS(resize_shard_files({saved[0], saved[0]}, spec),
+                       doctest::Contains("file 1 holds shard 0"), std::invalid_argument);
+  // another number of buckets hashes keys elsewhere
+  auto other = spec;
+  other.bucket_shards.resize(1024);
+  CHECK_THROWS_WITH_AS(resize_shard_files(saved, other), doctest::Contains("buckets"),
+                       std::invalid_argument);
+  // the same placement and size need no cut
+  CHECK_FALSE(needs_resize(before, before));
+}
