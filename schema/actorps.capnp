@@ -250,6 +250,11 @@ struct SparseTableState {
   admission @9 :AdmissionState;  # what admission holds beyond pendingKeys and pendingCounts
   removedKeys @10 :Data;       # uint64, strictly ascending: a delta's tombstones (keys evicted
                                # since); empty in a whole table
+  removedPending @11 :Data;    # uint64, strictly ascending: a delta's pending tombstones (keys
+                               # counted before and dropped since); empty in a whole table
+  pendingChangesOnly @12 :Bool;  # a delta's pendingKeys are those counted since deltaSince, to
+                               # merge (with removedPending); false: whole (storage/
+                               # CHECKPOINT_FORMAT.md); false in a whole table
 }
 
 # A sparse table's pending admission counts beyond the exact keys and counts

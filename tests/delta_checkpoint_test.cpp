@@ -101,14 +101,16 @@ public:
 };
 
 /// A sync run of the probe on 2 shards, checkpointing every `every` clocks under `dir`, every
-/// `full_every`-th one full; rows evicted after `evict_after` quiet clocks (0: never).
+/// `full_every`-th one full; rows evicted after `evict_after` quiet clocks (0: never), keys
+/// admitted at their `admit_after`-th push.
 simulation_options delta_run(int64_t steps, const fs::path& dir, int64_t every, int full_every,
-                             uint32_t evict_after = 0) {
+                             uint32_t evict_after = 0, uint32_t admit_after = 1) {
   register_model("delta-probe", [](const std::string&) { return std::make_unique<delta_plugin>(); });
   auto opts = test::synthetic_run(consistency::sync, 2, 2, steps);
   auto& c = opts.chief;
   c.spec.model = delta_plugin().spec();
   c.spec.model.sparse_tables[0].config.evict_after = evict_after;
+  c.spec.model.sparse_tables[0].config.admit_after = admit_after;
   c.spec.optimizer.kind = optimizer_kind::adam;
   c.checkpoints.dir = dir.string();
   c.checkpoints.every = every;
@@ -221,11 +223,70 @@ TEST_CASE("sparse_table: a delta folded onto the state at its clock gives the st
   CHECK(folded.pending_keys == now.pending_keys);
   CHECK(folded.pending_counts == now.pending_counts);
   CHECK(folded.pending_clocks == now.pending_clocks);
-  // the removals before a clock are forgotten once a checkpoint of it is on disk
-  CHECK(table.removed_remembered() == 4);
+  // the removals before a clock are forgotten once a checkpoint of it is on disk: 4 rows, and
+  // the pending counts of 7..10
+  CHECK(delta.removed_pending == std::vector<uint64_t>{7, 8, 9, 10});
+  CHECK(table.removed_remembered() == 8);
   table.forget_removed(10);
   CHECK(table.removed_remembered() == 0);
   CHECK(table.delta_of(table.export_rows(10), 10, 10).removed_keys.empty());
+}
+
+TEST_CASE("sparse_table: a delta carries the pending counts changed since, and tombstones") {
+  // Keys 100..119 pushed once and 200..204 twice before the checkpoint at 4; after it 200 and
+  // 201 are admitted, 100 counted again and 300 first. With eviction (after 4 quiet clocks)
+  // the others are dropped by clock 8: some by the sweep, the rest stale at 8.
+  for (uint32_t evict_after : {0u, 4u}) {
+    CAPTURE(evict_after);
+    auto cfg = evicting_config();
+    cfg.admit_after = 3;
+    cfg.evict_after = evict_after;
+    sparse_table table(cfg, 3, 0);
+    table.track_removed(true);
+    auto push = [&](std::vector<uint64_t> keys, int64_t clock) {
+      std::vector<float> grads(keys.size() * 3, 0.5f);
+      table.apply(keys.data(), keys.size(), grads.data(), 1.0f, clock);
+    };
+    std::vector<uint64_t> once, twice{200, 201, 202, 203, 204};
+    for (uint64_t k = 100; k < 120; ++k) once.push_back(k);
+    push(once, 0);
+    push(twice, 0);
+    push(twice, 1);
+    const int64_t since = 4;
+    auto base = table.export_rows(since);
+    REQUIRE(base.keys.empty());
+    REQUIRE(base.pending_keys.size() == 25);
+    push({100, 200, 201}, 4);
+    push({300}, 5);
+    if (evict_after > 0) {
+      // the sweep looks at the 2 rows, then at 10 pending entries: those stale at 8 go
+      CHECK(table.sweep(8, 12).pending_dropped > 0);
+    }
+    auto delta = table.delta_of(table.export_rows(8), since, 8);
+    CHECK(delta.keys == std::vector<uint64_t>{200, 201});
+    CHECK(delta.pending_changes_only);
+    CHECK(delta.pending_keys == std::vector<uint64_t>{100, 300});
+    CHECK(delta.pending_counts == std::vector<uint32_t>{2, 1});
+    std::vector<uint64_t> dropped;
+    if (evict_after > 0) {
+      for (uint64_t k = 101; k < 120; ++k) dropped.push_back(k);
+      for (uint64_t k = 202; k < 205; ++k) dropped.push_back(k);
+      CHECK(delta.pending_clocks == std::vector<uint32_t>{4, 5});
+    }
+    CHECK(delta.removed_pending == dropped);
+    auto folded = base;
+    apply_delta_rows(folded, delta, 3, row_state_slots(row_optimizer_kind::adam), true);
+    auto now = table.export_rows(8);
+    CHECK(now.pending_keys.size() == (evict_after > 0 ? 2 : 24));
+    CHECK(folded.keys == now.keys);
+    CHECK(folded.values == now.values);
+    CHECK(folded.pending_keys == now.pending_keys);
+    CHECK(folded.pending_counts == now.pending_counts);
+    CHECK(folded.pending_clocks == now.pending_clocks);
+    // the drops before a clock are forgotten once a checkpoint of it is on disk
+    table.forget_removed(10);
+    CHECK(table.removed_remembered() == 0);
+  }
 }
 
 TEST_CASE("sync: a chain of delta checkpoints restores byte-identical to full checkpoints") {
@@ -287,6 +348,58 @@ TEST_CASE("sync: a chain of delta checkpoints restores byte-identical to full ch
   }
   CHECK(delta_events == int(deltas));
   CHECK(full_events == int(fulls));
+}
+
+TEST_CASE("sync: a chain with admission restores byte-identical, its deltas carrying changes") {
+  // Keys admitted at their 2nd push: between two links pending keys are admitted, and with
+  // eviction (after 6 quiet clocks) dropped too, the keys above 200 going quiet at clock 20.
+  for (uint32_t evict_after : {0u, 6u}) {
+    CAPTURE(evict_after);
+    scratch full_dir, delta_dir;
+    for (auto [dir, full_every] : {std::pair{&full_dir, 1}, std::pair{&delta_dir, 3}}) {
+      auto opts = delta_run(36, dir->path, 4, full_every, evict_after, 2);
+      opts.chief.slow_ms = {10, 10};  // fewer checkpoints skipped on a loaded machine
+      REQUIRE(simulate(std::move(opts)));
+    }
+    const fs::path a(full_dir.path), b(delta_dir.path);
+    std::size_t compared = 0, deltas = 0, delta_pending = 0, full_pending = 0, dropped = 0;
+    for (int64_t clock = 4; clock <= 36; clock += 4) {
+      CAPTURE(clock);
+      auto name = checkpoint_dir_name(clock);
+      if (!fs::exists(b / name / manifest_name) || !fs::exists(a / name / manifest_name))
+        continue;  // skipped: the shards were past it
+      auto loaded = load_newest_checkpoint(b / name);
+      CHECK(loaded.clock == clock);
+      CHECK(shard_bytes(loaded) == written_bytes(a / name));
+      ++compared;
+      if (manifest_of(b / name)["kind"] != "delta") continue;
+      ++deltas;
+      for (int s = 0; s < 2; ++s) {
+        auto bytes = file_bytes(b / name / shard_file_name(s));
+        auto view = decode_shard_checkpoint(wire_buffer::from_bytes(bytes.data(), bytes.size()));
+        auto whole = decode_shard_checkpoint(loaded.shards[s]);
+        REQUIRE(view);
+        REQUIRE(whole);
+        CHECK(view->sparse[0].pending_changes_only);
+        delta_pending += view->sparse[0].pending_keys.size();
+        full_pending += whole->sparse[0].pending_keys.size();
+        dropped += view->sparse[0].removed_pending.size();
+        if (evict_after > 0) {  // exactly the entries counted since, by the clocks at C
+          std::size_t recent = 0;
+          for (auto c : whole->sparse[0].pending_clocks) recent += c >= view->delta_since;
+          CHECK(view->sparse[0].pending_keys.size() == recent);
+        }
+      }
+    }
+    CHECK(compared >= 4);
+    CHECK(deltas >= 2);
+    // the deltas hold the pending counts changed in 4 clocks, not all of them (with eviction
+    // the counts not changed for 6 clocks are gone anyway)
+    CHECK(full_pending > 0);
+    CHECK(delta_pending < (evict_after > 0 ? full_pending : full_pending / 2));
+    if (evict_after > 0) CHECK(dropped > 0);
+    else CHECK(dropped == 0);
+  }
 }
 
 TEST_CASE("sync: a shard lost and restored from a delta chain ends as the run without the loss") {

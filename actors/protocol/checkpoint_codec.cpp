@@ -29,7 +29,8 @@ std::size_t table_states_bound(const std::vector<sparse_table_rows>& tables) {
              + words_for(4 * t.state.size()) + words_for(4 * t.touches.size())
              + words_for(4 * t.steps.size()) + words_for(8 * t.pending_keys.size())
              + words_for(4 * t.pending_counts.size()) + words_for(4 * t.clocks.size())
-             + admission_state_bound(t) + words_for(8 * t.removed_keys.size());
+             + admission_state_bound(t) + words_for(8 * t.removed_keys.size())
+             + words_for(8 * t.removed_pending.size());
   return words;
 }
 
@@ -66,6 +67,9 @@ void write_table_states(capnp::List<wire::SparseTableState>::Builder list,
     write_admission_state(out, t);
     if (!t.removed_keys.empty())  // a delta's: a whole table's leaves the field unset
       copy_into(out.initRemovedKeys(8 * t.removed_keys.size()), t.removed_keys);
+    if (!t.removed_pending.empty())
+      copy_into(out.initRemovedPending(8 * t.removed_pending.size()), t.removed_pending);
+    out.setPendingChangesOnly(t.pending_changes_only);
   }
 }
 
@@ -94,12 +98,14 @@ read_table_states(capnp::List<wire::SparseTableState>::Reader list) {
         || !copy_out(t.getSteps(), o.steps) || !copy_out(t.getPendingKeys(), o.pending_keys)
         || !copy_out(t.getPendingCounts(), o.pending_counts)
         || !copy_out(t.getClocks(), o.clocks) || !copy_out(t.getRemovedKeys(), o.removed_keys)
+        || !copy_out(t.getRemovedPending(), o.removed_pending)
         || !copy_out(t.getAdmission().getPendingClocks(), o.pending_clocks)
         || !copy_out(t.getAdmission().getSketchCounters(), o.sketch.counters))
       return make_error(errc::malformed_message,
                         "sparse table state " + std::to_string(i) + ": an array of partial items");
     o.sketch.depth = t.getAdmission().getSketchDepth();
     o.sketch.decay_at = t.getAdmission().getSketchDecayAt();
+    o.pending_changes_only = t.getPendingChangesOnly();
   }
   return out;
 }
@@ -190,8 +196,10 @@ caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& 
                                               + " in a checkpoint of clock "
                                               + std::to_string(out.clock));
     for (const auto& t : out.sparse)
-      if (out.delta_since < 0 && !t.removed_keys.empty())
-        return make_error(errc::invalid_spec, "tombstones in a whole checkpoint");
+      if (out.delta_since < 0
+          && (!t.removed_keys.empty() || !t.removed_pending.empty() || t.pending_changes_only))
+        return make_error(errc::invalid_spec,
+                          "tombstones or a partial admission state in a whole checkpoint");
     if (out.optimizer_step > uint64_t(std::numeric_limits<int64_t>::max()))
       return make_error(errc::invalid_spec, "optimizer step out of range");
     return out;

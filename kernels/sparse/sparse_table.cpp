@@ -270,9 +270,11 @@ uint32_t sparse_table::count_pending(uint64_t key,
     reserve_room(pending_keys_, 1);
     reserve_room(pending_clocks_, 1);
   }
-  auto [it, fresh] =
-    pending_.try_emplace(key, pending_ref{0, static_cast<uint32_t>(pending_keys_.size())});
-  if (clocked) {
+  auto [it, fresh] = pending_.try_emplace(
+    key, pending_ref{0, clocked ? static_cast<uint32_t>(pending_keys_.size()) : clock_});
+  if (!clocked) {
+    if (!fresh) it->second.index = std::max(it->second.index, clock_);  // its last clock
+  } else {
     if (fresh) {
       pending_keys_.push_back(key);
       pending_clocks_.push_back(clock_);
@@ -400,6 +402,7 @@ sweep_result sparse_table::sweep(int64_t now, std::size_t budget) {
     while (done.examined < budget && pending_sweep_at_ < pending_keys_.size()) {
       ++done.examined;
       if (pending_stale(pending_sweep_at_, at)) {
+        if (track_removed_) removed_pending_.emplace_back(pending_keys_[pending_sweep_at_], at);
         erase_pending(pending_.find(pending_keys_[pending_sweep_at_]));  // the last moves here
         ++done.pending_dropped;
         continue;
@@ -539,24 +542,60 @@ sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
     if (counts_steps_) out.steps.push_back(whole.steps[r]);
   }
   out.removed_keys.insert(out.removed_keys.end(), removed.begin() + gone, removed.end());
-  // the admission state as the whole export wrote it
-  out.pending_keys = std::move(whole.pending_keys);
-  out.pending_counts = std::move(whole.pending_counts);
-  out.pending_clocks = std::move(whole.pending_clocks);
-  out.sketch = std::move(whole.sketch);
+  if (sketch_) {  // bounded by admission_memory: written whole
+    out.sketch = std::move(whole.sketch);
+    return out;
+  }
+  // The exact pending entries counted since, and tombstones for those dropped since (swept, or
+  // stale at `then`). Admitted ones need none: their rows are in the delta (or tombstoned).
+  out.pending_changes_only = true;
+  std::vector<uint64_t> dropped;
+  for (const auto& [key, clock] : removed_pending_)
+    if (clock >= from) dropped.push_back(key);
+  if (pending_clocked())
+    for (const auto& entry : pending_)
+      if (pending_stale(entry.second.index, at)) dropped.push_back(entry.first);
+  std::sort(dropped.begin(), dropped.end());
+  dropped.erase(std::unique(dropped.begin(), dropped.end()), dropped.end());
+  const bool clocks = !whole.pending_clocks.empty();
+  std::size_t left = 0;
+  for (std::size_t p = 0; p < whole.pending_keys.size(); ++p) {
+    const uint64_t key = whole.pending_keys[p];
+    while (left < dropped.size() && dropped[left] < key)
+      out.removed_pending.push_back(dropped[left++]);
+    if (left < dropped.size() && dropped[left] == key) ++left;  // pending at `then`: not gone
+    // Its last clock as exported (with eviction), else the table's: a push since `then` only
+    // raises it, and has a clock >= since (the state at `since` held every earlier push); a
+    // key no longer pending was admitted since `then`: included.
+    uint32_t clock = std::numeric_limits<uint32_t>::max();
+    if (clocks) {
+      clock = whole.pending_clocks[p];
+    } else if (auto it = pending_.find(key); it != pending_.end()) {
+      clock = pending_clock(it->second);
+    }
+    if (clock < from) continue;
+    out.pending_keys.push_back(key);
+    out.pending_counts.push_back(whole.pending_counts[p]);
+    if (clocks) out.pending_clocks.push_back(clock);
+  }
+  out.removed_pending.insert(out.removed_pending.end(), dropped.begin() + left, dropped.end());
   return out;
 }
 
 void sparse_table::track_removed(bool on) {
   track_removed_ = on;
-  if (!on) removed_ = {};
+  if (!on) {
+    removed_ = {};
+    removed_pending_ = {};
+  }
 }
 
 void sparse_table::forget_removed(int64_t before) {
   const uint32_t from = clock32(before);
-  removed_.erase(std::remove_if(removed_.begin(), removed_.end(),
-                                [&](const auto& r) { return r.second < from; }),
-                 removed_.end());
+  auto old = [&](const auto& r) { return r.second < from; };
+  removed_.erase(std::remove_if(removed_.begin(), removed_.end(), old), removed_.end());
+  removed_pending_.erase(std::remove_if(removed_pending_.begin(), removed_pending_.end(), old),
+                         removed_pending_.end());
 }
 
 void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, uint32_t dim,
@@ -613,10 +652,62 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
     }
     take(base, b++);
   }
-  out.pending_keys = delta.pending_keys;
-  out.pending_counts = delta.pending_counts;
-  out.pending_clocks = delta.pending_clocks;
   out.sketch = delta.sketch;
+  if (!delta.pending_changes_only) {  // whole
+    out.pending_keys = delta.pending_keys;
+    out.pending_counts = delta.pending_counts;
+    out.pending_clocks = delta.pending_clocks;
+    base = std::move(out);
+    return;
+  }
+  auto check_pending = [&](const sparse_table_rows& t, const char* which) {
+    const std::size_t n = t.pending_keys.size();
+    require(t.pending_counts.size() == n
+              && (t.pending_clocks.empty() || t.pending_clocks.size() == n),
+            std::string("apply_delta_rows: the ") + which + "'s pending counts or clocks do not "
+              "match its " + std::to_string(n) + " pending keys");
+  };
+  check_pending(base, "base");
+  check_pending(delta, "delta");
+  const bool clocks = !delta.pending_clocks.empty() || !base.pending_clocks.empty();
+  require(!clocks || ((delta.pending_keys.empty() || !delta.pending_clocks.empty())
+                      && (base.pending_keys.empty() || !base.pending_clocks.empty())),
+          "apply_delta_rows: pending clocks in only one of the base and the delta");
+  // Base's entries go for the keys the delta has as rows or tombstones of either kind: each of
+  // those sorted, walked alongside.
+  struct cursor {
+    const std::vector<uint64_t>& keys;
+    std::size_t at = 0;
+    bool holds(uint64_t key) {
+      while (at < keys.size() && keys[at] < key) ++at;
+      return at < keys.size() && keys[at] == key;
+    }
+  };
+  cursor rows{delta.keys}, removed_rows{delta.removed_keys}, dropped{delta.removed_pending};
+  const std::size_t pending_most = base.pending_keys.size() + delta.pending_keys.size();
+  out.pending_keys.reserve(pending_most);
+  out.pending_counts.reserve(pending_most);
+  if (clocks) out.pending_clocks.reserve(pending_most);
+  auto take_pending = [&](const sparse_table_rows& from, std::size_t p) {
+    out.pending_keys.push_back(from.pending_keys[p]);
+    out.pending_counts.push_back(from.pending_counts[p]);
+    if (clocks) out.pending_clocks.push_back(from.pending_clocks[p]);
+  };
+  std::size_t p = 0, q = 0;
+  while (p < base.pending_keys.size() || q < delta.pending_keys.size()) {
+    if (p == base.pending_keys.size()
+        || (q < delta.pending_keys.size() && delta.pending_keys[q] <= base.pending_keys[p])) {
+      if (p < base.pending_keys.size() && base.pending_keys[p] == delta.pending_keys[q]) ++p;
+      take_pending(delta, q++);
+      continue;
+    }
+    const uint64_t key = base.pending_keys[p];
+    if (rows.holds(key) || removed_rows.holds(key) || dropped.holds(key)) {
+      ++p;  // admitted, or dropped, since
+      continue;
+    }
+    take_pending(base, p++);
+  }
   base = std::move(out);
 }
 
@@ -693,8 +784,11 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
       fresh.pending_clocks_.assign(in.pending_clocks.begin(), in.pending_clocks.end());
   }
   for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
-    fresh.pending_.emplace(in.pending_keys[p],
-                           pending_ref{in.pending_counts[p], static_cast<uint32_t>(p)});
+    // without eviction the slot holds the entry's last clock instead of its place
+    const uint32_t where = clocked                      ? static_cast<uint32_t>(p)
+                           : in.pending_clocks.empty() ? clock32(clock)
+                                                        : in.pending_clocks[p];
+    fresh.pending_.emplace(in.pending_keys[p], pending_ref{in.pending_counts[p], where});
   }
   if (fresh.sketch_) fresh.sketch_->restore(in.sketch);
   index_.swap(fresh.index_);

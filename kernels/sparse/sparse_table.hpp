@@ -65,12 +65,19 @@ struct sparse_table_rows {
   /// A delta's tombstones (delta_of): strictly ascending keys that had a row and have none
   /// any more (evicted), none of them among `keys`. Always empty in a whole table's export.
   std::vector<uint64_t> removed_keys;
+  /// A delta's pending entries are only those counted since its clock (pending_changes_only),
+  /// and removed_pending its tombstones for pending keys: strictly ascending keys counted
+  /// before and dropped since (quiet for evict_after), none of them among `pending_keys`.
+  /// false and empty in a whole table's export (and in deltas whose admission state is whole).
+  bool pending_changes_only = false;
+  std::vector<uint64_t> removed_pending;
 };
 
 /// Folds `delta` (a delta_of of the table `base` is an export of, at its clock or later) into
 /// `base`: its tombstones' rows go, its rows replace or join base's (keys stay ascending), and
-/// its admission state (pending keys, counts and clocks and the sketch, always whole) replaces
-/// base's. `dim` and
+/// its admission state replaces base's: the sketch whole; the exact pending entries whole, or
+/// with pending_changes_only merged (base's entries of keys the delta has as rows, tombstones
+/// or pending tombstones go, the delta's replace or join them). `dim` and
 /// `slots` (row_state_slots) describe the rows; `counts_steps` (row_counts_steps): they carry
 /// a step per row. Throws
 /// std::invalid_argument naming the first array whose size does not match.
@@ -168,18 +175,21 @@ public:
   /// A delta of `whole` (this table's export_rows(then), taken earlier or now) since global
   /// clock `since`: its rows whose last push is at `since` or later, tombstones for the keys not
   /// in it that were removed (or started over) at `since` or later (with track_removed) or whose
-  /// rows were stale at `then`, and its admission state whole. A push at clock `since` may have
-  /// come before or after the state at `since` was taken: its rows are included either way
-  /// (written twice at worst).
+  /// rows were stale at `then`; its exact pending entries counted at `since` or later, with
+  /// tombstones for the pending keys not in it that were dropped at `since` or later (with
+  /// track_removed) or were stale at `then` (pending_changes_only); and the sketch whole. A push
+  /// at clock `since` may have come before or after the state at `since` was taken: its rows
+  /// and counts are included either way (written twice at worst).
   sparse_table_rows delta_of(sparse_table_rows whole, int64_t since, int64_t then) const;
 
-  /// Whether the table remembers the keys it removes or starts over (and the clock of each) for
-  /// delta_of; off by default, and forgetting what it held when turned off.
+  /// Whether the table remembers the keys it removes or starts over, and the exact pending
+  /// entries it drops (and the clock of each) for delta_of; off by default, and forgetting what
+  /// it held when turned off.
   void track_removed(bool on);
   /// Forgets the removals before global clock `before` (a delta since then needs none of them).
   void forget_removed(int64_t before);
-  /// Removals remembered (for tests and the stats).
-  std::size_t removed_remembered() const { return removed_.size(); }
+  /// Removals remembered, rows and pending entries (for tests and the stats).
+  std::size_t removed_remembered() const { return removed_.size() + removed_pending_.size(); }
 
   /// Replaces the table's contents with `rows`. Throws std::invalid_argument naming the first
   /// mismatch (array sizes against dim and the optimizer's slots, keys not strictly ascending,
@@ -189,11 +199,13 @@ public:
   void import_rows(const sparse_table_rows& rows, int64_t clock = 0);
 
 private:
-  /// A pending key's count and, when the table evicts, its place in pending_keys_ and
-  /// pending_clocks_ (16 bytes a slot, as a bare uint32 count would take).
+  /// A pending key's count and, when the table evicts (pending_clocked), its place in
+  /// pending_keys_ and pending_clocks_, which hold its last push's clock; otherwise that clock
+  /// itself (for delta_of). 16 bytes a slot, as a bare uint32 count would take: the clock costs
+  /// nothing.
   struct pending_ref {
     uint32_t count;
-    uint32_t index;
+    uint32_t index;  ///< pending_clocked(): the place; otherwise the last push's clock
   };
 
   struct row_ref {
@@ -230,6 +242,10 @@ private:
   }
   /// Whether exact pending counts keep their keys and last clocks (for evict_after).
   bool pending_clocked() const { return cfg_.evict_after > 0 && !sketch_; }
+  /// The global clock of a pending entry's last push.
+  uint32_t pending_clock(const pending_ref& ref) const {
+    return pending_clocked() ? pending_clocks_[ref.index] : ref.index;
+  }
   /// Whether pending entry `index` is stale at global clock `now` (evict_after).
   bool pending_stale(uint32_t index, uint32_t now) const {
     const uint32_t last = pending_clocks_[index];
@@ -291,6 +307,8 @@ private:
   /// track_removed: each key removed, with the clock of its removal, oldest first.
   bool track_removed_ = false;
   std::vector<std::pair<uint64_t, uint32_t>> removed_;
+  /// track_removed: each exact pending entry the sweep dropped, with the clock of the drop.
+  std::vector<std::pair<uint64_t, uint32_t>> removed_pending_;
 };
 
 } // namespace actorps
