@@ -5,7 +5,7 @@
   same settings, the model's own (DLRM: Adam at 0.003, batch 256, 1 epoch) and the run's (ssp,
   staleness 2, cosine). A rate given alone goes with the model's optimizer, as --lr does.
 - A Python plug-in, which declares no defaults, trains with any plug-in's: momentum at 0.05,
-  batch 64, 5 epochs, ssp with staleness 2, cosine.
+  batch 64, 5 epochs, ssp with staleness 2, cosine. A staleness given with sync is refused.
 - LocalCluster with no mode is ssp with staleness 2: a worker runs two clocks ahead of one that
   has pushed nothing (sync would hold it at the first); its schedule is cosine over
   total_clocks when given, constant without."""
@@ -148,6 +148,9 @@ class PythonPlugin(unittest.TestCase):
         self.assertEqual(summary["clocks"], start["clocks"])
         self.assertEqual((start["mode"], start["staleness_bound"], start["lr_schedule"]),
                          ("ssp", 2, "cosine"))
+        # as LocalCluster: a staleness bounds ssp only, and says so rather than being ignored
+        with self.assertRaisesRegex(ValueError, r"^staleness: given with mode='sync'"):
+            actorps.train(TinyModel(), split(640), split(100), mode="sync", staleness=2)
 
 
 class Cluster(unittest.TestCase):
