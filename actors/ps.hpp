@@ -56,11 +56,29 @@ namespace actorps {
 
 // --- the runtime owns the loop ------------------------------------------------------------
 
+// --- the defaults, one rule for train(), local_cluster and task_cluster ------------------
+//
+// How the shards keep workers together and decay the rate is the run's, the same for every
+// entry point (train_options, cluster_options and the Python keywords that map them, left
+// unset or None): mode ssp with a staleness bound of 2, and the schedule cosine when the run
+// knows its number of clocks (train() always; a cluster given total_clocks), constant when it
+// does not (schedule_or_default). How the model learns (optimizer, rate, momentum, batch,
+// epochs) is the model's (model_plugin::defaults) in a runtime-owned run; a loop of your own
+// names its optimizer (momentum unless set), at that optimizer's default rate unless set.
+
+/// The schedule a run uses: `chosen` if set, else cosine over `total_clocks` when it is known
+/// (> 0), constant when it is not.
+inline lr_schedule schedule_or_default(std::optional<lr_schedule> chosen, int64_t total_clocks) {
+  if (chosen) return *chosen;
+  return total_clocks > 0 ? lr_schedule::cosine : lr_schedule::constant;
+}
+
 /// A run in this process: every role an actor of one actor_system (what `actorps simulate`
 /// does). The same settings as the command line's training flags, with the same defaults: a
 /// setting left unset takes the model's (model_plugin::defaults; the MLP's are momentum at
 /// 0.05, batch 64, 5 epochs; DLRM's Adam at 0.003, batch 256, 1 epoch, tables at 0.1 admitting
-/// a key on its 20th push), each one set overrides its field alone.
+/// a key on its 20th push), each one set overrides its field alone; mode, staleness and
+/// schedule as the rule above has them.
 struct train_options {
   std::string model = "mlp:784-256-128-10";  ///< NAME[:ARGS] of a registered model plug-in
   std::shared_ptr<const dataset> train, test;  ///< the data (dataset.hpp: rows, cols, x, y);
@@ -75,7 +93,7 @@ struct train_options {
   /// Applied by the shards. learning_rate 0: the model's rate if this is the model's
   /// optimizer, else the optimizer's default.
   std::optional<optimizer_config> optimizer;
-  lr_schedule schedule = lr_schedule::cosine;
+  std::optional<lr_schedule> schedule;  ///< unset: schedule_or_default (cosine: clocks known)
   std::optional<int> batch;       ///< rows per minibatch and worker
   std::optional<double> epochs;   ///< passes over the training rows ...
   int64_t steps = 0;              ///< ... or, when > 0, clocks per worker
@@ -185,11 +203,12 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
 struct cluster_options {
   int ps = 2;
   int workers = 1;                ///< each calls push_pull once per clock
-  consistency mode = consistency::sync;
-  int staleness = 0;
+  consistency mode = consistency::ssp;  ///< the run's default, as train_options' (the rule above)
+  int staleness = 2;              ///< the ssp bound (ignored by sync and async)
   optimizer_config optimizer;     ///< learning_rate 0: the optimizer's default
-  lr_schedule schedule = lr_schedule::constant;
-  int64_t total_clocks = 0;       ///< for decaying schedules; 0 with constant
+  /// Unset: schedule_or_default, cosine over total_clocks when given, else constant.
+  std::optional<lr_schedule> schedule;
+  int64_t total_clocks = 0;       ///< clocks per worker, for decaying schedules (0: unknown)
   uint64_t seed = 1;              ///< the tensors' initial values (model_spec's initializers)
   uint32_t block_floats = 4096;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per request

@@ -14,7 +14,7 @@ train_spec shards_spec(const model_spec& model, const cluster_options& opts) {
   spec.optimizer = opts.optimizer;
   if (!(spec.optimizer.learning_rate > 0))
     spec.optimizer.learning_rate = default_learning_rate(opts.optimizer.kind);
-  spec.schedule = opts.schedule;
+  spec.schedule = schedule_or_default(opts.schedule, opts.total_clocks);
   spec.total_clocks = opts.total_clocks;
   spec.seed = opts.seed;
   spec.block_floats = opts.block_floats;

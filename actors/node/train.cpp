@@ -50,7 +50,7 @@ caf::expected<train_spec> spec_of(const train_options& o, const training_setting
   shards.mode = o.mode;
   shards.staleness = o.staleness;
   shards.optimizer = dense_optimizer(settings, o.optimizer.value_or(optimizer_config{}));
-  shards.schedule = o.schedule;
+  shards.schedule = o.schedule;  // resolved once the run's clocks are known (train())
   shards.seed = o.seed;
   const auto admit = settings.values.admit_after;
   if (admit != -1 && (admit < 1 || admit > int64_t(UINT32_MAX)))
@@ -208,6 +208,7 @@ caf::expected<simulation_options> plan_run(const train_options& o, int64_t train
   c.steps = o.steps > 0 ? o.steps
                         : std::max<int64_t>(1, std::llround(epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
+  c.spec.schedule = schedule_or_default(o.schedule, c.steps);
   c.eval_every = o.eval_every;
   c.train_rows = train_rows;
   c.progress = o.progress;

@@ -2,6 +2,8 @@
 // runtime's own parser, or ValueError naming the argument and the choices.
 #pragma once
 
+#include "actors/ps.hpp"
+#include "kernels/lr_schedule.hpp"
 #include "kernels/optimizer.hpp"
 
 #include <pybind11/pybind11.h>
@@ -19,6 +21,27 @@ auto parse_choice(const std::string& arg, const std::string& value, Parse parse,
   if (!parsed)
     throw pybind11::value_error(arg + ": '" + value + "' is not one of " + choices);
   return *parsed;
+}
+
+/// mode and staleness from Python's keywords into `mode_out` and `staleness_out`, which hold
+/// the run's defaults (actors/ps.hpp: ssp, 2) and keep them where the keyword is None. A
+/// staleness given with a mode other than ssp, or negative, is a ValueError.
+inline void choose_consistency(const std::optional<std::string>& mode,
+                               std::optional<int> staleness, consistency& mode_out,
+                               int& staleness_out) {
+  if (mode) mode_out = parse_choice("mode", *mode, parse_consistency, "sync, ssp, async");
+  if (!staleness) return;
+  if (mode_out != consistency::ssp)
+    throw pybind11::value_error("staleness: given with mode='" + std::string(to_string(mode_out))
+                                + "'; it bounds only ssp");
+  if (*staleness < 0) throw pybind11::value_error("staleness: negative");
+  staleness_out = *staleness;
+}
+
+/// The schedule from Python's keyword; None leaves it to the run (schedule_or_default).
+inline std::optional<lr_schedule> schedule_of(const std::optional<std::string>& schedule) {
+  if (!schedule) return std::nullopt;
+  return parse_choice("schedule", *schedule, parse_lr_schedule, "constant, cosine, linear");
 }
 
 /// The optimizer the shards apply, from Python's arguments (lr None: the optimizer's default).

@@ -18,14 +18,16 @@ namespace actorps::python {
 
 namespace {
 
-/// The options both clusters take, as keyword arguments.
+/// The options both clusters take, as keyword arguments. mode, staleness and schedule None:
+/// the run's defaults (actors/ps.hpp: ssp with staleness 2; cosine when total_clocks is given,
+/// else constant).
 struct python_options {
-  std::string mode = "sync";
+  std::optional<std::string> mode;
   std::optional<int> staleness;
   std::string optimizer = "momentum";
   std::optional<float> lr;  // None: the optimizer's default
   float momentum = 0.9f;
-  std::string schedule = "constant";
+  std::optional<std::string> schedule;
   int64_t total_clocks = 0;
   uint64_t seed = 1;
   uint32_t block_floats = 4096;
@@ -35,13 +37,9 @@ struct python_options {
     cluster_options o;
     o.ps = ps;
     o.workers = workers;
-    o.mode = parse_choice("mode", mode, parse_consistency, "sync, ssp, async");
-    if (staleness && o.mode != consistency::ssp)
-      throw py::value_error("staleness: given with mode='" + mode + "'; it bounds only ssp");
-    if (staleness && *staleness < 0) throw py::value_error("staleness: negative");
-    o.staleness = staleness.value_or(0);
+    choose_consistency(mode, staleness, o.mode, o.staleness);
     o.optimizer = optimizer_of(optimizer, lr, momentum);
-    o.schedule = parse_choice("schedule", schedule, parse_lr_schedule, "constant, cosine, linear");
+    o.schedule = schedule_of(schedule);
     o.total_clocks = total_clocks;
     o.seed = seed;
     o.block_floats = block_floats;
@@ -108,22 +106,23 @@ void bind_clusters(py::module_& m) {
   py::class_<python_local_cluster> local(
     m, "LocalCluster",
     "ps parameter shards in this process for `workers` workers that own their loop; mode "
-    "'sync'|'ssp'|'async' (staleness: the ssp bound), the optimizer ('sgd', 'momentum', "
-    "'adam', 'adagrad'; lr None: its default) applied by the shards, timeout: seconds per "
-    "request.");
-  local.def(py::init([](const model_spec& spec, int ps, int workers, const std::string& mode,
-                        std::optional<int> staleness, const std::string& optimizer,
-                        std::optional<float> lr,
-                        float momentum, const std::string& schedule, int64_t total_clocks,
+    "'sync'|'ssp'|'async' (staleness: the ssp bound; None: ssp with staleness 2, as "
+    "actorps.train), the optimizer ('sgd', 'momentum', 'adam', 'adagrad'; lr None: its "
+    "default) applied by the shards, schedule 'constant'|'cosine'|'linear' over total_clocks "
+    "(None: cosine when total_clocks is given, else constant), timeout: seconds per request.");
+  local.def(py::init([](const model_spec& spec, int ps, int workers,
+                        std::optional<std::string> mode, std::optional<int> staleness,
+                        const std::string& optimizer, std::optional<float> lr, float momentum,
+                        std::optional<std::string> schedule, int64_t total_clocks,
                         uint64_t seed, uint32_t block_floats, double timeout) {
               python_options o{mode, staleness, optimizer, lr, momentum, schedule,
                                total_clocks, seed, block_floats, timeout};
               return std::make_unique<python_local_cluster>(spec, o.resolve(ps, workers));
             }),
             py::arg("spec"), py::kw_only(), py::arg("ps") = 2, py::arg("workers") = 2,
-            py::arg("mode") = "sync", py::arg("staleness") = py::none(),
+            py::arg("mode") = py::none(), py::arg("staleness") = py::none(),
             py::arg("optimizer") = "momentum", py::arg("lr") = py::none(),
-            py::arg("momentum") = 0.9f, py::arg("schedule") = "constant",
+            py::arg("momentum") = 0.9f, py::arg("schedule") = py::none(),
             py::arg("total_clocks") = 0, py::arg("seed") = 1, py::arg("block_floats") = 4096,
             py::arg("timeout") = 60.0)
     .def("worker",
@@ -145,9 +144,9 @@ void bind_clusters(py::module_& m) {
     "workers come from TF_CONFIG. CAF 0.17 may wait forever for gone peers when the process "
     "ends: end a task with actorps.exit_task(status).");
   task.def(py::init([](const model_spec& spec, std::optional<std::string> tf_config,
-                       const std::string& mode, std::optional<int> staleness,
+                       std::optional<std::string> mode, std::optional<int> staleness,
                        const std::string& optimizer, std::optional<float> lr, float momentum,
-                       const std::string& schedule, int64_t total_clocks, uint64_t seed,
+                       std::optional<std::string> schedule, int64_t total_clocks, uint64_t seed,
                        uint32_t block_floats, double timeout) {
              python_options o{mode, staleness, optimizer, lr, momentum, schedule,
                               total_clocks, seed, block_floats, timeout};
@@ -155,9 +154,9 @@ void bind_clusters(py::module_& m) {
                                                           o.resolve(1, 1));
            }),
            py::arg("spec"), py::arg("tf_config") = py::none(), py::kw_only(),
-           py::arg("mode") = "sync", py::arg("staleness") = py::none(),
+           py::arg("mode") = py::none(), py::arg("staleness") = py::none(),
            py::arg("optimizer") = "momentum", py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
-           py::arg("schedule") = "constant", py::arg("total_clocks") = 0, py::arg("seed") = 1,
+           py::arg("schedule") = py::none(), py::arg("total_clocks") = 0, py::arg("seed") = 1,
            py::arg("block_floats") = 4096, py::arg("timeout") = 60.0)
     .def_property_readonly("is_ps", [](const python_task_cluster& c) { return c.cluster->is_ps(); })
     .def_property_readonly("index", [](const python_task_cluster& c) { return c.cluster->index(); })

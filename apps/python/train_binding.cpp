@@ -260,12 +260,41 @@ data_source files_of(py::handle train_split, py::handle test_split) {
   throw py::value_error("train: " + text + ": " + usage);
 }
 
+/// The optimizer keywords of actorps.train, each None unless given.
+struct optimizer_keywords {
+  std::optional<std::string> kind;
+  std::optional<float> lr;
+  std::optional<float> momentum;
+};
+
+/// The optimizer the keywords choose for the registered `model`, or none when they choose
+/// nothing: the model's own then (model_plugin::defaults), as `actorps simulate` without
+/// --optimizer, --lr and --momentum. A rate or momentum given alone goes with the model's
+/// optimizer; a momentum not given is the model's.
+std::optional<optimizer_config> optimizer_for(const optimizer_keywords& k,
+                                              const std::string& model) {
+  if (!k.kind && !k.lr && !k.momentum) return std::nullopt;
+  training_defaults model_defaults;
+  try {
+    model_defaults = make_model(model)->defaults();
+  } catch (const std::exception&) {
+    // not a model: train() refuses it, naming why
+  }
+  optimizer_config o;
+  o.kind = k.kind ? parse_choice("optimizer", *k.kind, parse_optimizer_kind, optimizer_names())
+                  : model_defaults.optimizer;
+  o.learning_rate = learning_rate_of(k.lr);  // 0: the model's rate for its optimizer
+  o.momentum = k.momentum.value_or(model_defaults.momentum);
+  return o;
+}
+
 py::dict train_python(py::object model, py::handle train_split, py::handle test_split,
-                      const train_options& base) {
+                      const train_options& base, const optimizer_keywords& optimizer) {
   if (py::isinstance<py::str>(model)) {
     train_options opts = base;
     opts.model = model.cast<std::string>();
     opts.source = files_of(train_split, test_split);
+    opts.optimizer = optimizer_for(optimizer, opts.model);
     return run_train(opts);
   }
   auto spec_obj = model.attr("spec");
@@ -288,6 +317,7 @@ py::dict train_python(py::object model, py::handle train_split, py::handle test_
   register_model(spec.name, [shared](const std::string&) {
     return std::make_unique<python_plugin>(shared);
   });
+  opts.optimizer = optimizer_for(optimizer, opts.model);
   return run_train(opts, [&] {
     if (shared->first_error)
       throw std::runtime_error("the Python model raised in " + *shared->first_error);
@@ -300,9 +330,10 @@ void bind_train(py::module_& m) {
   m.def(
     "train",
     [](py::object model, py::handle train_split, py::handle test_split, int ps, int workers,
-       const std::string& mode, int staleness, const std::string& optimizer,
-       std::optional<float> lr,
-       float momentum, const std::string& schedule, int batch, double epochs, int64_t steps,
+       std::optional<std::string> mode, std::optional<int> staleness,
+       std::optional<std::string> optimizer, std::optional<float> lr,
+       std::optional<float> momentum, std::optional<std::string> schedule,
+       std::optional<int> batch, std::optional<double> epochs, int64_t steps,
        int64_t eval_every, uint64_t seed, const std::string& metrics, bool progress,
        int threads, const std::string& checkpoint_dir, int64_t checkpoint_every,
        const std::string& resume, const std::string& checkpoint_key,
@@ -312,10 +343,8 @@ void bind_train(py::module_& m) {
       train_options o;
       o.ps = ps;
       o.workers = workers;
-      o.mode = parse_choice("mode", mode, parse_consistency, "sync, ssp, async");
-      o.staleness = staleness;
-      o.optimizer = optimizer_of(optimizer, lr, momentum);
-      o.schedule = parse_choice("schedule", schedule, parse_lr_schedule, "constant, cosine, linear");
+      choose_consistency(mode, staleness, o.mode, o.staleness);
+      o.schedule = schedule_of(schedule);
       o.batch = batch;
       o.epochs = epochs;
       o.steps = steps;
@@ -335,12 +364,14 @@ void bind_train(py::module_& m) {
       o.export_dir = export_dir;
       o.export_every = export_every;
       o.full_export_every = full_export_every;
-      return train_python(std::move(model), train_split, test_split, o);
+      return train_python(std::move(model), train_split, test_split, o,
+                          optimizer_keywords{optimizer, lr, momentum});
     },
     py::arg("model"), py::arg("train"), py::arg("test"), py::kw_only(), py::arg("ps") = 2,
-    py::arg("workers") = 2, py::arg("mode") = "ssp", py::arg("staleness") = 2,
-    py::arg("optimizer") = "momentum", py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
-    py::arg("schedule") = "cosine", py::arg("batch") = 64, py::arg("epochs") = 1.0,
+    py::arg("workers") = 2, py::arg("mode") = py::none(), py::arg("staleness") = py::none(),
+    py::arg("optimizer") = py::none(), py::arg("lr") = py::none(),
+    py::arg("momentum") = py::none(), py::arg("schedule") = py::none(),
+    py::arg("batch") = py::none(), py::arg("epochs") = py::none(),
     py::arg("steps") = 0, py::arg("eval_every") = 0, py::arg("seed") = 1,
     py::arg("metrics") = "", py::arg("progress") = false, py::arg("threads") = 0,
     py::arg("checkpoint_dir") = "", py::arg("checkpoint_every") = 0, py::arg("resume") = "",
@@ -349,7 +380,9 @@ void bind_train(py::module_& m) {
     py::arg("replicas") = 0, py::arg("tensorboard_dir") = "", py::arg("full_checkpoint_every") = 10,
     py::arg("export_dir") = "", py::arg("export_every") = 0, py::arg("full_export_every") = 10,
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
-    "`actorps simulate`). model: .spec (an actorps.ModelSpec, dense tensors; its name "
+    "`actorps simulate`: each of mode, staleness, schedule, optimizer, lr, momentum, batch and "
+    "epochs left None is the run's (ssp, staleness 2, cosine) or the model's own; a Python "
+    "plug-in's are momentum at 0.05, batch 64, 5 epochs). model: .spec (an actorps.ModelSpec, dense tensors; its name "
     "registers the plug-in for the run), .step(worker, clock, params, grad, x, y) -> the mean "
     "loss of the minibatch, writing its gradient into grad (zeroed before the call), and "
     ".evaluate(params, x_test, y_test) -> accuracy or (accuracy, loss), the evaluator hook. "

@@ -106,7 +106,8 @@ class Arguments(unittest.TestCase):
         one = actorps.ModelSpec([("w", [1])])
         for lr, step in [(None, 0.1), (0.5, 0.5)]:
             with self.subTest(lr=lr):
-                w = actorps.LocalCluster(one, ps=1, workers=1, optimizer="sgd", lr=lr).worker(0)
+                w = actorps.LocalCluster(one, ps=1, workers=1, mode="sync", optimizer="sgd",
+                                         lr=lr).worker(0)
                 params = np.zeros(1, np.float32)
                 w.wait(w.pull(0, params))
                 before = params.copy()

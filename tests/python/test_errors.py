@@ -17,7 +17,8 @@ class Errors(unittest.TestCase):
 
     def test_stale_clock(self):
         spec = harness.small_spec(actorps)
-        client = actorps.LocalCluster(spec, ps=2, workers=1, optimizer="sgd", lr=0.1).worker(0)
+        client = actorps.LocalCluster(spec, ps=2, workers=1, mode="sync", optimizer="sgd",
+                                      lr=0.1).worker(0)
         params = np.empty(spec.total_floats, np.float32)
         grad = np.ones_like(params)
         client.wait(client.pull(0, params))

@@ -17,7 +17,8 @@ class InPlace(unittest.TestCase):
     def setUp(self):
         self.spec = harness.small_spec(actorps)
         self.n = self.spec.total_floats
-        self.ps = actorps.LocalCluster(self.spec, ps=2, workers=1, optimizer="sgd", lr=0.5)
+        self.ps = actorps.LocalCluster(self.spec, ps=2, workers=1, mode="sync", optimizer="sgd",
+                                       lr=0.5)
         self.client = self.ps.worker(0)
 
     def test_numpy_view_is_written_where_it_lies(self):
@@ -62,7 +63,8 @@ class InPlace(unittest.TestCase):
     def test_torch_int64_keys(self):
         spec = actorps.ModelSpec([("b", [1])],
                                  sparse_tables=[actorps.SparseTable("t", 2, optimizer="sgd", lr=1.0)])
-        client = actorps.LocalCluster(spec, ps=2, workers=1, optimizer="sgd", lr=1.0).worker(0)
+        client = actorps.LocalCluster(spec, ps=2, workers=1, mode="sync", optimizer="sgd",
+                                      lr=1.0).worker(0)
         keys = torch.tensor([3, 1 << 50], dtype=torch.int64)
         out = torch.empty(1)
         rows = torch.empty(2, 2)

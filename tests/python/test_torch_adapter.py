@@ -84,7 +84,7 @@ class TorchAdapter(unittest.TestCase):
     def test_parameters_are_views_into_one_buffer(self):
         model = make_model()
         ps = actorps.LocalCluster(actorps.torch.model_spec(model), ps=1, workers=1,
-                                  optimizer="sgd", lr=0.5)
+                                  mode="sync", optimizer="sgd", lr=0.5)
         shards = actorps.torch.ShardedParameters(model, ps.worker(0))
         base = shards.flat.data_ptr()
         offset = 0
