@@ -70,7 +70,9 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
         || (!in.pending_clocks.empty() && in.pending_clocks.size() != in.pending_keys.size()))
       refuse("shard " + std::to_string(o) + "'s table " + name + " has arrays of mismatched "
              "lengths");
-    if (!in.removed_keys.empty()) refuse("shard " + std::to_string(o) + " holds a delta");
+    // Cut whole states only: a chain is folded first (its tombstones, rows and pending changes)
+    if (!in.removed_keys.empty() || in.pending_changes_only || !in.removed_pending.empty())
+      refuse("shard " + std::to_string(o) + " holds a delta");
     for (uint32_t i = 0; i < n; ++i)
       if (spec.shard_of_key(in.keys[i]) == s) rows.push_back({in.keys[i], o, i});
     for (uint32_t i = 0; i < in.pending_keys.size(); ++i)
