@@ -16,13 +16,13 @@ namespace actorps {
 
 namespace {
 
-constexpr uint32_t max_rows = std::numeric_limits<uint32_t>::max();
+constexpr std::size_t max_rows = row_index::max_size;
 
-/// A page is one allocation of at most 256 KiB − 64 bytes: large enough that the per-page
-/// pointer costs nothing, small enough that the one partly filled page wastes little. The 64
-/// bytes leave room for malloc's header, so an mmap'd page takes exactly 64 pages of 4 KiB
-/// instead of being rounded up to 65.
-constexpr std::size_t page_bytes_target = 256 * 1024 - 64;
+/// A page is one allocation of a power of two rows and at most 32 KiB: large enough that the
+/// per-page pointer costs nothing, small enough that the one partly filled page wastes little
+/// (under 0.4 bytes a row from 65 536 rows on), and a row's page and place in it are a shift
+/// and a mask.
+constexpr std::size_t page_bytes_target = 32 * 1024;
 
 /// Bytes abseil 20220623 allocates for a flat_hash_map of this capacity: one control byte per
 /// slot plus a sentinel and Group::kWidth − 1 cloned bytes (16-wide SSE2 groups), rounded up to
@@ -112,9 +112,12 @@ sparse_table::sparse_table(const sparse_table_config& cfg, uint64_t seed, uint32
   require(why.empty(), why);
   slots_ = row_state_slots(cfg.optimizer.kind);
   counts_steps_ = row_counts_steps(cfg.optimizer.kind);
-  stride_ = cfg.dim * (1 + slots_) + 1;  // checked to fit
-  rows_per_page_ = static_cast<uint32_t>(
-    std::max<std::size_t>(1, page_bytes_target / (std::size_t(stride_) * sizeof(float))));
+  stride_ = meta_floats + cfg.dim * (1 + slots_);  // checked to fit
+  const std::size_t fit = page_bytes_target / (std::size_t(stride_) * sizeof(float));
+  page_shift_ = 0;
+  while ((std::size_t(2) << page_shift_) <= fit) ++page_shift_;
+  rows_per_page_ = uint32_t(1) << page_shift_;
+  page_mask_ = rows_per_page_ - 1;
   if (cfg.admission_memory > 0)
     sketch_ = std::make_unique<admission_sketch>(cfg.admission_memory,
                                                  splitmix64_mix(seed) ^ table);
@@ -135,9 +138,8 @@ std::size_t sparse_table::admission_bytes() const {
 std::size_t sparse_table::memory_bytes() const {
   const std::size_t page_bytes = std::size_t(rows_per_page_) * stride_ * sizeof(float);
   return sizeof(*this) + pages_.size() * page_bytes +
-         pages_.capacity() * sizeof(decltype(pages_)::value_type) + map_bytes(index_) +
+         pages_.capacity() * sizeof(decltype(pages_)::value_type) + index_.memory_bytes() +
          admission_bytes() + steps_.capacity() * sizeof(uint32_t) +
-         keys_.capacity() * sizeof(uint64_t) +
          ages_.capacity() * sizeof(uint64_t);
 }
 
@@ -146,8 +148,8 @@ void sparse_table::touch_row(uint32_t index, uint32_t floats) const {
   // EPYC) prefetches of rows in a 1+ GB table changed nothing — they miss the TLB and are
   // dropped — while these loads, which out-of-order execution overlaps across the block, made
   // a dim-16 Adagrad update pass 2.5x faster.
-  const volatile char* first = reinterpret_cast<const volatile char*>(row(index));
-  const std::size_t bytes = std::size_t(floats) * sizeof(float);
+  const volatile char* first = reinterpret_cast<const volatile char*>(row_start(index));
+  const std::size_t bytes = std::size_t(meta_floats + floats) * sizeof(float);
   for (std::size_t offset = 0; offset < bytes && offset < 512; offset += 64) (void)first[offset];
   (void)first[bytes - 1];
 }
@@ -155,15 +157,14 @@ void sparse_table::touch_row(uint32_t index, uint32_t floats) const {
 void sparse_table::read(const uint64_t* keys, std::size_t n, float* out, int64_t now) const {
   const uint32_t dim = cfg_.dim;
   const uint32_t at = clock32(now);
-  const bool evicting = cfg_.evict_after > 0;
-  const row_ref* found[lookup_block];
+  uint32_t found[lookup_block];
   for (std::size_t start = 0; start < n; start += lookup_block) {
     const std::size_t count = std::min(lookup_block, n - start);
-    find_block(keys + start, count, dim, evicting, found);
+    find_block(keys + start, count, dim, found);
     for (std::size_t j = 0; j < count; ++j) {
       float* into = out + (start + j) * dim;
-      if (found[j] != nullptr && !(evicting && stale(found[j]->index, at))) {
-        std::memcpy(into, row(found[j]->index), dim * sizeof(float));
+      if (found[j] != row_index::npos && !stale(found[j], at)) {
+        std::memcpy(into, row(found[j]), dim * sizeof(float));
       } else if (cfg_.admit_after > 1) {
         std::fill(into, into + dim, 0.0f);
       } else {
@@ -180,6 +181,7 @@ void sparse_table::ensure_page_for(uint32_t index) {
 }
 
 void sparse_table::create_row(uint64_t key, uint32_t index) {
+  std::memcpy(row_start(index), &key, sizeof key);
   float* values = row(index);
   initial_row_values(cfg_, seed_, table_, key, values);
   init_row_state(cfg_.optimizer, values, values + cfg_.dim, cfg_.dim);
@@ -187,20 +189,16 @@ void sparse_table::create_row(uint64_t key, uint32_t index) {
 
 void sparse_table::reserve_rows(std::size_t more) {
   if (counts_steps_) reserve_room(steps_, more);
-  if (evicting()) reserve_room(keys_, more);
 }
 
 void sparse_table::remove_row(uint32_t index, uint32_t clock) {
   const auto last = static_cast<uint32_t>(index_.size() - 1);
-  if (track_removed_) removed_.emplace_back(keys_[index], clock);
-  index_.erase(keys_[index]);
+  if (track_removed_) removed_.emplace_back(row_key(index), clock);
+  index_.erase(row_key(index), key_of());  // the last row's key now finds `index`
   if (index != last) {
-    std::memcpy(row(index), row(last), std::size_t(stride_) * sizeof(float));
-    keys_[index] = keys_[last];
+    std::memcpy(row_start(index), row_start(last), std::size_t(stride_) * sizeof(float));
     if (counts_steps_) steps_[index] = steps_[last];
-    index_.find(keys_[index])->second.index = index;
   }
-  keys_.pop_back();
   if (counts_steps_) steps_.pop_back();
   ++evicted_;
   // Pages no longer needed go back, but one spare: rows going and coming around a page's
@@ -215,51 +213,52 @@ void sparse_table::set_max_parameter(float bound) {
   max_parameter_ = bound;
 }
 
-bool sparse_table::update_row(row_ref& ref, const float* grad, float lr_scale) {
-  const uint32_t step = counts_steps_ ? saturating_increment(steps_[ref.index]) : 1;
-  float* values = row(ref.index);
+bool sparse_table::update_row(uint32_t index, const float* grad, float lr_scale) {
+  const uint32_t step = counts_steps_ ? saturating_increment(steps_[index]) : 1;
+  float* values = row(index);
+  const uint32_t floats = stride_ - meta_floats;
   // The row is in cache (find_block touched it): keeping a copy to put back costs little next
   // to the lookup, and makes a refused update leave the row exactly as it was.
-  if (saved_row_.size() != stride_) saved_row_.resize(stride_);
-  std::memcpy(saved_row_.data(), values, std::size_t(stride_) * sizeof(float));
+  if (saved_row_.size() != floats) saved_row_.resize(floats);
+  std::memcpy(saved_row_.data(), values, std::size_t(floats) * sizeof(float));
   apply_row_update(cfg_.optimizer, lr_scale, step, values, grad, values + cfg_.dim, cfg_.dim);
   if (!all_within(values, cfg_.dim, max_parameter_)
-      || !all_within(values + cfg_.dim, stride_ - 1 - cfg_.dim,
-                     std::numeric_limits<float>::max())) {
-    std::memcpy(values, saved_row_.data(), std::size_t(stride_) * sizeof(float));
+      || !all_within(values + cfg_.dim, floats - cfg_.dim, std::numeric_limits<float>::max())) {
+    std::memcpy(values, saved_row_.data(), std::size_t(floats) * sizeof(float));
     return false;
   }
-  ref.touches = saturating_increment(ref.touches);
-  if (counts_steps_) steps_[ref.index] = step;
-  if (row_clock(ref.index) < clock_) set_row_clock(ref.index, clock_);
+  set_row_touches(index, saturating_increment(row_touches(index)));
+  if (counts_steps_) steps_[index] = step;
+  if (row_clock(index) < clock_) set_row_clock(index, clock_);
   return true;
 }
 
-bool sparse_table::push_missing(uint64_t key, const float* grad, float lr_scale) {
-  if (index_.size() == max_rows && !index_.contains(key)) {
+bool sparse_table::push_missing(uint64_t key, uint64_t h, const float* grad, float lr_scale) {
+  if (index_.size() == max_rows && index_.find(key, h, key_of()) == row_index::npos) {
     throw std::length_error("sparse_table: table " + std::to_string(table_) +
-                            " already holds the most rows one table can (2^32 - 1)");
+                            " already holds the most rows one table can (2^32 - 2)");
   }
   uint32_t touches = 0;  // bumped to 1 by update_row; with admission, to admit_after
   auto counted = pending_.end();
-  if (cfg_.admit_after > 1 && !index_.contains(key)) {
+  if (cfg_.admit_after > 1 && index_.find(key, h, key_of()) == row_index::npos) {
     if (count_pending(key, counted) < cfg_.admit_after) return true;  // gradient dropped
     touches = cfg_.admit_after - 1;
   }
-  // Every allocation before the map changes, so a throw leaves no key without its row.
+  // Every allocation before the index changes (its own growth included: it allocates before
+  // it changes), so a throw leaves no key without its row.
   const auto index = static_cast<uint32_t>(index_.size());
   ensure_page_for(index);
   reserve_rows(1);
   // One probe: an earlier repeat of the key in this push may have created the row already.
-  auto [slot, created] = index_.try_emplace(key, row_ref{index, touches});
+  const auto [at, created] = index_.insert(key, h, key_of());
   if (created) {
-    create_row(key, index);
+    create_row(key, at);
+    set_row_touches(at, touches);
     if (counts_steps_) steps_.push_back(0);
-    set_row_clock(index, clock_);
-    if (evicting()) keys_.push_back(key);
+    set_row_clock(at, clock_);
     if (counted != pending_.end()) erase_pending(counted);
   }
-  return update_row(slot->second, grad, lr_scale);
+  return update_row(at, grad, lr_scale);
 }
 
 uint32_t sparse_table::count_pending(uint64_t key,
@@ -313,24 +312,24 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
   clock_ = clock32(clock);
   const bool evicting = cfg_.evict_after > 0;
   const bool admission = cfg_.admit_after > 1;
-  const row_ref* found[lookup_block];
+  uint32_t found[lookup_block];
   // Rows that exist are updated in the first pass, and the keys without a row collected for
-  // the second: the map does not change meanwhile, so the slots found stay valid. Each key's
+  // the second: the index does not change meanwhile, so the rows found stay valid. Each key's
   // result does not depend on the others', so this order gives the same values as one key
   // after another (a repeated key's occurrences are all missing or all found, and keep their
   // order).
   // A stale row (evict_after) is evicted as it is found: without admission it starts over in
   // place; with admission its key joins the missing ones, its row removed before they are
-  // created (no slot found is used after that).
+  // created (no row found is used after that).
   std::vector<std::size_t> missing;
   std::size_t refused = 0, stale_rows = 0;
   for (std::size_t start = 0; start < n; start += lookup_block) {
     const std::size_t count = std::min(lookup_block, n - start);
-    find_block(keys + start, count, stride_, true, found);
+    find_block(keys + start, count, stride_ - meta_floats, found);
     for (std::size_t j = 0; j < count; ++j) {
-      if (found[j] != nullptr) {  // const only because find_block also serves read()
-        auto& ref = const_cast<row_ref&>(*found[j]);
-        if (evicting && stale(ref.index, clock_)) {
+      if (found[j] != row_index::npos) {
+        const uint32_t index = found[j];
+        if (evicting && stale(index, clock_)) {
           if (admission) {  // counted as evicted when removed, below
             missing.push_back(start + j);
             ++stale_rows;
@@ -338,12 +337,12 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
           }
           ++evicted_;
           if (track_removed_) removed_.emplace_back(keys[start + j], clock_);  // starts over
-          create_row(keys[start + j], ref.index);
-          ref.touches = 0;
-          if (counts_steps_) steps_[ref.index] = 0;
-          set_row_clock(ref.index, clock_);
+          create_row(keys[start + j], index);
+          set_row_touches(index, 0);
+          if (counts_steps_) steps_[index] = 0;
+          set_row_clock(index, clock_);
         }
-        if (!update_row(ref, grads + (start + j) * dim, lr_scale)) ++refused;
+        if (!update_row(index, grads + (start + j) * dim, lr_scale)) ++refused;
       } else {
         missing.push_back(start + j);
       }
@@ -352,23 +351,26 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
   if (missing.empty()) return refused;
   if (stale_rows > 0) {
     for (auto at : missing) {
-      auto it = index_.find(keys[at]);
-      if (it == index_.end()) continue;
-      remove_row(it->second.index, clock_);
+      const uint32_t index = index_.find(keys[at], key_of());
+      if (index != row_index::npos) remove_row(index, clock_);
     }
   }
-  // Room for every new row at once: a push of 10 M fresh keys would otherwise rehash the map
-  // through a dozen doublings (half of its 1.4 s). With admission most may stay pending.
+  // Room for every new row at once: a push of 10 M fresh keys would otherwise rehash the index
+  // through a dozen growths. With admission most may stay pending.
   if (cfg_.admit_after <= 1) {
-    index_.reserve(std::min<std::size_t>(max_rows, index_.size() + missing.size()));
+    index_.reserve(std::min<std::size_t>(max_rows, index_.size() + missing.size()), key_of());
     reserve_rows(missing.size());
   }
   for (std::size_t start = 0; start < missing.size(); start += lookup_block) {
     const std::size_t count = std::min(lookup_block, missing.size() - start);
-    for (std::size_t j = 0; j < count; ++j) index_.prefetch(keys[missing[start + j]]);
+    uint64_t hashes[lookup_block];
+    for (std::size_t j = 0; j < count; ++j) {
+      hashes[j] = row_index::hash(keys[missing[start + j]]);
+      index_.prefetch(hashes[j]);
+    }
     for (std::size_t j = 0; j < count; ++j) {
       const std::size_t at = missing[start + j];
-      if (!push_missing(keys[at], grads + at * dim, lr_scale)) ++refused;
+      if (!push_missing(keys[at], hashes[j], grads + at * dim, lr_scale)) ++refused;
     }
   }
   peak_rows_ = std::max(peak_rows_, index_.size());
@@ -440,36 +442,37 @@ void sparse_table::plan_row_bound(uint32_t) {
 }
 
 void sparse_table::find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
-                              bool clocks, const row_ref** found) const {
+                              uint32_t* found) const {
   // Every lookup of the block is under way before any is waited for, so the cache misses
-  // overlap instead of queueing: the map's group and slot, then the rows found.
-  for (std::size_t j = 0; j < count; ++j) index_.prefetch(keys[j]);
+  // overlap instead of queueing: the index's slots, then the rows their tags point to (loads,
+  // as in touch_row), then the keys compared in rows now in cache, their floats loaded.
+  uint64_t hashes[lookup_block];
   for (std::size_t j = 0; j < count; ++j) {
-    const auto it = index_.find(keys[j]);
-    found[j] = it == index_.end() ? nullptr : &it->second;
+    hashes[j] = row_index::hash(keys[j]);
+    index_.prefetch(hashes[j]);
   }
   for (std::size_t j = 0; j < count; ++j) {
-    if (found[j] != nullptr) touch_row(found[j]->index, row_floats);
+    const uint32_t likely = index_.likely_row(hashes[j]);
+    if (likely != row_index::npos)
+      (void)*reinterpret_cast<const volatile char*>(row_start(likely));
   }
-  if (clocks && row_floats < stride_) {  // a read's: the clock after the row's floats
-    for (std::size_t j = 0; j < count; ++j) {
-      if (found[j] != nullptr) (void)*reinterpret_cast<const volatile float*>(
-                                 row(found[j]->index) + stride_ - 1);
-    }
+  for (std::size_t j = 0; j < count; ++j) found[j] = index_.find(keys[j], hashes[j], key_of());
+  for (std::size_t j = 0; j < count; ++j) {
+    if (found[j] != row_index::npos) touch_row(found[j], row_floats);
   }
   if (steps_.empty()) return;
   const volatile uint32_t* steps = steps_.data();
   for (std::size_t j = 0; j < count; ++j) {
-    if (found[j] != nullptr) (void)steps[found[j]->index];
+    if (found[j] != row_index::npos) (void)steps[found[j]];
   }
 }
 
 sparse_table_rows sparse_table::export_rows(int64_t now) const {
   const uint32_t at = clock32(now);
-  std::vector<std::pair<uint64_t, row_ref>> by_key;
+  std::vector<std::pair<uint64_t, uint32_t>> by_key;
   by_key.reserve(index_.size());
-  for (const auto& entry : index_)
-    if (!stale(entry.second.index, at)) by_key.push_back(entry);
+  for (uint32_t index = 0; index < index_.size(); ++index)
+    if (!stale(index, at)) by_key.emplace_back(row_key(index), index);
   std::sort(by_key.begin(), by_key.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   const uint32_t dim = cfg_.dim;
@@ -481,14 +484,14 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
   out.touches.reserve(by_key.size());
   out.clocks.reserve(by_key.size());
   for (std::size_t r = 0; r < by_key.size(); ++r) {
-    const auto& [key, ref] = by_key[r];
-    const float* values = row(ref.index);
+    const auto& [key, index] = by_key[r];
+    const float* values = row(index);
     out.keys.push_back(key);
     std::memcpy(out.values.data() + r * dim, values, dim * sizeof(float));
     std::memcpy(out.state.data() + r * state_floats, values + dim, state_floats * sizeof(float));
-    out.touches.push_back(ref.touches);
-    out.clocks.push_back(row_clock(ref.index));
-    if (counts_steps_) out.steps.push_back(steps_[ref.index]);
+    out.touches.push_back(row_touches(index));
+    out.clocks.push_back(row_clock(index));
+    if (counts_steps_) out.steps.push_back(steps_[index]);
   }
   export_admission(out, at);
   return out;
@@ -518,8 +521,8 @@ sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
     if (clock >= from) removed.push_back(key);
   // rows stale at `then` (not in `whole`) that nothing has removed or started over since
   if (cfg_.evict_after > 0)
-    for (const auto& entry : index_)
-      if (stale(entry.second.index, at)) removed.push_back(entry.first);
+    for (uint32_t index = 0; index < index_.size(); ++index)
+      if (stale(index, at)) removed.push_back(row_key(index));
   std::sort(removed.begin(), removed.end());
   removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
   const uint32_t dim = cfg_.dim;
@@ -760,20 +763,20 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
 
   // Built aside and swapped in, so a failed allocation leaves the table as it was.
   sparse_table fresh(cfg_, seed_, table_);
-  fresh.index_.reserve(n);
   fresh.pages_.reserve((n + rows_per_page_ - 1) / rows_per_page_);
   if (counts_steps_) fresh.steps_.assign(in.steps.begin(), in.steps.end());
-  if (evicting()) fresh.keys_.assign(in.keys.begin(), in.keys.end());
   const std::size_t state_floats = std::size_t(slots_) * dim;
   for (std::size_t r = 0; r < n; ++r) {
     const auto index = static_cast<uint32_t>(r);
     fresh.ensure_page_for(index);
+    std::memcpy(fresh.row_start(index), &in.keys[r], sizeof(uint64_t));
     float* values = fresh.row(index);
     std::memcpy(values, in.values.data() + r * dim, dim * sizeof(float));
     std::memcpy(values + dim, in.state.data() + r * state_floats, state_floats * sizeof(float));
     fresh.set_row_clock(index, in.clocks.empty() ? clock32(clock) : in.clocks[r]);
-    fresh.index_.emplace(in.keys[r], row_ref{index, in.touches[r]});
+    fresh.set_row_touches(index, in.touches[r]);
   }
+  fresh.index_.assign(n, fresh.key_of());
   fresh.pending_.reserve(in.pending_keys.size());
   const bool clocked = pending_clocked();
   if (clocked) {
@@ -791,14 +794,13 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
     fresh.pending_.emplace(in.pending_keys[p], pending_ref{in.pending_counts[p], where});
   }
   if (fresh.sketch_) fresh.sketch_->restore(in.sketch);
-  index_.swap(fresh.index_);
+  std::swap(index_, fresh.index_);
   pages_.swap(fresh.pages_);
   steps_.swap(fresh.steps_);
   pending_.swap(fresh.pending_);
   pending_keys_.swap(fresh.pending_keys_);
   pending_clocks_.swap(fresh.pending_clocks_);
   sketch_.swap(fresh.sketch_);
-  keys_.swap(fresh.keys_);
   sweep_at_ = 0;
   pending_sweep_at_ = 0;
   ages_.clear();

@@ -1,19 +1,21 @@
 // One sparse table's rows on one shard: uint64 keys, each a row of `dim` floats created on its
 // first push (or its N-th, with admission), with its own optimizer state.
 //
-// Layout: an absl::flat_hash_map from key to row index, and the rows in fixed-size pages of
-// one contiguous block each; a row is its dim values followed by its optimizer state
-// (row_state_slots × dim floats, slot after slot). Pages rather than one growing vector: a
-// 10 M-row table never copies its 1+ GB of rows to grow (no second copy in memory, no
-// half-second stall inside one apply), and at most one page is allocated but unused.
+// Layout: rows in fixed-size pages of one contiguous block each (a power of two rows a page, at
+// most 32 KiB); a row is 16 bytes of metadata — its key, the global clock of its last push and
+// its touch count — then its dim values and its optimizer state (row_state_slots × dim floats,
+// slot after slot). Pages rather than one growing vector: a 10 M-row table never copies its 1+
+// GB of rows to grow (no second copy in memory, no half-second stall inside one apply), and at
+// most one page is allocated but unused. A row_index (row_index.hpp: 4-byte slots, load 0.55–
+// 0.875) maps each key to its row number; the key itself lives in the row, in the cache line a
+// lookup loads anyway. Beyond the floats and optimizer state a row costs 16 bytes in its page
+// and 4.6–7.3 in the index: 20.6–23.4 in all across growth cycles (24 at most, tested).
 //
-// Each row records the global clock of its last push (a uint32 after its floats, in the line an
-// update has in cache anyway) and its touch count (in the map slot's padding): 8 bytes of
-// metadata, kept in
-// checkpoints. With eviction (evict_after > 0) a row stale at a clock counts as gone for every
-// read, push and export at that clock, so results do not depend on when memory is reclaimed:
-// sweep() removes stale rows, a bounded number a call, keeping the rows dense (the last row
-// moves into the hole; pages no longer needed are freed).
+// Clock and touch count are the row's metadata (8 bytes), kept in checkpoints. With eviction
+// (evict_after > 0) a row stale at a clock counts as gone for every read, push and export at
+// that clock, so results do not depend on when memory is reclaimed: sweep() removes stale rows,
+// a bounded number a call, keeping the rows dense (the last row moves into the hole; pages no
+// longer needed are freed).
 //
 // Thread safety: none; one owner (a shard actor) calls everything.
 //
@@ -28,6 +30,7 @@
 #pragma once
 
 #include "kernels/sparse/admission_sketch.hpp"
+#include "kernels/sparse/row_index.hpp"
 #include "kernels/sparse/table_config.hpp"
 #include "kernels/value_bounds.hpp"
 
@@ -128,7 +131,7 @@ public:
   /// Whether the config asks for eviction (evict_after or max_rows).
   bool evicting() const { return cfg_.evict_after > 0 || cfg_.max_rows > 0; }
 
-  /// Bytes this table holds: allocated pages, both hash maps' slot arrays and control bytes,
+  /// Bytes this table holds: allocated pages, the row index's slots, the pending counts' map,
   /// the step counters and the object itself (not malloc's own headers).
   std::size_t memory_bytes() const;
 
@@ -151,7 +154,7 @@ public:
   /// max_parameter() or a non-finite state keeps its values, state, step and touch count (a
   /// new row: its initial ones); returns how many rows were refused so. Rows are independent
   /// parameters: the push's other rows apply. Throws std::invalid_argument for a negative or
-  /// non-finite lr_scale (nothing changed); std::length_error past 2^32 − 1 rows and
+  /// non-finite lr_scale (nothing changed); std::length_error past 2^32 − 2 rows and
   /// std::bad_alloc leave the push partly applied (every row whole, every key counted once).
   /// `clock`: the global clock of the push, recorded as each updated row's last (a row keeps a
   /// later one). A row stale at `clock` is evicted first: without admission it starts over in
@@ -208,33 +211,49 @@ private:
     uint32_t index;  ///< pending_clocked(): the place; otherwise the last push's clock
   };
 
-  struct row_ref {
-    uint32_t index;    ///< into the pages
-    uint32_t touches;  ///< sits in the slot's padding: a uint64 key aligns the slot to 16 bytes
-  };
+  /// Floats of metadata at the start of each row: its key (2), last clock, touch count.
+  static constexpr uint32_t meta_floats = 4;
 
-  float* row(uint32_t index) {
-    return pages_[index / rows_per_page_].get() + std::size_t(index % rows_per_page_) * stride_;
+  /// Row `index`'s first float (its metadata).
+  float* row_start(uint32_t index) {
+    return pages_[index >> page_shift_].get() + std::size_t(index & page_mask_) * stride_;
   }
-  const float* row(uint32_t index) const {
-    return pages_[index / rows_per_page_].get() + std::size_t(index % rows_per_page_) * stride_;
+  const float* row_start(uint32_t index) const {
+    return pages_[index >> page_shift_].get() + std::size_t(index & page_mask_) * stride_;
   }
-  /// Row `index`'s last clock: a uint32 in the float after its state.
-  uint32_t row_clock(uint32_t index) const {
-    uint32_t clock;
-    std::memcpy(&clock, row(index) + stride_ - 1, sizeof clock);
-    return clock;
+  /// Row `index`'s values, then its optimizer state.
+  float* row(uint32_t index) { return row_start(index) + meta_floats; }
+  const float* row(uint32_t index) const { return row_start(index) + meta_floats; }
+  uint64_t row_key(uint32_t index) const {
+    uint64_t key;
+    std::memcpy(&key, row_start(index), sizeof key);
+    return key;
   }
-  void set_row_clock(uint32_t index, uint32_t clock) {
-    std::memcpy(row(index) + stride_ - 1, &clock, sizeof clock);
+  /// Row `index`'s last clock.
+  uint32_t row_clock(uint32_t index) const { return meta(index, 2); }
+  void set_row_clock(uint32_t index, uint32_t clock) { set_meta(index, 2, clock); }
+  /// Pushes that reached row `index`'s key, admission included.
+  uint32_t row_touches(uint32_t index) const { return meta(index, 3); }
+  void set_row_touches(uint32_t index, uint32_t touches) { set_meta(index, 3, touches); }
+  uint32_t meta(uint32_t index, uint32_t at) const {
+    uint32_t value;
+    std::memcpy(&value, row_start(index) + at, sizeof value);
+    return value;
+  }
+  void set_meta(uint32_t index, uint32_t at, uint32_t value) {
+    std::memcpy(row_start(index) + at, &value, sizeof value);
+  }
+  /// The row index's key_of: each row's key, from the row.
+  auto key_of() const {
+    return [this](uint32_t index) { return row_key(index); };
   }
   /// Keys are looked up this many at a time (find_block).
   static constexpr std::size_t lookup_block = 16;
 
-  /// Each key's slot in the map (nullptr: no row), with the first `row_floats` floats of each
-  /// row found (and Adam's step, and with `clocks` its last clock) brought into cache.
-  void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats, bool clocks,
-                  const row_ref** found) const;
+  /// Each key's row (row_index::npos: none), with the metadata and first `row_floats` floats
+  /// of each row found (and Adam's step) brought into cache.
+  void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
+                  uint32_t* found) const;
   /// Whether row `index` is stale at global clock `now` (evict_after).
   bool stale(uint32_t index, uint32_t now) const {
     const uint32_t last = row_clock(index);
@@ -256,24 +275,24 @@ private:
   uint32_t count_pending(uint64_t key, absl::flat_hash_map<uint64_t, pending_ref>::iterator& entry);
   /// Removes an exact pending entry; the last entry of the arrays takes its place.
   void erase_pending(absl::flat_hash_map<uint64_t, pending_ref>::iterator entry);
-  /// Removes row `index` (its key from the map) at global clock `clock`; the last row takes its
-  /// place.
+  /// Removes row `index` (its key from the index) at global clock `clock`; the last row takes
+  /// its place.
   void remove_row(uint32_t index, uint32_t clock);
   /// The admission state (pending keys, counts and clocks, the sketch), whole, as every export
   /// writes it; pending entries stale at global clock `at` left out.
   void export_admission(sparse_table_rows& out, uint32_t at) const;
-  /// Room in the per-row arrays for `more` rows, before the map changes.
+  /// Room in the per-row arrays for `more` rows, before the index changes.
   void reserve_rows(std::size_t more);
   void touch_row(uint32_t index, uint32_t floats) const;
   /// One push of a key that has a row: touch count, Adam's step, the optimizer; false (and the
   /// row as it was) when the result would leave the bounds.
-  bool update_row(row_ref& ref, const float* grad, float lr_scale);
-  /// One push of a key that had no row at lookup: admission, creation, then update_row; false
-  /// when update_row refused.
-  bool push_missing(uint64_t key, const float* grad, float lr_scale);
+  bool update_row(uint32_t index, const float* grad, float lr_scale);
+  /// One push of a key (of row_index::hash h) that had no row at lookup: admission, creation,
+  /// then update_row; false when update_row refused.
+  bool push_missing(uint64_t key, uint64_t h, const float* grad, float lr_scale);
   /// Makes room for row `index` (a new page when the last one is full).
   void ensure_page_for(uint32_t index);
-  /// Writes `key`'s initial values and state into row `index` (whose page exists).
+  /// Writes `key` and its initial values and state into row `index` (whose page exists).
   void create_row(uint64_t key, uint32_t index);
   /// The age (in clocks) beyond which max_rows evicts, from the ages of the pass just done.
   void plan_row_bound(uint32_t now);
@@ -283,12 +302,13 @@ private:
   uint32_t table_;
   uint32_t slots_;          ///< row_state_slots(cfg_.optimizer.kind)
   bool counts_steps_;       ///< row_counts_steps(cfg_.optimizer.kind): steps_ holds a step per row
-  uint32_t stride_;         ///< floats per row: dim × (1 + slots), then the last clock
-  uint32_t rows_per_page_;  ///< pages are at most 256 KiB − 64 bytes
-  absl::flat_hash_map<uint64_t, row_ref> index_;
+  uint32_t stride_;         ///< floats per row: the metadata, then dim × (1 + slots)
+  uint32_t rows_per_page_;  ///< a power of two: pages are at most 64 KiB
+  uint32_t page_shift_;     ///< log2(rows_per_page_)
+  uint32_t page_mask_;      ///< rows_per_page_ − 1
+  row_index index_;
   std::vector<std::unique_ptr<float[]>> pages_;
   std::vector<uint32_t> steps_;                     ///< counts_steps_ only, by row index
-  std::vector<uint64_t> keys_;                      ///< with eviction: each row's key, by row
   absl::flat_hash_map<uint64_t, pending_ref> pending_; ///< exact admission: key → its count
   std::vector<uint64_t> pending_keys_;              ///< pending_clocked(): each entry's key
   std::vector<uint32_t> pending_clocks_;            ///< and the clock of its last push

@@ -29,7 +29,7 @@ std::string invalid_table_config(const sparse_table_config& cfg) {
   if (!std::isfinite(cfg.scale) || cfg.scale < 0)
     return "scale must be finite and >= 0, got " + std::to_string(cfg.scale);
   const uint64_t stride = uint64_t(cfg.dim) * (1 + row_state_slots(cfg.optimizer.kind));
-  if (stride >= std::numeric_limits<uint32_t>::max())  // and the row's clock
+  if (stride > std::numeric_limits<uint32_t>::max() - 4)  // and the row's key, clock, touches
     return "dim " + std::to_string(cfg.dim) + " is too large";
   if (cfg.admission_memory > 0) {
     if (cfg.admit_after < 2 || cfg.admit_after > admission_sketch::max_count)
