@@ -101,17 +101,7 @@ grep -q '"event":"stream_end","clock":10,"by":"SIGTERM"' "$dir/b.jsonl" \
 "$bin" simulate --dataset "criteo:$dir/gen/train" "${common[@]}" --workers 2 --ps 2 \
   --eval-every 0 --steps 10 --metrics "$dir/r.jsonl" > "$dir/r.log" 2>&1 \
   || fail "the reference run failed"
-losses() {  # the last loss each (worker, clock) reported, one line each
-  "$python" -c '
-import json, sys
-last = {}
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("event") == "train":
-        last[(e["worker"], e["clock"])] = e["loss"]
-for (w, c), loss in sorted(last.items()):
-    print(w, c, repr(loss))' "$1"
-}
+losses() { "$python" "$root/tests/train_losses.py" "$1"; }  # worker clock loss, each
 [ "$(losses "$dir/b.jsonl" | wc -l)" = 20 ] || fail "run b: not 10 clocks of 2 workers"
 diff <(losses "$dir/r.jsonl") <(losses "$dir/b.jsonl") \
   || fail "the followed processes' losses differ from the run that read both days in one go"

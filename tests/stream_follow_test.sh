@@ -109,17 +109,7 @@ grep -q "15 clocks, 2880 samples; this run from clock 10" "$dir/b2.log" \
 "$bin" simulate --dataset "criteo:$dir/gen/train" "${common[@]}" --eval-every 0 --steps 15 \
   --metrics "$dir/r.jsonl" --export-dir "$dir/r.export" > "$dir/r.log" 2>&1 \
   || { cat "$dir/r.log"; fail "the reference run failed"; }
-losses() {  # the last loss each (worker, clock) reported, one line each
-  "${python:-python3}" -c '
-import json, sys
-last = {}
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("event") == "train":
-        last[(e["worker"], e["clock"])] = e["loss"]
-for (w, c), loss in sorted(last.items()):
-    print(w, c, repr(loss))' "$1"
-}
+losses() { "${python:-python3}" "$root/tests/train_losses.py" "$1"; }  # worker clock loss, each
 [ "$(losses "$dir/b.jsonl" | wc -l)" = 30 ] || fail "run b: not 15 clocks of 2 workers"
 diff <(losses "$dir/r.jsonl") <(losses "$dir/b.jsonl") \
   || fail "the followed, stopped and resumed run's losses differ from the run in one go"
