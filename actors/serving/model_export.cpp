@@ -26,6 +26,21 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+/// Publishes `staged` (its files written) and records in `result` what every version reports:
+/// its number, path, the sizes of model.capnp, model.onnx and metadata.json, the model's
+/// SHA-256 and the seconds since `start`.
+void publish(staged_version& staged, const std::string& capnp, const std::string& onnx,
+             const std::string& metadata, std::chrono::steady_clock::time_point start,
+             export_result& result) {
+  result.version = staged.publish();
+  result.path = staged.path();
+  result.capnp_bytes = capnp.size();
+  result.onnx_bytes = onnx.size();
+  result.metadata_bytes = metadata.size();
+  result.model_sha256 = sha256_hex(capnp);
+  result.seconds = seconds_since(start);
+}
+
 export_result export_ctr_model(const train_spec& spec, const trained_parameters& params,
                                const run_info& run, const dataset& test, const std::string& dir,
                                const std::string& chain) {
@@ -71,13 +86,7 @@ export_result write_ctr_version(const ctr_model& model, const std::string& metad
     result.vocab_bytes += vocab[f].size();
   }
   staged.write_file(metadata_json_name, checked_metadata);
-  result.version = staged.publish();
-  result.path = staged.path();
-  result.capnp_bytes = capnp.size();
-  result.onnx_bytes = onnx.size();
-  result.metadata_bytes = checked_metadata.size();
-  result.model_sha256 = sha256_hex(capnp);
-  result.seconds = seconds_since(start);
+  publish(staged, capnp, onnx, checked_metadata, start, result);
   return result;
 }
 
@@ -119,13 +128,7 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
   staged.write_file(model_capnp_name, capnp);
   staged.write_file(onnx_model_name, onnx);
   staged.write_file(metadata_json_name, checked_metadata);
-  result.version = staged.publish();
-  result.path = staged.path();
-  result.capnp_bytes = capnp.size();
-  result.onnx_bytes = onnx.size();
-  result.metadata_bytes = checked_metadata.size();
-  result.model_sha256 = sha256_hex(capnp);
-  result.seconds = seconds_since(start);
+  publish(staged, capnp, onnx, checked_metadata, start, result);
   return result;
 }
 
