@@ -1,6 +1,7 @@
 """What every Python test shares: skipping (exit 77, which CTest reports as skipped, never as
 passed) when a package the test needs is missing, and a small model for the front door."""
 import importlib
+import os
 import sys
 import threading
 
@@ -19,6 +20,16 @@ def require(*modules):
                   flush=True)
             sys.exit(SKIP)
     return loaded[0] if len(loaded) == 1 else loaded
+
+
+def actorps_binary(what):
+    """The actorps binary CTest names in ACTORPS_BINARY; raises AssertionError (a failure, never
+    a skip) naming `what` the test needs it for when it is not there."""
+    path = os.environ.get("ACTORPS_BINARY", "")
+    if not os.access(path, os.X_OK):
+        raise AssertionError(f"ACTORPS_BINARY ('{path}') must name the actorps binary, which "
+                             f"{what} (CTest sets it)")
+    return path
 
 
 def small_spec(actorps):

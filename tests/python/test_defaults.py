@@ -28,11 +28,7 @@ SETTINGS = ["mode", "staleness_bound", "optimizer", "learning_rate", "momentum",
 
 
 def binary():
-    path = os.environ.get("ACTORPS_BINARY", "")
-    if not os.access(path, os.X_OK):
-        raise AssertionError(f"ACTORPS_BINARY ('{path}') must name the actorps binary, which "
-                             "writes the data and runs `actorps simulate` (CTest sets it)")
-    return path
+    return harness.actorps_binary("writes the data and runs `actorps simulate`")
 
 
 def start_event(path):

@@ -22,11 +22,7 @@ import actorps  # noqa: E402
 
 
 def binary():
-    path = os.environ.get("ACTORPS_BINARY", "")
-    if not os.access(path, os.X_OK):
-        raise AssertionError(f"ACTORPS_BINARY ('{path}') must name the actorps binary, which "
-                             "writes the data and folds the chains (CTest sets it)")
-    return path
+    return harness.actorps_binary("writes the data and folds the chains")
 
 
 def versions(directory):
