@@ -34,6 +34,7 @@ struct python_model {
   model_spec spec;
   std::mutex mutex;
   std::optional<std::string> first_error;
+  bool row_indexed = false;  ///< it has keys(): it reads its own data by row index
 
   void note_error(const std::string& where, const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -42,7 +43,9 @@ struct python_model {
 };
 
 std::shared_ptr<python_model> share(py::object model, model_spec spec) {
-  return std::shared_ptr<python_model>(new python_model{std::move(model), std::move(spec), {}, {}},
+  const bool row_indexed = py::hasattr(model, "keys");
+  return std::shared_ptr<python_model>(new python_model{std::move(model), std::move(spec), {}, {},
+                                                        row_indexed},
                                        [](python_model* m) {
                                          py::gil_scoped_acquire gil;
                                          delete m;
@@ -112,29 +115,163 @@ private:
   std::vector<int32_t> y_;
 };
 
+/// Each sparse table's keys as a plug-in names them: a 1-D array per table, int64 or uint64
+/// (the same 64 bits), in the order its step() will use them.
+void keys_from(py::handle answer, const char* where, std::vector<std::vector<uint64_t>>& per_table) {
+  auto list = py::reinterpret_borrow<py::sequence>(answer);
+  if (list.size() != per_table.size())
+    throw std::runtime_error(std::string(where) + ": " + std::to_string(list.size()) +
+                             " key arrays, the model has " + std::to_string(per_table.size()) +
+                             " sparse tables");
+  for (std::size_t t = 0; t < per_table.size(); ++t) {
+    auto a = py::array::ensure(list[t], py::array::c_style);
+    if (!a || a.ndim() != 1 || a.itemsize() != 8 || a.dtype().kind() == 'f')
+      throw std::runtime_error(std::string(where) + ": the keys of table " + std::to_string(t) +
+                               " must be a 1-D int64 or uint64 array");
+    const auto* k = static_cast<const uint64_t*>(a.data());
+    per_table[t].assign(k, k + a.shape(0));
+  }
+}
+
+/// The rows of a step or an evaluation as the plug-in sees them: per table (keys, values,
+/// grads, inverse) — the distinct keys ascending (uint64), their rows (distinct × dim,
+/// read-only), the gradient rows to add into (writable; None for an evaluation), and for
+/// each key named, in order, its row's index.
+py::list tables_view(std::vector<table_rows>& tables, bool grads) {
+  py::list out;
+  for (auto& t : tables) {
+    const std::size_t u = t.keys.size(), dim = t.dim;
+    py::array_t<uint64_t> keys({u}, {sizeof(uint64_t)}, t.keys.data(), py::none());
+    keys.attr("setflags")(py::arg("write") = false);
+    py::array_t<float> values({u, dim}, {dim * sizeof(float), sizeof(float)}, t.values.data(),
+                              py::none());
+    values.attr("setflags")(py::arg("write") = false);
+    py::array_t<uint32_t> inverse({t.inverse.size()}, {sizeof(uint32_t)}, t.inverse.data(),
+                                  py::none());
+    inverse.attr("setflags")(py::arg("write") = false);
+    py::object g = py::none();
+    if (grads)
+      g = py::array_t<float>({u, dim}, {dim * sizeof(float), sizeof(float)}, t.grads.data(),
+                             py::none());
+    out.append(py::make_tuple(keys, values, g, inverse));
+  }
+  return out;
+}
+
+/// A plug-in that reads its own data by row (it has keys()): each step is told the rows of
+/// its minibatch (dataset row indices, the runtime's split, shuffle and epochs) and, for a
+/// model with sparse tables, the rows of the keys keys() named for it.
+class row_indexed_trainer : public trainer {
+public:
+  row_indexed_trainer(std::shared_ptr<python_model> model, const trainer_context& ctx)
+    : model_(std::move(model)), data_(dynamic_cast<const data_shard*>(ctx.data)),
+      worker_(ctx.worker) {
+    if (!data_) throw std::invalid_argument("a Python model reading rows trains on in-memory data");
+  }
+
+  void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
+    if (per_table.empty()) return;
+    with_gil(*model_, "keys", [&] {
+      keys_from(model_->model.attr("keys")(worker_, clock, rows_of(clock)), "keys", per_table);
+    });
+  }
+
+  step_loss step(int64_t clock, const float* params, float* grad) override {
+    std::vector<table_rows> none;
+    return step(clock, params, grad, none);
+  }
+
+  step_loss step(int64_t clock, const float* params, float* grad,
+                 std::vector<table_rows>& tables) override {
+    const auto n = model_->spec.total_floats();
+    std::fill(grad, grad + n, 0.0f);
+    int64_t rows = 0;
+    double loss = with_gil(*model_, "step", [&] {
+      auto batch = rows_of(clock);
+      rows = batch.shape(0);
+      return model_->model.attr("step")(worker_, clock, floats_view(params, n, false),
+                                        floats_view(grad, n, true), batch,
+                                        tables_view(tables, true))
+        .cast<double>();
+    });
+    return {loss * double(rows), rows};
+  }
+
+private:
+  py::array_t<int64_t> rows_of(int64_t clock) const {
+    auto rows = data_->batch_rows(clock);
+    return py::array_t<int64_t>(rows.size(), rows.data());
+  }
+
+  std::shared_ptr<python_model> model_;
+  const data_shard* data_;
+  int worker_;
+};
+
+/// What evaluate() returned: the accuracy, (accuracy, loss), or a dict with "logits" (one per
+/// test row, of a binary model: the runtime computes AUC, log loss, accuracy and calibration
+/// against the test labels, as for its own CTR models) or any of "accuracy", "loss", "auc".
+eval_metrics metrics_of(py::handle r, const dataset& test) {
+  eval_metrics out;
+  out.rows = test.rows;
+  if (py::isinstance<py::dict>(r)) {
+    auto d = py::reinterpret_borrow<py::dict>(r);
+    if (d.contains("logits")) {
+      auto z = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(d["logits"]);
+      if (!z || z.ndim() != 1 || z.shape(0) != test.rows)
+        throw std::runtime_error("evaluate: 'logits' must hold one float per test row (" +
+                                 std::to_string(test.rows) + ")");
+      std::vector<float> labels(test.y.begin(), test.y.end());
+      out = binary_metrics_from_logits(z.data(), labels.data(), labels.size(), test.groups);
+      out.rows = test.rows;
+    }
+    if (d.contains("accuracy")) out.accuracy = d["accuracy"].cast<double>();
+    if (d.contains("loss")) out.loss = d["loss"].cast<double>();
+    if (d.contains("auc")) out.auc = d["auc"].cast<double>();
+  } else if (py::isinstance<py::tuple>(r)) {
+    auto t = py::reinterpret_borrow<py::tuple>(r);
+    out.accuracy = t[0].cast<double>();
+    if (t.size() > 1) out.loss = t[1].cast<double>();
+  } else {
+    out.accuracy = r.cast<double>();
+  }
+  return out;
+}
+
 class python_evaluation : public evaluation {
 public:
   python_evaluation(std::shared_ptr<python_model> model, std::shared_ptr<const dataset> test)
     : model_(std::move(model)), test_(std::move(test)) {}
 
-  /// evaluate(params, x, y) returns the accuracy, or (accuracy, loss).
+  /// evaluate(params, x, y); a plug-in reading rows: evaluate(params, tables).
   eval_metrics evaluate(const float* params) override {
-    eval_metrics out;
-    out.rows = test_->rows;
-    with_gil(*model_, "evaluate", [&] {
-      auto r = model_->model.attr("evaluate")(
-        floats_view(params, model_->spec.total_floats(), false),
-        matrix_view(test_->x.data(), std::size_t(test_->rows), std::size_t(test_->cols)),
-        labels_view(test_->y.data(), std::size_t(test_->rows)));
-      if (py::isinstance<py::tuple>(r)) {
-        auto t = r.cast<py::tuple>();
-        out.accuracy = t[0].cast<double>();
-        if (t.size() > 1) out.loss = t[1].cast<double>();
-      } else {
-        out.accuracy = r.cast<double>();
-      }
+    std::vector<table_rows> none;
+    return evaluate(params, none);
+  }
+
+  void keys(std::vector<std::vector<uint64_t>>& per_table) override {
+    if (per_table.empty()) return;
+    with_gil(*model_, "eval_keys", [&] {
+      keys_from(model_->model.attr("eval_keys")(), "eval_keys", per_table);
     });
-    return out;
+  }
+
+  eval_metrics evaluate(const float* params, const std::vector<table_rows>& tables) override {
+    const auto n = model_->spec.total_floats();
+    return with_gil(*model_, "evaluate", [&] {
+      py::object r;
+      if (model_->row_indexed) {
+        // The rows are read-only to the plug-in (no gradients): the view is not written.
+        auto& rows = const_cast<std::vector<table_rows>&>(tables);
+        r = model_->model.attr("evaluate")(floats_view(params, n, false), tables_view(rows, false));
+      } else {
+        r = model_->model.attr("evaluate")(
+          floats_view(params, n, false),
+          matrix_view(test_->x.data(), std::size_t(test_->rows), std::size_t(test_->cols)),
+          labels_view(test_->y.data(), std::size_t(test_->rows)));
+      }
+      return metrics_of(r, *test_);
+    });
   }
 
 private:
@@ -149,6 +286,7 @@ public:
   std::string check_data(int, int) const override { return ""; }
   std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
     if (!ctx.data) throw std::invalid_argument("a Python model trains on in-memory data");
+    if (model_->row_indexed) return std::make_unique<row_indexed_trainer>(model_, ctx);
     return std::make_unique<python_trainer>(model_, ctx);
   }
   std::unique_ptr<evaluation> make_evaluation(std::shared_ptr<const dataset> test) const override {
@@ -300,12 +438,16 @@ py::dict train_python(py::object model, py::handle train_split, py::handle test_
   auto spec_obj = model.attr("spec");
   if (PyCallable_Check(spec_obj.ptr())) spec_obj = spec_obj();
   auto spec = spec_obj.cast<model_spec>();
-  if (!spec.sparse_tables.empty())
-    throw py::value_error("model: a Python plug-in has dense tensors only (sparse tables: "
-                          "actorps.torch.EmbeddingBag in a loop of your own)");
+  const bool row_indexed = py::hasattr(model, "keys");
+  if (!spec.sparse_tables.empty() && !row_indexed)
+    throw py::value_error("model: a Python plug-in with sparse tables reads its rows: it needs "
+                          "keys(worker, clock, rows) and eval_keys() (actorps.torch.train "
+                          "makes such a plug-in of an nn.Module)");
   for (const char* method : {"step", "evaluate"})
     if (!py::hasattr(model, method))
       throw py::value_error(std::string("model: has no ") + method + "()");
+  if (row_indexed && !py::hasattr(model, "eval_keys"))
+    throw py::value_error("model: has keys() but no eval_keys()");
   train_options opts = base;
   opts.model = spec.name;
   opts.train = dataset_of(train_split, "train");

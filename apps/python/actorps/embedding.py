@@ -77,6 +77,10 @@ class EmbeddingBag(torch.nn.Module):
         self._prefetched = None   # (keys, rows) the last step() pulled
         self.pulls = 0            # rows pulled by a forward (not prefetched): round trips
         self.bytes_copied = 0     # gradient bytes step() had to copy (a non-contiguous grad)
+        # The runtime-owned loop (actorps.torch.train) instead: a forward that only records
+        # the ids it is given, or rows the runtime pulled for them.
+        self._recorded = None     # [ids, ...] of the forwards since record()
+        self._given = None        # [values (u, dim), inverse, ids used so far]
 
     @property
     def table_spec(self):
@@ -121,8 +125,14 @@ class EmbeddingBag(torch.nn.Module):
         return rows
 
     def forward(self, input, offsets=None, per_sample_weights=None):
-        self._check_attached()
         ids, offsets = _ids_and_offsets(input, offsets)
+        if self._recorded is not None:
+            self._recorded.append(ids.reshape(-1))
+            bags = ids.shape[0] if ids.dim() == 2 else offsets.numel()
+            return torch.zeros(bags, self.dim, dtype=torch.float32)
+        if self._given is not None:
+            return self._forward_given(ids, offsets, per_sample_weights)
+        self._check_attached()
         keys, inverse = torch.unique(ids, sorted=True, return_inverse=True)
         rows = self._rows_for(keys)
         if torch.is_grad_enabled():
@@ -163,6 +173,41 @@ class EmbeddingBag(torch.nn.Module):
         self._pushing = None
         self._prefetched = self._prefetching if ok else None
         self._prefetching = None
+
+
+    # --- what actorps.torch.train's loop asks of a bag --------------------------------------
+
+    def record(self):
+        """From now on a forward only notes its ids (and returns zeros) until recorded()."""
+        self._recorded = []
+
+    def recorded(self):
+        """The ids of the forwards since record(), in order (int64), and back to normal."""
+        ids, self._recorded = self._recorded, None
+        return torch.cat(ids) if ids else torch.empty(0, dtype=torch.int64)
+
+    def give(self, values, inverse):
+        """The rows the runtime pulled for the ids recorded: values (distinct keys x dim, a
+        tensor that receives their gradient) and, for each id in recorded order, its row."""
+        self._given = [values, inverse, 0]
+
+    def taken(self):
+        """Done with the given rows; how many ids the forwards used."""
+        used = self._given[2] if self._given is not None else 0
+        self._given = None
+        return used
+
+    def _forward_given(self, ids, offsets, per_sample_weights):
+        values, inverse, used = self._given
+        k = ids.numel()
+        if used + k > inverse.numel():
+            raise RuntimeError(f"EmbeddingBag '{self._table_args['name']}': the forward reads "
+                               f"more ids ({used + k}) than were recorded for it "
+                               f"({inverse.numel()}): is the module's forward deterministic?")
+        self._given[2] = used + k
+        rows = inverse[used:used + k].reshape(ids.shape)
+        return torch.nn.functional.embedding_bag(rows, values, offsets, mode=self.mode,
+                                                 per_sample_weights=per_sample_weights)
 
 
 def embedding_bags(module):

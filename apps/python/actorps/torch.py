@@ -21,14 +21,18 @@ the shards; model_spec() declares one table per bag, ShardedParameters attaches 
 step() pushes the bags' gradient rows (and pulls their prefetched rows) in the same push_pull
 as the dense tensors.
 """
+import copy
 import math
+import threading
 
+import numpy as np
 import torch
 
 from ._core import ModelSpec
+from ._core import train as _train
 from .embedding import EmbeddingBag, embedding_bags
 
-__all__ = ["EmbeddingBag", "ShardedParameters", "model_spec"]
+__all__ = ["EmbeddingBag", "ShardedParameters", "model_spec", "train"]
 
 
 def _parameters(module):
@@ -135,3 +139,215 @@ class ShardedParameters:
     def zero_grad(self):
         """Zeroes the gradients in place (step() already does after each push)."""
         self.flat_grad.zero_()
+
+
+# --- the runtime owns the loop -----------------------------------------------------------------
+
+class _Replica:
+    """One copy of the module (a worker's, or the evaluator's): its parameters are views into
+    one flat buffer that each call loads from the shards' values, and their gradients views
+    into another that each step hands back."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = [p for _, p in _parameters(module)]
+        n = sum(p.numel() for p in self.params)
+        self.flat = torch.zeros(n, dtype=torch.float32)
+        self.flat_grad = torch.zeros(n, dtype=torch.float32)
+        self.grad_views = []
+        offset = 0
+        with torch.no_grad():
+            for p in self.params:
+                k = p.numel()
+                p.data = self.flat[offset:offset + k].view_as(p)
+                view = self.flat_grad[offset:offset + k].view_as(p)
+                p.grad = view
+                self.grad_views.append(view)
+                offset += k
+        self.bags = embedding_bags(module)
+
+    def load(self, params):
+        self.flat.numpy()[:] = params
+
+    def record(self, inputs, chunk):
+        """Each bag's ids when the module runs on `inputs` (in chunks of `chunk` rows)."""
+        for bag in self.bags:
+            bag.record()
+        try:
+            with torch.no_grad():
+                for start in range(0, len(inputs[0]), chunk):
+                    self.module(*[a[start:start + chunk] for a in inputs])
+        finally:
+            ids = [bag.recorded() for bag in self.bags]
+        return [i.numpy() for i in ids]
+
+    def give(self, tables, grads):
+        """Hands each bag its rows (keys, values, grads, inverse) as the runtime pulled them;
+        `grads`: their values receive a gradient."""
+        given = []
+        for bag, (_, values, _, inverse) in zip(self.bags, tables):
+            v = torch.from_numpy(np.array(values))  # a copy: the runtime's is read-only
+            v.requires_grad_(grads)
+            bag.give(v, torch.from_numpy(inverse.astype(np.int64)))
+            given.append(v)
+        return given
+
+    def taken(self):
+        """Each bag done with its given rows: how many ids its forwards used."""
+        return [bag.taken() for bag in self.bags]
+
+    def store(self, grad):
+        for p, view in zip(self.params, self.grad_views):
+            if p.grad is None:
+                view.zero_()
+            elif p.grad.data_ptr() != view.data_ptr() or p.grad.stride() != view.stride():
+                view.copy_(p.grad)
+            p.grad = view
+        grad[:] = self.flat_grad.numpy()
+        self.flat_grad.zero_()
+
+
+def _check_used(bags, used, tables):
+    """A forward that read other ids than the recorded one would pair ids with wrong rows."""
+    for bag, n, (_, _, _, inverse) in zip(bags, used, tables):
+        if n != len(inverse):
+            raise RuntimeError(f"EmbeddingBag '{bag._table_args['name']}': the forward read {n} "
+                               f"ids, {len(inverse)} were recorded: is the module's forward "
+                               "deterministic?")
+
+
+def _labels_for_runtime(target):
+    """The labels the runtime keeps of a target: class indices when it holds them (integers
+    >= 0, or floats that are all 0 or 1: a binary model's evaluation needs them), else zeros."""
+    t = target.detach()
+    if t.dim() == 1 and len(t) > 0:
+        if t.is_floating_point():
+            if bool(((t == 0) | (t == 1)).all()):
+                return t.to(torch.int32).numpy()
+        elif int(t.min()) >= 0:
+            return t.to(torch.int32).numpy()
+    return np.zeros(len(t), dtype=np.int32)
+
+
+class _ModulePlugin:
+    """actorps.train's plug-in around an nn.Module: the runtime splits, shuffles and counts the
+    rows, pulls and pushes; each step here runs the module on its minibatch's rows."""
+
+    def __init__(self, module, loss_fn, train, test, name, init, eval_batch):
+        self.spec = model_spec(module, name=name, init=init)
+        self.loss_fn = loss_fn
+        self.train = train
+        self.test = test
+        self.eval_batch = eval_batch
+        self.module = module
+        self.replicas = {}
+        self.lock = threading.Lock()
+        self.evaluator = _Replica(copy.deepcopy(module))
+
+    def replica(self, worker):
+        with self.lock:
+            if worker not in self.replicas:
+                self.replicas[worker] = _Replica(copy.deepcopy(self.module))
+            return self.replicas[worker]
+
+    def _batch(self, split, rows):
+        index = torch.from_numpy(rows)
+        return [a[index] for a in split]
+
+    def keys(self, worker, clock, rows):
+        batch = self._batch(self.train, rows)
+        return self.replica(worker).record(batch[:-1], len(rows))
+
+    def step(self, worker, clock, params, grad, rows, tables):
+        rep = self.replica(worker)
+        rep.load(params)
+        batch = self._batch(self.train, rows)
+        given = rep.give(tables, grads=True)
+        try:
+            loss = self.loss_fn(rep.module(*batch[:-1]), batch[-1])
+            loss.backward()
+        finally:
+            used = rep.taken()
+        _check_used(rep.bags, used, tables)
+        for v, (_, _, g, _) in zip(given, tables):
+            if v.grad is not None:
+                g[:] = v.grad.numpy()
+        rep.store(grad)
+        return float(loss)
+
+    def eval_keys(self):
+        return self.evaluator.record(self.test[:-1], self.eval_batch)
+
+    def evaluate(self, params, tables):
+        rep = self.evaluator
+        rep.load(params)
+        rep.give(tables, grads=False)
+        outputs = []
+        try:
+            with torch.no_grad():
+                for start in range(0, len(self.test[0]), self.eval_batch):
+                    outputs.append(rep.module(*[a[start:start + self.eval_batch]
+                                                for a in self.test[:-1]]))
+        finally:
+            used = rep.taken()
+        _check_used(rep.bags, used, tables)
+        out = torch.cat(outputs)
+        target = self.test[-1]
+        if out.dim() == 1 or (out.dim() == 2 and out.shape[1] == 1):
+            return {"logits": out.reshape(-1).numpy().astype(np.float32)}
+        loss = float(self.loss_fn(out, target))
+        accuracy = float((out.argmax(1) == target).float().mean())
+        return {"accuracy": accuracy, "loss": loss}
+
+
+def _split(data, what):
+    if not isinstance(data, (tuple, list)) or len(data) < 2:
+        raise ValueError(f"{what}: expected a tuple (inputs..., target) of tensors")
+    tensors = [torch.as_tensor(a) for a in data]
+    rows = len(tensors[0])
+    for i, t in enumerate(tensors):
+        if t.dim() == 0 or len(t) != rows:
+            raise ValueError(f"{what}: element {i} has {len(t) if t.dim() else 0} rows, "
+                             f"element 0 has {rows}")
+    return tensors
+
+
+def train(module, loss_fn, train, test, *, name="torch", init="fan_in", eval_batch=4096,
+          **options):
+    """Trains `module` with the runtime owning the loop: actorps.train's checkpoints, resume,
+    metrics file, evaluator, kills and replacements, standbys (replicas=1) and consistency
+    modes, for an nn.Module whose dense parameters and actorps.torch.EmbeddingBag tables live
+    on the shards.
+
+        summary = actorps.torch.train(model, torch.nn.BCEWithLogitsLoss(),
+                                      (dense, keys, y), (dense_t, keys_t, y_t),
+                                      ps=2, workers=2, mode="sync", optimizer="sgd", lr=0.1,
+                                      epochs=1, metrics="run.jsonl")
+
+    train and test: (inputs..., target), tensors with one row per sample; a step runs
+    loss_fn(module(*inputs[rows]), target[rows]) on its minibatch's rows (the runtime's split,
+    shuffle and epochs, as for every model) and backward(). A module whose output is one
+    logit per row is a binary model: the evaluations report AUC, log loss, accuracy and
+    calibration on test; else the output's argmax is scored against the target's classes.
+    Each bag's ids are found before a step by running the module once without gradients with
+    the bags only noting their ids (its forward must be deterministic); the shards then pull
+    those rows with the step's parameters. Every option of actorps.train (ps, workers, mode,
+    staleness, optimizer, lr, batch, epochs, checkpoint_dir, checkpoint_every, resume, kill,
+    replicas, metrics, tensorboard_dir, ...) applies. The module ends holding the final
+    dense parameters; its bags' rows stay those of the run (export_dir, checkpoints).
+    Returns actorps.train's summary."""
+    train_t = _split(train, "train")
+    test_t = _split(test, "test")
+    plugin = _ModulePlugin(module, loss_fn, train_t, test_t, name, init, eval_batch)
+    rows = len(train_t[0])
+    runtime_train = (np.zeros((rows, 1), np.float32), _labels_for_runtime(train_t[-1]))
+    runtime_test = (np.zeros((len(test_t[0]), 1), np.float32), _labels_for_runtime(test_t[-1]))
+    summary = _train(plugin, runtime_train, runtime_test, **options)
+    final = torch.from_numpy(np.asarray(summary["parameters"]))
+    with torch.no_grad():
+        offset = 0
+        for _, p in _parameters(module):
+            k = p.numel()
+            p.copy_(final[offset:offset + k].view_as(p))
+            offset += k
+    return summary
