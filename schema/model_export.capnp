@@ -26,17 +26,19 @@ struct Tensor {
 }
 
 struct ExportedModel {
-  formatVersion @0 :UInt32;    # 1: an MLP; 2: a CTR model
+  formatVersion @0 :UInt32;    # 1: an MLP; 2: a CTR model; 3: tensors and rows only (a model
+                               # without a network actorps serves: a PyTorch module's, ...)
   layers @1 :List(UInt32);     # widths, input first: 784, 256, 128, 10
   hiddenActivation @2 :Activation;  # relu
   outputActivation @3 :Activation;  # softmax: the output is the class probabilities
   inputDivisor @4 :Float32;    # the model's input = raw value / inputDivisor (255: uint8 pixels
                                # to [0, 1], as in training on Fashion-MNIST; 1: used as is)
   tensors @5 :List(Tensor);    # dense0/kernel, dense0/bias, dense1/kernel, ... in this order;
-                               # format 2: the CTR model's dense tensors (CtrModel)
-  model @6 :Text;              # format 2: the model string trained, "dlrm:16:64-32:64-32"
+                               # format 2: the CTR model's dense tensors (CtrModel); format 3:
+                               # the spec's tensors by name, in model order
+  model @6 :Text;              # formats 2, 3: the model string trained, "dlrm:16:64-32:64-32"
   ctr @7 :CtrModel;            # format 2
-  sparseTables @8 :List(SparseTable);  # format 2: every row of each sparse table
+  sparseTables @8 :List(SparseTable);  # formats 2, 3: every row of each sparse table
 }
 
 # A click-through-rate model on lines of Criteo's layout: a 0/1 label, 13 integer features

@@ -285,15 +285,28 @@ TEST_CASE("ctr serving refuses lines of another layout and flags of another mode
   CHECK(got.output.find("--test FILE is required for a CTR model") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(scratch.path + "/out/1"));
 
-  // a model no export knows is refused before it trains, and nothing is created
+  // a model without a network actorps serves exports its tensors and rows (format 3), which
+  // predict then refuses, saying what the version holds
   REQUIRE(run_actorps("gen-data libsvm --out " + scratch.path + " --rows 500 --test-rows 50").status
           == 0);
   got = run_actorps("simulate --no-progress --model sparse-lr --dataset libsvm:" + scratch.path
                     + "/train.libsvm --test " + scratch.path + "/test.libsvm --export-dir "
                     + scratch.path + "/sparse");
+  REQUIRE(got.status == 0);
+  CHECK(got.output.find("tensors and rows, for the program that trained it") != std::string::npos);
+  CHECK(std::filesystem::exists(scratch.path + "/sparse/1/model.capnp"));
+  CHECK_FALSE(std::filesystem::exists(scratch.path + "/sparse/1/model.onnx"));
+  got = run_actorps("predict --model " + scratch.path + "/sparse/1 --input " + scratch.path
+                    + "/test.libsvm");
   CHECK(got.status == 2);
-  CHECK(got.output.find("the model sparse-lr:ftrl cannot be exported") != std::string::npos);
-  CHECK_FALSE(std::filesystem::exists(scratch.path + "/sparse"));
+  CHECK(got.output.find("is exported as its tensors and rows only (format 3)") != std::string::npos);
+  got = run_actorps("simulate --no-progress --model sparse-lr --dataset libsvm:" + scratch.path
+                    + "/train.libsvm --test " + scratch.path + "/test.libsvm --export-dir "
+                    + scratch.path + "/versions --export-every 4");
+  CHECK(got.status == 2);
+  CHECK(got.output.find("export versions while training are for MLPs, lr and dlrm")
+        != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(scratch.path + "/versions"));
 }
 
 } // namespace actorps

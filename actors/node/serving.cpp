@@ -6,9 +6,12 @@
 #include "actors/serving/ctr_scoring.hpp"
 #include "actors/serving/export_chain.hpp"
 #include "actors/serving/model_evaluation.hpp"
+#include "actors/serving/program_model.hpp"
 #include "actors/serving/served_model.hpp"
+#include "actors/serving/versioned_dir.hpp"
 #include "kernels/backend_factory.hpp"
 
+#include <filesystem>
 #include <stdexcept>
 #include <variant>
 
@@ -66,6 +69,21 @@ std::vector<float> export_model::predict(const float* x, std::size_t rows) const
   if (!mlp) throw std::invalid_argument("predict: " + name() + " is a CTR model, not an MLP");
   auto be = make_backend(backend_kind::cpu);
   return predict_probabilities(*be, *mlp, x, static_cast<int>(rows));
+}
+
+program_export read_program_export(const std::string& path) {
+  std::error_code ec;
+  std::string version = path;
+  if (!std::filesystem::exists(path + "/" + model_capnp_name, ec) && latest_version(path) > 0)
+    version = path + "/" + std::to_string(latest_version(path));
+  auto model = read_program_version(version);
+  program_export out;
+  out.name = std::move(model.name);
+  for (auto& t : model.tensors)
+    out.tensors.push_back({std::move(t.name), std::move(t.shape), std::move(t.values)});
+  for (auto& t : model.tables)
+    out.tables.push_back({std::move(t.name), t.dim, std::move(t.keys), std::move(t.values)});
+  return out;
 }
 
 std::string consolidate_export(const std::string& path, const std::string& out) {

@@ -61,6 +61,31 @@ private:
   std::shared_ptr<const impl> impl_;
 };
 
+/// A model trained by a program of its own (actorps.torch.train; export format 3): each dense
+/// tensor by name and shape, every row of each sparse table. actorps knows no network for it
+/// (export_model refuses it, saying so): the program that trained it loads these and serves.
+struct program_export {
+  struct tensor {
+    std::string name;
+    std::vector<uint32_t> shape;
+    std::vector<float> values;  ///< row-major, the product of shape
+  };
+  struct table {
+    std::string name;
+    uint32_t dim = 0;
+    std::vector<uint64_t> keys;  ///< strictly ascending
+    std::vector<float> values;   ///< keys x dim, in key order
+  };
+  std::string name;  ///< the model's name (its spec's)
+  std::vector<tensor> tensors;
+  std::vector<table> tables;
+};
+
+/// The program's model at `path`: a version DIR/<v>, or an export directory's newest version,
+/// model.capnp checked against metadata.json's SHA-256. Throws std::runtime_error naming what
+/// is missing or wrong (another format included).
+program_export read_program_export(const std::string& path);
+
 /// Folds the newest complete chain at `path` (an export directory, or the delta version it
 /// ends at) into one new full version of the export directory `out`, as `actorps export
 /// --consolidate` does; returns the new version's directory. Throws std::runtime_error naming

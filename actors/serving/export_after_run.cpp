@@ -105,6 +105,12 @@ std::string export_dataset_name(const data_source& data) {
 }
 
 void print_export(const export_result& done) {
+  if (done.onnx_bytes == 0) {  // a program's model (format 3): no network, not evaluated here
+    std::printf("  exported to %s in %.2f s (model.capnp %zu bytes, metadata.json): tensors and "
+                "rows, for the program that trained it\n",
+                done.path.c_str(), done.seconds, done.capnp_bytes);
+    return;
+  }
   if (done.test.auc >= 0) {
     std::printf("  exported to %s in %.2f s (model.capnp %zu bytes, model.onnx %zu bytes, vocab/ "
                 "%zu bytes, metadata.json): test AUC %.4f, test logloss %.4f on %lld rows\n",
@@ -122,9 +128,12 @@ void print_export(const export_result& done) {
 void prepare_export(const export_request& request, int64_t every, int full_every,
                     chief_config& chief, const std::string& option) {
   if (request.dir.empty()) return;
-  if (!mlp_layers(request.spec.model) && !ctr_kind_of(request.spec.model))
-    throw std::invalid_argument(option + ": the model " + request.spec.model.name + " cannot be "
-                                "exported; only MLPs, lr and dlrm can be so far");
+  // Any model exports after its run (one actorps has no network for: its tensors and rows,
+  // format 3); versions while training are served as they come, so only by known networks.
+  if (every > 0 && !mlp_layers(request.spec.model) && !ctr_kind_of(request.spec.model))
+    throw std::invalid_argument(option + ": the model " + request.spec.model.name + " has no "
+                                "network actorps serves; export versions while training are "
+                                "for MLPs, lr and dlrm (the export after the run takes any)");
   chief.final_rows = true;  // the export needs every sparse row, not only the dense values
   try {
     staged_version probe(request.dir);  // removed again at once: only proves we can write

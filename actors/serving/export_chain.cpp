@@ -5,6 +5,7 @@
 #include "actors/serving/ctr_model_file.hpp"
 #include "actors/serving/export_metadata.hpp"
 #include "actors/serving/file_bytes.hpp"
+#include "actors/serving/model_export.hpp"
 #include "actors/serving/model_readers.hpp"
 #include "actors/serving/versioned_dir.hpp"
 
@@ -388,17 +389,7 @@ export_result write_delta_version(const std::string& dir, const ctr_model& chang
     with_checksums(make_delta_export_metadata(changed, removed.size(), chain_json(position),
                                               created),
                    {{delta_capnp_name, &bytes}});
-  staged_version staged(dir);
-  staged.write_file(delta_capnp_name, bytes);
-  staged.write_file(metadata_json_name, metadata);
-  export_result out;
-  out.version = staged.publish();
-  out.path = staged.path();
-  out.capnp_bytes = bytes.size();
-  out.metadata_bytes = metadata.size();
-  out.model_sha256 = sha256_hex(bytes);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return out;
+  return write_model_version(dir, delta_capnp_name, bytes, metadata, start);
 }
 
 loaded_chain load_export_chain(const std::string& path, float max_parameter) {

@@ -4,6 +4,7 @@
 
 #include "actors/serving/ctr_onnx.hpp"
 #include "actors/serving/onnx_model.hpp"
+#include "actors/serving/program_model.hpp"
 #include "actors/serving/vocab_files.hpp"
 
 #include <nlohmann/json.hpp>
@@ -172,6 +173,27 @@ std::string make_export_metadata(const train_spec& spec, const exported_model& m
       {"loss_definition", "mean over rows of -ln p(label), p floored at FLT_MIN"},
       {"computed_by", "actorps' CPU backend on these parameters (actorps evaluate repeats it)"}}},
   };
+  return meta.dump(2) + "\n";
+}
+
+std::string make_program_export_metadata(const train_spec& spec, const program_model& model,
+                                         const run_info& run,
+                                         std::chrono::system_clock::time_point created) {
+  json tensors = json::array(), tables = json::array();
+  for (const auto& t : model.tensors) tensors.push_back({{"name", t.name}, {"shape", t.shape}});
+  for (const auto& t : model.tables)
+    tables.push_back({{"name", t.name}, {"dim", t.dim}, {"rows", t.keys.size()}});
+  json meta = {
+    {"format", "actorps export"},
+    {"format_version", 3},
+    {"actorps_version", ACTORPS_VERSION},
+    {"created_utc", iso8601_utc(created)},
+    {"model", {{"type", "program"}, {"name", model.name}, {"tensors", tensors},
+               {"sparse_tables", tables}}},
+    {"files",
+     {{"model.capnp", "schema/model_export.capnp ExportedModel, format 3 (tensors by name, "
+                      "every row of each table; no network: the training program serves it)"}}},
+    {"training", training_json(spec, run)}};
   return meta.dump(2) + "\n";
 }
 

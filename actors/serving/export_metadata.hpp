@@ -18,6 +18,8 @@ namespace actorps {
 
 inline constexpr const char* metadata_json_name = "metadata.json";
 
+struct program_model;
+
 /// What an export says about the run that produced its parameters.
 struct run_info {
   std::string source;    ///< what produced the parameters: "simulate", "chief", ...
@@ -42,6 +44,13 @@ std::string make_export_metadata(const train_spec& spec, const exported_model& m
 std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& model,
                                      const run_info& run, const model_metrics& test,
                                      std::chrono::system_clock::time_point created);
+
+/// The same for a program's model (program_model.hpp): format_version 3, each tensor's name
+/// and shape, each table's name, dim and rows; no test figures (actorps cannot run it: the
+/// run's own evaluations are in its metrics file).
+std::string make_program_export_metadata(const train_spec& spec, const program_model& model,
+                                         const run_info& run,
+                                         std::chrono::system_clock::time_point created);
 
 /// `metadata` (make_export_metadata's or make_ctr_export_metadata's text) with "sha256": each
 /// file's SHA-256 by its name in the version directory ("model.capnp", "vocab/C1.tsv"), in the

@@ -5,6 +5,7 @@
 #include "actors/serving/ctr_onnx.hpp"
 #include "actors/serving/ctr_scoring.hpp"
 #include "actors/serving/onnx_model.hpp"
+#include "actors/serving/program_model.hpp"
 #include "actors/serving/served_model.hpp"
 #include "actors/serving/versioned_dir.hpp"
 #include "actors/serving/vocab_files.hpp"
@@ -64,6 +65,17 @@ export_result export_ctr_model(const train_spec& spec, const trained_parameters&
 
 } // namespace
 
+export_result write_model_version(const std::string& dir, const std::string& model_name,
+                                  const std::string& model_bytes, const std::string& metadata,
+                                  std::chrono::steady_clock::time_point start) {
+  staged_version staged(dir);
+  staged.write_file(model_name, model_bytes);
+  staged.write_file(metadata_json_name, metadata);
+  export_result result;
+  publish(staged, model_bytes, {}, metadata, start, result);
+  return result;
+}
+
 export_result write_ctr_version(const ctr_model& model, const std::string& metadata,
                                 const std::string& dir) {
   const auto start = std::chrono::steady_clock::now();
@@ -94,10 +106,14 @@ export_result export_trained_model(const train_spec& spec, const trained_paramet
                                    const run_info& run, const dataset& test,
                                    const std::string& dir, const std::string& chain) {
   if (ctr_kind_of(spec.model)) return export_ctr_model(spec, params, run, test, dir, chain);
-  if (!params.tables.empty())
-    throw std::invalid_argument("export: the model " + spec.model.name + " has sparse tables; "
-                                "only MLPs, lr and dlrm can be exported so far");
-  return export_model(spec, params.dense, run, test, dir, chain);
+  if (mlp_layers(spec.model) && params.tables.empty())
+    return export_model(spec, params.dense, run, test, dir, chain);
+  // A network actorps does not know: its tensors and rows, for the program that trained it.
+  if (!chain.empty())
+    throw std::invalid_argument("export: the model " + spec.model.name + " has no network "
+                                "actorps knows; export versions while training are for MLPs, "
+                                "lr and dlrm");
+  return export_program_model(spec, params, run, dir);
 }
 
 export_result export_model(const train_spec& spec, const std::vector<float>& params,

@@ -15,6 +15,7 @@
 #include "actors/serving/export_metadata.hpp"
 #include "actors/serving/model_evaluation.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +63,13 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
 export_result export_trained_model(const train_spec& spec, const trained_parameters& params,
                                    const run_info& run, const dataset& test,
                                    const std::string& dir, const std::string& chain = {});
+
+/// Writes a version of `dir` holding `model_bytes` as `model_name` and `metadata` as
+/// metadata.json (its checksums already in), publishes it, and says what it wrote; `start` is
+/// when the version's work began. Throws versioned_dir_error; nothing stays in `dir` then.
+export_result write_model_version(const std::string& dir, const std::string& model_name,
+                                  const std::string& model_bytes, const std::string& metadata,
+                                  std::chrono::steady_clock::time_point start);
 
 /// Writes `model` as a full version of `dir`: model.capnp (decoded back first), model.onnx
 /// (checked), vocab/ and `metadata` with the files' checksums (with_checksums). Throws as

@@ -8,6 +8,7 @@
 #include "schema/model_export.capnp.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,11 @@ namespace actorps {
 
 inline constexpr uint32_t mlp_format_version = 1;  ///< ExportedModel of an MLP
 inline constexpr uint32_t ctr_format_version = 2;  ///< ExportedModel of a CTR model
+
+/// Frames `bytes` as one ExportedModel message (whole words, nothing after it, a traversal
+/// limit) and hands its root to `read`; throws model_file_error starting with `origin`.
+void read_model_root(const std::string& bytes, const std::string& origin,
+                     const std::function<void(exported::ExportedModel::Reader)>& read);
 
 /// "[16, 12]".
 std::string shape_text(const std::vector<std::size_t>& shape);

@@ -6,6 +6,7 @@
 #include "actors/serving/export_metadata.hpp"
 #include "actors/serving/file_bytes.hpp"
 #include "actors/serving/model_readers.hpp"
+#include "actors/serving/program_model.hpp"
 #include "actors/serving/versioned_dir.hpp"
 
 #include <capnp/message.h>
@@ -16,6 +17,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 namespace actorps {
 
@@ -26,6 +29,11 @@ served_model read_root(exported::ExportedModel::Reader root, const std::string& 
   switch (root.getFormatVersion()) {
     case mlp_format_version: return read_mlp_model(root, origin);
     case ctr_format_version: return read_ctr_model(root, origin);
+    case program_format_version:
+      throw model_file_error(origin + ": " + std::string(root.getModel().cStr()) + " is exported "
+                             "as its tensors and rows only (format 3): actorps serves MLPs, lr "
+                             "and dlrm; the program that trained it serves this one "
+                             "(actorps.torch.load_export)");
     default:
       throw model_file_error(origin + ": format version " + std::to_string(root.getFormatVersion())
                              + ", this actorps reads " + std::to_string(mlp_format_version)
@@ -36,7 +44,8 @@ served_model read_root(exported::ExportedModel::Reader root, const std::string& 
 
 } // namespace
 
-served_model decode_served_model(const std::string& bytes, const std::string& origin) {
+void read_model_root(const std::string& bytes, const std::string& origin,
+                     const std::function<void(exported::ExportedModel::Reader)>& read) {
   if (bytes.empty()) throw model_file_error(origin + ": empty file, not a model");
   if (bytes.size() % sizeof(capnp::word) != 0)
     throw model_file_error(origin + ": truncated or not a Cap'n Proto message ("
@@ -49,11 +58,19 @@ served_model decode_served_model(const std::string& bytes, const std::string& or
     capnp::FlatArrayMessageReader reader(words, options);
     if (reader.getEnd() != words.end())
       throw model_file_error(origin + ": bytes after the end of the message (not a model.capnp)");
-    return read_root(reader.getRoot<exported::ExportedModel>(), origin);
+    read(reader.getRoot<exported::ExportedModel>());
   } catch (const kj::Exception& e) {
     throw model_file_error(origin + ": truncated or not a model.capnp (Cap'n Proto: "
                            + e.getDescription().cStr() + ")");
   }
+}
+
+served_model decode_served_model(const std::string& bytes, const std::string& origin) {
+  std::optional<served_model> model;
+  read_model_root(bytes, origin, [&](exported::ExportedModel::Reader root) {
+    model.emplace(read_root(root, origin));
+  });
+  return std::move(*model);
 }
 
 served_model read_served_model(const std::string& path) {
@@ -88,20 +105,8 @@ void check_parameter_bound(const served_model& model, float bound, const std::st
           "table " + ctr.table + " field C" + std::to_string(f + 1));
 }
 
-served_model load_served_model(const std::string& dir, float max_parameter) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw model_file_error(dir + ": not a directory (give an export version, DIR/<version>)");
+std::string read_checked_model(const std::string& dir) {
   const std::string path = dir + "/" + model_capnp_name;
-  if (!std::filesystem::exists(path, ec)) {
-    if (latest_version(dir) == 0 && !std::filesystem::exists(dir + "/" + delta_capnp_name, ec))
-      throw model_file_error(path + ": missing (not an export version directory)");
-    // An export directory, or a delta version in one: the newest complete chain, folded.
-    auto chain = load_export_chain(dir, max_parameter);
-    for (const auto& why : chain.skipped)
-      std::fprintf(stderr, "actorps: skipping %s\n", why.c_str());
-    return std::move(chain.model);
-  }
   // metadata.json first: it is small, and holds the digest model.capnp must have
   const std::string meta_path = dir + "/" + metadata_json_name;
   std::string meta, bytes;
@@ -127,6 +132,24 @@ served_model load_served_model(const std::string& dir, float max_parameter) {
   if (!same_digest(actual, expected))
     throw model_file_error(path + ": SHA-256 " + actual + " differs from " + expected
                            + ", metadata.json's (corrupt, or changed after the export)");
+  return bytes;
+}
+
+served_model load_served_model(const std::string& dir, float max_parameter) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw model_file_error(dir + ": not a directory (give an export version, DIR/<version>)");
+  const std::string path = dir + "/" + model_capnp_name;
+  if (!std::filesystem::exists(path, ec)) {
+    if (latest_version(dir) == 0 && !std::filesystem::exists(dir + "/" + delta_capnp_name, ec))
+      throw model_file_error(path + ": missing (not an export version directory)");
+    // An export directory, or a delta version in one: the newest complete chain, folded.
+    auto chain = load_export_chain(dir, max_parameter);
+    for (const auto& why : chain.skipped)
+      std::fprintf(stderr, "actorps: skipping %s\n", why.c_str());
+    return std::move(chain.model);
+  }
+  const auto bytes = read_checked_model(dir);
   auto model = decode_served_model(bytes, path);
   check_parameter_bound(model, max_parameter, path);
   return model;

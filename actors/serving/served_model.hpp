@@ -37,6 +37,10 @@ void check_parameter_bound(const served_model& model, float bound, const std::st
 served_model load_served_model(const std::string& dir,
                                float max_parameter = default_max_parameter);
 
+/// model.capnp of an export version directory, its SHA-256 checked against the one
+/// metadata.json records; throws model_file_error naming what is missing or wrong.
+std::string read_checked_model(const std::string& dir);
+
 /// The MLP of `model`; throws model_file_error ("<origin>: a CTR model ..., not an MLP") for a
 /// CTR model.
 exported_model as_mlp(served_model model, const std::string& origin);

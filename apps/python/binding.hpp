@@ -13,5 +13,6 @@ void bind_worker_client(py::module_& m); // actorps.WorkerClient
 void bind_clusters(py::module_& m);      // actorps.LocalCluster, actorps.TaskCluster
 void bind_train(py::module_& m);         // actorps.train (a Python model plug-in)
 void bind_feature_key(py::module_& m);   // actorps.feature_key
+void bind_export(py::module_& m);        // actorps.read_export
 
 } // namespace actorps::python

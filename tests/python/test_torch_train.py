@@ -125,6 +125,33 @@ class TorchTrainTest(unittest.TestCase):
         self.assertTrue(np.array_equal(second["parameters"], straight["parameters"]))
         self.assertEqual(second_event["final_test_auc"], straight_event["final_test_auc"])
 
+    def test_the_export_serves_the_run_s_auc_in_this_process(self):
+        # model.capnp holds the tensors and every row; a fresh module loaded from it scores the
+        # test rows in this process as the run's evaluator did (same logits, same AUC).
+        export = os.path.join(self.tmp, "export")
+        out, event = run(self.tmp, "export", export_dir=export)
+        self.assertTrue(os.path.isfile(os.path.join(out["export"], "model.capnp")))
+        dense = torch.load(os.path.join(out["export"], "module.pt"))
+        self.assertEqual(sorted(dense), ["out.bias", "out.weight"])
+        model = actorps.read_export(export)
+        keys, rows = model["tables"]["ids"]
+        self.assertEqual(len(keys), FIELDS * VALUES)
+        self.assertTrue(bool((keys[1:] > keys[:-1]).all()))
+        fresh = actorps.torch.load_export(ClickNet(), export)
+        self.assertTrue(torch.equal(fresh.out.weight, dense["out.weight"]))
+        with torch.no_grad():
+            logits = fresh(TEST[0], TEST[1]).numpy()
+        self.assertAlmostEqual(auc(logits, TEST[2].numpy()), event["final_test_auc"], places=9)
+        with self.assertRaisesRegex(ValueError, "no table 'other'"):
+            net = ClickNet()
+            net.emb = actorps.torch.EmbeddingBag(DIM, name="other")
+            actorps.torch.load_export(net, export)
+        with open(os.path.join(out["export"], "model.capnp"), "r+b") as f:
+            f.seek(200)
+            f.write(b"\xff")
+        with self.assertRaisesRegex(RuntimeError, "SHA-256"):
+            actorps.read_export(export)
+
     def test_a_dense_classifier_reports_its_accuracy(self):
         g = np.random.default_rng(3)
         x = torch.from_numpy(g.normal(size=(3000, 5)).astype(np.float32))

@@ -27,6 +27,7 @@ batch (which also pulls the dense parameters, into a scratch buffer so that the 
 stay as the forward used them). prefetch(next ids) before step() names the next batch's ids
 instead, and step() pulls their rows with the dense parameters in its one push_pull.
 """
+import numpy as np
 import torch
 
 from ._core import SparseTable
@@ -81,6 +82,7 @@ class EmbeddingBag(torch.nn.Module):
         # the ids it is given, or rows the runtime pulled for them.
         self._recorded = None     # [ids, ...] of the forwards since record()
         self._given = None        # [values (u, dim), inverse, ids used so far]
+        self._local = None        # (keys uint64 ascending, rows + a zero row): load_rows()
 
     @property
     def table_spec(self):
@@ -132,6 +134,8 @@ class EmbeddingBag(torch.nn.Module):
             return torch.zeros(bags, self.dim, dtype=torch.float32)
         if self._given is not None:
             return self._forward_given(ids, offsets, per_sample_weights)
+        if self._local is not None and self._shards is None:
+            return self._forward_local(ids, offsets, per_sample_weights)
         self._check_attached()
         keys, inverse = torch.unique(ids, sorted=True, return_inverse=True)
         rows = self._rows_for(keys)
@@ -207,6 +211,32 @@ class EmbeddingBag(torch.nn.Module):
         self._given[2] = used + k
         rows = inverse[used:used + k].reshape(ids.shape)
         return torch.nn.functional.embedding_bag(rows, values, offsets, mode=self.mode,
+                                                 per_sample_weights=per_sample_weights)
+
+
+    # --- a trained table in this process (actorps.torch.load_export) ------------------------
+
+    def load_rows(self, keys, values):
+        """Serves forwards from these rows in this process from now on (keys uint64 ascending,
+        values (keys, dim)): an id without a row reads zeros. For inference after training."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        values = torch.as_tensor(np.asarray(values, dtype=np.float32))
+        if values.dim() != 2 or values.shape != (len(keys), self.dim):
+            raise ValueError(f"EmbeddingBag '{self._table_args['name']}': {tuple(values.shape)} "
+                             f"rows for {len(keys)} keys of dim {self.dim}")
+        if len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all()):
+            raise ValueError(f"EmbeddingBag '{self._table_args['name']}': keys not ascending")
+        self._local = (keys, torch.cat([values, torch.zeros(1, self.dim)]))
+
+    def _forward_local(self, ids, offsets, per_sample_weights):
+        keys, rows = self._local
+        wanted = ids.reshape(-1).numpy().view(np.uint64)
+        at = np.searchsorted(keys, wanted)
+        found = at < len(keys)
+        found[found] = keys[at[found]] == wanted[found]
+        index = np.where(found, at, len(keys))  # the zero row
+        index = torch.from_numpy(index.astype(np.int64)).reshape(ids.shape)
+        return torch.nn.functional.embedding_bag(index, rows, offsets, mode=self.mode,
                                                  per_sample_weights=per_sample_weights)
 
 

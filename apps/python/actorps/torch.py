@@ -23,16 +23,17 @@ as the dense tensors.
 """
 import copy
 import math
+import os
 import threading
 
 import numpy as np
 import torch
 
-from ._core import ModelSpec
+from ._core import ModelSpec, read_export
 from ._core import train as _train
 from .embedding import EmbeddingBag, embedding_bags
 
-__all__ = ["EmbeddingBag", "ShardedParameters", "model_spec", "train"]
+__all__ = ["EmbeddingBag", "ShardedParameters", "load_export", "model_spec", "train"]
 
 
 def _parameters(module):
@@ -59,6 +60,43 @@ def model_spec(module, name="torch", init="fan_in"):
     return ModelSpec(tensors, sparse_tables=tables, name=name)
 
 
+def _flat_views(params):
+    """Makes each parameter (float32 on the CPU) a view into one flat buffer and its .grad a
+    view into another: (flat, flat_grad, grad_views), in parameter order."""
+    for p in params:
+        if p.dtype != torch.float32 or p.device.type != "cpu":
+            raise ValueError(f"module: a parameter of {p.dtype} on {p.device}, expected "
+                             "float32 on the CPU")
+    n = sum(p.numel() for p in params)
+    flat = torch.zeros(n, dtype=torch.float32)
+    flat_grad = torch.zeros(n, dtype=torch.float32)
+    views = []
+    offset = 0
+    with torch.no_grad():
+        for p in params:
+            k = p.numel()
+            p.data = flat[offset:offset + k].view_as(p)
+            view = flat_grad[offset:offset + k].view_as(p)
+            p.grad = view
+            views.append(view)
+            offset += k
+    return flat, flat_grad, views
+
+
+def _gather_grads(params, views):
+    """Puts every parameter's gradient back into its view of the flat gradient where autograd
+    or a hook replaced it (None: a zero gradient); returns the bytes that took copying."""
+    copied = 0
+    for p, view in zip(params, views):
+        if p.grad is None:  # unused in this backward, or set to None
+            view.zero_()
+        elif p.grad.data_ptr() != view.data_ptr() or p.grad.stride() != view.stride():
+            view.copy_(p.grad)
+            copied += view.numel() * 4
+        p.grad = view
+    return copied
+
+
 class ShardedParameters:
     """A module's parameters kept by the shards. `client` is this worker's WorkerClient (one
     per thread). Pulls the parameters of `clock` at once; each step() pushes the gradient of
@@ -71,26 +109,11 @@ class ShardedParameters:
         if n != client.total_floats:
             raise ValueError(f"module: {n} trainable floats, the cluster's model has "
                              f"{client.total_floats} (build the spec with model_spec(module))")
-        for p in self._params:
-            if p.dtype != torch.float32 or p.device.type != "cpu":
-                raise ValueError(f"module: a parameter of {p.dtype} on {p.device}, expected "
-                                 "float32 on the CPU")
         self.client = client
         self.clock = clock
         self.staleness = 0
         self.bytes_copied = 0  # gradient bytes step() had to copy back into the flat buffer
-        self.flat = torch.empty(n, dtype=torch.float32)
-        self.flat_grad = torch.zeros(n, dtype=torch.float32)
-        self._grad_views = []
-        offset = 0
-        with torch.no_grad():
-            for p in self._params:
-                k = p.numel()
-                p.data = self.flat[offset:offset + k].view_as(p)
-                view = self.flat_grad[offset:offset + k].view_as(p)
-                p.grad = view
-                self._grad_views.append(view)
-                offset += k
+        self.flat, self.flat_grad, self._grad_views = _flat_views(self._params)
         self.staleness = client.wait(client.pull(clock, self.flat))
         self.bags = embedding_bags(module)
         for table, bag in enumerate(self.bags):
@@ -107,13 +130,7 @@ class ShardedParameters:
 
     def _gather_grads(self):
         """Puts every parameter's gradient back into the flat buffer where one was replaced."""
-        for p, view in zip(self._params, self._grad_views):
-            if p.grad is None:  # unused in this backward, or set to None: a zero gradient
-                view.zero_()
-            elif p.grad.data_ptr() != view.data_ptr() or p.grad.stride() != view.stride():
-                view.copy_(p.grad)
-                self.bytes_copied += view.numel() * 4
-            p.grad = view
+        self.bytes_copied += _gather_grads(self._params, self._grad_views)
 
     def step(self):
         """Pushes the gradient of this clock (the embedding bags' rows with it) and pulls the
@@ -151,19 +168,7 @@ class _Replica:
     def __init__(self, module):
         self.module = module
         self.params = [p for _, p in _parameters(module)]
-        n = sum(p.numel() for p in self.params)
-        self.flat = torch.zeros(n, dtype=torch.float32)
-        self.flat_grad = torch.zeros(n, dtype=torch.float32)
-        self.grad_views = []
-        offset = 0
-        with torch.no_grad():
-            for p in self.params:
-                k = p.numel()
-                p.data = self.flat[offset:offset + k].view_as(p)
-                view = self.flat_grad[offset:offset + k].view_as(p)
-                p.grad = view
-                self.grad_views.append(view)
-                offset += k
+        self.flat, self.flat_grad, self.grad_views = _flat_views(self.params)
         self.bags = embedding_bags(module)
 
     def load(self, params):
@@ -197,12 +202,7 @@ class _Replica:
         return [bag.taken() for bag in self.bags]
 
     def store(self, grad):
-        for p, view in zip(self.params, self.grad_views):
-            if p.grad is None:
-                view.zero_()
-            elif p.grad.data_ptr() != view.data_ptr() or p.grad.stride() != view.stride():
-                view.copy_(p.grad)
-            p.grad = view
+        _gather_grads(self.params, self.grad_views)
         grad[:] = self.flat_grad.numpy()
         self.flat_grad.zero_()
 
@@ -350,4 +350,50 @@ def train(module, loss_fn, train, test, *, name="torch", init="fan_in", eval_bat
             k = p.numel()
             p.copy_(final[offset:offset + k].view_as(p))
             offset += k
+    export_dir = options.get("export_dir", "")
+    if export_dir:
+        summary["export"] = _newest_version(export_dir)
+        _save_dense(module, summary["export"])
     return summary
+
+
+def _newest_version(export_dir):
+    versions = [int(d) for d in os.listdir(export_dir) if d.isdigit()]
+    if not versions:
+        raise RuntimeError(f"export_dir: {export_dir} holds no version after the run")
+    return os.path.join(export_dir, str(max(versions)))
+
+
+def _save_dense(module, version):
+    """torch.save of the module's dense parameters (its state_dict without the bags' rows,
+    which model.capnp holds) as version/module.pt, written aside and renamed into place."""
+    dense = {k: v for k, v in module.state_dict().items()}
+    staged = os.path.join(version, ".module.pt.tmp")
+    torch.save(dense, staged)
+    os.replace(staged, os.path.join(version, "module.pt"))
+
+
+def load_export(module, path):
+    """Loads what actorps.torch.train exported (path: the export directory, its newest
+    version, or a version DIR/<v>) into `module`, built as for training: each dense
+    parameter by name and shape, and each EmbeddingBag's rows, which it then serves from this
+    process (an id without a row reads zeros). Raises ValueError when the module does not fit
+    the export, RuntimeError when the export is missing or damaged."""
+    model = read_export(path)
+    tensors, tables = model["tensors"], model["tables"]
+    with torch.no_grad():
+        for name, p in _parameters(module):
+            if name not in tensors:
+                raise ValueError(f"module: the export has no tensor '{name}'")
+            value = torch.from_numpy(tensors[name])
+            shape = list(p.shape) or [1]
+            if list(value.shape) != shape:
+                raise ValueError(f"module: '{name}' is {shape}, the export's "
+                                 f"{list(value.shape)}")
+            p.copy_(value.reshape(p.shape))
+    for bag in embedding_bags(module):
+        name = bag.table_spec.name
+        if name not in tables:
+            raise ValueError(f"module: the export has no table '{name}'")
+        bag.load_rows(*tables[name])
+    return module
