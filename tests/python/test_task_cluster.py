@@ -3,15 +3,17 @@
 running this file, with SGD at lr 0.5.
 - sync: worker w pushes 3 + 2w - 1 for every value: the mean is 3, so after clock c every value
   is exactly -1.5 (c + 1), checked by every worker at every clock.
-- async: worker 0 pushes 1 for one clock, worker 1 pushes 2 for 2000 clocks; worker 0 then
-  await_others() and its snapshot() is exactly -0.5 (1 + 2 * 2000) / 2 (async scales each push
-  by 1/W): every push of worker 1, which was still pushing when worker 0 ended its loop.
+- async: worker 0 pushes 1 for one clock, worker 1 (once that push is in) pushes 2 for 2000
+  clocks; worker 0 then await_others() and its snapshot() is exactly -0.5 (1 + 2 * 2000) / 2
+  (async scales each push by 1/W): every push of worker 1, which was still pushing when
+  worker 0 ended its loop.
 Each worker calls finish(), the ps's serve() then returns 0, and every process exits 0 (through
 actorps.exit_task)."""
 import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 import harness
@@ -46,6 +48,15 @@ def run_task(mode):
     else:
         grad = np.full(task.total_floats, 1 + task.index, np.float32)
         clocks = ASYNC_CLOCKS[task.index]
+        if task.index == 1:
+            # Worker 1 starts once worker 0's push is in: a push is scaled by 1 / the workers
+            # live then, and a worker 0 started late would otherwise push after worker 1 had
+            # finished, alone (seen on a loaded machine: -1000.5 instead of -1000.25).
+            deadline = time.monotonic() + 60
+            while task.snapshot()[0] == 0:
+                if time.monotonic() > deadline:
+                    print("worker 1: worker 0's push never arrived", flush=True)
+                    return 1
         for c in range(clocks):
             client.wait(client.push_pull(c, grad, params))
         if task.index == 0:
