@@ -297,7 +297,18 @@ private:
   uint64_t next_id_ = 1;
 };
 
-/// The link's reader thread, started at once; shut down and joined by whoever ends the proxy.
+/// Ends the reader thread once its link is shut down: joins it, or, when this runs on the
+/// reader itself (a reply it delivered dropped the last reference to its proxy), lets it end
+/// on its own: it holds everything it uses, and joining itself would throw (EDEADLK).
+void end_reader(std::thread& reader) {
+  if (reader.get_id() == std::this_thread::get_id())
+    reader.detach();
+  else
+    reader.join();
+}
+
+/// The link's reader thread, started at once; shut down and ended (end_reader) by whoever ends
+/// the proxy.
 std::shared_ptr<std::thread> start_reader(std::shared_ptr<link_socket> link,
                                           std::shared_ptr<pending_requests> pending,
                                           std::shared_ptr<const shm_inbox> inbox,
@@ -322,7 +333,7 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
   auto reader = start_reader(link, pending, nullptr, nullptr, where);
   self->attach_functor([link, reader] {  // by value: the state is gone when this runs
     link->shutdown();
-    reader->join();
+    end_reader(*reader);
   });
   auto writer = std::make_shared<request_writer>(link, std::move(destination), nullptr, pending);
   auto send = [=](const link_call& call) {
@@ -394,7 +405,7 @@ public:
 
   ~inline_proxy() override {
     link_->shutdown();
-    reader_->join();
+    end_reader(*reader_);
   }
 
   const char* name() const override { return "shard_proxy"; }
