@@ -335,6 +335,8 @@ py::dict summary_dict(const run_summary& s) {
   d["evaluations"] = s.evaluations;
   d["final_test_accuracy"] = s.final_test_accuracy;
   d["final_test_loss"] = s.final_test_loss;
+  d["final_test_auc"] = s.final_test_auc;  // -1: the model reports none (not a binary one)
+  d["final_test_calibration"] = s.final_test_calibration;
   d["max_staleness"] = s.max_staleness;
   d["failures"] = s.failures;
   d["recoveries"] = s.recoveries;

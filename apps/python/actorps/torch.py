@@ -170,6 +170,10 @@ class _Replica:
         self.params = [p for _, p in _parameters(module)]
         self.flat, self.flat_grad, self.grad_views = _flat_views(self.params)
         self.bags = embedding_bags(module)
+        # Held for a whole call: a worker (or evaluator) replaced after a failure may start on
+        # its own thread while the one it replaces is still inside a call (torch lets go of the
+        # GIL), and the bags' record and given states must not mix.
+        self.lock = threading.Lock()
 
     def load(self, params):
         self.flat.numpy()[:] = params
@@ -256,10 +260,16 @@ class _ModulePlugin:
 
     def keys(self, worker, clock, rows):
         batch = self._batch(self.train, rows)
-        return self.replica(worker).record(batch[:-1], len(rows))
+        rep = self.replica(worker)
+        with rep.lock:
+            return rep.record(batch[:-1], len(rows))
 
     def step(self, worker, clock, params, grad, rows, tables):
         rep = self.replica(worker)
+        with rep.lock:
+            return self._step(rep, params, grad, rows, tables)
+
+    def _step(self, rep, params, grad, rows, tables):
         rep.load(params)
         batch = self._batch(self.train, rows)
         given = rep.give(tables, grads=True)
@@ -276,10 +286,14 @@ class _ModulePlugin:
         return float(loss)
 
     def eval_keys(self):
-        return self.evaluator.record(self.test[:-1], self.eval_batch)
+        with self.evaluator.lock:
+            return self.evaluator.record(self.test[:-1], self.eval_batch)
 
     def evaluate(self, params, tables):
-        rep = self.evaluator
+        with self.evaluator.lock:
+            return self._evaluate(self.evaluator, params, tables)
+
+    def _evaluate(self, rep, params, tables):
         rep.load(params)
         rep.give(tables, grads=False)
         outputs = []

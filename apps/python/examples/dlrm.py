@@ -17,7 +17,9 @@ keys, and calls `loss.backward(); shards.step()`.
     PYTHONPATH=build/python python3 apps/python/examples/dlrm.py --data /tmp/criteo
 
 Prints the test AUC and log loss before and after training and a summary; exits 1 when the
-final test AUC is below --min-auc.
+final test AUC is below --min-auc. With --runtime the runtime owns the loop instead
+(actorps.torch.train: its split and shuffle, --kill, --replicas, --checkpoint-dir, --resume,
+--export-dir, --metrics), and its evaluator reports the AUC.
 """
 import argparse
 import copy
@@ -179,7 +181,52 @@ def parse_args(argv=None):
     p.add_argument("--min-auc", type=float, default=0.0,
                    help="exit 1 when the final test AUC is below this")
     p.add_argument("--json", default="", help="write the summary to this file")
+    p.add_argument("--runtime", action="store_true",
+                   help="let the runtime own the loop (actorps.torch.train): the flags below")
+    p.add_argument("--kill", action="append", default=[], metavar="ROLE:INDEX@CLOCK",
+                   help="--runtime: kill that actor at that global clock (repeatable)")
+    p.add_argument("--replicas", type=int, default=0, help="--runtime: hot standbys per shard")
+    p.add_argument("--checkpoint-dir", default="", help="--runtime: checkpoints here")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="--runtime: global clocks")
+    p.add_argument("--resume", default="", help="--runtime: continue from this checkpoint dir")
+    p.add_argument("--steps", type=int, default=0, help="--runtime: clocks per worker (0: epochs)")
+    p.add_argument("--export-dir", default="", help="--runtime: export the model here")
+    p.add_argument("--metrics", default="", help="--runtime: the metrics JSONL file")
     return p.parse_args(argv)
+
+
+def kills(specs):
+    """--kill ROLE:INDEX@CLOCK as actorps.train takes them: (role, index, clock)."""
+    out = []
+    for spec in specs:
+        try:
+            who, clock = spec.split("@")
+            role, index = who.split(":")
+            out.append((role, int(index), int(clock)))
+        except ValueError:
+            raise SystemExit(f"dlrm.py: --kill {spec}: expected ROLE:INDEX@CLOCK, e.g. ps:0@200")
+    return out
+
+
+def run_by_runtime(args, template, train, test):
+    """actorps.torch.train owns the loop: the runtime's split, checkpoints, kills, standbys,
+    and its evaluator's AUC on the test split (the metrics file holds every evaluation)."""
+    out = actorps.torch.train(
+        template, torch.nn.BCEWithLogitsLoss(), train, test, name="torch-dlrm", ps=args.ps,
+        workers=args.workers, mode=args.mode, staleness=args.staleness,
+        optimizer=args.optimizer, lr=args.lr, batch=args.batch,
+        epochs=None if args.steps else args.epochs, steps=args.steps, seed=args.seed,
+        schedule="constant",  # as the own loop's: a resumed run continues the same rate
+        kill=kills(args.kill), replicas=args.replicas,
+        checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+        resume=args.resume, export_dir=args.export_dir, metrics=args.metrics)
+    summary = {k: v for k, v in out.items() if k != "parameters"}
+    summary.update(train_rows=len(train[2]), test_rows=len(test[2]))
+    print(f"after {out['clocks']} clocks x {args.workers} workers ({args.mode}, the runtime's "
+          f"loop): test auc {out['final_test_auc']:.4f} logloss {out['final_test_loss']:.4f}, "
+          f"{out['samples_per_s']:.0f} samples/s, {out['failures']} failures, "
+          f"{out['recoveries']} recoveries, {out['failovers']} fail-overs", flush=True)
+    return summary
 
 
 def main(argv=None):
@@ -196,6 +243,9 @@ def main(argv=None):
 
     torch.manual_seed(args.seed)
     template = DLRM(args.dim, widths(args.bottom), widths(args.top))
+    if args.runtime:
+        summary = run_by_runtime(args, template, train, test)
+        return finish(args, summary)
     spec = actorps.torch.model_spec(template, name="torch-dlrm")
     ps = actorps.LocalCluster(spec, ps=args.ps, workers=args.workers, mode=args.mode,
                               staleness=args.staleness, optimizer=args.optimizer, lr=args.lr,
@@ -261,12 +311,17 @@ def main(argv=None):
     print(f"after {clocks} clocks x {args.workers} workers ({args.mode}): test auc "
           f"{final_auc:.4f} logloss {final_loss:.4f}, {summary['samples_per_s']:.0f} samples/s",
           flush=True)
+    return finish(args, summary)
+
+
+def finish(args, summary):
+    """Writes --json; 1 when the final test AUC is below --min-auc."""
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    if final_auc < args.min_auc:
-        print(f"final test auc {final_auc:.4f} is below --min-auc {args.min_auc}",
-              file=sys.stderr)
+    if summary["final_test_auc"] < args.min_auc:
+        print(f"final test auc {summary['final_test_auc']:.4f} is below --min-auc "
+              f"{args.min_auc}", file=sys.stderr)
         return 1
     return 0
 
