@@ -51,9 +51,10 @@ std::vector<uint64_t> versions_of(const std::string& dir) {
 
 /// A sync DLRM run of 120 clocks with row eviction (deltas carry removed keys), an export
 /// version every 10 clocks into `exports`, every `full_every`-th one full. A version whose
-/// states come while the one before is still being written waits, replaced (and skipped) by a
-/// newer one; the first and the last asked (clocks 10 and 110) are always written, so the two
-/// runs' versions meet at least there.
+/// states come while the one before is still being written waits (no more is asked meanwhile,
+/// so later clocks may be skipped); every version asked is written, and the first two (clocks
+/// 10 and 20, the second asked as the first's states come) always are, so the two runs'
+/// versions meet at least at clock 20, a delta in the chained run.
 train_options dlrm_run(const std::string& data, const std::string& exports, int full_every) {
   train_options o;
   o.model = "dlrm:8:16:16";

@@ -94,16 +94,21 @@ struct export_written {
   uint64_t version = 0;  ///< DIR/<version>
   bool delta = false;    ///< the rows changed since the previous version only
   uint64_t bytes = 0;    ///< the version's files together
+  uint64_t rows = 0;     ///< sparse rows the shards sent for it (all there were, or the changed)
+  uint64_t removed = 0;  ///< tombstones the shards sent for it
 };
 
 /// Export versions written while training (`--export-every`): every `every` global clocks the
-/// chief asks every shard for its whole state at that clock, as a checkpoint's, and hands the
-/// files to `write` in an actor of its own, one version at a time (states that come meanwhile
-/// wait, one at most: a newer one replaces them). Training never waits for either.
+/// chief asks every shard for its state at that clock, as a checkpoint's: whole for a full
+/// version, or for a delta the rows changed since the clock of the version before it. It hands
+/// the states to `write` in an actor of its own, and asks the next version's while one is
+/// written (states that come meanwhile wait; no more is asked until they are written). Training
+/// never waits for either.
 struct export_config {
   int64_t every = 0;  ///< global clocks between versions; 0: none while training
-  /// Writes the version of `clock` from each shard's ShardCheckpoint (shard order); throws
-  /// std::exception saying why it could not.
+  int full_every = 1; ///< every full_every-th version full, the ones between deltas (1: all full)
+  /// Writes the version of `clock` from each shard's ShardCheckpoint (shard order), whole or
+  /// deltas; throws std::exception saying why it could not (the next is then asked whole).
   std::function<export_written(int64_t clock, const std::vector<wire_buffer>& shards)> write;
 };
 

@@ -188,7 +188,11 @@ struct chief_state {
   int64_t last_export = -1;        // the newest clock asked
   bool export_writing = false;
   int64_t export_pending = -1;     // states that came while writing, written next; -1: none
+  int64_t export_pending_since = -1;
   std::vector<wire_buffer> export_pending_states;
+  int64_t export_chain = -1;       // the clock of the newest version handed to the writer, which
+                                   // the next may be a delta of; -1: the next is full
+  int export_chain_deltas = 0;     // deltas handed since the newest full one
   std::function<void()> after_export;  // runs once the version being written is
   // The final steps (final checkpoint, final evaluation, final state) start over after a
   // fail-over or a rollback while the run is finishing: an earlier attempt's answers are told

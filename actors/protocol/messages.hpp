@@ -301,10 +301,12 @@ using ps_shard_actor = caf::typed_actor<
   // clock's checkpoint (the chain's newest), with tombstones (storage/CHECKPOINT_FORMAT.md).
   caf::replies_to<checkpoint_atom, std::string, int64_t, int64_t>::with<file_record>,
   caf::replies_to<checkpoint_atom, int64_t, int64_t>::with<wire_buffer>,
-  // (checkpoint, snapshot, clock) -> ShardCheckpoint: the whole state at `clock`, as a
+  // (checkpoint, snapshot, clock, since) -> ShardCheckpoint: the state at `clock`, as a
   // checkpoint's, for an export version (--export-every): held until min clock reaches it,
   // kept by nobody, and asked of no checkpoint's schedule (refused once min has passed it).
-  caf::replies_to<checkpoint_atom, snapshot_atom, int64_t>::with<wire_buffer>,
+  // With `since` >= 0 (the previous version's clock) a delta of the sparse rows changed since,
+  // with tombstones, when the shard remembers every removal since; else (and with -1) whole.
+  caf::replies_to<checkpoint_atom, snapshot_atom, int64_t, int64_t>::with<wire_buffer>,
   // (checkpoint, commit, clock): the checkpoint at `clock` is on disk; no delta will count
   // from an earlier one (what the shard kept for that is forgotten).
   caf::reacts_to<checkpoint_atom, commit_atom, int64_t>,

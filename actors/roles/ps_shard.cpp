@@ -75,6 +75,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.checkpoint_asked = -1;
   st.snapshot_now.clear();
   st.removals_known_from = clock;  // a delta of an earlier checkpoint is whole
+  st.export_delta_from = st.checkpoint_committed = -1;  // nor is an export's delta cut from before
   st.stats.updates = static_cast<uint64_t>(st.opt.step);
   st.cache = reply_cache{};
   st.dense_norms = norm_bound{st.config.bounds.gradient_norm_bound};  // warms up anew
@@ -653,9 +654,10 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     [=](checkpoint_atom, int64_t clock, int64_t since) {
       return on_checkpoint_bytes(self, clock, since);
     },
-    [=](checkpoint_atom, snapshot_atom, int64_t clock) -> caf::result<wire_buffer> {
+    [=](checkpoint_atom, snapshot_atom, int64_t clock,
+        int64_t since) -> caf::result<wire_buffer> {
       if (auto err = refused_unless_chief(self, "checkpoint")) return err;
-      return export_snapshot(self, clock);
+      return export_snapshot(self, clock, since);
     },
     [=](checkpoint_atom, commit_atom, int64_t clock) {
       if (refused_unless_chief(self, "checkpoint")) return;

@@ -61,9 +61,38 @@ void keep_snapshot(ps_shard_state& st, int64_t clock) {
   st.snapshot_now[clock] = st.tables.clock();
 }
 
-/// Answers the export requests whose clock min has reached (`now`): with the snapshot of that
-/// clock when a checkpoint keeps one, else with the state now (in sync mode exactly that
-/// clock's: min moves one clock at a time).
+/// Forgets the removals that no delta can need any more: those before both the newest
+/// checkpoint committed (a run that writes checkpoints; none yet: nothing forgotten) and the
+/// clock the next export delta may count from.
+void forget_removals(ps_shard_state& st) {
+  int64_t before = st.spec.checkpoint_every > 0 ? st.checkpoint_committed : st.export_delta_from;
+  if (st.export_delta_from >= 0) before = std::min(before, st.export_delta_from);
+  if (before > 0) st.tables.forget_removed(before);
+}
+
+/// The state at `clock` for an export version: whole, or with `since` >= 0 the sparse rows
+/// changed since, when this shard answered the state at `since` itself since its state was
+/// installed (export_delta_from) and remembers every removal since; the whole state otherwise,
+/// which the writer takes as a full version's (or refuses, when another shard's is a delta).
+/// Cut from the snapshot a checkpoint keeps of that clock; else from the state now (in sync
+/// mode exactly that clock's: min moves one clock at a time), only the changed rows copied.
+wire_buffer export_state(ps_shard_state& st, int64_t clock, int64_t since) {
+  const bool delta = since >= 0 && since < clock && st.export_delta_from >= 0
+                     && since >= st.export_delta_from && since >= st.removals_known_from;
+  st.export_delta_from = std::max(st.export_delta_from, delta ? since : clock);
+  wire_buffer bytes;
+  if (st.snapshots.count(clock)) bytes = checkpoint_bytes(st, clock, delta ? since : -1);
+  else if (!delta) bytes = state_now(st, clock);
+  else
+    bytes = encode_shard_checkpoint(st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step),
+                                    st.newest_clock, *st.layout, st.params.data(),
+                                    st.opt.values.data(), st.opt.slots,
+                                    st.tables.changed_rows(since), since);
+  forget_removals(st);
+  return bytes;
+}
+
+/// Answers the export requests whose clock min has reached (`now`) with export_state.
 void answer_exports(ps_shard_state& st, int64_t now) {
   auto keep = st.held_exports.begin();
   for (auto& h : st.held_exports) {
@@ -72,27 +101,29 @@ void answer_exports(ps_shard_state& st, int64_t now) {
       ++keep;
       continue;
     }
-    auto kept = st.snapshots.find(h.clock);
-    h.bytes.deliver(kept != st.snapshots.end() ? kept->second : state_now(st, h.clock));
+    h.bytes.deliver(export_state(st, h.clock, h.since));
   }
   st.held_exports.erase(keep, st.held_exports.end());
 }
 
 } // namespace
 
-caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock) {
+caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t since) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
-  if (auto kept = st.snapshots.find(clock); kept != st.snapshots.end()) return kept->second;
-  // At the clock now: its state, as when a held request is answered (exactly so in sync mode,
-  // where pushes of later clocks wait for the round).
-  if (st.clocks.progress() == clock) return state_now(st, clock);
+  // Delta versions' tombstones: removals remembered from here on, as for checkpoints.
+  if (!st.tables.want_removals())
+    st.removals_known_from = std::max(st.removals_known_from, st.clocks.progress());
+  // At the clock now (or kept): its state, as when a held request is answered (exactly so in
+  // sync mode, where pushes of later clocks wait for the round).
+  if (st.snapshots.count(clock) || st.clocks.progress() == clock)
+    return export_state(st, clock, since);
   if (clock < st.clocks.progress())
     return make_error(errc::checkpoint_clock_passed,
                       "clock " + std::to_string(clock) + " had passed (the shard is at clock "
                         + std::to_string(st.clocks.progress()) + ")");
   auto promise = self->make_response_promise<wire_buffer>();
-  st.held_exports.push_back({"", clock, {}, promise, -1});
+  st.held_exports.push_back({"", clock, {}, promise, since});
   return promise;
 }
 
@@ -100,7 +131,8 @@ void checkpoint_committed(self_ptr self, int64_t clock) {
   auto& st = self->state;
   // From before a restore to an earlier clock (its state is gone): nothing to forget.
   if (!st.initialized() || clock < 0 || clock > st.clocks.progress()) return;
-  st.tables.forget_removed(clock);
+  st.checkpoint_committed = std::max(st.checkpoint_committed, clock);
+  forget_removals(st);
 }
 
 bool snapshot_at_rest(self_ptr self, int64_t clock) {

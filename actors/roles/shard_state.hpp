@@ -142,6 +142,12 @@ struct ps_shard_state {
   // The tables remember every removal (a delta's tombstones) at this clock or later: from the
   // state installed on; a standby remembers none until promoted (nobody tells it of commits).
   int64_t removals_known_from = 0;
+  // An export delta may count from this clock or later: the newest export state's this shard
+  // answered since its state was installed, or the one that state counted from (the version
+  // before, which the chief may ask from again when that state's version is skipped). Removals
+  // from it on are kept though a checkpoint was committed since. -1: none answered.
+  int64_t export_delta_from = -1;
+  int64_t checkpoint_committed = -1;  // the newest checkpoint committed since then; -1: none
   checkpoint_io_actor io;           // spawned on the first checkpoint
 
   // --gradient-norm-bound: the norms of the recent pushes taken, of their dense gradient and of
@@ -241,9 +247,10 @@ void take_snapshots(self_ptr self, int64_t before);
 /// `clock` clocks at most, and the progress clock is `clock` (the workers stopped there: the
 /// end of a run that went past its scheduled last clock). Whether it did.
 bool snapshot_at_rest(self_ptr self, int64_t clock);
-/// (checkpoint, snapshot, clock): the whole state at `clock` for an export version, now or
-/// once min reaches it; refused with checkpoint_clock_passed when min has passed it.
-caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock);
+/// (checkpoint, snapshot, clock, since): the state at `clock` for an export version, now or
+/// once min reaches it: whole, or with `since` >= 0 the sparse rows changed since (whole when
+/// the shard cannot tell them); refused with checkpoint_clock_passed when min has passed it.
+caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t since);
 
 // --- pushes and the rising min clock (shard_pushes.cpp) -------------------------------------
 

@@ -131,6 +131,20 @@ std::vector<sparse_table_rows> shard_tables::delta_of(std::vector<sparse_table_r
   return out;
 }
 
+std::vector<sparse_table_rows> shard_tables::changed_rows(int64_t since) const {
+  std::vector<sparse_table_rows> out;
+  out.reserve(tables_.size());
+  for (const auto& t : tables_) out.push_back(t.changed_rows(since, now_));
+  return out;
+}
+
+bool shard_tables::want_removals() {
+  if (checkpointing_) return true;
+  checkpointing_ = true;
+  track_removed(true);
+  return false;
+}
+
 void shard_tables::forget_removed(int64_t before) {
   for (auto& t : tables_) t.forget_removed(before);
 }

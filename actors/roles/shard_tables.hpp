@@ -83,12 +83,18 @@ public:
   /// (sparse_table::delta_of).
   std::vector<sparse_table_rows> delta_of(std::vector<sparse_table_rows> whole, int64_t since,
                                           int64_t then) const;
+  /// The same of every table at the clock now without exporting them whole
+  /// (sparse_table::changed_rows).
+  std::vector<sparse_table_rows> changed_rows(int64_t since) const;
   /// The removals every evicting table remembers for delta checkpoints, from before global
   /// clock `before` on, forgotten (a delta since `before` needs none of them).
   void forget_removed(int64_t before);
   /// Whether evicting tables remember their removals (only ever in a run that writes
-  /// checkpoints); turning it off forgets what they hold.
+  /// checkpoints, or export versions); turning it off forgets what they hold.
   void track_removed(bool on);
+  /// Export versions want removals from now on (delta versions' tombstones), as checkpoints
+  /// do. Whether they were wanted already (else those before now are unknown).
+  bool want_removals();
 
   /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
   /// rows' last clocks, where it has none); on error (table count, a table's contents, a key
@@ -121,7 +127,7 @@ private:
   int64_t now_ = 0;
   std::vector<bool> passed_;     // per table: its sweep finished a pass since sweep() said so
   uint32_t sweep_table_ = 0;     // the table the next sweep() starts with
-  bool checkpointing_ = false;   // the run writes checkpoints: removals may be wanted
+  bool checkpointing_ = false;   // the run writes checkpoints or exports: removals wanted
   bool track_removed_ = false;   // evicting tables remember removals
 
   bool owns(uint64_t key) const {

@@ -54,16 +54,17 @@ trained_parameters gather_parameters(const train_spec& spec, const run_summary& 
 
 } // namespace
 
-trained_parameters shard_state_parameters(const std::vector<wire_buffer>& shards,
-                                          const train_spec& spec, const std::string& origin) {
+shard_states shard_state_changes(const std::vector<wire_buffer>& shards, const train_spec& spec,
+                                 const std::string& origin) {
   const block_layout layout(spec);
   if (shards.size() != static_cast<std::size_t>(layout.shards()))
     throw std::invalid_argument(origin + " holds " + std::to_string(shards.size())
                                 + " shard files for " + std::to_string(layout.shards())
                                 + " shards");
   const auto& tables = spec.model.sparse_tables;
-  trained_parameters out;
-  out.dense.assign(layout.total_floats(), std::nanf(""));
+  shard_states out;
+  out.params.dense.assign(layout.total_floats(), std::nanf(""));
+  out.removed.resize(tables.size());
   std::vector<std::vector<gathered_rows>> parts(tables.size());
   for (int32_t s = 0; s < layout.shards(); ++s) {
     const auto file = origin + "/" + shard_file_name(s);
@@ -71,26 +72,46 @@ trained_parameters shard_state_parameters(const std::vector<wire_buffer>& shards
     if (!view) throw std::invalid_argument(file + ": " + describe(view.error()));
     if (auto err = check_shard_checkpoint(*view, layout, s))
       throw std::invalid_argument(file + ": " + describe(err));
+    if (s == 0) out.since = view->delta_since;
+    if (view->delta_since != out.since)  // a shard restored since the version before, say
+      throw std::invalid_argument(
+        file + ": " + (view->delta_since < 0 ? std::string("the whole state")
+                                             : "a delta since clock "
+                                                 + std::to_string(view->delta_since))
+        + ", " + origin + "/" + shard_file_name(0) + ": "
+        + (out.since < 0 ? std::string("the whole state")
+                         : "a delta since clock " + std::to_string(out.since)));
     for (const auto& b : view->blocks)  // ids and sizes are the layout's (checked above)
-      std::copy_n(b.values, b.count, out.dense.begin() + layout.blocks()[b.id].offset);
+      std::copy_n(b.values, b.count, out.params.dense.begin() + layout.blocks()[b.id].offset);
     if (view->sparse.size() != tables.size())
       throw std::invalid_argument(file + ": rows of " + std::to_string(view->sparse.size())
                                   + " sparse tables, the model has "
                                   + std::to_string(tables.size()));
-    for (std::size_t t = 0; t < tables.size(); ++t)
-      parts[t].push_back({std::move(view->sparse[t].keys), std::move(view->sparse[t].values)});
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      auto& rows = view->sparse[t];
+      out.rows += rows.keys.size();
+      out.removed[t].insert(out.removed[t].end(), rows.removed_keys.begin(),
+                            rows.removed_keys.end());
+      parts[t].push_back({std::move(rows.keys), std::move(rows.values)});
+    }
   }
-  if (!all_finite(out.dense.data(), out.dense.size()))  // NaN left: a block no shard file holds
+  if (!all_finite(out.params.dense.data(), out.params.dense.size()))  // a block no file holds
     throw std::invalid_argument(origin + ": its shard files do not cover every parameter with "
                                 "finite values");
   for (std::size_t t = 0; t < tables.size(); ++t) {
+    std::sort(out.removed[t].begin(), out.removed[t].end());  // shards own disjoint keys
     try {
-      out.tables.push_back(merge_rows(parts[t], tables[t].config.dim));
+      out.params.tables.push_back(merge_rows(parts[t], tables[t].config.dim));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(origin + ": table " + tables[t].name + ": " + e.what());
     }
   }
   return out;
+}
+
+trained_parameters shard_state_parameters(const std::vector<wire_buffer>& shards,
+                                          const train_spec& spec, const std::string& origin) {
+  return shard_state_changes(shards, spec, origin).params;
 }
 
 std::string export_dataset_name(const data_source& data) {

@@ -38,6 +38,19 @@ void prepare_export(const export_request& request, int64_t every, int full_every
 trained_parameters shard_state_parameters(const std::vector<wire_buffer>& shards,
                                           const train_spec& spec, const std::string& origin);
 
+/// The shards' states for an export version: whole, or every one a delta since the same clock.
+struct shard_states {
+  trained_parameters params;  ///< the dense parameters, and the sparse rows the states hold
+  std::vector<std::vector<uint64_t>> removed;  ///< per table: the deltas' tombstones, ascending
+  int64_t since = -1;         ///< the clock the deltas count from; -1: the states are whole
+  uint64_t rows = 0;          ///< sparse rows over every table and shard
+};
+
+/// shard_state_parameters of states that may be deltas (ShardCheckpoint's deltaSince). Throws
+/// as it does, and when some states are deltas and others whole, or deltas since other clocks.
+shard_states shard_state_changes(const std::vector<wire_buffer>& shards, const train_spec& spec,
+                                 const std::string& origin);
+
 /// What metadata.json calls the data: "fashion-mnist", "synthetic", "csv", "libsvm", "criteo".
 std::string export_dataset_name(const data_source& data);
 

@@ -5,23 +5,40 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 
 namespace actorps {
 
 namespace {
 
-/// The chain being written: what the next delta builds on.
+/// The chain being written: what the next delta builds on. It keeps nothing of the table: the
+/// shards send a delta version's changed rows and tombstones themselves (shard_snapshots.cpp),
+/// so that a delta costs what changed, not the table.
 class chain_writer {
 public:
-  chain_writer(export_request request, int full_every)
-      : request_(std::move(request)), full_every_(full_every) {}
+  explicit chain_writer(export_request request) : request_(std::move(request)) {}
 
   export_written write(int64_t clock, const std::vector<wire_buffer>& shards) {
-    auto params = shard_state_parameters(shards, request_.spec,
-                                         "the shards' state at clock " + std::to_string(clock));
-    const bool ctr = ctr_kind_of(request_.spec.model).has_value();
-    if (!ctr || !previous_ || deltas_ + 1 >= full_every_) return full(clock, std::move(params));
-    return delta(clock, std::move(params));
+    auto states = shard_state_changes(shards, request_.spec,
+                                      "the shards' state at clock " + std::to_string(clock));
+    export_written done;
+    uint64_t removed = 0;
+    for (const auto& keys : states.removed) removed += keys.size();
+    if (states.since < 0) {
+      done = full(clock, std::move(states.params));
+    } else {
+      // Asked with the clock of the version before; anything else is not its delta (that
+      // version failed, say).
+      if (predecessor_.clock < 0 || states.since != predecessor_.clock)
+        throw std::invalid_argument(
+          "the shards' states at clock " + std::to_string(clock) + " are deltas since clock "
+          + std::to_string(states.since) + ", the chain's newest version is of clock "
+          + std::to_string(predecessor_.clock));
+      done = delta(clock, std::move(states.params), std::move(states.removed[0]));
+    }
+    done.rows = states.rows;
+    done.removed = removed;
+    return done;
   }
 
 private:
@@ -41,16 +58,14 @@ private:
       export_trained_model(request_.spec, params, run, *test_, request_.dir, chain_json(pos));
     base_ = {done.version, clock, done.model_sha256};
     predecessor_ = base_;
-    deltas_ = 0;
-    if (!params.tables.empty()) previous_ = std::make_unique<gathered_rows>(std::move(params.tables[0]));
-    return {done.version, false, done.capnp_bytes + done.onnx_bytes + done.vocab_bytes
-                                   + done.metadata_bytes};
+    export_written out;
+    out.version = done.version;
+    out.bytes = done.capnp_bytes + done.onnx_bytes + done.vocab_bytes + done.metadata_bytes;
+    return out;
   }
 
-  export_written delta(int64_t clock, trained_parameters params) {
-    const auto dim = request_.spec.model.sparse_tables[0].config.dim;
-    auto changes = diff_rows(*previous_, params.tables[0], dim);
-    const auto changed = make_ctr_model(request_.spec.model, params.dense, changes.rows);
+  export_written delta(int64_t clock, trained_parameters params, std::vector<uint64_t> removed) {
+    const auto changed = make_ctr_model(request_.spec.model, params.dense, params.tables[0]);
     chain_position pos;
     pos.delta = true;
     pos.clock = clock;
@@ -60,12 +75,14 @@ private:
     pos.predecessor_version = predecessor_.version;
     pos.predecessor_clock = predecessor_.clock;
     pos.predecessor_sha256 = predecessor_.sha256;
-    const auto done = write_delta_version(request_.dir, changed, changes.removed, pos,
+    const auto done = write_delta_version(request_.dir, changed, removed, pos,
                                           std::chrono::system_clock::now());
     predecessor_ = {done.version, clock, done.model_sha256};
-    ++deltas_;
-    *previous_ = std::move(params.tables[0]);
-    return {done.version, true, done.capnp_bytes + done.metadata_bytes};
+    export_written out;
+    out.version = done.version;
+    out.delta = true;
+    out.bytes = done.capnp_bytes + done.metadata_bytes;
+    return out;
   }
 
   struct link {
@@ -75,11 +92,8 @@ private:
   };
 
   export_request request_;
-  int full_every_;
   std::shared_ptr<const dataset> test_;
-  std::unique_ptr<gathered_rows> previous_;  // the table as the newest version left it
   link base_, predecessor_;
-  int deltas_ = 0;
 };
 
 } // namespace
@@ -87,7 +101,9 @@ private:
 export_config export_versions(const export_request& request, int64_t every, int full_every) {
   export_config cfg;
   cfg.every = every;
-  auto writer = std::make_shared<chain_writer>(request, full_every);
+  // only CTR models have delta versions (an MLP's parameters are all dense)
+  cfg.full_every = ctr_kind_of(request.spec.model) ? full_every : 1;
+  auto writer = std::make_shared<chain_writer>(request);
   cfg.write = [writer](int64_t clock, const std::vector<wire_buffer>& shards) {
     return writer->write(clock, shards);
   };

@@ -1,7 +1,8 @@
 // --export-every CLOCKS of `actorps simulate` and `actorps chief`: export versions written while
 // training into --export-dir, a chain of them (export_chain.hpp, EXPORT_FORMAT.md). The
 // chief hands each version's shard states to the writer made here (chief.hpp's export_config);
-// every --full-export-every-th version is full, the ones between are deltas of the one before.
+// every --full-export-every-th version is full, the ones between are deltas of the one before:
+// the shards send the rows changed since it, which the writer writes as they come.
 #pragma once
 
 #include "actors/serving/export_after_run.hpp"  // export_request; chief_config (chief.hpp)

@@ -585,6 +585,82 @@ sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
   return out;
 }
 
+sparse_table_rows sparse_table::changed_rows(int64_t since, int64_t now) const {
+  const uint32_t from = clock32(since), at = clock32(now);
+  // One look at each row's clock; only the rows changed since (and the stale) go further.
+  std::vector<std::pair<uint64_t, uint32_t>> by_key;
+  std::vector<uint64_t> removed;
+  for (const auto& [key, clock] : removed_)
+    if (clock >= from) removed.push_back(key);
+  for (uint32_t index = 0; index < index_.size(); ++index) {
+    if (stale(index, at)) removed.push_back(row_key(index));
+    else if (row_clock(index) >= from) by_key.emplace_back(row_key(index), index);
+  }
+  std::sort(by_key.begin(), by_key.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(removed.begin(), removed.end());
+  removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
+  // a key removed since that has a row again (not stale) is not gone
+  removed.erase(std::remove_if(removed.begin(), removed.end(),
+                               [&](uint64_t key) {
+                                 const uint32_t index = index_.find(key, key_of());
+                                 return index != row_index::npos && !stale(index, at);
+                               }),
+                removed.end());
+  const uint32_t dim = cfg_.dim;
+  const std::size_t state_floats = std::size_t(slots_) * dim;
+  sparse_table_rows out;
+  out.keys.reserve(by_key.size());
+  out.values.resize(by_key.size() * dim);
+  out.state.resize(by_key.size() * state_floats);
+  for (std::size_t r = 0; r < by_key.size(); ++r) {
+    const auto& [key, index] = by_key[r];
+    const float* values = row(index);
+    out.keys.push_back(key);
+    std::memcpy(out.values.data() + r * dim, values, dim * sizeof(float));
+    std::memcpy(out.state.data() + r * state_floats, values + dim, state_floats * sizeof(float));
+    out.touches.push_back(row_touches(index));
+    out.clocks.push_back(row_clock(index));
+    if (counts_steps_) out.steps.push_back(steps_[index]);
+  }
+  out.removed_keys = std::move(removed);
+  if (sketch_) {  // bounded by admission_memory: written whole
+    out.sketch = sketch_->save();
+    return out;
+  }
+  // As delta_of: the exact pending entries counted since, tombstones for those dropped since.
+  out.pending_changes_only = true;
+  const bool clocked = pending_clocked();
+  auto pending_now = [&](const pending_ref& ref) {
+    return !(clocked && pending_stale(ref.index, at));
+  };
+  std::vector<std::pair<uint64_t, pending_ref>> pending;
+  std::vector<uint64_t> dropped;
+  for (const auto& [key, clock] : removed_pending_)
+    if (clock >= from) dropped.push_back(key);
+  for (const auto& entry : pending_) {
+    if (!pending_now(entry.second)) dropped.push_back(entry.first);
+    else if (pending_clock(entry.second) >= from) pending.push_back(entry);
+  }
+  std::sort(pending.begin(), pending.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [key, ref] : pending) {
+    out.pending_keys.push_back(key);
+    out.pending_counts.push_back(ref.count);
+    if (clocked) out.pending_clocks.push_back(pending_clocks_[ref.index]);
+  }
+  std::sort(dropped.begin(), dropped.end());
+  dropped.erase(std::unique(dropped.begin(), dropped.end()), dropped.end());
+  dropped.erase(std::remove_if(dropped.begin(), dropped.end(),
+                               [&](uint64_t key) {
+                                 auto it = pending_.find(key);
+                                 return it != pending_.end() && pending_now(it->second);
+                               }),
+                dropped.end());
+  out.removed_pending = std::move(dropped);
+  return out;
+}
+
 void sparse_table::track_removed(bool on) {
   track_removed_ = on;
   if (!on) {

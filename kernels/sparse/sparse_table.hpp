@@ -184,6 +184,10 @@ public:
   /// at clock `since` may have come before or after the state at `since` was taken: its rows
   /// and counts are included either way (written twice at worst).
   sparse_table_rows delta_of(sparse_table_rows whole, int64_t since, int64_t then) const;
+  /// delta_of(export_rows(now), since, now) without exporting the whole table: the rows are
+  /// chosen by their last push's clock and only those copied (and sorted), so that the cost
+  /// beyond one look at each row's clock follows what changed, not the table's size.
+  sparse_table_rows changed_rows(int64_t since, int64_t now) const;
 
   /// Whether the table remembers the keys it removes or starts over, and the exact pending
   /// entries it drops (and the clock of each) for delta_of; off by default, and forgetting what

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: scripts/bench/delta_export.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS] [-c CLOCKS] [-e EVERY] [-a ADMIT_AFTER]
+# Usage: scripts/bench/delta_export.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS] [-c CLOCKS] [-e EVERY] [-a ADMIT_AFTER] [-t TABLE_ROWS] [-s SHARES]
 #
 # What delta export versions cost against full ones (--export-every, --full-export-every), on the
 # README's CTR example: `actorps simulate --model dlrm` on `actorps gen-data criteo` (CTR_ROWS
@@ -9,20 +9,28 @@
 #   full     --full-export-every 1: every version full.
 # Per version (the run's own export events): its kind, bytes (every file of the version) and write
 # time (the writer's: the shards' states gathered into a model, a full one evaluated on the test
-# split, encoded, written, fsynced, published), and a delta's rows against the table's at that
-# clock (the share of rows changed since the version before). The chain's newest delta at a clock
-# the full run has, folded (export --consolidate), is checked byte for byte against that version.
-# -a N passes --admit-after N (default: the model's, 20).
+# split, encoded, written, fsynced, published), the rows the shards sent for it, and a delta's
+# rows against the table's at that clock (the share of rows changed since the version before).
+# The chain's newest delta at a clock the full run has, folded (export --consolidate), is checked
+# byte for byte against that version. -a N passes --admit-after N (default: the model's, 20).
 #
-# The JSON (default BUILD_DIR/bench/delta_export.json) holds every version and the medians.
-# About 2 min at the defaults on 2 cores; `-n 4000 -c 40` takes seconds.
+# Then a large table: actorps_bench_delta_export fills a TABLE_ROWS-row DLRM table (default 2 M,
+# dim 16) and, for each share in SHARES (default 0.001,0.01,0.05,0.2) of its rows pushed, writes
+# one delta version as runs do (the shard sends the rows pushed since) and as they did before (the
+# shard sends every row, the writer compares each with the previous version's): the shard's time,
+# the writer's, the rows sent, the bytes.
+#
+# The JSON (default BUILD_DIR/bench/delta_export.json) holds every version, the medians and
+# "large_table". About 3 min at the defaults on 2 cores (1.5 GB of memory for the 2 M rows);
+# `-n 4000 -c 40 -t 20000` takes seconds.
 set -euo pipefail
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$root/build" out="" ctr_rows=200000 clocks=200 every=10 admit=()
-while getopts "o:b:n:c:e:a:h" opt; do
+table_rows=2000000 shares=0.001,0.01,0.05,0.2
+while getopts "o:b:n:c:e:a:t:s:h" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     b) build="$(realpath -m "$OPTARG")" ;;
@@ -30,6 +38,8 @@ while getopts "o:b:n:c:e:a:h" opt; do
     c) clocks="$OPTARG" ;;
     e) every="$OPTARG" ;;
     a) admit=(--admit-after "$OPTARG") ;;
+    t) table_rows="$OPTARG" ;;
+    s) shares="$OPTARG" ;;
     *) usage ;;
   esac
 done
@@ -37,8 +47,9 @@ shift $((OPTIND - 1))
 (( $# == 0 )) || usage
 out="$(realpath -m "${out:-$build/bench/delta_export.json}")"
 if ! [[ "$ctr_rows" =~ ^[0-9]+$ && "$clocks" =~ ^[0-9]+$ && "$every" =~ ^[0-9]+$ ]] \
+   || ! [[ "$table_rows" =~ ^[0-9]+$ ]] || (( table_rows < 1000 )) \
    || (( ctr_rows < 1000 || every < 1 || clocks < 3 * every )); then
-  echo "delta_export.sh: -n must be 1000 or more, -e positive, -c at least 3 times -e" >&2
+  echo "delta_export.sh: -n and -t must be 1000 or more, -e positive, -c at least 3 times -e" >&2
   exit 2
 fi
 
@@ -46,6 +57,7 @@ name=$(basename "$0")
 . "$root/scripts/bench/bench_lib.sh"
 sim="$build/actorps"
 require_bench "$sim"
+require_bench "$build/actorps_bench_delta_export"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -81,6 +93,10 @@ PY
 [ -n "$newest" ] || { echo "$name: no delta version at a clock the full run has" >&2; exit 1; }
 "$sim" export --consolidate "$tmp/export-10/$newest" --export-dir "$tmp/folded" >/dev/null
 
+echo "$name: a $table_rows-row table, delta versions after pushing shares $shares of its rows" >&2
+"$build/actorps_bench_delta_export" --rows "$table_rows" --touch "$shares" > "$tmp/large.json" \
+  || { echo "$name: actorps_bench_delta_export failed" >&2; exit 1; }
+
 python3 - "$tmp" "$out" "$ctr_rows" "$clocks" "$every" "${admit[*]:-}" "$newest" <<'PY'
 import filecmp, json, os, statistics, sys
 
@@ -96,7 +112,7 @@ def versions(full_every):
     for v, e in sorted(written.items()):
         meta = json.load(open(f"{root}/{v}/metadata.json"))
         row = {"version": v, "clock": e["clock"], "kind": e["kind"], "bytes": e["bytes"],
-               "write_ms": e["ms"]}
+               "write_ms": e["ms"], "rows_sent": e["rows"]}
         if e["kind"] == "delta":
             row["rows"] = meta["delta"]["rows"]
             row["removed_keys"] = meta["delta"]["removed_keys"]
@@ -134,6 +150,7 @@ result = {
     "versions_skipped": {"chained": chained_skipped, "full": whole_skipped},
     "chained_versions": chained,
     "all_full_versions": whole,
+    "large_table": json.load(open(f"{tmp}/large.json")),
 }
 os.makedirs(os.path.dirname(out), exist_ok=True)
 json.dump(result, open(out, "w"), indent=2)
@@ -142,6 +159,11 @@ print(f"full version: {r['median_full_bytes']:.0f} B in {r['median_full_write_ms
       f"{r['median_delta_bytes']:.0f} B ({r['median_delta_over_full_bytes']:.2f} of a full one) in "
       f"{r['median_delta_write_ms']:.0f} ms, {r['median_delta_row_share']} of the rows; folded "
       f"chain identical to a full version: {identical}")
+for v in r["large_table"]["versions"]:
+    c, o = v["changed"], v["compared"]
+    print(f"{r['large_table']['rows']} rows, {v['rows_pushed']} pushed: delta {c['version_bytes']} B; "
+          f"shard {c['shard_ms']:.0f} ms + writer {c['writer_ms']:.0f} ms "
+          f"(whole state compared: {o['shard_ms']:.0f} + {o['writer_ms']:.0f} ms)")
 print(f"wrote {out}")
 if not identical:
     sys.exit("the chain folded differs from the full version at its clock")

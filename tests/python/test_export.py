@@ -6,8 +6,8 @@ version every 10 clocks.
 - full_export_every=1: every version full; full_export_every=100: a full version, then deltas
   of it (no model.capnp of their own). Each delta's chain, folded by `actorps export
   --consolidate`, holds model.capnp byte-identical to the first run's full version at the same
-  clock (versions that come while one is written may be skipped; the first and the last asked
-  are always written); the export after the run is the same model in both.
+  clock (versions may be skipped while one is written; the first two, clocks 10 and 20, are
+  always written); the export after the run is the same model in both.
 - Bad values are refused before training (actorps.Error), naming the option."""
 import json
 import os
