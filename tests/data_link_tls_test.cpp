@@ -366,3 +366,28 @@ TEST_CASE("data link over TLS: a local client leaves the cipher for shared memor
   CHECK(link.stats().pushes == 3);
   worker0->close();
 }
+
+TEST_CASE("data link over TLS: requests read ahead past the connection's bound wait in the session and are all answered") {
+  // A burst of pulls in one go: the session reads records ahead of the frames the hub takes,
+  // and the hub stops at its bound of requests in flight; those still held by OpenSSL, which
+  // the socket no longer reports, must be read once answers free their place.
+  link_limits limits;
+  limits.max_requests_per_connection = 4;
+  tls_link_fixture link{tiny_spec(consistency::async, 1), "ps-0", limits};
+  auto s = connect_link("127.0.0.1", link.server->port(), link_request_timeout);
+  REQUIRE(s);
+  auto& raw = **s;
+  REQUIRE_FALSE(raw.start_tls(certs().task("worker-0"), "ps:0", link_request_timeout));
+  say_hello(raw);
+  constexpr int burst = 40;
+  for (int i = 0; i < burst; ++i)  // a record each
+    REQUIRE_FALSE(raw.send(make_header(frame_kind::pull, 100 + i, 0, 0)));
+  for (int i = 0; i < burst; ++i) {
+    frame_header h;
+    REQUIRE_FALSE(raw.receive_header(h));
+    REQUIRE(kind_of(h.kind) == frame_kind::reply);
+    CHECK(h.id == uint64_t(100 + i));
+    REQUIRE(raw.receive_buffer(h));
+  }
+  CHECK(link.server->refused() == 0);
+}
