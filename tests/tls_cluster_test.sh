@@ -55,7 +55,7 @@ fi
 
 if [ "$part" = accuracy ]; then
   for tls in plain tls; do
-    flags=(); [ "$tls" = tls ] && flags=(--tls)
+    flags=(--insecure); [ "$tls" = tls ] && flags=(--tls)
     "$root/scripts/launch_local.sh" ${flags[@]+"${flags[@]}"} --ps 2 --workers 2 --connect-timeout 20 -- \
       "${train[@]}" --steps 300 --mode sync --metrics "$dir/$tls.jsonl" > "$dir/$tls.log" 2>&1 \
       || fail "launch_local.sh ${flags[*]} exited non-zero"

@@ -55,7 +55,7 @@ for run in $(seq 1 "$runs"); do
   done
   for tls in plain tls; do
     [ "$runs_too" = 1 ] || continue
-    flags=(); [ "$tls" = tls ] && flags=(--tls)
+    flags=(--insecure); [ "$tls" = tls ] && flags=(--tls)
     ACTORPS_BINARY=$build/actorps scripts/launch_local.sh ${flags[@]+"${flags[@]}"} -- --no-progress \
       --metrics "$tmp/run-$tls-$run.jsonl" ${chief_flags[@]+"${chief_flags[@]}"} > "$tmp/run-$tls-$run.log" 2>&1 \
       || { tail -20 "$tmp/run-$tls-$run.log" >&2; exit 1; }
