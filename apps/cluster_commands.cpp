@@ -74,7 +74,7 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
     ("tls-ca", po::value(&f.tls.ca), "PEM certificate of the cluster's CA")
     ("insecure", po::bool_switch(&f.insecure),
      "run without TLS: any process that reaches a port of the cluster may join it, push, read "
-     "the parameters or stop it");
+     "the parameters or stop it. Without --tls-* or this flag the task refuses to start");
   if (with_threads)  // a ps, worker or evaluator task; the chief's are training flags
     desc.add_options()("threads", po::value(&f.threads)->default_value(f.threads),
                        "CAF scheduler threads (0: one per core)")
@@ -146,6 +146,10 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   // Last: a task given bad flags hears of those first.
   if (f.insecure && f.tls.enabled())
     throw usage_error("--insecure with --tls-cert/--tls-key/--tls-ca: give one or the other");
+  if (!f.insecure && !f.tls.enabled())
+    throw usage_error("no TLS certificates: give --tls-cert, --tls-key and --tls-ca (made by "
+                      "scripts/make_certs.sh; scripts/launch_local.sh makes its own), or "
+                      "--insecure to run without TLS");
   if (f.insecure)  // whatever the log level
     std::fprintf(stderr, "WARNING: %s: --insecure: no TLS; any process that reaches this "
                          "cluster's ports may join it, push, read its parameters or stop it\n",

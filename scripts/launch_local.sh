@@ -2,18 +2,18 @@
 # Starts a whole actorps cluster on 127.0.0.1, one process per task, on free ports:
 # P parameter shards, W workers, the evaluator and the chief. Flags after `--` go to the chief
 # (the training flags); every line a task prints is prefixed with its task name. Exits with the
-# chief's status; Ctrl-C stops every task. --tls: a CA and one certificate per task
-# (scripts/make_certs.sh, in the run directory) and every task started with its own;
-# --insecure: none (every task is given --insecure).
+# chief's status; Ctrl-C stops every task. Mutual TLS unless --insecure: a CA and one
+# certificate per task (scripts/make_certs.sh, in the run directory), every task started with
+# its own (--tls, the default, is accepted for older command lines).
 #
 # usage: scripts/launch_local.sh --ps P --workers W [--no-evaluator] [--connect-timeout S]
-#          [--binary PATH] [--keep-cluster FILE] [--insecure | --tls [--keep-certs DIR]]
+#          [--binary PATH] [--keep-cluster FILE] [--insecure | --keep-certs DIR]
 #          [--data-link auto|tcp|socket|shm] -- [chief flags...]
 # e.g.   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5 --mode ssp --metrics run.jsonl
 set -euo pipefail
 
 usage() { sed -n 9,12p "$0" >&2; exit 2; }
-ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster="" tls=0 keep_certs=""
+ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster="" tls=1 keep_certs=""
 data_link=auto  # how workers and the evaluator reach each shard's data link (every task gets it)
 while [ $# -gt 0 ]; do
   case $1 in
