@@ -829,7 +829,7 @@ void link_hub::on_timer() {
   if (accept_retry_ && *accept_retry_ <= now) {
     accept_retry_.reset();
     if (spare_fd_ < 0) spare_fd_ = open_spare();
-    for (int fd : {tcp_fd_, local_fd_})
+    for (int fd : {tcp_fd_, local_fd_, proven_fd_})
       if (fd >= 0) loop_.change(fd, EPOLLIN);
   }
   log_.flush();
