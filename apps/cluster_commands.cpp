@@ -36,6 +36,7 @@ struct cluster_flags {
   std::string checkpoint_dir;  ///< a ps task's checkpoint root (`run`: the training flag's)
   value_bounds bounds;         ///< a ps task's shard (`run`: the training flags')
   tls_files tls;
+  bool insecure = false;  ///< --insecure: no TLS, said loudly
   int data_port = 0;
   int prometheus_port = 0;         ///< `run`, the chief: the training flag's
   std::string data_link = "auto";  ///< --data-link (actors/link/data_link_path.hpp)
@@ -59,8 +60,8 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
      "TCP port of a ps task's data link (0: the task's own port + 1); other tasks ignore it")
     ("data-link", po::value(&f.data_link)->default_value(f.data_link),
      "how a worker or evaluator reaches each shard's data link: auto (shared memory when the "
-     "shard is on this host and TLS is off, else its local socket, else TCP), tcp, socket (the "
-     "local socket alone) or shm (shared memory; fails where it cannot be had)")
+     "shard is on this host, else its local socket, else TCP), tcp, socket (the local socket "
+     "alone) or shm (shared memory; fails where it cannot be had)")
     ("heartbeat-ms", po::value(&f.heartbeat_ms)->default_value(f.heartbeat_ms),
      "heartbeat interval between processes")
     ("peer-timeout-ms", po::value(&f.peer_timeout_ms)->default_value(f.peer_timeout_ms),
@@ -70,7 +71,10 @@ void add_cluster_options(po::options_description& desc, cluster_flags& f, bool w
      "and --tls-ca every CAF connection is mutual TLS and peers without a certificate of that "
      "CA are refused")
     ("tls-key", po::value(&f.tls.key), "PEM private key of --tls-cert")
-    ("tls-ca", po::value(&f.tls.ca), "PEM certificate of the cluster's CA");
+    ("tls-ca", po::value(&f.tls.ca), "PEM certificate of the cluster's CA")
+    ("insecure", po::bool_switch(&f.insecure),
+     "run without TLS: any process that reaches a port of the cluster may join it, push, read "
+     "the parameters or stop it. Without --tls-* or this flag the task refuses to start");
   if (with_threads)  // a ps, worker or evaluator task; the chief's are training flags
     desc.add_options()("threads", po::value(&f.threads)->default_value(f.threads),
                        "CAF scheduler threads (0: one per core)")
@@ -139,8 +143,17 @@ deployment_options resolve(const std::string& type, const cluster_flags& f) {
   if (auto why = check_tls_files(f.tls); !why.empty()) throw usage_error(why);
   auto link_path = parse_data_link_path(f.data_link);
   if (!link_path) throw usage_error("--data-link " + f.data_link + " is none of auto, tcp, socket, shm");
-  if (*link_path == data_link_path::shm && f.tls.enabled())
-    throw usage_error("--data-link shm is not offered with --tls-* (use auto, socket or tcp)");
+  // Last: a task given bad flags hears of those first.
+  if (f.insecure && f.tls.enabled())
+    throw usage_error("--insecure with --tls-cert/--tls-key/--tls-ca: give one or the other");
+  if (!f.insecure && !f.tls.enabled())
+    throw usage_error("no TLS certificates: give --tls-cert, --tls-key and --tls-ca (made by "
+                      "scripts/make_certs.sh; scripts/launch_local.sh makes its own), or "
+                      "--insecure to run without TLS");
+  if (f.insecure)  // whatever the log level
+    std::fprintf(stderr, "WARNING: %s: --insecure: no TLS; any process that reaches this "
+                         "cluster's ports may join it, push, read its parameters or stop it\n",
+                 cfg.task->text().c_str());
   set_data_link_path(*link_path);
   deployment_options opts;
   opts.cluster = std::move(cfg.cluster);

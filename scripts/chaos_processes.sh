@@ -72,7 +72,7 @@ supervise() {
   local config; config=$(tf_config "$run/c.json" "${task%%:*}" "${task##*:}")
   while :; do
     local started; started=$(now_ms)
-    TF_CONFIG=$config "$bin" run "$@" >> "$run/$task.log" 2>&1 &
+    TF_CONFIG=$config "$bin" run --insecure "$@" >> "$run/$task.log" 2>&1 &
     local pid=$!
     echo "$pid" > "$run/$task.pid"
     local status=0; wait "$pid" || status=$?
@@ -153,7 +153,7 @@ for ((r = 1; r <= runs; ++r)); do
   chief_start=$(now_ms)
   set +e
   TF_CONFIG=$(tf_config "$run/c.json" chief 0) timeout -k 10 $((left < 120 ? left : 120)) \
-    "$bin" run "${flags[@]}" --metrics "$run/m.jsonl" > "$run/chief.log" 2>&1 &
+    "$bin" run --insecure "${flags[@]}" --metrics "$run/m.jsonl" > "$run/chief.log" 2>&1 &
   chief=$!
   chaos "$run" &
   chaos_pid=$!

@@ -2,17 +2,18 @@
 # Starts a whole actorps cluster on 127.0.0.1, one process per task, on free ports:
 # P parameter shards, W workers, the evaluator and the chief. Flags after `--` go to the chief
 # (the training flags); every line a task prints is prefixed with its task name. Exits with the
-# chief's status; Ctrl-C stops every task. --tls: a CA and one certificate per task
-# (scripts/make_certs.sh, in the run directory) and every task started with its own.
+# chief's status; Ctrl-C stops every task. Mutual TLS unless --insecure: a CA and one
+# certificate per task (scripts/make_certs.sh, in the run directory), every task started with
+# its own (--tls, the default, is accepted for older command lines).
 #
 # usage: scripts/launch_local.sh --ps P --workers W [--no-evaluator] [--connect-timeout S]
-#          [--binary PATH] [--keep-cluster FILE] [--tls [--keep-certs DIR]]
+#          [--binary PATH] [--keep-cluster FILE] [--insecure | --keep-certs DIR]
 #          [--data-link auto|tcp|socket|shm] -- [chief flags...]
 # e.g.   scripts/launch_local.sh --ps 2 --workers 2 -- --epochs 5 --mode ssp --metrics run.jsonl
 set -euo pipefail
 
-usage() { sed -n 8,11p "$0" >&2; exit 2; }
-ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster="" tls=0 keep_certs=""
+usage() { sed -n 9,12p "$0" >&2; exit 2; }
+ps=2 workers=2 evaluator=1 connect_timeout=60 binary="" keep_cluster="" tls=1 keep_certs=""
 data_link=auto  # how workers and the evaluator reach each shard's data link (every task gets it)
 while [ $# -gt 0 ]; do
   case $1 in
@@ -23,10 +24,11 @@ while [ $# -gt 0 ]; do
     --binary) binary=$2; shift 2 ;;
     --keep-cluster) keep_cluster=$2; shift 2 ;;
     --tls) tls=1; shift ;;
+    --insecure) tls=0; shift ;;
     --keep-certs) keep_certs=$2; shift 2 ;;
     --data-link) data_link=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "launch_local.sh: unknown flag $1" >&2; usage ;;
   esac
 done
@@ -64,12 +66,12 @@ if evaluator: cluster["evaluator"] = [addr()]
 json.dump({"cluster": cluster}, open(path, "w"), indent=1)
 PY
 [ -n "$keep_cluster" ] && cp "$dir/cluster.json" "$keep_cluster"
-[ -n "$keep_certs" ] && [ "$tls" = 0 ] && { echo "launch_local.sh: --keep-certs needs --tls" >&2; exit 2; }
+[ -n "$keep_certs" ] && [ "$tls" = 0 ] && { echo "launch_local.sh: --keep-certs cannot go with --insecure" >&2; exit 2; }
 
-# set_tls_flags TASK: tls_flags becomes that task's TLS flags (none without --tls)
+# set_tls_flags TASK: tls_flags becomes that task's TLS flags (--insecure with --insecure)
 tls_flags=()
 set_tls_flags() {
-  tls_flags=()
+  tls_flags=(--insecure)
   [ "$tls" = 1 ] || return 0
   local base="$dir/certs/${1/:/-}"
   tls_flags=(--tls-cert "$base.pem" --tls-key "$base.key" --tls-ca "$dir/certs/ca.pem")

@@ -75,10 +75,10 @@ TEST_CASE("a task's --connect-timeout and --threads are bounded too") {
   std::ofstream(cluster) << R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"],
                                "worker": ["127.0.0.1:3"]}})";
   for (const auto& c : {
-         refused{"ps --cluster " + cluster + " --task ps:0 --connect-timeout inf",
+         refused{"ps --insecure --cluster " + cluster + " --task ps:0 --connect-timeout inf",
                  "--connect-timeout"},
-         refused{"worker --cluster " + cluster + " --task worker:0 --threads 1000", "--threads"},
-         refused{"run --cluster " + cluster + " --task worker:0 --threads 1000", "--threads"},
+         refused{"worker --insecure --cluster " + cluster + " --task worker:0 --threads 1000", "--threads"},
+         refused{"run --insecure --cluster " + cluster + " --task worker:0 --threads 1000", "--threads"},
        })
     check_refused(c);
 }

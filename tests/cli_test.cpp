@@ -87,9 +87,9 @@ TEST_CASE("an explicit --staleness outside ssp is refused (simulate, chief), the
           "--staleness 5 has no effect with --mode sync: the bound only applies to --mode ssp"},
          {"simulate --mode async --staleness 0",
           "--staleness 0 has no effect with --mode async: the bound only applies to --mode ssp"},
-         {"chief --cluster " + cluster + " --task chief:0 --mode sync --staleness 2",
+         {"chief --insecure --cluster " + cluster + " --task chief:0 --mode sync --staleness 2",
           "--staleness 2 has no effect with --mode sync"},
-         {"chief --cluster " + cluster + " --task chief:0 --mode async --staleness 3",
+         {"chief --insecure --cluster " + cluster + " --task chief:0 --mode async --staleness 3",
           "--staleness 3 has no effect with --mode async"}}) {
     CAPTURE(c.args);
     auto r = run_actorps(c.args);

@@ -82,24 +82,24 @@ TEST_CASE("bad cluster specs and tasks exit 2 naming the problem") {
   auto nochief = write_file("nochief.json", R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"]}})");
   auto unknown_job = write_file("job.json", R"({"cluster": {"chief": ["a:1"], "ps": ["a:2"], "worker": ["b:2"], "gpu": ["c:3"]}})");
   for (const auto& c : std::vector<bad>{
-         {actorps("worker --cluster " + spec + " --task gpu:0"), "unknown task type 'gpu'"},
-         {actorps("worker --cluster " + spec + " --task worker:2"), "outside the cluster"},
-         {actorps("worker --cluster " + spec + " --task worker"), "--task expects TYPE:INDEX"},
-         {actorps("worker --cluster " + spec + " --task worker:0 --data-link udp"),
+         {actorps("worker --insecure --cluster " + spec + " --task gpu:0"), "unknown task type 'gpu'"},
+         {actorps("worker --insecure --cluster " + spec + " --task worker:2"), "outside the cluster"},
+         {actorps("worker --insecure --cluster " + spec + " --task worker"), "--task expects TYPE:INDEX"},
+         {actorps("worker --insecure --cluster " + spec + " --task worker:0 --data-link udp"),
           "--data-link udp is none of auto, tcp, socket, shm"},
-         {actorps("ps --cluster " + spec + " --task worker:0"), "the task is worker:0"},
-         {actorps("ps --cluster /nonexistent/cluster.json --task ps:0"), "/nonexistent/cluster.json"},
-         {actorps("ps --cluster " + broken + " --task ps:0"), broken + ": malformed JSON"},
-         {actorps("ps --cluster " + dup + " --task ps:0"), "used by both chief:0 and ps:0"},
-         {actorps("ps --cluster " + noport + " --task ps:0"), "is not host:port"},
-         {actorps("ps --cluster " + nochief + " --task ps:0"), "exactly one chief"},
-         {actorps("ps --cluster " + unknown_job + " --task ps:0"), "unknown job type 'gpu'"},
+         {actorps("ps --insecure --cluster " + spec + " --task worker:0"), "the task is worker:0"},
+         {actorps("ps --insecure --cluster /nonexistent/cluster.json --task ps:0"), "/nonexistent/cluster.json"},
+         {actorps("ps --insecure --cluster " + broken + " --task ps:0"), broken + ": malformed JSON"},
+         {actorps("ps --insecure --cluster " + dup + " --task ps:0"), "used by both chief:0 and ps:0"},
+         {actorps("ps --insecure --cluster " + noport + " --task ps:0"), "is not host:port"},
+         {actorps("ps --insecure --cluster " + nochief + " --task ps:0"), "exactly one chief"},
+         {actorps("ps --insecure --cluster " + unknown_job + " --task ps:0"), "unknown job type 'gpu'"},
          {actorps("ps --task ps:0"), "no cluster"},
          {"TF_CONFIG='{\"cluster\": 3}' " + actorps("ps"), "TF_CONFIG: expected an object"},
          {"TF_CONFIG='not json' " + actorps("ps"), "TF_CONFIG: malformed JSON"},
-         {actorps("chief --cluster " + spec + " --task chief:0 --ps 3"), "--ps 3 disagrees with the cluster"},
-         {actorps("chief --cluster " + spec + " --task chief:0 --model 784-x"), "--model"},
-         {actorps("ps --cluster " + spec + " --task ps:0 --epochs 3"), "unrecognised option '--epochs'"},
+         {actorps("chief --insecure --cluster " + spec + " --task chief:0 --ps 3"), "--ps 3 disagrees with the cluster"},
+         {actorps("chief --insecure --cluster " + spec + " --task chief:0 --model 784-x"), "--model"},
+         {actorps("ps --insecure --cluster " + spec + " --task ps:0 --epochs 3"), "unrecognised option '--epochs'"},
        }) {
     CAPTURE(c.args);
     auto r = run(c.args);
@@ -113,7 +113,7 @@ TEST_CASE("a task whose port is taken exits 2 saying so") {
   auto spec = write_file("cluster.json",
                          R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:)"
                            + std::to_string(taken.port) + R"("], "worker": ["127.0.0.1:3"]}})");
-  auto r = run(actorps("ps --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  auto r = run(actorps("ps --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(taken.port))
                   != std::string::npos,
@@ -131,7 +131,7 @@ TEST_CASE("a task that cannot reach the chief gives up after the connect timeout
   own.release();
   data.release();
   auto r = run("TF_CONFIG='" + tf + "' "
-               + actorps("ps --connect-timeout 0.5 --data-port " + std::to_string(data.port)));
+               + actorps("ps --insecure --connect-timeout 0.5 --data-port " + std::to_string(data.port)));
   CHECK(r.status == 138);  // TFJob's ExitCode policy restarts it
   CHECK_MESSAGE(r.output.find("cannot reach 127.0.0.1:" + std::to_string(chief.port))
                   != std::string::npos,
@@ -148,7 +148,7 @@ TEST_CASE("--cluster FILE takes this replica's task from TF_CONFIG") {
   own.release();
   data.release();
   auto r = run(R"(TF_CONFIG='{"task": {"type": "PS", "index": 0}, "environment": "cloud"}' )"
-               + actorps("run --cluster " + spec + " --connect-timeout 0.5 --data-port "
+               + actorps("run --insecure --cluster " + spec + " --connect-timeout 0.5 --data-port "
                          + std::to_string(data.port)));
   CHECK(r.status == 138);
   CHECK_MESSAGE(r.output.find("ps:0: cannot reach 127.0.0.1:" + std::to_string(chief.port))
@@ -160,7 +160,7 @@ TEST_CASE("a task whose own host name does not resolve retries up to --connect-t
   auto spec = write_file("cluster.json", R"({"cluster": {"chief": ["127.0.0.1:1"],
                                             "ps": ["no-such-host.invalid:2222"],
                                             "worker": ["127.0.0.1:3"]}})");
-  auto r = run(actorps("run --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  auto r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
   CHECK(r.status == 138);
   CHECK_MESSAGE(r.output.find("ps:0: its host name 'no-such-host.invalid' does not resolve yet")
                   != std::string::npos,
@@ -179,16 +179,16 @@ TEST_CASE("a ps task whose derived data port is another task's address exits 2 n
                            + std::to_string(ps.port) + R"("], "worker": ["127.0.0.1:)" + next
                            + R"("]}})");
   ps.release();
-  auto r = run(actorps("run --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  auto r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("the data port of ps:0 (its port + 1), " + next
                               + ", is the address of worker:0") != std::string::npos,
                 r.output);
   CHECK_MESSAGE(r.output.find("another --data-port") != std::string::npos, r.output);
-  r = run(actorps("run --cluster " + spec + " --task ps:0 --data-port 70000"));
+  r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --data-port 70000"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("--data-port must be 0") != std::string::npos, r.output);
-  r = run(actorps("run --cluster " + spec + " --task ps:0 --bind []"));
+  r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --bind []"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("--bind needs an address") != std::string::npos, r.output);
 }

@@ -54,11 +54,11 @@ TEST_CASE("a task whose cluster spec differs from the chief's is refused at join
   std::ofstream(dir + "/worker.json") << workers;
   // The chief in the background, its pid written first; it waits up to 60 s for its tasks.
   const std::string chief_cmd =
-    "sh -c 'echo $$ > " + dir + "/chief.pid; exec timeout 90 " + ACTORPS_BINARY + " chief --cluster "
+    "sh -c 'echo $$ > " + dir + "/chief.pid; exec timeout 90 " + ACTORPS_BINARY + " chief --insecure --cluster "
     + dir + "/chief.json --task chief:0 --connect-timeout 60 --dataset synthetic --steps 2 "
     + "--no-progress' > " + dir + "/chief.log 2>&1 &";
   REQUIRE(std::system(chief_cmd.c_str()) == 0);
-  auto r = actorps::test::run_command(std::string(ACTORPS_BINARY) + " worker --cluster " + dir
+  auto r = actorps::test::run_command(std::string(ACTORPS_BINARY) + " worker --insecure --cluster " + dir
                                         + "/worker.json --task worker:0 --connect-timeout 30",
                                       60);
   const int chief_pid = std::atoi(slurp(dir + "/chief.pid").c_str());

@@ -180,7 +180,7 @@ TEST_CASE("data link: strangers, a peer of another frame version and a client of
   auto hello = make_header(frame_kind::hello, 0, 0, 10000);
   hello.version = 2;
   REQUIRE(::send(old_peer, &hello, sizeof hello, MSG_NOSIGNAL) == sizeof hello);
-  CHECK(link.next_log_line().find("data frame version 2, expected 3") != std::string::npos);
+  CHECK(link.next_log_line().find("data frame version 2, expected 4") != std::string::npos);
   CHECK(::recv(old_peer, &byte, 1, 0) <= 0);
   ::close(old_peer);
   CHECK(link.server->refused() == 3);

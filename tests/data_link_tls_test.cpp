@@ -248,3 +248,146 @@ TEST_CASE("data link over TLS: every signature of the shard answers through work
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == expected[i]);
   }
 }
+
+namespace {
+
+/// A TLS connection to the fixture's local socket (TCP with `over_tcp`) as `identity` that has
+/// said hello and asked for a local ticket: the answer's frame header, and its bytes when a reply.
+std::pair<frame_header, std::vector<unsigned char>>
+ask_ticket(tls_link_fixture& link, const std::string& identity, bool over_tcp = false) {
+  auto s = over_tcp ? connect_link("127.0.0.1", link.server->port(), link_request_timeout)
+                    : connect_local_link(link.server->local_name());
+  REQUIRE(s);
+  auto& raw = **s;
+  REQUIRE_FALSE(raw.start_tls(certs().task(identity), "ps:0", link_request_timeout));
+  say_hello(raw);
+  REQUIRE_FALSE(raw.send(make_header(frame_kind::local_ticket, 5)));
+  frame_header h;
+  REQUIRE_FALSE(raw.receive_header(h));
+  std::vector<unsigned char> bytes;
+  if (kind_of(h.kind) == frame_kind::reply) {
+    auto got = raw.receive_buffer(h);
+    REQUIRE(got);
+    bytes.assign(got->bytes(), got->bytes() + got->size_bytes());
+  }
+  raw.shutdown();
+  return {h, bytes};
+}
+
+/// Says hello on the fixture's proven local socket with `ticket` (its first local_ticket_secret
+/// bytes; none when empty): the answer's kind, and the plain connection.
+std::pair<frame_kind, std::shared_ptr<link_socket>>
+hello_on_proven(tls_link_fixture& link, const std::vector<unsigned char>& ticket) {
+  auto s = connect_local_link(link.server->proven_name());
+  REQUIRE(s);
+  auto& raw = **s;
+  raw.set_receive_timeout(link_request_timeout);
+  REQUIRE_FALSE(raw.send(make_header(frame_kind::hello, 0, 0, 10000,
+                                     ticket.empty() ? 0 : local_ticket_secret),
+                         ticket.empty() ? nullptr : ticket.data()));
+  frame_header h;
+  REQUIRE_FALSE(raw.receive_header(h));
+  return {kind_of(h.kind), *s};
+}
+
+} // namespace
+
+TEST_CASE("data link over TLS: a local client leaves the cipher for shared memory with a ticket taken over TLS, its certificate's rules hold there, and a hello without a live ticket is refused and counted") {
+  auto spec = tiny_spec(consistency::async, 2);
+  tls_link_fixture link{spec};
+  shard_fixture direct{spec};
+  REQUIRE_FALSE(link.server->proven_name().empty());
+  REQUIRE(link.server->proven_name() != link.server->local_name());
+
+  // worker:0's certificate, on the local socket with shared memory asked for.
+  auto local = connect_local_link(link.server->local_name());
+  REQUIRE(local);
+  auto worker0 = attach_link(*link.sys, link.shard, std::move(*local), 0, link_request_timeout,
+                             certs().task("worker-0"), true);
+  if (!worker0) FAIL(describe(worker0.error()));
+  CHECK(worker0->transport() == std::string("shared memory, proven over TLS"));
+  CHECK_FALSE(worker0->link->is_tls());
+  check_pushes_as_in_process(link, worker0->handle, direct, 0, 3);
+  auto pulled = link.ask(worker0->handle, pull_atom::value, int32_t{0}, int64_t{0});
+  auto expected = direct.ask(direct.shard, pull_atom::value, int32_t{0}, int64_t{0});
+  REQUIRE(pulled);
+  REQUIRE(expected);
+  CHECK(same_bytes(*pulled, *expected));
+  // The identity the certificate proved holds on the plain socket: not worker 1's pushes.
+  const auto before = link.snapshot();
+  auto as_other = link.ask(worker0->handle, push_pull_atom::value, link.push_of(1, 3, 1.0f));
+  REQUIRE_FALSE(as_other);
+  CHECK(as_other.error() == make_error(errc::not_authorised));
+  CHECK(link.server->unauthorised() == 1);
+  CHECK(link.next_log_line().find("refused a data request from a local socket (worker:0): ") == 0);
+  CHECK(link.snapshot() == before);
+  CHECK(link.server->refused() == 0);
+
+  // A peer of this host without the secret: no ticket, a guessed one, a used one, all refused.
+  auto [no_ticket, plain1] = hello_on_proven(link, {});
+  CHECK(no_ticket == frame_kind::failure);
+  auto line = link.next_log_line();
+  CHECK(line.find("refused a data connection from a local socket: a hello on the proven local "
+                  "socket without a live ticket") == 0);
+  auto [guessed, plain2] = hello_on_proven(link, std::vector<unsigned char>(local_ticket_secret, 7));
+  CHECK(guessed == frame_kind::failure);
+  CHECK(link.server->unproven() == 2);
+  CHECK(link.server->refused() == 2);
+
+  // worker:1 takes a ticket over TLS: it works once, as worker:1.
+  auto [h, ticket] = ask_ticket(link, "worker-1");
+  REQUIRE(kind_of(h.kind) == frame_kind::reply);
+  REQUIRE(ticket.size() == local_ticket_bytes);
+  CHECK(std::string(reinterpret_cast<const char*>(ticket.data()) + local_ticket_secret)
+        == link.server->proven_name());
+  auto [first, proven] = hello_on_proven(link, ticket);
+  CHECK(first == frame_kind::reply);
+  auto [again, replayed] = hello_on_proven(link, ticket);
+  CHECK(again == frame_kind::failure);
+  CHECK(link.server->unproven() == 3);
+  // The proven connection is worker:1's: worker 0's pull is refused, its own answered.
+  proven->set_receive_timeout(link_request_timeout);
+  REQUIRE_FALSE(proven->send(make_header(frame_kind::pull, 11, 0, 0)));
+  REQUIRE_FALSE(proven->receive_header(h));
+  CHECK(kind_of(h.kind) == frame_kind::failure);
+  caf::error carried;
+  REQUIRE_FALSE(proven->receive_failure(h, carried));
+  CHECK(carried == make_error(errc::not_authorised));
+  CHECK(link.server->unauthorised() == 2);
+  REQUIRE_FALSE(proven->send(make_header(frame_kind::pull, 12, 1, 0)));
+  REQUIRE_FALSE(proven->receive_header(h));
+  CHECK(kind_of(h.kind) == frame_kind::reply);
+  CHECK(h.id == 12);
+
+  // Over TCP no ticket is given: it is of no use off this host.
+  auto [over_tcp, none] = ask_ticket(link, "worker-1", true);
+  CHECK(kind_of(over_tcp.kind) == frame_kind::failure);
+  CHECK(none.empty());
+  CHECK(link.stats().pushes == 3);
+  worker0->close();
+}
+
+TEST_CASE("data link over TLS: requests read ahead past the connection's bound wait in the session and are all answered") {
+  // A burst of pulls in one go: the session reads records ahead of the frames the hub takes,
+  // and the hub stops at its bound of requests in flight; those still held by OpenSSL, which
+  // the socket no longer reports, must be read once answers free their place.
+  link_limits limits;
+  limits.max_requests_per_connection = 4;
+  tls_link_fixture link{tiny_spec(consistency::async, 1), "ps-0", limits};
+  auto s = connect_link("127.0.0.1", link.server->port(), link_request_timeout);
+  REQUIRE(s);
+  auto& raw = **s;
+  REQUIRE_FALSE(raw.start_tls(certs().task("worker-0"), "ps:0", link_request_timeout));
+  say_hello(raw);
+  constexpr int burst = 40;
+  for (int i = 0; i < burst; ++i)  // a record each
+    REQUIRE_FALSE(raw.send(make_header(frame_kind::pull, 100 + i, 0, 0)));
+  for (int i = 0; i < burst; ++i) {
+    frame_header h;
+    REQUIRE_FALSE(raw.receive_header(h));
+    REQUIRE(kind_of(h.kind) == frame_kind::reply);
+    CHECK(h.id == uint64_t(100 + i));
+    REQUIRE(raw.receive_buffer(h));
+  }
+  CHECK(link.server->refused() == 0);
+}

@@ -129,7 +129,7 @@ TEST_CASE("--cluster naming a FIFO or /dev/zero is refused at once with exit 2")
   // not refuse /dev/zero fails with bad_alloc rather than take the machine's memory
   auto task = [](const std::string& file) {
     return run_command("sh -c 'ulimit -v 4000000; exec " + std::string(ACTORPS_BINARY)
-                       + " ps --cluster " + file + " --task ps:0'", 20);
+                       + " ps --insecure --cluster " + file + " --task ps:0'", 20);
   };
   auto r = task(fifo);
   INFO(r.output);

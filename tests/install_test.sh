@@ -33,7 +33,7 @@ assert events[-1]["event"] == "summary" and events[-1]["clocks"] == 60, events[-
 assert final[0]["test_accuracy"] > 0.5, final[0]
 PY
 
-"$prefix/share/actorps/scripts/launch_local.sh" --ps 1 --workers 1 --connect-timeout 20 -- \
+"$prefix/share/actorps/scripts/launch_local.sh" --insecure --ps 1 --workers 1 --connect-timeout 20 -- \
   --dataset synthetic --model 784-32-10 --steps 40 --no-progress --metrics "$dir/c.jsonl" \
   > "$dir/launch.log" 2>&1 || fail "the installed launch_local.sh failed"
 grep -q '"event":"summary"' "$dir/c.jsonl" || fail "the installed launch_local.sh wrote no summary"

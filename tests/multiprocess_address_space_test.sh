@@ -15,7 +15,7 @@ dir=$(mktemp -d /tmp/actorps-as.XXXXXX)
 echo "== 2 ps, 2 workers and the evaluator on shared memory, every task under ulimit -v $limit_kib"
 (
   ulimit -v "$limit_kib"
-  ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 30 \
+  ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --insecure --ps 2 --workers 2 --connect-timeout 30 \
     --data-link shm --keep-cluster "$dir/c.json" -- \
     --dataset synthetic --model 784-256-10 --steps 200 --no-progress --metrics "$dir/m.jsonl"
 ) > "$dir/launch.log" 2>&1 || fail "the cluster failed under ulimit -v $limit_kib: $(tail -n 30 "$dir/launch.log")"

@@ -16,7 +16,7 @@ bin=$(realpath "${1:-$root/build/actorps}")  # the tasks run in directories of t
 dir=$(mktemp -d /tmp/actorps-mpc.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-net=(--heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
 tasks=(ps:0 ps:1 worker:0 worker:1 evaluator:0)
 declare -A task_pid
 start() {  # start TASK: one task process in the background, in a directory of its own

@@ -10,7 +10,7 @@ bin=$(realpath "${1:-$root/build/actorps}")
 dir=$(mktemp -d /tmp/actorps-mpx.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-net=(--heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
 cluster "$dir/c.json"
 "$bin" gen-data criteo --out "$dir/criteo" --rows 6000 --test-rows 500 > /dev/null
 for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do

@@ -15,7 +15,7 @@ bin=${1:-$root/build/actorps}
 dir=$(mktemp -d /tmp/actorps-mpf.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-net=(--heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
 declare -A task_pid
 start() {  # start TASK: one task process in the background (again, after a kill)
   local own=()  # a ps task writes its checkpoint files only under its own --checkpoint-dir

@@ -18,7 +18,7 @@ dir=$(mktemp -d /tmp/actorps-mpfig.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
 connect=6
-net=(--heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout $connect)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout $connect)
 declare -A task_pid
 start() {  # start TASK: one task process in the background
   local own=()  # a ps task writes its checkpoint files only under its own --checkpoint-dir

@@ -16,7 +16,7 @@ dir=$(mktemp -d /tmp/actorps-mpfollow.XXXXXX)
 
 "$bin" gen-data criteo --days 2 --rows 1000 --test-rows 500 --gzip --seed 4 --out "$dir/gen" \
   > /dev/null
-net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 common=(--test "$dir/gen/test.tsv.gz" --model lr --batch 96 --mode sync --lr-schedule constant
         --no-progress)
 add_day() {  # N DIR: day N written as a followed directory wants: a hidden name, renamed

@@ -37,7 +37,7 @@ PY
 # run_replica CLUSTER TYPE INDEX LOG FLAGS...: one replica, in the background (pid in $!)
 run_replica() {
   local cluster=$1 type=$2 index=$3 log=$4; shift 4
-  TF_CONFIG=$(tfjob_config "$cluster" "$type" "$index") "$bin" run "$@" > "$log" 2>&1 &
+  TF_CONFIG=$(tfjob_config "$cluster" "$type" "$index") "$bin" run --insecure "$@" > "$log" 2>&1 &
   pids+=($!)
 }
 
@@ -55,7 +55,7 @@ run_replica "$dir/c1.json" ps 1 "$dir/ps1.log" "${flags[@]}"; others+=($!)
 run_replica "$dir/c1.json" worker 0 "$dir/worker0.log" "${flags[@]}"; others+=($!)
 # --cluster FILE for the cluster, TF_CONFIG for the task
 TF_CONFIG='{"task": {"type": "Worker", "index": 1}, "environment": "cloud"}' \
-  "$bin" run --cluster "$dir/c1.json" "${flags[@]}" > "$dir/worker1.log" 2>&1 &
+  "$bin" run --insecure --cluster "$dir/c1.json" "${flags[@]}" > "$dir/worker1.log" 2>&1 &
 pids+=($!); others+=($!)
 await_exit "$chief" 120; [ "$status" = 0 ] || fail "the chief exited $status"
 for p in "$evaluator" "${others[@]}"; do

@@ -39,7 +39,7 @@ dir=$(mktemp -d /tmp/actorps-mprk.XXXXXX)
 
 steps=400
 # a peer is lost after 4 s of silence: only SIGKILLs here, seen as the connection closes
-net=(--heartbeat-ms 200 --peer-timeout-ms 4000)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 4000)
 declare -A task_pid
 
 three_ps_cluster() {  # FILE: chief, 3 ps, 2 workers on free ports

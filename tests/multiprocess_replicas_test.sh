@@ -24,7 +24,7 @@ dir=$(mktemp -d /tmp/actorps-mpr.XXXXXX)
 
 # a peer is lost after 4 s of silence: only SIGKILLs here (seen as the connection closes), and
 # a shorter timeout took a process stalled by a loaded machine for lost (run A, once in a suite)
-net=(--heartbeat-ms 200 --peer-timeout-ms 4000 --connect-timeout 20)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 4000 --connect-timeout 20)
 run=(--dataset synthetic --model 784-64-10 --steps 600 --mode sync --replicas 1
      --slow worker:0=2 --slow worker:1=2 --no-progress)
 declare -A task_pid
@@ -61,12 +61,12 @@ start_tls_run() {  # start_tls_run NAME: start_run with mutual TLS on every conn
   [ -d "$dir/certs" ] || "$root/scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 worker:0 worker:1 > /dev/null
   cluster_without_evaluator "$dir/$name.json"
   for t in ps:0 ps:1 worker:0 worker:1; do
-    "$bin" "${t%%:*}" --cluster "$dir/$name.json" --task "$t" "${net[@]}" $(tls_flags "$t") \
+    "$bin" "${t%%:*}" --cluster "$dir/$name.json" --task "$t" "${net[@]:1}" $(tls_flags "$t") \
       >> "$dir/$name-$t.log" 2>&1 &
     task_pid[$t]=$!; pids+=($!)
   done
   : > "$dir/$name.jsonl"
-  "$bin" chief --cluster "$dir/$name.json" --task chief:0 "${net[@]}" "${run[@]}" $(tls_flags chief:0) \
+  "$bin" chief --cluster "$dir/$name.json" --task chief:0 "${net[@]:1}" "${run[@]}" $(tls_flags chief:0) \
     --metrics "$dir/$name.jsonl" --export-dir "$dir/$name-model" > "$dir/$name-chief.log" 2>&1 &
   chief=$!; pids+=($chief)
 }
@@ -132,7 +132,7 @@ finish_run() {  # finish_run NAME: the chief exits 0 with a summary of 600 clock
 
 echo "== --replicas 1 with one ps task is refused, naming the flag"
 echo '{"cluster":{"chief":["127.0.0.1:1"],"ps":["127.0.0.1:3"],"worker":["127.0.0.1:5"]}}' > "$dir/one.json"
-set +e; out=$("$bin" chief --cluster "$dir/one.json" --task chief:0 "${run[@]}" 2>&1); s=$?; set -e
+set +e; out=$("$bin" chief --cluster "$dir/one.json" --task chief:0 --insecure "${run[@]}" 2>&1); s=$?; set -e
 [ "$s" = 2 ] || fail "--replicas 1 with one ps task exited $s: $out"
 grep -q -- "--replicas 1 needs at least 2 ps tasks" <<< "$out" || fail "no clear error: $out"
 

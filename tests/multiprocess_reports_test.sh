@@ -16,7 +16,7 @@ dir=$(mktemp -d /tmp/actorps-reports.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
 echo "== 1. a run without an evaluator"
-ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 1 --workers 2 --no-evaluator \
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --insecure --ps 1 --workers 2 --no-evaluator \
   --connect-timeout 20 -- --dataset synthetic --model 784-32-10 --steps 60 --no-progress \
   --metrics "$dir/m1.jsonl" > "$dir/launch.log" 2>&1 || fail "launch_local.sh exited non-zero"
 grep -q "^chief:0 |   no evaluation" "$dir/launch.log" || fail "the summary does not say 'no evaluation'"
@@ -37,12 +37,12 @@ json.dump({"cluster": {"chief": a[:1], "ps": a[1:2], "worker": a[2:3]}}, open(sy
 PY
 declare -A task_pid
 for t in ps:0 worker:0; do
-  "$bin" "${t%%:*}" --cluster "$dir/c2.json" --task "$t" --connect-timeout 10 > "$dir/$t.log" 2>&1 &
+  "$bin" "${t%%:*}" --cluster "$dir/c2.json" --task "$t" --insecure --connect-timeout 10 > "$dir/$t.log" 2>&1 &
   pids+=($!); task_pid[$t]=$!
 done
 # The chief's host has no dataset either: it keeps the default size and sends the path on.
 set +e
-"$bin" chief --cluster "$dir/c2.json" --task chief:0 --connect-timeout 10 \
+"$bin" chief --cluster "$dir/c2.json" --task chief:0 --insecure --connect-timeout 10 \
   --data-dir /nonexistent/fashion --model 784-32-10 --steps 10 --no-progress > "$dir/chief.log" 2>&1
 chief_status=$?
 set -e
@@ -68,7 +68,7 @@ echo "$1 done"
 SH
 chmod +x "$dir/quick_tasks"
 for i in 1 2 3; do
-  "$root/scripts/launch_local.sh" --binary "$dir/quick_tasks" --ps 2 --workers 2 -- \
+  "$root/scripts/launch_local.sh" --insecure --binary "$dir/quick_tasks" --ps 2 --workers 2 -- \
     > "$dir/quick.log" 2>&1 || fail "launch_local.sh with quick tasks exited non-zero"
   grep -qE "No record of process|Killed" "$dir/quick.log" && fail "bash complained: $(cat "$dir/quick.log")"
 done

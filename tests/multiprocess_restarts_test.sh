@@ -25,7 +25,7 @@ bin=${1:-$root/build/actorps}
 dir=$(mktemp -d /tmp/actorps-mpr.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-net=(--heartbeat-ms 200 --peer-timeout-ms 10000 --connect-timeout 20)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 10000 --connect-timeout 20)
 declare -A task_pid
 start() {  # start TASK: one task process in the background (again, after a kill)
   local own=()  # a ps task writes its checkpoint files only under its own --checkpoint-dir
@@ -163,7 +163,7 @@ cluster "$dir/c.json"
 declare -A seen=()  # each task log's lines before this run (the logs are appended to)
 for t in ps:0 worker:0 worker:1 evaluator:0; do seen[$t]=$(wc -l < "$dir/$t.log"); done
 for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do start "$t"; done
-"$bin" chief --cluster "$dir/c.json" --task chief:0 --heartbeat-ms 200 --peer-timeout-ms 10000 \
+"$bin" chief --cluster "$dir/c.json" --task chief:0 --insecure --heartbeat-ms 200 --peer-timeout-ms 10000 \
   --connect-timeout 3 --dataset synthetic --model 784-64-10 --steps 100000 --no-progress \
   --checkpoint-dir "$dir/ckpt8" --checkpoint-every 100 --metrics "$dir/m8.jsonl" \
   > "$dir/chief8.log" 2>&1 &

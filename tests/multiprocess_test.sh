@@ -17,7 +17,7 @@ dir=$(mktemp -d /tmp/actorps-mp.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
 echo "== 1. launch_local.sh on synthetic data"
-ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 \
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --insecure --ps 2 --workers 2 --connect-timeout 20 \
   --keep-cluster "$dir/c1.json" -- \
   --dataset synthetic --model 784-64-10 --steps 300 --no-progress --metrics "$dir/m1.jsonl" \
   --export-dir "$dir/export" \
@@ -70,7 +70,7 @@ grep -q "exported to $dir/export/1 " "$dir/launch.log" || fail "the chief did no
 start_tasks() {  # start_tasks CLUSTER TIMEOUT: every task but the chief, in the background
   task_pids=()
   for t in ps:0 ps:1 worker:0 worker:1 evaluator:0; do
-    "$bin" "${t%%:*}" --cluster "$1" --task "$t" --connect-timeout "$2" > "$dir/$t.log" 2>&1 &
+    "$bin" "${t%%:*}" --cluster "$1" --task "$t" --insecure --connect-timeout "$2" > "$dir/$t.log" 2>&1 &
     pids+=($!); task_pids+=($!)
   done
 }
@@ -78,7 +78,7 @@ start_tasks() {  # start_tasks CLUSTER TIMEOUT: every task but the chief, in the
 echo "== 2. strangers and a peer with another interface are turned away"
 cluster "$dir/c2.json"
 start_tasks "$dir/c2.json" 20
-"$bin" chief --cluster "$dir/c2.json" --task chief:0 --connect-timeout 20 --dataset synthetic \
+"$bin" chief --cluster "$dir/c2.json" --task chief:0 --insecure --connect-timeout 20 --dataset synthetic \
   --model 784-64-10 --steps 1500 --slow worker:0=2 --no-progress --metrics "$dir/m2.jsonl" \
   > "$dir/chief2.log" 2>&1 &
 chief=$!; pids+=($chief)
@@ -100,7 +100,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0))
 json.dump({"cluster": {"chief": [f"127.0.0.1:{sys.argv[2]}"], "ps": [f"127.0.0.1:{s.getsockname()[1]}"], "worker": ["127.0.0.1:1"]}}, open(sys.argv[1], "w"))
 PY
 set +e
-"$bin" ps --cluster "$dir/wrong.json" --task ps:0 --connect-timeout 2 > "$dir/wrong.log" 2>&1
+"$bin" ps --cluster "$dir/wrong.json" --task ps:0 --insecure --connect-timeout 2 > "$dir/wrong.log" 2>&1
 wrong=$?
 wait "$chief"; chief_status=$?
 set -e
@@ -124,7 +124,7 @@ no_listeners "$dir/c2.json"
 echo "== 3. losing the chief stops every task, 138 (retryable), within the connect timeout"
 cluster "$dir/c3.json"
 start_tasks "$dir/c3.json" 5
-"$bin" chief --cluster "$dir/c3.json" --task chief:0 --connect-timeout 5 --dataset synthetic \
+"$bin" chief --cluster "$dir/c3.json" --task chief:0 --insecure --connect-timeout 5 --dataset synthetic \
   --model 784-64-10 --steps 1000000 --no-progress --metrics "$dir/m3.jsonl" > "$dir/chief3.log" 2>&1 &
 chief=$!; pids+=($chief)
 await_training "$dir/m3.jsonl"
@@ -141,7 +141,7 @@ echo "all tasks exited 138 ${elapsed} ms after the chief was killed"
 no_listeners "$dir/c3.json"
 
 echo "== 4. SIGTERM to launch_local.sh stops every task"
-ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 1 --workers 2 --connect-timeout 20 \
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --insecure --ps 1 --workers 2 --connect-timeout 20 \
   --keep-cluster "$dir/c4.json" -- --dataset synthetic --model 784-64-10 --steps 1000000 \
   --no-progress --metrics "$dir/m4.jsonl" > "$dir/launch4.log" 2>&1 &
 launcher=$!; pids+=($launcher)
@@ -154,7 +154,7 @@ no_listeners "$dir/c4.json"
 
 echo "== 5. a dlrm trained by a cluster exports every row its shards hold"
 "$bin" gen-data criteo --out "$dir/criteo" --rows 8000 --test-rows 500 > /dev/null
-ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 -- \
+ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --insecure --ps 2 --workers 2 --connect-timeout 20 -- \
   --model dlrm:8:16:16 --dataset "criteo:$dir/criteo/train.tsv" --test "$dir/criteo/test.tsv" \
   --epochs 1 --batch 256 --no-progress --metrics "$dir/m5.jsonl" --export-dir "$dir/ctr" \
   > "$dir/launch5.log" 2>&1 || { cat "$dir/launch5.log"; fail "the dlrm cluster exited non-zero"; }

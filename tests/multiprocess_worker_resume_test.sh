@@ -17,7 +17,7 @@ bin=${1:-$root/build/actorps}
 dir=$(mktemp -d /tmp/actorps-mwr.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-net=(--heartbeat-ms 200 --peer-timeout-ms 10000 --connect-timeout 30)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 10000 --connect-timeout 30)
 rows=32768 batch=32
 steps=$((rows / 2 / batch))  # clocks of one epoch: each worker's half in minibatches
 declare -A task_pid

@@ -53,8 +53,8 @@ a = sys.argv[2:]
 json.dump({"cluster": {"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}}, open(sys.argv[1], "w"))
 PY
 
-tls_flags() {  # tls_flags TASK: that task's TLS flags, printed one per line (none without --tls)
-  [ "$tls" = 1 ] || return 0
+tls_flags() {  # tls_flags TASK: that task's TLS flags, printed one per line (--insecure without --tls)
+  [ "$tls" = 1 ] || { echo --insecure; return 0; }
   printf '%s\n' --tls-cert "$dir/certs/${1/:/-}.pem" --tls-key "$dir/certs/${1/:/-}.key" --tls-ca "$dir/certs/ca.pem"
 }
 if [ "$tls" = 1 ]; then

@@ -142,7 +142,7 @@ def run_scrape(binary: str, tmp: str) -> int:
         print("SKIP (Prometheus part): no `prometheus` binary on PATH (Debian's prometheus "
               "package; scripts/setup.sh installs it)")
 
-    common = ["--cluster", cluster, "--connect-timeout", "30", "--peer-timeout-ms", "60000"]
+    common = ["--insecure", "--cluster", cluster, "--connect-timeout", "30", "--peer-timeout-ms", "60000"]
     for i in range(2):
         start(tmp, f"ps{i}", [binary, "ps", *common, "--task", f"ps:{i}",
                               "--prometheus-port", str(ps_prom[i])])

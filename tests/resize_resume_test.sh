@@ -47,7 +47,7 @@ for kind in sparse dense; do
 done
 
 # one process per task: 3 ps tasks resume the 2-shard checkpoint
-"$root/scripts/launch_local.sh" --binary "$bin" --ps 3 --workers 2 -- "${sparse[@]}" --batch 64 \
+"$root/scripts/launch_local.sh" --insecure --binary "$bin" --ps 3 --workers 2 -- "${sparse[@]}" --batch 64 \
   --steps 40 --mode sync --eval-every 0 --no-progress --resume "$dir/sparse.ckpt/ckpt-000000000020" \
   --export-dir "$dir/sparse-procs.export" > "$dir/sparse-procs.log" 2>&1 \
   || { cat "$dir/sparse-procs.log" >&2; fail "the 3-process resume failed"; }

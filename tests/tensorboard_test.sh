@@ -43,7 +43,7 @@ simulate)
     || fail "the refusal does not name --tensorboard: $(cat "$dir/bad.log")"
   ;;
 processes)
-  ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --ps 2 --workers 2 --connect-timeout 20 -- \
+  ACTORPS_BINARY=$bin "$root/scripts/launch_local.sh" --insecure --ps 2 --workers 2 --connect-timeout 20 -- \
     --dataset synthetic --model 784-32-10 --steps 150 --eval-every 30 --no-progress \
     --metrics "$dir/m.jsonl" --tensorboard "$dir/tb" > "$dir/launch.log" 2>&1 \
     || fail "launch_local.sh exited non-zero"

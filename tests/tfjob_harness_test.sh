@@ -48,6 +48,12 @@ print("\n".join(command[1:]))
 PY
 )
 [ "${#command[@]}" -gt 1 ] || fail "could not read the command of scripts/tfjob.yaml"
+# The manifest's TLS files come from its Secret, mounted at /etc/actorps/tls, each pod's own
+# named by $(TASK) (TYPE-INDEX, the replica's name here): made here by make_certs.sh.
+[[ " ${command[*]} " == *" --tls-cert /etc/actorps/tls/\$(TASK).pem "* ]] \
+  || fail "scripts/tfjob.yaml runs without its TLS Secret: ${command[*]}"
+"$here/../scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 worker:0 worker:1 evaluator:0 > /dev/null
+command=("${command[@]//\/etc\/actorps\/tls/$dir/certs}")
 steps=$(printf "%s\n" "${command[@]}" | sed -n '/^--steps$/{n;p}')
 
 # Free ports for chief, 2 ps, 2 workers; each port + 1 free as well (a ps's data port).
@@ -71,7 +77,8 @@ declare -A pid_of replica_of starts exit_of
 start() {
   local pod="$dir/$1/$2"
   mkdir -p "$pod"
-  (cd "$pod" && TF_CONFIG=$(tf_config "$2") exec "$bin" "${command[@]}") >>"$pod/pod.log" 2>&1 &
+  local own=("${command[@]//\$(TASK)/$2}")  # as Kubernetes expands $(TASK) from the pod's env
+  (cd "$pod" && TF_CONFIG=$(tf_config "$2") exec "$bin" "${own[@]}") >>"$pod/pod.log" 2>&1 &
   pid_of[$2]=$!
   replica_of[$!]=$2
   echo "$!" > "$pod/pid.new" && mv "$pod/pid.new" "$pod/pid"  # for the deleter (operate)

@@ -55,7 +55,7 @@ fi
 
 if [ "$part" = accuracy ]; then
   for tls in plain tls; do
-    flags=(); [ "$tls" = tls ] && flags=(--tls)
+    flags=(--insecure); [ "$tls" = tls ] && flags=(--tls)
     "$root/scripts/launch_local.sh" ${flags[@]+"${flags[@]}"} --ps 2 --workers 2 --connect-timeout 20 -- \
       "${train[@]}" --steps 300 --mode sync --metrics "$dir/$tls.jsonl" > "$dir/$tls.log" 2>&1 \
       || fail "launch_local.sh ${flags[*]} exited non-zero"
@@ -70,9 +70,10 @@ if [ "$part" = accuracy ]; then
     [ "$n" = 1 ] || fail "$task warned $n times without TLS (expected once)"
   done
   grep -q "NO TLS" "$dir/tls.log" && fail "a TLS task warned that the cluster is unauthenticated"
-  # Co-located tasks: the data links are mutual TLS over the local socket, and nobody is refused.
+  # Co-located tasks: the data links are shared memory, entered with a ticket taken over mutual
+  # TLS on the local socket, and nobody is refused.
   for task in worker:0 worker:1 evaluator:0; do
-    grep -q "^$task | .*data links: TLS over local socket, TLS over local socket" "$dir/tls.log" \
+    grep -q "^$task | .*data links: shared memory, proven over TLS, shared memory, proven over TLS" "$dir/tls.log" \
       || fail "$task does not use TLS data links: $(grep "^$task | .*data links" "$dir/tls.log")"
   done
   grep -q "refused a data" "$dir/tls.log" && fail "a ps task refused its own client: $(grep "refused a data" "$dir/tls.log")"

@@ -19,7 +19,7 @@ TEST_CASE("--wire-precision with a bad value exits 2 naming the flag") {
                                "worker": ["127.0.0.1:3"]}})";
   for (std::string args : {std::string("simulate --dataset synthetic --wire-precision fp16x"),
                            std::string("simulate --wire-precision BF16"),
-                           "chief --cluster " + cluster + " --task chief:0 --wire-precision fp16x"}) {
+                           "chief --insecure --cluster " + cluster + " --task chief:0 --wire-precision fp16x"}) {
     CAPTURE(args);
     auto r = run_actorps(args);
     CHECK(r.status == 2);

@@ -13,9 +13,63 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 namespace actorps {
 
 namespace {
+
+/// Says hello to shard `index` on `link`, with a ticket (local_ticket_secret bytes) on a proven
+/// local socket, and waits for the answer.
+caf::error say_hello(link_socket& link, int32_t index, std::chrono::milliseconds request_timeout,
+                     const unsigned char* ticket = nullptr) {
+  frame_header h;
+  link.set_receive_timeout(request_timeout);  // for the hello's answer
+  auto hello = make_header(frame_kind::hello, 0, index, request_timeout.count(),
+                           ticket ? local_ticket_secret : 0);
+  auto err = link.send(hello, ticket);
+  if (!err) err = link.receive_header(h);
+  if (!err && !check_header(h).empty()) err = make_error(errc::malformed_message, check_header(h));
+  if (!err && static_cast<frame_kind>(h.kind) == frame_kind::failure) {
+    caf::error refused;
+    err = link.receive_failure(h, refused);
+    if (!err) err = std::move(refused);
+  } else if (!err && static_cast<frame_kind>(h.kind) != frame_kind::reply)
+    err = make_error(errc::malformed_message, "no hello reply");
+  return err;
+}
+
+/// Over `link` (TLS on the shard's local socket, after the hello) takes a one-time ticket and
+/// enters the shard's proven local socket with it: a plain connection that the shard knows by
+/// the identity the TLS handshake proved. The socket's name came inside TLS from the server
+/// whose certificate was checked, so the plain connection reaches that same process.
+caf::expected<std::shared_ptr<link_socket>>
+enter_proven_local(link_socket& link, int32_t index, std::chrono::milliseconds request_timeout) {
+  frame_header h;
+  auto err = link.send(make_header(frame_kind::local_ticket, 1));
+  if (!err) err = link.receive_header(h);
+  if (!err && !check_header(h).empty()) err = make_error(errc::malformed_message, check_header(h));
+  if (!err && static_cast<frame_kind>(h.kind) == frame_kind::failure) {
+    caf::error refused;
+    err = link.receive_failure(h, refused);
+    if (!err) err = std::move(refused);
+  } else if (!err && (static_cast<frame_kind>(h.kind) != frame_kind::reply
+                      || h.size != local_ticket_bytes))
+    err = make_error(errc::malformed_message, "no ticket in the answer");
+  if (err) return err;
+  auto answer = link.receive_buffer(h);
+  if (!answer) return std::move(answer.error());
+  const auto* bytes = answer->bytes();
+  const auto* name = reinterpret_cast<const char*>(bytes + local_ticket_secret);
+  auto plain = connect_local_link(
+    std::string(name, ::strnlen(name, local_ticket_bytes - local_ticket_secret)));
+  if (!plain) return plain;
+  if (auto refused = say_hello(**plain, index, request_timeout, bytes)) {
+    (*plain)->shutdown();
+    return refused;
+  }
+  return plain;
+}
 
 /// Creates the two rings (requests, replies), maps them, and hands their descriptors to the
 /// shard over `link` (a plain local socket, after the hello); the descriptors are closed here
@@ -124,12 +178,9 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
   if (port == 0) return remote_shard{shard, shard, nullptr, *task, nullptr};  // all over CAF
 
   // The shard's local socket when it is on this host (and in this network namespace), with
-  // shared memory unless TLS is on; else TCP. --data-link may force one of them.
+  // shared memory (with TLS: on its proven local socket); else TCP. --data-link may force one.
   const auto path = configured_data_link_path();
   const auto tls = configured_tls(sys.config());
-  if (path == data_link_path::shm && tls.enabled())
-    return caf::make_error(caf::sec::cannot_connect_to_node,
-                           "--data-link shm: shared memory is not offered with TLS");
   caf::expected<std::shared_ptr<link_socket>> link{caf::error{}};
   if (path != data_link_path::tcp) link = connect_local_link(local_name);
   if (!link && path != data_link_path::automatic && path != data_link_path::tcp)
@@ -137,8 +188,7 @@ caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_por
                            std::string("--data-link ") + data_link_path_name(path)
                              + ": the local socket of shard " + std::to_string(index)
                              + " is not reachable (" + describe(link.error()) + ")");
-  bool shared_memory = link && !tls.enabled()
-                       && (path == data_link_path::automatic || path == data_link_path::shm);
+  bool shared_memory = link && (path == data_link_path::automatic || path == data_link_path::shm);
   if (!link)
     link = connect_link(addr.host, port,
                         std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout));
@@ -164,22 +214,24 @@ caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor s
   if (tls.enabled())
     if (auto err = link->start_tls(tls, "ps:" + std::to_string(index), request_timeout))
       return err;
-  frame_header h;
-  link->set_receive_timeout(request_timeout);  // for the hello's answer
-  auto hello = link->send(make_header(frame_kind::hello, 0, index, request_timeout.count()));
-  if (!hello) hello = link->receive_header(h);
-  if (!hello && !check_header(h).empty()) hello = make_error(errc::malformed_message, check_header(h));
-  if (!hello && static_cast<frame_kind>(h.kind) == frame_kind::failure) {
-    caf::error refused;
-    hello = link->receive_failure(h, refused);
-    if (!hello) hello = std::move(refused);
-  } else if (!hello && static_cast<frame_kind>(h.kind) != frame_kind::reply)
-    hello = make_error(errc::malformed_message, "no hello reply");
-  if (hello) {
+  if (auto hello = say_hello(*link, index, request_timeout)) {
     link->shutdown();
     return caf::make_error(caf::sec::cannot_connect_to_node,
                            "data link of shard " + std::to_string(index) + " at " + link->peer()
                              + ": " + describe(hello));
+  }
+  bool proven = false;
+  if (shared_memory && link->is_tls()) {
+    // Bytes that stay on this host gain nothing from the cipher: the identity TLS proved goes
+    // on without it, on the shard's proven local socket.
+    auto plain = enter_proven_local(*link, index, request_timeout);
+    link->shutdown();
+    if (!plain)
+      return caf::make_error(caf::sec::cannot_connect_to_node,
+                             "data link of shard " + std::to_string(index)
+                               + ": the proven local socket: " + describe(plain.error()));
+    link = std::move(*plain);
+    proven = true;
   }
   std::shared_ptr<shm_ring> ring;
   std::shared_ptr<const shm_inbox> inbox;
@@ -200,6 +252,7 @@ caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor s
   auto proxy = spawn_shard_proxy(sys, shard, link, destination, ring, inbox, std::move(where));
   remote_shard out{std::move(proxy), shard, std::move(link), {}, std::move(destination)};
   out.shared_memory = ring != nullptr;
+  out.proven = proven;
   return out;
 }
 

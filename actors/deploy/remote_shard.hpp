@@ -28,12 +28,15 @@ struct remote_shard {
   std::shared_ptr<parameter_destination> destination;
   /// Payloads travel through shared memory (shm_region.hpp); the link carries their headers.
   bool shared_memory = false;
+  /// The link is the shard's proven local socket, entered with a ticket taken over TLS.
+  bool proven = false;
 
-  /// How pulls and pushes travel: "shared memory", "local socket", "tcp", "TLS over local
-  /// socket", "TLS over tcp", or "caf" (its process offers no link).
+  /// How pulls and pushes travel: "shared memory", "shared memory, proven over TLS", "local
+  /// socket", "tcp", "TLS over local socket", "TLS over tcp", or "caf" (its process offers no
+  /// link).
   const char* transport() const {
     if (!link) return "caf";
-    if (shared_memory) return "shared memory";
+    if (shared_memory) return proven ? "shared memory, proven over TLS" : "shared memory";
     if (link->is_tls()) return link->is_local() ? "TLS over local socket" : "TLS over tcp";
     return link->is_local() ? "local socket" : "tcp";
   }
@@ -50,8 +53,10 @@ destinations_of(const std::vector<remote_shard>& shards);
 /// Introduces itself on `link` (connected to shard `index`'s data link) and wraps it in a proxy
 /// that sends pulls, push_pulls and snapshots over it and everything else to `shard`. With `tls`
 /// enabled it first runs the TLS handshake with those files and insists that the server's
-/// certificate names "ps:<index>". With `shared_memory` (a plain local socket only) it then
-/// offers the shard two fresh memfd rings (shm_region.hpp) and fails if they are refused.
+/// certificate names "ps:<index>". With `shared_memory` (a local socket only) it then offers the
+/// shard two fresh memfd rings (shm_region.hpp) and fails if they are refused; over TLS it first
+/// takes a ticket and leaves TLS for the shard's proven local socket (link_hub.hpp), where the
+/// identity its certificate proved holds without the cipher.
 caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor shard,
                                         std::shared_ptr<link_socket> link, int32_t index,
                                         std::chrono::milliseconds request_timeout,
@@ -61,9 +66,9 @@ caf::expected<remote_shard> attach_link(caf::actor_system& sys, ps_shard_actor s
 /// connect_to does), asks it for its shard and where its data link listens, then connects to
 /// the data link when the process offers one, introducing itself as a client of shard `index`
 /// whose requests time out after `request_timeout`; the path is the process's --data-link
-/// (data_link_path.hpp: by default shared memory when the shard's local socket is reachable
-/// and TLS is off, else the local socket, else TCP). When `sys` runs TLS (configure_tls) the data
-/// link does too, with the same files, on TCP and the local socket alike.
+/// (data_link_path.hpp: by default shared memory when the shard's local socket is reachable,
+/// else the local socket, else TCP). When `sys` runs TLS (configure_tls) the data link does too,
+/// with the same files: over TCP, and on the local socket until its ticket is taken.
 caf::expected<remote_shard> connect_shard(caf::actor_system& sys, const host_port& addr,
                                           int32_t index, caf::timespan connect_timeout,
                                           std::chrono::milliseconds request_timeout);

@@ -1,7 +1,7 @@
 // Which path a worker's or evaluator's data link to a shard in another process takes
 // (--data-link): `auto` picks shared memory when the shard's local socket is reachable (same
-// host and network namespace), then the local socket alone (with TLS: shared memory is off),
-// then TCP; `tcp`, `socket` and `shm` force one (the benchmark and the tests compare them; a
+// host and network namespace; with TLS, entered with a ticket taken over TLS: link_hub.hpp),
+// then the local socket alone, then TCP; `tcp`, `socket` and `shm` force one (the benchmark and the tests compare them; a
 // forced path that cannot be had fails the connection with the reason).
 #pragma once
 

@@ -43,11 +43,13 @@ link_connection::read_status link_connection::read_frame(std::size_t payload_lim
   }
   // A reply or failure is no request; the server refuses it by kind, its payload unread.
   // A payload in shared memory does not follow on the socket: the server takes it from there.
+  // A hello's payload is a ticket (link_hub.hpp).
   const auto verb = verb_of(static_cast<frame_kind>(header_.kind));
-  bool carries_buffer = !in_region(header_) && verb && verb->has_payload;
+  const bool hello = static_cast<frame_kind>(header_.kind) == frame_kind::hello;
+  bool carries_buffer = !in_region(header_) && ((verb && verb->has_payload) || hello);
   if (carries_buffer && header_.size > 0) {
     if (!storage_) storage_ = wire_buffer::allocate(header_.size / sizeof(capnp::word));
-    const bool pauses = pause_after > 0 && verb->arrival == link_arrival::as_it_comes
+    const bool pauses = pause_after > 0 && verb && verb->arrival == link_arrival::as_it_comes
                         && header_.size >= 2 * pause_after;
     const auto pause_at = payload_got_ + pause_after;
     while (payload_got_ < header_.size) {

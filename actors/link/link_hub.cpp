@@ -10,6 +10,9 @@
 
 #include <caf/sec.hpp>
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -50,7 +53,9 @@ struct link_hub::session {
   bool waited = false;        // it did so once for this frame already
   uint32_t events = 0;        // what the loop watches now
   bool read_posted = false;   // a read of bytes the TLS stream holds is posted to the loop
-  std::string identity;       // the peer's certificate CN (TLS), known from its hello on
+  std::string identity;       // the peer's certificate CN (TLS, or its ticket's), from its hello
+  bool proving = false;       // accepted on the proven local socket: its hello needs a ticket
+  bool proven = false;        // its hello carried a live ticket: `identity` is the ticket's
   std::string address;        // the peer's IP ("a local socket"): whose strangers it is among
   bool heard = false;         // bytes came from it (a stranger that has sent nothing goes first)
   std::size_t counted_unsent = 0;  // its share of unsent_total_
@@ -80,9 +85,14 @@ link_hub::~link_hub() {
   if (spare_fd_ >= 0) ::close(spare_fd_);
 }
 
+void link_hub::serve_proven_local(int fd, std::string name) {
+  proven_fd_ = fd;
+  proven_name_ = std::move(name);
+}
+
 void link_hub::start() {
   std::lock_guard<std::mutex> guard{mutex_};
-  for (int fd : {tcp_fd_, local_fd_}) {
+  for (int fd : {tcp_fd_, local_fd_, proven_fd_}) {
     if (fd < 0) continue;
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     loop_.watch(fd, EPOLLIN, [this, fd](uint32_t events) {
@@ -118,7 +128,7 @@ void link_hub::on_listener(int listener, uint32_t) {
   for (int i = 0; i < 64; ++i) {
     int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd >= 0) {
-      admit(fd);
+      admit(fd, listener == proven_fd_);
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -150,27 +160,27 @@ bool link_hub::shed_one(int listener) {
 }
 
 void link_hub::pause_accepting() {
-  for (int fd : {tcp_fd_, local_fd_})
+  for (int fd : {tcp_fd_, local_fd_, proven_fd_})
     if (fd >= 0) loop_.change(fd, 0);
   accept_retry_ = event_loop::clock::now() + accept_retry_after;
   rearm();
 }
 
-void link_hub::admit(int fd) {
+void link_hub::admit(int fd, bool proving) {
   auto peer = peer_address(fd);
   // A plain connection accepted with every served place taken could never be served: it is
   // told so at once. Over TLS nothing can be told before the handshake (bytes outside it read
   // as a broken record to the client: "wrong version number"), so it is told at its hello.
-  if (!hooks_.make_stream && served_count_ >= limits_.max_connections)
-    return refuse_at_once(fd, peer);
+  const bool tls = hooks_.make_stream && !proving;
+  if (!tls && served_count_ >= limits_.max_connections) return refuse_at_once(fd, peer);
   auto address = peer.substr(0, peer.rfind(':'));  // "a local socket" stays whole
   make_room(address);
   tune_link_socket(fd);
   auto id = next_id_++;
-  auto s = std::make_unique<session>(id, hooks_.make_stream ? hooks_.make_stream(fd)
-                                                            : make_socket_stream(fd),
+  auto s = std::make_unique<session>(id, tls ? hooks_.make_stream(fd) : make_socket_stream(fd),
                                      std::move(peer));
   s->address = address;
+  s->proving = proving;
   s->events = EPOLLIN;
   loop_.watch(fd, EPOLLIN, [this, id](uint32_t events) {
     std::lock_guard<std::mutex> guard{mutex_};
@@ -308,7 +318,9 @@ void link_hub::read_from(session& s) {
     frame_header h;
     wire_buffer payload;
     std::string why;
-    auto limit = s.serving ? frame_limit_.load() : 0;
+    // Before its hello is answered a connection may send that alone: with a ticket where its
+    // socket takes one.
+    auto limit = s.serving ? frame_limit_.load() : s.proving ? local_ticket_secret : 0;
     switch (s.conn.read_frame(limit, h, payload, why, pause_after(s))) {
       case link_connection::read_status::blocked:
       case link_connection::read_status::partial:  // the shard applies what is in meanwhile
@@ -363,7 +375,7 @@ std::size_t link_hub::pause_after(const session& s) const {
 /// the bytes that are in (arriving_push.hpp); one that cannot be read so (bf16, its structure not
 /// in) or is refused waits to be handled whole, refused then and counted once (handle).
 bool link_hub::may_hand_on(const session& s) const {
-  if (!s.conn.authenticated()) return true;
+  if (!checked(s)) return true;
   auto arriving = read_arriving_push(s.conn.partial_payload(), s.conn.payload_read());
   return arriving && !authorise_link_push(s.identity, arriving->push.worker);
 }
@@ -452,6 +464,12 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
              over_limit());
       return false;
     }
+    if (s.proving) {
+      if (!redeem(s, payload)) return false;
+    } else if (payload.size_bytes() != 0) {
+      refuse(s, "a hello with a ticket where none is taken");
+      return false;
+    }
     if (s.conn.authenticated()) s.identity = s.conn.peer_identity();
     // The client's own request timeout bounds every request made for it (at least 1 s).
     s.timeout = std::chrono::milliseconds(std::max<int64_t>(h.b, 1000));
@@ -464,12 +482,13 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
     return sessions_.count(id) > 0;
   }
   if (kind == frame_kind::shm_offer) return accept_shm(s, h);
+  if (kind == frame_kind::local_ticket) return issue_ticket(s, h);
   if (!s.path_logged) {
     s.path_logged = true;
     log_.write(path_kind, "serving a data link from " + s.conn.peer() + " over " + path_of(s));
   }
   if (verb_of(kind)) {  // a request of the verb table (link_verbs.hpp)
-    if (s.conn.authenticated())
+    if (checked(s))
       if (auto err = authorise_link_request(s.identity, kind, h.a, payload)) {
         ++unauthorised_;
         log_.write(unauthorised_kind, "refused a data request from " + s.conn.peer() + " ("
@@ -496,9 +515,68 @@ bool link_hub::handle(session& s, const frame_header& h, wire_buffer&& payload) 
 }
 
 std::string link_hub::path_of(const session& s) const {
-  if (s.shm) return "shared memory";
+  if (s.shm) return s.proven ? "shared memory (proven over TLS)" : "shared memory";
+  if (s.proven) return "the proven local socket";
   std::string path = s.conn.peer() == "a local socket" ? "local socket" : "tcp";
   return s.conn.authenticated() ? "TLS over " + path : path;
+}
+
+/// Whether the session's requests are checked against its identity: one TLS proved, or a ticket.
+bool link_hub::checked(const session& s) const { return s.conn.authenticated() || s.proven; }
+
+/// Answers a TLS client on the local socket with a fresh ticket to the proven local socket: the
+/// secret and the socket's name. A client elsewhere (TCP), or a hub without that socket, is
+/// answered with a failure and served on as before.
+bool link_hub::issue_ticket(session& s, const frame_header& h) {
+  auto id = s.id;
+  auto decline = [&](const std::string& why) {
+    s.conn.queue_failure(h.id, make_error(errc::not_authorised, "no local ticket: " + why));
+    send_pending(s);
+    return sessions_.count(id) > 0;
+  };
+  if (proven_fd_ < 0) return decline("this shard has no proven local socket");
+  if (!s.conn.authenticated() || s.conn.peer() != "a local socket")
+    return decline("only over TLS on the local socket");
+  const auto now = event_loop::clock::now();
+  local_tickets_.erase(std::remove_if(local_tickets_.begin(), local_tickets_.end(),
+                                      [&](const local_ticket& t) { return t.expires <= now; }),
+                       local_tickets_.end());
+  // Bounded like the strangers they would become: the oldest unused ticket goes first.
+  if (local_tickets_.size() >= std::max<std::size_t>(limits_.max_strangers, 1))
+    local_tickets_.erase(local_tickets_.begin());
+  local_ticket t{{}, s.identity, now + limits_.hello_timeout};
+  if (RAND_bytes(t.secret.data(), static_cast<int>(t.secret.size())) != 1)
+    return decline("no random bytes from OpenSSL");
+  unsigned char answer[local_ticket_bytes] = {};
+  std::memcpy(answer, t.secret.data(), t.secret.size());
+  std::memcpy(answer + local_ticket_secret, proven_name_.data(),
+              std::min(proven_name_.size(), local_ticket_bytes - local_ticket_secret - 1));
+  local_tickets_.push_back(std::move(t));
+  queue_payload(s, frame_kind::reply, h.id, wire_buffer::from_bytes(answer, sizeof answer));
+  send_pending(s);
+  return sessions_.count(id) > 0;
+}
+
+/// Takes the hello's ticket on the proven local socket: a live one (used up now) gives the
+/// session its identity; anything else refuses the connection, counted as unproven.
+bool link_hub::redeem(session& s, const wire_buffer& ticket) {
+  const auto now = event_loop::clock::now();
+  auto it = local_tickets_.end();
+  if (ticket.size_bytes() == local_ticket_secret && ticket.bytes() != nullptr)
+    it = std::find_if(local_tickets_.begin(), local_tickets_.end(), [&](const local_ticket& t) {
+      return CRYPTO_memcmp(t.secret.data(), ticket.bytes(), local_ticket_secret) == 0;
+    });
+  if (it == local_tickets_.end() || it->expires <= now) {
+    if (it != local_tickets_.end()) local_tickets_.erase(it);
+    ++unproven_;
+    refuse(s, "a hello on the proven local socket without a live ticket",
+           make_error(errc::not_authorised, "no live ticket: ask for one over TLS"));
+    return false;
+  }
+  s.identity = it->identity;
+  s.proven = true;
+  local_tickets_.erase(it);
+  return true;
 }
 
 /// The client's two memfds (requests, replies), mapped; answered with a reply, or refused (and
@@ -751,7 +829,7 @@ void link_hub::on_timer() {
   if (accept_retry_ && *accept_retry_ <= now) {
     accept_retry_.reset();
     if (spare_fd_ < 0) spare_fd_ = open_spare();
-    for (int fd : {tcp_fd_, local_fd_})
+    for (int fd : {tcp_fd_, local_fd_, proven_fd_})
       if (fd >= 0) loop_.change(fd, EPOLLIN);
   }
   log_.flush();

@@ -19,6 +19,15 @@
 // (a bad one refuses the connection like a bad header). Each link's path is logged at its first
 // request. With TLS, a request the peer's certificate may not make (link_authorisation.hpp) is answered
 // with a not_authorised failure frame, counted and logged; the connection goes on.
+//
+// With TLS, a client that reached the shard's local socket (same host, same network namespace)
+// may skip the cipher: over its TLS connection it asks for a one-time ticket (local_ticket), 32
+// random bytes that only that connection carried, and says hello with it on the proven local
+// socket (serve_proven_local), a plain one. The ticket's identity, the one the certificate
+// proved, is then the connection's, and every request is checked against it as over TLS; it may
+// offer shared memory. A hello there without a live ticket is refused, counted (unproven) and
+// logged: every task of a host shares one user id, so the socket's peer credentials prove
+// nothing, only the ticket does.
 #pragma once
 
 #include "actors/link/event_loop.hpp"
@@ -27,6 +36,7 @@
 #include "actors/protocol/rate_limited_log.hpp"
 #include "actors/protocol/request_progress.hpp"
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -70,6 +80,10 @@ public:
            hooks h, std::function<void(const std::string&)> log);
   ~link_hub();
 
+  /// Before start(): also serves the plain local socket `fd` (which stays the caller's), named
+  /// `name`, for clients proven by a ticket (the TLS streams' hub only).
+  void serve_proven_local(int fd, std::string name);
+
   // On the loop's thread:
   void start();
   void on_timer();
@@ -92,6 +106,8 @@ public:
   /// Requests refused because the peer's certificate may not make them (link_authorisation.hpp).
   std::size_t unauthorised() const { return unauthorised_.load(); }
   std::size_t connections() const { return open_.load(); }
+  /// Hellos on the proven local socket without a live ticket (counted in refused() too).
+  std::size_t unproven() const { return unproven_.load(); }
   /// Strangers closed to make room for a newer connection (counted in refused() too).
   std::size_t evicted() const { return evicted_.load(); }
   std::size_t frame_limit() const { return frame_limit_.load(); }
@@ -102,7 +118,7 @@ private:
   void on_listener(int listener, uint32_t events);
   bool shed_one(int listener);
   void pause_accepting();
-  void admit(int fd);
+  void admit(int fd, bool proving);
   void refuse_at_once(int fd, const std::string& peer);
   void make_room(const std::string& address);
   uint64_t victim_among(const std::string& address);
@@ -119,6 +135,9 @@ private:
   bool streamed_frame_read(session& s, const frame_header& h, wire_buffer&& payload);
   uint64_t expect_answer(const session& s, uint64_t client_id);
   bool accept_shm(session& s, const frame_header& h);
+  bool issue_ticket(session& s, const frame_header& h);
+  bool redeem(session& s, const wire_buffer& ticket);
+  bool checked(const session& s) const;
   std::string path_of(const session& s) const;
   void send_pending(session& s);
   void queue_payload(session& s, frame_kind kind, uint64_t id, const wire_buffer& payload);
@@ -135,6 +154,8 @@ private:
   event_loop& loop_;
   int tcp_fd_;
   int local_fd_;
+  int proven_fd_ = -1;
+  std::string proven_name_;
   int spare_fd_;  // held for the moment the descriptors run out: see shed_one
   int32_t shard_index_;
   link_limits limits_;
@@ -169,11 +190,18 @@ private:
     request_progress_ptr progress = nullptr;
   };
   std::unordered_map<uint64_t, waiting_request> waiting_;  // at the shard, by ticket
+  struct local_ticket {
+    std::array<unsigned char, local_ticket_secret> secret;
+    std::string identity;  // the certificate's CN of the TLS connection that asked for it
+    event_loop::clock::time_point expires;
+  };
+  std::vector<local_ticket> local_tickets_;  // live, the oldest first
   uint64_t next_ticket_ = 1;
   std::atomic<std::size_t> refused_{0};
   std::atomic<std::size_t> unauthorised_{0};
   std::atomic<std::size_t> open_{0};
   std::atomic<std::size_t> evicted_{0};
+  std::atomic<std::size_t> unproven_{0};
   std::atomic<std::size_t> parts_sent_{0};
   std::atomic<std::size_t> frame_limit_;
 };

@@ -59,7 +59,12 @@ std::string check_header(const frame_header& h) {
       return "payload of " + std::to_string(h.size) + " bytes";
     return {};
   }
-  if (verb || kind == frame_kind::hello) {
+  if (kind == frame_kind::hello) {  // a ticket, or nothing (the hub says which its socket takes)
+    if (h.size != 0 && h.size != local_ticket_secret)
+      return "a hello with a payload of " + std::to_string(h.size) + " bytes";
+    return {};
+  }
+  if (verb || kind == frame_kind::local_ticket) {
     if (h.size != 0) return "a request of kind " + std::to_string(h.kind) + " with a payload";
     return {};
   }

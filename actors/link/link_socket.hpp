@@ -36,7 +36,9 @@ namespace actorps {
 // order and sends each answer as soon as it has it (a held pull's answer may overtake nothing
 // but its successors); the answer carries its request's id.
 enum class frame_kind : uint16_t {
-  hello = 1,      ///< client → shard, first: a = shard index expected, b = request timeout (ms)
+  /// client → shard, first: a = shard index expected, b = request timeout (ms); on the shard's
+  /// proven local socket its payload is a ticket (local_ticket_secret bytes), else none.
+  hello = 1,
   push_pull = 2,  ///< payload: a Push
   pull = 3,       ///< a = worker, b = clock
   snapshot = 4,   ///< no payload
@@ -53,7 +55,17 @@ enum class frame_kind : uint16_t {
   /// (reply_part.hpp); the parts of one reply follow each other, from its first byte to its
   /// last. A reply or failure for the same request instead ends them early: that is the answer.
   reply_part = 10,
+  /// client → shard over TLS on its local socket, after the hello: asks for a one-time ticket to
+  /// the shard's proven local socket, where the identity its certificate proved is had without
+  /// TLS (shared memory included). Answered by a reply of local_ticket_bytes (the secret, then
+  /// that socket's name, NUL-padded) or a failure.
+  local_ticket = 11,
 };
+
+/// A ticket's secret: random bytes that only the TLS connection which asked for it ever carried.
+inline constexpr std::size_t local_ticket_secret = 32;
+/// The answer to local_ticket: the secret, then the proven local socket's name in 32 bytes.
+inline constexpr std::size_t local_ticket_bytes = local_ticket_secret + 32;
 
 /// Added to the kind of a push_pull, keyed_pull, keyed_snapshot, reply or reply_part whose payload lies in
 /// the link's shared memory: `size` bytes at offset `a` of the sender's ring, a record of `b`
@@ -78,9 +90,10 @@ inline bool in_region(const frame_header& h) { return (h.kind & in_region_bit) !
 
 inline constexpr uint32_t frame_magic = 0x4c535041;  // "APSL"
 /// 2: a frame in shared memory may be a record of pieces (its b), and the answer to a shared
-/// memory offer may carry the shard's arena. 3: a reply may come in parts (reply_part). A peer
-/// of another version is refused at its hello.
-inline constexpr uint16_t frame_version = 3;
+/// memory offer may carry the shard's arena. 3: a reply may come in parts (reply_part). 4: local
+/// tickets (local_ticket), and a hello that carries one. A peer of another version is refused at
+/// its hello.
+inline constexpr uint16_t frame_version = 4;
 /// Largest error text accepted in a failure frame.
 inline constexpr uint64_t max_failure_text = 64 * 1024;
 

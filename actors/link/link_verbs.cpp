@@ -17,6 +17,7 @@ const char* verb_name(frame_kind kind) {
     case frame_kind::reply:
     case frame_kind::failure:
     case frame_kind::shm_offer:
+    case frame_kind::local_ticket:
     case frame_kind::reply_part: return "";
   }
   return "";

@@ -160,18 +160,25 @@ shard_link_server::listen(const std::string& host, uint16_t port, log_fn log, li
                         ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     auto [local_fd, local_name] = listen_local();
-    // Shared memory is offered on the local socket without TLS: the shard's parameters then go
-    // in this process's arena, from which replies are sent by reference (link_memory.hpp).
-    if (local_fd >= 0 && !tls.enabled())
+    // With TLS, the plain local socket of clients proven by a ticket (link_hub.hpp).
+    auto [proven_fd, proven_name] = local_fd >= 0 && tls.enabled() ? listen_local()
+                                                                   : std::pair<int, std::string>{-1, {}};
+    // Shared memory is offered on a plain local socket: the shard's parameters then go in this
+    // process's arena, from which replies are sent by reference (link_memory.hpp).
+    if (local_fd >= 0 && (!tls.enabled() || proven_fd >= 0))
       if (auto no_arena = enable_link_memory(); !no_arena.empty())
         if (log) log("no arena for replies by reference (" + no_arena + "): shared memory copies them");
     try {
-      return std::unique_ptr<shard_link_server>(new shard_link_server(
+      auto server = std::unique_ptr<shard_link_server>(new shard_link_server(
         fd, actual, local_fd, std::move(local_name), std::move(log), limits, tls));
+      server->proven_fd_ = proven_fd;
+      server->proven_name_ = std::move(proven_name);
+      return server;
     } catch (const std::system_error& e) {
       why = e.what();
       ::close(fd);
       if (local_fd >= 0) ::close(local_fd);
+      if (proven_fd >= 0) ::close(proven_fd);
     }
   }
   return caf::make_error(caf::sec::cannot_open_port, "cannot listen for data links on " + host
@@ -202,6 +209,7 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
     hooks.make_stream = [files = tls_](int fd) { return make_tls_stream(files, fd); };
   hub_ = std::make_shared<link_hub>(*loop_, fd_, local_fd_, shard_index, limits_, std::move(hooks),
                                     log_);
+  if (proven_fd_ >= 0) hub_->serve_proven_local(proven_fd_, proven_name_);
   std::atomic_store(counted_hub_.get(), hub_);
   asker_ = sys.spawn(shard_asker, shard, loop_, hub_, limits_);
   unit_ = std::make_shared<loop_execution_unit>(sys);
@@ -220,6 +228,7 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
 
 std::size_t shard_link_server::refused() const { return hub_ ? hub_->refused() : 0; }
 std::size_t shard_link_server::unauthorised() const { return hub_ ? hub_->unauthorised() : 0; }
+std::size_t shard_link_server::unproven() const { return hub_ ? hub_->unproven() : 0; }
 std::function<std::size_t()> shard_link_server::unauthorised_counter() const {
   return [cell = counted_hub_] {
     auto hub = std::atomic_load(cell.get());
@@ -242,6 +251,7 @@ shard_link_server::~shard_link_server() {
   if (asker_) caf::anon_send_exit(asker_, caf::exit_reason::user_shutdown);
   ::close(fd_);
   if (local_fd_ >= 0) ::close(local_fd_);
+  if (proven_fd_ >= 0) ::close(proven_fd_);
 }
 
 } // namespace actorps

@@ -9,6 +9,10 @@
 // With TLS files every connection, TCP and local alike, is mutual TLS (tls_stream.hpp): an
 // abstract Unix socket has no file permissions, and SO_PEERCRED would tell only a user id, which
 // every task of a deployment shares — not which worker is calling. The certificate says that.
+// A TLS client on the local socket may then take a one-time ticket to a second, plain local
+// socket (the proven one), where the identity its certificate proved carries over without the
+// cipher, shared memory included (link_hub.hpp): bytes that never leave the host gain nothing
+// from encryption, since a process able to read them could read the task's memory too.
 //
 // One event loop thread (event_loop.hpp) serves every connection, TCP and local: it accepts,
 // reads frames incrementally and hands complete requests to one event-based actor that asks the
@@ -53,6 +57,8 @@ public:
   /// Where it listens (what the shard announces to clients).
   uint16_t port() const { return port_; }
   const std::string& local_name() const { return local_name_; }
+  /// The plain local socket for clients proven by a ticket (TLS only; "" where there is none).
+  const std::string& proven_name() const { return proven_name_; }
 
   /// Starts the event loop thread, which accepts connections and serves each by asking `shard`,
   /// whose index clients must name in their hello. Call once.
@@ -66,6 +72,8 @@ public:
   std::size_t refused() const;
   /// Requests refused because the client's certificate may not make them (TLS only).
   std::size_t unauthorised() const;
+  /// Hellos on the proven local socket without a live ticket (counted in refused() too).
+  std::size_t unproven() const;
   /// unauthorised() as a function that may outlive this server (0 before serve(), its last
   /// count after the server ended): the shard adds it to its own refusals (shard_config).
   std::function<std::size_t()> unauthorised_counter() const;
@@ -89,6 +97,8 @@ private:
   uint16_t port_;
   int local_fd_;
   std::string local_name_;
+  int proven_fd_ = -1;
+  std::string proven_name_;
   log_fn log_;
   link_limits limits_;
   tls_files tls_;

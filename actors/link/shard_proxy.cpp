@@ -146,6 +146,7 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
       case frame_kind::keyed_pull:
       case frame_kind::keyed_snapshot:
       case frame_kind::shm_offer:
+    case frame_kind::local_ticket:
       case frame_kind::reply_part:
         break;
     }

@@ -13,6 +13,7 @@ namespace net = caf::io::network;
 
 tls_channel::tls_channel(const tls_files& files, int fd)
   : fd_(fd), session_(std::make_unique<tls_session>(files, fd, false)) {
+  session_->tune_for_bulk();
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
 }
 

@@ -17,6 +17,7 @@ public:
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
     try {
       session_ = std::make_unique<tls_session>(files, fd_, true);
+      session_->tune_for_bulk();
     } catch (...) {
       ::close(fd_);
       throw;
@@ -55,7 +56,7 @@ public:
   int fd() const override { return fd_; }
   bool authenticated() const override { return session_->established(); }
   std::string peer_identity() const override { return session_->peer_common_name(); }
-  bool buffered() const override { return session_->must_read_more(1); }
+  bool buffered() const override { return session_->holds_unread(); }
   std::string failure() const override { return session_->failure(); }
 
 private:

@@ -147,7 +147,9 @@ net::rw_state tls_session::read_some(size_t& result, void* buf, size_t len) {
   if (!flush_early()) return net::rw_state::failure;
   if (len == 0) return net::rw_state::success;
   ERR_clear_error();
-  return outcome(SSL_read(ssl_, buf, static_cast<int>(len)), result);
+  auto state = outcome(SSL_read(ssl_, buf, static_cast<int>(len)), result);
+  read_starved_ = state == net::rw_state::success && result == 0;
+  return state;
 }
 
 net::rw_state tls_session::write_some(size_t& result, const void* buf, size_t len) {
@@ -172,6 +174,18 @@ net::rw_state tls_session::write_some(size_t& result, const void* buf, size_t le
 
 bool tls_session::must_read_more(size_t threshold) const {
   return static_cast<size_t>(SSL_pending(ssl_)) >= threshold;
+}
+
+void tls_session::tune_for_bulk() {
+  SSL_set_options(ssl_, SSL_OP_ENABLE_KTLS);
+  SSL_set_read_ahead(ssl_, 1);
+  SSL_set_default_read_buffer_len(ssl_, 256 * 1024);
+}
+
+bool tls_session::holds_unread() const {
+  // SSL_has_pending counts the raw bytes read ahead too; a part of a record among them waits
+  // for the socket, which says so (the read that found it starved).
+  return SSL_pending(ssl_) > 0 || (SSL_has_pending(ssl_) == 1 && !read_starved_);
 }
 
 std::string tls_session::peer_common_name() const {

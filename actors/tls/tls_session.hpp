@@ -39,6 +39,15 @@ public:
   caf::io::network::rw_state write_some(size_t& result, const void* buf, size_t len);
   bool must_read_more(size_t threshold) const;
 
+  /// For the data link's bulk transfers, before the handshake: each read takes as many records
+  /// as the socket holds (read ahead into a buffer of 256 KiB, not two reads per 16 KiB record),
+  /// and the kernel's TLS is used where the kernel offers it (SSL_OP_ENABLE_KTLS; where it does
+  /// not, as on a kernel without the tls module, OpenSSL goes on in user space).
+  void tune_for_bulk();
+  /// Whether whole records may wait in the session's read-ahead buffer, which the socket's
+  /// readiness will not tell of: bytes are held, and the last read did not stop for lack of them.
+  bool holds_unread() const;
+
   /// Whether the handshake is through (the peer's certificate verified).
   bool established() const;
   /// Why the last call failed: the certificate verifier's verdict or OpenSSL's reasons.
@@ -61,6 +70,7 @@ private:
                               // while post-handshake messages are written)
   std::string failure_;
   bool wants_write_ = false;
+  bool read_starved_ = false;  // the last read moved nothing for want of the peer's bytes
   /// Bytes CAF wrote before the handshake was through (its BASP handshake, sent on accept).
   /// Taken at once: holding them in the stream would keep it asking for write events on a
   /// writable socket, a busy loop as long as a peer leaves its handshake unfinished.

@@ -64,7 +64,7 @@ class Cluster:
             log = open(os.path.join(workdir, f"{kind}-{index}.log"), "wb")
             self.procs[task] = subprocess.Popen(
                 [binary, kind, "--cluster", self.cluster_file, "--task", task,
-                 "--connect-timeout", "60", *extra],
+                 "--connect-timeout", "60", "--insecure", *extra],
                 stdout=log, stderr=subprocess.STDOUT, preexec_fn=limit)
         for i in range(ps):
             start("ps", i)

@@ -48,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$(dirname "$out")"
 load_before="$(cut -d' ' -f1 /proc/loadavg)"
-net=(--heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
+net=(--insecure --heartbeat-ms 200 --peer-timeout-ms 1000 --connect-timeout 20)
 
 # observe METRICS SIGNAL PID0 PID1: sends SIGNAL to ps:0 at clock 100 (and, for KILL, to ps:1
 # once shards 0 and 2 are protected again) and prints one JSON line per signal.

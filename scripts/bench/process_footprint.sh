@@ -39,7 +39,8 @@ for i in "${!builds[@]}"; do
   export TF_CONFIG="{\"cluster\":{\"chief\":[\"127.0.0.1:$chief\"],\"ps\":[\"127.0.0.1:$ps\"],\"worker\":[\"127.0.0.1:$worker\"]},\"task\":{\"type\":\"ps\",\"index\":0}}"
   log=$tmp/ps-$i.log
   : > "$log"
-  "${builds[$i]}/actorps" run --data-port "$(free_port)" > "$log" 2>&1 & ps_pid=$!
+  insecure=(); "${builds[$i]}/actorps" run --help | grep -q -- --insecure && insecure=(--insecure)
+  "${builds[$i]}/actorps" run ${insecure[@]+"${insecure[@]}"} --data-port "$(free_port)" > "$log" 2>&1 & ps_pid=$!
   # (tail -f wakes on each write of the log, no polling loop of ours; it ends with the task)
   grep -q -m1 "data link on" < <(timeout 60 tail -n +1 -f --pid="$ps_pid" "$log") \
     || { echo "the ps task did not open its data link:"; cat "$log"; exit 1; } >&2

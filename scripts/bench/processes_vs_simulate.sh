@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The default Fashion-MNIST run as one process per task (scripts/launch_local.sh --ps 2
+# The default Fashion-MNIST run as one process per task (scripts/launch_local.sh --insecure --ps 2
 # --workers 2) against the same run inside one process (actorps simulate --ps 2 --workers 2),
 # with the same chief flags: samples/s and final test accuracy (the chief's summary), and the CPU
 # seconds (user + sys), context switches (the wake-ups) and peak resident memory of every
@@ -61,7 +61,7 @@ for ((round = 1; round <= rounds; round++)); do
           > "$run/log" 2>&1 ;;
       *)
         w=$tmp/timed; [ "$kind" = other_shm ] && w=$tmp/other_timed
-        CPU_DIR="$run" scripts/launch_local.sh --ps 2 --workers 2 --data-link "${kind#other_}" \
+        CPU_DIR="$run" scripts/launch_local.sh --insecure --ps 2 --workers 2 --data-link "${kind#other_}" \
           --binary "$w" -- "$@" > "$run/log" 2>&1 ;;
     esac
     echo "round $round $kind: $(grep -Eo '= [0-9]+ samples/s' "$run/log" | tail -1)" >&2
@@ -125,7 +125,7 @@ if other:
         summary[kind]["ratio_cpu_s_to_" + ref] = statistics.median(
             a["cpu_s"] / b["cpu_s"] for a, b in versus(kind, ref))
 result = {"bench": "processes_vs_simulate",
-          "what": "launch_local.sh --ps 2 --workers 2 (one process per task: 2 ps, 2 workers, "
+          "what": "launch_local.sh --insecure --ps 2 --workers 2 (one process per task: 2 ps, 2 workers, "
                   "evaluator, chief) with --data-link shm and socket, against actorps simulate "
                   "--ps 2 --workers 2; cpu_s: user+sys of every process of the run (cpu_s_by_role: "
                   "summed over the processes of each role, medians per role); context_switches: voluntary + "

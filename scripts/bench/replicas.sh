@@ -7,7 +7,7 @@
 # Writes JSON (default build/bench/replicas.json): every run's samples/s (the simulation's own
 # figure), the medians, ratio = median(replicas 1) / median(replicas 0), and the bytes sent to
 # the standbys per clock (forwarded pushes and the initial images, from the shards' counters).
-# -p: the same run as one process per task (scripts/launch_local.sh --ps 2 --workers 2: the
+# -p: the same run as one process per task (scripts/launch_local.sh --insecure --ps 2 --workers 2: the
 # standby of ps:i in ps task (i+1) mod 2, replication between the two ps processes over CAF).
 set -euo pipefail
 
@@ -39,7 +39,7 @@ for ((r = 1; r <= repeats; ++r)); do
     flags=(--steps "$steps" --eval-every 0 --no-progress --replicas "$replicas"
            --metrics "$tmp/r$replicas.$r.jsonl")
     if ((processes)); then
-      run=("$root/scripts/launch_local.sh" --ps 2 --workers 2 --binary "$sim" -- "${flags[@]}")
+      run=("$root/scripts/launch_local.sh" --insecure --ps 2 --workers 2 --binary "$sim" -- "${flags[@]}")
     else
       run=("$sim" simulate "${flags[@]}")
     fi

@@ -2,10 +2,10 @@
 # The cost of mutual TLS, with and without, in one window:
 #  - a 4 MiB push+pull between a worker process and a shard process (actorps_bench_transport)
 #    over CAF's middleman alone (--no-data-link: the whole payload crosses CAF's TLS), over the
-#    data link on loopback TCP and over the data link's local socket (with --tls-dir both the
-#    CAF connection and the data link are mutual TLS: OpenSSL in user space, tls_stream.hpp);
-#  - the default run's samples/s with scripts/launch_local.sh, with and without --tls (pulls
-#    and pushes take the data link, over TLS with --tls).
+#    data link on loopback TCP (with --tls-dir mutual TLS: OpenSSL, tls_stream.hpp) and on the
+#    local socket (with --tls-dir shared memory entered by a ticket taken over TLS);
+#  - the default run's samples/s with scripts/launch_local.sh --tls and --insecure (pulls and
+#    pushes take the data link: shared memory, proven over TLS with --tls).
 # Writes one JSON file.
 # usage: scripts/bench/tls_cost.sh [-o FILE] [-i ITERATIONS] [-b BUILD_DIR] [-r RUNS] [-f FLOATS]
 #          [-q BYTES] [-L] [-- CHIEF FLAGS]
@@ -55,7 +55,7 @@ for run in $(seq 1 "$runs"); do
   done
   for tls in plain tls; do
     [ "$runs_too" = 1 ] || continue
-    flags=(); [ "$tls" = tls ] && flags=(--tls)
+    flags=(--insecure); [ "$tls" = tls ] && flags=(--tls)
     ACTORPS_BINARY=$build/actorps scripts/launch_local.sh ${flags[@]+"${flags[@]}"} -- --no-progress \
       --metrics "$tmp/run-$tls-$run.jsonl" ${chief_flags[@]+"${chief_flags[@]}"} > "$tmp/run-$tls-$run.log" 2>&1 \
       || { tail -20 "$tmp/run-$tls-$run.log" >&2; exit 1; }

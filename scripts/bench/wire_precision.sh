@@ -36,7 +36,7 @@ one_run() {  # KIND PRECISION ROUND FLAGS...
     "$binary" simulate --ps 2 --workers 2 --no-progress --wire-precision "$precision" \
       --metrics "$run/metrics.jsonl" "$@" > "$run/log" 2>&1
   else
-    scripts/launch_local.sh --ps 2 --workers 2 --binary "$binary" -- --no-progress \
+    scripts/launch_local.sh --insecure --ps 2 --workers 2 --binary "$binary" -- --no-progress \
       --wire-precision "$precision" --metrics "$run/metrics.jsonl" "$@" > "$run/log" 2>&1
   fi
   echo "round $round $kind $precision: $(grep -Eo '= [0-9]+ samples/s' "$run/log" | tail -1)" >&2
