@@ -7,6 +7,7 @@
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
 #include "kernels/denormals.hpp"
+#include "kernels/lr_schedule.hpp"
 
 #include <caf/all.hpp>
 
@@ -36,16 +37,19 @@ struct worker_state {
   // buffers, swapped with params when the round ends, so that no reply is written into the
   // values a step is reading.
   std::shared_ptr<std::vector<float>> incoming;
-  // Overlap (ssp with a bound >= 1, async; dense models): while its push of clock c is in
-  // flight the worker computes clock c + 1 on the parameters it holds, those pulled for c,
-  // when that stays within the bound (staleness_ahead). One round at most is in flight: the
-  // reply to push c is applied before clock c + 2 is computed, and the push of c + 1 waits for
-  // it (push_waits). Sparse models do not overlap: a clock's rows come with its own pull.
+  // Overlap (ssp with a bound >= 1, async; dense models, sgd or momentum): while its push of
+  // clock c is in flight the worker computes clock c + 1 on the parameters it holds, those
+  // pulled for c, when that stays within the bound (may_compute_ahead), moved on by the step
+  // its own push of c is about to take (predict_step, into `ahead`). One round at most is in
+  // flight: the reply to push c is applied before clock c + 2 is computed, and the push of c + 1
+  // waits for it (push_waits). Sparse models do not overlap: a clock's rows come with its pull.
   bool overlap = false;
+  std::vector<float> ahead;  // what a clock computed ahead reads
+  int64_t prev_clock = -1;   // the clock incoming was pulled for, while no round is in flight
   bool in_flight = false;   // a round is open
   bool push_waits = false;  // the gradient of st.clock is computed; its push waits for the round
   bool stepping = false;    // the gradient of st.clock is computed; its push waits for slow_ms
-  int64_t held_clock = 0;   // the clock params were pulled for
+  int64_t held_clock = -1;  // the clock params were pulled for (-1: none yet)
   round_outcome used;       // what the parameters of the computed clock came with
   float_buffer grads;  // in the link arena: a shared-memory link sends its blocks by reference
   // Held by the pushes built on grads by reference (a data link still sending one, a shard in
@@ -80,6 +84,7 @@ struct worker_state {
 
 void compute(self_ptr self);
 void push(self_ptr self);
+void predict_step(worker_state& st, int64_t c);
 
 /// The clock the worker is done at: its last clock trains the last minibatch of its data.
 int64_t end_clock(const worker_config& cfg) { return cfg.steps + cfg.data_offset; }
@@ -123,7 +128,7 @@ int64_t staleness_now(const worker_state& st) {
 /// With a round in flight, whether st.clock may be computed now on the parameters held: within
 /// the bound (none in async), and not past the last clock.
 bool may_compute_ahead(const worker_state& st) {
-  if (!st.overlap || st.clock >= end_clock(st.cfg)) return false;
+  if (!st.overlap || st.held_clock < 0 || st.clock >= end_clock(st.cfg)) return false;
   const auto bound = st.cfg.spec.staleness_bound();
   return bound < 0 || staleness_now(st) <= bound;
 }
@@ -164,6 +169,7 @@ void on_round(self_ptr self, int64_t clock, const round_outcome& received) {
   auto& st = self->state;
   st.in_flight = false;
   std::swap(st.params, st.incoming);  // (the same buffer without overlap)
+  st.prev_clock = st.held_clock;
   st.held_clock = clock;
   st.received = received;
   if (st.push_waits) {
@@ -221,6 +227,8 @@ void push(self_ptr self) {
                                    st.used.newest_clock, st.refused});
   send_reports(self, false);
   auto clock = st.clock++;
+  const bool ahead = may_compute_ahead(st);
+  if (ahead) predict_step(st, clock);  // before the round writes into incoming
   if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>(st.spares);
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   // The replies bring the next clock's rows: into st.rows, which holds its keys once swapped
@@ -243,7 +251,35 @@ void push(self_ptr self) {
                       precision));
   }
   std::swap(st.rows, st.next);  // the replies bring the next clock's rows
-  if (may_compute_ahead(st)) on_parameters(self);
+  if (ahead) on_parameters(self);
+}
+
+/// The parameters clock c + 1 computes on ahead of the reply to the push of c: those pulled for
+/// c moved on by the step the shards are about to take, as far as this worker knows it: its own
+/// gradient of c at its share of the rate, and with momentum the last step again times the
+/// momentum (x_c − x_{c−1} is −lr · velocity). Exact for one worker at a constant rate; with
+/// more, the others' next pushes are foreseen only through the momentum. Without the step the
+/// worker would not see its own last push (ssp's read-my-writes), which momentum does not bear.
+void predict_step(worker_state& st, int64_t c) {
+  const auto& spec = st.cfg.spec;
+  auto rate = [&](int64_t clock) {
+    return scheduled_learning_rate(spec.schedule, spec.optimizer.learning_rate, clock,
+                                   spec.total_clocks);
+  };
+  const float lr = rate(c) / static_cast<float>(std::max(1, spec.workers));
+  float carry = 0;  // times x_c − x_{c−1}
+  const bool last_step_known = st.prev_clock >= 0 && st.prev_clock == c - 1 && rate(c - 1) > 0;
+  if (spec.optimizer.kind == optimizer_kind::momentum && last_step_known)
+    carry = spec.optimizer.momentum * rate(c) / rate(c - 1);
+  const float* x = st.params->data();
+  const float* before = st.incoming->data();
+  const float* g = st.grads.data();
+  float* out = st.ahead.data();
+  const std::size_t n = st.ahead.size();
+  if (carry != 0)
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] + carry * (x[i] - before[i]) - lr * g[i];
+  else
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] - lr * g[i];
 }
 
 void compute(self_ptr self) {
@@ -254,8 +290,8 @@ void compute(self_ptr self) {
     st.grads = st.spares->take(st.layout->total_floats());
   st.used = st.received;
   st.used.staleness = staleness_now(st);
-  st.last = st.model->step(batch_of(st.cfg, st.clock), st.params->data(), st.grads.data(),
-                           st.rows.rows());
+  const float* params = st.held_clock < st.clock ? st.ahead.data() : st.params->data();
+  st.last = st.model->step(batch_of(st.cfg, st.clock), params, st.grads.data(), st.rows.rows());
   if (st.cfg.slow_ms > 0) {
     st.stepping = true;
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
@@ -300,8 +336,11 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
                                                                      e.what()));
       }
       st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
+      const auto optimizer = st.cfg.spec.optimizer.kind;
       st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0
-                   && st.cfg.spec.model.sparse_tables.empty();
+                   && st.cfg.spec.model.sparse_tables.empty()
+                   && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
+      if (st.overlap) st.ahead.assign(st.layout->total_floats(), 0.0f);
       st.incoming = st.overlap
                       ? std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f)
                       : st.params;
@@ -316,7 +355,6 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.next = batch_tables(st.cfg.spec);
       st.keys.resize(st.cfg.spec.model.sparse_tables.size());
       st.clock = st.cfg.start_clock;
-      st.held_clock = st.clock;
       st.shards = std::make_unique<shard_conversation<self_ptr>>(
         self, st.who(), st.cfg.shards, st.layout, st.cfg.standbys, st.cfg.request_timeout);
       st.shards->start_watchdog();
