@@ -343,6 +343,16 @@ public:
   /// (the smallest over shards; -1: none yet).
   int64_t newest_clock() const { return newest_clock_; }
 
+  /// The consistency rule's staleness bound: S in ssp, 0 in sync, -1 (none) in async.
+  int staleness_bound() const;
+
+  /// Overlap: push_pull returns at once, so a loop may compute clock c + 1 on the parameters
+  /// pulled for c while its push of c is in flight, and wait on that ticket (into another
+  /// buffer) before pushing c + 1. Whether that stays within the bound, given `staleness`, what
+  /// wait returned for those parameters: staleness + 1 <= the bound; always in async, never in
+  /// sync or ssp 0. When it is false, wait for the push first.
+  bool may_compute_ahead(int64_t staleness) const;
+
   /// This worker is done for good: every shard stops waiting for its pushes (in sync and ssp
   /// the others go on without it, so workers may run different numbers of clocks). Returns once
   /// every shard has taken it; an error when a ticket has not been waited yet, or naming the

@@ -271,6 +271,13 @@ caf::expected<int64_t> worker_client::wait(ticket t) {
   return result.staleness;
 }
 
+int worker_client::staleness_bound() const { return impl_->cluster->spec.staleness_bound(); }
+
+bool worker_client::may_compute_ahead(int64_t staleness) const {
+  const auto bound = staleness_bound();
+  return bound < 0 || staleness + 1 <= bound;
+}
+
 caf::error worker_client::finish() {
   auto& im = *impl_;
   if (!im.pending.empty())

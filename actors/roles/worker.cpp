@@ -7,6 +7,7 @@
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
 #include "kernels/denormals.hpp"
+#include "kernels/lr_schedule.hpp"
 
 #include <caf/all.hpp>
 
@@ -29,9 +30,27 @@ struct worker_state {
   std::shared_ptr<const block_layout> layout;
   std::unique_ptr<data_shard> data;
   std::unique_ptr<trainer> model;  // the model plug-in's half for this worker
-  // Flat, model order. params is shared with the data link proxies that receive replies
-  // straight into it (worker_config::destinations).
+  // Flat, model order: what the next step computes on. Shared with the data link proxies that
+  // receive replies straight into it (worker_config::destinations).
   std::shared_ptr<std::vector<float>> params;
+  // Where the round in flight lands: params itself, or with overlap (below) the other of two
+  // buffers, swapped with params when the round ends, so that no reply is written into the
+  // values a step is reading.
+  std::shared_ptr<std::vector<float>> incoming;
+  // Overlap (ssp with a bound >= 1, async; dense models, sgd or momentum): while its push of
+  // clock c is in flight the worker computes clock c + 1 on the parameters it holds, those
+  // pulled for c, when that stays within the bound (may_compute_ahead), moved on by the step
+  // its own push of c is about to take (predict_step, into `ahead`). One round at most is in
+  // flight: the reply to push c is applied before clock c + 2 is computed, and the push of c + 1
+  // waits for it (push_waits). Sparse models do not overlap: a clock's rows come with its pull.
+  bool overlap = false;
+  std::vector<float> ahead;  // what a clock computed ahead reads
+  int64_t prev_clock = -1;   // the clock incoming was pulled for, while no round is in flight
+  bool in_flight = false;   // a round is open
+  bool push_waits = false;  // the gradient of st.clock is computed; its push waits for the round
+  bool stepping = false;    // the gradient of st.clock is computed; its push waits for slow_ms
+  int64_t held_clock = -1;  // the clock params were pulled for (-1: none yet)
+  round_outcome used;       // what the parameters of the computed clock came with
   float_buffer grads;  // in the link arena: a shared-memory link sends its blocks by reference
   // Held by the pushes built on grads by reference (a data link still sending one, a shard in
   // this process keeping one): the next step then writes another buffer (buffer_lease.hpp),
@@ -45,7 +64,7 @@ struct worker_state {
   batch_tables rows, next;
   std::vector<std::vector<uint64_t>> keys;  // scratch: the trainer's keys per table
   int64_t clock = 0;            // the clock being computed
-  round_outcome received;       // what the parameters of this clock came with
+  round_outcome received;       // what params came with (staleness against held_clock)
   int64_t refused = 0;          // messages refused as not authorised (in its reports)
   step_loss last;
   std::unique_ptr<shard_conversation<self_ptr>> shards;  // after start
@@ -64,6 +83,8 @@ struct worker_state {
 };
 
 void compute(self_ptr self);
+void push(self_ptr self);
+void predict_step(worker_state& st, int64_t c);
 
 /// The clock the worker is done at: its last clock trains the last minibatch of its data.
 int64_t end_clock(const worker_config& cfg) { return cfg.steps + cfg.data_offset; }
@@ -99,11 +120,24 @@ bool next_batch_there(const worker_state& st) {
   return until < 0 || batch_of(st.cfg, st.clock) + 1 < until || st.clock + 1 >= end_clock(st.cfg);
 }
 
-/// The parameters of st.clock have come from every shard: computes it, or says done after the
-/// last (following a stream, it waits for the next clock's batch first).
-void on_parameters(self_ptr self, const round_outcome& received) {
+/// The staleness of st.clock computed on the parameters held (pulled for st.held_clock).
+int64_t staleness_now(const worker_state& st) {
+  return st.received.staleness + (st.clock - st.held_clock);
+}
+
+/// With a round in flight, whether st.clock may be computed now on the parameters held: within
+/// the bound (none in async), and not past the last clock.
+bool may_compute_ahead(const worker_state& st) {
+  if (!st.overlap || st.held_clock < 0 || st.clock >= end_clock(st.cfg)) return false;
+  const auto bound = st.cfg.spec.staleness_bound();
+  return bound < 0 || staleness_now(st) <= bound;
+}
+
+/// Parameters for st.clock are there (or those held may compute it ahead): computes it, or says
+/// done after the last (following a stream, it waits for the next clock's batch first).
+void on_parameters(self_ptr self) {
   auto& st = self->state;
-  st.received = received;
+  if (st.in_flight && !may_compute_ahead(st)) return;  // the round's end calls again
   if (st.clock >= end_clock(st.cfg)) {
     send_reports(self, true);  // before done: the chief counts every clock of a finished worker
     self->send(st.cfg.chief, done_atom::value, st.cfg.index);
@@ -118,11 +152,46 @@ void on_parameters(self_ptr self, const round_outcome& received) {
   compute(self);
 }
 
-/// Starts a round for the parameters of st.clock (and the rows st.rows names).
+/// The gradient of st.clock is computed: pushed now, or once the round in flight has ended.
+void computed(self_ptr self) {
+  auto& st = self->state;
+  st.stepping = false;
+  if (st.in_flight)
+    st.push_waits = true;
+  else
+    push(self);
+}
+
+/// Every shard has answered the round for `clock`: its parameters are the ones held now. A push
+/// that waited for it goes; else the clock not computed yet is, unless a delayed step's push
+/// is still to come.
+void on_round(self_ptr self, int64_t clock, const round_outcome& received) {
+  auto& st = self->state;
+  st.in_flight = false;
+  std::swap(st.params, st.incoming);  // (the same buffer without overlap)
+  st.prev_clock = st.held_clock;
+  st.held_clock = clock;
+  st.received = received;
+  if (st.push_waits) {
+    st.push_waits = false;
+    push(self);
+  } else if (!st.stepping) {
+    on_parameters(self);
+  }
+}
+
+/// Starts a round for the parameters of st.clock (and the rows st.rows names), into
+/// st.incoming.
 uint64_t begin_round(self_ptr self) {
   auto& st = self->state;
-  return st.shards->begin({st.clock, st.params->data(), st.rows.empty() ? nullptr : &st.rows},
-                          [=](const round_outcome& r) { on_parameters(self, r); },
+  st.in_flight = true;
+  // A data link's proxy takes the destination as it sends the request, and this is the one
+  // round in flight: the next is set after this one ended.
+  if (st.overlap)
+    for (auto& d : st.cfg.destinations)
+      if (d) d->set(st.layout, st.incoming);
+  return st.shards->begin({st.clock, st.incoming->data(), st.rows.empty() ? nullptr : &st.rows},
+                          [=, clock = st.clock](const round_outcome& r) { on_round(self, clock, r); },
                           [=](const char* what, caf::error err) { fail(self, what, err); });
 }
 
@@ -148,15 +217,18 @@ void pull_initial(self_ptr self) {
                                  st.rows.keys_for(static_cast<int>(s))));
 }
 
-/// Pushes the gradient of the current clock to every shard, pulling the next clock's values.
+/// Pushes the gradient of the current clock to every shard, pulling the next clock's values;
+/// with overlap, computes the next clock meanwhile when the bound allows.
 void push(self_ptr self) {
   auto& st = self->state;
   st.reports.push_back(train_report{st.cfg.index, st.clock,
                                    st.last.loss_sum / double(st.last.rows), st.last.rows,
-                                   st.received.staleness, st.model->device(),
-                                   st.received.newest_clock, st.refused});
+                                   st.used.staleness, st.model->device(),
+                                   st.used.newest_clock, st.refused});
   send_reports(self, false);
   auto clock = st.clock++;
+  const bool ahead = may_compute_ahead(st);
+  if (ahead) predict_step(st, clock);  // before the round writes into incoming
   if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>(st.spares);
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   // The replies bring the next clock's rows: into st.rows, which holds its keys once swapped
@@ -179,6 +251,35 @@ void push(self_ptr self) {
                       precision));
   }
   std::swap(st.rows, st.next);  // the replies bring the next clock's rows
+  if (ahead) on_parameters(self);
+}
+
+/// The parameters clock c + 1 computes on ahead of the reply to the push of c: those pulled for
+/// c moved on by the step the shards are about to take, as far as this worker knows it: its own
+/// gradient of c at its share of the rate, and with momentum the last step again times the
+/// momentum (x_c − x_{c−1} is −lr · velocity). Exact for one worker at a constant rate; with
+/// more, the others' next pushes are foreseen only through the momentum. Without the step the
+/// worker would not see its own last push (ssp's read-my-writes), which momentum does not bear.
+void predict_step(worker_state& st, int64_t c) {
+  const auto& spec = st.cfg.spec;
+  auto rate = [&](int64_t clock) {
+    return scheduled_learning_rate(spec.schedule, spec.optimizer.learning_rate, clock,
+                                   spec.total_clocks);
+  };
+  const float lr = rate(c) / static_cast<float>(std::max(1, spec.workers));
+  float carry = 0;  // times x_c − x_{c−1}
+  const bool last_step_known = st.prev_clock >= 0 && st.prev_clock == c - 1 && rate(c - 1) > 0;
+  if (spec.optimizer.kind == optimizer_kind::momentum && last_step_known)
+    carry = spec.optimizer.momentum * rate(c) / rate(c - 1);
+  const float* __restrict x = st.params->data();  // (four distinct buffers: vectorised)
+  const float* __restrict before = st.incoming->data();
+  const float* __restrict g = st.grads.data();
+  float* __restrict out = st.ahead.data();
+  const std::size_t n = st.ahead.size();
+  if (carry != 0)
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] + carry * (x[i] - before[i]) - lr * g[i];
+  else
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] - lr * g[i];
 }
 
 void compute(self_ptr self) {
@@ -187,12 +288,16 @@ void compute(self_ptr self) {
   // value: trainer::step).
   if (release_for_writing(st.grads, st.grads_lease))
     st.grads = st.spares->take(st.layout->total_floats());
-  st.last = st.model->step(batch_of(st.cfg, st.clock), st.params->data(), st.grads.data(),
-                           st.rows.rows());
-  if (st.cfg.slow_ms > 0)
+  st.used = st.received;
+  st.used.staleness = staleness_now(st);
+  const float* params = st.held_clock < st.clock ? st.ahead.data() : st.params->data();
+  st.last = st.model->step(batch_of(st.cfg, st.clock), params, st.grads.data(), st.rows.rows());
+  if (st.cfg.slow_ms > 0) {
+    st.stepping = true;
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.slow_ms), step_atom::value);
-  else
-    push(self);
+  } else {
+    computed(self);
+  }
 }
 
 /// `err` when a message was refused as not authorised: logged, and counted in the reports.
@@ -231,9 +336,18 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
                                                                      e.what()));
       }
       st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
+      const auto optimizer = st.cfg.spec.optimizer.kind;
+      st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0
+                   && st.cfg.spec.model.sparse_tables.empty()
+                   && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
+      if (st.overlap) st.ahead.assign(st.layout->total_floats(), 0.0f);
+      st.incoming = st.overlap
+                      ? std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f)
+                      : st.params;
       // Dense replies over a data link land in params directly (a reply with sparse rows is
-      // read into a buffer: the rows go to the batch tables).
-      if (st.cfg.spec.model.sparse_tables.empty())
+      // read into a buffer: the rows go to the batch tables); with overlap, in the buffer of
+      // each round (begin_round).
+      if (st.cfg.spec.model.sparse_tables.empty() && !st.overlap)
         for (auto& d : st.cfg.destinations)
           if (d) d->set(st.layout, st.params);
       st.grads.assign(st.layout->total_floats(), 0.0f);
@@ -263,7 +377,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
         else st.waits = was;
       } else if (was == worker_state::waiting::compute) {
         if (next_batch_there(st) || st.clock >= end_clock(st.cfg))
-          on_parameters(self, st.received);
+          on_parameters(self);
         else
           st.waits = was;
       }
@@ -274,7 +388,7 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
     },
     [=](step_atom) {
       if (refusal(self, authorise_local(current_role(self), "step"))) return;
-      push(self);
+      computed(self);
     },
     [=](reroute_atom, int32_t s, ps_shard_actor shard) -> caf::result<int32_t> {
       auto& st = self->state;

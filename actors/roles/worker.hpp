@@ -1,7 +1,11 @@
 // A worker: owns its shard of the training data and a trainer from the run's model plug-in
-// (actors/model/), and runs pull → trainer step → push once per clock. The push for clock c and the pull for c + 1
-// travel as one push_pull request per shard; the next clock starts when every shard has
-// answered (which the shards may delay, to enforce the consistency rule).
+// (actors/model/), and runs pull → trainer step → push once per clock. The push for clock c and
+// the pull for c + 1 travel as one push_pull request per shard; the next clock starts when every
+// shard has answered (which the shards may delay, to enforce the consistency rule). Where the
+// mode allows staleness (ssp with a bound >= 1, async), a dense model's worker (sgd or momentum)
+// computes clock c + 1 while its push of c is in flight: on the parameters pulled for c, moved
+// on by the step its own push is about to take, when c + 1 minus their min clock stays within
+// the bound; the reply is applied before clock c + 2 (worker.cpp).
 //
 // Spawned detached: its kernels block only its own thread, never CAF's scheduler.
 #pragma once
@@ -37,6 +41,9 @@ struct worker_config {
   /// following, every clock's batch is there.
   int64_t follow_until = -1;
   int slow_ms = 0;                         ///< straggler delay added to every step
+  /// Computes the next clock while its push is in flight where the mode allows (see above);
+  /// false: waits for every reply, as sync and ssp 0 always do.
+  bool overlap = true;
   backend_kind backend = backend_kind::cpu; ///< auto: CUDA when this host has a usable GPU
   int device = 0;                          ///< CUDA device index
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};

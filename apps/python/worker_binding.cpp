@@ -148,6 +148,15 @@ void bind_worker_client(py::module_& m) {
     .def_property_readonly("newest_clock", &python_worker::newest_clock,
                            "The newest clock included in what the last waited ticket brought "
                            "(-1: none).")
+    .def_property_readonly("staleness_bound", &python_worker::staleness_bound,
+                           "The consistency rule's bound: S in ssp, 0 in sync, -1 (none) in "
+                           "async.")
+    .def("may_compute_ahead", &python_worker::may_compute_ahead, py::arg("staleness"),
+         "Overlap: push_pull returns at once, so a loop may compute clock c + 1 on the "
+         "parameters pulled for c while the push of c is in flight (into another array), and "
+         "wait on it before pushing c + 1. Whether that stays within the bound, given the "
+         "staleness wait returned for those parameters: staleness + 1 <= the bound; always in "
+         "async, never in sync or ssp 0.")
     .def_property_readonly("total_floats", &python_worker::total_floats)
     .def_property_readonly("pending", &python_worker::pending, "Tickets not yet waited.");
 }

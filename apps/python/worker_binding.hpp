@@ -25,6 +25,8 @@ public:
   int64_t wait(int64_t ticket);  ///< releases the GIL while it blocks
   void finish();                 ///< worker_client::finish, without the GIL
   int64_t newest_clock() const { return client_.newest_clock(); }
+  int staleness_bound() const { return client_.staleness_bound(); }
+  bool may_compute_ahead(int64_t staleness) const { return client_.may_compute_ahead(staleness); }
   std::size_t total_floats() const { return floats_; }
   std::size_t pending() const { return held_.size(); }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: scripts/bench/throughput.sh [-o FILE] [-c TOTAL_CLOCKS] [-r REPEATS]
+# Usage: scripts/bench/throughput.sh [-o FILE] [-c TOTAL_CLOCKS] [-r REPEATS] [-a BEFORE_BUILD]
 #
 # Training throughput of `actorps simulate` (Fashion-MNIST, default model, batch 64, default
 # ssp mode) for W = 1, 2, 4 workers on 2 shards and W = 1 on 1 shard, against the no-actor
@@ -9,6 +9,9 @@
 # machine noise spreads over all of them; the JSON (default build/bench/throughput.json) holds
 # every run and the medians, plus overhead_ratio_w1 = samples/s of W=1 (2 shards) / plain loop.
 # samples/s is the simulation's own figure (chief: first start → last worker done).
+# With -a BEFORE_BUILD (a build directory holding actorps and actorps_bench_loop), every run
+# is made with both builds, alternated (ABBA by repeat), and the JSON holds the before side's
+# figures under "before" with each configuration's after/before ratio.
 set -euo pipefail
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
@@ -17,11 +20,13 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$root/build/bench/throughput.json"
 total=2000
 repeats=3
-while getopts "o:c:r:h" opt; do
+before=""
+while getopts "o:c:r:a:h" opt; do
   case "$opt" in
     o) out="$(realpath -m "$OPTARG")" ;;
     c) total="$OPTARG" ;;
     r) repeats="$OPTARG" ;;
+    a) before="$(realpath -m "$OPTARG")" ;;
     *) usage ;;
   esac
 done
@@ -30,9 +35,10 @@ if (( total % 4 != 0 || total <= 0 || repeats <= 0 )); then
   exit 2
 fi
 
-sim="$root/build/actorps"
-loop="$root/build/actorps_bench_loop"
-for exe in "$sim" "$loop"; do
+builds=("$root/build")
+[[ -n "$before" ]] && builds+=("$before")
+for exe in "$root/build/actorps" "$root/build/actorps_bench_loop" \
+           ${before:+"$before/actorps" "$before/actorps_bench_loop"}; do
   if [[ ! -x "$exe" ]]; then
     echo "throughput.sh: $exe is missing; build first:" >&2
     echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=Release && cmake --build $root/build -j2" >&2
@@ -47,37 +53,46 @@ runs="$tmp/runs.jsonl"  # one line per run: {"config":..., <summary or plain-loo
 load_before="$(cut -d' ' -f1 /proc/loadavg)"
 
 configs=("1 2" "2 2" "4 2" "1 1")
-budget=180  # seconds for the whole script; each run gets what is left (at most 60)
+budget=$((180 * ${#builds[@]}))  # seconds for the whole script; each run gets what is left (at most 60)
 remaining() { local left=$((budget - SECONDS)); echo $((left < 60 ? (left > 1 ? left : 1) : 60)); }
 for ((r = 1; r <= repeats; ++r)); do
-  for c in "${configs[@]}"; do
-    read -r w ps <<<"$c"
-    name="w${w}_ps${ps}"
-    metrics="$tmp/$name.$r.jsonl"
-    echo "throughput.sh: run $r/$repeats $name ($((total / w)) clocks per worker)" >&2
-    if ! timeout "$(remaining)" "$sim" simulate --workers "$w" --ps "$ps" --steps $((total / w)) \
-         --eval-every 0 --no-progress --metrics "$metrics" >/dev/null; then
-      echo "throughput.sh: $name run $r failed or ran out of time (${budget} s budget; busy machine? try -c)" >&2
-      exit 1
-    fi
-    summary="$(grep '"event":"summary"' "$metrics")" \
-      || { echo "throughput.sh: $name run $r wrote no summary" >&2; exit 1; }
-    echo "{\"config\":\"$name\",\"result\":$summary}" >>"$runs"
+  sides=("${builds[@]}")
+  (( r % 2 == 0 && ${#builds[@]} == 2 )) && sides=("${builds[1]}" "${builds[0]}")
+  for b in "${sides[@]}"; do
+    side=""; [[ "$b" != "$root/build" ]] && side="before_"
+    for c in "${configs[@]}"; do
+      read -r w ps <<<"$c"
+      name="${side}w${w}_ps${ps}"
+      metrics="$tmp/$name.$r.jsonl"
+      echo "throughput.sh: run $r/$repeats $name ($((total / w)) clocks per worker, load $(cut -d' ' -f1 /proc/loadavg))" >&2
+      if ! timeout "$(remaining)" "$b/actorps" simulate --workers "$w" --ps "$ps" \
+           --steps $((total / w)) --eval-every 0 --no-progress --metrics "$metrics" >/dev/null; then
+        echo "throughput.sh: $name run $r failed or ran out of time (${budget} s budget; busy machine? try -c)" >&2
+        exit 1
+      fi
+      summary="$(grep '"event":"summary"' "$metrics")" \
+        || { echo "throughput.sh: $name run $r wrote no summary" >&2; exit 1; }
+      staleness="$(python3 -c 'import json,sys; print(max([json.loads(l).get("staleness", 0) for l in open(sys.argv[1]) if "\"event\":\"train\"" in l] or [0]))' "$metrics")"
+      echo "{\"config\":\"$name\",\"result\":$summary,\"worker_max_staleness\":$staleness,\"load\":$(cut -d' ' -f1 /proc/loadavg)}" >>"$runs"
+    done
+    echo "throughput.sh: run $r/$repeats ${side}plain loop ($total steps)" >&2
+    plain="$(timeout "$(remaining)" "$b/actorps_bench_loop" --steps "$total")" \
+      || { echo "throughput.sh: plain loop run $r failed or ran out of time" >&2; exit 1; }
+    echo "{\"config\":\"${side}plain_loop\",\"result\":$plain}" >>"$runs"
   done
-  echo "throughput.sh: run $r/$repeats plain loop ($total steps)" >&2
-  plain="$(timeout "$(remaining)" "$loop" --steps "$total")" \
-    || { echo "throughput.sh: plain loop run $r failed or ran out of time" >&2; exit 1; }
-  echo "{\"config\":\"plain_loop\",\"result\":$plain}" >>"$runs"
 done
 
-python3 - "$runs" "$out" "$total" "$repeats" "$load_before" <<'EOF'
+python3 - "$runs" "$out" "$total" "$repeats" "$load_before" "$before" <<'EOF'
 import json, statistics, sys
 
-runs_path, out_path, total, repeats, load_before = sys.argv[1:]
+runs_path, out_path, total, repeats, load_before, before = sys.argv[1:]
 runs = [json.loads(line) for line in open(runs_path)]
 
 def by(config):
     return [r["result"] for r in runs if r["config"] == config]
+
+def extra(config, key):
+    return [r[key] for r in runs if r["config"] == config]
 
 def med(values):
     return statistics.median(values)
@@ -118,6 +133,30 @@ result["overhead_ratio_w1"] = c["w1_ps2"]["samples_per_s"] / base
 result["overhead_ratio_w1_ps1"] = c["w1_ps1"]["samples_per_s"] / base
 result["speedup_w2_vs_w1"] = c["w2_ps2"]["samples_per_s"] / c["w1_ps2"]["samples_per_s"]
 result["speedup_w4_vs_w1"] = c["w4_ps2"]["samples_per_s"] / c["w1_ps2"]["samples_per_s"]
+for name in result["configs"]:
+    result["configs"][name]["worker_max_staleness"] = max(extra(name, "worker_max_staleness"))
+    result["configs"][name]["runs_loadavg_1m"] = extra(name, "load")
+if before:
+    b = {"build": before, "configs": {}}
+    for name in ("w1_ps2", "w2_ps2", "w4_ps2", "w1_ps1"):
+        rs = by("before_" + name)
+        b["configs"][name] = {
+            "samples_per_s": med([r["samples_per_s"] for r in rs]),
+            "runs_samples_per_s": [r["samples_per_s"] for r in rs],
+            "final_test_accuracy": med([r["final_test_accuracy"] for r in rs]),
+            "worker_max_staleness": max(extra("before_" + name, "worker_max_staleness")),
+            "runs_loadavg_1m": extra("before_" + name, "load"),
+        }
+        result["configs"][name]["after_over_before"] = (
+            result["configs"][name]["samples_per_s"] / b["configs"][name]["samples_per_s"])
+    bp = by("before_plain_loop")
+    b["plain_loop"] = {"samples_per_s": med([p["samples_per_s"] for p in bp]),
+                       "runs_samples_per_s": [p["samples_per_s"] for p in bp]}
+    bc, bbase = b["configs"], b["plain_loop"]["samples_per_s"]
+    b["overhead_ratio_w1"] = bc["w1_ps2"]["samples_per_s"] / bbase
+    b["over_plain_loop"] = {n: bc[n]["samples_per_s"] / bbase for n in bc}
+    result["before"] = b
+result["over_plain_loop"] = {n: c[n]["samples_per_s"] / base for n in c}
 result["loadavg_1m_after"] = float(open("/proc/loadavg").read().split()[0])
 with open(out_path, "w") as f:
     json.dump(result, f, indent=2)
