@@ -337,7 +337,9 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       }
       st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
       const auto optimizer = st.cfg.spec.optimizer.kind;
-      st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0
+      // Not with standbys: a request sent again to a promoted shard may be answered twice,
+      // and the late answer would land in the buffer being computed on.
+      st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0 && !st.cfg.standbys
                    && st.cfg.spec.model.sparse_tables.empty()
                    && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
       if (st.overlap) st.ahead.assign(st.layout->total_floats(), 0.0f);
