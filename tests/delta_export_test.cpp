@@ -1,15 +1,18 @@
 // Delta export versions cost what changed, not the table: a shard asked for the state at an
 // export clock since the version before sends only the rows pushed since (and tombstones),
 // chosen by each row's last clock without exporting the table whole; the writer takes the
-// shards' states as they come, and refuses a version whose states are some whole, some deltas.
+// shards' states as they come, and refuses a version whose states are some whole, some deltas;
+// the chief asks each delta since the version before it, and a full one after a failure.
 #include "actors/serving/export_after_run.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 #include "tests/shard_fixture.hpp"
+#include "tests/simulation_fixture.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -133,7 +136,7 @@ TEST_CASE("export state: a delta holds the rows pushed since the version before,
   CHECK(first->sparse[0].keys.size() == 2000);
 
   // The next version's state, asked ahead since clock 2 (held until the shard gets to 5); 10
-  // rows pushed at clock 2 (5 of them new), 5 at clock 4 (1 new).
+  // rows pushed at clock 2 (5 of them new), 6 at clock 4 (1 new, 1 pushed at clock 2 too).
   auto asked = (*f.self)->request(f.shard, timeout, checkpoint_atom::value, snapshot_atom::value,
                                   int64_t{5}, int64_t{2});
   std::vector<uint64_t> at_2(table.begin() + 100, table.begin() + 105), at_4{table[7]};
@@ -157,7 +160,7 @@ TEST_CASE("export state: a delta holds the rows pushed since the version before,
   const auto& rows = delta->sparse[0];
   // exactly the rows pushed since: what the shard copied and sent, not the 2 006 of its table
   const auto changed = sorted_union(at_2, at_4);
-  CHECK(changed.size() == 14);
+  CHECK(changed.size() == 15);
   CHECK(rows.keys == changed);
   CHECK(rows.removed_keys.empty());
   // each with the values the shard serves now
@@ -220,6 +223,46 @@ TEST_CASE("export writer: the shards' states all whole or all deltas, never some
     CHECK_THROWS_AS(shard_state_changes({state(0, 3, {zero[0]}, {}), state(1, 4, {one[0]}, {})},
                                         spec, "states"),
                     std::invalid_argument);
+  }
+}
+
+TEST_CASE("export versions: each delta asked since the version before, a full one after a failure") {
+  // The chief's side with a writer of the test's own: every third version full, the second
+  // version's write fails.
+  auto opts = test::synthetic_run(consistency::sync, 2, 2, 60);
+  opts.chief.eval_every = 0;
+  struct asked {
+    int64_t clock, since;
+  };
+  auto seen = std::make_shared<std::vector<asked>>();
+  auto lock = std::make_shared<std::mutex>();
+  opts.chief.exports.every = 5;
+  opts.chief.exports.full_every = 3;
+  opts.chief.exports.write = [seen, lock](int64_t clock, const std::vector<wire_buffer>& shards) {
+    std::lock_guard<std::mutex> hold(*lock);
+    const auto since = shard_checkpoint_delta_since(shards.at(0));
+    for (const auto& s : shards)
+      if (shard_checkpoint_delta_since(s) != since) throw std::runtime_error("mixed states");
+    seen->push_back({clock, since});
+    if (seen->size() == 2) throw std::runtime_error("the disk is full");
+    export_written done;
+    done.version = seen->size();
+    done.delta = since >= 0;
+    return done;
+  };
+  auto summary = simulate(std::move(opts));
+  REQUIRE_MESSAGE(summary, to_string(summary.error()));
+  std::lock_guard<std::mutex> hold(*lock);
+  const auto& v = *seen;
+  REQUIRE(v.size() >= 5);
+  CHECK(v[0].since == -1);
+  CHECK(v[1].since == v[0].clock);  // failed
+  CHECK(v[2].since == -1);          // so the next is full
+  for (std::size_t i = 3; i < v.size(); ++i) {
+    CAPTURE(i);
+    CHECK(v[i].clock > v[i - 1].clock);
+    // full, delta, delta, full, ... from the full one after the failure
+    CHECK(v[i].since == ((i - 2) % 3 == 0 ? -1 : v[i - 1].clock));
   }
 }
 

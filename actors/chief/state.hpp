@@ -188,7 +188,7 @@ struct chief_state {
   int64_t last_export = -1;        // the newest clock asked
   bool export_writing = false;
   int64_t export_pending = -1;     // states that came while writing, written next; -1: none
-  int64_t export_pending_since = -1;
+  int64_t export_pending_since = -1;  // the clock its states count from; -1: whole
   std::vector<wire_buffer> export_pending_states;
   int64_t export_chain = -1;       // the clock of the newest version handed to the writer, which
                                    // the next may be a delta of; -1: the next is full
