@@ -132,7 +132,7 @@ TEST_CASE("model.capnp format 2: a CTR model round trip, and damage refused by n
                        doctest::Contains("a CTR model (dlrm:3:4:5), not an MLP"), model_file_error);
 
   auto damaged = [&](auto edit) { return test::edited_model(good, edit); };
-  check_refused(damaged([](auto r) { r.setFormatVersion(3); }), "format version 3");
+  check_refused(damaged([](auto r) { r.setFormatVersion(4); }), "format version 4");
   check_refused(damaged([](auto r) { r.disownCtr(); }), "without its CtrModel");
   check_refused(damaged([](auto r) { r.getCtr().setLayout("tsv"); }), "input layout 'tsv'");
   check_refused(damaged([](auto r) { r.getCtr().setFields(25); }), "26");

@@ -264,7 +264,7 @@ TEST_CASE("model.capnp: a damaged or mismatched file is refused, naming it and t
   check_refused(std::string(4096, '\x5a'), "not a model.capnp");
   check_refused(good + std::string(8, '\0'), "bytes after the end");
   auto damaged = [&](auto edit) { return test::edited_model(good, edit); };
-  check_refused(damaged([](auto m) { m.setFormatVersion(3); }), "format version 3");
+  check_refused(damaged([](auto m) { m.setFormatVersion(4); }), "format version 4");
   check_refused(damaged([](auto m) { m.getLayers().set(1, 13); }),
                 "tensor dense0/kernel has shape [16, 12] but the spec (layers 16-13-8-10) needs "
                 "[16, 13]");
