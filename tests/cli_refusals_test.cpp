@@ -100,3 +100,23 @@ TEST_CASE("a CSV whose labels start above 0 is refused, naming the file and the 
                 r.output);
   CHECK_MESSAGE(r.output.find("subtract 1") != std::string::npos, r.output);
 }
+
+TEST_CASE("a bad training data line ends the run naming file and line, not replacing workers") {
+  // Worker 0's part holds a 3-field line: every worker reading it would stop there, so the
+  // chief ends the run (exit 1) with the reader's file:line, rather than replacing the worker
+  // until --max-replacements and reporting success without its samples.
+  char dir[] = "/tmp/actorps-bad-line-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string d = dir;
+  REQUIRE(run_actorps("gen-data criteo --out " + d + " --rows 4000 --test-rows 500").status == 0);
+  REQUIRE(std::system(("sed -i '700s/^.*$/1\\tabc\\tdef/' " + d + "/train.tsv").c_str()) == 0);
+  auto r = run_actorps("simulate --model lr --dataset criteo:" + d + "/train.tsv --test " + d
+                       + "/test.tsv --workers 2 --no-progress");
+  CHECK(r.status == 1);
+  CHECK_MESSAGE(r.output.find("stopped on its training data: bad_data: " + d
+                              + "/train.tsv:700: 3 fields, expected 40") != std::string::npos,
+                r.output);
+  CHECK_MESSAGE(r.output.find("replacing it") == std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("summary:") == std::string::npos, r.output);
+  std::system(("rm -rf " + d).c_str());
+}

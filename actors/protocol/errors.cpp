@@ -32,6 +32,7 @@ const char* to_string(errc code) {
     case errc::not_authorised: return "not_authorised";
     case errc::cluster_mismatch: return "cluster_mismatch";
     case errc::gradient_norm_beyond: return "gradient_norm_beyond";
+    case errc::bad_data: return "bad_data";
   }
   return "unknown_error";
 }

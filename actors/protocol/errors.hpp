@@ -40,6 +40,7 @@ enum class errc : uint8_t {
   cluster_mismatch,       ///< a task joined with a cluster spec other than the chief's
   gradient_norm_beyond,   ///< a push's gradient norm beyond --gradient-norm-bound times the
                           ///< median of the shard's recent pushes (norm_bound.hpp)
+  bad_data,               ///< a training data line a reader cannot take (its file and line said)
 };
 
 const char* to_string(errc code);

@@ -309,6 +309,17 @@ caf::error refusal(self_ptr self, caf::error err) {
 worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  // A data line its reader cannot take stops this worker with errc::bad_data naming file and
+  // line: a replacement would stop at the same line, so the chief ends the run saying so.
+  self->set_exception_handler([](caf::scheduled_actor* actor, std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const dataset_error& bad) {
+      return make_error(errc::bad_data, bad.what());
+    } catch (...) {
+      return caf::scheduled_actor::default_exception_handler(actor, e);
+    }
+  });
   return {
     [=](start_atom) {
       auto& st = self->state;
