@@ -166,6 +166,9 @@ std::string dataset_identity(const data_source& d) {
     case data_source::kind::csv: return "csv:" + absolute(d.train_path);
     case data_source::kind::libsvm: return "libsvm:" + absolute(d.train_path);
     case data_source::kind::criteo: return "criteo:" + absolute(d.train_path);
+    case data_source::kind::logs:
+      return std::string(d.delimiter == ',' ? "csv:" : "tsv:") + absolute(d.train_path)
+             + " schema " + absolute(d.schema_path);
   }
   return "unknown";
 }

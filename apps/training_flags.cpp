@@ -9,6 +9,7 @@
 
 #include "actors/chief/metrics.hpp"
 #include "actors/chief/tensorboard_writer.hpp"
+#include "actors/data/feature_schema.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/mlp_plugin.hpp"
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -192,15 +194,20 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "(a label column first, then numeric features; header optional; plain or gzip) | "
      "libsvm:PATH (label 0/1 or -1/+1, then index:value pairs; plain or gzip; each worker "
      "streams its part; for --model sparse-lr) | criteo:PATH (Criteo's click-log TSV: label, "
-     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm). "
+     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm) | "
+     "tsv:PATH or csv:PATH with --schema (your own log, streamed as criteo:). "
      "A PATH that is a directory is read as one stream: its files in name order (hidden ones "
      "left out), each worker its part of each file")
     ("test", po::value(&o.test)->default_value(o.test),
      "the test file of --dataset csv:PATH, libsvm:PATH or criteo:PATH (the same format as the "
      "training file; a directory: its files in name order)")
+    ("schema", po::value(&o.schema)->default_value(o.schema),
+     "the feature schema (JSON) of --dataset tsv:PATH or csv:PATH: each column's type and "
+     "transform (actors/data/SCHEMA_FORMAT.md)")
     ("gauc-group", po::value(&o.gauc_group)->default_value(o.gauc_group),
-     "a categorical field of --dataset criteo:PATH (C1..C26) whose value groups the test rows: "
-     "the evaluations add GAUC, the AUC within each group averaged by rows")
+     "a categorical field of --dataset criteo:PATH (C1..C26), or a key field of --schema, whose "
+     "value groups the test rows: the evaluations add GAUC, the AUC within each group averaged "
+     "by rows")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir),
      "directory holding the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist)")
     ("synthetic-rows", po::value(&o.synthetic_rows)->default_value(o.synthetic_rows),
@@ -522,6 +529,16 @@ checked_flags check_training_flags(const training_flags& typed) {
     d.seed = o.seed;
     d.cols = layers ? layers->front() : d.cols;
     v.train_rows = o.synthetic_rows;
+  } else if (o.dataset.rfind("tsv:", 0) == 0
+             || (o.dataset.rfind("csv:", 0) == 0 && !o.schema.empty())) {
+    d.what = data_source::kind::logs;
+    d.delimiter = o.dataset[0] == 't' ? '\t' : ',';
+    d.train_path = o.dataset.substr(4);
+    d.test_path = o.test;
+    d.schema_path = o.schema;
+    require(!d.train_path.empty(), "dataset", o.dataset, "must name a file: tsv:PATH");
+    if (o.schema.empty()) throw usage_error("--dataset " + o.dataset + " needs --schema FILE");
+    if (d.test_path.empty()) throw usage_error("--dataset " + o.dataset + " needs --test PATH");
   } else if (o.dataset.rfind("csv:", 0) == 0) {
     d.what = data_source::kind::csv;
     d.train_path = o.dataset.substr(4);
@@ -542,9 +559,23 @@ checked_flags check_training_flags(const training_flags& typed) {
     if (d.test_path.empty()) throw usage_error("--dataset criteo:PATH needs --test PATH");
   } else {
     throw usage_error("--dataset must be fashion-mnist, synthetic, csv:PATH, libsvm:PATH or "
-                      "criteo:PATH (got " + o.dataset + ")");
+                      "criteo:PATH, or tsv:PATH with --schema (got " + o.dataset + ")");
   }
-  if (!o.gauc_group.empty()) {
+  if (!o.schema.empty() && d.what != data_source::kind::logs)
+    throw usage_error("--schema " + o.schema + " needs --dataset tsv:PATH or csv:PATH");
+  std::optional<feature_schema> schema;
+  if (d.what == data_source::kind::logs) {
+    try {
+      schema = load_feature_schema(o.schema);
+    } catch (const schema_error& e) {
+      throw usage_error(std::string("--schema: ") + e.what());
+    }
+  }
+  if (!o.gauc_group.empty() && schema) {
+    d.group_field = schema->field(o.gauc_group);
+    if (d.group_field < 0)
+      throw usage_error("--gauc-group " + o.gauc_group + " is no key field of " + o.schema);
+  } else if (!o.gauc_group.empty()) {
     if (d.what != data_source::kind::criteo)
       throw usage_error("--gauc-group " + o.gauc_group + " needs --dataset criteo:PATH");
     const auto& g = o.gauc_group;
@@ -571,6 +602,9 @@ checked_flags check_training_flags(const training_flags& typed) {
                       "criteo:PATH");
   if (auto why = model->check_source(d.what); !why.empty())
     throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
+  if (schema)
+    if (auto why = model->check_schema(*schema); !why.empty())
+      throw usage_error("--model " + o.model + " does not fit --schema " + o.schema + ": " + why);
   if (d.what != data_source::kind::csv) {  // a CSV's shape is known once it is read
     // Streamed rows (libsvm, criteo) have no fixed width and are binary, as the readers say.
     const bool sparse = streamed(d.what);

@@ -177,6 +177,7 @@ struct DataSource {
     csv @2;
     libsvm @3;                 # binary rows of hashed features, streamed by each worker
     criteo @4;                 # click logs: label, 13 integers, 26 categoricals; streamed
+    logs @5;                   # a TSV or CSV log a feature schema describes; streamed
   }
   kind @0 :Kind;
   dir @1 :Text;                # fashion-mnist: the directory of the IDX files
@@ -188,6 +189,8 @@ struct DataSource {
   testPath @7 :Text;
   groupField @8 :Int32 = -1;   # criteo: the field grouping the test rows for GAUC; -1: none
   follow @9 :Bool;             # libsvm, criteo: trainPath is a directory followed as it grows
+  schemaPath @10 :Text;        # logs: the feature schema (JSON)
+  delimiter @11 :UInt8 = 9;    # logs: the column separator, tab or comma
 }
 
 # The chief's instructions to a worker or evaluator process (distributed runs).

@@ -9,7 +9,7 @@ packages=(
   g++ cmake make pkg-config
   libcaf-dev capnproto libcapnp-dev
   libboost-program-options-dev doctest-dev
-  libopenblas-dev zlib1g-dev nlohmann-json3-dev libabsl-dev
+  libopenblas-dev zlib1g-dev nlohmann-json3-dev libabsl-dev libyaml-cpp-dev
   libonnx-dev libprotobuf-dev libopencv-dnn-dev
   dataset-fashion-mnist
   python3 python3-matplotlib python3-yaml

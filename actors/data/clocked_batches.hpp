@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace actorps {
 
@@ -22,7 +23,7 @@ namespace actorps {
 /// forward to it. The two clocks read last are kept, so a trainer may ask for clock c + 1's
 /// keys before it steps clock c without reading either twice. Not thread-safe.
 ///
-/// Reader needs Reader(path, part, parts), size_t next_batch(size_t max_rows, Batch&) (0 at the
+/// Reader needs Reader(path, part, parts, ...), size_t next_batch(size_t max_rows, Batch&) (0 at the
 /// part's end) and rewind(); Batch is default-constructible.
 ///
 ///   clocked_batches<criteo_reader, criteo_batch> data("train.tsv", worker, workers, 4096);
@@ -36,8 +37,12 @@ public:
   /// `follow` (a directory that grows, Reader::follow): there are no epochs; the stream goes on
   /// into files that appear later, and a batch the files do not hold yet is an error (the
   /// caller asks only for those the files it was told of hold). Clock 0 is not read up front.
-  clocked_batches(const std::string& path, int part, int parts, int rows, bool follow = false)
-      : reader_(path, part, parts),
+  ///
+  /// `reader_args` go to the Reader's constructor after (path, part, parts).
+  template <class... ReaderArgs>
+  clocked_batches(const std::string& path, int part, int parts, int rows, bool follow = false,
+                  ReaderArgs&&... reader_args)
+      : reader_(path, part, parts, std::forward<ReaderArgs>(reader_args)...),
         where_(path + " part " + std::to_string(part) + " of " + std::to_string(parts)),
         rows_(rows > 0 ? static_cast<std::size_t>(rows)
                        : throw std::invalid_argument(where_ + ": batches of " +

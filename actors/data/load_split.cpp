@@ -3,6 +3,7 @@
 #include "actors/data/criteo_reader.hpp"
 #include "actors/data/csv_dataset.hpp"
 #include "actors/data/libsvm_reader.hpp"
+#include "actors/data/schema_reader.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -64,6 +65,45 @@ dataset load_criteo(const std::string& path, bool train) {
   return out;
 }
 
+/// The rows of a log a schema describes: a test split whole (in `criteo`), a training split
+/// only counted (its non-empty lines, as Criteo's).
+dataset load_logs(const data_source& src, bool train) {
+  const auto& path = train ? src.train_path : src.test_path;
+  dataset out;
+  out.classes = 2;
+  auto rows = int64_t{0};
+  if (train) {
+    rows = count_criteo_rows(path);
+  } else {
+    auto schema = std::make_shared<const feature_schema>(load_feature_schema(src.schema_path));
+    schema_reader reader(path, 0, 1, schema, {src.delimiter});
+    criteo_batch batch;
+    while (reader.next_batch(1 << 16, batch) > 0) out.criteo.append(batch);
+    rows = static_cast<int64_t>(out.criteo.rows());
+    if (src.group_field >= schema->fields)
+      throw std::invalid_argument("the GAUC group field " + std::to_string(src.group_field)
+                                  + " is not one of " + src.schema_path + "'s");
+    if (src.group_field >= 0) {  // GAUC's groups: a field's (first) key
+      const auto& c = out.criteo;
+      const auto fields = static_cast<std::size_t>(c.fields);
+      const auto f = static_cast<std::size_t>(src.group_field);
+      out.groups.resize(c.rows());
+      for (std::size_t r = 0; r < c.rows(); ++r) {
+        if (c.offsets.empty()) {
+          out.groups[r] = c.keys[r * fields + f];
+        } else {
+          const auto first = c.offsets[r * fields + f];
+          out.groups[r] = first < c.offsets[r * fields + f + 1] ? c.keys[first] : 0;
+        }
+      }
+    }
+  }
+  if (rows > std::numeric_limits<int>::max())
+    throw dataset_error(path + ": " + std::to_string(rows) + " rows, more than 2^31 - 1");
+  out.rows = static_cast<int>(rows);
+  return out;
+}
+
 /// A CSV file, or every file of a directory in name order as one set of rows (stream_files):
 /// the files must have the same columns.
 dataset load_csv_files(const std::string& path) {
@@ -113,6 +153,8 @@ std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
     }
     return d;
   }
+  if (src.what == data_source::kind::logs)
+    return std::make_shared<dataset>(load_logs(src, train));
   if (src.what == data_source::kind::libsvm)
     return std::make_shared<dataset>(load_libsvm(train ? src.train_path : src.test_path, train));
   if (src.what == data_source::kind::fashion_mnist)
@@ -132,13 +174,14 @@ int64_t training_rows(const data_source& src) {
     case data_source::kind::synthetic: return src.train_rows;
     case data_source::kind::csv: return load_csv_files(src.train_path).rows;  // a full parse
     case data_source::kind::libsvm: return count_libsvm_rows(src.train_path);
-    case data_source::kind::criteo: return count_criteo_rows(src.train_path);
+    case data_source::kind::criteo:
+    case data_source::kind::logs: return count_criteo_rows(src.train_path);
   }
   return 0;
 }
 
 stream_file count_stream_file(const data_source& src, const std::string& path, int workers) {
-  auto parts = src.what == data_source::kind::criteo ? count_criteo_parts(path, workers)
+  auto parts = src.what != data_source::kind::libsvm ? count_criteo_parts(path, workers)
                                                      : count_libsvm_parts(path, workers);
   if (parts.size() != 1) throw dataset_error(path + ": not one file of a stream");
   auto& part = parts.front();
@@ -149,7 +192,7 @@ int64_t training_rows(const data_source& src, int workers, std::vector<stream_fi
   std::error_code ec;
   if (!streamed(src.what) || !std::filesystem::is_directory(src.train_path, ec))
     return training_rows(src);
-  auto parts = src.what == data_source::kind::criteo ? count_criteo_parts(src.train_path, workers)
+  auto parts = src.what != data_source::kind::libsvm ? count_criteo_parts(src.train_path, workers)
                                                      : count_libsvm_parts(src.train_path, workers);
   int64_t rows = 0;
   for (auto& part : parts) {

@@ -1,6 +1,5 @@
 #include "actors/model/criteo_lr_plugin.hpp"
 
-#include "actors/data/criteo_batches.hpp"
 #include "actors/model/criteo_model.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/sparse_lr_plugin.hpp"
@@ -64,8 +63,7 @@ private:
 class criteo_lr_trainer : public trainer {
 public:
   explicit criteo_lr_trainer(const trainer_context& ctx)
-    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch,
-            ctx.source.follow) {}
+    : data_(ctr_training_batches(ctx)) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
     name_criteo_keys("lr", data_.at(clock), per_table);
@@ -80,7 +78,7 @@ public:
   }
 
 private:
-  criteo_batches data_;
+  ctr_batches data_;
   wide_model model_;
 };
 

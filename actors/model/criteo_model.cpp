@@ -4,9 +4,27 @@
 
 namespace actorps {
 
-const std::string& criteo_training_file(const trainer_context& ctx) {
-  if (ctx.source.what != data_source::kind::criteo) throw std::invalid_argument(needs_criteo);
-  return ctx.source.train_path;
+ctr_batches ctr_training_batches(const trainer_context& ctx) {
+  const auto& src = ctx.source;
+  if (src.what != data_source::kind::criteo && src.what != data_source::kind::logs)
+    throw std::invalid_argument(needs_criteo);
+  ctr_batches batches(src, ctx.worker, ctx.workers, ctx.batch);
+  if (batches.schema())
+    if (auto why = criteo_layout_refusal(*batches.schema()); !why.empty())
+      throw std::invalid_argument(why);
+  return batches;
+}
+
+std::string criteo_layout_refusal(const feature_schema& schema) {
+  if (schema.dense_width == criteo_dense_fields && schema.fields == criteo_categorical_fields
+      && !schema.multi_hot && schema.weight < 0)
+    return "";
+  return schema.path + " gives " + std::to_string(schema.dense_width) + " dense values and "
+         + std::to_string(schema.fields) + " key fields a row"
+         + (schema.multi_hot ? ", multi-hot among them" : "")
+         + (schema.weight >= 0 ? ", and weights" : "")
+         + "; the model reads Criteo's layout: 13 dense values and 26 single-valued key fields, "
+           "no weights";
 }
 
 const criteo_batch& criteo_test_split(const std::shared_ptr<const dataset>& test) {

@@ -2,6 +2,7 @@
 // and score the test split, which the runtime loads whole, by exact AUC and log loss.
 #pragma once
 
+#include "actors/data/ctr_batches.hpp"
 #include "actors/data/dataset.hpp"
 #include "actors/model/plugin.hpp"
 
@@ -14,11 +15,17 @@ namespace actorps {
 
 /// What a CTR model says when given other data.
 inline constexpr const char* needs_criteo =
-  "it trains on --dataset criteo:PATH (with --test PATH): Criteo's label, I1-I13, C1-C26 lines";
+  "it trains on --dataset criteo:PATH (with --test PATH): Criteo's label, I1-I13, C1-C26 lines, "
+  "or on tsv:PATH or csv:PATH with a --schema of that layout";
 
-/// The file a CTR trainer streams: ctx.source's training file; throws std::invalid_argument
-/// (needs_criteo) for another kind of data.
-const std::string& criteo_training_file(const trainer_context& ctx);
+/// The batches a CTR trainer streams: its part of ctx.source's training file. Throws
+/// std::invalid_argument (needs_criteo) for another kind of data or a schema whose layout is
+/// not Criteo's (criteo_layout_refusal), schema_error for a bad schema.
+ctr_batches ctr_training_batches(const trainer_context& ctx);
+
+/// Why a log of `schema` cannot train a model that reads Criteo's layout ("" if it can): such
+/// a model wants 13 dense values and 26 single-valued key fields a row, no weights.
+std::string criteo_layout_refusal(const feature_schema& schema);
 
 /// The Criteo test split of `test`; throws std::invalid_argument (needs_criteo) when it holds
 /// none.
@@ -45,7 +52,11 @@ public:
     return cols == 0 && classes == 2 ? "" : needs_criteo;
   }
   std::string check_source(data_source::kind what) const override {
-    return what == data_source::kind::criteo ? "" : needs_criteo;
+    return what == data_source::kind::criteo || what == data_source::kind::logs ? ""
+                                                                                 : needs_criteo;
+  }
+  std::string check_schema(const feature_schema& schema) const override {
+    return criteo_layout_refusal(schema);
   }
 };
 

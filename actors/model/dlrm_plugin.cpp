@@ -1,6 +1,5 @@
 #include "actors/model/dlrm_plugin.hpp"
 
-#include "actors/data/criteo_batches.hpp"
 #include "actors/model/criteo_model.hpp"
 #include "actors/model/registry.hpp"
 
@@ -33,8 +32,7 @@ const int32_t* row_index(const table_rows& t) {
 class dlrm_trainer : public trainer {
 public:
   dlrm_trainer(const dlrm_shape& shape, const trainer_context& ctx)
-    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch,
-            ctx.source.follow),
+    : data_(ctr_training_batches(ctx)),
       be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
@@ -57,7 +55,7 @@ public:
   std::string device() const override { return be_->name(); }
 
 private:
-  criteo_batches data_;
+  ctr_batches data_;
   std::unique_ptr<backend> be_;
   dlrm model_;
 };

@@ -68,7 +68,7 @@ eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std
 std::string model_plugin::check_source(data_source::kind what) const {
   if (!streamed(what)) return "";
   return "it trains on rows handed over in memory (fashion-mnist, synthetic, csv), not on a "
-         "file each worker streams (libsvm, criteo)";
+         "file each worker streams (libsvm, criteo, tsv/csv with --schema)";
 }
 
 } // namespace actorps

@@ -5,6 +5,7 @@
 
 #include "actors/data/batch_source.hpp"
 #include "actors/data/dataset.hpp"
+#include "actors/data/feature_schema.hpp"
 #include "actors/model/training_defaults.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
@@ -123,6 +124,12 @@ public:
   /// kind the runtime hands over in memory and refuses the streamed ones (libsvm, criteo),
   /// which only a plug-in that reads its own files can train on.
   virtual std::string check_source(data_source::kind what) const;
+  /// Why this model cannot read a log `schema` describes (--schema; "" if it can). Asked only
+  /// when check_source took data_source::kind::logs. Default: "".
+  virtual std::string check_schema(const feature_schema& schema) const {
+    (void)schema;
+    return "";
+  }
   /// A trainer for one worker; throws std::exception saying why it cannot (no GPU, ...).
   virtual std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const = 0;
   /// The evaluation hook over `test`; throws std::exception saying why it cannot.

@@ -1,6 +1,5 @@
 #include "actors/model/wide_deep_plugin.hpp"
 
-#include "actors/data/criteo_batches.hpp"
 #include "actors/model/criteo_model.hpp"
 #include "actors/model/registry.hpp"
 
@@ -53,8 +52,7 @@ void name_keys(const char* model, const criteo_batch& b,
 class wide_deep_trainer : public trainer {
 public:
   wide_deep_trainer(const wide_deep_shape& shape, const trainer_context& ctx)
-    : data_(criteo_training_file(ctx), ctx.worker, ctx.workers, ctx.batch,
-            ctx.source.follow),
+    : data_(ctr_training_batches(ctx)),
       be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
@@ -76,7 +74,7 @@ public:
   std::string device() const override { return be_->name(); }
 
 private:
-  criteo_batches data_;
+  ctr_batches data_;
   std::unique_ptr<backend> be_;
   wide_deep model_;
 };

@@ -11,7 +11,7 @@ namespace actorps {
 inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 
 struct data_source {
-  enum class kind { fashion_mnist, synthetic, csv, libsvm, criteo };
+  enum class kind { fashion_mnist, synthetic, csv, libsvm, criteo, logs };
   kind what = kind::fashion_mnist;
   std::string dir = default_fashion_mnist_dir;
   int train_rows = 8192;   ///< synthetic only
@@ -22,20 +22,24 @@ struct data_source {
                            ///< libsvm, criteo: the training file, which each worker streams its
                            ///< part of
   std::string test_path;   ///< csv, libsvm, criteo: the test file
-  int group_field = -1;    ///< criteo: the categorical field (0 for C1 .. 25 for C26) whose
-                           ///< value groups the test rows for GAUC (--gauc-group); -1: none
-  bool follow = false;     ///< libsvm, criteo: train_path is a directory followed as it grows
-                           ///< (--follow)
+  int group_field = -1;    ///< criteo: the categorical field (0 for C1 .. 25 for C26), logs:
+                           ///< the schema's key field, whose value groups the test rows for
+                           ///< GAUC (--gauc-group); -1: none
+  bool follow = false;     ///< libsvm, criteo, logs: train_path is a directory followed as it
+                           ///< grows (--follow)
+  std::string schema_path; ///< logs: the feature schema (--schema)
+  char delimiter = '\t';   ///< logs: '\t' (tsv:PATH) or ',' (csv:PATH with --schema)
 };
 
 /// The clocks of a followed stream without --steps: more than any run trains, so it goes on
 /// until it is stopped (the stop file, a signal).
 inline constexpr int64_t endless_clocks = int64_t(1) << 40;
 
-/// Whether each worker streams its own part of the training file (libsvm, criteo) instead of
-/// being handed rows in memory.
+/// Whether each worker streams its own part of the training file (libsvm, criteo, logs)
+/// instead of being handed rows in memory.
 inline bool streamed(data_source::kind what) {
-  return what == data_source::kind::libsvm || what == data_source::kind::criteo;
+  return what == data_source::kind::libsvm || what == data_source::kind::criteo
+         || what == data_source::kind::logs;
 }
 
 } // namespace actorps

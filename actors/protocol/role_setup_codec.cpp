@@ -12,7 +12,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
   for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
   auto bound = header_bound + spec_bound(setup.spec) + words_for(setup.data.dir.size() + 1)
                + words_for(setup.data.train_path.size() + 1) + words_for(setup.data.test_path.size() + 1)
-               + text;
+               + words_for(setup.data.schema_path.size() + 1) + text;
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::RoleSetup>();
     write_spec(msg.initSpec(), setup.spec);
@@ -33,6 +33,8 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     data.setCols(static_cast<uint32_t>(setup.data.cols));
     data.setGroupField(setup.data.group_field);
     data.setFollow(setup.data.follow);
+    data.setSchemaPath(setup.data.schema_path);
+    data.setDelimiter(static_cast<uint8_t>(setup.data.delimiter));
     auto addresses = msg.initShardAddresses(static_cast<unsigned>(setup.shard_addresses.size()));
     for (unsigned i = 0; i < setup.shard_addresses.size(); ++i)
       addresses.set(i, setup.shard_addresses[i]);
@@ -57,7 +59,7 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.slow_ms = static_cast<int>(msg.getSlowMs());
     out.request_timeout = std::chrono::milliseconds(msg.getRequestTimeoutMs());
     auto data = msg.getData();
-    if (data.getKind() > wire::DataSource::Kind::CRITEO)
+    if (data.getKind() > wire::DataSource::Kind::LOGS)
       return make_error(errc::malformed_message, "unknown data source kind "
                                                    + std::to_string(unsigned(data.getKind())));
     out.data.what = static_cast<data_source::kind>(data.getKind());
@@ -69,11 +71,19 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.data.seed = data.getSeed();
     out.data.cols = static_cast<int>(data.getCols());
     out.data.group_field = data.getGroupField();
-    if (out.data.group_field < -1 || out.data.group_field >= 26)  // C1..C26
+    out.data.schema_path = data.getSchemaPath();
+    out.data.delimiter = static_cast<char>(data.getDelimiter());
+    // C1..C26; a schema's key fields are the keys' 256 tables at most, crosses aside
+    const int fields = out.data.what == data_source::kind::logs ? 1 << 16 : 26;
+    if (out.data.group_field < -1 || out.data.group_field >= fields)
       return make_error(errc::malformed_message, "group field "
                                                    + std::to_string(out.data.group_field)
-                                                   + " is not a Criteo field");
+                                                   + " is out of range");
     out.data.follow = data.getFollow();
+    if (out.data.what == data_source::kind::logs
+        && (out.data.schema_path.empty()
+            || (out.data.delimiter != '\t' && out.data.delimiter != ',')))
+      return make_error(errc::invalid_spec, "a log without a schema or with an unknown delimiter");
     if (out.data.follow && !streamed(out.data.what))
       return make_error(errc::invalid_spec, "a followed stream of a data source not streamed");
     for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());

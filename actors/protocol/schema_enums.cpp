@@ -56,6 +56,7 @@ static_assert(same(data_source::kind::fashion_mnist, wire::DataSource::Kind::FAS
               && same(data_source::kind::synthetic, wire::DataSource::Kind::SYNTHETIC)
               && same(data_source::kind::csv, wire::DataSource::Kind::CSV)
               && same(data_source::kind::libsvm, wire::DataSource::Kind::LIBSVM)
-              && same(data_source::kind::criteo, wire::DataSource::Kind::CRITEO));
+              && same(data_source::kind::criteo, wire::DataSource::Kind::CRITEO)
+              && same(data_source::kind::logs, wire::DataSource::Kind::LOGS));
 
 } // namespace actorps

@@ -121,6 +121,7 @@ std::string export_dataset_name(const data_source& data) {
     case data_source::kind::csv: return "csv";
     case data_source::kind::libsvm: return "libsvm";
     case data_source::kind::criteo: return "criteo";
+    case data_source::kind::logs: return data.delimiter == ',' ? "csv+schema" : "tsv+schema";
   }
   return "unknown";
 }
