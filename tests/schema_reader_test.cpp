@@ -426,7 +426,7 @@ TEST_CASE("--schema of the Criteo layout trains lr and dlrm to criteo:'s AUC to 
   }
 }
 
-TEST_CASE("a log's schema and delimiter travel in a RoleSetup; a log without a schema is refused") {
+TEST_CASE("a log's schema and delimiter travel in a RoleSetup, and a log without a schema is refused") {
   role_setup setup;
   setup.spec.model = make_model("lr")->spec();
   place_buckets(setup.spec);
