@@ -120,7 +120,8 @@ struct blame {
   }
   /// Every key of `o` is one of `known`.
   void only(const json& o, std::initializer_list<const char*> known) const {
-    for (const auto& [key, value] : o.items()) {
+    for (const auto& item : o.items()) {
+      const std::string& key = item.key();  // (a structured binding: clang's lambdas refuse it)
       if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
         std::string list;
         for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + k;
