@@ -307,8 +307,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     bool node = w < static_cast<int32_t>(st.worker_nodes.size()) && is(st.worker_nodes[w]);
     if (!is(st.workers[w]) && !node) continue;
     auto reason = loss_reason(st, worker_role(w), dm.reason);
-    // (is_error reads the category: a worker that ended normally has no reason to read)
-    if (dm.reason && is_error(dm.reason, errc::bad_data))  // a replacement would stop there too
+    if (is_error(dm.reason, errc::bad_data))  // a replacement would stop at the same line
       return fail_run(self, worker_role(w).text() + " stopped on its training data", dm.reason);
     if (st.before_training() && !st.cfg.remote)  // nothing would start it again
       return fail_run(self, worker_role(w).text() + " lost before training began",

@@ -56,9 +56,10 @@ inline caf::error make_error(errc code, std::string context) {
                     caf::make_message(std::move(context))};
 }
 
-/// Whether `err` is ours and says `code`.
+/// Whether `err` is ours and says `code` (false for no error: CAF 0.17 reads an empty error's
+/// category through a null pointer).
 inline bool is_error(const caf::error& err, errc code) {
-  return err.category() == error_category && err.code() == static_cast<uint8_t>(code);
+  return err && err.category() == error_category && err.code() == static_cast<uint8_t>(code);
 }
 
 /// "unknown_block: block 17 belongs to shard 1" — for log lines and CLI messages.
