@@ -19,6 +19,21 @@ namespace actorps {
 
 namespace {
 
+/// The answer to a request just sent on `link`, its header into `h`: the shard's refusal, or
+/// malformed_message (`expected`: what was due) unless it is a well-formed reply.
+caf::error receive_reply(link_socket& link, frame_header& h, const char* expected) {
+  auto err = link.receive_header(h);
+  if (!err && !check_header(h).empty()) err = make_error(errc::malformed_message, check_header(h));
+  if (!err && static_cast<frame_kind>(h.kind) == frame_kind::failure) {
+    caf::error refused;
+    err = link.receive_failure(h, refused);
+    if (!err) err = std::move(refused);
+  } else if (!err && static_cast<frame_kind>(h.kind) != frame_kind::reply) {
+    err = make_error(errc::malformed_message, expected);
+  }
+  return err;
+}
+
 /// Says hello to shard `index` on `link`, with a ticket (local_ticket_secret bytes) on a proven
 /// local socket, and waits for the answer.
 caf::error say_hello(link_socket& link, int32_t index, std::chrono::milliseconds request_timeout,
@@ -28,15 +43,7 @@ caf::error say_hello(link_socket& link, int32_t index, std::chrono::milliseconds
   auto hello = make_header(frame_kind::hello, 0, index, request_timeout.count(),
                            ticket ? local_ticket_secret : 0);
   auto err = link.send(hello, ticket);
-  if (!err) err = link.receive_header(h);
-  if (!err && !check_header(h).empty()) err = make_error(errc::malformed_message, check_header(h));
-  if (!err && static_cast<frame_kind>(h.kind) == frame_kind::failure) {
-    caf::error refused;
-    err = link.receive_failure(h, refused);
-    if (!err) err = std::move(refused);
-  } else if (!err && static_cast<frame_kind>(h.kind) != frame_kind::reply)
-    err = make_error(errc::malformed_message, "no hello reply");
-  return err;
+  return err ? err : receive_reply(link, h, "no hello reply");
 }
 
 /// Over `link` (TLS on the shard's local socket, after the hello) takes a one-time ticket and
@@ -47,14 +54,8 @@ caf::expected<std::shared_ptr<link_socket>>
 enter_proven_local(link_socket& link, int32_t index, std::chrono::milliseconds request_timeout) {
   frame_header h;
   auto err = link.send(make_header(frame_kind::local_ticket, 1));
-  if (!err) err = link.receive_header(h);
-  if (!err && !check_header(h).empty()) err = make_error(errc::malformed_message, check_header(h));
-  if (!err && static_cast<frame_kind>(h.kind) == frame_kind::failure) {
-    caf::error refused;
-    err = link.receive_failure(h, refused);
-    if (!err) err = std::move(refused);
-  } else if (!err && (static_cast<frame_kind>(h.kind) != frame_kind::reply
-                      || h.size != local_ticket_bytes))
+  if (!err) err = receive_reply(link, h, "no ticket in the answer");
+  if (!err && h.size != local_ticket_bytes)
     err = make_error(errc::malformed_message, "no ticket in the answer");
   if (err) return err;
   auto answer = link.receive_buffer(h);
