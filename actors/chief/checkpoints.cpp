@@ -128,6 +128,13 @@ void chief_writes(self_ptr self, const std::string& dir, int64_t clock, int64_t 
 
 } // namespace
 
+int64_t next_checkpoint_since(const chief_state& st) {
+  // A delta of the chain's newest link, until a full one is due.
+  return st.chain.predecessor_clock >= 0 && st.chain_deltas + 1 < st.cfg.checkpoints.full_every
+           ? st.chain.predecessor_clock
+           : -1;
+}
+
 void abandon_checkpoint(self_ptr self, const std::string& why) {
   auto& st = self->state;
   if (!st.checkpoint_in_flight) return;
@@ -143,12 +150,8 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
   auto started = std::chrono::steady_clock::now();
   auto abandoned = [=] { return self->state.checkpoint_generation != generation; };
   auto prepared = std::make_shared<std::string>();  // its directory, once there is one
-  // A delta of the chain's newest link, until a full one is due (one checkpoint is in flight at
-  // a time: the chain is the one this checkpoint continues).
-  const int64_t since = st.chain.predecessor_clock >= 0
-                            && st.chain_deltas + 1 < st.cfg.checkpoints.full_every
-                          ? st.chain.predecessor_clock
-                          : -1;
+  // One checkpoint is in flight at a time: the chain is the one this checkpoint continues.
+  const int64_t since = next_checkpoint_since(st);
   auto failed = [=](const caf::error& err) {
     if (abandoned()) return;
     auto& st = self->state;
@@ -227,9 +230,12 @@ void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then) {
             st.chain = {clock, manifest_sha256, clock, manifest_sha256};
             st.chain_deltas = 0;
           }
-          // No delta counts from before it now: what the shards kept for that goes.
+          // No delta counts from before it now: what the shards kept for that goes. They are
+          // told what the next one will be, to keep at its clock only what it will hold.
           for (const auto& shard : st.shards)
-            if (shard) self->send(shard, checkpoint_atom::value, commit_atom::value, clock);
+            if (shard)
+              self->send(shard, checkpoint_atom::value, commit_atom::value, clock,
+                         next_checkpoint_since(st));
           st.last_checkpoint = std::max(st.last_checkpoint, clock);
           // The shards keep a clock once every live worker has pushed it; a worker in another
           // process reports its clocks in batches (worker.cpp), so some may still be on their

@@ -361,6 +361,9 @@ void maybe_checkpoint(self_ptr self);
 /// calls `then` once it is written, has failed (counted) or was refused as
 /// checkpoint_superseded or checkpoint_clock_passed (not counted); one at a time.
 void take_checkpoint(self_ptr self, int64_t clock, std::function<void()> then);
+/// What the next checkpoint will ask of the shards: the changes since the chain's newest link,
+/// or -1 (the whole state) when there is none or a full one is due (--full-checkpoint-every).
+int64_t next_checkpoint_since(const chief_state& st);
 /// The checkpoint in flight will not complete (a shard it asked is lost): its answers are
 /// ignored from now on, and what waited for it (the next checkpoint, the final one) goes on.
 void abandon_checkpoint(self_ptr self, const std::string& why);

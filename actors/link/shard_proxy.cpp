@@ -375,7 +375,9 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
         [=](checkpoint_atom a, snapshot_atom b, int64_t c, int64_t s) {
           return self->delegate(remote, a, b, c, s);
         },
-        [=](checkpoint_atom a, commit_atom b, int64_t c) { self->send(remote, a, b, c); },
+        [=](checkpoint_atom a, commit_atom b, int64_t c, int64_t n) {
+          self->send(remote, a, b, c, n);
+        },
         [=](replicate_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
         [=](replicate_atom a, leave_atom b, int32_t w) { return self->delegate(remote, a, b, w); },
         [=](replicate_atom a, rejoin_atom b, int32_t w) { return self->delegate(remote, a, b, w); },

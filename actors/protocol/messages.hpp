@@ -307,9 +307,11 @@ using ps_shard_actor = caf::typed_actor<
   // With `since` >= 0 (the previous version's clock) a delta of the sparse rows changed since,
   // with tombstones, when the shard remembers every removal since; else (and with -1) whole.
   caf::replies_to<checkpoint_atom, snapshot_atom, int64_t, int64_t>::with<wire_buffer>,
-  // (checkpoint, commit, clock): the checkpoint at `clock` is on disk; no delta will count
-  // from an earlier one (what the shard kept for that is forgotten).
-  caf::reacts_to<checkpoint_atom, commit_atom, int64_t>,
+  // (checkpoint, commit, clock, next_since): the checkpoint at `clock` is on disk; no delta
+  // will count from an earlier one (what the shard kept for that is forgotten). `next_since`:
+  // what the chief will ask of the next checkpoint (the changes since that clock, or -1: the
+  // whole state), so that the shard keeps at the next checkpoint clock only what it will write.
+  caf::reacts_to<checkpoint_atom, commit_atom, int64_t, int64_t>,
   // (restore, ShardCheckpoint, incarnations) -> ok: replaces all state with the checkpoint's;
   // every worker is live at its clock, expected with the given incarnation. Held pulls and
   // checkpoints are answered with rolled_back.

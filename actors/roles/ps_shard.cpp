@@ -76,6 +76,7 @@ void install(ps_shard_state& st, const train_spec& spec, std::unique_ptr<block_l
   st.snapshot_now.clear();
   st.removals_known_from = clock;  // a delta of an earlier checkpoint is whole
   st.export_delta_from = st.checkpoint_committed = -1;  // nor is an export's delta cut from before
+  st.checkpoint_plan = -1;  // nor is the chief's plan for the next checkpoint known
   st.stats.updates = static_cast<uint64_t>(st.opt.step);
   st.cache = reply_cache{};
   st.dense_norms = norm_bound{st.config.bounds.gradient_norm_bound};  // warms up anew
@@ -437,10 +438,12 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
   if (auto err = refuse_outside_root(st, dir)) return err;
   if (!st.initialized()) return make_error(errc::not_initialized);
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
-  auto kept = st.snapshots.count(clock) > 0 || snapshot_at_rest(self, clock);
+  auto kept = st.snapshots.count(clock) > 0 || snapshot_at_rest(self, clock, since);
   // Refuse before making a promise: in CAF 0.17 the promise takes over the request, so an
   // error returned after it would never reach the chief.
   if (!kept && clock <= st.clocks.progress()) return passed_without_snapshot(st, clock);
+  if (kept)
+    if (auto err = make_snapshot_serve(self, clock, since)) return err;
   auto promise = self->make_response_promise<file_record>();
   if (kept) {
     write_checkpoint(self, dir, clock, since, promise);
@@ -456,8 +459,11 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock, int64
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
   st.checkpoint_asked = std::max(st.checkpoint_asked, clock);
-  if (!st.snapshots.count(clock)) snapshot_at_rest(self, clock);
-  if (st.snapshots.count(clock)) return checkpoint_bytes(st, clock, since);
+  if (!st.snapshots.count(clock)) snapshot_at_rest(self, clock, since);
+  if (st.snapshots.count(clock)) {
+    if (auto err = make_snapshot_serve(self, clock, since)) return err;
+    return checkpoint_bytes(st, clock, since);
+  }
   if (clock <= st.clocks.progress())  // refused before a promise, as on_checkpoint does
     return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<wire_buffer>();
@@ -659,9 +665,9 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
       if (auto err = refused_unless_chief(self, "checkpoint")) return err;
       return export_snapshot(self, clock, since);
     },
-    [=](checkpoint_atom, commit_atom, int64_t clock) {
+    [=](checkpoint_atom, commit_atom, int64_t clock, int64_t next_since) {
       if (refused_unless_chief(self, "checkpoint")) return;
-      checkpoint_committed(self, clock);
+      checkpoint_committed(self, clock, next_since);
     },
     [=](replicate_atom, const wire_buffer& buf) { return on_replicated_push(self, buf); },
     [=](replicate_atom, leave_atom, int32_t worker) -> caf::result<caf::ok_atom> {

@@ -1,5 +1,7 @@
 // A shard's state kept at each checkpoint clock the min clock reaches, and written through its
-// disk actor when the chief asks for it.
+// disk actor when the chief asks for it: whole, or, when the chief's last commit said the next
+// checkpoint is a delta since k, only the sparse rows changed since k (so that a delta costs the
+// shard what changed, not a copy of its table).
 #include "actors/roles/shard_state.hpp"
 
 #include <caf/all.hpp>
@@ -8,17 +10,37 @@
 #include "actors/storage/checkpoint_store.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
 namespace actorps::shard_internals {
 
+namespace {
+
+/// What the snapshot kept at `clock` holds: -1 the whole state, k the changes since clock k.
+int64_t kept_since(const ps_shard_state& st, int64_t clock) {
+  auto it = st.snapshot_since.find(clock);
+  return it == st.snapshot_since.end() ? -1 : it->second;
+}
+
+} // namespace
+
+bool snapshot_serves(const ps_shard_state& st, int64_t clock, int64_t since) {
+  if (!st.snapshots.count(clock)) return false;
+  auto kept = kept_since(st, clock);
+  return kept < 0 || (since >= kept && since < clock);
+}
+
 wire_buffer checkpoint_bytes(const ps_shard_state& st, int64_t clock, int64_t since) {
-  const auto& whole = st.snapshots.at(clock);
+  const auto& kept = st.snapshots.at(clock);
+  // Only the changes since an earlier clock: those since `since` and some more, which a fold
+  // onto the checkpoint at `since` takes as well (each row as it is at `clock`).
+  if (kept_since(st, clock) >= 0) return kept;
   // A delta needs every removal since its predecessor remembered, and rows restored no later.
-  if (since < 0 || since >= clock || since < st.removals_known_from) return whole;
-  auto view = decode_shard_checkpoint(whole);  // encoded here: cannot fail
-  if (!view) return whole;
+  if (since < 0 || since >= clock || since < st.removals_known_from) return kept;
+  auto view = decode_shard_checkpoint(kept);  // encoded here: cannot fail
+  if (!view) return kept;
   auto then = st.snapshot_now.find(clock);
   view->sparse = st.tables.delta_of(std::move(view->sparse), since,
                                     then == st.snapshot_now.end() ? clock : then->second);
@@ -55,10 +77,31 @@ wire_buffer state_now(const ps_shard_state& st, int64_t clock) {
     st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_rows());
 }
 
-/// The state now, whole, labelled `clock` (a delta is cut from it when the chief asks).
-void keep_snapshot(ps_shard_state& st, int64_t clock) {
-  st.snapshots[clock] = state_now(st, clock);
-  st.snapshot_now[clock] = st.tables.clock();
+/// The state now, labelled `clock`, kept until the chief asks for it: the sparse rows changed
+/// since k only, with k the clock the chief said (its last commit) or a held request says its
+/// delta counts from, when the shard remembers every removal since k; else whole (a delta is cut
+/// from it when the chief asks). While a checkpoint the chief asked is not committed, its
+/// outcome decides the next one's kind: whole then. A delta costs what changed, not the table.
+void keep_snapshot(ps_shard_state& st, int64_t clock, std::optional<int64_t> wanted = {}) {
+  int64_t since = st.checkpoint_asked <= st.checkpoint_committed ? st.checkpoint_plan : -1;
+  for (const auto& h : st.held_checkpoints)
+    if (h.clock == clock) since = h.since;  // asked already: exactly what is wanted
+  if (wanted) since = *wanted;
+  for (const auto& h : st.held_exports)  // an export version's state is cut from it too
+    if (h.clock == clock && h.since != since) since = -1;
+  if (since < 0 || since >= clock || since < st.removals_known_from
+      || st.spec.model.sparse_tables.empty()) {
+    st.snapshots[clock] = state_now(st, clock);
+    st.snapshot_now[clock] = st.tables.clock();
+    st.snapshot_since.erase(clock);
+    return;
+  }
+  st.snapshots[clock] = encode_shard_checkpoint(
+    st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
+    st.params.data(), st.opt.values.data(), st.opt.slots,
+    st.tables.changed_rows(since), since);
+  st.snapshot_now.erase(clock);
+  st.snapshot_since[clock] = since;
 }
 
 /// Forgets the removals that no delta can need any more: those before both the newest
@@ -76,12 +119,27 @@ void forget_removals(ps_shard_state& st) {
 /// which the writer takes as a full version's (or refuses, when another shard's is a delta).
 /// Cut from the snapshot a checkpoint keeps of that clock; else from the state now (in sync
 /// mode exactly that clock's: min moves one clock at a time), only the changed rows copied.
+/// Whether an export version's state at `clock` is a delta since `since` (export_state).
+bool export_delta(const ps_shard_state& st, int64_t clock, int64_t since) {
+  return since >= 0 && since < clock && st.export_delta_from >= 0
+         && since >= st.export_delta_from && since >= st.removals_known_from;
+}
+
+/// Whether the snapshot kept at `clock` holds an export version's state since `since`: a
+/// whole one; one of the changes since another clock than the version before is of no use (the
+/// writer wants every shard's delta since the same version).
+bool export_from_snapshot(const ps_shard_state& st, int64_t clock, int64_t since) {
+  if (!st.snapshots.count(clock)) return false;
+  const auto kept = kept_since(st, clock);
+  return kept < 0 || (export_delta(st, clock, since) && kept == since);
+}
+
 wire_buffer export_state(ps_shard_state& st, int64_t clock, int64_t since) {
-  const bool delta = since >= 0 && since < clock && st.export_delta_from >= 0
-                     && since >= st.export_delta_from && since >= st.removals_known_from;
+  const bool delta = export_delta(st, clock, since);
+  const bool kept = export_from_snapshot(st, clock, since);
   st.export_delta_from = std::max(st.export_delta_from, delta ? since : clock);
   wire_buffer bytes;
-  if (st.snapshots.count(clock)) bytes = checkpoint_bytes(st, clock, delta ? since : -1);
+  if (kept) bytes = checkpoint_bytes(st, clock, delta ? since : -1);
   else if (!delta) bytes = state_now(st, clock);
   else
     bytes = encode_shard_checkpoint(st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step),
@@ -116,7 +174,7 @@ caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t s
     st.removals_known_from = std::max(st.removals_known_from, st.clocks.progress());
   // At the clock now (or kept): its state, as when a held request is answered (exactly so in
   // sync mode, where pushes of later clocks wait for the round).
-  if (st.snapshots.count(clock) || st.clocks.progress() == clock)
+  if (export_from_snapshot(st, clock, since) || st.clocks.progress() == clock)
     return export_state(st, clock, since);
   if (clock < st.clocks.progress())
     return make_error(errc::checkpoint_clock_passed,
@@ -127,21 +185,36 @@ caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t s
   return promise;
 }
 
-void checkpoint_committed(self_ptr self, int64_t clock) {
+void checkpoint_committed(self_ptr self, int64_t clock, int64_t next_since) {
   auto& st = self->state;
   // From before a restore to an earlier clock (its state is gone): nothing to forget.
   if (!st.initialized() || clock < 0 || clock > st.clocks.progress()) return;
+  if (clock >= st.checkpoint_committed) st.checkpoint_plan = next_since;
   st.checkpoint_committed = std::max(st.checkpoint_committed, clock);
   forget_removals(st);
 }
 
-bool snapshot_at_rest(self_ptr self, int64_t clock) {
+caf::error make_snapshot_serve(self_ptr self, int64_t clock, int64_t since) {
+  auto& st = self->state;
+  if (snapshot_serves(st, clock, since)) return caf::none;
+  if (snapshot_at_rest(self, clock, since)) return caf::none;
+  st.checkpoint_plan = -1;  // whole snapshots until the chief says again what it will ask
+  return make_error(errc::checkpoint_failed,
+                    "the state kept at clock " + std::to_string(clock)
+                      + " holds the changes since clock " + std::to_string(kept_since(st, clock))
+                      + ", not "
+                      + (since < 0 ? std::string("the whole state")
+                                   : "those since clock " + std::to_string(since))
+                      + ", and the shard is past it");
+}
+
+bool snapshot_at_rest(self_ptr self, int64_t clock, std::optional<int64_t> wanted) {
   auto& st = self->state;
   const auto& finished = st.clocks.finished_clocks();
   if (st.clocks.progress() != clock
       || std::any_of(finished.begin(), finished.end(), [&](int64_t f) { return f > clock; }))
     return false;
-  keep_snapshot(st, clock);
+  keep_snapshot(st, clock, wanted);
   return true;
 }
 
@@ -171,12 +244,15 @@ void take_snapshots(self_ptr self, int64_t before) {
   while (st.snapshots.size() > max_snapshots) st.snapshots.erase(st.snapshots.begin());
   for (auto it = st.snapshot_now.begin(); it != st.snapshot_now.end();)
     it = st.snapshots.count(it->first) ? std::next(it) : st.snapshot_now.erase(it);
+  for (auto it = st.snapshot_since.begin(); it != st.snapshot_since.end();)
+    it = st.snapshots.count(it->first) ? std::next(it) : st.snapshot_since.erase(it);
   auto keep = st.held_checkpoints.begin();
   for (auto& h : st.held_checkpoints) {
-    if (st.snapshots.count(h.clock) && h.dir.empty())
-      h.bytes.deliver(checkpoint_bytes(st, h.clock, h.since));
-    else if (st.snapshots.count(h.clock))
-      write_checkpoint(self, h.dir, h.clock, h.since, h.written);
+    if (st.snapshots.count(h.clock)) {
+      if (auto err = make_snapshot_serve(self, h.clock, h.since)) h.fail(err);
+      else if (h.dir.empty()) h.bytes.deliver(checkpoint_bytes(st, h.clock, h.since));
+      else write_checkpoint(self, h.dir, h.clock, h.since, h.written);
+    }
     else if (h.clock <= now)
       h.fail(make_error(errc::checkpoint_failed, "clock " + std::to_string(h.clock)
                                                    + " is not a checkpoint clock"));

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -139,6 +140,12 @@ struct ps_shard_state {
   std::vector<held_checkpoint> held_exports;
   // Each snapshot's tables' clock (sparse_table::delta_of's `then`).
   std::map<int64_t, int64_t> snapshot_now;
+  // What each snapshot holds: -1 the whole state; k >= 0 only the sparse rows changed since
+  // clock k (and tombstones), kept so when the chief said its next checkpoint is a delta since k.
+  std::map<int64_t, int64_t> snapshot_since;
+  // What the chief will ask of the next checkpoint (from its last commit): the changes since
+  // this clock, or -1 the whole state (also: not known, e.g. since the state was installed).
+  int64_t checkpoint_plan = -1;
   // The tables remember every removal (a delta's tombstones) at this clock or later: from the
   // state installed on; a standby remembers none until promoted (nobody tells it of commits).
   int64_t removals_known_from = 0;
@@ -229,9 +236,17 @@ void fail_held(ps_shard_state& st, const caf::error& err);
 
 // --- snapshots at checkpoint clocks (shard_snapshots.cpp) -----------------------------------
 
-/// The file of the snapshot taken at `clock` (which the shard holds): whole, or with `since` >= 0
-/// a delta's (the sparse rows changed since that clock; whole when the shard cannot tell them,
-/// e.g. restored after it).
+/// Whether the snapshot kept at `clock` can be written for a request since `since`: a whole one
+/// always; one of the changes since k for a delta since k or later (a superset of its changes).
+bool snapshot_serves(const ps_shard_state& st, int64_t clock, int64_t since);
+/// Makes the snapshot kept at `clock` serve a request since `since` (snapshot_serves), taking the
+/// whole state now when it is that clock's exactly; else the error to answer with (the chief
+/// asked what it said it would not: the snapshots are whole until its next commit).
+caf::error make_snapshot_serve(self_ptr self, int64_t clock, int64_t since);
+/// The file of the snapshot taken at `clock` (which the shard holds and which serves `since`):
+/// whole, or with `since` >= 0 a delta's (the sparse rows changed since that clock, or since an
+/// earlier one when that is what the shard kept; whole when the shard cannot tell them, e.g.
+/// restored after it).
 wire_buffer checkpoint_bytes(const ps_shard_state& st, int64_t clock, int64_t since);
 /// Writes the snapshot taken at `clock` (checkpoint_bytes) through the shard's disk actor and
 /// answers `promise`.
@@ -239,14 +254,17 @@ void write_checkpoint(self_ptr self, const std::string& dir, int64_t clock, int6
                       caf::typed_response_promise<file_record> promise);
 /// Whether `clock` is on the run's every-N checkpoint schedule.
 bool on_schedule(const train_spec& spec, int64_t clock);
-/// The chief committed the checkpoint at `clock`: no delta will count from before it.
-void checkpoint_committed(self_ptr self, int64_t clock);
+/// The chief committed the checkpoint at `clock`: no delta will count from before it; it will
+/// ask the next one since `next_since` (-1: whole).
+void checkpoint_committed(self_ptr self, int64_t clock, int64_t next_since);
 /// Keeps the state at each checkpoint clock the min clock passed since `before`.
 void take_snapshots(self_ptr self, int64_t before);
 /// Keeps the state now as `clock`'s when it is that clock's exactly: every worker has finished
 /// `clock` clocks at most, and the progress clock is `clock` (the workers stopped there: the
 /// end of a run that went past its scheduled last clock). Whether it did.
-bool snapshot_at_rest(self_ptr self, int64_t clock);
+/// `wanted`: what the snapshot is for (a delta since that clock, -1 whole; none: the chief's
+/// plan, keep_snapshot).
+bool snapshot_at_rest(self_ptr self, int64_t clock, std::optional<int64_t> wanted = {});
 /// (checkpoint, snapshot, clock, since): the state at `clock` for an export version, now or
 /// once min reaches it: whole, or with `since` >= 0 the sparse rows changed since (whole when
 /// the shard cannot tell them); refused with checkpoint_clock_passed when min has passed it.
