@@ -110,6 +110,10 @@ struct train_options {
   /// sparse_table_config::admission_memory).
   std::optional<int64_t> admission_memory;
   int64_t eval_every = 0;         ///< global clocks between evaluations (0: only the final one)
+  /// As --slice-auc: a key field of `source` (C1..C26 of criteo data, a schema's key field)
+  /// whose value cuts the test rows into slices; the evaluations add the AUC of the 10 slices
+  /// holding most rows ("" none).
+  std::string slice_auc;
   uint64_t seed = 1;
   std::string metrics;            ///< a JSONL file of events ("" none)
   std::string tensorboard_dir;    ///< TensorBoard event files, as --tensorboard ("" none)
