@@ -71,7 +71,7 @@ TEST_CASE("local_cluster: checkpoint and restore carry dense values, optimizer s
   auto loaded = load_checkpoint(taken->dir);
   CHECK(loaded.clock == 4);
   REQUIRE(loaded.shards.size() == 2);
-  CHECK(taken->bytes == loaded.shards[0].size() + loaded.shards[1].size());
+  CHECK(taken->bytes == loaded.shards[0].size_bytes() + loaded.shards[1].size_bytes());
   const auto want = train(first, 4, 3);
 
   local_cluster second(kv_model(), sync_options());

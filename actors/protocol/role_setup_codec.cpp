@@ -77,10 +77,11 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.data.delimiter = static_cast<char>(data.getDelimiter());
     // C1..C26; a schema's key fields are the keys' 256 tables at most, crosses aside
     const int fields = out.data.what == data_source::kind::logs ? 1 << 16 : 26;
-    for (int field : {out.data.group_field, out.data.slice_field})
+    for (auto [what, field] : {std::pair{"group", out.data.group_field},
+                               std::pair{"slice", out.data.slice_field}})
       if (field < -1 || field >= fields)
-        return make_error(errc::malformed_message,
-                          "group or slice field " + std::to_string(field) + " is out of range");
+        return make_error(errc::malformed_message, std::string(what) + " field "
+                                                     + std::to_string(field) + " is out of range");
     out.data.follow = data.getFollow();
     if (out.data.what == data_source::kind::logs
         && (out.data.schema_path.empty()
