@@ -58,7 +58,7 @@ std::pair<std::vector<float>, std::vector<float>> train(local_cluster& ps, int64
 } // namespace
 
 TEST_CASE("local_cluster: checkpoint and restore carry dense values, optimizer state and "
-          "sparse rows; a fresh cluster restored goes on bit for bit") {
+          "sparse rows: a fresh cluster restored goes on bit for bit") {
   test::scratch_dir dir("actorps_cluster_checkpoint");
   const std::filesystem::path root = dir.path + "/ckpt";
   local_cluster first(kv_model(), sync_options());
