@@ -110,6 +110,10 @@ struct train_options {
   /// sparse_table_config::admission_memory).
   std::optional<int64_t> admission_memory;
   int64_t eval_every = 0;         ///< global clocks between evaluations (0: only the final one)
+  /// As --slice-auc: a key field of `source` (C1..C26 of criteo data, a schema's key field)
+  /// whose value cuts the test rows into slices; the evaluations add the AUC of the 10 slices
+  /// holding most rows ("" none).
+  std::string slice_auc;
   uint64_t seed = 1;
   std::string metrics;            ///< a JSONL file of events ("" none)
   std::string tensorboard_dir;    ///< TensorBoard event files, as --tensorboard ("" none)
@@ -219,6 +223,13 @@ namespace detail {
 struct cluster_core;
 }
 
+/// What a cluster's checkpoint() wrote.
+struct cluster_checkpoint {
+  std::string dir;     ///< ROOT/ckpt-<clock>
+  int64_t clock = 0;   ///< the clock its state is of (the shards' min clock)
+  uint64_t bytes = 0;  ///< the shard files' bytes
+};
+
 /// P parameter shards in this process, initialised from the model's initializers, for W
 /// workers that own their loop. Thread-safe: each worker_client may live on its own thread.
 class local_cluster {
@@ -237,6 +248,24 @@ public:
 
   /// The current values, at once (never held by the consistency rule), flat in model order.
   caf::expected<std::vector<float>> snapshot();
+
+  /// Writes every shard's whole state (dense parameters, optimizer state, every sparse table's
+  /// rows with their optimizer state and metadata) into root/ckpt-<clock>/, in the format and
+  /// with the manifest --checkpoint-dir writes (actors/storage/CHECKPOINT_FORMAT.md). The clock
+  /// is the largest of the shards' min clocks when asked; a shard behind answers once its min
+  /// clock gets there. Taken between clocks (every worker has waited its last push) the state is
+  /// exactly the one after that clock's update in sync mode; in ssp and async it may hold pushes
+  /// of workers ahead of it. An error when writing fails, when no worker is live any more
+  /// (after every finish()) or when a shard does not answer within the timeout.
+  caf::expected<cluster_checkpoint> checkpoint(const std::string& root);
+
+  /// Puts every shard back to the newest valid checkpoint under `path` (a ckpt-<clock>
+  /// directory, or a root holding them; written by checkpoint() or by a run's --checkpoint-dir
+  /// of the same model), every worker live at its clock; returns that clock, from which the
+  /// workers go on (pull, push_pull of that clock). Refused, naming the difference, for a
+  /// checkpoint of another model, table layout, optimizer, worker or shard count. Requests in
+  /// flight fail with rolled_back.
+  caf::expected<int64_t> restore(const std::string& path);
 
 private:
   std::shared_ptr<detail::cluster_core> core_;
@@ -285,6 +314,13 @@ public:
 
   /// The current values of every shard (after worker()), flat in model order.
   caf::expected<std::vector<float>> snapshot();
+
+  /// A worker task (after worker()): local_cluster::checkpoint; the directory is this
+  /// process's. One worker takes it.
+  caf::expected<cluster_checkpoint> checkpoint(const std::string& root);
+  /// A worker task (after worker()): local_cluster::restore, once every worker task has
+  /// connected (a shard takes no init after a restore) and before any trains on.
+  caf::expected<int64_t> restore(const std::string& path);
 
   struct impl;
 

@@ -208,6 +208,9 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "a categorical field of --dataset criteo:PATH (C1..C26), or a key field of --schema, whose "
      "value groups the test rows: the evaluations add GAUC, the AUC within each group averaged "
      "by rows")
+    ("slice-auc", po::value(&o.slice_auc)->default_value(o.slice_auc),
+     "a field as --gauc-group takes, whose value cuts the test rows into slices: the "
+     "evaluations add the AUC of the 10 slices holding most rows (and the rows of the rest)")
     ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir),
      "directory holding the Fashion-MNIST IDX files (Debian's dataset-fashion-mnist)")
     ("synthetic-rows", po::value(&o.synthetic_rows)->default_value(o.synthetic_rows),
@@ -586,6 +589,13 @@ checked_flags check_training_flags(const training_flags& typed) {
             "must be a categorical field of the Criteo layout, C1..C26");
     d.group_field = k - 1;
   }
+  if (!o.slice_auc.empty()) {
+    try {
+      d.slice_field = key_field_index(d, o.slice_auc);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(std::string("--slice-auc ") + e.what());
+    }
+  }
   if (o.follow) {
     if (!streamed(d.what))
       throw usage_error("--follow needs --dataset libsvm:DIR or criteo:DIR (a directory read as "
@@ -818,6 +828,14 @@ int print_summary(const run_summary& s) {
     std::printf("  %s auc %.4f, logloss %.4f%s, calibration %.3f, accuracy %.4f\n", of,
                 s.final_test_auc, s.final_test_loss, gauc, s.final_test_calibration,
                 s.final_test_accuracy);
+    if (s.final_test_slice_rest_rows != -1) {  // --slice-auc: the largest slices, one line
+      std::printf("  slice auc (key: auc over rows):");
+      for (const auto& slice : s.final_test_slices)
+        std::printf(" %llu: %.4f/%lld", static_cast<unsigned long long>(slice.key), slice.auc,
+                    static_cast<long long>(slice.rows));
+      std::printf("; %lld rows in other slices\n",
+                  static_cast<long long>(s.final_test_slice_rest_rows));
+    }
     std::printf("  max staleness %lld, dropped messages %llu\n",
                 static_cast<long long>(s.max_staleness),
                 static_cast<unsigned long long>(s.dropped_messages));

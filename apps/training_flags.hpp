@@ -37,6 +37,7 @@ struct training_flags {
   std::string log_level = "info";  ///< --log-level (apps/log_level_flag.hpp)
   std::string gauc_group;          ///< --gauc-group FIELD: C1..C26 of a Criteo test split, or
                                    ///< a key field of --schema
+  std::string slice_auc;           ///< --slice-auc FIELD: as gauc_group
   std::string schema;              ///< --schema FILE: the feature schema of tsv:/csv:PATH
   std::string checkpoint_dir, resume;  ///< resume: a directory, "auto", or "" (--checkpoint-dir)
   bool resume_given = false;       ///< --resume appeared (its value may be empty)

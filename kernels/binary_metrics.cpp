@@ -82,6 +82,52 @@ double group_auc(const float* scores, const float* labels, const uint64_t* group
   return rows > 0 ? weighted / rows : not_a_number;
 }
 
+std::vector<slice_auc> top_slice_aucs(const float* scores, const float* labels,
+                                      const uint64_t* slices, size_t n, size_t top,
+                                      int64_t& rest_rows) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return slices[a] < slices[b]; });
+  struct run_of {
+    size_t begin, end;  // in `order`
+  };
+  std::vector<run_of> runs;
+  for (size_t run = 0; run < n;) {
+    size_t end = run + 1;
+    while (end < n && slices[order[end]] == slices[order[run]]) ++end;
+    runs.push_back({run, end});
+    run = end;
+  }
+  // most rows first; runs are in key order, so a stable sort puts the smaller key first
+  std::stable_sort(runs.begin(), runs.end(), [](const run_of& a, const run_of& b) {
+    return a.end - a.begin > b.end - b.begin;
+  });
+  std::vector<slice_auc> out;
+  rest_rows = 0;
+  std::vector<float> slice_scores, slice_labels;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const auto rows = runs[r].end - runs[r].begin;
+    if (r >= top) {
+      rest_rows += static_cast<int64_t>(rows);
+      continue;
+    }
+    slice_scores.clear();
+    slice_labels.clear();
+    slice_auc s;
+    s.key = slices[order[runs[r].begin]];
+    s.rows = static_cast<int64_t>(rows);
+    for (size_t k = runs[r].begin; k < runs[r].end; ++k) {
+      slice_scores.push_back(scores[order[k]]);
+      slice_labels.push_back(labels[order[k]]);
+      s.positives += positive(labels, order[k]);  // names the row's own index
+    }
+    s.auc = roc_auc(slice_scores.data(), slice_labels.data(), rows);
+    out.push_back(s);
+  }
+  return out;
+}
+
 double calibration_from_logits(const float* logits, const float* labels, size_t n) {
   double predicted = 0, observed = 0;
   for (size_t i = 0; i < n; ++i) {

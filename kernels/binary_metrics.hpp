@@ -22,6 +22,21 @@ double roc_auc(const float* scores, const float* labels, size_t n);
 /// label.
 double group_auc(const float* scores, const float* labels, const uint64_t* groups, size_t n);
 
+/// One slice of a test set: the rows sharing one value of a key field (its key).
+struct slice_auc {
+  uint64_t key = 0;
+  int64_t rows = 0;
+  int64_t positives = 0;  ///< rows labelled 1
+  double auc = 0;         ///< roc_auc of its rows; NaN when they hold one class only
+};
+
+/// Per-slice AUC: the rows cut by slices[i] into slices, the `top` holding most rows (a tie:
+/// the smaller key first), largest first, each with its AUC. `rest_rows` gets the rows of the
+/// slices left out. Throws as roc_auc for a bad label.
+std::vector<slice_auc> top_slice_aucs(const float* scores, const float* labels,
+                                      const uint64_t* slices, size_t n, size_t top,
+                                      int64_t& rest_rows);
+
 /// Calibration: the mean predicted probability σ(z) over the observed rate of label 1 (1: as
 /// many clicks predicted as seen; above 1: too many). NaN when there is no row labelled 1.
 double calibration_from_logits(const float* logits, const float* labels, size_t n);

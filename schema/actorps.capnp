@@ -191,6 +191,7 @@ struct DataSource {
   follow @9 :Bool;             # libsvm, criteo: trainPath is a directory followed as it grows
   schemaPath @10 :Text;        # logs: the feature schema (JSON)
   delimiter @11 :UInt8 = 9;    # logs: the column separator, tab or comma
+  sliceField @12 :Int32 = -1;  # as groupField: the field cutting the test rows into slices
 }
 
 # The chief's instructions to a worker or evaluator process (distributed runs).

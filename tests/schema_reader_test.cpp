@@ -242,11 +242,14 @@ TEST_CASE("schema_reader decodes the Criteo example schema into exactly criteo_r
   criteo_src.test_path = logs_src.test_path = data.test_path;
   logs_src.schema_path = criteo_schema_file;
   criteo_src.group_field = logs_src.group_field = 4;
+  criteo_src.slice_field = logs_src.slice_field = 7;
   const auto want = load_split(criteo_src, false), got = load_split(logs_src, false);
   CHECK(got->rows == want->rows);
   CHECK(got->criteo.keys == want->criteo.keys);
   CHECK(got->criteo.dense == want->criteo.dense);
-  CHECK(got->groups == want->groups);
+  CHECK(got->groups.gauc == want->groups.gauc);
+  CHECK(got->groups.slices == want->groups.slices);
+  CHECK(got->groups.slices.size() == want->criteo.rows());
   CHECK(training_rows(logs_src) == training_rows(criteo_src));
   ctr_batches a(criteo_src, 1, 2, 64), b(logs_src, 1, 2, 64);
   CHECK(b.schema() != nullptr);

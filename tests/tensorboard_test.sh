@@ -2,7 +2,8 @@
 # --tensorboard against an independent reader (tests/tfevents_check.py: every record's CRCs,
 # and test/accuracy, test/loss, test/auc at every evaluation clock with the metrics file's value):
 #   simulate   an MLP run, one with a shard's fail-over (events/failovers) and a dlrm (CTR)
-#              run with --gauc-group (test/gauc, test/calibration) in one process; a directory that cannot be created is refused naming the
+#              run with --gauc-group and --slice-auc (test/gauc, test/calibration,
+#              test/slice_auc/KEY) in one process; a directory that cannot be created is refused naming the
 #              flag (exit 2)
 #   processes  a cluster of one process per task (scripts/launch_local.sh), the chief writing
 #   resume     a run resumed from its checkpoint adds a second file, its steps continuing from
@@ -30,9 +31,9 @@ simulate)
   "$bin" gen-data criteo --out "$dir/criteo" --rows 6000 --test-rows 500 > /dev/null
   "$bin" simulate --model dlrm:8:16:16 --dataset "criteo:$dir/criteo/train.tsv" \
     --test "$dir/criteo/test.tsv" --batch 128 --eval-every 8 --no-progress --gauc-group C1 \
-    --metrics "$dir/ctr.jsonl" --tensorboard "$dir/tb_ctr" > "$dir/ctr.log" 2>&1 \
+    --slice-auc C6 --metrics "$dir/ctr.jsonl" --tensorboard "$dir/tb_ctr" > "$dir/ctr.log" 2>&1 \
     || fail "the dlrm simulate failed"
-  check "$dir/tb_ctr" "$dir/ctr.jsonl" --ctr --gauc
+  check "$dir/tb_ctr" "$dir/ctr.jsonl" --ctr --gauc --slices
   touch "$dir/not_a_dir"
   set +e
   "$bin" simulate --dataset synthetic --steps 5 --tensorboard "$dir/not_a_dir/tb" > "$dir/bad.log" 2>&1

@@ -13,8 +13,10 @@ metrics file:
   - shards/rows is the summary's sparse rows;
   - events/failovers (recoveries, failures, checkpoints, ...) counts the life's events of that
     kind, one point per event.
-usage: tfevents_check.py DIR METRICS.jsonl [--ctr] [--gauc]   (--ctr: some evaluation must have
-an AUC and a calibration; --gauc: a GAUC too)
+  - with --slice-auc, each slice's AUC (test_slice_auc's, one class only left out) is
+    test/slice_auc/KEY at each evaluation's clock, the metrics file's value.
+usage: tfevents_check.py DIR METRICS.jsonl [--ctr] [--gauc] [--slices]   (--ctr: some
+evaluation must have an AUC and a calibration; --gauc: a GAUC too; --slices: slice AUCs too)
 """
 import glob
 import json
@@ -164,6 +166,19 @@ def check_life(path, life, number):
             f"{path}: {tag} at steps {[s for s, _ in got]}, evaluations at {[c for c, _ in want]}"
         for (step, g), (_, w) in zip(got, want):
             assert close(g, w, relative), f"{path}: {tag} at {step} is {g}, the metrics file's {w}"
+    slices = {}  # tag -> [(clock, auc)] from the metrics file
+    for m in evals:
+        for one in m.get("test_slice_auc") or []:
+            if one.get("auc") is not None:
+                slices.setdefault("test/slice_auc/" + one["key"], []).append((m["clock"], one["auc"]))
+    got_slices = {tag for tag in scalars if tag.startswith("test/slice_auc/")}
+    assert got_slices == set(slices), f"{path}: slice tags {sorted(got_slices)}, the metrics' {sorted(slices)}"
+    for tag, want in slices.items():
+        got = scalars[tag]
+        assert [s for s, _ in got] == [c for c, _ in want], \
+            f"{path}: {tag} at steps {[s for s, _ in got]}, evaluations at {[c for c, _ in want]}"
+        for (step, g), (_, w) in zip(got, want):
+            assert close(g, w, False), f"{path}: {tag} at {step} is {g}, the metrics file's {w}"
     train = [s for s, _ in scalars.get("train/loss", [])]
     assert train and train == sorted(set(train)), f"{path}: train/loss steps {train[:20]}"
     summaries = [m for m in life if m["event"] == "summary"]
@@ -184,6 +199,8 @@ def check_life(path, life, number):
         assert [s for s, _ in got] == want, f"{path}: events/{name} at {got}, events at {want}"
     has = {key for m in evals for key in ("test_auc", "test_gauc", "test_calibration")
            if m.get(key) is not None}
+    if slices:
+        has.add("test_slice_auc")
     return len(events), len(evals), has, resumed
 
 
@@ -191,6 +208,7 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     ctr = "--ctr" in sys.argv
     gauc = "--gauc" in sys.argv
+    with_slices = "--slices" in sys.argv
     if len(args) != 2:
         sys.exit(__doc__)
     directory, metrics = args
@@ -211,6 +229,7 @@ def main():
     assert "test_auc" in seen or not ctr, "no evaluation with an AUC"
     assert "test_calibration" in seen or not ctr, "no evaluation with a calibration"
     assert "test_gauc" in seen or not gauc, "no evaluation with a GAUC"
+    assert "test_slice_auc" in seen or not with_slices, "no evaluation with a slice's AUC"
 
 
 if __name__ == "__main__":

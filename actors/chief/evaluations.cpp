@@ -52,6 +52,8 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
   st.last_auc = report.test_auc;
   st.last_gauc = report.test_gauc;
   st.last_calibration = report.test_calibration;
+  st.last_slices = report.test_slices;
+  st.last_slice_rest_rows = report.test_slice_rest_rows;
   if (report.test_rows > 0) {  // an empty test set scores nothing
     ++st.evaluations;
     st.last_eval_clock = report.clock;
@@ -66,6 +68,9 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
     event.add("test_auc", report.test_auc).add("test_logloss", report.test_loss);
   if (report.test_gauc != -1) event.add("test_gauc", report.test_gauc);
   if (report.test_calibration != -1) event.add("test_calibration", report.test_calibration);
+  if (report.test_slice_rest_rows != -1)
+    event.add("test_slice_auc", slice_aucs_json(report.test_slices))
+      .add("test_slice_rest_rows", report.test_slice_rest_rows);
   st.metrics->write(event.add("test_rows", report.test_rows)
                       .add("eval_s", report.eval_seconds)
                       .add("final", final_eval)
@@ -151,7 +156,17 @@ eval_report last_known_eval(const chief_state& st) {
   r.test_auc = st.last_auc;
   r.test_gauc = st.last_gauc;
   r.test_calibration = st.last_calibration;
+  r.test_slices = st.last_slices;
+  r.test_slice_rest_rows = st.last_slice_rest_rows;
   return r;
+}
+
+nlohmann::ordered_json slice_aucs_json(const std::vector<slice_report>& slices) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& s : slices)
+    out.push_back(json_object().add("key", std::to_string(s.key)).add("rows", s.rows)
+                    .add("positives", s.positives).add("auc", s.auc).json());
+  return out;
 }
 
 void maybe_evaluate(self_ptr self) {

@@ -201,6 +201,8 @@ struct chief_state {
   int64_t next_eval = 0;
   double last_accuracy = -1, last_test_loss = -1, last_auc = -1, last_gauc = -1,
          last_calibration = -1;
+  std::vector<slice_report> last_slices;  // --slice-auc: the last evaluation's
+  int64_t last_slice_rest_rows = -1;
   int64_t last_sparse_rows = -1;   // over every shard and table, at the last evaluation; -1: none
   int evaluations = 0;             // reports that scored at least one test row
 
@@ -322,6 +324,9 @@ void abandon_eval(self_ptr self);
 /// The best final figures when no final evaluation can run: the last one that did, with its
 /// clock (-1: none did).
 eval_report last_known_eval(const chief_state& st);
+/// --slice-auc's slices in the metrics events: [{"key": "<the key in decimal>", "rows",
+/// "positives", "auc"}, ...], largest first (a key as text: JSON readers lose bits above 2^53).
+nlohmann::ordered_json slice_aucs_json(const std::vector<slice_report>& slices);
 
 // exports.cpp
 /// training: asks the shards for the state at the next export version's clock, ahead of it

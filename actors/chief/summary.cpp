@@ -41,6 +41,8 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.final_test_auc = final_eval.test_auc;
   sum.final_test_gauc = final_eval.test_gauc;
   sum.final_test_calibration = final_eval.test_calibration;
+  sum.final_test_slices = final_eval.test_slices;
+  sum.final_test_slice_rest_rows = final_eval.test_slice_rest_rows;
   sum.final_eval_clock = st.evaluations > 0 ? final_eval.clock : -1;
   sum.backend = backends_text(st);
   sum.failures = st.failures;
@@ -101,6 +103,9 @@ void write_summary(metrics_file& metrics, const run_summary& sum) {
     if (sum.final_test_gauc != -1) event.add("final_test_gauc", sum.final_test_gauc);
     if (sum.final_test_calibration != -1)
       event.add("final_test_calibration", sum.final_test_calibration);
+    if (sum.final_test_slice_rest_rows != -1)
+      event.add("final_test_slice_auc", slice_aucs_json(sum.final_test_slices))
+        .add("final_test_slice_rest_rows", sum.final_test_slice_rest_rows);
   }
   if (!sum.shard_stats_list.empty() && !sum.shard_stats_list.front().table_rows.empty()) {
     // Per shard: the rows now and at their most (per table), the rows evicted, the keys

@@ -1,6 +1,7 @@
 #include "actors/chief/tensorboard_writer.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace actorps {
 
@@ -62,6 +63,14 @@ void tensorboard_writer::on_eval(const json& event) {
                           "test_calibration"})
     if (double v = 0; number(event, key, v))
       values.push_back({std::string("test/") + (key + 5), float(v)});
+  // --slice-auc: a plot per slice (the same slices each evaluation: the test rows are fixed),
+  // those of one class only (no AUC) left out
+  auto slices = event.find("test_slice_auc");
+  if (slices != event.end() && slices->is_array())
+    for (const auto& s : *slices)
+      if (double v = 0; s.is_object() && s.contains("key") && s["key"].is_string()
+                        && number(s, "auc", v) && std::isfinite(v))
+        values.push_back({"test/slice_auc/" + s["key"].get<std::string>(), float(v)});
   file_.add(last_step_, values);
   file_.flush();
 }

@@ -34,9 +34,14 @@ struct dataset {
   std::vector<int32_t> y;
   sparse_batch sparse;
   criteo_batch criteo;  ///< a Criteo test split (cols 0, classes 2), else empty
-  /// Each test row's group for GAUC (data_source::group_field: the key of that field), else
-  /// empty.
-  std::vector<uint64_t> groups;
+  /// A test split's rows by key field, for the metrics that cut them (binary models).
+  struct key_groups {
+    /// Each row's group for GAUC (data_source::group_field: the key of that field), else empty.
+    std::vector<uint64_t> gauc;
+    /// Each row's slice for per-slice AUC (data_source::slice_field), else empty.
+    std::vector<uint64_t> slices;
+  };
+  key_groups groups;
 };
 
 /// What the uint8 pixels of Fashion-MNIST are divided by for training: inputs lie in [0, 1].

@@ -80,23 +80,27 @@ dataset load_logs(const data_source& src, bool train) {
     criteo_batch batch;
     while (reader.next_batch(1 << 16, batch) > 0) out.criteo.append(batch);
     rows = static_cast<int64_t>(out.criteo.rows());
-    if (src.group_field >= schema->fields)
-      throw std::invalid_argument("the GAUC group field " + std::to_string(src.group_field)
+    if (src.group_field >= schema->fields || src.slice_field >= schema->fields)
+      throw std::invalid_argument("the GAUC group or slice field "
+                                  + std::to_string(std::max(src.group_field, src.slice_field))
                                   + " is not one of " + src.schema_path + "'s");
-    if (src.group_field >= 0) {  // GAUC's groups: a field's (first) key
+    // GAUC's groups and the slices: a field's (first) key
+    auto keys_of = [&](int field, std::vector<uint64_t>& into) {
       const auto& c = out.criteo;
       const auto fields = static_cast<std::size_t>(c.fields);
-      const auto f = static_cast<std::size_t>(src.group_field);
-      out.groups.resize(c.rows());
+      const auto f = static_cast<std::size_t>(field);
+      into.resize(c.rows());
       for (std::size_t r = 0; r < c.rows(); ++r) {
         if (c.offsets.empty()) {
-          out.groups[r] = c.keys[r * fields + f];
+          into[r] = c.keys[r * fields + f];
         } else {
           const auto first = c.offsets[r * fields + f];
-          out.groups[r] = first < c.offsets[r * fields + f + 1] ? c.keys[first] : 0;
+          into[r] = first < c.offsets[r * fields + f + 1] ? c.keys[first] : 0;
         }
       }
-    }
+    };
+    if (src.group_field >= 0) keys_of(src.group_field, out.groups.gauc);
+    if (src.slice_field >= 0) keys_of(src.slice_field, out.groups.slices);
   }
   if (rows > std::numeric_limits<int>::max())
     throw dataset_error(path + ": " + std::to_string(rows) + " rows, more than 2^31 - 1");
@@ -139,18 +143,46 @@ void check_classes_from_zero(const dataset& d, const std::string& path) {
 
 } // namespace
 
+int key_field_index(const data_source& src, const std::string& name) {
+  if (src.what == data_source::kind::logs) {
+    int field = -1;
+    try {
+      field = load_feature_schema(src.schema_path).field(name);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(name + ": " + e.what());
+    }
+    if (field < 0) throw std::invalid_argument(name + " is no key field of " + src.schema_path);
+    return field;
+  }
+  if (src.what != data_source::kind::criteo)
+    throw std::invalid_argument(name + " needs Criteo data or a log a schema describes "
+                                       "(--dataset criteo:PATH, or tsv:PATH with --schema)");
+  const bool named = name.size() >= 2 && name.size() <= 3 && (name[0] == 'C' || name[0] == 'c')
+                     && name.find_first_not_of("0123456789", 1) == std::string::npos;
+  const int k = named ? std::stoi(name.substr(1)) : 0;
+  if (k < 1 || k > criteo_categorical_fields)
+    throw std::invalid_argument(name + " is not a categorical field of the Criteo layout, "
+                                       "C1..C26");
+  return k - 1;
+}
+
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
   if (src.what == data_source::kind::criteo) {
     auto d = std::make_shared<dataset>(load_criteo(train ? src.train_path : src.test_path, train));
-    if (src.group_field >= criteo_categorical_fields)
-      throw std::invalid_argument("the GAUC group field " + std::to_string(src.group_field)
+    if (src.group_field >= criteo_categorical_fields
+        || src.slice_field >= criteo_categorical_fields)
+      throw std::invalid_argument("the GAUC group or slice field "
+                                  + std::to_string(std::max(src.group_field, src.slice_field))
                                   + " is not one of C1..C26");
-    if (!train && src.group_field >= 0) {  // GAUC's groups: the value (key) of one field
+    // GAUC's groups and the slices: the value (key) of one field
+    auto keys_of = [&](int field, std::vector<uint64_t>& into) {
       const auto& c = d->criteo;
-      d->groups.resize(c.rows());
+      into.resize(c.rows());
       for (std::size_t r = 0; r < c.rows(); ++r)
-        d->groups[r] = c.keys[r * criteo_categorical_fields + src.group_field];
-    }
+        into[r] = c.keys[r * criteo_categorical_fields + field];
+    };
+    if (!train && src.group_field >= 0) keys_of(src.group_field, d->groups.gauc);
+    if (!train && src.slice_field >= 0) keys_of(src.slice_field, d->groups.slices);
     return d;
   }
   if (src.what == data_source::kind::logs)

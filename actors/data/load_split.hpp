@@ -15,6 +15,11 @@ namespace actorps {
 /// libsvm training split is only counted (rows set, no data): its workers stream their parts.
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train);
 
+/// The index of key field `name` of `src`: C1..C26 (0..25) of Criteo data, a key field of a
+/// log's schema (loaded from src.schema_path). Throws std::invalid_argument starting with
+/// `name` and saying why it is none (the caller puts its flag or option in front).
+int key_field_index(const data_source& src, const std::string& name);
+
 /// The rows of the training split really there (epochs count them); throws dataset_error.
 int64_t training_rows(const data_source& src);
 

@@ -45,16 +45,18 @@ void check_one_table(const char* model, const std::vector<table_rows>& tables, u
 }
 
 eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std::size_t n,
-                                        const std::vector<uint64_t>& groups) {
+                                        const dataset::key_groups& groups) {
   eval_metrics out;
   out.rows = static_cast<int64_t>(n);
   out.calibration = calibration_from_logits(z, labels, n);
-  if (!groups.empty()) {
-    if (groups.size() != n)
-      throw std::logic_error("binary metrics: " + std::to_string(groups.size()) + " groups for "
+  for (const auto* cut : {&groups.gauc, &groups.slices})
+    if (!cut->empty() && cut->size() != n)
+      throw std::logic_error("binary metrics: " + std::to_string(cut->size()) + " groups for "
                              + std::to_string(n) + " rows");
-    out.gauc = group_auc(z, labels, groups.data(), n);
-  }
+  if (!groups.gauc.empty()) out.gauc = group_auc(z, labels, groups.gauc.data(), n);
+  if (!groups.slices.empty())
+    out.slices = top_slice_aucs(z, labels, groups.slices.data(), n, slice_auc_top,
+                                out.slice_rest_rows);
   // Logits rather than probabilities: only their order counts, and they keep it where σ
   // would round two confident rows to the same float.
   out.auc = roc_auc(z, labels, n);

@@ -10,6 +10,7 @@
 #include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "kernels/backend_factory.hpp"
+#include "kernels/binary_metrics.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -82,7 +83,15 @@ struct eval_metrics {
   double auc = -1;      ///< binary models: ROC AUC over the rows; -1: not computed
   double gauc = -1;     ///< binary models with test groups: group_auc; -1: not computed
   double calibration = -1;  ///< binary models: mean prediction / mean label; -1: not computed
+  /// Binary models with test slices: the AUC of the slice_auc_top largest, largest first
+  /// (top_slice_aucs), and the rows of the others (-1: not computed).
+  std::vector<slice_auc> slices;
+  int64_t slice_rest_rows = -1;
 };
+
+/// The slices per-slice AUC reports (--slice-auc): the 10 holding most test rows, enough to
+/// read a field's head (the few values most traffic has) without flooding each evaluation.
+inline constexpr std::size_t slice_auc_top = 10;
 
 /// The evaluator's half of a model. A dense model implements the first evaluate(); a model with
 /// sparse tables implements keys() and the second.
@@ -109,9 +118,10 @@ void check_one_table(const char* model, const std::vector<table_rows>& tables, u
 /// Test metrics of a binary model from its logits z (n) against 0/1 labels: exact ROC AUC, mean
 /// log loss (computed from the logits, exact where a probability would round to 0 or 1),
 /// accuracy at p ≥ 0.5, calibration (kernels/binary_metrics.hpp) and, given each row's group
-/// (dataset::groups, not empty), the group AUC.
+/// (dataset::groups.gauc, not empty), the group AUC, and given each row's slice
+/// (groups.slices), the AUC of the largest slices.
 eval_metrics binary_metrics_from_logits(const float* z, const float* labels, std::size_t n,
-                                        const std::vector<uint64_t>& groups = {});
+                                        const dataset::key_groups& groups = {});
 
 class model_plugin {
 public:

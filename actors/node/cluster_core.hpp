@@ -46,6 +46,10 @@ caf::error init_shards(cluster_core& core);
 /// The current values of every shard, flat in model order.
 caf::expected<std::vector<float>> snapshot_shards(cluster_core& core);
 
+/// local_cluster::checkpoint and restore (cluster_checkpoint.cpp).
+caf::expected<cluster_checkpoint> checkpoint_shards(cluster_core& core, const std::string& root);
+caf::expected<int64_t> restore_shards(cluster_core& core, const std::string& path);
+
 /// The client of worker `w`: an actor of core.sys that talks to core.shards.
 worker_client make_worker_client(std::shared_ptr<cluster_core> core, int32_t w);
 

@@ -77,25 +77,33 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
     value = count;
     return {};
   };
+  data_source source = data;
+  if (!opts.slice_auc.empty()) {
+    try {
+      source.slice_field = key_field_index(data, opts.slice_auc);
+    } catch (const std::invalid_argument& e) {
+      return bad(std::string("slice_auc: ") + e.what());
+    }
+  }
   if (auto err = fix("ps", opts.ps, defaults.ps, d.cluster.count("ps"))) return err;
   if (auto err = fix("workers", opts.workers, defaults.workers, d.cluster.count("worker")))
     return err;
   std::shared_ptr<const dataset> test;  // the chief reads the shape from the test split
   int64_t rows = 0;
   try {
-    test = load_split(data, false);
-    rows = training_rows(data);
+    test = load_split(source, false);
+    rows = training_rows(source);
   } catch (const std::exception& e) {
     return bad(e.what());
   }
-  opts.source = data;  // what plan_run checks the model against
+  opts.source = source;  // what plan_run checks the model against
   auto sim = detail::plan_run(opts, rows, test->cols, test->classes);
   if (!sim) return sim.error();
   remote_tasks remote;
   remote.ps = d.cluster.tasks("ps");
   remote.workers = d.cluster.tasks("worker");
   if (d.cluster.count("evaluator") > 0) remote.evaluator = d.cluster.tasks("evaluator")[0];
-  remote.data = data;
+  remote.data = source;
   remote.join_timeout = d.connect_timeout;
   remote.cluster_view = cluster_view_text(d.cluster.jobs);
   sim->chief.remote = std::move(remote);

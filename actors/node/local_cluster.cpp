@@ -40,4 +40,12 @@ caf::expected<std::vector<float>> local_cluster::snapshot() {
   return detail::snapshot_shards(*core_);
 }
 
+caf::expected<cluster_checkpoint> local_cluster::checkpoint(const std::string& root) {
+  return detail::checkpoint_shards(*core_, root);
+}
+
+caf::expected<int64_t> local_cluster::restore(const std::string& path) {
+  return detail::restore_shards(*core_, path);
+}
+
 } // namespace actorps

@@ -133,4 +133,14 @@ caf::expected<std::vector<float>> task_cluster::snapshot() {
   return detail::snapshot_shards(*impl_->core);
 }
 
+caf::expected<cluster_checkpoint> task_cluster::checkpoint(const std::string& root) {
+  if (impl_->remote.empty()) return not_connected();
+  return detail::checkpoint_shards(*impl_->core, root);
+}
+
+caf::expected<int64_t> task_cluster::restore(const std::string& path) {
+  if (impl_->remote.empty()) return not_connected();
+  return detail::restore_shards(*impl_->core, path);
+}
+
 } // namespace actorps

@@ -230,6 +230,19 @@ caf::expected<simulation_options> plan_run(const train_options& o, int64_t train
 } // namespace detail
 
 caf::expected<run_summary> train(const train_options& o) {
+  if (!o.slice_auc.empty()) {  // the field named becomes the source's slice field
+    auto resolved = o;
+    try {
+      resolved.source.slice_field = key_field_index(o.source, o.slice_auc);
+    } catch (const std::invalid_argument& e) {
+      return bad_option(std::string("slice_auc: ") + e.what());
+    }
+    if (o.test)
+      return bad_option("slice_auc: " + o.slice_auc + " cuts a test split read from `source`, "
+                        "not one given in memory");
+    resolved.slice_auc.clear();
+    return train(resolved);
+  }
   std::shared_ptr<const dataset> train_split = o.train, test_split = o.test;
   try {
     if (!train_split) train_split = load_split(o.source, true);

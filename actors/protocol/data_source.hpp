@@ -25,6 +25,8 @@ struct data_source {
   int group_field = -1;    ///< criteo: the categorical field (0 for C1 .. 25 for C26), logs:
                            ///< the schema's key field, whose value groups the test rows for
                            ///< GAUC (--gauc-group); -1: none
+  int slice_field = -1;    ///< the same kind of field, whose value cuts the test rows into
+                           ///< slices for per-slice AUC (--slice-auc); -1: none
   bool follow = false;     ///< libsvm, criteo, logs: train_path is a directory followed as it
                            ///< grows (--follow)
   std::string schema_path; ///< logs: the feature schema (--schema)

@@ -88,6 +88,19 @@ typename Inspector::result_type inspect(Inspector& f, train_report& x) {
            x.staleness, x.backend, x.newest_clock, x.refused);
 }
 
+/// One slice's AUC in an evaluation (--slice-auc): the test rows whose slice field holds `key`.
+struct slice_report {
+  uint64_t key = 0;
+  int64_t rows = 0;
+  int64_t positives = 0;
+  double auc = 0;  ///< NaN: the slice holds one class only
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, slice_report& x) {
+  return f(caf::meta::type_name("slice_report"), x.key, x.rows, x.positives, x.auc);
+}
+
 /// The evaluator's result for one parameter snapshot.
 struct eval_report {
   int64_t clock = 0;           ///< global clock the snapshot was requested at
@@ -99,13 +112,17 @@ struct eval_report {
   int64_t refused = 0;         ///< requests this evaluator refused as not authorised so far
   double test_gauc = -1;       ///< binary models with --gauc-group: the group AUC; -1: none
   double test_calibration = -1;  ///< binary models: mean prediction / mean label; -1: none
+  /// Binary models with --slice-auc: the largest slices' AUC, largest first, and the rows of
+  /// the others (-1: none).
+  std::vector<slice_report> test_slices;
+  int64_t test_slice_rest_rows = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
   return f(caf::meta::type_name("eval_report"), x.clock, x.test_accuracy, x.test_loss,
            x.test_rows, x.eval_seconds, x.test_auc, x.refused, x.test_gauc,
-           x.test_calibration);
+           x.test_calibration, x.test_slices, x.test_slice_rest_rows);
 }
 
 /// A shard's counters.
@@ -207,6 +224,8 @@ struct run_summary {
   double final_test_auc = -1;    ///< binary models; -1: the model reports none
   double final_test_gauc = -1;   ///< binary models with --gauc-group; -1: none
   double final_test_calibration = -1;  ///< binary models; -1: the model reports none
+  std::vector<slice_report> final_test_slices;  ///< binary models with --slice-auc
+  int64_t final_test_slice_rest_rows = -1;      ///< -1: none
   int64_t max_staleness = 0;
   uint64_t dropped_messages = 0;
   uint64_t gradients_refused = 0;    ///< over every shard: pushes beyond --max-gradient
@@ -247,7 +266,8 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
            x.max_parameter, x.backend, x.failures,
            x.recoveries, x.failovers, x.rereplications, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
            x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters,
-           x.final_test_gauc, x.final_test_calibration);
+           x.final_test_gauc, x.final_test_calibration, x.final_test_slices,
+           x.final_test_slice_rest_rows);
 }
 
 // --- typed interfaces -----------------------------------------------------------------------

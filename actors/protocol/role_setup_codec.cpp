@@ -32,6 +32,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     data.setSeed(setup.data.seed);
     data.setCols(static_cast<uint32_t>(setup.data.cols));
     data.setGroupField(setup.data.group_field);
+    data.setSliceField(setup.data.slice_field);
     data.setFollow(setup.data.follow);
     data.setSchemaPath(setup.data.schema_path);
     data.setDelimiter(static_cast<uint8_t>(setup.data.delimiter));
@@ -71,14 +72,16 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.data.seed = data.getSeed();
     out.data.cols = static_cast<int>(data.getCols());
     out.data.group_field = data.getGroupField();
+    out.data.slice_field = data.getSliceField();
     out.data.schema_path = data.getSchemaPath();
     out.data.delimiter = static_cast<char>(data.getDelimiter());
     // C1..C26; a schema's key fields are the keys' 256 tables at most, crosses aside
     const int fields = out.data.what == data_source::kind::logs ? 1 << 16 : 26;
-    if (out.data.group_field < -1 || out.data.group_field >= fields)
-      return make_error(errc::malformed_message, "group field "
-                                                   + std::to_string(out.data.group_field)
-                                                   + " is out of range");
+    for (auto [what, field] : {std::pair{"group", out.data.group_field},
+                               std::pair{"slice", out.data.slice_field}})
+      if (field < -1 || field >= fields)
+        return make_error(errc::malformed_message, std::string(what) + " field "
+                                                     + std::to_string(field) + " is out of range");
     out.data.follow = data.getFollow();
     if (out.data.what == data_source::kind::logs
         && (out.data.schema_path.empty()

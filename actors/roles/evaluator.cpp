@@ -51,6 +51,9 @@ caf::expected<eval_report> evaluate_snapshots(self_ptr self, int64_t clock,
   report.test_auc = metrics.auc;
   report.test_gauc = metrics.gauc;
   report.test_calibration = metrics.calibration;
+  for (const auto& slice : metrics.slices)
+    report.test_slices.push_back({slice.key, slice.rows, slice.positives, slice.auc});
+  report.test_slice_rest_rows = metrics.slice_rest_rows;
   report.refused = st.refused;
   report.eval_seconds = std::chrono::duration<double>(caf::make_timestamp() - started).count();
   return report;

@@ -16,8 +16,10 @@ std::string n(int64_t v) { return std::to_string(v); }
 /// The furthest clock a run of `run.steps` clocks may reach. A worker that replaced a lost one
 /// goes on with its predecessor's data where that stopped, running past the others' last clock
 /// by the clocks it entered behind; each worker's end is within `steps` clocks of the furthest
-/// other's, so no run goes past steps × workers.
+/// other's, so no run goes past steps × workers. A loop of the user's own that gave no length
+/// (steps 0: its cluster's total_clocks unset) has no furthest clock.
 double furthest_clock(const run_checkpoint& run) {
+  if (run.steps == 0) return std::numeric_limits<double>::infinity();
   return double(run.steps) * std::max<int32_t>(1, run.spec.workers);
 }
 

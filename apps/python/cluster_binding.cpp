@@ -73,6 +73,45 @@ py::array_t<float> snapshot_of(Cluster& cluster) {
   return to_array(std::move(**values));
 }
 
+/// cluster.checkpoint(root): {"dir", "clock", "bytes"}.
+template <class Cluster>
+py::dict checkpoint_of(Cluster& cluster, const std::string& root) {
+  std::optional<caf::expected<cluster_checkpoint>> taken;
+  {
+    py::gil_scoped_release release;
+    taken.emplace(cluster.checkpoint(root));
+  }
+  if (!*taken) raise_error(taken->error());
+  py::dict out;
+  out["dir"] = (*taken)->dir;
+  out["clock"] = (*taken)->clock;
+  out["bytes"] = (*taken)->bytes;
+  return out;
+}
+
+/// cluster.restore(path): the clock the workers go on from.
+template <class Cluster>
+int64_t restore_of(Cluster& cluster, const std::string& path) {
+  std::optional<caf::expected<int64_t>> clock;
+  {
+    py::gil_scoped_release release;
+    clock.emplace(cluster.restore(path));
+  }
+  if (!*clock) raise_error(clock->error());
+  return **clock;
+}
+
+constexpr const char* checkpoint_doc =
+  "Writes every shard's state (dense parameters, optimizer state, every sparse table's rows "
+  "with their optimizer state) into root/ckpt-<clock>/, as --checkpoint-dir does; returns "
+  "{'dir', 'clock', 'bytes'}. The clock is the shards' min clock: take it between clocks (in "
+  "sync mode the state is then exactly the one after that clock).";
+constexpr const char* restore_doc =
+  "Puts every shard back to the newest valid checkpoint under path (a ckpt-<clock> directory "
+  "or a root), every worker at its clock, which it returns: the workers go on from there "
+  "(ShardedParameters(..., clock=that)). Raises actorps.Error naming the difference for a "
+  "checkpoint of another model or table layout.";
+
 struct python_local_cluster {
   model_spec model;
   std::unique_ptr<local_cluster> cluster;
@@ -134,7 +173,17 @@ void bind_clusters(py::module_& m) {
     .def_property_readonly("total_floats",
                            [](const python_local_cluster& c) { return c.cluster->total_floats(); })
     .def("snapshot", [](python_local_cluster& c) { return snapshot_of(*c.cluster); },
-         "The current parameters, flat in model order (never held by the consistency rule).");
+         "The current parameters, flat in model order (never held by the consistency rule).")
+    .def("checkpoint",
+         [](python_local_cluster& c, const std::string& root) {
+           return checkpoint_of(*c.cluster, root);
+         },
+         py::arg("root"), checkpoint_doc)
+    .def("restore",
+         [](python_local_cluster& c, const std::string& path) {
+           return restore_of(*c.cluster, path);
+         },
+         py::arg("path"), restore_doc);
 
   py::class_<python_task_cluster> task(
     m, "TaskCluster",
@@ -205,7 +254,19 @@ void bind_clusters(py::module_& m) {
            if (err) raise_error(err);
          },
          "A worker task, after worker(): tells every ps task this worker is done.")
-    .def("snapshot", [](python_task_cluster& c) { return snapshot_of(*c.cluster); });
+    .def("snapshot", [](python_task_cluster& c) { return snapshot_of(*c.cluster); })
+    .def("checkpoint",
+         [](python_task_cluster& c, const std::string& root) {
+           return checkpoint_of(*c.cluster, root);
+         },
+         py::arg("root"), "A worker task, after worker(): LocalCluster.checkpoint, by one worker.")
+    .def("restore",
+         [](python_task_cluster& c, const std::string& path) {
+           return restore_of(*c.cluster, path);
+         },
+         py::arg("path"),
+         "A worker task, after every worker task has connected and before any trains on: "
+         "LocalCluster.restore.");
 }
 
 } // namespace actorps::python

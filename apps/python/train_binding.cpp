@@ -8,6 +8,7 @@
 // role resolves its model by that name) and unregistered when the run ends. A model named by a
 // string is a built-in plug-in (or one registered in C++) training on files, as `actorps
 // simulate --model NAME --dataset KIND:PATH --test PATH`.
+#include "actors/data/load_split.hpp"
 #include "actors/ps.hpp"
 #include "apps/python/binding.hpp"
 #include "apps/python/choices.hpp"
@@ -337,6 +338,19 @@ py::dict summary_dict(const run_summary& s) {
   d["final_test_loss"] = s.final_test_loss;
   d["final_test_auc"] = s.final_test_auc;  // -1: the model reports none (not a binary one)
   d["final_test_calibration"] = s.final_test_calibration;
+  if (s.final_test_slice_rest_rows != -1) {  // slice_auc: [{key, rows, positives, auc}]
+    py::list slices;
+    for (const auto& slice : s.final_test_slices) {
+      py::dict one;
+      one["key"] = slice.key;
+      one["rows"] = slice.rows;
+      one["positives"] = slice.positives;
+      one["auc"] = slice.auc;
+      slices.append(one);
+    }
+    d["final_test_slice_auc"] = slices;
+    d["final_test_slice_rest_rows"] = s.final_test_slice_rest_rows;
+  }
   d["max_staleness"] = s.max_staleness;
   d["failures"] = s.failures;
   d["recoveries"] = s.recoveries;
@@ -435,8 +449,18 @@ py::dict train_python(py::object model, py::handle train_split, py::handle test_
     opts.model = model.cast<std::string>();
     opts.source = files_of(train_split, test_split);
     opts.optimizer = optimizer_for(optimizer, opts.model);
+    if (!opts.slice_auc.empty()) {  // refused as a bad keyword, before the run starts
+      try {
+        key_field_index(opts.source, opts.slice_auc);
+      } catch (const std::invalid_argument& e) {
+        throw py::value_error(std::string("slice_auc: ") + e.what());
+      }
+    }
     return run_train(opts);
   }
+  if (!base.slice_auc.empty())
+    throw py::value_error("slice_auc: " + base.slice_auc + " needs a model named by a string "
+                          "trained on 'criteo:PATH' (the key fields of its test file)");
   auto spec_obj = model.attr("spec");
   if (PyCallable_Check(spec_obj.ptr())) spec_obj = spec_obj();
   auto spec = spec_obj.cast<model_spec>();
@@ -483,8 +507,10 @@ void bind_train(py::module_& m) {
        const std::string& resume, const std::string& checkpoint_key,
        const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas,
        const std::string& tensorboard_dir, int full_checkpoint_every,
-       const std::string& export_dir, int64_t export_every, int full_export_every) {
+       const std::string& export_dir, int64_t export_every, int full_export_every,
+       std::optional<std::string> slice_auc) {
       train_options o;
+      o.slice_auc = slice_auc.value_or("");
       o.ps = ps;
       o.workers = workers;
       choose_consistency(mode, staleness, o.mode, o.staleness);
@@ -523,6 +549,7 @@ void bind_train(py::module_& m) {
     py::arg("kill") = std::vector<std::tuple<std::string, int32_t, int64_t>>{},
     py::arg("replicas") = 0, py::arg("tensorboard_dir") = "", py::arg("full_checkpoint_every") = 10,
     py::arg("export_dir") = "", py::arg("export_every") = 0, py::arg("full_export_every") = 10,
+    py::arg("slice_auc") = py::none(),
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`: each of mode, staleness, schedule, optimizer, lr, momentum, batch and "
     "epochs left None is the run's (ssp, staleness 2, cosine) or the model's own; a Python "
@@ -550,7 +577,8 @@ void bind_train(py::module_& m) {
     "'libsvm:PATH', 'csv:PATH') and test the test file. export_dir, export_every (global "
     "clocks; 0: none) and full_export_every as --export-dir, --export-every and "
     "--full-export-every: the export after the run and the versions while training (an MLP, "
-    "lr or dlrm). "
+    "lr or dlrm). slice_auc: as --slice-auc, a key field of the test file ('C9') whose "
+    "slices' AUC the evaluations add. "
     "Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");

@@ -2,7 +2,9 @@
 """TaskCluster, one process per task from TF_CONFIG on 127.0.0.1: 1 ps and 2 worker processes
 running this file, with SGD at lr 0.5.
 - sync: worker w pushes 3 + 2w - 1 for every value: the mean is 3, so after clock c every value
-  is exactly -1.5 (c + 1), checked by every worker at every clock.
+  is exactly -1.5 (c + 1), checked by every worker at every clock; worker 0 then checkpoints
+  the shards (TaskCluster.checkpoint: at clock 4, into its own directory) and restores them
+  from it, the values unchanged.
 - async: worker 0 pushes 1 for one clock, worker 1 (once that push is in) pushes 2 for 2000
   clocks; worker 0 then await_others() and its snapshot() is exactly -0.5 (1 + 2 * 2000) / 2
   (async scales each push by 1/W): every push of worker 1, which was still pushing when
@@ -13,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -45,6 +48,15 @@ def run_task(mode):
             client.wait(client.push_pull(c, grad, params))
             wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
         clocks = CLOCKS
+        if task.index == 0:  # the shards' state at clock CLOCKS on disk, and put back
+            root = os.environ["ACTORPS_TEST_CHECKPOINT"]
+            taken = task.checkpoint(root)
+            before = task.snapshot()
+            back = task.restore(root)
+            kept = np.array_equal(task.snapshot(), before)
+            print(f"worker 0: checkpoint at clock {taken['clock']} in "
+                  f"{os.path.basename(taken['dir'])}, restored to clock {back}, "
+                  f"{'the same' if kept else 'other'} values", flush=True)
     else:
         grad = np.full(task.total_floats, 1 + task.index, np.float32)
         clocks = ASYNC_CLOCKS[task.index]
@@ -86,8 +98,9 @@ def run_cluster(test, mode):
                "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
     tasks = [("worker", w) for w in range(WORKERS)] + [("ps", 0)]  # workers retry first
     procs = []
+    checkpoints = tempfile.mkdtemp(prefix="actorps-task-ckpt-")
     for kind, index in tasks:
-        env = dict(os.environ, TF_CONFIG=json.dumps(
+        env = dict(os.environ, ACTORPS_TEST_CHECKPOINT=checkpoints, TF_CONFIG=json.dumps(
             {"cluster": cluster, "task": {"type": kind, "index": index}}))
         procs.append(subprocess.Popen([sys.executable, __file__, "--task", mode], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -111,6 +124,8 @@ class TaskClusterProcesses(unittest.TestCase):
         outputs = run_cluster(self, "sync")
         for w in range(WORKERS):
             self.assertIn(f"worker {w}: {CLOCKS} clocks, 121 values, 0 wrong", outputs[w])
+        self.assertIn(f"worker 0: checkpoint at clock {CLOCKS} in ckpt-{CLOCKS:012d}, restored "
+                      f"to clock {CLOCKS}, the same values", outputs[0])
 
     def test_await_others_then_snapshot_has_every_push(self):
         outputs = run_cluster(self, "async")
