@@ -602,9 +602,16 @@ checked_flags check_training_flags(const training_flags& typed) {
                       "criteo:PATH");
   if (auto why = model->check_source(d.what); !why.empty())
     throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-  if (schema)
+  if (schema) {
+    if (auto shaped = model->for_schema(*schema)) {  // the schema's widths in the spec's shapes
+      model = std::move(shaped);
+      const auto spec = model->spec();
+      v.model.name = spec.name;
+      v.model.tensors = spec.tensors;
+    }
     if (auto why = model->check_schema(*schema); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --schema " + o.schema + ": " + why);
+  }
   if (d.what != data_source::kind::csv) {  // a CSV's shape is known once it is read
     // Streamed rows (libsvm, criteo) have no fixed width and are binary, as the readers say.
     const bool sparse = streamed(d.what);
