@@ -1,4 +1,4 @@
-// Logistic regression on Criteo logs, the wide part of a CTR model:
+// Logistic regression on Criteo logs (or a log a schema describes), the wide part of a CTR model:
 //   actorps simulate --model lr --dataset criteo:train.tsv --test test.tsv
 // p(click) = σ(bias + Σ_j w_j·x_j + Σ_f v[key_f]): one weight per hashed categorical value (the
 // sparse table "wide", dim 1, zeros; a value's key is criteo_key(field, value), so the same

@@ -1,5 +1,6 @@
-// What the CTR plug-ins (lr, dlrm, wdl, deepfm) share: they train on a Criteo log that each worker streams,
-// and score the test split, which the runtime loads whole, by exact AUC and log loss.
+// What the CTR plug-ins (lr, dlrm, wdl, deepfm) share: they train on a CTR log (Criteo's, or one
+// a schema describes) that each worker streams, and score the test split, which the runtime
+// loads whole, by exact AUC and log loss.
 #pragma once
 
 #include "actors/data/ctr_batches.hpp"

@@ -1,4 +1,4 @@
-// DLRM on Criteo logs (kernels/dlrm.hpp):
+// DLRM on Criteo logs, or a log a schema describes (kernels/dlrm.hpp):
 //   actorps simulate --model dlrm:16:64-32:128-64 --dataset criteo:train.tsv --test test.tsv
 // The 13 transformed integer features go through the bottom MLP to DIM floats; each of the 26
 // categorical values has a DIM-wide embedding row in the sparse table "embeddings" (keys
