@@ -718,7 +718,7 @@ TEST_CASE("dlrm pooled gradient (one-hot and multi-hot bags, sum and mean, sampl
     {"multi-hot mean, empty bags, weights", {3, 1, 0, 2, 4}, {1, 1, 1}, true},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.name);
+    INFO(std::string(c.name));
     const int n = 7, u = 6;
     const ctr_problem base = make_problem(small_shape(), n, u, true, 0.02);  // bottom MLP's margin
     const auto bags = test::make_test_bags(n, base.shape.fields, c.lengths, c.mean);

@@ -312,7 +312,7 @@ TEST_CASE("wide_deep pooled gradient (one-hot and multi-hot bags, sum and mean, 
   for (bool fm : {false, true}) {
     for (const auto& c : cases) {
       CAPTURE(fm);
-      CAPTURE(c.name);
+      INFO(std::string(c.name));
       const int n = 6, u = 9, uw = 8;
       const wd_problem base = make_problem(small_shape(fm), n, u, uw, 0.0);
       const auto bags = make_test_bags(n, base.shape.fields, c.lengths, c.mean);
