@@ -145,8 +145,8 @@ public:
                                   float* out) = 0;
 
   /// The pooling's adjoint up to the scatter: dkeys ((offsets[bags] − offsets[0])×dim) row
-  /// k − offsets[0] = scale[b] · dout row b for each k of bag b. embedding_scatter_add of dkeys by the same index then sums
-  /// each row's uses.
+  /// k − offsets[0] = scale[b] · dout row b for each k of bag b. embedding_scatter_add of
+  /// dkeys by the same index then sums each row's uses.
   virtual void embedding_bag_expand(const float* dout, const int32_t* offsets, const float* scale,
                                     int bags, int dim, float* dkeys) = 0;
 

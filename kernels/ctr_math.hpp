@@ -101,7 +101,8 @@ ACTORPS_HD inline float bag_pool_element(const float* rows, int dim, const int32
                                          const int32_t* offsets, const float* scale, int b,
                                          int d) {
   float sum = 0.0f;
-  for (int32_t k = offsets[b]; k < offsets[b + 1]; ++k) sum += rows[static_cast<size_t>(index[k]) * dim + d];
+  for (int32_t k = offsets[b]; k < offsets[b + 1]; ++k)
+    sum += rows[static_cast<size_t>(index[k]) * dim + d];
   return scale[b] * sum;
 }
 

@@ -27,7 +27,8 @@ inline test_bags make_test_bags(int n, int fields, const std::vector<int>& lengt
   bags.mean = mean;
   bags.offsets.push_back(0);
   for (int b = 0; b < n * fields; ++b)
-    bags.offsets.push_back(bags.offsets.back() + lengths[static_cast<std::size_t>(b) % lengths.size()]);
+    bags.offsets.push_back(bags.offsets.back()
+                           + lengths[static_cast<std::size_t>(b) % lengths.size()]);
   ctr_bag_scales(bags.offsets.data(), n, fields, mean, bags.scale);
   return bags;
 }

@@ -30,9 +30,9 @@ TEST_CASE("lr, dlrm, wdl and deepfm on a generated log with bags and weights: wi
     CAPTURE(model);
     const auto metrics = dir.path + "/" + model + ".jsonl";
     const auto r = test::run_actorps(
-      "simulate --no-progress --mode sync --epochs 1 --workers 2 --model " + model + " --dataset tsv:" + data.train_path
-      + " --test " + data.test_path + " --schema " + data.schema_path
-      + " --gauc-group user --metrics " + metrics);
+      "simulate --no-progress --mode sync --epochs 1 --workers 2 --model " + model
+      + " --dataset tsv:" + data.train_path + " --test " + data.test_path + " --schema "
+      + data.schema_path + " --gauc-group user --metrics " + metrics);
     REQUIRE_MESSAGE(r.status == 0, r.output);
     const auto evals = test::metrics_events(metrics, "eval");
     REQUIRE(!evals.empty());

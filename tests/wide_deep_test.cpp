@@ -329,13 +329,15 @@ TEST_CASE("wide_deep pooled gradient (one-hot and multi-hot bags, sum and mean, 
       std::vector<int32_t> index, windex;
       const auto loss = [&](const std::vector<double>& p, const std::vector<double>& rows,
                             const std::vector<double>& weights, double* margin) {
-        const auto ref = reference_forward(pooled, p, pool_in_double(bags, index, rows, base.shape.dim),
-                                           pool_in_double(bags, windex, weights, 1));
+        const auto ref =
+          reference_forward(pooled, p, pool_in_double(bags, index, rows, base.shape.dim),
+                            pool_in_double(bags, windex, weights, 1));
         if (margin) *margin = ref.min_abs_relu_z;
         double sum = 0;
         for (int r = 0; r < n; ++r) {
           const double z = ref.logits[r], y = base.labels[r];
-          sum += sample_weights[r] * (std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::fabs(z))));
+          sum += sample_weights[r]
+                 * (std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::fabs(z))));
         }
         return sum / n;
       };

@@ -67,7 +67,8 @@ public:
       for (std::size_t r = 0; r < n; ++r) {
         const double z = z_[r], y = b.labels[r];
         const double g = weights[r] * (stable_sigmoid(z) - y) / double(n);
-        sums.loss_sum += weights[r] * (std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::fabs(z))));
+        sums.loss_sum +=
+          weights[r] * (std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::fabs(z))));
         sums.bias_grad += g;
         for (auto k = offsets_[r]; k < offsets_[r + 1]; ++k)
           t.grads[t.inverse[k]] += static_cast<float>(values_[k] * g);

@@ -22,7 +22,8 @@ namespace actorps {
 /// key fields (take_layout). Throws model_error naming the expected form.
 dlrm_shape parse_dlrm_shape(const std::string& args);
 
-/// "dlrm:DIM:BOTTOM:TOP[:DENSExFIELDS]" for a shape, the name the spec carries (parse_dlrm_shape reads it).
+/// "dlrm:DIM:BOTTOM:TOP[:DENSExFIELDS]" for a shape, the name the spec carries
+/// (parse_dlrm_shape reads it).
 std::string dlrm_name(const dlrm_shape& shape);
 
 /// The spec: the tensors of dlrm_tensors (He-uniform kernels, zero biases) and the table
