@@ -3,6 +3,7 @@
 #include "actors/chief/metrics.hpp"
 #include "apps/command_line.hpp"
 #include "apps/gen_data/planted_criteo.hpp"
+#include "apps/gen_data/planted_ctr_log.hpp"
 #include "apps/gen_data/planted_libsvm.hpp"
 
 #include <chrono>
@@ -36,6 +37,15 @@ const std::string criteo_usage =
   "(linear_part_test_auc).\nWith --days D: DIR/train/day-1.tsv .. day-D.tsv of N rows each, a share F of each field's\n"
   "values replaced by new ones from day to day, and the next day as DIR/test.tsv.\n\n";
 
+const std::string ctr_log_usage =
+  "usage: actorps gen-data ctr-log --out DIR [--rows N] [--test-rows M] [--seed S]\n"
+  "\nA click log of one's own: label, weight, numeric (standardised, log1p, bucketized), "
+  "categorical and\nmulti-hot (bags of 0 to 8 values, mean- and sum-pooled) columns, from a "
+  "planted model. Writes\nDIR/train.tsv, DIR/test.tsv and DIR/schema.json (train with "
+  "--dataset tsv:DIR/train.tsv --test\nDIR/test.tsv --schema DIR/schema.json) and prints one "
+  "JSON line: what was written, the positive\nrate, and the planted model's own test AUC, GAUC "
+  "per user and log loss (the best a model can reach).\n\n";
+
 po::options_description libsvm_options(std::string& out, planted_libsvm_spec& s) {
   po::options_description desc("actorps gen-data libsvm flags");
   desc.add_options()
@@ -66,6 +76,17 @@ po::options_description criteo_options(std::string& out, planted_criteo_spec& s)
     ("drift", po::value(&s.drift)->default_value(s.drift),
      "with --days: the share of each field's values that retire each day, as many new ones "
      "arriving");
+  return desc;
+}
+
+po::options_description ctr_log_options(std::string& out, planted_ctr_log_spec& s) {
+  po::options_description desc("actorps gen-data ctr-log flags");
+  desc.add_options()
+    ("help,h", "print this help")
+    ("out", po::value(&out), "write DIR/train.tsv, DIR/test.tsv and DIR/schema.json (required)")
+    ("rows", po::value(&s.rows)->default_value(s.rows), "training rows")
+    ("test-rows", po::value(&s.test_rows)->default_value(s.test_rows), "test rows")
+    ("seed", po::value(&s.seed)->default_value(s.seed), "same seed and flags, same bytes");
   return desc;
 }
 
@@ -126,17 +147,40 @@ int write_criteo(const std::string& out, const planted_criteo_spec& spec) {
   return 0;
 }
 
+int write_ctr_log(const std::string& out, const planted_ctr_log_spec& spec) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const planted_ctr_log_summary done = write_planted_ctr_log(spec, out);
+  std::printf("%s\n", json_object()
+                          .add("train", done.train_path)
+                          .add("test", done.test_path)
+                          .add("schema", done.schema_path)
+                          .add("rows", spec.rows)
+                          .add("test_rows", spec.test_rows)
+                          .add("seed", spec.seed)
+                          .add("positive_rate", done.positive_rate)
+                          .add("test_positive_rate", done.test_positive_rate)
+                          .add("best_test_auc", done.best_test_auc)
+                          .add("best_test_gauc", done.best_test_gauc)
+                          .add("best_test_logloss", done.best_test_logloss)
+                          .add("wall_s", seconds_since(t0))
+                          .str()
+                          .c_str());
+  return 0;
+}
+
 } // namespace
 
 int gen_data_command(const std::vector<std::string>& args) {
   const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
-  if (args.empty() || (args[0] != "libsvm" && args[0] != "criteo" && !help)) {
+  if (args.empty()
+      || (args[0] != "libsvm" && args[0] != "criteo" && args[0] != "ctr-log" && !help)) {
     if (args.empty())
-      std::fprintf(stderr, "actorps gen-data: which format? (known: libsvm, criteo)\n");
+      std::fprintf(stderr, "actorps gen-data: which format? (known: libsvm, criteo, ctr-log)\n");
     else
-      std::fprintf(stderr, "actorps gen-data: unknown format '%s' (known: libsvm, criteo)\n",
+      std::fprintf(stderr,
+                   "actorps gen-data: unknown format '%s' (known: libsvm, criteo, ctr-log)\n",
                    args[0].c_str());
-    std::fputs((libsvm_usage + criteo_usage).c_str(), stderr);
+    std::fputs((libsvm_usage + criteo_usage + ctr_log_usage).c_str(), stderr);
     return 2;
   }
   const std::vector<std::string> flags(args.begin() + !help, args.end());
@@ -144,6 +188,13 @@ int gen_data_command(const std::vector<std::string>& args) {
   const auto require_out = [&] {
     if (out.empty()) throw std::invalid_argument("--out DIR is required");
   };
+  if (args[0] == "ctr-log") {
+    planted_ctr_log_spec spec;
+    return run_command_line("gen-data", flags, ctr_log_options(out, spec), ctr_log_usage, [&] {
+      require_out();
+      return write_ctr_log(out, spec);
+    });
+  }
   if (args[0] == "criteo") {
     planted_criteo_spec spec;
     return run_command_line("gen-data", flags, criteo_options(out, spec), criteo_usage, [&] {
@@ -153,7 +204,8 @@ int gen_data_command(const std::vector<std::string>& args) {
   }
   planted_libsvm_spec spec;  // libsvm, or plain --help: libsvm's flags after both usages
   return run_command_line("gen-data", flags, libsvm_options(out, spec),
-                          help ? libsvm_usage + criteo_usage : libsvm_usage, [&] {
+                          help ? libsvm_usage + criteo_usage + ctr_log_usage : libsvm_usage,
+                          [&] {
     require_out();
     return write_libsvm(out, spec);
   });

@@ -612,9 +612,21 @@ checked_flags check_training_flags(const training_flags& typed) {
                       "criteo:PATH");
   if (auto why = model->check_source(d.what); !why.empty())
     throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-  if (schema)
+  if (schema) {
+    if (auto shaped = model->for_schema(*schema)) {  // the schema's widths in the spec's shapes
+      model = std::move(shaped);
+      const auto spec = model->spec();
+      v.model.name = spec.name;
+      v.model.tensors = spec.tensors;
+      // refused now rather than after the run: serving reads Criteo's layout only
+      if (!o.export_dir.empty())
+        throw usage_error("--export-dir " + o.export_dir + ": an export serves Criteo's 13 dense "
+                          "values and 26 key fields, and " + v.model.name + " reads what "
+                          + o.schema + " gives (train, checkpoint and evaluate it in the run)");
+    }
     if (auto why = model->check_schema(*schema); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --schema " + o.schema + ": " + why);
+  }
   if (d.what != data_source::kind::csv) {  // a CSV's shape is known once it is read
     // Streamed rows (libsvm, criteo) have no fixed width and are binary, as the readers say.
     const bool sparse = streamed(d.what);

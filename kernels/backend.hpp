@@ -136,6 +136,23 @@ public:
   virtual void fm_interaction_backward(const float* vectors, const float* dout, int n, int t,
                                        int dim, float* dvectors) = 0;
 
+  /// Multi-hot pooling (kernels/ctr_math.hpp): out (bags×dim) row b = scale[b] · the sum of
+  /// rows (u×dim) rows index[k] for k in [offsets[b], offsets[b + 1]) (offsets: bags + 1,
+  /// ascending; an empty bag gives zeros). Indexes outside [0, u): the CPU backend throws
+  /// std::invalid_argument, the CUDA backend reads them as zero rows (callers check on the host).
+  virtual void embedding_bag_pool(const float* rows, int u, int dim, const int32_t* index,
+                                  const int32_t* offsets, const float* scale, int bags,
+                                  float* out) = 0;
+
+  /// The pooling's adjoint up to the scatter: dkeys ((offsets[bags] − offsets[0])×dim) row
+  /// k − offsets[0] = scale[b] · dout row b for each k of bag b. embedding_scatter_add of
+  /// dkeys by the same index then sums each row's uses.
+  virtual void embedding_bag_expand(const float* dout, const int32_t* offsets, const float* scale,
+                                    int bags, int dim, float* dkeys) = 0;
+
+  /// x (rows×cols) row r *= scale[r]: a sample's weight on its gradient.
+  virtual void scale_rows(float* x, const float* scale, int rows, int cols) = 0;
+
   /// probs (n) = the logistic sigmoid of logits (n); probs may be logits (in place). For
   /// inference: the probability of label 1 of a binary model.
   virtual void sigmoid(const float* logits, int n, float* probs) = 0;

@@ -145,6 +145,34 @@ public:
     }
   }
 
+  void embedding_bag_pool(const float* rows, int u, int dim, const int32_t* index,
+                          const int32_t* offsets, const float* scale, int bags,
+                          float* out) override {
+    if (bags <= 0) return;
+    for (int32_t k = offsets[0]; k < offsets[bags]; ++k)
+      check_row_index("embedding_bag_pool", index, k, u);
+    for (int b = 0; b < bags; ++b)
+      for (int d = 0; d < dim; ++d)
+        out[static_cast<std::size_t>(b) * dim + d] =
+          math::bag_pool_element(rows, dim, index, offsets, scale, b, d);
+  }
+
+  void embedding_bag_expand(const float* dout, const int32_t* offsets, const float* scale,
+                            int bags, int dim, float* dkeys) override {
+    for (int b = 0; b < bags; ++b) {
+      const float* src = dout + static_cast<std::size_t>(b) * dim;
+      for (int32_t k = offsets[b]; k < offsets[b + 1]; ++k) {
+        float* dst = dkeys + static_cast<std::size_t>(k - offsets[0]) * dim;
+        for (int d = 0; d < dim; ++d) dst[d] = scale[b] * src[d];
+      }
+    }
+  }
+
+  void scale_rows(float* x, const float* scale, int rows, int cols) override {
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) x[static_cast<std::size_t>(r) * cols + c] *= scale[r];
+  }
+
   void dot_interaction_forward(const float* vectors, int n, int t, int dim,
                                float* out) override {
     interaction_scratch_.resize(cpu_interaction_scratch(t, dim));

@@ -90,6 +90,28 @@ ACTORPS_HD inline float fm_vector_grad(float dout, float column_sum, float v) {
   return dout * (column_sum - v);
 }
 
+// --- multi-hot pooling ----------------------------------------------------------------------
+//
+// A multi-hot field holds a bag of keys per sample; the model folds the bag's embedding rows into
+// one vector: scale · Σ rows, scale 1 (sum) or 1/length (mean; an empty bag pools to zeros).
+// Bag b holds the entries [offsets[b], offsets[b + 1]) of the key index.
+
+/// Element d of bag b's pooled vector: scale[b] · Σ_k rows[index[k], d], k increasing.
+ACTORPS_HD inline float bag_pool_element(const float* rows, int dim, const int32_t* index,
+                                         const int32_t* offsets, const float* scale, int b,
+                                         int d) {
+  float sum = 0.0f;
+  for (int32_t k = offsets[b]; k < offsets[b + 1]; ++k)
+    sum += rows[static_cast<size_t>(index[k]) * dim + d];
+  return scale[b] * sum;
+}
+
+/// The scale of a bag of `length` keys: 1 to sum, 1/length for the mean (0 for an empty bag).
+ACTORPS_HD inline float bag_scale(int length, bool mean) {
+  if (!mean) return 1.0f;
+  return length > 0 ? 1.0f / static_cast<float>(length) : 0.0f;
+}
+
 // --- binary loss --------------------------------------------------------------------------
 
 /// The logistic function 1 / (1 + e^−z), from whichever side keeps e^· ≤ 1 (no overflow).

@@ -326,6 +326,42 @@ __global__ void fm_interaction_backward_kernel(const float* vectors, const float
   }
 }
 
+/// out[b, d] = math::bag_pool_element, one element of out (bags×dim) per step: each thread sums
+/// its own bag's column in the CPU's order, so no atomics; an index outside [0, u) reads zeros.
+__global__ void embedding_bag_pool_kernel(const float* rows, int u, int dim, const int32_t* index,
+                                          const int32_t* offsets, const float* scale,
+                                          std::size_t total, float* out) {
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    const int b = static_cast<int>(i / dim);
+    const int d = static_cast<int>(i % dim);
+    float sum = 0.0f;
+    for (int32_t k = offsets[b]; k < offsets[b + 1]; ++k) {
+      const int32_t row = index[k];
+      if (row >= 0 && row < u) sum += rows[static_cast<std::size_t>(row) * dim + d];
+    }
+    out[i] = scale[b] * sum;
+  }
+}
+
+/// dkeys[k − offsets[0], d] = scale[b]·dout[b, d] for each key k of bag b, one element of dout
+/// per step (each writes its bag's keys).
+__global__ void embedding_bag_expand_kernel(const float* dout, const int32_t* offsets,
+                                            const float* scale, std::size_t total, int dim,
+                                            float* dkeys) {
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) {
+    const int b = static_cast<int>(i / dim);
+    const int d = static_cast<int>(i % dim);
+    const float g = scale[b] * dout[i];
+    for (int32_t k = offsets[b]; k < offsets[b + 1]; ++k)
+      dkeys[static_cast<std::size_t>(k - offsets[0]) * dim + d] = g;
+  }
+}
+
+/// x[r, c] *= scale[r], one element per step.
+__global__ void scale_rows_kernel(float* x, const float* scale, std::size_t total, int cols) {
+  for (std::size_t i = global_thread(); i < total; i += grid_stride()) x[i] *= scale[i / cols];
+}
+
 /// probs = σ(logits), one element per step (in place is fine).
 __global__ void sigmoid_kernel(const float* logits, std::size_t n, float* probs) {
   for (std::size_t i = global_thread(); i < n; i += grid_stride()) {
@@ -636,6 +672,38 @@ public:
     fm_interaction_backward_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
                                      elementwise_threads, 0, stream_>>>(vectors, dout, total, t,
                                                                         dim, dvectors);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void embedding_bag_pool(const float* rows, int u, int dim, const int32_t* index,
+                          const int32_t* offsets, const float* scale, int bags,
+                          float* out) override {
+    if (bags <= 0 || dim <= 0) return;
+    select_device();
+    const std::size_t total = static_cast<std::size_t>(bags) * dim;
+    embedding_bag_pool_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                                elementwise_threads, 0, stream_>>>(rows, u, dim, index, offsets,
+                                                                   scale, total, out);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void embedding_bag_expand(const float* dout, const int32_t* offsets, const float* scale,
+                            int bags, int dim, float* dkeys) override {
+    if (bags <= 0 || dim <= 0) return;
+    select_device();
+    const std::size_t total = static_cast<std::size_t>(bags) * dim;
+    embedding_bag_expand_kernel<<<grid_for(total, elementwise_threads, max_blocks_),
+                                  elementwise_threads, 0, stream_>>>(dout, offsets, scale, total,
+                                                                     dim, dkeys);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void scale_rows(float* x, const float* scale, int rows, int cols) override {
+    if (rows <= 0 || cols <= 0) return;
+    select_device();
+    const std::size_t total = static_cast<std::size_t>(rows) * cols;
+    scale_rows_kernel<<<grid_for(total, elementwise_threads, max_blocks_), elementwise_threads, 0,
+                        stream_>>>(x, scale, total, cols);
     CUDA_CHECK(cudaGetLastError());
   }
 

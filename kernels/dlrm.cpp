@@ -96,7 +96,8 @@ dlrm::dlrm(backend& be, dlrm_shape shape, int max_batch)
     shape_(checked(std::move(shape), max_batch)),
     max_batch_(max_batch),
     param_count_(0),
-    in_host_(be.computes_in_host_memory()) {
+    in_host_(be.computes_in_host_memory()),
+    bag_buffers_(be) {
   bottom_ = mlp_layers_of(shape_.bottom_layers(), param_count_);
   top_ = mlp_layers_of(shape_.top_layers(), param_count_);
   const std::size_t batch = static_cast<std::size_t>(max_batch_);
@@ -218,23 +219,67 @@ float* dlrm::forward_logits(const float* dense, int u, const int32_t* index, int
   return top_acts_.back().get();  // n×1
 }
 
+void dlrm::stage_bags(const float* rows, int u, const int32_t* index, const ctr_bags& bags,
+                      int n) {
+  const auto dim = static_cast<std::size_t>(shape_.dim);
+  const int count = n * shape_.fields;
+  if (bag_rows_.size() < std::max<std::size_t>(u, 1) * dim)
+    bag_rows_ = device_buffer<float>(be_, std::max<std::size_t>(u, 1) * dim);
+  if (u > 0)
+    be_.copy_to_device(bag_rows_.get(), rows, static_cast<std::size_t>(u) * dim * sizeof(float));
+  bag_buffers_.stage_index(bag_index_, index, static_cast<std::size_t>(bags.offsets[count]));
+  bag_rows_count_ = static_cast<std::size_t>(u);
+  bag_buffers_.stage(bags, count);
+  if (identity_.size() < static_cast<std::size_t>(max_batch_) * shape_.fields) {
+    identity_.resize(static_cast<std::size_t>(max_batch_) * shape_.fields);
+    for (std::size_t i = 0; i < identity_.size(); ++i) identity_[i] = static_cast<int32_t>(i);
+  }
+}
+
+void dlrm::pool_bags(int u, int begin, int n) {
+  const std::size_t first = static_cast<std::size_t>(begin) * shape_.fields;
+  be_.embedding_bag_pool(bag_rows_.get(), u, shape_.dim, bag_index_.get(),
+                         bag_buffers_.offsets() + first, bag_buffers_.scale() + first,
+                         n * shape_.fields, table_.get());
+}
+
 binary_loss_stats dlrm::train_step(const float* dense, const float* labels, const float* rows,
                                    int u, const int32_t* index, int n, float* grad_host,
-                                   float* row_grad_host) {
+                                   float* row_grad_host, const ctr_bags* bags,
+                                   const float* weights) {
   if (n <= 0 || n > max_batch_) {
     throw std::invalid_argument("dlrm::train_step: batch of " + std::to_string(n) +
                                 " samples, must be in [1, " + std::to_string(max_batch_) + "]");
   }
   if (u < 0) throw std::invalid_argument("dlrm::train_step: negative row count");
-  check_index(index, u, n);
+  if (bags)
+    check_bags("dlrm", *bags, index, u, n, shape_.fields);
+  else
+    check_index(index, u, n);
   const int dim = shape_.dim, t = shape_.vectors(), pairs = shape_.pairs();
-  reserve_rows(u, true);
-  be_.copy_to_device(table_.get(), rows, static_cast<std::size_t>(u) * dim * sizeof(float));
-  const float* logits = forward_logits(dense, u, index, n);
+  // table_'s rows before the bottom outputs: the batch's rows, or each bag's pool
+  const int table_rows = bags ? n * shape_.fields : u;
+  reserve_rows(table_rows, true);
+  if (bags) {
+    stage_bags(rows, u, index, *bags, n);
+    pool_bags(u, 0, n);
+    if (dbag_rows_.size() < std::max<std::size_t>(u, 1) * dim)
+      dbag_rows_ = device_buffer<float>(be_, std::max<std::size_t>(u, 1) * dim);
+  } else {
+    be_.copy_to_device(table_.get(), rows, static_cast<std::size_t>(u) * dim * sizeof(float));
+  }
+  const float* logits = forward_logits(dense, table_rows, bags ? identity_.data() : index, n);
   be_.copy_to_device(labels_.get(), labels, static_cast<std::size_t>(n) * sizeof(float));
-  const binary_loss_stats stats =
+  binary_loss_stats stats =
     be_.sigmoid_cross_entropy(logits, labels_.get(), n, top_deltas_.back().get(),
                               1.0f / static_cast<float>(n), nullptr);
+  if (weights) {  // each sample's loss and gradient times its weight
+    be_.scale_rows(top_deltas_.back().get(), bag_buffers_.stage_weights(weights, n), n, 1);
+    host_logits_.resize(static_cast<std::size_t>(n));
+    be_.copy_to_host(host_logits_.data(), logits, static_cast<std::size_t>(n) * sizeof(float));
+    stats.loss_sum = weighted_loss_sum(host_logits_.data(), labels, weights, n);
+  }
+  u = table_rows;  // from here on, the rows of table_ and dtable_
   float* grads = in_host_ ? grad_host : grads_.get();  // every value is written below
 
   // Top MLP backwards; top_deltas_.back() holds ∂(mean loss)/∂logits.
@@ -278,36 +323,58 @@ binary_loss_stats dlrm::train_step(const float* dense, const float* labels, cons
     }
   }
 
-  be_.copy_to_host(row_grad_host, dtable_.get(),
-                   static_cast<std::size_t>(u) * dim * sizeof(float));
+  if (bags) {  // each pool's gradient back to its bag's keys, then summed per row
+    const int bag_count = n * shape_.fields;
+    const auto keys = static_cast<std::size_t>(bags->offsets[bag_count]);
+    float* dkeys = bag_buffers_.keys_scratch(keys * dim);
+    be_.embedding_bag_expand(dtable_.get(), bag_buffers_.offsets(), bag_buffers_.scale(),
+                             bag_count, dim, dkeys);
+    const int rows_in = static_cast<int>(bag_rows_count_);
+    be_.embedding_scatter_add(dkeys, bag_index_.get(), static_cast<int>(keys), dim,
+                              dbag_rows_.get(), rows_in);
+    be_.copy_to_host(row_grad_host, dbag_rows_.get(),
+                     static_cast<std::size_t>(rows_in) * dim * sizeof(float));
+  } else {
+    be_.copy_to_host(row_grad_host, dtable_.get(),
+                     static_cast<std::size_t>(u) * dim * sizeof(float));
+  }
   if (!in_host_) be_.copy_to_host(grad_host, grads_.get(), param_count_ * sizeof(float));
   return stats;
 }
 
 void dlrm::predict(const float* dense, const float* rows, int u, const int32_t* index, int n,
-                   float* probs_host) {
-  score(dense, rows, u, index, n, probs_host, true);
+                   float* probs_host, const ctr_bags* bags) {
+  score(dense, rows, u, index, n, probs_host, true, bags);
 }
 
 void dlrm::predict_logits(const float* dense, const float* rows, int u, const int32_t* index,
-                          int n, float* logits_host) {
-  score(dense, rows, u, index, n, logits_host, false);
+                          int n, float* logits_host, const ctr_bags* bags) {
+  score(dense, rows, u, index, n, logits_host, false, bags);
 }
 
 void dlrm::score(const float* dense, const float* rows, int u, const int32_t* index, int n,
-                 float* out_host, bool probabilities) {
+                 float* out_host, bool probabilities, const ctr_bags* bags) {
   if (n < 0) throw std::invalid_argument("dlrm::predict: negative sample count");
   if (u < 0) throw std::invalid_argument("dlrm::predict: negative row count");
   if (n == 0) return;
-  check_index(index, u, n);
-  reserve_rows(u, false);
-  be_.copy_to_device(table_.get(), rows,
-                     static_cast<std::size_t>(u) * shape_.dim * sizeof(float));
+  if (bags) {
+    check_bags("dlrm", *bags, index, u, n, shape_.fields);
+    reserve_rows(max_batch_ * shape_.fields, false);
+    stage_bags(rows, u, index, *bags, n);
+  } else {
+    check_index(index, u, n);
+    reserve_rows(u, false);
+    be_.copy_to_device(table_.get(), rows,
+                       static_cast<std::size_t>(u) * shape_.dim * sizeof(float));
+  }
   for (int begin = 0; begin < n; begin += max_batch_) {
     const int chunk = std::min(max_batch_, n - begin);
+    if (bags) pool_bags(u, begin, chunk);
     float* logits =
-      forward_logits(dense + static_cast<std::size_t>(begin) * shape_.dense_in, u,
-                     index + static_cast<std::size_t>(begin) * shape_.fields, chunk);
+      bags ? forward_logits(dense + static_cast<std::size_t>(begin) * shape_.dense_in,
+                            chunk * shape_.fields, identity_.data(), chunk)
+           : forward_logits(dense + static_cast<std::size_t>(begin) * shape_.dense_in, u,
+                            index + static_cast<std::size_t>(begin) * shape_.fields, chunk);
     if (probabilities) be_.sigmoid(logits, chunk, logits);  // in place
     be_.copy_to_host(out_host + begin, logits,
                      static_cast<std::size_t>(chunk) * sizeof(float));

@@ -19,6 +19,7 @@
 #pragma once
 
 #include "kernels/backend.hpp"
+#include "kernels/ctr_bags.hpp"
 #include "kernels/mlp_layers.hpp"
 
 #include <cstdint>
@@ -83,18 +84,24 @@ public:
   /// (parameter_count(), flat layout) and row_grad_host (u×dim: row k's gradient summed over
   /// every place it is used); returns the loss sums. Throws std::invalid_argument, before
   /// queueing any work, for n outside [1, max_batch] or an index outside [0, u).
+  ///
+  /// With `bags` (multi-hot fields), index holds bags->offsets[n·fields] entries and field f of
+  /// sample r is the pool of its bag's rows (ctr_bags); each row's gradient sums its uses'
+  /// share of the pooled gradient (scale · the pool's gradient). With `weights` (n), sample r's
+  /// loss and gradient are multiplied by weights[r] (loss_sum is then the weighted sum).
   binary_loss_stats train_step(const float* dense, const float* labels, const float* rows, int u,
                                const int32_t* index, int n, float* grad_host,
-                               float* row_grad_host);
+                               float* row_grad_host, const ctr_bags* bags = nullptr,
+                               const float* weights = nullptr);
 
   /// Inference over any n samples (in chunks of max_batch), inputs as for train_step: writes
   /// the probabilities of label 1, sigmoid(z), into probs_host (n). Throws
   /// std::invalid_argument, before queueing any work, for an index outside [0, u).
   void predict(const float* dense, const float* rows, int u, const int32_t* index, int n,
-               float* probs_host);
+               float* probs_host, const ctr_bags* bags = nullptr);
   /// As predict, writing the logits z instead (exact AUC and log loss need no rounded σ).
   void predict_logits(const float* dense, const float* rows, int u, const int32_t* index, int n,
-                      float* logits_host);
+                      float* logits_host, const ctr_bags* bags = nullptr);
 
   /// One dense layer of either MLP within the flat layout.
   using layer = mlp_layer;
@@ -102,7 +109,11 @@ public:
 private:
   /// predict and predict_logits: z, or sigmoid(z) when `probabilities`.
   void score(const float* dense, const float* rows, int u, const int32_t* index, int n,
-             float* out_host, bool probabilities);
+             float* out_host, bool probabilities, const ctr_bags* bags);
+  /// The bag path's staging: the rows (u×dim) and the index of n samples' bags to the backend.
+  void stage_bags(const float* rows, int u, const int32_t* index, const ctr_bags& bags, int n);
+  /// Pools the bags of samples [begin, begin + n) into table_[0, n·fields).
+  void pool_bags(int u, int begin, int n);
   /// Room in the embedding table buffers for u rows plus a chunk's bottom outputs.
   void reserve_rows(int u, bool for_training);
   /// Throws std::invalid_argument naming the first entry of index (n×fields, host) outside
@@ -131,6 +142,15 @@ private:
   // one gather builds the interaction's vectors; dtable_ the same rows' gradients.
   device_buffer<float> table_, dtable_;
   std::size_t table_rows_ = 0, dtable_rows_ = 0;
+  // The bag path: the batch's distinct rows and their gradients, the keys' index, the bags'
+  // offsets and scales; table_ then holds the pooled vectors in place of the rows, read
+  // through identity_ (sample r, field f: row r·fields + f).
+  ctr_bag_buffers bag_buffers_;
+  device_buffer<float> bag_rows_, dbag_rows_;
+  device_buffer<int32_t> bag_index_;
+  std::size_t bag_rows_count_ = 0;            // u of the staged bags
+  std::vector<int32_t> identity_;
+  std::vector<float> host_logits_;            // a weighted batch's logits, for its loss sum
   device_buffer<int32_t> index_;              // max_batch × t: the gather index
   std::vector<int32_t> host_index_;           // its host staging copy
   device_buffer<float> vectors_, dvectors_;   // max_batch × t × dim

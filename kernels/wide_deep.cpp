@@ -78,7 +78,8 @@ wide_deep::wide_deep(backend& be, wide_deep_shape shape, int max_batch)
   : be_(be),
     shape_(checked(std::move(shape), max_batch)),
     max_batch_(max_batch),
-    in_host_(be.computes_in_host_memory()) {
+    in_host_(be.computes_in_host_memory()),
+    bag_buffers_(be) {
   linear_ = 0;
   param_count_ = static_cast<std::size_t>(shape_.dense_in);
   deep_ = mlp_layers_of(shape_.deep_layers(), param_count_);
@@ -114,9 +115,15 @@ void wide_deep::set_parameters(const float* host_params) {
   params_in_use_ = params_.get();
 }
 
-void wide_deep::check_rows(const char* table, const ctr_rows& rows, int n) const {
+void wide_deep::check_rows(const char* table, const ctr_rows& rows, int n,
+                           const ctr_bags* bags) const {
   if (rows.count < 0) {
     throw std::invalid_argument(std::string("wide_deep: negative row count of ") + table);
+  }
+  if (bags) {
+    check_bags((std::string("wide_deep: ") + table).c_str(), *bags, rows.index, rows.count, n,
+               shape_.fields);
+    return;
   }
   const std::size_t entries = static_cast<std::size_t>(n) * shape_.fields;
   for (std::size_t i = 0; i < entries; ++i) {
@@ -169,14 +176,25 @@ void wide_deep::stage_rows(const ctr_rows& embeddings, const ctr_rows& weights,
   }
 }
 
+void wide_deep::stage_bags(const ctr_rows& embeddings, const ctr_rows& weights,
+                           const ctr_bags& bags, int n) {
+  const int count = n * shape_.fields;
+  const auto keys = static_cast<std::size_t>(bags.offsets[count]);
+  bag_buffers_.stage_index(bag_index_, embeddings.index, keys);
+  bag_buffers_.stage_index(bag_windex_, weights.index, keys);
+  bag_buffers_.stage(bags, count);
+}
+
 float* wide_deep::forward_logits(const float* dense, const ctr_rows& embeddings,
-                                 const ctr_rows& weights, int begin, int n) {
+                                 const ctr_rows& weights, int begin, int n, bool bags) {
   if (!params_in_use_) throw std::logic_error("wide_deep: set_parameters was never called");
   const int fields = shape_.fields, dim = shape_.dim, dense_in = shape_.dense_in;
   const std::size_t lookups = static_cast<std::size_t>(n) * fields;
   const std::size_t first = static_cast<std::size_t>(begin) * fields;
-  be_.copy_to_device(index_.get(), embeddings.index + first, lookups * sizeof(int32_t));
-  be_.copy_to_device(windex_.get(), weights.index + first, lookups * sizeof(int32_t));
+  if (!bags) {
+    be_.copy_to_device(index_.get(), embeddings.index + first, lookups * sizeof(int32_t));
+    be_.copy_to_device(windex_.get(), weights.index + first, lookups * sizeof(int32_t));
+  }
   if (in_host_) {
     dense_in_use_ = dense;
   } else {
@@ -184,10 +202,19 @@ float* wide_deep::forward_logits(const float* dense, const ctr_rows& embeddings,
                        static_cast<std::size_t>(n) * dense_in * sizeof(float));
     dense_in_use_ = dense_.get();
   }
-  be_.embedding_gather(table_.get(), embeddings.count, dim, index_.get(),
-                       static_cast<int>(lookups), vectors_.get());
-  be_.embedding_gather(wtable_.get(), weights.count, 1, windex_.get(), static_cast<int>(lookups),
-                       weights_.get());
+  if (bags) {  // each field's vector and wide weight: the pool of its bag's rows
+    be_.embedding_bag_pool(table_.get(), embeddings.count, dim, bag_index_.get(),
+                           bag_buffers_.offsets() + first, bag_buffers_.scale() + first,
+                           static_cast<int>(lookups), vectors_.get());
+    be_.embedding_bag_pool(wtable_.get(), weights.count, 1, bag_windex_.get(),
+                           bag_buffers_.offsets() + first, bag_buffers_.scale() + first,
+                           static_cast<int>(lookups), weights_.get());
+  } else {
+    be_.embedding_gather(table_.get(), embeddings.count, dim, index_.get(),
+                         static_cast<int>(lookups), vectors_.get());
+    be_.embedding_gather(wtable_.get(), weights.count, 1, windex_.get(),
+                         static_cast<int>(lookups), weights_.get());
+  }
 
   // Deep layer 0, input concat(embeddings, dense): two gemms into one output.
   const int embedded = fields * dim;
@@ -228,21 +255,43 @@ float* wide_deep::forward_logits(const float* dense, const ctr_rows& embeddings,
 binary_loss_stats wide_deep::train_step(const float* dense, const float* labels,
                                         const ctr_rows& embeddings, const ctr_rows& weights,
                                         int n, float* grad_host, float* embedding_grads,
-                                        float* weight_grads) {
+                                        float* weight_grads, const ctr_bags* bags,
+                                        const float* sample_weights) {
   if (n <= 0 || n > max_batch_) {
     throw std::invalid_argument("wide_deep::train_step: batch of " + std::to_string(n) +
                                 " samples, must be in [1, " + std::to_string(max_batch_) + "]");
   }
-  check_rows("embeddings", embeddings, n);
-  check_rows("wide", weights, n);
+  check_rows("embeddings", embeddings, n, bags);
+  check_rows("wide", weights, n, bags);
   const int fields = shape_.fields, dim = shape_.dim, dense_in = shape_.dense_in;
   const int lookups = n * fields;
   stage_rows(embeddings, weights, true);
-  float* logits = forward_logits(dense, embeddings, weights, 0, n);
+  if (bags) stage_bags(embeddings, weights, *bags, n);
+  float* logits = forward_logits(dense, embeddings, weights, 0, n, bags != nullptr);
   be_.copy_to_device(labels_.get(), labels, static_cast<std::size_t>(n) * sizeof(float));
   float* dz = deltas_.back().get();  // n×1: ∂(mean loss)/∂z
-  const binary_loss_stats stats = be_.sigmoid_cross_entropy(
+  binary_loss_stats stats = be_.sigmoid_cross_entropy(
     logits, labels_.get(), n, dz, 1.0f / static_cast<float>(n), nullptr);
+  if (sample_weights) {  // each sample's loss and gradient times its weight
+    be_.scale_rows(dz, bag_buffers_.stage_weights(sample_weights, n), n, 1);
+    host_logits_.resize(static_cast<std::size_t>(n));
+    be_.copy_to_host(host_logits_.data(), logits, static_cast<std::size_t>(n) * sizeof(float));
+    stats.loss_sum = weighted_loss_sum(host_logits_.data(), labels, sample_weights, n);
+  }
+  // The rows' gradient from each field's gradient (lookups × width): summed by row, through
+  // the bags' pooling first when there are bags.
+  const int keys = bags ? bags->offsets[lookups] : lookups;
+  const auto scatter = [&](const float* dfields, const int32_t* index, const int32_t* bag_index,
+                           int width, float* drows, int count) {
+    if (!bags) {
+      be_.embedding_scatter_add(dfields, index, lookups, width, drows, count);
+      return;
+    }
+    float* dkeys = bag_buffers_.keys_scratch(static_cast<std::size_t>(keys) * width);
+    be_.embedding_bag_expand(dfields, bag_buffers_.offsets(), bag_buffers_.scale(), lookups,
+                             width, dkeys);
+    be_.embedding_scatter_add(dkeys, bag_index, keys, width, drows, count);
+  };
   float* grads = in_host_ ? grad_host : grads_.get();  // every value is written below
 
   // The first-order part: a's gradient denseᵀ·dz; each use of a wide weight gets dz.
@@ -250,8 +299,7 @@ binary_loss_stats wide_deep::train_step(const float* dense, const float* labels,
            grads + linear_, 1);
   be_.gemm(false, false, n, fields, 1, 1.0f, dz, 1, ones_.get(), fields, 0.0f, dweights_.get(),
            fields);
-  be_.embedding_scatter_add(dweights_.get(), windex_.get(), lookups, 1, dwtable_.get(),
-                            weights.count);
+  scatter(dweights_.get(), windex_.get(), bag_windex_.get(), 1, dwtable_.get(), weights.count);
 
   // Deep MLP backwards, down to layer 0's delta.
   for (std::size_t l = deep_.size(); l-- > 1;) {
@@ -273,8 +321,7 @@ binary_loss_stats wide_deep::train_step(const float* dense, const float* labels,
   if (shape_.fm) be_.fm_interaction_backward(vectors_.get(), dz, n, fields, dim, dvectors_.get());
   be_.gemm(false, true, n, embedded, l0.out, 1.0f, delta, l0.out, params_in_use_ + l0.kernel,
            l0.out, shape_.fm ? 1.0f : 0.0f, dvectors_.get(), embedded);
-  be_.embedding_scatter_add(dvectors_.get(), index_.get(), lookups, dim, dtable_.get(),
-                            embeddings.count);
+  scatter(dvectors_.get(), index_.get(), bag_index_.get(), dim, dtable_.get(), embeddings.count);
 
   be_.copy_to_host(embedding_grads, dtable_.get(),
                    static_cast<std::size_t>(embeddings.count) * dim * sizeof(float));
@@ -285,26 +332,28 @@ binary_loss_stats wide_deep::train_step(const float* dense, const float* labels,
 }
 
 void wide_deep::predict_logits(const float* dense, const ctr_rows& embeddings,
-                               const ctr_rows& weights, int n, float* logits_host) {
-  score(dense, embeddings, weights, n, logits_host, false);
+                               const ctr_rows& weights, int n, float* logits_host,
+                               const ctr_bags* bags) {
+  score(dense, embeddings, weights, n, logits_host, false, bags);
 }
 
 void wide_deep::predict(const float* dense, const ctr_rows& embeddings, const ctr_rows& weights,
-                        int n, float* probs_host) {
-  score(dense, embeddings, weights, n, probs_host, true);
+                        int n, float* probs_host, const ctr_bags* bags) {
+  score(dense, embeddings, weights, n, probs_host, true, bags);
 }
 
 void wide_deep::score(const float* dense, const ctr_rows& embeddings, const ctr_rows& weights,
-                      int n, float* out_host, bool probabilities) {
+                      int n, float* out_host, bool probabilities, const ctr_bags* bags) {
   if (n < 0) throw std::invalid_argument("wide_deep::predict: negative sample count");
   if (n == 0) return;
-  check_rows("embeddings", embeddings, n);
-  check_rows("wide", weights, n);
+  check_rows("embeddings", embeddings, n, bags);
+  check_rows("wide", weights, n, bags);
   stage_rows(embeddings, weights, false);
+  if (bags) stage_bags(embeddings, weights, *bags, n);
   for (int begin = 0; begin < n; begin += max_batch_) {
     const int chunk = std::min(max_batch_, n - begin);
     float* logits = forward_logits(dense + static_cast<std::size_t>(begin) * shape_.dense_in,
-                                   embeddings, weights, begin, chunk);
+                                   embeddings, weights, begin, chunk, bags != nullptr);
     if (probabilities) be_.sigmoid(logits, chunk, logits);  // in place
     be_.copy_to_host(out_host + begin, logits, static_cast<std::size_t>(chunk) * sizeof(float));
   }

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "kernels/backend.hpp"
+#include "kernels/ctr_bags.hpp"
 #include "kernels/mlp_layers.hpp"
 
 #include <cstdint>
@@ -79,31 +80,41 @@ public:
   /// (weights.count): each row's gradient summed over every place it is used. Throws
   /// std::invalid_argument, before queueing any work, for n outside [1, max_batch] or an index
   /// outside its table's rows.
+  ///
+  /// With `bags` (multi-hot fields) both tables' index holds bags->offsets[n·fields] entries and
+  /// each field of a sample reads the pool of its bag's rows (ctr_bags), as dlrm::train_step.
+  /// With `sample_weights` (n), sample r's loss and gradient are multiplied by its weight.
   binary_loss_stats train_step(const float* dense, const float* labels, const ctr_rows& embeddings,
                                const ctr_rows& weights, int n, float* grad_host,
-                               float* embedding_grads, float* weight_grads);
+                               float* embedding_grads, float* weight_grads,
+                               const ctr_bags* bags = nullptr,
+                               const float* sample_weights = nullptr);
 
   /// Inference over any n samples (in chunks of max_batch), inputs as for train_step: writes
   /// the logits z into logits_host (n). Throws std::invalid_argument, before queueing any
   /// work, for an index outside its table's rows.
   void predict_logits(const float* dense, const ctr_rows& embeddings, const ctr_rows& weights,
-                      int n, float* logits_host);
+                      int n, float* logits_host, const ctr_bags* bags = nullptr);
   /// As predict_logits, writing the probabilities sigmoid(z).
   void predict(const float* dense, const ctr_rows& embeddings, const ctr_rows& weights, int n,
-               float* probs_host);
+               float* probs_host, const ctr_bags* bags = nullptr);
 
 private:
   void score(const float* dense, const ctr_rows& embeddings, const ctr_rows& weights, int n,
-             float* out_host, bool probabilities);
-  /// Throws std::invalid_argument naming the first entry of rows.index (n×fields) outside
-  /// [0, rows.count).
-  void check_rows(const char* table, const ctr_rows& rows, int n) const;
+             float* out_host, bool probabilities, const ctr_bags* bags);
+  /// Throws std::invalid_argument naming the first entry of rows.index (n×fields, or the bags'
+  /// keys) outside [0, rows.count).
+  void check_rows(const char* table, const ctr_rows& rows, int n, const ctr_bags* bags) const;
+  /// The bag path: both tables' index of n samples' bags, and the bags, to the backend.
+  void stage_bags(const ctr_rows& embeddings, const ctr_rows& weights, const ctr_bags& bags,
+                  int n);
   /// Copies both tables' rows to the backend (growing their buffers when needed).
   void stage_rows(const ctr_rows& embeddings, const ctr_rows& weights, bool for_training);
   /// Runs the model on n ≤ max_batch samples whose rows are staged, with checked indexes
-  /// (index at sample `begin`); returns the logits (backend memory).
+  /// (index at sample `begin`; with bags, the staged bags from sample `begin`); returns the
+  /// logits (backend memory).
   float* forward_logits(const float* dense, const ctr_rows& embeddings, const ctr_rows& weights,
-                        int begin, int n);
+                        int begin, int n, bool bags);
 
   backend& be_;
   wide_deep_shape shape_;
@@ -123,6 +134,9 @@ private:
   device_buffer<float> ones_;                // max(fields, 1) ones, for sums by gemm
   device_buffer<float> fm_;                  // max_batch: the second-order terms
   std::vector<device_buffer<float>> acts_, deltas_;  // every deep layer's output, n × out
+  ctr_bag_buffers bag_buffers_;              // the bag path's offsets, scales and scratch
+  device_buffer<int32_t> bag_index_, bag_windex_;  // both tables' index of every bag's keys
+  std::vector<float> host_logits_;           // a weighted batch's logits, for its loss sum
 };
 
 } // namespace actorps

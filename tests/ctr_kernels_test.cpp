@@ -8,6 +8,7 @@
 #include "kernels/dlrm.hpp"
 
 #include "tests/backend_test_support.hpp"
+#include "tests/ctr_bags_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -670,6 +671,146 @@ TEST_CASE("dlrm: SGD on dense parameters and rows lowers the loss on a planted p
   INFO("loss " << losses.front() << " → " << losses.back());
   CHECK(losses.back() < 0.6 * losses.front());
   CHECK(losses.back() < losses[losses.size() / 2]);
+}
+
+// ------------------------------------------------------------------------------------------
+// Multi-hot bags and sample weights
+
+TEST_CASE("ctr kernels: embedding_bag_pool sums or averages each bag, empty bags give zeros") {
+  auto be = make_cpu_backend();
+  const std::vector<float> rows = {1, 2, 10, 20, 100, 200};  // u = 3, dim 2
+  const std::vector<int32_t> index = {0, 2, 1, 1, 2};
+  const std::vector<int32_t> offsets = {0, 2, 2, 5};        // bags {0, 2}, {}, {1, 1, 2}
+  const std::vector<float> scale = {1.0f, 0.0f, 1.0f / 3};
+  std::vector<float> out(6, 99.0f);
+  be->embedding_bag_pool(rows.data(), 3, 2, index.data(), offsets.data(), scale.data(), 3,
+                         out.data());
+  CHECK(out == std::vector<float>{101, 202, 0, 0, 120.0f / 3, 240.0f / 3});
+  // The adjoint before the scatter: each key of bag b gets scale[b]·dout[b].
+  const std::vector<float> dout = {1, -1, 5, 5, 3, 6};
+  std::vector<float> dkeys(10, 99.0f);
+  be->embedding_bag_expand(dout.data(), offsets.data(), scale.data(), 3, 2, dkeys.data());
+  CHECK(dkeys == std::vector<float>{1, -1, 1, -1, 1, 2, 1, 2, 1, 2});
+  std::vector<float> x = {1, 2, 3, 4};
+  const std::vector<float> w = {2, 0.5f};
+  be->scale_rows(x.data(), w.data(), 2, 2);
+  CHECK(x == std::vector<float>{2, 4, 1.5f, 2});
+  const std::vector<int32_t> bad = {0, 3, 1, 1, 2};
+  CHECK_THROWS_WITH_AS(be->embedding_bag_pool(rows.data(), 3, 2, bad.data(), offsets.data(),
+                                              scale.data(), 3, out.data()),
+                       doctest::Contains("is not in [0, 3)"), std::invalid_argument);
+  std::vector<float> s;
+  ctr_bag_scales(offsets.data(), 1, 3, {0, 1, 1}, s);
+  CHECK(s == std::vector<float>{1.0f, 0.0f, 1.0f / 3});
+}
+
+TEST_CASE("dlrm pooled gradient (one-hot and multi-hot bags, sum and mean, sample weights) "
+          "matches central differences in double") {
+  struct bag_case {
+    const char* name;
+    std::vector<int> lengths;
+    std::vector<uint8_t> mean;
+    bool weighted;
+  };
+  const std::vector<bag_case> cases = {
+    {"one-hot, mixed pooling, weights", {1}, {1, 0, 1}, true},
+    {"multi-hot sum, empty bags", {2, 0, 3, 1}, {0, 0, 0}, false},
+    {"multi-hot mean, empty bags, weights", {3, 1, 0, 2, 4}, {1, 1, 1}, true},
+  };
+  for (const auto& c : cases) {
+    INFO(std::string(c.name));
+    const int n = 7, u = 6;
+    const ctr_problem base = make_problem(small_shape(), n, u, true, 0.02);  // bottom MLP's margin
+    const auto bags = test::make_test_bags(n, base.shape.fields, c.lengths, c.mean);
+    std::mt19937 rng(11);
+    std::vector<float> weights(n, 1.0f);
+    if (c.weighted)
+      for (auto& w : weights) w = 0.5f + static_cast<float>(rng() % 4) * 0.5f;
+    ctr_problem pooled = base;  // one row per bag, read in order
+    pooled.u = n * base.shape.fields;
+    pooled.index.resize(static_cast<std::size_t>(pooled.u));
+    for (int i = 0; i < pooled.u; ++i) pooled.index[i] = i;
+    std::vector<int32_t> index;
+    const auto loss = [&](const std::vector<double>& p, const std::vector<double>& rows,
+                          double* margin) {
+      const auto pass =
+        reference_forward(pooled, p, test::pool_in_double(bags, index, rows, base.shape.dim));
+      if (margin) *margin = pass.min_abs_relu_z;
+      double sum = 0;
+      for (int r = 0; r < n; ++r) {
+        const double q = pass.probs[r], y = base.labels[r];
+        sum += weights[r] * -(y * std::log(q) + (1 - y) * std::log(1 - q));
+      }
+      return sum / n;
+    };
+    double margin = 0;
+    for (int tries = 0; tries < 200 && margin <= 0.02; ++tries) {
+      index = test::random_bag_index(rng, bags, u - 1);  // row u − 1: never used
+      loss(as_double(base.params), as_double(base.rows), &margin);
+    }
+    REQUIRE(margin > 0.02);
+
+    auto be = make_cpu_backend();
+    dlrm net(*be, base.shape, n);
+    net.set_parameters(base.params.data());
+    std::vector<float> grad(net.parameter_count(), NAN), row_grad(base.rows.size(), NAN);
+    const ctr_bags view = bags.view();
+    const auto stats =
+      net.train_step(base.dense.data(), base.labels.data(), base.rows.data(), u, index.data(), n,
+                     grad.data(), row_grad.data(), &view, c.weighted ? weights.data() : nullptr);
+    std::vector<double> p = as_double(base.params), rows = as_double(base.rows);
+    CHECK(stats.loss_sum / n == doctest::Approx(loss(p, rows, nullptr)).epsilon(1e-5));
+
+    const double h = 1e-5;
+    gradient_report report;
+    const auto differentiate = [&](const char* what, std::vector<double>& x,
+                                   const std::vector<float>& analytic) {
+      double max_abs = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double saved = x[i];
+        x[i] = saved + h;
+        const double plus = loss(p, rows, nullptr);
+        x[i] = saved - h;
+        const double minus = loss(p, rows, nullptr);
+        x[i] = saved;
+        report.compare(what, i, (plus - minus) / (2 * h), analytic[i], 1e-6, 5e-5);
+        max_abs = std::max(max_abs, std::fabs(static_cast<double>(analytic[i])));
+      }
+      return max_abs;
+    };
+    const double max_grad = differentiate("param", p, grad);
+    const double max_row_grad = differentiate("row", rows, row_grad);
+    INFO(report.bad << " gradients off\n" << report.first.str());
+    CHECK(report.bad == 0);
+    CHECK(max_grad > 1e-2);
+    CHECK(max_row_grad > 1e-3);
+    const int dim = base.shape.dim;
+    CHECK(std::all_of(row_grad.end() - dim, row_grad.end(), [](float g) { return g == 0.0f; }));
+  }
+}
+
+TEST_CASE("dlrm predict with bags: the same logits whole and in chunks, as train_step's loss") {
+  const int n = 9, u = 6;
+  const ctr_problem base = make_problem(small_shape(), n, u, false, 0.0);
+  const auto bags = test::make_test_bags(n, base.shape.fields, {2, 0, 1, 3}, {1, 0, 1});
+  std::mt19937 rng(5);
+  const auto index = test::random_bag_index(rng, bags, u);
+  const ctr_bags view = bags.view();
+  auto be = make_cpu_backend();
+  dlrm whole(*be, base.shape, n), chunks(*be, base.shape, 4);
+  whole.set_parameters(base.params.data());
+  chunks.set_parameters(base.params.data());
+  std::vector<float> a(n), b(n);
+  whole.predict_logits(base.dense.data(), base.rows.data(), u, index.data(), n, a.data(), &view);
+  chunks.predict_logits(base.dense.data(), base.rows.data(), u, index.data(), n, b.data(), &view);
+  check_close(b, a, 1e-6, 1e-5, "chunked bag logits");
+  double loss = 0;
+  for (int r = 0; r < n; ++r)
+    loss += math::sigmoid_cross_entropy(a[r], base.labels[r], 0.0f, nullptr, nullptr);
+  std::vector<float> grad(whole.parameter_count()), row_grad(base.rows.size());
+  const auto stats = whole.train_step(base.dense.data(), base.labels.data(), base.rows.data(), u,
+                                      index.data(), n, grad.data(), row_grad.data(), &view);
+  CHECK(stats.loss_sum == doctest::Approx(loss).epsilon(1e-6));
 }
 
 } // namespace actorps

@@ -11,6 +11,7 @@
 #include "kernels/wide_deep.hpp"
 
 #include "tests/backend_test_support.hpp"
+#include "tests/ctr_bags_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -720,6 +721,144 @@ TEST_CASE("cuda parity: small odd wdl and deepfm 5-3x7, no hidden layer or one, 
     check_wide_deep_parity(*cuda, shape, 13, 11, 50, 31);
     shape.hidden = {9};
     check_wide_deep_parity(*cuda, shape, 13, 11, 50, 37);
+  }
+}
+
+TEST_CASE("cuda parity: embedding_bag_pool, embedding_bag_expand and scale_rows, empty bags") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  struct shape { int n, fields, u, dim; };
+  for (shape s : {shape{64, 5, 300, 16}, shape{7, 3, 4, 3}, shape{1000, 2, 50, 1}}) {
+    CAPTURE(s.n); CAPTURE(s.fields); CAPTURE(s.dim);
+    std::mt19937 rng(static_cast<unsigned>(s.n + s.dim));
+    const auto bags = make_test_bags(s.n, s.fields, {3, 0, 1, 8, 2}, std::vector<uint8_t>(
+                                                                         s.fields, 1));
+    const auto bags_sum = make_test_bags(s.n, s.fields, {3, 0, 1, 8, 2}, {});
+    const auto index = random_bag_index(rng, bags, s.u);
+    const auto rows = random_floats(rng, static_cast<std::size_t>(s.u) * s.dim, -1, 1);
+    const int count = s.n * s.fields;
+    for (const auto* b : {&bags, &bags_sum}) {
+      auto [ref, got] = on_both(*cpu, *cuda, std::vector<float>(count * s.dim, 99.0f),
+                                [&](backend& be, float* out) {
+        auto dr = to_device(be, rows);
+        auto di = to_device(be, index);
+        auto doff = to_device(be, b->offsets);
+        auto dsc = to_device(be, b->scale);
+        be.embedding_bag_pool(dr.get(), s.u, s.dim, di.get(), doff.get(), dsc.get(), count, out);
+        be.synchronize();
+      });
+      // The same sums in the same order; only FMA contraction differs.
+      check_close(got, ref, 1e-6, 1e-5, "embedding_bag_pool");
+      const auto dout = random_floats(rng, static_cast<std::size_t>(count) * s.dim, -1, 1);
+      auto [ref_keys, got_keys] = on_both(*cpu, *cuda,
+                                          std::vector<float>(b->keys() * s.dim, 99.0f),
+                                          [&](backend& be, float* dkeys) {
+        auto dd = to_device(be, dout);
+        auto doff = to_device(be, b->offsets);
+        auto dsc = to_device(be, b->scale);
+        be.embedding_bag_expand(dd.get(), doff.get(), dsc.get(), count, s.dim, dkeys);
+        be.synchronize();
+      });
+      check_close(got_keys, ref_keys, 0, 0, "embedding_bag_expand");
+    }
+    const auto weights = random_floats(rng, static_cast<std::size_t>(s.n), 0, 2);
+    auto [ref_x, got_x] = on_both(*cpu, *cuda, rows, [&](backend& be, float* x) {
+      auto dw = to_device(be, weights);
+      be.scale_rows(x, dw.get(), std::min(s.n, s.u), s.dim);
+      be.synchronize();
+    });
+    check_close(got_x, ref_x, 0, 0, "scale_rows");
+  }
+}
+
+TEST_CASE("cuda parity: dlrm, wdl and deepfm on bags (sum and mean) with sample weights") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  auto cpu = make_cpu_backend();
+  const int batch = 37, u = 60, fields = 4, dense_in = 3;
+  std::mt19937 rng(23);
+  const auto bags = make_test_bags(batch, fields, {2, 0, 5, 1, 3}, {1, 0, 1, 0});
+  const auto index = random_bag_index(rng, bags, u);
+  const auto windex = random_bag_index(rng, bags, u);
+  const ctr_bags view = bags.view();
+  const auto dense = random_floats(rng, static_cast<std::size_t>(batch) * dense_in, 0, 1);
+  std::vector<float> labels(batch);
+  for (auto& y : labels) y = static_cast<float>(rng() % 2);
+  const auto sample_weights = random_floats(rng, batch, 0.5f, 2);
+  const auto largest = [](const std::vector<float>& v) {
+    double m = 0;
+    for (float g : v) m = std::max(m, std::fabs(static_cast<double>(g)));
+    return m;
+  };
+  backend* backends[2] = {cpu.get(), cuda.get()};
+  {
+    dlrm_shape shape;
+    shape.dense_in = dense_in;
+    shape.fields = fields;
+    shape.dim = 8;
+    shape.bottom = {9};
+    shape.top = {7};
+    const auto params = random_floats(rng, dlrm_parameter_count(shape), -0.3f, 0.3f);
+    const auto rows = random_floats(rng, static_cast<std::size_t>(u) * shape.dim, -0.5f, 0.5f);
+    binary_loss_stats stats[2];
+    std::vector<float> grad[2], row_grad[2], z[2];
+    for (int b = 0; b < 2; ++b) {
+      dlrm net(*backends[b], shape, 16);  // predict in chunks of 16
+      dlrm big(*backends[b], shape, batch);
+      big.set_parameters(params.data());
+      net.set_parameters(params.data());
+      grad[b].assign(params.size(), NAN);
+      row_grad[b].assign(rows.size(), NAN);
+      stats[b] = big.train_step(dense.data(), labels.data(), rows.data(), u, index.data(), batch,
+                                grad[b].data(), row_grad[b].data(), &view,
+                                sample_weights.data());
+      z[b].assign(batch, NAN);
+      net.predict_logits(dense.data(), rows.data(), u, index.data(), batch, z[b].data(), &view);
+    }
+    CHECK(stats[1].loss_sum == doctest::Approx(stats[0].loss_sum).epsilon(1e-5));
+    REQUIRE(largest(row_grad[0]) > 0);
+    check_close(grad[1], grad[0], 1e-4 * largest(grad[0]), 1e-3, "dlrm bag gradient");
+    check_close(row_grad[1], row_grad[0], 1e-4 * largest(row_grad[0]), 1e-3,
+                "dlrm bag row gradient");
+    check_close(z[1], z[0], 1e-5, 1e-4, "dlrm bag logits");
+  }
+  for (bool fm : {false, true}) {
+    CAPTURE(fm);
+    wide_deep_shape shape;
+    shape.dense_in = dense_in;
+    shape.fields = fields;
+    shape.dim = 6;
+    shape.hidden = {10};
+    shape.fm = fm;
+    const auto params = random_floats(rng, wide_deep_parameter_count(shape), -0.3f, 0.3f);
+    const auto rows = random_floats(rng, static_cast<std::size_t>(u) * shape.dim, -0.5f, 0.5f);
+    const auto wide = random_floats(rng, static_cast<std::size_t>(u), -0.5f, 0.5f);
+    const ctr_rows embeddings{rows.data(), u, index.data()}, weights{wide.data(), u,
+                                                                     windex.data()};
+    binary_loss_stats stats[2];
+    std::vector<float> grad[2], row_grad[2], wide_grad[2], z[2];
+    for (int b = 0; b < 2; ++b) {
+      wide_deep net(*backends[b], shape, 16), big(*backends[b], shape, batch);
+      big.set_parameters(params.data());
+      net.set_parameters(params.data());
+      grad[b].assign(params.size(), NAN);
+      row_grad[b].assign(rows.size(), NAN);
+      wide_grad[b].assign(wide.size(), NAN);
+      stats[b] = big.train_step(dense.data(), labels.data(), embeddings, weights, batch,
+                                grad[b].data(), row_grad[b].data(), wide_grad[b].data(), &view,
+                                sample_weights.data());
+      z[b].assign(batch, NAN);
+      net.predict_logits(dense.data(), embeddings, weights, batch, z[b].data(), &view);
+    }
+    CHECK(stats[1].loss_sum == doctest::Approx(stats[0].loss_sum).epsilon(1e-5));
+    REQUIRE(largest(row_grad[0]) > 0);
+    check_close(grad[1], grad[0], 1e-4 * largest(grad[0]), 1e-3, "wide_deep bag gradient");
+    check_close(row_grad[1], row_grad[0], 1e-4 * largest(row_grad[0]), 1e-3,
+                "wide_deep bag row gradient");
+    check_close(wide_grad[1], wide_grad[0], 1e-4 * largest(wide_grad[0]), 1e-3,
+                "wide_deep bag wide gradient");
+    check_close(z[1], z[0], 1e-5, 1e-4, "wide_deep bag logits");
   }
 }
 

@@ -107,8 +107,8 @@ TEST_CASE("gen-data names a bad flag and exits 2") {
     std::string args, message;
   };
   const std::vector<bad_case> cases = {
-      {"gen-data", "which format? (known: libsvm, criteo)"},
-      {"gen-data csv" + out, "unknown format 'csv' (known: libsvm, criteo)"},
+      {"gen-data", "which format? (known: libsvm, criteo, ctr-log)"},
+      {"gen-data csv" + out, "unknown format 'csv' (known: libsvm, criteo, ctr-log)"},
       {"gen-data libsvm", "--out DIR is required"},
       {"gen-data libsvm --rows 0" + out, "--rows must be at least 1, got 0"},
       {"gen-data libsvm --test-rows -4" + out, "--test-rows must be at least 1, got -4"},

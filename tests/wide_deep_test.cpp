@@ -6,6 +6,7 @@
 #include "kernels/wide_deep.hpp"
 
 #include "tests/backend_test_support.hpp"
+#include "tests/ctr_bags_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -280,6 +281,145 @@ TEST_CASE("wide_deep predict matches the reference in chunks and validates its i
       CHECK(std::string(e.what()).find("wide index 7 of sample 2, field 1") != std::string::npos);
     }
   }
+}
+
+} // namespace actorps
+
+namespace actorps {
+namespace {
+
+using namespace actorps::test;
+
+/// One bagged case: bag lengths, which fields pool by the mean, sample weights or none.
+struct bag_case {
+  const char* name;
+  std::vector<int> lengths;
+  std::vector<uint8_t> mean;
+  bool weighted;
+};
+
+} // namespace
+
+TEST_CASE("wide_deep pooled gradient (one-hot and multi-hot bags, sum and mean, sample weights) "
+          "matches central differences") {
+  // The reference pools each bag in double (tests/ctr_bags_support.hpp) and runs the
+  // single-key reference on the pools; the loss is Σ_r w_r·loss_r / n.
+  const std::vector<bag_case> cases = {
+    {"one-hot, mixed pooling, weights", {1}, {1, 0, 1, 0}, true},
+    {"multi-hot sum, empty bags", {2, 0, 3, 1, 4}, {0, 0, 0, 0}, false},
+    {"multi-hot mean, empty bags, weights", {3, 1, 0, 2}, {1, 1, 1, 1}, true},
+  };
+  for (bool fm : {false, true}) {
+    for (const auto& c : cases) {
+      CAPTURE(fm);
+      INFO(std::string(c.name));
+      const int n = 6, u = 9, uw = 8;
+      const wd_problem base = make_problem(small_shape(fm), n, u, uw, 0.0);
+      const auto bags = make_test_bags(n, base.shape.fields, c.lengths, c.mean);
+      std::mt19937 rng(7);
+      std::vector<float> sample_weights(n, 1.0f);
+      if (c.weighted)
+        for (auto& w : sample_weights) w = 0.5f + static_cast<float>(rng() % 4) * 0.5f;
+      // a pooled problem: one row per bag, read in order
+      wd_problem pooled = base;
+      pooled.u = pooled.uw = n * base.shape.fields;
+      pooled.index.resize(static_cast<std::size_t>(pooled.u));
+      for (int i = 0; i < pooled.u; ++i) pooled.index[i] = i;
+      pooled.windex = pooled.index;
+      std::vector<int32_t> index, windex;
+      const auto loss = [&](const std::vector<double>& p, const std::vector<double>& rows,
+                            const std::vector<double>& weights, double* margin) {
+        const auto ref =
+          reference_forward(pooled, p, pool_in_double(bags, index, rows, base.shape.dim),
+                            pool_in_double(bags, windex, weights, 1));
+        if (margin) *margin = ref.min_abs_relu_z;
+        double sum = 0;
+        for (int r = 0; r < n; ++r) {
+          const double z = ref.logits[r], y = base.labels[r];
+          sum += sample_weights[r]
+                 * (std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::fabs(z))));
+        }
+        return sum / n;
+      };
+      double margin = 0;
+      for (int tries = 0; tries < 200 && margin <= 0.02; ++tries) {  // keys away from ReLU kinks
+        index = random_bag_index(rng, bags, u - 1);  // the last row of each table: never used
+        windex = random_bag_index(rng, bags, uw - 1);
+        loss(as_double(base.params), as_double(base.rows), as_double(base.weights), &margin);
+      }
+      REQUIRE(margin > 0.02);
+
+      auto be = make_cpu_backend();
+      wide_deep net(*be, base.shape, n);
+      net.set_parameters(base.params.data());
+      std::vector<float> grad(net.parameter_count(), NAN), row_grad(base.rows.size(), NAN),
+        weight_grad(base.weights.size(), NAN);
+      const ctr_bags view = bags.view();
+      const auto stats = net.train_step(
+        base.dense.data(), base.labels.data(), {base.rows.data(), u, index.data()},
+        {base.weights.data(), uw, windex.data()}, n, grad.data(), row_grad.data(),
+        weight_grad.data(), &view, c.weighted ? sample_weights.data() : nullptr);
+
+      std::vector<double> p = as_double(base.params), rows = as_double(base.rows),
+                          weights = as_double(base.weights);
+      CHECK(stats.loss_sum / n == doctest::Approx(loss(p, rows, weights, nullptr)).epsilon(1e-5));
+      const double h = 1e-5;
+      std::size_t bad = 0;
+      std::ostringstream first;
+      const auto differentiate = [&](const char* what, std::vector<double>& x,
+                                     const std::vector<float>& analytic) {
+        double max_abs = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const double saved = x[i];
+          x[i] = saved + h;
+          const double plus = loss(p, rows, weights, nullptr);
+          x[i] = saved - h;
+          const double minus = loss(p, rows, weights, nullptr);
+          x[i] = saved;
+          const double numeric = (plus - minus) / (2 * h);
+          if (!(std::fabs(numeric - analytic[i]) <= 1e-6 + 5e-5 * std::fabs(analytic[i]))) {
+            if (bad++ < 5) first << "  " << what << "[" << i << "] numeric " << numeric
+                                 << ", analytic " << analytic[i] << "\n";
+          }
+          max_abs = std::max(max_abs, std::fabs(static_cast<double>(analytic[i])));
+        }
+        return max_abs;
+      };
+      const double max_grad = differentiate("param", p, grad);
+      const double max_row_grad = differentiate("row", rows, row_grad);
+      const double max_weight_grad = differentiate("weight", weights, weight_grad);
+      INFO(bad << " gradients off\n" << first.str());
+      CHECK(bad == 0);
+      CHECK(max_grad > 1e-2);
+      CHECK(max_row_grad > 1e-3);
+      CHECK(max_weight_grad > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("wide_deep predict with bags: the same logits whole and in chunks, a bad key refused") {
+  const wd_problem base = make_problem(small_shape(true), 9, 9, 8, 0.0);
+  const auto bags = make_test_bags(9, base.shape.fields, {2, 0, 1, 3}, {1, 0, 0, 1});
+  std::mt19937 rng(3);
+  const auto index = random_bag_index(rng, bags, 9);
+  const auto windex = random_bag_index(rng, bags, 8);
+  const ctr_rows embeddings{base.rows.data(), 9, index.data()}, wide{base.weights.data(), 8,
+                                                                     windex.data()};
+  const ctr_bags view = bags.view();
+  auto be = make_cpu_backend();
+  wide_deep whole(*be, base.shape, 9), chunks(*be, base.shape, 4);
+  whole.set_parameters(base.params.data());
+  chunks.set_parameters(base.params.data());
+  std::vector<float> a(9), b(9);
+  whole.predict_logits(base.dense.data(), embeddings, wide, 9, a.data(), &view);
+  chunks.predict_logits(base.dense.data(), embeddings, wide, 9, b.data(), &view);
+  check_close(b, a, 1e-6, 1e-5, "chunked bag logits");
+  // a key outside its table is refused before any work
+  auto bad = index;
+  bad.back() = 9;
+  CHECK_THROWS_WITH_AS(whole.predict_logits(base.dense.data(), {base.rows.data(), 9, bad.data()},
+                                            wide, 9, a.data(), &view),
+                       doctest::Contains("is not in [0, 9)"), std::invalid_argument);
 }
 
 } // namespace actorps

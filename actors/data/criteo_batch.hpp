@@ -25,6 +25,8 @@ struct criteo_batch {
   std::vector<float> dense = {};    ///< rows × dense_width, row-major
   std::vector<uint64_t> keys = {};  ///< see above
   std::vector<uint32_t> offsets = {};  ///< empty, or rows × fields + 1 (offsets[0] = 0)
+  std::vector<uint8_t> mean_fields = {};  ///< with offsets: per field, 1 where its bag pools by
+                                          ///< the mean (the schema's pooling), 0 by the sum
   int dense_width = criteo_dense_fields;
   int fields = criteo_categorical_fields;
 
@@ -46,6 +48,7 @@ struct criteo_batch {
     if (rows() == 0) {
       dense_width = more.dense_width;
       fields = more.fields;
+      mean_fields = more.mean_fields;
     }
     labels.insert(labels.end(), more.labels.begin(), more.labels.end());
     weights.insert(weights.end(), more.weights.begin(), more.weights.end());

@@ -160,7 +160,12 @@ size_t schema_reader::next_batch(size_t max_rows, criteo_batch& out) {
   out.clear();
   out.dense_width = s.dense_width;
   out.fields = s.fields;
-  if (s.multi_hot) out.offsets.push_back(0);
+  if (s.multi_hot) {
+    out.offsets.push_back(0);
+    out.mean_fields.resize(static_cast<std::size_t>(s.fields));
+    for (int f = 0; f < s.fields; ++f)
+      out.mean_fields[static_cast<std::size_t>(f)] = s.field_pooling[f] == pooling::mean;
+  }
   std::string_view line;
   while (out.rows() < max_rows && lines_.next(line)) {
     if (!lines_.ours(line)) continue;

@@ -12,7 +12,8 @@ namespace {
 
 constexpr int eval_chunk = 4096;  // samples per forward pass of the evaluation
 constexpr const char* dlrm_form =
-  "the form is dlrm[:DIM[:BOTTOM[:TOP]]], hidden widths joined by '-', e.g. dlrm:16:64-32:128-64";
+  "the form is dlrm[:DIM[:BOTTOM[:TOP]]][:DENSExFIELDS], hidden widths joined by '-', e.g. "
+  "dlrm:16:64-32:128-64";
 
 /// Hidden widths "64-32" → {64, 32}; "" → none.
 std::optional<std::vector<int>> parse_hidden(const std::string& text) {
@@ -29,10 +30,12 @@ const int32_t* row_index(const table_rows& t) {
   return reinterpret_cast<const int32_t*>(t.inverse.data());
 }
 
+ctr_layout layout_of(const dlrm_shape& shape) { return {shape.dense_in, shape.fields}; }
+
 class dlrm_trainer : public trainer {
 public:
   dlrm_trainer(const dlrm_shape& shape, const trainer_context& ctx)
-    : data_(ctr_training_batches(ctx)),
+    : data_(ctr_training_batches(ctx, layout_of(shape))),
       be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
@@ -48,7 +51,8 @@ public:
     model_.set_parameters(params);
     auto stats = model_.train_step(b.dense.data(), b.labels.data(), t.values.data(),
                                    static_cast<int>(t.keys.size()), row_index(t),
-                                   static_cast<int>(b.rows()), grad, t.grads.data());
+                                   static_cast<int>(b.rows()), grad, t.grads.data(),
+                                   bags_.of(b), sample_weights(b));
     return {stats.loss_sum, stats.rows};
   }
 
@@ -58,12 +62,14 @@ private:
   ctr_batches data_;
   std::unique_ptr<backend> be_;
   dlrm model_;
+  batch_bags bags_;
 };
 
 class dlrm_evaluation : public evaluation {
 public:
   dlrm_evaluation(const dlrm_shape& shape, std::shared_ptr<const dataset> test)
-    : test_(std::move(test)), split_(criteo_test_split(test_)), be_(make_cpu_backend()),
+    : test_(std::move(test)), split_(criteo_test_split(test_, layout_of(shape))),
+      be_(make_cpu_backend()),
       model_(*be_, shape, eval_chunk) {}
 
   void keys(std::vector<std::vector<uint64_t>>& per_table) override {
@@ -76,7 +82,8 @@ public:
     model_.set_parameters(params);
     z_.resize(split_.rows());
     model_.predict_logits(split_.dense.data(), t.values.data(), static_cast<int>(t.keys.size()),
-                          row_index(t), static_cast<int>(split_.rows()), z_.data());
+                          row_index(t), static_cast<int>(split_.rows()), z_.data(),
+                          bags_.of(split_));
     return binary_metrics_from_logits(z_.data(), split_.labels.data(), split_.rows(),
                                       test_->groups);
   }
@@ -87,11 +94,13 @@ private:
   std::unique_ptr<backend> be_;
   dlrm model_;
   std::vector<float> z_;
+  batch_bags bags_;
 };
 
 class dlrm_plugin : public criteo_plugin {
 public:
-  explicit dlrm_plugin(dlrm_shape shape) : shape_(std::move(shape)) {}
+  explicit dlrm_plugin(dlrm_shape shape)
+    : criteo_plugin(layout_of(shape)), shape_(std::move(shape)) {}
 
   model_spec spec() const override { return dlrm_model(shape_); }
   std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
@@ -104,17 +113,31 @@ public:
   /// MLP's defaults gave 0.669).
   training_defaults defaults() const override { return ctr_recipe(); }
 
+protected:
+  std::unique_ptr<model_plugin> with_layout(const ctr_layout& layout) const override {
+    auto shape = shape_;
+    shape.dense_in = layout.dense;
+    shape.fields = layout.fields;
+    return std::make_unique<dlrm_plugin>(std::move(shape));
+  }
+
 private:
   dlrm_shape shape_;
 };
 
 } // namespace
 
-dlrm_shape parse_dlrm_shape(const std::string& args) {
+dlrm_shape parse_dlrm_shape(const std::string& text) {
   dlrm_shape shape;  // 13 dense features, 26 fields: Criteo's layout
   // A wider top MLP than the kernel's default: on the 2 M-line generated set (sync) 64-32 gave
   // test AUC 0.7979, 128-64 0.7985, 256-128 0.7983 at 10 % fewer samples/s.
   shape.top = {128, 64};
+  std::string args = text;
+  ctr_layout layout;
+  if (take_layout(args, layout)) {
+    shape.dense_in = layout.dense;
+    shape.fields = layout.fields;
+  }
   if (args.empty()) return shape;
   std::vector<std::string> parts;
   std::size_t pos = 0;
@@ -125,7 +148,7 @@ dlrm_shape parse_dlrm_shape(const std::string& args) {
     pos = colon + 1;
   }
   auto bad = [&](const std::string& what) {
-    return model_error("dlrm:" + args + ": " + what + "; " + dlrm_form);
+    return model_error("dlrm:" + text + ": " + what + "; " + dlrm_form);
   };
   if (parts.size() > 3) throw bad("more than three parts");
   const auto& dim = parts[0];
@@ -147,7 +170,8 @@ std::string dlrm_name(const dlrm_shape& shape) {
     for (int w : widths) out += (out.empty() ? "" : "-") + std::to_string(w);
     return out;
   };
-  return "dlrm:" + std::to_string(shape.dim) + ":" + hidden(shape.bottom) + ":" + hidden(shape.top);
+  return "dlrm:" + std::to_string(shape.dim) + ":" + hidden(shape.bottom) + ":" + hidden(shape.top)
+         + layout_suffix({shape.dense_in, shape.fields});
 }
 
 // The embeddings' defaults, measured on `actorps gen-data criteo` sets (see the issue note):

@@ -1,4 +1,4 @@
-// DLRM on Criteo logs (kernels/dlrm.hpp):
+// DLRM on Criteo logs, or a log a schema describes (kernels/dlrm.hpp):
 //   actorps simulate --model dlrm:16:64-32:128-64 --dataset criteo:train.tsv --test test.tsv
 // The 13 transformed integer features go through the bottom MLP to DIM floats; each of the 26
 // categorical values has a DIM-wide embedding row in the sparse table "embeddings" (keys
@@ -18,10 +18,12 @@ namespace actorps {
 
 /// The model string's shape: "" → the defaults (dim 16, bottom 64-32, top 64-32); otherwise
 /// DIM[:BOTTOM[:TOP]] with hidden widths joined by '-' (an empty BOTTOM or TOP: no hidden
-/// layer). Throws model_error naming the expected form.
+/// layer), and a last part DENSExFIELDS for rows other than Criteo's 13 dense values and 26
+/// key fields (take_layout). Throws model_error naming the expected form.
 dlrm_shape parse_dlrm_shape(const std::string& args);
 
-/// "dlrm:DIM:BOTTOM:TOP" for a shape, the name the spec carries (parse_dlrm_shape reads it).
+/// "dlrm:DIM:BOTTOM:TOP[:DENSExFIELDS]" for a shape, the name the spec carries
+/// (parse_dlrm_shape reads it).
 std::string dlrm_name(const dlrm_shape& shape);
 
 /// The spec: the tensors of dlrm_tensors (He-uniform kernels, zero biases) and the table

@@ -140,6 +140,12 @@ public:
     (void)schema;
     return "";
   }
+  /// This model shaped for the logs `schema` describes (its spec's name then says the shape,
+  /// so that every process builds the same), or null when it stays as it is. Default: null.
+  virtual std::unique_ptr<model_plugin> for_schema(const feature_schema& schema) const {
+    (void)schema;
+    return nullptr;
+  }
   /// A trainer for one worker; throws std::exception saying why it cannot (no GPU, ...).
   virtual std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const = 0;
   /// The evaluation hook over `test`; throws std::exception saying why it cannot.

@@ -14,6 +14,8 @@ constexpr int eval_chunk = 4096;  // samples per forward pass of the evaluation
 
 const char* model_name(bool fm) { return fm ? "deepfm" : "wdl"; }
 
+ctr_layout layout_of(const wide_deep_shape& shape) { return {shape.dense_in, shape.fields}; }
+
 /// table_rows::inverse as the kernels' int32 index (a batch's distinct rows are far below 2^31).
 ctr_rows rows_of(const table_rows& t) {
   return {t.values.data(), static_cast<int>(t.keys.size()),
@@ -52,7 +54,7 @@ void name_keys(const char* model, const criteo_batch& b,
 class wide_deep_trainer : public trainer {
 public:
   wide_deep_trainer(const wide_deep_shape& shape, const trainer_context& ctx)
-    : data_(ctr_training_batches(ctx)),
+    : data_(ctr_training_batches(ctx, layout_of(shape))),
       be_(ctr_backend(ctx)), model_(*be_, shape, ctx.batch) {}
 
   void keys(int64_t clock, std::vector<std::vector<uint64_t>>& per_table) override {
@@ -67,7 +69,8 @@ public:
     model_.set_parameters(params);
     auto stats = model_.train_step(b.dense.data(), b.labels.data(), rows_of(tables[0]),
                                    rows_of(tables[1]), static_cast<int>(b.rows()), grad,
-                                   tables[0].grads.data(), tables[1].grads.data());
+                                   tables[0].grads.data(), tables[1].grads.data(), bags_.of(b),
+                                   sample_weights(b));
     return {stats.loss_sum, stats.rows};
   }
 
@@ -77,12 +80,14 @@ private:
   ctr_batches data_;
   std::unique_ptr<backend> be_;
   wide_deep model_;
+  batch_bags bags_;
 };
 
 class wide_deep_evaluation : public evaluation {
 public:
   wide_deep_evaluation(const wide_deep_shape& shape, std::shared_ptr<const dataset> test)
-    : test_(std::move(test)), split_(criteo_test_split(test_)), be_(make_cpu_backend()),
+    : test_(std::move(test)), split_(criteo_test_split(test_, layout_of(shape))),
+      be_(make_cpu_backend()),
       model_(*be_, shape, eval_chunk) {}
 
   void keys(std::vector<std::vector<uint64_t>>& per_table) override {
@@ -95,7 +100,7 @@ public:
     model_.set_parameters(params);
     z_.resize(split_.rows());
     model_.predict_logits(split_.dense.data(), rows_of(tables[0]), rows_of(tables[1]),
-                          static_cast<int>(split_.rows()), z_.data());
+                          static_cast<int>(split_.rows()), z_.data(), bags_.of(split_));
     return binary_metrics_from_logits(z_.data(), split_.labels.data(), split_.rows(),
                                       test_->groups);
   }
@@ -106,11 +111,13 @@ private:
   std::unique_ptr<backend> be_;
   wide_deep model_;
   std::vector<float> z_;
+  batch_bags bags_;
 };
 
 class wide_deep_plugin : public criteo_plugin {
 public:
-  explicit wide_deep_plugin(wide_deep_shape shape) : shape_(std::move(shape)) {}
+  explicit wide_deep_plugin(wide_deep_shape shape)
+    : criteo_plugin(layout_of(shape)), shape_(std::move(shape)) {}
 
   model_spec spec() const override { return wide_deep_model(shape_); }
   std::unique_ptr<trainer> make_trainer(const trainer_context& ctx) const override {
@@ -125,6 +132,14 @@ public:
     auto d = ctr_recipe();
     if (!shape_.fm) d.table_lr = 0.0f;
     return d;
+  }
+
+protected:
+  std::unique_ptr<model_plugin> with_layout(const ctr_layout& layout) const override {
+    auto shape = shape_;
+    shape.dense_in = layout.dense;
+    shape.fields = layout.fields;
+    return std::make_unique<wide_deep_plugin>(std::move(shape));
   }
 
 private:
@@ -149,15 +164,21 @@ std::unique_ptr<model_plugin> make_plugin(const std::string& args, bool fm) {
 
 } // namespace
 
-wide_deep_shape parse_wide_deep_shape(const std::string& args, bool fm) {
+wide_deep_shape parse_wide_deep_shape(const std::string& text, bool fm) {
   wide_deep_shape shape;  // 13 dense features, 26 fields: Criteo's layout
   shape.fm = fm;
+  std::string args = text;
+  ctr_layout layout;
+  if (take_layout(args, layout)) {
+    shape.dense_in = layout.dense;
+    shape.fields = layout.fields;
+  }
   if (args.empty()) return shape;
   const std::string name = model_name(fm);
   auto bad = [&](const std::string& what) {
-    return model_error(name + ":" + args + ": " + what + "; the form is " + name
-                       + "[:DIM[:HIDDEN]], hidden widths joined by '-', e.g. " + name
-                       + ":16:256-128");
+    return model_error(name + ":" + text + ": " + what + "; the form is " + name
+                       + "[:DIM[:HIDDEN]][:DENSExFIELDS], hidden widths joined by '-', e.g. "
+                       + name + ":16:256-128");
   };
   const auto colon = args.find(':');
   const std::string dim = args.substr(0, colon);
@@ -178,7 +199,7 @@ wide_deep_shape parse_wide_deep_shape(const std::string& args, bool fm) {
 
 std::string wide_deep_name(const wide_deep_shape& shape) {
   return std::string(model_name(shape.fm)) + ":" + std::to_string(shape.dim) + ":"
-         + hidden_text(shape.hidden);
+         + hidden_text(shape.hidden) + layout_suffix(layout_of(shape));
 }
 
 // The tables' settings are dlrm's (dlrm_plugin.cpp): embedding rows uniform in ±0.05, Adagrad

@@ -1,4 +1,4 @@
-// Wide & Deep and DeepFM on Criteo logs (kernels/wide_deep.hpp):
+// Wide & Deep and DeepFM on Criteo logs, or a log a schema describes (kernels/wide_deep.hpp):
 //   actorps simulate --model wdl --dataset criteo:train.tsv --test test.tsv
 //   actorps simulate --model deepfm:16:256-128 --dataset criteo:train.tsv --test test.tsv
 // Each of the 26 categorical values has a DIM-wide embedding row in the sparse table
@@ -18,11 +18,13 @@
 namespace actorps {
 
 /// The model string's shape for "wdl" or "deepfm" (`fm`): "" → the defaults (dim 16, hidden
-/// 256-128); otherwise DIM[:HIDDEN] with hidden widths joined by '-' (empty: no hidden layer).
-/// Throws model_error naming the expected form.
+/// 256-128); otherwise DIM[:HIDDEN] with hidden widths joined by '-' (empty: no hidden layer),
+/// and a last part DENSExFIELDS for rows other than Criteo's 13 dense values and 26 key fields
+/// (take_layout). Throws model_error naming the expected form.
 wide_deep_shape parse_wide_deep_shape(const std::string& args, bool fm);
 
-/// "wdl:DIM:HIDDEN" or "deepfm:DIM:HIDDEN", the name the spec carries.
+/// "wdl:DIM:HIDDEN" or "deepfm:DIM:HIDDEN" (and ":DENSExFIELDS" off Criteo's layout), the name
+/// the spec carries.
 std::string wide_deep_name(const wide_deep_shape& shape);
 
 /// The spec: the tensors of wide_deep_tensors ("linear/kernel" zeros, He-uniform kernels, zero

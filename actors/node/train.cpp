@@ -1,6 +1,7 @@
 // train(): a whole run in this process, the runtime owning the loop (actors/ps.hpp).
 #include "actors/chief/role_id.hpp"
 #include "actors/chief/tensorboard_writer.hpp"
+#include "actors/data/feature_schema.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/node/cluster_core.hpp"
 #include "actors/node/plan_run.hpp"
@@ -74,10 +75,15 @@ caf::expected<train_spec> spec_of(const train_options& o, const training_setting
   return detail::shards_spec(tensors, shards);
 }
 
-/// The --model plug-in, or the error naming why it cannot be built.
+/// The --model plug-in (shaped by a log's schema, as the command's flags shape it), or the error
+/// naming why it cannot be built.
 caf::expected<std::unique_ptr<model_plugin>> plugin_of(const train_options& o) {
   try {
-    return make_model(o.model);
+    auto model = make_model(o.model);
+    if (o.source.what == data_source::kind::logs && !o.source.schema_path.empty())
+      if (auto shaped = model->for_schema(load_feature_schema(o.source.schema_path)))
+        return shaped;
+    return model;
   } catch (const std::exception& e) {
     return bad_option(e.what());
   }
