@@ -85,7 +85,7 @@ struct eval_metrics {
   double calibration = -1;  ///< binary models: mean prediction / mean label; -1: not computed
   /// Binary models with test slices: the AUC of the slice_auc_top largest, largest first
   /// (top_slice_aucs), and the rows of the others (-1: not computed).
-  std::vector<slice_auc> slices;
+  std::vector<slice_auc> slices = {};
   int64_t slice_rest_rows = -1;
 };
 
