@@ -1,9 +1,10 @@
 // A delta checkpoint costs the shard what changed: told by the chief's commit that the next
 // checkpoint holds the changes since that clock, a shard keeps at the next checkpoint clock only
-// the sparse rows pushed since (not its whole table, cut later); it keeps the whole state while
+// the sparse rows pushed since (not its whole table, cut later). It keeps the whole state while
 // the chief has not said, while a checkpoint it asked is not committed (its outcome decides the
-// next one's kind), and when the chief says the next one is full. Asked for what it did not
-// keep, it takes the whole state when it is still that clock's, and refuses otherwise.
+// next one's kind) or one kept earlier may be asked first, and when the chief says the next one
+// is full. Asked for what it did not keep, it takes the whole state when it is still that
+// clock's, and refuses otherwise.
 #include "tests/shard_fixture.hpp"
 
 #include <doctest/doctest.h>
@@ -126,6 +127,17 @@ TEST_CASE("a shard keeps at a delta checkpoint's clock only the rows changed sin
   f.push(13, some);
   CHECK(*f.checkpoint(14, -1) == std::pair<int64_t, std::size_t>{-1, 2000});
   CHECK(*f.checkpoint(14, 12) == std::pair<int64_t, std::size_t>{12, 10});
+
+  // The chief lags: the shard passes two checkpoint clocks after a commit before it asks. The
+  // plan is for the first (16); the second (18) may follow a delta or a full one: whole.
+  f.commit(14, 14);
+  f.push(14, some);
+  f.push(15);
+  f.push(16);
+  f.push(17);
+  f.push(18);
+  CHECK(*f.checkpoint(16, 14) == std::pair<int64_t, std::size_t>{14, 10});
+  CHECK(*f.checkpoint(18, -1) == std::pair<int64_t, std::size_t>{-1, 2000});
 }
 
 } // namespace actorps

@@ -80,10 +80,16 @@ wire_buffer state_now(const ps_shard_state& st, int64_t clock) {
 /// The state now, labelled `clock`, kept until the chief asks for it: the sparse rows changed
 /// since k only, with k the clock the chief said (its last commit) or a held request says its
 /// delta counts from, when the shard remembers every removal since k; else whole (a delta is cut
-/// from it when the chief asks). While a checkpoint the chief asked is not committed, its
-/// outcome decides the next one's kind: whole then. A delta costs what changed, not the table.
+/// from it when the chief asks). While a checkpoint the chief asked is not committed, or one
+/// kept earlier may be asked first, its outcome decides this one's kind: whole then. A delta
+/// costs what changed, not the table.
 void keep_snapshot(ps_shard_state& st, int64_t clock, std::optional<int64_t> wanted = {}) {
-  int64_t since = st.checkpoint_asked <= st.checkpoint_committed ? st.checkpoint_plan : -1;
+  // The plan is for the next checkpoint only: one kept at an earlier clock since the commit may
+  // be asked first, and whether it is written decides this one's kind.
+  const auto earlier = st.snapshots.upper_bound(st.checkpoint_committed);
+  const bool next = earlier == st.snapshots.end() || earlier->first >= clock;
+  int64_t since =
+    next && st.checkpoint_asked <= st.checkpoint_committed ? st.checkpoint_plan : -1;
   for (const auto& h : st.held_checkpoints)
     if (h.clock == clock) since = h.since;  // asked already: exactly what is wanted
   if (wanted) since = *wanted;

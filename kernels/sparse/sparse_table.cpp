@@ -697,21 +697,24 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
   const std::size_t state_floats = std::size_t(slots) * dim;
   sparse_table_rows out;
   const std::size_t most = base.keys.size() + delta.keys.size();
-  out.keys.reserve(most);
-  out.values.reserve(most * dim);
-  out.state.reserve(most * state_floats);
-  out.touches.reserve(most);
-  out.clocks.reserve(most);
-  if (counts_steps) out.steps.reserve(most);
-  auto take = [&](const sparse_table_rows& from, std::size_t r) {
-    out.keys.push_back(from.keys[r]);
-    out.values.insert(out.values.end(), from.values.begin() + r * dim,
-                      from.values.begin() + (r + 1) * dim);
-    out.state.insert(out.state.end(), from.state.begin() + r * state_floats,
-                     from.state.begin() + (r + 1) * state_floats);
-    out.touches.push_back(from.touches[r]);
-    out.clocks.push_back(from.clocks[r]);
-    if (counts_steps) out.steps.push_back(from.steps[r]);
+  out.keys.resize(most);
+  out.values.resize(most * dim);
+  out.state.resize(most * state_floats);
+  out.touches.resize(most);
+  out.clocks.resize(most);
+  if (counts_steps) out.steps.resize(most);
+  std::size_t n = 0;  // rows in out so far
+  // Rows [r, r + count) of `from`, copied at once: a delta's rows are few, so most of a fold is
+  // runs of base rows between them, each one copy per array rather than one per row.
+  auto take = [&](const sparse_table_rows& from, std::size_t r, std::size_t count) {
+    std::copy_n(from.keys.begin() + r, count, out.keys.begin() + n);
+    std::copy_n(from.values.begin() + r * dim, count * dim, out.values.begin() + n * dim);
+    std::copy_n(from.state.begin() + r * state_floats, count * state_floats,
+                out.state.begin() + n * state_floats);
+    std::copy_n(from.touches.begin() + r, count, out.touches.begin() + n);
+    std::copy_n(from.clocks.begin() + r, count, out.clocks.begin() + n);
+    if (counts_steps) std::copy_n(from.steps.begin() + r, count, out.steps.begin() + n);
+    n += count;
   };
   std::size_t b = 0, d = 0, gone = 0;
   const auto& removed = delta.removed_keys;
@@ -720,7 +723,7 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
                             || (d < delta.keys.size() && delta.keys[d] <= base.keys[b]);
     if (from_delta) {
       if (b < base.keys.size() && base.keys[b] == delta.keys[d]) ++b;  // replaced
-      take(delta, d++);
+      take(delta, d++, 1);
       continue;
     }
     const uint64_t key = base.keys[b];
@@ -729,8 +732,23 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
       ++b;  // evicted since
       continue;
     }
-    take(base, b++);
+    // base's rows up to the next key the delta names (a row or a tombstone)
+    uint64_t next = std::numeric_limits<uint64_t>::max();
+    bool bounded = false;
+    if (d < delta.keys.size()) next = delta.keys[d], bounded = true;
+    if (gone < removed.size() && (!bounded || removed[gone] < next)) next = removed[gone], bounded = true;
+    const auto end = bounded ? std::lower_bound(base.keys.begin() + b, base.keys.end(), next)
+                             : base.keys.end();
+    const auto count = static_cast<std::size_t>(end - (base.keys.begin() + b));
+    take(base, b, count);
+    b += count;
   }
+  out.keys.resize(n);
+  out.values.resize(n * dim);
+  out.state.resize(n * state_floats);
+  out.touches.resize(n);
+  out.clocks.resize(n);
+  if (counts_steps) out.steps.resize(n);
   out.sketch = delta.sketch;
   if (!delta.pending_changes_only) {  // whole
     out.pending_keys = delta.pending_keys;
