@@ -597,9 +597,9 @@ checked_flags check_training_flags(const training_flags& typed) {
     }
   }
   if (o.follow) {
-    if (!streamed(d.what))
-      throw usage_error("--follow needs --dataset libsvm:DIR or criteo:DIR (a directory read as "
-                        "one stream), not " + o.dataset);
+    if (!read_in_parts(d.what))
+      throw usage_error("--follow needs --dataset csv:DIR, libsvm:DIR or criteo:DIR (a directory "
+                        "read as one stream), not " + o.dataset);
     if (typed.given.count("epochs"))
       throw usage_error("--follow reads the stream once, up to its stop: --epochs has no meaning "
                         "with it (--steps N ends it at clock N at the latest)");
@@ -743,13 +743,17 @@ void open_training_files(const training_flags& typed, training_plan& plan) {
   apply_log_level(o.log_level);
   auto& c = plan.chief;
   auto& d = plan.data;
-  if (d.what == data_source::kind::csv) {  // its shape and size are in the file
-    plan.train_split = load_split(d, true);  // kept: simulate trains on it, unread again
+  if (d.what == data_source::kind::csv) {  // counted, never loaded: workers stream their parts
+    if (d.follow) check_followed(d, o);
+    // Its shape and classes are in the files: one pass counts them (kept for simulate).
+    plan.train_split = std::make_shared<dataset>(
+      count_csv_training(d.train_path, o.workers, &c.checkpoints.files));
     const auto& train = *plan.train_split;
     if (auto why = make_model(o.model)->check_data(train.cols, train.classes); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-    require(train.rows / o.workers >= o.batch, "batch", o.batch,
-            "is larger than a worker's shard of the training set");
+    if (!d.follow)  // a followed stream's batches may come later
+      require(train.rows / o.workers >= o.batch, "batch", o.batch,
+              "is larger than a worker's shard of the training set");
     set_run_length(o, train.rows, c);
   } else if (streamed(d.what)) {  // counted, never loaded: workers stream
     if (d.follow) check_followed(d, o);

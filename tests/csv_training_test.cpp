@@ -66,9 +66,18 @@ TEST_CASE("a CSV that does not fit the model, or lacks --test, is refused naming
   auto no_test = run_actorps("simulate --dataset csv:" + train + " --model mlp:20-8-3");
   CHECK(no_test.status == 2);
   CHECK(no_test.output.find("needs --test") != std::string::npos);
+  // The pass that counts rows and classes reads labels: a bad one is refused before the run.
+  std::ofstream(dir.path + "/label.csv") << "1,2,3\n0.5,1,1\n";
+  auto label = run_actorps("simulate --dataset csv:" + dir.path + "/label.csv --test " + train
+                           + " --model mlp:2-4-2 --batch 1 --no-progress");
+  CHECK(label.status == 2);
+  CHECK(label.output.find("label.csv:2:1: label '0.5' is not a non-negative integer")
+        != std::string::npos);
+  // A bad feature is found by the worker that streams its line: the run ends there (exit 1).
   std::ofstream(dir.path + "/bad.csv") << "1,2,3\n0,x,1\n";
   auto bad = run_actorps("simulate --dataset csv:" + dir.path + "/bad.csv --test " + train
-                         + " --model mlp:2-4-2 --no-progress");
-  CHECK(bad.status == 2);
-  CHECK(bad.output.find("bad.csv:2:3: 'x' is not a number") != std::string::npos);
+                         + " --model mlp:2-4-2 --workers 1 --batch 1 --no-progress");
+  CHECK(bad.status == 1);
+  CHECK(bad.output.find("bad_data: " + dir.path + "/bad.csv:2:3: 'x' is not a number")
+        != std::string::npos);
 }

@@ -149,7 +149,7 @@ refused "^actorps simulate: --follow reads the stream once.*--epochs" \
   --dataset "criteo:$dir/a" "${common[@]}" --follow --epochs 2
 refused "^actorps simulate: --stop-file needs --follow" \
   --dataset "criteo:$dir/a" "${common[@]}" --stop-file "$dir/x.stop"
-refused "^actorps simulate: --follow needs --dataset libsvm:DIR or criteo:DIR" \
+refused "^actorps simulate: --follow needs --dataset csv:DIR, libsvm:DIR or criteo:DIR" \
   --dataset synthetic --model 784-16-10 --follow
 refused "^actorps simulate: --stop-file $dir/a/stop lies in the followed directory" \
   --dataset "criteo:$dir/a" "${common[@]}" --follow --stop-file "$dir/a/stop"

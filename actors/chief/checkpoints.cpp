@@ -28,13 +28,14 @@ int64_t batches_per_epoch(const chief_state& st, int32_t w) {
 
 /// Where worker w's next batch starts in a streamed directory: the file and the rows of the
 /// worker's part of it read before (its batches cut its parts of the files as one stream, the
-/// last batch of a pass short: clocked_batches).
+/// last batch of a pass short: clocked_batches; or dropped, for a dense model's `whole`
+/// batches: csv_batches).
 void set_file_position(const std::vector<stream_file>& files, int batch, int64_t batches,
-                       data_position& p) {
+                       bool whole, data_position& p) {
   const auto w = static_cast<std::size_t>(p.worker);
   int64_t rows = 0;
   for (const auto& f : files) rows += w < f.rows.size() ? f.rows[w] : 0;
-  const int64_t per_pass = (rows + batch - 1) / batch;
+  const int64_t per_pass = whole ? rows / batch : (rows + batch - 1) / batch;
   if (per_pass == 0) return;
   // A pass read to its very last row (as a followed stream may be) is at the end of the last
   // file, not back at the start of the first.
@@ -65,7 +66,8 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
     run.positions.push_back({w, clock, batch / per_epoch, batch % per_epoch});
     run.samples += batch * st.cfg.batch;
     if (!st.cfg.checkpoints.files.empty())
-      set_file_position(st.cfg.checkpoints.files, st.cfg.batch, batch, run.positions.back());
+      set_file_position(st.cfg.checkpoints.files, st.cfg.batch, batch,
+                        st.cfg.source.what == data_source::kind::csv, run.positions.back());
   }
   run.run_id = st.cfg.checkpoints.run_id;
   run.dataset = st.cfg.checkpoints.dataset;

@@ -95,12 +95,22 @@ void file_part::rewind() { open(0); }
 
 std::vector<stream_file_rows> count_stream_parts(
     const std::string& path, int parts, const std::function<bool(std::string_view)>& is_data) {
+  return count_stream_parts(
+    path, parts, [&](line_reader&, std::string_view line) { return is_data(line); },
+    [](const std::string&) {});
+}
+
+std::vector<stream_file_rows> count_stream_parts(
+    const std::string& path, int parts,
+    const std::function<bool(line_reader&, std::string_view)>& is_data,
+    const std::function<void(const std::string&)>& enter) {
   if (parts < 1) throw std::invalid_argument("count_stream_parts: no parts");
   std::vector<stream_file_rows> out;
   for (const auto& file : stream_files(path)) {
     stream_file_rows counted;
     counted.path = file;
     counted.rows.assign(static_cast<std::size_t>(parts), 0);
+    enter(file);
     line_reader lines(file);
     std::error_code ec;
     counted.bytes = fs::file_size(file, ec);
@@ -108,7 +118,7 @@ std::vector<stream_file_rows> count_stream_parts(
     int64_t data_lines = 0;
     int part = 0;
     for (std::string_view line; lines.next(line);) {
-      if (!is_data(line)) continue;
+      if (!is_data(lines, line)) continue;
       if (lines.compressed()) {
         part = static_cast<int>(data_lines++ % parts);
       } else {  // the part whose byte range holds the line's first byte (ranges only grow)

@@ -53,6 +53,10 @@ public:
   bool compressed() const { return lines_->compressed(); }
   /// The file the line next() returned last is in.
   const std::string& path() const { return lines_->path(); }
+  /// Its index in the stream's files (0 for a plain file): changes when next() enters a file.
+  std::size_t file_index() const { return file_; }
+  /// Where that line starts in its file's text (line_reader::line_offset).
+  uint64_t line_offset() const { return lines_->line_offset(); }
 
 private:
   void open(std::size_t file);
@@ -79,5 +83,12 @@ struct stream_file_rows {
 /// reads of it by file_part's rule, one pass over each file; throws dataset_error.
 std::vector<stream_file_rows> count_stream_parts(
   const std::string& path, int parts, const std::function<bool(std::string_view)>& is_data);
+
+/// The same, with `is_data` told the file's reader too (its path, line number and offset), and
+/// `enter` called with each file's path before its first line.
+std::vector<stream_file_rows> count_stream_parts(
+  const std::string& path, int parts,
+  const std::function<bool(line_reader&, std::string_view)>& is_data,
+  const std::function<void(const std::string&)>& enter);
 
 } // namespace actorps

@@ -131,13 +131,11 @@ dataset load_csv_files(const std::string& path) {
 /// Classes are the labels 0..max: a training file whose labels start above 0 (1..3, as
 /// one-based labels are often written) would train a class no row has and report one class
 /// too many, so it is refused, saying how to fix it.
-void check_classes_from_zero(const dataset& d, const std::string& path) {
-  if (d.y.empty()) return;
-  const auto [low, high] = std::minmax_element(d.y.begin(), d.y.end());
-  if (*low == 0) return;
-  throw dataset_error(path + ": the labels run from " + std::to_string(*low) + " to "
-                      + std::to_string(*high) + ", but classes are numbered from 0 and no row "
-                        "has label 0 (subtract " + std::to_string(*low)
+void check_classes_from_zero(const csv_counts& c, const std::string& path) {
+  if (c.min_label == 0) return;
+  throw dataset_error(path + ": the labels run from " + std::to_string(c.min_label) + " to "
+                      + std::to_string(c.max_label) + ", but classes are numbered from 0 and no "
+                        "row has label 0 (subtract " + std::to_string(c.min_label)
                       + " from every label)");
 }
 
@@ -166,6 +164,23 @@ int key_field_index(const data_source& src, const std::string& name) {
   return k - 1;
 }
 
+dataset count_csv_training(const std::string& path, int workers, std::vector<stream_file>* files) {
+  auto counts = count_csv_parts(path, workers);
+  check_classes_from_zero(counts, path);
+  if (counts.rows > std::numeric_limits<int>::max())
+    throw dataset_error(path + ": " + std::to_string(counts.rows) + " rows, more than 2^31 - 1");
+  dataset out;
+  out.rows = static_cast<int>(counts.rows);
+  out.cols = counts.cols;
+  out.classes = counts.max_label + 1;
+  std::error_code ec;
+  if (files && std::filesystem::is_directory(path, ec))
+    for (auto& part : counts.files)
+      files->push_back({std::filesystem::path(part.path).filename().string(), part.bytes,
+                        std::move(part.rows)});
+  return out;
+}
+
 std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
   if (src.what == data_source::kind::criteo) {
     auto d = std::make_shared<dataset>(load_criteo(train ? src.train_path : src.test_path, train));
@@ -191,11 +206,9 @@ std::shared_ptr<const dataset> load_split(const data_source& src, bool train) {
     return std::make_shared<dataset>(load_libsvm(train ? src.train_path : src.test_path, train));
   if (src.what == data_source::kind::fashion_mnist)
     return std::make_shared<dataset>(load_fashion_mnist(src.dir, train));
-  if (src.what == data_source::kind::csv) {
-    auto d = load_csv_files(train ? src.train_path : src.test_path);
-    if (train) check_classes_from_zero(d, src.train_path);
-    return std::make_shared<dataset>(std::move(d));
-  }
+  if (src.what == data_source::kind::csv)
+    return std::make_shared<dataset>(train ? count_csv_training(src.train_path, 1, nullptr)
+                                           : load_csv_files(src.test_path));
   return std::make_shared<dataset>(
     make_synthetic(train ? src.train_rows : src.test_rows, src.cols, src.seed, train));
 }
@@ -204,7 +217,7 @@ int64_t training_rows(const data_source& src) {
   switch (src.what) {
     case data_source::kind::fashion_mnist: return fashion_mnist_rows(src.dir, true);
     case data_source::kind::synthetic: return src.train_rows;
-    case data_source::kind::csv: return load_csv_files(src.train_path).rows;  // a full parse
+    case data_source::kind::csv: return count_csv_parts(src.train_path, 1).rows;
     case data_source::kind::libsvm: return count_libsvm_rows(src.train_path);
     case data_source::kind::criteo:
     case data_source::kind::logs: return count_criteo_rows(src.train_path);
@@ -212,9 +225,22 @@ int64_t training_rows(const data_source& src) {
   return 0;
 }
 
+namespace {
+
+/// Each file of `path` with the rows each of `workers` workers reads of it.
+std::vector<stream_file_rows> count_parts(const data_source& src, const std::string& path,
+                                          int workers) {
+  switch (src.what) {
+    case data_source::kind::libsvm: return count_libsvm_parts(path, workers);
+    case data_source::kind::csv: return count_csv_parts(path, workers).files;
+    default: return count_criteo_parts(path, workers);
+  }
+}
+
+} // namespace
+
 stream_file count_stream_file(const data_source& src, const std::string& path, int workers) {
-  auto parts = src.what != data_source::kind::libsvm ? count_criteo_parts(path, workers)
-                                                     : count_libsvm_parts(path, workers);
+  auto parts = count_parts(src, path, workers);
   if (parts.size() != 1) throw dataset_error(path + ": not one file of a stream");
   auto& part = parts.front();
   return {std::filesystem::path(part.path).filename().string(), part.bytes, std::move(part.rows)};
@@ -222,10 +248,9 @@ stream_file count_stream_file(const data_source& src, const std::string& path, i
 
 int64_t training_rows(const data_source& src, int workers, std::vector<stream_file>* files) {
   std::error_code ec;
-  if (!streamed(src.what) || !std::filesystem::is_directory(src.train_path, ec))
+  if (!read_in_parts(src.what) || !std::filesystem::is_directory(src.train_path, ec))
     return training_rows(src);
-  auto parts = src.what != data_source::kind::libsvm ? count_criteo_parts(src.train_path, workers)
-                                                     : count_libsvm_parts(src.train_path, workers);
+  auto parts = count_parts(src, src.train_path, workers);
   int64_t rows = 0;
   for (auto& part : parts) {
     for (auto r : part.rows) rows += r;

@@ -18,17 +18,16 @@ struct data_source {
   int test_rows = 2048;    ///< synthetic only
   uint64_t seed = 1;       ///< synthetic only
   int cols = 784;          ///< synthetic only: features (the model's input width)
-  std::string train_path;  ///< csv: the training file (plain or gzip), label in column 1;
-                           ///< libsvm, criteo: the training file, which each worker streams its
-                           ///< part of
+  std::string train_path;  ///< csv (label in column 1), libsvm, criteo: the training file or
+                           ///< directory (plain or gzip), which each worker streams its part of
   std::string test_path;   ///< csv, libsvm, criteo: the test file
   int group_field = -1;    ///< criteo: the categorical field (0 for C1 .. 25 for C26), logs:
                            ///< the schema's key field, whose value groups the test rows for
                            ///< GAUC (--gauc-group); -1: none
   int slice_field = -1;    ///< the same kind of field, whose value cuts the test rows into
                            ///< slices for per-slice AUC (--slice-auc); -1: none
-  bool follow = false;     ///< libsvm, criteo, logs: train_path is a directory followed as it
-                           ///< grows (--follow)
+  bool follow = false;     ///< libsvm, criteo, logs, csv: train_path is a directory followed as
+                           ///< it grows (--follow)
   std::string schema_path; ///< logs: the feature schema (--schema)
   char delimiter = '\t';   ///< logs: '\t' (tsv:PATH) or ',' (csv:PATH with --schema)
 };
@@ -42,6 +41,13 @@ inline constexpr int64_t endless_clocks = int64_t(1) << 40;
 inline bool streamed(data_source::kind what) {
   return what == data_source::kind::libsvm || what == data_source::kind::criteo
          || what == data_source::kind::logs;
+}
+
+/// Whether each worker reads its part of each training file as a stream (a directory of files
+/// read as one, which --follow may follow): the streamed kinds, and csv, whose rows a dense
+/// model takes from the worker's own reader (csv_batches).
+inline bool read_in_parts(data_source::kind what) {
+  return streamed(what) || what == data_source::kind::csv;
 }
 
 } // namespace actorps

@@ -87,7 +87,7 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
         && (out.data.schema_path.empty()
             || (out.data.delimiter != '\t' && out.data.delimiter != ',')))
       return make_error(errc::invalid_spec, "a log without a schema or with an unknown delimiter");
-    if (out.data.follow && !streamed(out.data.what))
+    if (out.data.follow && !read_in_parts(out.data.what))
       return make_error(errc::invalid_spec, "a followed stream of a data source not streamed");
     for (auto a : msg.getShardAddresses()) out.shard_addresses.emplace_back(a.cStr());
     if (msg.getBackend() > static_cast<uint8_t>(backend_kind::automatic))

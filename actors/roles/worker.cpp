@@ -3,6 +3,7 @@
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/batch_tables.hpp"
 #include "actors/roles/shard_conversation.hpp"
+#include "actors/data/csv_batches.hpp"
 #include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/log.hpp"
 #include "actors/model/registry.hpp"
@@ -28,7 +29,7 @@ struct worker_state {
 
   worker_config cfg;
   std::shared_ptr<const block_layout> layout;
-  std::unique_ptr<data_shard> data;
+  std::unique_ptr<batch_source> data;
   std::unique_ptr<trainer> model;  // the model plug-in's half for this worker
   // Flat, model order: what the next step computes on. Shared with the data link proxies that
   // receive replies straight into it (worker_config::destinations).
@@ -328,7 +329,11 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.chief_elsewhere = st.cfg.chief && st.cfg.chief.node() != self->node();
       st.reports_sent = std::chrono::steady_clock::now();
       st.layout = std::make_shared<const block_layout>(st.cfg.spec);
-      if (!streamed(st.cfg.source.what))  // else the plug-in streams it
+      if (st.cfg.source.what == data_source::kind::csv)  // its part of the files, streamed
+        st.data = std::make_unique<csv_batches>(st.cfg.source, st.cfg.index, st.cfg.spec.workers,
+                                                st.cfg.batch, st.cfg.train->cols,
+                                                st.cfg.train->classes);
+      else if (!streamed(st.cfg.source.what))  // else the plug-in streams it
         st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
                                                st.cfg.batch, st.cfg.spec.seed);
       trainer_context ctx;
