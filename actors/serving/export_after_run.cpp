@@ -127,6 +127,14 @@ std::string export_dataset_name(const data_source& data) {
 }
 
 void print_export(const export_result& done) {
+  if (done.onnx_bytes == 0 && done.test.auc >= 0) {  // a schema's CTR model: no model.onnx
+    std::printf("  exported to %s in %.2f s (model.capnp %zu bytes with its schema, vocab/ %zu "
+                "bytes, metadata.json; no model.onnx): test AUC %.4f, test logloss %.4f on %lld "
+                "rows\n",
+                done.path.c_str(), done.seconds, done.capnp_bytes, done.vocab_bytes,
+                done.test.auc, done.test.loss, static_cast<long long>(done.test.rows));
+    return;
+  }
   if (done.onnx_bytes == 0) {  // a program's model (format 3): no network, not evaluated here
     std::printf("  exported to %s in %.2f s (model.capnp %zu bytes, metadata.json): tensors and "
                 "rows, for the program that trained it\n",
@@ -173,6 +181,8 @@ export_result export_final(const export_request& request, const run_summary& sum
   run.source = request.source;
   run.dataset = export_dataset_name(request.data);
   run.test_path = request.data.test_path;
+  run.schema_path = request.data.schema_path;
+  run.delimiter = request.data.delimiter;
   run.batch = request.batch;
   run.clocks = summary.clocks;
   run.samples = summary.samples;
