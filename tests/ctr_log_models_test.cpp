@@ -191,8 +191,18 @@ TEST_CASE("the library's train() shapes a CTR model by the log's schema, as the 
   opts.batch = 256;
   opts.epochs = 1;
   opts.threads = 2;
+  opts.export_dir = dir.path + "/export";
+  opts.export_every = 10;  // versions while training carry no schema: refused before the run
+  const auto refused = train(opts);
+  REQUIRE(!refused);
+  CHECK_MESSAGE(to_string(refused.error()).find("export_dir: versions while training serve "
+                                                "Criteo's layout")
+                  != std::string::npos,
+                to_string(refused.error()));
+  opts.export_every = 0;  // the export after the run records the schema
   auto summary = train(opts);
   REQUIRE_MESSAGE(summary, to_string(summary.error()));
+  CHECK(std::filesystem::exists(dir.path + "/export/1/model.capnp"));
   CHECK(summary->workers_lost == 0);  // a worker given Criteo's shape fails on the log's rows
   CHECK(summary->final_test_auc > data.best_test_auc - 0.02);
 }

@@ -114,6 +114,14 @@ std::optional<ctr_kind> ctr_kind_of(const model_spec& model) {
   return std::nullopt;
 }
 
+bool schema_shaped(const model_spec& model) {
+  const auto kind = ctr_kind_of(model);
+  if (!kind) return false;
+  const auto shape = *kind == ctr_kind::lr ? lr_shape(model_args(model.name))
+                                           : parse_dlrm_shape(model_args(model.name));
+  return shape.dense_in != criteo_dense_fields || shape.fields != criteo_categorical_fields;
+}
+
 void set_ctr_schema(ctr_model& model, const std::string& schema, char delimiter) {
   auto input = std::make_shared<const feature_schema>(
     parse_feature_schema(schema, "the schema of " + model.name));

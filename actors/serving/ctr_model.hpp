@@ -79,6 +79,10 @@ gathered_rows merge_rows(const std::vector<gathered_rows>& parts, uint32_t dim);
 /// The kind of `model` when it is one of the CTR models exports know ("lr…", "dlrm…").
 std::optional<ctr_kind> ctr_kind_of(const model_spec& model);
 
+/// Whether `model` is an lr or dlrm a log's schema shaped (its name ends in ":DENSExFIELDS"
+/// other than Criteo's 13 and 26): its export needs that schema.
+bool schema_shaped(const model_spec& model);
+
 /// The serving form of a trained CTR model: `dense` (model.total_floats(), flat) and `table`,
 /// every row of its one sparse table. Throws std::invalid_argument when the spec is not one of
 /// the lr or dlrm specs on Criteo's 13 + 26 fields, the sizes do not fit it, a key's field is not

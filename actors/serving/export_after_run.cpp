@@ -1,6 +1,7 @@
 #include "actors/serving/export_after_run.hpp"
 
 #include "actors/model/mlp_plugin.hpp"
+#include "actors/serving/ctr_model.hpp"
 #include "actors/serving/model_export.hpp"
 #include "actors/serving/versioned_dir.hpp"
 #include "actors/serving/export_versions.hpp"
@@ -164,6 +165,10 @@ void prepare_export(const export_request& request, int64_t every, int full_every
     throw std::invalid_argument(option + ": the model " + request.spec.model.name + " has no "
                                 "network actorps serves; export versions while training are "
                                 "for MLPs, lr and dlrm (the export after the run takes any)");
+  if (every > 0 && schema_shaped(request.spec.model))  // a version's writer has no schema
+    throw std::invalid_argument(option + ": versions while training serve Criteo's layout; "
+                                + request.spec.model.name + " reads a log's schema and exports "
+                                "after its run only");
   chief.final_rows = true;  // the export needs every sparse row, not only the dense values
   try {
     staged_version probe(request.dir);  // removed again at once: only proves we can write
