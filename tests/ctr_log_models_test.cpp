@@ -168,6 +168,16 @@ TEST_CASE("a model shaped by a log's schema: --export-every refused up front, cr
   CHECK_MESSAGE(r.output.find("--export-every: versions while training serve Criteo's layout")
                   != std::string::npos,
                 r.output);
+  // a checkpoint does not hold the schema: `actorps export --checkpoint` refuses, saying so
+  r = test::run_actorps("simulate --no-progress --model lr" + log + " --checkpoint-dir "
+                        + dir.path + "/ck --checkpoint-every 2");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  r = test::run_actorps("export --checkpoint " + dir.path + "/ck --export-dir " + dir.path
+                        + "/ckx --test " + data.test_path);
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.output.find("reads a log's schema, which a checkpoint does not hold")
+                  != std::string::npos,
+                r.output);
   r = test::run_actorps("simulate --no-progress --model dlrm:8::4:2x5 --dataset criteo:"
                         + data.train_path + " --test " + data.test_path);
   CHECK(r.status == 2);
