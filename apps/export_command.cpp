@@ -95,6 +95,10 @@ int export_checkpoint(const export_flags& f) {
   if (!run)
     throw std::invalid_argument("--checkpoint: " + ckpt.dir + "/" + run_file_name + ": "
                                 + describe(run.error()));
+  if (schema_shaped(run->spec.model))
+    throw std::invalid_argument("--checkpoint: the model " + run->spec.model.name + " reads a "
+                                "log's schema, which a checkpoint does not hold; --export-dir on "
+                                "the run exports it with its schema");
   const auto params = checkpoint_parameters(ckpt, run->spec);
   const auto test = checkpoint_test_split(f, run->spec);
   const bool ctr = ctr_kind_of(run->spec.model).has_value();

@@ -4,6 +4,7 @@
 #include "apps/command_line.hpp"
 #include "apps/value_bound_flags.hpp"
 #include "actors/data/criteo_reader.hpp"
+#include "actors/data/schema_reader.hpp"
 #include "actors/serving/ctr_scoring.hpp"
 #include "actors/serving/model_evaluation.hpp"
 #include "actors/serving/prediction_input.hpp"
@@ -116,21 +117,29 @@ int predict_images(const predict_flags& f, const exported_model& model, backend&
 int predict_clicks(const predict_flags& f, const ctr_model& model, backend& be) {
   if (f.top != 0 || f.format != "auto")
     throw std::invalid_argument("--top and --format are for classifiers; " + model.name
-                                + " reads Criteo lines");
-  std::unique_ptr<criteo_reader> reader;
+                                + (model.shaped() ? " reads its schema's lines"
+                                                  : " reads Criteo lines"));
   criteo_batch batch;
   int64_t index = 0;
+  auto score = [&] {
+    for (float p : ctr_probabilities(ctr_logits(be, model, batch)))
+      print_line(render_json({{"index", index++}, {"probability", double(p)}}));
+  };
   try {
-    reader = std::make_unique<criteo_reader>(f.input);
-    while (reader->next_batch(ctr_chunk, batch) > 0) {
-      for (float p : ctr_probabilities(ctr_logits(be, model, batch)))
-        print_line(render_json({{"index", index++}, {"probability", double(p)}}));
+    if (model.shaped()) {  // the lines of the log it trained on, as its recorded schema reads them
+      schema_reader reader(f.input, 0, 1, model.input, {model.delimiter});
+      while (reader.next_batch(ctr_chunk, batch) > 0) score();
+    } else {
+      criteo_reader reader(f.input);
+      while (reader.next_batch(ctr_chunk, batch) > 0) score();
     }
   } catch (const dataset_error& e) {
     std::fflush(stdout);
-    throw std::invalid_argument(std::string("--input is not in the model's input layout (Criteo "
-                                            "lines: label, I1-I13, C1-C26, TAB-separated): ")
-                                + e.what());
+    throw std::invalid_argument(
+      std::string("--input is not in the model's input layout (")
+      + (model.shaped() ? "the columns of the schema the model records"
+                        : "Criteo lines: label, I1-I13, C1-C26, TAB-separated")
+      + "): " + e.what());
   }
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -618,11 +618,11 @@ checked_flags check_training_flags(const training_flags& typed) {
       const auto spec = model->spec();
       v.model.name = spec.name;
       v.model.tensors = spec.tensors;
-      // refused now rather than after the run: serving reads Criteo's layout only
-      if (!o.export_dir.empty())
-        throw usage_error("--export-dir " + o.export_dir + ": an export serves Criteo's 13 dense "
-                          "values and 26 key fields, and " + v.model.name + " reads what "
-                          + o.schema + " gives (train, checkpoint and evaluate it in the run)");
+      // refused now rather than after the run: versions while training carry no schema
+      if (o.export_every > 0)
+        throw usage_error("--export-every: versions while training serve Criteo's layout; "
+                          + v.model.name + " reads what " + o.schema + " gives (--export-dir "
+                          "alone exports it after the run)");
     }
     if (auto why = model->check_schema(*schema); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --schema " + o.schema + ": " + why);

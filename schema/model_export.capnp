@@ -65,6 +65,13 @@ struct CtrModel {
   dim @4 :UInt32;              # floats per table row: 1 (lr), the embedding width (dlrm)
   bottom @5 :List(UInt32);     # dlrm: the bottom MLP's hidden widths (13 → bottom… → dim)
   top @6 :List(UInt32);        # dlrm: the top MLP's hidden widths (dim + 351 → top… → 1)
+  # layout "schema": a model on a log a feature schema describes (actors/data/SCHEMA_FORMAT.md),
+  # denseFeatures and fields the schema's dense width and key fields; a key's top byte is its
+  # table's number, which fields may share, and a multi-hot field's row is the pool of its bag's.
+  schema @7 :Text;             # the schema as JSON, vocabularies inline
+  delimiter @8 :Text;          # "\t" (tsv:) or "," (csv:): how the lines are cut
+  fieldTables @9 :List(UInt8); # per key field: its table (the keys' top byte)
+  meanPooling @10 :List(Bool); # per key field: its bag pools by the mean (else the sum)
 }
 
 # One sparse table's rows: every key that has one, ascending, its field in the top byte.

@@ -17,8 +17,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -202,6 +202,29 @@ crosses:
   const auto b = read_whole(reader);
   CHECK(b.keys == keys);
   CHECK(b.dense == dense);
+}
+
+TEST_CASE("self_contained_schema inlines the vocabulary files: the same schema from its text") {
+  schema_dir dir;
+  dir.plain("countries.txt", "DE\nFR\n\nUS\n");
+  const auto file = dir.plain("s.json", every_kind);
+  const auto from_file = load_feature_schema(file);
+  const auto text = self_contained_schema(file);
+  CHECK(text.find("countries.txt") == std::string::npos);
+  CHECK(text.find(R"("vocabulary":["DE","FR","US"])") != std::string::npos);
+  std::filesystem::remove(dir.path + "/countries.txt");  // the text needs no file now
+  const auto from_text = parse_feature_schema(text, "recorded");
+  CHECK(from_text.field_names == from_file.field_names);
+  CHECK(from_text.field_tables == from_file.field_tables);
+  CHECK(from_text.dense_width == from_file.dense_width);
+  CHECK(from_text.field_pooling == from_file.field_pooling);
+  REQUIRE(from_text.columns.size() == from_file.columns.size());
+  CHECK(from_text.columns[8].vocabulary == from_file.columns[8].vocabulary);
+  CHECK(from_text.columns[8].vocabulary.size() == 3);
+  CHECK_THROWS_WITH_AS(parse_feature_schema(R"({"columns": [{"name": "c", "type": "label"},
+    {"name": "x", "type": "categorical", "vocabulary": [1]}]})", "recorded"),
+    "recorded: column 2 (x): 'vocabulary' must be a file name or a list of strings",
+    schema_error);
 }
 
 TEST_CASE("schema_reader decodes the Criteo example schema into exactly criteo_reader's rows") {

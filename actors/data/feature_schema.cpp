@@ -88,14 +88,9 @@ bool is_yaml(const std::string& path) {
   return ends(".yaml") || ends(".yml");
 }
 
-/// Reads a schema's JSON (or YAML: a file named *.yaml or *.yml), or says where it is not.
-json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw schema_error(path + ": cannot open the schema file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  if (is_yaml(path)) {
+/// A schema's JSON (or YAML, when `yaml`) from its text; `path` names it in errors.
+json parse_json(const std::string& path, const std::string& text, bool yaml) {
+  if (yaml) {
     try {
       return from_yaml(YAML::Load(text));
     } catch (const YAML::Exception& e) {
@@ -108,6 +103,22 @@ json read_json(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw schema_error(path + ":" + position(text, e.byte) + ": " + parse_reason(e.what()));
   }
+}
+
+/// Reads a schema's JSON (or YAML: a file named *.yaml or *.yml), or says where it is not.
+json read_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw schema_error(path + ": cannot open the schema file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_json(path, buffer.str(), is_yaml(path));
+}
+
+/// The vocabulary file a column names, relative to the schema's directory unless absolute.
+std::string vocabulary_file(const std::string& schema_dir, const std::string& name) {
+  std::filesystem::path file(name);
+  if (file.is_relative()) file = std::filesystem::path(schema_dir) / file;
+  return file.string();
 }
 
 /// Errors about one column (or cross) of a schema: "FILE: column N (NAME): what".
@@ -177,12 +188,18 @@ void parse_column(const json& o, const blame& b, const std::string& schema_dir,
     c.table_name = b.text(o, "table", c.name);
     if (c.table_name.empty()) b.fail("'table' is empty");
     c.table = table_of(b, c.table_name, tables);
-    c.vocabulary_path = b.text(o, "vocabulary", "");
-    if (!c.vocabulary_path.empty()) {
-      std::filesystem::path file(c.vocabulary_path);
-      if (file.is_relative()) file = std::filesystem::path(schema_dir) / file;
-      c.vocabulary = read_vocabulary(b, file.string(), c.table);
+    if (o.contains("vocabulary") && o["vocabulary"].is_array()) {  // the values themselves
+      for (const auto& v : o["vocabulary"]) {
+        if (!v.is_string()) b.fail("'vocabulary' must be a file name or a list of strings");
+        if (!v.get<std::string>().empty())
+          c.vocabulary.insert(criteo_key(c.table, v.get<std::string>()));
+      }
+      if (c.vocabulary.empty()) b.fail("the 'vocabulary' list holds no values");
+      return;
     }
+    c.vocabulary_path = b.text(o, "vocabulary", "");
+    if (!c.vocabulary_path.empty())
+      c.vocabulary = read_vocabulary(b, vocabulary_file(schema_dir, c.vocabulary_path), c.table);
   };
   if (type == "label" || type == "weight" || type == "ignore") {
     b.only(o, {"name", "type"});
@@ -251,8 +268,10 @@ uint64_t out_of_vocabulary_key(int table) {
   return (static_cast<uint64_t>(table) << 56) | criteo_value_mask;
 }
 
-feature_schema load_feature_schema(const std::string& path) {
-  const json doc = read_json(path);
+namespace {
+
+/// The schema `doc` (read from `path`, whose directory holds its vocabulary files), checked.
+feature_schema parse_schema(const json& doc, const std::string& path) {
   blame top{path, "the schema"};
   if (!doc.is_object()) top.fail("it must be a JSON object with \"columns\"");
   top.only(doc, {"columns", "crosses"});
@@ -339,6 +358,32 @@ feature_schema load_feature_schema(const std::string& path) {
   if (s.dense_width == 0 && s.fields == 0)
     top.fail("no feature: no column is numeric, categorical or multi_hot");
   return s;
+}
+
+} // namespace
+
+feature_schema load_feature_schema(const std::string& path) {
+  return parse_schema(read_json(path), path);
+}
+
+feature_schema parse_feature_schema(const std::string& json_text, const std::string& origin) {
+  return parse_schema(parse_json(origin, json_text, false), origin);
+}
+
+std::string self_contained_schema(const std::string& path) {
+  json doc = read_json(path);
+  load_feature_schema(path);  // checked as training read it, vocabulary files included
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  for (auto& column : doc["columns"]) {
+    if (!column.contains("vocabulary") || !column["vocabulary"].is_string()) continue;
+    json values = json::array();
+    line_reader lines(vocabulary_file(dir, column["vocabulary"].get<std::string>()));
+    std::string_view line;
+    while (lines.next(line))
+      if (!line.empty()) values.push_back(std::string(line));
+    column["vocabulary"] = std::move(values);
+  }
+  return doc.dump();
 }
 
 } // namespace actorps

@@ -80,6 +80,15 @@ struct feature_schema {
 /// Vocabulary files are read now, relative to the schema's directory unless absolute.
 feature_schema load_feature_schema(const std::string& path);
 
+/// The schema in the JSON text `json_text` (vocabularies as lists of values, or files relative to
+/// the working directory); `origin` names it in errors. Throws schema_error.
+feature_schema parse_feature_schema(const std::string& json_text, const std::string& origin);
+
+/// The schema file `path` (JSON or YAML) as one JSON text that needs no other file: each
+/// vocabulary file's values inlined as the column's "vocabulary" list. What an export of a model
+/// trained on it records (parse_feature_schema reads it back). Throws schema_error.
+std::string self_contained_schema(const std::string& path);
+
 /// The one key every value outside a column's vocabulary gets: (table << 56) | (2^56 − 1).
 /// (A missing value's key is criteo_key(table, ""), table << 56 itself.)
 uint64_t out_of_vocabulary_key(int table);

@@ -3,6 +3,7 @@
 #include "actors/ps/serving.hpp"
 
 #include "actors/data/load_split.hpp"
+#include "actors/data/schema_reader.hpp"
 #include "actors/serving/ctr_scoring.hpp"
 #include "actors/serving/export_chain.hpp"
 #include "actors/serving/model_evaluation.hpp"
@@ -58,9 +59,15 @@ int export_model::input_width() const {
 }
 
 export_scores export_model::evaluate(const data_source& test) const {
+  const auto* ctr = std::get_if<ctr_model>(&impl_->model);
+  if (ctr && ctr->shaped()) {  // the test file's lines as the model's recorded schema reads them
+    schema_reader reader(test.test_path, 0, 1, ctr->input, {ctr->delimiter});
+    criteo_batch split, batch;
+    while (reader.next_batch(1 << 16, batch) > 0) split.append(batch);
+    return scores_of(evaluate_ctr_model(*ctr, split));
+  }
   const auto split = load_split(test, false);
-  if (const auto* ctr = std::get_if<ctr_model>(&impl_->model))
-    return scores_of(evaluate_ctr_model(*ctr, split->criteo));
+  if (ctr) return scores_of(evaluate_ctr_model(*ctr, split->criteo));
   return scores_of(evaluate_model(std::get<exported_model>(impl_->model), *split));
 }
 

@@ -1,6 +1,7 @@
 #include "actors/serving/ctr_model.hpp"
 
 #include "actors/data/criteo_keys.hpp"
+#include "actors/model/criteo_model.hpp"  // take_layout
 #include "actors/model/dlrm_plugin.hpp"
 #include "kernels/optimizer.hpp"  // all_finite
 
@@ -12,9 +13,14 @@ namespace actorps {
 
 namespace {
 
-/// The lr model's sizes: Criteo's fields, one weight per value, no MLP.
-dlrm_shape lr_shape() {
+/// The lr model's sizes from its arguments ("ftrl", "ftrl:5x4"): its layout (Criteo's unless
+/// the name ends in one), one weight per value, no MLP.
+dlrm_shape lr_shape(std::string args) {
+  ctr_layout layout;
+  take_layout(args, layout);
   dlrm_shape shape;
+  shape.dense_in = layout.dense;
+  shape.fields = layout.fields;
   shape.dim = 1;
   shape.bottom.clear();
   shape.top.clear();
@@ -108,17 +114,53 @@ std::optional<ctr_kind> ctr_kind_of(const model_spec& model) {
   return std::nullopt;
 }
 
+bool schema_shaped(const model_spec& model) {
+  const auto kind = ctr_kind_of(model);
+  if (!kind) return false;
+  const auto shape = *kind == ctr_kind::lr ? lr_shape(model_args(model.name))
+                                           : parse_dlrm_shape(model_args(model.name));
+  return shape.dense_in != criteo_dense_fields || shape.fields != criteo_categorical_fields;
+}
+
+void set_ctr_schema(ctr_model& model, const std::string& schema, char delimiter) {
+  auto input = std::make_shared<const feature_schema>(
+    parse_feature_schema(schema, "the schema of " + model.name));
+  if (input->dense_width != model.shape.dense_in || input->fields != model.shape.fields)
+    throw std::invalid_argument("model " + model.name + ": its schema gives "
+                                + std::to_string(input->dense_width) + " dense values and "
+                                + std::to_string(input->fields) + " key fields, the model reads "
+                                + std::to_string(model.shape.dense_in) + " and "
+                                + std::to_string(model.shape.fields));
+  model.schema = schema;
+  model.delimiter = delimiter;
+  model.field_tables = input->field_tables;
+  model.mean_fields.clear();
+  for (auto p : input->field_pooling) model.mean_fields.push_back(p == pooling::mean ? 1 : 0);
+  model.input = std::move(input);
+}
+
+int ctr_tables(const ctr_model& model) {
+  if (!model.shaped()) return model.shape.fields;
+  return *std::max_element(model.field_tables.begin(), model.field_tables.end()) + 1;
+}
+
 ctr_model make_ctr_model(const model_spec& model, std::vector<float> dense,
-                         const gathered_rows& table) {
+                         const gathered_rows& table, const std::string& schema,
+                         char delimiter) {
   const auto kind = ctr_kind_of(model);
   if (!kind) throw std::invalid_argument("model " + model.name + " is not a CTR model (lr, dlrm)");
   ctr_model out;
   out.kind = *kind;
   out.name = model.name;
-  out.shape = *kind == ctr_kind::lr ? lr_shape() : parse_dlrm_shape(model_args(model.name));
+  out.shape = *kind == ctr_kind::lr ? lr_shape(model_args(model.name))
+                                    : parse_dlrm_shape(model_args(model.name));
   if (out.shape.dense_in != criteo_dense_fields
-      || out.shape.fields != criteo_categorical_fields)
-    throw std::invalid_argument("model " + model.name + ": not on Criteo's 13 + 26 fields");
+      || out.shape.fields != criteo_categorical_fields) {
+    if (schema.empty())
+      throw std::invalid_argument("model " + model.name + ": not on Criteo's 13 + 26 fields, "
+                                  "and the schema it trained on is not given");
+    set_ctr_schema(out, schema, delimiter);
+  }
   const auto dim = static_cast<std::size_t>(out.dim());
   check_spec(model, out.tensor_slots(), static_cast<uint32_t>(dim));
   out.table = model.sparse_tables[0].name;
@@ -131,7 +173,7 @@ ctr_model make_ctr_model(const model_spec& model, std::vector<float> dense,
     throw std::invalid_argument("model " + model.name + ": a parameter is NaN or infinite");
   out.dense = std::move(dense);
   try {
-    out.fields = split_fields(table, out.shape.fields, dim);
+    out.fields = split_fields(table, ctr_tables(out), dim);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("model " + model.name + ": " + e.what());
   }

@@ -11,11 +11,13 @@
 //   uint32_t row = m.fields[2].row_of(criteo_key(2, "68fd1e64"));  // 0: unknown
 #pragma once
 
+#include "actors/data/feature_schema.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "actors/serving/exported_model.hpp"  // tensor_slot
 #include "kernels/dlrm.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,7 +47,17 @@ struct ctr_model {
   dlrm_shape shape;               ///< the sizes; lr: 13 dense features, 26 fields, dim 1, no MLP
   std::string table;              ///< the training's sparse table: "wide" (lr), "embeddings"
   std::vector<float> dense;       ///< every dense tensor, flat in the order of tensor_slots()
-  std::vector<ctr_field> fields;  ///< shape.fields of them: C1, C2, ...
+  std::vector<ctr_field> fields;  ///< one per table: C1, C2, ... (a schema's: its tables)
+  // A model a log's schema shaped (layout "schema"); all empty for Criteo's layout, where key
+  // field f is table f.
+  std::string schema;             ///< the schema, self-contained JSON (self_contained_schema)
+  std::shared_ptr<const feature_schema> input;  ///< `schema` parsed: how lines become rows
+  char delimiter = '\t';          ///< '\t' (tsv:) or ',' (csv:)
+  std::vector<int> field_tables;  ///< per key field: its table, an index into `fields`
+  std::vector<uint8_t> mean_fields;  ///< per key field: 1 where its bag pools by the mean
+
+  /// Whether a schema shaped the model (its input is not Criteo's layout).
+  bool shaped() const { return input != nullptr; }
 
   /// Floats per row of the field matrices: 1 for lr, shape.dim for dlrm.
   int dim() const { return kind == ctr_kind::lr ? 1 : shape.dim; }
@@ -67,12 +79,28 @@ gathered_rows merge_rows(const std::vector<gathered_rows>& parts, uint32_t dim);
 /// The kind of `model` when it is one of the CTR models exports know ("lr…", "dlrm…").
 std::optional<ctr_kind> ctr_kind_of(const model_spec& model);
 
+/// Whether `model` is an lr or dlrm a log's schema shaped (its name ends in ":DENSExFIELDS"
+/// other than Criteo's 13 and 26): its export needs that schema.
+bool schema_shaped(const model_spec& model);
+
 /// The serving form of a trained CTR model: `dense` (model.total_floats(), flat) and `table`,
 /// every row of its one sparse table. Throws std::invalid_argument when the spec is not one of
 /// the lr or dlrm specs on Criteo's 13 + 26 fields, the sizes do not fit it, a key's field is not
 /// one of the 26, or a value is not finite.
+/// A model on another layout than Criteo's (a name ending in ":DENSExFIELDS") needs the schema
+/// it trained on: `schema` (self_contained_schema's JSON) and the delimiter of its lines; its
+/// table is cut into the schema's tables, not fields.
 ctr_model make_ctr_model(const model_spec& model, std::vector<float> dense,
-                         const gathered_rows& table);
+                         const gathered_rows& table, const std::string& schema = "",
+                         char delimiter = '\t');
+
+/// Sets model.schema, input, delimiter, field_tables and mean_fields from `schema` (JSON), after
+/// checking that its dense width and key fields are the model's. Throws std::invalid_argument.
+void set_ctr_schema(ctr_model& model, const std::string& schema, char delimiter);
+
+/// How many tables the model's keys fall in: shape.fields for Criteo's layout, else one past the
+/// schema's highest table number.
+int ctr_tables(const ctr_model& model);
 
 /// The table cut into `fields` fields by each key's top byte (criteo_field_of), each matrix
 /// starting with its zero row 0. Throws std::invalid_argument naming the first key that is not

@@ -18,6 +18,7 @@ namespace actorps {
 namespace {
 
 constexpr const char* criteo_layout = "criteo";
+constexpr const char* schema_layout = "schema";  // a log's, its schema recorded (CtrModel.schema)
 constexpr uint32_t max_rows_width = 1u << 16;  // a dim or hidden width past this is refused
 
 std::vector<uint32_t> widths(const std::vector<int>& w) { return {w.begin(), w.end()}; }
@@ -30,13 +31,23 @@ ctr_model read_sizes(exported::CtrModel::Reader ctr, Fail&& fail) {
   if (ctr.getKind() != kind::LR && ctr.getKind() != kind::DLRM)
     throw fail("unknown CTR model kind " + std::to_string(static_cast<unsigned>(ctr.getKind())));
   model.kind = ctr.getKind() == kind::LR ? ctr_kind::lr : ctr_kind::dlrm;
-  if (std::string(ctr.getLayout().cStr()) != criteo_layout)
-    throw fail("input layout '" + std::string(ctr.getLayout().cStr()) + "', this actorps reads '"
-               + criteo_layout + "' (label, I1-I13, C1-C26)");
-  if (ctr.getDenseFeatures() != criteo_dense_fields || ctr.getFields() != criteo_categorical_fields)
+  const std::string layout = ctr.getLayout().cStr();
+  if (layout == schema_layout) {
+    if (ctr.getDenseFeatures() == 0 || ctr.getFields() == 0
+        || ctr.getDenseFeatures() > max_rows_width || ctr.getFields() > max_rows_width)
+      throw fail("a schema's model of " + std::to_string(ctr.getDenseFeatures()) + " dense values "
+                 "and " + std::to_string(ctr.getFields()) + " key fields");
+    model.shape.dense_in = static_cast<int>(ctr.getDenseFeatures());
+    model.shape.fields = static_cast<int>(ctr.getFields());
+  } else if (layout != criteo_layout) {
+    throw fail("input layout '" + layout + "', this actorps reads '" + criteo_layout
+               + "' (label, I1-I13, C1-C26) and '" + schema_layout + "'");
+  } else if (ctr.getDenseFeatures() != criteo_dense_fields
+             || ctr.getFields() != criteo_categorical_fields) {
     throw fail(std::to_string(ctr.getDenseFeatures()) + " integer and "
                + std::to_string(ctr.getFields()) + " categorical fields, Criteo's layout has 13 "
                "and 26");
+  }
   auto hidden = [&](capnp::List<uint32_t>::Reader list) {
     std::vector<int> out;
     for (auto w : list) {
@@ -64,7 +75,7 @@ std::string encode_ctr_model(const ctr_model& model) {
   const auto slots = model.tensor_slots();
   const auto dim = static_cast<std::size_t>(model.dim());
   if (model.dense.size() != slots.back().offset + slots.back().size
-      || model.fields.size() != static_cast<std::size_t>(model.shape.fields))
+      || model.fields.size() != static_cast<std::size_t>(ctr_tables(model)))
     throw std::invalid_argument("encode_ctr_model: the parameters do not fit " + model.name);
   for (const auto& f : model.fields)
     if (f.rows.size() != (f.keys.size() + 1) * dim)
@@ -79,7 +90,16 @@ std::string encode_ctr_model(const ctr_model& model) {
   auto ctr = root.initCtr();
   ctr.setKind(model.kind == ctr_kind::lr ? exported::CtrModel::Kind::LR
                                          : exported::CtrModel::Kind::DLRM);
-  ctr.setLayout(criteo_layout);
+  ctr.setLayout(model.shaped() ? schema_layout : criteo_layout);
+  if (model.shaped()) {
+    ctr.setSchema(model.schema);
+    ctr.setDelimiter(std::string(1, model.delimiter));
+    auto tables = ctr.initFieldTables(static_cast<unsigned>(model.field_tables.size()));
+    for (unsigned f = 0; f < tables.size(); ++f)
+      tables.set(f, static_cast<uint8_t>(model.field_tables[f]));
+    auto mean = ctr.initMeanPooling(static_cast<unsigned>(model.mean_fields.size()));
+    for (unsigned f = 0; f < mean.size(); ++f) mean.set(f, model.mean_fields[f] != 0);
+  }
   ctr.setDenseFeatures(static_cast<uint32_t>(model.shape.dense_in));
   ctr.setFields(static_cast<uint32_t>(model.shape.fields));
   ctr.setDim(static_cast<uint32_t>(dim));
@@ -116,6 +136,23 @@ ctr_model read_ctr_model(exported::ExportedModel::Reader root, const std::string
   if (!root.hasCtr()) throw fail("format 2 (a CTR model) without its CtrModel");
   ctr_model model = read_sizes(root.getCtr(), fail);
   model.name = root.getModel().cStr();
+  if (std::string(root.getCtr().getLayout().cStr()) == schema_layout) {
+    auto ctr = root.getCtr();
+    const std::string delimiter = ctr.getDelimiter().cStr();
+    if (delimiter != "\t" && delimiter != ",")
+      throw fail("the delimiter of a schema's lines is TAB or ',', not '" + delimiter + "'");
+    try {
+      set_ctr_schema(model, ctr.getSchema().cStr(), delimiter[0]);
+    } catch (const std::exception& e) {  // schema_error or a shape that does not fit
+      throw fail(e.what());
+    }
+    std::vector<int> tables;
+    for (auto t : ctr.getFieldTables()) tables.push_back(t);
+    std::vector<uint8_t> mean;
+    for (bool m : ctr.getMeanPooling()) mean.push_back(m ? 1 : 0);
+    if (tables != model.field_tables || mean != model.mean_fields)
+      throw fail("the key fields' tables or pooling are not those of the recorded schema");
+  }
   const auto dim = static_cast<std::size_t>(model.dim());
   const auto slots = model.tensor_slots();
   auto tensors = root.getTensors();
@@ -159,7 +196,7 @@ ctr_model read_ctr_model(exported::ExportedModel::Reader root, const std::string
   if (!all_finite(rows.values.data(), rows.values.size()))
     throw fail("table " + model.table + " holds a NaN or infinite value");
   try {
-    model.fields = split_fields(rows, model.shape.fields, dim);
+    model.fields = split_fields(rows, ctr_tables(model), dim);
   } catch (const std::invalid_argument& e) {
     throw fail("table " + model.table + ": " + e.what());
   }

@@ -1,6 +1,7 @@
 #include "actors/serving/ctr_scoring.hpp"
 
 #include "actors/model/criteo_model.hpp"  // binary_metrics_from_logits
+#include "kernels/ctr_bags.hpp"
 #include "kernels/ctr_math.hpp"
 #include "kernels/dlrm.hpp"
 #include "kernels/sparse_logistic.hpp"
@@ -83,6 +84,73 @@ std::vector<float> dlrm_logits(backend& be, const ctr_model& model, const criteo
   return z;
 }
 
+/// A schema's model on its rows, as the run's evaluation scores them (dlrm_plugin's and
+/// criteo_lr_plugin's): the batch's distinct keys, each with its row from its table's matrix
+/// (zeros for a key the model never saw), every bag pooled by the kernels.
+std::vector<float> schema_logits(backend& be, const ctr_model& model, const criteo_batch& batch) {
+  const std::size_t n = batch.rows();
+  const auto dim = static_cast<std::size_t>(model.dim());
+  const auto fields = static_cast<std::size_t>(model.shape.fields);
+  const bool bags = !batch.offsets.empty();
+  if (batch.dense_width != model.shape.dense_in || batch.fields != model.shape.fields
+      || batch.dense.size() != n * static_cast<std::size_t>(model.shape.dense_in)
+      || (!bags && batch.keys.size() != n * fields))
+    throw std::invalid_argument("the rows do not have the model's "
+                                + std::to_string(model.shape.dense_in) + " dense values and "
+                                + std::to_string(fields) + " key fields");
+  std::vector<uint64_t> keys = batch.keys;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<int32_t> index(batch.keys.size());
+  for (std::size_t i = 0; i < index.size(); ++i)
+    index[i] = static_cast<int32_t>(std::lower_bound(keys.begin(), keys.end(), batch.keys[i])
+                                    - keys.begin());
+  std::vector<float> values(keys.size() * dim);
+  const auto tables = model.fields.size();
+  for (std::size_t u = 0; u < keys.size(); ++u) {
+    const auto table = static_cast<std::size_t>(keys[u] >> 56);
+    if (table >= tables) continue;  // a table no field of the model hashes into: zeros
+    const auto& f = model.fields[table];
+    const auto* row = f.rows.data() + f.row_of(keys[u]) * dim;
+    std::copy(row, row + dim, values.begin() + static_cast<std::ptrdiff_t>(u * dim));
+  }
+  // Each bag's pooling scale (1, or 1/length for a mean), as batch_bags gives the kernels.
+  std::vector<float> scale;
+  ctr_bags pooled;
+  if (bags) {
+    const auto* offsets = reinterpret_cast<const int32_t*>(batch.offsets.data());
+    ctr_bag_scales(offsets, static_cast<int>(n), static_cast<int>(fields), model.mean_fields,
+                   scale);
+    pooled = {offsets, scale.data()};
+  }
+  std::vector<float> z(n);
+  if (model.kind == ctr_kind::dlrm) {
+    dlrm net(be, model.shape, std::min(dlrm_chunk, std::max(static_cast<int>(n), 1)));
+    net.set_parameters(model.dense.data());
+    net.predict_logits(batch.dense.data(), values.data(), static_cast<int>(keys.size()),
+                       index.data(), static_cast<int>(n), z.data(), bags ? &pooled : nullptr);
+    return z;
+  }
+  // lr, as criteo_lr_plugin's wide model: each key of a sample at its bag's scale (1 without
+  // bags), the bias by sparse_logits, then the dense features' dot product in double.
+  std::vector<uint64_t> offsets(n + 1);
+  std::vector<float> weight(batch.keys.size(), 1.0f);
+  for (std::size_t r = 0; r <= n; ++r) offsets[r] = bags ? batch.offsets[r * fields] : r * fields;
+  if (bags)
+    for (std::size_t bag = 0; bag < n * fields; ++bag)
+      for (auto k = batch.offsets[bag]; k < batch.offsets[bag + 1]; ++k) weight[k] = scale[bag];
+  const auto dense_in = static_cast<std::size_t>(model.shape.dense_in);
+  const float* w = model.dense.data();  // dense/kernel [dense_in], then bias
+  sparse_logits(offsets.data(), n, weight.data(), reinterpret_cast<const uint32_t*>(index.data()),
+                values.data(), w[dense_in], z.data());
+  for (std::size_t r = 0; r < n; ++r) {
+    double dot = 0;
+    for (std::size_t j = 0; j < dense_in; ++j) dot += double(w[j]) * batch.dense[r * dense_in + j];
+    z[r] += static_cast<float>(dot);
+  }
+  return z;
+}
+
 } // namespace
 
 std::vector<int64_t> ctr_row_indices(const ctr_model& model, const criteo_batch& batch) {
@@ -100,6 +168,7 @@ std::vector<int64_t> ctr_row_indices(const ctr_model& model, const criteo_batch&
 
 std::vector<float> ctr_logits(backend& be, const ctr_model& model, const criteo_batch& batch) {
   if (batch.rows() == 0) return {};
+  if (model.shaped()) return schema_logits(be, model, batch);
   const auto used = gather_used_rows(model, ctr_row_indices(model, batch));
   return model.kind == ctr_kind::lr ? lr_logits(model, batch, used)
                                     : dlrm_logits(be, model, batch, used);

@@ -1,6 +1,7 @@
 #include "actors/serving/export_after_run.hpp"
 
 #include "actors/model/mlp_plugin.hpp"
+#include "actors/serving/ctr_model.hpp"
 #include "actors/serving/model_export.hpp"
 #include "actors/serving/versioned_dir.hpp"
 #include "actors/serving/export_versions.hpp"
@@ -127,6 +128,14 @@ std::string export_dataset_name(const data_source& data) {
 }
 
 void print_export(const export_result& done) {
+  if (done.onnx_bytes == 0 && done.test.auc >= 0) {  // a schema's CTR model: no model.onnx
+    std::printf("  exported to %s in %.2f s (model.capnp %zu bytes with its schema, vocab/ %zu "
+                "bytes, metadata.json; no model.onnx): test AUC %.4f, test logloss %.4f on %lld "
+                "rows\n",
+                done.path.c_str(), done.seconds, done.capnp_bytes, done.vocab_bytes,
+                done.test.auc, done.test.loss, static_cast<long long>(done.test.rows));
+    return;
+  }
   if (done.onnx_bytes == 0) {  // a program's model (format 3): no network, not evaluated here
     std::printf("  exported to %s in %.2f s (model.capnp %zu bytes, metadata.json): tensors and "
                 "rows, for the program that trained it\n",
@@ -156,6 +165,10 @@ void prepare_export(const export_request& request, int64_t every, int full_every
     throw std::invalid_argument(option + ": the model " + request.spec.model.name + " has no "
                                 "network actorps serves; export versions while training are "
                                 "for MLPs, lr and dlrm (the export after the run takes any)");
+  if (every > 0 && schema_shaped(request.spec.model))  // a version's writer has no schema
+    throw std::invalid_argument(option + ": versions while training serve Criteo's layout; "
+                                + request.spec.model.name + " reads a log's schema and exports "
+                                "after its run only");
   chief.final_rows = true;  // the export needs every sparse row, not only the dense values
   try {
     staged_version probe(request.dir);  // removed again at once: only proves we can write
@@ -173,6 +186,8 @@ export_result export_final(const export_request& request, const run_summary& sum
   run.source = request.source;
   run.dataset = export_dataset_name(request.data);
   run.test_path = request.data.test_path;
+  run.schema_path = request.data.schema_path;
+  run.delimiter = request.data.delimiter;
   run.batch = request.batch;
   run.clocks = summary.clocks;
   run.samples = summary.samples;

@@ -242,6 +242,28 @@ std::string make_ctr_export_metadata(const train_spec& spec, const ctr_model& mo
       {"computed_by", "actorps' CPU backend on these parameters, keys not in the vocabulary on "
                       "row 0 (actorps evaluate repeats it)"}}},
   };
+  if (model.shaped()) {  // a log's model: its schema, no ONNX graph (bags pool per sample)
+    std::vector<std::string> vocab;
+    for (std::size_t t = 0; t < model.fields.size(); ++t) vocab.push_back(vocab_file_name(t));
+    meta["layout"] = {
+      {"name", "schema"},
+      {"schema", json::parse(model.schema)},
+      {"delimiter", std::string(1, model.delimiter)},
+      {"dense_width", model.shape.dense_in},
+      {"fields", model.input->field_names},
+      {"field_tables", model.field_tables},
+      {"mean_pooling", model.mean_fields},
+      {"tables", vocab},
+      {"line", "the schema's columns in order, cut at the delimiter (actors/data/"
+               "SCHEMA_FORMAT.md); actorps predict and evaluate read them so"},
+      {"key", "(table << 56) | the value's hash, as Criteo's keys with the table for the field"},
+      {"row", "a field's row is the pool (sum or mean) of its bag's keys' rows, each key's row "
+              "the one in its table's vocabulary file, zeros when not there"}};
+    meta.erase("input");
+    meta.erase("output");
+    meta["files"].erase("model.onnx");
+    meta["files"]["vocab"] = "vocab/C<t>.tsv per table t + 1 of layout.field_tables: key<TAB>row";
+  }
   return meta.dump(2) + "\n";
 }
 

@@ -30,6 +30,8 @@ struct run_info {
   double wall_s = 0;     ///< training wall time
   std::string backend;   ///< what the workers computed on
   std::string test_path; ///< the test file, for data read from files (criteo); else empty
+  std::string schema_path;  ///< tsv+schema, csv+schema: the schema file (data_source's)
+  char delimiter = '\t';    ///< and how the lines are cut
 };
 
 /// The JSON text (pretty-printed, ends in a newline). `created` becomes created_utc

@@ -52,7 +52,10 @@ export_result export_ctr_model(const train_spec& spec, const trained_parameters&
   if (test.criteo.rows() == 0)
     throw std::invalid_argument("export: the test split holds no Criteo rows to evaluate "
                                 + spec.model.name + " on");
-  const auto model = make_ctr_model(spec.model, params.dense, params.tables[0]);
+  const auto model = make_ctr_model(
+    spec.model, params.dense, params.tables[0],
+    run.schema_path.empty() ? std::string() : self_contained_schema(run.schema_path),
+    run.delimiter);
   const auto test_metrics = evaluate_ctr_model(model, test.criteo);
   auto metadata = make_ctr_export_metadata(spec, model, run, test_metrics,
                                            std::chrono::system_clock::now());
@@ -82,16 +85,18 @@ export_result write_ctr_version(const ctr_model& model, const std::string& metad
   export_result result;
   const auto capnp = encode_ctr_model(model);
   decode_served_model(capnp, model_capnp_name);  // what a reader will check, checked now
-  const auto onnx = make_ctr_onnx_model(model, ACTORPS_VERSION);
+  // A schema's model has no ONNX graph: its multi-hot bags pool per sample, which the graph's
+  // one row per field cannot say (SCHEMA_FORMAT.md).
+  const auto onnx = model.shaped() ? std::string() : make_ctr_onnx_model(model, ACTORPS_VERSION);
   std::vector<std::string> vocab;
   for (const auto& field : model.fields) vocab.push_back(vocab_file_text(field));
-  std::vector<std::pair<std::string, const std::string*>> files{{model_capnp_name, &capnp},
-                                                                {onnx_model_name, &onnx}};
+  std::vector<std::pair<std::string, const std::string*>> files{{model_capnp_name, &capnp}};
+  if (!model.shaped()) files.emplace_back(onnx_model_name, &onnx);
   for (std::size_t f = 0; f < vocab.size(); ++f) files.emplace_back(vocab_file_name(f), &vocab[f]);
   const auto checked_metadata = with_checksums(metadata, files);
   staged_version staged(dir);
   staged.write_file(model_capnp_name, capnp);
-  staged.write_file(onnx_model_name, onnx);
+  if (!model.shaped()) staged.write_file(onnx_model_name, onnx);
   staged.make_dir(vocab_dir_name);
   for (std::size_t f = 0; f < vocab.size(); ++f) {
     staged.write_file(vocab_file_name(f), vocab[f]);
