@@ -77,7 +77,7 @@ double pairwise_auc(const std::vector<double>& p, const std::vector<int>& y) {
 
 } // namespace
 
-TEST_CASE("lr and dlrm on a generated log export with their schema; evaluate and predict on the "
+TEST_CASE("lr and dlrm on a generated log export with their schema: evaluate and predict on the "
           "export give the run's own test figures") {
   test::text_file_dir dir("actorps_ctr_log_export");
   planted_ctr_log_spec spec;
