@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -85,7 +86,7 @@ TEST_CASE("slice auc: --slice-auc C6 reports the 10 largest slices' AUC, held to
   REQUIRE_MESSAGE(gen.status == 0, gen.output);
   const std::string train = dir.path + "/train.tsv", test = dir.path + "/test.tsv";
   const std::string metrics = dir.path + "/m.jsonl", exports = dir.path + "/export";
-  const auto r = test::run_actorps("simulate --no-progress --model lr --dataset criteo:" + train
+  const auto r = test::run_actorps("simulate --model lr --dataset criteo:" + train
                                    + " --test " + test + " --batch 128 --eval-every 40"
                                    + " --slice-auc C6 --metrics " + metrics + " --export-dir "
                                    + exports);
@@ -126,6 +127,18 @@ TEST_CASE("slice auc: --slice-auc C6 reports the 10 largest slices' AUC, held to
   }
   // a figure of each slice's own: they differ from each other and from the whole set's AUC
   CHECK(got[0]["auc"].get<double>() != got[1]["auc"].get<double>());
+
+  // The progress line after an evaluation names its weakest slice.
+  bool shown = false;
+  for (const auto& e : evals) {
+    double weakest = 2;
+    for (const auto& slice : e["test_slice_auc"])
+      if (slice["auc"].is_number()) weakest = std::min(weakest, slice["auc"].get<double>());
+    char text[40];
+    std::snprintf(text, sizeof text, "slice auc min %.4f ", weakest);
+    shown = shown || r.output.find(text) != std::string::npos;
+  }
+  CHECK_MESSAGE(shown, r.output);
 
   // The printed summary: one line with the slices, largest first.
   const auto at = r.output.find("slice auc (key: auc over rows): " + std::to_string(want[0].key));

@@ -4,6 +4,7 @@
 #include "actors/chief/state.hpp"
 #include "actors/protocol/log.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace actorps::chief_detail {
@@ -70,11 +71,17 @@ std::string progress_text(const chief_state& st) {
     // throughput: they fit the 80 columns the console may cut the line to.
     char gauc[24] = "";
     if (st.last_gauc != -1) std::snprintf(gauc, sizeof gauc, "gauc %.4f ", st.last_gauc);
+    // --slice-auc: the weakest of the slices reported (one class only: no AUC, left out)
+    char slice[40] = "";
+    double weakest = 2;
+    for (const auto& s : st.last_slices)
+      if (s.auc == s.auc) weakest = std::min(weakest, s.auc);
+    if (weakest <= 1) std::snprintf(slice, sizeof slice, "slice auc min %.4f ", weakest);
     std::snprintf(buf, sizeof buf,
-                  "epoch %5.2f clock %6lld/%s loss %.4f auc %.4f %scal %.3f %7.0f samples/s%s "
+                  "epoch %5.2f clock %6lld/%s loss %.4f auc %.4f %s%scal %.3f %7.0f samples/s%s "
                   "max staleness %lld %s",
                   epoch, static_cast<long long>(clock), total.c_str(), n ? loss / n : 0.0,
-                  st.last_auc, gauc, st.last_calibration, rate, rows,
+                  st.last_auc, gauc, slice, st.last_calibration, rate, rows,
                   static_cast<long long>(st.max_staleness), backends_text(st).c_str());
     return buf;
   }
