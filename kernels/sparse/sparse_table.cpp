@@ -696,13 +696,15 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
   check(delta, "delta");
   const std::size_t state_floats = std::size_t(slots) * dim;
   sparse_table_rows out;
-  const std::size_t most = base.keys.size() + delta.keys.size();
-  out.keys.resize(most);
-  out.values.resize(most * dim);
-  out.state.resize(most * state_floats);
-  out.touches.resize(most);
-  out.clocks.resize(most);
-  if (counts_steps) out.steps.resize(most);
+  auto size_rows = [&](std::size_t rows) {
+    out.keys.resize(rows);
+    out.values.resize(rows * dim);
+    out.state.resize(rows * state_floats);
+    out.touches.resize(rows);
+    out.clocks.resize(rows);
+    if (counts_steps) out.steps.resize(rows);
+  };
+  size_rows(base.keys.size() + delta.keys.size());  // the most it can hold
   std::size_t n = 0;  // rows in out so far
   // Rows [r, r + count) of `from`, copied at once: a delta's rows are few, so most of a fold is
   // runs of base rows between them, each one copy per array rather than one per row.
@@ -736,19 +738,15 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
     uint64_t next = std::numeric_limits<uint64_t>::max();
     bool bounded = false;
     if (d < delta.keys.size()) next = delta.keys[d], bounded = true;
-    if (gone < removed.size() && (!bounded || removed[gone] < next)) next = removed[gone], bounded = true;
+    if (gone < removed.size() && (!bounded || removed[gone] < next))
+      next = removed[gone], bounded = true;
     const auto end = bounded ? std::lower_bound(base.keys.begin() + b, base.keys.end(), next)
                              : base.keys.end();
     const auto count = static_cast<std::size_t>(end - (base.keys.begin() + b));
     take(base, b, count);
     b += count;
   }
-  out.keys.resize(n);
-  out.values.resize(n * dim);
-  out.state.resize(n * state_floats);
-  out.touches.resize(n);
-  out.clocks.resize(n);
-  if (counts_steps) out.steps.resize(n);
+  size_rows(n);
   out.sketch = delta.sketch;
   if (!delta.pending_changes_only) {  // whole
     out.pending_keys = delta.pending_keys;
