@@ -8,7 +8,6 @@
 // role resolves its model by that name) and unregistered when the run ends. A model named by a
 // string is a built-in plug-in (or one registered in C++) training on files, as `actorps
 // simulate --model NAME --dataset KIND:PATH --test PATH`.
-#include "actors/data/load_split.hpp"
 #include "actors/ps.hpp"
 #include "apps/python/binding.hpp"
 #include "apps/python/choices.hpp"
@@ -449,14 +448,15 @@ py::dict train_python(py::object model, py::handle train_split, py::handle test_
     opts.model = model.cast<std::string>();
     opts.source = files_of(train_split, test_split);
     opts.optimizer = optimizer_for(optimizer, opts.model);
-    if (!opts.slice_auc.empty()) {  // refused as a bad keyword, before the run starts
-      try {
-        key_field_index(opts.source, opts.slice_auc);
-      } catch (const std::invalid_argument& e) {
-        throw py::value_error(std::string("slice_auc: ") + e.what());
-      }
+    try {
+      return run_train(opts);
+    } catch (py::error_already_set& e) {
+      // train() refuses a slice field the data lacks before the run starts: a bad keyword
+      const std::string text = py::str(e.value());
+      const auto at = text.find("slice_auc: ");
+      if (!opts.slice_auc.empty() && at != std::string::npos) throw py::value_error(text.substr(at));
+      throw;
     }
-    return run_train(opts);
   }
   if (!base.slice_auc.empty())
     throw py::value_error("slice_auc: " + base.slice_auc + " needs a model named by a string "
