@@ -94,17 +94,6 @@ std::string describe(const line_fault& fault, std::string_view line) {
   return "field " + field_name(fault.field) + " " + quoted(fault.text) + " is not an integer";
 }
 
-/// Finds the first data line, so that a file without one fails at once, in every part.
-void require_a_data_row(const std::string& path) {
-  for (const auto& file : stream_files(path)) {
-    line_reader lines(file);
-    std::string_view line;
-    while (lines.next(line))
-      if (!line.empty()) return;
-  }
-  throw dataset_error(path + ": no data rows (the file is empty or holds only empty lines)");
-}
-
 } // namespace
 
 criteo_reader::criteo_reader(const std::string& path, int part, int parts,

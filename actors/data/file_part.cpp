@@ -27,6 +27,18 @@ uint64_t part_begin(uint64_t size, int part, int parts) {
 
 } // namespace
 
+void require_a_data_row(const std::string& path,
+                        const std::function<bool(std::string_view)>& is_data,
+                        const std::string& lines) {
+  for (const auto& file : stream_files(path)) {
+    line_reader reader(file);
+    std::string_view line;
+    while (reader.next(line))
+      if (is_data ? is_data(line) : !line.empty()) return;
+  }
+  throw dataset_error(path + ": no data rows (the file is empty or holds only " + lines + ")");
+}
+
 std::vector<std::string> stream_files(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return {path};

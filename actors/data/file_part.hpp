@@ -19,6 +19,14 @@ namespace actorps {
 /// Throws dataset_error for a directory without such files or one that cannot be listed.
 std::vector<std::string> stream_files(const std::string& path);
 
+/// Finds the first data line of `path` (stream_files), so that a dataset without one fails at
+/// once, in every part. `is_data` tells a data line (default: any non-empty one); `lines`
+/// names what else the files may hold, for the message. Throws dataset_error when none is found:
+/// "PATH: no data rows (the file is empty or holds only LINES)".
+void require_a_data_row(const std::string& path,
+                        const std::function<bool(std::string_view)>& is_data = {},
+                        const std::string& lines = "empty lines");
+
 /// Part `part` of `parts` of a file, or of each file of a directory in turn (stream_files). A
 /// plain file: the lines that *start* in bytes [part·size/parts, (part+1)·size/parts)
 /// (line_reader::restrict_to). A gzip file cannot be entered in the middle: every part inflates

@@ -89,24 +89,13 @@ line_fault append_row(std::string_view line, std::string_view data, sparse_batch
   return {};
 }
 
-/// Finds the first data line, so that a file without one fails at once, in every part.
-void require_a_data_row(const std::string& path) {
-  for (const auto& file : stream_files(path)) {
-    line_reader lines(file);
-    std::string_view line;
-    while (lines.next(line))
-      if (!data_of(line).empty()) return;
-  }
-  throw dataset_error(path + ": no data rows (the file is empty or holds only blank and "
-                             "comment lines)");
-}
-
 } // namespace
 
 libsvm_reader::libsvm_reader(const std::string& path, int part, int parts,
                              const libsvm_options& options)
     : lines_(path, part, parts, "libsvm_reader"), options_(options) {
-  require_a_data_row(path);
+  require_a_data_row(path, [](std::string_view line) { return !data_of(line).empty(); },
+                     "blank and comment lines");
 }
 
 size_t libsvm_reader::next_batch(size_t max_rows, sparse_batch& out) {

@@ -41,17 +41,6 @@ uint64_t value_key(const feature_column& c, std::string_view v) {
   return out_of_vocabulary_key(c.table);
 }
 
-/// Finds the first data line, so that a file without one fails at once, in every part.
-void require_a_data_row(const std::string& path) {
-  for (const auto& file : stream_files(path)) {
-    line_reader lines(file);
-    std::string_view line;
-    while (lines.next(line))
-      if (!line.empty()) return;
-  }
-  throw dataset_error(path + ": no data rows (the file is empty or holds only empty lines)");
-}
-
 } // namespace
 
 schema_reader::schema_reader(const std::string& path, int part, int parts,
