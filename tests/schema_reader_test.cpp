@@ -396,6 +396,8 @@ TEST_CASE("--schema: a bad schema or flag is refused with exit 2, naming it") {
   const auto bad = dir.plain("bad.json", R"({"columns": [{"name": "y", "type": "lable"}]})");
   const auto lr_only = dir.plain("small.json", R"({"columns": [{"name": "y", "type": "label"},
     {"name": "c", "type": "categorical"}]})");
+  const auto one_each = dir.plain("one_each.json", R"({"columns": [{"name": "y", "type": "label"},
+    {"name": "n", "type": "numeric"}, {"name": "c", "type": "categorical"}]})");
   const std::string run = "simulate --model dlrm --steps 1 --no-progress --dataset tsv:" + data
                           + " --test " + data;
   struct refused {
@@ -407,6 +409,11 @@ TEST_CASE("--schema: a bad schema or flag is refused with exit 2, naming it") {
          refused{run + " --schema " + lr_only, "--model dlrm does not fit --schema " + lr_only
                                                  + ": " + lr_only + " gives 0 dense values and 1 "
                                                  "key fields a row"},
+         // a shape written with the model is the user's: refused when the log has another
+         refused{"simulate --model dlrm:4x2 --steps 1 --no-progress --dataset tsv:" + data
+                   + " --test " + data + " --schema " + one_each,
+                 "--model dlrm:4x2 does not fit --schema " + one_each + ": " + one_each
+                   + " gives 1 dense values and 1 key fields a row; the model reads 4 and 2"},
          refused{run + " --schema " + criteo_schema_file + " --gauc-group C99",
                  "--gauc-group C99 is no key field of"},
          refused{"simulate --model dlrm --dataset criteo:" + data + " --test " + data

@@ -88,8 +88,11 @@ std::string criteo_plugin::check_source(data_source::kind what) const {
 }
 
 std::unique_ptr<model_plugin> criteo_plugin::for_schema(const feature_schema& schema) const {
+  // A shape the user wrote (`dlrm:5x7`) is kept, and check_schema says whether the log fits it;
+  // only the default one takes the schema's.
   const auto layout = layout_of(schema);
-  if (layout == layout_ || schema.dense_width < 1 || schema.fields < 1) return nullptr;
+  if (layout_ != ctr_layout{} || layout == layout_ || schema.dense_width < 1 || schema.fields < 1)
+    return nullptr;
   return with_layout(layout);
 }
 

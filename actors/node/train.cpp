@@ -80,9 +80,13 @@ caf::expected<train_spec> spec_of(const train_options& o, const training_setting
 caf::expected<std::unique_ptr<model_plugin>> plugin_of(const train_options& o) {
   try {
     auto model = make_model(o.model);
-    if (o.source.what == data_source::kind::logs && !o.source.schema_path.empty())
-      if (auto shaped = model->for_schema(load_feature_schema(o.source.schema_path)))
-        return shaped;
+    if (o.source.what == data_source::kind::logs && !o.source.schema_path.empty()) {
+      const auto schema = load_feature_schema(o.source.schema_path);
+      if (auto shaped = model->for_schema(schema)) model = std::move(shaped);
+      if (auto why = model->check_schema(schema); !why.empty())
+        return bad_option("model " + o.model + " does not fit schema " + o.source.schema_path
+                          + ": " + why);
+    }
     return model;
   } catch (const std::exception& e) {
     return bad_option(e.what());
