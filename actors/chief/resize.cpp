@@ -19,6 +19,12 @@
 // were gathered is trained again (counted in the resize event), nothing is applied twice: the
 // shards' states are of clock C, and the next checkpoint is a full one.
 //
+// What is not done yet: the change is a stop at C within one process. Every shard's whole
+// state goes through the chief and every shard of the new size is restored, not only the
+// buckets and blocks that change shard (the resize event's bytes count those), and training
+// waits meanwhile; copying the moving parts while training goes on, then freezing only them,
+// needs the shards to hand out and take in parts of their state.
+//
 // A shard lost while resizing fails the run (rollback.cpp: why_no_rollback); a rollback begun
 // before the states are in hand asks for them again once it has resumed (the checkpoint's state
 // replaced the one asked for).
