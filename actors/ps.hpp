@@ -142,9 +142,10 @@ struct train_options {
   };
   std::vector<kill_at> kills;
   /// Changes of the number of shards while training (train() only), as `--resize ps=N@clock=C`:
-  /// once every shard has reached clock `at_clock`, the run goes on there on `ps` shards; only
-  /// the buckets and dense blocks whose shard changes move. In clock order; sync mode, no
-  /// standbys, no export versions while training.
+  /// once every shard has reached clock `at_clock`, the run goes on there on `ps` shards, the
+  /// fewest buckets and dense blocks changing shard (a stop at that clock: the parameters are
+  /// those of the run never resized). In clock order; sync mode, no standbys, no export
+  /// versions while training.
   struct resize_at {
     int32_t ps = 0;
     int64_t at_clock = 0;

@@ -358,8 +358,8 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would")
     ("resize", po::value(&o.resize)->composing(),
      "change the number of parameter shards while training (repeatable, in clock order): "
-     "ps=N@clock=C goes on from clock C on N shards, moving only the sparse buckets and dense "
-     "blocks whose shard changes (sync mode; not with --replicas 1 or --export-every)");
+     "ps=N@clock=C goes on from clock C on N shards, the fewest sparse buckets and dense "
+     "blocks changing shard (sync mode; not with --replicas 1 or --export-every)");
   add_replica_options(desc, o);
 }
 
