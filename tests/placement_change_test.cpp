@@ -153,7 +153,8 @@ TEST_CASE("a resized spec moves only what changes owner, and the moves say exact
     const auto moves = placement_moves(at, next);
     std::size_t buckets = 0, blocks = 0, floats = 0;
     std::vector<int> bucket_owner(at.bucket_shards.begin(), at.bucket_shards.end());
-    std::vector<int> block_owner(before.owners().begin(), before.owners().end());
+    const auto owners = before.owners();
+    std::vector<int> block_owner(owners.begin(), owners.end());
     for (std::size_t i = 0; i < moves.size(); ++i) {
       const auto& m = moves[i];
       CHECK(m.from != m.to);
