@@ -355,7 +355,11 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
      "worker, ps, evaluator); process@checkpoint=C SIGKILLs this process once the first shard "
      "file of the checkpoint at clock C is on disk (a crash between shard files); "
-     "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would");
+     "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would")
+    ("resize", po::value(&o.resize)->composing(),
+     "change the number of parameter shards while training (repeatable, in clock order): "
+     "ps=N@clock=C goes on from clock C on N shards, the fewest sparse buckets and dense "
+     "blocks changing shard (sync mode; not with --replicas 1 or --export-every)");
   add_replica_options(desc, o);
 }
 
@@ -379,6 +383,17 @@ void add_replica_options(po::options_description& desc, training_flags& o) {
      "checkpoint) or 1 (each shard has a standby holding every acknowledged push; a lost "
      "primary's standby takes over and nothing is lost, then a new standby is built; one "
      "process per task: ps:i's standby runs in ps:(i+1) mod P, so it needs 2 ps tasks or more)");
+}
+
+planned_resize parse_resize(const std::string& text) {
+  long long shards = 0, clock = -1;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "ps=%lld@clock=%lld%c", &shards, &clock, &tail) != 2)
+    throw usage_error("--resize " + text + ": expected ps=N@clock=C");
+  if (shards < 1 || shards > max_shards)
+    throw usage_error("--resize " + text + ": the number of shards is 1 to "
+                      + std::to_string(max_shards));
+  return {static_cast<int32_t>(shards), static_cast<int64_t>(clock)};
 }
 
 planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at,
@@ -659,6 +674,7 @@ checked_flags check_training_flags(const training_flags& typed) {
       if (k.rfind("process@", 0) != 0 && k.rfind("disk@", 0) != 0) v.kills.push_back(kill);
     }
   }
+  for (const auto& r : o.resize) v.resizes.push_back(parse_resize(r));
   if (v.crash_at >= 0 && o.checkpoint_dir.empty())
     throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
   if (v.disk_fail_at >= 0 && o.checkpoint_dir.empty())
@@ -716,6 +732,10 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   ck.writer = o.writer == "chief" ? checkpoint_writer::chief : checkpoint_writer::shards;
   set_run_length(o, v.train_rows, c);  // again: the checkpoint clocks follow --checkpoint-dir
   c.kills = v.kills;
+  c.resizes = v.resizes;
+  auto planned = c;  // as the chief will be: with its export versions (set from the plan later)
+  planned.exports.every = plan.export_every;
+  if (auto why = resize_refusal(planned); !why.empty()) throw usage_error("--resize: " + why);
   return plan;
 }
 

@@ -53,6 +53,7 @@ struct training_flags {
   int full_export_every = 10;      ///< --full-export-every
   int max_replacements = 3;
   std::vector<std::string> kill;   ///< simulate only
+  std::vector<std::string> resize; ///< --resize ps=N@clock=C: simulate only
   int replicas = 0;                ///< --replicas: hot standbys per shard (simulate, chief)
   std::string table_optimizer;     ///< "" keeps each sparse table's own
   double table_lr = 0;             ///< 0 keeps each sparse table's own
@@ -94,6 +95,9 @@ void add_replica_options(boost::program_options::options_description& desc, trai
 planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at,
                         int64_t* disk_fail_at = nullptr);
 
+/// Parses one --resize value, ps=N@clock=C; throws usage_error naming the value.
+planned_resize parse_resize(const std::string& text);
+
 /// The validated run: the chief's configuration (without loaded data) and where the data is.
 struct training_plan {
   chief_config chief;
@@ -122,6 +126,7 @@ struct checked_flags {
   std::vector<int> gpus;
   std::vector<int> slow_ms;         ///< per worker
   std::vector<planned_kill> kills;
+  std::vector<planned_resize> resizes;  ///< --resize, in the order given
   int64_t crash_at = -1;            ///< --kill process@checkpoint=C, else -1
   int64_t disk_fail_at = -1;        ///< --kill disk@checkpoint=C, else -1
   int64_t train_rows = 0;           ///< rows of the training set, as far as known without I/O

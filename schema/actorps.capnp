@@ -96,6 +96,8 @@ struct TrainSpec {
   bucketShards @14 :List(UInt16);  # sparse keys: the shard of each virtual bucket
                                # (kernels/sparse/key_buckets.hpp); empty without sparse tables
   wirePrecision @15 :WirePrecision;  # how workers push their dense gradients (--wire-precision)
+  blockShards @16 :List(UInt16);   # dense blocks: the shard of each block, in block-id order;
+                               # empty: largest first by the shard count (model_spec.hpp)
 }
 
 # The precision of a Push's dense blocks: fp32 (4 bytes a value) or bf16 (2 bytes a value,

@@ -180,6 +180,46 @@ TEST_CASE("a checkpoint of 2 shards cut for 1, 3 and 5: every block, row and cou
   }
 }
 
+TEST_CASE("a checkpoint taken under a carried dense placement restores into any size") {
+  auto before = two_shard_spec();
+  // the placement a live resize would record: every block on shard 1 but block 0
+  const auto blocks = block_layout(before).blocks().size();
+  before.block_shards.assign(blocks, 1);
+  before.block_shards[0] = 0;
+  std::vector<wire_buffer> saved{old_shard(before, 0, 1), old_shard(before, 1, 4)};
+  CHECK(decode_shard_checkpoint(saved[0])->blocks.size() == 1);
+  CHECK(decode_shard_checkpoint(saved[0])->spec.block_shards == before.block_shards);
+  for (int shards : {1, 2, 3}) {
+    CAPTURE(shards);
+    auto spec = before;
+    spec.shards = shards;
+    spec.bucket_shards = resumed_placement(before, shards);
+    spec.block_shards.clear();  // the largest-first rule of the new size
+    REQUIRE(needs_resize(before, spec));  // at 2 shards too: the placement differs
+    auto files = resize_shard_files(saved, spec);
+    block_layout layout(spec);
+    std::size_t floats = 0;
+    for (int s = 0; s < shards; ++s) {
+      auto view = decode_shard_checkpoint(files[std::size_t(s)]);
+      REQUIRE(view);
+      REQUIRE(view->blocks.size() == layout.shard_blocks(s).size());
+      for (std::size_t i = 0; i < view->blocks.size(); ++i) {
+        const auto& b = layout.blocks()[layout.shard_blocks(s)[i]];
+        CHECK(view->blocks[i].id == b.id);
+        for (uint32_t k = 0; k < b.size; ++k) CHECK(view->blocks[i].values[k] == float(b.offset + k));
+        floats += b.size;
+      }
+    }
+    CHECK(floats == layout.total_floats());
+  }
+  // the same placement written explicitly or left to the rule needs no cut
+  auto lpt = two_shard_spec();
+  auto explicit_lpt = lpt;
+  explicit_lpt.block_shards = block_layout(lpt).owners();
+  CHECK_FALSE(needs_resize(lpt, explicit_lpt));
+  CHECK_FALSE(needs_resize(before, before));
+}
+
 TEST_CASE("cutting a checkpoint refuses files that do not make one") {
   const auto before = two_shard_spec();
   std::vector<wire_buffer> saved{old_shard(before, 0, 1), old_shard(before, 1, 4)};

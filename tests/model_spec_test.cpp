@@ -1,5 +1,6 @@
 // The model spec: flag parsing and the deterministic, balanced cut into blocks and shards.
 #include "actors/protocol/model_spec.hpp"
+#include "actors/protocol/placement_change.hpp"
 #include "actors/model/mlp_plugin.hpp"
 #include "actors/model/registry.hpp"
 #include "kernels/mlp.hpp"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 using namespace actorps;
 
@@ -52,6 +54,51 @@ TEST_CASE("the default model over 4 shards is balanced within 1.1x and determini
   auto [lo, hi] = std::minmax_element(bytes.begin(), bytes.end());
   MESSAGE("shard bytes: " << bytes[0] << " " << bytes[1] << " " << bytes[2] << " " << bytes[3]);
   CHECK(double(*hi) <= 1.1 * double(*lo));
+}
+
+TEST_CASE("a dense placement carried in the spec places each block where it says") {
+  train_spec spec;
+  spec.model = mlp_model({784, 256, 128, 10});
+  spec.shards = 2;
+  const block_layout lpt(spec);  // no placement: the largest-first rule of 2 shards
+  const auto sizes = lpt.block_sizes();
+  REQUIRE(sizes.size() == lpt.blocks().size());
+  CHECK(sizes[0] == 4096u);
+  CHECK(lpt.owners().size() == sizes.size());
+  // the same placement written out gives the same layout
+  spec.block_shards = lpt.owners();
+  CHECK(invalid_block_placement(spec).empty());
+  const block_layout same(spec);
+  for (int s = 0; s < 2; ++s) CHECK(same.shard_blocks(s) == lpt.shard_blocks(s));
+  // grown to 3 shards: only the blocks dense_after_resize moves change owner
+  spec.shards = 3;
+  spec.block_shards = dense_after_resize(sizes, lpt.owners(), 3);
+  const block_layout grown(spec);
+  CHECK(grown.owners() == spec.block_shards);
+  std::size_t kept = 0, sum = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) kept += grown.owners()[i] == lpt.owners()[i];
+  CHECK(kept > sizes.size() / 2);
+  for (int s = 0; s < 3; ++s) {
+    CHECK(grown.shard_floats(s) > 0);
+    sum += grown.shard_floats(s);
+    std::size_t offset = 0;  // a shard's buffer holds its blocks contiguously, in id order
+    CHECK(std::is_sorted(grown.shard_blocks(s).begin(), grown.shard_blocks(s).end()));
+    for (auto id : grown.shard_blocks(s)) {
+      CHECK(grown.blocks()[id].shard == s);
+      CHECK(grown.blocks()[id].shard_offset == offset);
+      offset += grown.blocks()[id].size;
+    }
+  }
+  CHECK(sum == grown.total_floats());
+  // a placement of another length or naming a shard the run does not have is refused
+  auto bad = spec;
+  bad.block_shards.pop_back();
+  CHECK(invalid_block_placement(bad).find("a dense placement of") == 0);
+  CHECK_THROWS_AS(block_layout{bad}, std::invalid_argument);
+  bad = spec;
+  bad.block_shards[5] = 3;
+  CHECK(invalid_block_placement(bad) == "block 5 is placed on shard 3 of 3");
+  CHECK_THROWS_AS(block_layout{bad}, std::invalid_argument);
 }
 
 TEST_CASE("gather and scatter are inverse and shard buffers are contiguous") {

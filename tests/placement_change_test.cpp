@@ -126,3 +126,74 @@ TEST_CASE("dense blocks after a resize: balanced within 1.1x, few moves, determi
     }
   }
 }
+
+TEST_CASE("a resized spec moves only what changes owner, and the moves say exactly what") {
+  train_spec spec;
+  spec.model = {"wide", {{"w0", {784, 256}}, {"b0", {256}}, {"w1", {256, 10}}, {"b1", {10}}}};
+  sparse_table_spec table;
+  table.name = "emb";
+  table.config.dim = 4;
+  spec.model.sparse_tables.push_back(table);
+  spec.block_floats = 1024;
+  spec.shards = 2;
+  place_buckets(spec);
+  const block_layout two(spec);
+  // 2 → 3 → 1 → 2: each step from the placement the one before recorded
+  train_spec at = spec;
+  for (int shards : {3, 1, 2}) {
+    CAPTURE(shards);
+    const auto next = resized_spec(at, shards);
+    CHECK(next.shards == shards);
+    CHECK(next.model.name == at.model.name);
+    CHECK(next.bucket_shards == buckets_after_resize(at.bucket_shards, shards));
+    const block_layout before(at), after(next);
+    CHECK(after.owners() == next.block_shards);
+    CHECK(invalid_block_placement(next).empty());
+    CHECK(invalid_buckets(next).empty());
+    const auto moves = placement_moves(at, next);
+    std::size_t buckets = 0, blocks = 0, floats = 0;
+    std::vector<int> bucket_owner(at.bucket_shards.begin(), at.bucket_shards.end());
+    const auto owners = before.owners();
+    std::vector<int> block_owner(owners.begin(), owners.end());
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+      const auto& m = moves[i];
+      CHECK(m.from != m.to);
+      if (i > 0) CHECK(std::make_pair(moves[i - 1].from, moves[i - 1].to) < std::make_pair(m.from, m.to));
+      CHECK(std::is_sorted(m.buckets.begin(), m.buckets.end()));
+      for (auto b : m.buckets) {
+        CHECK(bucket_owner[b] == m.from);
+        bucket_owner[b] = m.to;
+      }
+      std::size_t f = 0;
+      for (auto id : m.blocks) {
+        CHECK(block_owner[id] == m.from);
+        block_owner[id] = m.to;
+        f += before.blocks()[id].size;
+      }
+      CHECK(f == m.dense_floats);
+      buckets += m.buckets.size();
+      blocks += m.blocks.size();
+      floats += m.dense_floats;
+    }
+    // applying the moves to the old placement gives the new one; nothing else moved
+    CHECK(std::equal(bucket_owner.begin(), bucket_owner.end(), next.bucket_shards.begin()));
+    CHECK(std::equal(block_owner.begin(), block_owner.end(), next.block_shards.begin()));
+    CHECK(buckets == moved_count(at.bucket_shards, next.bucket_shards));
+    CHECK(blocks == moved_count(before.owners(), after.owners()));
+    if (shards == 3) CHECK(buckets == 1365u);  // a third of the round-robin buckets
+    if (shards == 1) CHECK(floats == before.shard_floats(1) + before.shard_floats(2));
+    MESSAGE(at.shards << " -> " << shards << ": " << buckets << " buckets, " << blocks
+                      << " blocks (" << floats << " floats) move");
+    at = next;
+  }
+  // back at 2 shards: balanced, though not the layout the run started with
+  const block_layout back(at);
+  auto [lo, hi] = std::minmax(back.shard_floats(0), back.shard_floats(1));
+  CHECK(double(hi) <= 1.1 * double(lo));
+  CHECK(placement_moves(at, at).empty());
+  CHECK_THROWS_AS(resized_spec(at, 0), std::invalid_argument);
+  auto other = at;
+  other.block_floats = 512;
+  other.block_shards.clear();
+  CHECK_THROWS_AS(placement_moves(at, other), std::invalid_argument);
+}

@@ -219,3 +219,28 @@ TEST_CASE("a spec's sparse tables round-trip, and an invalid table is refused by
   REQUIRE(!misplaced);
   CHECK(describe(misplaced.error()).find("bucket 7 is placed on shard 3 of 3") != std::string::npos);
 }
+
+TEST_CASE("a spec's dense placement round-trips, and one naming a missing shard is refused") {
+  train_spec spec;
+  spec.model = mlp_model({9, 7, 5});
+  spec.block_floats = 6;
+  spec.shards = 2;
+  const auto blocks = block_layout(spec).blocks().size();
+  spec.block_shards.assign(blocks, 1);  // all on shard 1: a placement no rule would give
+  spec.block_shards[0] = 0;
+  block_layout layout(spec);
+  REQUIRE(layout.shard_blocks(0) == std::vector<uint32_t>{0});
+  std::vector<float> part(layout.shard_floats(1), 1.0f);
+  auto init = decode_shard_init(encode_shard_init(spec, 1, layout, part.data()));
+  REQUIRE(init);
+  CHECK(init->spec.block_shards == spec.block_shards);
+  CHECK(init->blocks.size() == blocks - 1);
+  spec.block_shards.clear();  // empty stays empty: the largest-first rule
+  auto lpt = decode_shard_init(encode_shard_init(spec, 1, layout, part.data()));
+  REQUIRE(lpt);
+  CHECK(lpt->spec.block_shards.empty());
+  spec.block_shards.assign(blocks, 2);  // a shard the run does not have
+  auto misplaced = decode_shard_init(encode_shard_init(spec, 1, layout, part.data()));
+  REQUIRE(!misplaced);
+  CHECK(describe(misplaced.error()).find("block 0 is placed on shard 2 of 2") != std::string::npos);
+}

@@ -54,6 +54,13 @@ struct planned_kill {
   double at_seconds = -1;    ///< >= 0: this long after training began
 };
 
+/// A change of the number of shards (`--resize ps=N@clock=C`) at a clock boundary: once every
+/// shard has reached clock C the run goes on from there on N shards (chief/resize.cpp).
+struct planned_resize {
+  int32_t shards = 0;
+  int64_t at_clock = 0;
+};
+
 /// Who writes the shard files of a checkpoint (`--checkpoint-writer`).
 enum class checkpoint_writer {
   shards,  ///< each shard its own, into the checkpoint directory: a filesystem the chief and
@@ -131,6 +138,9 @@ struct chief_config {
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
   checkpoint_config checkpoints;
   std::vector<planned_kill> kills;
+  /// In clock order, each after the one before (sync mode, one process, no standbys or export
+  /// versions: resize_refusal says why not otherwise).
+  std::vector<planned_resize> resizes;
   int max_replacements = 3;       ///< per role index; then the run goes on without it
   /// Hot standbys per shard (--replicas): 0 none (a lost shard rolls back to a checkpoint), 1 a
   /// standby that takes over (simulate only; actors/roles/replication.hpp).
@@ -150,6 +160,10 @@ struct chief_config {
   /// model: not said (a chief configured directly).
   training_settings settings;
 };
+
+/// Why `cfg.resizes` cannot be run ("": they can): out of order, a shard count out of range, a
+/// clock not within the run, or a run they are not built for yet.
+std::string resize_refusal(const chief_config& cfg);
 
 /// Spawns the chief; it starts the run when it receives (run).
 chief_actor spawn_chief(caf::actor_system& sys, chief_config cfg);

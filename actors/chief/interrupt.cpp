@@ -113,8 +113,10 @@ void on_interrupt(self_ptr self, const std::string& signal) {
       break;
     case run_phase::waiting:
     case run_phase::placing:
-    case run_phase::rolling_back: {
+    case run_phase::rolling_back:
+    case run_phase::resizing: {
       auto when = st.phase == run_phase::rolling_back ? "while going back to a checkpoint"
+                  : st.phase == run_phase::resizing   ? "while resizing the shards"
                                                       : "before training began";
       st.stopped_by = signal;
       st.stop_reason = make_error(errc::run_interrupted, "stopped by " + signal + " " + when);

@@ -12,6 +12,10 @@
 //   training --------(a shard lost)-------> rolling_back
 //      |     <--(every shard restored,           |
 //      |         every role restarted)-----------+
+//      |
+//      +-----(every shard's state at a --resize clock)----> resizing
+//      |     <--(the shards of the new size restored,          |
+//      |         every role restarted)-------------------------+
 //      | (every live worker done)
 //      v
 //   finishing
@@ -31,6 +35,9 @@
 //                 training does not end before its report (chief_state::failing_over)
 //   rolling_back  a shard was lost: every shard goes back to the newest checkpoint, every role
 //                 restarts there (rollback.cpp); reports from before are dropped
+//   resizing      the shards' states at a --resize clock are cut for the new number of shards,
+//                 every role restarts there (resize.cpp); reports from before are dropped, and
+//                 a shard lost meanwhile fails the run
 //   finishing     the final checkpoint (none when every worker was lost short of the last
 //                 clock), the final evaluation, the summary (summary.cpp)
 //   stopping      every other role is told to stop; distributed: the chief waits for each
@@ -75,6 +82,7 @@ void take_reports(self_ptr self, const std::vector<train_report>& reports) {
       case run_phase::waiting:  // no worker runs yet
       case run_phase::placing:
       case run_phase::rolling_back:  // from before the checkpoint: undone
+      case run_phase::resizing:      // from past the clock of the change: undone
       case run_phase::stopping: break;
     }
   }
@@ -304,6 +312,26 @@ behavior rolling_back(self_ptr self) {
   };
 }
 
+behavior resizing(self_ptr self) {
+  return {
+    refuse_run("already running"),
+    [](train_atom, const std::vector<train_report>&) {},  // from past the change's clock: undone
+    [](done_atom, int32_t) {},               // likewise
+    join_shard(self, " is back", [](int32_t) {}),  // one process: nothing joins
+    join_node(self, " is back", [](role_id) {}),
+    [](join_due_atom) {},
+    [](rejoin_due_atom, uint64_t) {},
+    [](worker_due_atom, int32_t, int64_t) {},
+    [](stop_due_atom) {},  // stopping sets it
+    kills(self),
+    interrupts(self),
+    streams(self),
+    leaves(self),
+    [](failover_atom, const failover_done&) {},    // none: no standbys with --resize
+    [](failover_atom, const failover_failed&) {},
+  };
+}
+
 behavior finishing(self_ptr self) {
   return {
     refuse_run("already running"),
@@ -362,6 +390,10 @@ behavior stopping(self_ptr self) {
 caf::result<run_summary> start_run(self_ptr self) {
   auto& st = self->state;
   st.run_promise = self->make_response_promise<run_summary>();
+  if (auto why = resize_refusal(st.cfg); !why.empty()) {
+    fail_run(self, "--resize", caf::make_error(caf::sec::invalid_argument, why));
+    return st.run_promise;
+  }
   const auto& spec = st.cfg.spec;
   // A followed stream without --steps knows no number of clocks: it runs until stopped.
   auto clocks = st.cfg.steps >= endless_clocks ? nlohmann::ordered_json()
@@ -415,6 +447,7 @@ chief_actor::behavior_type phase_behavior(self_ptr self, run_phase p) {
     case run_phase::placing: return placing(self);
     case run_phase::training: return training(self);
     case run_phase::rolling_back: return rolling_back(self);
+    case run_phase::resizing: return resizing(self);
     case run_phase::finishing: return finishing(self);
     case run_phase::stopping: break;
   }
@@ -439,6 +472,7 @@ void begin_training(self_ptr self) {
     if (w) self->send(w, start_atom::value);
   start_following(self);
   schedule_timed_kills(self);
+  arm_next_resize(self);
   start_late_evaluator(self);  // joined from outside the cluster while the roles started
   // Workers whose process was lost while the roles started: one that is back takes over now,
   // one still missing gets its --connect-timeout again (its wait's end was ignored meanwhile).
@@ -492,6 +526,7 @@ void stop_run(self_ptr self) {
   self->set_down_handler([=](caf::down_msg& dm) { on_task_stopped(self, dm); });
   abort_failovers(self);
   abort_rollback_episode(self);
+  abort_resize(self);
   st.progress->finish();
   st.metrics->flush();
   auto stop = [&](const auto& handle) {  // with why: a task exits by it (deployment.hpp)

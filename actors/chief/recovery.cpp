@@ -416,7 +416,8 @@ void run_kill(self_ptr self, int32_t i) {
   caf::actor_addr target;
   if (k.target == role_kind::worker && st.workers[k.index])
     target = st.workers[k.index].address();
-  else if (k.target == role_kind::ps && st.shards[k.index])
+  else if (k.target == role_kind::ps && k.index < static_cast<int32_t>(st.shards.size())
+           && st.shards[k.index])  // (a --resize may have removed it)
     target = st.shards[k.index].address();
   else if (k.target == role_kind::evaluator && st.evaluator)
     target = st.evaluator.address();

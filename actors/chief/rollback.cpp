@@ -64,6 +64,7 @@ void resume_training(self_ptr self, int64_t clock) {
   build_missing_standbys(self, true);
   for (auto& w : st.workers)
     if (w) self->send(w, start_atom::value);
+  arm_next_resize(self);  // the state asked for it, if any, was replaced by the checkpoint's
   recovery_cost cost;
   cost.lost_clocks = st.rollback.failed_at - clock;
   cost.retrained_samples = st.rollback.retrained * st.cfg.batch;
@@ -81,7 +82,9 @@ void resume_training(self_ptr self, int64_t clock) {
   check_all_done(self);
 }
 
-void restart_roles(self_ptr self, int64_t clock) {
+} // namespace
+
+void restart_roles_at(self_ptr self, int64_t clock, std::function<void(int64_t)> then) {
   auto& st = self->state;
   st.start_clock = clock;
   st.last_checkpoint = std::min(st.last_checkpoint, clock);
@@ -89,17 +92,15 @@ void restart_roles(self_ptr self, int64_t clock) {
   st.next_checkpoint = every > 0 ? (clock / every + 1) * every : st.cfg.steps;
   auto eval_every = st.cfg.eval_every;
   st.next_eval = eval_every > 0 ? (clock / eval_every + 1) * eval_every : 0;
-  auto attempt = st.rollbacks;
-  auto one_started = after_all(st.workers.size() + 1, [=] {
-    if (still_rolling_back(self, attempt)) resume_training(self, clock);
-  });
+  // (a role started in this process answers at once: the count is complete before the last)
+  auto retrained = std::make_shared<int64_t>(0);
+  auto one_started = after_all(st.workers.size() + 1, [=] { then(*retrained); });
   if (!st.cfg.remote || st.evaluator_node) st.awaiting_rejoin.erase(evaluator_role());
-  st.rollback.retrained = 0;
   for (int32_t w = 0; w < static_cast<int32_t>(st.workers.size()); ++w) {
     // Each worker goes on from where its data was at the checkpoint: what it trained since is
     // trained again (counted), nothing is skipped.
     auto batch = st.batches_at(w, clock);
-    st.rollback.retrained += std::max<int64_t>(0, st.batches_trained(w) - batch);
+    *retrained += std::max<int64_t>(0, st.batches_trained(w) - batch);
     auto& spans = st.data_spans[w];
     while (spans.size() > 1 && spans.back().from >= clock) spans.pop_back();
     if (spans.back().from >= clock) spans.clear();
@@ -120,6 +121,17 @@ void restart_roles(self_ptr self, int64_t clock) {
     start_worker(self, w, clock, [=](bool) { one_started(); });
   }
   start_evaluator(self, [=](bool) { one_started(); });
+}
+
+namespace {
+
+void restart_roles(self_ptr self, int64_t clock) {
+  auto attempt = self->state.rollbacks;
+  restart_roles_at(self, clock, [=](int64_t retrained) {
+    if (!still_rolling_back(self, attempt)) return;
+    self->state.rollback.retrained = retrained;
+    resume_training(self, clock);
+  });
 }
 
 /// The next delta checkpoint continues the chain restored when it lies in this run's directory
@@ -196,6 +208,26 @@ void wait_for_shards(self_ptr self) {
   self->delayed_send(self, st.cfg.remote->join_timeout, rejoin_due_atom::value, st.rollbacks);
 }
 
+/// Why losing a shard now ends the run, or null when the run can go back to a checkpoint.
+const char* why_no_rollback(const chief_state& st) {
+  switch (st.phase) {
+    case run_phase::waiting:
+    case run_phase::placing: return " before training began";
+    case run_phase::finishing:  // the final checkpoint, evaluation or export lost a shard: the
+                                // run goes back like in training and finishes again from there
+    case run_phase::training:
+    case run_phase::rolling_back:  // it starts over
+    case run_phase::stopping: break;
+    case run_phase::resizing: return " while the shards were being resized";
+  }
+  // a signal is stopping the run (every task may be getting it too): nothing to go back for
+  if (st.interrupts > 0) return " while the run was stopping on a signal";
+  return st.cfg.checkpoints.dir.empty() ? " and there is no --checkpoint-dir to restore it from"
+                                        : nullptr;
+}
+
+} // namespace
+
 void stop_roles(self_ptr self) {
   auto& st = self->state;
   // every worker restarts under a new incarnation: the shards refuse a push still in flight
@@ -219,25 +251,6 @@ void stop_roles(self_ptr self) {
   abandon_eval(self);
 }
 
-/// Why losing a shard now ends the run, or null when the run can go back to a checkpoint.
-const char* why_no_rollback(const chief_state& st) {
-  switch (st.phase) {
-    case run_phase::waiting:
-    case run_phase::placing: return " before training began";
-    case run_phase::finishing:  // the final checkpoint, evaluation or export lost a shard: the
-                                // run goes back like in training and finishes again from there
-    case run_phase::training:
-    case run_phase::rolling_back:  // it starts over
-    case run_phase::stopping: break;
-  }
-  // a signal is stopping the run (every task may be getting it too): nothing to go back for
-  if (st.interrupts > 0) return " while the run was stopping on a signal";
-  return st.cfg.checkpoints.dir.empty() ? " and there is no --checkpoint-dir to restore it from"
-                                        : nullptr;
-}
-
-} // namespace
-
 void abort_rollback_episode(self_ptr self) {
   if (auto episode = std::exchange(self->state.restoring, nullptr))
     self->send_exit(episode, caf::exit_reason::kill);
@@ -260,6 +273,7 @@ void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   ++st.finishing_attempt;  // a final state being collected: its answers are ignored, it restarts
   abort_rollback_episode(self);  // a restore under way: it starts over once every shard is back
   abort_failovers(self);   // the checkpoint's state replaces what they were handing over
+  abort_resize(self);      // the state it asked for is being replaced; asked again after
   drop_standbys(self);     // they hold the state being replaced; built again when it resumes
   st.shards[s] = nullptr;  // filled again when it is back
   stop_roles(self);

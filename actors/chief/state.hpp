@@ -6,6 +6,7 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/chief/failover.hpp"
+#include "actors/chief/resize_episode.hpp"
 #include "actors/chief/rollback_episode.hpp"
 #include "actors/data/stream_watch.hpp"
 #include "actors/protocol/fan_out.hpp"
@@ -29,7 +30,7 @@ namespace actorps::chief_detail {
 
 /// The phases of a run, in order (phases.cpp draws them); the chief's behaviour is that of its
 /// phase. A failed run goes to stopping from any phase.
-enum class run_phase { waiting, placing, training, rolling_back, finishing, stopping };
+enum class run_phase { waiting, placing, training, rolling_back, resizing, finishing, stopping };
 
 /// Which evaluation is in flight (at most one: training never waits for the evaluator).
 enum class evaluation { none, periodic, final_one };
@@ -139,6 +140,20 @@ struct chief_state {
   // the start, and a rollback waiting for it, for the whole request timeout.
   // Each is the start's one answer, emptied once given.
   std::map<int32_t, std::shared_ptr<std::function<void(bool)>>> pending_starts;
+
+  // changes of the shard count (--resize; resize.cpp), in the order planned
+  std::size_t resizes_done = 0;   // of cfg.resizes: begun (and over, unless one runs now)
+  bool resize_asked = false;      // the shards were asked for their state at the next one's clock
+  // Bumped when the state asked for no longer counts (a rollback replaces it, the run ends):
+  // the answers of an earlier ask are told apart.
+  uint64_t resize_generation = 0;
+  resize_episode_actor resizing;  // the episode under way (resize_episode.cpp), null when none
+  struct resize_run {
+    int from = 0, to = 0;
+    int64_t clock = 0;            // the clock boundary of the change
+    std::size_t buckets = 0, blocks = 0;  // that change shard
+    time_point frozen;            // every shard's state at the clock was in hand
+  } resize;
 
   // hot standbys (--replicas 1; standbys.cpp)
   std::vector<ps_shard_actor> standbys;  // index = shard id; null: none
@@ -456,6 +471,24 @@ void abort_rollback_episode(self_ptr self);
 void on_rejoined_shard(self_ptr self, int32_t index);
 /// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
 void on_rejoin_due(self_ptr self, uint64_t rollback);
+
+/// Stops every worker and the evaluator (their state is ahead of the clock the run goes back or
+/// on from) under new incarnations; the checkpoint and evaluation in flight are abandoned.
+void stop_roles(self_ptr self);
+/// Starts every worker again at `clock`, its data where it was then (what it trained since is
+/// trained again), and the evaluator; then `then` with the minibatches trained again.
+void restart_roles_at(self_ptr self, int64_t clock, std::function<void(int64_t)> then);
+
+// resize.cpp
+/// training: asks every shard, ahead of it, for its state at the next --resize's clock (each
+/// holds the request until it reaches that clock); the change begins once all have answered.
+/// Nothing when none is left or one is asked already.
+void arm_next_resize(self_ptr self);
+/// The change asked or under way stops (a rollback, the run's end): its episode is killed and
+/// an answer already on its way ignored; after a rollback it is asked again.
+void abort_resize(self_ptr self);
+/// The end of a run: says (log and metrics) which planned resizes never happened.
+void report_unfired_resizes(self_ptr self);
 
 // standbys.cpp
 /// Spawns shard s's standby and has its primary hand it the state (training goes on); `rebuilt`:

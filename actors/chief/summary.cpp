@@ -14,6 +14,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.staleness_bound = st.cfg.spec.staleness_bound();
   sum.workers = st.cfg.spec.workers;
   sum.shards = st.cfg.spec.shards;
+  sum.final_block_shards = st.cfg.spec.block_shards;
   // What was trained, not what was asked for: they differ when the run stopped early (a
   // signal) or lost every worker. Counted in minibatches of each worker's data: a replaced
   // worker that went on with its predecessor's data runs past the others' last clock, not
@@ -205,6 +206,7 @@ void finish_run(self_ptr self, const eval_report& final_eval) {
         auto& st = self->state;
         if (st.phase != run_phase::finishing || superseded()) return;  // failed, or started over
         report_unfired_kills(self);
+        report_unfired_resizes(self);
         auto sum = make_summary(st, final_eval, std::move(stats), std::move(snapshots));
         write_summary(*st.metrics, sum);
         st.progress->finish();  // before the caller, woken by the summary, prints it

@@ -275,6 +275,8 @@ caf::expected<run_summary> train(const train_options& o) {
   sim->chief.replicas = o.replicas;
   auto exporting = plan_exports(o, sim->chief);
   if (!exporting) return exporting.error();
+  for (const auto& r : o.resizes) sim->chief.resizes.push_back({r.ps, r.at_clock});
+  if (auto why = resize_refusal(sim->chief); !why.empty()) return bad_option("resizes: " + why);
   const auto test = sim->chief.test;
   auto summary = simulate(std::move(*sim));
   // A run that lost every worker did not train to its end: nothing to export (as the command).
@@ -294,7 +296,7 @@ caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
   if (!model) return model.error();
   auto spec = spec_of(opts, settings_of(opts, **model), **model);
   if (!spec) return spec.error();
-  block_layout layout(*spec);
+  block_layout layout(spec_at_end(*spec, summary));  // a --resize changes the shards' cut
   std::vector<float> flat(layout.total_floats(), 0.0f);
   if (summary.final_parameters.size() != static_cast<std::size_t>(layout.shards()))
     return make_error(errc::missing_block, "the summary holds "

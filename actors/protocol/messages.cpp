@@ -38,4 +38,13 @@ void register_message_types(caf::actor_system_config& cfg) {
                          });
 }
 
+train_spec spec_at_end(const train_spec& planned, const run_summary& summary) {
+  auto spec = planned;
+  if (summary.shards > 0) {  // (0: a summary of no run)
+    spec.shards = summary.shards;
+    spec.block_shards = summary.final_block_shards;
+  }
+  return spec;
+}
+
 } // namespace actorps

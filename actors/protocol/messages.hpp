@@ -64,6 +64,7 @@ using standby_atom = caf::atom_constant<caf::atom("standby")>;
 using evict_atom = caf::atom_constant<caf::atom("evict")>;  // a shard's sweep, to itself
 using failover_atom = caf::atom_constant<caf::atom("failover")>;  // a fail-over's report
 using stream_atom = caf::atom_constant<caf::atom("stream")>;  // a followed stream (--follow)
+using resize_atom = caf::atom_constant<caf::atom("resize")>;  // a change of the shard count
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -252,6 +253,9 @@ struct run_summary {
   /// One ShardParameters snapshot per shard; with every sparse row (an allRows snapshot) when
   /// the chief was asked for them (chief_config::final_rows).
   std::vector<wire_buffer> final_parameters;
+  /// The dense placement the final parameters are of (train_spec::block_shards, over `shards`
+  /// shards): a --resize changes it; empty: the largest-first rule.
+  std::vector<uint16_t> final_block_shards = {};
 };
 
 template <class Inspector>
@@ -267,8 +271,12 @@ typename Inspector::result_type inspect(Inspector& f, run_summary& x) {
            x.recoveries, x.failovers, x.rereplications, x.checkpoints, x.checkpoint_failures, x.checkpoint_error, x.resumed_from,
            x.stopped_by, x.stopped_at, x.shard_stats_list, x.final_parameters,
            x.final_test_gauc, x.final_test_calibration, x.final_test_slices,
-           x.final_test_slice_rest_rows);
+           x.final_test_slice_rest_rows, x.final_block_shards);
 }
+
+/// `planned` as the run of `summary` ended: its shard count and dense placement (a --resize
+/// changes them), what its final parameters are cut by.
+train_spec spec_at_end(const train_spec& planned, const run_summary& summary);
 
 // --- typed interfaces -----------------------------------------------------------------------
 

@@ -167,7 +167,24 @@ std::string invalid_cut(const model_spec& model, uint32_t block_floats, int shar
   return "";
 }
 
-block_layout::block_layout(const model_spec& model, uint32_t block_floats, int shards) {
+std::string invalid_block_placement(const train_spec& spec) {
+  if (spec.block_shards.empty()) return "";
+  std::size_t blocks = 0;
+  if (spec.block_floats > 0)
+    for (const auto& t : spec.model.tensors)
+      blocks += (t.size() + spec.block_floats - 1) / spec.block_floats;
+  if (spec.block_shards.size() != blocks)
+    return "a dense placement of " + std::to_string(spec.block_shards.size())
+           + " blocks for a model cut into " + std::to_string(blocks);
+  for (std::size_t i = 0; i < spec.block_shards.size(); ++i)
+    if (spec.block_shards[i] >= spec.shards)
+      return "block " + std::to_string(i) + " is placed on shard "
+             + std::to_string(spec.block_shards[i]) + " of " + std::to_string(spec.shards);
+  return "";
+}
+
+block_layout::block_layout(const model_spec& model, uint32_t block_floats, int shards,
+                           const std::vector<uint16_t>& owners) {
   if (auto why = invalid_model(model); !why.empty()) throw std::invalid_argument(why);
   if (block_floats == 0) throw std::invalid_argument("block_floats must be positive");
   if (shards <= 0) throw std::invalid_argument("the number of shards must be positive");
@@ -188,6 +205,47 @@ block_layout::block_layout(const model_spec& model, uint32_t block_floats, int s
       blocks_.push_back(b);
     }
   }
+  shard_floats_.assign(shards, 0);
+  if (!owners.empty()) {
+    if (owners.size() != blocks_.size())
+      throw std::invalid_argument("a dense placement of " + std::to_string(owners.size())
+                                  + " blocks for a model cut into "
+                                  + std::to_string(blocks_.size()));
+    for (auto& b : blocks_) {
+      if (owners[b.id] >= shards)
+        throw std::invalid_argument("block " + std::to_string(b.id) + " placed on shard "
+                                    + std::to_string(owners[b.id]) + " of "
+                                    + std::to_string(shards));
+      b.shard = owners[b.id];
+      shard_floats_[b.shard] += b.size;
+    }
+  } else {
+    place_largest_first(shards);
+  }
+  shard_blocks_.resize(shards);
+  std::vector<std::size_t> fill(shards, 0);
+  for (auto& b : blocks_) {
+    shard_blocks_[b.shard].push_back(b.id);
+    b.shard_offset = fill[b.shard];
+    fill[b.shard] += b.size;
+  }
+}
+
+std::vector<uint16_t> block_layout::owners() const {
+  std::vector<uint16_t> out;
+  out.reserve(blocks_.size());
+  for (const auto& b : blocks_) out.push_back(static_cast<uint16_t>(b.shard));
+  return out;
+}
+
+std::vector<uint32_t> block_layout::block_sizes() const {
+  std::vector<uint32_t> out;
+  out.reserve(blocks_.size());
+  for (const auto& b : blocks_) out.push_back(b.size);
+  return out;
+}
+
+void block_layout::place_largest_first(int shards) {
   // Greedy largest-first (LPT): the result is within one block of perfectly balanced.
   std::vector<uint32_t> order(blocks_.size());
   std::iota(order.begin(), order.end(), 0u);
@@ -195,7 +253,6 @@ block_layout::block_layout(const model_spec& model, uint32_t block_floats, int s
                    [&](uint32_t a, uint32_t b) { return blocks_[a].size > blocks_[b].size; });
   // The shard holding the fewest floats, the lower index on a tie: the top of a min-heap of
   // (floats, shard), so that many blocks on many shards cost B log S, not B × S.
-  shard_floats_.assign(shards, 0);
   using load = std::pair<std::size_t, int>;
   std::vector<load> heap;
   heap.reserve(static_cast<std::size_t>(shards));
@@ -207,13 +264,6 @@ block_layout::block_layout(const model_spec& model, uint32_t block_floats, int s
     least.first += blocks_[id].size;
     shard_floats_[least.second] = least.first;
     std::push_heap(heap.begin(), heap.end(), std::greater<load>());
-  }
-  shard_blocks_.resize(shards);
-  std::vector<std::size_t> fill(shards, 0);
-  for (auto& b : blocks_) {
-    shard_blocks_[b.shard].push_back(b.id);
-    b.shard_offset = fill[b.shard];
-    fill[b.shard] += b.size;
   }
 }
 

@@ -6,7 +6,9 @@
 // the placement rule every role applies:
 // tensors in model order are cut into blocks of at most block_floats values; blocks are
 // assigned largest first to the shard holding the fewest floats so far (ties: lower block id,
-// lower shard index). A shard stores its blocks contiguously in block-id order.
+// lower shard index), unless the spec carries a placement of its own (train_spec::block_shards,
+// recorded when the shard count changes). A shard stores its blocks contiguously in block-id
+// order.
 #pragma once
 
 #include "actors/protocol/bf16.hpp"
@@ -92,6 +94,10 @@ struct train_spec {
   /// empty for a model without sparse tables. Written once by place_buckets, then only read, so
   /// that a later change of placement (elastic shards, replicas) moves buckets, not keys.
   std::vector<uint16_t> bucket_shards = {};
+  /// Dense blocks: the owner shard of each block, in block-id order; empty: block_layout's rule
+  /// from the shard count alone. Set when a placement changes (a live resize), so that only the
+  /// blocks whose owner changes move.
+  std::vector<uint16_t> block_shards = {};
   /// How workers push their dense gradients (--wire-precision); shards read what each Push says.
   wire_precision wire = wire_precision::fp32;
 
@@ -132,6 +138,10 @@ inline constexpr std::size_t max_blocks = std::size_t(1) << 20;
 /// those bounds, else what is wrong ("3000000 blocks of 1 float, more than 2^20: ...").
 std::string invalid_cut(const model_spec& model, uint32_t block_floats, int shards);
 
+/// "" when spec.block_shards is empty or names a shard in [0, shards) for each block of the
+/// spec's cut, else what is wrong.
+std::string invalid_block_placement(const train_spec& spec);
+
 struct tensor_info {
   std::string name;        ///< "dense0/kernel", "dense0/bias", ...
   std::vector<uint32_t> shape;
@@ -150,11 +160,13 @@ struct block_info {
 
 class block_layout {
 public:
-  /// Throws std::invalid_argument for an invalid model, block size or shard count, or a cut
-  /// beyond invalid_cut's bounds.
-  block_layout(const model_spec& model, uint32_t block_floats, int shards);
+  /// Throws std::invalid_argument for an invalid model, block size or shard count, a cut beyond
+  /// invalid_cut's bounds, or an `owners` (each block's shard; empty: the largest-first rule)
+  /// of another length or naming a shard out of range.
+  block_layout(const model_spec& model, uint32_t block_floats, int shards,
+               const std::vector<uint16_t>& owners = {});
   explicit block_layout(const train_spec& spec)
-    : block_layout(spec.model, spec.block_floats, spec.shards) {}
+    : block_layout(spec.model, spec.block_floats, spec.shards, spec.block_shards) {}
 
   const std::vector<tensor_info>& tensors() const { return tensors_; }
   const std::vector<block_info>& blocks() const { return blocks_; }
@@ -164,12 +176,18 @@ public:
   /// Block ids of shard s, ascending (= the order of its buffer).
   const std::vector<uint32_t>& shard_blocks(int s) const { return shard_blocks_[s]; }
   std::size_t shard_floats(int s) const { return shard_floats_[s]; }
+  /// The owner shard of each block, in block-id order (what train_spec::block_shards records).
+  std::vector<uint16_t> owners() const;
+  /// The floats of each block, in block-id order (dense_after_resize's sizes).
+  std::vector<uint32_t> block_sizes() const;
 
   /// Copies shard s's part of a flat parameter vector into its contiguous buffer, and back.
   void gather(int s, const float* flat, float* shard_buffer) const;
   void scatter(int s, const float* shard_buffer, float* flat) const;
 
 private:
+  void place_largest_first(int shards);  ///< fills blocks_[*].shard and shard_floats_
+
   std::vector<tensor_info> tensors_;
   std::vector<block_info> blocks_;
   std::vector<std::vector<uint32_t>> shard_blocks_;

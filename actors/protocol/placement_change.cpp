@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -94,6 +95,48 @@ std::vector<uint16_t> dense_after_resize(const std::vector<uint32_t>& sizes,
     std::push_heap(heap.begin(), heap.end(), std::greater<shard_load>());
   }
   return after;
+}
+
+train_spec resized_spec(const train_spec& before, int shards) {
+  check_shards(shards, "resized_spec");
+  const block_layout layout(before);
+  train_spec after = before;
+  after.shards = shards;
+  if (!before.bucket_shards.empty())
+    after.bucket_shards = buckets_after_resize(before.bucket_shards, shards);
+  after.block_shards = dense_after_resize(layout.block_sizes(), layout.owners(), shards);
+  return after;
+}
+
+std::vector<placement_move> placement_moves(const train_spec& before, const train_spec& after) {
+  const block_layout from(before), to(after);
+  if (from.blocks().size() != to.blocks().size() || from.total_floats() != to.total_floats())
+    throw std::invalid_argument("placement_moves: the two specs cut the model differently");
+  if (before.bucket_shards.size() != after.bucket_shards.size())
+    throw std::invalid_argument("placement_moves: " + std::to_string(before.bucket_shards.size())
+                                + " buckets before, " + std::to_string(after.bucket_shards.size())
+                                + " after");
+  std::map<std::pair<int, int>, placement_move> moves;
+  auto move = [&](int a, int b) -> placement_move& {
+    auto& m = moves[{a, b}];
+    m.from = a;
+    m.to = b;
+    return m;
+  };
+  for (std::size_t i = 0; i < before.bucket_shards.size(); ++i)
+    if (before.bucket_shards[i] != after.bucket_shards[i])
+      move(before.bucket_shards[i], after.bucket_shards[i]).buckets.push_back(uint32_t(i));
+  for (std::size_t i = 0; i < from.blocks().size(); ++i) {
+    const auto& a = from.blocks()[i];
+    const auto& b = to.blocks()[i];
+    if (a.shard == b.shard) continue;
+    auto& m = move(a.shard, b.shard);
+    m.blocks.push_back(a.id);
+    m.dense_floats += a.size;
+  }
+  std::vector<placement_move> out;
+  for (auto& [key, m] : moves) out.push_back(std::move(m));
+  return out;
 }
 
 } // namespace actorps

@@ -14,11 +14,14 @@
 //   (ties: lower index), as block_layout places them. The result is within one block of perfectly
 //   balanced.
 //
-// Today's runs recompute the dense placement from the size alone (block_layout's LPT), so a
-// restore into another size uses block_layout; dense_after_resize is the rule for a placement
-// stored with the spec.
+// A run starts with the dense placement of its size alone (block_layout's LPT, an empty
+// train_spec::block_shards); a live resize records dense_after_resize's placement in
+// train_spec::block_shards, which block_layout then follows.
 #pragma once
 
+#include "actors/protocol/model_spec.hpp"
+
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -37,5 +40,25 @@ std::size_t moved_count(const std::vector<uint16_t>& before, const std::vector<u
 /// std::invalid_argument when the lengths differ or shards < 1 or > 65 536.
 std::vector<uint16_t> dense_after_resize(const std::vector<uint32_t>& sizes,
                                          const std::vector<uint16_t>& before, int shards);
+
+/// `before`'s run at `shards` shards: its buckets placed by buckets_after_resize, its dense
+/// blocks by dense_after_resize from their owners under `before`, recorded in block_shards so
+/// that every role cuts the same layout; everything else as it was. Throws
+/// std::invalid_argument as those rules do, or for a spec block_layout refuses.
+train_spec resized_spec(const train_spec& before, int shards);
+
+/// What one placement change moves from shard `from` to shard `to`.
+struct placement_move {
+  int from = 0;
+  int to = 0;
+  std::vector<uint32_t> buckets = {};  ///< ascending
+  std::vector<uint32_t> blocks = {};   ///< ascending block ids
+  std::size_t dense_floats = 0;        ///< the blocks' values (their optimizer slots besides)
+};
+
+/// Every move from the placement of `before` to that of `after` (the same model, block cut and
+/// number of buckets), by (from, to) ascending; what stays on its shard is in none. Throws
+/// std::invalid_argument when the two cut the model or hash the keys differently.
+std::vector<placement_move> placement_moves(const train_spec& before, const train_spec& after);
 
 } // namespace actorps

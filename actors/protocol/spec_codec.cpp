@@ -25,7 +25,8 @@ std::size_t spec_bound(const train_spec& spec) {
     words += wire::SparseTableSpec::_capnpPrivate::dataWordSize
              + wire::SparseTableSpec::_capnpPrivate::pointerCount
              + words_for(t.name.size() + 1) + 1;  // a SparseTableSpec and its name
-  return words + 1 + words_for(2 * spec.bucket_shards.size());
+  return words + 2 + words_for(2 * spec.bucket_shards.size())
+         + words_for(2 * spec.block_shards.size());
 }
 
 
@@ -84,6 +85,8 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   auto buckets = out.initBucketShards(static_cast<unsigned>(spec.bucket_shards.size()));
   for (unsigned i = 0; i < spec.bucket_shards.size(); ++i) buckets.set(i, spec.bucket_shards[i]);
   out.setWirePrecision(static_cast<wire::WirePrecision>(spec.wire));
+  auto blocks = out.initBlockShards(static_cast<unsigned>(spec.block_shards.size()));
+  for (unsigned i = 0; i < spec.block_shards.size(); ++i) blocks.set(i, spec.block_shards[i]);
 }
 
 caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
@@ -169,6 +172,11 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   if (precision > unsigned(wire_precision::bf16))
     return make_error(errc::invalid_spec, "wire precision " + std::to_string(precision));
   spec.wire = static_cast<wire_precision>(precision);
+  if (in.getBlockShards().size() > max_blocks)
+    return make_error(errc::invalid_spec, "a dense placement of more than 2^20 blocks");
+  for (auto s : in.getBlockShards()) spec.block_shards.push_back(s);
+  if (auto why = invalid_block_placement(spec); !why.empty())
+    return make_error(errc::invalid_spec, why);
   return spec;
 }
 

@@ -20,7 +20,8 @@ namespace {
 
 /// The dense parameters (flat, model order) and every sparse row from one ShardParameters
 /// snapshot per shard; the rows are there when the chief was asked for them (final_rows).
-trained_parameters gather_parameters(const train_spec& spec, const run_summary& summary) {
+trained_parameters gather_parameters(const train_spec& planned, const run_summary& summary) {
+  const auto spec = spec_at_end(planned, summary);  // a --resize changes the shards' cut
   const block_layout layout(spec);
   if (summary.final_parameters.size() != static_cast<std::size_t>(layout.shards()))
     throw std::runtime_error("the run returned " + std::to_string(summary.final_parameters.size())

@@ -151,7 +151,9 @@ std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards) {
 }
 
 bool needs_resize(const train_spec& saved, const train_spec& spec) {
-  return saved.shards != spec.shards || saved.bucket_shards != spec.bucket_shards;
+  if (saved.shards != spec.shards || saved.bucket_shards != spec.bucket_shards) return true;
+  if (saved.block_shards == spec.block_shards) return false;
+  return block_layout(saved).owners() != block_layout(spec).owners();  // one placement empty
 }
 
 std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& saved,
@@ -168,7 +170,8 @@ std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& save
       refuse(std::to_string(saved.size()) + " shard files written by a run of "
              + std::to_string(view->spec.shards) + " shards");
     if (!old.empty() && (view->clock != old.front().clock
-                         || view->spec.bucket_shards != old.front().spec.bucket_shards))
+                         || view->spec.bucket_shards != old.front().spec.bucket_shards
+                         || view->spec.block_shards != old.front().spec.block_shards))
       refuse("shard " + std::to_string(o) + " is of another clock or placement than shard 0");
     if (view->sparse.size() != spec.model.sparse_tables.size())
       refuse("shard " + std::to_string(o) + " holds " + std::to_string(view->sparse.size())

@@ -2,8 +2,9 @@
 // `--resume --ps N` from a checkpoint of any shard count).
 //
 // Each new shard gets, from whichever old shards held them:
-// - the dense blocks the new layout gives it (block_layout(spec): dense placement follows from
-//   the shard count), with their optimizer slots;
+// - the dense blocks the new layout gives it (block_layout(spec): spec.block_shards, or when
+//   empty the largest-first rule of the shard count), with their optimizer slots; the old
+//   shards' blocks are found by id, under whichever placement they were written;
 // - the sparse rows of the buckets spec.bucket_shards gives it (rows, optimizer state, touches,
 //   Adam steps, row clocks) and the exact pending admission counts of keys in those buckets;
 // - a table's admission sketch (--admission-memory), which cannot be split by key: the counters'
@@ -35,7 +36,7 @@ std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& save
 std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards);
 
 /// Whether a checkpoint written under `saved` (its run.capnp's spec) must be cut again to restore
-/// under `spec`: another shard count or another bucket placement.
+/// under `spec`: another shard count, bucket placement or dense placement.
 bool needs_resize(const train_spec& saved, const train_spec& spec);
 
 } // namespace actorps

@@ -508,7 +508,8 @@ void bind_train(py::module_& m) {
        const std::vector<std::tuple<std::string, int32_t, int64_t>>& kill, int replicas,
        const std::string& tensorboard_dir, int full_checkpoint_every,
        const std::string& export_dir, int64_t export_every, int full_export_every,
-       std::optional<std::string> slice_auc) {
+       std::optional<std::string> slice_auc,
+       const std::vector<std::tuple<int32_t, int64_t>>& resizes) {
       train_options o;
       o.slice_auc = slice_auc.value_or("");
       o.ps = ps;
@@ -531,6 +532,7 @@ void bind_train(py::module_& m) {
       o.checkpoint_key = checkpoint_key;
       for (const auto& [role, index, clock] : kill) o.kills.push_back({role, index, clock});
       o.replicas = replicas;
+      for (const auto& [shards, clock] : resizes) o.resizes.push_back({shards, clock});
       o.export_dir = export_dir;
       o.export_every = export_every;
       o.full_export_every = full_export_every;
@@ -550,6 +552,7 @@ void bind_train(py::module_& m) {
     py::arg("replicas") = 0, py::arg("tensorboard_dir") = "", py::arg("full_checkpoint_every") = 10,
     py::arg("export_dir") = "", py::arg("export_every") = 0, py::arg("full_export_every") = 10,
     py::arg("slice_auc") = py::none(),
+    py::arg("resizes") = std::vector<std::tuple<int32_t, int64_t>>{},
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`: each of mode, staleness, schedule, optimizer, lr, momentum, batch and "
     "epochs left None is the run's (ssp, staleness 2, cosine) or the model's own; a Python "
@@ -578,7 +581,8 @@ void bind_train(py::module_& m) {
     "clocks; 0: none) and full_export_every as --export-dir, --export-every and "
     "--full-export-every: the export after the run and the versions while training (an MLP, "
     "lr or dlrm). slice_auc: as --slice-auc, a key field of the test file ('C9') whose "
-    "slices' AUC the evaluations add. "
+    "slices' AUC the evaluations add. resizes: as --resize, a list of (ps, clock): from that "
+    "global clock the run goes on on ps shards (sync mode). "
     "Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");

@@ -9,6 +9,8 @@ regression in NumPy).
   it ends at clock 12 having trained on.
 - Killed actors (a worker, a shard) are recovered by the runtime and the run ends on time;
   with replicas=1 killed shards lose nothing (bit-identical to a run without kills).
+- resizes=[(ps, clock)] changes the number of shards mid-run: in sync mode the parameters are
+  those of the run never resized, bit for bit, one resize event per change.
 - A step() that raises ends the run with RuntimeError naming the exception.
 - tensorboard_dir writes event files that tests/tfevents_check.py finds the evaluations in."""
 import json
@@ -171,6 +173,22 @@ class Train(unittest.TestCase):
         self.assertEqual(clocks, list(range(12)))  # no clock stepped twice: no rollback
         with self.assertRaisesRegex(actorps.Error, "the index is 0..1"):
             self.run_model(SoftmaxModel(), steps=4, kill=[("ps", 2, 1)])
+
+    def test_resizes_keep_the_parameters_of_the_run_never_resized(self):
+        clean = self.run_model(SoftmaxModel(), steps=12)
+        with tempfile.TemporaryDirectory() as tmp:
+            metrics = os.path.join(tmp, "run.jsonl")
+            out = self.run_model(SoftmaxModel(), steps=12, resizes=[(3, 4), (1, 8)],
+                                 metrics=metrics)
+            with open(metrics) as f:
+                resizes = [e for e in map(json.loads, f) if e["event"] == "resize"]
+        self.assertEqual(out["shards"], 1)
+        self.assertEqual(out["clocks"], 12)
+        np.testing.assert_array_equal(out["parameters"], clean["parameters"])
+        self.assertEqual([(e["from"], e["to"], e["clock"]) for e in resizes],
+                         [(2, 3, 4), (3, 1, 8)])
+        with self.assertRaisesRegex(actorps.Error, "resizes: the shards are resized in sync"):
+            self.run_model(SoftmaxModel(), steps=12, mode="ssp", resizes=[(3, 4)])
 
     def test_signed_checkpoints_resume_only_with_the_key(self):
         # checkpoint_key as --checkpoint-key: the manifest is signed with HMAC-SHA256 of the

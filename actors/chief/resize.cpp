@@ -1,0 +1,220 @@
+// A change of the number of shards while a run trains (--resize ps=N@clock=C), one step per
+// function, each going on to the next once its work is done:
+//
+//   arm_next_resize   training: every shard is asked, ahead of it, for its state at clock C
+//                     (each holds the request until its clock reaches C; in sync mode that state
+//                     is exactly the one after clock C - 1's update, as a checkpoint's)
+//   begin_resize      every state is in hand: the phase is resizing; the workers and the
+//                     evaluator are stopped (under new incarnations: a push of theirs still on
+//                     its way is refused), the shards beyond N stop, shards up to N are spawned,
+//                     and a resize episode, an actor of its own (resize_episode.cpp draws its
+//                     steps: cutting -> restoring -> done | failed), cuts the states for the new
+//                     placement and has every shard of the new size take its part
+//   finish_resize     every worker starts again at clock C (its data where it was then) and the
+//                     evaluator on the new shards; training resumes, and the next change is asked
+//
+// The new placement follows from the old one and N alone (placement_change.hpp: the fewest
+// buckets and dense blocks move), and the spec records it, so that every role, checkpoint and
+// export cuts the model as the shards hold it. What the workers trained past C while the states
+// were gathered is trained again (counted in the resize event), nothing is applied twice: the
+// shards' states are of clock C, and the next checkpoint is a full one.
+//
+// What is not done yet: the change is a stop at C within one process. Every shard's whole
+// state goes through the chief and every shard of the new size is restored, not only the
+// buckets and blocks that change shard (the resize event's bytes count those), and training
+// waits meanwhile; copying the moving parts while training goes on, then freezing only them,
+// needs the shards to hand out and take in parts of their state.
+//
+// A shard lost while resizing fails the run (rollback.cpp: why_no_rollback); a rollback begun
+// before the states are in hand asks for them again once it has resumed (the checkpoint's state
+// replaced the one asked for).
+#include "actors/chief/state.hpp"
+
+#include "actors/protocol/log.hpp"
+#include "actors/protocol/placement_change.hpp"
+#include "actors/roles/ps_shard.hpp"
+
+#include <cstdio>
+
+namespace actorps::chief_detail {
+
+namespace {
+
+void finish_resize(self_ptr self, uint64_t bytes) {
+  auto& st = self->state;
+  st.resizing = nullptr;
+  st.chain = {};  // the chain's links hold the old placement: the next checkpoint is full
+  st.chain_deltas = 0;
+  const auto generation = st.resize_generation;
+  const auto clock = st.resize.clock;
+  restart_roles_at(self, clock, [=](int64_t retrained) {
+    auto& st = self->state;
+    if (st.phase != run_phase::resizing || st.resize_generation != generation) return;
+    enter(self, run_phase::training);
+    for (auto& w : st.workers)
+      if (w) self->send(w, start_atom::value);
+    const auto& r = st.resize;
+    const double ms = ms_since(r.frozen);
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "resized from %d to %d shards at clock %lld in %.1f ms: %zu buckets and %zu "
+                  "dense blocks moved (%llu bytes)",
+                  r.from, r.to, static_cast<long long>(clock), ms, r.buckets, r.blocks,
+                  static_cast<unsigned long long>(bytes));
+    log_line("chief", text);
+    st.metrics->write(json_object().add("event", "resize").add("from", r.from).add("to", r.to)
+                        .add("buckets", static_cast<uint64_t>(r.buckets))
+                        .add("blocks", static_cast<uint64_t>(r.blocks)).add("bytes", bytes)
+                        .add("freeze_ms", ms).add("clock", clock)
+                        .add("retrained_samples", retrained * st.cfg.batch)
+                        .add("wall_s", st.elapsed()));
+    st.metrics->flush();
+    arm_next_resize(self);
+    check_all_done(self);
+  });
+}
+
+void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
+  auto& st = self->state;
+  const auto planned = st.cfg.resizes[st.resizes_done++];
+  st.resize_asked = false;
+  train_spec after;
+  std::vector<placement_move> moves;
+  try {
+    after = resized_spec(st.cfg.spec, planned.shards);
+    moves = placement_moves(st.cfg.spec, after);
+  } catch (const std::invalid_argument& e) {
+    return fail_run(self, "resizing the shards failed",
+                    caf::make_error(caf::sec::runtime_error, e.what()));
+  }
+  auto& r = st.resize;
+  r = {st.cfg.spec.shards, planned.shards, planned.at_clock, 0, 0,
+       std::chrono::steady_clock::now()};
+  for (const auto& m : moves) {
+    r.buckets += m.buckets.size();
+    r.blocks += m.blocks.size();
+  }
+  log_line("chief", "resizing from " + std::to_string(r.from) + " to " + std::to_string(r.to)
+                      + " shards at clock " + std::to_string(r.clock) + ": "
+                      + std::to_string(r.buckets) + " buckets and " + std::to_string(r.blocks)
+                      + " dense blocks change shard");
+  enter(self, run_phase::resizing);
+  stop_roles(self);
+  // The shards that leave stop (their state is in hand); those of the new size beyond the old
+  // are spawned here, empty until the episode restores them.
+  for (int32_t s = r.to; s < r.from; ++s) {
+    self->demonitor(st.shards[s].address());
+    self->send_exit(st.shards[s], caf::exit_reason::user_shutdown);
+  }
+  st.shards.resize(static_cast<std::size_t>(r.to));
+  for (int32_t s = r.from; s < r.to; ++s) spawn_local_shard(self, s);
+  st.cfg.spec = std::move(after);
+  resize_plan plan;
+  plan.after = st.cfg.spec;
+  plan.states = std::move(states);
+  plan.shards = st.shards;
+  plan.incarnations = st.incarnation;
+  plan.request_timeout = st.cfg.request_timeout;
+  auto episode = st.resizing = spawn_resize_episode(
+    self->system(), caf::actor_cast<caf::actor>(self), std::move(plan));
+  self->request(episode, caf::infinite, resize_atom::value)
+    .then(
+      [=](uint64_t bytes) {
+        if (self->state.resizing == episode) finish_resize(self, bytes);
+      },
+      [=](caf::error& err) {
+        if (self->state.resizing != episode) return;  // aborted: the run ended
+        self->state.resizing = nullptr;
+        fail_run(self, "resizing the shards failed", err);
+      });
+}
+
+} // namespace
+
+void arm_next_resize(self_ptr self) {
+  auto& st = self->state;
+  if (st.phase != run_phase::training || st.resize_asked
+      || st.resizes_done >= st.cfg.resizes.size())
+    return;
+  const auto clock = st.cfg.resizes[st.resizes_done].at_clock;
+  st.resize_asked = true;
+  const auto generation = ++st.resize_generation;
+  ask_each<wire_buffer>(
+    st.shards.size(),
+    [&](std::size_t s) {  // held by each shard until it reaches the clock: no timeout
+      return self->request(st.shards[s], caf::infinite, checkpoint_atom::value,
+                           snapshot_atom::value, clock, int64_t{-1});
+    },
+    [=](std::vector<wire_buffer> states) {
+      auto& st = self->state;
+      if (st.resize_generation != generation || st.phase != run_phase::training) return;
+      begin_resize(self, std::move(states));
+    },
+    [=](caf::error& err) {
+      auto& st = self->state;
+      if (st.resize_generation != generation || st.phase != run_phase::training) return;
+      st.resize_asked = false;
+      if (is_error(err, errc::checkpoint_clock_passed)) {  // resumed past it, say
+        const auto& planned = st.cfg.resizes[st.resizes_done++];
+        log_line(log_level::warn, "chief",
+                 "resize to " + std::to_string(planned.shards) + " shards at clock "
+                   + std::to_string(clock) + " skipped: the shards are past that clock");
+        return arm_next_resize(self);
+      }
+      fail_run(self, "asking the shards for their state at clock " + std::to_string(clock), err);
+    });
+}
+
+void abort_resize(self_ptr self) {
+  auto& st = self->state;
+  ++st.resize_generation;
+  st.resize_asked = false;
+  if (auto episode = std::exchange(st.resizing, nullptr))
+    self->send_exit(episode, caf::exit_reason::kill);
+}
+
+void report_unfired_resizes(self_ptr self) {
+  auto& st = self->state;
+  for (; st.resizes_done < st.cfg.resizes.size(); ++st.resizes_done) {
+    const auto& planned = st.cfg.resizes[st.resizes_done];
+    auto what = "ps=" + std::to_string(planned.shards) + "@clock="
+                + std::to_string(planned.at_clock);
+    log_line("chief", "planned resize " + what + " never happened (the run ended at clock "
+                        + std::to_string(st.global_clock()) + ")");
+    st.metrics->write(json_object().add("event", "resize_not_done").add("resize", what)
+                        .add("clock", st.global_clock()).add("wall_s", st.elapsed()));
+  }
+}
+
+} // namespace actorps::chief_detail
+
+namespace actorps {
+
+std::string resize_refusal(const chief_config& cfg) {
+  if (cfg.resizes.empty()) return "";
+  if (cfg.remote) return "the shards are resized in one process only (simulate, train())";
+  if (cfg.spec.mode != consistency::sync)
+    return "the shards are resized in sync mode only (ssp and async shards would need to hold "
+           "the pushes past the clock while their state is taken)";
+  if (cfg.replicas > 0) return "not with hot standbys (--replicas 1)";
+  if (cfg.exports.every > 0) return "not with export versions while training (--export-every)";
+  if (cfg.source.follow) return "not while following a stream (--follow)";
+  int64_t last = 0;
+  for (const auto& r : cfg.resizes) {
+    auto what = "ps=" + std::to_string(r.shards) + "@clock=" + std::to_string(r.at_clock) + ": ";
+    if (r.shards < 1 || r.shards > max_shards)
+      return what + "the number of shards is 1 to " + std::to_string(max_shards);
+    if (!cfg.spec.bucket_shards.empty()
+        && static_cast<std::size_t>(r.shards) > cfg.spec.bucket_shards.size())
+      return what + "more shards than the " + std::to_string(cfg.spec.bucket_shards.size())
+             + " buckets of the sparse keys";
+    if (r.at_clock < 1 || r.at_clock >= cfg.steps)
+      return what + "the clock is 1 to " + std::to_string(cfg.steps - 1)
+             + " (within the run's clocks)";
+    if (r.at_clock <= last) return what + "each resize's clock is after the one before";
+    last = r.at_clock;
+  }
+  return "";
+}
+
+} // namespace actorps

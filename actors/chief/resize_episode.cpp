@@ -1,0 +1,146 @@
+// A resize episode (resize_episode.hpp): every old shard's state at the clock of the change is
+// in hand and no worker runs; the chief spawns this actor and asks it (resize). Its steps:
+//
+//   asked --(resize)--> cutting --(a state per new shard)--> restoring --(every shard ok)--> done
+//                          |                                     |
+//                          | (the states do not make a run)      | (a shard refused, or lost)
+//                          v                                     v
+//                        failed <--------------------------------+
+//
+//   cutting     the states cut for the new size (checkpoint_resize.hpp): every block and row
+//               on the shard the new placement names, nothing lost or doubled
+//   restoring   every shard of the new size takes its state under the new spec, with every
+//               worker's new incarnation (a push of the stopped workers still on its way is
+//               refused); the shards that leave are the chief's to stop
+//   done        the answer: the bytes that changed shard; then it quits
+//   failed      the answer is the error (shard_lost: a shard was lost while restoring)
+//
+// The chief lost: the episode quits (it monitors it).
+#include "actors/chief/resize_episode.hpp"
+
+#include "actors/protocol/checkpoint_codec.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/fan_out.hpp"
+#include "actors/protocol/log.hpp"
+#include "actors/protocol/model_spec.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
+#include "kernels/optimizer.hpp"
+
+#include <caf/all.hpp>
+
+#include <stdexcept>
+
+namespace actorps {
+
+namespace {
+
+struct resize_state {
+  static inline const char* name = "resize";
+  resize_plan plan;
+  caf::typed_response_promise<uint64_t> answer;
+};
+
+using episode = resize_episode_actor::stateful_pointer<resize_state>;
+using behavior = resize_episode_actor::behavior_type;
+
+void fail(episode self, caf::error err) {
+  self->state.answer.deliver(std::move(err));
+  self->quit();
+}
+
+auto busy() {
+  return [](resize_atom) -> caf::result<uint64_t> {
+    return caf::make_error(caf::sec::runtime_error, "the resize is under way already");
+  };
+}
+
+behavior restoring(episode self, std::vector<wire_buffer> files, uint64_t moved) {
+  auto& plan = self->state.plan;
+  ask_each<caf::ok_atom>(
+    plan.shards.size(),
+    [&](std::size_t s) {
+      return self->request(plan.shards[s], plan.request_timeout, restore_atom::value, files[s],
+                           plan.incarnations);
+    },
+    [=](std::vector<caf::ok_atom>) {
+      self->state.answer.deliver(moved);
+      self->quit();
+    },
+    [=](caf::error& err) {
+      if (err == caf::sec::request_receiver_down)
+        err = make_error(errc::shard_lost, "a shard was lost while taking its new state");
+      fail(self, std::move(err));
+    });
+  return {busy()};
+}
+
+behavior cutting(episode self) {
+  auto& plan = self->state.plan;
+  std::vector<wire_buffer> files;
+  uint64_t moved = 0;
+  try {
+    files = resize_shard_files(plan.states, plan.after);
+    moved = moving_bytes(plan.states, plan.after);
+  } catch (const std::invalid_argument& e) {
+    fail(self, make_error(errc::checkpoint_failed, std::string("cutting the shards' states: ")
+                                                     + e.what()));
+    return {busy()};
+  }
+  if (files.size() != plan.shards.size()) {
+    fail(self, make_error(errc::wrong_shard, std::to_string(files.size()) + " states for "
+                                               + std::to_string(plan.shards.size()) + " shards"));
+    return {busy()};
+  }
+  plan.states.clear();  // cut: the old states are no longer needed
+  return restoring(self, std::move(files), moved);
+}
+
+behavior resize_episode(episode self, caf::actor parent, resize_plan plan) {
+  self->state.plan = std::move(plan);
+  self->monitor(parent);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    if (dm.source == parent.address()) self->quit();
+  });
+  return {
+    [=](resize_atom) -> caf::result<uint64_t> {
+      self->state.answer = self->make_response_promise<uint64_t>();
+      self->become(cutting(self));
+      return self->state.answer;
+    },
+  };
+}
+
+} // namespace
+
+uint64_t moving_bytes(const std::vector<wire_buffer>& states, const train_spec& after) {
+  const block_layout to(after);
+  uint64_t bytes = 0;
+  for (std::size_t o = 0; o < states.size(); ++o) {
+    auto view = decode_shard_checkpoint(states[o]);
+    if (!view) throw std::invalid_argument("shard " + std::to_string(o) + ": "
+                                           + describe(view.error()));
+    for (std::size_t i = 0; i < view->blocks.size(); ++i) {
+      const auto id = view->blocks[i].id;
+      if (id < to.blocks().size() && to.blocks()[id].shard != static_cast<int>(o))
+        bytes += sizeof(float) * (view->blocks[i].count + view->state[i].count);
+    }
+    for (const auto& t : view->sparse) {
+      const std::size_t n = t.keys.size();
+      const std::size_t row_floats = n ? (t.values.size() + t.state.size()) / n : 0;
+      for (auto key : t.keys)
+        if (after.shard_of_key(key) != static_cast<int>(o))  // key, floats, touches/step/clock
+          bytes += sizeof(uint64_t) + sizeof(float) * row_floats + 3 * sizeof(uint32_t);
+      for (auto key : t.pending_keys)
+        if (after.shard_of_key(key) != static_cast<int>(o))
+          bytes += sizeof(uint64_t) + sizeof(uint32_t);
+    }
+  }
+  return bytes;
+}
+
+resize_episode_actor spawn_resize_episode(caf::actor_system& sys, caf::actor parent,
+                                          resize_plan plan) {
+  return sys.spawn(resize_episode, std::move(parent), std::move(plan));
+}
+
+} // namespace actorps

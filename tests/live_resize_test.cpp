@@ -1,0 +1,166 @@
+// Shards join and leave a running job (train_options::resizes, --resize ps=N@clock=C): in sync
+// mode a run resized 2 -> 3 -> 1 -> 2 mid-run exports the very model.capnp of the same run that
+// never resized, for a dense model and for a sparse one, with one resize event per change that
+// says what moved; what cannot be resized yet is refused, naming the option.
+#include "actors/ps.hpp"
+
+#include "tests/command_runner.hpp"
+#include "tests/scratch_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace actorps {
+namespace {
+
+using json = nlohmann::json;
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in, path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The metrics file's events named `name`, in order.
+std::vector<json> events(const std::string& path, const std::string& name) {
+  std::vector<json> out;
+  std::istringstream lines(bytes_of(path));
+  for (std::string line; std::getline(lines, line);) {
+    auto e = json::parse(line);
+    if (e.value("event", "") == name) out.push_back(e);
+  }
+  return out;
+}
+
+const std::vector<train_options::resize_at> two_three_one_two = {{3, 10}, {1, 20}, {2, 30}};
+
+/// Runs `o` twice into `dir` (as is, and resized 2 -> 3 -> 1 -> 2), and checks the exports are
+/// byte for byte the same and the resize events say what moved. Returns the resized run's
+/// events.
+std::vector<json> compare_resized(train_options o, const std::string& dir) {
+  o.mode = consistency::sync;
+  o.ps = 2;
+  o.workers = 2;
+  o.steps = 40;
+  o.threads = 2;
+  auto still = o;
+  still.export_dir = dir + "/still";
+  still.metrics = dir + "/still.jsonl";
+  auto resized = o;
+  resized.export_dir = dir + "/resized";
+  resized.metrics = dir + "/resized.jsonl";
+  resized.resizes = two_three_one_two;
+  auto a = train(still);
+  REQUIRE_MESSAGE(a, to_string(a.error()));
+  auto b = train(resized);
+  REQUIRE_MESSAGE(b, to_string(b.error()));
+  CHECK(b->shards == 2);
+  CHECK(b->clocks == 40);
+  CHECK(b->failures == 0);
+  const auto model = bytes_of(still.export_dir + "/1/model.capnp");
+  CHECK(model.size() > 1000);
+  CHECK(bytes_of(resized.export_dir + "/1/model.capnp") == model);  // byte for byte
+  CHECK(events(still.metrics, "resize").empty());
+  auto changes = events(resized.metrics, "resize");
+  REQUIRE(changes.size() == 3);
+  const int from[] = {2, 3, 1}, to[] = {3, 1, 2}, clock[] = {10, 20, 30};
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(changes[i]["from"] == from[i]);
+    CHECK(changes[i]["to"] == to[i]);
+    CHECK(changes[i]["clock"] == clock[i]);
+    CHECK(changes[i]["bytes"].get<int64_t>() > 0);
+    CHECK(changes[i]["freeze_ms"].get<double>() >= 0);
+  }
+  CHECK(events(resized.metrics, "resize_not_done").empty());
+  return changes;
+}
+
+TEST_CASE("a dense model resized 2 -> 3 -> 1 -> 2 in sync mode exports the same bytes") {
+  test::scratch_dir dir{"actorps_live_resize"};
+  train_options o;
+  o.model = "mlp:784-32-10";
+  o.source.what = data_source::kind::synthetic;
+  o.source.train_rows = 4096;
+  o.source.test_rows = 512;
+  auto changes = compare_resized(o, dir.path);
+  for (const auto& c : changes) {
+    CHECK(c["buckets"] == 0);  // no sparse table
+    CHECK(c["blocks"].get<int64_t>() > 0);  // each change moves some dense blocks
+  }
+  // Shrinking to one shard moves every block the two others held; growing back from one
+  // moves what the new shard is owed, not everything.
+  CHECK(changes[1]["bytes"].get<int64_t>() > changes[2]["bytes"].get<int64_t>());
+}
+
+TEST_CASE("a sparse lr resized 2 -> 3 -> 1 -> 2 in sync mode exports the same bytes") {
+  test::scratch_dir dir{"actorps_live_resize"};
+  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
+                                     + " --rows 6000 --test-rows 500");
+  REQUIRE_MESSAGE(gen.status == 0, gen.output);
+  train_options o;
+  o.model = "lr";
+  o.source.what = data_source::kind::criteo;
+  o.source.train_path = dir.path + "/train.tsv";
+  o.source.test_path = dir.path + "/test.tsv";
+  o.batch = 64;
+  o.admit_after = 2;  // pending counts move with their buckets too
+  auto changes = compare_resized(o, dir.path);
+  // buckets_after_resize of 4096 round-robin buckets: 2 -> 3 moves a third, 3 -> 1 the two
+  // thirds the others held, 1 -> 2 half
+  CHECK(changes[0]["buckets"] == 1365);
+  CHECK(changes[1]["buckets"] == 4096 - 1366);
+  CHECK(changes[2]["buckets"] == 2048);
+}
+
+TEST_CASE("resizes train() cannot run are refused before training, naming the option") {
+  auto refusal = [](auto set) {
+    train_options o;
+    o.model = "mlp:784-16-10";
+    o.source.what = data_source::kind::synthetic;
+    o.source.train_rows = 512;
+    o.source.test_rows = 128;
+    o.mode = consistency::sync;
+    o.steps = 20;
+    o.threads = 2;
+    o.resizes = {{3, 10}};
+    set(o);
+    auto result = train(o);
+    REQUIRE_FALSE(result);
+    return to_string(result.error());
+  };
+  CHECK(test::contains(refusal([](train_options& o) { o.mode = consistency::ssp; }),
+                       "resizes: the shards are resized in sync mode only"));
+  CHECK(test::contains(refusal([](train_options& o) { o.replicas = 1; }),
+                       "resizes: not with hot standbys"));
+  CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 20}}; }),
+                       "resizes: ps=3@clock=20: the clock is 1 to 19"));
+  CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 10}, {1, 10}}; }),
+                       "ps=1@clock=10: each resize's clock is after the one before"));
+  CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{0, 10}}; }),
+                       "ps=0@clock=10: the number of shards is 1 to 65536"));
+}
+
+TEST_CASE("simulate --resize refuses a value it cannot run, naming the flag") {
+  const std::string base = "simulate --dataset synthetic --synthetic-rows 512 --steps 10 ";
+  auto r = test::run_actorps(base + "--resize ps=3@clock=5");  // ssp: the default mode
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(test::contains(r.output, "--resize: the shards are resized in sync mode only"),
+                r.output);
+  r = test::run_actorps(base + "--mode sync --resize ps=x");
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(test::contains(r.output, "--resize ps=x: expected ps=N@clock=C"), r.output);
+  r = test::run_actorps(base + "--mode sync --resize ps=2@clock=10");
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(test::contains(r.output, "--resize: ps=2@clock=10: the clock is 1 to 9"),
+                r.output);
+}
+
+} // namespace
+} // namespace actorps
