@@ -35,13 +35,13 @@
 // ends the process.
 #pragma once
 
-#include "actors/deploy/cluster_spec.hpp"
 #include "actors/model/plugin.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/protocol/model_spec.hpp"
+#include "actors/ps/task_id.hpp"
 
 #include <caf/expected.hpp>
 

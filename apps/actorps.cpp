@@ -5,8 +5,7 @@
 #include "apps/gen_data_command.hpp"
 #include "apps/predict_command.hpp"
 #include "apps/simulate_command.hpp"
-#include "kernels/blas_core.hpp"
-#include "kernels/blas_threads.hpp"
+#include "actors/ps/blas.hpp"
 
 #include <cstdio>
 #include <string>
@@ -50,10 +49,10 @@ int main(int argc, char** argv) {
   }
   auto command = args[0];
   args.erase(args.begin());
-  // Before any GEMM (blas_core.hpp); not for the commands that run none (a ps task, gen-data).
+  // Before any GEMM (blas.hpp); not for the commands that run none (a ps task, gen-data).
   if (command != "ps" && command != "gen-data")
     actorps::rerun_with_better_blas_core(argv);
-  actorps::stop_blas_thread_pool();  // unused, and it spins at first (blas_threads.hpp)
+  actorps::stop_blas_thread_pool();  // unused, and it spins at first (blas.hpp)
   if (command == "simulate") return actorps::simulate_command(args);
   if (command == "run" || command == "chief" || command == "ps" || command == "worker"
       || command == "evaluator")

@@ -1,6 +1,6 @@
 #include "apps/evaluate_command.hpp"
 
-#include "actors/chief/metrics.hpp"
+#include "actors/ps/json.hpp"
 #include "actors/ps/serving.hpp"
 #include "apps/command_line.hpp"
 #include "apps/test_split_flags.hpp"

@@ -1,6 +1,6 @@
 #include "apps/gen_data_command.hpp"
 
-#include "actors/chief/metrics.hpp"
+#include "actors/ps/json.hpp"
 #include "apps/command_line.hpp"
 #include "apps/gen_data/planted_criteo.hpp"
 #include "apps/gen_data/planted_ctr_log.hpp"

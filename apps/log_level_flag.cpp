@@ -1,6 +1,6 @@
 #include "apps/log_level_flag.hpp"
 
-#include "actors/protocol/console.hpp"
+#include "actors/ps/log_level.hpp"
 #include "apps/training_flags.hpp"
 
 namespace actorps {
@@ -12,10 +12,8 @@ void add_log_level_option(boost::program_options::options_description& desc, std
 }
 
 void apply_log_level(const std::string& level) {
-  auto parsed = parse_log_level(level);
-  if (!parsed)
+  if (!set_log_level(level))
     throw usage_error("--log-level " + level + " is none of error, warn, info, debug");
-  console::process().set_level(*parsed);
 }
 
 } // namespace actorps

@@ -5,6 +5,7 @@
 #include "apps/value_bound_flags.hpp"
 #include "apps/log_level_flag.hpp"
 #include "actors/protocol/console.hpp"
+#include "actors/ps/log_level.hpp"
 #include "actors/deploy/exit_codes.hpp"
 
 #include "actors/chief/metrics.hpp"
@@ -474,7 +475,7 @@ checked_flags check_training_flags(const training_flags& typed) {
   v.model = model->spec();
   v.settings = resolve_training(v.model.name, model->defaults(), chosen_by(typed));
   const auto o = in_effect(typed, v.settings);  // checked from here on
-  if (!parse_log_level(o.log_level))
+  if (!is_log_level(o.log_level))
     throw usage_error("--log-level " + o.log_level + " is none of error, warn, info, debug");
   require(o.ps >= 1 && o.ps <= max_tasks_per_role, "ps", o.ps,
           "must be 1 to " + std::to_string(max_tasks_per_role));

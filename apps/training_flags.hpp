@@ -4,7 +4,7 @@
 #include "actors/chief/chief.hpp"
 #include "actors/model/training_defaults.hpp"
 #include "actors/protocol/data_source.hpp"
-#include "kernels/value_bounds.hpp"
+#include "actors/ps/value_bounds.hpp"
 
 #include <boost/program_options.hpp>
 

@@ -1,9 +1,9 @@
 // --max-gradient and --max-parameter, on every command that runs shards (simulate, chief, ps,
-// run): the magnitudes a shard lets into its state (kernels/value_bounds.hpp). A ps task takes
+// run): the magnitudes a shard lets into its state (actors/ps/value_bounds.hpp). A ps task takes
 // them from its own command line, never from the chief: give every replica the same ones.
 #pragma once
 
-#include "kernels/value_bounds.hpp"
+#include "actors/ps/value_bounds.hpp"
 
 #include <boost/program_options.hpp>
 

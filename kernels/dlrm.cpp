@@ -12,7 +12,7 @@
 
 #include "kernels/mlp_layers.hpp"
 #include "kernels/parameter_init.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <algorithm>
 #include <stdexcept>

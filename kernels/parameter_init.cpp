@@ -2,7 +2,7 @@
 // rounded double operations only, so every platform produces the same bits.
 #include "kernels/parameter_init.hpp"
 #include "kernels/mlp.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <cmath>
 

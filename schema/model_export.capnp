@@ -44,7 +44,7 @@ struct ExportedModel {
 # A click-through-rate model on lines of Criteo's layout: a 0/1 label, 13 integer features
 # I1-I13 and 26 categorical ones C1-C26, TAB-separated. Integer x enters as log(1 + max(x, 0))
 # (missing: 0); categorical value v of field f (0-based) is the key
-# (f << 56) | (hash of v in 56 bits), actorps' actors/data/criteo_keys.hpp.
+# (f << 56) | (hash of v in 56 bits), actorps' actors/ps/criteo_keys.hpp.
 #   lr:   p = sigmoid(bias + dense/kernel · x + sum over fields of the weight of the field's key)
 #         tensors "dense/kernel" [13], "bias" [1]; table "wide", rows of 1 float
 #   dlrm: x0 = bottom MLP(x) (ReLU after every layer, width dim), v = (x0, e_C1, ..., e_C26),

@@ -1,6 +1,6 @@
 #include "kernels/binary_metrics.hpp"
 
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // A CTR model's serving form without a run: the table cut into fields, model.capnp format 2
 // round trip and every kind of damage refused by name, the vocabulary files, and model.onnx's
 // inputs, outputs and per-field matrices.
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 #include "actors/model/criteo_lr_plugin.hpp"
 #include "actors/model/dlrm_plugin.hpp"
 #include "actors/model/mlp_plugin.hpp"

@@ -3,7 +3,7 @@
 // it wraps (the runtime's de-duplicated rows and inverse index arrive where the kernel wants
 // them), a local loop learning toward the generator's best AUC, and whole runs through the
 // shards in each consistency mode.
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 #include "actors/data/criteo_reader.hpp"
 #include "actors/data/load_split.hpp"
 #include "actors/model/criteo_lr_plugin.hpp"

@@ -8,7 +8,7 @@
 #include "actors/protocol/digest.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"
 

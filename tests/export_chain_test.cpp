@@ -1,7 +1,7 @@
 // Export chains without a run (export/export_chain.hpp): what changed between two tables, and
 // back; a chain folded to the model its newest version stands for; a damaged newest delta
 // skipped and named; a link of another chain, a duplicate and a gap refused naming the link.
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 #include "actors/model/dlrm_plugin.hpp"
 #include "actors/serving/ctr_model_file.hpp"
 #include "actors/serving/export_chain.hpp"

@@ -3,7 +3,7 @@
 // and the sparse table's bytes per row beyond its floats across whole growth cycles.
 #include "kernels/sparse/row_index.hpp"
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <doctest/doctest.h>
 

@@ -4,7 +4,7 @@
 // sketch and the pending clocks survive export and import, and bad settings are refused by name.
 #include "kernels/sparse/admission_sketch.hpp"
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 #include "tests/command_runner.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/text_file_dir.hpp"

@@ -3,7 +3,7 @@
 // the sweep has removed it yet; the sweep frees rows within its budget; each row's last clock
 // travels through export and import; max_rows bounds the rows by the oldest.
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <doctest/doctest.h>
 

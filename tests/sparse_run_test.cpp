@@ -6,7 +6,7 @@
 #include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/key_dedup.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/simulation_fixture.hpp"

@@ -3,7 +3,7 @@
 // memory_bytes() reports honestly (checked against malloc's own count).
 #include "kernels/sparse/key_buckets.hpp"
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // recipes, the step handing the runtime's rows of both tables to the kernel, and runs in one
 // process with nothing but --model, --dataset and --test, scored by the run's own metrics file.
 #include "actors/data/criteo_batches.hpp"
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 #include "actors/model/registry.hpp"
 #include "actors/model/wide_deep_plugin.hpp"
 #include "apps/gen_data/planted_criteo.hpp"

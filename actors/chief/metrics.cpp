@@ -7,12 +7,6 @@
 
 namespace actorps {
 
-std::string render_json(const nlohmann::ordered_json& value) {
-  // nlohmann writes NaN and infinities as null; invalid UTF-8 (a path, a peer's error text)
-  // must not throw inside an actor.
-  return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
 metrics_file::metrics_file(const std::string& path, bool append) {
   if (path.empty()) return;
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (append ? 0 : O_TRUNC),

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/protocol/console.hpp"
+#include "actors/ps/json.hpp"  // render_json, json_object
 
 #include <nlohmann/json.hpp>
 
@@ -14,29 +15,6 @@
 #include <vector>
 
 namespace actorps {
-
-/// The one way actorps renders JSON text (metrics lines, the commands' and benchmarks' output):
-/// compact, keys in the order they were added, non-finite numbers as null, bytes that are not
-/// UTF-8 replaced by U+FFFD rather than thrown.
-std::string render_json(const nlohmann::ordered_json& value);
-
-/// One event built key by key, for call sites that chain:
-/// json_object().add("event", "eval").add("clock", 40). A thin builder over
-/// nlohmann::ordered_json; a value is stored with its own JSON type (string, integer, unsigned,
-/// double, bool, or any value nlohmann can convert).
-class json_object {
-public:
-  template <class T>
-  json_object& add(const char* key, const T& value) {
-    doc_[key] = value;
-    return *this;
-  }
-  const nlohmann::ordered_json& json() const { return doc_; }
-  std::string str() const { return render_json(doc_); }
-
-private:
-  nlohmann::ordered_json doc_ = nlohmann::ordered_json::object();
-};
 
 /// Another reader of the metrics events, told each one as it is written (the TensorBoard file,
 /// tensorboard_writer.hpp): fed from the one place, the two cannot disagree.

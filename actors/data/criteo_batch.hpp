@@ -3,7 +3,7 @@
 // keys, an MLP over the dense features).
 #pragma once
 
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace actorps {
 /// Keys: with `offsets` empty every field of every row holds exactly one key, keys[r·F + f]
 /// (F = fields). A schema with a multi-hot field fills `offsets` (rows·F + 1 entries): field f
 /// of row r holds keys[offsets[r·F + f] .. offsets[r·F + f + 1]), possibly none. A key is
-/// (table << 56) | the value's hash either way (criteo_keys.hpp).
+/// (table << 56) | the value's hash either way (actors/ps/criteo_keys.hpp).
 struct criteo_batch {
   std::vector<float> labels = {};   ///< rows
   std::vector<float> weights = {};  ///< rows, or empty: every row weighs 1

@@ -1,7 +1,7 @@
 #include "actors/data/dataset.hpp"
 
 #include "actors/protocol/input_file.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 #include "actors/data/feature_schema.hpp"
 
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 #include "actors/data/line_reader.hpp"
 
 #include <nlohmann/json.hpp>

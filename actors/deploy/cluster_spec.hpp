@@ -12,6 +12,7 @@
 #pragma once
 
 #include "actors/protocol/address.hpp"
+#include "actors/ps/task_id.hpp"
 
 #include <cstdint>
 #include <map>
@@ -21,12 +22,6 @@
 #include <vector>
 
 namespace actorps {
-
-struct task_id {
-  std::string type;  ///< chief, ps, worker or evaluator
-  int index = 0;
-  std::string text() const { return type + ":" + std::to_string(index); }
-};
 
 /// Who owns the training loop decides the tasks a cluster has: the runtime's loop needs a chief
 /// (and may have an evaluator); a user-owned loop (ps.hpp's task_cluster) has ps and worker

@@ -1,6 +1,6 @@
 #include "actors/ps/feature_key.hpp"
 
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 
 #include <stdexcept>
 #include <string>

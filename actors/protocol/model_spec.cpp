@@ -1,6 +1,6 @@
 #include "actors/protocol/model_spec.hpp"
 
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <algorithm>
 #include <cmath>

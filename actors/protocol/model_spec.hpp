@@ -31,7 +31,7 @@ std::optional<consistency> parse_consistency(const std::string& name);
 const char* to_string(consistency mode);
 
 /// How the chief fills a tensor before the first clock. Every uniform tensor draws its values, in
-/// model order, from one seeded splitmix64 stream (kernels/splitmix64.hpp), so the same spec and
+/// model order, from one seeded splitmix64 stream (actors/ps/splitmix64.hpp), so the same spec and
 /// seed give the same bits everywhere.
 enum class tensor_init { zeros, uniform };
 

@@ -1,6 +1,6 @@
 #include "actors/serving/ctr_model.hpp"
 
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 #include "actors/model/criteo_model.hpp"  // take_layout
 #include "actors/model/dlrm_plugin.hpp"
 #include "kernels/optimizer.hpp"  // all_finite

@@ -2,7 +2,7 @@
 // and, per categorical field C1..C26, a vocabulary and a matrix of rows.
 //
 // Training keeps all 26 fields in one sparse table whose keys carry their field in the top byte
-// (actors/data/criteo_keys.hpp). Serving wants them apart: field f's vocabulary is its keys,
+// (actors/ps/criteo_keys.hpp). Serving wants them apart: field f's vocabulary is its keys,
 // ascending, and its matrix has (keys + 1) rows — row 0 for a key the model never saw (zeros),
 // row i + 1 for vocabulary key i. A model whose table lacks a field still has its row 0.
 //

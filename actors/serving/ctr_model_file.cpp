@@ -1,6 +1,6 @@
 #include "actors/serving/ctr_model_file.hpp"
 
-#include "actors/data/criteo_keys.hpp"  // Criteo's field counts
+#include "actors/ps/criteo_keys.hpp"  // Criteo's field counts
 #include "actors/serving/model_readers.hpp"
 #include "kernels/optimizer.hpp"  // all_finite
 

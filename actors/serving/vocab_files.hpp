@@ -4,7 +4,7 @@
 //   key<TAB>row                   a header line
 //   72057594037928001<TAB>1       then one line per key, ascending, rows 1, 2, …
 //
-// A key is actorps' criteo_key(field, value) (actors/data/criteo_keys.hpp) in decimal; a key
+// A key is actorps' criteo_key(field, value) (actors/ps/criteo_keys.hpp) in decimal; a key
 // with no line gets row 0 (zeros: a value the model never saw). model.onnx's "indices" input is
 // these rows.
 #pragma once

@@ -15,7 +15,7 @@
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include "apps/bench/bench_main.hpp"
 

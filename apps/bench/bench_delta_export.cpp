@@ -12,14 +12,14 @@
 // Both give the same rows (checked). Also the full model.capnp of the table (encoded only: a full
 // version adds model.onnx, the vocabularies and the test split's evaluation). Prints one JSON
 // object.
-#include "actors/data/criteo_keys.hpp"
+#include "actors/ps/criteo_keys.hpp"
 #include "actors/model/dlrm_plugin.hpp"
 #include "actors/serving/ctr_model_file.hpp"
 #include "actors/serving/export_after_run.hpp"
 #include "actors/serving/export_chain.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include "apps/bench/bench_main.hpp"
 

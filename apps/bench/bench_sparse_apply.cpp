@@ -22,7 +22,7 @@
 // time, so no key array inflates the memory figures. Prints one JSON object.
 #include "kernels/sparse/key_buckets.hpp"
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include "apps/bench/bench_main.hpp"
 

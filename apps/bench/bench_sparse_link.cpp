@@ -32,7 +32,7 @@
 #include "actors/roles/shard_tables.hpp"
 #include "kernels/denormals.hpp"
 #include "kernels/sparse/sparse_table.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include "apps/bench/bench_main.hpp"
 #include "apps/bench/bench_scratch.hpp"

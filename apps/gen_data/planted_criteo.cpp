@@ -1,8 +1,8 @@
 #include "apps/gen_data/planted_criteo.hpp"
 
-#include "actors/data/criteo_keys.hpp"
-#include "kernels/binary_metrics.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/criteo_keys.hpp"
+#include "actors/ps/binary_metrics.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <zlib.h>
 

@@ -1,7 +1,7 @@
 #include "apps/gen_data/planted_ctr_log.hpp"
 
-#include "kernels/binary_metrics.hpp"
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/binary_metrics.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <algorithm>
 #include <cmath>

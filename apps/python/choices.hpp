@@ -2,9 +2,7 @@
 // runtime's own parser, or ValueError naming the argument and the choices.
 #pragma once
 
-#include "actors/ps.hpp"
-#include "kernels/lr_schedule.hpp"
-#include "kernels/optimizer.hpp"
+#include "actors/ps.hpp"  // the enums and their parsers
 
 #include <pybind11/pybind11.h>
 

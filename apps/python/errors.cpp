@@ -1,6 +1,6 @@
 #include "apps/python/errors.hpp"
 
-#include "actors/protocol/errors.hpp"
+#include "actors/ps.hpp"  // errc, describe
 #include "apps/python/binding.hpp"
 #include "apps/python/buffers.hpp"
 

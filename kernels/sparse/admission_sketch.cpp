@@ -1,6 +1,6 @@
 #include "kernels/sparse/admission_sketch.hpp"
 
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <algorithm>
 #include <stdexcept>

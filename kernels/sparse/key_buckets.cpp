@@ -1,6 +1,6 @@
 #include "kernels/sparse/key_buckets.hpp"
 
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <stdexcept>
 #include <string>

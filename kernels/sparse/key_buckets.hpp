@@ -11,7 +11,7 @@ namespace actorps {
 /// The bucket count a sparse table uses unless told otherwise.
 constexpr uint32_t default_bucket_count = 4096;
 
-/// The bucket of `key` among `buckets`: splitmix64_mix(key) mod buckets (kernels/splitmix64.hpp).
+/// The bucket of `key` among `buckets`: splitmix64_mix(key) mod buckets (actors/ps/splitmix64.hpp).
 /// Integer arithmetic only, so every platform, process and restart agrees; keys that are
 /// sequential, or differ only in high bits, still spread evenly. This function is part of the
 /// checkpoint and wire contract: changing it moves every key. Throws std::invalid_argument when

@@ -1,6 +1,6 @@
 #include "kernels/sparse/sparse_table.hpp"
 
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <absl/container/flat_hash_set.h>
 

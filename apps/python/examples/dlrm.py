@@ -43,14 +43,14 @@ MASK56 = (1 << 56) - 1
 # --- Criteo-format data -------------------------------------------------------------------
 
 def _mix(z):
-    """splitmix64's finaliser over a uint64 array (kernels/splitmix64.hpp)."""
+    """splitmix64's finaliser over a uint64 array (actors/ps/splitmix64.hpp)."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
     return z ^ (z >> np.uint64(31))
 
 
 def criteo_keys(field, values):
-    """criteo_key(field, value) of actors/data/criteo_keys.hpp for an array of strings: the
+    """criteo_key(field, value) of actors/ps/criteo_keys.hpp for an array of strings: the
     value's bytes hashed 8 at a time, the field in the top byte, an empty value `field << 56`."""
     raw = np.char.encode(values, "ascii")
     lengths = np.char.str_len(raw).astype(np.uint64)

@@ -7,7 +7,7 @@
 // value in two fields gives two keys.
 #pragma once
 
-#include "kernels/splitmix64.hpp"
+#include "actors/ps/splitmix64.hpp"
 
 #include <cmath>
 #include <cstddef>
