@@ -342,20 +342,10 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
     writer->send(call, self->current_sender(), mid);
     return caf::delegated<wire_buffer>{};
   };
-  auto push = [=](const wire_buffer& x) { return send(link_call{frame_kind::push_pull, 0, 0, &x}); };
   return std::apply(
     [&](auto... verbs) -> ps_shard_actor::behavior_type {
       return {
         verbs...,
-        // A push's reply stream belongs to a link's server, in the shard's process; through a
-        // proxy the push goes whole, and so does its answer.
-        [=](push_pull_atom, const wire_buffer& x, const reply_stream_ptr&) { return push(x); },
-        // A push still arriving is handed on by a link's server to its own shard only.
-        [=](push_pull_atom, const wire_buffer&, const reply_stream_ptr&,
-            const request_progress_ptr&) -> caf::result<wire_buffer> {
-          return make_error(errc::malformed_message, "a push still arriving sent to a proxy");
-        },
-        [=](push_progress_atom, const request_progress_ptr&) {},
         // Everything else goes to the shard itself, over CAF.
         [=](init_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
         [=](restore_atom a, const wire_buffer& x, const std::vector<uint32_t>& y) {
