@@ -125,33 +125,21 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
   };
   // Reads an answer whole into a message of its own (not into place) and hands it on.
   auto answer_whole = [&](const frame_header& h) -> caf::error {
-    switch (kind_of(h.kind)) {
-      case frame_kind::reply: {
-        auto reply = in_region(h) ? take(h) : link->receive_buffer(h);
-        if (!reply) return in_region(h) ? bad_record(reply.error()) : reply.error();
-        pending->answer(h.id, caf::make_message(std::move(*reply)));
-        return {};
-      }
-      case frame_kind::failure: {  // the shard's own answer (a refused push, say)
-        caf::error carried;
-        if (auto err = link->receive_failure(h, carried)) return err;
-        pending->answer(h.id, caf::make_message(std::move(carried)));
-        return {};
-      }
-      // Requests, and the parts of a reply taken in place: not an answer read whole.
-      case frame_kind::hello:
-      case frame_kind::push_pull:
-      case frame_kind::pull:
-      case frame_kind::snapshot:
-      case frame_kind::keyed_pull:
-      case frame_kind::keyed_snapshot:
-      case frame_kind::shm_offer:
-    case frame_kind::local_ticket:
-      case frame_kind::reply_part:
-        break;
+    const auto kind = kind_of(h.kind);
+    if (kind == frame_kind::reply) {
+      auto reply = in_region(h) ? take(h) : link->receive_buffer(h);
+      if (!reply) return in_region(h) ? bad_record(reply.error()) : reply.error();
+      pending->answer(h.id, caf::make_message(std::move(*reply)));
+      return {};
     }
-    // Also a value of no kind at all: the switch names every kind so that a new one is a
-    // compiler warning here, not a silent refusal.
+    if (kind == frame_kind::failure) {  // the shard's own answer (a refused push, say)
+      caf::error carried;
+      if (auto err = link->receive_failure(h, carried)) return err;
+      pending->answer(h.id, caf::make_message(std::move(carried)));
+      return {};
+    }
+    // Anything else is no answer read whole: a request (a row of the verb table, which a new
+    // request kind is, and nothing here), the parts of a reply taken in place, or no kind.
     return make_error(errc::malformed_message,
                       "a frame of kind " + std::to_string(h.kind) + " as an answer");
   };
