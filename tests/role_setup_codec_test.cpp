@@ -13,11 +13,21 @@
 
 namespace actorps {
 
-TEST_CASE("slice auc: the slice field travels in a RoleSetup, none by default") {
+namespace {
+
+/// A RoleSetup of the "lr" model with one address per shard of its spec.
+role_setup lr_setup() {
   role_setup setup;
   setup.spec.model = make_model("lr")->spec();
   place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
+  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};
+  return setup;
+}
+
+} // namespace
+
+TEST_CASE("slice auc: the slice field travels in a RoleSetup, none by default") {
+  auto setup = lr_setup();
   setup.data.what = data_source::kind::criteo;
   setup.data.test_path = "test.tsv";
   auto plain = decode_role_setup(encode_role_setup(setup));
@@ -35,10 +45,7 @@ TEST_CASE("slice auc: the slice field travels in a RoleSetup, none by default") 
 }
 
 TEST_CASE("ctr metrics: the GAUC group field travels in a RoleSetup, none by default") {
-  role_setup setup;
-  setup.spec.model = make_model("lr")->spec();
-  place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
+  auto setup = lr_setup();
   setup.data.what = data_source::kind::criteo;
   setup.data.test_path = "test.tsv";
   auto plain = decode_role_setup(encode_role_setup(setup));
@@ -55,10 +62,7 @@ TEST_CASE("ctr metrics: the GAUC group field travels in a RoleSetup, none by def
 }
 
 TEST_CASE("a worker process is told it follows a stream and the clocks it may compute") {
-  role_setup setup;
-  setup.spec.model = make_model("lr")->spec();
-  place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
+  auto setup = lr_setup();
   setup.data.what = data_source::kind::criteo;
   setup.data.train_path = "days";
   auto plain = decode_role_setup(encode_role_setup(setup));
@@ -84,10 +88,7 @@ TEST_CASE("a worker process is told it follows a stream and the clocks it may co
 }
 
 TEST_CASE("a log's schema and delimiter travel in a RoleSetup, and a log without a schema is refused") {
-  role_setup setup;
-  setup.spec.model = make_model("lr")->spec();
-  place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
+  auto setup = lr_setup();
   setup.data.what = data_source::kind::logs;
   setup.data.train_path = "logs/";
   setup.data.test_path = "test.csv";
