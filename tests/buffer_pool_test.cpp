@@ -85,7 +85,7 @@ TEST_CASE("ps_shard: a buffer a held reply kept comes back for a later update, w
   int64_t clock = 0;
   float applied = 0;
   auto update = [&](float g) {
-    auto reply = ask(push_pull_atom::value, f.push_of(0, clock++, g));
+    auto reply = ask(push_pull_atom::value, push_request{f.push_of(0, clock++, g)});
     applied += g;
     return reply;
   };

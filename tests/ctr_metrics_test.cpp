@@ -155,27 +155,3 @@ TEST_CASE("ctr metrics: --gauc-group names a Criteo field, or the run is refused
 }
 
 } // namespace actorps
-
-namespace actorps {
-
-TEST_CASE("ctr metrics: the GAUC group field travels in a RoleSetup, none by default") {
-  role_setup setup;
-  setup.spec.model = make_model("lr")->spec();
-  place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
-  setup.data.what = data_source::kind::criteo;
-  setup.data.test_path = "test.tsv";
-  auto plain = decode_role_setup(encode_role_setup(setup));
-  REQUIRE(plain);
-  CHECK(plain->data.group_field == -1);
-  setup.data.group_field = 25;  // C26
-  auto grouped = decode_role_setup(encode_role_setup(setup));
-  REQUIRE(grouped);
-  CHECK(grouped->data.group_field == 25);
-  setup.data.group_field = 26;  // past C26: refused on arrival, named
-  auto bad = decode_role_setup(encode_role_setup(setup));
-  REQUIRE_FALSE(bad);
-  CHECK(describe(bad.error()).find("group field 26") != std::string::npos);
-}
-
-} // namespace actorps

@@ -121,7 +121,7 @@ bool served(shard_fixture& f, const shard_link_server& server, int64_t clock) {
   auto remote = attach_link(*f.sys, f.shard, std::move(*link), 0, request_timeout);
   if (!remote) return false;
   bool ok = false;
-  (*f.self)->request(remote->handle, timeout, push_pull_atom::value, f.push_of(0, clock, 1.0f))
+  (*f.self)->request(remote->handle, timeout, push_pull_atom::value, push_request{f.push_of(0, clock, 1.0f)})
     .receive([&](wire_buffer&) { ok = true; }, [&](caf::error& err) { MESSAGE(describe(err)); });
   remote->close();
   return ok;
@@ -320,7 +320,7 @@ TEST_CASE("data link limits: over the server's total of pending requests, a held
     auto push = f.push_of(worker, 0, 1.0f);
     auto handle = remote.handle;
     f.sys->spawn([=](caf::event_based_actor* a) {
-      a->request(handle, timeout, push_pull_atom::value, push)
+      a->request(handle, timeout, push_pull_atom::value, push_request{push})
         .then([=](const wire_buffer&) { a->send(me, worker); },
               [=](caf::error& err) { a->send(me, err); });
     });

@@ -42,8 +42,8 @@ TEST_CASE("data link: a large push_pull's reply goes ahead in parts over TCP, th
     auto remote = link.attach_over(path);
     // Without a place: the parts make the same bytes as the reply sent whole.
     auto sent = link.server->parts_sent();
-    auto reply = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 0.5f));
-    auto expected = direct.ask(direct.shard, push_pull_atom::value, direct.push_of(0, 0, 0.5f));
+    auto reply = link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 0, 0.5f)});
+    auto expected = direct.ask(direct.shard, push_pull_atom::value, push_request{direct.push_of(0, 0, 0.5f)});
     REQUIRE(reply);
     REQUIRE(expected);
     CHECK(same_bytes(*reply, *expected));
@@ -57,7 +57,7 @@ TEST_CASE("data link: a large push_pull's reply goes ahead in parts over TCP, th
       sent = link.server->parts_sent();
       auto push = link.push_of(0, clock, 0.25f * clock);
       const auto copied = copied_payload_bytes.load();
-      REQUIRE(link.ask(remote.handle, push_pull_atom::value, push));
+      REQUIRE(link.ask(remote.handle, push_pull_atom::value, push_request{push}));
       CHECK(link.server->parts_sent() - sent == parts);
       // Copies of ours: none over sockets; over shared memory the push into the ring, the
       // reply's structure and each part's table and head (the blocks are named in the arena),
@@ -86,16 +86,16 @@ TEST_CASE("data link: a reply too small for two parts, a sync round and limits w
     limits.reply_part_bytes = 64 * 1024;  // the reply is 81 KiB: one part and a bit
     link_fixture small{parted_spec(), {}, limits};
     auto remote = small.attach_over(path);
-    REQUIRE(small.ask(remote.handle, push_pull_atom::value, small.push_of(0, 0, 0.5f)));
+    REQUIRE(small.ask(remote.handle, push_pull_atom::value, push_request{small.push_of(0, 0, 0.5f)}));
     limits.reply_part_bytes = 0;
     link_fixture off{parted_spec(), {}, limits};
     auto remote_off = off.attach_over(path);
-    REQUIRE(off.ask(remote_off.handle, push_pull_atom::value, off.push_of(0, 0, 0.5f)));
+    REQUIRE(off.ask(remote_off.handle, push_pull_atom::value, push_request{off.push_of(0, 0, 0.5f)}));
     auto sync_spec = parted_spec();
     sync_spec.mode = consistency::sync;
     link_fixture sync{sync_spec, {}, small_parts()};
     auto remote_sync = sync.attach_over(path);
-    REQUIRE(sync.ask(remote_sync.handle, push_pull_atom::value, sync.push_of(0, 0, 0.5f)));
+    REQUIRE(sync.ask(remote_sync.handle, push_pull_atom::value, push_request{sync.push_of(0, 0, 0.5f)}));
     CHECK(small.server->parts_sent() + off.server->parts_sent() + sync.server->parts_sent() == 0);
     CHECK(small.stats().replies_streamed + off.stats().replies_streamed
             + sync.stats().replies_streamed == 0);
@@ -115,19 +115,19 @@ TEST_CASE("data link: a push refused at its last block after parts went ahead fa
     land_in(remote, link.layout, params);
     // (The first push of every 16 has its values checked in a pass of their own: clock 1 is
     // checked by the update alone, block by block.)
-    REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+    REQUIRE(link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 0, 1.0f)}));
     const auto before = link.snapshot();
     auto sent = link.server->parts_sent();
     auto refused = link.ask(remote.handle, push_pull_atom::value,
-                            push_with_last(link.layout, 1, 0.5f,
-                                           std::numeric_limits<float>::quiet_NaN()));
+                            push_request{push_with_last(link.layout, 1, 0.5f,
+                                           std::numeric_limits<float>::quiet_NaN())});
     REQUIRE_FALSE(refused);
     CHECK(refused.error() == make_error(errc::non_finite_value));
     CHECK(link.server->parts_sent() - sent >= 7);  // the blocks before the last went ahead
     CHECK(link.snapshot() == before);              // and nothing changed
     CHECK(link.stats().gradients_refused == 1);
     // The same link still serves, in place and byte-identical.
-    REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 1, 1.0f)));
+    REQUIRE(link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 1, 1.0f)}));
     CHECK(same_floats(params, link.snapshot()));
     for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i] == link.initial[i] - 2.0f);
     remote.close();
@@ -148,13 +148,13 @@ TEST_CASE("data link: an update refused at its last block after parts went ahead
     // 20608 + 20000: parts of the others' new values went ahead, then the whole unchanged reply.
     auto sent = link.server->parts_sent();
     REQUIRE(link.ask(remote.handle, push_pull_atom::value,
-                     push_with_last(link.layout, 0, 0.5f, -20000.0f)));
+                     push_request{push_with_last(link.layout, 0, 0.5f, -20000.0f)}));
     CHECK(link.server->parts_sent() - sent >= 7);
     CHECK(link.stats().updates_refused == 1);
     CHECK(link.snapshot() == link.initial);
     CHECK(same_floats(params, link.initial));
     // The clock counted: the next push is for clock 1, and streams whole.
-    REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 1, 1.0f)));
+    REQUIRE(link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 1, 1.0f)}));
     CHECK(same_floats(params, link.snapshot()));
     CHECK(link.stats().replies_streamed == 1);
     remote.close();

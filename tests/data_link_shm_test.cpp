@@ -122,10 +122,10 @@ TEST_CASE("data link over shared memory: round trips are byte-identical to the s
   for (int64_t clock = 0; clock < 4; ++clock) {
     auto push = link.push_of(0, clock, 0.5f * float(clock + 1));
     auto before = copied_now();
-    auto via_link = link.ask(remote.handle, push_pull_atom::value, push);
+    auto via_link = link.ask(remote.handle, push_pull_atom::value, push_request{push});
     auto copied = copied_now() - before;
     auto in_process = direct.ask(direct.shard, push_pull_atom::value,
-                                 direct.push_of(0, clock, 0.5f * float(clock + 1)));
+                                 push_request{direct.push_of(0, clock, 0.5f * float(clock + 1))});
     REQUIRE(via_link);
     REQUIRE(in_process);
     CHECK(same_bytes(*via_link, *in_process));
@@ -163,7 +163,7 @@ TEST_CASE("data link over shared memory: the proxy sends on the requester's thre
   // Over shared memory the requester's thread sends: the reader's is the only new one.
   threads_before = threads_of_this_process();
   auto remote = link.attach_over(link_path::shm);
-  REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 0.25f)));
+  REQUIRE(link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 0, 0.25f)}));
   CHECK(threads_of_this_process() - threads_before == 1);
   // stats is no data-link request: the proxy hands it to the shard, which answers the asker.
   shard_stats stats;
@@ -177,7 +177,7 @@ TEST_CASE("data link over shared memory: the proxy sends on the requester's thre
   (*link.self)->receive([&](caf::down_msg& dm) { down = dm.source == remote.handle.address(); },
                         caf::after(timeout) >> [] {});
   CHECK(down);
-  auto after = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 1, 0.25f));
+  auto after = link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 1, 0.25f)});
   REQUIRE_FALSE(after);
   CHECK(after.error() == caf::sec::request_receiver_down);
   CHECK(link.stats().pushes == 1);  // the shard never saw it
@@ -327,7 +327,7 @@ TEST_CASE("data link over shared memory: a shard process killed with a 16 MiB pu
     caf::actor me = caf::actor_cast<caf::actor>(*worker_side.self);
     auto handle = remote->handle;
     worker_side.sys->spawn([=](caf::event_based_actor* a) {
-      a->request(handle, caf::infinite, push_pull_atom::value, push)
+      a->request(handle, caf::infinite, push_pull_atom::value, push_request{push})
         .then([=](const wire_buffer&) { a->send(me, caf::ok_atom::value); },
               [=](caf::error& err) { a->send(me, err); });
     });
@@ -395,7 +395,7 @@ TEST_CASE("data link over shared memory: a push whose blocks lie in the worker's
     const auto reply_structure = reply_structure_bytes(link.layout);
     const auto copy = push.flat();  // what a copy of the blocks would have carried
     auto before = copied_now();
-    auto via_link = link.ask(remote.handle, push_pull_atom::value, push);
+    auto via_link = link.ask(remote.handle, push_pull_atom::value, push_request{push});
     auto copied = copied_now() - before;
     REQUIRE(via_link);
     // Only the structures into the rings (not the 240 KiB of blocks either way); the reply is
@@ -518,7 +518,7 @@ TEST_CASE("data link over shared memory: a reply built on the shard's parameters
     auto push = encode_push_by_reference(0, clock, 0, link.layout, grads.data());
     const auto push_structure = push.pieces().front().bytes;
     auto before = copied_now();
-    REQUIRE(link.ask(remote.handle, push_pull_atom::value, push));
+    REQUIRE(link.ask(remote.handle, push_pull_atom::value, push_request{push}));
     // Of the push and of the reply only their structures went into the rings; the reply's blocks
     // were read from the shard's arena once, into `params`.
     CHECK(copied_now() - before == push_structure + reply_structure + reply_bytes);

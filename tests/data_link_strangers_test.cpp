@@ -75,7 +75,7 @@ caf::error worker_served(link_fixture& f, const tls_files& tls, int64_t clock) {
   auto remote = attach_link(*f.sys, f.shard, std::move(*link), 0, link_request_timeout, tls);
   if (!remote) return std::move(remote.error());
   caf::error failed;
-  (*f.self)->request(remote->handle, timeout, push_pull_atom::value, f.push_of(0, clock, 1.0f))
+  (*f.self)->request(remote->handle, timeout, push_pull_atom::value, push_request{f.push_of(0, clock, 1.0f)})
     .receive([](wire_buffer&) {}, [&](caf::error& err) { failed = std::move(err); });
   remote->close();
   return failed;

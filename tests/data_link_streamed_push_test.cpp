@@ -20,7 +20,7 @@ namespace {
 /// as if the first had never come (its update dropped, its clock not counted), once.
 void check_applied_as_first(link_fixture& link, shard_fixture& direct, bool local) {
   auto remote = link.attach(local);
-  auto reply = link.ask(remote.handle, push_pull_atom::value, wire_push(link.layout, 0, 0.5f));
+  auto reply = link.ask(remote.handle, push_pull_atom::value, push_request{wire_push(link.layout, 0, 0.5f)});
   REQUIRE(reply);
   auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
   REQUIRE(expected);
@@ -190,7 +190,7 @@ TEST_CASE("data link: a data link server that stops while its shard applies a pu
   first_part(*raw, 1);
   link.server.reset();  // the ps process's data link ends; the shard lives on (over CAF)
   // Asked straight, clock 0 is applied behind the cut push, as if it had never come.
-  auto reply = link.ask(link.shard, push_pull_atom::value, wire_push(link.layout, 0, 0.5f));
+  auto reply = link.ask(link.shard, push_pull_atom::value, push_request{wire_push(link.layout, 0, 0.5f)});
   REQUIRE(reply);
   auto expected = direct.push_pull(wire_push(direct.layout, 0, 0.5f));
   REQUIRE(expected);

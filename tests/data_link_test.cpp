@@ -65,15 +65,15 @@ TEST_CASE("data link: a refused push comes back as the shard's own error and the
   std::vector<float> grad(link.layout.total_floats(), 0.5f);
   grad[3] = std::numeric_limits<float>::quiet_NaN();
   auto refused = link.ask(remote.handle, push_pull_atom::value,
-                          encode_push(0, 0, 0, link.layout, grad.data()));
+                          push_request{encode_push(0, 0, 0, link.layout, grad.data())});
   REQUIRE_FALSE(refused);
   CHECK(refused.error() == make_error(errc::non_finite_value));
   CHECK(refused.error().category() == error_category);
-  auto garbage = link.ask(remote.handle, push_pull_atom::value, wire_buffer::from_bytes("garbage!", 8));
+  auto garbage = link.ask(remote.handle, push_pull_atom::value, push_request{wire_buffer::from_bytes("garbage!", 8)});
   REQUIRE_FALSE(garbage);
   CHECK(garbage.error() == make_error(errc::malformed_message));
   // The same link still serves, and nothing was applied by the refused pushes.
-  auto ok = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f));
+  auto ok = link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 0, 1.0f)});
   REQUIRE(ok);
   auto params = link.parameters_of(*ok);
   for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i] == doctest::Approx(link.initial[i] - 1.0f));
@@ -91,11 +91,11 @@ TEST_CASE("data link: a pull held by the consistency rule is answered over the l
     caf::actor me = caf::actor_cast<caf::actor>(*link.self);
     auto push0 = link.push_of(0, 0, 1.0f);
     auto asker = link.sys->spawn([=](caf::event_based_actor* a) {
-      a->request(remote.handle, timeout, push_pull_atom::value, push0)
+      a->request(remote.handle, timeout, push_pull_atom::value, push_request{push0})
         .then([=](const wire_buffer& reply) { a->send(me, reply); },
               [=](caf::error& err) { a->send(me, err); });
     });
-    auto direct = link.ask(link.shard, push_pull_atom::value, link.push_of(1, 0, 3.0f));
+    auto direct = link.ask(link.shard, push_pull_atom::value, push_request{link.push_of(1, 0, 3.0f)});
     REQUIRE(direct);
     wire_buffer via_link;
     (*link.self)->receive([&](wire_buffer& reply) { via_link = std::move(reply); },
@@ -139,7 +139,7 @@ TEST_CASE("data link: a pull held past the client's request timeout is answered 
     CHECK(link.stats().pulls_held == 1);
     // Worker 1 pushes clock 0: the shard applies the mean and answers the held pull, whose
     // answer the server drops (it timed out); a snapshot asked next is the next frame.
-    REQUIRE(link.ask(link.shard, push_pull_atom::value, link.push_of(1, 0, 3.0f)));
+    REQUIRE(link.ask(link.shard, push_pull_atom::value, push_request{link.push_of(1, 0, 3.0f)}));
     REQUIRE_FALSE(l.send(make_header(frame_kind::snapshot, 2)));
     REQUIRE_FALSE(l.receive_header(h));
     CHECK(h.id == 2);
@@ -186,7 +186,7 @@ TEST_CASE("data link: strangers, a peer of another frame version and a client of
   CHECK(link.server->refused() == 3);
 
   auto remote = link.attach(false);
-  CHECK(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+  CHECK(link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 0, 1.0f)}));
   remote.close();
 }
 
@@ -195,9 +195,9 @@ TEST_CASE("data link: once the shard's side is gone, requests fail as to a dead 
   // kill one while workers wait on it.)
   link_fixture link{tiny_spec(consistency::async, 1)};
   auto remote = link.attach(false);
-  REQUIRE(link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+  REQUIRE(link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 0, 1.0f)}));
   link.server.reset();
-  auto later = link.ask(remote.handle, push_pull_atom::value, link.push_of(0, 1, 1.0f));
+  auto later = link.ask(remote.handle, push_pull_atom::value, push_request{link.push_of(0, 1, 1.0f)});
   REQUIRE_FALSE(later);
   CHECK(later.error() == caf::sec::request_receiver_down);
   CHECK(describe(later.error()).find("shard 0 (data link to 127.0.0.1:") == 0);

@@ -136,7 +136,7 @@ TEST_CASE("data link over TLS: a worker's certificate cannot push or pull as ano
            && r.error().code() == static_cast<uint8_t>(errc::not_authorised);
   };
 
-  auto as_other = link.ask(worker0->handle, push_pull_atom::value, link.push_of(1, 0, 1.0f));
+  auto as_other = link.ask(worker0->handle, push_pull_atom::value, push_request{link.push_of(1, 0, 1.0f)});
   CHECK(is_not_authorised(as_other));
   if (!as_other) CHECK(describe(as_other.error()).find("may not push as worker 1") != std::string::npos);
   auto line = link.next_log_line();
@@ -146,7 +146,7 @@ TEST_CASE("data link over TLS: a worker's certificate cannot push or pull as ano
 
   auto evaluator = link.attach(certs().task("evaluator-0"));
   REQUIRE(evaluator);
-  CHECK(is_not_authorised(link.ask(evaluator->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f))));
+  CHECK(is_not_authorised(link.ask(evaluator->handle, push_pull_atom::value, push_request{link.push_of(0, 0, 1.0f)})));
   CHECK(is_not_authorised(link.ask(evaluator->handle, pull_atom::value, int32_t{0}, int64_t{0})));
   auto snap = link.ask(evaluator->handle, snapshot_atom::value);
   REQUIRE(snap);
@@ -158,8 +158,8 @@ TEST_CASE("data link over TLS: a worker's certificate cannot push or pull as ano
   CHECK(stats.dropped == 0);  // refused before the shard saw them
 
   // Its own pushes and pulls go through, on the same connection.
-  auto own = link.ask(worker0->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f));
-  auto expected = twin.ask(twin.shard, push_pull_atom::value, twin.push_of(0, 0, 1.0f));
+  auto own = link.ask(worker0->handle, push_pull_atom::value, push_request{link.push_of(0, 0, 1.0f)});
+  auto expected = twin.ask(twin.shard, push_pull_atom::value, push_request{twin.push_of(0, 0, 1.0f)});
   REQUIRE(own);
   REQUIRE(expected);
   CHECK(same_bytes(*own, *expected));
@@ -197,7 +197,7 @@ TEST_CASE("data link over TLS: the hello timeout covers the handshake, a client 
   // A certified client is served afterwards.
   auto remote = link.attach(certs().task("worker-0"));
   REQUIRE(remote);
-  CHECK(link.ask(remote->handle, push_pull_atom::value, link.push_of(0, 0, 1.0f)));
+  CHECK(link.ask(remote->handle, push_pull_atom::value, push_request{link.push_of(0, 0, 1.0f)}));
   remote->close();
 }
 
@@ -315,7 +315,7 @@ TEST_CASE("data link over TLS: a local client leaves the cipher for shared memor
   CHECK(same_bytes(*pulled, *expected));
   // The identity the certificate proved holds on the plain socket: not worker 1's pushes.
   const auto before = link.snapshot();
-  auto as_other = link.ask(worker0->handle, push_pull_atom::value, link.push_of(1, 3, 1.0f));
+  auto as_other = link.ask(worker0->handle, push_pull_atom::value, push_request{link.push_of(1, 3, 1.0f)});
   REQUIRE_FALSE(as_other);
   CHECK(as_other.error() == make_error(errc::not_authorised));
   CHECK(link.server->unauthorised() == 1);

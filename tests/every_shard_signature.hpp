@@ -29,9 +29,9 @@ std::string ask_outcome(shard_fixture& f, const ps_shard_actor& to, Show show, T
   return out;
 }
 
-/// Asks `to` every signature of the shard but the two a link's server alone sends its own shard
-/// (a push still arriving and its progress: every_shard_signature_test asks those of the proxy
-/// directly). `dir` receives the checkpoint written by (checkpoint, dir, clock). Returns one line
+/// Asks `to` every signature of the shard, a push_pull as a worker asks it (a push still
+/// arriving and the notice of its progress, which a link's server alone sends its own shard, are
+/// asked of the proxy directly: shard_proxy_signatures_test). `dir` receives the checkpoint written by (checkpoint, dir, clock). Returns one line
 /// per signature: its name and the outcome.
 inline std::vector<std::string> ask_every_signature(shard_fixture& f, const ps_shard_actor& to,
                                                     const std::string& dir) {
@@ -58,9 +58,9 @@ inline std::vector<std::string> ask_every_signature(shard_fixture& f, const ps_s
   note("keyed pull", ask_outcome<wire_buffer>(f, to, params, pull_atom::value, wire_buffer{}));
   note("keyed snapshot",
        ask_outcome<wire_buffer>(f, to, params, snapshot_atom::value, wire_buffer{}));
-  note("push", ask_outcome<wire_buffer>(f, to, params, push_pull_atom::value, push(0)));
+  note("push", ask_outcome<wire_buffer>(f, to, params, push_pull_atom::value, push_request{push(0)}));
   note("push with a reply stream",
-       ask_outcome<wire_buffer>(f, to, params, push_pull_atom::value, push(1), reply_stream_ptr{}));
+       ask_outcome<wire_buffer>(f, to, params, push_pull_atom::value, push_request{push(1), reply_stream_ptr{}}));
   note("checkpoint bytes", ask_outcome<wire_buffer>(f, to, bytes, checkpoint_atom::value, int64_t{2}));
   wire_buffer image;
   (*f.self)->request(to, timeout, checkpoint_atom::value, int64_t{2})

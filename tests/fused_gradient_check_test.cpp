@@ -149,7 +149,7 @@ TEST_CASE("sync: a bad push checked as it is copied leaves the clock's mean bit 
     spec.optimizer.learning_rate = 0.01f;
     shard_fixture f(spec);
     for (int64_t c = 0; c < 4; ++c) {
-      (*f.self)->send(f.shard, push_pull_atom::value, f.push_of(0, c, 0.1f - 0.02f * float(c)));
+      (*f.self)->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, c, 0.1f - 0.02f * float(c))});
       if (attack) {
         auto refused = f.push_pull(push_with_last(f, 1, c, 0.3f, 3e38f));
         REQUIRE_FALSE(refused);
@@ -157,12 +157,12 @@ TEST_CASE("sync: a bad push checked as it is copied leaves the clock's mean bit 
         // worker 0's next clock: its slot is still this clock's (a pull would not be answered)
         bool answered = false;
         (*f.self)->request(f.shard, timeout, push_pull_atom::value,
-                           push_with_last(f, 0, c + 1, 0.7f, nan_value))
+                           push_request{push_with_last(f, 0, c + 1, 0.7f, nan_value)})
           .receive([&](const wire_buffer&) { answered = true; },
                    [&](caf::error& e) { CHECK(is_error(e, errc::non_finite_value)); });
         CHECK_FALSE(answered);
       }
-      (*f.self)->send(f.shard, push_pull_atom::value, f.push_of(1, c, 0.2f + 0.01f * float(c)));
+      (*f.self)->send(f.shard, push_pull_atom::value, push_request{f.push_of(1, c, 0.2f + 0.01f * float(c))});
       for (int i = 0; i < 2; ++i)
         (*f.self)->receive([](const wire_buffer&) {}, [](caf::error& e) { FAIL(describe(e)); },
                            caf::after(timeout) >> [] { FAIL("no reply"); });

@@ -37,7 +37,7 @@ constexpr auto request_timeout = std::chrono::seconds(10);
 
 caf::expected<wire_buffer> ask(caf::scoped_actor& self, const ps_shard_actor& to, wire_buffer push) {
   caf::expected<wire_buffer> out{caf::make_error(caf::sec::request_timeout)};
-  self->request(to, request_timeout, push_pull_atom::value, std::move(push))
+  self->request(to, request_timeout, push_pull_atom::value, push_request{std::move(push)})
     .receive([&](wire_buffer& reply) { out = std::move(reply); },
              [&](caf::error& err) { out = std::move(err); });
   return out;

@@ -171,9 +171,9 @@ inline void check_pushes_as_in_process(link_fixture& link, const ps_shard_actor&
                                        shard_fixture& direct, int64_t first, int64_t count) {
   for (int64_t clock = first; clock < first + count; ++clock) {
     auto via_link = link.ask(remote, push_pull_atom::value,
-                             link.push_of(0, clock, 0.25f * float(clock + 1)));
+                             push_request{link.push_of(0, clock, 0.25f * float(clock + 1))});
     auto in_process = direct.ask(direct.shard, push_pull_atom::value,
-                                 direct.push_of(0, clock, 0.25f * float(clock + 1)));
+                                 push_request{direct.push_of(0, clock, 0.25f * float(clock + 1))});
     REQUIRE(via_link);
     REQUIRE(in_process);
     CHECK(same_bytes(*via_link, *in_process));

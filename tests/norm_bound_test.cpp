@@ -52,7 +52,7 @@ run_result sync_run(bool attacked, float k) {
     for (int32_t w = 0; w < 2; ++w) {
       if (attacked && w == 1 && c >= 10) {
         std::vector<float> insider(f.layout.total_floats(), 1000.0f);
-        auto answer = f.ask(f.shard, push_pull_atom::value, encode_push(1, c, 0, f.layout, insider.data()));
+        auto answer = f.ask(f.shard, push_pull_atom::value, push_request{encode_push(1, c, 0, f.layout, insider.data())});
         if (answer) {  // taken: it holds worker 1's place in the clock, whose own push is stale
           out.insider_answers.push_back(caf::none);
           ++replies;
@@ -61,7 +61,7 @@ run_result sync_run(bool attacked, float k) {
         out.insider_answers.push_back(answer.error());
       }
       auto grad = honest_gradient(f.layout, w, c);
-      (*f.self)->send(f.shard, push_pull_atom::value, encode_push(w, c, 0, f.layout, grad.data()));
+      (*f.self)->send(f.shard, push_pull_atom::value, push_request{encode_push(w, c, 0, f.layout, grad.data())});
     }
     for (; replies < 2; ++replies)
       (*f.self)->receive([](const wire_buffer&) {}, [](caf::error& e) { FAIL(describe(e)); },
@@ -135,11 +135,11 @@ TEST_CASE("norm bound: a worker's certificate pushing 1000.0 as itself on the TL
     for (int64_t c = 0; c < 16; ++c)
       for (int32_t w = 0; w < 2; ++w) {
         if (attacked && w == 1 && c >= 10) {
-          auto answer = f.ask(insider->handle, push_pull_atom::value, f.push_of(1, c, 1000.0f));
+          auto answer = f.ask(insider->handle, push_pull_atom::value, push_request{f.push_of(1, c, 1000.0f)});
           answers.push_back(answer ? caf::error{} : answer.error());
         }
         auto grad = honest_gradient(f.layout, w, c);
-        auto own = f.ask(f.shard, push_pull_atom::value, encode_push(w, c, 0, f.layout, grad.data()));
+        auto own = f.ask(f.shard, push_pull_atom::value, push_request{encode_push(w, c, 0, f.layout, grad.data())});
         REQUIRE_MESSAGE(own, describe(own.error()));
       }
     insider->close();
@@ -204,11 +204,11 @@ TEST_CASE("norm bound: a push's sparse rows are bounded apart from its dense gra
     return encode_push(0, clock, 0, f.layout, dense.data(), 0, rows, {});
   };
   for (int64_t c = 0; c < 20; ++c) {
-    auto taken = f.ask(f.shard, push_pull_atom::value, push(c, 0.01f + 0.002f * float(c % 5)));
+    auto taken = f.ask(f.shard, push_pull_atom::value, push_request{push(c, 0.01f + 0.002f * float(c % 5))});
     REQUIRE_MESSAGE(taken, describe(taken.error()));
   }
   auto before = f.stats();
-  auto refused = f.ask(f.shard, push_pull_atom::value, push(20, 1000.0f));
+  auto refused = f.ask(f.shard, push_pull_atom::value, push_request{push(20, 1000.0f)});
   REQUIRE_FALSE(refused);
   CHECK_MESSAGE(is(refused.error(), errc::gradient_norm_beyond), describe(refused.error()));
   CHECK(describe(refused.error()).find("sparse rows' gradient norm") != std::string::npos);
@@ -216,5 +216,5 @@ TEST_CASE("norm bound: a push's sparse rows are bounded apart from its dense gra
   CHECK(after.norms_refused == 1);
   CHECK(after.pushes == before.pushes);
   CHECK(after.updates == before.updates);  // nothing applied, the dense part neither
-  CHECK(f.ask(f.shard, push_pull_atom::value, push(20, 0.01f)));  // its clock is still open
+  CHECK(f.ask(f.shard, push_pull_atom::value, push_request{push(20, 0.01f)}));  // its clock is still open
 }

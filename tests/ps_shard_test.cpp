@@ -48,7 +48,7 @@ TEST_CASE("ssp with staleness 0 holds a pull until the slow worker's push arrive
   shard_fixture f(tiny_spec(consistency::ssp, 2, 0));
   auto& self = *f.self;
   // Worker 0 finishes clock 0 and asks for clock 1; worker 1 is still at clock 0.
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});
   auto stats = f.stats();  // handled after the push: the mailbox order is the proof
   CHECK(stats.pulls_held == 1);
   CHECK(stats.pulls_served == 0);
@@ -80,7 +80,7 @@ TEST_CASE("ssp with staleness 2 lets a worker run two clocks ahead, not three") 
   shard_fixture f(tiny_spec(consistency::ssp, 2, 2));
   auto& self = *f.self;
   for (int64_t c = 0; c < 2; ++c) REQUIRE(f.push_pull(f.push_of(0, c, 0.0f)));  // clocks 1, 2
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 2, 0.0f));  // asks for clock 3
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 2, 0.0f)});  // asks for clock 3
   CHECK(f.stats().pulls_held == 1);
   CHECK(self->mailbox().empty());
   REQUIRE(f.push_pull(f.push_of(1, 0, 0.0f)));  // min 1: clock 3 is within 2
@@ -93,7 +93,7 @@ TEST_CASE("ssp with staleness 2 lets a worker run two clocks ahead, not three") 
 TEST_CASE("sync shard averages the workers' gradients and applies once per clock") {
   shard_fixture f(tiny_spec(consistency::sync, 2));
   auto& self = *f.self;
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});
   CHECK(f.stats().updates == 0);  // waits for worker 1
   CHECK(self->mailbox().empty());
   auto params = f.push_pull(f.push_of(1, 0, 3.0f));
@@ -110,7 +110,7 @@ TEST_CASE("sync shard averages the workers' gradients and applies once per clock
 TEST_CASE("a worker that leaves no longer holds back the others") {
   shard_fixture f(tiny_spec(consistency::sync, 2));
   auto& self = *f.self;
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 4.0f));
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 4.0f)});
   CHECK(f.stats().pulls_held == 1);
   self->send(f.shard, leave_atom::value, int32_t{1});
   bool released = false;
@@ -141,14 +141,14 @@ TEST_CASE("sync: a replacement holds the min clock until admitted and only its i
       .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
     return err;
   };
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});
   CHECK(f.stats().updates == 0);                                      // waits for worker 1
   self->send(f.shard, leave_atom::value, int32_t{1});                 // 1 is gone: clock 0 applied
   self->receive([](const wire_buffer&) {}, caf::after(timeout) >> [] { FAIL("not released"); });
   CHECK(f.stats().updates == 1);
 
   CHECK(ask_clock(rejoin_atom::value, int32_t{1}) == 1);  // counted live at the min clock, 1
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 1, 2.0f));
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 1, 2.0f)});
   CHECK(f.stats().updates == 1);  // clock 1 now waits for the replacement too
   CHECK(admit(1, 0, 7) != caf::none);  // never below the clock it was given
   CHECK(admit(1, 2, 7) == caf::none);  // it enters at 2: owes nothing for clock 1
@@ -161,7 +161,7 @@ TEST_CASE("sync: a replacement holds the min clock until admitted and only its i
   REQUIRE_FALSE(refused);
   CHECK(code_of(refused.error()) == errc::stale_clock);
   CHECK(f.stats().dropped == before + 1);
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 2, 1.0f));
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 2, 1.0f)});
   auto fresh = encode_push(1, 2, 0, f.layout, std::vector<float>(f.layout.total_floats(), 3.0f).data(), 7);
   auto params = f.push_pull(fresh);
   REQUIRE(params);
@@ -174,7 +174,7 @@ TEST_CASE("restore replaces values, optimizer state and clocks, and answers held
   spec.optimizer.kind = optimizer_kind::momentum;
   shard_fixture f(spec);
   auto& self = *f.self;
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));  // held: worker 1 is behind
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});  // held: worker 1 is behind
   CHECK(f.stats().pulls_held == 1);
   std::vector<float> values(f.layout.shard_floats(0), 0.5f), state(values.size(), 0.25f);
   auto saved = encode_shard_checkpoint(spec, 0, 40, 17, 39, f.layout, values.data(), state.data(), 1);
@@ -193,7 +193,7 @@ TEST_CASE("restore replaces values, optimizer state and clocks, and answers held
   auto grad = std::vector<float>(f.layout.total_floats(), 1.0f);
   auto stale = f.push_pull(encode_push(0, 40, 0, f.layout, grad.data(), 0));
   REQUIRE_FALSE(stale);  // incarnation 0 is gone
-  self->send(f.shard, push_pull_atom::value, encode_push(0, 40, 0, f.layout, grad.data(), 3));
+  self->send(f.shard, push_pull_atom::value, push_request{encode_push(0, 40, 0, f.layout, grad.data(), 3)});
   auto params = f.push_pull(encode_push(1, 40, 0, f.layout, grad.data(), 4));
   REQUIRE(params);
   // momentum from the restored state, one push after the other with lr / workers = 0.5:
@@ -295,7 +295,7 @@ TEST_CASE("sync: a reply's newest_clock counts only gradients already applied") 
     REQUIRE(msg);
     return msg->newest_clock;
   };
-  self->send(f.shard, push_pull_atom::value, f.push_of(0, 0, 1.0f));  // kept, not applied
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});  // kept, not applied
   int64_t newest = -2;
   self->request(f.shard, timeout, pull_atom::value, int32_t{1}, int64_t{0})
     .receive([&](const wire_buffer& r) { newest = newest_of(r); }, [](caf::error&) {});

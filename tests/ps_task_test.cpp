@@ -119,7 +119,7 @@ TEST_CASE("connect_shard reaches the shard through the published ps task, with t
       REQUIRE(initialised);
       std::vector<float> params(layout.total_floats(), 0.0f);
       self->request(remote->handle, timeout, push_pull_atom::value,
-                    encode_push(0, 0, 0, layout, grad.data()))
+                    push_request{encode_push(0, 0, 0, layout, grad.data())})
         .receive(
           [&](const wire_buffer& reply) {
             REQUIRE(scatter_shard_parameters(reply, layout, params.data()));

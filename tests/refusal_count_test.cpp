@@ -93,9 +93,9 @@ TEST_CASE("refusals as not authorised: a ps task's shard counts its data link's 
     CHECK(stats().refused_unauthorised == 0);
     CHECK(not_authorised(ask<caf::ok_atom>(self, remote->task, done_atom::value, int32_t{0})));          // its ps task
     CHECK(stats().refused_unauthorised == 1);
-    CHECK(not_authorised(ask<wire_buffer>(self, remote->shard, push_pull_atom::value, as_worker_0)));   // CAF
+    CHECK(not_authorised(ask<wire_buffer>(self, remote->shard, push_pull_atom::value, push_request{as_worker_0})));   // CAF
     CHECK(stats().refused_unauthorised == 2);
-    CHECK(not_authorised(ask<wire_buffer>(self, remote->handle, push_pull_atom::value, as_worker_0)));  // data link
+    CHECK(not_authorised(ask<wire_buffer>(self, remote->handle, push_pull_atom::value, push_request{as_worker_0})));  // data link
     CHECK(hosted->links->unauthorised() == 1);
     remote->close();
   }

@@ -458,26 +458,3 @@ TEST_CASE("--schema of the Criteo layout trains lr and dlrm to criteo:'s AUC to 
       CHECK_MESSAGE(summary[1][figure] == summary[0][figure], figure);
   }
 }
-
-TEST_CASE("a log's schema and delimiter travel in a RoleSetup, and a log without a schema is refused") {
-  role_setup setup;
-  setup.spec.model = make_model("lr")->spec();
-  place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
-  setup.data.what = data_source::kind::logs;
-  setup.data.train_path = "logs/";
-  setup.data.test_path = "test.csv";
-  setup.data.schema_path = "/data/schema.yaml";
-  setup.data.delimiter = ',';
-  setup.data.group_field = 300;  // a schema may have more key fields than Criteo's 26
-  auto got = decode_role_setup(encode_role_setup(setup));
-  REQUIRE(got);
-  CHECK(got->data.what == data_source::kind::logs);
-  CHECK(got->data.schema_path == "/data/schema.yaml");
-  CHECK(got->data.delimiter == ',');
-  CHECK(got->data.group_field == 300);
-  setup.data.schema_path.clear();
-  auto bad = decode_role_setup(encode_role_setup(setup));
-  REQUIRE_FALSE(bad);
-  CHECK(describe(bad.error()).find("a log without a schema") != std::string::npos);
-}

@@ -37,7 +37,7 @@ std::pair<std::vector<float>, shard_stats> sync_run(bool stranger, int64_t clock
       }
       // worker 0 is answered once worker 1 has pushed the clock too (sync): send, not ask
       (*f.self)->send(f.shard, push_pull_atom::value,
-                      f.push_of(w, c, 0.1f * float(w + 1) - 0.03f * float(c)));
+                      push_request{f.push_of(w, c, 0.1f * float(w + 1) - 0.03f * float(c))});
     }
     for (int i = 0; i < 2; ++i)
       (*f.self)->receive([](const wire_buffer&) {}, [](caf::error& e) { FAIL(describe(e)); },

@@ -85,7 +85,7 @@ struct shard_fixture : actor_fixture {
   /// Sends push_pull and waits for the answer: the parameters, or the error.
   caf::expected<std::vector<float>> push_pull(const wire_buffer& push) {
     caf::expected<std::vector<float>> out{caf::none};
-    (*self)->request(shard, timeout, push_pull_atom::value, push)
+    (*self)->request(shard, timeout, push_pull_atom::value, push_request{push})
       .receive([&](const wire_buffer& reply) { out = parameters_of(reply); },
                [&](caf::error& err) { out = std::move(err); });
     return out;

@@ -36,12 +36,13 @@ TEST_CASE("shard proxy: a push still arriving is refused by name, and its progre
   auto remote = f.attach_over(link_path::tcp);
   std::vector<float> grad(f.layout.total_floats(), 1.0f);
   auto push = encode_push(0, 0, 0, f.layout, grad.data());
+  auto progress = std::make_shared<request_progress>(push.size_bytes());
   caf::error refused;
-  (*f.self)->request(remote.handle, timeout, push_pull_atom::value, push, reply_stream_ptr{},
-                     request_progress_ptr{})
+  (*f.self)->request(remote.handle, timeout, push_pull_atom::value,
+                     push_request{push, reply_stream_ptr{}, progress})
     .receive([&](wire_buffer&) {}, [&](caf::error& err) { refused = std::move(err); });
   CHECK(describe(refused).find("a push still arriving sent to a proxy") != std::string::npos);
-  (*f.self)->send(remote.handle, push_progress_atom::value, request_progress_ptr{});
+  (*f.self)->send(remote.handle, push_pull_atom::value, push_request::more_arrived(progress));
   // Dropped, not applied: the proxy still serves, and the shard saw no push.
   auto after = f.ask(remote.handle, snapshot_atom::value);
   REQUIRE(after);

@@ -190,25 +190,4 @@ TEST_CASE("slice auc: a field that is none is refused naming --slice-auc, slice_
   CHECK(good->final_test_slice_rest_rows >= 0);
 }
 
-TEST_CASE("slice auc: the slice field travels in a RoleSetup, none by default") {
-  role_setup setup;
-  setup.spec.model = make_model("lr")->spec();
-  place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
-  setup.data.what = data_source::kind::criteo;
-  setup.data.test_path = "test.tsv";
-  auto plain = decode_role_setup(encode_role_setup(setup));
-  REQUIRE(plain);
-  CHECK(plain->data.slice_field == -1);
-  setup.data.slice_field = 5;  // C6
-  auto sliced = decode_role_setup(encode_role_setup(setup));
-  REQUIRE(sliced);
-  CHECK(sliced->data.slice_field == 5);
-  CHECK(sliced->data.group_field == -1);
-  setup.data.slice_field = 26;  // past C26: refused on arrival, named
-  auto bad = decode_role_setup(encode_role_setup(setup));
-  REQUIRE_FALSE(bad);
-  CHECK(describe(bad.error()).find("slice field 26") != std::string::npos);
-}
-
 } // namespace actorps

@@ -68,7 +68,7 @@ struct sparse_shard : shard_fixture {
     };
     auto fail = [&](caf::error& err) { out = std::move(err); };
     if (is_push)
-      (*self)->request(shard, timeout, push_pull_atom::value, request).receive(take, fail);
+      (*self)->request(shard, timeout, push_pull_atom::value, push_request{request}).receive(take, fail);
     else
       (*self)->request(shard, timeout, snapshot_atom::value, request).receive(take, fail);
     return out;
@@ -88,7 +88,7 @@ TEST_CASE("sync: the shard applies the mean of the workers' rows per key, once p
   sparse_shard s(sparse_spec(consistency::sync, 2));
   auto k = keys_of(s.spec, 0, 3);
   // worker 0 pushes keys a, b; worker 1 pushes b, c (in another order); both pull a, c next.
-  (*s.self)->send(s.shard, push_pull_atom::value, s.push(0, 0, {k[0], k[1]}, {1, 2, 3, 4}, {k[0], k[2]}));
+  (*s.self)->send(s.shard, push_pull_atom::value, push_request{s.push(0, 0, {k[0], k[1]}, {1, 2, 3, 4}, {k[0], k[2]})});
   bool answered = false;
   CHECK(s.stats().pulls_held == 1);  // held: worker 1 has not pushed clock 0
   CHECK((*s.self)->mailbox().empty());

@@ -80,7 +80,7 @@ TEST_CASE("a stranger's checkpoint request over CAF cannot write outside the ps 
   caf::scoped_actor owner{ps.sys};
   std::vector<float> grad(ps.layout.total_floats(), 0.25f);
   auto push = [&](int64_t clock) { return encode_push(0, clock, 0, ps.layout, grad.data()); };
-  owner->request(ps.shard, timeout, push_pull_atom::value, push(0))
+  owner->request(ps.shard, timeout, push_pull_atom::value, push_request{push(0)})
     .receive([](const wire_buffer&) {}, [](caf::error& e) { FAIL(describe(e)); });
 
   {  // the stranger: its own actor system, the ps task's port, no certificate asked
@@ -106,7 +106,7 @@ TEST_CASE("a stranger's checkpoint request over CAF cannot write outside the ps 
   }
 
   // The run goes on: the next clock trains and the owner's checkpoint lands under the root.
-  owner->request(ps.shard, timeout, push_pull_atom::value, push(1))
+  owner->request(ps.shard, timeout, push_pull_atom::value, push_request{push(1)})
     .receive([](const wire_buffer&) {}, [](caf::error& e) { FAIL(describe(e)); });
   auto written = ps.checkpoint(owner, ps.shard, root + "/ckpt-1", 1);
   REQUIRE(written);

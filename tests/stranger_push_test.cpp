@@ -38,7 +38,7 @@ std::pair<std::vector<float>, shard_stats> run(bool attacked, int64_t clocks) {
         huge[w] = 1.0f;  // mostly huge, one plausible value: refused whole all the same
         bool refused = false;
         (*f.self)->request(stranger->handle, timeout, push_pull_atom::value,
-                           encode_push(w, c, 0, f.layout, huge.data()))
+                           push_request{encode_push(w, c, 0, f.layout, huge.data())})
           .receive([](const wire_buffer&) { FAIL("the stranger's push was applied"); },
                    [&](caf::error& e) {
                      refused = e == make_error(errc::value_out_of_bounds);
@@ -48,7 +48,7 @@ std::pair<std::vector<float>, shard_stats> run(bool attacked, int64_t clocks) {
       std::vector<float> grad(f.layout.total_floats());
       for (std::size_t i = 0; i < grad.size(); ++i)
         grad[i] = 0.01f * float((i * 7 + std::size_t(w) * 3 + std::size_t(c)) % 11) - 0.05f;
-      (*f.self)->send(f.shard, push_pull_atom::value, encode_push(w, c, 0, f.layout, grad.data()));
+      (*f.self)->send(f.shard, push_pull_atom::value, push_request{encode_push(w, c, 0, f.layout, grad.data())});
     }
     for (int i = 0; i < 2; ++i)
       (*f.self)->receive([](const wire_buffer&) {}, [](caf::error& e) { FAIL(describe(e)); },

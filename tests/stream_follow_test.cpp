@@ -181,32 +181,3 @@ TEST_CASE("a stream read to its last whole batch goes on into added files, one p
   saved.positions = {{0, 2, 2, 0, 0, 0}};  // 1 whole batch an epoch
   CHECK(identity_difference(saved, current).find("past their first pass") != std::string::npos);
 }
-
-TEST_CASE("a worker process is told it follows a stream and the clocks it may compute") {
-  role_setup setup;
-  setup.spec.model = make_model("lr")->spec();
-  place_buckets(setup.spec);
-  setup.shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};  // one per shard of the spec
-  setup.data.what = data_source::kind::criteo;
-  setup.data.train_path = "days";
-  auto plain = decode_role_setup(encode_role_setup(setup));
-  REQUIRE(plain);
-  CHECK_FALSE(plain->data.follow);
-  CHECK(plain->follow_until == -1);
-  setup.data.follow = true;
-  setup.follow_until = 5;
-  auto followed = decode_role_setup(encode_role_setup(setup));
-  REQUIRE(followed);
-  CHECK(followed->data.follow);
-  CHECK(followed->follow_until == 5);
-  setup.data.follow = false;  // a grant without a stream: refused on arrival
-  CHECK_FALSE(decode_role_setup(encode_role_setup(setup)));
-  setup.data.follow = true;
-  setup.data.what = data_source::kind::synthetic;  // generated in memory, never followed
-  setup.follow_until = -1;
-  auto generated = decode_role_setup(encode_role_setup(setup));
-  REQUIRE_FALSE(generated);
-  CHECK(describe(generated.error()).find("followed stream") != std::string::npos);
-  setup.data.what = data_source::kind::csv;  // a dense model's worker streams its part
-  CHECK(decode_role_setup(encode_role_setup(setup)));
-}

@@ -87,8 +87,8 @@ struct ps_process {
     fs::create_directories(root);
     std::vector<float> values(layout.shard_floats(0), 0.5f);
     REQUIRE_FALSE(ask<caf::ok_atom>(owner, init_atom::value, encode_shard_init(spec, 0, layout, values.data())));
-    REQUIRE_FALSE(ask<wire_buffer>(owner, push_pull_atom::value, push(0, 0)));
-    REQUIRE_FALSE(ask<wire_buffer>(owner, push_pull_atom::value, push(1, 0)));
+    REQUIRE_FALSE(ask<wire_buffer>(owner, push_pull_atom::value, push_request{push(0, 0)}));
+    REQUIRE_FALSE(ask<wire_buffer>(owner, push_pull_atom::value, push_request{push(1, 0)}));
     auto published = publish_guarded(sys, shard, "127.0.0.1", 0, {});
     REQUIRE(published);
     port = *published;
@@ -195,7 +195,7 @@ TEST_CASE("tls roles: a worker's certificate cannot control the shard or push as
                        "worker:1");
   check_not_authorised(w1.ask<int64_t>(rejoin_atom::value, int32_t{0}), "rejoin", "worker:1");
   check_not_authorised(w1.ask<void>(leave_atom::value, int32_t{0}), "leave of worker 0", "worker:1");
-  check_not_authorised(w1.ask<wire_buffer>(push_pull_atom::value, ps.push(0, 1)), "push_pull as worker 0",
+  check_not_authorised(w1.ask<wire_buffer>(push_pull_atom::value, push_request{ps.push(0, 1)}), "push_pull as worker 0",
                        "worker:1");
   check_not_authorised(w1.ask<wire_buffer>(pull_atom::value, int32_t{0}, int64_t{1}), "pull as worker 0",
                        "worker:1");
@@ -213,8 +213,8 @@ TEST_CASE("tls roles: a worker's certificate cannot control the shard or push as
 
   // Worker 0 is still live (its leave was refused): its own push for clock 1 is accepted, and
   // worker 1 pushes as itself.
-  CHECK_FALSE(ps.ask<wire_buffer>(ps.owner, push_pull_atom::value, ps.push(0, 1)));
-  auto own = w1.ask<wire_buffer>(push_pull_atom::value, ps.push(1, 1));
+  CHECK_FALSE(ps.ask<wire_buffer>(ps.owner, push_pull_atom::value, push_request{ps.push(0, 1)}));
+  auto own = w1.ask<wire_buffer>(push_pull_atom::value, push_request{ps.push(1, 1)});
   CHECK_MESSAGE(!own, describe(own));
   CHECK(w1.ask<void>(leave_atom::value, int32_t{1}) == caf::error{});  // leaving as itself passes
   auto last = ps.stats();
@@ -228,7 +228,7 @@ TEST_CASE("tls roles: the evaluator snapshots but cannot push, the chief checkpo
   {
     peer_process eval("evaluator-0", ps.port);
     CHECK_FALSE(eval.ask<wire_buffer>(snapshot_atom::value));
-    check_not_authorised(eval.ask<wire_buffer>(push_pull_atom::value, ps.push(0, 1)), "push_pull as worker 0",
+    check_not_authorised(eval.ask<wire_buffer>(push_pull_atom::value, push_request{ps.push(0, 1)}), "push_pull as worker 0",
                          "evaluator:0");
     check_not_authorised(eval.ask<wire_buffer>(checkpoint_atom::value, int64_t{1}), "checkpoint",
                          "evaluator:0");

@@ -100,7 +100,7 @@ TEST_CASE("data link: a push built by reference leaves with no copy of ours over
     // reply (by reference), the link server's send and the receive: none copies a payload.
     auto before = copied_now();
     auto reply = link.ask(remote.handle, push_pull_atom::value,
-                          encode_push_by_reference(0, 0, 0, link.layout, grad.data()));
+                          push_request{encode_push_by_reference(0, 0, 0, link.layout, grad.data())});
     REQUIRE(reply);
     CHECK(copied_now() - before == 0);
     CHECK_FALSE(reply->is_gathered());  // received: one flat buffer
@@ -137,11 +137,11 @@ TEST_CASE("data link: a frame whose segment table lies is counted and dropped on
     auto grad = ramp(link.layout.total_floats(), 0.25f);
     auto good = encode_push_by_reference(0, 0, 0, link.layout, grad.data()).flat();
     auto lying = lying_about_segment_1(good, 1000);
-    auto refused = link.ask(remote.handle, push_pull_atom::value, lying);
+    auto refused = link.ask(remote.handle, push_pull_atom::value, push_request{lying});
     REQUIRE_FALSE(refused);
     CHECK(refused.error() == make_error(errc::malformed_message));
     CHECK(link.stats().dropped == 1);
-    auto accepted = link.ask(remote.handle, push_pull_atom::value, good);
+    auto accepted = link.ask(remote.handle, push_pull_atom::value, push_request{good});
     REQUIRE(accepted);
     CHECK(link.stats().pushes == 1);
     remote.close();

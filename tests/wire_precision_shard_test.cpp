@@ -57,7 +57,7 @@ wire_buffer bf16_push(shard_fixture& f, int32_t w, int64_t c, const std::vector<
 
 /// Sends the pushes of one sync clock and waits for every worker's reply.
 void sync_clock(shard_fixture& f, const std::vector<wire_buffer>& pushes) {
-  for (const auto& p : pushes) (*f.self)->send(f.shard, push_pull_atom::value, p);
+  for (const auto& p : pushes) (*f.self)->send(f.shard, push_pull_atom::value, push_request{p});
   for (std::size_t i = 0; i < pushes.size(); ++i)
     (*f.self)->receive([](const wire_buffer&) {}, [](caf::error& e) { FAIL(describe(e)); },
                        caf::after(test::timeout) >> [] { FAIL("no reply"); });

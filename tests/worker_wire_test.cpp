@@ -54,7 +54,8 @@ caf::behavior keeping_shard(caf::event_based_actor*, block_layout layout,
   };
   return {
     [=](pull_atom, int32_t, int64_t clock) { return reply(clock); },
-    [=](push_pull_atom, const wire_buffer& push) {
+    [=](push_pull_atom, const push_request& request) {
+      const auto& push = request.bytes;
       kept->held.push_back(push);
       kept->on_arrival.push_back(push.flat());
       auto view = decode_push(push);
@@ -180,7 +181,7 @@ caf::behavior silent_after_first_pull(caf::event_based_actor* self, block_layout
     [=](pull_atom, int32_t, int64_t clock) {
       return encode_shard_parameters(0, clock, clock - 1, layout, values->data());
     },
-    [=](push_pull_atom, const wire_buffer&) {
+    [=](push_pull_atom, const push_request&) {
       held->push_back(self->make_response_promise());  // kept, never delivered
     },
   };

@@ -3,6 +3,7 @@
 // actor; once all have joined (within join_timeout) the chief initialises the shards and asks
 // each worker / evaluator process to spawn its role. Either way the same actors run the same
 // code; only placement differs.
+#include "actors/chief/role_setup_codec.hpp"
 #include "actors/chief/state.hpp"
 
 #include "actors/roles/evaluator.hpp"

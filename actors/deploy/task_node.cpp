@@ -1,5 +1,6 @@
 #include "actors/deploy/task_node.hpp"
 
+#include "actors/chief/role_setup_codec.hpp"
 #include "actors/guard/connect.hpp"
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/evaluator.hpp"

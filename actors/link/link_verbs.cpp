@@ -48,7 +48,12 @@ std::optional<link_call> link_call_of(const caf::type_erased_tuple& msg) {
         using v = decltype(verb);
         if (!matches<typename v::atom>(msg, typename v::arguments{})) return false;
         link_call call{v::kind};
-        if constexpr (v::has_payload) call.payload = &msg.get_as<wire_buffer>(1);
+        if constexpr (v::is_push) {
+          const auto& push = msg.get_as<push_request>(1);
+          if (push.notice || push.progress) return true;  // a link server's, to its own shard
+          call.payload = &push.bytes;
+        }
+        else if constexpr (v::has_payload) call.payload = &msg.get_as<wire_buffer>(1);
         if constexpr (v::in_header) {
           call.a = msg.get_as<int32_t>(1);
           call.b = msg.get_as<int64_t>(2);

@@ -42,7 +42,8 @@ enum class link_reply : uint8_t {
 
 /// One verb: frame kind `Kind` stands for the shard message (Atom, Args...), answered by a
 /// wire_buffer. Its arguments travel in the frame's header (a = the int32_t, b = the int64_t of
-/// (worker, clock)), as the payload (one wire_buffer: a Cap'n Proto Push or Pull), or not at all.
+/// (worker, clock)), as the payload (one wire_buffer: a Cap'n Proto Pull; or a push_request,
+/// whose bytes are a Push), or not at all.
 template <frame_kind Kind, link_asker Asker, link_arrival Arrival, link_reply Reply, class Atom,
           class... Args>
 struct link_verb {
@@ -52,11 +53,15 @@ struct link_verb {
   static constexpr link_reply reply = Reply;
   using atom = Atom;
   using arguments = caf::detail::type_list<Args...>;
-  static constexpr bool has_payload = std::is_same_v<std::tuple<Args...>, std::tuple<wire_buffer>>;
+  static constexpr bool is_push = std::is_same_v<std::tuple<Args...>, std::tuple<push_request>>;
+  static constexpr bool has_payload
+    = is_push || std::is_same_v<std::tuple<Args...>, std::tuple<wire_buffer>>;
   static constexpr bool in_header
     = std::is_same_v<std::tuple<Args...>, std::tuple<int32_t, int64_t>>;
   static_assert(sizeof...(Args) == 0 || has_payload || in_header,
                 "a verb's arguments are nothing, (worker, clock) or one message");
+  static_assert(Arrival == link_arrival::whole || is_push,
+                "only a push_request can carry a request still arriving");
   static_assert(caf::detail::tl_contains<
                   ps_shard_actor::signatures,
                   typename caf::replies_to<Atom, Args...>::template with<wire_buffer>>::value,
@@ -67,7 +72,7 @@ struct link_verb {
 /// is applied, or a failure); a reply may lie in shared memory when the request's payload may.
 using link_verbs = std::tuple<
   //        frame kind                 who may ask                arrival                    reply                message
-  link_verb<frame_kind::push_pull,      link_asker::named_worker, link_arrival::as_it_comes, link_reply::in_place, push_pull_atom, wire_buffer>,
+  link_verb<frame_kind::push_pull,      link_asker::named_worker, link_arrival::as_it_comes, link_reply::in_place, push_pull_atom, push_request>,
   link_verb<frame_kind::pull,           link_asker::named_worker, link_arrival::whole,       link_reply::in_place, pull_atom, int32_t, int64_t>,
   link_verb<frame_kind::keyed_pull,     link_asker::named_worker, link_arrival::whole,       link_reply::whole,    pull_atom, wire_buffer>,
   link_verb<frame_kind::snapshot,       link_asker::client,       link_arrival::whole,       link_reply::whole,    snapshot_atom>,
@@ -111,7 +116,9 @@ namespace detail {
 template <class Verb, class F, class... Args>
 void call_with(F& f, int64_t a, int64_t b, wire_buffer&& payload, caf::detail::type_list<Args...>) {
   using atom = typename Verb::atom;
-  if constexpr (Verb::has_payload)
+  if constexpr (Verb::is_push)
+    f(Verb{}, atom::value, push_request{std::move(payload)});
+  else if constexpr (Verb::has_payload)
     f(Verb{}, atom::value, std::move(payload));
   else if constexpr (Verb::in_header)
     f(Verb{}, atom::value, static_cast<int32_t>(a), b);
@@ -131,12 +138,22 @@ bool with_shard_message(frame_kind kind, int64_t a, int64_t b, wire_buffer&& pay
   });
 }
 
+/// The payload a verb's message carries: a Pull, or a push_request's Push.
+inline const wire_buffer& payload_of(const wire_buffer& message) { return message; }
+inline const wire_buffer& payload_of(const push_request& push) { return push.bytes; }
+
 namespace detail {
 template <class Verb, class Send, class... Args>
 auto handler_for(Send send, caf::detail::type_list<Args...>) {
-  return [send](typename Verb::atom, const Args&... args) {
+  return [send](typename Verb::atom, const Args&... args) -> caf::result<wire_buffer> {
     link_call call{Verb::kind};
-    if constexpr (Verb::has_payload) call.payload = &std::get<0>(std::tie(args...));
+    if constexpr (Verb::is_push) {
+      const push_request& push = std::get<0>(std::tie(args...));
+      if (push.notice) return caf::delegated<wire_buffer>{};  // sent, never asked: dropped
+      if (push.progress)
+        return make_error(errc::malformed_message, "a push still arriving sent to a proxy");
+    }
+    if constexpr (Verb::has_payload) call.payload = &payload_of(std::get<0>(std::tie(args...)));
     if constexpr (Verb::in_header) std::tie(call.a, call.b) = std::tie(args...);
     return send(call);
   };
@@ -144,7 +161,10 @@ auto handler_for(Send send, caf::detail::type_list<Args...>) {
 } // namespace detail
 
 /// The client's side as message handlers: one per verb, taking the shard's message and
-/// returning send(link_call) with its link form, for a proxy's behaviour (shard_proxy.cpp).
+/// returning send(link_call) with its link form, for a proxy's behaviour (shard_proxy.cpp). A
+/// push's reply stream belongs to a link's server, in the shard's process: through a proxy the
+/// push goes whole, and so does its answer; a push still arriving (with its progress) is handed
+/// on by a link's server to its own shard only, and refused here.
 template <class Send>
 auto link_verb_handlers(Send send) {
   return std::apply(

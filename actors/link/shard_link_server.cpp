@@ -76,12 +76,11 @@ caf::behavior shard_asker(caf::event_based_actor* self, ps_shard_actor shard,
         request_progress_ptr& progress) {
       with_shard_message(static_cast<frame_kind>(kind), a, b, std::move(payload),
                          [&](auto verb, auto atom, auto&&... args) {
-        if constexpr (decltype(verb)::arrival == link_arrival::as_it_comes) {
-          reply_stream_ptr stream;
+        if constexpr (decltype(verb)::is_push) {
+          push_request& push = std::get<0>(std::tie(args...));
           if (limits.reply_part_bytes > 0)
-            stream = std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes);
-          if (progress) return ask(ticket, atom, std::move(args)..., std::move(stream), std::move(progress));
-          if (stream) return ask(ticket, atom, std::move(args)..., std::move(stream));
+            push.reply_stream = std::make_shared<hub_reply_stream>(hub, ticket, limits.reply_part_bytes);
+          push.progress = std::move(progress);
         }
         ask(ticket, atom, std::move(args)...);
       });
@@ -203,7 +202,7 @@ void shard_link_server::serve(caf::actor_system& sys, ps_shard_actor shard, int3
   // Straight to the shard: the asker's push_pull may reach it later, and the shard reads the
   // progress itself then (a message about a push it does not apply is dropped).
   hooks.progress = [this, to = caf::actor_cast<caf::actor>(shard)](request_progress_ptr p) {
-    unit_->send(to, push_progress_atom::value, std::move(p));
+    unit_->send(to, push_pull_atom::value, push_request::more_arrived(std::move(p)));
   };
   if (tls_.enabled())
     hooks.make_stream = [files = tls_](int fd) { return make_tls_stream(files, fd); };

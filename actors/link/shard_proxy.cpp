@@ -125,33 +125,21 @@ void read_answers(std::shared_ptr<link_socket> link, std::shared_ptr<pending_req
   };
   // Reads an answer whole into a message of its own (not into place) and hands it on.
   auto answer_whole = [&](const frame_header& h) -> caf::error {
-    switch (kind_of(h.kind)) {
-      case frame_kind::reply: {
-        auto reply = in_region(h) ? take(h) : link->receive_buffer(h);
-        if (!reply) return in_region(h) ? bad_record(reply.error()) : reply.error();
-        pending->answer(h.id, caf::make_message(std::move(*reply)));
-        return {};
-      }
-      case frame_kind::failure: {  // the shard's own answer (a refused push, say)
-        caf::error carried;
-        if (auto err = link->receive_failure(h, carried)) return err;
-        pending->answer(h.id, caf::make_message(std::move(carried)));
-        return {};
-      }
-      // Requests, and the parts of a reply taken in place: not an answer read whole.
-      case frame_kind::hello:
-      case frame_kind::push_pull:
-      case frame_kind::pull:
-      case frame_kind::snapshot:
-      case frame_kind::keyed_pull:
-      case frame_kind::keyed_snapshot:
-      case frame_kind::shm_offer:
-    case frame_kind::local_ticket:
-      case frame_kind::reply_part:
-        break;
+    const auto kind = kind_of(h.kind);
+    if (kind == frame_kind::reply) {
+      auto reply = in_region(h) ? take(h) : link->receive_buffer(h);
+      if (!reply) return in_region(h) ? bad_record(reply.error()) : reply.error();
+      pending->answer(h.id, caf::make_message(std::move(*reply)));
+      return {};
     }
-    // Also a value of no kind at all: the switch names every kind so that a new one is a
-    // compiler warning here, not a silent refusal.
+    if (kind == frame_kind::failure) {  // the shard's own answer (a refused push, say)
+      caf::error carried;
+      if (auto err = link->receive_failure(h, carried)) return err;
+      pending->answer(h.id, caf::make_message(std::move(carried)));
+      return {};
+    }
+    // Anything else is no answer read whole: a request (a row of the verb table, which a new
+    // request kind is, and nothing here), the parts of a reply taken in place, or no kind.
     return make_error(errc::malformed_message,
                       "a frame of kind " + std::to_string(h.kind) + " as an answer");
   };
@@ -342,20 +330,10 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
     writer->send(call, self->current_sender(), mid);
     return caf::delegated<wire_buffer>{};
   };
-  auto push = [=](const wire_buffer& x) { return send(link_call{frame_kind::push_pull, 0, 0, &x}); };
   return std::apply(
     [&](auto... verbs) -> ps_shard_actor::behavior_type {
       return {
         verbs...,
-        // A push's reply stream belongs to a link's server, in the shard's process; through a
-        // proxy the push goes whole, and so does its answer.
-        [=](push_pull_atom, const wire_buffer& x, const reply_stream_ptr&) { return push(x); },
-        // A push still arriving is handed on by a link's server to its own shard only.
-        [=](push_pull_atom, const wire_buffer&, const reply_stream_ptr&,
-            const request_progress_ptr&) -> caf::result<wire_buffer> {
-          return make_error(errc::malformed_message, "a push still arriving sent to a proxy");
-        },
-        [=](push_progress_atom, const request_progress_ptr&) {},
         // Everything else goes to the shard itself, over CAF.
         [=](init_atom a, const wire_buffer& x) { return self->delegate(remote, a, x); },
         [=](restore_atom a, const wire_buffer& x, const std::vector<uint32_t>& y) {

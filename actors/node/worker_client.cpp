@@ -192,7 +192,7 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
                         : encode_push(worker, call.clock, shard, layout, call.grad, 0, grads,
                                       keys, spec.wire);
           lend(s, keys.empty());
-          shards->ask(round, s, true, push_pull_atom::value, std::move(push));
+          shards->ask(round, s, true, push_pull_atom::value, push_request{std::move(push)});
         } else if (sparse) {
           shards->ask(round, s, false, pull_atom::value,
                       encode_pull(worker, call.clock, shard, keys));

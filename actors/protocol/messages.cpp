@@ -7,6 +7,7 @@ namespace actorps {
 void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<wire_buffer>("actorps::wire_buffer");
   cfg.add_message_type<std::vector<wire_buffer>>("std::vector<actorps::wire_buffer>");
+  cfg.add_message_type<push_request>("actorps::push_request");
   cfg.add_message_type<train_report>("actorps::train_report");
   cfg.add_message_type<std::vector<train_report>>("std::vector<actorps::train_report>");
   cfg.add_message_type<eval_report>("actorps::eval_report");

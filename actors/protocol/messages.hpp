@@ -4,8 +4,7 @@
 #pragma once
 
 #include "actors/protocol/checkpoint_types.hpp"
-#include "actors/protocol/reply_stream.hpp"
-#include "actors/protocol/request_progress.hpp"
+#include "actors/protocol/push_request.hpp"
 #include "actors/protocol/wire.hpp"
 
 #include <caf/actor_system_config.hpp>
@@ -24,7 +23,6 @@ namespace actorps {
 using init_atom = caf::atom_constant<caf::atom("init")>;
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
 using push_pull_atom = caf::atom_constant<caf::atom("push_pull")>;
-using push_progress_atom = caf::atom_constant<caf::atom("pushprog")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
@@ -289,17 +287,12 @@ using ps_shard_actor = caf::typed_actor<
   caf::replies_to<pull_atom, int32_t, int64_t>::with<wire_buffer>,
   // (pull, Pull) -> the same with the rows of the sparse keys the Pull names.
   caf::replies_to<pull_atom, wire_buffer>::with<wire_buffer>,
-  // (push_pull, Push for clock c) -> ShardParameters for computing c + 1; held until allowed.
-  caf::replies_to<push_pull_atom, wire_buffer>::with<wire_buffer>,
-  // (push_pull, Push, stream) -> the same; a large reply may go ahead through `stream` in parts
-  // as the update is written (reply_stream.hpp). The answer is sent whole as well.
-  caf::replies_to<push_pull_atom, wire_buffer, reply_stream_ptr>::with<wire_buffer>,
-  // (push_pull, Push still arriving, stream, progress) -> the same, the push applied block by
-  // block as its bytes arrive (request_progress.hpp); or, declined, an answer the link drops.
-  caf::replies_to<push_pull_atom, wire_buffer, reply_stream_ptr, request_progress_ptr>::with<
-    wire_buffer>,
-  // (push_progress, progress): more of a push being applied has arrived, or it failed.
-  caf::reacts_to<push_progress_atom, request_progress_ptr>,
+  // (push_pull, push_request of a Push for clock c) -> ShardParameters for computing c + 1;
+  // held until allowed. From the shard's own data link, a large reply may go ahead in parts as
+  // the update is written (the answer is sent whole as well), and a push still arriving is
+  // applied block by block as its bytes do, or declined with an answer the link drops; the
+  // link's notices that more has arrived are sent, not asked (push_request.hpp).
+  caf::replies_to<push_pull_atom, push_request>::with<wire_buffer>,
   // (snapshot) -> ShardParameters of the current values, at once (never held).
   caf::replies_to<snapshot_atom>::with<wire_buffer>,
   // (snapshot, Pull with worker -1) -> the same with the current rows of the keys it names, or

@@ -1,6 +1,6 @@
 // Where a shard may send the reply to a push_pull ahead, in parts, while it still writes the
 // update the reply carries: a shard's data link (link_hub.hpp) hands one with each push_pull it
-// asks the shard (ps_shard_actor's push_pull with a stream), so that a worker copies the first
+// asks the shard (its push_request's reply_stream), so that a worker copies the first
 // blocks of a large reply into its parameters while the shard applies the next ones (a
 // 16 MiB push+pull pipelined rather than apply, then copy).
 //
@@ -13,9 +13,7 @@
 // call fails (and may have written part of them, as any failed call may).
 #pragma once
 
-#include "actors/protocol/wire.hpp"
-
-#include <caf/allowed_unsafe_message_type.hpp>
+#include "actors/protocol/wire_buffer.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -37,6 +35,3 @@ public:
 using reply_stream_ptr = std::shared_ptr<reply_stream>;
 
 } // namespace actorps
-
-// Local only: a shard's data link and its shard share a process.
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorps::reply_stream_ptr)

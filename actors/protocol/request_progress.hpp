@@ -2,7 +2,7 @@
 // request side pipelined): a shard's data link (link_hub.hpp) asks the shard with a large push
 // as soon as its first bytes are in, and goes on reading the rest into the same buffer. The
 // shard applies each block once its bytes are in (arrived()), woken by a progress message
-// (ps_shard_actor's push_progress) after each run of bytes read, so the update of the first
+// (push_request::more_arrived) after each run of bytes read, so the update of the first
 // blocks overlaps the receipt of the last. Only the link writes the buffer, and only past
 // arrived(); the shard reads only below it.
 //

@@ -626,17 +626,7 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
       return on_restore(self, buf, std::move(incarnations));
     },
     [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
-    [=](push_pull_atom, const wire_buffer& buf) { return on_push_pull(self, buf); },
-    [=](push_pull_atom, const wire_buffer& buf, const reply_stream_ptr& stream,
-        const request_progress_ptr& progress) {
-      return on_arriving_push_pull(self, buf, stream, progress);
-    },
-    [=](push_progress_atom, const request_progress_ptr& progress) {
-      on_push_progress(self, progress);
-    },
-    [=](push_pull_atom, const wire_buffer& buf, const reply_stream_ptr& stream) {
-      return on_push_pull(self, buf, stream.get());
-    },
+    [=](push_pull_atom, const push_request& request) { return on_push_request(self, request); },
     [=](pull_atom, const wire_buffer& buf) { return on_keyed_pull(self, buf); },
     [=](snapshot_atom) { return on_snapshot(self); },
     [=](snapshot_atom, const wire_buffer& buf) { return on_keyed_snapshot(self, buf); },

@@ -138,24 +138,24 @@ std::optional<caf::result<wire_buffer>> start_streamed(self_ptr self, const wire
 
 } // namespace
 
-caf::result<wire_buffer> on_arriving_push_pull(self_ptr self, const wire_buffer& buf,
-                                               const reply_stream_ptr& stream,
-                                               const request_progress_ptr& progress) {
+caf::result<wire_buffer> on_push_request(self_ptr self, const push_request& request) {
   using fate = request_progress::fate;
+  const auto& progress = request.progress;
+  if (request.notice) {
+    auto& st = self->state;
+    if (progress && st.streaming && st.streaming->progress == progress) advance_streamed(self);
+    return caf::delegated<wire_buffer>{};  // sent, never asked: nothing answers it
+  }
   if (progress && progress->decided() == fate::undecided) {
     if (!progress->failed())
-      if (auto started = start_streamed(self, buf, stream, progress)) return std::move(*started);
+      if (auto started = start_streamed(self, request.bytes, request.reply_stream, progress))
+        return std::move(*started);
     if (progress->decline()) {  // the link drops the answer, and asks again once it is whole
       ++self->state.stats.pushes_declined;
       return wire_buffer{};
     }
   }
-  return on_push_pull(self, buf, stream.get());  // whole: the link read it all first
-}
-
-void on_push_progress(self_ptr self, const request_progress_ptr& progress) {
-  auto& st = self->state;
-  if (st.streaming && st.streaming->progress == progress) advance_streamed(self);
+  return on_push_pull(self, request.bytes, request.reply_stream.get());  // whole
 }
 
 } // namespace actorps::shard_internals

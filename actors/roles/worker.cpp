@@ -243,13 +243,14 @@ void push(self_ptr self) {
     // the message as they are narrowed.
     st.shards->ask(
       round, s, true, push_pull_atom::value,
-      precision == wire_precision::fp32
-        ? encode_push_by_reference(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
-                                   st.grads_lease, st.cfg.incarnation, st.rows.grads_for(shard),
-                                   st.next.keys_for(shard))
-        : encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
-                      st.cfg.incarnation, st.rows.grads_for(shard), st.next.keys_for(shard),
-                      precision));
+      push_request{
+        precision == wire_precision::fp32
+          ? encode_push_by_reference(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                                     st.grads_lease, st.cfg.incarnation, st.rows.grads_for(shard),
+                                     st.next.keys_for(shard))
+          : encode_push(st.cfg.index, clock, shard, *st.layout, st.grads.data(),
+                        st.cfg.incarnation, st.rows.grads_for(shard), st.next.keys_for(shard),
+                        precision)});
   }
   std::swap(st.rows, st.next);  // the replies bring the next clock's rows
   if (ahead) on_parameters(self);

@@ -91,7 +91,7 @@ struct probe_state {
 /// the other.
 caf::behavior timed_shard(caf::stateful_actor<probe_state>* self, ps_shard_actor shard) {
   self->link_to(shard);
-  auto timed = [=](auto atom, const wire_buffer& request) -> caf::result<wire_buffer> {
+  auto timed = [=](auto atom, const auto& request) -> caf::result<wire_buffer> {
     auto t0 = bench_clock::now();
     auto promise = self->make_response_promise<wire_buffer>();
     self->request(shard, caf::infinite, atom, request)
@@ -105,16 +105,14 @@ caf::behavior timed_shard(caf::stateful_actor<probe_state>* self, ps_shard_actor
     return promise;
   };
   return {
-    [=](push_pull_atom a, const wire_buffer& push) { return timed(a, push); },
-    // From a data link: timed whole (a reply of sparse rows never goes ahead in parts anyway).
-    [=](push_pull_atom a, const wire_buffer& push, const reply_stream_ptr&) { return timed(a, push); },
-    // A push still arriving: declined (the link asks again once it is whole), timed whole.
-    [=](push_pull_atom a, const wire_buffer& push, const reply_stream_ptr&,
-        const request_progress_ptr& progress) -> caf::result<wire_buffer> {
-      if (progress->decline()) return wire_buffer{};
-      return timed(a, push);
+    // From a data link: timed whole (a reply of sparse rows never goes ahead in parts anyway);
+    // a push still arriving is declined (the link asks again once it is whole), and the link's
+    // notices of its progress are dropped.
+    [=](push_pull_atom a, const push_request& push) -> caf::result<wire_buffer> {
+      if (push.notice) return caf::delegated<wire_buffer>{};
+      if (push.progress && push.progress->decline()) return wire_buffer{};
+      return timed(a, push_request{push.bytes});
     },
-    [=](push_progress_atom, const request_progress_ptr&) {},
     [=](pull_atom a, const wire_buffer& pull) { return timed(a, pull); },
     [=](init_atom a, const wire_buffer& init) { return self->delegate(shard, a, init); },
     // The data link learns the largest request it may take from the shard's stats and dense
@@ -238,7 +236,7 @@ struct worker {
     std::vector<sparse_rows_ref> rows{{0, o.dim, keys.data(), nullptr, keys.size(), grads.data()}};
     auto msg = encode_push(0, clock, 0, layout, dense_grad.data(), 0, rows);
     auto t1 = bench_clock::now();
-    auto reply = ask(push_pull_atom::value, msg);
+    auto reply = ask(push_pull_atom::value, push_request{msg});
     auto t2 = bench_clock::now();
     auto view = decode_shard_parameters(reply);
     auto t3 = bench_clock::now();

@@ -118,7 +118,7 @@ void next_round(driver_ptr self) {
   auto push = encode_push_by_reference(0, st.side->clock++, 0, st.side->layout, st.side->grad.data());
   // As a worker asks (worker.cpp): no CAF timeout per request, which would cost a register and
   // a cancel on CAF's clock thread each; the run as a whole is timed out by its asker.
-  self->request(st.shard, caf::infinite, push_pull_atom::value, std::move(push))
+  self->request(st.shard, caf::infinite, push_pull_atom::value, push_request{std::move(push)})
     .then(
       [=](const wire_buffer& reply) {
         auto& st = self->state;
@@ -425,7 +425,8 @@ int run(const options& o) {
     auto t0 = bench_clock::now();
     caf::error failure;
     self->request(shard, timeout, push_pull_atom::value,
-                  encode_push_by_reference(0, side.clock++, 0, side.layout, side.grad.data()))
+                  push_request{encode_push_by_reference(0, side.clock++, 0, side.layout,
+                                                        side.grad.data())})
       .receive(
         [&](const wire_buffer& reply) {
           if (auto msg = scatter_shard_parameters(reply, side.layout, side.params.data()); !msg)

@@ -5,6 +5,7 @@
 // prefixed with the selector byte its target reads first.
 //   fuzz_seed_writer OUT   (writes OUT/wire/*, OUT/link_frame/*, OUT/shm_record/* and
 //                           OUT/arriving_push/*)
+#include "actors/chief/role_setup_codec.hpp"
 #include "actors/link/link_socket.hpp"
 #include "actors/link/reply_part.hpp"
 #include "actors/link/shm_region.hpp"

@@ -5,6 +5,7 @@
 // parts checked against a shard's tables, a checkpoint checked as a restore checks it. A
 // decoded message must encode again and decode to the same (checked on the fields that say
 // what the message is).
+#include "actors/chief/role_setup_codec.hpp"
 #include "actors/protocol/wire.hpp"
 #include "actors/roles/shard_tables.hpp"
 #include "actors/storage/checkpoint_consistency.hpp"

@@ -1,5 +1,6 @@
-// What the chief tells a worker or evaluator process it starts (schema RoleSetup). Implemented
-// in role_setup_codec.cpp.
+// What the chief tells a worker or evaluator process it starts (schema RoleSetup): encoded by
+// its placement (placement.cpp), decoded by the process's task node (deploy/task_node.cpp).
+// Implemented in role_setup_codec.cpp.
 #pragma once
 
 #include "actors/protocol/data_source.hpp"

@@ -1,5 +1,5 @@
 // A worker's or evaluator's role on the wire (role_setup_codec.hpp).
-#include "actors/protocol/role_setup_codec.hpp"
+#include "actors/chief/role_setup_codec.hpp"
 
 #include "actors/protocol/wire_message.hpp"
 
