@@ -6,7 +6,7 @@
 #include "actors/serving/export_after_run.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
-#include "tests/shard_fixture.hpp"
+#include "tests/two_shard_table.hpp"
 #include "tests/simulation_fixture.hpp"
 
 #include <doctest/doctest.h>
@@ -50,28 +50,10 @@ void check_same(const sparse_table_rows& got, const sparse_table_rows& want) {
   CHECK(got.removed_pending == want.removed_pending);
 }
 
-/// tiny_spec over two shards (the fixture serves shard 0) with one sparse table of rows of 2
-/// floats, SGD with rate 1.
-train_spec export_spec() {
-  auto spec = test::tiny_spec(consistency::sync, 1);
-  spec.shards = 2;
-  sparse_table_spec table;
-  table.name = "emb";
-  table.config.dim = 2;
-  table.config.optimizer.kind = row_optimizer_kind::sgd;
-  table.config.optimizer.learning_rate = 1.0f;
-  spec.model.sparse_tables.push_back(table);
-  place_buckets(spec);
-  return spec;
-}
+/// Two shards (the fixture serves shard 0), one sparse table of rows of 2 floats.
+train_spec export_spec() { return test::two_shard_table_spec(); }
 
-/// The first `n` keys from `from` up that shard `shard` owns.
-std::vector<uint64_t> keys_of(const train_spec& spec, int shard, std::size_t n, uint64_t from) {
-  std::vector<uint64_t> keys;
-  for (uint64_t k = from; keys.size() < n; ++k)
-    if (spec.shard_of_key(k) == shard) keys.push_back(k);
-  return keys;
-}
+using test::keys_of;
 
 struct export_shard : test::shard_fixture {
   using shard_fixture::shard_fixture;

@@ -5,7 +5,7 @@
 // next one's kind) or one kept earlier may be asked first, and when the chief says the next one
 // is full. Asked for what it did not keep, it takes the whole state when it is still that
 // clock's, and refuses otherwise.
-#include "tests/shard_fixture.hpp"
+#include "tests/two_shard_table.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,26 +21,15 @@ using test::timeout;
 /// One worker in sync mode over two shards (the fixture serves shard 0), a checkpoint clock
 /// every 2, one sparse table of rows of 2 floats, SGD with rate 1.
 train_spec snapshot_spec() {
-  auto spec = test::tiny_spec(consistency::sync, 1);
-  spec.shards = 2;
+  auto spec = test::two_shard_table_spec();
   spec.checkpoint_every = 2;
   spec.total_clocks = 100;
-  sparse_table_spec table;
-  table.name = "emb";
-  table.config.dim = 2;
-  table.config.optimizer.kind = row_optimizer_kind::sgd;
-  table.config.optimizer.learning_rate = 1.0f;
-  spec.model.sparse_tables.push_back(table);
-  place_buckets(spec);
   return spec;
 }
 
 /// The first `n` keys from `from` up that shard 0 owns.
 std::vector<uint64_t> own_keys(const train_spec& spec, std::size_t n, uint64_t from) {
-  std::vector<uint64_t> keys;
-  for (uint64_t k = from; keys.size() < n; ++k)
-    if (spec.shard_of_key(k) == 0) keys.push_back(k);
-  return keys;
+  return test::keys_of(spec, 0, n, from);
 }
 
 struct snapshot_shard : test::shard_fixture {
