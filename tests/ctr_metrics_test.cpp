@@ -6,6 +6,7 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
 #include "tests/command_runner.hpp"
+#include "tests/generated_ctr_run.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 #include "actors/model/registry.hpp"
@@ -47,16 +48,8 @@ std::vector<test_row> read_rows(const std::string& path) {
 
 TEST_CASE("ctr metrics: --gauc-group C1 puts GAUC and calibration in the events and summary") {
   test::scratch_dir dir("actorps_ctr_metrics");
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
-                                     + " --rows 20000 --test-rows 3000 --seed 5");
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
-  const std::string train = dir.path + "/train.tsv", test = dir.path + "/test.tsv";
-  const std::string metrics = dir.path + "/m.jsonl", exports = dir.path + "/export";
-  const auto r = test::run_actorps("simulate --no-progress --model lr --dataset criteo:" + train
-                                   + " --test " + test + " --batch 128 --eval-every 40"
-                                   + " --gauc-group C1 --metrics " + metrics + " --export-dir "
-                                   + exports);
-  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const auto run = test::run_lr_on_generated_criteo(dir, "--no-progress --gauc-group C1");
+  const auto &train = run.train, &test = run.test, &metrics = run.metrics, &exports = run.exports;
 
   // Every evaluation carries both; the summary the final ones.
   const auto evals = test::metrics_events(metrics, "eval");
@@ -112,14 +105,15 @@ TEST_CASE("ctr metrics: --gauc-group C1 puts GAUC and calibration in the events 
   CHECK(std::fabs(gauc - auc) > 1e-4);  // a figure of its own, not the AUC again
 
   // The printed summary leads with AUC, then GAUC and calibration; accuracy comes last.
-  const auto at = r.output.find("final test auc");
+  const auto& printed = run.output;
+  const auto at = printed.find("final test auc");
   REQUIRE(at != std::string::npos);
-  const auto line = r.output.substr(at, r.output.find('\n', at) - at);
+  const auto line = printed.substr(at, printed.find('\n', at) - at);
   CAPTURE(line);
   CHECK(line.find(", gauc ") != std::string::npos);
   CHECK(line.find(", calibration ") != std::string::npos);
   CHECK(line.find("accuracy") > line.find("calibration"));
-  CHECK(r.output.find("final test accuracy") == std::string::npos);
+  CHECK(printed.find("final test accuracy") == std::string::npos);
 
   // Without --gauc-group: calibration still, no GAUC anywhere.
   const auto plain = test::run_actorps("simulate --no-progress --model lr --dataset criteo:" + train

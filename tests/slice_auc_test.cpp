@@ -10,6 +10,7 @@
 #include "actors/protocol/wire.hpp"
 #include "actors/model/registry.hpp"
 #include "tests/command_runner.hpp"
+#include "tests/generated_ctr_run.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 
@@ -81,16 +82,9 @@ std::vector<expected_slice> brute_force_slices(const std::string& test,
 TEST_CASE("slice auc: --slice-auc C6 reports the 10 largest slices' AUC, held to a brute-force "
           "computation") {
   test::scratch_dir dir("actorps_slice_auc");
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
-                                     + " --rows 20000 --test-rows 3000 --seed 5");
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
-  const std::string train = dir.path + "/train.tsv", test = dir.path + "/test.tsv";
-  const std::string metrics = dir.path + "/m.jsonl", exports = dir.path + "/export";
-  const auto r = test::run_actorps("simulate --model lr --dataset criteo:" + train
-                                   + " --test " + test + " --batch 128 --eval-every 40"
-                                   + " --slice-auc C6 --metrics " + metrics + " --export-dir "
-                                   + exports);
-  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const auto run = test::run_lr_on_generated_criteo(dir, "--slice-auc C6");
+  const auto &test = run.test, &metrics = run.metrics, &exports = run.exports;
+  const auto& printed = run.output;
 
   const auto evals = test::metrics_events(metrics, "eval");
   REQUIRE(evals.size() >= 2);
@@ -136,14 +130,14 @@ TEST_CASE("slice auc: --slice-auc C6 reports the 10 largest slices' AUC, held to
       if (slice["auc"].is_number()) weakest = std::min(weakest, slice["auc"].get<double>());
     char text[40];
     std::snprintf(text, sizeof text, "slice auc min %.4f ", weakest);
-    shown = shown || r.output.find(text) != std::string::npos;
+    shown = shown || printed.find(text) != std::string::npos;
   }
-  CHECK_MESSAGE(shown, r.output);
+  CHECK_MESSAGE(shown, printed);
 
   // The printed summary: one line with the slices, largest first.
-  const auto at = r.output.find("slice auc (key: auc over rows): " + std::to_string(want[0].key));
-  CHECK_MESSAGE(at != std::string::npos, r.output);
-  CHECK(r.output.find(std::to_string(rest) + " rows in other slices") != std::string::npos);
+  const auto at = printed.find("slice auc (key: auc over rows): " + std::to_string(want[0].key));
+  CHECK_MESSAGE(at != std::string::npos, printed);
+  CHECK(printed.find(std::to_string(rest) + " rows in other slices") != std::string::npos);
 }
 
 TEST_CASE("slice auc: a field that is none is refused naming --slice-auc, slice_auc") {
