@@ -360,7 +360,8 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
     ("resize", po::value(&o.resize)->composing(),
      "change the number of parameter shards while training (repeatable, in clock order): "
      "ps=N@clock=C goes on from clock C on N shards, the fewest sparse buckets and dense "
-     "blocks changing shard (sync mode; not with --replicas 1 or --export-every)");
+     "blocks changing shard; every worker pauses before C, so each push is applied once in every "
+     "mode (one process; not with --replicas 1 or --export-every)");
   add_replica_options(desc, o);
 }
 
@@ -733,10 +734,7 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   ck.writer = o.writer == "chief" ? checkpoint_writer::chief : checkpoint_writer::shards;
   set_run_length(o, v.train_rows, c);  // again: the checkpoint clocks follow --checkpoint-dir
   c.kills = v.kills;
-  c.resizes = v.resizes;
-  auto planned = c;  // as the chief will be: with its export versions (set from the plan later)
-  planned.exports.every = plan.export_every;
-  if (auto why = resize_refusal(planned); !why.empty()) throw usage_error("--resize: " + why);
+  c.resizes = v.resizes;  // checked once the run's length is known (open_training_files)
   return plan;
 }
 
@@ -791,6 +789,9 @@ void open_training_files(const training_flags& typed, training_plan& plan) {
             "is larger than a worker's shard of the training set");
     set_run_length(o, rows, c);
   }
+  auto planned = c;  // as the chief will be: with its export versions (set from the plan later)
+  planned.exports.every = plan.export_every;
+  if (auto why = resize_refusal(planned); !why.empty()) throw usage_error("--resize: " + why);
   try {
     // A resumed run (--resume, also --resume auto's first start) adds to the file: restarts
     // under an orchestrator leave one history, each life from its "start" event on.

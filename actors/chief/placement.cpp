@@ -119,6 +119,7 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
     wc.data_offset = st.data_offset(w);
     wc.incarnation = st.incarnation[w];
     wc.follow_until = follow_grant(self);
+    wc.pause_at = next_resize_clock(st, start_clock);
     wc.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
     wc.request_timeout = st.cfg.request_timeout;
     wc.backend = st.cfg.backend;

@@ -2,8 +2,9 @@
 // function, each going on to the next once its work is done:
 //
 //   arm_next_resize   training: every shard is asked, ahead of it, for its state at clock C
-//                     (each holds the request until its clock reaches C; in sync mode that state
-//                     is exactly the one after clock C - 1's update, as a checkpoint's)
+//                     (each holds the request until its clock reaches C); every worker pauses
+//                     before computing clock C (worker_config::pause_at), so in every mode that
+//                     state holds exactly the pushes of the clocks before C
 //   begin_resize      every state is in hand: the phase is resizing; the workers and the
 //                     evaluator are stopped (under new incarnations: a push of theirs still on
 //                     its way is refused), the shards beyond N stop, shards up to N are spawned,
@@ -15,9 +16,9 @@
 //
 // The new placement follows from the old one and N alone (placement_change.hpp: the fewest
 // buckets and dense blocks move), and the spec records it, so that every role, checkpoint and
-// export cuts the model as the shards hold it. What the workers trained past C while the states
-// were gathered is trained again (counted in the resize event), nothing is applied twice: the
-// shards' states are of clock C, and the next checkpoint is a full one.
+// export cuts the model as the shards hold it. Nothing is applied twice or lost: no worker
+// pushes clock C before the states are taken, each starts again at C where its data was, and
+// the next checkpoint is a full one.
 //
 // What is not done yet: the change is a stop at C within one process. Every shard's whole
 // state goes through the chief and every shard of the new size is restored, not only the
@@ -165,6 +166,12 @@ void arm_next_resize(self_ptr self) {
     });
 }
 
+int64_t next_resize_clock(const chief_state& st, int64_t start_clock) {
+  for (auto i = st.resizes_done; i < st.cfg.resizes.size(); ++i)
+    if (st.cfg.resizes[i].at_clock >= start_clock) return st.cfg.resizes[i].at_clock;
+  return -1;
+}
+
 void abort_resize(self_ptr self) {
   auto& st = self->state;
   ++st.resize_generation;
@@ -193,9 +200,6 @@ namespace actorps {
 std::string resize_refusal(const chief_config& cfg) {
   if (cfg.resizes.empty()) return "";
   if (cfg.remote) return "the shards are resized in one process only (simulate, train())";
-  if (cfg.spec.mode != consistency::sync)
-    return "the shards are resized in sync mode only (ssp and async shards would need to hold "
-           "the pushes past the clock while their state is taken)";
   if (cfg.replicas > 0) return "not with hot standbys (--replicas 1)";
   if (cfg.exports.every > 0) return "not with export versions while training (--export-every)";
   if (cfg.source.follow) return "not while following a stream (--follow)";

@@ -489,6 +489,9 @@ void arm_next_resize(self_ptr self);
 void abort_resize(self_ptr self);
 /// The end of a run: says (log and metrics) which planned resizes never happened.
 void report_unfired_resizes(self_ptr self);
+/// The clock of the next resize not done yet at or after `start_clock`, where a worker starting
+/// there pauses (worker_config::pause_at); -1 when none.
+int64_t next_resize_clock(const chief_state& st, int64_t start_clock);
 
 // standbys.cpp
 /// Spawns shard s's standby and has its primary hand it the state (training goes on); `rebuilt`:

@@ -145,6 +145,10 @@ void on_parameters(self_ptr self) {
     self->quit();
     return;
   }
+  if (st.cfg.pause_at >= 0 && st.clock >= st.cfg.pause_at) {
+    send_reports(self, true);  // the chief stops it there (a resize)
+    return;
+  }
   if (!next_batch_there(st)) {
     send_reports(self, true);  // the chief's clock decides when it gets more
     st.waits = worker_state::waiting::compute;

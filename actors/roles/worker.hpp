@@ -40,6 +40,11 @@ struct worker_config {
   /// not clocks, so that a replacement behind the others trains all of its part too; -1: not
   /// following, every clock's batch is there.
   int64_t follow_until = -1;
+  /// Computes no clock from this one on (a resize's clock, -1: none): the worker waits there,
+  /// its push of the clock before done, until the chief stops it. So the shards' state at that
+  /// clock holds exactly every push before it in every mode: in ssp and async a worker ahead of
+  /// the others would otherwise have pushed past it, and that push would be trained twice.
+  int64_t pause_at = -1;
   int slow_ms = 0;                         ///< straggler delay added to every step
   /// Computes the next clock while its push is in flight where the mode allows (see above);
   /// false: waits for every reply, as sync and ssp 0 always do.

@@ -187,8 +187,8 @@ class Train(unittest.TestCase):
         np.testing.assert_array_equal(out["parameters"], clean["parameters"])
         self.assertEqual([(e["from"], e["to"], e["clock"]) for e in resizes],
                          [(2, 3, 4), (3, 1, 8)])
-        with self.assertRaisesRegex(actorps.Error, "resizes: the shards are resized in sync"):
-            self.run_model(SoftmaxModel(), steps=12, mode="ssp", resizes=[(3, 4)])
+        with self.assertRaisesRegex(actorps.Error, "resizes: ps=3@clock=12: the clock is 1 to 11"):
+            self.run_model(SoftmaxModel(), steps=12, resizes=[(3, 12)])
 
     def test_signed_checkpoints_resume_only_with_the_key(self):
         # checkpoint_key as --checkpoint-key: the manifest is signed with HMAC-SHA256 of the
