@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Usage: scripts/bench/live_resize.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS] [-c CLOCK] [-p NEW_PS] [-r RESTART_JSON]
+#
+# A change of shard count while a run trains (`--resize ps=NEW_PS@clock=CLOCK`, one process,
+# sync, 2 workers, from 2 shards), for the default MLP (784-256-128-10 on Fashion-MNIST), the
+# large one (784-2048-2048-10), the README's CTR example (`dlrm` on CTR_ROWS `gen-data criteo`
+# rows, default 2 000 000) and a large sparse table (`sparse`: the same with `--admit-after 1`,
+# every key seen a row, resized in the middle of its one epoch; the summary gives its rows).
+# The others run to CLOCK + 60 clocks (default CLOCK 200).
+#
+# Figures per case, from the run's metrics file: the resize event's bytes (the rows, values and
+# optimizer state that changed shard), buckets and blocks moved, freeze_ms (states in hand to
+# training again) and GB/s (bytes over freeze); ms_per_clock_before / _after (median gap between
+# the chief's reports of consecutive clocks, 50 clocks each side) and samples_per_s likewise;
+# lost_s, the training time the change cost: the gap from clock CLOCK - 1's last report to clock
+# CLOCK's first, less a median clock. With -r, a resize_restart.json (scripts/bench/
+# resize_restart.sh, the stop-the-world way: checkpoint, new process, --resume --ps), each case
+# it has gets lost_s / its stop_to_first_clock_s. The JSON (default BUILD_DIR/bench/
+# live_resize.json) holds them. About 5 min at the defaults on 2 cores; `-n 20000 -c 20` takes
+# seconds.
+set -euo pipefail
+
+usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$root/build" out="" ctr_rows=2000000 clock=200 new_ps=3 restart=""
+while getopts "o:b:n:c:p:r:h" opt; do
+  case "$opt" in
+    o) out="$OPTARG" ;;
+    b) build="$(realpath -m "$OPTARG")" ;;
+    n) ctr_rows="$OPTARG" ;;
+    c) clock="$OPTARG" ;;
+    p) new_ps="$OPTARG" ;;
+    r) restart="$(realpath -m "$OPTARG")" ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+(( $# == 0 )) || usage
+out="$(realpath -m "${out:-$build/bench/live_resize.json}")"
+mkdir -p "$(dirname "$out")"
+if ! [[ "$ctr_rows" =~ ^[0-9]+$ && "$clock" =~ ^[0-9]+$ && "$new_ps" =~ ^[0-9]+$ ]] \
+   || (( ctr_rows < 1000 || clock < 10 || new_ps < 1 )); then
+  echo "live_resize.sh: -n must be 1000 or more, -c 10 or more, -p 1 or more" >&2
+  exit 2
+fi
+[[ -z "$restart" || -f "$restart" ]] || { echo "live_resize.sh: -r $restart: no such file" >&2; exit 2; }
+
+name=$(basename "$0")
+. "$root/scripts/bench/bench_lib.sh"
+sim="$build/actorps"
+require_bench "$sim"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+echo "$name: generating $ctr_rows CTR rows..." >&2
+"$sim" gen-data criteo --out "$tmp/criteo" --rows "$ctr_rows" --test-rows 2000 >/dev/null
+sparse_clock=$(( ctr_rows / 2 / 256 / 2 ))  # the middle of its epoch (2 workers, batch 256)
+(( sparse_clock >= 10 )) || sparse_clock=10
+
+mlp=(--model 784-256-128-10 --steps $((clock + 60)))
+large=(--model 784-2048-2048-10 --steps $((clock + 60)))
+ctr=(--model dlrm --dataset "criteo:$tmp/criteo/train.tsv" --test "$tmp/criteo/test.tsv"
+     --steps $((clock + 60)))
+sparse=("${ctr[@]:0:6}" --admit-after 1 --epochs 1)
+
+for kind in mlp large ctr sparse; do
+  at=$clock
+  [[ $kind == sparse ]] && at=$sparse_clock
+  echo "$name: $kind: 2 -> $new_ps shards at clock $at" >&2
+  declare -n flags=$kind
+  if ! timeout 1800 "$sim" simulate "${flags[@]}" --no-progress --mode sync --workers 2 --ps 2 \
+         --eval-every 0 --resize "ps=$new_ps@clock=$at" --metrics "$tmp/$kind.jsonl" \
+         > "$tmp/$kind.log" 2>&1; then
+    cat "$tmp/$kind.log" >&2
+    echo "$name: the $kind run failed" >&2
+    exit 1
+  fi
+  unset -n flags
+done
+
+python3 - "$tmp" "$out" "$ctr_rows" "$clock" "$new_ps" "$restart" <<'PY'
+import json, os, statistics, sys
+
+tmp, out, ctr_rows, clock, new_ps, restart = sys.argv[1:]
+restart = json.load(open(restart)) if restart else {}
+
+def case(kind):
+    events = [json.loads(l) for l in open(f"{tmp}/{kind}.jsonl")]
+    resize = [e for e in events if e["event"] == "resize"]
+    assert len(resize) == 1, f"{kind}: {len(resize)} resize events"
+    r = resize[0]
+    at = r["clock"]
+    first, last, samples = {}, {}, {}
+    for e in events:
+        if e["event"] != "train":
+            continue
+        c = e["clock"]
+        first[c] = min(first.get(c, e["wall_s"]), e["wall_s"])
+        last[c] = max(last.get(c, e["wall_s"]), e["wall_s"])
+        samples[c] = samples.get(c, 0) + e["samples"]
+    def gaps(clocks):
+        return [last[c] - last[c - 1] for c in clocks if c in last and c - 1 in last]
+    before = gaps(range(max(1, at - 50), at))
+    after = gaps(range(at + 2, at + 52))
+    per_clock = statistics.median(before)
+    after_clock = statistics.median(after) if after else None
+    gap = first[at] - last[at - 1]
+    res = {
+        "clock": at, "from": r["from"], "to": r["to"], "bytes": r["bytes"],
+        "buckets": r["buckets"], "blocks": r["blocks"], "freeze_ms": round(r["freeze_ms"], 2),
+        "gb_per_s": round(r["bytes"] / (r["freeze_ms"] / 1000) / 1e9, 3) if r["freeze_ms"] else None,
+        "ms_per_clock_before": round(per_clock * 1000, 3),
+        "ms_per_clock_after": round(after_clock * 1000, 3) if after_clock else None,
+        "samples_per_s_before": round(samples.get(at - 1, 0) / per_clock) if per_clock else None,
+        "samples_per_s_after": round(samples.get(at + 1, 0) / after_clock) if after_clock else None,
+        "lost_s": round(max(0.0, gap - per_clock), 4),
+    }
+    summary = [e for e in events if e["event"] == "summary"][-1]
+    res["samples"], res["planned_samples"] = summary["samples"], summary["planned_samples"]
+    res["sparse_rows"] = sum(sum(tables) for tables in summary.get("sparse_rows", []))
+    if kind in restart and isinstance(restart[kind], dict):
+        stw = restart[kind].get(f"restart_at_{new_ps}", {}).get("stop_to_first_clock_s")
+        if stw:
+            res["restart_stop_to_first_clock_s"] = stw
+            res["lost_over_restart"] = round(res["lost_s"] / stw, 4)
+    return res
+
+result = {
+    "bench": "live_resize",
+    "what": f"sync, 2 workers, one process: 2 -> {new_ps} shards at clock {clock} (sparse: the "
+            f"middle of its epoch)",
+    "mlp": dict(run="784-256-128-10 on Fashion-MNIST", **case("mlp")),
+    "large": dict(run="784-2048-2048-10 on Fashion-MNIST", **case("large")),
+    "ctr": dict(run=f"dlrm on {ctr_rows} gen-data criteo rows", **case("ctr")),
+    "sparse": dict(run=f"dlrm --admit-after 1 on {ctr_rows} gen-data criteo rows, one epoch",
+                   **case("sparse")),
+    "load_average": os.getloadavg()[0],
+}
+json.dump(result, open(out, "w"), indent=1)
+print(json.dumps(result, indent=1))
+PY
