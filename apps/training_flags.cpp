@@ -354,7 +354,8 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
     ("kill", po::value(&o.kill)->composing(),
      "fault injection (repeatable, or several joined by ','): ROLE:I@clock=C kills that actor with exit_reason::kill once "
      "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
-     "worker, ps, evaluator); process@checkpoint=C SIGKILLs this process once the first shard "
+     "worker, ps, evaluator); ps:I@resize=K kills shard I as the K-th --resize restores the "
+     "shards' states; process@checkpoint=C SIGKILLs this process once the first shard "
      "file of the checkpoint at clock C is on disk (a crash between shard files); "
      "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would")
     ("resize", po::value(&o.resize)->composing(),
@@ -417,7 +418,7 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
   }
   auto at = text.find('@'), colon = text.find(':');
   if (at == std::string::npos || colon == std::string::npos || colon > at)
-    throw bad("expected ROLE:INDEX@clock=C or ROLE:INDEX@seconds=T");
+    throw bad("expected ROLE:INDEX@clock=C, ROLE:INDEX@seconds=T or ps:INDEX@resize=K");
   planned_kill k;
   auto role = text.substr(0, colon);
   if (role == "worker") k.target = planned_kill::role::worker;
@@ -427,13 +428,6 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
   int index = -1;
   if (std::sscanf(text.c_str() + colon + 1, "%d%c", &index, &tail) != 2 || tail != '@')
     throw bad("INDEX must be a number");
-  int limit = k.target == planned_kill::role::worker ? workers
-              : k.target == planned_kill::role::ps   ? shards
-                                                     : 1;
-  if (index < 0 || index >= limit)
-    throw bad("there is no " + role + ":" + std::to_string(index) + " (" + std::to_string(limit)
-              + " in this run)");
-  k.index = index;
   auto when = text.substr(at + 1);
   double seconds = -1;
   if (std::sscanf(when.c_str(), "clock=%lld%c", &value, &tail) == 1 && value >= 0)
@@ -441,8 +435,19 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
   else if (std::sscanf(when.c_str(), "seconds=%lf%c", &seconds, &tail) == 1 && seconds >= 0
            && std::isfinite(seconds))
     k.at_seconds = seconds;
+  else if (std::sscanf(when.c_str(), "resize=%lld%c", &value, &tail) == 1 && value >= 1
+           && value <= 1000000)
+    k.at_resize = static_cast<int32_t>(value);
   else
-    throw bad("the moment must be clock=C or seconds=T (non-negative)");
+    throw bad("the moment must be clock=C, seconds=T (non-negative) or resize=K (1 or more)");
+  int limit = k.target == planned_kill::role::worker ? workers
+              : k.target == planned_kill::role::ps   ? shards
+                                                     : 1;
+  // a shard of a resize is checked against the size that resize leaves (resize_refusal)
+  if (index < 0 || (k.at_resize < 0 && index >= limit))
+    throw bad("there is no " + role + ":" + std::to_string(index) + " (" + std::to_string(limit)
+              + " in this run)");
+  k.index = index;
   return k;
 }
 

@@ -81,7 +81,7 @@ TEST_CASE("bad checkpoint and fault flags exit 2 naming the flag") {
          {"--checkpoint-dir " + tmp.path + " --keep 0", "--keep must be at least 1"},
          {"--checkpoint-dir " + tmp.path + "/a-file/ckpt", "--checkpoint-dir " + tmp.path + "/a-file/ckpt cannot be created"},
          {"--kill worker:9@clock=5", "--kill worker:9@clock=5: there is no worker:9"},
-         {"--kill ps:0@sometime", "the moment must be clock=C or seconds=T"},
+         {"--kill ps:0@sometime", "the moment must be clock=C, seconds=T (non-negative) or resize=K"},
          {"--kill chief:0@clock=5", "ROLE must be worker, ps or evaluator"},
          {"--kill worker:0@clock=5,ps:3@seconds=1", "--kill ps:3@seconds=1: there is no ps:3"},
          {"--kill process@checkpoint=10", "--kill process@checkpoint needs --checkpoint-dir"},

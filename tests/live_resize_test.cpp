@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -172,6 +173,39 @@ TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
   }
 }
 
+TEST_CASE("a shard killed while a resize restores the shards is restored again: same bytes") {
+  // ps:0 stays through 2 -> 3 (a source of moved buckets), ps:2 is new there (a destination),
+  // ps:0 is the one left of 3 -> 1: each killed as the states are restored, spawned again and
+  // restored from the states the chief holds; the run exports the never-resized run's model.
+  test::scratch_dir dir{"actorps_live_resize"};
+  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
+                                     + " --rows 6000 --test-rows 500");
+  REQUIRE_MESSAGE(gen.status == 0, gen.output);
+  const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
+                          "--steps 40 --admit-after 2 --dataset criteo:" + dir.path
+                          + "/train.tsv --test " + dir.path + "/test.tsv";
+  auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
+  REQUIRE_MESSAGE(still.status == 0, still.output);
+  for (const std::string kills : {"--kill ps:0@resize=1 --kill ps:0@resize=2",
+                                  "--kill ps:2@resize=1"}) {
+    CAPTURE(kills);
+    const auto metrics = dir.path + "/killed.jsonl", out = dir.path + "/killed";
+    std::filesystem::remove_all(out);
+    std::filesystem::remove(metrics);
+    const auto r = test::run_actorps(run + " --resize ps=3@clock=10 --resize ps=1@clock=20 "
+                                     + kills + " --export-dir " + out + " --metrics " + metrics);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    CHECK(bytes_of(out + "/1/model.capnp") == bytes_of(dir.path + "/still/1/model.capnp"));
+    const auto changes = events(metrics, "resize");
+    REQUIRE(changes.size() == 2);
+    const int lost_first = 1, lost_second = kills.find("resize=2") != std::string::npos ? 1 : 0;
+    CHECK(changes[0]["shards_lost"] == lost_first);
+    CHECK(changes[1]["shards_lost"] == lost_second);
+    CHECK(events(metrics, "kill").size() == static_cast<std::size_t>(lost_first + lost_second));
+    CHECK(events(metrics, "failure").size() == static_cast<std::size_t>(lost_first + lost_second));
+  }
+}
+
 TEST_CASE("resizes train() cannot run are refused before training, naming the option") {
   auto refusal = [](auto set) {
     train_options o;
@@ -203,6 +237,13 @@ TEST_CASE("simulate --resize refuses a value it cannot run, naming the flag") {
   auto r = test::run_actorps(base + "--replicas 1 --resize ps=3@clock=5");
   CHECK(r.status == 2);
   CHECK_MESSAGE(test::contains(r.output, "--resize: not with hot standbys"), r.output);
+  r = test::run_actorps(base + "--mode sync --resize ps=3@clock=5 --kill ps:3@resize=1");
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(test::contains(r.output, "--kill ps:3@resize=1: that resize leaves 3 shards"),
+                r.output);
+  r = test::run_actorps(base + "--mode sync --kill ps:0@resize=1");
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(test::contains(r.output, "--kill ps:0@resize=1: there are 0 resizes"), r.output);
   r = test::run_actorps(base + "--mode sync --resize ps=x");
   CHECK(r.status == 2);
   CHECK_MESSAGE(test::contains(r.output, "--resize ps=x: expected ps=N@clock=C"), r.output);

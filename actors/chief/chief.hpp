@@ -44,14 +44,15 @@ struct remote_tasks {
   std::string cluster_view;
 };
 
-/// Fault injection (`--kill`): kill one role's actor with exit_reason::kill at a global clock
-/// or a number of seconds after training began.
+/// Fault injection (`--kill`): kill one role's actor with exit_reason::kill at a global clock,
+/// a number of seconds after training began, or while a --resize moves the shards' states.
 struct planned_kill {
   using role = role_kind;
   role target = role::worker;
   int32_t index = 0;
   int64_t at_clock = -1;     ///< >= 0: when the global clock reaches it
   double at_seconds = -1;    ///< >= 0: this long after training began
+  int32_t at_resize = -1;    ///< >= 1: a shard, as the at_resize-th --resize restores the shards
 };
 
 /// A change of the number of shards (`--resize ps=N@clock=C`) at a clock boundary: once every

@@ -442,6 +442,8 @@ void report_unfired_kills(self_ptr self) {
     char when[64];
     if (k.at_clock >= 0)
       std::snprintf(when, sizeof when, "clock=%lld", static_cast<long long>(k.at_clock));
+    else if (k.at_resize >= 1)
+      std::snprintf(when, sizeof when, "resize=%d", k.at_resize);
     else
       std::snprintf(when, sizeof when, "seconds=%g", k.at_seconds);
     auto planned = role_id{k.target, k.index}.text() + "@" + when;

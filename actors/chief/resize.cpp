@@ -26,9 +26,10 @@
 // waits meanwhile; copying the moving parts while training goes on, then freezing only them,
 // needs the shards to hand out and take in parts of their state.
 //
-// A shard lost while resizing fails the run (rollback.cpp: why_no_rollback); a rollback begun
-// before the states are in hand asks for them again once it has resumed (the checkpoint's state
-// replaced the one asked for).
+// A shard lost while the states are restored is spawned again and every shard restored again
+// from the states the chief keeps until the change is done (resize_shard_lost); a rollback
+// begun before the states are in hand asks for them again once it has resumed (the checkpoint's
+// state replaced the one asked for).
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -44,6 +45,7 @@ namespace {
 void finish_resize(self_ptr self, uint64_t bytes) {
   auto& st = self->state;
   st.resizing = nullptr;
+  st.resize.states.clear();
   st.chain = {};  // the chain's links hold the old placement: the next checkpoint is full
   st.chain_deltas = 0;
   const auto generation = st.resize_generation;
@@ -67,12 +69,38 @@ void finish_resize(self_ptr self, uint64_t bytes) {
                         .add("buckets", static_cast<uint64_t>(r.buckets))
                         .add("blocks", static_cast<uint64_t>(r.blocks)).add("bytes", bytes)
                         .add("freeze_ms", ms).add("clock", clock)
+                        .add("shards_lost", r.shards_lost)
                         .add("retrained_samples", retrained * st.cfg.batch)
                         .add("wall_s", st.elapsed()));
     st.metrics->flush();
     arm_next_resize(self);
     check_all_done(self);
   });
+}
+
+/// An episode cuts the states in hand for the shards of the new size and restores each of them.
+void run_resize_episode(self_ptr self) {
+  auto& st = self->state;
+  resize_plan plan;
+  plan.after = st.cfg.spec;
+  plan.states = st.resize.states;  // shares the bytes: kept for a restore again
+  plan.shards = st.shards;
+  plan.incarnations = st.incarnation;
+  plan.request_timeout = st.cfg.request_timeout;
+  auto episode = st.resizing = spawn_resize_episode(
+    self->system(), caf::actor_cast<caf::actor>(self), std::move(plan));
+  self->request(episode, caf::infinite, resize_atom::value)
+    .then(
+      [=](uint64_t bytes) {
+        if (self->state.resizing == episode) finish_resize(self, bytes);
+      },
+      [=](caf::error& err) {
+        if (self->state.resizing != episode) return;  // aborted: the run ended, or restarted
+        // A shard that went down: its down message starts the episode again (resize_shard_lost).
+        if (is_error(err, errc::shard_lost)) return;
+        self->state.resizing = nullptr;
+        fail_run(self, "resizing the shards failed", err);
+      });
 }
 
 void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
@@ -90,7 +118,7 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   }
   auto& r = st.resize;
   r = {st.cfg.spec.shards, planned.shards, planned.at_clock, 0, 0,
-       std::chrono::steady_clock::now()};
+       std::chrono::steady_clock::now(), std::move(states), 0};
   for (const auto& m : moves) {
     r.buckets += m.buckets.size();
     r.blocks += m.blocks.size();
@@ -110,24 +138,10 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   st.shards.resize(static_cast<std::size_t>(r.to));
   for (int32_t s = r.from; s < r.to; ++s) spawn_local_shard(self, s);
   st.cfg.spec = std::move(after);
-  resize_plan plan;
-  plan.after = st.cfg.spec;
-  plan.states = std::move(states);
-  plan.shards = st.shards;
-  plan.incarnations = st.incarnation;
-  plan.request_timeout = st.cfg.request_timeout;
-  auto episode = st.resizing = spawn_resize_episode(
-    self->system(), caf::actor_cast<caf::actor>(self), std::move(plan));
-  self->request(episode, caf::infinite, resize_atom::value)
-    .then(
-      [=](uint64_t bytes) {
-        if (self->state.resizing == episode) finish_resize(self, bytes);
-      },
-      [=](caf::error& err) {
-        if (self->state.resizing != episode) return;  // aborted: the run ended
-        self->state.resizing = nullptr;
-        fail_run(self, "resizing the shards failed", err);
-      });
+  run_resize_episode(self);
+  // Fault injection: a shard killed while the states are restored (--kill ps:I@resize=K).
+  for (int32_t i = 0; i < static_cast<int32_t>(st.cfg.kills.size()); ++i)
+    if (st.cfg.kills[i].at_resize == static_cast<int32_t>(st.resizes_done)) run_kill(self, i);
 }
 
 } // namespace
@@ -166,6 +180,19 @@ void arm_next_resize(self_ptr self) {
     });
 }
 
+void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {
+  auto& st = self->state;
+  auto& r = st.resize;
+  ++r.shards_lost;
+  record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
+                 "spawned again and restored from the states of clock " + std::to_string(r.clock)
+                   + " the resize holds");
+  if (auto episode = std::exchange(st.resizing, nullptr))
+    self->send_exit(episode, caf::exit_reason::kill);
+  spawn_local_shard(self, s);
+  run_resize_episode(self);
+}
+
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock) {
   for (auto i = st.resizes_done; i < st.cfg.resizes.size(); ++i)
     if (st.cfg.resizes[i].at_clock >= start_clock) return st.cfg.resizes[i].at_clock;
@@ -198,6 +225,17 @@ void report_unfired_resizes(self_ptr self) {
 namespace actorps {
 
 std::string resize_refusal(const chief_config& cfg) {
+  for (const auto& k : cfg.kills) {
+    if (k.at_resize < 0) continue;
+    const auto what = "--kill " + role_id{k.target, k.index}.text() + "@resize="
+                      + std::to_string(k.at_resize) + ": ";
+    if (k.target != role_kind::ps) return what + "only a shard is killed at a resize";
+    if (k.at_resize < 1 || static_cast<std::size_t>(k.at_resize) > cfg.resizes.size())
+      return what + "there are " + std::to_string(cfg.resizes.size()) + " resizes";
+    const auto shards = cfg.resizes[static_cast<std::size_t>(k.at_resize) - 1].shards;
+    if (k.index >= shards)
+      return what + "that resize leaves " + std::to_string(shards) + " shards";
+  }
   if (cfg.resizes.empty()) return "";
   if (cfg.remote) return "the shards are resized in one process only (simulate, train())";
   if (cfg.replicas > 0) return "not with hot standbys (--replicas 1)";

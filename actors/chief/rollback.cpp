@@ -218,7 +218,7 @@ const char* why_no_rollback(const chief_state& st) {
     case run_phase::training:
     case run_phase::rolling_back:  // it starts over
     case run_phase::stopping: break;
-    case run_phase::resizing: return " while the shards were being resized";
+    case run_phase::resizing: return " while the shards were being resized";  // (processes)
   }
   // a signal is stopping the run (every task may be getting it too): nothing to go back for
   if (st.interrupts > 0) return " while the run was stopping on a signal";
@@ -258,6 +258,7 @@ void abort_rollback_episode(self_ptr self) {
 
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto& st = self->state;
+  if (st.phase == run_phase::resizing && !st.cfg.remote) return resize_shard_lost(self, s, dm);
   if (auto why = why_no_rollback(st))
     return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why,
                     dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));

@@ -153,6 +153,10 @@ struct chief_state {
     int64_t clock = 0;            // the clock boundary of the change
     std::size_t buckets = 0, blocks = 0;  // that change shard
     time_point frozen;            // every shard's state at the clock was in hand
+    // The old shards' states at the clock (shared bytes), kept until the change is done: a
+    // shard lost while they are restored is spawned again and every shard restored from them.
+    std::vector<wire_buffer> states;
+    int shards_lost = 0;          // while restoring
   } resize;
 
   // hot standbys (--replicas 1; standbys.cpp)
@@ -489,6 +493,9 @@ void arm_next_resize(self_ptr self);
 void abort_resize(self_ptr self);
 /// The end of a run: says (log and metrics) which planned resizes never happened.
 void report_unfired_resizes(self_ptr self);
+/// Shard s was lost while a resize restores the shards: it is spawned again and the change
+/// restores every shard again from the states it holds (nothing of clock C is lost).
+void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm);
 /// The clock of the next resize not done yet at or after `start_clock`, where a worker starting
 /// there pauses (worker_config::pause_at); -1 when none.
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock);
