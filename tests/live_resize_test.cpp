@@ -206,6 +206,35 @@ TEST_CASE("a shard killed while a resize restores the shards is restored again: 
   }
 }
 
+TEST_CASE("with --replicas 1 the shards of each new size get standbys that take over") {
+  // 2 -> 3 at clock 10, 3 -> 1 at clock 30; ps:1 killed at 20 and ps:0 at 45, each a shard of
+  // the size then. Sync: a fail-over (or, were a standby not ready yet, a rollback to the
+  // checkpoint) keeps the run's bytes those of the run never resized nor killed.
+  test::scratch_dir dir{"actorps_live_resize"};
+  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
+                                     + " --rows 6000 --test-rows 500");
+  REQUIRE_MESSAGE(gen.status == 0, gen.output);
+  const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
+                          "--steps 60 --dataset criteo:" + dir.path + "/train.tsv --test "
+                          + dir.path + "/test.tsv";
+  auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
+  REQUIRE_MESSAGE(still.status == 0, still.output);
+  const auto metrics = dir.path + "/standbys.jsonl";
+  const auto r = test::run_actorps(
+    run + " --replicas 1 --slow worker:0=2 --checkpoint-dir " + dir.path + "/ckpt "
+    "--checkpoint-every 5 --resize ps=3@clock=10 --resize ps=1@clock=30 --kill ps:1@clock=20 "
+    "--kill ps:0@clock=45 --export-dir " + dir.path + "/resized --metrics " + metrics);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(bytes_of(dir.path + "/resized/1/model.capnp")
+        == bytes_of(dir.path + "/still/1/model.capnp"));
+  CHECK(events(metrics, "resize").size() == 2);
+  CHECK(events(metrics, "kill").size() == 2);
+  // standbys built again after each resize: 3, then 1 (and one after each fail-over)
+  CHECK(events(metrics, "rereplicated").size() >= 4);
+  const auto failovers = events(metrics, "failover").size();
+  MESSAGE("fail-overs: " << failovers << " of 2 losses (the others went back to a checkpoint)");
+}
+
 TEST_CASE("resizes train() cannot run are refused before training, naming the option") {
   auto refusal = [](auto set) {
     train_options o;
@@ -222,8 +251,11 @@ TEST_CASE("resizes train() cannot run are refused before training, naming the op
     REQUIRE_FALSE(result);
     return to_string(result.error());
   };
-  CHECK(test::contains(refusal([](train_options& o) { o.replicas = 1; }),
-                       "resizes: not with hot standbys"));
+  CHECK(test::contains(refusal([](train_options& o) {
+                         o.export_dir = "/tmp/actorps-resize-refused";
+                         o.export_every = 2;
+                       }),
+                       "resizes: not with export versions while training"));
   CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 20}}; }),
                        "resizes: ps=3@clock=20: the clock is 1 to 19"));
   CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 10}, {1, 10}}; }),
@@ -234,9 +266,11 @@ TEST_CASE("resizes train() cannot run are refused before training, naming the op
 
 TEST_CASE("simulate --resize refuses a value it cannot run, naming the flag") {
   const std::string base = "simulate --dataset synthetic --synthetic-rows 512 --steps 10 ";
-  auto r = test::run_actorps(base + "--replicas 1 --resize ps=3@clock=5");
+  auto r = test::run_actorps(base + "--export-dir /tmp/actorps-resize-refused --export-every 2 "
+                                    "--resize ps=3@clock=5");
   CHECK(r.status == 2);
-  CHECK_MESSAGE(test::contains(r.output, "--resize: not with hot standbys"), r.output);
+  CHECK_MESSAGE(test::contains(r.output, "--resize: not with export versions while training"),
+                r.output);
   r = test::run_actorps(base + "--mode sync --resize ps=3@clock=5 --kill ps:3@resize=1");
   CHECK(r.status == 2);
   CHECK_MESSAGE(test::contains(r.output, "--kill ps:3@resize=1: that resize leaves 3 shards"),

@@ -54,6 +54,7 @@ void finish_resize(self_ptr self, uint64_t bytes) {
     auto& st = self->state;
     if (st.phase != run_phase::resizing || st.resize_generation != generation) return;
     enter(self, run_phase::training);
+    build_missing_standbys(self, true);  // --replicas 1: every shard of the new size
     for (auto& w : st.workers)
       if (w) self->send(w, start_atom::value);
     const auto& r = st.resize;
@@ -129,6 +130,7 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
                       + " dense blocks change shard");
   enter(self, run_phase::resizing);
   stop_roles(self);
+  drop_standbys(self);  // they hold the old placement's states; built again for the new one
   // The shards that leave stop (their state is in hand); those of the new size beyond the old
   // are spawned here, empty until the episode restores them.
   for (int32_t s = r.to; s < r.from; ++s) {
@@ -148,7 +150,7 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
 
 void arm_next_resize(self_ptr self) {
   auto& st = self->state;
-  if (st.phase != run_phase::training || st.resize_asked
+  if (st.phase != run_phase::training || st.resize_asked || !st.failing_over.empty()
       || st.resizes_done >= st.cfg.resizes.size())
     return;
   const auto clock = st.cfg.resizes[st.resizes_done].at_clock;
@@ -238,7 +240,6 @@ std::string resize_refusal(const chief_config& cfg) {
   }
   if (cfg.resizes.empty()) return "";
   if (cfg.remote) return "the shards are resized in one process only (simulate, train())";
-  if (cfg.replicas > 0) return "not with hot standbys (--replicas 1)";
   if (cfg.exports.every > 0) return "not with export versions while training (--export-every)";
   if (cfg.source.follow) return "not while following a stream (--follow)";
   int64_t last = 0;

@@ -127,7 +127,10 @@ void promotion_over(self_ptr self, int32_t s) {
     auto i = st.failing_over.find(s);
     if (i == st.failing_over.end() || i->second.episode != episode) return;  // aborted
     st.failing_over.erase(i);
-    if (!finishing) return check_all_done(self);
+    if (!finishing) {
+      arm_next_resize(self);  // (none while another fail-over runs)
+      return check_all_done(self);
+    }
     if (st.phase == run_phase::finishing) final_checkpoint(self, [=] { evaluate_final(self); });
   });
 }
@@ -404,6 +407,7 @@ bool fail_over(self_ptr self, int32_t s, const caf::down_msg& dm) {
                                         std::move(plan));
   self->monitor(episode);
   st.failing_over[s] = {episode, finishing, false, detected};
+  abort_resize(self);  // its state was asked of the lost primary: asked again once this is over
   return true;
 }
 
