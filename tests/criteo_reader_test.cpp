@@ -380,6 +380,43 @@ TEST_CASE("criteo_batches gives every clock the same batch whatever order it is 
   CHECK_THROWS_AS(criteo_batches(one, 0, 1, 0), std::invalid_argument);
 }
 
+TEST_CASE("criteo_batches reads past the batches before a clock without parsing, row for row") {
+  // A fresh reader asked for a far clock (a resumed worker) passes the batches before it with
+  // skip_rows: the same rows as a reader that read every batch, empty lines and CRLF included,
+  // in both parts of a plain and a gzip file. With skip_bad_lines a bad line is no row, so the
+  // rows before are parsed to tell: a bad line in them moves the later batches by one row.
+  criteo_dir dir;
+  const std::string text = numbered_rows(61, "\r\n", true, true);
+  for (const std::string& file : {dir.plain("far.tsv", text), dir.gzip("far.tsv.gz", text)}) {
+    for (int part = 0; part < 2; ++part) {
+      CAPTURE(file);
+      CAPTURE(part);
+      criteo_batches sequential(file, part, 2, 4);
+      for (int64_t clock : {5, 7, 9, 12}) {  // 30 or 31 rows a part: 8 batches an epoch
+        criteo_batches fresh(file, part, 2, 4);
+        for (int64_t c = 0; c < clock; ++c) sequential.at(c);
+        const criteo_batch want = sequential.at(clock);
+        const criteo_batch& got = fresh.at(clock);
+        CHECK(got.labels == want.labels);
+        CHECK(got.keys == want.keys);
+        CHECK(got.dense == want.dense);
+      }
+    }
+  }
+  std::string bad = numbered_rows(20, "\n", true, false);
+  bad.insert(bad.find('\n') + 1, "1\tnot a row\n");  // the second line
+  const std::string file = dir.plain("bad.tsv", bad);
+  criteo_options skip;
+  skip.skip_bad_lines = true;
+  clocked_batches<criteo_reader, criteo_batch> tolerant(file, 0, 1, 4, false, skip);
+  const criteo_batch third = tolerant.at(2);  // rows 8..11 of the 20 good ones
+  REQUIRE(third.rows() == 4);
+  criteo_reader all(file, 0, 1, skip);
+  const auto rows = read_all(all);
+  REQUIRE(rows.size() == 20);
+  CHECK(std::vector<uint64_t>(third.keys.begin(), third.keys.begin() + 26) == rows[8].keys);
+}
+
 TEST_CASE("libsvm_batches, the same template over libsvm_reader, still rewinds by clock") {
   criteo_dir dir;
   std::string text;

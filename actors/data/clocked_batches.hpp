@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace actorps {
@@ -24,7 +25,8 @@ namespace actorps {
 /// keys before it steps clock c without reading either twice. Not thread-safe.
 ///
 /// Reader needs Reader(path, part, parts, ...), size_t next_batch(size_t max_rows, Batch&) (0 at the
-/// part's end) and rewind(); Batch is default-constructible.
+/// part's end) and rewind(); Batch is default-constructible. A Reader with size_t
+/// skip_rows(size_t max_rows) passes the batches before the one asked for with it (no parsing).
 ///
 ///   clocked_batches<criteo_reader, criteo_batch> data("train.tsv", worker, workers, 4096);
 ///   const criteo_batch& b = data.at(clock);  // valid until the next at()
@@ -90,7 +92,7 @@ private:
       next_index_ = 0;
     }
     for (;;) {
-      const auto read = reader_.next_batch(rows_, out);
+      const auto read = next_index_ == index ? reader_.next_batch(rows_, out) : pass(out);
       if (follow_ && read < rows_) {
         reader_.rewind();  // the next read starts afresh
         next_index_ = 0;
@@ -107,6 +109,18 @@ private:
       }
       if (next_index_++ == index) return;
     }
+  }
+
+  template <class R, class = void>
+  struct skips : std::false_type {};
+  template <class R>
+  struct skips<R, std::void_t<decltype(std::declval<R&>().skip_rows(std::size_t{}))>>
+      : std::true_type {};
+
+  /// The next batch read past: skipped where the reader can, else read into `scratch`.
+  std::size_t pass(Batch& scratch) {
+    if constexpr (skips<Reader>::value) return reader_.skip_rows(rows_);
+    else return reader_.next_batch(rows_, scratch);
   }
 
   Reader reader_;

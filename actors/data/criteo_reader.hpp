@@ -57,6 +57,10 @@ public:
   /// Replaces `out` with the next up to `max_rows` rows of this part; returns how many (0: the
   /// part is done until rewind()). Throws std::invalid_argument for max_rows 0.
   size_t next_batch(size_t max_rows, criteo_batch& out);
+  /// Passes the next up to `max_rows` rows without parsing them (a resumed worker reading on to
+  /// its position); returns how many. Every data line is a row, as next_batch counts them; with
+  /// skip_bad_lines, where a bad line is none, the rows are parsed to tell.
+  size_t skip_rows(size_t max_rows);
 
   /// Starts the part again from its first line, and the counts below from zero.
   void rewind();

@@ -116,6 +116,19 @@ size_t libsvm_reader::next_batch(size_t max_rows, sparse_batch& out) {
   return out.rows();
 }
 
+size_t libsvm_reader::skip_rows(size_t max_rows) {
+  if (options_.skip_bad_lines) {  // a bad line is no row: parsed to tell
+    sparse_batch scratch;
+    return next_batch(max_rows, scratch);
+  }
+  size_t rows = 0;
+  std::string_view line;
+  while (rows < max_rows && lines_.next(line))
+    if (lines_.ours(data_of(line))) ++rows;  // a bad one would have thrown when read before
+  rows_read_ += static_cast<int64_t>(rows);
+  return rows;
+}
+
 void libsvm_reader::rewind() {
   lines_.rewind();
   rows_read_ = lines_skipped_ = 0;

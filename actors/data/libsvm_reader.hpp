@@ -58,6 +58,8 @@ public:
   /// Replaces `out` with the next up to `max_rows` rows of this part; returns how many (0: the
   /// part is done until rewind()). Throws std::invalid_argument for max_rows 0.
   size_t next_batch(size_t max_rows, sparse_batch& out);
+  /// Passes the next up to `max_rows` rows without parsing them, as criteo_reader::skip_rows.
+  size_t skip_rows(size_t max_rows);
 
   /// Starts the part again from its first line, and the counts below from zero.
   void rewind();
