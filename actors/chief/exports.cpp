@@ -47,8 +47,9 @@ caf::behavior export_writer(caf::event_based_actor*, export_config cfg) {
   };
 }
 
-/// How many export versions are asked of the shards or waiting for the writer at most.
-constexpr std::size_t export_window = 2;
+/// How many export versions are asked of the shards and not answered yet, at most, and how many
+/// asked or waiting for the writer (their states kept meanwhile).
+constexpr std::size_t asks_ahead = 2, versions_held = 3;
 
 /// The version asked or waiting at `clock`, or the end.
 std::deque<export_version>::iterator find_version(chief_state& st, int64_t clock) {
@@ -214,7 +215,11 @@ void maybe_export(self_ptr self) {
   auto& st = self->state;
   const auto every = st.cfg.exports.every;
   if (every <= 0 || !st.cfg.exports.write || st.phase != run_phase::training) return;
-  while (st.exports.size() < export_window) {
+  auto asked = [&] {
+    return std::count_if(st.exports.begin(), st.exports.end(),
+                         [](const export_version& v) { return !v.answered; });
+  };
+  while (st.exports.size() < versions_held && static_cast<std::size_t>(asked()) < asks_ahead) {
     // The next multiple of `every` past both the global clock and the newest one asked; the
     // run's last clock is the export after the run's.
     const auto clock = (std::max(st.global_clock(), st.last_export) / every + 1) * every;
