@@ -9,8 +9,10 @@
 // already, and the one after it is asked, so the request reaches the shards a whole export
 // interval before they need it; with one, the next request left only when the states came, and
 // a chief lagging the shards by the time it takes to send it (a loaded machine) skipped the
-// version. The two waiting for the writer bound the states kept: none more is asked while they
-// wait, and clocks pass unasked while a slow version is written; training never waits.
+// version. More would keep more states when the writer is slow: at most three versions are
+// asked or waiting for the writer (one more than the two asked, for a writer that answers
+// late), none more is asked meanwhile, and clocks pass unasked while the writer is that far
+// behind; training never waits.
 // A version not written (its shards past it, its write failed) is the base of no delta: the
 // version asked as a delta of it is asked again whole (or, its states here already, not written
 // either); after a failed ask the chain goes on from the version before it, after a failed write

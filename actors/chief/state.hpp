@@ -206,8 +206,8 @@ struct chief_state {
   uint64_t eval_generation = 0;
   std::function<void()> after_eval;  // runs once the one in flight has ended
 
-  // export versions while training (exports.cpp): two asked of the shards ahead of their clock
-  // (or answered, waiting for the writer), and one being written
+  // export versions while training (exports.cpp): two asked of the shards ahead of their clock,
+  // three asked or waiting for the writer, and one being written
   caf::actor export_writer;        // spawned with the first version
   std::deque<export_version> exports;  // asked or waiting, in clock order
   uint64_t export_asks = 0;        // asks sent: an answer to an ask made again is told apart
@@ -353,7 +353,7 @@ nlohmann::ordered_json slice_aucs_json(const std::vector<slice_report>& slices);
 
 // exports.cpp
 /// training: asks the shards for the states at the next export versions' clocks, ahead of them
-/// (they hold the requests until they reach them), until two are asked or waiting for the
+/// (they hold the requests until they reach them): two asked, three asked or waiting for the
 /// writer, up to the run's end.
 void maybe_export(self_ptr self);
 /// Whether an export version is asked of the shards (who will reach its clock: some worker is
