@@ -76,6 +76,19 @@ std::vector<uint64_t> sorted_union(std::vector<uint64_t> a, const std::vector<ui
   return a;
 }
 
+/// The shard's state answering `asked` (a held export request), decoded, with one sparse table.
+template <class Handle>
+auto received_state(Handle& asked) {
+  wire_buffer bytes;
+  caf::error err;
+  asked.receive([&](wire_buffer& b) { bytes = std::move(b); }, [&](caf::error& e) { err = e; });
+  REQUIRE_MESSAGE(err == caf::none, describe(err));
+  auto view = decode_shard_checkpoint(bytes);
+  REQUIRE(view);
+  REQUIRE(view->sparse.size() == 1);
+  return view;
+}
+
 } // namespace
 
 TEST_CASE("sparse_table: changed_rows holds what delta_of cuts from the whole table") {
@@ -132,15 +145,9 @@ TEST_CASE("export state: a delta holds the rows pushed since the version before,
   f.push(2, at_2);
   f.push(3, {});
   f.push(4, at_4);
-  wire_buffer bytes;
-  caf::error err;
-  asked.receive([&](wire_buffer& b) { bytes = std::move(b); }, [&](caf::error& e) { err = e; });
-  REQUIRE_MESSAGE(err == caf::none, describe(err));
-  auto delta = decode_shard_checkpoint(bytes);
-  REQUIRE(delta);
+  const auto delta = received_state(asked);
   CHECK(delta->clock == 5);
   CHECK(delta->delta_since == 2);
-  REQUIRE(delta->sparse.size() == 1);
   const auto& rows = delta->sparse[0];
   // exactly the rows pushed since: what the shard copied and sent, not the 2 006 of its table
   const auto changed = sorted_union(at_2, at_4);
@@ -195,25 +202,15 @@ TEST_CASE("export state: two requests held, each delta holds what changed since 
     if (c >= 10) pushed = sorted_union(pushed, late);
     f.push(c, pushed);
   }
-  auto receive = [](auto& asked) {
-    wire_buffer bytes;
-    caf::error err;
-    asked.receive([&](wire_buffer& b) { bytes = std::move(b); }, [&](caf::error& e) { err = e; });
-    REQUIRE_MESSAGE(err == caf::none, describe(err));
-    auto view = decode_shard_checkpoint(bytes);
-    REQUIRE(view);
-    REQUIRE(view->sparse.size() == 1);
-    return *view;
-  };
-  const auto first = receive(at_8), second = receive(at_14);
-  CHECK(first.clock == 8);
-  CHECK(first.delta_since == 2);
-  CHECK(first.sparse[0].keys == sorted_union(always, middle));
-  CHECK(first.sparse[0].removed_keys == gone);  // evicted since 2
-  CHECK(second.clock == 14);
-  CHECK(second.delta_since == 8);
-  CHECK(second.sparse[0].keys == sorted_union(always, late));
-  CHECK(second.sparse[0].removed_keys == middle);  // evicted since 8, not the ones before
+  const auto first = received_state(at_8), second = received_state(at_14);
+  CHECK(first->clock == 8);
+  CHECK(first->delta_since == 2);
+  CHECK(first->sparse[0].keys == sorted_union(always, middle));
+  CHECK(first->sparse[0].removed_keys == gone);  // evicted since 2
+  CHECK(second->clock == 14);
+  CHECK(second->delta_since == 8);
+  CHECK(second->sparse[0].keys == sorted_union(always, late));
+  CHECK(second->sparse[0].removed_keys == middle);  // evicted since 8, not the ones before
 }
 
 TEST_CASE("export writer: the shards' states all whole or all deltas, never some of each") {
