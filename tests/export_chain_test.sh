@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Export chains through the command line, on a DLRM (CTR) sync run with row eviction, a version
-# every 10 clocks while training:
+# Export chains through the command line, on a DLRM (CTR) sync run with row eviction at full
+# speed, a version every 10 clocks while training:
 #   A  every version full (--full-export-every 1);
 #   B  a full version, then deltas of it (--full-export-every 3).
-# B's chain folded (export --consolidate) holds model.capnp byte-identical to A's full version
-# at the same clock; predict on the chain equals predict on the folded version; a damaged
-# newest delta is skipped and named; a gap is refused naming the link; bad flags exit 2.
+# Both write every version of the schedule (none passes unasked or is skipped while a full one
+# is written); each of B's deltas folded (export --consolidate) holds model.capnp byte-identical
+# to A's full version at the same clock; predict on the chain equals predict on the folded
+# version; a damaged newest delta is skipped and named; a gap is refused naming the link; bad
+# flags exit 2.
 # usage: tests/export_chain_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,12 +18,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 py=${python:-python3}
 
 "$bin" gen-data criteo --out "$dir/criteo" --rows 6000 --test-rows 500 > /dev/null
-run() {  # NAME FLAGS...: a sync DLRM run of 50 clocks, an export version every 10
+run() {  # NAME FLAGS...: a sync DLRM run of 50 clocks at full speed, an export version every 10
   local name=$1
   shift
   "$bin" simulate --model dlrm:8:16:16 --dataset "criteo:$dir/criteo/train.tsv" \
     --test "$dir/criteo/test.tsv" --batch 64 --steps 50 --mode sync --eval-every 0 \
-    --admit-after 1 --evict-after 3 --slow worker:0=20 --slow worker:1=20 --no-progress \
+    --admit-after 1 --evict-after 3 --no-progress \
     --export-dir "$dir/$name" --export-every 10 --metrics "$dir/$name.jsonl" "$@" \
     > "$dir/$name.log" 2>&1 || { cat "$dir/$name.log" >&2; fail "run $name failed"; }
 }
@@ -39,12 +41,22 @@ grep -q '"event":"export","clock":[0-9]*,"version":[0-9]*,"kind":"delta"' "$dir/
   || fail "run b wrote no delta version"
 grep -q '"kind":"delta"' "$dir/a.jsonl" && fail "run a wrote a delta version"
 
-# Every delta of B against A's full version at its clock (a loaded machine may skip a clock).
+# Every version of the schedule written by both runs (asked two ahead, the shards hold each
+# request before they reach its clock), none skipped.
+for name in a b; do
+  clocks=$(grep -o '"event":"export","clock":[0-9]*' "$dir/$name.jsonl" | grep -o '[0-9]*$' | tr '\n' ' ')
+  [ "$clocks" = "10 20 30 40 " ] || fail "run $name wrote versions at clocks '$clocks', not 10 20 30 40"
+  grep -q '"event":"export_skipped"' "$dir/$name.jsonl" && fail "run $name skipped a version"
+done
+
+# Every delta of B against A's full version at its clock.
 compared=0
+deltas=0
 newest_delta=""
 for v in $(ls "$dir/b" | sort -n); do
   [ "$(chain "$dir/b/$v" kind)" = delta ] || continue
   newest_delta=$v
+  deltas=$((deltas + 1))
   clock=$(chain "$dir/b/$v" clock)
   for w in $(ls "$dir/a"); do
     [ "$(chain "$dir/a/$w" clock)" = "$clock" ] || continue
@@ -58,7 +70,8 @@ for v in $(ls "$dir/b" | sort -n); do
     compared=$((compared + 1))
   done
 done
-[ "$compared" -ge 1 ] || fail "no delta of b has a full version of a at its clock"
+[ "$compared" -ge 1 ] && [ "$compared" = "$deltas" ] \
+  || fail "$compared of b's $deltas deltas compared with a full version of a at its clock"
 
 # What the shards sent the writer (the export events' rows): for a delta the rows it holds and
 # its tombstones, no more (here, with eviction after 3 quiet clocks, about every row of the table

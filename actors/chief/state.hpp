@@ -35,6 +35,16 @@ enum class run_phase { waiting, placing, training, rolling_back, resizing, finis
 /// Which evaluation is in flight (at most one: training never waits for the evaluator).
 enum class evaluation { none, periodic, final_one };
 
+/// An export version asked of the shards (exports.cpp), until it is handed to the writer.
+struct export_version {
+  int64_t clock = -1;
+  int64_t since = -1;  // the clock its states count from (the version asked before); -1: whole
+  int deltas = 0;      // deltas since the full version its chain starts from (0: it is full)
+  uint64_t ask = 0;    // the ask its answer comes from
+  bool answered = false;
+  std::vector<wire_buffer> states;
+};
+
 struct chief_state {
   static inline const char* name = "chief";
   using time_point = std::chrono::steady_clock::time_point;
@@ -200,18 +210,16 @@ struct chief_state {
   uint64_t eval_generation = 0;
   std::function<void()> after_eval;  // runs once the one in flight has ended
 
-  // export versions while training (exports.cpp): one asked of the shards and one being
-  // written at most
+  // export versions while training (exports.cpp): two asked of the shards ahead of their clock,
+  // three asked or waiting for the writer, and one being written
   caf::actor export_writer;        // spawned with the first version
-  int64_t export_asked = -1;       // the clock asked of the shards, not answered yet; -1: none
+  std::deque<export_version> exports;  // asked or waiting, in clock order
+  uint64_t export_asks = 0;        // asks sent: an answer to an ask made again is told apart
   int64_t last_export = -1;        // the newest clock asked
-  bool export_writing = false;
-  int64_t export_pending = -1;     // states that came while writing, written next; -1: none
-  int64_t export_pending_since = -1;  // the clock its states count from; -1: whole
-  std::vector<wire_buffer> export_pending_states;
-  int64_t export_chain = -1;       // the clock of the newest version handed to the writer, which
-                                   // the next may be a delta of; -1: the next is full
-  int export_chain_deltas = 0;     // deltas handed since the newest full one
+  int64_t export_writing = -1;     // the clock being written; -1: none
+  int64_t export_chain = -1;       // the newest version asked and not failed, which the next may
+                                   // be a delta of; -1: the next is full
+  int export_chain_deltas = 0;     // its deltas since the full version its chain starts from
   std::function<void()> after_export;  // runs once the version being written is
   // The final steps (final checkpoint, final evaluation, final state) start over after a
   // fail-over or a rollback while the run is finishing: an earlier attempt's answers are told
@@ -348,11 +356,12 @@ eval_report last_known_eval(const chief_state& st);
 nlohmann::ordered_json slice_aucs_json(const std::vector<slice_report>& slices);
 
 // exports.cpp
-/// training: asks the shards for the state at the next export version's clock, ahead of it
-/// (they hold the request until they reach it), unless one is asked or past the run's end.
+/// training: asks the shards for the states at the next export versions' clocks, ahead of them
+/// (they hold the requests until they reach them): two asked, three asked or waiting for the
+/// writer, up to the run's end.
 void maybe_export(self_ptr self);
 /// Whether an export version is asked of the shards (who will reach its clock: some worker is
-/// live) or being written.
+/// live), waiting for the writer or being written.
 bool exports_busy(const chief_state& st);
 /// Calls `then` once exports_busy is false (at once when it is).
 void after_exports(self_ptr self, std::function<void()> then);

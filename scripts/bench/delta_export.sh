@@ -147,6 +147,10 @@ result = {
     "median_delta_row_share": med(shares) if shares else None,
     "median_version_over_full_bytes": med([v["bytes"] for v in chained]) / med([v["bytes"] for v in whole]),
     "newest_delta_folded_identical_to_full": identical,
+    # the versions the schedule holds (every EVERY clocks before the last), those written, and
+    # those asked but skipped (the shards past them): the rest passed unasked
+    "versions_due": len(range(int(every), int(clocks), int(every))),
+    "versions_written": {"chained": len(chained), "full": len(whole)},
     "versions_skipped": {"chained": chained_skipped, "full": whole_skipped},
     "chained_versions": chained,
     "all_full_versions": whole,
@@ -159,6 +163,8 @@ print(f"full version: {r['median_full_bytes']:.0f} B in {r['median_full_write_ms
       f"{r['median_delta_bytes']:.0f} B ({r['median_delta_over_full_bytes']:.2f} of a full one) in "
       f"{r['median_delta_write_ms']:.0f} ms, {r['median_delta_row_share']} of the rows; folded "
       f"chain identical to a full version: {identical}")
+print(f"versions written of {r['versions_due']} due: {len(chained)} chained "
+      f"({len(chained_skipped)} skipped), {len(whole)} all full ({len(whole_skipped)} skipped)")
 for v in r["large_table"]["versions"]:
     c, o = v["changed"], v["compared"]
     print(f"{r['large_table']['rows']} rows, {v['rows_pushed']} pushed: delta {c['version_bytes']} B; "
