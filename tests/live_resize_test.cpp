@@ -43,6 +43,16 @@ std::vector<json> events(const std::string& path, const std::string& name) {
 
 const std::vector<train_options::resize_at> two_three_one_two = {{3, 10}, {1, 20}, {2, 30}};
 
+/// Writes `gen-data criteo` rows into `dir` and returns the flags that read them:
+/// "--dataset criteo:DIR/train.tsv --test DIR/test.tsv".
+std::string generated_criteo(const std::string& dir, int rows, int test_rows) {
+  const auto gen = test::run_actorps("gen-data criteo --out " + dir + " --rows "
+                                     + std::to_string(rows) + " --test-rows "
+                                     + std::to_string(test_rows));
+  REQUIRE_MESSAGE(gen.status == 0, gen.output);
+  return "--dataset criteo:" + dir + "/train.tsv --test " + dir + "/test.tsv";
+}
+
 /// Runs `o` twice into `dir` (as is, and resized 2 -> 3 -> 1 -> 2), and checks the exports are
 /// byte for byte the same and the resize events say what moved. Returns the resized run's
 /// events.
@@ -104,9 +114,7 @@ TEST_CASE("a dense model resized 2 -> 3 -> 1 -> 2 in sync mode exports the same 
 
 TEST_CASE("a sparse lr resized 2 -> 3 -> 1 -> 2 in sync mode exports the same bytes") {
   test::scratch_dir dir{"actorps_live_resize"};
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
-                                     + " --rows 6000 --test-rows 500");
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
+  generated_criteo(dir.path, 6000, 500);
   train_options o;
   o.model = "lr";
   o.source.what = data_source::kind::criteo;
@@ -127,9 +135,7 @@ TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
   // pause at the resize's clock, its pushes past that clock are in the shards' state and are
   // trained again after it, and a shard's updates exceed the pushes sent.
   test::scratch_dir dir{"actorps_live_resize"};
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
-                                     + " --rows 20000 --test-rows 4000");
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
+  const auto data = generated_criteo(dir.path, 20000, 4000);
   struct run_case {
     std::string mode, length, resizes;
     int clocks;
@@ -148,8 +154,8 @@ TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
       const auto metrics = dir.path + "/" + c.mode + std::to_string(resized) + ".jsonl";
       const auto r = test::run_actorps(
         "simulate --no-progress --model lr --mode " + c.mode + " --ps 2 --workers 2 " + c.length
-        + " --slow worker:1=1 --dataset criteo:" + dir.path + "/train.tsv --test " + dir.path
-        + "/test.tsv --metrics " + metrics + (resized ? " --resize " + c.resizes : ""));
+        + " --slow worker:1=1 " + data + " --metrics " + metrics
+        + (resized ? " --resize " + c.resizes : ""));
       REQUIRE_MESSAGE(r.status == 0, r.output);
       const auto ends = events(metrics, "summary");
       REQUIRE(ends.size() == 1);
@@ -180,12 +186,8 @@ TEST_CASE("a shard killed while a resize restores the shards is restored again: 
   // ps:0 is the one left of 3 -> 1: each killed as the states are restored, spawned again and
   // restored from the states the chief holds; the run exports the never-resized run's model.
   test::scratch_dir dir{"actorps_live_resize"};
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
-                                     + " --rows 6000 --test-rows 500");
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
   const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
-                          "--steps 40 --admit-after 2 --dataset criteo:" + dir.path
-                          + "/train.tsv --test " + dir.path + "/test.tsv";
+                          "--steps 40 --admit-after 2 " + generated_criteo(dir.path, 6000, 500);
   auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
   REQUIRE_MESSAGE(still.status == 0, still.output);
   for (const std::string kills : {"--kill ps:0@resize=1 --kill ps:0@resize=2",
@@ -213,12 +215,8 @@ TEST_CASE("with --replicas 1 the shards of each new size get standbys that take 
   // the size then. Sync: a fail-over (or, were a standby not ready yet, a rollback to the
   // checkpoint) keeps the run's bytes those of the run never resized nor killed.
   test::scratch_dir dir{"actorps_live_resize"};
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir.path
-                                     + " --rows 6000 --test-rows 500");
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
   const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
-                          "--steps 60 --dataset criteo:" + dir.path + "/train.tsv --test "
-                          + dir.path + "/test.tsv";
+                          "--steps 60 " + generated_criteo(dir.path, 6000, 500);
   auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
   REQUIRE_MESSAGE(still.status == 0, still.output);
   const auto metrics = dir.path + "/standbys.jsonl";

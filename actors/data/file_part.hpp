@@ -49,6 +49,16 @@ public:
   /// Whether this part reads the line whose data (without blanks or comment) is `data`; never
   /// for empty data. For gzip it also counts the data line.
   bool ours(std::string_view data);
+  /// Passes up to `max` of this part's data lines (those ours(data_of(line)) takes) unread:
+  /// how a reader skips rows it need not parse. Returns how many it passed.
+  template <class DataOf>
+  std::size_t pass(std::size_t max, DataOf data_of) {
+    std::size_t passed = 0;
+    std::string_view line;
+    while (passed < max && next(line))
+      if (ours(data_of(line))) ++passed;
+    return passed;
+  }
   /// Starts the part again from its first line (of the first file).
   void rewind();
   /// Follows a directory that grows: at the end of its last file, next() lists the directory
