@@ -168,7 +168,7 @@ TEST_CASE("vocabulary files: the field's keys with rows from 1, read back, and m
   const auto m = c.model();
   CHECK(vocab_file_name(0) == "vocab/C1.tsv");
   CHECK(vocab_file_name(25) == "vocab/C26.tsv");
-  const auto text = vocab_file_text(m.fields[0]);
+  const auto text = vocab_file_text(m.fields[0].keys);
   CHECK(text == "key\trow\n" + std::to_string(m.fields[0].keys[0]) + "\t1\n"
                   + std::to_string(m.fields[0].keys[1]) + "\t2\n");
   CHECK(parse_vocab_file(text, "C1.tsv") == m.fields[0].keys);
