@@ -289,8 +289,9 @@ std::string with_checksums(const std::string& metadata,
 std::string make_delta_export_metadata(const ctr_model& changed, std::size_t removed,
                                        const std::string& chain,
                                        std::chrono::system_clock::time_point created) {
-  std::size_t rows = 0;
+  std::size_t rows = 0;  // of both tables for wdl and deepfm, as the shards count them
   for (const auto& f : changed.fields) rows += f.keys.size();
+  for (const auto& f : changed.wide) rows += f.keys.size();
   json meta = {
     {"format", "actorps export"},
     {"format_version", 2},
