@@ -580,7 +580,7 @@ void bind_train(py::module_& m) {
     "'libsvm:PATH', 'csv:PATH') and test the test file. export_dir, export_every (global "
     "clocks; 0: none) and full_export_every as --export-dir, --export-every and "
     "--full-export-every: the export after the run and the versions while training (an MLP, "
-    "lr or dlrm). slice_auc: as --slice-auc, a key field of the test file ('C9') whose "
+    "lr, dlrm, wdl or deepfm). slice_auc: as --slice-auc, a key field of the test file ('C9') whose "
     "slices' AUC the evaluations add. resizes: as --resize, a list of (ps, clock): from that "
     "global clock the run goes on on ps shards (sync mode). "
     "Returns the run's summary as a dict, with the final "
