@@ -80,11 +80,11 @@ TEST_CASE("train() exports while training: a full version, deltas folding to ful
   REQUIRE_MESSAGE(gen.status == 0, gen.output);
   const auto a = dir.path + "/a", b = dir.path + "/b";
   // A model an export cannot hold is refused before training, naming the option.
-  auto wdl = dlrm_run(dir.path, dir.path + "/wdl", 1);
-  wdl.model = "wdl";
-  auto refused = train(wdl);
+  auto sparse = dlrm_run(dir.path, dir.path + "/sparse", 1);
+  sparse.model = "sparse-lr";
+  auto refused = train(sparse);
   REQUIRE_FALSE(refused);
-  CHECK(test::contains(to_string(refused.error()), "export_dir: the model wdl"));
+  CHECK(test::contains(to_string(refused.error()), "export_dir: the model sparse-lr"));
   auto whole = train(dlrm_run(dir.path, a, 1));   // every version full
   REQUIRE_MESSAGE(whole, to_string(whole.error()));
   auto chained = train(dlrm_run(dir.path, b, 100));  // a full one, then deltas

@@ -22,7 +22,7 @@ struct export_request {
   int batch = 0;
 };
 
-/// Proves now that `request` can export (an MLP, lr or dlrm) and that its directory can be
+/// Proves now that `request` can export (an MLP, a CTR model, or tensors and rows) and that its directory can be
 /// written (creating it if missing), and sets `chief` up for it: every sparse row with the
 /// final snapshots (chief_config::final_rows) and, with `every` > 0, a version every `every`
 /// global clocks while training, every `full_every`-th one full (export_versions.hpp). Throws
