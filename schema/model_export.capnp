@@ -6,9 +6,9 @@
 # Format 1, an MLP: the network is fixed by `layers`: dense layers, `hiddenActivation` after
 # every one but the last, `outputActivation` after the last.
 # Format 2, a click-through-rate model on Criteo logs (`ctr`): lr, dlrm, wdl or deepfm, its dense
-# tensors in `tensors` and every row of its sparse tables in `sparseTables`. Fields 0-5 keep their format 1
-# meaning and stay unset (layers, inputDivisor 0) in format 2, so that a format 1 reader refuses
-# the file by its version.
+# tensors in `tensors` and every row of its sparse tables in `sparseTables`. Fields 0-5 keep their
+# format 1 meaning and stay unset (layers, inputDivisor 0) in format 2, so that a format 1 reader
+# refuses the file by its version.
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("actorps::exported");
@@ -80,7 +80,7 @@ struct CtrModel {
   delimiter @8 :Text;          # "\t" (tsv:) or "," (csv:): how the lines are cut
   fieldTables @9 :List(UInt8); # per key field: its table (the keys' top byte)
   meanPooling @10 :List(Bool); # per key field: its bag pools by the mean (else the sum)
-  hidden @11 :List(UInt32);    # wdl, deepfm: the deep MLP's hidden widths (26 dim + 13 → … → 1)
+  hidden @11 :List(UInt32);    # wdl, deepfm: the deep MLP's hidden widths (26·dim + 13 → … → 1)
 }
 
 # One sparse table's rows: every key that has one, ascending, its field in the top byte.

@@ -51,7 +51,7 @@ struct ctr_model {
   dlrm_shape shape;               ///< the sizes; lr: 13 dense features, 26 fields, dim 1, no MLP;
                                   ///< wdl, deepfm: dense_in, fields and dim, no bottom or top
   std::vector<int> hidden;        ///< wdl, deepfm: the deep MLP's hidden widths
-  std::string table;              ///< the training's (first) sparse table: "wide" (lr), "embeddings"
+  std::string table;              ///< the (first) sparse table trained: "wide" (lr), "embeddings"
   std::vector<float> dense;       ///< every dense tensor, flat in the order of tensor_slots()
   std::vector<ctr_field> fields;  ///< one per table: C1, C2, ... (a schema's: its tables)
   std::vector<ctr_field> wide;    ///< wdl, deepfm: the table "wide" cut as `fields`, 1 float a

@@ -15,7 +15,7 @@ namespace actorps {
 
 namespace {
 
-constexpr int dlrm_chunk = 4096;  // samples per forward pass, as the run's evaluation
+constexpr int eval_chunk = 4096;  // samples per forward pass, as the run's evaluation
 
 /// The batch's distinct rows, gathered from the field matrices, and each use's place among
 /// them: what the kernels take (table_rows' values and inverse).
@@ -55,7 +55,8 @@ used_rows gather_used_rows(const std::vector<ctr_field>& matrices, std::size_t d
 std::vector<int64_t> rows_in(const std::vector<ctr_field>& matrices, const criteo_batch& batch) {
   const auto fields = matrices.size();
   std::vector<int64_t> rows(batch.keys.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = matrices[i % fields].row_of(batch.keys[i]);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows[i] = matrices[i % fields].row_of(batch.keys[i]);
   return rows;
 }
 
@@ -70,7 +71,7 @@ ctr_rows kernel_rows(const used_rows& used, std::size_t dim) {
 std::vector<float> wide_deep_logits(backend& be, const ctr_model& model, const float* dense,
                                     const ctr_rows& embeddings, const ctr_rows& weights, int n,
                                     const ctr_bags* bags) {
-  wide_deep net(be, model.wide_deep_sizes(), std::min(dlrm_chunk, std::max(n, 1)));
+  wide_deep net(be, model.wide_deep_sizes(), std::min(eval_chunk, std::max(n, 1)));
   net.set_parameters(model.dense.data());
   std::vector<float> z(static_cast<std::size_t>(n));
   net.predict_logits(dense, embeddings, weights, n, z.data(), bags);
@@ -102,7 +103,7 @@ std::vector<float> lr_logits(const ctr_model& model, const criteo_batch& batch,
 std::vector<float> dlrm_logits(backend& be, const ctr_model& model, const criteo_batch& batch,
                                const used_rows& used) {
   const int n = static_cast<int>(batch.rows());
-  dlrm net(be, model.shape, std::min(dlrm_chunk, std::max(n, 1)));
+  dlrm net(be, model.shape, std::min(eval_chunk, std::max(n, 1)));
   net.set_parameters(model.dense.data());
   std::vector<float> z(batch.rows());
   net.predict_logits(batch.dense.data(), used.values.data(),
@@ -162,7 +163,7 @@ std::vector<float> schema_logits(backend& be, const ctr_model& model, const crit
   }
   std::vector<float> z(n);
   if (model.kind == ctr_kind::dlrm) {
-    dlrm net(be, model.shape, std::min(dlrm_chunk, std::max(static_cast<int>(n), 1)));
+    dlrm net(be, model.shape, std::min(eval_chunk, std::max(static_cast<int>(n), 1)));
     net.set_parameters(model.dense.data());
     net.predict_logits(batch.dense.data(), values.data(), static_cast<int>(keys.size()),
                        index.data(), static_cast<int>(n), z.data(), bags ? &pooled : nullptr);

@@ -2,7 +2,8 @@
 // logits, and AUC / log loss on a labelled split. The export (metadata.json), `actorps predict`
 // and `actorps evaluate` all score through ctr_logits, so their numbers agree by construction;
 // the math is the training's (kernels/dlrm for dlrm, kernels/wide_deep for wdl and deepfm,
-// sparse_logits and the plug-in's dense dot for lr), on the model's rows, a key the model never saw reading row 0 (zeros).
+// sparse_logits and the plug-in's dense dot for lr), on the model's rows, a key the model never
+// saw reading row 0 (zeros).
 #pragma once
 
 #include "actors/data/criteo_batch.hpp"

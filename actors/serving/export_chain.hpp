@@ -63,8 +63,8 @@ std::string encode_ctr_delta(const ctr_model& changed, const std::vector<uint64_
                              const std::vector<uint64_t>& removed_wide = {});
 
 /// Writes a delta version into `dir` (staged and published as every version is): delta.capnp
-/// of `changed`, `removed` and `removed_wide`, and metadata.json saying what it is and where it stands in its
-/// chain. Returns the version's path, number and bytes; throws versioned_dir_error.
+/// of `changed`, `removed` and `removed_wide`, and metadata.json saying what it is and where it
+/// stands in its chain. Returns the version's path, number and bytes; throws versioned_dir_error.
 export_result write_delta_version(const std::string& dir, const ctr_model& changed,
                                   const std::vector<uint64_t>& removed,
                                   const chain_position& position,

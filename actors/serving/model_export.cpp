@@ -132,7 +132,7 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
   const auto layers = mlp_layers(spec.model);
   if (!layers)
     throw std::invalid_argument("export: the model " + spec.model.name
-                                + " is not an MLP; only MLPs and CTR models can be exported so far");
+                                + " is not an MLP; export_model writes MLPs only");
   if (params.size() != mlp_parameter_count(*layers))
     throw std::invalid_argument("export: " + std::to_string(params.size()) + " parameters, layers "
                                 + to_string(*layers) + " need "
