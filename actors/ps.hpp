@@ -155,7 +155,7 @@ struct train_options {
   /// back to its newest checkpoint), 1 a standby that takes over with no update lost.
   int replicas = 0;
   // Exports, as --export-dir, --export-every and --full-export-every (train() only).
-  /// After a successful run, export the model (an MLP, lr or dlrm) to export_dir/<version>/,
+  /// After a successful run, export the model (an MLP or a CTR model) to export_dir/<version>/,
   /// its test split read from `source` unless given in memory ("" none): model.capnp,
   /// model.onnx, metadata.json (actors/serving/EXPORT_FORMAT.md).
   std::string export_dir;

@@ -100,11 +100,11 @@ int evaluate_command(const std::vector<std::string>& args) {
   evaluate_flags f;
   const std::string usage =
     "usage: actorps evaluate --model DIR/<version> [--dataset fashion-mnist|synthetic] [--json]\n"
-    "       actorps evaluate --model DIR/<version> --test FILE [--json]   (lr, dlrm)\n"
+    "       actorps evaluate --model DIR/<version> --test FILE [--json]   (a CTR model)\n"
     "\nThe exported model on the test split: accuracy, loss (mean -ln p(label)) and the "
     "confusion matrix,\ncomputed as the export computed metadata.json's test_accuracy and "
-    "test_loss. A CTR model (lr, dlrm)\non the Criteo file --test: AUC and logloss, as "
-    "metadata.json's test_auc and test_logloss.\n\n";
+    "test_loss. A CTR model (lr, dlrm, wdl,\ndeepfm) on the Criteo file --test: AUC and logloss, "
+    "as metadata.json's test_auc and test_logloss.\n\n";
   return run_command_line("evaluate", args, evaluate_options(f), usage, [&] {
     if (f.model.empty()) throw std::invalid_argument("--model DIR/<version> is required");
     if (auto why = invalid_bound(f.max_parameter); !why.empty())

@@ -44,14 +44,14 @@ int export_command(const std::vector<std::string>& args) {
   export_flags f;
   const std::string usage =
     "usage: actorps export --checkpoint DIR --export-dir OUT [--dataset fashion-mnist|synthetic]\n"
-    "       actorps export --checkpoint DIR --export-dir OUT --test FILE   (lr, dlrm)\n"
+    "       actorps export --checkpoint DIR --export-dir OUT --test FILE   (a CTR model)\n"
     "\nThe parameters of a saved checkpoint exported as OUT/<version>/, as `actorps simulate "
     "--export-dir OUT`\nwrites it at the end of a run; test accuracy and loss on the test split "
     "given by the data flags\n(for a synthetic run: the training's --synthetic-test-rows and "
     "--seed). Checkpoints do not record\nthe dataset: --dataset must be the training's, as it "
-    "also sets the model's input scaling.\nA CTR model (lr, dlrm) is tested on the Criteo file "
-    "--test (AUC and logloss) and its export\nholds every row of its table, with vocab/C1.tsv ... "
-    "vocab/C26.tsv.\n\n"
+    "also sets the model's input scaling.\nA CTR model (lr, dlrm, wdl, deepfm) is tested on the "
+    "Criteo file --test (AUC and logloss)\nand its export holds every row of its tables, with "
+    "vocab/C1.tsv ... vocab/C26.tsv.\n\n"
     "       actorps export --consolidate DIR[/<v>] [--export-dir OUT]\n"
     "\nFolds a chain of export versions (a full one and its deltas, written by --export-every) "
     "into one\nnew full version, as a full export at that clock holds it.\n\n";

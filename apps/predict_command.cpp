@@ -28,9 +28,9 @@ FILE is an IDX image file (Fashion-MNIST's format, gzip-compressed or not; its u
 are scaled as in training, / 255) or raw little-endian float32, N x 784 values already scaled
 to [0, 1], no header.
 
-A CTR model (lr, dlrm) gives the click probability of each line of a Criteo file (plain or
-gzip; label, I1-I13, C1-C26, TAB-separated, the label read but not used; a value the model
-never saw gets the unknown row, zeros):
+A CTR model (lr, dlrm, wdl, deepfm) gives the click probability of each line of a Criteo file
+(plain or gzip; label, I1-I13, C1-C26, TAB-separated, the label read but not used; a value the
+model never saw gets the unknown row, zeros):
   {"index":0,"probability":0.2371}
 
 )";

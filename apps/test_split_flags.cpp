@@ -22,7 +22,8 @@ void add_test_split_options(po::options_description& desc, test_split_flags& f) 
     ("seed", po::value(&f.seed)->default_value(f.seed),
      "seed of the synthetic dataset (as given to the training)")
     ("test", po::value(&f.test_path),
-     "a CTR model's (lr, dlrm) test split: a Criteo file, plain or gzip (label, I1-I13, C1-C26)");
+     "a CTR model's (lr, dlrm, wdl, deepfm) test split: a Criteo file, plain or gzip (label, "
+     "I1-I13, C1-C26)");
 }
 
 } // namespace actorps

@@ -195,7 +195,8 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "(a label column first, then numeric features; header optional; plain or gzip) | "
      "libsvm:PATH (label 0/1 or -1/+1, then index:value pairs; plain or gzip; each worker "
      "streams its part; for --model sparse-lr) | criteo:PATH (Criteo's click-log TSV: label, "
-     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr or dlrm) | "
+     "I1-I13, C1-C26; plain or gzip; each worker streams its part; for --model lr, dlrm, wdl or "
+     "deepfm) | "
      "tsv:PATH or csv:PATH with --schema (your own log, streamed as criteo:). "
      "A PATH that is a directory is read as one stream: its files in name order (hidden ones "
      "left out), each worker its part of each file")

@@ -5,10 +5,10 @@
 #
 # Format 1, an MLP: the network is fixed by `layers`: dense layers, `hiddenActivation` after
 # every one but the last, `outputActivation` after the last.
-# Format 2, a click-through-rate model on Criteo logs (`ctr`): lr or dlrm, its dense tensors in
-# `tensors` and every row of its sparse table in `sparseTables`. Fields 0-5 keep their format 1
-# meaning and stay unset (layers, inputDivisor 0) in format 2, so that a format 1 reader refuses
-# the file by its version.
+# Format 2, a click-through-rate model on Criteo logs (`ctr`): lr, dlrm, wdl or deepfm, its dense
+# tensors in `tensors` and every row of its sparse tables in `sparseTables`. Fields 0-5 keep their
+# format 1 meaning and stay unset (layers, inputDivisor 0) in format 2, so that a format 1 reader
+# refuses the file by its version.
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("actorps::exported");
@@ -52,17 +52,25 @@ struct ExportedModel {
 #         z = top MLP(x0, dots) (ReLU between layers, none after the last), p = sigmoid(z)
 #         tensors bottom<l>/kernel [in, out], bottom<l>/bias [out], then top<l>/...; table
 #         "embeddings", rows of dim floats
-# A key with no row in the table has a row of zeros.
+#   wdl:  z = sum over fields of w_f + linear/kernel · x + deep MLP(e_C1, ..., e_C26, x) (ReLU
+#         between layers, none after the last), p = sigmoid(z)
+#         tensors "linear/kernel" [13, 1], deep<l>/kernel [in, out], deep<l>/bias [out]; tables
+#         "embeddings" (rows of dim floats, e_f) then "wide" (rows of 1 float, w_f)
+#   deepfm: wdl's z plus the factorization machine's 0.5 · sum over dim of
+#         ((sum of e_f)^2 - sum of e_f^2)
+# A key with no row in a table has a row of zeros there.
 struct CtrModel {
   enum Kind {
     lr @0;
     dlrm @1;
+    wdl @2;
+    deepfm @3;
   }
   kind @0 :Kind;
   layout @1 :Text;             # the input lines: "criteo" (label, I1-I13, C1-C26)
   denseFeatures @2 :UInt32;    # 13
   fields @3 :UInt32;           # 26
-  dim @4 :UInt32;              # floats per table row: 1 (lr), the embedding width (dlrm)
+  dim @4 :UInt32;              # floats per row of the first table: 1 (lr), the embedding width
   bottom @5 :List(UInt32);     # dlrm: the bottom MLP's hidden widths (13 → bottom… → dim)
   top @6 :List(UInt32);        # dlrm: the top MLP's hidden widths (dim + 351 → top… → 1)
   # layout "schema": a model on a log a feature schema describes (actors/data/SCHEMA_FORMAT.md),
@@ -72,6 +80,7 @@ struct CtrModel {
   delimiter @8 :Text;          # "\t" (tsv:) or "," (csv:): how the lines are cut
   fieldTables @9 :List(UInt8); # per key field: its table (the keys' top byte)
   meanPooling @10 :List(Bool); # per key field: its bag pools by the mean (else the sum)
+  hidden @11 :List(UInt32);    # wdl, deepfm: the deep MLP's hidden widths (26·dim + 13 → … → 1)
 }
 
 # One sparse table's rows: every key that has one, ascending, its field in the top byte.
@@ -87,5 +96,6 @@ struct SparseTable {
 # table, only the rows added or changed since; `removedKeys` the keys whose rows are gone since.
 struct ExportDelta {
   model @0 :ExportedModel;
-  removedKeys @1 :Data;        # little-endian uint64, strictly ascending
+  removedKeys @1 :Data;        # little-endian uint64, strictly ascending (of the first table)
+  removedWideKeys @2 :Data;    # wdl, deepfm: the same for the table "wide"
 }

@@ -1,4 +1,4 @@
-// CTR models (lr, dlrm) exported and served as a user meets them: `actorps simulate
+// CTR models (lr, dlrm, wdl, deepfm) exported and served as a user meets them: `actorps simulate
 // --export-dir` on a small generated Criteo set writes model.capnp, model.onnx, vocab/ and
 // metadata.json; `actorps predict` gives the probabilities that the trained parameters give
 // when computed here independently (from the run's final checkpoint, by a plain double-precision
@@ -15,6 +15,7 @@
 #include "kernels/dlrm.hpp"
 
 #include "tests/command_runner.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/mlp_reference.hpp"
 #include "tests/scratch_dir.hpp"
 
@@ -53,14 +54,15 @@ std::string test_file() { return data_dir() + "/test.tsv"; }
 struct trained {
   test::scratch_dir scratch{"actorps_ctr_export"};
   std::string exports = scratch.path + "/export", checkpoints = scratch.path + "/ckpt";
-  std::string version = exports + "/1";
+  std::string version = exports + "/1", metrics = scratch.path + "/metrics.jsonl";
 
   explicit trained(const std::string& model) {
     const auto run = run_actorps("simulate --no-progress --model " + model + " --dataset criteo:"
                                  + train_file() + " --test " + test_file()
                                  + " --epochs 2 --batch 128 --optimizer adam --lr 0.002 "
                                    "--checkpoint-dir " + checkpoints
-                                 + " --checkpoint-every 1000 --export-dir " + exports);
+                                 + " --checkpoint-every 1000 --export-dir " + exports
+                                 + " --metrics " + metrics);
     REQUIRE_MESSAGE(run.status == 0, run.output);
     CHECK(run.output.find("exported to " + version) != std::string::npos);
   }
@@ -76,11 +78,13 @@ std::vector<json> json_lines(const std::string& text) {
 }
 
 /// What the run's final checkpoint holds, read without the export code: the dense parameters
-/// (flat, model order) and every row of the one table by key.
+/// (flat, model order) and every row of the first table by key (wdl, deepfm: and each wide
+/// weight of the second).
 struct checkpoint_state {
   train_spec spec;
   std::vector<double> dense;
   std::unordered_map<uint64_t, std::vector<double>> rows;
+  std::unordered_map<uint64_t, double> wide;
   uint32_t dim = 0;
 };
 
@@ -101,20 +105,50 @@ checkpoint_state read_checkpoint(const std::string& dir) {
     const auto& t = view->sparse.at(0);
     for (std::size_t i = 0; i < t.keys.size(); ++i)
       out.rows[t.keys[i]] = {t.values.begin() + i * out.dim, t.values.begin() + (i + 1) * out.dim};
+    if (view->sparse.size() > 1)
+      for (std::size_t i = 0; i < view->sparse[1].keys.size(); ++i)
+        out.wide[view->sparse[1].keys[i]] = view->sparse[1].values[i];
   }
   return out;
 }
 
+/// wdl's and deepfm's logit in double: Σ w_f + a·dense + deep(concat(e, dense)) + (deepfm)
+/// Σ_{i<j} e_i·e_j, written from kernels/wide_deep.hpp's formula.
+double reference_wide_deep_logit(const checkpoint_state& s, const ctr_model& model,
+                                 const std::vector<std::vector<double>>& e, const float* dense,
+                                 const uint64_t* keys) {
+  const auto shape = model.wide_deep_sizes();
+  double z = 0;
+  for (int f = 0; f < shape.fields; ++f) {
+    const auto at = s.wide.find(keys[f]);
+    if (at != s.wide.end()) z += at->second;
+  }
+  for (int j = 0; j < shape.dense_in; ++j) z += s.dense[j] * dense[j];  // linear/kernel
+  std::vector<float> deep_in;
+  for (const auto& row : e) deep_in.insert(deep_in.end(), row.begin(), row.end());
+  deep_in.insert(deep_in.end(), dense, dense + shape.dense_in);
+  const std::vector<double> deep(s.dense.begin() + shape.dense_in, s.dense.end());
+  z += test::reference_logits(shape.deep_layers(), deep, deep_in.data(), [](double) {}).at(0);
+  if (shape.fm)
+    for (std::size_t i = 0; i < e.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        for (uint32_t d = 0; d < s.dim; ++d) z += e[i][d] * e[j][d];
+  return z;
+}
+
 /// p(click) of one line in double, from the checkpoint: a key without a row reads zeros.
-double reference_probability(const checkpoint_state& s, const dlrm_shape& shape, bool lr,
+double reference_probability(const checkpoint_state& s, const ctr_model& model,
                              const float* dense, const uint64_t* keys) {
+  const auto& shape = model.shape;
   std::vector<std::vector<double>> e;
   for (int f = 0; f < shape.fields; ++f) {
     const auto at = s.rows.find(keys[f]);
     e.push_back(at == s.rows.end() ? std::vector<double>(s.dim, 0.0) : at->second);
   }
   double z = 0;
-  if (lr) {  // dense/kernel [13], bias
+  if (model.has_wide()) {
+    z = reference_wide_deep_logit(s, model, e, dense, keys);
+  } else if (model.kind == ctr_kind::lr) {  // dense/kernel [13], bias
     z = s.dense[13];
     for (int j = 0; j < 13; ++j) z += s.dense[j] * dense[j];
     for (const auto& w : e) z += w[0];
@@ -153,7 +187,7 @@ criteo_batch read_all(const std::string& path) {
 }
 
 /// Everything a user can check of one trained CTR model's export.
-void check_export(const std::string& model_flag, bool lr) {
+void check_export(const std::string& model_flag, ctr_kind kind) {
   const trained t(model_flag);
   namespace fs = std::filesystem;
   for (const char* file : {"model.capnp", "model.onnx", "metadata.json", "vocab/C1.tsv",
@@ -166,19 +200,31 @@ void check_export(const std::string& model_flag, bool lr) {
   auto served = decode_served_model(bytes, "model.capnp");
   REQUIRE(std::holds_alternative<ctr_model>(served));
   const auto& model = std::get<ctr_model>(served);
-  CHECK(model.kind == (lr ? ctr_kind::lr : ctr_kind::dlrm));
+  CHECK(model.kind == kind);
   CHECK(encode_ctr_model(model) == bytes);
   REQUIRE(model.fields.size() == 26);
+  REQUIRE(model.wide.size() == (model.has_wide() ? 26u : 0u));
 
   // the checkpoint's rows and model.capnp's are the same, field by field
   const auto state = read_checkpoint(t.checkpoints);
-  std::size_t rows = 0;
+  std::size_t rows = 0, wide_rows = 0;
   for (std::size_t f = 0; f < 26; ++f) {
     const auto& field = model.fields[f];
     rows += field.keys.size();
-    // vocab/C<f>.tsv lists exactly the field's keys, in row order
+    // vocab/C<f>.tsv lists exactly the field's keys (wdl, deepfm: of both tables), in row order
+    auto keys = field.keys;
+    if (model.has_wide()) {
+      const auto& wide = model.wide[f];
+      wide_rows += wide.keys.size();
+      CHECK(wide.rows.at(0) == 0.0f);
+      for (std::size_t i = 0; i < wide.keys.size(); ++i)
+        CHECK(wide.rows[i + 1] == float(state.wide.at(wide.keys[i])));
+      keys.insert(keys.end(), wide.keys.begin(), wide.keys.end());
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    }
     CHECK(parse_vocab_file(read_file_bytes(t.version + "/" + vocab_file_name(f)), "vocab")
-          == field.keys);
+          == keys);
     CHECK(std::all_of(field.rows.begin(), field.rows.begin() + state.dim,
                       [](float v) { return v == 0.0f; }));  // row 0: the unknown key's
     for (std::size_t i = 0; i < field.keys.size(); i += 97) {
@@ -191,6 +237,8 @@ void check_export(const std::string& model_flag, bool lr) {
     }
   }
   CHECK(rows == state.rows.size());
+  CHECK(wide_rows == state.wide.size());
+  CHECK(rows > 0);
 
   // metadata.json: the model string, the layout, the test AUC and logloss
   const auto meta = t.metadata();
@@ -201,6 +249,12 @@ void check_export(const std::string& model_flag, bool lr) {
   CHECK(meta["model"]["table"]["rows"] == rows);
   const double auc = meta["test_auc"], logloss = meta["test_logloss"];
   CHECK(auc > 0.6);  // it learned something
+  // the run's own evaluation of its final parameters gave the same figures
+  const auto evals = test::metrics_events(t.metrics, "eval");
+  REQUIRE(!evals.empty());
+  CAPTURE(evals.back().dump());
+  CHECK(std::abs(evals.back()["test_auc"].get<double>() - auc) < 1e-6);
+  CHECK(std::abs(evals.back()["test_logloss"].get<double>() - logloss) < 1e-6);
   CHECK(meta["evaluation"]["rows"] == 500);
 
   // predict: the checkpoint's parameters, computed here, give the same probabilities
@@ -209,11 +263,10 @@ void check_export(const std::string& model_flag, bool lr) {
   const auto lines = json_lines(predicted.output);
   const auto test = read_all(test_file());
   REQUIRE(lines.size() == test.rows());
-  const auto shape = model.shape;
   double max_diff = 0;
   for (std::size_t r = 0; r < test.rows(); ++r) {
     CHECK(lines[r]["index"] == r);
-    const double ref = reference_probability(state, shape, lr, test.dense.data() + r * 13,
+    const double ref = reference_probability(state, model, test.dense.data() + r * 13,
                                              test.keys.data() + r * 26);
     max_diff = std::max(max_diff, std::fabs(lines[r]["probability"].get<double>() - ref));
   }
@@ -246,11 +299,19 @@ void check_export(const std::string& model_flag, bool lr) {
 } // namespace
 
 TEST_CASE("ctr export: lr trained, served by predict and evaluate, again from its checkpoint") {
-  check_export("lr", true);
+  check_export("lr", ctr_kind::lr);
 }
 
 TEST_CASE("ctr export: dlrm trained, served by predict and evaluate, again from its checkpoint") {
-  check_export("dlrm:8:16-8:16", false);
+  check_export("dlrm:8:16-8:16", ctr_kind::dlrm);
+}
+
+TEST_CASE("ctr export: wdl trained, served by predict and evaluate, again from its checkpoint") {
+  check_export("wdl:8:16-8", ctr_kind::wdl);
+}
+
+TEST_CASE("ctr export: deepfm trained, served by predict and evaluate, again from its checkpoint") {
+  check_export("deepfm:8:16-8", ctr_kind::deepfm);
 }
 
 TEST_CASE("ctr serving refuses lines of another layout and flags of another model kind") {
@@ -304,7 +365,7 @@ TEST_CASE("ctr serving refuses lines of another layout and flags of another mode
                     + "/train.libsvm --test " + scratch.path + "/test.libsvm --export-dir "
                     + scratch.path + "/versions --export-every 4");
   CHECK(got.status == 2);
-  CHECK(got.output.find("export versions while training are for MLPs, lr and dlrm")
+  CHECK(got.output.find("export versions while training are for MLPs and CTR models")
         != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(scratch.path + "/versions"));
 }

@@ -77,8 +77,8 @@ double pairwise_auc(const std::vector<double>& p, const std::vector<int>& y) {
 
 } // namespace
 
-TEST_CASE("lr and dlrm on a generated log export with their schema: evaluate and predict on the "
-          "export give the run's own test figures") {
+TEST_CASE("lr, dlrm, wdl and deepfm on a generated log export with their schema: evaluate and "
+          "predict on the export give the run's own test figures") {
   test::text_file_dir dir("actorps_ctr_log_export");
   planted_ctr_log_spec spec;
   spec.rows = 60000;
@@ -99,7 +99,7 @@ TEST_CASE("lr and dlrm on a generated log export with their schema: evaluate and
     }
   }
   REQUIRE(labels.size() == 5000);
-  for (const std::string model : {"lr", "dlrm"}) {
+  for (const std::string model : {"lr", "dlrm", "wdl", "deepfm"}) {
     CAPTURE(model);
     const auto metrics = dir.path + "/" + model + ".jsonl";
     const auto out = dir.path + "/export-" + model;

@@ -5,6 +5,7 @@
 #include "actors/model/criteo_lr_plugin.hpp"
 #include "actors/model/dlrm_plugin.hpp"
 #include "actors/model/mlp_plugin.hpp"
+#include "actors/model/wide_deep_plugin.hpp"
 #include "actors/serving/ctr_model_file.hpp"
 #include "actors/serving/ctr_onnx.hpp"
 #include "actors/serving/served_model.hpp"
@@ -91,11 +92,13 @@ TEST_CASE("ctr model: merge_rows sorts the shards' parts and refuses a key twice
   CHECK_THROWS_AS(merge_rows({{{1}, {1}}}, 2), std::invalid_argument);
 }
 
-TEST_CASE("ctr model: only lr and dlrm specs on Criteo's fields become CTR models") {
+TEST_CASE("ctr model: only the CTR specs (lr, dlrm, wdl, deepfm) become CTR models") {
   const ctr_case c;
   CHECK(ctr_kind_of(mlp_model({4, 2})) == std::nullopt);
   CHECK(ctr_kind_of(criteo_lr_model(row_optimizer_kind::ftrl)) == ctr_kind::lr);
-  CHECK_THROWS_AS(make_ctr_model(mlp_model({4, 2}), {}, {}), std::invalid_argument);
+  CHECK(ctr_kind_of(wide_deep_model(parse_wide_deep_shape("", false))) == ctr_kind::wdl);
+  CHECK(ctr_kind_of(wide_deep_model(parse_wide_deep_shape("", true))) == ctr_kind::deepfm);
+  CHECK_THROWS_AS(make_ctr_model(mlp_model({4, 2}), {}, gathered_rows{}), std::invalid_argument);
   auto wrong_dim = c.spec;
   wrong_dim.sparse_tables[0].config.dim = 4;
   CHECK_THROWS_WITH_AS(make_ctr_model(wrong_dim, c.dense, c.table),
@@ -163,16 +166,93 @@ TEST_CASE("model.capnp format 2: a CTR model round trip, and damage refused by n
                 "NaN or infinite");
 }
 
+TEST_CASE("wdl model: two tables whose keys differ, served along their union, and round trip") {
+  const auto spec = wide_deep_model(parse_wide_deep_shape("3:4", false));  // wdl:3:4
+  std::vector<float> dense;
+  for (std::size_t i = 0; i < spec.total_floats(); ++i) dense.push_back(0.01f * float(i % 50));
+  const uint64_t a = criteo_key(0, "a"), b = criteo_key(0, "b"), c = criteo_key(0, "c");
+  const auto x = criteo_key(3, "x");
+  gathered_rows embeddings{{a, b, x}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  gathered_rows wide{{b, c, x}, {10, 20, 30}};
+  for (auto* t : {&embeddings, &wide}) {  // sorted as a table is, whatever the key hashes
+    std::vector<std::size_t> order(t->keys.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](auto i, auto j) { return t->keys[i] < t->keys[j]; });
+    const auto w = t->values.size() / t->keys.size();
+    gathered_rows sorted;
+    for (auto i : order) {
+      sorted.keys.push_back(t->keys[i]);
+      sorted.values.insert(sorted.values.end(), t->values.begin() + i * w,
+                           t->values.begin() + (i + 1) * w);
+    }
+    *t = sorted;
+  }
+  CHECK_THROWS_WITH_AS(make_ctr_model(spec, dense, embeddings),
+                       doctest::Contains("2 sparse tables, 1 given"), std::invalid_argument);
+  const auto m = make_ctr_model(spec, dense, std::vector<gathered_rows>{embeddings, wide});
+  CHECK(m.kind == ctr_kind::wdl);
+  CHECK(m.hidden == std::vector<int>{4});
+  CHECK(m.tensor_slots().front().name == "linear/kernel");
+  REQUIRE(m.wide.size() == 26);
+  CHECK(m.fields[0].keys.size() == 2);
+  CHECK(m.wide[0].keys.size() == 2);
+  // C1's served vocabulary: a, b and c; each table's matrix along it reads zeros for the key it
+  // lacks (wide has no a, embeddings no c)
+  auto keys = std::vector<uint64_t>{a, b, c};
+  std::sort(keys.begin(), keys.end());
+  CHECK(served_keys(m, 0) == keys);
+  CHECK(served_keys(m, 3) == std::vector<uint64_t>{x});
+  const auto wide_rows = rows_along(m.wide[0], keys, 1);
+  REQUIRE(wide_rows.size() == 4);
+  CHECK(wide_rows[0] == 0.0f);
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(wide_rows[i + 1] == (keys[i] == a ? 0.0f : keys[i] == b ? 10.0f : 20.0f));
+  const auto rows = rows_along(m.fields[0], keys, dim);
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(rows[(i + 1) * dim] == (keys[i] == a ? 1.0f : keys[i] == b ? 4.0f : 0.0f));
+  CHECK(vocab_file_text(served_keys(m, 0)).find(std::to_string(c)) != std::string::npos);
+
+  // model.capnp: both tables as trained, read back the same, re-encoded byte for byte
+  const auto bytes = encode_ctr_model(m);
+  const auto back = std::get<ctr_model>(decode_served_model(bytes, "/m/model.capnp"));
+  CHECK(back.kind == ctr_kind::wdl);
+  CHECK(back.hidden == m.hidden);
+  CHECK(joined_rows(back.wide, 1).keys == wide.keys);
+  CHECK(joined_rows(back.wide, 1).values == wide.values);
+  CHECK(joined_rows(back).keys == embeddings.keys);
+  CHECK(encode_ctr_model(back) == bytes);
+  auto damaged = [&](auto edit) { return test::edited_model(bytes, edit); };
+  check_refused(damaged([](auto r) { r.getSparseTables()[1].setName("deep"); }),
+                "the second table is 'deep', expected 'wide'");
+  check_refused(damaged([](auto r) { r.getSparseTables()[1].setDim(2); }),
+                "do not make rows of 1 floats");
+  check_refused(damaged([](auto r) { r.getCtr().initHidden(0); }),
+                "the wdl:3:4 model needs 3 tensors, the file has 5");
+  check_refused(damaged([](auto r) { r.getCtr().setKind(exported::CtrModel::Kind::DLRM); }),
+                "a dlrm model has no deep MLP");
+
+  // model.onnx: each field's two matrices along the union, [3 + 1, dim] and [3 + 1, 1]
+  onnx::ModelProto proto;
+  REQUIRE(proto.ParseFromString(make_ctr_onnx_model(m, "test")));
+  std::map<std::string, std::vector<int64_t>> dims;
+  for (const auto& t : proto.graph().initializer())
+    dims[t.name()] = {t.dims().begin(), t.dims().end()};
+  CHECK(dims["embeddings/C1"] == std::vector<int64_t>{4, dim});
+  CHECK(dims["wide/C1"] == std::vector<int64_t>{4, 1});
+  CHECK(dims["wide/C2"] == std::vector<int64_t>{1, 1});
+  CHECK(dims.count("fm/fold") == 0);  // no FM term in wdl
+}
+
 TEST_CASE("vocabulary files: the field's keys with rows from 1, read back, and malformed ones refused") {
   const ctr_case c;
   const auto m = c.model();
   CHECK(vocab_file_name(0) == "vocab/C1.tsv");
   CHECK(vocab_file_name(25) == "vocab/C26.tsv");
-  const auto text = vocab_file_text(m.fields[0]);
+  const auto text = vocab_file_text(m.fields[0].keys);
   CHECK(text == "key\trow\n" + std::to_string(m.fields[0].keys[0]) + "\t1\n"
                   + std::to_string(m.fields[0].keys[1]) + "\t2\n");
   CHECK(parse_vocab_file(text, "C1.tsv") == m.fields[0].keys);
-  CHECK(parse_vocab_file(vocab_file_text(m.fields[1]), "C2.tsv").empty());
+  CHECK(parse_vocab_file(vocab_file_text(m.fields[1].keys), "C2.tsv").empty());
   CHECK_THROWS_WITH_AS(parse_vocab_file("", "v"), doctest::Contains("empty"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_vocab_file("k\tr\n", "v"), doctest::Contains("v:1: expected the header"),
                        std::invalid_argument);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Export chains through the command line, on a DLRM (CTR) sync run with row eviction at full
-# speed, a version every 10 clocks while training:
+# Export chains through the command line, on a CTR sync run with row eviction at full speed
+# (DLRM, or the model given: deepfm's two tables), a version every 10 clocks while training:
 #   A  every version full (--full-export-every 1);
 #   B  a full version, then deltas of it (--full-export-every 3).
 # Both write every version of the schedule (none passes unasked or is skipped while a full one
@@ -8,20 +8,21 @@
 # to A's full version at the same clock; predict on the chain equals predict on the folded
 # version; a damaged newest delta is skipped and named; a gap is refused naming the link; bad
 # flags exit 2.
-# usage: tests/export_chain_test.sh [path/to/actorps]
+# usage: tests/export_chain_test.sh [path/to/actorps [MODEL]]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build/actorps}
+model=${2:-dlrm:8:16:16}
 dir=$(mktemp -d /tmp/actorps-export-chain.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 py=${python:-python3}
 
 "$bin" gen-data criteo --out "$dir/criteo" --rows 6000 --test-rows 500 > /dev/null
-run() {  # NAME FLAGS...: a sync DLRM run of 50 clocks at full speed, an export version every 10
+run() {  # NAME FLAGS...: a sync run of 50 clocks at full speed, an export version every 10
   local name=$1
   shift
-  "$bin" simulate --model dlrm:8:16:16 --dataset "criteo:$dir/criteo/train.tsv" \
+  "$bin" simulate --model "$model" --dataset "criteo:$dir/criteo/train.tsv" \
     --test "$dir/criteo/test.tsv" --batch 64 --steps 50 --mode sync --eval-every 0 \
     --admit-after 1 --evict-after 3 --no-progress \
     --export-dir "$dir/$name" --export-every 10 --metrics "$dir/$name.jsonl" "$@" \
@@ -76,15 +77,17 @@ done
 # What the shards sent the writer (the export events' rows): for a delta the rows it holds and
 # its tombstones, no more (here, with eviction after 3 quiet clocks, about every row of the table
 # was pushed since the version before: delta_export_test shows a delta of a few rows of many);
-# for a full one every row.
+# for a full one every row (of both tables for wdl and deepfm).
 "$py" - "$dir" <<'PY' || fail "the rows the shards sent do not follow what changed"
 import json, os, sys
 d = sys.argv[1]
 def events(name):
     return [e for e in map(json.loads, open(f"{d}/{name}.jsonl")) if e["event"] == "export"]
+def rows(meta):
+    return meta["model"]["table"]["rows"] + meta["model"].get("wide_table", {}).get("rows", 0)
 table = {}
 for e in events("a"):
-    table[e["clock"]] = json.load(open(f"{d}/a/{e['version']}/metadata.json"))["model"]["table"]["rows"]
+    table[e["clock"]] = rows(json.load(open(f"{d}/a/{e['version']}/metadata.json")))
     assert e["rows"] == table[e["clock"]], e
 deltas = 0
 for e in events("b"):
@@ -94,7 +97,7 @@ for e in events("b"):
         assert e["rows"] == meta["delta"]["rows"] and e["removed"] == meta["delta"]["removed_keys"], (e, meta["delta"])
         assert e["clock"] not in table or e["rows"] <= table[e["clock"]], (e, table)
     else:
-        assert e["rows"] == meta["model"]["table"]["rows"], e
+        assert e["rows"] == rows(meta), e
 assert deltas > 0
 PY
 

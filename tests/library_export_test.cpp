@@ -80,11 +80,19 @@ TEST_CASE("train() exports while training: a full version, deltas folding to ful
   REQUIRE_MESSAGE(gen.status == 0, gen.output);
   const auto a = dir.path + "/a", b = dir.path + "/b";
   // A model an export cannot hold is refused before training, naming the option.
-  auto wdl = dlrm_run(dir.path, dir.path + "/wdl", 1);
-  wdl.model = "wdl";
-  auto refused = train(wdl);
+  // (Every CTR model can; sparse-lr, on libsvm lines, exports its tensors and rows after its
+  // run only.)
+  REQUIRE(test::run_actorps("gen-data libsvm --out " + dir.path + " --rows 500 --test-rows 50")
+            .status == 0);
+  auto sparse = dlrm_run(dir.path, dir.path + "/sparse", 1);
+  sparse.model = "sparse-lr";
+  sparse.source.what = data_source::kind::libsvm;
+  sparse.source.train_path = dir.path + "/train.libsvm";
+  sparse.source.test_path = dir.path + "/test.libsvm";
+  auto refused = train(sparse);
   REQUIRE_FALSE(refused);
-  CHECK(test::contains(to_string(refused.error()), "export_dir: the model wdl"));
+  INFO(to_string(refused.error()));
+  CHECK(test::contains(to_string(refused.error()), "export_dir: the model sparse-lr"));
   auto whole = train(dlrm_run(dir.path, a, 1));   // every version full
   REQUIRE_MESSAGE(whole, to_string(whole.error()));
   auto chained = train(dlrm_run(dir.path, b, 100));  // a full one, then deltas

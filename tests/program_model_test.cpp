@@ -71,7 +71,7 @@ TEST_CASE("program model: tensors and rows read back exactly, damage refused by 
   } catch (const model_file_error& e) {
     CHECK(std::string(e.what()) ==
           "m.capnp: torch is exported as its tensors and rows only (format 3): actorps serves "
-          "MLPs, lr and dlrm; the program that trained it serves this one "
+          "MLPs, lr, dlrm, wdl and deepfm; the program that trained it serves this one "
           "(actorps.torch.load_export)");
   }
 }

@@ -6,8 +6,8 @@ namespace actorps {
 
 data_source test_split_source(const test_split_flags& f, int cols) {
   if (!f.test_path.empty())
-    throw std::invalid_argument("--test is the test file of a CTR model (lr, dlrm); this model's "
-                                "test split is given by --dataset");
+    throw std::invalid_argument("--test is the test file of a CTR model (lr, dlrm, wdl, deepfm); "
+                                "this model's test split is given by --dataset");
   data_source src;
   if (f.dataset == "fashion-mnist") {
     src.what = data_source::kind::fashion_mnist;

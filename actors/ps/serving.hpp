@@ -30,7 +30,7 @@ struct export_scores {
 };
 
 /// An exported model, loaded for serving: an MLP (classes of rows of floats) or a CTR model
-/// (lr, dlrm: clicks of Criteo rows).
+/// (lr, dlrm, wdl, deepfm: clicks of Criteo rows).
 class export_model {
 public:
   /// The model at `path` as `actorps predict` and `actorps evaluate` load it: a version
@@ -40,7 +40,7 @@ public:
   /// is missing or wrong (the file, or the link of a chain).
   explicit export_model(const std::string& path, float max_parameter = 1e6f);
 
-  bool ctr() const;                ///< a CTR model (lr, dlrm) rather than an MLP
+  bool ctr() const;                ///< a CTR model (lr, dlrm, wdl, deepfm) rather than an MLP
   std::string name() const;        ///< a CTR model's model string ("dlrm:8:16:16"); "" an MLP
   std::size_t parameters() const;  ///< an MLP's parameters (0: a CTR model)
   int input_width() const;         ///< an MLP's floats per input row (0: a CTR model)

@@ -3,9 +3,11 @@
 #include "actors/ps/criteo_keys.hpp"
 #include "actors/model/criteo_model.hpp"  // take_layout
 #include "actors/model/dlrm_plugin.hpp"
+#include "actors/model/wide_deep_plugin.hpp"
 #include "kernels/optimizer.hpp"  // all_finite
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <stdexcept>
 
@@ -35,9 +37,26 @@ std::string model_args(const std::string& name) {
 
 std::string plugin_name(const std::string& name) { return name.substr(0, name.find(':')); }
 
-/// Throws unless `model`'s dense tensors are `slots` (names and shapes, in order) and it has one
-/// table of rows of `dim` floats.
-void check_spec(const model_spec& model, const std::vector<tensor_slot>& slots, uint32_t dim) {
+/// The sizes of a model of `kind` from its arguments; wdl's and deepfm's hidden widths go to
+/// `hidden`.
+dlrm_shape shape_of(ctr_kind kind, const std::string& args, std::vector<int>& hidden) {
+  if (kind == ctr_kind::lr) return lr_shape(args);
+  if (kind == ctr_kind::dlrm) return parse_dlrm_shape(args);
+  const auto wd = parse_wide_deep_shape(args, kind == ctr_kind::deepfm);
+  dlrm_shape shape;
+  shape.dense_in = wd.dense_in;
+  shape.fields = wd.fields;
+  shape.dim = wd.dim;
+  shape.bottom.clear();
+  shape.top.clear();
+  hidden = wd.hidden;
+  return shape;
+}
+
+/// Throws unless `model`'s dense tensors are `slots` (names and shapes, in order) and its tables
+/// have rows of `dims` floats (one table, or wdl's two).
+void check_spec(const model_spec& model, const std::vector<tensor_slot>& slots,
+                const std::vector<uint32_t>& dims) {
   auto fail = [&](const std::string& what) {
     return std::invalid_argument("model " + model.name + ": " + what);
   };
@@ -50,18 +69,44 @@ void check_spec(const model_spec& model, const std::vector<tensor_slot>& slots, 
     if (have.name != slots[t].name || shape != slots[t].shape)
       throw fail("tensor " + describe(have) + " where " + slots[t].name + " was expected");
   }
-  if (model.sparse_tables.size() != 1 || model.sparse_tables[0].config.dim != dim)
-    throw fail("expected one sparse table of rows of " + std::to_string(dim) + " floats");
+  bool fits = model.sparse_tables.size() == dims.size();
+  for (std::size_t t = 0; fits && t < dims.size(); ++t)
+    fits = model.sparse_tables[t].config.dim == dims[t];
+  if (!fits)
+    throw fail(dims.size() == 1 ? "expected one sparse table of rows of "
+                                    + std::to_string(dims[0]) + " floats"
+                                : "expected the sparse tables embeddings (rows of "
+                                    + std::to_string(dims[0]) + " floats) and wide (1 float)");
+  if (dims.size() == 2 && model.sparse_tables[1].name != ctr_wide_table)
+    throw fail("its second table is " + model.sparse_tables[1].name + ", not wide");
 }
 
 } // namespace
 
-const char* to_string(ctr_kind kind) { return kind == ctr_kind::lr ? "lr" : "dlrm"; }
+const char* to_string(ctr_kind kind) {
+  switch (kind) {
+    case ctr_kind::lr: return "lr";
+    case ctr_kind::dlrm: return "dlrm";
+    case ctr_kind::wdl: return "wdl";
+    case ctr_kind::deepfm: return "deepfm";
+  }
+  return "?";
+}
 
 uint32_t ctr_field::row_of(uint64_t key) const {
   const auto at = std::lower_bound(keys.begin(), keys.end(), key);
   if (at == keys.end() || *at != key) return 0;
   return static_cast<uint32_t>(at - keys.begin()) + 1;
+}
+
+wide_deep_shape ctr_model::wide_deep_sizes() const {
+  wide_deep_shape out;
+  out.dense_in = shape.dense_in;
+  out.fields = shape.fields;
+  out.dim = shape.dim;
+  out.hidden = hidden;
+  out.fm = kind == ctr_kind::deepfm;
+  return out;
 }
 
 std::vector<tensor_slot> ctr_model::tensor_slots() const {
@@ -77,7 +122,8 @@ std::vector<tensor_slot> ctr_model::tensor_slots() const {
     add("dense/kernel", {static_cast<std::size_t>(shape.dense_in)});
     add("bias", {1});
   } else {
-    for (auto& [name, dims] : dlrm_tensors(shape))
+    const auto tensors = has_wide() ? wide_deep_tensors(wide_deep_sizes()) : dlrm_tensors(shape);
+    for (auto& [name, dims] : tensors)
       add(name, std::vector<std::size_t>(dims.begin(), dims.end()));
   }
   return slots;
@@ -111,14 +157,16 @@ std::optional<ctr_kind> ctr_kind_of(const model_spec& model) {
   const auto plugin = plugin_name(model.name);
   if (plugin == "lr") return ctr_kind::lr;
   if (plugin == "dlrm") return ctr_kind::dlrm;
+  if (plugin == "wdl") return ctr_kind::wdl;
+  if (plugin == "deepfm") return ctr_kind::deepfm;
   return std::nullopt;
 }
 
 bool schema_shaped(const model_spec& model) {
   const auto kind = ctr_kind_of(model);
   if (!kind) return false;
-  const auto shape = *kind == ctr_kind::lr ? lr_shape(model_args(model.name))
-                                           : parse_dlrm_shape(model_args(model.name));
+  std::vector<int> hidden;
+  const auto shape = shape_of(*kind, model_args(model.name), hidden);
   return shape.dense_in != criteo_dense_fields || shape.fields != criteo_categorical_fields;
 }
 
@@ -147,13 +195,21 @@ int ctr_tables(const ctr_model& model) {
 ctr_model make_ctr_model(const model_spec& model, std::vector<float> dense,
                          const gathered_rows& table, const std::string& schema,
                          char delimiter) {
+  return make_ctr_model(model, std::move(dense), std::vector<gathered_rows>{table}, schema,
+                        delimiter);
+}
+
+ctr_model make_ctr_model(const model_spec& model, std::vector<float> dense,
+                         const std::vector<gathered_rows>& tables, const std::string& schema,
+                         char delimiter) {
   const auto kind = ctr_kind_of(model);
-  if (!kind) throw std::invalid_argument("model " + model.name + " is not a CTR model (lr, dlrm)");
+  if (!kind)
+    throw std::invalid_argument("model " + model.name
+                                + " is not a CTR model (lr, dlrm, wdl, deepfm)");
   ctr_model out;
   out.kind = *kind;
   out.name = model.name;
-  out.shape = *kind == ctr_kind::lr ? lr_shape(model_args(model.name))
-                                    : parse_dlrm_shape(model_args(model.name));
+  out.shape = shape_of(*kind, model_args(model.name), out.hidden);
   if (out.shape.dense_in != criteo_dense_fields
       || out.shape.fields != criteo_categorical_fields) {
     if (schema.empty())
@@ -162,18 +218,25 @@ ctr_model make_ctr_model(const model_spec& model, std::vector<float> dense,
     set_ctr_schema(out, schema, delimiter);
   }
   const auto dim = static_cast<std::size_t>(out.dim());
-  check_spec(model, out.tensor_slots(), static_cast<uint32_t>(dim));
+  std::vector<uint32_t> dims{static_cast<uint32_t>(dim)};
+  if (out.has_wide()) dims.push_back(1);
+  check_spec(model, out.tensor_slots(), dims);
+  if (tables.size() != dims.size())
+    throw std::invalid_argument("model " + model.name + ": " + std::to_string(dims.size())
+                                + " sparse tables, " + std::to_string(tables.size()) + " given");
   out.table = model.sparse_tables[0].name;
   if (dense.size() != model.total_floats())
     throw std::invalid_argument("model " + model.name + ": " + std::to_string(dense.size())
                                 + " dense parameters, the spec has "
                                 + std::to_string(model.total_floats()));
-  if (!all_finite(dense.data(), dense.size()) || !all_finite(table.values.data(),
-                                                             table.values.size()))
+  bool finite = all_finite(dense.data(), dense.size());
+  for (const auto& t : tables) finite = finite && all_finite(t.values.data(), t.values.size());
+  if (!finite)
     throw std::invalid_argument("model " + model.name + ": a parameter is NaN or infinite");
   out.dense = std::move(dense);
   try {
-    out.fields = split_fields(table, ctr_tables(out), dim);
+    out.fields = split_fields(tables[0], ctr_tables(out), dim);
+    if (out.has_wide()) out.wide = split_fields(tables[1], ctr_tables(out), 1);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("model " + model.name + ": " + e.what());
   }
@@ -206,11 +269,38 @@ std::vector<ctr_field> split_fields(const gathered_rows& table, int fields, std:
 }
 
 gathered_rows joined_rows(const ctr_model& model) {
-  const auto dim = static_cast<std::size_t>(model.dim());
+  return joined_rows(model.fields, static_cast<std::size_t>(model.dim()));
+}
+
+gathered_rows joined_rows(const std::vector<ctr_field>& fields, std::size_t dim) {
   gathered_rows out;
-  for (const auto& f : model.fields) {  // field f's keys are below field f + 1's: ascending
+  for (const auto& f : fields) {  // field f's keys are below field f + 1's: ascending
     out.keys.insert(out.keys.end(), f.keys.begin(), f.keys.end());
-    out.values.insert(out.values.end(), f.rows.begin() + dim, f.rows.end());
+    out.values.insert(out.values.end(), f.rows.begin() + static_cast<std::ptrdiff_t>(dim),
+                      f.rows.end());
+  }
+  return out;
+}
+
+std::vector<uint64_t> served_keys(const ctr_model& model, std::size_t f) {
+  const auto& keys = model.fields[f].keys;
+  if (!model.has_wide() || model.wide[f].keys == keys) return keys;
+  std::vector<uint64_t> out;
+  std::set_union(keys.begin(), keys.end(), model.wide[f].keys.begin(), model.wide[f].keys.end(),
+                 std::back_inserter(out));
+  return out;
+}
+
+std::vector<float> rows_along(const ctr_field& field, const std::vector<uint64_t>& keys,
+                              std::size_t dim) {
+  if (keys == field.keys) return field.rows;
+  std::vector<float> out((keys.size() + 1) * dim, 0.0f);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto row = field.row_of(keys[i]);
+    if (row == 0) continue;
+    std::copy(field.rows.begin() + static_cast<std::ptrdiff_t>(row * dim),
+              field.rows.begin() + static_cast<std::ptrdiff_t>((row + 1) * dim),
+              out.begin() + static_cast<std::ptrdiff_t>((i + 1) * dim));
   }
   return out;
 }

@@ -23,14 +23,58 @@ constexpr uint32_t max_rows_width = 1u << 16;  // a dim or hidden width past thi
 
 std::vector<uint32_t> widths(const std::vector<int>& w) { return {w.begin(), w.end()}; }
 
+/// A table's rows as stored: keys ascending, dim floats each.
+void write_table(exported::SparseTable::Builder out, const std::string& name,
+                 const gathered_rows& table, std::size_t dim) {
+  out.setName(name);
+  out.setDim(static_cast<uint32_t>(dim));
+  auto keys = out.initKeys(static_cast<unsigned>(table.keys.size() * sizeof(uint64_t)));
+  if (!table.keys.empty()) std::memcpy(keys.begin(), table.keys.data(), keys.size());
+  auto values = out.initValues(static_cast<unsigned>(table.values.size() * sizeof(float)));
+  if (!table.values.empty()) std::memcpy(values.begin(), table.values.data(), values.size());
+}
+
+/// A stored table cut into `fields` field matrices of rows of `dim` floats, checked; throws
+/// `fail`'s error.
+template <class Fail>
+std::vector<ctr_field> read_table(exported::SparseTable::Reader table, std::size_t dim,
+                                  int fields, Fail&& fail) {
+  const std::string name = table.getName().cStr();
+  // Each Data read once: every read counts against the message's traversal limit.
+  const auto keys = table.getKeys();
+  const auto values = table.getValues();
+  if (table.getDim() != dim || keys.size() % sizeof(uint64_t) != 0
+      || values.size() != keys.size() / sizeof(uint64_t) * dim * sizeof(float))
+    throw fail("table " + name + ": " + std::to_string(keys.size()) + " key bytes and "
+               + std::to_string(values.size()) + " value bytes do not make rows of "
+               + std::to_string(dim) + " floats");
+  gathered_rows rows;
+  rows.keys.resize(keys.size() / sizeof(uint64_t));
+  rows.values.resize(values.size() / sizeof(float));
+  if (!rows.keys.empty()) std::memcpy(rows.keys.data(), keys.begin(), keys.size());
+  if (!rows.values.empty()) std::memcpy(rows.values.data(), values.begin(), values.size());
+  if (!all_finite(rows.values.data(), rows.values.size()))
+    throw fail("table " + name + " holds a NaN or infinite value");
+  try {
+    return split_fields(rows, fields, dim);
+  } catch (const std::invalid_argument& e) {
+    throw fail("table " + name + ": " + e.what());
+  }
+}
+
 /// The sizes of a CtrModel, checked; throws `fail`'s error.
 template <class Fail>
 ctr_model read_sizes(exported::CtrModel::Reader ctr, Fail&& fail) {
   ctr_model model;
   using kind = exported::CtrModel::Kind;
-  if (ctr.getKind() != kind::LR && ctr.getKind() != kind::DLRM)
-    throw fail("unknown CTR model kind " + std::to_string(static_cast<unsigned>(ctr.getKind())));
-  model.kind = ctr.getKind() == kind::LR ? ctr_kind::lr : ctr_kind::dlrm;
+  switch (ctr.getKind()) {
+    case kind::LR: model.kind = ctr_kind::lr; break;
+    case kind::DLRM: model.kind = ctr_kind::dlrm; break;
+    case kind::WDL: model.kind = ctr_kind::wdl; break;
+    case kind::DEEPFM: model.kind = ctr_kind::deepfm; break;
+    default:
+      throw fail("unknown CTR model kind " + std::to_string(static_cast<unsigned>(ctr.getKind())));
+  }
   const std::string layout = ctr.getLayout().cStr();
   if (layout == schema_layout) {
     if (ctr.getDenseFeatures() == 0 || ctr.getFields() == 0
@@ -63,9 +107,13 @@ ctr_model read_sizes(exported::CtrModel::Reader ctr, Fail&& fail) {
   model.shape.dim = static_cast<int>(dim);
   model.shape.bottom = hidden(ctr.getBottom());
   model.shape.top = hidden(ctr.getTop());
+  model.hidden = hidden(ctr.getHidden());
   const bool mlp = !model.shape.bottom.empty() || !model.shape.top.empty();
   if (model.kind == ctr_kind::lr && (dim != 1 || mlp))
     throw fail("an lr model has rows of 1 float and no MLP");
+  if (model.has_wide() ? mlp : !model.hidden.empty())
+    throw fail(std::string("a ") + to_string(model.kind) + " model has "
+               + (model.has_wide() ? "no bottom or top MLP" : "no deep MLP"));
   return model;
 }
 
@@ -75,21 +123,29 @@ std::string encode_ctr_model(const ctr_model& model) {
   const auto slots = model.tensor_slots();
   const auto dim = static_cast<std::size_t>(model.dim());
   if (model.dense.size() != slots.back().offset + slots.back().size
-      || model.fields.size() != static_cast<std::size_t>(ctr_tables(model)))
+      || model.fields.size() != static_cast<std::size_t>(ctr_tables(model))
+      || model.wide.size() != (model.has_wide() ? model.fields.size() : 0))
     throw std::invalid_argument("encode_ctr_model: the parameters do not fit " + model.name);
   for (const auto& f : model.fields)
     if (f.rows.size() != (f.keys.size() + 1) * dim)
       throw std::invalid_argument("encode_ctr_model: a field's rows do not fit its keys");
+  for (const auto& f : model.wide)
+    if (f.rows.size() != f.keys.size() + 1)
+      throw std::invalid_argument("encode_ctr_model: a field's wide weights do not fit its keys");
   const auto table = joined_rows(model);
+  const auto wide = joined_rows(model.wide, 1);
   capnp::MallocMessageBuilder builder(
-    static_cast<unsigned>((model.dense.size() + table.values.size()) / 2 + table.keys.size()
-                          + 64 * slots.size() + 256));
+    static_cast<unsigned>((model.dense.size() + table.values.size() + wide.values.size()) / 2
+                          + table.keys.size() + wide.keys.size() + 64 * slots.size() + 256));
   auto root = builder.initRoot<exported::ExportedModel>();
   root.setFormatVersion(ctr_format_version);
   root.setModel(model.name);
   auto ctr = root.initCtr();
-  ctr.setKind(model.kind == ctr_kind::lr ? exported::CtrModel::Kind::LR
-                                         : exported::CtrModel::Kind::DLRM);
+  using kind = exported::CtrModel::Kind;
+  ctr.setKind(model.kind == ctr_kind::lr     ? kind::LR
+              : model.kind == ctr_kind::dlrm ? kind::DLRM
+              : model.kind == ctr_kind::wdl  ? kind::WDL
+                                             : kind::DEEPFM);
   ctr.setLayout(model.shaped() ? schema_layout : criteo_layout);
   if (model.shaped()) {
     ctr.setSchema(model.schema);
@@ -110,6 +166,9 @@ std::string encode_ctr_model(const ctr_model& model) {
   for (unsigned i = 0; i < bottom.size(); ++i) b.set(i, bottom[i]);
   auto t = ctr.initTop(static_cast<unsigned>(top.size()));
   for (unsigned i = 0; i < top.size(); ++i) t.set(i, top[i]);
+  const auto hidden = widths(model.has_wide() ? model.hidden : std::vector<int>{});
+  auto h = ctr.initHidden(static_cast<unsigned>(hidden.size()));
+  for (unsigned i = 0; i < hidden.size(); ++i) h.set(i, hidden[i]);
   auto tensors = root.initTensors(static_cast<unsigned>(slots.size()));
   for (unsigned i = 0; i < slots.size(); ++i) {
     tensors[i].setName(slots[i].name);
@@ -119,13 +178,9 @@ std::string encode_ctr_model(const ctr_model& model) {
     auto values = tensors[i].initValues(static_cast<unsigned>(slots[i].size * sizeof(float)));
     std::memcpy(values.begin(), model.dense.data() + slots[i].offset, values.size());
   }
-  auto out = root.initSparseTables(1)[0];
-  out.setName(model.table);
-  out.setDim(static_cast<uint32_t>(dim));
-  auto keys = out.initKeys(static_cast<unsigned>(table.keys.size() * sizeof(uint64_t)));
-  if (!table.keys.empty()) std::memcpy(keys.begin(), table.keys.data(), keys.size());
-  auto values = out.initValues(static_cast<unsigned>(table.values.size() * sizeof(float)));
-  if (!table.values.empty()) std::memcpy(values.begin(), table.values.data(), values.size());
+  auto out = root.initSparseTables(model.has_wide() ? 2 : 1);
+  write_table(out[0], model.table, table, dim);
+  if (model.has_wide()) write_table(out[1], ctr_wide_table, wide, 1);
   auto words = capnp::messageToFlatArray(builder);
   auto bytes = words.asBytes();
   return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
@@ -177,28 +232,17 @@ ctr_model read_ctr_model(exported::ExportedModel::Reader root, const std::string
     throw fail("a dense tensor holds a NaN or infinite value");
 
   auto tables = root.getSparseTables();
-  if (tables.size() != 1) throw fail(std::to_string(tables.size()) + " sparse tables, expected 1");
-  auto table = tables[0];
-  model.table = table.getName().cStr();
-  // Each Data read once: every read counts against the message's traversal limit.
-  const auto keys = table.getKeys();
-  const auto values = table.getValues();
-  if (table.getDim() != dim || keys.size() % sizeof(uint64_t) != 0
-      || values.size() != keys.size() / sizeof(uint64_t) * dim * sizeof(float))
-    throw fail("table " + model.table + ": " + std::to_string(keys.size()) + " key bytes and "
-               + std::to_string(values.size()) + " value bytes do not make rows of "
-               + std::to_string(dim) + " floats");
-  gathered_rows rows;
-  rows.keys.resize(keys.size() / sizeof(uint64_t));
-  rows.values.resize(values.size() / sizeof(float));
-  if (!rows.keys.empty()) std::memcpy(rows.keys.data(), keys.begin(), keys.size());
-  if (!rows.values.empty()) std::memcpy(rows.values.data(), values.begin(), values.size());
-  if (!all_finite(rows.values.data(), rows.values.size()))
-    throw fail("table " + model.table + " holds a NaN or infinite value");
-  try {
-    model.fields = split_fields(rows, ctr_tables(model), dim);
-  } catch (const std::invalid_argument& e) {
-    throw fail("table " + model.table + ": " + e.what());
+  const unsigned expected = model.has_wide() ? 2 : 1;
+  if (tables.size() != expected)
+    throw fail(std::to_string(tables.size()) + " sparse tables, expected "
+               + std::to_string(expected));
+  model.table = tables[0].getName().cStr();
+  model.fields = read_table(tables[0], dim, ctr_tables(model), fail);
+  if (model.has_wide()) {
+    if (std::string(tables[1].getName().cStr()) != ctr_wide_table)
+      throw fail("the second table is '" + std::string(tables[1].getName().cStr())
+                 + "', expected '" + ctr_wide_table + "'");
+    model.wide = read_table(tables[1], 1, ctr_tables(model), fail);
   }
   return model;
 }

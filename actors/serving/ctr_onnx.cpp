@@ -10,25 +10,34 @@ using namespace onnx_build;
 
 std::string field_name(std::size_t f) { return "C" + std::to_string(f + 1); }
 
-/// Each field's rows of the model, looked up: the outputs "<field>/row" ([N, dim]) in field
-/// order.
-std::vector<std::string> add_lookups(onnx::GraphProto* graph, const ctr_model& model) {
-  const auto dim = static_cast<int64_t>(model.dim());
-  std::vector<std::string> looked_up;
-  for (std::size_t f = 0; f < model.fields.size(); ++f) {
+/// Each field's column of "indices": the outputs "<field>/index" ([N]).
+void add_field_indices(onnx::GraphProto* graph, std::size_t fields) {
+  for (std::size_t f = 0; f < fields; ++f) {
     const auto field = field_name(f);
-    const auto& rows = model.fields[f];
-    const auto matrix = model.table + "/" + field;
-    add_initializer(graph, matrix, {static_cast<int64_t>(rows.keys.size()) + 1, dim},
-                    rows.rows.data());
     add_int64_initializer(graph, field + "/field", {}, {static_cast<int64_t>(f)});
     set_attribute(add_node(graph, "Gather", field + "/index",
                            {onnx_indices_input, field + "/field"}, field + "/index"),
                   "axis", int64_t{1});  // [N]: the field's column of indices
-    set_attribute(add_node(graph, "Gather", field + "/lookup", {matrix, field + "/index"},
-                           field + "/row"),
+  }
+}
+
+/// Each field's row of `matrices` (rows of `dim` floats, laid along the served vocabulary),
+/// looked up: the outputs "<prefix><field>/row" ([N, dim]) in field order.
+std::vector<std::string> add_lookups(onnx::GraphProto* graph, const ctr_model& model,
+                                     const std::string& table,
+                                     const std::vector<ctr_field>& matrices, int64_t dim,
+                                     const std::string& prefix) {
+  std::vector<std::string> looked_up;
+  for (std::size_t f = 0; f < matrices.size(); ++f) {
+    const auto field = field_name(f);
+    const auto keys = served_keys(model, f);
+    const auto rows = rows_along(matrices[f], keys, static_cast<std::size_t>(dim));
+    const auto matrix = table + "/" + field;
+    add_initializer(graph, matrix, {static_cast<int64_t>(keys.size()) + 1, dim}, rows.data());
+    set_attribute(add_node(graph, "Gather", prefix + field + "/lookup", {matrix, field + "/index"},
+                           prefix + field + "/row"),
                   "axis", int64_t{0});  // [N, dim]
-    looked_up.push_back(field + "/row");
+    looked_up.push_back(prefix + field + "/row");
   }
   return looked_up;
 }
@@ -97,6 +106,50 @@ std::string add_dlrm(onnx::GraphProto* graph, const ctr_model& model,
   return add_mlp(graph, model, slots, 2 * bottom_layers, top_layers, "top/in", false);
 }
 
+/// wdl and deepfm: the wide part, the FM term (deepfm) and the deep MLP in one Sum; returns
+/// the logit's name.
+std::string add_wide_deep(onnx::GraphProto* graph, const ctr_model& model,
+                          const std::vector<std::string>& embeddings,
+                          const std::vector<std::string>& weights) {
+  const auto slots = model.tensor_slots();  // linear/kernel [13, 1], deep<l>/kernel, deep<l>/bias
+  add_initializer(graph, slots[0].name, {slots[0].shape.begin(), slots[0].shape.end()},
+                  model.dense.data() + slots[0].offset);
+  add_node(graph, "MatMul", "linear/matmul", {onnx_dense_input, slots[0].name}, "linear/xw");
+  std::vector<std::string> terms{"linear/xw"};
+  terms.insert(terms.end(), weights.begin(), weights.end());
+
+  std::vector<std::string> deep_in(embeddings);
+  deep_in.push_back(onnx_dense_input);
+  set_attribute(add_node(graph, "Concat", "deep/concat", deep_in, "deep/in"), "axis",
+                int64_t{1});  // [N, fields·dim + 13]: the embeddings field by field, then dense
+  terms.push_back(add_mlp(graph, model, slots, 1, model.hidden.size() + 1, "deep/in", false));
+
+  if (model.kind == ctr_kind::deepfm) {
+    // Σ_f e_f and Σ_f e_f² as products with `fold`, dim identities stacked [fields·dim, dim];
+    // 0.5 · Σ_d ((Σ e)² − Σ e²) as a product with a column of halves.
+    const int64_t fields = model.shape.fields, dim = model.shape.dim;
+    std::vector<float> fold(static_cast<std::size_t>(fields * dim * dim), 0.0f);
+    for (int64_t f = 0; f < fields; ++f)
+      for (int64_t d = 0; d < dim; ++d) fold[static_cast<std::size_t>((f * dim + d) * dim + d)] = 1;
+    const std::vector<float> halves(static_cast<std::size_t>(dim), 0.5f);
+    add_initializer(graph, "fm/fold", {fields * dim, dim}, fold.data());
+    add_initializer(graph, "fm/halves", {dim, 1}, halves.data());
+    set_attribute(add_node(graph, "Concat", "fm/concat", embeddings, "fm/flat"), "axis",
+                  int64_t{1});  // [N, fields·dim]
+    add_node(graph, "MatMul", "fm/sum", {"fm/flat", "fm/fold"}, "fm/sum");  // [N, dim]
+    add_node(graph, "Mul", "fm/square_of_sum", {"fm/sum", "fm/sum"}, "fm/square_of_sum");
+    add_node(graph, "Mul", "fm/squares", {"fm/flat", "fm/flat"}, "fm/squares");
+    add_node(graph, "MatMul", "fm/sum_of_squares", {"fm/squares", "fm/fold"},
+             "fm/sum_of_squares");
+    add_node(graph, "Sub", "fm/difference", {"fm/square_of_sum", "fm/sum_of_squares"},
+             "fm/difference");
+    add_node(graph, "MatMul", "fm/term", {"fm/difference", "fm/halves"}, "fm/term");  // [N, 1]
+    terms.push_back("fm/term");
+  }
+  add_node(graph, "Sum", "logit", terms, "logit");
+  return "logit";
+}
+
 /// lr: the dense part and the fields' weights in one Sum; returns the logit's name.
 std::string add_lr(onnx::GraphProto* graph, const ctr_model& model,
                    const std::vector<std::string>& weights) {
@@ -128,9 +181,16 @@ std::string make_ctr_onnx_model(const ctr_model& model, const std::string& produ
            {-1, model.shape.dense_in});
   describe(graph->add_input(), onnx_indices_input, onnx::TensorProto::INT64,
            {-1, static_cast<int64_t>(model.fields.size())});
-  const auto looked_up = add_lookups(graph, model);
-  const auto logit = model.kind == ctr_kind::lr ? add_lr(graph, model, looked_up)
-                                                : add_dlrm(graph, model, looked_up);
+  add_field_indices(graph, model.fields.size());
+  const auto looked_up =
+    add_lookups(graph, model, model.table, model.fields, model.dim(), "");
+  std::string logit;
+  if (model.has_wide())
+    logit = add_wide_deep(graph, model, looked_up,
+                          add_lookups(graph, model, ctr_wide_table, model.wide, 1, "wide/"));
+  else
+    logit = model.kind == ctr_kind::lr ? add_lr(graph, model, looked_up)
+                                       : add_dlrm(graph, model, looked_up);
   add_node(graph, "Sigmoid", "sigmoid", {logit}, onnx_probability_output);
   describe(graph->add_output(), onnx_probability_output, onnx::TensorProto::FLOAT, {-1, 1});
   return checked_bytes(proto);

@@ -14,6 +14,11 @@
 //         to [N, 729]; for i = 1..26 a Slice of row i's entries j < i; Concat(x0, those slices)
 //         is the top MLP's input [N, dim + 351] in kernels/ctr_math.hpp's pair order (1,0),
 //         (2,0), (2,1), (3,0), …; the top MLP (ReLU between layers) → logit [N, 1] → Sigmoid.
+//   wdl:  Sum of the 26 wide weights (Gather from wide/C<f>, [N, 1]), dense · linear/kernel and
+//         the deep MLP on Concat(e_C1, …, e_C26, dense) (ReLU between layers) → Sigmoid
+//   deepfm: wdl's Sum with the FM term: Σ e and Σ e² over the fields as MatMuls with stacked
+//         identities, Sub, and a MatMul with a column of 0.5 for the sum over dim.
+// Both tables are laid along the field's served vocabulary (served_keys): one index per field.
 // Slices rather than a Gather of the lower triangle: OpenCV 4.6's importer takes a Gather only
 // with one constant index. Its embedding Gathers (runtime indices) it does not take at all:
 // tests/onnx_ctr_opencv_check.cpp rewrites just those into an exact one-hot product to run it.

@@ -5,6 +5,7 @@
 #include "kernels/ctr_math.hpp"
 #include "kernels/dlrm.hpp"
 #include "kernels/sparse_logistic.hpp"
+#include "kernels/wide_deep.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +15,7 @@ namespace actorps {
 
 namespace {
 
-constexpr int dlrm_chunk = 4096;  // samples per forward pass, as the run's evaluation
+constexpr int eval_chunk = 4096;  // samples per forward pass, as the run's evaluation
 
 /// The batch's distinct rows, gathered from the field matrices, and each use's place among
 /// them: what the kernels take (table_rows' values and inverse).
@@ -23,12 +24,12 @@ struct used_rows {
   std::vector<uint32_t> index;   // rows × fields, into [0, u)
 };
 
-used_rows gather_used_rows(const ctr_model& model, const std::vector<int64_t>& rows_of_keys) {
-  const auto fields = model.fields.size();
-  const auto dim = static_cast<std::size_t>(model.dim());
+used_rows gather_used_rows(const std::vector<ctr_field>& matrices, std::size_t dim,
+                           const std::vector<int64_t>& rows_of_keys) {
+  const auto fields = matrices.size();
   std::vector<uint64_t> base(fields, 0);  // field f's rows are numbered from base[f] on
   for (std::size_t f = 1; f < fields; ++f)
-    base[f] = base[f - 1] + model.fields[f - 1].keys.size() + 1;
+    base[f] = base[f - 1] + matrices[f - 1].keys.size() + 1;
   std::vector<uint64_t> global(rows_of_keys.size());
   for (std::size_t i = 0; i < global.size(); ++i)
     global[i] = base[i % fields] + static_cast<uint64_t>(rows_of_keys[i]);
@@ -44,10 +45,37 @@ used_rows gather_used_rows(const ctr_model& model, const std::vector<int64_t>& r
   std::size_t f = 0;
   for (std::size_t u = 0; u < distinct.size(); ++u) {  // ascending: fields in order
     while (f + 1 < fields && distinct[u] >= base[f + 1]) ++f;
-    const auto* row = model.fields[f].rows.data() + (distinct[u] - base[f]) * dim;
+    const auto* row = matrices[f].rows.data() + (distinct[u] - base[f]) * dim;
     std::copy(row, row + dim, out.values.begin() + static_cast<std::ptrdiff_t>(u * dim));
   }
   return out;
+}
+
+/// rows × fields: the row of each sample's key in its field's matrix of `matrices`.
+std::vector<int64_t> rows_in(const std::vector<ctr_field>& matrices, const criteo_batch& batch) {
+  const auto fields = matrices.size();
+  std::vector<int64_t> rows(batch.keys.size());
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows[i] = matrices[i % fields].row_of(batch.keys[i]);
+  return rows;
+}
+
+/// The kernels' view of a batch's rows of one table.
+ctr_rows kernel_rows(const used_rows& used, std::size_t dim) {
+  return {used.values.data(), static_cast<int>(used.values.size() / dim),
+          reinterpret_cast<const int32_t*>(used.index.data())};
+}
+
+/// wdl and deepfm as the plug-in's evaluation scores them: kernels/wide_deep on each table's
+/// rows, in chunks of its evaluation.
+std::vector<float> wide_deep_logits(backend& be, const ctr_model& model, const float* dense,
+                                    const ctr_rows& embeddings, const ctr_rows& weights, int n,
+                                    const ctr_bags* bags) {
+  wide_deep net(be, model.wide_deep_sizes(), std::min(eval_chunk, std::max(n, 1)));
+  net.set_parameters(model.dense.data());
+  std::vector<float> z(static_cast<std::size_t>(n));
+  net.predict_logits(dense, embeddings, weights, n, z.data(), bags);
+  return z;
 }
 
 /// lr: as the plug-in's wide model — the keys' weights and the bias by sparse_logits, then the
@@ -75,7 +103,7 @@ std::vector<float> lr_logits(const ctr_model& model, const criteo_batch& batch,
 std::vector<float> dlrm_logits(backend& be, const ctr_model& model, const criteo_batch& batch,
                                const used_rows& used) {
   const int n = static_cast<int>(batch.rows());
-  dlrm net(be, model.shape, std::min(dlrm_chunk, std::max(n, 1)));
+  dlrm net(be, model.shape, std::min(eval_chunk, std::max(n, 1)));
   net.set_parameters(model.dense.data());
   std::vector<float> z(batch.rows());
   net.predict_logits(batch.dense.data(), used.values.data(),
@@ -105,15 +133,18 @@ std::vector<float> schema_logits(backend& be, const ctr_model& model, const crit
   for (std::size_t i = 0; i < index.size(); ++i)
     index[i] = static_cast<int32_t>(std::lower_bound(keys.begin(), keys.end(), batch.keys[i])
                                     - keys.begin());
-  std::vector<float> values(keys.size() * dim);
-  const auto tables = model.fields.size();
-  for (std::size_t u = 0; u < keys.size(); ++u) {
-    const auto table = static_cast<std::size_t>(keys[u] >> 56);
-    if (table >= tables) continue;  // a table no field of the model hashes into: zeros
-    const auto& f = model.fields[table];
-    const auto* row = f.rows.data() + f.row_of(keys[u]) * dim;
-    std::copy(row, row + dim, values.begin() + static_cast<std::ptrdiff_t>(u * dim));
-  }
+  auto values_in = [&](const std::vector<ctr_field>& matrices, std::size_t width) {
+    std::vector<float> values(keys.size() * width);
+    for (std::size_t u = 0; u < keys.size(); ++u) {
+      const auto table = static_cast<std::size_t>(keys[u] >> 56);
+      if (table >= matrices.size()) continue;  // a table no field of the model hashes into: zeros
+      const auto& f = matrices[table];
+      const auto* row = f.rows.data() + f.row_of(keys[u]) * width;
+      std::copy(row, row + width, values.begin() + static_cast<std::ptrdiff_t>(u * width));
+    }
+    return values;
+  };
+  const auto values = values_in(model.fields, dim);
   // Each bag's pooling scale (1, or 1/length for a mean), as batch_bags gives the kernels.
   std::vector<float> scale;
   ctr_bags pooled;
@@ -123,9 +154,16 @@ std::vector<float> schema_logits(backend& be, const ctr_model& model, const crit
                    scale);
     pooled = {offsets, scale.data()};
   }
+  if (model.has_wide()) {
+    const auto weights = values_in(model.wide, 1);
+    const int u = static_cast<int>(keys.size());
+    return wide_deep_logits(be, model, batch.dense.data(), {values.data(), u, index.data()},
+                            {weights.data(), u, index.data()}, static_cast<int>(n),
+                            bags ? &pooled : nullptr);
+  }
   std::vector<float> z(n);
   if (model.kind == ctr_kind::dlrm) {
-    dlrm net(be, model.shape, std::min(dlrm_chunk, std::max(static_cast<int>(n), 1)));
+    dlrm net(be, model.shape, std::min(eval_chunk, std::max(static_cast<int>(n), 1)));
     net.set_parameters(model.dense.data());
     net.predict_logits(batch.dense.data(), values.data(), static_cast<int>(keys.size()),
                        index.data(), static_cast<int>(n), z.data(), bags ? &pooled : nullptr);
@@ -160,16 +198,24 @@ std::vector<int64_t> ctr_row_indices(const ctr_model& model, const criteo_batch&
     throw std::invalid_argument("the rows do not have the model's " + std::to_string(fields)
                                 + " categorical and " + std::to_string(model.shape.dense_in)
                                 + " integer fields");
-  std::vector<int64_t> rows(batch.keys.size());
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    rows[i] = model.fields[i % fields].row_of(batch.keys[i]);
-  return rows;
+  if (!model.has_wide()) return rows_in(model.fields, batch);
+  std::vector<ctr_field> vocab(fields);  // the served vocabularies, both tables' keys
+  for (std::size_t f = 0; f < fields; ++f) vocab[f].keys = served_keys(model, f);
+  return rows_in(vocab, batch);
 }
 
 std::vector<float> ctr_logits(backend& be, const ctr_model& model, const criteo_batch& batch) {
   if (batch.rows() == 0) return {};
   if (model.shaped()) return schema_logits(be, model, batch);
-  const auto used = gather_used_rows(model, ctr_row_indices(model, batch));
+  const auto dim = static_cast<std::size_t>(model.dim());
+  const auto served = ctr_row_indices(model, batch);  // checks the rows' sizes too
+  const auto used =
+    gather_used_rows(model.fields, dim, model.has_wide() ? rows_in(model.fields, batch) : served);
+  if (model.has_wide()) {
+    const auto weights = gather_used_rows(model.wide, 1, rows_in(model.wide, batch));
+    return wide_deep_logits(be, model, batch.dense.data(), kernel_rows(used, dim),
+                            kernel_rows(weights, 1), static_cast<int>(batch.rows()), nullptr);
+  }
   return model.kind == ctr_kind::lr ? lr_logits(model, batch, used)
                                     : dlrm_logits(be, model, batch, used);
 }

@@ -1,8 +1,9 @@
 // A CTR model (ctr_model.hpp) on Criteo rows: the per-field row indices model.onnx takes, the
 // logits, and AUC / log loss on a labelled split. The export (metadata.json), `actorps predict`
 // and `actorps evaluate` all score through ctr_logits, so their numbers agree by construction;
-// the math is the training's (kernels/dlrm for dlrm, sparse_logits and the plug-in's dense dot
-// for lr), on the model's rows, a key the model never saw reading row 0 (zeros).
+// the math is the training's (kernels/dlrm for dlrm, kernels/wide_deep for wdl and deepfm,
+// sparse_logits and the plug-in's dense dot for lr), on the model's rows, a key the model never
+// saw reading row 0 (zeros).
 #pragma once
 
 #include "actors/data/criteo_batch.hpp"
@@ -15,12 +16,12 @@
 
 namespace actorps {
 
-/// rows × fields: the row of each sample's key in its field's matrix (ctr_field::row_of; 0 for
-/// an unknown key) — model.onnx's input "indices".
+/// rows × fields: the row of each sample's key in its field's served vocabulary (served_keys;
+/// 0 for an unknown key) — model.onnx's input "indices".
 std::vector<int64_t> ctr_row_indices(const ctr_model& model, const criteo_batch& batch);
 
 /// The logit z of each row of `batch` (dense already log1p-transformed, as the reader gives it),
-/// computed on `be` (dlrm; lr runs on the host). p(click) = sigmoid(z).
+/// computed on `be` (lr runs on the host). p(click) = sigmoid(z).
 std::vector<float> ctr_logits(backend& be, const ctr_model& model, const criteo_batch& batch);
 
 /// p(click) = σ(z) of each logit, as the kernels compute it (kernels/ctr_math.hpp).

@@ -165,7 +165,7 @@ void prepare_export(const export_request& request, int64_t every, int full_every
   if (every > 0 && !mlp_layers(request.spec.model) && !ctr_kind_of(request.spec.model))
     throw std::invalid_argument(option + ": the model " + request.spec.model.name + " has no "
                                 "network actorps serves; export versions while training are "
-                                "for MLPs, lr and dlrm (the export after the run takes any)");
+                                "for MLPs and CTR models (the export after the run takes any)");
   if (every > 0 && schema_shaped(request.spec.model))  // a version's writer has no schema
     throw std::invalid_argument(option + ": versions while training serve Criteo's layout; "
                                 + request.spec.model.name + " reads a log's schema and exports "

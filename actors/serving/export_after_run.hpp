@@ -22,11 +22,11 @@ struct export_request {
   int batch = 0;
 };
 
-/// Proves now that `request` can export (an MLP, lr or dlrm) and that its directory can be
-/// written (creating it if missing), and sets `chief` up for it: every sparse row with the
-/// final snapshots (chief_config::final_rows) and, with `every` > 0, a version every `every`
-/// global clocks while training, every `full_every`-th one full (export_versions.hpp). Throws
-/// std::invalid_argument naming `option`, the setting that names the directory.
+/// Proves now that `request` can export (an MLP, a CTR model, or tensors and rows) and that its
+/// directory can be written (creating it if missing), and sets `chief` up for it: every sparse
+/// row with the final snapshots (chief_config::final_rows) and, with `every` > 0, a version every
+/// `every` global clocks while training, every `full_every`-th one full (export_versions.hpp).
+/// Throws std::invalid_argument naming `option`, the setting that names the directory.
 void prepare_export(const export_request& request, int64_t every, int full_every,
                     chief_config& chief, const std::string& option);
 

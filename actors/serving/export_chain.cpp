@@ -45,8 +45,20 @@ kj::Array<capnp::word> words_of(const std::string& bytes) {
 
 struct ctr_delta {
   ctr_model changed;
-  std::vector<uint64_t> removed;
+  std::vector<uint64_t> removed, removed_wide;  // the tables' tombstones: the first's, "wide"'s
 };
+
+/// Little-endian uint64 keys, strictly ascending; throws damaged_version.
+std::vector<uint64_t> read_removed(capnp::Data::Reader removed, const std::string& origin) {
+  if (removed.size() % sizeof(uint64_t) != 0)
+    throw damaged_version(origin + ": removed keys are not whole 8-byte keys");
+  std::vector<uint64_t> out(removed.size() / sizeof(uint64_t));
+  if (!out.empty()) std::memcpy(out.data(), removed.begin(), removed.size());
+  for (std::size_t i = 1; i < out.size(); ++i)
+    if (out[i] <= out[i - 1])
+      throw damaged_version(origin + ": removed keys are not strictly ascending");
+  return out;
+}
 
 ctr_delta decode_ctr_delta(const std::string& bytes, const std::string& origin) {
   if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0)
@@ -62,14 +74,10 @@ ctr_delta decode_ctr_delta(const std::string& bytes, const std::string& origin) 
       throw damaged_version(origin + ": no CTR model in the delta");
     ctr_delta out;
     out.changed = read_ctr_model(root.getModel(), origin);
-    const auto removed = root.getRemovedKeys();
-    if (removed.size() % sizeof(uint64_t) != 0)
-      throw damaged_version(origin + ": removed keys are not whole 8-byte keys");
-    out.removed.resize(removed.size() / sizeof(uint64_t));
-    if (!out.removed.empty()) std::memcpy(out.removed.data(), removed.begin(), removed.size());
-    for (std::size_t i = 1; i < out.removed.size(); ++i)
-      if (out.removed[i] <= out.removed[i - 1])
-        throw damaged_version(origin + ": removed keys are not strictly ascending");
+    out.removed = read_removed(root.getRemovedKeys(), origin);
+    out.removed_wide = read_removed(root.getRemovedWideKeys(), origin);
+    if (!out.changed.has_wide() && !out.removed_wide.empty())
+      throw damaged_version(origin + ": removed wide keys for a model without the table wide");
     return out;
   } catch (const kj::Exception& e) {
     throw damaged_version(origin + ": truncated or not a delta.capnp (Cap'n Proto: "
@@ -228,6 +236,7 @@ loaded_chain chain_ending_at(const std::string& root, uint64_t newest, float max
                                + ", which holds an MLP: only CTR models have delta versions");
     const auto dim = static_cast<std::size_t>(model->dim());
     auto table = joined_rows(*model);
+    auto wide = joined_rows(model->wide, 1);
     for (std::size_t i = 1; i < links.size(); ++i) {
       const auto dir = version_dir(root, links[i].first);
       const auto& pos = links[i].second.chain;
@@ -257,12 +266,16 @@ loaded_chain chain_ending_at(const std::string& root, uint64_t newest, float max
                                  + " holds " + model->name);
       row_changes changes{joined_rows(delta.changed), std::move(delta.removed)};
       table = apply_changes(table, changes, dim);
+      if (model->has_wide())
+        wide = apply_changes(wide, {joined_rows(delta.changed.wide, 1),
+                                    std::move(delta.removed_wide)}, 1);
       model->dense = std::move(delta.changed.dense);
       previous_sha = sha256_hex(bytes);
       previous_clock = pos.clock;
     }
     try {
-      model->fields = split_fields(table, model->shape.fields, dim);
+      model->fields = split_fields(table, ctr_tables(*model), dim);
+      if (model->has_wide()) model->wide = split_fields(wide, ctr_tables(*model), 1);
     } catch (const std::invalid_argument& e) {
       throw damaged_version(version_dir(root, newest) + ": its chain folds to a bad table: "
                             + e.what());
@@ -363,17 +376,22 @@ gathered_rows apply_changes(const gathered_rows& base, const row_changes& change
   return out;
 }
 
-std::string encode_ctr_delta(const ctr_model& changed, const std::vector<uint64_t>& removed) {
+std::string encode_ctr_delta(const ctr_model& changed, const std::vector<uint64_t>& removed,
+                             const std::vector<uint64_t>& removed_wide) {
   const auto model_bytes = encode_ctr_model(changed);
   const auto words = words_of(model_bytes);
   capnp::ReaderOptions options;
   options.traversalLimitInWords = 4 * words.size() + 1024;
   capnp::FlatArrayMessageReader reader(words, options);
-  capnp::MallocMessageBuilder builder(static_cast<unsigned>(words.size() + removed.size() + 64));
+  capnp::MallocMessageBuilder builder(
+    static_cast<unsigned>(words.size() + removed.size() + removed_wide.size() + 64));
   auto root = builder.initRoot<exported::ExportDelta>();
   root.setModel(reader.getRoot<exported::ExportedModel>());
   auto keys = root.initRemovedKeys(static_cast<unsigned>(removed.size() * sizeof(uint64_t)));
   if (!removed.empty()) std::memcpy(keys.begin(), removed.data(), keys.size());
+  auto wide = root.initRemovedWideKeys(
+    static_cast<unsigned>(removed_wide.size() * sizeof(uint64_t)));
+  if (!removed_wide.empty()) std::memcpy(wide.begin(), removed_wide.data(), wide.size());
   auto flat = capnp::messageToFlatArray(builder);
   auto bytes = flat.asBytes();
   return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
@@ -382,11 +400,13 @@ std::string encode_ctr_delta(const ctr_model& changed, const std::vector<uint64_
 export_result write_delta_version(const std::string& dir, const ctr_model& changed,
                                   const std::vector<uint64_t>& removed,
                                   const chain_position& position,
-                                  std::chrono::system_clock::time_point created) {
+                                  std::chrono::system_clock::time_point created,
+                                  const std::vector<uint64_t>& removed_wide) {
   const auto start = std::chrono::steady_clock::now();
-  const auto bytes = encode_ctr_delta(changed, removed);
+  const auto bytes = encode_ctr_delta(changed, removed, removed_wide);
   const auto metadata =
-    with_checksums(make_delta_export_metadata(changed, removed.size(), chain_json(position),
+    with_checksums(make_delta_export_metadata(changed, removed.size() + removed_wide.size(),
+                                              chain_json(position),
                                               created),
                    {{delta_capnp_name, &bytes}});
   return write_model_version(dir, delta_capnp_name, bytes, metadata, start);

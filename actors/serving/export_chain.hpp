@@ -57,17 +57,19 @@ row_changes diff_rows(const gathered_rows& before, const gathered_rows& after, s
 gathered_rows apply_changes(const gathered_rows& base, const row_changes& changes,
                             std::size_t dim);
 
-/// delta.capnp: `changed` (a CTR model whose table holds the changed rows only) and the keys
-/// removed since the predecessor.
-std::string encode_ctr_delta(const ctr_model& changed, const std::vector<uint64_t>& removed);
+/// delta.capnp: `changed` (a CTR model whose tables hold the changed rows only) and the keys
+/// removed since the predecessor: of its first table, and of "wide" (wdl, deepfm).
+std::string encode_ctr_delta(const ctr_model& changed, const std::vector<uint64_t>& removed,
+                             const std::vector<uint64_t>& removed_wide = {});
 
 /// Writes a delta version into `dir` (staged and published as every version is): delta.capnp
-/// of `changed` and `removed`, and metadata.json saying what it is and where it stands in its
-/// chain. Returns the version's path, number and bytes; throws versioned_dir_error.
+/// of `changed`, `removed` and `removed_wide`, and metadata.json saying what it is and where it
+/// stands in its chain. Returns the version's path, number and bytes; throws versioned_dir_error.
 export_result write_delta_version(const std::string& dir, const ctr_model& changed,
                                   const std::vector<uint64_t>& removed,
                                   const chain_position& position,
-                                  std::chrono::system_clock::time_point created);
+                                  std::chrono::system_clock::time_point created,
+                                  const std::vector<uint64_t>& removed_wide = {});
 
 /// The model of the newest complete chain at `path`: an export directory, or a version in one
 /// (the chain ending there). Versions are tried newest first: a full one (or one written before

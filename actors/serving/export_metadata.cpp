@@ -74,14 +74,25 @@ json ctr_model_json(const ctr_model& model) {
   json tensors = json::array();
   for (const auto& slot : model.tensor_slots())
     tensors.push_back({{"name", slot.name}, {"shape", slot.shape}});
-  std::size_t rows = 0;
+  std::size_t rows = 0, wide_rows = 0;
   for (const auto& f : model.fields) rows += f.keys.size();
+  for (const auto& f : model.wide) wide_rows += f.keys.size();
   json out = {{"type", to_string(model.kind)},
               {"model", model.name},
               {"dense_parameters", model.dense.size()},
               {"tensors", tensors},
               {"table", {{"name", model.table}, {"dim", model.dim()}, {"rows", rows}}}};
-  if (model.kind == ctr_kind::dlrm) {
+  if (model.has_wide()) {
+    out["wide_table"] = {{"name", ctr_wide_table}, {"dim", 1}, {"rows", wide_rows}};
+    out["dim"] = model.shape.dim;
+    out["deep_layers"] = model.wide_deep_sizes().deep_layers();
+    out["formula"] = std::string("p = sigmoid(sum over fields of the key's wide weight + "
+                                 "linear/kernel . dense + deep MLP(e_C1, ..., e_C26, dense)")
+                     + (model.kind == ctr_kind::deepfm
+                          ? " + 0.5 * sum over dim of ((sum of e)^2 - sum of e^2))"
+                          : ")");
+    out["activations"] = "ReLU between deep layers; sigmoid output";
+  } else if (model.kind == ctr_kind::dlrm) {
     out["dim"] = model.shape.dim;
     out["bottom_layers"] = model.shape.bottom_layers();
     out["top_layers"] = model.shape.top_layers();
@@ -103,7 +114,7 @@ json criteo_layout_json(const ctr_model& model) {
   for (std::size_t f = 0; f < model.fields.size(); ++f)
     fields.push_back({{"name", "C" + std::to_string(f + 1)},
                       {"vocabulary", vocab_file_name(f)},
-                      {"rows", model.fields[f].keys.size() + 1}});
+                      {"rows", served_keys(model, f).size() + 1}});
   return {
     {"name", "criteo"},
     {"line", "label<TAB>I1<TAB>...<TAB>I13<TAB>C1<TAB>...<TAB>C26 (plain or gzip)"},
@@ -278,8 +289,9 @@ std::string with_checksums(const std::string& metadata,
 std::string make_delta_export_metadata(const ctr_model& changed, std::size_t removed,
                                        const std::string& chain,
                                        std::chrono::system_clock::time_point created) {
-  std::size_t rows = 0;
+  std::size_t rows = 0;  // of both tables for wdl and deepfm, as the shards count them
   for (const auto& f : changed.fields) rows += f.keys.size();
+  for (const auto& f : changed.wide) rows += f.keys.size();
   json meta = {
     {"format", "actorps export"},
     {"format_version", 2},

@@ -34,7 +34,7 @@ public:
           "the shards' states at clock " + std::to_string(clock) + " are deltas since clock "
           + std::to_string(states.since) + ", the chain's newest version is of clock "
           + std::to_string(predecessor_.clock));
-      done = delta(clock, std::move(states.params), std::move(states.removed[0]));
+      done = delta(clock, std::move(states.params), std::move(states.removed));
     }
     done.rows = states.rows;
     done.removed = removed;
@@ -64,8 +64,9 @@ private:
     return out;
   }
 
-  export_written delta(int64_t clock, trained_parameters params, std::vector<uint64_t> removed) {
-    const auto changed = make_ctr_model(request_.spec.model, params.dense, params.tables[0]);
+  export_written delta(int64_t clock, trained_parameters params,
+                       std::vector<std::vector<uint64_t>> removed) {
+    const auto changed = make_ctr_model(request_.spec.model, params.dense, params.tables);
     chain_position pos;
     pos.delta = true;
     pos.clock = clock;
@@ -75,8 +76,9 @@ private:
     pos.predecessor_version = predecessor_.version;
     pos.predecessor_clock = predecessor_.clock;
     pos.predecessor_sha256 = predecessor_.sha256;
-    const auto done = write_delta_version(request_.dir, changed, removed, pos,
-                                          std::chrono::system_clock::now());
+    removed.resize(2);  // the first table's tombstones, and wdl's and deepfm's "wide"'s
+    const auto done = write_delta_version(request_.dir, changed, removed[0], pos,
+                                          std::chrono::system_clock::now(), removed[1]);
     predecessor_ = {done.version, clock, done.model_sha256};
     export_written out;
     out.version = done.version;

@@ -46,14 +46,16 @@ export_result export_ctr_model(const train_spec& spec, const trained_parameters&
                                const run_info& run, const dataset& test, const std::string& dir,
                                const std::string& chain) {
   const auto start = std::chrono::steady_clock::now();
-  if (params.tables.size() != 1)
-    throw std::invalid_argument("export: the model " + spec.model.name + " has one sparse table, "
-                                "the run left " + std::to_string(params.tables.size()));
+  if (params.tables.size() != spec.model.sparse_tables.size())
+    throw std::invalid_argument("export: the model " + spec.model.name + " has "
+                                + std::to_string(spec.model.sparse_tables.size())
+                                + " sparse tables, the run left "
+                                + std::to_string(params.tables.size()));
   if (test.criteo.rows() == 0)
     throw std::invalid_argument("export: the test split holds no Criteo rows to evaluate "
                                 + spec.model.name + " on");
   const auto model = make_ctr_model(
-    spec.model, params.dense, params.tables[0],
+    spec.model, params.dense, params.tables,
     run.schema_path.empty() ? std::string() : self_contained_schema(run.schema_path),
     run.delimiter);
   const auto test_metrics = evaluate_ctr_model(model, test.criteo);
@@ -89,7 +91,8 @@ export_result write_ctr_version(const ctr_model& model, const std::string& metad
   // one row per field cannot say (SCHEMA_FORMAT.md).
   const auto onnx = model.shaped() ? std::string() : make_ctr_onnx_model(model, ACTORPS_VERSION);
   std::vector<std::string> vocab;
-  for (const auto& field : model.fields) vocab.push_back(vocab_file_text(field));
+  for (std::size_t f = 0; f < model.fields.size(); ++f)
+    vocab.push_back(vocab_file_text(served_keys(model, f)));
   std::vector<std::pair<std::string, const std::string*>> files{{model_capnp_name, &capnp}};
   if (!model.shaped()) files.emplace_back(onnx_model_name, &onnx);
   for (std::size_t f = 0; f < vocab.size(); ++f) files.emplace_back(vocab_file_name(f), &vocab[f]);
@@ -117,7 +120,7 @@ export_result export_trained_model(const train_spec& spec, const trained_paramet
   if (!chain.empty())
     throw std::invalid_argument("export: the model " + spec.model.name + " has no network "
                                 "actorps knows; export versions while training are for MLPs, "
-                                "lr and dlrm");
+                                "lr, dlrm, wdl and deepfm");
   return export_program_model(spec, params, run, dir);
 }
 
@@ -129,7 +132,7 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
   const auto layers = mlp_layers(spec.model);
   if (!layers)
     throw std::invalid_argument("export: the model " + spec.model.name
-                                + " is not an MLP; only MLPs, lr and dlrm can be exported so far");
+                                + " is not an MLP; export_model writes MLPs only");
   if (params.size() != mlp_parameter_count(*layers))
     throw std::invalid_argument("export: " + std::to_string(params.size()) + " parameters, layers "
                                 + to_string(*layers) + " need "

@@ -55,7 +55,7 @@ export_result export_model(const train_spec& spec, const std::vector<float>& par
                            const std::string& chain = {});
 
 /// Exports a model of either kind: an MLP (no tables) as export_model above, or a CTR model
-/// (lr, dlrm: ctr_kind_of) built by make_ctr_model, evaluated on test.criteo with
+/// (lr, dlrm, wdl, deepfm: ctr_kind_of) built by make_ctr_model, evaluated on test.criteo with
 /// evaluate_ctr_model, its model.capnp decoded back and model.onnx checked before anything is
 /// written. Throws std::invalid_argument when the parameters do not fit the spec, the model is
 /// of another kind or the test split holds no Criteo rows; versioned_dir_error and

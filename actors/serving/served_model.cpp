@@ -31,8 +31,8 @@ served_model read_root(exported::ExportedModel::Reader root, const std::string& 
     case ctr_format_version: return read_ctr_model(root, origin);
     case program_format_version:
       throw model_file_error(origin + ": " + std::string(root.getModel().cStr()) + " is exported "
-                             "as its tensors and rows only (format 3): actorps serves MLPs, lr "
-                             "and dlrm; the program that trained it serves this one "
+                             "as its tensors and rows only (format 3): actorps serves MLPs, lr, "
+                             "dlrm, wdl and deepfm; the program that trained it serves this one "
                              "(actorps.torch.load_export)");
     default:
       throw model_file_error(origin + ": format version " + std::to_string(root.getFormatVersion())
@@ -103,6 +103,9 @@ void check_parameter_bound(const served_model& model, float bound, const std::st
   for (std::size_t f = 0; f < ctr.fields.size(); ++f)
     check(ctr.fields[f].rows.data(), ctr.fields[f].rows.size(),
           "table " + ctr.table + " field C" + std::to_string(f + 1));
+  for (std::size_t f = 0; f < ctr.wide.size(); ++f)
+    check(ctr.wide[f].rows.data(), ctr.wide[f].rows.size(),
+          std::string("table ") + ctr_wide_table + " field C" + std::to_string(f + 1));
 }
 
 std::string read_checked_model(const std::string& dir) {

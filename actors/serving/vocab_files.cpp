@@ -23,12 +23,12 @@ std::string vocab_file_name(std::size_t field) {
   return std::string(vocab_dir_name) + "/C" + std::to_string(field + 1) + ".tsv";
 }
 
-std::string vocab_file_text(const ctr_field& field) {
+std::string vocab_file_text(const std::vector<uint64_t>& keys) {
   std::string out(header);
   out += '\n';
-  out.reserve(out.size() + field.keys.size() * 28);
-  for (std::size_t i = 0; i < field.keys.size(); ++i) {
-    out += std::to_string(field.keys[i]);
+  out.reserve(out.size() + keys.size() * 28);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    out += std::to_string(keys[i]);
     out += '\t';
     out += std::to_string(i + 1);
     out += '\n';

@@ -23,8 +23,8 @@ std::string vocab_file_name(std::size_t field);
 /// The directory of the vocabulary files in a version: "vocab".
 inline constexpr const char* vocab_dir_name = "vocab";
 
-/// The file of one field, as above.
-std::string vocab_file_text(const ctr_field& field);
+/// The file of one field's vocabulary (served_keys), as above.
+std::string vocab_file_text(const std::vector<uint64_t>& keys);
 
 /// The keys of a vocabulary file in row order (keys[i] has row i + 1). Throws
 /// std::invalid_argument naming `origin` and the line for a missing header, a malformed line, a

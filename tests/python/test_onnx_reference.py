@@ -3,7 +3,8 @@
 inputs built from raw Criteo lines by what metadata.json says (the dense transform, the key hash
 through actorps.feature_key, the vocabulary files) and the graph run by an evaluator of its
 operators written from the ONNX specification (onnx_numpy.py). Its click probabilities must be
-`actorps predict`'s within 1e-5 on every test line, for an lr and a dlrm export. The evaluator's
+`actorps predict`'s within 1e-5 on every test line, for an lr, a dlrm, a wdl and a deepfm
+export. The evaluator's
 trickier operators are checked on hand-made graphs first, and it refuses an operator it does not
 know."""
 import json
@@ -147,6 +148,12 @@ class CtrExports(unittest.TestCase):
 
     def test_dlrm_export(self):
         self.check("dlrm:8:16-8:16", 3)
+
+    def test_wdl_export(self):
+        self.check("wdl:8:16-8", 3)
+
+    def test_deepfm_export(self):
+        self.check("deepfm:8:16-8", 3)
 
 
 if __name__ == "__main__":
