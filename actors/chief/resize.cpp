@@ -54,6 +54,8 @@ void finish_resize(self_ptr self, uint64_t bytes) {
     auto& st = self->state;
     if (st.phase != run_phase::resizing || st.resize_generation != generation) return;
     enter(self, run_phase::training);
+    for (const auto& [s, when] : st.resize.lost)  // restored with the others: no clock lost
+      record_recovery(self, ps_role(s), when, clock, {});
     build_missing_standbys(self, true);  // --replicas 1: every shard of the new size
     for (auto& w : st.workers)
       if (w) self->send(w, start_atom::value);
@@ -70,7 +72,7 @@ void finish_resize(self_ptr self, uint64_t bytes) {
                         .add("buckets", static_cast<uint64_t>(r.buckets))
                         .add("blocks", static_cast<uint64_t>(r.blocks)).add("bytes", bytes)
                         .add("freeze_ms", ms).add("clock", clock)
-                        .add("shards_lost", r.shards_lost)
+                        .add("shards_lost", static_cast<uint64_t>(r.lost.size()))
                         .add("retrained_samples", retrained * st.cfg.batch)
                         .add("wall_s", st.elapsed()));
     st.metrics->flush();
@@ -119,7 +121,7 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   }
   auto& r = st.resize;
   r = {st.cfg.spec.shards, planned.shards, planned.at_clock, 0, 0,
-       std::chrono::steady_clock::now(), std::move(states), 0};
+       std::chrono::steady_clock::now(), std::move(states), {}};
   for (const auto& m : moves) {
     r.buckets += m.buckets.size();
     r.blocks += m.blocks.size();
@@ -185,7 +187,7 @@ void arm_next_resize(self_ptr self) {
 void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto& st = self->state;
   auto& r = st.resize;
-  ++r.shards_lost;
+  r.lost.emplace_back(s, std::chrono::steady_clock::now());
   record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
                  "spawned again and restored from the states of clock " + std::to_string(r.clock)
                    + " the resize holds");

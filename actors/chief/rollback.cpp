@@ -218,7 +218,8 @@ const char* why_no_rollback(const chief_state& st) {
     case run_phase::training:
     case run_phase::rolling_back:  // it starts over
     case run_phase::stopping: break;
-    case run_phase::resizing: return " while the shards were being resized";  // (processes)
+    case run_phase::resizing:  // in one process resize_shard_lost restores it again
+      return " while the shards were being resized";
   }
   // a signal is stopping the run (every task may be getting it too): nothing to go back for
   if (st.interrupts > 0) return " while the run was stopping on a signal";

@@ -166,7 +166,7 @@ struct chief_state {
     // The old shards' states at the clock (shared bytes), kept until the change is done: a
     // shard lost while they are restored is spawned again and every shard restored from them.
     std::vector<wire_buffer> states;
-    int shards_lost = 0;          // while restoring
+    std::vector<std::pair<int32_t, time_point>> lost;  // shards lost while restoring, and when
   } resize;
 
   // hot standbys (--replicas 1; standbys.cpp)
