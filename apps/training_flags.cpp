@@ -363,7 +363,7 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "change the number of parameter shards while training (repeatable, in clock order): "
      "ps=N@clock=C goes on from clock C on N shards, the fewest sparse buckets and dense "
      "blocks changing shard; every worker pauses before C, so each push is applied once in every "
-     "mode; with --replicas 1 the new shards get standbys (one process; not with --export-every)");
+     "mode; with --replicas 1 the new shards get standbys; export versions go on (one process)");
   add_replica_options(desc, o);
 }
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -237,6 +238,50 @@ TEST_CASE("with --replicas 1 the shards of each new size get standbys that take 
   MESSAGE("fail-overs: " << failovers << " of 2 losses (the others went back to a checkpoint)");
 }
 
+/// The export version of `dir` (a version directory) as a whole model.capnp: its own, or its
+/// chain folded by `actorps export --consolidate` into `scratch`.
+std::string whole_model(const std::string& dir, const std::string& scratch) {
+  if (std::filesystem::exists(dir + "/model.capnp")) return bytes_of(dir + "/model.capnp");
+  std::filesystem::remove_all(scratch);
+  const auto r = test::run_actorps("export --consolidate " + dir + " --export-dir " + scratch);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  return bytes_of(scratch + "/1/model.capnp");
+}
+
+TEST_CASE("export versions while the shards resize: each the never-resized run's at its clock") {
+  // Versions every 5 clocks, every 4th full; 2 -> 3 at 12, 3 -> 1 at 23. The versions asked of
+  // the shards before a resize are skipped (their states were replaced); the next ones come
+  // from the new shards whole, a full version the chain goes on from.
+  test::scratch_dir dir{"actorps_live_resize"};
+  const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
+                          "--steps 60 --export-every 5 --full-export-every 4 --slow worker:0=3 "
+                          + generated_criteo(dir.path, 6000, 500);
+  std::map<int64_t, json> versions[2];  // by clock, each run's export events
+  for (int resized = 0; resized < 2; ++resized) {
+    const auto name = std::string(resized ? "resized" : "still");
+    const auto r = test::run_actorps(
+      run + " --export-dir " + dir.path + "/" + name + " --metrics " + dir.path + "/" + name
+      + ".jsonl" + (resized ? " --resize ps=3@clock=12 --resize ps=1@clock=23" : ""));
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    for (const auto& e : events(dir.path + "/" + name + ".jsonl", "export"))
+      versions[resized][e["clock"].get<int64_t>()] = e;
+  }
+  int compared = 0, full_after_resize = 0;
+  for (const auto& [clock, e] : versions[1]) {
+    CAPTURE(clock);
+    if (e["kind"] == "full" && clock > 12) ++full_after_resize;
+    auto still = versions[0].find(clock);
+    if (still == versions[0].end()) continue;
+    const auto v = std::to_string(e["version"].get<int64_t>());
+    const auto w = std::to_string(still->second["version"].get<int64_t>());
+    CHECK(whole_model(dir.path + "/resized/" + v, dir.path + "/fold-a")
+          == whole_model(dir.path + "/still/" + w, dir.path + "/fold-b"));
+    ++compared;
+  }
+  CHECK(compared >= 3);
+  CHECK(full_after_resize >= 1);
+}
+
 TEST_CASE("resizes train() cannot run are refused before training, naming the option") {
   auto refusal = [](auto set) {
     train_options o;
@@ -253,11 +298,6 @@ TEST_CASE("resizes train() cannot run are refused before training, naming the op
     REQUIRE_FALSE(result);
     return to_string(result.error());
   };
-  CHECK(test::contains(refusal([](train_options& o) {
-                         o.export_dir = "/tmp/actorps-resize-refused";
-                         o.export_every = 2;
-                       }),
-                       "resizes: not with export versions while training"));
   CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 20}}; }),
                        "resizes: ps=3@clock=20: the clock is 1 to 19"));
   CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 10}, {1, 10}}; }),
@@ -268,12 +308,7 @@ TEST_CASE("resizes train() cannot run are refused before training, naming the op
 
 TEST_CASE("simulate --resize refuses a value it cannot run, naming the flag") {
   const std::string base = "simulate --dataset synthetic --synthetic-rows 512 --steps 10 ";
-  auto r = test::run_actorps(base + "--export-dir /tmp/actorps-resize-refused --export-every 2 "
-                                    "--resize ps=3@clock=5");
-  CHECK(r.status == 2);
-  CHECK_MESSAGE(test::contains(r.output, "--resize: not with export versions while training"),
-                r.output);
-  r = test::run_actorps(base + "--mode sync --resize ps=3@clock=5 --kill ps:3@resize=1");
+  auto r = test::run_actorps(base + "--mode sync --resize ps=3@clock=5 --kill ps:3@resize=1");
   CHECK(r.status == 2);
   CHECK_MESSAGE(test::contains(r.output, "--kill ps:3@resize=1: that resize leaves 3 shards"),
                 r.output);

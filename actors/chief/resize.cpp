@@ -242,7 +242,6 @@ std::string resize_refusal(const chief_config& cfg) {
   }
   if (cfg.resizes.empty()) return "";
   if (cfg.remote) return "the shards are resized in one process only (simulate, train())";
-  if (cfg.exports.every > 0) return "not with export versions while training (--export-every)";
   if (cfg.source.follow) return "not while following a stream (--follow)";
   int64_t last = 0;
   for (const auto& r : cfg.resizes) {

@@ -1,6 +1,7 @@
 #include "actors/serving/export_versions.hpp"
 
 #include "actors/data/load_split.hpp"
+#include "actors/protocol/checkpoint_codec.hpp"
 #include "actors/serving/export_chain.hpp"
 
 #include <chrono>
@@ -19,6 +20,7 @@ public:
   explicit chain_writer(export_request request) : request_(std::move(request)) {}
 
   export_written write(int64_t clock, const std::vector<wire_buffer>& shards) {
+    follow_placement(shards);
     auto states = shard_state_changes(shards, request_.spec,
                                       "the shards' state at clock " + std::to_string(clock));
     export_written done;
@@ -85,6 +87,26 @@ private:
     out.delta = true;
     out.bytes = done.capnp_bytes + done.metadata_bytes;
     return out;
+  }
+
+  /// A run whose shard count changed (--resize) sends the states of its new placement, which
+  /// each state's spec records: the versions cut the model as the shards now hold it. The model
+  /// must be the one asked for.
+  void follow_placement(const std::vector<wire_buffer>& shards) {
+    if (shards.empty()) return;
+    auto view = decode_shard_checkpoint(shards.front());
+    if (!view) return;  // shard_state_changes says what is wrong with it
+    const auto& now = view->spec;
+    auto& spec = request_.spec;
+    if (now.shards == spec.shards && now.bucket_shards == spec.bucket_shards
+        && now.block_shards == spec.block_shards)
+      return;
+    if (now.model.name != spec.model.name)
+      throw std::invalid_argument("the shards' states are of model " + now.model.name + ", not "
+                                  + spec.model.name);
+    spec.shards = now.shards;
+    spec.bucket_shards = now.bucket_shards;
+    spec.block_shards = now.block_shards;
   }
 
   struct link {
