@@ -6,6 +6,7 @@
 #include "actors/ps.hpp"
 
 #include "tests/command_runner.hpp"
+#include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -16,7 +17,6 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,17 +29,6 @@ std::string bytes_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   REQUIRE_MESSAGE(in, path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// The metrics file's events named `name`, in order.
-std::vector<json> events(const std::string& path, const std::string& name) {
-  std::vector<json> out;
-  std::istringstream lines(bytes_of(path));
-  for (std::string line; std::getline(lines, line);) {
-    auto e = json::parse(line);
-    if (e.value("event", "") == name) out.push_back(e);
-  }
-  return out;
 }
 
 const std::vector<train_options::resize_at> two_three_one_two = {{3, 10}, {1, 20}, {2, 30}};
@@ -80,8 +69,8 @@ std::vector<json> compare_resized(train_options o, const std::string& dir) {
   const auto model = bytes_of(still.export_dir + "/1/model.capnp");
   CHECK(model.size() > 1000);
   CHECK(bytes_of(resized.export_dir + "/1/model.capnp") == model);  // byte for byte
-  CHECK(events(still.metrics, "resize").empty());
-  auto changes = events(resized.metrics, "resize");
+  CHECK(test::metrics_events(still.metrics, "resize").empty());
+  auto changes = test::metrics_events(resized.metrics, "resize");
   REQUIRE(changes.size() == 3);
   const int from[] = {2, 3, 1}, to[] = {3, 1, 2}, clock[] = {10, 20, 30};
   for (std::size_t i = 0; i < 3; ++i) {
@@ -92,7 +81,7 @@ std::vector<json> compare_resized(train_options o, const std::string& dir) {
     CHECK(changes[i]["bytes"].get<int64_t>() > 0);
     CHECK(changes[i]["freeze_ms"].get<double>() >= 0);
   }
-  CHECK(events(resized.metrics, "resize_not_done").empty());
+  CHECK(test::metrics_events(resized.metrics, "resize_not_done").empty());
   return changes;
 }
 
@@ -158,10 +147,10 @@ TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
         + " --slow worker:1=1 " + data + " --metrics " + metrics
         + (resized ? " --resize " + c.resizes : ""));
       REQUIRE_MESSAGE(r.status == 0, r.output);
-      const auto ends = events(metrics, "summary");
+      const auto ends = test::metrics_events(metrics, "summary");
       REQUIRE(ends.size() == 1);
       summary[resized] = ends.front();
-      const auto changes = events(metrics, "resize");
+      const auto changes = test::metrics_events(metrics, "resize");
       REQUIRE(changes.size() == (resized ? 2u : 0u));
       for (const auto& change : changes) CHECK(change["retrained_samples"] == 0);
     }
@@ -201,15 +190,16 @@ TEST_CASE("a shard killed while a resize restores the shards is restored again: 
                                      + kills + " --export-dir " + out + " --metrics " + metrics);
     REQUIRE_MESSAGE(r.status == 0, r.output);
     CHECK(bytes_of(out + "/1/model.capnp") == bytes_of(dir.path + "/still/1/model.capnp"));
-    const auto changes = events(metrics, "resize");
+    const auto changes = test::metrics_events(metrics, "resize");
     REQUIRE(changes.size() == 2);
     const int lost_first = 1, lost_second = kills.find("resize=2") != std::string::npos ? 1 : 0;
     CHECK(changes[0]["shards_lost"] == lost_first);
     CHECK(changes[1]["shards_lost"] == lost_second);
     const auto lost = static_cast<std::size_t>(lost_first + lost_second);
-    CHECK(events(metrics, "kill").size() == lost);
-    CHECK(events(metrics, "failure").size() == lost);
-    CHECK(events(metrics, "recovery").size() == lost);  // each with the others, no clock lost
+    CHECK(test::metrics_events(metrics, "kill").size() == lost);
+    CHECK(test::metrics_events(metrics, "failure").size() == lost);
+    // each restored with the others, no clock lost
+    CHECK(test::metrics_events(metrics, "recovery").size() == lost);
   }
 }
 
@@ -230,11 +220,11 @@ TEST_CASE("with --replicas 1 the shards of each new size get standbys that take 
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(bytes_of(dir.path + "/resized/1/model.capnp")
         == bytes_of(dir.path + "/still/1/model.capnp"));
-  CHECK(events(metrics, "resize").size() == 2);
-  CHECK(events(metrics, "kill").size() == 2);
+  CHECK(test::metrics_events(metrics, "resize").size() == 2);
+  CHECK(test::metrics_events(metrics, "kill").size() == 2);
   // standbys built again after each resize: 3, then 1 (and one after each fail-over)
-  CHECK(events(metrics, "rereplicated").size() >= 4);
-  const auto failovers = events(metrics, "failover").size();
+  CHECK(test::metrics_events(metrics, "rereplicated").size() >= 4);
+  const auto failovers = test::metrics_events(metrics, "failover").size();
   MESSAGE("fail-overs: " << failovers << " of 2 losses (the others went back to a checkpoint)");
 }
 
@@ -263,7 +253,7 @@ TEST_CASE("export versions while the shards resize: each the never-resized run's
       run + " --export-dir " + dir.path + "/" + name + " --metrics " + dir.path + "/" + name
       + ".jsonl" + (resized ? " --resize ps=3@clock=12 --resize ps=1@clock=23" : ""));
     REQUIRE_MESSAGE(r.status == 0, r.output);
-    for (const auto& e : events(dir.path + "/" + name + ".jsonl", "export"))
+    for (const auto& e : test::metrics_events(dir.path + "/" + name + ".jsonl", "export"))
       versions[resized][e["clock"].get<int64_t>()] = e;
   }
   int compared = 0, full_after_resize = 0;
