@@ -93,7 +93,8 @@ private:
   /// each state's spec records: the versions cut the model as the shards now hold it. The model
   /// must be the one asked for.
   void follow_placement(const std::vector<wire_buffer>& shards) {
-    if (shards.empty()) return;
+    // The placement changes with the shard count only: a state is decoded once after a resize.
+    if (shards.empty() || static_cast<int>(shards.size()) == request_.spec.shards) return;
     auto view = decode_shard_checkpoint(shards.front());
     if (!view) return;  // shard_state_changes says what is wrong with it
     const auto& now = view->spec;
