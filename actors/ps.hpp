@@ -141,14 +141,16 @@ struct train_options {
     int64_t at_clock = 0;
   };
   std::vector<kill_at> kills;
-  /// Changes of the number of shards while training (train() only), as `--resize ps=N@clock=C`:
-  /// once every shard has reached clock `at_clock`, the run goes on there on `ps` shards, the
-  /// fewest buckets and dense blocks changing shard (a stop at that clock: the parameters are
-  /// those of the run never resized). In clock order; sync mode, no standbys, no export
-  /// versions while training.
+  /// Changes of the number of shards or workers while training (train() only), as `--resize
+  /// ps=N,workers=M@clock=C`: once every shard has reached clock `at_clock`, the run goes on
+  /// there on `ps` shards (the fewest buckets and dense blocks changing shard) and `workers`
+  /// workers (every minibatch not trained yet shared out among them, so the epochs still train
+  /// each planned minibatch once); 0 leaves that number as it is. A stop at that clock: in sync
+  /// mode the parameters are those of the run never resized. In clock order.
   struct resize_at {
     int32_t ps = 0;
     int64_t at_clock = 0;
+    int32_t workers = 0;
   };
   std::vector<resize_at> resizes;
   /// Hot standbys per shard, as --replicas (train() only): 0 none (a lost shard rolls the run

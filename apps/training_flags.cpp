@@ -360,10 +360,12 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "file of the checkpoint at clock C is on disk (a crash between shard files); "
      "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would")
     ("resize", po::value(&o.resize)->composing(),
-     "change the number of parameter shards while training (repeatable, in clock order): "
-     "ps=N@clock=C goes on from clock C on N shards, the fewest sparse buckets and dense "
-     "blocks changing shard; every worker pauses before C, so each push is applied once in every "
-     "mode; with --replicas 1 the new shards get standbys; export versions go on (one process)");
+     "change the number of parameter shards or workers while training (repeatable, in clock "
+     "order): ps=N@clock=C goes on from clock C on N shards, the fewest sparse buckets and dense "
+     "blocks changing shard; workers=N@clock=C on N workers, every minibatch not trained yet "
+     "shared out among them (each still trained once); ps=N,workers=M@clock=C both; every "
+     "worker pauses before C, so each push is applied once in every mode; with --replicas 1 "
+     "the new shards get standbys; export versions go on (one process)");
   add_replica_options(desc, o);
 }
 
@@ -390,14 +392,31 @@ void add_replica_options(po::options_description& desc, training_flags& o) {
 }
 
 planned_resize parse_resize(const std::string& text) {
-  long long shards = 0, clock = -1;
+  auto bad = [&](const std::string& why) { return usage_error("--resize " + text + ": " + why); };
+  const auto at = text.find("@clock=");
+  long long clock = -1;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "ps=%lld@clock=%lld%c", &shards, &clock, &tail) != 2)
-    throw usage_error("--resize " + text + ": expected ps=N@clock=C");
-  if (shards < 1 || shards > max_shards)
-    throw usage_error("--resize " + text + ": the number of shards is 1 to "
-                      + std::to_string(max_shards));
-  return {static_cast<int32_t>(shards), static_cast<int64_t>(clock)};
+  if (at == std::string::npos
+      || std::sscanf(text.c_str() + at, "@clock=%lld%c", &clock, &tail) != 1)
+    throw bad("expected ps=N@clock=C, workers=N@clock=C or ps=N,workers=M@clock=C");
+  planned_resize out;
+  out.at_clock = static_cast<int64_t>(clock);
+  std::istringstream sizes(text.substr(0, at));
+  for (std::string item; std::getline(sizes, item, ',');) {
+    long long n = 0;
+    tail = 0;
+    const bool ps = std::sscanf(item.c_str(), "ps=%lld%c", &n, &tail) == 1;
+    if (!ps && std::sscanf(item.c_str(), "workers=%lld%c", &n, &tail) != 1)
+      throw bad("expected ps=N@clock=C, workers=N@clock=C or ps=N,workers=M@clock=C");
+    const long long most = ps ? max_shards : max_workers;
+    if (n < 1 || n > most)
+      throw bad(std::string("the number of ") + (ps ? "shards" : "workers") + " is 1 to "
+                + std::to_string(most));
+    (ps ? out.shards : out.workers) = static_cast<int32_t>(n);
+  }
+  if (out.shards == 0 && out.workers == 0)
+    throw bad("expected ps=N@clock=C, workers=N@clock=C or ps=N,workers=M@clock=C");
+  return out;
 }
 
 planned_kill parse_kill(const std::string& text, int workers, int shards, int64_t* crash_at,

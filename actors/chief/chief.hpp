@@ -55,11 +55,13 @@ struct planned_kill {
   int32_t at_resize = -1;    ///< >= 1: a shard, as the at_resize-th --resize restores the shards
 };
 
-/// A change of the number of shards (`--resize ps=N@clock=C`) at a clock boundary: once every
-/// shard has reached clock C the run goes on from there on N shards (chief/resize.cpp).
+/// A change of the number of shards or workers (`--resize ps=N@clock=C`, `workers=N@clock=C`,
+/// or both: `ps=N,workers=M@clock=C`) at a clock boundary: once every shard has reached clock C
+/// the run goes on from there on N shards, M workers (chief/resize.cpp). 0: unchanged.
 struct planned_resize {
   int32_t shards = 0;
   int64_t at_clock = 0;
+  int32_t workers = 0;
 };
 
 /// Who writes the shard files of a checkpoint (`--checkpoint-writer`).
@@ -161,6 +163,9 @@ struct chief_config {
   /// model: not said (a chief configured directly).
   training_settings settings;
 };
+
+/// As the flag writes it: "ps=3@clock=10", "workers=4@clock=10", "ps=3,workers=4@clock=10".
+std::string to_string(const planned_resize& r);
 
 /// Why `cfg.resizes` cannot be run ("": they can): out of order, a shard count out of range, a
 /// clock not within the run, or a run they are not built for yet.

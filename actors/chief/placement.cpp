@@ -114,7 +114,8 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
     wc.index = w;
     wc.spec = st.cfg.spec;
     wc.batch = st.cfg.batch;
-    wc.steps = st.cfg.steps;
+    wc.steps = st.batches_planned(w);
+    if (!st.plans.empty()) wc.plan = st.plans[w];
     wc.start_clock = start_clock;
     wc.data_offset = st.data_offset(w);
     wc.incarnation = st.incarnation[w];

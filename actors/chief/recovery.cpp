@@ -87,7 +87,7 @@ void record_recovery(self_ptr self, role_id role, time_point detected, int64_t c
 
 void record_skipped(self_ptr self, int32_t w, const std::string& why) {
   auto& st = self->state;
-  auto batches = std::max<int64_t>(0, st.cfg.steps - st.batches_trained(w));
+  auto batches = std::max<int64_t>(0, st.batches_planned(w) - st.batches_trained(w));
   auto samples = batches * st.cfg.batch;
   log_line(log_level::warn, "chief", worker_role(w).text() + "'s last " + std::to_string(batches)
                                        + " minibatches (" + std::to_string(samples)
@@ -101,10 +101,9 @@ void release_finished_workers(self_ptr self) {
   auto& st = self->state;
   auto workers = static_cast<int32_t>(st.workers.size());
   int64_t furthest = st.cfg.steps;
-  for (int32_t w = 0; w < workers; ++w)
-    furthest = std::max(furthest, st.cfg.steps + st.data_offset(w));
+  for (int32_t w = 0; w < workers; ++w) furthest = std::max(furthest, st.end_clock(w));
   for (int32_t w = 0; w < workers; ++w) {
-    if (!st.done[w] || st.released[w] || st.cfg.steps + st.data_offset(w) >= furthest) continue;
+    if (!st.done[w] || st.released[w] || st.end_clock(w) >= furthest) continue;
     st.released[w] = true;
     for (auto& s : st.shards)
       if (s) self->send(s, leave_atom::value, w);

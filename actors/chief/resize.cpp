@@ -36,11 +36,24 @@
 #include "actors/protocol/placement_change.hpp"
 #include "actors/roles/ps_shard.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 
 namespace actorps::chief_detail {
 
 namespace {
+
+/// "from 2 to 3 shards", "from 2 to 4 workers", or both.
+std::string resize_text(const chief_state::resize_run& r) {
+  std::string out;
+  if (r.to != r.from)
+    out = "from " + std::to_string(r.from) + " to " + std::to_string(r.to) + " shards";
+  if (r.workers_to != r.workers_from)
+    out += (out.empty() ? "from " : " and from ") + std::to_string(r.workers_from) + " to "
+           + std::to_string(r.workers_to) + " workers";
+  return out.empty() ? "to the same size" : out;
+}
 
 void finish_resize(self_ptr self, uint64_t bytes) {
   auto& st = self->state;
@@ -63,12 +76,12 @@ void finish_resize(self_ptr self, uint64_t bytes) {
     const double ms = ms_since(r.frozen);
     char text[160];
     std::snprintf(text, sizeof text,
-                  "resized from %d to %d shards at clock %lld in %.1f ms: %zu buckets and %zu "
-                  "dense blocks moved (%llu bytes)",
-                  r.from, r.to, static_cast<long long>(clock), ms, r.buckets, r.blocks,
+                  " at clock %lld in %.1f ms: %zu buckets and %zu dense blocks moved (%llu bytes)",
+                  static_cast<long long>(clock), ms, r.buckets, r.blocks,
                   static_cast<unsigned long long>(bytes));
-    log_line("chief", text);
+    log_line("chief", "resized " + resize_text(r) + text);
     st.metrics->write(json_object().add("event", "resize").add("from", r.from).add("to", r.to)
+                        .add("workers_from", r.workers_from).add("workers_to", r.workers_to)
                         .add("buckets", static_cast<uint64_t>(r.buckets))
                         .add("blocks", static_cast<uint64_t>(r.blocks)).add("bytes", bytes)
                         .add("freeze_ms", ms).add("clock", clock)
@@ -106,33 +119,67 @@ void run_resize_episode(self_ptr self) {
       });
 }
 
+/// A change of the number of workers: every minibatch no worker has trained by `clock` is
+/// shared out among `workers` in contiguous shares (data_plan.hpp), each worker of the new
+/// number starting at `clock` at the start of its share. The workers are stopped.
+void share_out_data(chief_state& st, int32_t workers, int64_t clock) {
+  const auto before = static_cast<int32_t>(st.workers.size());
+  std::vector<data_plan> rest;
+  for (int32_t w = 0; w < before; ++w) {
+    const auto at = std::min(st.batches_at(w, clock), st.batches_planned(w));
+    st.batches_before_plans += at;
+    rest.push_back(plan_from(st.plans.empty() ? own_part(w, before, st.cfg.steps) : st.plans[w],
+                             at));
+  }
+  st.plans = share_out(rest, workers);
+  int64_t longest = 0;
+  for (const auto& p : st.plans) longest = std::max(longest, plan_batches(p));
+  st.cfg.steps = clock + longest;  // the clock the run ends at now
+  st.cfg.spec.workers = workers;
+  const auto n = static_cast<std::size_t>(workers);
+  st.workers.resize(n);
+  st.clocks.assign(n, clock);
+  st.live.assign(n, true);
+  st.done.assign(n, false);
+  st.released.assign(n, false);
+  st.last_loss.resize(n, 0.0);
+  st.replacements.resize(n, 0);
+  while (st.incarnation.size() < n) st.incarnation.push_back(st.next_incarnation++);
+  st.incarnation.resize(n);
+  constexpr auto no_end = std::numeric_limits<int64_t>::max();
+  st.data_spans.assign(n, {chief_state::data_span{clock, no_end, clock}});
+}
+
 void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   auto& st = self->state;
   const auto planned = st.cfg.resizes[st.resizes_done++];
   st.resize_asked = false;
+  const auto shards = planned.shards > 0 ? planned.shards : st.cfg.spec.shards;
+  const auto workers = planned.workers > 0 ? planned.workers : st.cfg.spec.workers;
   train_spec after;
   std::vector<placement_move> moves;
   try {
-    after = resized_spec(st.cfg.spec, planned.shards);
+    after = resized_spec(st.cfg.spec, shards);
     moves = placement_moves(st.cfg.spec, after);
   } catch (const std::invalid_argument& e) {
     return fail_run(self, "resizing the shards failed",
                     caf::make_error(caf::sec::runtime_error, e.what()));
   }
   auto& r = st.resize;
-  r = {st.cfg.spec.shards, planned.shards, planned.at_clock, 0, 0,
+  r = {st.cfg.spec.shards, shards, st.cfg.spec.workers, workers, planned.at_clock, 0, 0,
        std::chrono::steady_clock::now(), std::move(states), {}};
   for (const auto& m : moves) {
     r.buckets += m.buckets.size();
     r.blocks += m.blocks.size();
   }
-  log_line("chief", "resizing from " + std::to_string(r.from) + " to " + std::to_string(r.to)
-                      + " shards at clock " + std::to_string(r.clock) + ": "
+  log_line("chief", "resizing at clock " + std::to_string(r.clock) + " " + resize_text(r) + ": "
                       + std::to_string(r.buckets) + " buckets and " + std::to_string(r.blocks)
                       + " dense blocks change shard");
   enter(self, run_phase::resizing);
   stop_roles(self);
   drop_standbys(self);  // they hold the old placement's states; built again for the new one
+  if (r.workers_to != r.workers_from) share_out_data(st, r.workers_to, r.clock);
+  after.workers = r.workers_to;
   // The shards that leave stop (their state is in hand); those of the new size beyond the old
   // are spawned here, empty until the episode restores them.
   for (int32_t s = r.to; s < r.from; ++s) {
@@ -176,8 +223,7 @@ void arm_next_resize(self_ptr self) {
       if (is_error(err, errc::checkpoint_clock_passed)) {  // resumed past it, say
         const auto& planned = st.cfg.resizes[st.resizes_done++];
         log_line(log_level::warn, "chief",
-                 "resize to " + std::to_string(planned.shards) + " shards at clock "
-                   + std::to_string(clock) + " skipped: the shards are past that clock");
+                 "resize " + to_string(planned) + " skipped: the shards are past that clock");
         return arm_next_resize(self);
       }
       fail_run(self, "asking the shards for their state at clock " + std::to_string(clock), err);
@@ -215,8 +261,7 @@ void report_unfired_resizes(self_ptr self) {
   auto& st = self->state;
   for (; st.resizes_done < st.cfg.resizes.size(); ++st.resizes_done) {
     const auto& planned = st.cfg.resizes[st.resizes_done];
-    auto what = "ps=" + std::to_string(planned.shards) + "@clock="
-                + std::to_string(planned.at_clock);
+    auto what = to_string(planned);
     log_line("chief", "planned resize " + what + " never happened (the run ended at clock "
                         + std::to_string(st.global_clock()) + ")");
     st.metrics->write(json_object().add("event", "resize_not_done").add("resize", what)
@@ -228,6 +273,14 @@ void report_unfired_resizes(self_ptr self) {
 
 namespace actorps {
 
+std::string to_string(const planned_resize& r) {
+  std::string out;
+  if (r.shards != 0 || r.workers == 0) out = "ps=" + std::to_string(r.shards);
+  if (r.workers != 0) out += (out.empty() ? "" : ",") + std::string("workers=")
+                             + std::to_string(r.workers);
+  return out + "@clock=" + std::to_string(r.at_clock);
+}
+
 std::string resize_refusal(const chief_config& cfg) {
   for (const auto& k : cfg.kills) {
     if (k.at_resize < 0) continue;
@@ -236,7 +289,10 @@ std::string resize_refusal(const chief_config& cfg) {
     if (k.target != role_kind::ps) return what + "only a shard is killed at a resize";
     if (k.at_resize < 1 || static_cast<std::size_t>(k.at_resize) > cfg.resizes.size())
       return what + "there are " + std::to_string(cfg.resizes.size()) + " resizes";
-    const auto shards = cfg.resizes[static_cast<std::size_t>(k.at_resize) - 1].shards;
+    auto shards = cfg.spec.shards;  // after that resize
+    for (int32_t i = 0; i < k.at_resize; ++i)
+      if (cfg.resizes[static_cast<std::size_t>(i)].shards > 0)
+        shards = cfg.resizes[static_cast<std::size_t>(i)].shards;
     if (k.index >= shards)
       return what + "that resize leaves " + std::to_string(shards) + " shards";
   }
@@ -245,13 +301,20 @@ std::string resize_refusal(const chief_config& cfg) {
   if (cfg.source.follow) return "not while following a stream (--follow)";
   int64_t last = 0;
   for (const auto& r : cfg.resizes) {
-    auto what = "ps=" + std::to_string(r.shards) + "@clock=" + std::to_string(r.at_clock) + ": ";
-    if (r.shards < 1 || r.shards > max_shards)
+    auto what = to_string(r) + ": ";
+    if (r.shards < 0 || r.workers < 0 || (r.shards == 0 && r.workers == 0))
+      return what + "expected ps=N, workers=N or both";
+    if (r.shards > max_shards)
       return what + "the number of shards is 1 to " + std::to_string(max_shards);
+    if (r.workers > max_workers)
+      return what + "the number of workers is 1 to " + std::to_string(max_workers);
     if (!cfg.spec.bucket_shards.empty()
         && static_cast<std::size_t>(r.shards) > cfg.spec.bucket_shards.size())
       return what + "more shards than the " + std::to_string(cfg.spec.bucket_shards.size())
              + " buckets of the sparse keys";
+    if (r.workers > 0 && !cfg.checkpoints.dir.empty())
+      return what + "not with --checkpoint-dir yet (a checkpoint does not record the data "
+                    "the workers were handed)";
     if (r.at_clock < 1 || r.at_clock >= cfg.steps)
       return what + "the clock is 1 to " + std::to_string(cfg.steps - 1)
              + " (within the run's clocks)";

@@ -9,6 +9,7 @@
 #include "actors/chief/resize_episode.hpp"
 #include "actors/chief/rollback_episode.hpp"
 #include "actors/data/stream_watch.hpp"
+#include "actors/protocol/data_plan.hpp"
 #include "actors/protocol/fan_out.hpp"
 #include "actors/chief/metrics.hpp"
 
@@ -73,6 +74,11 @@ struct chief_state {
     int64_t offset = 0;
   };
   std::vector<std::vector<data_span>> data_spans;  // per worker; never empty
+  // Once the number of workers changed (--resize workers=N@clock=C): each worker's minibatches
+  // (data_plan.hpp), which its positions count in; empty: every worker has cfg.steps of its own
+  // part. And the minibatches the workers had trained when they were handed out.
+  std::vector<data_plan> plans;
+  int64_t batches_before_plans = 0;
   std::vector<bool> live, done;
   std::vector<double> last_loss;
   int64_t samples = 0;             // rows this process's run computed (a resume's start at 0)
@@ -151,7 +157,7 @@ struct chief_state {
   // Each is the start's one answer, emptied once given.
   std::map<int32_t, std::shared_ptr<std::function<void(bool)>>> pending_starts;
 
-  // changes of the shard count (--resize; resize.cpp), in the order planned
+  // changes of the shard or worker count (--resize; resize.cpp), in the order planned
   std::size_t resizes_done = 0;   // of cfg.resizes: begun (and over, unless one runs now)
   bool resize_asked = false;      // the shards were asked for their state at the next one's clock
   // Bumped when the state asked for no longer counts (a rollback replaces it, the run ends):
@@ -159,7 +165,8 @@ struct chief_state {
   uint64_t resize_generation = 0;
   resize_episode_actor resizing;  // the episode under way (resize_episode.cpp), null when none
   struct resize_run {
-    int from = 0, to = 0;
+    int from = 0, to = 0;         // shards
+    int workers_from = 0, workers_to = 0;
     int64_t clock = 0;            // the clock boundary of the change
     std::size_t buckets = 0, blocks = 0;  // that change shard
     time_point frozen;            // every shard's state at the clock was in hand
@@ -289,9 +296,15 @@ struct chief_state {
   int64_t final_clock() const {
     auto out = cfg.steps;
     for (std::size_t w = 0; w < done.size(); ++w)
-      if (done[w]) out = std::max(out, cfg.steps + data_offset(static_cast<int32_t>(w)));
+      if (done[w]) out = std::max(out, end_clock(static_cast<int32_t>(w)));
     return out;
   }
+  /// The minibatches worker w is to train in all (its plan's, else cfg.steps of its part).
+  int64_t batches_planned(int32_t w) const {
+    return plans.empty() ? cfg.steps : plan_batches(plans[static_cast<std::size_t>(w)]);
+  }
+  /// The clock worker w is done at: after the last minibatch of its data.
+  int64_t end_clock(int32_t w) const { return batches_planned(w) + data_offset(w); }
   int64_t steps_per_epoch() const {
     return std::max<int64_t>(1, cfg.train_rows / (int64_t(cfg.spec.workers) * cfg.batch));
   }

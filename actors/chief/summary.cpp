@@ -24,9 +24,14 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
   sum.clocks = sum.worker_clocks.empty()
                  ? 0 : *std::max_element(sum.worker_clocks.begin(), sum.worker_clocks.end());
   sum.planned_clocks = st.cfg.steps;
-  sum.planned_samples = st.cfg.steps * st.cfg.batch * st.cfg.spec.workers;
   // The rows behind the model: every worker's minibatches trained, those before a resume
-  // included and a replaced worker's redone ones once (each batch has exactly `batch` rows).
+  // included and a replaced worker's redone ones once (each batch has exactly `batch` rows);
+  // after a change of the number of workers, what the workers before it trained too.
+  auto planned = st.batches_before_plans;
+  for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.size()); ++w)
+    planned += st.batches_planned(w);
+  sum.planned_samples = planned * st.cfg.batch;
+  sum.samples = st.batches_before_plans * st.cfg.batch;
   for (auto batches : sum.worker_clocks) sum.samples += batches * st.cfg.batch;
   sum.wall_s = st.elapsed();
   if (st.start)

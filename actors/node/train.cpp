@@ -275,7 +275,7 @@ caf::expected<run_summary> train(const train_options& o) {
   sim->chief.replicas = o.replicas;
   auto exporting = plan_exports(o, sim->chief);
   if (!exporting) return exporting.error();
-  for (const auto& r : o.resizes) sim->chief.resizes.push_back({r.ps, r.at_clock});
+  for (const auto& r : o.resizes) sim->chief.resizes.push_back({r.ps, r.at_clock, r.workers});
   if (auto why = resize_refusal(sim->chief); !why.empty()) return bad_option("resizes: " + why);
   const auto test = sim->chief.test;
   auto summary = simulate(std::move(*sim));

@@ -2,6 +2,7 @@
 
 #include "actors/roles/authorisation.hpp"
 #include "actors/roles/batch_tables.hpp"
+#include "actors/roles/planned_trainer.hpp"
 #include "actors/roles/shard_conversation.hpp"
 #include "actors/data/csv_batches.hpp"
 #include "actors/protocol/buffer_lease.hpp"
@@ -334,24 +335,36 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.chief_elsewhere = st.cfg.chief && st.cfg.chief.node() != self->node();
       st.reports_sent = std::chrono::steady_clock::now();
       st.layout = std::make_shared<const block_layout>(st.cfg.spec);
-      if (st.cfg.source.what == data_source::kind::csv)  // its part of the files, streamed
-        st.data = std::make_unique<csv_batches>(st.cfg.source, st.cfg.index, st.cfg.spec.workers,
-                                                st.cfg.batch, st.cfg.train->cols,
-                                                st.cfg.train->classes);
-      else if (!streamed(st.cfg.source.what))  // else the plug-in streams it
-        st.data = std::make_unique<data_shard>(st.cfg.train, st.cfg.index, st.cfg.spec.workers,
-                                               st.cfg.batch, st.cfg.spec.seed);
-      trainer_context ctx;
-      ctx.worker = st.cfg.index;
-      ctx.workers = st.cfg.spec.workers;
-      ctx.batch = st.cfg.batch;
-      ctx.seed = st.cfg.spec.seed;
-      ctx.data = st.data.get();
-      ctx.backend = st.cfg.backend;
-      ctx.device = st.cfg.device;
-      ctx.source = st.cfg.source;
+      // The trainer worker `part` of `parts` has: its part of the data and the plug-in's half.
+      const auto& cfg = st.cfg;
+      auto make_part = [cfg](int32_t part, int32_t parts) {
+        part_trainer out;
+        if (cfg.source.what == data_source::kind::csv)  // its part of the files, streamed
+          out.data = std::make_unique<csv_batches>(cfg.source, part, parts, cfg.batch,
+                                                   cfg.train->cols, cfg.train->classes);
+        else if (!streamed(cfg.source.what))  // else the plug-in streams it
+          out.data = std::make_unique<data_shard>(cfg.train, part, parts, cfg.batch,
+                                                  cfg.spec.seed);
+        trainer_context ctx;
+        ctx.worker = part;
+        ctx.workers = parts;
+        ctx.batch = cfg.batch;
+        ctx.seed = cfg.spec.seed;
+        ctx.data = out.data.get();
+        ctx.backend = cfg.backend;
+        ctx.device = cfg.device;
+        ctx.source = cfg.source;
+        out.model = make_model(cfg.spec.model.name)->make_trainer(ctx);
+        return out;
+      };
       try {
-        st.model = make_model(st.cfg.spec.model.name)->make_trainer(ctx);
+        if (st.cfg.plan.empty()) {
+          auto own = make_part(st.cfg.index, st.cfg.spec.workers);
+          st.data = std::move(own.data);
+          st.model = std::move(own.model);
+        } else {
+          st.model = make_planned_trainer(st.cfg.plan, make_part);
+        }
       } catch (const std::exception& e) {
         return fail(self, "cannot start its trainer", caf::make_error(caf::sec::runtime_error,
                                                                      e.what()));

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "actors/data/dataset.hpp"
+#include "actors/protocol/data_plan.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/protocol/parameter_destination.hpp"
 #include "kernels/backend_factory.hpp"
@@ -33,6 +34,9 @@ struct worker_config {
   /// steps + data_offset - 1. 0 at the start; a replacement resumes its predecessor's data
   /// position at the clock it enters at (recovery.cpp), so the epoch's rows are each trained once.
   int64_t data_offset = 0;
+  /// Its minibatches once the number of workers changed (data_plan.hpp; `steps` is then the
+  /// plan's count); empty: part `index` of spec.workers of the data, as at the start.
+  data_plan plan;
   uint32_t incarnation = 0;                ///< which spawn of worker `index` this is (Push)
   /// Following a stream (--follow): it computes clock c only once minibatch c + 1 - data_offset
   /// is below follow_until, so that the keys of the next clock's batch are there to pull with
