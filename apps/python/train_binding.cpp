@@ -509,7 +509,7 @@ void bind_train(py::module_& m) {
        const std::string& tensorboard_dir, int full_checkpoint_every,
        const std::string& export_dir, int64_t export_every, int full_export_every,
        std::optional<std::string> slice_auc,
-       const std::vector<std::tuple<int32_t, int64_t>>& resizes) {
+       const std::vector<py::tuple>& resizes) {
       train_options o;
       o.slice_auc = slice_auc.value_or("");
       o.ps = ps;
@@ -532,7 +532,12 @@ void bind_train(py::module_& m) {
       o.checkpoint_key = checkpoint_key;
       for (const auto& [role, index, clock] : kill) o.kills.push_back({role, index, clock});
       o.replicas = replicas;
-      for (const auto& [shards, clock] : resizes) o.resizes.push_back({shards, clock});
+      for (const auto& r : resizes) {  // (ps, clock) or (ps, clock, workers); 0: unchanged
+        if (r.size() != 2 && r.size() != 3)
+          throw py::value_error("resizes: each is (ps, clock) or (ps, clock, workers)");
+        o.resizes.push_back({r[0].cast<int32_t>(), r[1].cast<int64_t>(),
+                             r.size() == 3 ? r[2].cast<int32_t>() : 0});
+      }
       o.export_dir = export_dir;
       o.export_every = export_every;
       o.full_export_every = full_export_every;
@@ -552,7 +557,7 @@ void bind_train(py::module_& m) {
     py::arg("replicas") = 0, py::arg("tensorboard_dir") = "", py::arg("full_checkpoint_every") = 10,
     py::arg("export_dir") = "", py::arg("export_every") = 0, py::arg("full_export_every") = 10,
     py::arg("slice_auc") = py::none(),
-    py::arg("resizes") = std::vector<std::tuple<int32_t, int64_t>>{},
+    py::arg("resizes") = std::vector<py::tuple>{},
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`: each of mode, staleness, schedule, optimizer, lr, momentum, batch and "
     "epochs left None is the run's (ssp, staleness 2, cosine) or the model's own; a Python "
@@ -581,8 +586,9 @@ void bind_train(py::module_& m) {
     "clocks; 0: none) and full_export_every as --export-dir, --export-every and "
     "--full-export-every: the export after the run and the versions while training (an MLP, "
     "lr, dlrm, wdl or deepfm). slice_auc: as --slice-auc, a key field of the test file ('C9') "
-    "whose slices' AUC the evaluations add. resizes: as --resize, a list of (ps, clock): from that "
-    "global clock the run goes on on ps shards (sync mode). "
+    "whose slices' AUC the evaluations add. resizes: as --resize, a list of (ps, clock) or (ps, "
+    "clock, workers): from that global clock the run goes on on ps shards and workers workers "
+    "(0: that number unchanged). "
     "Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");

@@ -10,7 +10,9 @@ regression in NumPy).
 - Killed actors (a worker, a shard) are recovered by the runtime and the run ends on time;
   with replicas=1 killed shards lose nothing (bit-identical to a run without kills).
 - resizes=[(ps, clock)] changes the number of shards mid-run: in sync mode the parameters are
-  those of the run never resized, bit for bit, one resize event per change.
+  those of the run never resized, bit for bit, one resize event per change; (ps, clock,
+  workers) changes the number of workers too: the model's step() sees every (part, minibatch)
+  of the run never resized exactly once.
 - A step() that raises ends the run with RuntimeError naming the exception.
 - tensorboard_dir writes event files that tests/tfevents_check.py finds the evaluations in."""
 import json
@@ -189,6 +191,19 @@ class Train(unittest.TestCase):
                          [(2, 3, 4), (3, 1, 8)])
         with self.assertRaisesRegex(actorps.Error, "resizes: ps=3@clock=12: the clock is 1 to 11"):
             self.run_model(SoftmaxModel(), steps=12, resizes=[(3, 12)])
+
+    def test_resized_workers_step_every_minibatch_once(self):
+        clean_model, model = SoftmaxModel(), SoftmaxModel()
+        clean = self.run_model(clean_model, steps=12)
+        out = self.run_model(model, steps=12, resizes=[(0, 4, 4), (3, 8, 3)])
+        # step() is given the part of the data and its minibatch: those of the run never resized
+        stepped = sorted((w, c) for w, c, _ in model.steps)
+        self.assertEqual(stepped, sorted((w, c) for w, c, _ in clean_model.steps))
+        self.assertEqual(len(stepped), 24)
+        self.assertEqual((out["workers"], out["shards"]), (3, 3))
+        self.assertEqual(out["samples"], clean["samples"])
+        with self.assertRaisesRegex(ValueError, r"each is \(ps, clock\) or \(ps, clock, workers\)"):
+            self.run_model(SoftmaxModel(), steps=12, resizes=[(3,)])
 
     def test_signed_checkpoints_resume_only_with_the_key(self):
         # checkpoint_key as --checkpoint-key: the manifest is signed with HMAC-SHA256 of the
