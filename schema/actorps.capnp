@@ -98,6 +98,13 @@ struct TrainSpec {
   wirePrecision @15 :WirePrecision;  # how workers push their dense gradients (--wire-precision)
   blockShards @16 :List(UInt16);   # dense blocks: the shard of each block, in block-id order;
                                # empty: largest first by the shard count (model_spec.hpp)
+  # Once the number of workers changed while training (a live resize): the learning rate per
+  # minibatch stays that of lrWorkers workers, and the schedule's clock is the minibatches trained
+  # over lrWorkers: scheduleBatches at clock scheduleFrom, `workers` more a clock since. 0: never
+  # changed, the schedule's clock is the clock.
+  lrWorkers @17 :UInt32;
+  scheduleFrom @18 :Int64;
+  scheduleBatches @19 :Int64;
 }
 
 # The precision of a Push's dense blocks: fp32 (4 bytes a value) or bf16 (2 bytes a value,

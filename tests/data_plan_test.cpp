@@ -1,7 +1,8 @@
 // data_plan: the minibatches no worker has trained yet, shared out when the number of workers
 // changes, are each handed to exactly one worker of the new number, in balanced contiguous
-// shares.
+// shares; and the learning rate follows the minibatches, not the clocks, after such a change.
 #include "actors/protocol/data_plan.hpp"
+#include "actors/protocol/model_spec.hpp"
 
 #include <doctest/doctest.h>
 
@@ -70,6 +71,29 @@ TEST_CASE("more workers than minibatches: the rest get empty plans") {
   const auto shares = share_out({{{1, 0, 5, 2}}}, 3);
   CHECK(shares == std::vector<data_plan>{{{1, 0, 5, 1}}, {{1, 0, 6, 1}}, {}});
   CHECK_THROWS_AS(share_out({}, 0), std::invalid_argument);
+}
+
+} // namespace
+} // namespace actorps
+
+namespace actorps {
+namespace {
+
+TEST_CASE("after a change of workers the schedule counts minibatches, the rate per one stays") {
+  train_spec spec;
+  spec.workers = 2;
+  CHECK(schedule_clock(spec, 17) == 17);  // never changed: the clock
+  CHECK(rate_divisor(spec, 2) == 2.0f);
+  CHECK(rate_divisor(spec, 1) == 1.0f);   // a worker lost: the other's pushes count double
+  // 2 workers to 4 at clock 10 (20 minibatches trained): each clock now trains 4
+  spec.workers = 4;
+  spec.lr_workers = 2;
+  spec.schedule_from = 10;
+  spec.schedule_batches = 20;
+  CHECK(schedule_clock(spec, 10) == 10);
+  CHECK(schedule_clock(spec, 14) == 18);  // (20 + 4 x 4) / 2
+  CHECK(rate_divisor(spec, 4) == 2.0f);   // per push: the rate over 2, as before
+  CHECK(rate_divisor(spec, 3) == 1.5f);   // one of the 4 lost
 }
 
 } // namespace

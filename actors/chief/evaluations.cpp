@@ -61,7 +61,7 @@ void record_eval(self_ptr self, const eval_report& report, bool final_eval) {
   auto event = json_object()
                  .add("event", "eval")
                  .add("clock", report.clock)
-                 .add("epoch", double(report.clock) / double(st.steps_per_epoch()))
+                 .add("epoch", st.epoch_at(report.clock))
                  .add("test_accuracy", report.test_accuracy)
                  .add("test_loss", report.test_loss);
   if (report.test_auc >= 0)  // a binary model: its loss is the logloss

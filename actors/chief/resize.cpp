@@ -178,7 +178,14 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   enter(self, run_phase::resizing);
   stop_roles(self);
   drop_standbys(self);  // they hold the old placement's states; built again for the new one
-  if (r.workers_to != r.workers_from) share_out_data(st, r.workers_to, r.clock);
+  if (r.workers_to != r.workers_from) {
+    share_out_data(st, r.workers_to, r.clock);
+    // a minibatch teaches as much as before: the rate per minibatch and the schedule's place
+    // follow the minibatches trained, not the clocks (train_spec::lr_workers)
+    if (after.lr_workers == 0) after.lr_workers = r.workers_from;
+    after.schedule_from = r.clock;
+    after.schedule_batches = st.batches_before_plans;
+  }
   after.workers = r.workers_to;
   // The shards that leave stop (their state is in hand); those of the new size beyond the old
   // are spawned here, empty until the episode restores them.

@@ -305,8 +305,15 @@ struct chief_state {
   }
   /// The clock worker w is done at: after the last minibatch of its data.
   int64_t end_clock(int32_t w) const { return batches_planned(w) + data_offset(w); }
+  /// Clocks per epoch of the run's first number of workers.
   int64_t steps_per_epoch() const {
-    return std::max<int64_t>(1, cfg.train_rows / (int64_t(cfg.spec.workers) * cfg.batch));
+    const auto workers = cfg.spec.lr_workers > 0 ? cfg.spec.lr_workers : cfg.spec.workers;
+    return std::max<int64_t>(1, cfg.train_rows / (int64_t(workers) * cfg.batch));
+  }
+  /// The epochs trained by global clock `clock` (minibatches over those of an epoch, once the
+  /// number of workers changed).
+  double epoch_at(int64_t clock) const {
+    return double(schedule_clock(cfg.spec, clock)) / double(steps_per_epoch());
   }
   /// Whether the workers have not been started yet (placing, or waiting for (run)).
   bool before_training() const {

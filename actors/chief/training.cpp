@@ -57,7 +57,7 @@ std::string progress_text(const chief_state& st) {
   int n = 0;
   for (std::size_t w = 0; w < st.last_loss.size(); ++w)
     if (st.live[w]) loss += st.last_loss[w], ++n;
-  const double epoch = double(clock) / double(st.steps_per_epoch());
+  const double epoch = st.epoch_at(clock);
   // A followed stream's length is known once it ends.
   const auto total = st.follow_until >= 0 && !st.stream_ended ? std::string("stream")
                                                                : std::to_string(st.cfg.steps);

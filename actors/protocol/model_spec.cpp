@@ -127,6 +127,17 @@ std::string to_string(const std::vector<int>& layers) {
   return out;
 }
 
+int64_t schedule_clock(const train_spec& spec, int64_t clock) {
+  if (spec.lr_workers <= 0) return clock;
+  return (spec.schedule_batches + (clock - spec.schedule_from) * spec.workers) / spec.lr_workers;
+}
+
+float rate_divisor(const train_spec& spec, std::size_t count) {
+  const auto n = static_cast<float>(count);
+  return spec.lr_workers <= 0 ? n
+                              : n * static_cast<float>(spec.lr_workers) / static_cast<float>(spec.workers);
+}
+
 int train_spec::staleness_bound() const {
   switch (mode) {
     case consistency::sync: return 0;

@@ -100,12 +100,27 @@ struct train_spec {
   std::vector<uint16_t> block_shards = {};
   /// How workers push their dense gradients (--wire-precision); shards read what each Push says.
   wire_precision wire = wire_precision::fp32;
+  /// Once the number of workers changed while training (a live resize), so that a minibatch
+  /// teaches the model as much as before: the learning rate per minibatch stays that of
+  /// `lr_workers` workers (the run's first number), and the schedule runs on the minibatches
+  /// trained: `schedule_batches` of them by clock `schedule_from`, `workers` more each clock
+  /// since. 0: never changed (the schedule's clock is the clock; the rate shared by the workers).
+  int lr_workers = 0;
+  int64_t schedule_from = 0;
+  int64_t schedule_batches = 0;
 
   /// The staleness bound enforced at the shards: s for ssp, 0 for sync, -1 (none) for async.
   int staleness_bound() const;
   /// The shard that owns `key` of any sparse table (bucket_shards must be placed).
   int shard_of_key(uint64_t key) const;
 };
+
+/// The clock the learning-rate schedule is at by global clock `clock` (train_spec::lr_workers).
+int64_t schedule_clock(const train_spec& spec, int64_t clock);
+
+/// What the learning rate is divided by when the pushes of `count` workers share it: `count`,
+/// scaled by lr_workers / workers once the number of workers changed.
+float rate_divisor(const train_spec& spec, std::size_t count);
 
 /// The shard that owns `key` under a bucket placement (train_spec::bucket_shards, not empty).
 inline int shard_of_key(const std::vector<uint16_t>& bucket_shards, uint64_t key) {

@@ -87,6 +87,9 @@ void write_spec(wire::TrainSpec::Builder out, const train_spec& spec) {
   out.setWirePrecision(static_cast<wire::WirePrecision>(spec.wire));
   auto blocks = out.initBlockShards(static_cast<unsigned>(spec.block_shards.size()));
   for (unsigned i = 0; i < spec.block_shards.size(); ++i) blocks.set(i, spec.block_shards[i]);
+  out.setLrWorkers(static_cast<uint32_t>(spec.lr_workers));
+  out.setScheduleFrom(spec.schedule_from);
+  out.setScheduleBatches(spec.schedule_batches);
 }
 
 caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
@@ -175,6 +178,11 @@ caf::expected<train_spec> read_spec(wire::TrainSpec::Reader in) {
   if (in.getBlockShards().size() > max_blocks)
     return make_error(errc::invalid_spec, "a dense placement of more than 2^20 blocks");
   for (auto s : in.getBlockShards()) spec.block_shards.push_back(s);
+  if (in.getLrWorkers() > max_workers || in.getScheduleFrom() < 0 || in.getScheduleBatches() < 0)
+    return make_error(errc::invalid_spec, "a learning-rate origin out of range");
+  spec.lr_workers = static_cast<int>(in.getLrWorkers());
+  spec.schedule_from = in.getScheduleFrom();
+  spec.schedule_batches = in.getScheduleBatches();
   if (auto why = invalid_block_placement(spec); !why.empty())
     return make_error(errc::invalid_spec, why);
   return spec;

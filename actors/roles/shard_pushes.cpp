@@ -141,14 +141,15 @@ void count_refused_rows(ps_shard_state& st, std::size_t rows, const update_name&
 
 /// The configured rate at global clock `clock`, after the run's schedule.
 float rate_at(const ps_shard_state& st, int64_t clock) {
-  return scheduled_learning_rate(st.spec.schedule, st.spec.optimizer.learning_rate, clock,
+  return scheduled_learning_rate(st.spec.schedule, st.spec.optimizer.learning_rate,
+                                 schedule_clock(st.spec, clock),
                                  st.spec.total_clocks);
 }
 
 /// The learning rate of an ssp or async push now: the scheduled one at the min clock, shared by
 /// the live workers.
 float push_rate(const ps_shard_state& st) {
-  return rate_at(st, st.clocks.min()) / static_cast<float>(st.clocks.live_count());
+  return rate_at(st, st.clocks.min()) / rate_divisor(st.spec, st.clocks.live_count());
 }
 
 /// Takes a valid push's gradient (`buf` holds it), checking its dense values as it reads them:
@@ -194,7 +195,7 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
     st.sync.pushed[push.worker] = true;
     return {};
   }
-  auto live = static_cast<float>(st.clocks.live_count());
+  auto share = rate_divisor(st.spec, st.clocks.live_count());
   auto lr = push_rate(st);
   std::vector<block_gradient> grads;
   grads.reserve(push.blocks.size());
@@ -220,7 +221,7 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
     case dense_outcome::update_refused:
       break;  // refused whole: its rows neither; the push and its clock count
     case dense_outcome::applied:
-      count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / live, push.clock), what);
+      count_refused_rows(st, st.tables.apply(push.sparse, 1.0f / share, push.clock), what);
       record_dense_applied(st, push.clock, ahead ? &*ahead : nullptr);
       break;
   }
@@ -249,7 +250,7 @@ void maybe_apply_sync(ps_shard_state& st) {
       for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
     }
   }
-  auto inv = 1.0f / static_cast<float>(pushers.size());
+  auto inv = 1.0f / rate_divisor(st.spec, pushers.size());
   for (auto& v : sum) v *= inv;
   std::vector<block_gradient> grads;
   for (auto id : st.layout->shard_blocks(st.shard)) {
@@ -260,7 +261,7 @@ void maybe_apply_sync(ps_shard_state& st) {
   // Every kept gradient was checked on the way in; the mean's NaN check (the bound +inf) is moot.
   if (apply_dense(st, grads, rate_at(st, clock), what, std::numeric_limits<float>::infinity())
       == dense_outcome::applied) {
-    count_refused_rows(st, st.tables.apply_mean(pushers, clock), what);
+    count_refused_rows(st, st.tables.apply_mean(pushers, inv, clock), what);
     st.newest_clock = std::max(st.newest_clock, clock);
   } else {
     for (auto w : pushers) st.tables.forget(w);  // refused whole: the kept rows go with it

@@ -80,10 +80,11 @@ void shard_tables::keep(int32_t worker, wire_buffer push, std::vector<sparse_row
 
 void shard_tables::forget(int32_t worker) { kept_[worker] = {}; }
 
-std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers, int64_t clock) {
+std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers, float scale,
+                                     int64_t clock) {
   std::size_t refused = 0;
   if (pushers.empty()) return refused;
-  auto inv = 1.0f / static_cast<float>(pushers.size());
+  const auto inv = scale;
   absl::flat_hash_map<uint64_t, uint32_t> index;
   std::vector<uint64_t> keys;
   std::vector<float> sum;

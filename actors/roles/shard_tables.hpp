@@ -57,10 +57,11 @@ public:
   void keep(int32_t worker, wire_buffer push, std::vector<sparse_rows_view> parts);
   /// sync: drops what `worker` pushed for the clock (it left).
   void forget(int32_t worker);
-  /// sync: applies, with each table's rate, the mean over `pushers` (ascending worker ids) of
-  /// their kept rows, summed per key in that order; then forgets every kept push. Returns the
-  /// rows whose update was refused. `clock`: the clock whose mean it is.
-  std::size_t apply_mean(const std::vector<int32_t>& pushers, int64_t clock);
+  /// sync: applies, with each table's rate, the kept rows of `pushers` (ascending worker ids)
+  /// summed per key in that order, times `scale` (1 / rate_divisor: their mean); then forgets
+  /// every kept push. Returns the rows whose update was refused. `clock`: the clock whose mean
+  /// it is.
+  std::size_t apply_mean(const std::vector<int32_t>& pushers, float scale, int64_t clock);
 
   /// Writes the current rows of keys[0, n) of `table` (values a missing key would start with).
   void read(uint32_t table, const uint64_t* keys, std::size_t n, float* out) const {

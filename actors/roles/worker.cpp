@@ -270,10 +270,10 @@ void push(self_ptr self) {
 void predict_step(worker_state& st, int64_t c) {
   const auto& spec = st.cfg.spec;
   auto rate = [&](int64_t clock) {
-    return scheduled_learning_rate(spec.schedule, spec.optimizer.learning_rate, clock,
-                                   spec.total_clocks);
+    return scheduled_learning_rate(spec.schedule, spec.optimizer.learning_rate,
+                                   schedule_clock(spec, clock), spec.total_clocks);
   };
-  const float lr = rate(c) / static_cast<float>(std::max(1, spec.workers));
+  const float lr = rate(c) / rate_divisor(spec, static_cast<std::size_t>(std::max(1, spec.workers)));
   float carry = 0;  // times x_c − x_{c−1}
   const bool last_step_known = st.prev_clock >= 0 && st.prev_clock == c - 1 && rate(c - 1) > 0;
   if (spec.optimizer.kind == optimizer_kind::momentum && last_step_known)

@@ -12,7 +12,9 @@ regression in NumPy).
 - resizes=[(ps, clock)] changes the number of shards mid-run: in sync mode the parameters are
   those of the run never resized, bit for bit, one resize event per change; (ps, clock,
   workers) changes the number of workers too: the model's step() sees every (part, minibatch)
-  of the run never resized exactly once.
+  of the run never resized exactly once, and each minibatch teaches as much as before (a
+  gradient that does not depend on the parameters ends, in sync and async, where the run never
+  resized ends).
 - A step() that raises ends the run with RuntimeError naming the exception.
 - tensorboard_dir writes event files that tests/tfevents_check.py finds the evaluations in."""
 import json
@@ -84,6 +86,19 @@ def evaluation_accuracies(path):
     with open(path) as f:
         events = [json.loads(line) for line in f]
     return [e["test_accuracy"] for e in events if "test_accuracy" in e]
+
+
+class DriftModel(SoftmaxModel):
+    """A gradient that does not depend on the parameters (each minibatch's mean input): the
+    final parameters are the start less the rate per minibatch times the sum over the
+    minibatches trained, whichever worker trained them and when."""
+
+    def step(self, worker, clock, params, grad, x, y):
+        grad[:COLS * CLASSES] = np.repeat(x.mean(0), CLASSES)
+        grad[COLS * CLASSES:] = y.mean()
+        with self.lock:
+            self.steps.append((worker, clock, None))
+        return 0.0
 
 
 class Train(unittest.TestCase):
@@ -204,6 +219,14 @@ class Train(unittest.TestCase):
         self.assertEqual(out["samples"], clean["samples"])
         with self.assertRaisesRegex(ValueError, r"each is \(ps, clock\) or \(ps, clock, workers\)"):
             self.run_model(SoftmaxModel(), steps=12, resizes=[(3,)])
+
+    def test_resized_workers_keep_the_rate_per_minibatch(self):
+        for mode in ("sync", "async"):
+            clean = self.run_model(DriftModel(), steps=12, mode=mode)
+            out = self.run_model(DriftModel(), steps=12, mode=mode, resizes=[(0, 4, 4), (0, 8, 3)])
+            self.assertEqual(out["samples"], clean["samples"])
+            np.testing.assert_allclose(out["parameters"], clean["parameters"], rtol=1e-5,
+                                       atol=1e-6, err_msg=mode)
 
     def test_signed_checkpoints_resume_only_with_the_key(self):
         # checkpoint_key as --checkpoint-key: the manifest is signed with HMAC-SHA256 of the
