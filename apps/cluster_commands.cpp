@@ -10,10 +10,12 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
 #include "apps/command_line.hpp"
-#include "apps/export_plan.hpp"
 #include "apps/log_level_flag.hpp"
 #include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
+#include "actors/node/export_plan.hpp"
+#include "actors/node/print_summary.hpp"
+#include "actors/node/training_plan.hpp"
 #include "apps/value_bound_flags.hpp"
 
 #include <caf/actor_system.hpp>

@@ -1,4 +1,4 @@
-#include "apps/checkpoint_plan.hpp"
+#include "actors/node/checkpoint_plan.hpp"
 
 #include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/storage/checkpoint_resize.hpp"
