@@ -249,11 +249,19 @@ void check_value_bounds(const value_bounds& b) {
                       + ": must be 0 (no bound) or a finite number of at least 1");
 }
 
+void set_slice_field(data_source& d, const std::string& field) {
+  try {
+    d.slice_field = key_field_index(d, field);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string("--slice-auc ") + e.what());
+  }
+}
+
 int max_scheduler_threads() {
   return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-checked_flags check_training_flags(const training_flags& typed) {
+checked_flags check_training_flags(const training_flags& typed, const known_data* known) {
   checked_flags v;
   std::unique_ptr<model_plugin> model;
   try {
@@ -322,7 +330,10 @@ checked_flags check_training_flags(const training_flags& typed) {
   v.slow_ms = parse_slow(o.slow, o.workers);
 
   auto& d = v.data;
-  if (o.dataset == "fashion-mnist") {
+  if (known) {  // the library's data, as a value
+    d = known->source;
+    v.train_rows = known->train_rows;
+  } else if (o.dataset == "fashion-mnist") {
     d.what = data_source::kind::fashion_mnist;
     d.dir = o.data_dir;
     v.train_rows = fashion_mnist_train_rows;  // the package's; open_training_files counts
@@ -394,13 +405,7 @@ checked_flags check_training_flags(const training_flags& typed) {
             "must be a categorical field of the Criteo layout, C1..C26");
     d.group_field = k - 1;
   }
-  if (!o.slice_auc.empty()) {
-    try {
-      d.slice_field = key_field_index(d, o.slice_auc);
-    } catch (const std::invalid_argument& e) {
-      throw usage_error(std::string("--slice-auc ") + e.what());
-    }
-  }
+  if (!o.slice_auc.empty()) set_slice_field(d, o.slice_auc);
   if (o.follow) {
     if (!read_in_parts(d.what))
       throw usage_error("--follow needs --dataset csv:DIR, libsvm:DIR or criteo:DIR (a directory "
@@ -432,7 +437,12 @@ checked_flags check_training_flags(const training_flags& typed) {
     if (auto why = model->check_schema(*schema); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --schema " + o.schema + ": " + why);
   }
-  if (d.what != data_source::kind::csv) {  // a CSV's shape is known once it is read
+  if (known && known->train_rows > 0) {  // loaded: the splits' own shape
+    if (auto why = model->check_data(known->cols, known->classes); !why.empty())
+      throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
+    require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
+            "is larger than a worker's shard of the training set");
+  } else if (!known && d.what != data_source::kind::csv) {  // a CSV's shape: once it is read
     // Streamed rows (libsvm, criteo) have no fixed width and are binary, as the readers say.
     const bool sparse = streamed(d.what);
     const int cols = sparse ? 0 : d.what == data_source::kind::fashion_mnist ? 784 : d.cols;
@@ -545,12 +555,16 @@ void check_followed(const data_source& d, const training_flags& o) {
                       "would be read as data (name it .NAME there, or put it elsewhere)");
 }
 
-void open_training_files(const training_flags& typed, training_plan& plan) {
+void open_training_files(const training_flags& typed, training_plan& plan,
+                         const known_data* known) {
   const auto o = in_effect(typed, plan.chief.settings);
-  set_log_level(o.log_level);  // checked by check_training_flags
+  if (!known) set_log_level(o.log_level);  // checked by check_training_flags
   auto& c = plan.chief;
   auto& d = plan.data;
-  if (d.what == data_source::kind::csv) {  // counted, never loaded: workers stream their parts
+  if (known) {
+    if (d.follow) check_followed(d, o);
+    if (known->train_rows > 0) set_run_length(o, known->train_rows, c);
+  } else if (d.what == data_source::kind::csv) {  // counted, never loaded: workers stream their parts
     if (d.follow) check_followed(d, o);
     // Its shape and classes are in the files: one pass counts them (kept for simulate).
     plan.train_split = std::make_shared<dataset>(
@@ -609,6 +623,95 @@ void open_training_files(const training_flags& typed, training_plan& plan) {
 training_plan plan_training(const training_flags& flags) {
   auto plan = build_training_plan(flags, check_training_flags(flags));
   open_training_files(flags, plan);
+  return plan;
+}
+
+namespace {
+
+/// --dataset's text for a source (what a refusal quotes).
+std::string dataset_text(const data_source& d) {
+  switch (d.what) {
+    case data_source::kind::fashion_mnist: return "fashion-mnist";
+    case data_source::kind::synthetic: return "synthetic";
+    case data_source::kind::csv: return "csv:" + d.train_path;
+    case data_source::kind::libsvm: return "libsvm:" + d.train_path;
+    case data_source::kind::criteo: return "criteo:" + d.train_path;
+    case data_source::kind::logs: return (d.delimiter == ',' ? "csv:" : "tsv:") + d.train_path;
+  }
+  return "unknown";
+}
+
+} // namespace
+
+training_flags flags_of(const train_options& o) {
+  training_flags f;
+  auto typed = [&](const char* flag) { f.given.insert(flag); };
+  f.model = o.model;
+  const auto& d = o.source;
+  f.dataset = dataset_text(d);
+  f.data_dir = d.dir;
+  f.synthetic_rows = d.train_rows;
+  f.synthetic_test_rows = d.test_rows;
+  f.test = d.test_path;
+  if (d.what == data_source::kind::logs) f.schema = d.schema_path;
+  f.follow = d.follow;
+  f.slice_auc = o.slice_auc;
+  f.ps = o.ps;
+  f.workers = o.workers;
+  f.mode = to_string(o.mode);
+  f.staleness = o.staleness;  // not typed: sync and async ignore it (train_options)
+  if (o.optimizer) {
+    f.optimizer = to_string(o.optimizer->kind);
+    typed("optimizer");
+    if (o.optimizer->learning_rate != 0) f.lr = o.optimizer->learning_rate, typed("lr");
+    if (o.optimizer->kind == optimizer_kind::momentum)
+      f.momentum = o.optimizer->momentum, typed("momentum");
+  }
+  f.lr_schedule = to_string(schedule_or_default(o.schedule, 1));  // the run's clocks are known
+  if (o.batch) f.batch = *o.batch, typed("batch");
+  if (o.epochs) f.epochs = *o.epochs, typed("epochs");
+  f.steps = o.steps;
+  if (o.table_lr) f.table_lr = *o.table_lr, typed("table-lr");
+  // -1 in these: each table's own, as not typed
+  if (o.admit_after && *o.admit_after != -1) f.admit_after = *o.admit_after, typed("admit-after");
+  if (o.evict_after && *o.evict_after != -1) f.evict_after = *o.evict_after, typed("evict-after");
+  if (o.max_rows_per_shard && *o.max_rows_per_shard != -1)
+    f.max_rows_per_shard = *o.max_rows_per_shard, typed("max-rows-per-shard");
+  if (o.admission_memory && *o.admission_memory != -1)
+    f.admission_memory = *o.admission_memory, typed("admission-memory");
+  f.eval_every = o.eval_every;
+  f.seed = o.seed;
+  f.metrics = o.metrics;
+  f.tensorboard = o.tensorboard_dir;
+  f.no_progress = !o.progress;
+  f.threads = o.threads;
+  f.backend = "cpu";  // the library's workers train on the CPU
+  f.checkpoint_dir = o.checkpoint_dir;
+  f.checkpoint_every = o.checkpoint_every;
+  f.full_checkpoint_every = o.full_checkpoint_every;
+  f.checkpoint_key = o.checkpoint_key;
+  f.resume = o.resume;
+  f.resume_given = !o.resume.empty();
+  for (const auto& k : o.kills)
+    f.kill.push_back(k.role + ":" + std::to_string(k.index) + "@clock="
+                     + std::to_string(k.at_clock));
+  for (const auto& r : o.resizes)
+    f.resize.push_back("ps=" + std::to_string(r.ps) + "@clock=" + std::to_string(r.at_clock));
+  f.replicas = o.replicas;
+  f.export_dir = o.export_dir;
+  f.export_every = o.export_every == 0 ? -1 : o.export_every;  // 0: none, as not typed
+  f.full_export_every = o.full_export_every;
+  return f;
+}
+
+training_plan plan_library_run(const train_options& o, const known_data& data) {
+  const auto flags = flags_of(o);
+  auto plan = build_training_plan(flags, check_training_flags(flags, &data));
+  auto& c = plan.chief;
+  // beta1, beta2, epsilon (and momentum with another optimizer) have no flag
+  c.spec.optimizer = dense_optimizer(c.settings, o.optimizer.value_or(optimizer_config{}));
+  c.checkpoints.dataset = data.identity;
+  open_training_files(flags, plan, &data);
   return plan;
 }
 

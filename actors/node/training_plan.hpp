@@ -23,6 +23,9 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
 /// Parses one --resize value, ps=N@clock=C; throws usage_error naming the value.
 planned_resize parse_resize(const std::string& text);
 
+/// --slice-auc FIELD: sets the source's slice field, or throws usage_error naming the flag.
+void set_slice_field(data_source& d, const std::string& field);
+
 /// The validated run: the chief's configuration (without loaded data) and where the data is.
 struct training_plan {
   chief_config chief;
@@ -54,9 +57,21 @@ struct checked_flags {
   int64_t train_rows = 0;           ///< rows of the training set, as far as known without I/O
 };
 
+/// The data of a run the library describes (train(), train_cluster()): its source as a value
+/// rather than --dataset's text, and its shape once its splits are loaded.
+struct known_data {
+  data_source source;
+  int64_t train_rows = 0;  ///< rows of the training split; 0: not known (nothing checked)
+  int cols = 0;            ///< features of a row
+  int classes = 0;
+  std::string identity;    ///< what checkpoints record as the dataset ("": the source's)
+};
+
 /// Checks every flag, alone and against the others, touching nothing: throws usage_error
-/// naming the flag, or returns the parsed values.
-checked_flags check_training_flags(const training_flags& flags);
+/// naming the flag, or returns the parsed values. With `known`, the data is that (--dataset and
+/// the flags around it are not read) and its shape, when known, is checked against the model.
+checked_flags check_training_flags(const training_flags& flags,
+                                   const known_data* known = nullptr);
 
 /// Turns checked flags into the plan (units, defaults, derived counts); no I/O: the metrics
 /// file and the checkpoint to resume are left to open_training_files.
@@ -65,10 +80,22 @@ training_plan build_training_plan(const training_flags& flags, const checked_fla
 /// The plan's side effects: opens (truncates) the metrics file, probes that the checkpoint
 /// directory is writable (creating it), and loads the checkpoint --resume names (saying so on
 /// stdout; checkpoint_plan.hpp). Throws usage_error naming the flag.
-void open_training_files(const training_flags& flags, training_plan& plan);
+/// With `known`, the rows are the known data's (nothing is counted) and the process's log level
+/// is left as it is.
+void open_training_files(const training_flags& flags, training_plan& plan,
+                         const known_data* known = nullptr);
 
 /// check_training_flags, build_training_plan, then open_training_files. `--ps` and `--workers`
 /// may be overridden by the caller (a cluster spec fixes them).
 training_plan plan_training(const training_flags& flags);
+
+/// The library's options as the planner's (what each would be typed as on the command line:
+/// a field set is a flag typed), so that train() and the command check and map alike.
+training_flags flags_of(const train_options& o);
+
+/// train() and train_cluster(): flags_of, then the planner on the data as loaded (`data`),
+/// with the dense optimizer's hyper-parameters that have no flag (train_options::optimizer).
+/// Throws usage_error naming the flag.
+training_plan plan_library_run(const train_options& o, const known_data& data);
 
 } // namespace actorps
