@@ -681,6 +681,7 @@ training_flags flags_of(const train_options& o) {
     f.admission_memory = *o.admission_memory, typed("admission-memory");
   f.eval_every = o.eval_every;
   f.seed = o.seed;
+  f.block_floats = o.block_floats;
   f.metrics = o.metrics;
   f.tensorboard = o.tensorboard_dir;
   f.no_progress = !o.progress;
