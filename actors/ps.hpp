@@ -73,27 +73,36 @@ inline lr_schedule schedule_or_default(std::optional<lr_schedule> chosen, int64_
   return total_clocks > 0 ? lr_schedule::cosine : lr_schedule::constant;
 }
 
+/// What every way to run shares: the shards and workers, how they keep together, how the
+/// learning rate decays, the seed and the cut of the tensors (the command's --ps, --workers,
+/// --mode, --staleness, --lr-schedule, --seed and --block-floats).
+struct common_run_options {
+  int ps = 2;
+  int workers = 2;
+  consistency mode = consistency::ssp;  ///< the run's default (the rule above)
+  int staleness = 2;              ///< the ssp bound (ignored by sync and async)
+  /// Unset: schedule_or_default (cosine when the run's clocks are known, else constant).
+  std::optional<lr_schedule> schedule;
+  uint64_t seed = 1;              ///< the tensors' initial values (model_spec's initializers)
+  uint32_t block_floats = 4096;   ///< tensors are cut into blocks of at most this many floats
+};
+
 /// A run in this process: every role an actor of one actor_system (what `actorps simulate`
 /// does). The same settings as the command line's training flags, with the same defaults: a
 /// setting left unset takes the model's (model_plugin::defaults; the MLP's are momentum at
 /// 0.05, batch 64, 5 epochs; DLRM's Adam at 0.003, batch 256, 1 epoch, tables at 0.1 admitting
 /// a key on its 20th push), each one set overrides its field alone; mode, staleness and
 /// schedule as the rule above has them.
-struct train_options {
+struct train_options : common_run_options {
   std::string model = "mlp:784-256-128-10";  ///< NAME[:ARGS] of a registered model plug-in
   std::shared_ptr<const dataset> train, test;  ///< the data (dataset.hpp: rows, cols, x, y);
                                                ///< either left empty: loaded from `source`
   /// Where the data is. A model that streams its training file (sparse-lr on libsvm) reads it
   /// from here in every worker; a split not given above is loaded from here (load_split).
   data_source source;
-  int ps = 2;
-  int workers = 2;
-  consistency mode = consistency::ssp;
-  int staleness = 2;              ///< the ssp bound (ignored by sync and async)
   /// Applied by the shards. learning_rate 0: the model's rate if this is the model's
   /// optimizer, else the optimizer's default.
   std::optional<optimizer_config> optimizer;
-  std::optional<lr_schedule> schedule;  ///< unset: schedule_or_default (cosine: clocks known)
   std::optional<int> batch;       ///< rows per minibatch and worker
   std::optional<double> epochs;   ///< passes over the training rows ...
   int64_t steps = 0;              ///< ... or, when > 0, clocks per worker
@@ -114,7 +123,6 @@ struct train_options {
   /// whose value cuts the test rows into slices; the evaluations add the AUC of the 10 slices
   /// holding most rows ("" none).
   std::string slice_auc;
-  uint64_t seed = 1;
   std::string metrics;            ///< a JSONL file of events ("" none)
   std::string tensorboard_dir;    ///< TensorBoard event files, as --tensorboard ("" none)
   bool progress = false;          ///< draw the progress line on stdout
@@ -216,17 +224,11 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
 // --- you own the loop ---------------------------------------------------------------------
 
 /// What the shards of a user-driven run need: the model's tensors and how they learn.
-struct cluster_options {
-  int ps = 2;
-  int workers = 1;                ///< each calls push_pull once per clock
-  consistency mode = consistency::ssp;  ///< the run's default, as train_options' (the rule above)
-  int staleness = 2;              ///< the ssp bound (ignored by sync and async)
+/// The schedule, unset, is cosine over total_clocks when given, else constant.
+struct cluster_options : common_run_options {
+  cluster_options() { workers = 1; }  // unless set: one worker, calling push_pull each clock
   optimizer_config optimizer;     ///< learning_rate 0: the optimizer's default
-  /// Unset: schedule_or_default, cosine over total_clocks when given, else constant.
-  std::optional<lr_schedule> schedule;
   int64_t total_clocks = 0;       ///< clocks per worker, for decaying schedules (0: unknown)
-  uint64_t seed = 1;              ///< the tensors' initial values (model_spec's initializers)
-  uint32_t block_floats = 4096;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per request
 };
 

@@ -1,7 +1,7 @@
 #include "apps/log_level_flag.hpp"
 
 #include "actors/ps/log_level.hpp"
-#include "apps/training_flags.hpp"
+#include "actors/ps/usage_error.hpp"
 
 namespace actorps {
 

@@ -1,16 +1,12 @@
 #include "apps/simulate_command.hpp"
 
-#include "actors/protocol/errors.hpp"
-#include "actors/protocol/log.hpp"
-#include "actors/deploy/simulation.hpp"
+#include "actors/ps/log_level.hpp"
+#include "actors/ps/simulation_run.hpp"
 #include "apps/command_line.hpp"
-#include "apps/export_plan.hpp"
 #include "apps/stop_signals.hpp"
 #include "apps/training_flags.hpp"
-#include "actors/data/load_split.hpp"
 
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -29,28 +25,6 @@ po::options_description simulate_options(training_flags& flags) {
   return desc;
 }
 
-/// In one process the backend is decided up front: `cuda` without a usable GPU is refused with
-/// the CUDA error text, and `auto` says when it falls back to the CPU.
-void resolve_backend_here(chief_config& c) {
-  if (c.backend == backend_kind::cpu) return;
-  std::string why;
-  int devices = cuda_device_count(&why);
-  if (devices == 0) {
-    if (c.backend == backend_kind::cuda)
-      throw usage_error("--backend cuda needs a usable CUDA device and this host has none (" + why
-                        + ")");
-    std::printf("backend: auto chose cpu (%s)\n", why.c_str());
-    c.backend = backend_kind::cpu;
-    return;
-  }
-  for (int id : c.gpus)
-    if (id >= devices)
-      throw usage_error("--gpus names device " + std::to_string(id) + " but this host has "
-                        + std::to_string(devices));
-  c.backend = backend_kind::cuda;
-  std::printf("backend: cuda on %d device(s)\n", devices);
-}
-
 } // namespace
 
 std::string simulate_help() {
@@ -63,8 +37,7 @@ std::string simulate_help() {
 int simulate_command(const std::vector<std::string>& args) {
   training_flags flags;
   auto desc = simulate_options(flags);
-  simulation_options sim;
-  export_request exporting;
+  std::optional<simulation_run> run;
   try {
     auto vm = parse_flags(args, desc);
     if (vm.count("help")) {
@@ -73,20 +46,7 @@ int simulate_command(const std::vector<std::string>& args) {
     }
     po::notify(vm);
     note_given_flags(vm, flags);
-    auto plan = plan_training(flags);
-    if (plan.data.what == data_source::kind::fashion_mnist
-        && !std::filesystem::is_directory(plan.data.dir))
-      throw usage_error("--data-dir " + plan.data.dir
-                        + " is not a directory (install Debian's dataset-fashion-mnist: "
-                          "scripts/setup.sh)");
-    resolve_backend_here(plan.chief);
-    exporting = plan_export(plan, "simulate");
-    sim.chief = std::move(plan.chief);
-    sim.scheduler_threads = plan.scheduler_threads;
-    sim.prometheus_port = plan.prometheus_port;
-    sim.chief.train = plan.train_split ? plan.train_split : load_split(plan.data, true);
-    sim.chief.test = load_split(plan.data, false);
-    sim.chief.source = plan.data;
+    run.emplace(flags);
   } catch (const po::error& e) {
     std::fprintf(stderr, "actorps simulate: %s\n(see actorps simulate --help)\n", e.what());
     return 2;
@@ -94,15 +54,14 @@ int simulate_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "actorps simulate: %s\n", e.what());
     return 2;
   }
-  auto test = sim.chief.test;
   // Following a stream, SIGTERM or SIGINT ends it as its stop file does (chief/follow.cpp); a
   // second one stops the run at once.
   std::optional<stop_signals> signals;
-  if (sim.chief.source.follow) signals.emplace();
-  auto result = simulate(std::move(sim), [&](std::function<void(const std::string&)> stop) {
+  if (run->follows()) signals.emplace();
+  auto result = run->run([&](stop_call stop) {
     if (!signals) return;
     signals->on_signal([stop](int signal, int count) {
-      log_line("simulate", std::string(stop_signals::name(signal))
+      log_info("simulate", std::string(stop_signals::name(signal))
                              + (count > 1 ? " again" : " received") + ": stopping the run");
       stop(stop_signals::name(signal));
     });
@@ -112,8 +71,7 @@ int simulate_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "actorps simulate: the run failed: %s\n", describe(result.error()).c_str());
     return 1;
   }
-  if (int status = print_summary(*result)) return status;
-  return export_run(exporting, *result, test);
+  return run->finish(*result);
 }
 
 } // namespace actorps

@@ -1,6 +1,6 @@
 #include "apps/test_split_flags.hpp"
 
-#include "apps/training_flags.hpp"
+#include "actors/ps/training_flags.hpp"
 
 namespace po = boost::program_options;
 

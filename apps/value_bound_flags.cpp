@@ -1,9 +1,5 @@
 #include "apps/value_bound_flags.hpp"
 
-#include "apps/training_flags.hpp"  // usage_error
-
-#include <cmath>
-
 namespace po = boost::program_options;
 
 namespace actorps {
@@ -21,16 +17,6 @@ void add_value_bound_options(po::options_description& desc, value_bounds& b) {
      "a push whose gradient norm is beyond this many times the median norm of the shard's last "
      "64 pushes (from every worker) is refused whole and counted (norms_refused); the first 16 "
      "pushes set the scale; 0: no bound");
-}
-
-void check_value_bounds(const value_bounds& b) {
-  if (auto why = invalid_bound(b.max_gradient); !why.empty())
-    throw usage_error("--max-gradient " + why);
-  if (auto why = invalid_bound(b.max_parameter); !why.empty())
-    throw usage_error("--max-parameter " + why);
-  if (!(b.gradient_norm_bound == 0 || (b.gradient_norm_bound >= 1 && std::isfinite(b.gradient_norm_bound))))
-    throw usage_error("--gradient-norm-bound " + value_text(b.gradient_norm_bound)
-                      + ": must be 0 (no bound) or a finite number of at least 1");
 }
 
 } // namespace actorps

@@ -19,7 +19,6 @@ inline constexpr const char* max_parameter_help =
 void add_value_bound_options(boost::program_options::options_description& desc,
                              value_bounds& bounds);
 
-/// Throws usage_error naming the flag when a bound is not positive and finite.
-void check_value_bounds(const value_bounds& bounds);
+// check_value_bounds (actors/ps/training_flags.hpp) checks them.
 
 } // namespace actorps

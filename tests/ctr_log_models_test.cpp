@@ -205,7 +205,7 @@ TEST_CASE("the library's train() shapes a CTR model by the log's schema, as the 
   opts.export_every = 10;  // versions while training carry no schema: refused before the run
   const auto refused = train(opts);
   REQUIRE(!refused);
-  CHECK_MESSAGE(to_string(refused.error()).find("export_dir: versions while training serve "
+  CHECK_MESSAGE(to_string(refused.error()).find("--export-every: versions while training serve "
                                                 "Criteo's layout")
                   != std::string::npos,
                 to_string(refused.error()));

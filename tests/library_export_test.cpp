@@ -92,7 +92,7 @@ TEST_CASE("train() exports while training: a full version, deltas folding to ful
   auto refused = train(sparse);
   REQUIRE_FALSE(refused);
   INFO(to_string(refused.error()));
-  CHECK(test::contains(to_string(refused.error()), "export_dir: the model sparse-lr"));
+  CHECK(test::contains(to_string(refused.error()), "--export-dir: the model sparse-lr"));
   auto whole = train(dlrm_run(dir.path, a, 1));   // every version full
   REQUIRE_MESSAGE(whole, to_string(whole.error()));
   auto chained = train(dlrm_run(dir.path, b, 100));  // a full one, then deltas
@@ -152,12 +152,12 @@ TEST_CASE("train() refuses export options as the command refuses its flags, nami
   };
   CHECK(test::contains(refusal([](train_options& o) { o.export_every = -1; }), "export_every"));
   CHECK(test::contains(refusal([](train_options& o) { o.full_export_every = 0; }),
-                 "full_export_every"));
+                 "--full-export-every must be at least 1 (got 0)"));
   CHECK(test::contains(refusal([](train_options& o) { o.export_every = 2; }),
-                 "export_every needs export_dir"));
+                 "--export-every needs --export-dir"));
   std::ofstream(dir.path + "/file") << "x";
   CHECK(test::contains(refusal([&](train_options& o) { o.export_dir = dir.path + "/file/sub"; }),
-                 "export_dir cannot be written"));
+                 "--export-dir cannot be written"));
   // Versions while training read the test split from the source: one given in memory is refused.
   CHECK(test::contains(refusal([&](train_options& o) {
                          o.test = load_split(o.source, false);

@@ -289,11 +289,11 @@ TEST_CASE("resizes train() cannot run are refused before training, naming the op
     return to_string(result.error());
   };
   CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 20}}; }),
-                       "resizes: ps=3@clock=20: the clock is 1 to 19"));
+                       "--resize: ps=3@clock=20: the clock is 1 to 19"));
   CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{3, 10}, {1, 10}}; }),
                        "ps=1@clock=10: each resize's clock is after the one before"));
   CHECK(test::contains(refusal([](train_options& o) { o.resizes = {{0, 10}}; }),
-                       "ps=0@clock=10: expected ps=N, workers=N or both"));
+                       "--resize ps=0@clock=10: the number of shards is 1 to 65536"));
 }
 
 TEST_CASE("simulate --resize refuses a value it cannot run, naming the flag") {

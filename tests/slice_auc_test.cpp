@@ -171,7 +171,7 @@ TEST_CASE("slice auc: a field that is none is refused naming --slice-auc, slice_
   auto bad = train(o);
   REQUIRE_FALSE(bad);
   CHECK(bad.error() == make_error(errc::invalid_spec));
-  CHECK(describe(bad.error()).find("slice_auc: C0 is not a categorical field")
+  CHECK(describe(bad.error()).find("--slice-auc C0 is not a categorical field")
         != std::string::npos);
   // and a good one reaches the summary
   o.slice_auc = "C6";

@@ -1,6 +1,6 @@
 // serve_task and train_cluster (actors/ps.hpp): one task of a runtime-owned run spread over
 // processes by TF_CONFIG, on deployment.hpp's run_task and run_chief_task.
-#include "actors/node/plan_run.hpp"
+#include "actors/node/training_plan.hpp"
 
 #include "actors/data/load_split.hpp"
 #include "actors/deploy/cluster_spec.hpp"
@@ -80,9 +80,9 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
   data_source source = data;
   if (!opts.slice_auc.empty()) {
     try {
-      source.slice_field = key_field_index(data, opts.slice_auc);
-    } catch (const std::invalid_argument& e) {
-      return bad(std::string("slice_auc: ") + e.what());
+      set_slice_field(source, opts.slice_auc);
+    } catch (const std::exception& e) {
+      return bad(e.what());
     }
   }
   if (auto err = fix("ps", opts.ps, defaults.ps, d.cluster.count("ps"))) return err;
@@ -96,9 +96,25 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
   } catch (const std::exception& e) {
     return bad(e.what());
   }
-  opts.source = source;  // what plan_run checks the model against
-  auto sim = detail::plan_run(opts, rows, test->cols, test->classes);
-  if (!sim) return sim.error();
+  opts.source = source;  // what the planner checks the model against
+  opts.slice_auc.clear();  // the source's slice field already
+  // Faults, resizes and checkpoints are train()'s: a cluster's chief takes none from here (the
+  // command's chief: --checkpoint-dir).
+  opts.kills.clear();
+  opts.resizes.clear();
+  opts.checkpoint_dir.clear();
+  opts.resume.clear();
+  known_data known;
+  known.source = source;
+  known.train_rows = rows;
+  known.cols = test->cols;
+  known.classes = test->classes;
+  training_plan plan;
+  try {
+    plan = plan_library_run(opts, known);
+  } catch (const std::exception& e) {
+    return bad(e.what());
+  }
   remote_tasks remote;
   remote.ps = d.cluster.tasks("ps");
   remote.workers = d.cluster.tasks("worker");
@@ -106,9 +122,9 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
   remote.data = source;
   remote.join_timeout = d.connect_timeout;
   remote.cluster_view = cluster_view_text(d.cluster.jobs);
-  sim->chief.remote = std::move(remote);
+  plan.chief.remote = std::move(remote);
   d.scheduler_threads = opts.threads > 0 ? opts.threads : task.threads;
-  return run_chief_task(d, std::move(sim->chief));
+  return run_chief_task(d, std::move(plan.chief));
 }
 
 } // namespace actorps

@@ -1,6 +1,6 @@
 #include "actors/ps/log_level.hpp"
 
-#include "actors/protocol/console.hpp"
+#include "actors/protocol/log.hpp"
 
 namespace actorps {
 
@@ -14,5 +14,7 @@ bool set_log_level(const std::string& level) {
 bool is_log_level(const std::string& level) {
   return parse_log_level(level).has_value();
 }
+
+void log_info(const std::string& who, const std::string& text) { log_line(who, text); }
 
 } // namespace actorps

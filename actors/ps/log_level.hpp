@@ -14,4 +14,8 @@ bool set_log_level(const std::string& level);
 /// Whether `level` is one set_log_level takes.
 bool is_log_level(const std::string& level);
 
+/// Writes an INFO line on stderr as the runtime's own are written (`<time> INFO who: text`),
+/// whole, never glued onto the progress line.
+void log_info(const std::string& who, const std::string& text);
+
 } // namespace actorps

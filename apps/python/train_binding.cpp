@@ -453,7 +453,7 @@ py::dict train_python(py::object model, py::handle train_split, py::handle test_
     } catch (py::error_already_set& e) {
       // train() refuses a slice field the data lacks before the run starts: a bad keyword
       const std::string text = py::str(e.value());
-      const auto at = text.find("slice_auc: ");
+      const auto at = text.find("--slice-auc ");
       if (!opts.slice_auc.empty() && at != std::string::npos) throw py::value_error(text.substr(at));
       throw;
     }

@@ -99,9 +99,9 @@ class ExportWhileTraining(unittest.TestCase):
     def test_bad_values_name_the_option(self):
         x = os.path.join(self.dir, "x")
         for options, named in [({"export_every": -1}, "export_every"),
-                               ({"export_every": 5, "full_export_every": 0}, "full_export_every"),
+                               ({"export_every": 5, "full_export_every": 0}, "--full-export-every"),
                                ({"export_dir": "", "export_every": 5},
-                                "export_every needs export_dir")]:
+                                "--export-every needs --export-dir")]:
             with self.subTest(options=options):
                 with self.assertRaisesRegex(actorps.Error, named):
                     self.run_dlrm(**{"export_dir": x, **options})

@@ -48,7 +48,7 @@ class SliceAucTest(unittest.TestCase):
             self.assertTrue(0 <= s["auc"] <= 1 or s["positives"] in (0, s["rows"]), s)
 
     def test_a_field_that_is_none_is_refused(self):
-        with self.assertRaisesRegex(ValueError, r"^slice_auc: I2 is not a categorical field"):
+        with self.assertRaisesRegex(ValueError, r"^--slice-auc I2 is not a categorical field"):
             actorps.train("lr", self.train, self.test, steps=2, slice_auc="I2")
         x = np.zeros((64, 3), np.float32)
         y = np.zeros(64, np.int32)

@@ -188,7 +188,7 @@ class Train(unittest.TestCase):
         np.testing.assert_array_equal(out["parameters"], clean["parameters"])
         clocks = [c for w, c, _ in model.steps if w == 0]
         self.assertEqual(clocks, list(range(12)))  # no clock stepped twice: no rollback
-        with self.assertRaisesRegex(actorps.Error, "the index is 0..1"):
+        with self.assertRaisesRegex(actorps.Error, "--kill ps:2@clock=1: there is no ps:2 \\(2 in this run\\)"):
             self.run_model(SoftmaxModel(), steps=4, kill=[("ps", 2, 1)])
 
     def test_resizes_keep_the_parameters_of_the_run_never_resized(self):
@@ -204,7 +204,7 @@ class Train(unittest.TestCase):
         np.testing.assert_array_equal(out["parameters"], clean["parameters"])
         self.assertEqual([(e["from"], e["to"], e["clock"]) for e in resizes],
                          [(2, 3, 4), (3, 1, 8)])
-        with self.assertRaisesRegex(actorps.Error, "resizes: ps=3@clock=12: the clock is 1 to 11"):
+        with self.assertRaisesRegex(actorps.Error, "--resize: ps=3@clock=12: the clock is 1 to 11"):
             self.run_model(SoftmaxModel(), steps=12, resizes=[(3, 12)])
 
     def test_resized_workers_step_every_minibatch_once(self):
@@ -247,7 +247,7 @@ class Train(unittest.TestCase):
                 self.run_model(SoftmaxModel(), steps=12, resume=ckpt)
             with self.assertRaisesRegex(actorps.Error, "signature does not match"):
                 self.run_model(SoftmaxModel(), steps=12, resume=ckpt, checkpoint_key=other)
-            with self.assertRaisesRegex(actorps.Error, "checkpoint_key: .*missing"):
+            with self.assertRaisesRegex(actorps.Error, "--checkpoint-key .*missing"):
                 self.run_model(SoftmaxModel(), steps=12, checkpoint_key=os.path.join(tmp, "missing"))
             two = self.run_model(SoftmaxModel(), steps=12, checkpoint_dir=ckpt, resume=ckpt,
                                  checkpoint_key=key)

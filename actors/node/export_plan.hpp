@@ -3,7 +3,7 @@
 #pragma once
 
 #include "actors/serving/export_after_run.hpp"
-#include "apps/training_flags.hpp"
+#include "actors/node/training_plan.hpp"
 
 #include <string>
 

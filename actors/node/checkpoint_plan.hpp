@@ -4,7 +4,7 @@
 // (another run's checkpoints are refused, or moved aside with --overwrite-checkpoints).
 #pragma once
 
-#include "apps/training_flags.hpp"
+#include "actors/node/training_plan.hpp"
 
 #include <string>
 

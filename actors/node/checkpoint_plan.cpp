@@ -1,4 +1,4 @@
-#include "apps/checkpoint_plan.hpp"
+#include "actors/node/checkpoint_plan.hpp"
 
 #include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/storage/checkpoint_resize.hpp"
@@ -176,7 +176,7 @@ std::string dataset_identity(const data_source& d) {
 void plan_checkpoints(const training_flags& o, training_plan& plan) {
   auto& c = plan.chief;
   auto& ck = c.checkpoints;
-  ck.dataset = dataset_identity(plan.data);
+  if (ck.dataset.empty()) ck.dataset = dataset_identity(plan.data);  // else the library's
   const run_identity current{c.spec, c.batch, ck.dataset, c.train_rows, ck.files};
   std::optional<loaded_checkpoint> resume;
   const std::string flag = o.resume == "auto" ? "--resume auto" : "--resume";

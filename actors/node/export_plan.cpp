@@ -1,4 +1,4 @@
-#include "apps/export_plan.hpp"
+#include "actors/node/export_plan.hpp"
 
 #include <stdexcept>
 
