@@ -76,6 +76,7 @@ void finish_resize(self_ptr self, uint64_t bytes) {
                         .add("retrained_samples", retrained * st.cfg.batch)
                         .add("wall_s", st.elapsed()));
     st.metrics->flush();
+    answer_scale_request(self);  // actorps scale: done
     arm_next_resize(self);
     check_all_done(self);
   });
@@ -110,6 +111,7 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   auto& st = self->state;
   const auto planned = st.cfg.resizes[st.resizes_done++];
   st.resize_asked = false;
+  if (!resize_can_begin(self, planned.shards)) return arm_next_resize(self);
   train_spec after;
   std::vector<placement_move> moves;
   try {
@@ -134,13 +136,18 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   stop_roles(self);
   drop_standbys(self);  // they hold the old placement's states; built again for the new one
   // The shards that leave stop (their state is in hand); those of the new size beyond the old
-  // are spawned here, empty until the episode restores them.
-  for (int32_t s = r.to; s < r.from; ++s) {
-    self->demonitor(st.shards[s].address());
-    self->send_exit(st.shards[s], caf::exit_reason::user_shutdown);
+  // are spawned here, empty until the episode restores them (distributed: spare ps tasks'
+  // shards, spare_tasks.cpp).
+  if (st.cfg.remote) {
+    take_spares(self, r.from, r.to);
+  } else {
+    for (int32_t s = r.to; s < r.from; ++s) {
+      self->demonitor(st.shards[s].address());
+      self->send_exit(st.shards[s], caf::exit_reason::user_shutdown);
+    }
+    st.shards.resize(static_cast<std::size_t>(r.to));
+    for (int32_t s = r.from; s < r.to; ++s) spawn_local_shard(self, s);
   }
-  st.shards.resize(static_cast<std::size_t>(r.to));
-  for (int32_t s = r.from; s < r.to; ++s) spawn_local_shard(self, s);
   st.cfg.spec = std::move(after);
   run_resize_episode(self);
   // Fault injection: a shard killed while the states are restored (--kill ps:I@resize=K).
@@ -174,6 +181,7 @@ void arm_next_resize(self_ptr self) {
       if (st.resize_generation != generation || st.phase != run_phase::training) return;
       st.resize_asked = false;
       if (is_error(err, errc::checkpoint_clock_passed)) {  // resumed past it, say
+        if (ask_scale_later(self)) return arm_next_resize(self);  // actorps scale: further on
         const auto& planned = st.cfg.resizes[st.resizes_done++];
         log_line(log_level::warn, "chief",
                  "resize to " + std::to_string(planned.shards) + " shards at clock "
@@ -241,7 +249,9 @@ std::string resize_refusal(const chief_config& cfg) {
       return what + "that resize leaves " + std::to_string(shards) + " shards";
   }
   if (cfg.resizes.empty()) return "";
-  if (cfg.remote) return "the shards are resized in one process only (simulate, train())";
+  if (cfg.remote)
+    return "--resize is planned in one process only (simulate, train()); a distributed run is "
+           "resized while it trains by actorps scale";
   if (cfg.source.follow) return "not while following a stream (--follow)";
   int64_t last = 0;
   for (const auto& r : cfg.resizes) {
