@@ -50,6 +50,13 @@ scale() {  # scale CERT N: sets $scaled to the exit status, $said to the output
   set +e; said=$("$bin" scale --chief "$chief_addr" --ps "$2" --timeout 60 $(tls "$1") 2>&1); scaled=$?; set -e
 }
 
+echo "== refused before asking: a bad N (2), no chief there (1)"
+scale_insecure() { set +e; said=$("$bin" scale --insecure --connect-timeout 1 "$@" 2>&1); scaled=$?; set -e; }
+scale_insecure --chief "$chief_addr" --ps 0
+[ "$scaled" = 2 ] && grep -q "must be 1 or more" <<< "$said" || fail "--ps 0: exit $scaled: $said"
+scale_insecure --chief "$chief_addr" --ps 3
+[ "$scaled" = 1 ] && grep -q "cannot reach $chief_addr" <<< "$said" || fail "no chief: exit $scaled: $said"
+
 echo "== the run never scaled"
 run plain
 all_exit_0 plain ps:0 ps:1 worker:0 worker:1

@@ -15,23 +15,27 @@ const std::string chief_view = "chief=h0:1;ps=h1:1,h2:1;worker=h3:1";
 } // namespace
 
 TEST_CASE("scale: a spare's view may list more ps tasks after the chief's, nothing else") {
-  using actorps::cluster_view_difference_growing;
-  CHECK(cluster_view_difference_growing(chief_view, chief_view) == "");
-  CHECK(cluster_view_difference_growing("chief=h0:1;ps=h1:1,h2:1,h4:1;worker=h3:1", chief_view)
-        == "");
-  CHECK(cluster_view_difference_growing("chief=h0:1;ps=h1:1,h2:1,h4:1,h5:1;worker=h3:1",
-                                        chief_view)
-        == "");
-  // another ps:1 before the new one, fewer ps, another worker, another chief: refused, named
-  CHECK(cluster_view_difference_growing("chief=h0:1;ps=h1:1,h9:1,h4:1;worker=h3:1", chief_view)
-        == "ps:1 is h9:1 in this task's cluster, h2:1 in the chief's");
-  CHECK(cluster_view_difference_growing("chief=h0:1;ps=h1:1;worker=h3:1", chief_view)
-        == "ps: this task's cluster lists 1 (h1:1), the chief's 2 (h1:1, h2:1)");
-  CHECK(cluster_view_difference_growing("chief=h0:1;ps=h1:1,h2:1,h4:1;worker=h3:1,h6:1",
-                                        chief_view)
-        == "worker: this task's cluster lists 2 (h3:1, h6:1), the chief's 1 (h3:1)");
-  CHECK(cluster_view_difference_growing("chief=h8:1;ps=h1:1,h2:1,h4:1;worker=h3:1", chief_view)
-        == "chief:0 is h8:1 in this task's cluster, h0:1 in the chief's");
+  struct case_t {
+    const char* task_view;
+    const char* difference;  // "" when the spare is taken
+  };
+  const case_t cases[] = {
+    {"chief=h0:1;ps=h1:1,h2:1;worker=h3:1", ""},
+    {"chief=h0:1;ps=h1:1,h2:1,h4:1;worker=h3:1", ""},
+    {"chief=h0:1;ps=h1:1,h2:1,h4:1,h5:1;worker=h3:1", ""},
+    {"chief=h0:1;ps=h1:1,h9:1,h4:1;worker=h3:1",
+     "ps:1 is h9:1 in this task's cluster, h2:1 in the chief's"},
+    {"chief=h0:1;ps=h1:1;worker=h3:1",
+     "ps: this task's cluster lists 1 (h1:1), the chief's 2 (h1:1, h2:1)"},
+    {"chief=h0:1;ps=h1:1,h2:1,h4:1;worker=h3:1,h6:1",
+     "worker: this task's cluster lists 2 (h3:1, h6:1), the chief's 1 (h3:1)"},
+    {"chief=h8:1;ps=h1:1,h2:1,h4:1;worker=h3:1",
+     "chief:0 is h8:1 in this task's cluster, h0:1 in the chief's"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.task_view);
+    CHECK(actorps::cluster_view_difference_growing(c.task_view, chief_view) == c.difference);
+  }
   // the exact rule, for every other task, still refuses a longer ps list
   CHECK(actorps::cluster_view_difference("chief=h0:1;ps=h1:1,h2:1,h4:1;worker=h3:1", chief_view)
         != "");

@@ -13,7 +13,7 @@
 //      |     <--(every shard restored,           |
 //      |         every role restarted)-----------+
 //      |
-//      +-----(every shard's state at a --resize clock)----> resizing
+//      +--(every shard's state at a --resize or scale clock)--> resizing
 //      |     <--(the shards of the new size restored,          |
 //      |         every role restarted)-------------------------+
 //      | (every live worker done)
@@ -35,9 +35,9 @@
 //                 training does not end before its report (chief_state::failing_over)
 //   rolling_back  a shard was lost: every shard goes back to the newest checkpoint, every role
 //                 restarts there (rollback.cpp); reports from before are dropped
-//   resizing      the shards' states at a --resize clock are cut for the new number of shards,
-//                 every role restarts there (resize.cpp); reports from before are dropped, and
-//                 a shard lost meanwhile fails the run
+//   resizing      the shards' states at a --resize clock (or one actorps scale asked for:
+//                 scale_request.cpp) are cut for the new number of shards, every role restarts
+//                 there (resize.cpp); reports from before are dropped
 //   finishing     the final checkpoint (none when every worker was lost short of the last
 //                 clock), the final evaluation, the summary (summary.cpp)
 //   stopping      every other role is told to stop; distributed: the chief waits for each

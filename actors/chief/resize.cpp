@@ -7,7 +7,8 @@
 //                     state holds exactly the pushes of the clocks before C
 //   begin_resize      every state is in hand: the phase is resizing; the workers and the
 //                     evaluator are stopped (under new incarnations: a push of theirs still on
-//                     its way is refused), the shards beyond N stop, shards up to N are spawned,
+//                     its way is refused), the shards beyond N stop, shards up to N are spawned
+//                     (distributed: spare ps tasks' shards are taken in, spare_tasks.cpp),
 //                     and a resize episode, an actor of its own (resize_episode.cpp draws its
 //                     steps: cutting -> restoring -> done | failed), cuts the states for the new
 //                     placement and has every shard of the new size take its part

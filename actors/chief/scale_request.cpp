@@ -8,6 +8,12 @@
 //
 // The workers report their clocks in batches (every 20 ms or more across processes), so the
 // shards may be past the clock asked for; the change is then asked again twice as far ahead.
+//
+// The workers run in other processes and do not pause at the clock of the change, as they do
+// in one process (worker_config::pause_at). In sync mode the state at that clock is exact all
+// the same (a later clock's pushes wait for the round); in ssp and async it may hold pushes a
+// faster worker made past it, which that worker trains again from the clock, as after a
+// rollback to a checkpoint.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
