@@ -1,8 +1,8 @@
 // actorps scale: a distributed run asked, while it trains, to go on with another number of
 // shards. The request is checked (the phase, the number, no other change under way, a spare
 // ps task for each new shard: spare_tasks.cpp), then becomes the next resize (resize.cpp) at a
-// clock a few clocks past the newest the workers reported, which the shards hold their state
-// for; the resize is the one a run in one process makes, with the spares' shards taken in
+// clock a few clocks past the slowest live worker's (the shards' clock), which the shards hold
+// their state for; the resize is the one a run in one process makes, with the spares' shards taken in
 // instead of spawned ones. The request is answered once training has resumed on the new
 // shards, or refused with the reason: now, or when the run ends first.
 //
@@ -23,7 +23,7 @@ namespace actorps::chief_detail {
 
 namespace {
 
-constexpr int64_t first_margin = 4;  // clocks past the newest reported one
+constexpr int64_t first_margin = 4;  // clocks past the shards' (the slowest live worker's)
 
 caf::error refusal(int32_t shards, const std::string& why) {
   log_line(log_level::warn, "chief",
@@ -73,11 +73,11 @@ caf::result<int32_t> on_scale_request(self_ptr self, int32_t shards) {
   if (!st.failing_over.empty()) return refusal(shards, "a fail-over is under way");
   if (auto missing = missing_spares(st, now, shards); !missing.empty())
     return refusal(shards, missing);
-  const auto clock = st.trained_clocks() + first_margin;
+  const auto clock = st.global_clock() + first_margin;
   if (clock >= st.cfg.steps)
     return refusal(shards, "the run ends at clock " + std::to_string(st.cfg.steps)
                              + ", too soon for a change (the workers are at clock "
-                             + std::to_string(st.trained_clocks()) + ")");
+                             + std::to_string(st.global_clock()) + ")");
   log_line("chief", "scale from " + std::to_string(now) + " to " + std::to_string(shards)
                       + " shards asked: at clock " + std::to_string(clock));
   st.cfg.resizes.push_back({shards, clock});
@@ -113,7 +113,7 @@ bool ask_scale_later(self_ptr self) {
   if (!st.scale_answer.pending() || st.resizes_done + 1 != st.cfg.resizes.size()) return false;
   auto& planned = st.cfg.resizes.back();
   st.scale_margin *= 2;
-  const auto clock = st.trained_clocks() + st.scale_margin;
+  const auto clock = st.global_clock() + st.scale_margin;
   if (clock >= st.cfg.steps) {
     refuse_scale_request(self, "the shards passed clock " + std::to_string(planned.at_clock)
                                  + " before the change, and the run ends at clock "
