@@ -3,8 +3,9 @@
 # 127.0.0.1, mutual TLS): a 2-ps sync run, a third ps task started with a cluster spec that
 # lists it (it joins as a spare), `actorps scale --ps 3`, then `--ps 2`. The exported model is
 # byte-identical to the same run never scaled; every task exits 0, the removed ps:2 too; a
-# scale request from a worker's certificate is refused (exit 2) and counted, and one the run
-# cannot take (a growth to 4 with no spare ps:3) is refused with the reason.
+# scale request from a worker's certificate is refused (exit 2) and counted, and those the run
+# cannot take (a growth to 4 with no spare ps:3, one while a resize is under way) are refused
+# with the reason.
 # usage: tests/multiprocess_scale_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -73,8 +74,15 @@ grep -q "only chief:0 and admin:0 may send it" <<< "$said" || fail "worker:0's r
 scale admin:0 4
 [ "$scaled" = 2 ] || fail "a growth to 4 without a spare ps:3 exited $scaled: $said"
 grep -q "no spare ps:3" <<< "$said" || fail "the growth to 4's refusal: $said"
+# the growth to 3, and a second request while it is under way (the change takes some 0.5 s)
+"$bin" scale --chief "$chief_addr" --ps 3 --timeout 60 $(tls admin:0) > "$dir/growth.out" 2>&1 &
+growth=$!; pids+=($growth)
+await_event "$dir/scaled-chief.log" "scale from 2 to 3 shards asked"
 scale admin:0 3
-[ "$scaled" = 0 ] || fail "the growth to 3 exited $scaled: $said"
+[ "$scaled" = 2 ] || fail "a request while a resize is under way exited $scaled: $said"
+grep -q "a resize to 3 shards is under way already" <<< "$said" || fail "its refusal: $said"
+await_exit "$growth" 60
+[ "$status" = 0 ] || fail "the growth to 3 exited $status: $(cat "$dir/growth.out")"
 grep -q '"event":"resize","from":2,"to":3' "$dir/scaled.jsonl" || fail "no resize event 2 -> 3"
 scale admin:0 2
 [ "$scaled" = 0 ] || fail "the shrink to 2 exited $scaled: $said"
