@@ -4,6 +4,7 @@
 #include "apps/export_command.hpp"
 #include "apps/gen_data_command.hpp"
 #include "apps/predict_command.hpp"
+#include "apps/scale_command.hpp"
 #include "apps/simulate_command.hpp"
 #include "actors/ps/blas.hpp"
 
@@ -25,6 +26,7 @@ commands:
   ps          a parameter-shard task
   worker      a worker task
   evaluator   the evaluator task
+  scale       grow or shrink the shards of a running distributed job (spare ps tasks join it)
   predict     classify images with a model exported by --export-dir (one JSON line each)
   evaluate    an exported model's accuracy, loss and confusion matrix on a test split
   export      export a saved checkpoint as a model directory, as --export-dir does after a run
@@ -50,13 +52,14 @@ int main(int argc, char** argv) {
   auto command = args[0];
   args.erase(args.begin());
   // Before any GEMM (blas.hpp); not for the commands that run none (a ps task, gen-data).
-  if (command != "ps" && command != "gen-data")
+  if (command != "ps" && command != "gen-data" && command != "scale")
     actorps::rerun_with_better_blas_core(argv);
   actorps::stop_blas_thread_pool();  // unused, and it spins at first (blas.hpp)
   if (command == "simulate") return actorps::simulate_command(args);
   if (command == "run" || command == "chief" || command == "ps" || command == "worker"
       || command == "evaluator")
     return actorps::cluster_command(command, args);
+  if (command == "scale") return actorps::scale_command(args);
   if (command == "predict") return actorps::predict_command(args);
   if (command == "evaluate") return actorps::evaluate_command(args);
   if (command == "export") return actorps::export_command(args);

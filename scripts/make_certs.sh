@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates a cluster's TLS files with the openssl command line: a CA, and for each task a key and
 # a certificate signed by that CA whose subject CN names the task (chief:0, ps:1, worker:0, ...),
-# for --tls-cert, --tls-key and --tls-ca.
+# for --tls-cert, --tls-key and --tls-ca; admin:0 is an operator's (actorps scale).
 #
 # Usage: scripts/make_certs.sh [--host H]... [--days N] DIR TASK...
 #   scripts/make_certs.sh /tmp/certs chief:0 ps:0 ps:1 worker:0 worker:1 evaluator:0
@@ -31,8 +31,8 @@ fi
 dir=$1; shift
 command -v openssl >/dev/null || { echo "make_certs.sh: the openssl command is missing (scripts/setup.sh installs it)" >&2; exit 2; }
 for task in "$@"; do
-  [[ "$task" =~ ^(chief|ps|worker|evaluator):[0-9]+$ ]] \
-    || { echo "make_certs.sh: '$task' is not a task (TYPE:INDEX, TYPE chief, ps, worker or evaluator)" >&2; exit 2; }
+  [[ "$task" =~ ^(chief|ps|worker|evaluator|admin):[0-9]+$ ]] \
+    || { echo "make_certs.sh: '$task' is not a task (TYPE:INDEX, TYPE chief, ps, worker, evaluator or admin)" >&2; exit 2; }
 done
 
 mkdir -p "$dir"

@@ -70,4 +70,33 @@ std::string cluster_view_difference(const std::string& task_view, const std::str
   return "the cluster text differs ('" + task_view + "' against '" + chief_view + "')";
 }
 
+std::string cluster_view_difference_growing(const std::string& task_view,
+                                            const std::string& chief_view) {
+  auto task = parse_view(task_view);
+  const auto chief = parse_view(chief_view);
+  auto& ps = task["ps"];
+  auto chief_ps = chief.find("ps");
+  const std::size_t listed = chief_ps == chief.end() ? 0 : chief_ps->second.size();
+  if (ps.size() > listed) ps.resize(listed);  // what the chief does not list yet is compared
+  auto canonical = [](const std::map<std::string, std::vector<std::string>>& jobs) {
+    std::string out;
+    for (const auto& [type, addresses] : jobs) {
+      if (addresses.empty()) continue;
+      out += (out.empty() ? "" : ";") + type + "=";
+      for (std::size_t i = 0; i < addresses.size(); ++i) out += (i ? "," : "") + addresses[i];
+    }
+    return out;
+  };
+  if (canonical(task) == canonical(chief)) return "";
+  return cluster_view_difference(canonical(task), canonical(chief));
+}
+
+std::string cluster_view_address(const std::string& view, const std::string& job, int32_t index) {
+  auto jobs = parse_view(view);
+  auto it = jobs.find(job);
+  if (it == jobs.end() || index < 0 || static_cast<std::size_t>(index) >= it->second.size())
+    return "";
+  return it->second[static_cast<std::size_t>(index)];
+}
+
 } // namespace actorps

@@ -8,6 +8,7 @@
 
 #include "actors/protocol/address.hpp"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,5 +21,14 @@ std::string cluster_view_text(const std::map<std::string, std::vector<host_port>
 /// "" when the two views are the same; else the first difference, worded for a log line:
 /// "ps: this task's cluster lists 3 (h1:1, h2:1, h3:1), the chief's 2 (h1:1, h2:1)".
 std::string cluster_view_difference(const std::string& task_view, const std::string& chief_view);
+
+/// As cluster_view_difference, except that the task's ps job may list more tasks than the
+/// chief's after the same ones: a ps task an orchestrator added to a running job (a spare, or
+/// a shard since a growth) sees the cluster the job grows into.
+std::string cluster_view_difference_growing(const std::string& task_view,
+                                            const std::string& chief_view);
+
+/// The address the view lists for `job`:`index` ("host:port"), "" when it lists none.
+std::string cluster_view_address(const std::string& view, const std::string& job, int32_t index);
 
 } // namespace actorps

@@ -13,7 +13,7 @@
 //      |     <--(every shard restored,           |
 //      |         every role restarted)-----------+
 //      |
-//      +-----(every shard's state at a --resize clock)----> resizing
+//      +--(every shard's state at a --resize or scale clock)--> resizing
 //      |     <--(the shards of the new size restored,          |
 //      |         every role restarted)-------------------------+
 //      | (every live worker done)
@@ -35,9 +35,9 @@
 //                 training does not end before its report (chief_state::failing_over)
 //   rolling_back  a shard was lost: every shard goes back to the newest checkpoint, every role
 //                 restarts there (rollback.cpp); reports from before are dropped
-//   resizing      the shards' states at a --resize clock are cut for the new number of shards,
-//                 every role restarts there (resize.cpp); reports from before are dropped, and
-//                 a shard lost meanwhile fails the run
+//   resizing      the shards' states at a --resize clock (or one actorps scale asked for:
+//                 scale_request.cpp) are cut for the new number of shards, every role restarts
+//                 there (resize.cpp); reports from before are dropped
 //   finishing     the final checkpoint (none when every worker was lost short of the last
 //                 clock), the final evaluation, the summary (summary.cpp)
 //   stopping      every other role is told to stop; distributed: the chief waits for each
@@ -101,11 +101,14 @@ auto refuse_run(const char* why) {
 
 /// A joining task's cluster view against the chief's (remote_tasks::cluster_view): a task
 /// started with another spec is refused, naming the first difference, and exits 2 (a restart
-/// with the same spec would be refused again).
-caf::error check_cluster_view(self_ptr self, const std::string& task, const std::string& view) {
+/// with the same spec would be refused again). A ps task's may list more ps tasks after the
+/// chief's: the run may have grown onto them (spare_tasks.cpp).
+caf::error check_cluster_view(self_ptr self, const std::string& task, const std::string& view,
+                              bool growing = false) {
   const auto& remote = self->state.cfg.remote;
   if (!remote || remote->cluster_view.empty()) return {};
-  auto difference = cluster_view_difference(view, remote->cluster_view);
+  auto difference = growing ? cluster_view_difference_growing(view, remote->cluster_view)
+                            : cluster_view_difference(view, remote->cluster_view);
   if (difference.empty()) return {};
   log_line(log_level::error, "chief", "refused " + task + "'s join: its cluster spec is not the "
                                         "chief's: " + difference);
@@ -122,7 +125,13 @@ auto join_shard(self_ptr self, const char* said, Seated seated) {
     if (auto err = chief_refusal(self, authorise_task(current_role(self), "ps", index,
                                                         "join as ps:" + std::to_string(index))))
       return err;
-    if (auto err = check_cluster_view(self, "ps:" + std::to_string(index), view)) return err;
+    // A ps task beyond the run's shards waits as a spare for a growth (actorps scale).
+    if (is_spare_join(self, index)) {
+      if (auto err = seat_spare(self, index, std::move(shard), std::move(task), view)) return err;
+      return caf::ok_atom::value;
+    }
+    if (auto err = check_cluster_view(self, "ps:" + std::to_string(index), view, true))
+      return err;
     // With standbys, a new process of a task whose shard is served elsewhere since a fail-over
     // (placement.cpp): it hosts standbys from now on.
     if (rejoin_as_standby_host(self, index, shard, task)) return caf::ok_atom::value;
@@ -199,6 +208,16 @@ auto leaves(self_ptr self) {
   };
 }
 
+/// (scale, shards) -> shards: actorps scale, from chief:0 or admin:0 (scale_request.cpp).
+auto scales(self_ptr self) {
+  return [=](scale_atom, int32_t shards) -> caf::result<int32_t> {
+    if (auto err = chief_refusal(self, authorise_admin(current_role(self), "scale to "
+                                                         + std::to_string(shards) + " shards")))
+      return err;
+    return on_scale_request(self, shards);
+  };
+}
+
 /// (failover, done|failed): a fail-over episode's report (standbys.cpp), from this process only.
 auto failover_done_reports(self_ptr self) {
   return [=](failover_atom, const failover_done& report) {
@@ -234,6 +253,7 @@ behavior waiting(self_ptr self) {
     interrupts(self),
     streams(self),
     leaves(self),
+    scales(self),
     [](failover_atom, const failover_done&) {},    // none before training
     [](failover_atom, const failover_failed&) {},
   };
@@ -257,6 +277,7 @@ behavior placing(self_ptr self) {
     interrupts(self),
     streams(self),
     leaves(self),
+    scales(self),
     [](failover_atom, const failover_done&) {},    // none before training
     [](failover_atom, const failover_failed&) {},
   };
@@ -283,6 +304,7 @@ behavior training(self_ptr self) {
     interrupts(self),
     streams(self),
     leaves(self),
+    scales(self),
     failover_done_reports(self),  // a fail-over under way has ended
     failover_failed_reports(self),
   };
@@ -307,6 +329,7 @@ behavior rolling_back(self_ptr self) {
     interrupts(self),
     streams(self),
     leaves(self),
+    scales(self),
     [](failover_atom, const failover_done&) {},    // aborted by the rollback
     [](failover_atom, const failover_failed&) {},
   };
@@ -327,6 +350,7 @@ behavior resizing(self_ptr self) {
     interrupts(self),
     streams(self),
     leaves(self),
+    scales(self),
     [](failover_atom, const failover_done&) {},    // none: no standbys with --resize
     [](failover_atom, const failover_failed&) {},
   };
@@ -348,6 +372,7 @@ behavior finishing(self_ptr self) {
     interrupts(self),
     streams(self),
     leaves(self),
+    scales(self),
     failover_done_reports(self),  // a fail-over under way has ended
     failover_failed_reports(self),
   };
@@ -379,6 +404,7 @@ behavior stopping(self_ptr self) {
     [](interrupt_atom, const std::string&) {},  // stopping already
     [](stream_atom, const std::vector<std::string>&, const std::vector<int64_t>&) {},
     leaves(self),
+    scales(self),
     [](failover_atom, const failover_done&) {},    // aborted by the run's end
     [](failover_atom, const failover_failed&) {},
   };
@@ -539,6 +565,8 @@ void stop_run(self_ptr self) {
   for (auto& s : st.shards) stop(s);
   for (auto& s : st.standbys) stop(s);
   for (auto& s : st.idle_shards) stop(s);  // a ps process back as a host of standbys ends with it
+  for (auto& [index, spare] : st.spares) stop(spare.shard);  // a spare's process ends with it
+  refuse_scale_request(self, "the run ended before the change");
   stop(st.io);
   if (st.cfg.remote) {
     // Stay until every task process has stopped (its down message): quitting at once could end
@@ -555,6 +583,7 @@ void stop_run(self_ptr self) {
     remember(st.evaluator_node);
     for (auto& s : st.shards) remember(s);
     for (auto& s : st.idle_shards) remember(s);
+    for (auto& [index, spare] : st.spares) remember(spare.shard);
     if (!st.stopping_tasks.empty()) {
       self->delayed_send(self, std::chrono::seconds(10), stop_due_atom::value);
       return;

@@ -7,7 +7,8 @@
 //                     state holds exactly the pushes of the clocks before C
 //   begin_resize      every state is in hand: the phase is resizing; the workers and the
 //                     evaluator are stopped (under new incarnations: a push of theirs still on
-//                     its way is refused), the shards beyond N stop, shards up to N are spawned,
+//                     its way is refused), the shards beyond N stop, shards up to N are spawned
+//                     (distributed: spare ps tasks' shards are taken in, spare_tasks.cpp),
 //                     and a resize episode, an actor of its own (resize_episode.cpp draws its
 //                     steps: cutting -> restoring -> done | failed), cuts the states for the new
 //                     placement and has every shard of the new size take its part
@@ -89,6 +90,7 @@ void finish_resize(self_ptr self, uint64_t bytes) {
                         .add("retrained_samples", retrained * st.cfg.batch)
                         .add("wall_s", st.elapsed()));
     st.metrics->flush();
+    answer_scale_request(self);  // actorps scale: done
     arm_next_resize(self);
     check_all_done(self);
   });
@@ -156,6 +158,7 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   st.resize_asked = false;
   const auto shards = planned.shards > 0 ? planned.shards : st.cfg.spec.shards;
   const auto workers = planned.workers > 0 ? planned.workers : st.cfg.spec.workers;
+  if (!resize_can_begin(self, shards)) return arm_next_resize(self);
   train_spec after;
   std::vector<placement_move> moves;
   try {
@@ -188,13 +191,18 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   }
   after.workers = r.workers_to;
   // The shards that leave stop (their state is in hand); those of the new size beyond the old
-  // are spawned here, empty until the episode restores them.
-  for (int32_t s = r.to; s < r.from; ++s) {
-    self->demonitor(st.shards[s].address());
-    self->send_exit(st.shards[s], caf::exit_reason::user_shutdown);
+  // are spawned here, empty until the episode restores them (distributed: spare ps tasks'
+  // shards, spare_tasks.cpp).
+  if (st.cfg.remote) {
+    take_spares(self, r.from, r.to);
+  } else {
+    for (int32_t s = r.to; s < r.from; ++s) {
+      self->demonitor(st.shards[s].address());
+      self->send_exit(st.shards[s], caf::exit_reason::user_shutdown);
+    }
+    st.shards.resize(static_cast<std::size_t>(r.to));
+    for (int32_t s = r.from; s < r.to; ++s) spawn_local_shard(self, s);
   }
-  st.shards.resize(static_cast<std::size_t>(r.to));
-  for (int32_t s = r.from; s < r.to; ++s) spawn_local_shard(self, s);
   st.cfg.spec = std::move(after);
   run_resize_episode(self);
   // Fault injection: a shard killed while the states are restored (--kill ps:I@resize=K).
@@ -228,6 +236,7 @@ void arm_next_resize(self_ptr self) {
       if (st.resize_generation != generation || st.phase != run_phase::training) return;
       st.resize_asked = false;
       if (is_error(err, errc::checkpoint_clock_passed)) {  // resumed past it, say
+        if (ask_scale_later(self)) return arm_next_resize(self);  // actorps scale: further on
         const auto& planned = st.cfg.resizes[st.resizes_done++];
         log_line(log_level::warn, "chief",
                  "resize " + to_string(planned) + " skipped: the shards are past that clock");
@@ -304,7 +313,9 @@ std::string resize_refusal(const chief_config& cfg) {
       return what + "that resize leaves " + std::to_string(shards) + " shards";
   }
   if (cfg.resizes.empty()) return "";
-  if (cfg.remote) return "the shards are resized in one process only (simulate, train())";
+  if (cfg.remote)
+    return "--resize is planned in one process only (simulate, train()); a distributed run is "
+           "resized while it trains by actorps scale";
   if (cfg.source.follow) return "not while following a stream (--follow)";
   int64_t last = 0;
   for (const auto& r : cfg.resizes) {

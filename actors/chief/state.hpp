@@ -176,6 +176,22 @@ struct chief_state {
     std::vector<std::pair<int32_t, time_point>> lost;  // shards lost while restoring, and when
   } resize;
 
+  // distributed runs: ps tasks beyond the run's shards that joined and wait to be taken into
+  // it by a growth (spare_tasks.cpp), by ps index
+  struct spare_task {
+    ps_shard_actor shard;
+    ps_task_actor task;
+    host_port address;  // where workers dial it, from its cluster spec
+  };
+  std::map<int32_t, spare_task> spares;
+  uint64_t spares_joined = 0;
+  // actorps scale (scale_request.cpp): the request whose change is asked or under way, its
+  // answer once the change is done, and how far ahead of the newest reported clock the change
+  // is asked (doubled each time the shards are past it already)
+  caf::typed_response_promise<int32_t> scale_answer;
+  int32_t scale_to = 0;
+  int64_t scale_margin = 0;
+
   // hot standbys (--replicas 1; standbys.cpp)
   std::vector<ps_shard_actor> standbys;  // index = shard id; null: none
   std::vector<ps_task_actor> ps_tasks;   // distributed runs: index = ps task, as joined
@@ -528,6 +544,37 @@ void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm);
 /// The clock of the next resize not done yet at or after `start_clock`, where a worker starting
 /// there pauses (worker_config::pause_at); -1 when none.
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock);
+
+// spare_tasks.cpp
+/// Whether ps:index lies beyond the run's shards (distributed runs): its join is a spare's.
+bool is_spare_join(self_ptr self, int32_t index);
+/// Keeps ps:index (beyond the run's shards) as a spare, or refuses it with the reason: a
+/// cluster view that is not the chief's with more ps tasks, or one that does not list it.
+caf::error seat_spare(self_ptr self, int32_t index, ps_shard_actor shard, ps_task_actor task,
+                      const std::string& view);
+/// A spare's process went down: it is dropped. False when `dm` is not a spare's.
+bool on_spare_down(self_ptr self, const caf::down_msg& dm);
+/// "" when ps:from .. ps:to-1 each have a spare waiting; else the first missing, worded.
+std::string missing_spares(const chief_state& st, int32_t from, int32_t to);
+/// Distributed: the shards go from `from` to `to` at a resize: those beyond `to` stop (drained:
+/// their state is in hand; their tasks exit 0), the spares ps:from .. ps:to-1 (missing_spares
+/// found each) become shards, and workers are told their addresses from now on.
+void take_spares(self_ptr self, int32_t from, int32_t to);
+
+// scale_request.cpp
+/// (scale, shards): checked, then asked of the shards as the next resize; answered by
+/// answer_scale_request once it is done, or refused now with the reason.
+caf::result<int32_t> on_scale_request(self_ptr self, int32_t shards);
+/// A resize to `to` shards is about to begin with every state in hand: false when it cannot
+/// (distributed: a spare it needs is gone), logged, and its scale request refused.
+bool resize_can_begin(self_ptr self, int32_t to);
+/// A resize is over: the scale request it served, if any, is answered.
+void answer_scale_request(self_ptr self);
+/// The shards were past the clock of a requested resize: it is asked again further ahead
+/// (true), unless the run ends first (false: the request is refused).
+bool ask_scale_later(self_ptr self);
+/// A scale request still waiting is refused with `why` (the run ends).
+void refuse_scale_request(self_ptr self, const std::string& why);
 
 // standbys.cpp
 /// Spawns shard s's standby and has its primary hand it the state (training goes on); `rebuilt`:

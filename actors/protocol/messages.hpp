@@ -53,6 +53,7 @@ using kill_atom = caf::atom_constant<caf::atom("kill")>;
 using link_atom = caf::atom_constant<caf::atom("link")>;
 using shard_atom = caf::atom_constant<caf::atom("shard")>;
 using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
+using scale_atom = caf::atom_constant<caf::atom("scale")>;
 // hot standbys (actors/roles/replication.hpp)
 using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
 using backup_atom = caf::atom_constant<caf::atom("backup")>;
@@ -491,6 +492,10 @@ using chief_actor = caf::typed_actor<
   // (stream, names, numbers): files that appeared in the followed directory, in name order;
   // numbers holds, per file, its bytes then the rows each worker reads of it (chief/follow.cpp).
   caf::reacts_to<stream_atom, std::vector<std::string>, std::vector<int64_t>>,
+  // (scale, shards) -> shards: a distributed run goes on with that many shards (actorps scale),
+  // the new ones served by spare ps tasks that joined; answered once the change is done, or
+  // refused with the reason (chief/scale_request.cpp). chief:0 or admin:0 only.
+  caf::replies_to<scale_atom, int32_t>::with<int32_t>,
   // (leave, type, index, why) -> ok: that task is about to exit on its own (why: "SIGTERM");
   // its loss, which follows, is a leave (distributed runs).
   caf::replies_to<leave_atom, std::string, int32_t, std::string>::with<caf::ok_atom>,

@@ -29,6 +29,11 @@ caf::error authorise_chief(const sender_role& role, const std::string& what) {
   return refuse(role, what, "only chief:0 may send it");
 }
 
+caf::error authorise_admin(const sender_role& role, const std::string& what) {
+  if (chief(role) || role.is("admin", 0)) return caf::none;
+  return refuse(role, what, "only chief:0 and admin:0 may send it");
+}
+
 caf::error authorise_worker(const sender_role& role, int32_t worker, const std::string& what) {
   if (role.unrestricted() || role.is("worker", worker)) return caf::none;
   return refuse(role, what, "only worker:" + std::to_string(worker) + " may send it");

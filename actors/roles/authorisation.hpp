@@ -27,6 +27,7 @@
 //   chief          train (report of w), done (w)        worker:w
 //                  join (ps index i, shard)             ps:i
 //                  join ("worker"|"evaluator", i, node) worker:i | evaluator:i
+//                  scale (shards)                       chief:0, admin:0 (actorps scale)
 //                  run, join_due, rejoin_due,           this process only
 //                  worker_due, stop_due, kill, interrupt,
 //                  failover (a fail-over's report)
@@ -60,6 +61,9 @@ caf::error authorise_chief(const sender_role& role, const std::string& what);
 
 /// Worker w acting as itself: worker:w only (pull, push).
 caf::error authorise_worker(const sender_role& role, int32_t worker, const std::string& what);
+
+/// chief:0 or admin:0, the certificate of an operator's tool (actorps scale).
+caf::error authorise_admin(const sender_role& role, const std::string& what);
 
 /// chief:0, or worker:w acting as itself (leave, done).
 caf::error authorise_chief_or_worker(const sender_role& role, int32_t worker,

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Growing and shrinking the shards of a running multi-process job (one process per task on
+# 127.0.0.1, mutual TLS): a 2-ps sync run, a third ps task started with a cluster spec that
+# lists it (it joins as a spare), `actorps scale --ps 3`, then `--ps 2`. The exported model is
+# byte-identical to the same run never scaled; every task exits 0, the removed ps:2 too; a
+# scale request from a worker's certificate is refused (exit 2) and counted, and those the run
+# cannot take (a growth to 4 with no spare ps:3, one while a resize is under way) are refused
+# with the reason.
+# usage: tests/multiprocess_scale_test.sh [path/to/actorps]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:-$root/build/actorps}")
+dir=$(mktemp -d /tmp/actorps-scale.XXXXXX)
+. "$root/tests/cluster_test_lib.sh"
+
+# chief, ps:0, ps:1, worker:0, worker:1, and ps:2 in the grown cluster only
+"$python" - "$dir" $("$python" "$free_port_pairs" 6) <<'PY'
+import json, sys
+d, a = sys.argv[1], [f"127.0.0.1:{p}" for p in sys.argv[2:]]
+jobs = {"chief": a[:1], "ps": a[1:3], "worker": a[3:5]}
+json.dump({"cluster": jobs}, open(f"{d}/c.json", "w"))
+json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:])}, open(f"{d}/c3.json", "w"))
+PY
+chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
+"$root/scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 ps:2 worker:0 worker:1 admin:0 > /dev/null
+tls() { echo --tls-cert "$dir/certs/${1/:/-}.pem" --tls-key "$dir/certs/${1/:/-}.key" --tls-ca "$dir/certs/ca.pem"; }
+net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
+train=(--dataset synthetic --model 784-64-10 --mode sync --batch 32 --steps 300 --eval-every 0
+       --seed 5 --no-progress)
+
+run() {  # run NAME [chief flags...]: ps:0, ps:1 and both workers of c.json, then the chief
+  local name=$1; shift
+  for t in ps:0 ps:1 worker:0 worker:1; do
+    "$bin" "${t%%:*}" --cluster "$dir/c.json" --task "$t" "${net[@]}" $(tls "$t") \
+      > "$dir/$name-$t.log" 2>&1 &
+    pids+=($!); eval "pid_${name}_${t/:/_}=$!"
+  done
+  "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" $(tls chief:0) "${train[@]}" \
+    --export-dir "$dir/$name-export" --metrics "$dir/$name.jsonl" "$@" > "$dir/$name-chief.log" 2>&1 &
+  pids+=($!); eval "pid_${name}_chief=$!"
+}
+all_exit_0() {  # all_exit_0 NAME TASK...
+  local name=$1 t pid; shift
+  for t in chief "$@"; do
+    pid=$(eval echo "\$pid_${name}_${t/:/_}")
+    await_exit "$pid" 120
+    [ "$status" = 0 ] || fail "$name: $t exited $status"
+  done
+}
+scale() {  # scale CERT N: sets $scaled to the exit status, $said to the output
+  set +e; said=$("$bin" scale --chief "$chief_addr" --ps "$2" --timeout 60 $(tls "$1") 2>&1); scaled=$?; set -e
+}
+
+echo "== refused before asking: a bad N (2), no chief there (1)"
+scale_insecure() { set +e; said=$("$bin" scale --insecure --connect-timeout 1 "$@" 2>&1); scaled=$?; set -e; }
+scale_insecure --chief "$chief_addr" --ps 0
+[ "$scaled" = 2 ] && grep -q "must be 1 or more" <<< "$said" || fail "--ps 0: exit $scaled: $said"
+scale_insecure --chief "$chief_addr" --ps 3
+[ "$scaled" = 1 ] && grep -q "cannot reach $chief_addr" <<< "$said" || fail "no chief: exit $scaled: $said"
+
+echo "== the run never scaled"
+run plain
+all_exit_0 plain ps:0 ps:1 worker:0 worker:1
+
+echo "== the same run, grown to 3 shards and shrunk back to 2 while it trains"
+run scaled --slow worker:0=40
+"$bin" ps --cluster "$dir/c3.json" --task ps:2 "${net[@]}" $(tls ps:2) > "$dir/scaled-ps:2.log" 2>&1 &
+pids+=($!); pid_scaled_ps_2=$!
+await_event "$dir/scaled.jsonl" '"event":"spare".*"task":"ps:2"'
+await_training "$dir/scaled.jsonl"
+scale worker:0 3
+[ "$scaled" = 2 ] || fail "a scale request from worker:0's certificate exited $scaled: $said"
+grep -q "only chief:0 and admin:0 may send it" <<< "$said" || fail "worker:0's refusal: $said"
+scale admin:0 4
+[ "$scaled" = 2 ] || fail "a growth to 4 without a spare ps:3 exited $scaled: $said"
+grep -q "no spare ps:3" <<< "$said" || fail "the growth to 4's refusal: $said"
+# the growth to 3, and a second request while it is under way (the change takes some 0.5 s)
+"$bin" scale --chief "$chief_addr" --ps 3 --timeout 60 $(tls admin:0) > "$dir/growth.out" 2>&1 &
+growth=$!; pids+=($growth)
+await_event "$dir/scaled-chief.log" "scale from 2 to 3 shards asked"
+scale admin:0 3
+[ "$scaled" = 2 ] || fail "a request while a resize is under way exited $scaled: $said"
+grep -q "a resize to 3 shards is under way already" <<< "$said" || fail "its refusal: $said"
+await_exit "$growth" 60
+[ "$status" = 0 ] || fail "the growth to 3 exited $status: $(cat "$dir/growth.out")"
+grep -q '"event":"resize","from":2,"to":3' "$dir/scaled.jsonl" || fail "no resize event 2 -> 3"
+scale admin:0 2
+[ "$scaled" = 0 ] || fail "the shrink to 2 exited $scaled: $said"
+grep -q '"event":"resize","from":3,"to":2' "$dir/scaled.jsonl" || fail "no resize event 3 -> 2"
+await_exit "$pid_scaled_ps_2" 60
+[ "$status" = 0 ] || fail "ps:2, removed by the shrink, exited $status"
+all_exit_0 scaled ps:0 ps:1 worker:0 worker:1
+
+line=$(grep '"event":"summary"' "$dir/scaled.jsonl") || fail "no summary event"
+[ "$(summary_field "$line" clocks)" = 300 ] || fail "clocks: $line"
+[ "$(summary_field "$line" refused_unauthorised)" -ge 1 ] || fail "the refusal is not counted: $line"
+[ "$(grep -c '"event":"resize"' "$dir/scaled.jsonl")" = 2 ] || fail "not 2 resize events"
+cmp "$dir/plain-export/1/model.capnp" "$dir/scaled-export/1/model.capnp" \
+  || fail "the scaled run's model differs from the run never scaled"
+no_listeners "$dir/c3.json"
+echo "multi-process scale: 2 -> 3 -> 2 shards, the model byte-identical, every task exited 0"
