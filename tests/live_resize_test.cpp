@@ -6,6 +6,7 @@
 #include "actors/ps.hpp"
 
 #include "tests/command_runner.hpp"
+#include "tests/generated_criteo.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 
@@ -32,16 +33,6 @@ std::string bytes_of(const std::string& path) {
 }
 
 const std::vector<train_options::resize_at> two_three_one_two = {{3, 10}, {1, 20}, {2, 30}};
-
-/// Writes `gen-data criteo` rows into `dir` and returns the flags that read them:
-/// "--dataset criteo:DIR/train.tsv --test DIR/test.tsv".
-std::string generated_criteo(const std::string& dir, int rows, int test_rows) {
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir + " --rows "
-                                     + std::to_string(rows) + " --test-rows "
-                                     + std::to_string(test_rows));
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
-  return "--dataset criteo:" + dir + "/train.tsv --test " + dir + "/test.tsv";
-}
 
 /// Runs `o` twice into `dir` (as is, and resized 2 -> 3 -> 1 -> 2), and checks the exports are
 /// byte for byte the same and the resize events say what moved. Returns the resized run's
@@ -104,7 +95,7 @@ TEST_CASE("a dense model resized 2 -> 3 -> 1 -> 2 in sync mode exports the same 
 
 TEST_CASE("a sparse lr resized 2 -> 3 -> 1 -> 2 in sync mode exports the same bytes") {
   test::scratch_dir dir{"actorps_live_resize"};
-  generated_criteo(dir.path, 6000, 500);
+  test::generated_criteo(dir.path, 6000, 500);
   train_options o;
   o.model = "lr";
   o.source.what = data_source::kind::criteo;
@@ -125,7 +116,7 @@ TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
   // pause at the resize's clock, its pushes past that clock are in the shards' state and are
   // trained again after it, and a shard's updates exceed the pushes sent.
   test::scratch_dir dir{"actorps_live_resize"};
-  const auto data = generated_criteo(dir.path, 20000, 4000);
+  const auto data = test::generated_criteo(dir.path, 20000, 4000);
   struct run_case {
     std::string mode, length, resizes;
     int clocks;
@@ -177,7 +168,7 @@ TEST_CASE("a shard killed while a resize restores the shards is restored again: 
   // restored from the states the chief holds; the run exports the never-resized run's model.
   test::scratch_dir dir{"actorps_live_resize"};
   const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
-                          "--steps 40 --admit-after 2 " + generated_criteo(dir.path, 6000, 500);
+                          "--steps 40 --admit-after 2 " + test::generated_criteo(dir.path, 6000, 500);
   auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
   REQUIRE_MESSAGE(still.status == 0, still.output);
   for (const std::string kills : {"--kill ps:0@resize=1 --kill ps:0@resize=2",
@@ -209,7 +200,7 @@ TEST_CASE("with --replicas 1 the shards of each new size get standbys that take 
   // checkpoint) keeps the run's bytes those of the run never resized nor killed.
   test::scratch_dir dir{"actorps_live_resize"};
   const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
-                          "--steps 60 " + generated_criteo(dir.path, 6000, 500);
+                          "--steps 60 " + test::generated_criteo(dir.path, 6000, 500);
   auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
   REQUIRE_MESSAGE(still.status == 0, still.output);
   const auto metrics = dir.path + "/standbys.jsonl";
@@ -245,7 +236,7 @@ TEST_CASE("export versions while the shards resize: each the never-resized run's
   test::scratch_dir dir{"actorps_live_resize"};
   const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
                           "--steps 60 --export-every 5 --full-export-every 4 --slow worker:0=3 "
-                          + generated_criteo(dir.path, 6000, 500);
+                          + test::generated_criteo(dir.path, 6000, 500);
   std::map<int64_t, json> versions[2];  // by clock, each run's export events
   for (int resized = 0; resized < 2; ++resized) {
     const auto name = std::string(resized ? "resized" : "still");

@@ -10,6 +10,7 @@
 #include "actors/serving/model_readers.hpp"
 
 #include "tests/command_runner.hpp"
+#include "tests/generated_criteo.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
 
@@ -42,17 +43,9 @@ std::set<uint64_t> exported_keys(const std::string& dir) {
   return out;
 }
 
-std::string generated_criteo(const std::string& dir, int rows, int test_rows) {
-  const auto gen = test::run_actorps("gen-data criteo --out " + dir + " --rows "
-                                     + std::to_string(rows) + " --test-rows "
-                                     + std::to_string(test_rows));
-  REQUIRE_MESSAGE(gen.status == 0, gen.output);
-  return "--dataset criteo:" + dir + "/train.tsv --test " + dir + "/test.tsv";
-}
-
 TEST_CASE("sync: workers 2 -> 4 -> 3 (shards 2 -> 3 -> 3) train every minibatch once") {
   test::scratch_dir dir{"actorps_worker_resize"};
-  generated_criteo(dir.path, 6000, 500);
+  test::generated_criteo(dir.path, 6000, 500);
   train_options o;
   o.model = "lr";
   o.source.what = data_source::kind::criteo;
@@ -102,7 +95,7 @@ TEST_CASE("sync: workers 2 -> 4 -> 3 (shards 2 -> 3 -> 3) train every minibatch 
 
 TEST_CASE("ssp and async: shards and workers 2 -> 4 -> 3 train every minibatch once") {
   test::scratch_dir dir{"actorps_worker_resize"};
-  const auto data = generated_criteo(dir.path, 20000, 4000);
+  const auto data = test::generated_criteo(dir.path, 20000, 4000);
   struct run_case {
     std::string mode, length, resizes;
     int64_t batches;    // the run's minibatches: 2 workers x its clocks
