@@ -1,5 +1,6 @@
-// A change of the number of shards while a run trains (--resize ps=N@clock=C), one step per
-// function, each going on to the next once its work is done:
+// A change of the number of shards or workers while a run trains (--resize ps=N@clock=C,
+// workers=M@clock=C or both), one step per function, each going on to the next once its work is
+// done:
 //
 //   arm_next_resize   training: every shard is asked, ahead of it, for its state at clock C
 //                     (each holds the request until its clock reaches C); every worker pauses
@@ -12,8 +13,10 @@
 //                     and a resize episode, an actor of its own (resize_episode.cpp draws its
 //                     steps: cutting -> restoring -> done | failed), cuts the states for the new
 //                     placement and has every shard of the new size take its part
-//   finish_resize     every worker starts again at clock C (its data where it was then) and the
-//                     evaluator on the new shards; training resumes, and the next change is asked
+//   finish_resize     every worker starts again at clock C (its data where it was then; after a
+//                     change of workers, its share of what no worker had trained: data_plan.hpp)
+//                     and the evaluator on the new shards; training resumes, the next change is
+//                     asked
 //
 // The new placement follows from the old one and N alone (placement_change.hpp: the fewest
 // buckets and dense blocks move), and the spec records it, so that every role, checkpoint and
