@@ -256,10 +256,21 @@ void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {
   record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
                  "spawned again and restored from the states of clock " + std::to_string(r.clock)
                    + " the resize holds");
-  if (auto episode = std::exchange(st.resizing, nullptr))
-    self->send_exit(episode, caf::exit_reason::kill);
   spawn_local_shard(self, s);
-  run_resize_episode(self);
+  if (auto episode = std::exchange(st.resizing, nullptr)) {
+    st.resize_replaced = episode.address();
+    self->monitor(episode);
+    self->send_exit(episode, caf::exit_reason::kill);
+  }
+  if (!st.resize_replaced) run_resize_episode(self);  // else once it is down (resize_episode_down)
+}
+
+bool resize_episode_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (!st.resize_replaced || dm.source != st.resize_replaced) return false;
+  st.resize_replaced = nullptr;
+  if (st.phase == run_phase::resizing) run_resize_episode(self);
+  return true;
 }
 
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock) {
@@ -272,6 +283,7 @@ void abort_resize(self_ptr self) {
   auto& st = self->state;
   ++st.resize_generation;
   st.resize_asked = false;
+  st.resize_replaced = nullptr;  // its down starts nothing
   if (auto episode = std::exchange(st.resizing, nullptr))
     self->send_exit(episode, caf::exit_reason::kill);
 }

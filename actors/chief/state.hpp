@@ -164,6 +164,10 @@ struct chief_state {
   // the answers of an earlier ask are told apart.
   uint64_t resize_generation = 0;
   resize_episode_actor resizing;  // the episode under way (resize_episode.cpp), null when none
+  // An episode stopped because a shard was lost, until it is down: the next one starts then,
+  // so no restore of the stopped one (sent as it handled its request, on another thread)
+  // reaches a shard after the next one's and puts an older state back.
+  caf::actor_addr resize_replaced;
   struct resize_run {
     int from = 0, to = 0;         // shards
     int workers_from = 0, workers_to = 0;
@@ -541,6 +545,8 @@ void report_unfired_resizes(self_ptr self);
 /// Shard s was lost while a resize restores the shards: it is spawned again and the change
 /// restores every shard again from the states it holds (nothing of clock C is lost).
 void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm);
+/// Whether `dm` is the down of an episode resize_shard_lost stopped; the next one starts then.
+bool resize_episode_down(self_ptr self, const caf::down_msg& dm);
 /// The clock of the next resize not done yet at or after `start_clock`, where a worker starting
 /// there pauses (worker_config::pause_at); -1 when none.
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock);
