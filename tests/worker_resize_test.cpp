@@ -74,7 +74,8 @@ TEST_CASE("sync: workers 2 -> 4 -> 3 (shards 2 -> 3 -> 3) train every minibatch 
   CHECK(b->planned_samples == a->planned_samples);
   CHECK(b->workers == 3);
   CHECK(b->shards == 3);
-  CHECK(b->worker_clocks == std::vector<int64_t>{7, 7, 6});
+  CHECK(b->worker_clocks == std::vector<int64_t>{7, 7, 6});  // each of its share, from clock 20
+  CHECK(b->clocks == 27);
   CHECK(b->failures == 0);
   const auto keys = exported_keys(still.export_dir);
   CHECK(keys.size() > 1000);

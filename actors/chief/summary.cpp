@@ -23,6 +23,11 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
     sum.worker_clocks.push_back(st.batches_trained(w));
   sum.clocks = sum.worker_clocks.empty()
                  ? 0 : *std::max_element(sum.worker_clocks.begin(), sum.worker_clocks.end());
+  // After a change of the number of workers each counts its share from the change's clock on:
+  // the clocks trained are the furthest clock reached.
+  if (!st.plans.empty())
+    for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.size()); ++w)
+      sum.clocks = std::max(sum.clocks, st.data_offset(w) + st.batches_trained(w));
   sum.planned_clocks = st.cfg.steps;
   // The rows behind the model: every worker's minibatches trained, those before a resume
   // included and a replaced worker's redone ones once (each batch has exactly `batch` rows);
