@@ -95,13 +95,7 @@ TEST_CASE("a dense model resized 2 -> 3 -> 1 -> 2 in sync mode exports the same 
 
 TEST_CASE("a sparse lr resized 2 -> 3 -> 1 -> 2 in sync mode exports the same bytes") {
   test::scratch_dir dir{"actorps_live_resize"};
-  test::generated_criteo(dir.path, 6000, 500);
-  train_options o;
-  o.model = "lr";
-  o.source.what = data_source::kind::criteo;
-  o.source.train_path = dir.path + "/train.tsv";
-  o.source.test_path = dir.path + "/test.tsv";
-  o.batch = 64;
+  auto o = test::lr_on_generated_criteo(dir.path, 6000, 500);
   o.admit_after = 2;  // pending counts move with their buckets too
   auto changes = compare_resized(o, dir.path);
   // buckets_after_resize of 4096 round-robin buckets: 2 -> 3 moves a third, 3 -> 1 the two

@@ -45,13 +45,7 @@ std::set<uint64_t> exported_keys(const std::string& dir) {
 
 TEST_CASE("sync: workers 2 -> 4 -> 3 (shards 2 -> 3 -> 3) train every minibatch once") {
   test::scratch_dir dir{"actorps_worker_resize"};
-  test::generated_criteo(dir.path, 6000, 500);
-  train_options o;
-  o.model = "lr";
-  o.source.what = data_source::kind::criteo;
-  o.source.train_path = dir.path + "/train.tsv";
-  o.source.test_path = dir.path + "/test.tsv";
-  o.batch = 64;
+  auto o = test::lr_on_generated_criteo(dir.path, 6000, 500);
   o.admit_after = 1;
   o.mode = consistency::sync;
   o.ps = 2;
