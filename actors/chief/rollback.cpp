@@ -158,6 +158,7 @@ void continue_chain(chief_state& st, const loaded_checkpoint& restored) {
 void restore_every_shard(self_ptr self) {
   auto& st = self->state;
   abort_rollback_episode(self);  // (none runs: every shard was present only now)
+  if (st.restoring_replaced) return;  // once the stopped one is down (rollback_episode_down)
   rollback_plan plan;
   plan.io = st.io;
   plan.dir = st.cfg.checkpoints.dir;
@@ -253,8 +254,20 @@ void stop_roles(self_ptr self) {
 }
 
 void abort_rollback_episode(self_ptr self) {
-  if (auto episode = std::exchange(self->state.restoring, nullptr))
+  auto& st = self->state;
+  if (auto episode = std::exchange(st.restoring, nullptr)) {
+    st.restoring_replaced = episode.address();
+    self->monitor(episode);
     self->send_exit(episode, caf::exit_reason::kill);
+  }
+}
+
+bool rollback_episode_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (!st.restoring_replaced || dm.source != st.restoring_replaced) return false;
+  st.restoring_replaced = nullptr;
+  if (st.phase == run_phase::rolling_back && missing_shards(st).empty()) restore_every_shard(self);
+  return true;
 }
 
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {

@@ -135,6 +135,10 @@ struct chief_state {
   // The rollback episode restoring the shards (rollback.cpp), null when none runs: an answer
   // from another (aborted) one is ignored.
   rollback_episode_actor restoring;
+  // An episode stopped (a shard lost again while it restored), until it is down: the next one
+  // starts then, so no restore of the stopped one (sent as it handled its request, on another
+  // thread) reaches a shard after the next one's and puts another state back.
+  caf::actor_addr restoring_replaced;
   // distributed: lost worker or evaluator processes we wait to see again, and since when
   std::map<role_id, time_point> awaiting_rejoin;
   // distributed: tasks that said they are exiting on their own, and why (a signal's name);
@@ -519,7 +523,11 @@ bool end_stream(self_ptr self, const std::string& why);
 /// Shard s is lost: the run goes back to the newest checkpoint (or fails, when it cannot).
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm);
 /// The rollback episode under way (restoring the shards), if any, stops: its answer is ignored.
+/// The next one waits for its down (rollback_episode_down).
 void abort_rollback_episode(self_ptr self);
+/// Whether `dm` is the down of an episode abort_rollback_episode stopped; the rollback goes on
+/// then if every shard is present.
+bool rollback_episode_down(self_ptr self, const caf::down_msg& dm);
 /// Distributed: a lost shard's process is back (join); once every one is, the rollback goes on.
 void on_rejoined_shard(self_ptr self, int32_t index);
 /// Distributed: the lost shard of rollback number `rollback` had join_timeout to come back.
