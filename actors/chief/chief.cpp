@@ -31,6 +31,11 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
     st.start_clock = st.resumed_from = resume->clock;
     st.last_checkpoint = resume->clock;
     st.clocks.assign(workers, resume->clock);
+    // a planned resize at or before that clock was made before the checkpoint was taken: the
+    // planner starts the run at the size it left (plan_checkpoints)
+    while (st.resizes_done < cfg.resizes.size()
+           && cfg.resizes[st.resizes_done].at_clock <= resume->clock)
+      ++st.resizes_done;
   }
   auto every = cfg.checkpoints.every;
   st.next_checkpoint = every > 0 ? (st.start_clock / every + 1) * every : cfg.steps;

@@ -189,6 +189,14 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
     require_before_end(*resume, c.steps, flag);
     auto saved = run_of(*resume, flag);
     ck.run_id = saved.run_id;
+    // Resizes planned at or before its clock were made before it was taken: the run goes on at
+    // the size they left, so the command that was stopped resumes as it is.
+    for (const auto& r : c.resizes)
+      if (r.at_clock <= resume->clock) {
+        if (r.shards > 0) c.spec.shards = r.shards;
+        std::printf("resume: --resize %s was made before clock %lld\n", to_string(r).c_str(),
+                    static_cast<long long>(resume->clock));
+      }
     // the checkpoint's placement goes on (at another shard count: its buckets moved the least)
     try {
       c.spec.bucket_shards = resumed_placement(saved.spec, c.spec.shards);
