@@ -295,6 +295,22 @@ struct RunCheckpoint {
   dataset @8 :Text;            # what it trains on: "synthetic", "csv:/absolute/path", ...
   trainRows @9 :Int64;         # rows of that training set
   files @10 :List(StreamFile); # a training directory's files in name order (else empty)
+  # Once the number of workers has changed: each worker's minibatches not trained by `clock`
+  # (actors/protocol/data_plan.hpp), which it resumes with; empty: each has its own part.
+  plans @11 :List(WorkerPlan);
+}
+
+# A worker's minibatches, stretch after stretch (data_plan.hpp).
+struct WorkerPlan {
+  segments @0 :List(DataSegment);
+}
+
+# Batches first .. first + count - 1 of part `part` of `parts` of the training data.
+struct DataSegment {
+  parts @0 :Int32;
+  part @1 :Int32;
+  first @2 :Int64;
+  count @3 :Int64;
 }
 
 # One file of a training directory read as a stream, as the run saw it.

@@ -1,7 +1,9 @@
-// A checkpoint carries its run's identity (model, dataset and its size, seed, workers,
-// batch, optimizer, sparse tables): --resume refuses another run's, another dataset's, or one at
-// or past the run's end, naming the difference; a larger --steps/--epochs extends the run, says
+// A checkpoint carries its run's identity (model, dataset and its size, seed, batch,
+// optimizer, sparse tables): --resume refuses another run's, another dataset's, or one at or
+// past the run's end, naming the difference; a larger --steps/--epochs extends the run, says
 // what its learning-rate schedule does, and counts samples/s over the resumed run alone.
+// (Another number of workers goes on: worker_resume_test.sh.)
+
 #include "tests/command_runner.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
@@ -41,7 +43,6 @@ TEST_CASE("--resume refuses another run's checkpoint, naming the difference") {
          {"--seed 2", "the checkpoint's seed is 1, this run's 2"},
          {"--synthetic-rows 4096", "the checkpoint's dataset synthetic size is 8192 rows, this run's 4096 rows"},
          {"--batch 32", "the checkpoint's batch is 64, this run's 32"},
-         {"--workers 3", "the checkpoint has 2 workers, this run 3"},
          {"--optimizer adam", "the checkpoint's optimizer is momentum, this run's adam"},
        }) {
     CAPTURE(c.flags);

@@ -149,11 +149,6 @@ TEST_CASE("--resize workers= is checked as ps= is, naming the flag") {
   CHECK(r.status == 2);
   CHECK_MESSAGE(test::contains(r.output, "--resize ps=2,workers=x@clock=5: expected ps=N@clock=C"),
                 r.output);
-  r = test::run_actorps(base + "--mode sync --resize workers=3@clock=5 --checkpoint-dir "
-                        + std::string("/tmp/actorps_never_written"));
-  CHECK(r.status == 2);
-  CHECK_MESSAGE(test::contains(r.output, "workers=3@clock=5: not with --checkpoint-dir yet"),
-                r.output);
 }
 
 } // namespace

@@ -47,6 +47,12 @@ chief_actor::behavior_type chief(self_ptr self, chief_config cfg) {
   constexpr auto no_end = std::numeric_limits<int64_t>::max();
   for (std::size_t w = 0; w < workers; ++w)
     st.data_spans[w] = {chief_state::data_span{st.start_clock, no_end, offsets[w]}};
+  if (!st.cfg.checkpoints.resume_plans.empty()) {  // positions count in the plans from here
+    st.plans = st.cfg.checkpoints.resume_plans;
+    st.batches_before_plans = st.cfg.checkpoints.resume_batches;
+    st.plans_from = st.start_clock;
+    st.data_spans.assign(workers, {chief_state::data_span{st.start_clock, no_end, st.start_clock}});
+  }
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return phase_behavior(self, run_phase::waiting);
 }

@@ -13,6 +13,7 @@
 
 #include "actors/model/training_defaults.hpp"
 #include "actors/protocol/address.hpp"
+#include "actors/protocol/data_plan.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "actors/data/dataset.hpp"
 #include "actors/protocol/messages.hpp"
@@ -97,6 +98,11 @@ struct checkpoint_config {
   /// --init-from: another run's checkpoint, its shards set to clock 0, that the shards start
   /// from instead of the seeded initial values (unless the run resumes).
   std::optional<loaded_checkpoint> init_from;
+  /// A resume by another number of workers, or of a run whose workers had plans
+  /// (checkpoint_workers.hpp): each worker's minibatches from the checkpoint's clock on, and
+  /// those every worker had trained by then; empty: each worker goes on in its own part.
+  std::vector<data_plan> resume_plans = {};
+  int64_t resume_batches = 0;
 };
 
 /// What writing one export version took (export_config::write).

@@ -137,6 +137,7 @@ void share_out_data(chief_state& st, int32_t workers, int64_t clock) {
                              at));
   }
   st.plans = share_out(rest, workers);
+  st.plans_from = clock;
   int64_t longest = 0;
   for (const auto& p : st.plans) longest = std::max(longest, plan_batches(p));
   st.cfg.steps = clock + longest;  // the clock the run ends at now
@@ -345,9 +346,9 @@ std::string resize_refusal(const chief_config& cfg) {
         && static_cast<std::size_t>(r.shards) > cfg.spec.bucket_shards.size())
       return what + "more shards than the " + std::to_string(cfg.spec.bucket_shards.size())
              + " buckets of the sparse keys";
-    if (r.workers > 0 && !cfg.checkpoints.dir.empty())
-      return what + "not with --checkpoint-dir yet (a checkpoint does not record the data "
-                    "the workers were handed)";
+    if (r.workers > 0 && !cfg.checkpoints.dir.empty() && !cfg.checkpoints.files.empty())
+      return what + "not with --checkpoint-dir over a directory read as a stream (a "
+                    "checkpoint holds each worker's own file position)";
     if (r.at_clock < 1 || r.at_clock >= cfg.steps)
       return what + "the clock is 1 to " + std::to_string(cfg.steps - 1)
              + " (within the run's clocks)";

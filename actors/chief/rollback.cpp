@@ -179,6 +179,13 @@ void restore_every_shard(self_ptr self) {
         auto& st = self->state;
         if (st.restoring != episode) return;  // aborted: the rollback starts over, or the end
         st.restoring = nullptr;
+        if (!st.plans.empty() && restored.clock < st.plans_from)  // its checkpoint failed
+          return fail_run(self, "going back to the checkpoint of clock "
+                                  + std::to_string(restored.clock),
+                          make_error(errc::checkpoint_failed,
+                                     "it is from before the change of workers at clock "
+                                       + std::to_string(st.plans_from)
+                                       + "; --resume goes on from it with the same command"));
         continue_chain(st, restored);
         restart_roles(self, restored.clock);
       },

@@ -79,6 +79,7 @@ struct chief_state {
   // part. And the minibatches the workers had trained when they were handed out.
   std::vector<data_plan> plans;
   int64_t batches_before_plans = 0;
+  int64_t plans_from = 0;  // the clock they were handed out at
   std::vector<bool> live, done;
   std::vector<double> last_loss;
   int64_t samples = 0;             // rows this process's run computed (a resume's start at 0)

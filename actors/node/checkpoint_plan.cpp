@@ -3,6 +3,7 @@
 #include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_store.hpp"
+#include "actors/storage/checkpoint_workers.hpp"
 #include "actors/storage/run_identity.hpp"
 #include "kernels/lr_schedule.hpp"
 
@@ -156,6 +157,35 @@ loaded_checkpoint starting_point(const std::string& path, const train_spec& curr
   return ckpt;
 }
 
+/// Another number of workers than the checkpoint's, or workers that had plans: each goes on
+/// with its share of what no worker had trained (checkpoint_workers.hpp), the run as long as the
+/// longest share, the rate per minibatch and the schedule's place as they were
+/// (train_spec::lr_workers). Whether so.
+bool resume_data(const run_checkpoint& saved, chief_config& c) {
+  resumed_data data;
+  try {
+    data = resumed_plans(saved, c.spec.workers);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string("--workers: ") + e.what());
+  }
+  if (data.plans.empty()) return false;
+  int64_t untrained = 0;
+  for (const auto& plan : data.plans) untrained += plan_batches(plan);
+  if (saved.spec.workers != c.spec.workers)
+    std::printf("resume: the %lld minibatches the checkpoint's %d workers had not trained are "
+                "shared out among %d\n",
+                static_cast<long long>(untrained), saved.spec.workers, c.spec.workers);
+  c.steps = saved.clock + data.longest;
+  if (c.spec.checkpoint_every == c.spec.total_clocks) c.spec.checkpoint_every = c.steps;
+  c.spec.total_clocks = saved.spec.total_clocks;
+  c.spec.lr_workers = saved.spec.lr_workers > 0 ? saved.spec.lr_workers : saved.spec.workers;
+  c.spec.schedule_from = saved.clock;
+  c.spec.schedule_batches = data.batches_trained;
+  c.checkpoints.resume_plans = std::move(data.plans);
+  c.checkpoints.resume_batches = data.batches_trained;
+  return true;
+}
+
 } // namespace
 
 std::string dataset_identity(const data_source& d) {
@@ -186,7 +216,6 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
     resume = named_checkpoint(o.resume.empty() ? ck.dir : o.resume, current,
                               c.bounds.max_parameter, ck.key);
   if (resume) {
-    require_before_end(*resume, c.steps, flag);
     auto saved = run_of(*resume, flag);
     ck.run_id = saved.run_id;
     // Resizes planned at or before its clock were made before it was taken: the run goes on at
@@ -194,9 +223,12 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
     for (const auto& r : c.resizes)
       if (r.at_clock <= resume->clock) {
         if (r.shards > 0) c.spec.shards = r.shards;
+        if (r.workers > 0) c.spec.workers = r.workers;
         std::printf("resume: --resize %s was made before clock %lld\n", to_string(r).c_str(),
                     static_cast<long long>(resume->clock));
       }
+    const bool shared_out = resume_data(saved, c);
+    require_before_end(*resume, c.steps, flag);
     // the checkpoint's placement goes on (at another shard count: its buckets moved the least)
     try {
       c.spec.bucket_shards = resumed_placement(saved.spec, c.spec.shards);
@@ -208,7 +240,7 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
                   c.spec.shards);
     std::printf("resuming from %s (clock %lld)\n", resume->dir.c_str(),
                 static_cast<long long>(resume->clock));
-    describe_new_length(saved, c.spec, c.steps);
+    if (!shared_out) describe_new_length(saved, c.spec, c.steps);
   } else {
     ck.run_id = new_run_id();
     if (!o.init_from.empty())

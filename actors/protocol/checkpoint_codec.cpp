@@ -211,6 +211,8 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
                + words_for(run.run_id.size() + 1) + words_for(run.dataset.size() + 1) + 8;
   for (const auto& f : run.files)
     bound += 6 + words_for(f.name.size() + 1) + 1 + f.rows.size();
+  bound += 1;
+  for (const auto& plan : run.plans) bound += 2 + 3 * plan.size();
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::RunCheckpoint>();
     write_spec(msg.initSpec(), run.spec);
@@ -239,6 +241,17 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run) {
       files[i].setBytes(f.bytes);
       auto rows = files[i].initRows(static_cast<unsigned>(f.rows.size()));
       for (unsigned w = 0; w < f.rows.size(); ++w) rows.set(w, f.rows[w]);
+    }
+    auto plans = msg.initPlans(static_cast<unsigned>(run.plans.size()));
+    for (unsigned w = 0; w < run.plans.size(); ++w) {
+      auto segments = plans[w].initSegments(static_cast<unsigned>(run.plans[w].size()));
+      for (unsigned i = 0; i < run.plans[w].size(); ++i) {
+        const auto& seg = run.plans[w][i];
+        segments[i].setParts(seg.parts);
+        segments[i].setPart(seg.part);
+        segments[i].setFirst(seg.first);
+        segments[i].setCount(seg.count);
+      }
     }
   });
 }
@@ -269,6 +282,18 @@ caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf) {
         return make_error(errc::invalid_spec, "StreamFile rows for another number of workers");
       out.files.push_back(std::move(file));
     }
+    for (auto plan : msg.getPlans()) {
+      data_plan segments;
+      for (auto seg : plan.getSegments()) {
+        data_segment d{seg.getParts(), seg.getPart(), seg.getFirst(), seg.getCount()};
+        if (d.parts < 1 || d.part < 0 || d.part >= d.parts || d.first < 0 || d.count < 0)
+          return make_error(errc::invalid_spec, "out-of-range DataSegment in RunCheckpoint");
+        segments.push_back(d);
+      }
+      out.plans.push_back(std::move(segments));
+    }
+    if (!out.plans.empty() && out.plans.size() != static_cast<std::size_t>(out.spec.workers))
+      return make_error(errc::invalid_spec, "RunCheckpoint plans for another number of workers");
     for (const auto& p : out.positions)
       if (p.file < -1 || p.file >= static_cast<int64_t>(out.files.size()) || p.file_row < 0)
         return make_error(errc::invalid_spec, "DataPosition names no file of RunCheckpoint");

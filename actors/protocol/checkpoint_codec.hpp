@@ -3,6 +3,8 @@
 // Implemented in checkpoint_codec.cpp; the files around them are actors/storage's.
 #pragma once
 
+#include "actors/protocol/data_plan.hpp"
+
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/push_codec.hpp"
 #include "actors/protocol/wire_buffer.hpp"
@@ -62,6 +64,9 @@ struct run_checkpoint {
   std::string dataset;      ///< what the run trains on ("" in checkpoints of older versions)
   int64_t train_rows = 0;   ///< rows of that training set
   std::vector<stream_file> files;  ///< a training directory's files in name order (else empty)
+  /// Once the number of workers has changed: each worker's minibatches not trained by `clock`
+  /// (one per worker of spec.workers); empty: each worker has its own part (`positions`).
+  std::vector<data_plan> plans;
 };
 
 /// Shard `shard`'s parameters and optimizer state (`slots` floats per parameter, laid out per

@@ -59,7 +59,11 @@ std::string stream_difference(const run_checkpoint& saved, const run_identity& c
 } // namespace
 
 std::string identity_difference(const run_checkpoint& saved, const run_identity& current) {
-  if (auto why = incompatibility(saved.spec, current.spec); !why.empty()) return why;
+  // Another number of workers goes on with what the checkpoint's had not trained
+  // (checkpoint_workers.hpp), except over a directory read as a stream.
+  auto spec = current.spec;
+  if (saved.files.empty() && current.files.empty()) spec.workers = saved.spec.workers;
+  if (auto why = incompatibility(saved.spec, spec); !why.empty()) return why;
   if (saved.spec.seed != current.spec.seed)
     return both("seed", std::to_string(saved.spec.seed), std::to_string(current.spec.seed));
   const auto& st = saved.spec.model.sparse_tables;
