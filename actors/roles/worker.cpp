@@ -35,9 +35,9 @@ struct worker_state {
   // Flat, model order: what the next step computes on. Shared with the data link proxies that
   // receive replies straight into it (worker_config::destinations).
   std::shared_ptr<std::vector<float>> params;
-  // Where the round in flight lands: params itself, or with overlap (below) the other of two
-  // buffers, swapped with params when the round ends, so that no reply is written into the
-  // values a step is reading.
+  // Where the round in flight lands: params itself, or with overlap (below) another buffer,
+  // swapped with params when the round ends, so that no reply is written into the values a
+  // step is reading; between rounds it holds the parameters of the clock before params'.
   std::shared_ptr<std::vector<float>> incoming;
   // Overlap (ssp with a bound >= 1, async; dense models, sgd or momentum): while its push of
   // clock c is in flight the worker computes clock c + 1 on the parameters it holds, those
@@ -46,7 +46,10 @@ struct worker_state {
   // flight: the reply to push c is applied before clock c + 2 is computed, and the push of c + 1
   // waits for it (push_waits). Sparse models do not overlap: a clock's rows come with its pull.
   bool overlap = false;
-  std::vector<float> ahead;  // what a clock computed ahead reads
+  // What a clock computed ahead reads. predict_step writes it over the parameters of the clock
+  // before (in incoming, which it reads anyway: one pass fewer over memory than a third buffer
+  // written afresh), then trades places with it, so that the round lands in the old `ahead`.
+  std::shared_ptr<std::vector<float>> ahead;
   int64_t prev_clock = -1;   // the clock incoming was pulled for, while no round is in flight
   bool in_flight = false;   // a round is open
   bool push_waits = false;  // the gradient of st.clock is computed; its push waits for the round
@@ -234,7 +237,7 @@ void push(self_ptr self) {
   send_reports(self, false);
   auto clock = st.clock++;
   const bool ahead = may_compute_ahead(st);
-  if (ahead) predict_step(st, clock);  // before the round writes into incoming
+  if (ahead) predict_step(st, clock);  // before the round, which lands in the new incoming
   if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>(st.spares);
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   // The replies bring the next clock's rows: into st.rows, which holds its keys once swapped
@@ -278,15 +281,16 @@ void predict_step(worker_state& st, int64_t c) {
   const bool last_step_known = st.prev_clock >= 0 && st.prev_clock == c - 1 && rate(c - 1) > 0;
   if (spec.optimizer.kind == optimizer_kind::momentum && last_step_known)
     carry = spec.optimizer.momentum * rate(c) / rate(c - 1);
-  const float* __restrict x = st.params->data();  // (four distinct buffers: vectorised)
-  const float* __restrict before = st.incoming->data();
+  // Over x_{c−1} in incoming, in place (three distinct buffers: vectorised).
+  const float* __restrict x = st.params->data();
   const float* __restrict g = st.grads.data();
-  float* __restrict out = st.ahead.data();
-  const std::size_t n = st.ahead.size();
+  float* __restrict out = st.incoming->data();
+  const std::size_t n = st.params->size();
   if (carry != 0)
-    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] + carry * (x[i] - before[i]) - lr * g[i];
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] + carry * (x[i] - out[i]) - lr * g[i];
   else
     for (std::size_t i = 0; i < n; ++i) out[i] = x[i] - lr * g[i];
+  std::swap(st.ahead, st.incoming);  // the round lands in the buffer no step reads
 }
 
 void compute(self_ptr self) {
@@ -297,7 +301,7 @@ void compute(self_ptr self) {
     st.grads = st.spares->take(st.layout->total_floats());
   st.used = st.received;
   st.used.staleness = staleness_now(st);
-  const float* params = st.held_clock < st.clock ? st.ahead.data() : st.params->data();
+  const float* params = st.held_clock < st.clock ? st.ahead->data() : st.params->data();
   st.last = st.model->step(batch_of(st.cfg, st.clock), params, st.grads.data(), st.rows.rows());
   if (st.cfg.slow_ms > 0) {
     st.stepping = true;
@@ -376,7 +380,8 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0 && !st.cfg.standbys
                    && st.cfg.spec.model.sparse_tables.empty()
                    && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
-      if (st.overlap) st.ahead.assign(st.layout->total_floats(), 0.0f);
+      if (st.overlap)
+        st.ahead = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
       st.incoming = st.overlap
                       ? std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f)
                       : st.params;
