@@ -39,11 +39,11 @@ struct worker_state {
   // swapped with params when the round ends, so that no reply is written into the values a
   // step is reading; between rounds it holds the parameters of the clock before params'.
   std::shared_ptr<std::vector<float>> incoming;
-  // Overlap (ssp with a bound >= 1, async; dense models, sgd or momentum): while its push of
-  // clock c is in flight the worker computes clock c + 1 on the parameters it holds, those
-  // pulled for c, when that stays within the bound (may_compute_ahead), moved on by the step
-  // its own push of c is about to take (predict_step, into `ahead`). One round at most is in
-  // flight: the reply to push c is applied before clock c + 2 is computed, and the push of c + 1
+  // Overlap (ssp with a bound >= 1, async; dense models, sgd or momentum; a worker alone):
+  // while its push of clock c is in flight it computes clock c + 1 on the parameters it holds,
+  // those pulled for c, when that stays within the bound (may_compute_ahead), moved on by the
+  // step its own push of c is about to take (predict_step, into `ahead`). One round at most is
+  // in flight: the reply to push c is applied before clock c + 2 is computed, and the push of c + 1
   // waits for it (push_waits). Sparse models do not overlap: a clock's rows come with its pull.
   bool overlap = false;
   // What a clock computed ahead reads. predict_step writes it over the parameters of the clock
@@ -267,8 +267,9 @@ void push(self_ptr self) {
 /// The parameters clock c + 1 computes on ahead of the reply to the push of c: those pulled for
 /// c moved on by the step the shards are about to take, as far as this worker knows it: its own
 /// gradient of c at its share of the rate, and with momentum the last step again times the
-/// momentum (x_c − x_{c−1} is −lr · velocity). Exact for one worker at a constant rate; with
-/// more, the others' next pushes are foreseen only through the momentum. Without the step the
+/// momentum (x_c − x_{c−1} is −lr · velocity). Exact for a worker alone (the only one that
+/// computes ahead) at a constant rate; with more, the others' next pushes would be foreseen only
+/// through the momentum. Without the step the
 /// worker would not see its own last push (ssp's read-my-writes), which momentum does not bear.
 void predict_step(worker_state& st, int64_t c) {
   const auto& spec = st.cfg.spec;
@@ -376,8 +377,13 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
       const auto optimizer = st.cfg.spec.optimizer.kind;
       // Not with standbys: a request sent again to a promoted shard may be answered twice,
-      // and the late answer would land in the buffer being computed on.
+      // and the late answer would land in the buffer being computed on. Only alone: its own
+      // push is then all there is to foresee, and it trains as the worker that waits; with
+      // more, the others' gradients of a clock come one clock later, which cost the default run
+      // (2 workers, momentum 0.9) 0.01 of test accuracy, and 6-8 % more CPU per sample bought
+      // no speed on a machine with no idle core (scripts/bench/README.md, throughput.sh).
       st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0 && !st.cfg.standbys
+                   && st.cfg.spec.workers == 1
                    && st.cfg.spec.model.sparse_tables.empty()
                    && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
       if (st.overlap)
