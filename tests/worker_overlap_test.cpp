@@ -1,6 +1,6 @@
 // The runtime's worker overlaps its step with its push where the mode allows staleness (ssp with
-// a bound >= 1, async): clock c + 1 computed on the parameters pulled for c while the push of c
-// is in flight. The observer is the workers' own train events in the metrics file: the
+// a bound >= 1, async) and it trains alone: clock c + 1 computed on the parameters pulled for c
+// while the push of c is in flight. With more workers it waits for every reply. The observer is the workers' own train events in the metrics file: the
 // staleness of the parameters each clock was computed with.
 #include "actors/chief/metrics.hpp"
 #include "actors/deploy/simulation.hpp"
@@ -89,7 +89,7 @@ TEST_CASE("one worker computes each clock while its push is in flight where stal
   }
 }
 
-TEST_CASE("overlapping workers with a straggler never exceed the ssp bound") {
+TEST_CASE("workers with a straggler never exceed the ssp bound and compute nothing ahead") {
   constexpr int workers = 4;
   constexpr int64_t clocks = 30;
   for (int s : {1, 2}) {
@@ -108,10 +108,11 @@ TEST_CASE("overlapping workers with a straggler never exceed the ssp bound") {
         worst = std::max(worst, staleness);
       }
     }
-    // The straggler is never held by the others: it computes ahead at staleness 1.
-    for (auto [c, staleness] : run.staleness[1]) ahead += staleness == 1 ? 1 : 0;
+    // The straggler is the min clock: what it waited for is current, so any staleness of its
+    // own would be a clock computed ahead of its push's reply, which only a worker alone does.
+    for (auto [c, staleness] : run.staleness[1]) ahead += staleness > 0 ? 1 : 0;
     MESSAGE("s " << s << ": max staleness " << worst << ", straggler ahead " << ahead);
     CHECK(worst == s);  // the straggler makes the bound bind
-    CHECK(ahead >= clocks / 2);
+    CHECK(ahead == 0);
   }
 }

@@ -35,18 +35,21 @@ struct worker_state {
   // Flat, model order: what the next step computes on. Shared with the data link proxies that
   // receive replies straight into it (worker_config::destinations).
   std::shared_ptr<std::vector<float>> params;
-  // Where the round in flight lands: params itself, or with overlap (below) the other of two
-  // buffers, swapped with params when the round ends, so that no reply is written into the
-  // values a step is reading.
+  // Where the round in flight lands: params itself, or with overlap (below) another buffer,
+  // swapped with params when the round ends, so that no reply is written into the values a
+  // step is reading; between rounds it holds the parameters of the clock before params'.
   std::shared_ptr<std::vector<float>> incoming;
-  // Overlap (ssp with a bound >= 1, async; dense models, sgd or momentum): while its push of
-  // clock c is in flight the worker computes clock c + 1 on the parameters it holds, those
-  // pulled for c, when that stays within the bound (may_compute_ahead), moved on by the step
-  // its own push of c is about to take (predict_step, into `ahead`). One round at most is in
-  // flight: the reply to push c is applied before clock c + 2 is computed, and the push of c + 1
+  // Overlap (ssp with a bound >= 1, async; dense models, sgd or momentum; a worker alone):
+  // while its push of clock c is in flight it computes clock c + 1 on the parameters it holds,
+  // those pulled for c, when that stays within the bound (may_compute_ahead), moved on by the
+  // step its own push of c is about to take (predict_step, into `ahead`). One round at most is
+  // in flight: the reply to push c is applied before clock c + 2 is computed, and the push of c + 1
   // waits for it (push_waits). Sparse models do not overlap: a clock's rows come with its pull.
   bool overlap = false;
-  std::vector<float> ahead;  // what a clock computed ahead reads
+  // What a clock computed ahead reads. predict_step writes it over the parameters of the clock
+  // before (in incoming, which it reads anyway: one pass fewer over memory than a third buffer
+  // written afresh), then trades places with it, so that the round lands in the old `ahead`.
+  std::shared_ptr<std::vector<float>> ahead;
   int64_t prev_clock = -1;   // the clock incoming was pulled for, while no round is in flight
   bool in_flight = false;   // a round is open
   bool push_waits = false;  // the gradient of st.clock is computed; its push waits for the round
@@ -234,7 +237,7 @@ void push(self_ptr self) {
   send_reports(self, false);
   auto clock = st.clock++;
   const bool ahead = may_compute_ahead(st);
-  if (ahead) predict_step(st, clock);  // before the round writes into incoming
+  if (ahead) predict_step(st, clock);  // before the round, which lands in the new incoming
   if (!st.grads_lease) st.grads_lease = std::make_shared<buffer_lease>(st.spares);
   if (!st.rows.empty()) prepare_keys(st, st.clock, st.next);
   // The replies bring the next clock's rows: into st.rows, which holds its keys once swapped
@@ -264,8 +267,9 @@ void push(self_ptr self) {
 /// The parameters clock c + 1 computes on ahead of the reply to the push of c: those pulled for
 /// c moved on by the step the shards are about to take, as far as this worker knows it: its own
 /// gradient of c at its share of the rate, and with momentum the last step again times the
-/// momentum (x_c − x_{c−1} is −lr · velocity). Exact for one worker at a constant rate; with
-/// more, the others' next pushes are foreseen only through the momentum. Without the step the
+/// momentum (x_c − x_{c−1} is −lr · velocity). Exact for a worker alone (the only one that
+/// computes ahead) at a constant rate; with more, the others' next pushes would be foreseen only
+/// through the momentum. Without the step the
 /// worker would not see its own last push (ssp's read-my-writes), which momentum does not bear.
 void predict_step(worker_state& st, int64_t c) {
   const auto& spec = st.cfg.spec;
@@ -278,15 +282,16 @@ void predict_step(worker_state& st, int64_t c) {
   const bool last_step_known = st.prev_clock >= 0 && st.prev_clock == c - 1 && rate(c - 1) > 0;
   if (spec.optimizer.kind == optimizer_kind::momentum && last_step_known)
     carry = spec.optimizer.momentum * rate(c) / rate(c - 1);
-  const float* __restrict x = st.params->data();  // (four distinct buffers: vectorised)
-  const float* __restrict before = st.incoming->data();
+  // Over x_{c−1} in incoming, in place (three distinct buffers: vectorised).
+  const float* __restrict x = st.params->data();
   const float* __restrict g = st.grads.data();
-  float* __restrict out = st.ahead.data();
-  const std::size_t n = st.ahead.size();
+  float* __restrict out = st.incoming->data();
+  const std::size_t n = st.params->size();
   if (carry != 0)
-    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] + carry * (x[i] - before[i]) - lr * g[i];
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] + carry * (x[i] - out[i]) - lr * g[i];
   else
     for (std::size_t i = 0; i < n; ++i) out[i] = x[i] - lr * g[i];
+  std::swap(st.ahead, st.incoming);  // the round lands in the buffer no step reads
 }
 
 void compute(self_ptr self) {
@@ -297,7 +302,7 @@ void compute(self_ptr self) {
     st.grads = st.spares->take(st.layout->total_floats());
   st.used = st.received;
   st.used.staleness = staleness_now(st);
-  const float* params = st.held_clock < st.clock ? st.ahead.data() : st.params->data();
+  const float* params = st.held_clock < st.clock ? st.ahead->data() : st.params->data();
   st.last = st.model->step(batch_of(st.cfg, st.clock), params, st.grads.data(), st.rows.rows());
   if (st.cfg.slow_ms > 0) {
     st.stepping = true;
@@ -372,11 +377,17 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
       const auto optimizer = st.cfg.spec.optimizer.kind;
       // Not with standbys: a request sent again to a promoted shard may be answered twice,
-      // and the late answer would land in the buffer being computed on.
+      // and the late answer would land in the buffer being computed on. Only alone: its own
+      // push is then all there is to foresee, and it trains as the worker that waits; with
+      // more, the others' gradients of a clock come one clock later, which cost the default run
+      // (2 workers, momentum 0.9) 0.01 of test accuracy, and 6-8 % more CPU per sample bought
+      // no speed on a machine with no idle core (scripts/bench/README.md, throughput.sh).
       st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0 && !st.cfg.standbys
+                   && st.cfg.spec.workers == 1
                    && st.cfg.spec.model.sparse_tables.empty()
                    && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
-      if (st.overlap) st.ahead.assign(st.layout->total_floats(), 0.0f);
+      if (st.overlap)
+        st.ahead = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
       st.incoming = st.overlap
                       ? std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f)
                       : st.params;

@@ -3,9 +3,9 @@
 // the pull for c + 1 travel as one push_pull request per shard; the next clock starts when every
 // shard has answered (which the shards may delay, to enforce the consistency rule). Where the
 // mode allows staleness (ssp with a bound >= 1, async), a dense model's worker (sgd or momentum)
-// computes clock c + 1 while its push of c is in flight: on the parameters pulled for c, moved
-// on by the step its own push is about to take, when c + 1 minus their min clock stays within
-// the bound; the reply is applied before clock c + 2 (worker.cpp).
+// that trains alone computes clock c + 1 while its push of c is in flight: on the parameters
+// pulled for c, moved on by the step its own push is about to take, when c + 1 minus their min
+// clock stays within the bound; the reply is applied before clock c + 2 (worker.cpp).
 //
 // Spawned detached: its kernels block only its own thread, never CAF's scheduler.
 #pragma once
