@@ -24,22 +24,12 @@ caf::error seat_spare(self_ptr self, int32_t index, ps_shard_actor shard, ps_tas
   auto& st = self->state;
   const auto name = ps_role(index).text();
   if (!shard || !task) return caf::make_error(caf::sec::invalid_argument, name + " offered no shard");
-  const auto& chief_view = st.cfg.remote->cluster_view;
-  if (!chief_view.empty()) {
-    auto difference = cluster_view_difference_growing(view, chief_view);
-    if (!difference.empty()) {
-      log_line(log_level::error, "chief", "refused " + name + "'s join as a spare: " + difference);
-      return make_error(errc::cluster_mismatch, name + "'s cluster spec is not the chief's with "
-                                                  "more ps tasks: " + difference);
-    }
+  auto seat = seat_for_spare(view, st.cfg.remote->cluster_view, "ps", index);
+  if (!seat.refusal.empty()) {
+    log_line(log_level::error, "chief", "refused " + name + "'s join as a spare: " + seat.refusal);
+    return make_error(errc::cluster_mismatch, name + ": " + seat.refusal);
   }
-  host_port address;
-  try {
-    address = parse_address(cluster_view_address(view, "ps", index), name + "'s address");
-  } catch (const std::exception& e) {
-    return make_error(errc::cluster_mismatch, name + "'s cluster spec does not list it: "
-                                                + e.what());
-  }
+  const auto address = seat.address;
   if (auto it = st.spares.find(index); it != st.spares.end()) {
     if (it->second.shard == shard) return caf::none;  // said twice
     self->demonitor(it->second.shard.address());  // a new process of it: the previous is gone
