@@ -24,19 +24,19 @@ namespace {
 
 constexpr int64_t first_margin = 4;  // clocks past the shards' (the slowest live worker's)
 
-/// "3 shards", "3 workers" or "3 shards and 2 workers": of the sizes `shards` and `workers`,
-/// those that differ from `than_shards` and `than_workers` (the shards if none does).
-std::string size_text(int32_t shards, int32_t workers, int32_t than_shards, int32_t than_workers) {
-  const bool new_workers = workers != than_workers;
+/// "3 shards", "3 workers" or "3 shards and 2 workers": the sizes asked for that differ from
+/// the run's now (the shards if none does); with `from`, "2 to 3 shards" and so on.
+std::string size_text(const chief_state& st, int32_t shards, int32_t workers, bool from = false) {
+  const auto shards_now = static_cast<int32_t>(st.shards.size());
+  const auto workers_now = st.cfg.spec.workers;
+  auto one = [&](int32_t now, int32_t to, const char* what) {
+    return (from ? std::to_string(now) + " to " : std::string()) + std::to_string(to) + what;
+  };
   std::string out;
-  if (shards != than_shards || !new_workers) out = std::to_string(shards) + " shards";
-  if (new_workers) out += (out.empty() ? "" : " and ") + std::to_string(workers) + " workers";
+  if (shards != shards_now || workers == workers_now) out = one(shards_now, shards, " shards");
+  if (workers != workers_now)
+    out += (out.empty() ? "" : " and ") + one(workers_now, workers, " workers");
   return out;
-}
-
-/// The sizes asked for, against the run's now.
-std::string size_text(const chief_state& st, int32_t shards, int32_t workers) {
-  return size_text(shards, workers, static_cast<int32_t>(st.shards.size()), st.cfg.spec.workers);
 }
 
 caf::error refusal(const std::string& what, const std::string& why) {
@@ -109,7 +109,7 @@ caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, in
     return refusal(what, "the run ends at clock " + std::to_string(st.cfg.steps)
                            + ", too soon for a change (the workers are at clock "
                            + std::to_string(st.global_clock()) + ")");
-  log_line("chief", "scale from " + size_text(now, workers_now, shards, workers) + " to " + what
+  log_line("chief", "scale from " + size_text(st, shards, workers, true)
                       + " asked: at clock " + std::to_string(clock));
   st.cfg.resizes.push_back({shards == now ? 0 : shards, clock, workers == workers_now ? 0 : workers});
   st.scale_to = shards;

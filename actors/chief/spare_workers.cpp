@@ -7,8 +7,7 @@
 // RoleSetup); a shrink stops the worker tasks beyond the new number once they have trained
 // their clocks before the change, and they exit 0, so that an orchestrator does not restart
 // them. The end of the run stops the spares as it stops every task (phases.cpp).
-#include "actors/chief/cluster_view.hpp"
-#include "actors/chief/state.hpp"
+#include "actors/chief/spare_seats.hpp"
 
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
@@ -29,12 +28,9 @@ caf::error seat_spare_worker(self_ptr self, int32_t index, task_node_actor node,
   if (index >= max_workers)
     return make_error(errc::cluster_mismatch, name + ": a run has " + std::to_string(max_workers)
                                                 + " workers at most");
-  auto seat = seat_for_spare(view, st.cfg.remote->cluster_view, "worker", index);
-  if (!seat.refusal.empty()) {
-    log_line(log_level::error, "chief", "refused " + name + "'s join as a spare: " + seat.refusal);
-    return make_error(errc::cluster_mismatch, name + ": " + seat.refusal);
-  }
-  const auto address = seat.address;
+  auto found = spare_address(self, worker_role(index), view);
+  if (!found) return std::move(found.error());
+  const auto address = *found;
   if (auto it = st.spare_workers.find(index); it != st.spare_workers.end()) {
     if (it->second.node == node) return caf::none;  // said twice
     self->demonitor(it->second.node.address());  // a new process of it: the previous is gone
@@ -42,37 +38,19 @@ caf::error seat_spare_worker(self_ptr self, int32_t index, task_node_actor node,
   }
   self->monitor(node);
   st.spare_workers[index] = {std::move(node), address};
-  ++st.spares_joined;
-  const auto workers = static_cast<int32_t>(st.worker_nodes.size());
-  log_line("chief", name + " joined as a spare at " + address.text() + " (the run has "
-                      + std::to_string(workers) + " workers; actorps scale --workers "
-                      + std::to_string(std::max(workers + 1, index + 1)) + " takes it in)");
-  st.metrics->write(json_object().add("event", "spare").add("task", name)
-                      .add("address", address.text()).add("workers", workers)
-                      .add("spares", static_cast<uint64_t>(st.spare_workers.size()))
-                      .add("spares_joined", st.spares_joined).add("wall_s", st.elapsed()));
-  st.metrics->flush();
+  note_spare_joined(self, worker_role(index), address, "workers",
+                    static_cast<int32_t>(st.worker_nodes.size()), st.spare_workers.size(),
+                    "--workers");
   return caf::none;
 }
 
 bool on_spare_worker_down(self_ptr self, const caf::down_msg& dm) {
-  auto& st = self->state;
-  for (auto it = st.spare_workers.begin(); it != st.spare_workers.end(); ++it) {
-    if (it->second.node.address() != dm.source) continue;
-    log_line(log_level::warn, "chief", worker_role(it->first).text() + ", a spare, is gone ("
-                                         + describe(dm.reason) + ")");
-    st.spare_workers.erase(it);
-    return true;
-  }
-  return false;
+  return drop_gone_spare(self->state.spare_workers, role_kind::worker, dm,
+                         [](const chief_state::spare_worker& t) { return t.node; });
 }
 
 std::string missing_spare_workers(const chief_state& st, int32_t from, int32_t to) {
-  for (int32_t w = from; w < to; ++w)
-    if (!st.spare_workers.count(w))
-      return "no spare " + worker_role(w).text() + " has joined (start it with a cluster spec "
-             "that lists " + std::to_string(to) + " worker tasks)";
-  return "";
+  return missing_spare(st.spare_workers, role_kind::worker, from, to, "worker tasks");
 }
 
 void take_spare_workers(self_ptr self, int32_t from, int32_t to) {
