@@ -25,7 +25,6 @@ json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:6], worker=a[3:5] + a[6:])},
 PY
 chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
 "$root/scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 ps:2 worker:0 worker:1 worker:2 admin:0 > /dev/null
-tls() { echo --tls-cert "$dir/certs/${1/:/-}.pem" --tls-key "$dir/certs/${1/:/-}.key" --tls-ca "$dir/certs/ca.pem"; }
 net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 train=(--dataset synthetic --model 784-64-10 --batch 32 --steps 300 --eval-every 0 --seed 5
        --no-progress)
@@ -46,14 +45,6 @@ spare() {  # spare NAME TASK: TASK of grown.json joins as a spare
     > "$dir/$1-$2.log" 2>&1 &
   pids+=($!); eval "pid_${1}_${2/:/_}=$!"
   await_event "$dir/$1.jsonl" "\"event\":\"spare\".*\"task\":\"$2\""
-}
-all_exit_0() {  # all_exit_0 NAME TASK...
-  local name=$1 t pid; shift
-  for t in chief "$@"; do
-    pid=$(eval echo "\$pid_${name}_${t/:/_}")
-    await_exit "$pid" 120
-    [ "$status" = 0 ] || fail "$name: $t exited $status"
-  done
 }
 scale() {  # scale FLAGS...: fails unless the chief did it
   local said
