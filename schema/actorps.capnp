@@ -222,6 +222,19 @@ struct RoleSetup {
   followUntil @13 :Int64 = -1; # a followed stream: the worker computes the clock of its batch b
                                # once b + 1 is below it (the chief's grant in minibatches, raised
                                # by stream messages); -1: none
+  pauseAt @14 :Int64 = -1;     # computes no clock from this one on (a change of size asked at
+                               # it: the chief stops the worker there); -1: none
+  plan @15 :List(DataSegment); # its minibatches once the number of workers changed, in order
+                               # (steps holds their count); empty: its own part of the data
+}
+
+# A stretch of one part's minibatches (data_plan.hpp): batches first .. first + count - 1 of
+# part `part` of `parts`.
+struct DataSegment {
+  parts @0 :Int32;
+  part @1 :Int32;
+  first @2 :Int64;
+  count @3 :Int64;
 }
 
 # The chief's first message to a shard: the run and the shard's initial values.
@@ -303,14 +316,6 @@ struct RunCheckpoint {
 # A worker's minibatches, stretch after stretch (data_plan.hpp).
 struct WorkerPlan {
   segments @0 :List(DataSegment);
-}
-
-# Batches first .. first + count - 1 of part `part` of `parts` of the training data.
-struct DataSegment {
-  parts @0 :Int32;
-  part @1 :Int32;
-  first @2 :Int64;
-  count @3 :Int64;
 }
 
 # One file of a training directory read as a stream, as the run saw it.

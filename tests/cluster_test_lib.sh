@@ -50,3 +50,14 @@ await_exit() {  # await_exit PID SECONDS: sets $status to the child's exit statu
   [ "$waited" = 0 ] || fail "process $1 still running after $2 s"
 }
 await_training() { await_event "$1" '"event":"train"'; }
+tls() {  # tls TASK: the TLS flags of TASK's certificate in $dir/certs (scripts/make_certs.sh)
+  echo --tls-cert "$dir/certs/${1/:/-}.pem" --tls-key "$dir/certs/${1/:/-}.key" --tls-ca "$dir/certs/ca.pem"
+}
+all_exit_0() {  # all_exit_0 NAME TASK...: run NAME's chief and TASKs (pid_NAME_ps_0, ...) exit 0
+  local name=$1 t pid; shift
+  for t in chief "$@"; do
+    pid=$(eval echo "\$pid_${name}_${t/:/_}")
+    await_exit "$pid" 120
+    [ "$status" = 0 ] || fail "$name: $t exited $status"
+  done
+}

@@ -23,7 +23,6 @@ json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:])}, open(f"{d}/c3.json", "w"))
 PY
 chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
 "$root/scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 ps:2 worker:0 worker:1 admin:0 > /dev/null
-tls() { echo --tls-cert "$dir/certs/${1/:/-}.pem" --tls-key "$dir/certs/${1/:/-}.key" --tls-ca "$dir/certs/ca.pem"; }
 net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 train=(--dataset synthetic --model 784-64-10 --mode sync --batch 32 --steps 300 --eval-every 0
        --seed 5 --no-progress)
@@ -38,14 +37,6 @@ run() {  # run NAME [chief flags...]: ps:0, ps:1 and both workers of c.json, the
   "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" $(tls chief:0) "${train[@]}" \
     --export-dir "$dir/$name-export" --metrics "$dir/$name.jsonl" "$@" > "$dir/$name-chief.log" 2>&1 &
   pids+=($!); eval "pid_${name}_chief=$!"
-}
-all_exit_0() {  # all_exit_0 NAME TASK...
-  local name=$1 t pid; shift
-  for t in chief "$@"; do
-    pid=$(eval echo "\$pid_${name}_${t/:/_}")
-    await_exit "$pid" 120
-    [ "$status" = 0 ] || fail "$name: $t exited $status"
-  done
 }
 scale() {  # scale CERT N: sets $scaled to the exit status, $said to the output
   set +e; said=$("$bin" scale --chief "$chief_addr" --ps "$2" --timeout 60 $(tls "$1") 2>&1); scaled=$?; set -e

@@ -87,6 +87,32 @@ TEST_CASE("a worker process is told it follows a stream and the clocks it may co
   CHECK(decode_role_setup(encode_role_setup(setup)));
 }
 
+TEST_CASE("a worker process is told its data plan and the clock to pause at") {
+  auto setup = lr_setup();
+  auto plain = decode_role_setup(encode_role_setup(setup));
+  REQUIRE(plain);
+  CHECK(plain->plan.empty());  // its own part
+  CHECK(plain->pause_at == -1);
+  // a worker taken in by a change of workers: other workers' untrained minibatches
+  setup.steps = 7;
+  setup.plan = {{2, 0, 10, 3}, {2, 1, 12, 4}};
+  setup.pause_at = 25;
+  auto planned = decode_role_setup(encode_role_setup(setup));
+  REQUIRE(planned);
+  CHECK(planned->plan == setup.plan);
+  CHECK(planned->steps == 7);
+  CHECK(planned->pause_at == 25);
+  setup.steps = 8;  // not the plan's count
+  auto short_plan = decode_role_setup(encode_role_setup(setup));
+  REQUIRE_FALSE(short_plan);
+  CHECK(describe(short_plan.error()).find("plan does not hold its steps") != std::string::npos);
+  setup.steps = 7;
+  setup.plan[1].part = 2;  // part 2 of 2
+  auto bad_part = decode_role_setup(encode_role_setup(setup));
+  REQUIRE_FALSE(bad_part);
+  CHECK(describe(bad_part.error()).find("data segment") != std::string::npos);
+}
+
 TEST_CASE("a log's schema and delimiter travel in a RoleSetup, and a log without a schema is refused") {
   auto setup = lr_setup();
   setup.data.what = data_source::kind::logs;

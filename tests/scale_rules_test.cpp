@@ -1,6 +1,6 @@
-// The rules a scale request and a spare ps task meet at the chief: a spare's cluster view is the
-// chief's with more ps tasks after the same ones, and nothing else; its own address is read
-// from it; only chief:0 and admin:0 may ask for a resize.
+// The rules a scale request and a spare ps or worker task meet at the chief: a spare's cluster
+// view is the chief's with more ps or worker tasks after the same ones, and nothing else; its
+// own address is read from it; only chief:0 and admin:0 may ask for a resize.
 #include "actors/chief/cluster_view.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/peer_roles.hpp"
@@ -14,7 +14,7 @@ const std::string chief_view = "chief=h0:1;ps=h1:1,h2:1;worker=h3:1";
 
 } // namespace
 
-TEST_CASE("scale: a spare's view may list more ps tasks after the chief's, nothing else") {
+TEST_CASE("scale: a spare's view may list more ps or worker tasks after the chief's, nothing else") {
   struct case_t {
     const char* task_view;
     const char* difference;  // "" when the spare is taken
@@ -27,8 +27,12 @@ TEST_CASE("scale: a spare's view may list more ps tasks after the chief's, nothi
      "ps:1 is h9:1 in this task's cluster, h2:1 in the chief's"},
     {"chief=h0:1;ps=h1:1;worker=h3:1",
      "ps: this task's cluster lists 1 (h1:1), the chief's 2 (h1:1, h2:1)"},
-    {"chief=h0:1;ps=h1:1,h2:1,h4:1;worker=h3:1,h6:1",
-     "worker: this task's cluster lists 2 (h3:1, h6:1), the chief's 1 (h3:1)"},
+    {"chief=h0:1;ps=h1:1,h2:1,h4:1;worker=h3:1,h6:1", ""},
+    {"chief=h0:1;ps=h1:1,h2:1;worker=h3:1,h6:1,h7:1", ""},
+    {"chief=h0:1;ps=h1:1,h2:1;worker=h9:1,h6:1",
+     "worker:0 is h9:1 in this task's cluster, h3:1 in the chief's"},
+    {"chief=h0:1;ps=h1:1,h2:1",
+     "worker: this task's cluster lists 0 (), the chief's 1 (h3:1)"},
     {"chief=h8:1;ps=h1:1,h2:1,h4:1;worker=h3:1",
      "chief:0 is h8:1 in this task's cluster, h0:1 in the chief's"},
   };
@@ -45,6 +49,8 @@ TEST_CASE("scale: a spare's address is read from its own view") {
   const std::string view = "chief=h0:1;ps=h1:1,h2:1,h4:7;worker=h3:1";
   CHECK(actorps::cluster_view_address(view, "ps", 2) == "h4:7");
   CHECK(actorps::cluster_view_address(view, "ps", 0) == "h1:1");
+  CHECK(actorps::cluster_view_address(view, "worker", 0) == "h3:1");
+  CHECK(actorps::cluster_view_address(view, "worker", 1) == "");
   CHECK(actorps::cluster_view_address(view, "ps", 3) == "");
   CHECK(actorps::cluster_view_address(view, "ps", -1) == "");
   CHECK(actorps::cluster_view_address(view, "evaluator", 0) == "");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 namespace actorps {
 
@@ -74,10 +75,12 @@ std::string cluster_view_difference_growing(const std::string& task_view,
                                             const std::string& chief_view) {
   auto task = parse_view(task_view);
   const auto chief = parse_view(chief_view);
-  auto& ps = task["ps"];
-  auto chief_ps = chief.find("ps");
-  const std::size_t listed = chief_ps == chief.end() ? 0 : chief_ps->second.size();
-  if (ps.size() > listed) ps.resize(listed);  // what the chief does not list yet is compared
+  for (const char* job : {"ps", "worker"}) {  // what the chief does not list yet is not compared
+    auto& tasks = task[job];
+    auto chief_tasks = chief.find(job);
+    const std::size_t listed = chief_tasks == chief.end() ? 0 : chief_tasks->second.size();
+    if (tasks.size() > listed) tasks.resize(listed);
+  }
   auto canonical = [](const std::map<std::string, std::vector<std::string>>& jobs) {
     std::string out;
     for (const auto& [type, addresses] : jobs) {
@@ -97,6 +100,20 @@ std::string cluster_view_address(const std::string& view, const std::string& job
   if (it == jobs.end() || index < 0 || static_cast<std::size_t>(index) >= it->second.size())
     return "";
   return it->second[static_cast<std::size_t>(index)];
+}
+
+spare_seat seat_for_spare(const std::string& task_view, const std::string& chief_view,
+                          const std::string& job, int32_t index) {
+  if (!chief_view.empty())
+    if (auto difference = cluster_view_difference_growing(task_view, chief_view);
+        !difference.empty())
+      return {{}, "its cluster spec is not the chief's with more ps or worker tasks: "
+                    + difference};
+  try {
+    return {parse_address(cluster_view_address(task_view, job, index), "its address"), ""};
+  } catch (const std::exception& e) {
+    return {{}, std::string("its cluster spec does not list it: ") + e.what()};
+  }
 }
 
 } // namespace actorps

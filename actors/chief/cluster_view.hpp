@@ -22,13 +22,23 @@ std::string cluster_view_text(const std::map<std::string, std::vector<host_port>
 /// "ps: this task's cluster lists 3 (h1:1, h2:1, h3:1), the chief's 2 (h1:1, h2:1)".
 std::string cluster_view_difference(const std::string& task_view, const std::string& chief_view);
 
-/// As cluster_view_difference, except that the task's ps job may list more tasks than the
-/// chief's after the same ones: a ps task an orchestrator added to a running job (a spare, or
-/// a shard since a growth) sees the cluster the job grows into.
+/// As cluster_view_difference, except that the task's ps and worker jobs may list more tasks
+/// than the chief's after the same ones: a task an orchestrator added to a running job (a
+/// spare, or a shard or worker since a growth) sees the cluster the job grows into.
 std::string cluster_view_difference_growing(const std::string& task_view,
                                             const std::string& chief_view);
 
 /// The address the view lists for `job`:`index` ("host:port"), "" when it lists none.
 std::string cluster_view_address(const std::string& view, const std::string& job, int32_t index);
+
+/// A spare's join (`job`:`index`, past the chief's tasks of that job): the address its own view
+/// lists for it, or why it is refused (`refusal` not empty): its view is not the chief's with
+/// more tasks (an empty chief view is not compared), or it does not list it.
+struct spare_seat {
+  host_port address;
+  std::string refusal;
+};
+spare_seat seat_for_spare(const std::string& task_view, const std::string& chief_view,
+                          const std::string& job, int32_t index);
 
 } // namespace actorps

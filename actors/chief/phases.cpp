@@ -158,6 +158,11 @@ auto join_node(self_ptr self, const char* said, Seated seated) {
                                                         "join as " + type + ":"
                                                           + std::to_string(index))))
       return err;
+    // A worker task beyond the run's workers waits as a spare for a growth (actorps scale).
+    if (is_spare_worker_join(self, type, index)) {
+      if (auto err = seat_spare_worker(self, index, std::move(node), view)) return err;
+      return caf::ok_atom::value;
+    }
     if (auto err = check_cluster_view(self, type + ":" + std::to_string(index), view)) return err;
     if (supersede_node(self, type, index, node))  // as for a shard, above
       return self->delegate(caf::actor_cast<chief_actor>(self), join_atom::value, type, index,
@@ -208,13 +213,15 @@ auto leaves(self_ptr self) {
   };
 }
 
-/// (scale, shards) -> shards: actorps scale, from chief:0 or admin:0 (scale_request.cpp).
+/// (scale, shards, workers) -> (shards, workers): actorps scale, from chief:0 or admin:0
+/// (scale_request.cpp).
 auto scales(self_ptr self) {
-  return [=](scale_atom, int32_t shards) -> caf::result<int32_t> {
+  return [=](scale_atom, int32_t shards, int32_t workers) -> caf::result<int32_t, int32_t> {
     if (auto err = chief_refusal(self, authorise_admin(current_role(self), "scale to "
-                                                         + std::to_string(shards) + " shards")))
+                                                         + std::to_string(shards) + " shards, "
+                                                         + std::to_string(workers) + " workers")))
       return err;
-    return on_scale_request(self, shards);
+    return on_scale_request(self, shards, workers);
   };
 }
 
@@ -566,6 +573,7 @@ void stop_run(self_ptr self) {
   for (auto& s : st.standbys) stop(s);
   for (auto& s : st.idle_shards) stop(s);  // a ps process back as a host of standbys ends with it
   for (auto& [index, spare] : st.spares) stop(spare.shard);  // a spare's process ends with it
+  for (auto& [index, spare] : st.spare_workers) stop(spare.node);
   refuse_scale_request(self, "the run ended before the change");
   stop(st.io);
   if (st.cfg.remote) {
@@ -584,6 +592,7 @@ void stop_run(self_ptr self) {
     for (auto& s : st.shards) remember(s);
     for (auto& s : st.idle_shards) remember(s);
     for (auto& [index, spare] : st.spares) remember(spare.shard);
+    for (auto& [index, spare] : st.spare_workers) remember(spare.node);
     if (!st.stopping_tasks.empty()) {
       self->delayed_send(self, std::chrono::seconds(10), stop_due_atom::value);
       return;

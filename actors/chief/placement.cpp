@@ -153,6 +153,9 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
   setup.data_offset = st.data_offset(w);
   setup.incarnation = st.incarnation[w];
   setup.follow_until = follow_grant(self);
+  setup.pause_at = next_resize_clock(st, start_clock);
+  setup.steps = st.batches_planned(w);
+  if (!st.plans.empty()) setup.plan = st.plans[w];
   setup.slow_ms = w < static_cast<int32_t>(st.cfg.slow_ms.size()) ? st.cfg.slow_ms[w] : 0;
   setup.device = st.cfg.gpus[w % st.cfg.gpus.size()];
   auto incarnation = st.incarnation[w];

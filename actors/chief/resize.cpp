@@ -4,12 +4,14 @@
 //
 //   arm_next_resize   training: every shard is asked, ahead of it, for its state at clock C
 //                     (each holds the request until its clock reaches C); every worker pauses
-//                     before computing clock C (worker_config::pause_at), so in every mode that
-//                     state holds exactly the pushes of the clocks before C
+//                     before computing clock C (worker_config::pause_at; across processes
+//                     told by message first: worker_pause.cpp), so in every mode that state
+//                     holds exactly the pushes of the clocks before C
 //   begin_resize      every state is in hand: the phase is resizing; the workers and the
 //                     evaluator are stopped (under new incarnations: a push of theirs still on
 //                     its way is refused), the shards beyond N stop, shards up to N are spawned
-//                     (distributed: spare ps tasks' shards are taken in, spare_tasks.cpp),
+//                     (distributed: spare ps tasks' shards are taken in, spare_tasks.cpp, and
+//                     spare worker tasks for new workers, spare_workers.cpp),
 //                     and a resize episode, an actor of its own (resize_episode.cpp draws its
 //                     steps: cutting -> restoring -> done | failed), cuts the states for the new
 //                     placement and has every shard of the new size take its part
@@ -162,7 +164,10 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   st.resize_asked = false;
   const auto shards = planned.shards > 0 ? planned.shards : st.cfg.spec.shards;
   const auto workers = planned.workers > 0 ? planned.workers : st.cfg.spec.workers;
-  if (!resize_can_begin(self, shards)) return arm_next_resize(self);
+  if (!resize_can_begin(self, shards, workers)) {
+    if (st.cfg.remote) release_paused_workers(self);
+    return arm_next_resize(self);
+  }
   train_spec after;
   std::vector<placement_move> moves;
   try {
@@ -186,6 +191,7 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   stop_roles(self);
   drop_standbys(self);  // they hold the old placement's states; built again for the new one
   if (r.workers_to != r.workers_from) {
+    if (st.cfg.remote) take_spare_workers(self, r.workers_from, r.workers_to);
     share_out_data(st, r.workers_to, r.clock);
     // a minibatch teaches as much as before: the rate per minibatch and the schedule's place
     // follow the minibatches trained, not the clocks (train_spec::lr_workers)
@@ -216,14 +222,12 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
 
 } // namespace
 
-void arm_next_resize(self_ptr self) {
+namespace {
+
+/// Every shard is asked for its state at `clock` (the next resize's), which it holds until it
+/// reaches that clock.
+void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
   auto& st = self->state;
-  if (st.phase != run_phase::training || st.resize_asked || !st.failing_over.empty()
-      || st.resizes_done >= st.cfg.resizes.size())
-    return;
-  const auto clock = st.cfg.resizes[st.resizes_done].at_clock;
-  st.resize_asked = true;
-  const auto generation = ++st.resize_generation;
   ask_each<wire_buffer>(
     st.shards.size(),
     [&](std::size_t s) {  // held by each shard until it reaches the clock: no timeout
@@ -244,10 +248,31 @@ void arm_next_resize(self_ptr self) {
         const auto& planned = st.cfg.resizes[st.resizes_done++];
         log_line(log_level::warn, "chief",
                  "resize " + to_string(planned) + " skipped: the shards are past that clock");
+        if (st.cfg.remote) release_paused_workers(self);
         return arm_next_resize(self);
       }
       fail_run(self, "asking the shards for their state at clock " + std::to_string(clock), err);
     });
+}
+
+} // namespace
+
+void arm_next_resize(self_ptr self) {
+  auto& st = self->state;
+  if (st.phase != run_phase::training || st.resize_asked || !st.failing_over.empty()
+      || st.resizes_done >= st.cfg.resizes.size())
+    return;
+  const auto clock = st.cfg.resizes[st.resizes_done].at_clock;
+  st.resize_asked = true;
+  const auto generation = ++st.resize_generation;
+  if (!st.cfg.remote) return ask_states_at(self, clock, generation);  // paused where started
+  // Across processes the workers learn the clock now; it may move later (worker_pause.cpp).
+  pause_workers_at(self, clock, [=](int64_t at) {
+    auto& st = self->state;
+    if (st.resize_generation != generation || st.phase != run_phase::training) return;
+    st.cfg.resizes[st.resizes_done].at_clock = at;
+    ask_states_at(self, at, generation);
+  });
 }
 
 void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {

@@ -12,7 +12,7 @@ wire_buffer encode_role_setup(const role_setup& setup) {
   for (const auto& a : setup.shard_addresses) text += words_for(a.size() + 1) + 1;
   auto bound = header_bound + spec_bound(setup.spec) + words_for(setup.data.dir.size() + 1)
                + words_for(setup.data.train_path.size() + 1) + words_for(setup.data.test_path.size() + 1)
-               + words_for(setup.data.schema_path.size() + 1) + text;
+               + words_for(setup.data.schema_path.size() + 1) + text + 1 + 3 * setup.plan.size();
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {  // rare: zero it all
     auto msg = mb.initRoot<wire::RoleSetup>();
     write_spec(msg.initSpec(), setup.spec);
@@ -45,6 +45,14 @@ wire_buffer encode_role_setup(const role_setup& setup) {
     msg.setIncarnation(setup.incarnation);
     msg.setDataOffset(setup.data_offset);
     msg.setFollowUntil(setup.follow_until);
+    msg.setPauseAt(setup.pause_at);
+    auto plan = msg.initPlan(static_cast<unsigned>(setup.plan.size()));
+    for (unsigned i = 0; i < setup.plan.size(); ++i) {
+      plan[i].setParts(setup.plan[i].parts);
+      plan[i].setPart(setup.plan[i].part);
+      plan[i].setFirst(setup.plan[i].first);
+      plan[i].setCount(setup.plan[i].count);
+    }
   });
 }
 
@@ -98,9 +106,21 @@ caf::expected<role_setup> decode_role_setup(const wire_buffer& buf) {
     out.incarnation = msg.getIncarnation();
     out.data_offset = msg.getDataOffset();
     out.follow_until = msg.getFollowUntil();
+    out.pause_at = msg.getPauseAt();
+    for (auto segment : msg.getPlan()) {
+      data_segment d{segment.getParts(), segment.getPart(), segment.getFirst(),
+                     segment.getCount()};
+      if (d.parts < 1 || d.parts > max_workers || d.part < 0 || d.part >= d.parts || d.first < 0
+          || d.count < 0)
+        return make_error(errc::invalid_spec, "out-of-range data segment in RoleSetup");
+      out.plan.push_back(d);
+    }
+    if (!out.plan.empty() && plan_batches(out.plan) != out.steps)
+      return make_error(errc::invalid_spec, "a RoleSetup's plan does not hold its steps");
     if (out.batch <= 0 || out.steps < 0 || out.start_clock < 0
         || out.start_clock < out.data_offset  // a minibatch before the first
         || out.follow_until < -1 || (out.follow_until >= 0 && !out.data.follow)
+        || out.pause_at < -1
         || out.index < 0 || out.index >= out.spec.workers
         || out.shard_addresses.size() != static_cast<std::size_t>(out.spec.shards)
         || out.data.train_rows <= 0 || out.data.test_rows <= 0)

@@ -3,6 +3,7 @@
 // Implemented in role_setup_codec.cpp.
 #pragma once
 
+#include "actors/protocol/data_plan.hpp"
 #include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/wire_buffer.hpp"
@@ -33,6 +34,8 @@ struct role_setup {
   uint32_t incarnation = 0;
   int64_t data_offset = 0;  ///< worker_config::data_offset
   int64_t follow_until = -1;  ///< worker_config::follow_until (a followed stream's grant)
+  int64_t pause_at = -1;  ///< worker_config::pause_at (a change of size asked at that clock)
+  data_plan plan;  ///< worker_config::plan (the number of workers changed; steps: its count)
 };
 
 wire_buffer encode_role_setup(const role_setup& setup);

@@ -1,19 +1,18 @@
 // actorps scale: a distributed run asked, while it trains, to go on with another number of
-// shards. The request is checked (the phase, the number, no other change under way, a spare
-// ps task for each new shard: spare_tasks.cpp), then becomes the next resize (resize.cpp) at a
-// clock a few clocks past the slowest live worker's (the shards' clock), which the shards hold
-// their state for; the resize is the one a run in one process makes, with the spares' shards taken in
-// instead of spawned ones. The request is answered once training has resumed on the new
+// shards, of workers, or both. The request is checked (the phase, the numbers, no other change
+// under way, a spare ps task for each new shard and a spare worker task for each new worker:
+// spare_tasks.cpp, spare_workers.cpp), then becomes the next resize (resize.cpp) at a clock a
+// few clocks past the slowest live worker's (the shards' clock), which the shards hold their
+// state for; the resize is the one a run in one process makes, with the spares taken in
+// instead of spawned roles. The request is answered once training has resumed on the new
 // shards, or refused with the reason: now, or when the run ends first.
 //
-// The workers report their clocks in batches (every 20 ms or more across processes), so the
-// shards may be past the clock asked for; the change is then asked again twice as far ahead.
-//
-// The workers run in other processes and do not pause at the clock of the change, as they do
-// in one process (worker_config::pause_at). In sync mode the state at that clock is exact all
-// the same (a later clock's pushes wait for the round); in ssp and async it may hold pushes a
-// faster worker made past it, which that worker trains again from the clock, as after a
-// rollback to a checkpoint.
+// The workers report their clocks in batches (every 20 ms or more across processes), so a
+// worker may be past the clock asked for: each is told to pause there (worker_config::pause_at,
+// by message: worker_pause.cpp), and one that has begun that clock says the first it has not,
+// which all of them pause at then. So the shards' state at the clock holds exactly the pushes
+// before it in every mode, as in one process. Should the shards still be past it (a worker
+// replaced meanwhile, say), the change is asked again twice as far ahead.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -25,9 +24,23 @@ namespace {
 
 constexpr int64_t first_margin = 4;  // clocks past the shards' (the slowest live worker's)
 
-caf::error refusal(int32_t shards, const std::string& why) {
-  log_line(log_level::warn, "chief",
-           "scale to " + std::to_string(shards) + " shards refused: " + why);
+/// "3 shards", "3 workers" or "3 shards and 2 workers": the sizes asked for that differ from
+/// the run's now (the shards if none does); with `from`, "2 to 3 shards" and so on.
+std::string size_text(const chief_state& st, int32_t shards, int32_t workers, bool from = false) {
+  const auto shards_now = static_cast<int32_t>(st.shards.size());
+  const auto workers_now = st.cfg.spec.workers;
+  auto one = [&](int32_t now, int32_t to, const char* what) {
+    return (from ? std::to_string(now) + " to " : std::string()) + std::to_string(to) + what;
+  };
+  std::string out;
+  if (shards != shards_now || workers == workers_now) out = one(shards_now, shards, " shards");
+  if (workers != workers_now)
+    out += (out.empty() ? "" : " and ") + one(workers_now, workers, " workers");
+  return out;
+}
+
+caf::error refusal(const std::string& what, const std::string& why) {
+  log_line(log_level::warn, "chief", "scale to " + what + " refused: " + why);
   return caf::make_error(caf::sec::runtime_error, why);
 }
 
@@ -45,56 +58,75 @@ std::string phase_refusal(run_phase phase) {
   return "this run is over";
 }
 
+/// The spare tasks a change from the run's size to `shards` and `workers` lacks, worded; "" if
+/// none.
+std::string missing_tasks(const chief_state& st, int32_t shards, int32_t workers) {
+  auto missing = missing_spares(st, static_cast<int32_t>(st.shards.size()), shards);
+  if (missing.empty())
+    missing = missing_spare_workers(st, static_cast<int32_t>(st.worker_nodes.size()), workers);
+  return missing;
+}
+
 } // namespace
 
-caf::result<int32_t> on_scale_request(self_ptr self, int32_t shards) {
+caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, int32_t workers) {
   auto& st = self->state;
   const auto now = static_cast<int32_t>(st.shards.size());
+  const auto workers_now = st.cfg.spec.workers;
+  if (shards == 0) shards = now;  // 0: as many as now
+  if (workers == 0) workers = workers_now;
+  const auto what = size_text(st, shards, workers);
   if (!st.cfg.remote)
-    return refusal(shards, "this chief runs every role in one process (use --resize)");
+    return refusal(what, "this chief runs every role in one process (use --resize)");
   if (shards < 1 || shards > max_shards)
-    return refusal(shards, "the number of shards is 1 to " + std::to_string(max_shards));
+    return refusal(what, "the number of shards is 1 to " + std::to_string(max_shards));
+  if (workers < 1 || workers > max_workers)
+    return refusal(what, "the number of workers is 1 to " + std::to_string(max_workers));
   if (const auto buckets = st.cfg.spec.bucket_shards.size();
       buckets > 0 && static_cast<std::size_t>(shards) > buckets)
-    return refusal(shards, "more shards than the " + std::to_string(buckets)
-                             + " buckets of the sparse keys");
+    return refusal(what, "more shards than the " + std::to_string(buckets)
+                           + " buckets of the sparse keys");
   if (st.scale_answer.pending())
-    return refusal(shards, "a resize to " + std::to_string(st.scale_to)
-                             + " shards is under way already");
-  if (auto why = phase_refusal(st.phase); !why.empty()) return refusal(shards, why);
+    return refusal(what, "a resize to " + size_text(st, st.scale_to, st.scale_workers_to)
+                           + " is under way already");
+  if (auto why = phase_refusal(st.phase); !why.empty()) return refusal(what, why);
   if (st.resize_asked || st.resizes_done < st.cfg.resizes.size())
-    return refusal(shards, "a resize is under way already");
-  if (shards == now) {
-    log_line("chief", "scale to " + std::to_string(shards) + " shards: the run has as many");
-    return shards;
+    return refusal(what, "a resize is under way already");
+  if (shards == now && workers == workers_now) {
+    log_line("chief", "scale to " + what + ": the run has as many");
+    return caf::result<int32_t, int32_t>(shards, workers);
   }
-  if (st.cfg.replicas > 0) return refusal(shards, "not with standbys (--replicas) yet");
-  if (st.cfg.source.follow) return refusal(shards, "not while following a stream (--follow)");
-  if (!st.failing_over.empty()) return refusal(shards, "a fail-over is under way");
-  if (auto missing = missing_spares(st, now, shards); !missing.empty())
-    return refusal(shards, missing);
+  if (st.cfg.replicas > 0) return refusal(what, "not with standbys (--replicas) yet");
+  if (st.cfg.source.follow) return refusal(what, "not while following a stream (--follow)");
+  if (!st.failing_over.empty()) return refusal(what, "a fail-over is under way");
+  if (workers != workers_now && !st.cfg.checkpoints.dir.empty())
+    return refusal(what, "a change of workers is not made with --checkpoint-dir across "
+                         "processes yet (one process: --resize workers=N@clock=C)");
+  if (auto missing = missing_tasks(st, shards, workers); !missing.empty())
+    return refusal(what, missing);
   const auto clock = st.global_clock() + first_margin;
   if (clock >= st.cfg.steps)
-    return refusal(shards, "the run ends at clock " + std::to_string(st.cfg.steps)
-                             + ", too soon for a change (the workers are at clock "
-                             + std::to_string(st.global_clock()) + ")");
-  log_line("chief", "scale from " + std::to_string(now) + " to " + std::to_string(shards)
-                      + " shards asked: at clock " + std::to_string(clock));
-  st.cfg.resizes.push_back({shards, clock});
+    return refusal(what, "the run ends at clock " + std::to_string(st.cfg.steps)
+                           + ", too soon for a change (the workers are at clock "
+                           + std::to_string(st.global_clock()) + ")");
+  log_line("chief", "scale from " + size_text(st, shards, workers, true)
+                      + " asked: at clock " + std::to_string(clock));
+  st.cfg.resizes.push_back({shards == now ? 0 : shards, clock, workers == workers_now ? 0 : workers});
   st.scale_to = shards;
+  st.scale_workers_to = workers;
   st.scale_margin = first_margin;
-  st.scale_answer = self->make_response_promise<int32_t>();
+  st.scale_answer = self->make_response_promise<int32_t, int32_t>();
   arm_next_resize(self);
   return st.scale_answer;
 }
 
-bool resize_can_begin(self_ptr self, int32_t to) {
+bool resize_can_begin(self_ptr self, int32_t to, int32_t workers) {
   auto& st = self->state;
   if (!st.cfg.remote) return true;
-  auto missing = missing_spares(st, static_cast<int32_t>(st.shards.size()), to);
+  auto missing = missing_tasks(st, to, workers);
   if (missing.empty()) return true;
-  log_line(log_level::warn, "chief", "the resize to " + std::to_string(to)
-                                       + " shards does not begin: " + missing);
+  log_line(log_level::warn, "chief", "the resize to " + size_text(st, to, workers)
+                                       + " does not begin: " + missing);
   refuse_scale_request(self, missing);
   return false;
 }
@@ -102,10 +134,12 @@ bool resize_can_begin(self_ptr self, int32_t to) {
 void answer_scale_request(self_ptr self) {
   auto& st = self->state;
   if (!st.scale_answer.pending()) return;
-  if (static_cast<int32_t>(st.shards.size()) == st.scale_to)
-    st.scale_answer.deliver(st.scale_to);
+  if (static_cast<int32_t>(st.shards.size()) == st.scale_to
+      && st.cfg.spec.workers == st.scale_workers_to)
+    st.scale_answer.deliver(st.scale_to, st.scale_workers_to);
   else
-    refuse_scale_request(self, "the run has " + std::to_string(st.shards.size()) + " shards");
+    refuse_scale_request(self, "the run has " + std::to_string(st.shards.size()) + " shards and "
+                                 + std::to_string(st.cfg.spec.workers) + " workers");
 }
 
 bool ask_scale_later(self_ptr self) {
@@ -121,8 +155,8 @@ bool ask_scale_later(self_ptr self) {
     return false;
   }
   log_line("chief", "the shards are past clock " + std::to_string(planned.at_clock)
-                      + "; the change to " + std::to_string(planned.shards)
-                      + " shards is asked at clock " + std::to_string(clock));
+                      + "; the change to " + size_text(st, st.scale_to, st.scale_workers_to)
+                      + " is asked at clock " + std::to_string(clock));
   planned.at_clock = clock;
   return true;
 }
@@ -130,7 +164,7 @@ bool ask_scale_later(self_ptr self) {
 void refuse_scale_request(self_ptr self, const std::string& why) {
   auto& st = self->state;
   if (!st.scale_answer.pending()) return;
-  st.scale_answer.deliver(refusal(st.scale_to, why));
+  st.scale_answer.deliver(refusal(size_text(st, st.scale_to, st.scale_workers_to), why));
 }
 
 } // namespace actorps::chief_detail

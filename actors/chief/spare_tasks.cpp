@@ -6,8 +6,7 @@
 // beyond the new size once their state is in hand (drained), and their tasks exit 0, so that
 // an orchestrator does not restart them. The end of the run stops the spares as it stops
 // every task (phases.cpp).
-#include "actors/chief/cluster_view.hpp"
-#include "actors/chief/state.hpp"
+#include "actors/chief/spare_seats.hpp"
 
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
@@ -24,22 +23,9 @@ caf::error seat_spare(self_ptr self, int32_t index, ps_shard_actor shard, ps_tas
   auto& st = self->state;
   const auto name = ps_role(index).text();
   if (!shard || !task) return caf::make_error(caf::sec::invalid_argument, name + " offered no shard");
-  const auto& chief_view = st.cfg.remote->cluster_view;
-  if (!chief_view.empty()) {
-    auto difference = cluster_view_difference_growing(view, chief_view);
-    if (!difference.empty()) {
-      log_line(log_level::error, "chief", "refused " + name + "'s join as a spare: " + difference);
-      return make_error(errc::cluster_mismatch, name + "'s cluster spec is not the chief's with "
-                                                  "more ps tasks: " + difference);
-    }
-  }
-  host_port address;
-  try {
-    address = parse_address(cluster_view_address(view, "ps", index), name + "'s address");
-  } catch (const std::exception& e) {
-    return make_error(errc::cluster_mismatch, name + "'s cluster spec does not list it: "
-                                                + e.what());
-  }
+  auto found = spare_address(self, ps_role(index), view);
+  if (!found) return std::move(found.error());
+  const auto address = *found;
   if (auto it = st.spares.find(index); it != st.spares.end()) {
     if (it->second.shard == shard) return caf::none;  // said twice
     self->demonitor(it->second.shard.address());  // a new process of it: the previous is gone
@@ -47,37 +33,18 @@ caf::error seat_spare(self_ptr self, int32_t index, ps_shard_actor shard, ps_tas
   }
   self->monitor(shard);
   st.spares[index] = {std::move(shard), std::move(task), address};
-  ++st.spares_joined;
-  const auto shards = static_cast<int32_t>(st.shards.size());
-  log_line("chief", name + " joined as a spare at " + address.text() + " (the run has "
-                      + std::to_string(shards) + " shards; actorps scale --ps "
-                      + std::to_string(std::max(shards + 1, index + 1)) + " takes it in)");
-  st.metrics->write(json_object().add("event", "spare").add("task", name)
-                      .add("address", address.text()).add("shards", shards)
-                      .add("spares", static_cast<uint64_t>(st.spares.size()))
-                      .add("spares_joined", st.spares_joined).add("wall_s", st.elapsed()));
-  st.metrics->flush();
+  note_spare_joined(self, ps_role(index), address, "shards", static_cast<int32_t>(st.shards.size()),
+                    st.spares.size(), "--ps");
   return caf::none;
 }
 
 bool on_spare_down(self_ptr self, const caf::down_msg& dm) {
-  auto& st = self->state;
-  for (auto it = st.spares.begin(); it != st.spares.end(); ++it) {
-    if (it->second.shard.address() != dm.source) continue;
-    log_line(log_level::warn, "chief", ps_role(it->first).text() + ", a spare, is gone ("
-                                         + describe(dm.reason) + ")");
-    st.spares.erase(it);
-    return true;
-  }
-  return false;
+  return drop_gone_spare(self->state.spares, role_kind::ps, dm,
+                         [](const chief_state::spare_task& t) { return t.shard; });
 }
 
 std::string missing_spares(const chief_state& st, int32_t from, int32_t to) {
-  for (int32_t s = from; s < to; ++s)
-    if (!st.spares.count(s))
-      return "no spare " + ps_role(s).text() + " has joined (start it with a cluster spec that "
-             "lists " + std::to_string(to) + " ps tasks)";
-  return "";
+  return missing_spare(st.spares, role_kind::ps, from, to, "ps tasks");
 }
 
 void take_spares(self_ptr self, int32_t from, int32_t to) {

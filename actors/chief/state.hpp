@@ -194,11 +194,18 @@ struct chief_state {
   };
   std::map<int32_t, spare_task> spares;
   uint64_t spares_joined = 0;
+  // worker tasks beyond the run's workers that joined and wait (spare_workers.cpp), by index
+  struct spare_worker {
+    task_node_actor node;
+    host_port address;
+  };
+  std::map<int32_t, spare_worker> spare_workers;
   // actorps scale (scale_request.cpp): the request whose change is asked or under way, its
   // answer once the change is done, and how far ahead of the newest reported clock the change
   // is asked (doubled each time the shards are past it already)
-  caf::typed_response_promise<int32_t> scale_answer;
+  caf::typed_response_promise<int32_t, int32_t> scale_answer;
   int32_t scale_to = 0;
+  int32_t scale_workers_to = 0;
   int64_t scale_margin = 0;
 
   // hot standbys (--replicas 1; standbys.cpp)
@@ -560,6 +567,14 @@ bool resize_episode_down(self_ptr self, const caf::down_msg& dm);
 /// there pauses (worker_config::pause_at); -1 when none.
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock);
 
+// worker_pause.cpp
+/// Distributed: every worker still training is told to pause at `clock` (or, where one has
+/// begun it, at the latest clock one has not: asked again), then `then` with the clock they
+/// all pause at.
+void pause_workers_at(self_ptr self, int64_t clock, std::function<void(int64_t)> then);
+/// Distributed: the workers pause nowhere again (a change asked of them did not begin).
+void release_paused_workers(self_ptr self);
+
 // spare_tasks.cpp
 /// Whether ps:index lies beyond the run's shards (distributed runs): its join is a spare's.
 bool is_spare_join(self_ptr self, int32_t index);
@@ -576,13 +591,29 @@ std::string missing_spares(const chief_state& st, int32_t from, int32_t to);
 /// found each) become shards, and workers are told their addresses from now on.
 void take_spares(self_ptr self, int32_t from, int32_t to);
 
+// spare_workers.cpp
+/// Whether worker:index lies beyond the run's workers (distributed runs): its join is a spare's.
+bool is_spare_worker_join(self_ptr self, const std::string& type, int32_t index);
+/// Keeps worker:index (beyond the run's workers) as a spare, or refuses it with the reason.
+caf::error seat_spare_worker(self_ptr self, int32_t index, task_node_actor node,
+                             const std::string& view);
+/// A spare worker's process went down: it is dropped. False when `dm` is not a spare's.
+bool on_spare_worker_down(self_ptr self, const caf::down_msg& dm);
+/// "" when worker:from .. worker:to-1 each have a spare waiting; else the first missing, worded.
+std::string missing_spare_workers(const chief_state& st, int32_t from, int32_t to);
+/// Distributed: the workers go from `from` to `to` at a resize: the tasks beyond `to` are
+/// stopped (their clocks before the change are trained; they exit 0), the spare worker tasks
+/// worker:from .. worker:to-1 are taken in, their roles started with the others'.
+void take_spare_workers(self_ptr self, int32_t from, int32_t to);
+
 // scale_request.cpp
-/// (scale, shards): checked, then asked of the shards as the next resize; answered by
+/// (scale, shards, workers): checked, then asked as the next resize; answered by
 /// answer_scale_request once it is done, or refused now with the reason.
-caf::result<int32_t> on_scale_request(self_ptr self, int32_t shards);
-/// A resize to `to` shards is about to begin with every state in hand: false when it cannot
-/// (distributed: a spare it needs is gone), logged, and its scale request refused.
-bool resize_can_begin(self_ptr self, int32_t to);
+caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, int32_t workers);
+/// A resize to `to` shards and `workers` workers is about to begin with every state in hand:
+/// false when it cannot (distributed: a spare it needs is gone), logged, and its scale request
+/// refused.
+bool resize_can_begin(self_ptr self, int32_t to, int32_t workers);
 /// A resize is over: the scale request it served, if any, is answered.
 void answer_scale_request(self_ptr self);
 /// The shards were past the clock of a requested resize: it is asked again further ahead

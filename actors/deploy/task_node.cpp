@@ -131,6 +131,8 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       wc.start_clock = setup.start_clock;
       wc.data_offset = setup.data_offset;
       wc.follow_until = setup.follow_until;
+      wc.pause_at = setup.pause_at;
+      wc.plan = setup.plan;
       wc.incarnation = setup.incarnation;
       wc.slow_ms = setup.slow_ms;
       wc.backend = setup.backend;

@@ -18,7 +18,10 @@ namespace actorps {
 
 scale_outcome scale_job(const scale_options& opts) {
   auto refused = [](std::string why) { return scale_outcome{scale_status::refused, std::move(why)}; };
-  if (opts.ps < 1) return refused("--ps must be 1 or more, got " + std::to_string(opts.ps));
+  if (opts.ps < 0) return refused("--ps must be 1 or more, got " + std::to_string(opts.ps));
+  if (opts.workers < 0)
+    return refused("--workers must be 1 or more, got " + std::to_string(opts.workers));
+  if (opts.ps == 0 && opts.workers == 0) return refused("neither shards nor workers asked for");
   host_port chief;
   try {
     chief = parse_address(opts.chief, "--chief");
@@ -36,10 +39,11 @@ scale_outcome scale_job(const scale_options& opts) {
   if (!handle) return {scale_status::unreachable, describe(handle.error())};
   scale_outcome out{scale_status::unreachable, "no answer"};
   caf::scoped_actor self{*sys};
-  self->request(*handle, opts.wait, scale_atom::value, opts.ps)
+  self->request(*handle, opts.wait, scale_atom::value, opts.ps, opts.workers)
     .receive(
-      [&](int32_t shards) {
-        out = {scale_status::done, "the run goes on with " + std::to_string(shards) + " shards"};
+      [&](int32_t shards, int32_t workers) {
+        out = {scale_status::done, "the run goes on with " + std::to_string(shards)
+                                     + " shards and " + std::to_string(workers) + " workers"};
       },
       [&](caf::error& err) {
         const bool lost = err == caf::sec::request_timeout

@@ -64,6 +64,7 @@ using evict_atom = caf::atom_constant<caf::atom("evict")>;  // a shard's sweep, 
 using failover_atom = caf::atom_constant<caf::atom("failover")>;  // a fail-over's report
 using stream_atom = caf::atom_constant<caf::atom("stream")>;  // a followed stream (--follow)
 using resize_atom = caf::atom_constant<caf::atom("resize")>;  // a change of the shard count
+using pause_atom = caf::atom_constant<caf::atom("pause")>;  // a worker's clock to stop before
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -411,7 +412,11 @@ using worker_actor = caf::typed_actor<
   caf::replies_to<reroute_atom, int32_t, ps_shard_actor>::with<int32_t>,
   // (stream, until, end): following a stream, the worker computes clock c only once c + 1 <
   // until (the files hold the next clock's batch); `end`: its last clock is until - 1.
-  caf::reacts_to<stream_atom, int64_t, bool>>;
+  caf::reacts_to<stream_atom, int64_t, bool>,
+  // (pause, clock) -> the clock it pauses at: it computes no clock from there on
+  // (worker_config::pause_at), `clock` or the first it has not begun, if later; -1: it pauses
+  // nowhere, and goes on if it waited.
+  caf::replies_to<pause_atom, int64_t>::with<int64_t>>;
 
 /// The evaluator: (eval, clock) -> the test metrics of a fresh parameter snapshot.
 using evaluator_actor = caf::typed_actor<
@@ -492,10 +497,11 @@ using chief_actor = caf::typed_actor<
   // (stream, names, numbers): files that appeared in the followed directory, in name order;
   // numbers holds, per file, its bytes then the rows each worker reads of it (chief/follow.cpp).
   caf::reacts_to<stream_atom, std::vector<std::string>, std::vector<int64_t>>,
-  // (scale, shards) -> shards: a distributed run goes on with that many shards (actorps scale),
-  // the new ones served by spare ps tasks that joined; answered once the change is done, or
-  // refused with the reason (chief/scale_request.cpp). chief:0 or admin:0 only.
-  caf::replies_to<scale_atom, int32_t>::with<int32_t>,
+  // (scale, shards, workers) -> (shards, workers): a distributed run goes on with that many
+  // shards and workers (0: as many as now; actorps scale), the new ones spare ps and worker
+  // tasks that joined; answered once the change is done, or refused with the reason
+  // (chief/scale_request.cpp). chief:0 or admin:0 only.
+  caf::replies_to<scale_atom, int32_t, int32_t>::with<int32_t, int32_t>,
   // (leave, type, index, why) -> ok: that task is about to exit on its own (why: "SIGTERM");
   // its loss, which follows, is a leave (distributed runs).
   caf::replies_to<leave_atom, std::string, int32_t, std::string>::with<caf::ok_atom>,

@@ -437,6 +437,18 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       if (refusal(self, authorise_local(current_role(self), "step"))) return;
       computed(self);
     },
+    [=](pause_atom, int64_t clock) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (auto err = refusal(self, authorise_chief(current_role(self), "pause"))) return err;
+      // A gradient computed and waiting to go: its clock is begun.
+      const bool begun = st.stepping || st.push_waits;
+      const auto first_free = st.shards ? st.clock + (begun ? 1 : 0) : st.cfg.start_clock;
+      const bool waited = st.shards && st.cfg.pause_at >= 0 && st.clock >= st.cfg.pause_at
+                          && !begun && st.waits == worker_state::waiting::nothing;
+      st.cfg.pause_at = clock < 0 ? -1 : std::max(clock, first_free);
+      if (waited && (st.cfg.pause_at < 0 || st.clock < st.cfg.pause_at)) on_parameters(self);
+      return st.cfg.pause_at;
+    },
     [=](reroute_atom, int32_t s, ps_shard_actor shard) -> caf::result<int32_t> {
       auto& st = self->state;
       if (auto err = refusal(self, authorise_chief(current_role(self), "reroute")))

@@ -48,6 +48,7 @@ struct worker_config {
   /// its push of the clock before done, until the chief stops it. So the shards' state at that
   /// clock holds exactly every push before it in every mode: in ssp and async a worker ahead of
   /// the others would otherwise have pushed past it, and that push would be trained twice.
+  /// Across processes the chief sets it while the worker trains: (pause, clock).
   int64_t pause_at = -1;
   int slow_ms = 0;                         ///< straggler delay added to every step
   /// Computes the next clock while its push is in flight where the mode allows (see above);
