@@ -3,9 +3,9 @@
 // Implemented in role_setup_codec.cpp.
 #pragma once
 
-#include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/wire_buffer.hpp"
+#include "actors/ps/data_source.hpp"
 #include "kernels/backend_factory.hpp"
 
 #include <caf/expected.hpp>

@@ -4,12 +4,12 @@
 // value or being refused as out of range at the first message. (A value added at the end of
 // one list only is not caught here: add it to both, and to its check.)
 #include "actors/protocol/bf16.hpp"
-#include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
-#include "kernels/lr_schedule.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/lr_schedule.hpp"
+#include "actors/ps/sparse_table_config.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
-#include "kernels/sparse/table_config.hpp"
 #include "schema/actorps.capnp.h"
 
 #include <type_traits>
