@@ -2,8 +2,8 @@
 //
 // Two ways to train:
 //  * The runtime owns the loop (recovery, checkpoints, stragglers and the SSP bound keep
-//    working): write a model plug-in (a trainer per worker + an evaluation hook, plugin.hpp),
-//    register it, and call train().
+//    working): write a model plug-in (a trainer per worker + an evaluation hook,
+//    actors/ps/model_plugin.hpp), register it, and call train().
 //
 //      class my_model : public actorps::model_plugin { ... };
 //      actorps::register_model("mine", [](const std::string& args) {
@@ -31,16 +31,18 @@
 // train_cluster(), every other task serve_task() (on the same deployment code as the
 // `actorps chief|ps|worker|evaluator` commands).
 //
-// Errors are values (caf::expected / caf::error with actorps' codes, errors.hpp); nothing here
-// ends the process.
+// Errors are values (caf::expected / caf::error with actorps' codes, actors/ps/errors.hpp);
+// nothing here ends the process.
 #pragma once
 
-#include "actors/model/plugin.hpp"
-#include "actors/model/registry.hpp"
-#include "actors/protocol/data_source.hpp"
-#include "actors/protocol/errors.hpp"
-#include "actors/protocol/messages.hpp"
-#include "actors/protocol/model_spec.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/errors.hpp"
+#include "actors/ps/lr_schedule.hpp"
+#include "actors/ps/model_plugin.hpp"
+#include "actors/ps/model_registry.hpp"
+#include "actors/ps/model_spec.hpp"
+#include "actors/ps/optimizer.hpp"
+#include "actors/ps/run_summary.hpp"
 #include "actors/ps/task_id.hpp"
 
 #include <caf/expected.hpp>

@@ -4,6 +4,7 @@
 // report "no device" with the reason instead of failing to link.
 #pragma once
 
+#include "actors/ps/backend_kind.hpp"
 #include "kernels/backend.hpp"
 
 #include <memory>
@@ -11,15 +12,6 @@
 #include <string>
 
 namespace actorps {
-
-/// Which backend to run on; `automatic` takes CUDA when a usable device exists, else the CPU.
-enum class backend_kind { cpu, cuda, automatic };
-
-/// "cpu", "cuda" or "auto" → the kind; anything else → nullopt.
-std::optional<backend_kind> parse_backend_kind(const std::string& text);
-
-/// The spelling parse_backend_kind accepts: "cpu", "cuda" or "auto".
-const char* to_string(backend_kind kind);
 
 /// Number of CUDA devices this process can use. On 0, *why (if not null) receives the reason,
 /// with the CUDA error text (e.g. "cudaGetDeviceCount: CUDA driver version is insufficient for

@@ -2,33 +2,13 @@
 // for a binary model's test set (labels 0 or 1).
 #pragma once
 
+#include "actors/ps/binary_metrics.hpp"  // roc_auc, group_auc, mean_logloss_from_logits, slice_auc
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace actorps {
-
-/// The area under the ROC curve: the probability that a random positive scores above a random
-/// negative, a tie counting one half (the Mann–Whitney U statistic with mid-ranks, divided by
-/// positives × negatives). Exact, O(n log n). Only the order of the scores matters, so they may
-/// be probabilities or logits. NaN when one class is absent (no pair to compare) or a score is
-/// NaN. Throws std::invalid_argument for a label that is not 0 or 1, naming its index.
-double roc_auc(const float* scores, const float* labels, size_t n);
-
-/// Group AUC (GAUC, as CTR teams read it: AUC per user, averaged): roc_auc of each group's
-/// rows (row i in group groups[i]), averaged weighting each group by its rows, over the groups
-/// holding both classes (a group of clicks alone, or of non-clicks alone, has no AUC and is
-/// left out). NaN when no group holds both, or a score is NaN. Throws as roc_auc for a bad
-/// label.
-double group_auc(const float* scores, const float* labels, const uint64_t* groups, size_t n);
-
-/// One slice of a test set: the rows sharing one value of a key field (its key).
-struct slice_auc {
-  uint64_t key = 0;
-  int64_t rows = 0;
-  int64_t positives = 0;  ///< rows labelled 1
-  double auc = 0;         ///< roc_auc of its rows; NaN when they hold one class only
-};
 
 /// Per-slice AUC: the rows cut by slices[i] into slices, the `top` holding most rows (a tie:
 /// the smaller key first), largest first, each with its AUC. `rest_rows` gets the rows of the
@@ -50,10 +30,6 @@ inline constexpr double logloss_clamp = 1e-7;
 /// double. NaN for n == 0 or a NaN probability. Throws std::invalid_argument for a label that is
 /// not 0 or 1.
 double mean_logloss(const float* probabilities, const float* labels, size_t n);
-
-/// The same loss from logits z (p = sigmoid(z)), computed without a clamp as
-/// log(1 + exp(-z)) for y = 1 and log(1 + exp(z)) for y = 0: exact where p would round to 0 or 1.
-double mean_logloss_from_logits(const float* logits, const float* labels, size_t n);
 
 /// (probability, label) pairs collected across batches, scored at the end:
 ///   binary_scores test;

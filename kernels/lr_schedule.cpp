@@ -1,4 +1,4 @@
-#include "kernels/lr_schedule.hpp"
+#include "actors/ps/lr_schedule.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,6 +5,8 @@
 // lives in kernels/math.hpp so that a GPU backend runs exactly the same formulas.
 #pragma once
 
+#include "actors/ps/optimizer.hpp"  // optimizer_kind, optimizer_config, their names
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,24 +14,9 @@
 
 namespace actorps {
 
-enum class optimizer_kind { sgd, momentum, adam, adagrad };
-
-struct optimizer_config {
-  optimizer_kind kind = optimizer_kind::momentum;
-  float learning_rate = 0.05f;
-  float momentum = 0.9f;   ///< momentum
-  float beta1 = 0.9f;      ///< adam
-  float beta2 = 0.999f;    ///< adam
-  float epsilon = 1e-8f;   ///< adam, adagrad
-};
-
 // What each optimizer is (name, state, default rate, hyper-parameters) is one row of
-// kernels/optimizer_table.hpp; these read it.
-
-std::optional<optimizer_kind> parse_optimizer_kind(const std::string& name);
-const char* to_string(optimizer_kind kind);
-/// Every optimizer's name, for messages: "sgd, momentum, adam or adagrad".
-std::string optimizer_names();
+// kernels/optimizer_table.hpp; these read it, as do the names and default rates of
+// actors/ps/optimizer.hpp.
 
 /// Floats of optimizer state per parameter: 0 (sgd), 1 (momentum, adagrad), 2 (adam).
 std::size_t optimizer_state_slots(optimizer_kind kind);
@@ -81,8 +68,5 @@ update_check apply_pushed_update(const optimizer_config& cfg, float lr, int64_t 
                                  const float* param_in, const float* state_in, const float* grad,
                                  float* param_out, float* state_out, std::size_t n,
                                  float max_parameter, float max_gradient);
-
-/// The learning rate a run uses when none is given: 0.1 sgd, 0.05 momentum and adagrad, 0.001 adam.
-float default_learning_rate(optimizer_kind kind);
 
 } // namespace actorps

@@ -2,10 +2,13 @@
 // floats of state it keeps per parameter, its default learning rate, the hyper-parameters it
 // reads) beside its rule, the per-element formula of kernels/math.hpp it applies. Parsing,
 // naming, state sizes, defaults, the shards' update loops and what an export records all read
-// this table; a new optimizer is a row here, its formula in math.hpp, a schema enumerant of the
-// same name (schema/actorps.capnp: the wire carries the kind), and a test.
+// this table; a new optimizer is a row here, its formula in math.hpp, its kind
+// (actors/ps/optimizer.hpp) and a schema enumerant of the same name (schema/actorps.capnp: the
+// wire carries the kind), and a test; a kind or enumerant missing or misnamed fails the build
+// (the static_asserts below and in actors/protocol/schema_enums.cpp).
 #pragma once
 
+#include "kernels/enumerator_name.hpp"
 #include "kernels/math.hpp"
 #include "kernels/optimizer.hpp"
 
@@ -113,6 +116,11 @@ constexpr bool rows_in_kind_order(std::index_sequence<I...>) {
 } // namespace detail
 static_assert(detail::rows_in_kind_order(std::make_index_sequence<optimizer_count>{}),
               "row i of the optimizer table is optimizer_kind i");
+// The enum follows the table: a kind without a row fails here, as a row of no kind fails to
+// compile; schema_enums.cpp holds the schema's Optimizer to the table the same way.
+static_assert(rows_name_enumerators<optimizer_kind, optimizer_table>(
+                std::make_index_sequence<optimizer_count>{}),
+              "optimizer_kind i is named as row i of the optimizer table, and has no more values");
 
 /// Calls f(Row{}) for the row of `kind` and returns true; false for a kind of no row.
 template <class F>

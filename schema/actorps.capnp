@@ -30,7 +30,7 @@ struct ModelSpec {
   sparseTables @5 :List(SparseTableSpec);  # tables of keyed rows
 }
 
-# A table of keyed rows (kernels/sparse/table_config.hpp): uint64 keys, rows of `dim` float32
+# A table of keyed rows (actors/ps/sparse_table_config.hpp): uint64 keys, rows of `dim` float32
 # created on first push, each with its own optimizer state.
 struct SparseTableSpec {
   enum Init {

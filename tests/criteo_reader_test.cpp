@@ -2,7 +2,7 @@
 #include "actors/data/criteo_reader.hpp"
 #include "actors/data/libsvm_batches.hpp"
 
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 #include "tests/text_file_dir.hpp"
 
 #include <doctest/doctest.h>

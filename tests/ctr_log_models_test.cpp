@@ -10,7 +10,7 @@
 #include "tests/metrics_events.hpp"
 #include "tests/text_file_dir.hpp"
 
-#include "actors/data/feature_schema.hpp"
+#include "actors/ps/feature_schema.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -9,7 +9,7 @@
 #include "tests/generated_ctr_run.hpp"
 #include "tests/metrics_events.hpp"
 #include "tests/scratch_dir.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -8,7 +8,7 @@
 #include "actors/data/load_split.hpp"
 #include "actors/model/criteo_lr_plugin.hpp"
 #include "actors/model/dlrm_plugin.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "apps/gen_data/planted_criteo.hpp"
 #include "kernels/dlrm.hpp"
 #include "tests/command_runner.hpp"

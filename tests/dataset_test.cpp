@@ -1,4 +1,4 @@
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include "tests/scratch_dir.hpp"
 

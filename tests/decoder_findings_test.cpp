@@ -1,8 +1,8 @@
 // What fuzzing the decoders found (tests/fuzz): each finding's fix, asserted on the
 // product's own calls. The reproducers themselves are replayed by the fuzz_* tests.
-#include "actors/data/dataset.hpp"
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/protocol/wire.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <doctest/doctest.h>
 

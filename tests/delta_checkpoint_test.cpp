@@ -4,7 +4,7 @@
 // loss); a broken chain is refused, naming the link, and the newest complete prefix used; and
 // --keep keeps every link a kept checkpoint needs.
 #include "actors/chief/metrics.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "actors/protocol/digest.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/row_optimizer.hpp"

@@ -1,7 +1,7 @@
 // `--export-dir`, `actorps predict` and `actorps evaluate` as a user meets them: versions that
 // never overwrite, numbers that agree with metadata.json, and bad input refused with exit 2,
 // a message naming the file, and nothing half-written left behind.
-#include "actors/protocol/data_source.hpp"
+#include "actors/ps/data_source.hpp"
 #include "actors/protocol/digest.hpp"
 #include "actors/serving/file_bytes.hpp"
 #include "actors/data/load_split.hpp"

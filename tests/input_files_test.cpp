@@ -5,7 +5,7 @@
 // refused before 2 GiB are taken for it. Each refusal names the file.
 #include "actors/data/criteo_reader.hpp"
 #include "actors/data/csv_dataset.hpp"
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 #include "actors/data/libsvm_reader.hpp"
 #include "actors/deploy/cluster_spec.hpp"
 #include "actors/tls/tls_files.hpp"

@@ -1,6 +1,6 @@
 #include "actors/data/libsvm_reader.hpp"
 
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 #include "tests/text_file_dir.hpp"
 
 #include <doctest/doctest.h>

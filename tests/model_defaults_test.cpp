@@ -3,9 +3,9 @@
 // 256, 1 epoch, tables at 0.1 admitting a value on its 20th push); a typed flag overrides its
 // field alone; the run says which settings are in effect, on its log and in the metrics file's
 // start event; the MLP keeps the runtime's defaults.
-#include "actors/model/registry.hpp"
-#include "actors/model/training_defaults.hpp"
 #include "actors/ps.hpp"
+#include "actors/ps/model_registry.hpp"
+#include "actors/ps/training_defaults.hpp"
 
 #include "tests/command_runner.hpp"
 #include "tests/metrics_events.hpp"

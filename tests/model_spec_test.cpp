@@ -2,7 +2,7 @@
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/placement_change.hpp"
 #include "actors/model/mlp_plugin.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/parameter_init.hpp"
 

@@ -7,7 +7,7 @@
 // images as an IDX file; otherwise on the synthetic dataset, saying so. A program of its own,
 // so that OpenCV stays out of `actorps` and `actorps_tests`.
 // Exit status: 0 when they agree, 1 otherwise (naming the first differences).
-#include "actors/protocol/data_source.hpp"
+#include "actors/ps/data_source.hpp"
 #include "actors/data/load_split.hpp"
 
 #include "tests/command_runner.hpp"

@@ -18,8 +18,6 @@ using namespace actorps::test;
 
 namespace {
 
-errc code_of(const caf::error& err) { return static_cast<errc>(err.code()); }
-
 /// Every block of the tiny layout filled with `value`, optionally with one block changed.
 std::vector<std::pair<uint32_t, std::vector<float>>> all_blocks(const block_layout& layout,
                                                                 float value) {

@@ -3,9 +3,9 @@
 // arrival, named.
 
 #include "actors/chief/role_setup_codec.hpp"
-#include "actors/model/registry.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/model_spec.hpp"
+#include "actors/ps/model_registry.hpp"
 
 #include <doctest/doctest.h>
 

@@ -43,7 +43,7 @@ inline std::vector<float> final_parameters(const run_summary& summary, const tra
   block_layout layout(spec);
   std::vector<float> flat(layout.total_floats(), std::nanf(""));
   for (const auto& snap : summary.final_parameters) {
-    auto ok = scatter_shard_parameters(snap, layout, flat.data());
+    auto ok = scatter_shard_parameters(wire_buffer{snap}, layout, flat.data());
     REQUIRE(ok);
   }
   return flat;

@@ -8,7 +8,7 @@
 #include "actors/ps.hpp"
 #include "actors/ps/feature_key.hpp"
 #include "actors/protocol/wire.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "tests/command_runner.hpp"
 #include "tests/generated_ctr_run.hpp"
 #include "tests/metrics_events.hpp"

@@ -4,7 +4,7 @@
 // plug-in's test trains with before any shard or worker is involved.
 #pragma once
 
-#include "actors/model/plugin.hpp"
+#include "actors/ps/model_plugin.hpp"
 #include "kernels/sparse/key_dedup.hpp"
 #include "kernels/sparse/sparse_table.hpp"
 

@@ -3,9 +3,9 @@
 // pairwise AUC and a direct log loss, a local training loop against the generator's best AUC,
 // and the flags that pick it.
 #include "actors/data/load_split.hpp"
-#include "actors/model/registry.hpp"
 #include "actors/model/sparse_lr_plugin.hpp"
 #include "actors/ps.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "apps/gen_data/planted_libsvm.hpp"
 #include "tests/command_runner.hpp"
 #include "tests/sparse_loop.hpp"

@@ -2,7 +2,7 @@
 // (worker, clock), checked against a plain single-process loop applying the mean sparse
 // gradient, against itself resumed from a checkpoint, and after a shard is killed.
 #include "actors/chief/metrics.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/sparse/key_dedup.hpp"

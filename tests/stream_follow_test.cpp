@@ -3,9 +3,9 @@
 // the stop file. The runs themselves: tests/stream_follow_test.sh.
 #include "actors/data/criteo_batches.hpp"
 #include "actors/data/stream_watch.hpp"
-#include "actors/model/registry.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "actors/storage/run_identity.hpp"
 
 #include "tests/text_file_dir.hpp"

@@ -3,7 +3,7 @@
 // process with nothing but --model, --dataset and --test, scored by the run's own metrics file.
 #include "actors/data/criteo_batches.hpp"
 #include "actors/ps/criteo_keys.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "actors/model/wide_deep_plugin.hpp"
 #include "apps/gen_data/planted_criteo.hpp"
 #include "kernels/wide_deep.hpp"

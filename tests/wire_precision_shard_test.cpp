@@ -3,7 +3,7 @@
 // stays exact against a plain loop applying the mean of the rounded gradients, and a standby
 // fed its primary's bf16 pushes ends bit-identical to it.
 #include "actors/protocol/bf16.hpp"
-#include "kernels/lr_schedule.hpp"
+#include "actors/ps/lr_schedule.hpp"
 #include "kernels/optimizer.hpp"
 #include "tests/crafted_push.hpp"
 #include "tests/dropped_pushes.hpp"

@@ -2,6 +2,7 @@
 // back in the caller's order, sync's per-key mean, and keys named twice in a call.
 #include "actors/ps.hpp"
 
+#include <caf/sec.hpp>  // the timeout and argument errors compared with
 #include <doctest/doctest.h>
 
 #include <chrono>

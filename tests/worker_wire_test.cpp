@@ -4,8 +4,8 @@
 // payload byte of ours.
 #include "link_fixture.hpp"
 
-#include "actors/data/dataset.hpp"
 #include "actors/protocol/link_memory.hpp"
+#include "actors/ps/dataset.hpp"
 #include "actors/roles/worker.hpp"
 
 #include <doctest/doctest.h>

@@ -11,11 +11,11 @@
 // the newest checkpoint. Checkpoints: checkpoints.cpp.
 #pragma once
 
-#include "actors/model/training_defaults.hpp"
+#include "actors/ps/training_defaults.hpp"
 #include "actors/protocol/address.hpp"
 #include "actors/protocol/data_plan.hpp"
-#include "actors/protocol/data_source.hpp"
-#include "actors/data/dataset.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/dataset.hpp"
 #include "actors/protocol/messages.hpp"
 #include "kernels/backend_factory.hpp"
 #include "kernels/value_bounds.hpp"

@@ -4,9 +4,9 @@
 #pragma once
 
 #include "actors/protocol/data_plan.hpp"
-#include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/wire_buffer.hpp"
+#include "actors/ps/data_source.hpp"
 #include "kernels/backend_factory.hpp"
 
 #include <caf/expected.hpp>

@@ -89,7 +89,7 @@ run_summary make_summary(const chief_state& st, const eval_report& final_eval,
         sum.max_parameter = std::max(sum.max_parameter, max_abs(rows.values, rows.value_count));
     }
   sum.shard_stats_list = std::move(stats);
-  sum.final_parameters = std::move(snapshots);
+  for (const auto& snap : snapshots) sum.final_parameters.push_back(snap.share());
   return sum;
 }
 

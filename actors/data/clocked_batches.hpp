@@ -4,7 +4,7 @@
 // (libsvm_batches, criteo_batches).
 #pragma once
 
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "actors/data/clocked_batches.hpp"
-#include "actors/data/criteo_batch.hpp"
 #include "actors/data/criteo_reader.hpp"
+#include "actors/ps/criteo_batch.hpp"
 
 namespace actorps {
 

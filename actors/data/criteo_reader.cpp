@@ -2,8 +2,8 @@
 
 #include "actors/data/criteo_batches.hpp"
 
-#include "actors/data/dataset.hpp"
 #include "actors/data/text_fields.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <algorithm>
 #include <charconv>

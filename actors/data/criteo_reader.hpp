@@ -2,8 +2,8 @@
 // its own part of one file in batches, never the whole file.
 #pragma once
 
-#include "actors/data/criteo_batch.hpp"
 #include "actors/data/file_part.hpp"
+#include "actors/ps/criteo_batch.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,10 +3,10 @@
 // files are never held in memory and the same step gives the same rows after a resume.
 #pragma once
 
-#include "actors/data/batch_source.hpp"
 #include "actors/data/clocked_batches.hpp"
 #include "actors/data/csv_dataset.hpp"
-#include "actors/protocol/data_source.hpp"
+#include "actors/ps/batch_source.hpp"
+#include "actors/ps/data_source.hpp"
 
 namespace actorps {
 

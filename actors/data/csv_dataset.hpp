@@ -3,8 +3,8 @@
 // of a directory, in batches, as libsvm and criteo are read).
 #pragma once
 
-#include "actors/data/dataset.hpp"
 #include "actors/data/file_part.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,7 @@
 
 #include "actors/data/criteo_batches.hpp"
 #include "actors/data/schema_reader.hpp"
-#include "actors/protocol/data_source.hpp"
+#include "actors/ps/data_source.hpp"
 
 #include <cstdint>
 #include <memory>

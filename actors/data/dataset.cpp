@@ -1,4 +1,4 @@
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include "actors/protocol/input_file.hpp"
 #include "actors/ps/splitmix64.hpp"

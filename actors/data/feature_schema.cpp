@@ -1,4 +1,4 @@
-#include "actors/data/feature_schema.hpp"
+#include "actors/ps/feature_schema.hpp"
 
 #include "actors/ps/criteo_keys.hpp"
 #include "actors/data/line_reader.hpp"

@@ -1,6 +1,6 @@
 #include "actors/data/file_part.hpp"
 
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <algorithm>
 #include <filesystem>

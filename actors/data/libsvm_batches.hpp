@@ -5,7 +5,7 @@
 
 #include "actors/data/clocked_batches.hpp"
 #include "actors/data/libsvm_reader.hpp"
-#include "actors/data/sparse_batch.hpp"
+#include "actors/ps/sparse_batch.hpp"
 
 namespace actorps {
 

@@ -1,7 +1,7 @@
 #include "actors/data/libsvm_reader.hpp"
 
-#include "actors/data/dataset.hpp"
 #include "actors/data/text_fields.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <charconv>
 #include <stdexcept>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "actors/data/file_part.hpp"
-#include "actors/data/sparse_batch.hpp"
+#include "actors/ps/sparse_batch.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "actors/data/line_reader.hpp"
 
-#include "actors/data/dataset.hpp"
 #include "actors/protocol/input_file.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <unistd.h>
 

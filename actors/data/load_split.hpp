@@ -1,8 +1,8 @@
 // Loads what a data_source describes, on the host that trains or evaluates on it.
 #pragma once
 
-#include "actors/data/dataset.hpp"
-#include "actors/protocol/data_source.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include "actors/protocol/wire.hpp"
 

@@ -1,12 +1,12 @@
 // A user's own log, TAB- or comma-separated, plain or gzip, decoded by a feature schema
-// (feature_schema.hpp) into CTR batches, streamed as criteo_reader streams Criteo's layout:
+// (actors/ps/feature_schema.hpp) into CTR batches, streamed as criteo_reader streams Criteo's layout:
 // each worker reads its own part of the file (or of a directory's files), never the whole.
 #pragma once
 
 #include "actors/data/clocked_batches.hpp"
-#include "actors/data/criteo_batch.hpp"
-#include "actors/data/feature_schema.hpp"
 #include "actors/data/file_part.hpp"
+#include "actors/ps/criteo_batch.hpp"
+#include "actors/ps/feature_schema.hpp"
 
 #include <cstddef>
 #include <cstdint>

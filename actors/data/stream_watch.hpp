@@ -10,8 +10,8 @@
 // whose name sorts earlier came too late, and is left out with a warning.
 #pragma once
 
-#include "actors/protocol/data_source.hpp"
 #include "actors/protocol/wire.hpp"
+#include "actors/ps/data_source.hpp"
 
 #include <atomic>
 #include <functional>

@@ -1,8 +1,8 @@
 #include "actors/model/criteo_lr_plugin.hpp"
 
 #include "actors/model/criteo_model.hpp"
-#include "actors/model/registry.hpp"
 #include "actors/model/sparse_lr_plugin.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "kernels/sparse_logistic.hpp"
 
 #include <algorithm>

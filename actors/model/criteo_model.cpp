@@ -1,5 +1,7 @@
 #include "actors/model/criteo_model.hpp"
 
+#include "kernels/backend_factory.hpp"
+
 #include <stdexcept>
 
 namespace actorps {

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "actors/data/ctr_batches.hpp"
-#include "actors/data/dataset.hpp"
-#include "actors/model/plugin.hpp"
+#include "actors/ps/dataset.hpp"
+#include "actors/ps/model_plugin.hpp"
 #include "kernels/ctr_bags.hpp"
 
 #include <cstddef>

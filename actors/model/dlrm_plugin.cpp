@@ -1,7 +1,7 @@
 #include "actors/model/dlrm_plugin.hpp"
 
 #include "actors/model/criteo_model.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 
 #include <cmath>
 #include <vector>

@@ -8,7 +8,7 @@
 // output is the click logit. The MLPs are dense tensors trained by the run's --optimizer.
 #pragma once
 
-#include "actors/model/plugin.hpp"
+#include "actors/ps/model_plugin.hpp"
 #include "kernels/dlrm.hpp"
 
 #include <memory>

@@ -1,6 +1,7 @@
 #include "actors/model/mlp_plugin.hpp"
 
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
+#include "kernels/backend_factory.hpp"
 #include "kernels/mlp.hpp"
 
 #include <cmath>

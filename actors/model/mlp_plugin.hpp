@@ -3,7 +3,7 @@
 // Its tensors are dense<l>/kernel [in, out] (He-uniform) and dense<l>/bias [out] (zeros).
 #pragma once
 
-#include "actors/model/plugin.hpp"
+#include "actors/ps/model_plugin.hpp"
 
 #include <memory>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "actors/model/plugin.hpp"
+#include "actors/ps/model_plugin.hpp"
 
 #include "kernels/binary_metrics.hpp"
 #include "kernels/sparse_logistic.hpp"

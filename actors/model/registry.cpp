@@ -1,4 +1,4 @@
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 
 #include "actors/model/criteo_lr_plugin.hpp"
 #include "actors/model/dlrm_plugin.hpp"

@@ -1,7 +1,7 @@
 #include "actors/model/sparse_lr_plugin.hpp"
 
 #include "actors/data/libsvm_batches.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "kernels/sparse_logistic.hpp"
 
 #include <stdexcept>

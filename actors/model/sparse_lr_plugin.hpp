@@ -10,7 +10,7 @@
 // the runtime loads whole, by exact ROC AUC, mean log loss and accuracy at p ≥ 0.5.
 #pragma once
 
-#include "actors/model/plugin.hpp"
+#include "actors/ps/model_plugin.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 
 #include <memory>

@@ -1,4 +1,4 @@
-#include "actors/model/training_defaults.hpp"
+#include "actors/ps/training_defaults.hpp"
 
 #include <cstdio>
 #include <stdexcept>

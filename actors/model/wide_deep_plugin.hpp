@@ -9,7 +9,7 @@
 // run's --optimizer.
 #pragma once
 
-#include "actors/model/plugin.hpp"
+#include "actors/ps/model_plugin.hpp"
 #include "kernels/wide_deep.hpp"
 
 #include <memory>

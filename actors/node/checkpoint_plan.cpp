@@ -1,11 +1,11 @@
 #include "actors/node/checkpoint_plan.hpp"
 
+#include "actors/ps/lr_schedule.hpp"
 #include "actors/storage/checkpoint_lineage.hpp"
 #include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "actors/storage/checkpoint_workers.hpp"
 #include "actors/storage/run_identity.hpp"
-#include "kernels/lr_schedule.hpp"
 
 #include <cstdio>
 #include <filesystem>

@@ -4,6 +4,7 @@
 // Private to actors/node.
 #pragma once
 
+#include "actors/protocol/messages.hpp"
 #include "actors/protocol/parameter_destination.hpp"
 #include "actors/ps.hpp"
 

@@ -108,7 +108,8 @@ caf::expected<std::vector<float>> final_parameters(const run_summary& summary,
                                              + std::to_string(summary.final_parameters.size())
                                              + " shard snapshots");
   for (const auto& snap : summary.final_parameters)
-    if (auto ok = scatter_shard_parameters(snap, layout, flat.data()); !ok) return ok.error();
+    if (auto ok = scatter_shard_parameters(wire_buffer{snap}, layout, flat.data()); !ok)
+      return ok.error();
   return flat;
 }
 

@@ -7,9 +7,9 @@
 
 #include "actors/chief/metrics.hpp"
 #include "actors/chief/tensorboard_writer.hpp"
-#include "actors/data/feature_schema.hpp"
+#include "actors/ps/feature_schema.hpp"
 #include "actors/data/load_split.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "actors/model/mlp_plugin.hpp"
 
 #include <unistd.h>

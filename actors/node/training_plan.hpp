@@ -4,8 +4,8 @@
 #pragma once
 
 #include "actors/chief/chief.hpp"
-#include "actors/model/training_defaults.hpp"
-#include "actors/protocol/data_source.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/training_defaults.hpp"
 #include "actors/ps/training_flags.hpp"
 
 #include <memory>

@@ -1,6 +1,6 @@
 // Which minibatches a worker trains, once the number of workers has changed while the run
 // trained (--resize workers=N@clock=C). At the start worker w of W trains its own part of the
-// data (part w of W: data_split.hpp, or its byte range of the files) batch after batch. A change
+// data (part w of W: actors/ps/data_split.hpp, or its byte range of the files) batch after batch. A change
 // of the number of workers hands every minibatch no worker has trained yet, part by part, to
 // the workers of the new number, in contiguous shares: each planned minibatch is still trained
 // exactly once, whatever the format (every reader gives batch k of part p of P the same rows

@@ -37,6 +37,24 @@ const char* to_string(errc code) {
   return "unknown_error";
 }
 
+caf::error make_error(errc code) {
+  return caf::error{static_cast<uint8_t>(code), error_category};
+}
+
+caf::error make_error(errc code, std::string context) {
+  return caf::error{static_cast<uint8_t>(code), error_category,
+                    caf::make_message(std::move(context))};
+}
+
+bool is_error(const caf::error& err, errc code) {
+  return err && err.category() == error_category && err.code() == static_cast<uint8_t>(code);
+}
+
+std::optional<errc> code_of(const caf::error& err) {
+  if (!err || err.category() != error_category) return std::nullopt;
+  return static_cast<errc>(err.code());
+}
+
 std::string describe(const caf::error& err) {
   if (!err) return "no error";
   const auto& context = err.context();

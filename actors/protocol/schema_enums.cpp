@@ -1,15 +1,18 @@
 // Every project enum the wire carries is cast to and from its schema enum by value (the codecs,
 // *_codec.cpp). These checks hold the two lists together at compile time: an enumerant added,
 // removed or reordered on one side only fails the build here, instead of decoding as another
-// value or being refused as out of range at the first message. (A value added at the end of
-// one list only is not caught here: add it to both, and to its check.)
+// value or being refused as out of range at the first message. The optimizers' enums are
+// checked whole, by name, against their tables (a value added at the end of either is caught);
+// for the others, a value added at the end of one list only is not: add it to both, and to its
+// check.
 #include "actors/protocol/bf16.hpp"
-#include "actors/protocol/data_source.hpp"
 #include "actors/protocol/model_spec.hpp"
-#include "kernels/lr_schedule.hpp"
-#include "kernels/optimizer.hpp"
-#include "kernels/sparse/row_optimizer.hpp"
-#include "kernels/sparse/table_config.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/lr_schedule.hpp"
+#include "actors/ps/sparse_table_config.hpp"
+#include "kernels/enumerator_name.hpp"
+#include "kernels/optimizer_table.hpp"
+#include "kernels/sparse/row_optimizer_table.hpp"
 #include "schema/actorps.capnp.h"
 
 #include <type_traits>
@@ -28,15 +31,15 @@ constexpr bool same(Ours ours, Theirs theirs) {
 static_assert(same(consistency::sync, wire::Mode::SYNC) && same(consistency::ssp, wire::Mode::SSP)
               && same(consistency::async, wire::Mode::ASYNC));
 
-static_assert(same(optimizer_kind::sgd, wire::Optimizer::SGD)
-              && same(optimizer_kind::momentum, wire::Optimizer::MOMENTUM)
-              && same(optimizer_kind::adam, wire::Optimizer::ADAM)
-              && same(optimizer_kind::adagrad, wire::Optimizer::ADAGRAD));
-
-static_assert(same(row_optimizer_kind::sgd, wire::SparseTableSpec::Optimizer::SGD)
-              && same(row_optimizer_kind::adagrad, wire::SparseTableSpec::Optimizer::ADAGRAD)
-              && same(row_optimizer_kind::adam, wire::SparseTableSpec::Optimizer::ADAM)
-              && same(row_optimizer_kind::ftrl, wire::SparseTableSpec::Optimizer::FTRL));
+// The optimizers are held to their tables, whose rows the kinds follow: the schema's enumerant
+// i is row i, by name, and there are no more; a new optimizer touches nothing here.
+static_assert(rows_name_enumerators<wire::Optimizer, optimizer_table>(
+                std::make_index_sequence<optimizer_count>{}),
+              "schema Optimizer's enumerant i is named as row i of kernels/optimizer_table.hpp");
+static_assert(rows_name_enumerators<wire::SparseTableSpec::Optimizer, row_optimizer_table>(
+                std::make_index_sequence<row_optimizer_count>{}),
+              "schema SparseTableSpec.Optimizer's enumerant i is named as row i of "
+              "kernels/sparse/row_optimizer_table.hpp");
 
 static_assert(same(row_init::zeros, wire::SparseTableSpec::Init::ZEROS)
               && same(row_init::uniform, wire::SparseTableSpec::Init::UNIFORM)

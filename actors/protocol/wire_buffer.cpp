@@ -14,6 +14,23 @@ wire_buffer wire_buffer::from_bytes(const void* data, std::size_t n) {
   return wire_buffer{std::move(words), words_for(n)};
 }
 
+wire_buffer::wire_buffer(const shared_bytes& bytes) {
+  if (bytes.empty()) return;
+  if (bytes.size() % word_bytes != 0
+      || reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(capnp::word) != 0) {
+    *this = from_bytes(bytes.data(), bytes.size());  // not a message's words as they were
+    return;
+  }
+  auto* words = reinterpret_cast<capnp::word*>(const_cast<uint8_t*>(bytes.data()));
+  words_ = std::shared_ptr<capnp::word[]>(std::const_pointer_cast<void>(bytes.owner()), words);
+  size_ = bytes.size() / word_bytes;
+}
+
+shared_bytes wire_buffer::share() const {
+  const auto whole = flat();
+  return shared_bytes{whole.words_, whole.bytes(), whole.size_bytes()};
+}
+
 wire_buffer::wire_buffer(std::shared_ptr<const gathered> parts) : gathered_(std::move(parts)) {
   size_ = gathered_->head_words;
   for (const auto& segment : gathered_->external) size_ += segment.size();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "actors/protocol/errors.hpp"
+#include "actors/ps/shared_bytes.hpp"
 
 #include <caf/deserializer.hpp>
 #include <caf/meta/type_name.hpp>
@@ -56,6 +57,14 @@ public:
     : words_(std::move(storage)), size_(size_words) {}
 
   explicit wire_buffer(std::shared_ptr<const gathered> parts);
+
+  /// The message whose bytes `bytes` shares (share() gave them): the same bytes, not copied,
+  /// when they lie on whole words as share() leaves them; else a copy.
+  explicit wire_buffer(const shared_bytes& bytes);
+
+  /// The message's bytes, shared with whoever holds them (flat(): a copy only when gathered),
+  /// for a public type that carries a message (run_summary::final_parameters).
+  shared_bytes share() const;
 
   /// Uninitialised storage for `n` words (value-initialising would cost a pass over a payload
   /// that the encoder overwrites anyway).
@@ -123,6 +132,19 @@ typename Inspector::result_type inspect(Inspector& f, wire_buffer& x) {
   } else {
     auto n = x.size_bytes();
     return f(caf::meta::type_name("wire_buffer"), n);
+  }
+}
+
+/// shared_bytes travel as the message they hold (share(), wire_buffer(shared_bytes)).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shared_bytes& x) {
+  wire_buffer buffer{x};
+  if constexpr (std::is_base_of<caf::deserializer, Inspector>::value) {
+    auto err = inspect(f, buffer);
+    x = buffer.share();
+    return err;
+  } else {
+    return inspect(f, buffer);
   }
 }
 

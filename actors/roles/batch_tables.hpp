@@ -10,9 +10,9 @@
 //   send(s, encode_push(..., batch.grads_for(s), next.keys_for(s)));
 #pragma once
 
-#include "actors/model/plugin.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/wire.hpp"
+#include "actors/ps/model_plugin.hpp"
 
 #include <caf/error.hpp>
 

@@ -5,7 +5,7 @@
 #include "actors/roles/batch_tables.hpp"
 
 #include "actors/protocol/log.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "kernels/denormals.hpp"
 
 #include <caf/all.hpp>

@@ -4,8 +4,8 @@
 // the chief keeps at most one evaluation in flight, so training never waits for it.
 #pragma once
 
-#include "actors/data/dataset.hpp"
 #include "actors/protocol/messages.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <caf/actor_system.hpp>
 

@@ -5,9 +5,9 @@
 // the plan has passed it.
 #pragma once
 
-#include "actors/data/batch_source.hpp"
-#include "actors/model/plugin.hpp"
 #include "actors/protocol/data_plan.hpp"
+#include "actors/ps/batch_source.hpp"
+#include "actors/ps/model_plugin.hpp"
 
 #include <functional>
 #include <memory>

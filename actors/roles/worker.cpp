@@ -7,9 +7,9 @@
 #include "actors/data/csv_batches.hpp"
 #include "actors/protocol/buffer_lease.hpp"
 #include "actors/protocol/log.hpp"
-#include "actors/model/registry.hpp"
+#include "actors/ps/model_registry.hpp"
 #include "kernels/denormals.hpp"
-#include "kernels/lr_schedule.hpp"
+#include "actors/ps/lr_schedule.hpp"
 
 #include <caf/all.hpp>
 

@@ -10,10 +10,10 @@
 // Spawned detached: its kernels block only its own thread, never CAF's scheduler.
 #pragma once
 
-#include "actors/data/dataset.hpp"
 #include "actors/protocol/data_plan.hpp"
 #include "actors/protocol/messages.hpp"
 #include "actors/protocol/parameter_destination.hpp"
+#include "actors/ps/dataset.hpp"
 #include "kernels/backend_factory.hpp"
 
 #include <caf/actor_system.hpp>

@@ -12,8 +12,8 @@
 //   uint32_t row = m.fields[2].row_of(criteo_key(2, "68fd1e64"));  // 0: unknown
 #pragma once
 
-#include "actors/data/feature_schema.hpp"
 #include "actors/protocol/model_spec.hpp"
+#include "actors/ps/feature_schema.hpp"
 #include "actors/serving/exported_model.hpp"  // tensor_slot
 #include "kernels/dlrm.hpp"
 #include "kernels/wide_deep.hpp"

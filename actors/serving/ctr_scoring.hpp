@@ -6,7 +6,7 @@
 // saw reading row 0 (zeros).
 #pragma once
 
-#include "actors/data/criteo_batch.hpp"
+#include "actors/ps/criteo_batch.hpp"
 #include "actors/serving/ctr_model.hpp"
 #include "actors/serving/model_evaluation.hpp"
 #include "kernels/backend.hpp"

@@ -31,7 +31,8 @@ trained_parameters gather_parameters(const train_spec& planned, const run_summar
   trained_parameters out;
   out.dense.assign(layout.total_floats(), std::nanf(""));
   std::vector<std::vector<gathered_rows>> parts(tables.size());
-  for (const auto& snapshot : summary.final_parameters) {
+  for (const auto& bytes : summary.final_parameters) {
+    const wire_buffer snapshot{bytes};  // shares the summary's bytes, which the view points into
     auto view = scatter_shard_parameters(snapshot, layout, out.dense.data());
     if (!view)
       throw std::runtime_error("a final parameter snapshot is malformed: "

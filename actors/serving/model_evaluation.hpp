@@ -3,7 +3,7 @@
 // evaluate_model, so their numbers agree by construction.
 #pragma once
 
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 #include "actors/serving/exported_model.hpp"
 #include "kernels/backend.hpp"
 

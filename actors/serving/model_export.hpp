@@ -9,8 +9,8 @@
 // end of `actorps simulate` / `actorps chief --export-dir DIR`, or a checkpoint.
 #pragma once
 
-#include "actors/data/dataset.hpp"
 #include "actors/protocol/model_spec.hpp"
+#include "actors/ps/dataset.hpp"
 #include "actors/serving/ctr_model.hpp"
 #include "actors/serving/export_metadata.hpp"
 #include "actors/serving/model_evaluation.hpp"

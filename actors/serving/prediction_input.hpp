@@ -2,7 +2,7 @@
 // compressed or not) or raw float32 rows already scaled like the model's training input.
 #pragma once
 
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <optional>
 #include <stdexcept>

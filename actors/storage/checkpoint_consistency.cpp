@@ -1,6 +1,6 @@
 #include "actors/storage/checkpoint_consistency.hpp"
 
-#include "actors/protocol/data_split.hpp"
+#include "actors/ps/data_split.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 #include "actors/storage/run_identity.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 
-#include "actors/protocol/data_split.hpp"
+#include "actors/ps/data_split.hpp"
 
 #include <algorithm>
 

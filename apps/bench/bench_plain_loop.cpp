@@ -5,11 +5,11 @@
 // schedule on the flat parameters — with no messages, no encoding and no copies between roles.
 // samples_per_s of a W=1 simulation divided by this figure is the runtime's overhead ratio.
 // Only the training loop is timed; loading the data and building the model are not.
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 #include "actors/chief/metrics.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "kernels/denormals.hpp"
-#include "kernels/lr_schedule.hpp"
+#include "actors/ps/lr_schedule.hpp"
 #include "kernels/mlp.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/parameter_init.hpp"

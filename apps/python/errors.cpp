@@ -1,6 +1,6 @@
 #include "apps/python/errors.hpp"
 
-#include "actors/ps.hpp"  // errc, describe
+#include "actors/ps.hpp"  // errc, code_of, describe
 #include "apps/python/binding.hpp"
 #include "apps/python/buffers.hpp"
 
@@ -16,7 +16,7 @@ PyObject* error_type = nullptr;
 } // namespace
 
 std::string code_name(const caf::error& err) {
-  if (err.category() == error_category) return to_string(static_cast<errc>(err.code()));
+  if (auto code = code_of(err)) return to_string(*code);
   if (err.category() == caf::atom("system")) return caf::to_string(static_cast<caf::sec>(err.code()));
   return caf::to_string(err.category()) + ":" + std::to_string(err.code());
 }

@@ -8,49 +8,22 @@
 // kernels/math.hpp.
 #pragma once
 
+#include "actors/ps/row_optimizer.hpp"  // row_optimizer_kind, row_optimizer_config, their names
+
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace actorps {
 
-enum class row_optimizer_kind { sgd, adagrad, adam, ftrl };
-
-struct row_optimizer_config {
-  row_optimizer_kind kind = row_optimizer_kind::adagrad;
-  float learning_rate = 0.05f;        ///< all; FTRL's alpha
-  float initial_accumulator = 0.1f;   ///< adagrad: the accumulator a new row starts with
-  float epsilon = 1e-8f;              ///< adagrad, adam
-  float beta1 = 0.9f;                 ///< adam
-  float beta2 = 0.999f;               ///< adam
-  float ftrl_beta = 1.0f;             ///< ftrl: the per-coordinate rate is alpha/(beta + √n)
-  float l1 = 0.0f;                    ///< ftrl: |z| ≤ l1 gives an exact zero weight
-  float l2 = 0.0f;                    ///< ftrl
-};
-
-std::optional<row_optimizer_kind> parse_row_optimizer_kind(const std::string& name);
-const char* to_string(row_optimizer_kind kind);
-
-/// The names, in table order, for a message: "sgd, adagrad, adam or ftrl".
-std::string row_optimizer_names();
-
 /// Floats of state per value: 0 (sgd), 1 (adagrad), 2 (adam: m, v), 2 (ftrl: z, n).
-/// Throws std::invalid_argument for a kind outside the enum, as the two below do.
+/// Throws std::invalid_argument for a kind outside the enum, as row_counts_steps and
+/// default_row_learning_rate do.
 uint32_t row_state_slots(row_optimizer_kind kind);
 
 /// Whether each row counts its own updates (Adam's bias correction): the table keeps a step
 /// per row, in its checkpoints too.
 bool row_counts_steps(row_optimizer_kind kind);
-
-/// The learning rate a table of `kind` runs at unless one is set (FTRL's alpha).
-float default_row_learning_rate(row_optimizer_kind kind);
-
-/// Throws std::invalid_argument naming the first field out of range: a learning rate that is
-/// not positive and finite, a negative epsilon, initial accumulator, l1, l2 or ftrl_beta, an
-/// Adam beta outside [0, 1), Adagrad with initial_accumulator and epsilon both 0 (a zero
-/// gradient would divide 0 by 0), FTRL with ftrl_beta and l2 both 0 (the first weight would
-/// divide by 0).
-void validate_row_optimizer(const row_optimizer_config& cfg);
 
 /// The state a new row starts with, given its initial values `row` (dim floats): Adagrad's
 /// accumulator is initial_accumulator; Adam's m and v are 0; FTRL's n is 0 and z is the value

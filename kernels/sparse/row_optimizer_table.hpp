@@ -3,8 +3,10 @@
 // after slot), default learning rate, and the rule: what a configuration must satisfy, the
 // state a new row starts with, one row's update. Parsing, naming, state sizes, validation, the
 // sparse table's loops and its checkpoints all read this table; a new row optimizer is a row
-// here, its per-element formula in kernels/math.hpp, a schema enumerant of the same name
-// (schema/actorps.capnp's SparseTableSpec.Optimizer, checked by name in a test), and a test.
+// here, its per-element formula in kernels/math.hpp, its kind (actors/ps/row_optimizer.hpp) and
+// a schema enumerant of the same name (schema/actorps.capnp's SparseTableSpec.Optimizer), and a
+// test; a kind or enumerant missing or misnamed fails the build (the static_asserts below and
+// in actors/protocol/schema_enums.cpp).
 //
 // "adam" means the same in both tables: the bias correction counts the updates of the value it
 // corrects. Every dense value is updated on every step, so the dense table counts steps once per
@@ -12,6 +14,7 @@
 // sparse table keeps a step per row and hands it to `update`).
 #pragma once
 
+#include "kernels/enumerator_name.hpp"
 #include "kernels/math.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 
@@ -156,6 +159,11 @@ constexpr bool row_optimizers_in_kind_order(std::index_sequence<I...>) {
 } // namespace detail
 static_assert(detail::row_optimizers_in_kind_order(std::make_index_sequence<row_optimizer_count>{}),
               "row i of the row optimizer table is row_optimizer_kind i");
+// The enum follows the table, as the dense one's does (kernels/optimizer_table.hpp).
+static_assert(rows_name_enumerators<row_optimizer_kind, row_optimizer_table>(
+                std::make_index_sequence<row_optimizer_count>{}),
+              "row_optimizer_kind i is named as row i of the row optimizer table, and has no more "
+              "values");
 
 /// Calls f(Row{}) for the row of `kind` and returns true; false for a kind of no row.
 template <class F>

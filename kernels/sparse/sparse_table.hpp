@@ -29,9 +29,10 @@
 //   table.read(keys, n, out);                             // never creates rows
 #pragma once
 
+#include "actors/ps/sparse_table_config.hpp"
 #include "kernels/sparse/admission_sketch.hpp"
 #include "kernels/sparse/row_index.hpp"
-#include "kernels/sparse/table_config.hpp"
+#include "kernels/sparse/row_optimizer.hpp"
 #include "kernels/value_bounds.hpp"
 
 #include <absl/container/flat_hash_map.h>

@@ -1,6 +1,7 @@
-#include "kernels/sparse/table_config.hpp"
+#include "actors/ps/sparse_table_config.hpp"
 
 #include "kernels/sparse/admission_sketch.hpp"
+#include "kernels/sparse/row_optimizer.hpp"
 
 #include <cmath>
 #include <limits>

@@ -5,8 +5,8 @@
 // when no line is refused the parts together must read exactly the lines that
 // count_*_rows counts (the promise that lets workers stream parts of one file).
 #include "actors/data/criteo_reader.hpp"
-#include "actors/data/dataset.hpp"
 #include "actors/data/libsvm_reader.hpp"
+#include "actors/ps/dataset.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // How a training set's rows are split among the workers: the one formula a worker's data
-// (actors/data/dataset.hpp), the chief's data positions and a checkpoint's check of them
+// (actors/ps/dataset.hpp), the chief's data positions and a checkpoint's check of them
 // (actors/storage/) all use, without the data at hand.
 #pragma once
 

@@ -1,8 +1,9 @@
 // What a sparse table is, as a value: row width, initializer, optimizer, admission. The
-// model spec carries one per table (protocol/model_spec.hpp); sparse_table.hpp stores the rows.
+// model spec carries one per table (actors/ps/model_spec.hpp); kernels/sparse/sparse_table.hpp
+// stores the rows.
 #pragma once
 
-#include "kernels/sparse/row_optimizer.hpp"
+#include "actors/ps/row_optimizer.hpp"
 
 #include <cstdint>
 #include <optional>

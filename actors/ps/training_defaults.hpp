@@ -4,9 +4,9 @@
 // model's, field by field; the others are the model's.
 #pragma once
 
-#include "actors/protocol/model_spec.hpp"
-#include "kernels/optimizer.hpp"
-#include "kernels/sparse/row_optimizer.hpp"
+#include "actors/ps/model_spec.hpp"
+#include "actors/ps/optimizer.hpp"
+#include "actors/ps/row_optimizer.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -3,7 +3,7 @@
 // registers its own model must do so in every process, before the run starts.
 #pragma once
 
-#include "actors/model/plugin.hpp"
+#include "actors/ps/model_plugin.hpp"
 
 #include <functional>
 #include <memory>

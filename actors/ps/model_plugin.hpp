@@ -3,14 +3,14 @@
 // owns the math. The MLP (mlp_plugin.hpp) is one plug-in; register others with register_model.
 #pragma once
 
-#include "actors/data/batch_source.hpp"
-#include "actors/data/dataset.hpp"
-#include "actors/data/feature_schema.hpp"
-#include "actors/model/training_defaults.hpp"
-#include "actors/protocol/data_source.hpp"
-#include "actors/protocol/model_spec.hpp"
-#include "kernels/backend_factory.hpp"
-#include "kernels/binary_metrics.hpp"
+#include "actors/ps/backend_kind.hpp"
+#include "actors/ps/batch_source.hpp"
+#include "actors/ps/binary_metrics.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/dataset.hpp"
+#include "actors/ps/feature_schema.hpp"
+#include "actors/ps/model_spec.hpp"
+#include "actors/ps/training_defaults.hpp"
 
 #include <cstdint>
 #include <memory>

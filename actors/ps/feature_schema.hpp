@@ -1,10 +1,10 @@
 // A feature schema: how the columns of a user's own TSV or CSV log become a CTR model's input
-// (labels, weights, dense values, one key list per field), read from a JSON or YAML file. The format is
-// in SCHEMA_FORMAT.md next to this file; the Criteo layout is one such schema
-// (apps/examples/criteo_schema.json).
+// (labels, weights, dense values, one key list per field), read from a JSON or YAML file. The
+// format is in actors/data/SCHEMA_FORMAT.md, next to its reader; the Criteo layout is one such
+// schema (apps/examples/criteo_schema.json).
 #pragma once
 
-#include "actors/data/dataset.hpp"
+#include "actors/ps/dataset.hpp"
 
 #include <cstdint>
 #include <string>

@@ -3,11 +3,11 @@
 // deterministic minibatch order.
 #pragma once
 
-#include "actors/data/batch_source.hpp"
-#include "actors/data/criteo_batch.hpp"
-#include "actors/data/sparse_batch.hpp"
-#include "actors/protocol/data_source.hpp"
-#include "actors/protocol/data_split.hpp"
+#include "actors/ps/batch_source.hpp"
+#include "actors/ps/criteo_batch.hpp"
+#include "actors/ps/data_source.hpp"
+#include "actors/ps/data_split.hpp"
+#include "actors/ps/sparse_batch.hpp"
 
 #include <cstdint>
 #include <memory>
