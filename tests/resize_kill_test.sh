@@ -9,39 +9,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build/actorps}
-dir=$(mktemp -d /tmp/actorps-resize-kill.XXXXXX)
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$bin" gen-data criteo --out "$dir/criteo" --rows 8000 --test-rows 400 > /dev/null
-sparse=(--model lr --dataset "criteo:$dir/criteo/train.tsv" --test "$dir/criteo/test.tsv"
-        --admit-after 2)
-dense=(--model 784-32-10 --dataset synthetic --synthetic-rows 8192)
+. "$root/tests/resize_runs_lib.sh" resize-kill
 # worker 0 slowed: the chief keeps up with every checkpoint, and a kill lands between them
 flags=(--batch 64 --steps 60 --mode sync --eval-every 0 --no-progress --workers 2 --ps 2
        --slow worker:0=15)
 resized=(--resize ps=3@clock=30 --checkpoint-every 10 --keep 10)
 
-# runs NAME, kills it (SIGKILL) once `until` (a command) succeeds, at most 60 s in
-kill_when() {  # NAME KIND UNTIL...
-  local name=$1 kind=$2
-  shift 2
-  local -n model=$kind
-  "$bin" simulate "${model[@]}" "${flags[@]}" "${resized[@]}" --checkpoint-dir "$dir/$name.ckpt" \
-    --export-dir "$dir/$name.export" > "$dir/$name.log" 2>&1 &
-  local pid=$!
-  # the log and the directory announce nothing: looked at every 2 ms (the run lasts about 1 s)
-  local deadline=$((SECONDS + 60))
-  until "$@"; do
-    kill -0 "$pid" 2> /dev/null || { cat "$dir/$name.log" >&2; fail "$name ended first"; }
-    [ $SECONDS -lt $deadline ] || fail "$name: $* never held"
-    sleep 0.002
-  done
-  kill -9 "$pid"
-  wait "$pid" 2> /dev/null || true
-  [ ! -e "$dir/$name.export/1/model.capnp" ] || fail "$name exported before it was killed"
-}
-logged() { grep -q "$2" "$1" 2> /dev/null; }
 resume() {  # NAME KIND
   local name=$1 kind=$2
   local -n model=$kind
@@ -58,7 +31,8 @@ for kind in sparse dense; do
 
   # killed as the move begins
   name=$kind.moving
-  kill_when "$name" "$kind" logged "$dir/$name.log" "resizing at clock 30"
+  killed_run "$name" logged "$dir/$name.log" "resizing at clock 30" -- "${model[@]}" "${flags[@]}" \
+    "${resized[@]}" --checkpoint-dir "$dir/$name.ckpt" --export-dir "$dir/$name.export"
   resume "$name" "$kind"
   log=$dir/$name.resumed.log
   grep -q "resuming from .*ckpt-000000000020 (clock 20)" "$log" \
@@ -69,7 +43,8 @@ for kind in sparse dense; do
 
   # killed once the first checkpoint after the move is complete
   name=$kind.moved
-  kill_when "$name" "$kind" test -f "$dir/$name.ckpt/ckpt-000000000040/MANIFEST.json"
+  killed_run "$name" test -f "$dir/$name.ckpt/ckpt-000000000040/MANIFEST.json" -- "${model[@]}" \
+    "${flags[@]}" "${resized[@]}" --checkpoint-dir "$dir/$name.ckpt" --export-dir "$dir/$name.export"
   grep -q "resized from 2 to 3 shards at clock 30" "$dir/$name.log" \
     || fail "$name was killed before its move"
   resume "$name" "$kind"

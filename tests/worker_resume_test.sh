@@ -14,14 +14,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build/actorps}
-dir=$(mktemp -d /tmp/actorps-worker-resume.XXXXXX)
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$bin" gen-data criteo --out "$dir/criteo" --rows 8000 --test-rows 400 > /dev/null
-sparse=(--model lr --dataset "criteo:$dir/criteo/train.tsv" --test "$dir/criteo/test.tsv"
-        --admit-after 2)
-dense=(--model 784-32-10 --dataset synthetic --synthetic-rows 8192)
+. "$root/tests/resize_runs_lib.sh" worker-resume
 flags=(--batch 64 --steps 60 --mode sync --eval-every 0 --no-progress --ps 2)
 run() {  # NAME KIND FLAGS...
   local name=$1 kind=$2
@@ -34,25 +27,6 @@ samples() { grep -o '[0-9]* clocks, [0-9]* samples' "$1" | grep -o '[0-9]* sampl
 same() {  # A B: the two runs export one model
   cmp "$dir/$1.export/1/model.capnp" "$dir/$2.export/1/model.capnp" \
     || fail "$2 exports another model than $1"
-}
-
-# runs NAME, kills it (SIGKILL) once its checkpoint at clock 40 is complete
-kill_after_40() {  # NAME KIND FLAGS...
-  local name=$1 kind=$2
-  shift 2
-  local -n model=$kind
-  "$bin" simulate "${model[@]}" "${flags[@]}" "$@" --export-dir "$dir/$name.export" \
-    > "$dir/$name.log" 2>&1 &
-  local pid=$! deadline=$((SECONDS + 60))
-  # the directory announces nothing: looked at every 2 ms (the run lasts about 1 s)
-  until [ -f "$dir/$name.ckpt/ckpt-000000000040/MANIFEST.json" ]; do
-    kill -0 "$pid" 2> /dev/null || { cat "$dir/$name.log" >&2; fail "$name ended first"; }
-    [ $SECONDS -lt $deadline ] || fail "$name wrote no checkpoint at 40"
-    sleep 0.002
-  done
-  kill -9 "$pid"
-  wait "$pid" 2> /dev/null || true
-  [ ! -e "$dir/$name.export/1/model.capnp" ] || fail "$name exported before it was killed"
 }
 
 for kind in sparse dense; do
@@ -73,7 +47,10 @@ for kind in sparse dense; do
   # the live change checkpointed, killed after its checkpoint at 40, resumed by the same command
   changed=(--workers 2 --resize workers=3@clock=20 --checkpoint-dir "$dir/$kind-ck.ckpt"
            --checkpoint-every 10 --keep 10 --slow worker:0=15)
-  kill_after_40 "$kind-ck" "$kind" "${changed[@]}"
+  declare -n model=$kind
+  killed_run "$kind-ck" test -f "$dir/$kind-ck.ckpt/ckpt-000000000040/MANIFEST.json" -- \
+    "${model[@]}" "${flags[@]}" "${changed[@]}" --export-dir "$dir/$kind-ck.export"
+  unset -n model
   run "$kind-ck" "$kind" "${changed[@]}" --resume "$dir/$kind-ck.ckpt"
   grep -q "resuming from .*ckpt-000000000040 (clock 40)" "$dir/$kind-ck.log" \
     || fail "$kind-ck did not resume from clock 40"

@@ -73,12 +73,14 @@ wire_buffer run_file(const chief_state& st, int64_t clock) {
   run.dataset = st.cfg.checkpoints.dataset;
   run.train_rows = st.cfg.train_rows;
   run.files = st.cfg.checkpoints.files;
-  // after a change of workers, what each has not trained yet (what a resume goes on with)
-  if (!st.plans.empty()) run.samples += st.batches_before_plans * st.cfg.batch;
-  if (!st.plans.empty())
+  // after a change of workers: the rows trained before it, and what each worker has not
+  // trained yet (what a resume goes on with)
+  if (!st.plans.empty()) {
+    run.samples += st.batches_before_plans * st.cfg.batch;
     for (int32_t w = 0; w < st.cfg.spec.workers; ++w)
       run.plans.push_back(plan_from(st.plans[static_cast<std::size_t>(w)],
                                     std::min(st.batches_at(w, clock), st.batches_planned(w))));
+  }
   return encode_run_checkpoint(run);
 }
 
