@@ -2,13 +2,13 @@
 // the flag: stray arguments, a flag taken as the value of the one before, NaN and absurd
 // hyper-parameters, unbounded counts, and a CSV whose labels do not start at 0.
 #include "tests/command_runner.hpp"
+#include "tests/scratch_dir.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
@@ -45,11 +45,10 @@ TEST_CASE("stray arguments and a flag taken as a value are refused, naming them"
        })
     check_refused(c);
   // The value is still reachable when it is meant: --flag=--value.
-  char dir[] = "/tmp/actorps-cli-refusals-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  auto r = run_actorps("simulate " + quick + "--metrics=" + std::string(dir) + "/--odd.jsonl");
+  actorps::test::scratch_dir dir("actorps-cli-refusals");
+  auto r = run_actorps("simulate " + quick + "--metrics=" + dir.path + "/--odd.jsonl");
   CHECK_MESSAGE(r.status == 0, r.output);
-  CHECK(std::ifstream(std::string(dir) + "/--odd.jsonl").good());
+  CHECK(std::ifstream(dir.path + "/--odd.jsonl").good());
 }
 
 TEST_CASE("NaN and absurd hyper-parameters and unbounded counts are refused, naming the flag") {
@@ -69,9 +68,8 @@ TEST_CASE("NaN and absurd hyper-parameters and unbounded counts are refused, nam
 }
 
 TEST_CASE("a task's --connect-timeout and --threads are bounded too") {
-  char dir[] = "/tmp/actorps-cli-refusals-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  auto cluster = std::string(dir) + "/cluster.json";
+  actorps::test::scratch_dir dir("actorps-cli-refusals");
+  auto cluster = dir.path + "/cluster.json";
   std::ofstream(cluster) << R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"],
                                "worker": ["127.0.0.1:3"]}})";
   for (const auto& c : {
@@ -84,9 +82,8 @@ TEST_CASE("a task's --connect-timeout and --threads are bounded too") {
 }
 
 TEST_CASE("a CSV whose labels start above 0 is refused, naming the file and the fix") {
-  char dir[] = "/tmp/actorps-cli-refusals-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  const std::string train = std::string(dir) + "/train.csv", test = std::string(dir) + "/test.csv";
+  actorps::test::scratch_dir dir("actorps-cli-refusals");
+  const std::string train = dir.path + "/train.csv", test = dir.path + "/test.csv";
   {
     std::ofstream t(train), e(test);
     // The label first, then two features.
@@ -105,9 +102,8 @@ TEST_CASE("a bad training data line ends the run naming file and line, not repla
   // Worker 0's part holds a 3-field line: every worker reading it would stop there, so the
   // chief ends the run (exit 1) with the reader's file:line, rather than replacing the worker
   // until --max-replacements and reporting success without its samples.
-  char dir[] = "/tmp/actorps-bad-line-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  const std::string d = dir;
+  actorps::test::scratch_dir dir("actorps-bad-line");
+  const std::string d = dir.path;
   REQUIRE(run_actorps("gen-data criteo --out " + d + " --rows 4000 --test-rows 500").status == 0);
   REQUIRE(std::system(("sed -i '700s/^.*$/1\\tabc\\tdef/' " + d + "/train.tsv").c_str()) == 0);
   auto r = run_actorps("simulate --model lr --dataset criteo:" + d + "/train.tsv --test " + d
@@ -118,5 +114,4 @@ TEST_CASE("a bad training data line ends the run naming file and line, not repla
                 r.output);
   CHECK_MESSAGE(r.output.find("replacing it") == std::string::npos, r.output);
   CHECK_MESSAGE(r.output.find("summary:") == std::string::npos, r.output);
-  std::system(("rm -rf " + d).c_str());
 }
