@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,11 @@ std::string ask_outcome(shard_fixture& f, const ps_shard_actor& to, Show show, T
     .receive([&](R& value) { out = show(value); }, [&](caf::error& err) { out = outcome_of(err); });
   return out;
 }
+
+/// The lines ask_every_signature returns: one per verb of the shard (shard_verbs.hpp: a new one
+/// is asked below) and 18 more: the messages over CAF alone, and three asked again another way
+/// (a push with a reply stream, done of a worker the run lacks, the snapshot after all).
+inline constexpr std::size_t lines_asked = std::tuple_size_v<shard_verbs> + 18;
 
 /// Asks `to` every signature of the shard, a push_pull as a worker asks it (a push still
 /// arriving and the notice of its progress, which a link's server alone sends its own shard, are

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "actors/tls/tls_files.hpp"
+#include "actors/protocol/shard_verbs.hpp"
 #include "actors/protocol/wire.hpp"
 
 #include <caf/error.hpp>
@@ -39,13 +40,15 @@ enum class frame_kind : uint16_t {
   /// client → shard, first: a = shard index expected, b = request timeout (ms); on the shard's
   /// proven local socket its payload is a ticket (local_ticket_secret bytes), else none.
   hello = 1,
-  push_pull = 2,  ///< payload: a Push
-  pull = 3,       ///< a = worker, b = clock
-  snapshot = 4,   ///< no payload
   reply = 5,      ///< payload: the reply's wire_buffer (empty for hello)
   failure = 6,    ///< a = error code, b = error category (atom value), payload: context text
-  keyed_pull = 7, ///< payload: a Pull naming sparse keys
-  keyed_snapshot = 8,  ///< payload: a Pull (worker -1) naming sparse keys
+  // client → shard: a request, one kind per row of the shard's verbs (shard_verbs.hpp), which
+  // numbers them; these names are for code that writes frames by hand (tests, benchmarks).
+  push_pull = verb_frame<push_pull_atom, push_request>(),  ///< payload: a Push
+  pull = verb_frame<pull_atom, int32_t, int64_t>(),        ///< a = worker, b = clock
+  snapshot = verb_frame<snapshot_atom>(),                  ///< no payload
+  keyed_pull = verb_frame<pull_atom, wire_buffer>(),       ///< payload: a Pull naming sparse keys
+  keyed_snapshot = verb_frame<snapshot_atom, wire_buffer>(),  ///< payload: a Pull (worker -1)
   /// client → shard on a local socket, after the hello's answer: use shared memory (shm_region.hpp).
   /// a = request ring bytes, b = reply ring bytes; the two memfds ride along (SCM_RIGHTS), and
   /// a third, the client's arena (link_memory.hpp), when it has one.

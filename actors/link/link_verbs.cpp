@@ -2,25 +2,21 @@
 
 #include "actors/protocol/wire.hpp"
 
+#include <caf/atom.hpp>
+
+#include <string>
+
 namespace actorps {
 
 namespace {
 
-const char* verb_name(frame_kind kind) {
-  switch (kind) {
-    case frame_kind::push_pull: return "push";
-    case frame_kind::pull: return "pull";
-    case frame_kind::keyed_pull: return "keyed pull";
-    case frame_kind::snapshot: return "snapshot";
-    case frame_kind::keyed_snapshot: return "keyed snapshot";
-    case frame_kind::hello:
-    case frame_kind::reply:
-    case frame_kind::failure:
-    case frame_kind::shm_offer:
-    case frame_kind::local_ticket:
-    case frame_kind::reply_part: return "";
-  }
-  return "";
+/// A verb's name for messages: its atom, "keyed " before it when a Pull names the keys ("pull",
+/// "keyed pull", "push_pull", ...); made once per verb.
+template <class Verb>
+const char* verb_name() {
+  static const std::string name = std::string(Verb::has_payload && !Verb::is_push ? "keyed " : "")
+                                  + caf::to_string(Verb::atom::value);
+  return name.c_str();
 }
 
 /// Whether `msg` is exactly (Atom, Args...).
@@ -35,7 +31,7 @@ std::optional<link_verb_info> verb_of(frame_kind kind) {
   std::optional<link_verb_info> out;
   visit_verb(kind, [&](auto verb) {
     using v = decltype(verb);
-    out = link_verb_info{v::kind, v::asker, v::arrival, v::reply, v::has_payload, verb_name(kind)};
+    out = link_verb_info{kind, v::asker, v::arrival, v::reply, v::has_payload, verb_name<v>()};
   });
   return out;
 }
@@ -47,7 +43,7 @@ std::optional<link_call> link_call_of(const caf::type_erased_tuple& msg) {
       auto try_one = [&](auto verb) {
         using v = decltype(verb);
         if (!matches<typename v::atom>(msg, typename v::arguments{})) return false;
-        link_call call{v::kind};
+        link_call call{frame_of<v>};
         if constexpr (v::is_push) {
           const auto& push = msg.get_as<push_request>(1);
           if (push.notice || push.progress) return true;  // a link server's, to its own shard
@@ -63,7 +59,7 @@ std::optional<link_call> link_call_of(const caf::type_erased_tuple& msg) {
       };
       (try_one(verbs) || ...);
     },
-    link_verbs{});
+    shard_verbs{});
   return out;
 }
 
@@ -75,7 +71,7 @@ caf::expected<std::optional<int32_t>> worker_named(frame_kind kind, int64_t a,
     if constexpr (v::asker == link_asker::named_worker) {
       if constexpr (v::in_header) {
         out = std::optional<int32_t>{static_cast<int32_t>(a)};
-      } else if constexpr (std::is_same_v<typename v::atom, push_pull_atom>) {
+      } else if constexpr (v::is_push) {
         auto push = decode_push(payload);
         if (push) out = std::optional<int32_t>{push->worker};
         else out = push.error();

@@ -1,14 +1,13 @@
-// The data link's verbs: every request a client makes of a shard over the link, in one table.
-// A row names the frame kind, the shard's message it stands for (its atom and arguments), who
-// may ask, and how its bytes travel. Both ends walk it: the client's proxy turns a message to
-// the shard into a frame (link_call_of), the server turns a frame back into that message
+// The data link's side of the shard's verbs (actors/protocol/shard_verbs.hpp: the table, one
+// row per request kind): both ends walk the table. The client's proxy turns a message to the
+// shard into a frame (link_call_of), the server turns a frame back into that message
 // (with_shard_message), the frame checks and the in-place reader take each kind's shape from it,
-// and authorisation its asker. A new request kind is one row here, the shard's handler for its
-// message, and a test.
+// and authorisation its asker. Nothing here names a verb: a new one is a row of the table.
 #pragma once
 
 #include "actors/link/link_socket.hpp"
 #include "actors/protocol/messages.hpp"
+#include "actors/protocol/shard_verbs.hpp"
 
 #include <caf/detail/type_list.hpp>
 #include <caf/type_erased_tuple.hpp>
@@ -21,62 +20,31 @@
 
 namespace actorps {
 
-/// Who may make a request over a link whose peer has a certificate (mutual TLS; without TLS the
-/// link has no identities, and everything that reaches it may ask).
-enum class link_asker : uint8_t {
-  client,       ///< any client of the link: a worker, the evaluator or the chief
-  named_worker, ///< only the worker the request speaks for (a pull or push of its own)
-};
+/// The frame kind a verb's requests travel as.
+template <class Verb>
+inline constexpr frame_kind frame_of = static_cast<frame_kind>(Verb::frame);
 
-/// How a request's body reaches the shard.
-enum class link_arrival : uint8_t {
-  whole,        ///< read whole, then handed over
-  as_it_comes,  ///< handed over while it still arrives, for the shard to start on (a push)
-};
-
-/// How a request's reply reaches the worker.
-enum class link_reply : uint8_t {
-  whole,     ///< a wire_buffer the requester reads
-  in_place,  ///< written straight into the worker's parameters as it arrives
-};
-
-/// One verb: frame kind `Kind` stands for the shard message (Atom, Args...), answered by a
-/// wire_buffer. Its arguments travel in the frame's header (a = the int32_t, b = the int64_t of
-/// (worker, clock)), as the payload (one wire_buffer: a Cap'n Proto Pull; or a push_request,
-/// whose bytes are a Push), or not at all.
-template <frame_kind Kind, link_asker Asker, link_arrival Arrival, link_reply Reply, class Atom,
-          class... Args>
-struct link_verb {
-  static constexpr frame_kind kind = Kind;
-  static constexpr link_asker asker = Asker;
-  static constexpr link_arrival arrival = Arrival;
-  static constexpr link_reply reply = Reply;
-  using atom = Atom;
-  using arguments = caf::detail::type_list<Args...>;
-  static constexpr bool is_push = std::is_same_v<std::tuple<Args...>, std::tuple<push_request>>;
-  static constexpr bool has_payload
-    = is_push || std::is_same_v<std::tuple<Args...>, std::tuple<wire_buffer>>;
-  static constexpr bool in_header
-    = std::is_same_v<std::tuple<Args...>, std::tuple<int32_t, int64_t>>;
-  static_assert(sizeof...(Args) == 0 || has_payload || in_header,
-                "a verb's arguments are nothing, (worker, clock) or one message");
-  static_assert(Arrival == link_arrival::whole || is_push,
-                "only a push_request can carry a request still arriving");
-  static_assert(caf::detail::tl_contains<
-                  ps_shard_actor::signatures,
-                  typename caf::replies_to<Atom, Args...>::template with<wire_buffer>>::value,
-                "every verb is a message the shard answers with a wire_buffer");
-};
-
-/// The table. Replies over the link are wire_buffers (reply frames, parts of them while a push
-/// is applied, or a failure); a reply may lie in shared memory when the request's payload may.
-using link_verbs = std::tuple<
-  //        frame kind                 who may ask                arrival                    reply                message
-  link_verb<frame_kind::push_pull,      link_asker::named_worker, link_arrival::as_it_comes, link_reply::in_place, push_pull_atom, push_request>,
-  link_verb<frame_kind::pull,           link_asker::named_worker, link_arrival::whole,       link_reply::in_place, pull_atom, int32_t, int64_t>,
-  link_verb<frame_kind::keyed_pull,     link_asker::named_worker, link_arrival::whole,       link_reply::whole,    pull_atom, wire_buffer>,
-  link_verb<frame_kind::snapshot,       link_asker::client,       link_arrival::whole,       link_reply::whole,    snapshot_atom>,
-  link_verb<frame_kind::keyed_snapshot, link_asker::client,       link_arrival::whole,       link_reply::whole,    snapshot_atom, wire_buffer>>;
+namespace detail {
+constexpr bool is_link_frame(uint16_t n) {
+  for (auto own : {frame_kind::hello, frame_kind::reply, frame_kind::failure, frame_kind::shm_offer,
+                   frame_kind::reply_part, frame_kind::local_ticket})
+    if (static_cast<uint16_t>(own) == n) return true;
+  return false;
+}
+template <class... Verbs>
+constexpr bool frames_apart(std::tuple<Verbs...>*) {
+  constexpr uint16_t frames[] = {Verbs::frame...};
+  for (std::size_t i = 0; i < sizeof...(Verbs); ++i) {
+    if (frames[i] == 0 || (frames[i] & in_region_bit) != 0 || is_link_frame(frames[i])) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (frames[i] == frames[j]) return false;
+  }
+  return true;
+}
+} // namespace detail
+static_assert(detail::frames_apart(static_cast<shard_verbs*>(nullptr)),
+              "each verb has a frame number of its own: none of the link's own frames, not 0, "
+              "below the in-region bit");
 
 /// What a verb's row says, for code that holds a frame kind rather than a type.
 struct link_verb_info {
@@ -85,7 +53,7 @@ struct link_verb_info {
   link_arrival arrival{};
   link_reply reply{};
   bool has_payload = false;  ///< a Cap'n Proto message follows the header (or lies in memory)
-  const char* name = "";     ///< "push", "pull", "keyed pull", "snapshot", "keyed snapshot"
+  const char* name = "";     ///< its atom, "keyed " before it when a Pull names the keys
 };
 
 /// The row of `kind`; nullopt when `kind` is no request (hello, reply, failure, ...).
@@ -95,8 +63,8 @@ std::optional<link_verb_info> verb_of(frame_kind kind);
 template <class F>
 bool visit_verb(frame_kind kind, F&& f) {
   return std::apply(
-    [&](auto... verbs) { return ((decltype(verbs)::kind == kind ? (f(verbs), true) : false) || ...); },
-    link_verbs{});
+    [&](auto... verbs) { return ((frame_of<decltype(verbs)> == kind ? (f(verbs), true) : false) || ...); },
+    shard_verbs{});
 }
 
 /// A request as the link carries it: its frame kind, the header's a and b, and its payload
@@ -146,7 +114,7 @@ namespace detail {
 template <class Verb, class Send, class... Args>
 auto handler_for(Send send, caf::detail::type_list<Args...>) {
   return [send](typename Verb::atom, const Args&... args) -> caf::result<wire_buffer> {
-    link_call call{Verb::kind};
+    link_call call{frame_of<Verb>};
     if constexpr (Verb::is_push) {
       const push_request& push = std::get<0>(std::tie(args...));
       if (push.notice) return caf::delegated<wire_buffer>{};  // sent, never asked: dropped
@@ -172,7 +140,7 @@ auto link_verb_handlers(Send send) {
       return std::make_tuple(
         detail::handler_for<decltype(verbs)>(send, typename decltype(verbs)::arguments{})...);
     },
-    link_verbs{});
+    shard_verbs{});
 }
 
 /// The worker a request speaks for, as authorisation checks it: the header's a for a (worker,

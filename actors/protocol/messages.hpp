@@ -5,6 +5,7 @@
 
 #include "actors/protocol/checkpoint_types.hpp"
 #include "actors/protocol/push_request.hpp"
+#include "actors/protocol/shard_verbs.hpp"
 #include "actors/protocol/wire.hpp"
 #include "actors/ps/run_summary.hpp"
 
@@ -20,11 +21,8 @@
 
 namespace actorps {
 
-// --- atoms (CAF 0.17: at most 10 characters) -----------------------------------------------
+// --- atoms (CAF 0.17: at most 10 characters; the verbs' own are in shard_verbs.hpp) ---------
 using init_atom = caf::atom_constant<caf::atom("init")>;
-using pull_atom = caf::atom_constant<caf::atom("pull")>;
-using push_pull_atom = caf::atom_constant<caf::atom("push_pull")>;
-using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
@@ -176,25 +174,12 @@ train_spec spec_at_end(const train_spec& planned, const run_summary& summary);
 // --- typed interfaces -----------------------------------------------------------------------
 
 /// A parameter shard: owns some blocks and their optimizer state, applies pushed gradients,
-/// serves pulls once the run's consistency rule allows (ps_shard.hpp).
-using ps_shard_actor = caf::typed_actor<
+/// serves pulls once the run's consistency rule allows (ps_shard.hpp). Its verbs, the requests
+/// answered with bytes that the data link carries too, are the rows of shard_verbs.hpp (each
+/// explained there); the rest below travel over CAF alone.
+using ps_shard_actor = typed_actor_with_verbs<shard_verbs,
   // (init, ShardInit) -> ok: the run's spec and this shard's initial values; comes first.
   caf::replies_to<init_atom, wire_buffer>::with<caf::ok_atom>,
-  // (pull, worker, clock) -> ShardParameters for computing `clock`; held until allowed.
-  caf::replies_to<pull_atom, int32_t, int64_t>::with<wire_buffer>,
-  // (pull, Pull) -> the same with the rows of the sparse keys the Pull names.
-  caf::replies_to<pull_atom, wire_buffer>::with<wire_buffer>,
-  // (push_pull, push_request of a Push for clock c) -> ShardParameters for computing c + 1;
-  // held until allowed. From the shard's own data link, a large reply may go ahead in parts as
-  // the update is written (the answer is sent whole as well), and a push still arriving is
-  // applied block by block as its bytes do, or declined with an answer the link drops; the
-  // link's notices that more has arrived are sent, not asked (push_request.hpp).
-  caf::replies_to<push_pull_atom, push_request>::with<wire_buffer>,
-  // (snapshot) -> ShardParameters of the current values, at once (never held).
-  caf::replies_to<snapshot_atom>::with<wire_buffer>,
-  // (snapshot, Pull with worker -1) -> the same with the current rows of the keys it names, or
-  // with every row of every table and its key when the Pull says allRows.
-  caf::replies_to<snapshot_atom, wire_buffer>::with<wire_buffer>,
   // (stats) -> the shard's counters.
   caf::replies_to<stats_atom>::with<shard_stats>,
   // (leave, worker): the worker is gone; the clock table stops waiting for it.
@@ -253,7 +238,7 @@ using ps_shard_actor = caf::typed_actor<
   // Answers how many clocks the workers are apart on it (max finished - min).
   caf::replies_to<promote_atom>::with<int64_t>,
   // (evict): from the shard itself: one bounded step of its sparse tables' sweep (eviction).
-  caf::reacts_to<evict_atom>>;
+  caf::reacts_to<evict_atom>>::type;
 
 /// What a ps process publishes on its address (distributed runs): it knows where its shard is
 /// and where the process's data link listens, so that the shard itself knows nothing of sockets.

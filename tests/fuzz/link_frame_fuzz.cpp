@@ -4,8 +4,9 @@
 // are all reached. The first byte picks the side: 0, a shard reading a client (a hello, then
 // requests); 1, a client reading a shard (the hello's answer, then replies, replies in parts
 // and failures).
-// Each payload goes to the decoder its kind names.
+// Each payload goes to the decoder its kind names (a request's: its verb's, shard_verbs.hpp).
 #include "actors/link/link_socket.hpp"
+#include "actors/link/link_verbs.hpp"
 #include "actors/link/reply_part.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire.hpp"
@@ -37,15 +38,13 @@ bool take_payload(link_socket& link, const frame_header& h) {
   if (h.size > largest_read) return false;
   auto payload = link.receive_buffer(h);
   if (!payload) return false;
-  switch (kind) {
-    case frame_kind::push_pull: (void)decode_push(*payload); break;
-    case frame_kind::keyed_pull:
-    case frame_kind::keyed_snapshot: (void)decode_pull(*payload); break;
-    case frame_kind::reply:
-      if (payload->size_words() > 0) (void)decode_shard_parameters(*payload);
-      break;
-    default: break;
-  }
+  if (kind == frame_kind::reply && payload->size_words() > 0)
+    (void)decode_shard_parameters(*payload);
+  visit_verb(kind, [&](auto verb) {  // a request: its payload is its verb's message
+    using v = decltype(verb);
+    if constexpr (v::is_push) (void)decode_push(*payload);
+    else if constexpr (v::has_payload) (void)decode_pull(*payload);
+  });
   return true;
 }
 
@@ -59,8 +58,7 @@ void serve(link_socket& link) {
     auto kind = static_cast<frame_kind>(h.kind);
     if (kind == frame_kind::hello || kind == frame_kind::reply || kind == frame_kind::failure)
       return;  // not a request: the shard refuses the connection
-    if (kind == frame_kind::push_pull || kind == frame_kind::keyed_pull
-        || kind == frame_kind::keyed_snapshot)
+    if (auto verb = verb_of(kind); verb && verb->has_payload)
       if (!take_payload(link, h)) return;
   }
 }
