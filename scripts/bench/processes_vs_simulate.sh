@@ -30,6 +30,13 @@ kinds="simulate shm socket" other_binary=""
 if [ -n "$other" ]; then
   other_binary=$(realpath "$other/actorps")
   [ -x "$other_binary" ] || { echo "-B: $other_binary is missing" >&2; exit 2; }
+  # The other build's processes start with its own tree's launcher, which knows its flags (a
+  # build from before TLS was the default has no --insecure: it runs without TLS anyway).
+  other_tree=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$other/CMakeCache.txt" 2>/dev/null)
+  other_launch=$other_tree/scripts/launch_local.sh
+  [ -x "$other_launch" ] || other_launch=scripts/launch_local.sh
+  other_insecure=--insecure
+  grep -q -- --insecure "$other_launch" || other_insecure=
   kinds="$kinds other_simulate other_shm"
 fi
 [ -x /usr/bin/time ] || { echo "/usr/bin/time is missing: run scripts/setup.sh first" >&2; exit 2; }
@@ -60,8 +67,9 @@ for ((round = 1; round <= rounds; round++)); do
         /usr/bin/time -f "%U %S %w %c %M" -o "$run/cpu.simulate" "$b" simulate --ps 2 --workers 2 "$@" \
           > "$run/log" 2>&1 ;;
       *)
-        w=$tmp/timed; [ "$kind" = other_shm ] && w=$tmp/other_timed
-        CPU_DIR="$run" scripts/launch_local.sh --insecure --ps 2 --workers 2 --data-link "${kind#other_}" \
+        w=$tmp/timed launch=scripts/launch_local.sh insecure=--insecure
+        [ "$kind" = other_shm ] && w=$tmp/other_timed launch=$other_launch insecure=$other_insecure
+        CPU_DIR="$run" "$launch" $insecure --ps 2 --workers 2 --data-link "${kind#other_}" \
           --binary "$w" -- "$@" > "$run/log" 2>&1 ;;
     esac
     echo "round $round $kind: $(grep -Eo '= [0-9]+ samples/s' "$run/log" | tail -1)" >&2
