@@ -75,9 +75,10 @@ inline lr_schedule schedule_or_default(std::optional<lr_schedule> chosen, int64_
   return total_clocks > 0 ? lr_schedule::cosine : lr_schedule::constant;
 }
 
-/// What every way to run shares: the shards and workers, how they keep together, how the
-/// learning rate decays, the seed and the cut of the tensors (the command's --ps, --workers,
-/// --mode, --staleness, --lr-schedule, --seed and --block-floats).
+/// What every way to run shares: the shards and workers, how they keep together, the optimizer
+/// the shards apply and how its rate decays, the seed and the cut of the tensors (the command's
+/// --ps, --workers, --mode, --staleness, --optimizer, --lr, --momentum, --lr-schedule, --seed
+/// and --block-floats).
 struct common_run_options {
   int ps = 2;
   int workers = 2;
@@ -87,6 +88,10 @@ struct common_run_options {
   std::optional<lr_schedule> schedule;
   uint64_t seed = 1;              ///< the tensors' initial values (model_spec's initializers)
   uint32_t block_floats = 4096;   ///< tensors are cut into blocks of at most this many floats
+  /// Applied by the shards. Unset: the model's in a runtime-owned run (train()), momentum in a
+  /// loop of your own. learning_rate 0: the model's rate if this is the model's optimizer,
+  /// else the optimizer's default.
+  std::optional<optimizer_config> optimizer;
 };
 
 /// A run in this process: every role an actor of one actor_system (what `actorps simulate`
@@ -102,9 +107,6 @@ struct train_options : common_run_options {
   /// Where the data is. A model that streams its training file (sparse-lr on libsvm) reads it
   /// from here in every worker; a split not given above is loaded from here (load_split).
   data_source source;
-  /// Applied by the shards. learning_rate 0: the model's rate if this is the model's
-  /// optimizer, else the optimizer's default.
-  std::optional<optimizer_config> optimizer;
   std::optional<int> batch;       ///< rows per minibatch and worker
   std::optional<double> epochs;   ///< passes over the training rows ...
   int64_t steps = 0;              ///< ... or, when > 0, clocks per worker
@@ -229,7 +231,6 @@ caf::expected<run_summary> train_cluster(const std::string& tf_config, train_opt
 /// The schedule, unset, is cosine over total_clocks when given, else constant.
 struct cluster_options : common_run_options {
   cluster_options() { workers = 1; }  // unless set: one worker, calling push_pull each clock
-  optimizer_config optimizer;     ///< learning_rate 0: the optimizer's default
   int64_t total_clocks = 0;       ///< clocks per worker, for decaying schedules (0: unknown)
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per request
 };

@@ -21,6 +21,16 @@ constexpr const char* model_default_flags[] = {"optimizer", "lr",    "momentum",
                                                "evict-after", "max-rows-per-shard",
                                                "admission-memory"};
 
+[[noreturn]] void refuse(const char* flag, const std::string& value, const std::string& what) {
+  throw usage_error(std::string("--") + flag + " " + what + " (got " + value + ")");
+}
+
+/// The optimizer the flags set, made when the first of --optimizer, --lr, --momentum is read
+/// (which of them were typed: note_given_flags).
+optimizer_config& optimizer_of(training_flags& o) {
+  return o.optimizer ? *o.optimizer : o.optimizer.emplace();
+}
+
 } // namespace
 
 void add_training_options(po::options_description& desc, training_flags& o) {
@@ -69,18 +79,35 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "clocks per worker; overrides --epochs when > 0")
     ("batch", po::value(&o.batch),
      "minibatch rows per worker and clock; default: the model's (64; dlrm 256)")
-    ("optimizer", po::value(&o.optimizer),
+    ("optimizer", po::value<std::string>()->notifier([&o](const std::string& name) {
+       auto kind = parse_optimizer_kind(name);
+       if (!kind) refuse("optimizer", name, "must be " + optimizer_names());
+       optimizer_of(o).kind = *kind;
+     }),
      "sgd | momentum | adam | adagrad (applied by the shards); default: the model's "
      "(momentum; dlrm adam)")
-    ("lr", po::value(&o.lr),
+    ("lr", po::value<double>()->notifier([&o](double lr) {
+       optimizer_of(o).learning_rate = static_cast<float>(lr);
+     }),
      "learning rate; default: the model's for its optimizer (dlrm: adam at 0.003), else, and "
      "with 0, the optimizer's default (sgd 0.1, momentum 0.05, adam 0.001, adagrad 0.05). "
      "ssp/async apply each push with lr / workers")
-    ("lr-schedule", po::value(&o.lr_schedule)->default_value(o.lr_schedule),
+    ("lr-schedule", po::value<std::string>()->default_value("cosine")->notifier(
+       [&o](const std::string& name) {
+         o.schedule = parse_lr_schedule(name);
+         if (!o.schedule) refuse("lr-schedule", name, "must be constant, cosine or linear");
+       }),
      "constant | cosine | linear: decay from --lr to 5 % of it over the run, evaluated at the "
      "shards from the global clock")
-    ("momentum", po::value(&o.momentum), "momentum coefficient; default: the model's (0.9)")
-    ("mode", po::value(&o.mode)->default_value(o.mode),
+    ("momentum", po::value<double>()->notifier([&o](double m) {
+       optimizer_of(o).momentum = static_cast<float>(m);
+     }), "momentum coefficient; default: the model's (0.9)")
+    ("mode", po::value<std::string>()->default_value(to_string(o.mode))->notifier(
+       [&o](const std::string& name) {
+         auto mode = parse_consistency(name);
+         if (!mode) refuse("mode", name, "must be sync, ssp or async");
+         o.mode = *mode;
+       }),
      "consistency: sync (average all workers, apply once per clock) | ssp (stale-synchronous, "
      "bounded by --staleness) | async")
     ("staleness", po::value(&o.staleness)->default_value(o.staleness),

@@ -28,8 +28,7 @@ cluster_options sync_options() {
   opts.ps = 2;
   opts.workers = 1;
   opts.mode = consistency::sync;
-  opts.optimizer.kind = optimizer_kind::momentum;
-  opts.optimizer.learning_rate = 0.1f;
+  opts.optimizer = optimizer_config{optimizer_kind::momentum, 0.1f};
   opts.block_floats = 2;  // the dense tensor on both shards
   return opts;
 }

@@ -1,6 +1,7 @@
 // The run's defaults for a loop of the user's own (ps.hpp, schedule_or_default): cluster_options
 // left as they are is ssp with a staleness bound of 2, as train_options; the schedule is cosine
-// over total_clocks when given, constant when not.
+// over total_clocks when given, constant when not; the optimizer, unset, is momentum at its
+// default rate.
 #include "actors/ps.hpp"
 
 #include <doctest/doctest.h>
@@ -18,8 +19,7 @@ model_spec one_float() { return {"one", {{"w", {1}, tensor_init::zeros, 0}}, {}}
 std::vector<float> moves(cluster_options opts) {
   opts.ps = 1;
   opts.workers = 1;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = 0.1f;
+  opts.optimizer = optimizer_config{optimizer_kind::sgd, 0.1f};
   local_cluster ps(one_float(), opts);
   auto client = ps.worker(0);
   float w = 0, grad = 1;
@@ -75,6 +75,26 @@ TEST_CASE("the schedule left unset: cosine over total_clocks when given, else co
   for (int c = 0; c < 4; ++c) CHECK(decayed[c] == doctest::Approx(cosine[c]).epsilon(1e-4));
   known.schedule = lr_schedule::constant;
   for (float m : moves(known)) CHECK(m == doctest::Approx(0.1f));
+}
+
+TEST_CASE("cluster_options without an optimizer: momentum 0.9 at its default rate, 0.05") {
+  const cluster_options defaults;
+  CHECK_FALSE(defaults.optimizer.has_value());
+  CHECK(default_learning_rate(optimizer_kind::momentum) == doctest::Approx(0.05f));
+  cluster_options opts;
+  opts.ps = 1;
+  opts.workers = 1;
+  opts.schedule = lr_schedule::constant;
+  local_cluster ps(one_float(), opts);
+  auto client = ps.worker(0);
+  float w = 0, grad = 1;
+  REQUIRE(client.wait(client.pull(0, &w)));
+  // velocity 1, then 0.9 + 1 = 1.9: the parameter moves by 0.05, then by 0.05 · 1.9 (SGD at
+  // 0.05 would move it by 0.05 twice; at sgd's own default, 0.1)
+  REQUIRE(client.wait(client.push_pull(0, &grad, &w)));
+  CHECK(w == doctest::Approx(-0.05f));
+  REQUIRE(client.wait(client.push_pull(1, &grad, &w)));
+  CHECK(w == doctest::Approx(-0.05f - 0.095f));
 }
 
 } // namespace actorps

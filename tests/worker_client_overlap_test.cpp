@@ -72,8 +72,8 @@ cluster_options counting(consistency mode, int staleness, int workers) {
   opts.workers = workers;
   opts.mode = mode;
   opts.staleness = staleness;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = float(workers);  // ssp applies lr / workers: +1 per push
+  // ssp applies lr / workers: +1 per push
+  opts.optimizer = optimizer_config{optimizer_kind::sgd, float(workers)};
   opts.timeout = std::chrono::seconds(30);
   return opts;
 }

@@ -29,8 +29,7 @@ TEST_CASE("worker_client pulls and pushes sparse rows by key across shards") {
   opts.ps = 2;
   opts.workers = 2;
   opts.mode = consistency::sync;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = 1.0f;
+  opts.optimizer = optimizer_config{optimizer_kind::sgd, 1.0f};
   local_cluster ps(kv_model(), opts);
   // keys 1..20 fall on both shards; the caller's order is not the shards'
   std::vector<uint64_t> keys;
@@ -121,8 +120,7 @@ TEST_CASE("worker_client: in sync, a worker that runs fewer clocks and finishes 
   opts.ps = 2;
   opts.workers = 2;
   opts.mode = consistency::sync;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = 1.0f;
+  opts.optimizer = optimizer_config{optimizer_kind::sgd, 1.0f};
   opts.timeout = std::chrono::seconds(20);  // (without finish, clock 2 would wait this long)
   local_cluster ps(kv_model(), opts);
   auto run = [&](int w, int clocks, float& bias) {
@@ -167,8 +165,7 @@ TEST_CASE("worker_client: calls in flight together each get their own shards' re
   cluster_options opts;
   opts.ps = 2;
   opts.mode = consistency::async;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = 1.0f;
+  opts.optimizer = optimizer_config{optimizer_kind::sgd, 1.0f};
   local_cluster ps(kv_model(), opts);
   auto client = ps.worker(0);
   float a = 0, b = 0, grad = 1;

@@ -11,9 +11,9 @@ train_spec shards_spec(const model_spec& model, const cluster_options& opts) {
   spec.workers = opts.workers;
   spec.mode = opts.mode;
   spec.staleness = opts.staleness;
-  spec.optimizer = opts.optimizer;
+  spec.optimizer = opts.optimizer.value_or(optimizer_config{});  // momentum, unless set
   if (!(spec.optimizer.learning_rate > 0))
-    spec.optimizer.learning_rate = default_learning_rate(opts.optimizer.kind);
+    spec.optimizer.learning_rate = default_learning_rate(spec.optimizer.kind);
   spec.schedule = schedule_or_default(opts.schedule, opts.total_clocks);
   spec.total_clocks = opts.total_clocks;
   spec.seed = opts.seed;

@@ -121,13 +121,10 @@ void set_table_flags(const training_flags& o, const training_settings& settings,
 training_choices chosen_by(const training_flags& o) {
   training_choices c;
   auto typed = [&](const char* name) { return o.given.count(name) > 0; };
-  if (typed("optimizer")) {
-    auto kind = parse_optimizer_kind(o.optimizer);
-    require(kind.has_value(), "optimizer", o.optimizer, "must be " + optimizer_names());
-    c.optimizer = *kind;
-  }
-  if (typed("lr")) c.lr = static_cast<float>(o.lr);
-  if (typed("momentum")) c.momentum = static_cast<float>(o.momentum);
+  const auto opt = o.optimizer.value_or(optimizer_config{});
+  if (typed("optimizer")) c.optimizer = opt.kind;
+  if (typed("lr")) c.lr = opt.learning_rate;
+  if (typed("momentum")) c.momentum = opt.momentum;
   if (typed("batch")) c.batch = o.batch;
   if (typed("epochs")) c.epochs = o.epochs;
   if (typed("table-optimizer")) {
@@ -150,9 +147,10 @@ training_flags in_effect(const training_flags& typed, const training_settings& s
   auto o = typed;
   const auto& v = settings.values;
   auto untyped = [&](const char* name) { return typed.given.count(name) == 0; };
-  if (untyped("optimizer")) o.optimizer = to_string(v.optimizer);
-  if (untyped("lr") || o.lr == 0) o.lr = v.lr;
-  if (untyped("momentum")) o.momentum = v.momentum;
+  auto& opt = o.optimizer ? *o.optimizer : o.optimizer.emplace();
+  if (untyped("optimizer")) opt.kind = v.optimizer;
+  if (untyped("lr") || opt.learning_rate == 0) opt.learning_rate = v.lr;
+  if (untyped("momentum")) opt.momentum = v.momentum;
   if (untyped("batch")) o.batch = v.batch;
   if (untyped("epochs")) o.epochs = v.epochs;
   if (untyped("table-lr")) o.table_lr = v.table_lr;
@@ -302,10 +300,12 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
   require(o.steps >= 0, "steps", o.steps, "must be 0 or more");
   require(o.epochs > 0 && o.epochs <= max_epochs, "epochs", o.epochs,
           "must be positive and at most " + std::to_string(int(max_epochs)));
-  require(o.lr >= 0 && o.lr <= max_learning_rate, "lr", o.lr,
-          "must be positive and at most " + std::to_string(int(max_learning_rate))
-            + " (or 0 for the optimizer's default)");
-  require(o.momentum >= 0 && o.momentum < 1, "momentum", o.momentum,
+  const auto& opt = *o.optimizer;  // in effect: set
+  require(opt.learning_rate >= 0 && opt.learning_rate <= max_learning_rate, "lr",
+          opt.learning_rate, "must be positive and at most "
+                               + std::to_string(int(max_learning_rate))
+                               + " (or 0 for the optimizer's default)");
+  require(opt.momentum >= 0 && opt.momentum < 1, "momentum", opt.momentum,
           "must be at least 0 and below 1");
   const int threads_bound = max_scheduler_threads();
   require(o.threads >= 0 && o.threads <= threads_bound, "threads", o.threads,
@@ -320,16 +320,12 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
   check_value_bounds(o.bounds);
   set_table_flags(o, v.settings, v.model);
   const auto layers = mlp_layers(v.model);  // synthetic data takes an MLP's input width
-  auto mode = parse_consistency(o.mode);
-  require(mode.has_value(), "mode", o.mode, "must be sync, ssp or async");
-  v.mode = *mode;
+  v.mode = o.mode;
   // A bound the mode ignores is a mistake worth saying; the default is fine with every mode.
   if (o.staleness_given && v.mode != consistency::ssp)
     throw usage_error("--staleness " + std::to_string(o.staleness) + " has no effect with --mode "
-                      + o.mode + ": the bound only applies to --mode ssp");
-  auto schedule = parse_lr_schedule(o.lr_schedule);
-  require(schedule.has_value(), "lr-schedule", o.lr_schedule, "must be constant, cosine or linear");
-  v.schedule = *schedule;
+                      + to_string(o.mode) + ": the bound only applies to --mode ssp");
+  v.schedule = schedule_or_default(o.schedule, 1);  // the run's clocks are known
   auto wire = parse_wire_precision(o.wire_precision);
   require(wire.has_value(), "wire-precision", o.wire_precision, "must be fp32 or bf16");
   v.wire = *wire;
@@ -518,7 +514,8 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   c.spec.workers = o.workers;
   c.spec.mode = v.mode;
   c.spec.staleness = o.staleness;
-  c.spec.optimizer = dense_optimizer(v.settings);
+  // beta1, beta2, epsilon (and momentum with another optimizer) have no flag: the library's
+  c.spec.optimizer = dense_optimizer(v.settings, *o.optimizer);
   c.spec.schedule = v.schedule;
   c.spec.wire = v.wire;
   c.spec.seed = o.seed;
@@ -673,18 +670,13 @@ training_flags flags_of(const train_options& o) {
   if (d.what == data_source::kind::logs) f.schema = d.schema_path;
   f.follow = d.follow;
   f.slice_auc = o.slice_auc;
-  f.ps = o.ps;
-  f.workers = o.workers;
-  f.mode = to_string(o.mode);
-  f.staleness = o.staleness;  // not typed: sync and async ignore it (train_options)
+  // the same fields: the staleness not typed (sync and async ignore it in train_options)
+  static_cast<common_run_options&>(f) = o;
   if (o.optimizer) {
-    f.optimizer = to_string(o.optimizer->kind);
     typed("optimizer");
-    if (o.optimizer->learning_rate != 0) f.lr = o.optimizer->learning_rate, typed("lr");
-    if (o.optimizer->kind == optimizer_kind::momentum)
-      f.momentum = o.optimizer->momentum, typed("momentum");
+    if (o.optimizer->learning_rate != 0) typed("lr");
+    if (o.optimizer->kind == optimizer_kind::momentum) typed("momentum");
   }
-  f.lr_schedule = to_string(schedule_or_default(o.schedule, 1));  // the run's clocks are known
   if (o.batch) f.batch = *o.batch, typed("batch");
   if (o.epochs) f.epochs = *o.epochs, typed("epochs");
   f.steps = o.steps;
@@ -697,8 +689,6 @@ training_flags flags_of(const train_options& o) {
   if (o.admission_memory && *o.admission_memory != -1)
     f.admission_memory = *o.admission_memory, typed("admission-memory");
   f.eval_every = o.eval_every;
-  f.seed = o.seed;
-  f.block_floats = o.block_floats;
   f.metrics = o.metrics;
   f.tensorboard = o.tensorboard_dir;
   f.no_progress = !o.progress;
@@ -726,8 +716,6 @@ training_plan plan_library_run(const train_options& o, const known_data& data) {
   const auto flags = flags_of(o);
   auto plan = build_training_plan(flags, check_training_flags(flags, &data));
   auto& c = plan.chief;
-  // beta1, beta2, epsilon (and momentum with another optimizer) have no flag
-  c.spec.optimizer = dense_optimizer(c.settings, o.optimizer.value_or(optimizer_config{}));
   c.checkpoints.dataset = data.identity;
   open_training_files(flags, plan, &data);
   return plan;

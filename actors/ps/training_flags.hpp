@@ -15,18 +15,19 @@
 
 namespace actorps {
 
-/// The flags as typed, before validation. A flag whose default is the model's (--optimizer,
-/// --lr, --momentum, --batch, --epochs, --table-optimizer, --table-lr, --admit-after) counts
-/// only when typed (`given`); its member here holds the MLP's default until then.
-struct training_flags {
-  int ps = 2, workers = 2, batch = 64, threads = 0, staleness = 2;
+/// The flags as typed, before validation. What every way to run shares is the library's own
+/// (common_run_options: --ps, --workers, --mode, --staleness, --optimizer, --lr, --momentum,
+/// --lr-schedule, --seed, --block-floats), the rest as the command line spells it. A flag whose
+/// default is the model's (--optimizer, --lr, --momentum, --batch, --epochs, --table-optimizer,
+/// --table-lr, --admit-after) counts only when typed (`given`); until then its member here
+/// holds the MLP's default (the optimizer: unset).
+struct training_flags : common_run_options {
+  int batch = 64, threads = 0;
   std::string model = "784-256-128-10", dataset = "fashion-mnist",
-              data_dir = default_fashion_mnist_dir, test, optimizer = "momentum", mode = "ssp",
-              lr_schedule = "cosine", metrics, backend = "auto", gpus = "0", export_dir;
-  double epochs = 5, lr = 0, momentum = 0.9, request_timeout = 120;
+              data_dir = default_fashion_mnist_dir, test, metrics, backend = "auto", gpus = "0",
+              export_dir;
+  double epochs = 5, request_timeout = 120;
   int64_t steps = 0, eval_every = 100, synthetic_rows = 8192, synthetic_test_rows = 2048;
-  uint64_t seed = 1;
-  uint32_t block_floats = 4096;
   std::vector<std::string> slow;
   bool no_progress = false;
   std::string log_level = "info";  ///< --log-level: error, warn, info or debug

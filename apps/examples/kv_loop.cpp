@@ -68,8 +68,7 @@ int main() {
   opts.ps = 3;
   opts.workers = 4;
   opts.mode = consistency::sync;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = lr;
+  opts.optimizer = optimizer_config{optimizer_kind::sgd, lr};
 
   if (const char* tf_config = std::getenv("TF_CONFIG")) {
     int status = run_task(tf_config, model, opts);
