@@ -14,5 +14,6 @@ void bind_clusters(py::module_& m);      // actorps.LocalCluster, actorps.TaskCl
 void bind_train(py::module_& m);         // actorps.train (a Python model plug-in)
 void bind_feature_key(py::module_& m);   // actorps.feature_key
 void bind_export(py::module_& m);        // actorps.read_export
+void bind_scale(py::module_& m);         // actorps.scale
 
 } // namespace actorps::python

@@ -25,6 +25,10 @@ void raise_error(const caf::error& err) {
   auto code = code_name(err);
   auto text = describe(err);
   if (text.compare(0, code.size(), code) != 0) text = code + ": " + text;
+  raise_error(code, text);
+}
+
+void raise_error(const std::string& code, const std::string& text) {
   py::object exc = py::reinterpret_borrow<py::object>(error_type)(text);
   exc.attr("code") = code;
   PyErr_SetObject(error_type, exc.ptr());

@@ -14,4 +14,7 @@ std::string code_name(const caf::error& err);
 /// Raises actorps.Error for `err` (a pending Python exception, thrown as error_already_set).
 [[noreturn]] void raise_error(const caf::error& err);
 
+/// Raises actorps.Error with `text` and the code name `code`.
+[[noreturn]] void raise_error(const std::string& code, const std::string& text);
+
 } // namespace actorps::python

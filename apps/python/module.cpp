@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   actorps::python::bind_train(m);
   actorps::python::bind_feature_key(m);
   actorps::python::bind_export(m);
+  actorps::python::bind_scale(m);
 }

@@ -18,10 +18,10 @@ import os as _os
 import sys as _sys
 
 from ._core import (Error, LocalCluster, ModelSpec, SparseTable, TaskCluster, WorkerClient,
-                    bytes_copied, feature_key, read_export, train)
+                    bytes_copied, feature_key, read_export, scale, train)
 
 __all__ = ["Error", "LocalCluster", "ModelSpec", "SparseTable", "TaskCluster", "WorkerClient",
-           "bytes_copied", "exit_task", "feature_key", "read_export", "train"]
+           "bytes_copied", "exit_task", "feature_key", "read_export", "scale", "train"]
 
 
 def exit_task(status):
