@@ -175,7 +175,7 @@ grep -q "data link is still plain\|still plain TCP" "$dir/cluster.log" && fail "
 if [ "$part" = insider ]; then
   [ "$(summary_field "$line" norms_refused)" = 1 ] || fail "norms_refused: $line"
   [ "$(summary_field "$line" refused_unauthorised)" = 1 ] || fail "refused_unauthorised: $line"
-  [ "$(grep -c "^ps:0 | .*refused a data request .*(worker:1).*may not push as worker 0" "$dir/cluster.log")" = 1 ] \
+  [ "$(grep -c "^ps:0 | .*refused a data request .*(worker:1).*may not push_pull as worker 0" "$dir/cluster.log")" = 1 ] \
     || fail "ps:0 did not log the refusal once: $(grep "refused" "$dir/cluster.log")"
   grep -q "refused: 0 pushes beyond --max-gradient, 1 pushes beyond --gradient-norm-bound, .* 1 messages not authorised" "$dir/cluster.log" \
     || fail "the summary line: $(grep "refused:" "$dir/cluster.log")"
