@@ -13,16 +13,22 @@ const char* const prometheus_port_help =
 
 namespace {
 
-/// The flags whose default is the model's (model_plugin::defaults): a typed one overrides its
-/// field alone.
-constexpr const char* model_default_flags[] = {"optimizer", "lr",    "momentum",
-                                               "batch",     "epochs", "table-optimizer",
-                                               "table-lr",  "admit-after",
-                                               "evict-after", "max-rows-per-shard",
-                                               "admission-memory"};
+/// The flags whose being typed matters (training_flags::given): those whose default is the
+/// model's (model_plugin::defaults: a typed one overrides its field alone), and --export-every,
+/// whose typed 0 is refused.
+constexpr const char* typed_flags_noted[] = {
+  "optimizer", "lr", "momentum", "batch", "epochs",
+  "table-optimizer", "table-lr", "admit-after", "evict-after", "max-rows-per-shard",
+  "admission-memory", "export-every"};
 
 [[noreturn]] void refuse(const char* flag, const std::string& value, const std::string& what) {
   throw usage_error(std::string("--") + flag + " " + what + " (got " + value + ")");
+}
+
+/// A flag's value into an optional field of the run's options (unset until typed).
+template <class T>
+po::typed_value<T>* into(std::optional<T>& field) {
+  return po::value<T>()->notifier([&field](const T& x) { field = x; });
 }
 
 /// The optimizer the flags set, made when the first of --optimizer, --lr, --momentum is read
@@ -37,7 +43,7 @@ void add_training_options(po::options_description& desc, training_flags& o) {
   desc.add_options()
     ("ps", po::value(&o.ps)->default_value(o.ps), "number of parameter shards")
     ("workers", po::value(&o.workers)->default_value(o.workers), "number of workers")
-    ("model", po::value(&o.model)->default_value(o.model),
+    ("model", po::value(&o.model)->default_value("784-256-128-10"),
      "MLP layer widths, input first (the input must match the data: 784 for fashion-mnist); "
      "or sparse-lr[:ftrl|:adagrad], logistic regression over the sparse features of --dataset "
      "libsvm:PATH; or, on --dataset criteo:PATH, lr (one weight per categorical value and per "
@@ -72,12 +78,12 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "training rows of the synthetic dataset")
     ("synthetic-test-rows", po::value(&o.synthetic_test_rows)->default_value(o.synthetic_test_rows),
      "test rows of the synthetic dataset")
-    ("epochs", po::value(&o.epochs),
+    ("epochs", into(o.epochs),
      "passes over the training set (each worker runs its shard this many times); default: the "
      "model's (5; dlrm 1)")
     ("steps", po::value(&o.steps)->default_value(o.steps),
      "clocks per worker; overrides --epochs when > 0")
-    ("batch", po::value(&o.batch),
+    ("batch", into(o.batch),
      "minibatch rows per worker and clock; default: the model's (64; dlrm 256)")
     ("optimizer", po::value<std::string>()->notifier([&o](const std::string& name) {
        auto kind = parse_optimizer_kind(name);
@@ -118,12 +124,12 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("wire-precision", po::value(&o.wire_precision)->default_value(o.wire_precision),
      "fp32 | bf16: the precision workers push their dense gradients in (bf16 rounds each to "
      "the nearest bfloat16 and halves the push's bytes; parameters and sparse rows stay fp32)")
-    ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every),
+    ("eval-every", po::value(&o.eval_every)->default_value(100),
      "evaluate on the test set every N global clocks (0: only at the end)")
     ("metrics", po::value(&o.metrics),
      "write one JSON object per event to this file (JSONL; with --resume appended to, so "
      "restarts leave one history)")
-    ("tensorboard", po::value(&o.tensorboard),
+    ("tensorboard", po::value(&o.tensorboard_dir),
      "write the run's figures as TensorBoard scalars to a new events.out.tfevents.* file in "
      "this directory (created if missing; a resumed run adds another): tensorboard --logdir DIR")
     ("prometheus-port", po::value(&o.prometheus_port), prometheus_port_help)
@@ -131,19 +137,19 @@ void add_training_options(po::options_description& desc, training_flags& o) {
     ("table-optimizer", po::value(&o.table_optimizer),
      "sgd | adagrad | adam | ftrl: the row optimizer of every sparse table, with that "
      "optimizer's defaults (without it each table keeps the model's: FTRL for sparse-lr)")
-    ("table-lr", po::value(&o.table_lr),
+    ("table-lr", into(o.table_lr),
      "learning rate of every sparse table's rows (FTRL: alpha); without it the model's (dlrm "
      "0.1) or the --table-optimizer's default")
-    ("admit-after", po::value(&o.admit_after),
+    ("admit-after", into(o.admit_after),
      "N >= 1: a key of a sparse table gets its row on its N-th push, the pushes before only "
      "counted (1: the first push creates it); default: the model's (dlrm 20)")
-    ("evict-after", po::value(&o.evict_after),
+    ("evict-after", into(o.evict_after),
      "CLOCKS: a sparse table's row not pushed for that many global clocks is evicted (its key "
      "reads as never seen again, and starts anew); 0: rows stay (the default)")
-    ("max-rows-per-shard", po::value(&o.max_rows_per_shard),
+    ("max-rows-per-shard", into(o.max_rows_per_shard),
      "N: each sparse table keeps about N rows per shard at most, evicting the least recently "
      "pushed (approximately, by a sweep between requests); 0: no bound (the default)")
-    ("admission-memory", po::value(&o.admission_memory),
+    ("admission-memory", into(o.admission_memory),
      "BYTES: each sparse table's keys awaiting admission (--admit-after 2..255) are counted in a "
      "count-min sketch of at most BYTES per shard, which may admit a key early and forgets by "
      "halving; 0: an exact counter per key (the default), dropped after --evict-after quiet "
@@ -154,7 +160,8 @@ void add_training_options(po::options_description& desc, training_flags& o) {
      "worker:I=MS adds MS milliseconds to every step of worker I (repeatable): a straggler")
     ("request-timeout", po::value(&o.request_timeout)->default_value(o.request_timeout),
      "seconds any request between actors may take before it fails")
-    ("no-progress", po::bool_switch(&o.no_progress), "do not draw the progress line")
+    ("no-progress", po::bool_switch()->notifier([&o](bool off) { o.progress = !off; }),
+     "do not draw the progress line")
     ("backend", po::value(&o.backend)->default_value(o.backend),
      "auto | cpu | cuda: where workers run forward/backward (auto: CUDA when a usable GPU "
      "exists, else the CPU)")
@@ -214,7 +221,7 @@ void add_training_options(po::options_description& desc, training_flags& o) {
 
 void note_given_flags(const po::variables_map& vm, training_flags& flags) {
   flags.given.clear();
-  for (const char* name : model_default_flags)
+  for (const char* name : typed_flags_noted)
     if (vm.count(name) > 0 && !vm[name].defaulted()) flags.given.insert(name);
   flags.resume_given = vm.count("resume") > 0;
   flags.staleness_given = vm.count("staleness") > 0 && !vm["staleness"].defaulted();

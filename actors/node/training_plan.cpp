@@ -88,23 +88,25 @@ void set_table_flags(const training_flags& o, const training_settings& settings,
                                                        : nullptr;
   if (typed && model.sparse_tables.empty())
     throw usage_error(std::string(typed) + ": --model " + o.model + " has no sparse tables");
-  if (o.table_lr != 0) {
-    require(o.table_lr > 0, "table-lr", o.table_lr, "must be a positive learning rate");
-    require(o.table_lr <= max_learning_rate, "table-lr", o.table_lr,
+  const float table_lr = o.table_lr.value_or(0);  // in effect: 0 keeps each table's own
+  if (table_lr != 0) {
+    require(table_lr > 0, "table-lr", table_lr, "must be a positive learning rate");
+    require(table_lr <= max_learning_rate, "table-lr", table_lr,
             "must be at most " + std::to_string(int(max_learning_rate)));
   }
-  if (o.admit_after != -1)
-    require(o.admit_after >= 1 && o.admit_after <= int64_t(UINT32_MAX), "admit-after",
-            o.admit_after, "must be at least 1 (1: a key's first push creates its row)");
+  const int64_t admit_after = o.admit_after.value_or(-1);  // -1 keeps each table's own
+  if (admit_after != -1)
+    require(admit_after >= 1 && admit_after <= int64_t(UINT32_MAX), "admit-after", admit_after,
+            "must be at least 1 (1: a key's first push creates its row)");
   if (o.given.count("evict-after"))
-    require(o.evict_after >= 0 && o.evict_after <= int64_t(UINT32_MAX), "evict-after",
-            o.evict_after, "must be a number of global clocks (0: rows stay)");
+    require(*o.evict_after >= 0 && *o.evict_after <= int64_t(UINT32_MAX), "evict-after",
+            *o.evict_after, "must be a number of global clocks (0: rows stay)");
   if (o.given.count("max-rows-per-shard"))
-    require(o.max_rows_per_shard >= 0, "max-rows-per-shard", o.max_rows_per_shard,
+    require(*o.max_rows_per_shard >= 0, "max-rows-per-shard", *o.max_rows_per_shard,
             "must be a number of rows (0: no bound)");
   if (o.given.count("admission-memory"))
-    require(o.admission_memory >= 0 && o.admission_memory <= max_admission_memory,
-            "admission-memory", o.admission_memory,
+    require(*o.admission_memory >= 0 && *o.admission_memory <= max_admission_memory,
+            "admission-memory", *o.admission_memory,
             "must be a number of bytes up to 2^40 (0: exact counters)");
   try {
     apply_table_settings(settings, model);
@@ -125,24 +127,25 @@ training_choices chosen_by(const training_flags& o) {
   if (typed("optimizer")) c.optimizer = opt.kind;
   if (typed("lr")) c.lr = opt.learning_rate;
   if (typed("momentum")) c.momentum = opt.momentum;
-  if (typed("batch")) c.batch = o.batch;
-  if (typed("epochs")) c.epochs = o.epochs;
+  if (typed("batch")) c.batch = *o.batch;
+  if (typed("epochs")) c.epochs = *o.epochs;
   if (typed("table-optimizer")) {
     auto kind = parse_row_optimizer_kind(o.table_optimizer);
     require(kind.has_value(), "table-optimizer", o.table_optimizer,
             "must be " + row_optimizer_names());
     c.table_optimizer = *kind;
   }
-  if (typed("table-lr")) c.table_lr = static_cast<float>(o.table_lr);
-  if (typed("admit-after")) c.admit_after = o.admit_after;
-  if (typed("evict-after")) c.evict_after = o.evict_after;
-  if (typed("max-rows-per-shard")) c.max_rows = o.max_rows_per_shard;
-  if (typed("admission-memory")) c.admission_memory = o.admission_memory;
+  if (typed("table-lr")) c.table_lr = *o.table_lr;
+  if (typed("admit-after")) c.admit_after = *o.admit_after;
+  if (typed("evict-after")) c.evict_after = *o.evict_after;
+  if (typed("max-rows-per-shard")) c.max_rows = *o.max_rows_per_shard;
+  if (typed("admission-memory")) c.admission_memory = *o.admission_memory;
   return c;
 }
 
 /// The flags in effect: each model-defaulted flag that was not typed holds the settings' value
-/// (a typed one keeps its text, so that a refusal quotes what was typed).
+/// (a typed one keeps its value, so that a refusal quotes what was typed); the optimizer,
+/// batch, epochs, table_lr and admit_after are set from here on.
 training_flags in_effect(const training_flags& typed, const training_settings& settings) {
   auto o = typed;
   const auto& v = settings.values;
@@ -244,11 +247,11 @@ planned_kill parse_kill(const std::string& text, int workers, int shards, int64_
 /// whole batches); the checkpoint clocks follow the length.
 void set_run_length(const training_flags& o, int64_t train_rows, chief_config& c) {
   c.train_rows = train_rows;
-  auto per_epoch = (train_rows / o.workers) / o.batch;
+  auto per_epoch = (train_rows / o.workers) / *o.batch;
   // A followed stream ends when it is told to (--stop-file, a signal), or at --steps.
   c.steps = o.steps > 0 ? o.steps
             : o.follow  ? endless_clocks
-                        : std::max<int64_t>(1, std::llround(o.epochs * double(per_epoch)));
+                        : std::max<int64_t>(1, std::llround(*o.epochs * double(per_epoch)));
   c.spec.total_clocks = c.steps;
   const auto& ck = c.checkpoints;
   c.spec.checkpoint_every = ck.dir.empty() ? 0 : (ck.every > 0 ? ck.every : c.steps);
@@ -293,12 +296,12 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
           "must be 1 to " + std::to_string(max_tasks_per_role));
   require(o.workers >= 1 && o.workers <= max_tasks_per_role, "workers", o.workers,
           "must be 1 to " + std::to_string(max_tasks_per_role));
-  require(o.batch >= 1 && o.batch <= max_batch, "batch", o.batch,
+  require(*o.batch >= 1 && *o.batch <= max_batch, "batch", *o.batch,
           "must be 1 to " + std::to_string(max_batch));
   require(o.staleness >= 0, "staleness", o.staleness, "must be 0 or more");
   require(o.eval_every >= 0, "eval-every", o.eval_every, "must be 0 or more");
   require(o.steps >= 0, "steps", o.steps, "must be 0 or more");
-  require(o.epochs > 0 && o.epochs <= max_epochs, "epochs", o.epochs,
+  require(*o.epochs > 0 && *o.epochs <= max_epochs, "epochs", *o.epochs,
           "must be positive and at most " + std::to_string(int(max_epochs)));
   const auto& opt = *o.optimizer;  // in effect: set
   require(opt.learning_rate >= 0 && opt.learning_rate <= max_learning_rate, "lr",
@@ -453,7 +456,7 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
   if (known && known->train_rows > 0) {  // loaded: the splits' own shape
     if (auto why = model->check_data(known->cols, known->classes); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
-    require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
+    require(v.train_rows / o.workers >= *o.batch, "batch", *o.batch,
             "is larger than a worker's shard of the training set");
   } else if (!known && d.what != data_source::kind::csv) {  // a CSV's shape: once it is read
     // Streamed rows (libsvm, criteo) have no fixed width and are binary, as the readers say.
@@ -462,7 +465,7 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
     if (auto why = model->check_data(cols, sparse ? 2 : fashion_mnist_classes); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
     if (!sparse)  // streamed rows are counted by open_training_files
-      require(v.train_rows / o.workers >= o.batch, "batch", o.batch,
+      require(v.train_rows / o.workers >= *o.batch, "batch", *o.batch,
               "is larger than a worker's shard of the training set");
   }
 
@@ -474,8 +477,9 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
   require(o.replicas == 0 || o.replicas == 1, "replicas", o.replicas, "must be 0 or 1");
   if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
     throw usage_error("--checkpoint-every needs --checkpoint-dir");
-  require(o.export_every == -1 || o.export_every >= 1, "export-every", o.export_every,
-          "must be at least 1");
+  // the library's 0 is none; the command's --export-every 0 a mistake
+  require(o.export_every >= (typed.given.count("export-every") ? 1 : 0), "export-every",
+          o.export_every, "must be at least 1");
   require(o.full_export_every >= 1, "full-export-every", o.full_export_every,
           "must be at least 1");
   if (o.export_every > 0 && o.export_dir.empty())
@@ -487,7 +491,13 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
       if (k.rfind("process@", 0) != 0 && k.rfind("disk@", 0) != 0) v.kills.push_back(kill);
     }
   }
+  for (const auto& k : o.kills)  // the library's, as values: checked as typed ones are
+    v.kills.push_back(parse_kill(k.role + ":" + std::to_string(k.index) + "@clock="
+                                   + std::to_string(k.at_clock),
+                                 o.workers, o.ps, &v.crash_at, &v.disk_fail_at));
   for (const auto& r : o.resize) v.resizes.push_back(parse_resize(r));
+  for (const auto& r : o.resizes)
+    v.resizes.push_back(parse_resize(to_string(planned_resize{r.ps, r.at_clock, r.workers})));
   if (v.crash_at >= 0 && o.checkpoint_dir.empty())
     throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
   if (v.disk_fail_at >= 0 && o.checkpoint_dir.empty())
@@ -519,15 +529,15 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   c.spec.schedule = v.schedule;
   c.spec.wire = v.wire;
   c.spec.seed = o.seed;
-  c.batch = o.batch;
+  c.batch = *o.batch;
   c.eval_every = o.eval_every;
   c.stop_file = o.stop_file;
   c.slow_ms = v.slow_ms;
-  c.progress = !o.no_progress;
+  c.progress = o.progress;
   c.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   plan.scheduler_threads = o.threads;
   plan.export_dir = o.export_dir;
-  plan.export_every = std::max<int64_t>(o.export_every, 0);
+  plan.export_every = o.export_every;
   plan.full_export_every = o.full_export_every;
   plan.prometheus_port = static_cast<uint16_t>(o.prometheus_port);
 
@@ -587,21 +597,21 @@ void open_training_files(const training_flags& typed, training_plan& plan,
     if (auto why = make_model(o.model)->check_data(train.cols, train.classes); !why.empty())
       throw usage_error("--model " + o.model + " does not fit --dataset " + o.dataset + ": " + why);
     if (!d.follow)  // a followed stream's batches may come later
-      require(train.rows / o.workers >= o.batch, "batch", o.batch,
+      require(train.rows / o.workers >= *o.batch, "batch", *o.batch,
               "is larger than a worker's shard of the training set");
     set_run_length(o, train.rows, c);
   } else if (streamed(d.what)) {  // counted, never loaded: workers stream
     if (d.follow) check_followed(d, o);
     auto rows = training_rows(d, o.workers, &c.checkpoints.files);
     if (!d.follow)  // a followed stream's batches may come later
-      require(rows / o.workers >= o.batch, "batch", o.batch,
+      require(rows / o.workers >= *o.batch, "batch", *o.batch,
               "is larger than a worker's shard of the training set");
     set_run_length(o, rows, c);
   } else if (d.what == data_source::kind::fashion_mnist && std::filesystem::is_directory(d.dir)) {
     // The rows really there (a smaller IDX file trains one pass per epoch too); a chief whose
     // host lacks the files (its workers have them) keeps the Debian package's 60 000.
     auto rows = training_rows(d);
-    require(rows / o.workers >= o.batch, "batch", o.batch,
+    require(rows / o.workers >= *o.batch, "batch", *o.batch,
             "is larger than a worker's shard of the training set");
     set_run_length(o, rows, c);
   }
@@ -615,9 +625,9 @@ void open_training_files(const training_flags& typed, training_plan& plan,
   } catch (const std::exception& e) {
     throw usage_error(std::string("--metrics: ") + e.what());
   }
-  if (!o.tensorboard.empty()) {
+  if (!o.tensorboard_dir.empty()) {
     try {
-      c.metrics->add_observer(std::make_shared<tensorboard_writer>(o.tensorboard));
+      c.metrics->add_observer(std::make_shared<tensorboard_writer>(o.tensorboard_dir));
     } catch (const std::exception& e) {
       throw usage_error(std::string("--tensorboard: ") + e.what());
     }
@@ -659,8 +669,9 @@ std::string dataset_text(const data_source& d) {
 
 training_flags flags_of(const train_options& o) {
   training_flags f;
-  auto typed = [&](const char* flag) { f.given.insert(flag); };
-  f.model = o.model;
+  static_cast<train_options&>(f) = o;  // the same fields, whole
+  // What the command spells as text, for the refusals that quote it (the planner reads the
+  // data from `source` when it is given as a value: check_training_flags' `known`).
   const auto& d = o.source;
   f.dataset = dataset_text(d);
   f.data_dir = d.dir;
@@ -669,46 +680,23 @@ training_flags flags_of(const train_options& o) {
   f.test = d.test_path;
   if (d.what == data_source::kind::logs) f.schema = d.schema_path;
   f.follow = d.follow;
-  f.slice_auc = o.slice_auc;
-  // the same fields: the staleness not typed (sync and async ignore it in train_options)
-  static_cast<common_run_options&>(f) = o;
+  f.backend = "cpu";  // the library's workers train on the CPU
+  f.resume_given = !o.resume.empty();
+  // What counts as typed: a field set (the staleness not: sync and async ignore it here), and
+  // -1 in the table fields is each table's own, as not typed.
+  auto typed = [&](const char* flag) { f.given.insert(flag); };
   if (o.optimizer) {
     typed("optimizer");
     if (o.optimizer->learning_rate != 0) typed("lr");
     if (o.optimizer->kind == optimizer_kind::momentum) typed("momentum");
   }
-  if (o.batch) f.batch = *o.batch, typed("batch");
-  if (o.epochs) f.epochs = *o.epochs, typed("epochs");
-  f.steps = o.steps;
-  if (o.table_lr) f.table_lr = *o.table_lr, typed("table-lr");
-  // -1 in these: each table's own, as not typed
-  if (o.admit_after && *o.admit_after != -1) f.admit_after = *o.admit_after, typed("admit-after");
-  if (o.evict_after && *o.evict_after != -1) f.evict_after = *o.evict_after, typed("evict-after");
-  if (o.max_rows_per_shard && *o.max_rows_per_shard != -1)
-    f.max_rows_per_shard = *o.max_rows_per_shard, typed("max-rows-per-shard");
-  if (o.admission_memory && *o.admission_memory != -1)
-    f.admission_memory = *o.admission_memory, typed("admission-memory");
-  f.eval_every = o.eval_every;
-  f.metrics = o.metrics;
-  f.tensorboard = o.tensorboard_dir;
-  f.no_progress = !o.progress;
-  f.threads = o.threads;
-  f.backend = "cpu";  // the library's workers train on the CPU
-  f.checkpoint_dir = o.checkpoint_dir;
-  f.checkpoint_every = o.checkpoint_every;
-  f.full_checkpoint_every = o.full_checkpoint_every;
-  f.checkpoint_key = o.checkpoint_key;
-  f.resume = o.resume;
-  f.resume_given = !o.resume.empty();
-  for (const auto& k : o.kills)
-    f.kill.push_back(k.role + ":" + std::to_string(k.index) + "@clock="
-                     + std::to_string(k.at_clock));
-  for (const auto& r : o.resizes)
-    f.resize.push_back(to_string(planned_resize{r.ps, r.at_clock, r.workers}));
-  f.replicas = o.replicas;
-  f.export_dir = o.export_dir;
-  f.export_every = o.export_every == 0 ? -1 : o.export_every;  // 0: none, as not typed
-  f.full_export_every = o.full_export_every;
+  if (o.batch) typed("batch");
+  if (o.epochs) typed("epochs");
+  if (o.table_lr) typed("table-lr");
+  if (o.admit_after.value_or(-1) != -1) typed("admit-after");
+  if (o.evict_after.value_or(-1) != -1) typed("evict-after");
+  if (o.max_rows_per_shard.value_or(-1) != -1) typed("max-rows-per-shard");
+  if (o.admission_memory.value_or(-1) != -1) typed("admission-memory");
   return f;
 }
 

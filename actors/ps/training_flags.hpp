@@ -15,55 +15,42 @@
 
 namespace actorps {
 
-/// The flags as typed, before validation. What every way to run shares is the library's own
-/// (common_run_options: --ps, --workers, --mode, --staleness, --optimizer, --lr, --momentum,
-/// --lr-schedule, --seed, --block-floats), the rest as the command line spells it. A flag whose
-/// default is the model's (--optimizer, --lr, --momentum, --batch, --epochs, --table-optimizer,
-/// --table-lr, --admit-after) counts only when typed (`given`); until then its member here
-/// holds the MLP's default (the optimizer: unset).
-struct training_flags : common_run_options {
-  int batch = 64, threads = 0;
-  std::string model = "784-256-128-10", dataset = "fashion-mnist",
-              data_dir = default_fashion_mnist_dir, test, metrics, backend = "auto", gpus = "0",
-              export_dir;
-  double epochs = 5, request_timeout = 120;
-  int64_t steps = 0, eval_every = 100, synthetic_rows = 8192, synthetic_test_rows = 2048;
-  std::vector<std::string> slow;
-  bool no_progress = false;
-  std::string log_level = "info";  ///< --log-level: error, warn, info or debug
-  std::string gauc_group;          ///< --gauc-group FIELD: C1..C26 of a Criteo test split, or
-                                   ///< a key field of --schema
-  std::string slice_auc;           ///< --slice-auc FIELD: as gauc_group
+/// The flags as typed, before validation: the library's own options (train_options: every
+/// field that means the same there, typed as there) and, beside them, what only the command
+/// has or spells as text for the planner to parse (--dataset, --kill, --resize, ...). A field of
+/// train_options keeps its meaning: unset (or -1 where it says so) is the model's or each
+/// table's own; which of the model-defaulted flags were typed is also in `given`, as the
+/// refusals quote them (--optimizer, --lr, --momentum, --batch, --epochs, --table-optimizer,
+/// --table-lr, --admit-after, --evict-after, --max-rows-per-shard, --admission-memory, and
+/// --export-every, whose 0 the command refuses where the library reads none). train() maps its
+/// options here whole (flags_of), so that the command and the library are checked alike.
+struct training_flags : train_options {
+  std::string dataset = "fashion-mnist";  ///< --dataset: parsed into `source`
+  std::string data_dir = default_fashion_mnist_dir, test;  ///< --data-dir, --test
+  int64_t synthetic_rows = 8192, synthetic_test_rows = 2048;
   std::string schema;              ///< --schema FILE: the feature schema of tsv:/csv:PATH
-  std::string checkpoint_dir, resume;  ///< resume: a directory, "auto", or "" (--checkpoint-dir)
-  bool resume_given = false;       ///< --resume appeared (its value may be empty)
-  bool overwrite_checkpoints = false;  ///< another run's checkpoints in --checkpoint-dir go aside
-  std::string writer = "shards";  ///< --checkpoint-writer: shards | chief
-  std::string checkpoint_key;     ///< --checkpoint-key FILE: sign checkpoints, refuse unsigned
-  std::string init_from;          ///< --init-from DIR: another run's checkpoint to start from
-  bool staleness_given = false;    ///< --staleness was typed (not left at its default)
-  int64_t checkpoint_every = 0;
-  int keep = 3;
-  int full_checkpoint_every = 10;  ///< --full-checkpoint-every
-  int64_t export_every = -1;       ///< --export-every; -1: not given
-  int full_export_every = 10;      ///< --full-export-every
-  int max_replacements = 3;
-  std::vector<std::string> kill;   ///< simulate only
-  std::vector<std::string> resize; ///< --resize ps=N@clock=C: simulate only
-  int replicas = 0;                ///< --replicas: hot standbys per shard (simulate, chief)
-  std::string table_optimizer;     ///< "" keeps each sparse table's own
-  double table_lr = 0;             ///< 0 keeps each sparse table's own
-  int64_t admit_after = -1;        ///< -1 keeps each sparse table's own
-  int64_t evict_after = -1;        ///< --evict-after; -1 keeps each sparse table's own
-  int64_t max_rows_per_shard = -1; ///< --max-rows-per-shard; -1 keeps each sparse table's own
-  int64_t admission_memory = -1;   ///< --admission-memory; -1 keeps each sparse table's own
-  value_bounds bounds;             ///< --max-gradient, --max-parameter, --gradient-norm-bound
-  std::string wire_precision = "fp32";  ///< --wire-precision: fp32 | bf16 (workers' pushes)
-  std::string tensorboard;         ///< --tensorboard DIR: TensorBoard event files ("" none)
-  int prometheus_port = 0;         ///< --prometheus-port: serve /metrics there; 0: not
-  std::set<std::string> given;     ///< the model-defaulted flags typed (note_given_flags)
   bool follow = false;             ///< --follow: the training directory is followed as it grows
   std::string stop_file;           ///< --stop-file PATH: a followed run ends once it exists
+  std::string gauc_group;          ///< --gauc-group FIELD: C1..C26 of a Criteo test split, or
+                                   ///< a key field of --schema
+  std::string table_optimizer;     ///< --table-optimizer; "" keeps each sparse table's own
+  std::string backend = "auto", gpus = "0";  ///< --backend, --gpus
+  std::string wire_precision = "fp32";  ///< --wire-precision: fp32 | bf16 (workers' pushes)
+  double request_timeout = 120;    ///< --request-timeout, seconds
+  std::vector<std::string> slow;   ///< --slow worker:I=MS
+  std::string log_level = "info";  ///< --log-level: error, warn, info or debug
+  bool resume_given = false;       ///< --resume appeared (its value may be empty)
+  bool overwrite_checkpoints = false;  ///< another run's checkpoints in --checkpoint-dir go aside
+  std::string writer = "shards";   ///< --checkpoint-writer: shards | chief
+  std::string init_from;           ///< --init-from DIR: another run's checkpoint to start from
+  bool staleness_given = false;    ///< --staleness was typed (not left at its default)
+  int keep = 3;                    ///< --keep
+  int max_replacements = 3;        ///< --max-replacements
+  std::vector<std::string> kill;   ///< --kill as typed (train_options::kills: as values)
+  std::vector<std::string> resize; ///< --resize as typed (train_options::resizes: as values)
+  value_bounds bounds;             ///< --max-gradient, --max-parameter, --gradient-norm-bound
+  int prometheus_port = 0;         ///< --prometheus-port: serve /metrics there; 0: not
+  std::set<std::string> given;     ///< the flags above that were typed (note_given_flags)
 };
 
 /// Throws usage_error naming the flag (--max-gradient, --max-parameter, --gradient-norm-bound)
