@@ -12,13 +12,21 @@ fail() {  # with every task's log, so that a failure in CI explains itself
   exit 1
 }
 free_cluster() {  # free_cluster ps:2 worker:4 ...
+  # Each port with the one after it free too: a ps task's data link listens on its port + 1,
+  # and a port taken there by a test running beside this one would keep the ps from serving.
   cluster=$(python3 - "$@" <<'PY'
 import json, socket, sys
 jobs, socks = {}, []
 for arg in sys.argv[1:]:
     job, n = arg.split(":")
-    for _ in range(int(n)):
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+    while len(jobs.get(job, [])) < int(n):
+        s, t = socket.socket(), socket.socket()
+        s.bind(("127.0.0.1", 0))
+        try:
+            t.bind(("127.0.0.1", s.getsockname()[1] + 1))
+        except OSError:
+            continue
+        socks += [s, t]
         jobs.setdefault(job, []).append(f"127.0.0.1:{s.getsockname()[1]}")
 print(json.dumps(jobs))
 PY
