@@ -2,7 +2,8 @@
 """The Fashion-MNIST MLP written in PyTorch, trained through actorps's shards: W workers, each
 with its own copy of the model and its own part of every epoch, `loss.backward();
 shards.step()` per batch; the shards average the gradients (sync) or apply each push (ssp,
-async) with the optimizer. Prints one line per epoch (worker 0's test accuracy) and a summary;
+async) with the optimizer, its rate decaying by a cosine over the run's clocks (actorps's
+default for a run whose length is known). Prints one line per epoch (worker 0's test accuracy) and a summary;
 exits 1 when the final test accuracy is below --min-accuracy.
 
 Three ways to run it:
@@ -46,6 +47,17 @@ def load(data_dir, split):
     y = read_idx(os.path.join(data_dir, f"{split}-labels-idx1-ubyte.gz"), 8)
     x = torch.from_numpy(x.reshape(len(y), 784).astype(np.float32) / 255.0)
     return x, torch.from_numpy(y.astype(np.int64))
+
+
+def training_rows(data_dir):
+    """The training split's rows, from its label file's header: a ps task loads no data."""
+    with gzip.open(os.path.join(data_dir, "train-labels-idx1-ubyte.gz"), "rb") as f:
+        return int.from_bytes(f.read(8)[4:], "big")
+
+
+def total_clocks(args, workers):
+    """Clocks per worker of the whole run, as train() runs them: the shards' schedule spans it."""
+    return args.epochs * (training_rows(args.data) // (workers * args.batch))
 
 
 def make_model(widths):
@@ -135,7 +147,7 @@ def run_threads(args, data):
     data.load()
     ps = actorps.LocalCluster(data.spec, ps=args.ps, workers=args.workers, mode=args.mode,
                               staleness=args.staleness, optimizer=args.optimizer, lr=args.lr,
-                              seed=args.seed)
+                              seed=args.seed, total_clocks=total_clocks(args, args.workers))
     stats = [None] * args.workers
     errors = []
 
@@ -178,8 +190,10 @@ def merged(args, stats, wall, acc, bytes_copied):
 def run_task(args, data):
     """This process's task of $TF_CONFIG; its exit status. A worker prints its statistics as
     "task summary: {...}" (worker 0 with the final test accuracy) for --launch-local."""
+    workers = len(json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"])
     task = actorps.TaskCluster(data.spec, mode=args.mode, staleness=args.staleness,
-                               optimizer=args.optimizer, lr=args.lr, seed=args.seed)
+                               optimizer=args.optimizer, lr=args.lr, seed=args.seed,
+                               total_clocks=total_clocks(args, workers))
     if task.is_ps:
         return task.serve()
     data.load()
