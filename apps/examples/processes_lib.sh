@@ -12,22 +12,17 @@ fail() {  # with every task's log, so that a failure in CI explains itself
   exit 1
 }
 free_cluster() {  # free_cluster ps:2 worker:4 ...
-  # Each port with the one after it free too: a ps task's data link listens on its port + 1,
-  # and a port taken there by a test running beside this one would keep the ps from serving.
-  cluster=$(python3 - "$@" <<'PY'
-import json, socket, sys
-jobs, socks = {}, []
-for arg in sys.argv[1:]:
-    job, n = arg.split(":")
-    while len(jobs.get(job, [])) < int(n):
-        s, t = socket.socket(), socket.socket()
-        s.bind(("127.0.0.1", 0))
-        try:
-            t.bind(("127.0.0.1", s.getsockname()[1] + 1))
-        except OSError:
-            continue
-        socks += [s, t]
-        jobs.setdefault(job, []).append(f"127.0.0.1:{s.getsockname()[1]}")
+  # Ports whose next port is free too (scripts/free_port_pairs.py): a ps task's data link
+  # listens on its port + 1, and one taken there by a test running beside this one would keep
+  # the ps from serving.
+  local root arg total=0
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  for arg; do total=$((total + ${arg#*:})); done
+  cluster=$(python3 - "$*" $(python3 "$root/scripts/free_port_pairs.py" "$total") <<'PY'
+import json, sys
+ports, jobs = iter(sys.argv[2:]), {}
+for job, n in (arg.split(":") for arg in sys.argv[1].split()):
+    jobs[job] = [f"127.0.0.1:{next(ports)}" for _ in range(int(n))]
 print(json.dumps(jobs))
 PY
 )
