@@ -40,6 +40,20 @@ a = [f"127.0.0.1:{p}" for p in sys.argv[2:]]
 json.dump({"cluster": {"chief": a[:1], "ps": a[1:3], "worker": a[3:5], "evaluator": a[5:]}}, open(sys.argv[1], "w"))
 PY
 }
+scale_clusters() {  # scale_clusters SPARE_PS SPARE_WORKERS: $dir/c.json (chief, 2 ps, 2
+  # workers) and $dir/grown.json (the same with that many more ps and worker tasks, the spares a
+  # scale takes in); sets $chief_addr
+  "$python" - "$dir" "$1" "$2" $("$python" "$free_port_pairs" $((5 + $1 + $2))) <<'PY'
+import json, sys
+d, more_ps, more_workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+a = [f"127.0.0.1:{p}" for p in sys.argv[4:]]
+jobs = {"chief": a[:1], "ps": a[1:3], "worker": a[3:5]}
+json.dump({"cluster": jobs}, open(f"{d}/c.json", "w"))
+json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:5 + more_ps], worker=a[3:5] + a[5 + more_ps:])},
+          open(f"{d}/grown.json", "w"))
+PY
+  chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
+}
 port_of() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster'][sys.argv[2]][int(sys.argv[3])].split(':')[1])" "$1" "$2" "$3"; }
 await_event() {  # await_event FILE PATTERN [SECONDS]: block until a line of FILE matches (bounded)
   grep -q -m1 -E "$2" < <(timeout "${3:-60}" tail -n +1 -F "$1" 2>/dev/null) || fail "no line matching $2 in $1"

@@ -13,15 +13,7 @@ bin=$(realpath "${1:-$root/build/actorps}")
 dir=$(mktemp -d /tmp/actorps-scale.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-# chief, ps:0, ps:1, worker:0, worker:1, and ps:2 in the grown cluster only
-"$python" - "$dir" $("$python" "$free_port_pairs" 6) <<'PY'
-import json, sys
-d, a = sys.argv[1], [f"127.0.0.1:{p}" for p in sys.argv[2:]]
-jobs = {"chief": a[:1], "ps": a[1:3], "worker": a[3:5]}
-json.dump({"cluster": jobs}, open(f"{d}/c.json", "w"))
-json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:])}, open(f"{d}/c3.json", "w"))
-PY
-chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
+scale_clusters 1 0  # c.json; grown.json adds ps:2
 "$root/scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 ps:2 worker:0 worker:1 admin:0 > /dev/null
 net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 train=(--dataset synthetic --model 784-64-10 --mode sync --batch 32 --steps 300 --eval-every 0
@@ -55,7 +47,7 @@ all_exit_0 plain ps:0 ps:1 worker:0 worker:1
 
 echo "== the same run, grown to 3 shards and shrunk back to 2 while it trains"
 run scaled --slow worker:0=40
-"$bin" ps --cluster "$dir/c3.json" --task ps:2 "${net[@]}" $(tls ps:2) > "$dir/scaled-ps:2.log" 2>&1 &
+"$bin" ps --cluster "$dir/grown.json" --task ps:2 "${net[@]}" $(tls ps:2) > "$dir/scaled-ps:2.log" 2>&1 &
 pids+=($!); pid_scaled_ps_2=$!
 await_event "$dir/scaled.jsonl" '"event":"spare".*"task":"ps:2"'
 await_training "$dir/scaled.jsonl"
@@ -88,5 +80,5 @@ line=$(grep '"event":"summary"' "$dir/scaled.jsonl") || fail "no summary event"
 [ "$(grep -c '"event":"resize"' "$dir/scaled.jsonl")" = 2 ] || fail "not 2 resize events"
 cmp "$dir/plain-export/1/model.capnp" "$dir/scaled-export/1/model.capnp" \
   || fail "the scaled run's model differs from the run never scaled"
-no_listeners "$dir/c3.json"
+no_listeners "$dir/grown.json"
 echo "multi-process scale: 2 -> 3 -> 2 shards, the model byte-identical, every task exited 0"

@@ -14,16 +14,7 @@ bin=$(realpath "${1:-$root/build/actorps}")
 dir=$(mktemp -d /tmp/actorps-wscale.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-# chief, ps:0, ps:1, worker:0, worker:1; the grown cluster also lists ps:2 and worker:2
-"$python" - "$dir" $("$python" "$free_port_pairs" 7) <<'PY'
-import json, sys
-d, a = sys.argv[1], [f"127.0.0.1:{p}" for p in sys.argv[2:]]
-jobs = {"chief": a[:1], "ps": a[1:3], "worker": a[3:5]}
-json.dump({"cluster": jobs}, open(f"{d}/c.json", "w"))
-json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:6], worker=a[3:5] + a[6:])},
-          open(f"{d}/grown.json", "w"))
-PY
-chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
+scale_clusters 1 1  # c.json; grown.json adds ps:2 and worker:2
 "$root/scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 ps:2 worker:0 worker:1 worker:2 admin:0 > /dev/null
 net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 train=(--dataset synthetic --model 784-64-10 --batch 32 --steps 300 --eval-every 0 --seed 5
