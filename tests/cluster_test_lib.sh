@@ -54,6 +54,18 @@ json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:5 + more_ps], worker=a[3:5] + a
 PY
   chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
 }
+start_job() {  # start_job NAME [chief flags...]: ps:0, ps:1 and both workers of scale_clusters'
+  # c.json with $net and their TLS, then the chief with $train; pids in pid_NAME_TASK
+  local name=$1; shift
+  for t in ps:0 ps:1 worker:0 worker:1; do
+    "$bin" "${t%%:*}" --cluster "$dir/c.json" --task "$t" "${net[@]}" $(tls "$t") \
+      > "$dir/$name-$t.log" 2>&1 &
+    pids+=($!); eval "pid_${name}_${t/:/_}=$!"
+  done
+  "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" $(tls chief:0) "${train[@]}" \
+    --export-dir "$dir/$name-export" --metrics "$dir/$name.jsonl" "$@" > "$dir/$name-chief.log" 2>&1 &
+  pids+=($!); eval "pid_${name}_chief=$!"
+}
 port_of() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster'][sys.argv[2]][int(sys.argv[3])].split(':')[1])" "$1" "$2" "$3"; }
 await_event() {  # await_event FILE PATTERN [SECONDS]: block until a line of FILE matches (bounded)
   grep -q -m1 -E "$2" < <(timeout "${3:-60}" tail -n +1 -F "$1" 2>/dev/null) || fail "no line matching $2 in $1"

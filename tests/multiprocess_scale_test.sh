@@ -18,18 +18,6 @@ scale_clusters 1 0  # c.json; grown.json adds ps:2
 net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 train=(--dataset synthetic --model 784-64-10 --mode sync --batch 32 --steps 300 --eval-every 0
        --seed 5 --no-progress)
-
-run() {  # run NAME [chief flags...]: ps:0, ps:1 and both workers of c.json, then the chief
-  local name=$1; shift
-  for t in ps:0 ps:1 worker:0 worker:1; do
-    "$bin" "${t%%:*}" --cluster "$dir/c.json" --task "$t" "${net[@]}" $(tls "$t") \
-      > "$dir/$name-$t.log" 2>&1 &
-    pids+=($!); eval "pid_${name}_${t/:/_}=$!"
-  done
-  "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" $(tls chief:0) "${train[@]}" \
-    --export-dir "$dir/$name-export" --metrics "$dir/$name.jsonl" "$@" > "$dir/$name-chief.log" 2>&1 &
-  pids+=($!); eval "pid_${name}_chief=$!"
-}
 scale() {  # scale CERT N: sets $scaled to the exit status, $said to the output
   set +e; said=$("$bin" scale --chief "$chief_addr" --ps "$2" --timeout 60 $(tls "$1") 2>&1); scaled=$?; set -e
 }
@@ -42,11 +30,11 @@ scale_insecure --chief "$chief_addr" --ps 3
 [ "$scaled" = 1 ] && grep -q "cannot reach $chief_addr" <<< "$said" || fail "no chief: exit $scaled: $said"
 
 echo "== the run never scaled"
-run plain
+start_job plain
 all_exit_0 plain ps:0 ps:1 worker:0 worker:1
 
 echo "== the same run, grown to 3 shards and shrunk back to 2 while it trains"
-run scaled --slow worker:0=40
+start_job scaled --slow worker:0=40
 "$bin" ps --cluster "$dir/grown.json" --task ps:2 "${net[@]}" $(tls ps:2) > "$dir/scaled-ps:2.log" 2>&1 &
 pids+=($!); pid_scaled_ps_2=$!
 await_event "$dir/scaled.jsonl" '"event":"spare".*"task":"ps:2"'

@@ -19,18 +19,6 @@ scale_clusters 1 1  # c.json; grown.json adds ps:2 and worker:2
 net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 train=(--dataset synthetic --model 784-64-10 --batch 32 --steps 300 --eval-every 0 --seed 5
        --no-progress)
-
-run() {  # run NAME [chief flags...]: ps:0, ps:1 and both workers of c.json, then the chief
-  local name=$1; shift
-  for t in ps:0 ps:1 worker:0 worker:1; do
-    "$bin" "${t%%:*}" --cluster "$dir/c.json" --task "$t" "${net[@]}" $(tls "$t") \
-      > "$dir/$name-$t.log" 2>&1 &
-    pids+=($!); eval "pid_${name}_${t/:/_}=$!"
-  done
-  "$bin" chief --cluster "$dir/c.json" --task chief:0 "${net[@]}" $(tls chief:0) "${train[@]}" \
-    --export-dir "$dir/$name-export" --metrics "$dir/$name.jsonl" "$@" > "$dir/$name-chief.log" 2>&1 &
-  pids+=($!); eval "pid_${name}_chief=$!"
-}
 spare() {  # spare NAME TASK: TASK of grown.json joins as a spare
   "$bin" "${2%%:*}" --cluster "$dir/grown.json" --task "$2" "${net[@]}" $(tls "$2") \
     > "$dir/$1-$2.log" 2>&1 &
@@ -55,7 +43,7 @@ resize_clocks() {  # resize_clocks NAME: the clock of each change, in order
 }
 
 echo "== sync: workers 2 -> 3 -> 2 (a spare worker:2 taken in, then stopped)"
-run sync --mode sync --slow worker:0=40
+start_job sync --mode sync --slow worker:0=40
 spare sync worker:2
 await_training "$dir/sync.jsonl"
 set +e; said=$("$bin" scale --chief "$chief_addr" --workers 4 --timeout 60 $(tls admin:0) 2>&1); refused=$?; set -e
@@ -81,7 +69,7 @@ cmp "$dir/one-export/1/model.capnp" "$dir/sync-export/1/model.capnp" \
   || fail "the model differs from the one-process run resized at clocks $c1 and $c2"
 
 echo "== ssp, a straggler: shards and workers 2 -> 3 -> 2 together"
-run ssp --mode ssp --staleness 3 --slow worker:0=30
+start_job ssp --mode ssp --staleness 3 --slow worker:0=30
 spare ssp ps:2
 spare ssp worker:2
 await_training "$dir/ssp.jsonl"
