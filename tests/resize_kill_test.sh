@@ -2,9 +2,10 @@
 # The process killed (SIGKILL: the chief with every role) while a planned resize moves the shards,
 # and once the first checkpoint after it is written; the same command with --resume goes on from
 # the newest complete checkpoint and exports the model.capnp, byte for byte, of the run never
-# resized (sync): killed at the move it goes back to 2 shards at clock 20 and makes the move
-# again; killed after it, it goes on from the 3-shard checkpoint at clock 40 on 3 shards, the
-# resize counted as made. For a sparse model (lr on Criteo-format data) and a dense one (the MLP).
+# resized (sync): killed at the move it goes on from the 2-shard checkpoint at the move's clock
+# 30 (written before the move), cut into 3 shards as it is restored; killed after it, it goes on
+# from the 3-shard checkpoint at clock 40 on 3 shards, the resize counted as made. For a sparse
+# model (lr on Criteo-format data) and a dense one (the MLP).
 # usage: tests/resize_kill_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,9 +36,11 @@ for kind in sparse dense; do
     "${resized[@]}" --checkpoint-dir "$dir/$name.ckpt" --export-dir "$dir/$name.export"
   resume "$name" "$kind"
   log=$dir/$name.resumed.log
-  grep -q "resuming from .*ckpt-000000000020 (clock 20)" "$log" \
-    || { cat "$log" >&2; fail "$name did not resume from clock 20"; }
-  grep -q "resized from 2 to 3 shards at clock 30" "$log" || fail "$name did not move again"
+  grep -q "resuming from .*ckpt-000000000030 (clock 30)" "$log" \
+    || { cat "$log" >&2; fail "$name did not resume from clock 30"; }
+  grep -q "resume: --resize ps=3@clock=30 is made by restoring the checkpoint of its clock 30" \
+    "$log" || fail "$name does not say the restore makes the move"
+  grep -q "the checkpoint's 2 shards are cut into 3" "$log" || fail "$name did not move again"
   cmp "$never" "$dir/$name.export/1/model.capnp" \
     || fail "$name exports another model than the run never resized"
 

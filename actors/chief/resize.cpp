@@ -7,6 +7,8 @@
 //                     before computing clock C (worker_config::pause_at; across processes
 //                     told by message first: worker_pause.cpp), so in every mode that state
 //                     holds exactly the pushes of the clocks before C
+//   checkpoints_then_resize  every state is in hand: a checkpoint due by C is written first,
+//                     from the states the shards keep of it under the old placement
 //   begin_resize      every state is in hand: the phase is resizing; the workers and the
 //                     evaluator are stopped (under new incarnations: a push of theirs still on
 //                     its way is refused), the shards beyond N stop, shards up to N are spawned
@@ -45,6 +47,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <memory>
 
 namespace actorps::chief_detail {
 
@@ -224,6 +227,26 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
 
 namespace {
 
+/// The checkpoints due by `clock` are written first: the shards keep their states at those
+/// clocks under the old placement, and once they are restored for the new one they keep none of
+/// them (the checkpoint at the change's own clock would be lost). Then the change begins.
+void checkpoints_then_resize(self_ptr self, int64_t clock, uint64_t generation,
+                             std::shared_ptr<std::vector<wire_buffer>> states) {
+  auto& st = self->state;
+  // The states at `clock` show that every worker pushed every clock before it; their reports of
+  // those clocks, by which a checkpoint comes due, may still be on their way.
+  for (std::size_t w = 0; w < st.clocks.size(); ++w)
+    if (st.live[w]) st.clocks[w] = std::max(st.clocks[w], clock);
+  maybe_checkpoint(self);
+  if (!st.checkpoint_in_flight) return begin_resize(self, std::move(*states));
+  st.after_checkpoint = [=, before = std::move(st.after_checkpoint)] {
+    if (before) before();  // a stop on a signal, say: it ends the phase, and the change with it
+    auto& st = self->state;
+    if (st.resize_generation != generation || st.phase != run_phase::training) return;
+    checkpoints_then_resize(self, clock, generation, states);
+  };
+}
+
 /// Every shard is asked for its state at `clock` (the next resize's), which it holds until it
 /// reaches that clock.
 void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
@@ -237,7 +260,8 @@ void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
     [=](std::vector<wire_buffer> states) {
       auto& st = self->state;
       if (st.resize_generation != generation || st.phase != run_phase::training) return;
-      begin_resize(self, std::move(states));
+      checkpoints_then_resize(self, clock, generation,
+                              std::make_shared<std::vector<wire_buffer>>(std::move(states)));
     },
     [=](caf::error& err) {
       auto& st = self->state;

@@ -218,13 +218,16 @@ void plan_checkpoints(const training_flags& o, training_plan& plan) {
   if (resume) {
     auto saved = run_of(*resume, flag);
     ck.run_id = saved.run_id;
-    // Resizes planned at or before its clock were made before it was taken: the run goes on at
-    // the size they left, so the command that was stopped resumes as it is.
+    // Resizes planned before its clock were made before it was taken, one at its clock is made
+    // by the restore (the checkpoint due at a resize's clock is written before the change): the
+    // run goes on at the size they leave, so the command that was stopped resumes as it is.
     for (const auto& r : c.resizes)
       if (r.at_clock <= resume->clock) {
         if (r.shards > 0) c.spec.shards = r.shards;
         if (r.workers > 0) c.spec.workers = r.workers;
-        std::printf("resume: --resize %s was made before clock %lld\n", to_string(r).c_str(),
+        std::printf("resume: --resize %s %s clock %lld\n", to_string(r).c_str(),
+                    r.at_clock < resume->clock ? "was made before"
+                                               : "is made by restoring the checkpoint of its",
                     static_cast<long long>(resume->clock));
       }
     const bool shared_out = resume_data(saved, c);
