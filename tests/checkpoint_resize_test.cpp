@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -61,7 +62,8 @@ row_record record_of(uint64_t key) {
 
 /// Shard `s`'s file of a 2-shard checkpoint at clock 10: keys 1..300 with rows where the key is
 /// even, pending (count key % 2 + 1) where odd; dense values 100 × shard + the float's place.
-wire_buffer old_shard(const train_spec& spec, int s, uint8_t sketch_fill) {
+/// `descending`: its rows and pending keys written in falling key order (no shard writes them so).
+wire_buffer old_shard(const train_spec& spec, int s, uint8_t sketch_fill, bool descending = false) {
   block_layout layout(spec);
   const auto slots = optimizer_state_slots(spec.optimizer.kind);
   std::vector<float> params(layout.shard_floats(s)), state(slots * params.size());
@@ -74,7 +76,8 @@ wire_buffer old_shard(const train_spec& spec, int s, uint8_t sketch_fill) {
     }
   }
   sparse_table_rows rows;
-  for (uint64_t key = 1; key <= 300; ++key) {
+  for (uint64_t k = 1; k <= 300; ++k) {
+    const uint64_t key = descending ? 301 - k : k;
     if (spec.shard_of_key(key) != s) continue;
     if (key % 2 == 0) {
       auto r = record_of(key);
@@ -178,6 +181,37 @@ TEST_CASE("a checkpoint of 2 shards cut for 1, 3 and 5: every block, row and cou
     CHECK(rows_at.size() == 150);     // the even keys of 1..300, each once
     CHECK(pending_at.size() == 150);  // the odd ones
   }
+}
+
+TEST_CASE("a cut in two steps: files cut in any order, rows in key order, the bytes that move") {
+  const auto before = two_shard_spec();
+  auto spec = before;
+  spec.shards = 3;
+  spec.bucket_shards = resumed_placement(before, 3);
+  const std::vector<wire_buffer> sorted{old_shard(before, 0, 1), old_shard(before, 1, 4)};
+  const auto whole = resize_shard_files(sorted, spec);
+  // out of key order in the old files: sorted rather than merged, the same files
+  const shard_cut cut({old_shard(before, 0, 1, true), old_shard(before, 1, 4, true)}, spec);
+  for (int s : {2, 0, 1}) {
+    CAPTURE(s);
+    const auto file = cut.cut_for(s);
+    const auto& want = whole[std::size_t(s)];
+    REQUIRE(file.size_bytes() == want.size_bytes());
+    CHECK(std::equal(file.bytes(), file.bytes() + file.size_bytes(), want.bytes()));
+  }
+  // by hand: each moving block's values and slots; each moving row's key, 2 values, 4 Adam
+  // slots (2 × 2 floats) and 3 counters; each moving pending key and its count
+  const block_layout from(before), to(spec);
+  const auto slots = optimizer_state_slots(spec.optimizer.kind);
+  uint64_t bytes = 0;
+  for (const auto& b : to.blocks())
+    if (b.shard != from.blocks()[b.id].shard) bytes += sizeof(float) * (1 + slots) * b.size;
+  for (uint64_t key = 1; key <= 300; ++key)
+    if (spec.shard_of_key(key) != before.shard_of_key(key))
+      bytes += key % 2 == 0 ? 8 + 4 * (dim + 2 * dim) + 12 : 8 + 4;
+  CHECK(cut.moving_bytes() == bytes);
+  CHECK(bytes > 0);
+  CHECK_THROWS_AS(cut.cut_for(3), std::invalid_argument);
 }
 
 TEST_CASE("a checkpoint taken under a carried dense placement restores into any size") {

@@ -8,7 +8,8 @@
 //                        failed <--------------------------------+
 //
 //   cutting     the states cut for the new size (checkpoint_resize.hpp): every block and row
-//               on the shard the new placement names, nothing lost or doubled
+//               on the shard the new placement names, nothing lost or doubled; the states read
+//               once, each new shard's file cut by an actor of its own
 //   restoring   every shard of the new size takes its state under the new spec, with every
 //               worker's new incarnation (a push of the stopped workers still on its way is
 //               refused); the shards that leave are the chief's to stop
@@ -76,23 +77,42 @@ behavior restoring(episode self, std::vector<wire_buffer> files, uint64_t moved)
 
 behavior cutting(episode self) {
   auto& plan = self->state.plan;
-  std::vector<wire_buffer> files;
-  uint64_t moved = 0;
+  std::shared_ptr<const shard_cut> cut;
   try {
-    files = resize_shard_files(plan.states, plan.after);
-    moved = moving_bytes(plan.states, plan.after);
+    cut = std::make_shared<const shard_cut>(std::move(plan.states), plan.after);
   } catch (const std::invalid_argument& e) {
     fail(self, make_error(errc::checkpoint_failed, std::string("cutting the shards' states: ")
                                                      + e.what()));
     return {busy()};
   }
-  if (files.size() != plan.shards.size()) {
-    fail(self, make_error(errc::wrong_shard, std::to_string(files.size()) + " states for "
+  plan.states.clear();  // read: the cut holds them
+  if (static_cast<std::size_t>(plan.after.shards) != plan.shards.size()) {
+    fail(self, make_error(errc::wrong_shard, std::to_string(plan.after.shards) + " states for "
                                                + std::to_string(plan.shards.size()) + " shards"));
     return {busy()};
   }
-  plan.states.clear();  // cut: the old states are no longer needed
-  return restoring(self, std::move(files), moved);
+  // Each new shard's file by a cutter of its own: the workers are stopped, every core may cut.
+  ask_each<wire_buffer>(
+    plan.shards.size(),
+    [&](std::size_t s) {
+      auto cutter = self->spawn([cut](caf::event_based_actor* me) -> caf::behavior {
+        return {[=](int32_t s) -> caf::result<wire_buffer> {
+          me->quit();  // one file, then gone (the answer still leaves)
+          try {
+            return cut->cut_for(s);
+          } catch (const std::invalid_argument& e) {
+            return make_error(errc::checkpoint_failed,
+                              std::string("cutting the shards' states: ") + e.what());
+          }
+        }};
+      });
+      return self->request(cutter, caf::infinite, static_cast<int32_t>(s));
+    },
+    [=](std::vector<wire_buffer> files) {
+      self->become(restoring(self, std::move(files), cut->moving_bytes()));
+    },
+    [=](caf::error& err) { fail(self, std::move(err)); });
+  return {busy()};
 }
 
 behavior resize_episode(episode self, caf::actor parent, resize_plan plan) {
@@ -111,32 +131,6 @@ behavior resize_episode(episode self, caf::actor parent, resize_plan plan) {
 }
 
 } // namespace
-
-uint64_t moving_bytes(const std::vector<wire_buffer>& states, const train_spec& after) {
-  const block_layout to(after);
-  uint64_t bytes = 0;
-  for (std::size_t o = 0; o < states.size(); ++o) {
-    auto view = decode_shard_checkpoint(states[o]);
-    if (!view) throw std::invalid_argument("shard " + std::to_string(o) + ": "
-                                           + describe(view.error()));
-    for (std::size_t i = 0; i < view->blocks.size(); ++i) {
-      const auto id = view->blocks[i].id;
-      if (id < to.blocks().size() && to.blocks()[id].shard != static_cast<int>(o))
-        bytes += sizeof(float) * (view->blocks[i].count + view->state[i].count);
-    }
-    for (const auto& t : view->sparse) {
-      const std::size_t n = t.keys.size();
-      const std::size_t row_floats = n ? (t.values.size() + t.state.size()) / n : 0;
-      for (auto key : t.keys)
-        if (after.shard_of_key(key) != static_cast<int>(o))  // key, floats, touches/step/clock
-          bytes += sizeof(uint64_t) + sizeof(float) * row_floats + 3 * sizeof(uint32_t);
-      for (auto key : t.pending_keys)
-        if (after.shard_of_key(key) != static_cast<int>(o))
-          bytes += sizeof(uint64_t) + sizeof(uint32_t);
-    }
-  }
-  return bytes;
-}
 
 resize_episode_actor spawn_resize_episode(caf::actor_system& sys, caf::actor parent,
                                           resize_plan plan) {

@@ -37,10 +37,4 @@ struct resize_plan {
 resize_episode_actor spawn_resize_episode(caf::actor_system& sys, caf::actor parent,
                                           resize_plan plan);
 
-/// The bytes that change shard when `states` (every old shard's ShardCheckpoint, in shard
-/// order) are cut for `after`: each moving dense block's values and optimizer slots, and each
-/// row of a moving bucket (values, optimizer state, touches, Adam step, clock) or pending key
-/// (key and count).
-uint64_t moving_bytes(const std::vector<wire_buffer>& states, const train_spec& after);
-
 } // namespace actorps

@@ -17,16 +17,9 @@ namespace {
   throw std::invalid_argument("cannot cut the checkpoint for another shard count: " + why);
 }
 
-/// Where one row (or pending key) of a new shard's table comes from.
-struct row_source {
-  uint64_t key;
-  uint32_t shard;  ///< old shard
-  uint32_t index;  ///< in that shard's arrays
-};
-
 /// `per` values of each source appended to `out` from the old shards' `field` arrays.
 template <class T>
-void gather(std::vector<T>& out, const std::vector<row_source>& from,
+void gather(std::vector<T>& out, const std::vector<shard_cut::row_source>& from,
             const std::vector<shard_checkpoint_view>& old, std::size_t table, std::size_t per,
             std::vector<T> sparse_table_rows::*field) {
   out.reserve(from.size() * per);
@@ -51,37 +44,147 @@ bool present_in_all(const std::vector<shard_checkpoint_view>& old, std::size_t t
   return with > 0;
 }
 
-/// The table `t` of new shard `s`: the rows and pending keys of its buckets from every old
-/// shard, in key order.
-sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::size_t t,
-                            const train_spec& spec, int s) {
-  const auto& cfg = spec.model.sparse_tables[t].config;
-  const std::size_t dim = cfg.dim, slots = row_state_slots(cfg.optimizer.kind);
-  const auto& name = spec.model.sparse_tables[t].name;
-  std::vector<row_source> rows, pending;
-  std::vector<std::size_t> buckets_from(old.size(), 0);
-  for (uint32_t o = 0; o < old.size(); ++o) {
-    const auto& in = old[o].sparse[t];
-    const auto n = in.keys.size();
-    if (in.values.size() != n * dim || in.state.size() != n * slots * dim
-        || in.touches.size() != n || (!in.steps.empty() && in.steps.size() != n)
-        || (!in.clocks.empty() && in.clocks.size() != n)
-        || in.pending_counts.size() != in.pending_keys.size()
-        || (!in.pending_clocks.empty() && in.pending_clocks.size() != in.pending_keys.size()))
-      refuse("shard " + std::to_string(o) + "'s table " + name + " has arrays of mismatched "
-             "lengths");
-    // Cut whole states only: a chain is folded first (its tombstones, rows and pending changes)
-    if (!in.removed_keys.empty() || in.pending_changes_only || !in.removed_pending.empty())
-      refuse("shard " + std::to_string(o) + " holds a delta");
-    for (uint32_t i = 0; i < n; ++i)
-      if (spec.shard_of_key(in.keys[i]) == s) rows.push_back({in.keys[i], o, i});
-    for (uint32_t i = 0; i < in.pending_keys.size(); ++i)
-      if (spec.shard_of_key(in.pending_keys[i]) == s)
-        pending.push_back({in.pending_keys[i], o, i});
+/// `from` (runs of rows, one per old shard, each in its file's order) in key order: the runs
+/// merged when each is sorted already (as every shard writes its rows), else sorted.
+void in_key_order(std::vector<shard_cut::row_source>& from, const std::vector<std::size_t>& runs) {
+  auto by_key = [](const shard_cut::row_source& a, const shard_cut::row_source& b) {
+    return a.key < b.key;
+  };
+  for (std::size_t r = 0; r + 1 < runs.size(); ++r)
+    if (!std::is_sorted(from.begin() + std::ptrdiff_t(runs[r]),
+                        from.begin() + std::ptrdiff_t(runs[r + 1]), by_key)) {
+      std::sort(from.begin(), from.end(), by_key);
+      return;
+    }
+  for (std::size_t r = 1; r + 1 < runs.size(); ++r)
+    std::inplace_merge(from.begin(), from.begin() + std::ptrdiff_t(runs[r]),
+                       from.begin() + std::ptrdiff_t(runs[r + 1]), by_key);
+}
+
+} // namespace
+
+std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards) {
+  if (saved.bucket_shards.empty() || saved.shards == shards) return saved.bucket_shards;
+  return buckets_after_resize(saved.bucket_shards, shards);
+}
+
+bool needs_resize(const train_spec& saved, const train_spec& spec) {
+  if (saved.shards != spec.shards || saved.bucket_shards != spec.bucket_shards) return true;
+  if (saved.block_shards == spec.block_shards) return false;
+  return block_layout(saved).owners() != block_layout(spec).owners();  // one placement empty
+}
+
+shard_cut::shard_cut(std::vector<wire_buffer> saved, const train_spec& spec)
+    : saved_(std::move(saved)), spec_(spec) {
+  if (saved_.empty()) refuse("no shard files");
+  for (std::size_t o = 0; o < saved_.size(); ++o) {
+    auto view = decode_shard_checkpoint(saved_[o]);
+    if (!view) refuse("shard " + std::to_string(o) + ": " + describe(view.error()));
+    if (view->shard != static_cast<int32_t>(o))
+      refuse("file " + std::to_string(o) + " holds shard " + std::to_string(view->shard));
+    if (view->delta_since >= 0) refuse("shard " + std::to_string(o) + " holds a delta");
+    if (view->spec.shards != static_cast<int>(saved_.size()))
+      refuse(std::to_string(saved_.size()) + " shard files written by a run of "
+             + std::to_string(view->spec.shards) + " shards");
+    if (!old_.empty() && (view->clock != old_.front().clock
+                          || view->spec.bucket_shards != old_.front().spec.bucket_shards
+                          || view->spec.block_shards != old_.front().spec.block_shards))
+      refuse("shard " + std::to_string(o) + " is of another clock or placement than shard 0");
+    if (view->sparse.size() != spec.model.sparse_tables.size())
+      refuse("shard " + std::to_string(o) + " holds " + std::to_string(view->sparse.size())
+             + " sparse tables, the model " + std::to_string(spec.model.sparse_tables.size()));
+    old_.push_back(std::move(*view));
   }
-  auto by_key = [](const row_source& a, const row_source& b) { return a.key < b.key; };
-  std::sort(rows.begin(), rows.end(), by_key);
-  std::sort(pending.begin(), pending.end(), by_key);
+  const auto buckets = old_.front().spec.bucket_shards.size();
+  if (buckets != spec.bucket_shards.size())
+    refuse("the checkpoint hashes keys into " + std::to_string(buckets) + " buckets, this run into "
+           + std::to_string(spec.bucket_shards.size()));
+  const block_layout before(old_.front().spec);
+  after_ = std::make_unique<block_layout>(spec);
+  if (before.blocks().size() != after_->blocks().size())
+    refuse("the checkpoint's model is cut into " + std::to_string(before.blocks().size())
+           + " blocks, this run's into " + std::to_string(after_->blocks().size()));
+  const auto slots = optimizer_state_slots(spec.optimizer.kind);
+  // every block's values and optimizer slots, wherever they were
+  values_.resize(after_->blocks().size());
+  state_.resize(after_->blocks().size());
+  for (std::size_t o = 0; o < old_.size(); ++o) {
+    const auto& v = old_[o];
+    if (v.blocks.size() != v.state.size()) refuse("a shard's blocks and state differ in number");
+    for (std::size_t i = 0; i < v.blocks.size(); ++i) {
+      auto id = v.blocks[i].id;
+      if (id >= values_.size() || v.state[i].id != id || values_[id].values)
+        refuse("block " + std::to_string(id) + " is unknown or held twice");
+      const auto& b = after_->blocks()[id];
+      if (v.blocks[i].count != b.size || v.state[i].count != slots * b.size)
+        refuse("block " + std::to_string(id) + " holds another number of values");
+      values_[id] = v.blocks[i];
+      state_[id] = v.state[i];
+      if (b.shard != static_cast<int>(o))
+        moving_ += sizeof(float) * (v.blocks[i].count + v.state[i].count);
+    }
+    step_ = std::max(step_, v.optimizer_step);
+    newest_ = std::max(newest_, v.newest_clock);
+  }
+  for (std::size_t id = 0; id < values_.size(); ++id)
+    if (!values_[id].values) refuse("no shard holds block " + std::to_string(id));
+  sort_rows();
+}
+
+void shard_cut::sort_rows() {
+  const auto tables = spec_.model.sparse_tables.size();
+  const auto shards = static_cast<std::size_t>(spec_.shards);
+  rows_.assign(tables, std::vector<std::vector<row_source>>(shards));
+  pending_.assign(tables, std::vector<std::vector<row_source>>(shards));
+  row_runs_.assign(tables, std::vector<std::vector<std::size_t>>(shards, {0}));
+  pending_runs_ = row_runs_;
+  for (std::size_t t = 0; t < tables; ++t) {
+    const auto& cfg = spec_.model.sparse_tables[t].config;
+    const std::size_t dim = cfg.dim, slots = row_state_slots(cfg.optimizer.kind);
+    const auto& name = spec_.model.sparse_tables[t].name;
+    for (uint32_t o = 0; o < old_.size(); ++o) {
+      const auto& in = old_[o].sparse[t];
+      const auto n = in.keys.size();
+      if (in.values.size() != n * dim || in.state.size() != n * slots * dim
+          || in.touches.size() != n || (!in.steps.empty() && in.steps.size() != n)
+          || (!in.clocks.empty() && in.clocks.size() != n)
+          || in.pending_counts.size() != in.pending_keys.size()
+          || (!in.pending_clocks.empty() && in.pending_clocks.size() != in.pending_keys.size()))
+        refuse("shard " + std::to_string(o) + "'s table " + name + " has arrays of mismatched "
+               "lengths");
+      // Cut whole states only: a chain is folded first (its tombstones, rows and pending changes)
+      if (!in.removed_keys.empty() || in.pending_changes_only || !in.removed_pending.empty())
+        refuse("shard " + std::to_string(o) + " holds a delta");
+      // one pass over the old shard's keys, each to the new shard that owns it
+      const uint64_t row_bytes = sizeof(uint64_t) + sizeof(float) * (dim + slots * dim)
+                                 + 3 * sizeof(uint32_t);  // key, floats, touches/step/clock
+      for (uint32_t i = 0; i < n; ++i) {
+        const auto s = spec_.shard_of_key(in.keys[i]);
+        rows_[t][static_cast<std::size_t>(s)].push_back({in.keys[i], o, i});
+        if (s != static_cast<int>(o)) moving_ += row_bytes;
+      }
+      for (uint32_t i = 0; i < in.pending_keys.size(); ++i) {
+        const auto s = spec_.shard_of_key(in.pending_keys[i]);
+        pending_[t][static_cast<std::size_t>(s)].push_back({in.pending_keys[i], o, i});
+        if (s != static_cast<int>(o)) moving_ += sizeof(uint64_t) + sizeof(uint32_t);
+      }
+      for (std::size_t s = 0; s < shards; ++s) {
+        row_runs_[t][s].push_back(rows_[t][s].size());
+        pending_runs_[t][s].push_back(pending_[t][s].size());
+      }
+    }
+  }
+}
+
+sparse_table_rows shard_cut::cut_table(std::size_t t, int s) const {
+  const auto& cfg = spec_.model.sparse_tables[t].config;
+  const std::size_t dim = cfg.dim, slots = row_state_slots(cfg.optimizer.kind);
+  const auto& name = spec_.model.sparse_tables[t].name;
+  const auto& old = old_;
+  auto rows = rows_[t][static_cast<std::size_t>(s)];
+  auto pending = pending_[t][static_cast<std::size_t>(s)];
+  in_key_order(rows, row_runs_[t][static_cast<std::size_t>(s)]);
+  in_key_order(pending, pending_runs_[t][static_cast<std::size_t>(s)]);
   for (std::size_t i = 1; i < rows.size(); ++i)
     if (rows[i].key == rows[i - 1].key)
       refuse("table " + name + ": key " + std::to_string(rows[i].key) + " has a row on shards "
@@ -91,6 +194,7 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
       refuse("table " + name + ": key " + std::to_string(pending[i].key)
              + " is pending on two shards");
   sparse_table_rows out;
+  out.keys.reserve(rows.size());
   for (const auto& r : rows) out.keys.push_back(r.key);
   gather(out.values, rows, old, t, dim, &sparse_table_rows::values);
   gather(out.state, rows, old, t, slots * dim, &sparse_table_rows::state);
@@ -102,6 +206,7 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
   if (present_in_all(old, t, [&](const sparse_table_rows& x) {
         return std::make_pair(!x.clocks.empty(), rows_of(x)); }, "row clocks"))
     gather(out.clocks, rows, old, t, 1, &sparse_table_rows::clocks);
+  out.pending_keys.reserve(pending.size());
   for (const auto& r : pending) out.pending_keys.push_back(r.key);
   gather(out.pending_counts, pending, old, t, 1, &sparse_table_rows::pending_counts);
   if (present_in_all(old, t, [&](const sparse_table_rows& x) {
@@ -109,8 +214,9 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
         "pending keys' clocks"))
     gather(out.pending_clocks, pending, old, t, 1, &sparse_table_rows::pending_clocks);
   // The sketch: counters of every old shard that held a bucket now here, at their maximum.
-  for (std::size_t b = 0; b < spec.bucket_shards.size(); ++b)
-    if (spec.bucket_shards[b] == s) {
+  std::vector<std::size_t> buckets_from(old.size(), 0);
+  for (std::size_t b = 0; b < spec_.bucket_shards.size(); ++b)
+    if (spec_.bucket_shards[b] == s) {
       // the old owner, by the placement the old shards were written under
       const auto& before = old.front().spec.bucket_shards;
       if (b < before.size() && before[b] < old.size()) ++buckets_from[before[b]];
@@ -143,87 +249,30 @@ sparse_table_rows cut_table(const std::vector<shard_checkpoint_view>& old, std::
   return out;
 }
 
-} // namespace
-
-std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards) {
-  if (saved.bucket_shards.empty() || saved.shards == shards) return saved.bucket_shards;
-  return buckets_after_resize(saved.bucket_shards, shards);
+wire_buffer shard_cut::cut_for(int s) const {
+  if (s < 0 || s >= spec_.shards) refuse("no new shard " + std::to_string(s));
+  shard_checkpoint_view cut;
+  cut.spec = spec_;
+  cut.shard = s;
+  cut.clock = old_.front().clock;
+  cut.optimizer_step = step_;
+  cut.newest_clock = newest_;
+  for (auto id : after_->shard_blocks(s)) {
+    cut.blocks.push_back(values_[id]);
+    cut.state.push_back(state_[id]);
+  }
+  for (std::size_t t = 0; t < spec_.model.sparse_tables.size(); ++t)
+    cut.sparse.push_back(cut_table(t, s));
+  return encode_shard_checkpoint(spec_, cut);
 }
 
-bool needs_resize(const train_spec& saved, const train_spec& spec) {
-  if (saved.shards != spec.shards || saved.bucket_shards != spec.bucket_shards) return true;
-  if (saved.block_shards == spec.block_shards) return false;
-  return block_layout(saved).owners() != block_layout(spec).owners();  // one placement empty
-}
+shard_cut::~shard_cut() = default;
 
 std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& saved,
                                             const train_spec& spec) {
-  if (saved.empty()) refuse("no shard files");
-  std::vector<shard_checkpoint_view> old;
-  for (std::size_t o = 0; o < saved.size(); ++o) {
-    auto view = decode_shard_checkpoint(saved[o]);
-    if (!view) refuse("shard " + std::to_string(o) + ": " + describe(view.error()));
-    if (view->shard != static_cast<int32_t>(o))
-      refuse("file " + std::to_string(o) + " holds shard " + std::to_string(view->shard));
-    if (view->delta_since >= 0) refuse("shard " + std::to_string(o) + " holds a delta");
-    if (view->spec.shards != static_cast<int>(saved.size()))
-      refuse(std::to_string(saved.size()) + " shard files written by a run of "
-             + std::to_string(view->spec.shards) + " shards");
-    if (!old.empty() && (view->clock != old.front().clock
-                         || view->spec.bucket_shards != old.front().spec.bucket_shards
-                         || view->spec.block_shards != old.front().spec.block_shards))
-      refuse("shard " + std::to_string(o) + " is of another clock or placement than shard 0");
-    if (view->sparse.size() != spec.model.sparse_tables.size())
-      refuse("shard " + std::to_string(o) + " holds " + std::to_string(view->sparse.size())
-             + " sparse tables, the model " + std::to_string(spec.model.sparse_tables.size()));
-    old.push_back(std::move(*view));
-  }
-  const auto buckets = old.front().spec.bucket_shards.size();
-  if (buckets != spec.bucket_shards.size())
-    refuse("the checkpoint hashes keys into " + std::to_string(buckets) + " buckets, this run into "
-           + std::to_string(spec.bucket_shards.size()));
-  const block_layout before(old.front().spec), after(spec);
-  if (before.blocks().size() != after.blocks().size())
-    refuse("the checkpoint's model is cut into " + std::to_string(before.blocks().size())
-           + " blocks, this run's into " + std::to_string(after.blocks().size()));
-  const auto slots = optimizer_state_slots(spec.optimizer.kind);
-  // every block's values and optimizer slots, wherever they were
-  std::vector<block_view> values(after.blocks().size()), state(after.blocks().size());
-  uint64_t step = 0;
-  int64_t newest = -1;
-  for (const auto& v : old) {
-    if (v.blocks.size() != v.state.size()) refuse("a shard's blocks and state differ in number");
-    for (std::size_t i = 0; i < v.blocks.size(); ++i) {
-      auto id = v.blocks[i].id;
-      if (id >= values.size() || v.state[i].id != id || values[id].values)
-        refuse("block " + std::to_string(id) + " is unknown or held twice");
-      const auto& b = after.blocks()[id];
-      if (v.blocks[i].count != b.size || v.state[i].count != slots * b.size)
-        refuse("block " + std::to_string(id) + " holds another number of values");
-      values[id] = v.blocks[i];
-      state[id] = v.state[i];
-    }
-    step = std::max(step, v.optimizer_step);
-    newest = std::max(newest, v.newest_clock);
-  }
-  for (std::size_t id = 0; id < values.size(); ++id)
-    if (!values[id].values) refuse("no shard holds block " + std::to_string(id));
+  const shard_cut cut(saved, spec);
   std::vector<wire_buffer> out;
-  for (int s = 0; s < spec.shards; ++s) {
-    shard_checkpoint_view cut;
-    cut.spec = spec;
-    cut.shard = s;
-    cut.clock = old.front().clock;
-    cut.optimizer_step = step;
-    cut.newest_clock = newest;
-    for (auto id : after.shard_blocks(s)) {
-      cut.blocks.push_back(values[id]);
-      cut.state.push_back(state[id]);
-    }
-    for (std::size_t t = 0; t < spec.model.sparse_tables.size(); ++t)
-      cut.sparse.push_back(cut_table(old, t, spec, s));
-    out.push_back(encode_shard_checkpoint(spec, cut));
-  }
+  for (int s = 0; s < spec.shards; ++s) out.push_back(cut.cut_for(s));
   return out;
 }
 

@@ -18,7 +18,10 @@
 #pragma once
 
 #include "actors/protocol/checkpoint_codec.hpp"
+#include "actors/protocol/model_spec.hpp"
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace actorps {
@@ -29,6 +32,50 @@ namespace actorps {
 /// saved one's (incompatibility says so). Throws std::invalid_argument naming what does not fit.
 std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& saved,
                                             const train_spec& spec);
+
+/// resize_shard_files in two steps: the constructor reads the old files once and sorts every
+/// row and pending key out to the new shard that owns it (one pass over the keys); cut_for(s)
+/// writes new shard s's file. cut_for only reads, so the new shards' files may be cut at once,
+/// each by an actor of its own (a live resize, resize_episode.cpp).
+class shard_cut {
+public:
+  /// Where one row (or pending key) of a new shard's table comes from.
+  struct row_source {
+    uint64_t key;
+    uint32_t shard;  ///< old shard
+    uint32_t index;  ///< in that shard's arrays
+  };
+
+  /// Throws std::invalid_argument naming what does not fit (as resize_shard_files).
+  shard_cut(std::vector<wire_buffer> saved, const train_spec& spec);
+  ~shard_cut();
+  shard_cut(const shard_cut&) = delete;
+  shard_cut& operator=(const shard_cut&) = delete;
+
+  /// New shard s's file; throws std::invalid_argument (a key held by two old shards, say).
+  wire_buffer cut_for(int s) const;
+  /// The bytes that change shard: each moving dense block's values and optimizer slots, and
+  /// each row of a moving bucket (key, values, optimizer state, touches, Adam step, clock) or
+  /// pending key (key and count).
+  uint64_t moving_bytes() const { return moving_; }
+
+private:
+  void sort_rows();
+  sparse_table_rows cut_table(std::size_t t, int s) const;
+
+  std::vector<wire_buffer> saved_;            // the old files: the views point into them
+  train_spec spec_;
+  std::vector<shard_checkpoint_view> old_;
+  std::unique_ptr<block_layout> after_;
+  std::vector<block_view> values_, state_;    // every block's, by id
+  uint64_t step_ = 0;
+  int64_t newest_ = -1;
+  uint64_t moving_ = 0;
+  // per table, per new shard: its rows and pending keys, and where each old shard's run of
+  // them begins (in that shard's file order; the runs end with the total)
+  std::vector<std::vector<std::vector<row_source>>> rows_, pending_;
+  std::vector<std::vector<std::vector<std::size_t>>> row_runs_, pending_runs_;
+};
 
 /// The bucket placement a run of `shards` shards resumed from a checkpoint written under
 /// `saved` uses: the checkpoint's own at its shard count, else buckets_after_resize of it
