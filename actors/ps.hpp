@@ -284,6 +284,18 @@ public:
   /// flight fail with rolled_back.
   caf::expected<int64_t> restore(const std::string& path);
 
+  /// Goes on with `ps` shards and `workers` workers (each 0: as many as now): every shard's whole
+  /// state is taken at one clock (as checkpoint() takes it), cut for the new number of shards
+  /// as a live resize cuts it (the fewest buckets and dense blocks change shard) and handed to
+  /// the shards of the new size; returns that clock, from which every worker of the new number
+  /// goes on (pull, push_pull of that clock), as after restore(). Call it with no call of any
+  /// worker in flight (every ticket waited): in sync mode the run then goes on exactly as one
+  /// started at the new size from that state. After a change of workers a minibatch teaches as
+  /// much as before and a decaying schedule runs on the minibatches trained, as with --resize;
+  /// a client of a worker beyond the new number is refused by the shards. Refused, naming the
+  /// reason, for a count out of range; nothing changes then.
+  caf::expected<int64_t> scale(int ps, int workers = 0);
+
 private:
   std::shared_ptr<detail::cluster_core> core_;
 };

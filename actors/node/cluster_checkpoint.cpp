@@ -80,24 +80,25 @@ wire_buffer run_file(const cluster_core& core, int64_t clock, const std::string&
 
 } // namespace
 
-caf::expected<cluster_checkpoint> checkpoint_shards(cluster_core& core, const std::string& root) {
+caf::expected<shard_states> states_now(cluster_core& core) {
   caf::scoped_actor self{*core.sys};
   // A shard that passed the clock before it was asked (training went on meanwhile) refuses it:
   // asked again at the clock they are at then.
-  std::vector<wire_buffer> files;
-  int64_t clock = -1;
   for (int attempt = 0;; ++attempt) {
     auto at = newest_min_clock(core, self);
     if (!at) return at.error();
     auto states = states_at(core, self, *at);
-    if (states) {
-      files = std::move(*states);
-      clock = *at;
-      break;
-    }
+    if (states) return shard_states{*at, std::move(*states)};
     if (attempt == 2 || !is_error(states.error(), errc::checkpoint_clock_passed))
       return states.error();
   }
+}
+
+caf::expected<cluster_checkpoint> checkpoint_shards(cluster_core& core, const std::string& root) {
+  auto states = states_now(core);
+  if (!states) return states.error();
+  auto& files = states->files;
+  const auto clock = states->clock;
   try {
     const auto run_id = new_run_id();
     auto dir = prepare_checkpoint_dir(root, clock, run_id);

@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -31,6 +32,11 @@ struct cluster_core {
   // Over a data link, one per shard: where the proxy receives a reply in place (empty: no link).
   std::vector<std::shared_ptr<parameter_destination>> destinations;
   std::function<void()> stop;  // ends what the core started (shards, or proxies to them)
+  // Bumped by a scale: each worker client talks to the shards and cuts by the layout it finds
+  // here on its next call (none is in flight across a scale).
+  std::atomic<uint64_t> generation{0};
+  // The layouts before each scale: a client's conversation may still point at one.
+  std::vector<std::unique_ptr<block_layout>> retired_layouts;
 
   ~cluster_core() {
     if (stop) stop();
@@ -47,9 +53,20 @@ caf::error init_shards(cluster_core& core);
 /// The current values of every shard, flat in model order.
 caf::expected<std::vector<float>> snapshot_shards(cluster_core& core);
 
+/// Every shard's whole state at one clock: the largest of the shards' min clocks when asked
+/// (a shard behind answers once it gets there; asked again when one passed it meanwhile).
+struct shard_states {
+  int64_t clock = 0;
+  std::vector<wire_buffer> files;  ///< ShardCheckpoint, in shard order
+};
+caf::expected<shard_states> states_now(cluster_core& core);
+
 /// local_cluster::checkpoint and restore (cluster_checkpoint.cpp).
 caf::expected<cluster_checkpoint> checkpoint_shards(cluster_core& core, const std::string& root);
 caf::expected<int64_t> restore_shards(cluster_core& core, const std::string& path);
+
+/// local_cluster::scale (cluster_scale.cpp).
+caf::expected<int64_t> scale_shards(cluster_core& core, int ps, int workers);
 
 /// The client of worker `w`: an actor of core.sys that talks to core.shards.
 worker_client make_worker_client(std::shared_ptr<cluster_core> core, int32_t w);

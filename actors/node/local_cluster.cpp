@@ -48,4 +48,8 @@ caf::expected<int64_t> local_cluster::restore(const std::string& path) {
   return detail::restore_shards(*core_, path);
 }
 
+caf::expected<int64_t> local_cluster::scale(int ps, int workers) {
+  return detail::scale_shards(*core_, ps, workers);
+}
+
 } // namespace actorps

@@ -135,13 +135,30 @@ void hand_out_rows(const train_spec& spec, const std::vector<sparse_pull>& parts
 caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster_core> cluster,
                            int32_t worker) {
   using conversation = shard_conversation<caf::event_based_actor*>;
-  auto shards = std::make_shared<conversation>(
-    self, "worker:" + std::to_string(worker), cluster->shards,
-    std::shared_ptr<const block_layout>(cluster, cluster->layout.get()), false,
-    cluster->opts.timeout);
-  shards->start_watchdog();
+  // The shards and the layout of the cluster's generation this client last called in; after a
+  // scale (cluster_scale.cpp) its next call talks to the new ones.
+  struct talking {
+    std::shared_ptr<conversation> shards;
+    uint64_t generation = 0;
+    // the ones before: a reply of a round that failed may still come to one (its handlers
+    // point at it)
+    std::vector<std::shared_ptr<conversation>> before;
+  };
+  auto now = std::make_shared<talking>();
+  auto converse = [=] {
+    if (now->shards) now->before.push_back(std::move(now->shards));
+    now->generation = cluster->generation;
+    now->shards = std::make_shared<conversation>(
+      self, "worker:" + std::to_string(worker), cluster->shards,
+      std::shared_ptr<const block_layout>(cluster, cluster->layout.get()), false,
+      cluster->opts.timeout);
+  };
+  converse();
+  now->shards->start_watchdog();
   return {
     [=](const client_call& call) {
+      if (now->generation != cluster->generation) converse();
+      const auto& shards = now->shards;
       auto tables = cluster->spec.model.sparse_tables.size();
       auto unknown = [&](const auto& parts) {
         return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.table >= tables; });
@@ -202,7 +219,7 @@ caf::behavior client_actor(caf::event_based_actor* self, std::shared_ptr<cluster
         }
       }
     },
-    [=](watchdog_atom) { shards->watch(); },
+    [=](watchdog_atom) { now->shards->watch(); },
   };
 }
 

@@ -97,8 +97,8 @@ shard_cut::shard_cut(std::vector<wire_buffer> saved, const train_spec& spec)
   }
   const auto buckets = old_.front().spec.bucket_shards.size();
   if (buckets != spec.bucket_shards.size())
-    refuse("the checkpoint hashes keys into " + std::to_string(buckets) + " buckets, this run into "
-           + std::to_string(spec.bucket_shards.size()));
+    refuse("the checkpoint hashes keys into " + std::to_string(buckets)
+           + " buckets, this run into " + std::to_string(spec.bucket_shards.size()));
   const block_layout before(old_.front().spec);
   after_ = std::make_unique<block_layout>(spec);
   if (before.blocks().size() != after_->blocks().size())

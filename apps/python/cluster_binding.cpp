@@ -183,7 +183,26 @@ void bind_clusters(py::module_& m) {
          [](python_local_cluster& c, const std::string& path) {
            return restore_of(*c.cluster, path);
          },
-         py::arg("path"), restore_doc);
+         py::arg("path"), restore_doc)
+    .def("scale",
+         [](python_local_cluster& c, std::optional<int> ps, std::optional<int> workers) {
+           if (!ps && !workers) throw py::value_error("scale: give ps=, workers= or both");
+           if ((ps && *ps < 1) || (workers && *workers < 1))
+             throw py::value_error("scale: the numbers of shards and workers are 1 or more");
+           std::optional<caf::expected<int64_t>> clock;
+           {
+             py::gil_scoped_release release;
+             clock.emplace(c.cluster->scale(ps.value_or(0), workers.value_or(0)));
+           }
+           if (!*clock) raise_error(clock->error());
+           return **clock;
+         },
+         py::kw_only(), py::arg("ps") = py::none(), py::arg("workers") = py::none(),
+         "Goes on with ps shards and workers workers (None: as many as now): every shard's "
+         "state at one clock is cut for the new size and handed to the shards of that size; "
+         "returns that clock, from which every worker goes on (its clients find the new shards "
+         "on their next call). Call it with every worker's calls waited. Raises actorps.Error "
+         "naming the reason for a size out of range.");
 
   py::class_<python_task_cluster> task(
     m, "TaskCluster",
