@@ -180,6 +180,37 @@ TEST_CASE("row optimizer ftrl: McMahan et al. 2013 from zero weights, l1 gives e
   }
 }
 
+TEST_CASE("row optimizer ftrl: a push's share scales its gradient, not the weight") {
+  // ssp and async apply each push with lr_scale = 1 / live workers. alpha divides FTRL's whole
+  // weight, so a share taken as alpha made a row's weight follow its last push's share: pushed
+  // at 1/3 many times, then once at 1 (the other workers done), it jumped to about 3 times.
+  row_optimizer_config cfg;
+  cfg.kind = row_optimizer_kind::ftrl;
+  cfg.learning_rate = 0.2f;
+  cfg.ftrl_beta = 1.0f;
+  cfg.l1 = 0.0f;
+  cfg.l2 = 0.0f;
+  std::vector<float> w(2, 0.0f), state(4, 0.0f), scaled_w(2, 0.0f), scaled_state(4, 0.0f);
+  const std::vector<float> g = {0.4f, -0.3f};
+  const std::vector<float> g_third = {0.4f / 3, -0.3f / 3};
+  for (int k = 0; k < 50; ++k) {
+    apply_row_update(cfg, 1.0f / 3, 0, w.data(), g.data(), state.data(), 2);
+    apply_row_update(cfg, 1.0f, 0, scaled_w.data(), g_third.data(), scaled_state.data(), 2);
+  }
+  for (int i = 0; i < 2; ++i) {  // a share is the gradient times it
+    CHECK(w[i] == near(scaled_w[i]));
+    CHECK(state[i] == near(scaled_state[i]));
+  }
+  const std::vector<float> tiny = {1e-6f, -1e-6f};
+  const auto before = w;
+  apply_row_update(cfg, 1.0f, 0, w.data(), tiny.data(), state.data(), 2);
+  for (int i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(before[i]) > 0.1f);
+    CHECK(std::abs(w[i] - before[i]) < 1e-3f * std::abs(before[i]));
+  }
+}
+
 TEST_CASE("row optimizer ftrl: z starts where the weight formula gives back the initial values") {
   row_optimizer_config cfg;
   cfg.kind = row_optimizer_kind::ftrl;

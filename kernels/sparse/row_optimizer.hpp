@@ -34,7 +34,10 @@ void init_row_state(const row_optimizer_config& cfg, const float* row, float* st
                     uint32_t dim);
 
 /// One update of one row in place, with learning rate cfg.learning_rate × lr_scale (the
-/// caller's schedule). `step` is the row's 1-based update count including this one (Adam's
+/// caller's schedule, or a push's share of a clock). FTRL alone takes lr_scale as a factor of
+/// the gradient, alpha staying cfg.learning_rate: its alpha is no step size but divides the
+/// whole weight (math::ftrl_weight), so a scaled alpha would rescale the row by the share of
+/// its last push. `step` is the row's 1-based update count including this one (Adam's
 /// bias correction; the others ignore it). `grad` is the gradient of the loss to minimise at
 /// the row's current values. Throws std::invalid_argument for Adam with step 0.
 void apply_row_update(const row_optimizer_config& cfg, float lr_scale, uint32_t step,

@@ -132,12 +132,18 @@ struct ftrl {
       n[i] = 0.0f;
     }
   }
+  /// `lr`'s part beyond the table's rate (a push's share of a clock in ssp and async: 1 / live
+  /// workers) scales the gradient: alpha divides the whole weight (math::ftrl_weight), so a
+  /// share taken as alpha would rescale the row by its last push's share (a row last pushed by
+  /// the one worker of three still training came out 3 times as large).
   static void update(const row_optimizer_config& cfg, float lr, uint32_t, float* row,
                      const float* grad, float* state, uint32_t dim) {
     float* z = state;
     float* n = state + dim;
+    const float share = lr / cfg.learning_rate;  // exactly 1 for lr == cfg.learning_rate
     for (uint32_t i = 0; i < dim; ++i)
-      math::ftrl_step(row[i], z[i], n[i], grad[i], lr, cfg.ftrl_beta, cfg.l1, cfg.l2);
+      math::ftrl_step(row[i], z[i], n[i], share * grad[i], cfg.learning_rate, cfg.ftrl_beta,
+                      cfg.l1, cfg.l2);
   }
 };
 
