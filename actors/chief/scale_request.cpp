@@ -96,7 +96,14 @@ caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, in
     log_line("chief", "scale to " + what + ": the run has as many");
     return caf::result<int32_t, int32_t>(shards, workers);
   }
-  if (st.cfg.replicas > 0) return refusal(what, "not with standbys (--replicas) yet");
+  // A shard served by another ps task since a fail-over: a shrink would stop the task beyond
+  // the new size that serves it (or a growth seat a spare where its task is counted).
+  if (shards != now)
+    for (int32_t s = 0; s < static_cast<int32_t>(st.primary_host.size()); ++s)
+      if (st.primary_host[s] >= 0 && st.primary_host[s] != s)
+        return refusal(what, "shard " + std::to_string(s) + " is served by ps:"
+                               + std::to_string(st.primary_host[s]) + " since a fail-over "
+                               "(the number of workers may change)");
   if (st.cfg.source.follow) return refusal(what, "not while following a stream (--follow)");
   if (!st.failing_over.empty()) return refusal(what, "a fail-over is under way");
   if (workers != workers_now && !st.cfg.checkpoints.dir.empty())

@@ -82,7 +82,11 @@ void spawn_standby(self_ptr self, int32_t s, std::function<void(ps_shard_actor)>
       failed(make_error(errc::shard_lost, "ps:" + std::to_string(host) + " is lost"));
       return next();
     }
-    self->request(task, self->state.cfg.request_timeout, standby_atom::value, s, primary)
+    // the primary's task's address: a spare taken in is in no other task's cluster spec
+    const auto& tasks = self->state.cfg.remote->ps;
+    auto address = primary < static_cast<int32_t>(tasks.size()) ? tasks[primary].text() : "";
+    self->request(task, self->state.cfg.request_timeout, standby_atom::value, s, primary,
+                  std::move(address))
       .then([=](ps_shard_actor standby) { spawned(std::move(standby)); next(); },
             [=](caf::error& err) { failed(std::move(err)); next(); });
   };

@@ -23,7 +23,7 @@ namespace {
 /// reached: a standby its primary cannot replicate to is no standby.
 void spawn_standby_when_connected(ps_task_actor::pointer self, const ps_task_config& cfg,
                                   std::shared_ptr<std::vector<caf::actor_addr>> standbys,
-                                  int32_t shard, int32_t primary_task,
+                                  int32_t shard, int32_t primary_task, host_port addr,
                                   caf::typed_response_promise<ps_shard_actor> promise) {
   auto spawn = [=]() mutable {
     auto config = cfg.standby_config;
@@ -32,8 +32,10 @@ void spawn_standby_when_connected(ps_task_actor::pointer self, const ps_task_con
     standbys->push_back(standby.address());
     promise.deliver(standby);
   };
-  if (primary_task >= static_cast<int32_t>(cfg.ps_addresses.size())) return spawn();
-  auto addr = cfg.ps_addresses[primary_task];
+  if (addr.host.empty()) {  // the chief named none: the one of this task's cluster spec
+    if (primary_task >= static_cast<int32_t>(cfg.ps_addresses.size())) return spawn();
+    addr = cfg.ps_addresses[primary_task];
+  }
   auto connector = spawn_connector(self->system(), addr,
                                    self->system().message_types(
                                      caf::detail::type_list<ps_task_actor>{}),
@@ -145,15 +147,25 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
         return err;
       return caf::ok_atom::value;
     },
-    [=](standby_atom, int32_t shard, int32_t primary_task) -> caf::result<ps_shard_actor> {
+    [=](standby_atom, int32_t shard, int32_t primary_task,
+        const std::string& address) -> caf::result<ps_shard_actor> {
       if (auto err = note_refusal(authorise_chief(current_role(self), "standby"))) return err;
       if (shard < 0 || primary_task < 0 || primary_task == cfg.index)
         return caf::make_error(caf::sec::invalid_argument,
                                "a standby of shard " + std::to_string(shard) + " served by ps:"
                                  + std::to_string(primary_task) + " cannot live in ps:"
                                  + std::to_string(cfg.index));
+      host_port addr;
+      if (!address.empty()) {
+        try {
+          addr = parse_address(address, "standby: the primary's address");
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::invalid_argument, e.what());
+        }
+      }
       auto promise = self->make_response_promise<ps_shard_actor>();
-      spawn_standby_when_connected(self, cfg, standbys, shard, primary_task, promise);
+      spawn_standby_when_connected(self, cfg, standbys, shard, primary_task, std::move(addr),
+                                   promise);
       return promise;
     },
   };

@@ -260,9 +260,11 @@ using ps_task_actor = caf::typed_actor<
   // handle of the standby reaching this process through the chief would else route monitoring
   // through the chief, which relays nothing (with TLS it closes that connection).
   caf::replies_to<standby_atom>::with<caf::ok_atom>,
-  // (standby, shard, primary task) -> a new, empty shard in this process, the standby of shard
-  // `shard` (--replicas 1), which takes replication only from ps:<primary task> and the chief.
-  caf::replies_to<standby_atom, int32_t, int32_t>::with<ps_shard_actor>>;
+  // (standby, shard, primary task, its address) -> a new, empty shard in this process, the
+  // standby of shard `shard` (--replicas 1), which takes replication only from ps:<primary
+  // task> and the chief. The address ("host:port") is where this task dials the primary's
+  // first: the chief's, since a task that joined later is in no cluster spec given here.
+  caf::replies_to<standby_atom, int32_t, int32_t, std::string>::with<ps_shard_actor>>;
 
 /// Disk work for checkpoints (actors/checkpoint_io.hpp).
 using checkpoint_io_actor = caf::typed_actor<
