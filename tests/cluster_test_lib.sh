@@ -66,6 +66,13 @@ start_job() {  # start_job NAME [chief flags...]: ps:0, ps:1 and both workers of
     --export-dir "$dir/$name-export" --metrics "$dir/$name.jsonl" "$@" > "$dir/$name-chief.log" 2>&1 &
   pids+=($!); eval "pid_${name}_chief=$!"
 }
+start_spare_ps() {  # start_spare_ps NAME: ps:2 of scale_clusters' grown.json joins run NAME
+  # as a spare (pid in pid_NAME_ps_2); returns once the chief has it and NAME trains
+  "$bin" ps --cluster "$dir/grown.json" --task ps:2 "${net[@]}" $(tls ps:2) > "$dir/$1-ps:2.log" 2>&1 &
+  pids+=($!); eval "pid_${1}_ps_2=$!"
+  await_event "$dir/$1.jsonl" '"event":"spare".*"task":"ps:2"'
+  await_training "$dir/$1.jsonl"
+}
 port_of() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster'][sys.argv[2]][int(sys.argv[3])].split(':')[1])" "$1" "$2" "$3"; }
 await_event() {  # await_event FILE PATTERN [SECONDS]: block until a line of FILE matches (bounded)
   grep -q -m1 -E "$2" < <(timeout "${3:-60}" tail -n +1 -F "$1" 2>/dev/null) || fail "no line matching $2 in $1"

@@ -30,10 +30,7 @@ all_exit_0 plain ps:0 ps:1 worker:0 worker:1
 
 echo "== grown to 3 shards, each with a standby; the new shard's task killed"
 start_job scaled --slow worker:0=40
-"$bin" ps --cluster "$dir/grown.json" --task ps:2 "${net[@]}" $(tls ps:2) > "$dir/scaled-ps:2.log" 2>&1 &
-pids+=($!); pid_ps_2=$!
-await_event "$dir/scaled.jsonl" '"event":"spare".*"task":"ps:2"'
-await_training "$dir/scaled.jsonl"
+start_spare_ps scaled
 scale 3
 [ "$scaled" = 0 ] || fail "the growth to 3 with --replicas 1 exited $scaled: $said"
 grep -q '"event":"resize","from":2,"to":3' "$dir/scaled.jsonl" || fail "no resize event 2 -> 3"
@@ -41,7 +38,7 @@ grep -q '"event":"resize","from":2,"to":3' "$dir/scaled.jsonl" || fail "no resiz
 for s in 0 1 2; do
   await_event "$dir/scaled.jsonl" "\"event\":\"rereplicated\",\"shard\":$s"
 done
-kill -9 "$pid_ps_2"
+kill -9 "$pid_scaled_ps_2"
 await_event "$dir/scaled.jsonl" '"event":"failover".*"shard":2'
 scale 2
 [ "$scaled" = 2 ] || fail "a shrink after the fail-over exited $scaled: $said"

@@ -35,10 +35,7 @@ all_exit_0 plain ps:0 ps:1 worker:0 worker:1
 
 echo "== the same run, grown to 3 shards and shrunk back to 2 while it trains"
 start_job scaled --slow worker:0=40
-"$bin" ps --cluster "$dir/grown.json" --task ps:2 "${net[@]}" $(tls ps:2) > "$dir/scaled-ps:2.log" 2>&1 &
-pids+=($!); pid_scaled_ps_2=$!
-await_event "$dir/scaled.jsonl" '"event":"spare".*"task":"ps:2"'
-await_training "$dir/scaled.jsonl"
+start_spare_ps scaled
 scale worker:0 3
 [ "$scaled" = 2 ] || fail "a scale request from worker:0's certificate exited $scaled: $said"
 grep -q "only chief:0 and admin:0 may send it" <<< "$said" || fail "worker:0's refusal: $said"

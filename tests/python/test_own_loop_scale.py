@@ -16,33 +16,7 @@ import harness
 np, torch = harness.require("numpy", "torch")
 import actorps  # noqa: E402
 import actorps.torch  # noqa: E402
-
-DIM = 4
-KEYS = 40
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.bag = actorps.torch.EmbeddingBag(DIM, mode="mean", init="uniform", scale=0.5,
-                                              optimizer="adagrad", lr=0.3)
-        self.out = torch.nn.Linear(DIM, 3)
-
-    def forward(self, ids, offsets):
-        return self.out(self.bag(ids, offsets))
-
-
-def keys():
-    return torch.arange(KEYS, dtype=torch.int64) * 7919 + (5 << 56)
-
-
-def batch(w, clock):
-    """8 bags of 1 to 4 keys and 8 labels, the same for a worker's clock in every run."""
-    g = torch.Generator().manual_seed(1000 * w + clock)
-    lengths = torch.randint(1, 5, (8,), generator=g)
-    index = torch.randint(0, KEYS, (int(lengths.sum()),), generator=g)
-    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)[:-1]])
-    return keys()[index], offsets, torch.randint(0, 3, (8,), generator=g)
+from own_loop_bags import DIM, KEYS, Net, batch, keys  # noqa: E402
 
 
 class Loop:
