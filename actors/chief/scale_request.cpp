@@ -96,8 +96,9 @@ caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, in
     log_line("chief", "scale to " + what + ": the run has as many");
     return caf::result<int32_t, int32_t>(shards, workers);
   }
-  // A shard served by another ps task since a fail-over: a shrink would stop the task beyond
-  // the new size that serves it (or a growth seat a spare where its task is counted).
+  // A change of shards counts ps tasks by shard (spare_tasks.cpp: task s serves shard s), which
+  // a fail-over has made untrue: a shrink would stop a task beyond the new size that serves a
+  // shard that stays.
   if (shards != now)
     for (int32_t s = 0; s < static_cast<int32_t>(st.primary_host.size()); ++s)
       if (st.primary_host[s] >= 0 && st.primary_host[s] != s)

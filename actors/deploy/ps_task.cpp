@@ -16,7 +16,8 @@ namespace actorps {
 namespace {
 
 /// Spawns the standby of `shard` here and hands it to `promise` once this process has a
-/// connection of its own to ps:<primary_task> (dialled now: CAF keeps one per pair of nodes, so
+/// connection of its own to ps:<primary_task> (dialled now at `addr`, the chief's word for it,
+/// or the address in this task's cluster spec when empty: CAF keeps one per pair of nodes, so
 /// a second standby of the same primary, or the primary's task dialling us, reuses it), or at
 /// once when no address is known. Without that connection the primary and its standby would
 /// talk through the chief's node. Refused, with the reason, when the primary's task cannot be
