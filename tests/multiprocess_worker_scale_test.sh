@@ -6,7 +6,9 @@
 # before the change: it exits 0, as every task does. The workers pause at the clock of each
 # change, told so by the chief, so the epoch trains every planned minibatch exactly once (the
 # summary's samples are the planned samples), in sync and in ssp with a straggler; in sync the
-# exported model is byte-identical to a one-process run with the same --resize plan.
+# exported model is byte-identical to a one-process run with the same --resize plan, and the
+# run's checkpoints (--checkpoint-dir) hold the change: the one taken while 3 workers trained,
+# resumed by 3 worker processes, trains the model one process resumed from it trains.
 # usage: tests/multiprocess_worker_scale_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,8 +44,9 @@ resize_clocks() {  # resize_clocks NAME: the clock of each change, in order
   grep '"event":"resize"' "$dir/$1.jsonl" | sed -E 's/.*"clock":([0-9]+).*/\1/'
 }
 
-echo "== sync: workers 2 -> 3 -> 2 (a spare worker:2 taken in, then stopped)"
-start_job sync --mode sync --slow worker:0=40
+echo "== sync: workers 2 -> 3 -> 2 (a spare worker:2 taken in, then stopped), checkpointed"
+start_job sync --mode sync --slow worker:0=40 --checkpoint-dir "$dir/sync.ckpt" \
+  --checkpoint-every 10 --keep 100 --checkpoint-writer chief
 spare sync worker:2
 await_training "$dir/sync.jsonl"
 set +e; said=$("$bin" scale --chief "$chief_addr" --workers 4 --timeout 60 $(tls admin:0) 2>&1); refused=$?; set -e
@@ -51,6 +54,8 @@ set +e; said=$("$bin" scale --chief "$chief_addr" --workers 4 --timeout 60 $(tls
 scale --workers 3
 grep -q '"event":"resize","from":2,"to":2,"workers_from":2,"workers_to":3' "$dir/sync.jsonl" \
   || fail "sync: no resize event 2 -> 3 workers"
+mid=$(( ($(resize_clocks sync) / 10 + 1) * 10 ))  # the first checkpoint of 3 workers
+await_event "$dir/sync.jsonl" "\"event\":\"checkpoint\",\"clock\":$mid,"
 scale --workers 2
 grep -q '"event":"resize","from":2,"to":2,"workers_from":3,"workers_to":2' "$dir/sync.jsonl" \
   || fail "sync: no resize event 3 -> 2 workers"
@@ -67,6 +72,20 @@ read -r c1 c2 <<< "$plan"
 samples_planned one
 cmp "$dir/one-export/1/model.capnp" "$dir/sync-export/1/model.capnp" \
   || fail "the model differs from the one-process run resized at clocks $c1 and $c2"
+# a checkpoint taken while 3 workers trained, resumed by 3 worker processes and in one process:
+# the same model (each worker goes on with its share of what no worker had trained)
+(( mid < c2 )) || fail "no checkpoint between the changes at clocks $c1 and $c2"
+ckpt=$(printf '%s/sync.ckpt/ckpt-%012d' "$dir" "$mid")
+[ -f "$ckpt/MANIFEST.json" ] || fail "no checkpoint at clock $mid: $(ls "$dir/sync.ckpt")"
+"$root/scripts/launch_local.sh" --insecure --no-evaluator --binary "$bin" --ps 2 --workers 3 -- \
+  --mode sync "${train[@]}" --resume "$ckpt" --export-dir "$dir/resumed-export" \
+  > "$dir/resumed.log" 2>&1 || { cat "$dir/resumed.log" >&2; fail "the 3-process resume failed"; }
+grep -q "resuming from .*(clock $mid)" "$dir/resumed.log" || fail "the processes did not resume at $mid"
+"$bin" simulate --ps 2 --workers 3 --mode sync "${train[@]}" --resume "$ckpt" \
+  --export-dir "$dir/resumed-one-export" > "$dir/resumed-one.log" 2>&1 \
+  || { cat "$dir/resumed-one.log" >&2; fail "the one-process resume failed"; }
+cmp "$dir/resumed-one-export/1/model.capnp" "$dir/resumed-export/1/model.capnp" \
+  || fail "3 worker processes resumed at clock $mid train another model than one process"
 
 echo "== ssp, a straggler: shards and workers 2 -> 3 -> 2 together"
 start_job ssp --mode ssp --staleness 3 --slow worker:0=30

@@ -107,9 +107,10 @@ caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, in
                                "(the number of workers may change)");
   if (st.cfg.source.follow) return refusal(what, "not while following a stream (--follow)");
   if (!st.failing_over.empty()) return refusal(what, "a fail-over is under way");
-  if (workers != workers_now && !st.cfg.checkpoints.dir.empty())
-    return refusal(what, "a change of workers is not made with --checkpoint-dir across "
-                         "processes yet (one process: --resize workers=N@clock=C)");
+  if (workers != workers_now && !st.cfg.checkpoints.dir.empty() && !st.cfg.checkpoints.files.empty())
+    return refusal(what, "a change of workers is not made with --checkpoint-dir over a "
+                         "directory read as a stream (a checkpoint holds each worker's own "
+                         "file position)");
   if (auto missing = missing_tasks(st, shards, workers); !missing.empty())
     return refusal(what, missing);
   const auto clock = st.global_clock() + first_margin;
