@@ -26,6 +26,17 @@ row_optimizer_config config_for(row_optimizer_kind kind) {
 }
 constexpr float lr_scale = 0.25f;
 
+/// FTRL-proximal with these alpha (the learning rate), beta, l1 and l2.
+row_optimizer_config ftrl(float alpha, float beta, float l1, float l2) {
+  row_optimizer_config cfg;
+  cfg.kind = row_optimizer_kind::ftrl;
+  cfg.learning_rate = alpha;
+  cfg.ftrl_beta = beta;
+  cfg.l1 = l1;
+  cfg.l2 = l2;
+  return cfg;
+}
+
 } // namespace
 
 TEST_CASE("row optimizer names round-trip, unknown names are rejected, slots per kind") {
@@ -145,12 +156,7 @@ TEST_CASE("row optimizer adam: bias correction from the row's own step, m then v
 }
 
 TEST_CASE("row optimizer ftrl: McMahan et al. 2013 from zero weights, l1 gives exact zeros") {
-  row_optimizer_config cfg;
-  cfg.kind = row_optimizer_kind::ftrl;
-  cfg.learning_rate = 0.5f;  // alpha
-  cfg.ftrl_beta = 1.0f;
-  cfg.l1 = 0.2f;
-  cfg.l2 = 0.1f;
+  const auto cfg = ftrl(0.5f, 1.0f, 0.2f, 0.1f);  // alpha, beta, l1, l2
   std::vector<float> w(3, 0.0f), state(6, 9.0f);  // z0 z1 z2 n0 n1 n2
   init_row_state(cfg, w.data(), state.data(), 3);
   CHECK(state == std::vector<float>(6, 0.0f));
@@ -184,12 +190,7 @@ TEST_CASE("row optimizer ftrl: a push's share scales its gradient, not the weigh
   // ssp and async apply each push with lr_scale = 1 / live workers. alpha divides FTRL's whole
   // weight, so a share taken as alpha made a row's weight follow its last push's share: pushed
   // at 1/3 many times, then once at 1 (the other workers done), it jumped to about 3 times.
-  row_optimizer_config cfg;
-  cfg.kind = row_optimizer_kind::ftrl;
-  cfg.learning_rate = 0.2f;
-  cfg.ftrl_beta = 1.0f;
-  cfg.l1 = 0.0f;
-  cfg.l2 = 0.0f;
+  const auto cfg = ftrl(0.2f, 1.0f, 0.0f, 0.0f);  // alpha, beta, l1, l2
   std::vector<float> w(2, 0.0f), state(4, 0.0f), scaled_w(2, 0.0f), scaled_state(4, 0.0f);
   const std::vector<float> g = {0.4f, -0.3f};
   const std::vector<float> g_third = {0.4f / 3, -0.3f / 3};
@@ -212,12 +213,7 @@ TEST_CASE("row optimizer ftrl: a push's share scales its gradient, not the weigh
 }
 
 TEST_CASE("row optimizer ftrl: z starts where the weight formula gives back the initial values") {
-  row_optimizer_config cfg;
-  cfg.kind = row_optimizer_kind::ftrl;
-  cfg.learning_rate = 0.5f;
-  cfg.ftrl_beta = 1.0f;
-  cfg.l1 = 0.2f;
-  cfg.l2 = 0.1f;
+  const auto cfg = ftrl(0.5f, 1.0f, 0.2f, 0.1f);  // alpha, beta, l1, l2
   std::vector<float> w = {0.3f, -0.7f, 0.0f}, state(6, 9.0f);
   init_row_state(cfg, w.data(), state.data(), 3);
   // z = −w·(beta/alpha + l2) − sign(w)·l1, n = 0.
