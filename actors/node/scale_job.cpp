@@ -12,6 +12,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <future>
+#include <memory>
 #include <stdexcept>
 
 namespace actorps {
@@ -37,20 +39,32 @@ scale_outcome scale_job(const scale_options& opts) {
   auto* sys = new caf::actor_system(*cfg);
   auto handle = connect_to<chief_actor>(*sys, chief, opts.connect_timeout);
   if (!handle) return {scale_status::unreachable, describe(handle.error())};
-  scale_outcome out{scale_status::unreachable, "no answer"};
-  caf::scoped_actor self{*sys};
-  self->request(*handle, opts.wait, scale_atom::value, opts.ps, opts.workers)
-    .receive(
-      [&](int32_t shards, int32_t workers) {
-        out = {scale_status::done, "the run goes on with " + std::to_string(shards)
-                                     + " shards and " + std::to_string(workers) + " workers"};
-      },
-      [&](caf::error& err) {
-        const bool lost = err == caf::sec::request_timeout
-                          || err == caf::sec::request_receiver_down;
-        out = {lost ? scale_status::unreachable : scale_status::refused, describe(err)};
-      });
-  return out;
+  // Asked by an actor that monitors the chief: a connection that drops fails no request before
+  // its wait is over, but the chief's loss reaches its monitors at once.
+  auto answered = std::make_shared<std::promise<scale_outcome>>();
+  auto answer = answered->get_future();
+  sys->spawn([answered, chief = *handle, opts](caf::event_based_actor* me) {
+    auto once = [answered, me](scale_outcome out) {
+      answered->set_value(std::move(out));
+      me->quit();  // nothing after the first: the answer or the loss
+    };
+    me->monitor(chief);
+    me->set_down_handler([once](caf::down_msg& dm) {
+      once({scale_status::unreachable, "the chief is gone (" + describe(dm.reason) + ")"});
+    });
+    me->request(chief, opts.wait, scale_atom::value, opts.ps, opts.workers)
+      .then(
+        [once](int32_t shards, int32_t workers) {
+          once({scale_status::done, "the run goes on with " + std::to_string(shards)
+                                      + " shards and " + std::to_string(workers) + " workers"});
+        },
+        [once](caf::error& err) {
+          const bool lost = err == caf::sec::request_timeout
+                            || err == caf::sec::request_receiver_down;
+          once({lost ? scale_status::unreachable : scale_status::refused, describe(err)});
+        });
+  });
+  return answer.get();
 }
 
 } // namespace actorps
