@@ -1,7 +1,8 @@
 # Shell helpers for the tests that run one process per task on 127.0.0.1 (sourced, not run).
 # Expects: $bin (the actorps binary) and $dir (a scratch directory); keeps pids in $pids.
 python=$(command -v /usr/bin/python3 || command -v python3)
-free_port_pairs="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/free_port_pairs.py"
+scripts="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts"
+free_port_pairs="$scripts/free_port_pairs.py"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
 trap cleanup EXIT
@@ -42,7 +43,8 @@ PY
 }
 scale_clusters() {  # scale_clusters SPARE_PS SPARE_WORKERS: $dir/c.json (chief, 2 ps, 2
   # workers) and $dir/grown.json (the same with that many more ps and worker tasks, the spares a
-  # scale takes in); sets $chief_addr
+  # scale takes in), a certificate in $dir/certs for each of their tasks and admin:0; sets
+  # $chief_addr and $net (the network flags every task of these tests takes)
   "$python" - "$dir" "$1" "$2" $("$python" "$free_port_pairs" $((5 + $1 + $2))) <<'PY'
 import json, sys
 d, more_ps, more_workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -53,6 +55,11 @@ json.dump({"cluster": dict(jobs, ps=a[1:3] + a[5:5 + more_ps], worker=a[3:5] + a
           open(f"{d}/grown.json", "w"))
 PY
   chief_addr=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['cluster']['chief'][0])" "$dir/c.json")
+  local tasks=(chief:0 admin:0) i
+  for ((i = 0; i < 2 + $1; ++i)); do tasks+=("ps:$i"); done
+  for ((i = 0; i < 2 + $2; ++i)); do tasks+=("worker:$i"); done
+  "$scripts/make_certs.sh" "$dir/certs" "${tasks[@]}" > /dev/null
+  net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
 }
 start_job() {  # start_job NAME [chief flags...]: ps:0, ps:1 and both workers of scale_clusters'
   # c.json with $net and their TLS, then the chief with $train; pids in pid_NAME_TASK

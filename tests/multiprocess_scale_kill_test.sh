@@ -13,9 +13,7 @@ bin=$(realpath "${1:-$root/build/actorps}")
 dir=$(mktemp -d /tmp/actorps-scale-kill.XXXXXX)
 . "$root/tests/cluster_test_lib.sh"
 
-scale_clusters 1 0  # c.json; grown.json adds ps:2
-"$root/scripts/make_certs.sh" "$dir/certs" chief:0 ps:0 ps:1 ps:2 worker:0 worker:1 admin:0 > /dev/null
-net=(--heartbeat-ms 200 --peer-timeout-ms 2000 --connect-timeout 30)
+scale_clusters 1 0  # c.json; grown.json adds ps:2; certificates; $net
 train=(--dataset synthetic --model 784-64-10 --mode sync --batch 32 --steps 300 --eval-every 0
        --seed 5 --no-progress --checkpoint-every 20 --checkpoint-writer chief --keep 100)
 
