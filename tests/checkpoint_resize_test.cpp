@@ -212,6 +212,22 @@ TEST_CASE("a cut in two steps: files cut in any order, rows in key order, the by
   CHECK(cut.moving_bytes() == bytes);
   CHECK(bytes > 0);
   CHECK_THROWS_AS(cut.cut_for(3), std::invalid_argument);
+  // the files decoded elsewhere first (a live resize reads each on a core of its own)
+  std::vector<shard_checkpoint_view> decoded;
+  for (const auto& f : sorted) decoded.push_back(*decode_shard_checkpoint(f));
+  const shard_cut read_before(sorted, decoded, spec);
+  for (int s : {0, 1, 2}) {
+    CAPTURE(s);
+    const auto file = read_before.cut_for(s);
+    const auto& want = whole[std::size_t(s)];
+    REQUIRE(file.size_bytes() == want.size_bytes());
+    CHECK(std::equal(file.bytes(), file.bytes() + file.size_bytes(), want.bytes()));
+  }
+  CHECK(read_before.moving_bytes() == bytes);
+  decoded.pop_back();
+  CHECK_THROWS_WITH_AS(shard_cut(sorted, decoded, spec),
+                       doctest::Contains("1 decoded files for 2 shard files"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("a checkpoint taken under a carried dense placement restores into any size") {

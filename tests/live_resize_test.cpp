@@ -70,7 +70,12 @@ std::vector<json> compare_resized(train_options o, const std::string& dir) {
     CHECK(changes[i]["to"] == to[i]);
     CHECK(changes[i]["clock"] == clock[i]);
     CHECK(changes[i]["bytes"].get<int64_t>() > 0);
-    CHECK(changes[i]["freeze_ms"].get<double>() >= 0);
+    // the cut and the restores happen within the freeze, one after the other
+    const double freeze = changes[i]["freeze_ms"], cut = changes[i]["cut_ms"],
+                 restore = changes[i]["restore_ms"];
+    CHECK(cut > 0);
+    CHECK(restore > 0);
+    CHECK(cut + restore <= freeze);
   }
   CHECK(test::metrics_events(resized.metrics, "resize_not_done").empty());
   return changes;

@@ -64,7 +64,7 @@ std::string resize_text(const chief_state::resize_run& r) {
   return out.empty() ? "to the same size" : out;
 }
 
-void finish_resize(self_ptr self, uint64_t bytes) {
+void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double restore_ms) {
   auto& st = self->state;
   st.resizing = nullptr;
   st.resize.states.clear();
@@ -93,7 +93,8 @@ void finish_resize(self_ptr self, uint64_t bytes) {
                         .add("workers_from", r.workers_from).add("workers_to", r.workers_to)
                         .add("buckets", static_cast<uint64_t>(r.buckets))
                         .add("blocks", static_cast<uint64_t>(r.blocks)).add("bytes", bytes)
-                        .add("freeze_ms", ms).add("clock", clock)
+                        .add("freeze_ms", ms).add("cut_ms", cut_ms)
+                        .add("restore_ms", restore_ms).add("clock", clock)
                         .add("shards_lost", static_cast<uint64_t>(r.lost.size()))
                         .add("retrained_samples", retrained * st.cfg.batch)
                         .add("wall_s", st.elapsed()));
@@ -117,8 +118,8 @@ void run_resize_episode(self_ptr self) {
     self->system(), caf::actor_cast<caf::actor>(self), std::move(plan));
   self->request(episode, caf::infinite, resize_atom::value)
     .then(
-      [=](uint64_t bytes) {
-        if (self->state.resizing == episode) finish_resize(self, bytes);
+      [=](uint64_t bytes, double cut_ms, double restore_ms) {
+        if (self->state.resizing == episode) finish_resize(self, bytes, cut_ms, restore_ms);
       },
       [=](caf::error& err) {
         if (self->state.resizing != episode) return;  // aborted: the run ended, or restarted

@@ -1,19 +1,23 @@
 // A resize episode (resize_episode.hpp): every old shard's state at the clock of the change is
 // in hand and no worker runs; the chief spawns this actor and asks it (resize). Its steps:
 //
-//   asked --(resize)--> cutting --(a state per new shard)--> restoring --(every shard ok)--> done
-//                          |                                     |
-//                          | (the states do not make a run)      | (a shard refused, or lost)
-//                          v                                     v
-//                        failed <--------------------------------+
+//   asked --(resize)--> decoding --(all read)--> cutting --(a state per new shard)--> restoring
+//                          |                        |                                  |
+//                          | (a state unreadable)   | (the states do not make a run)   |
+//                          v                        v                                  |
+//                        failed <-------------------+------(a shard refused, or lost)--+
+//   restoring --(every shard ok)--> done
 //
+//   decoding    every old shard's state read, each by an actor of its own (the workers are
+//               stopped: every core may read)
 //   cutting     the states cut for the new size (checkpoint_resize.hpp): every block and row
 //               on the shard the new placement names, nothing lost or doubled; the states read
 //               once, each new shard's file cut by an actor of its own
 //   restoring   every shard of the new size takes its state under the new spec, with every
 //               worker's new incarnation (a push of the stopped workers still on its way is
 //               refused); the shards that leave are the chief's to stop
-//   done        the answer: the bytes that changed shard; then it quits
+//   done        the answer: the bytes that changed shard, the time to read and cut the states
+//               and the time the shards took to restore them; then it quits
 //   failed      the answer is the error (shard_lost: a shard was lost while restoring)
 //
 // The chief lost: the episode quits (it monitors it).
@@ -29,17 +33,27 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
+#include <memory>
 #include <stdexcept>
 
 namespace actorps {
 
 namespace {
 
+using clock_type = std::chrono::steady_clock;
+
 struct resize_state {
   static inline const char* name = "resize";
   resize_plan plan;
-  caf::typed_response_promise<uint64_t> answer;
+  caf::typed_response_promise<uint64_t, double, double> answer;
+  clock_type::time_point asked;
+  double cut_ms = 0;
 };
+
+double ms_since(clock_type::time_point t) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
+}
 
 using episode = resize_episode_actor::stateful_pointer<resize_state>;
 using behavior = resize_episode_actor::behavior_type;
@@ -50,13 +64,15 @@ void fail(episode self, caf::error err) {
 }
 
 auto busy() {
-  return [](resize_atom) -> caf::result<uint64_t> {
+  return [](resize_atom) -> caf::result<uint64_t, double, double> {
     return caf::make_error(caf::sec::runtime_error, "the resize is under way already");
   };
 }
 
 behavior restoring(episode self, std::vector<wire_buffer> files, uint64_t moved) {
   auto& plan = self->state.plan;
+  self->state.cut_ms = ms_since(self->state.asked);
+  const auto restore_from = clock_type::now();
   ask_each<caf::ok_atom>(
     plan.shards.size(),
     [&](std::size_t s) {
@@ -64,7 +80,7 @@ behavior restoring(episode self, std::vector<wire_buffer> files, uint64_t moved)
                            plan.incarnations);
     },
     [=](std::vector<caf::ok_atom>) {
-      self->state.answer.deliver(moved);
+      self->state.answer.deliver(moved, self->state.cut_ms, ms_since(restore_from));
       self->quit();
     },
     [=](caf::error& err) {
@@ -75,11 +91,12 @@ behavior restoring(episode self, std::vector<wire_buffer> files, uint64_t moved)
   return {busy()};
 }
 
-behavior cutting(episode self) {
+behavior cutting(episode self, std::vector<shard_checkpoint_view> decoded) {
   auto& plan = self->state.plan;
   std::shared_ptr<const shard_cut> cut;
   try {
-    cut = std::make_shared<const shard_cut>(std::move(plan.states), plan.after);
+    cut = std::make_shared<const shard_cut>(std::move(plan.states), std::move(decoded),
+                                            plan.after);
   } catch (const std::invalid_argument& e) {
     fail(self, make_error(errc::checkpoint_failed, std::string("cutting the shards' states: ")
                                                      + e.what()));
@@ -115,6 +132,34 @@ behavior cutting(episode self) {
   return {busy()};
 }
 
+behavior decoding(episode self) {
+  auto& plan = self->state.plan;
+  auto decoded = std::make_shared<std::vector<shard_checkpoint_view>>(plan.states.size());
+  // Each old state read by a reader of its own; each writes only its own element, and the
+  // answers are read only once every reader has answered.
+  ask_each<caf::ok_atom>(
+    plan.states.size(),
+    [&](std::size_t o) {
+      auto reader = self->spawn([decoded, o, file = plan.states[o]](
+                                  caf::event_based_actor* me) -> caf::behavior {
+        return {[=](int32_t) -> caf::result<caf::ok_atom> {
+          me->quit();  // one state, then gone (the answer still leaves)
+          auto view = decode_shard_checkpoint(file);
+          if (!view)
+            return make_error(errc::checkpoint_failed,
+                              "cutting the shards' states: shard " + std::to_string(o) + ": "
+                                + describe(view.error()));
+          (*decoded)[o] = std::move(*view);
+          return caf::ok_atom::value;
+        }};
+      });
+      return self->request(reader, caf::infinite, static_cast<int32_t>(o));
+    },
+    [=](std::vector<caf::ok_atom>) { self->become(cutting(self, std::move(*decoded))); },
+    [=](caf::error& err) { fail(self, std::move(err)); });
+  return {busy()};
+}
+
 behavior resize_episode(episode self, caf::actor parent, resize_plan plan) {
   self->state.plan = std::move(plan);
   self->monitor(parent);
@@ -122,9 +167,10 @@ behavior resize_episode(episode self, caf::actor parent, resize_plan plan) {
     if (dm.source == parent.address()) self->quit();
   });
   return {
-    [=](resize_atom) -> caf::result<uint64_t> {
-      self->state.answer = self->make_response_promise<uint64_t>();
-      self->become(cutting(self));
+    [=](resize_atom) -> caf::result<uint64_t, double, double> {
+      self->state.answer = self->make_response_promise<uint64_t, double, double>();
+      self->state.asked = clock_type::now();
+      self->become(decoding(self));
       return self->state.answer;
     },
   };

@@ -16,10 +16,12 @@
 namespace actorps {
 
 /// A resize episode: (resize) -> the bytes of the buckets' rows and the dense blocks (with
-/// their optimizer state) that changed shard, or the error that stopped it (shard_lost: a
-/// shard was lost while taking its new state). Asked once; it quits after answering, or once
-/// the actor that spawned it goes down.
-using resize_episode_actor = caf::typed_actor<caf::replies_to<resize_atom>::with<uint64_t>>;
+/// their optimizer state) that changed shard, the milliseconds the states took to cut and those
+/// the shards took to restore them; or the error that stopped it (shard_lost: a shard was lost
+/// while taking its new state). Asked once; it quits after answering, or once the actor that
+/// spawned it goes down.
+using resize_episode_actor =
+  caf::typed_actor<caf::replies_to<resize_atom>::with<uint64_t, double, double>>;
 
 /// What a resize episode is given: everything it needs, nothing of the chief's state.
 struct resize_plan {

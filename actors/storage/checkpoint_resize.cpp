@@ -76,10 +76,29 @@ bool needs_resize(const train_spec& saved, const train_spec& spec) {
 
 shard_cut::shard_cut(std::vector<wire_buffer> saved, const train_spec& spec)
     : saved_(std::move(saved)), spec_(spec) {
-  if (saved_.empty()) refuse("no shard files");
+  std::vector<shard_checkpoint_view> decoded;
   for (std::size_t o = 0; o < saved_.size(); ++o) {
     auto view = decode_shard_checkpoint(saved_[o]);
     if (!view) refuse("shard " + std::to_string(o) + ": " + describe(view.error()));
+    decoded.push_back(std::move(*view));
+  }
+  take(std::move(decoded));
+}
+
+shard_cut::shard_cut(std::vector<wire_buffer> saved, std::vector<shard_checkpoint_view> decoded,
+                     const train_spec& spec)
+    : saved_(std::move(saved)), spec_(spec) {
+  if (decoded.size() != saved_.size())
+    refuse(std::to_string(decoded.size()) + " decoded files for " + std::to_string(saved_.size())
+           + " shard files");
+  take(std::move(decoded));
+}
+
+void shard_cut::take(std::vector<shard_checkpoint_view> decoded) {
+  const auto& spec = spec_;
+  if (saved_.empty()) refuse("no shard files");
+  for (std::size_t o = 0; o < saved_.size(); ++o) {
+    auto view = &decoded[o];
     if (view->shard != static_cast<int32_t>(o))
       refuse("file " + std::to_string(o) + " holds shard " + std::to_string(view->shard));
     if (view->delta_since >= 0) refuse("shard " + std::to_string(o) + " holds a delta");
@@ -95,6 +114,7 @@ shard_cut::shard_cut(std::vector<wire_buffer> saved, const train_spec& spec)
              + " sparse tables, the model " + std::to_string(spec.model.sparse_tables.size()));
     old_.push_back(std::move(*view));
   }
+  decoded.clear();
   const auto buckets = old_.front().spec.bucket_shards.size();
   if (buckets != spec.bucket_shards.size())
     refuse("the checkpoint hashes keys into " + std::to_string(buckets)

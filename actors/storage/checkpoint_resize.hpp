@@ -48,6 +48,10 @@ public:
 
   /// Throws std::invalid_argument naming what does not fit (as resize_shard_files).
   shard_cut(std::vector<wire_buffer> saved, const train_spec& spec);
+  /// The same with every file decoded already (decoded[o]: decode_shard_checkpoint of saved[o]),
+  /// so that a caller may decode the files at once, each on a core of its own.
+  shard_cut(std::vector<wire_buffer> saved, std::vector<shard_checkpoint_view> decoded,
+            const train_spec& spec);
   ~shard_cut();
   shard_cut(const shard_cut&) = delete;
   shard_cut& operator=(const shard_cut&) = delete;
@@ -60,6 +64,7 @@ public:
   uint64_t moving_bytes() const { return moving_; }
 
 private:
+  void take(std::vector<shard_checkpoint_view> decoded);
   void sort_rows();
   sparse_table_rows cut_table(std::size_t t, int s) const;
 

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Usage: scripts/bench/live_resize.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS] [-c CLOCK] [-p NEW_PS] [-r RESTART_JSON]
+# Usage: scripts/bench/live_resize.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS | -i GEN_DIR] [-c CLOCK] [-s SPARSE_CLOCK] [-k CASES] [-p NEW_PS] [-r RESTART_JSON]
 #
 # A change of shard count while a run trains (`--resize ps=NEW_PS@clock=CLOCK`, one process,
 # sync, 2 workers, from 2 shards), for the default MLP (784-256-128-10 on Fashion-MNIST), the
 # large one (784-2048-2048-10), the README's CTR example (`dlrm` on CTR_ROWS `gen-data criteo`
 # rows, default 2 000 000) and a large sparse table (`sparse`: the same with `--admit-after 1`,
 # every key seen a row, resized in the middle of its one epoch; the summary gives its rows).
-# The others run to CLOCK + 60 clocks (default CLOCK 200).
+# The others run to CLOCK + 60 clocks (default CLOCK 200). -i GEN_DIR: the CTR data is a `gen-data
+# criteo` output directory instead (train.tsv, or train/ of --days: read as a stream), -s the
+# sparse case's clock instead of its epoch's middle (it then runs to SPARSE_CLOCK + 60), -k the
+# cases to run (comma-separated, default mlp,large,ctr,sparse).
 #
 # Figures per case, from the run's metrics file: the resize event's bytes (the rows, values and
 # optimizer state that changed shard), buckets and blocks moved, freeze_ms (states in hand to
-# training again) and GB/s (bytes over freeze); ms_per_clock_before / _after (median gap between
-# the chief's reports of consecutive clocks, 50 clocks each side) and samples_per_s likewise;
+# training again; of it cut_ms reading and cutting the states, restore_ms the shards' restores)
+# and GB/s (bytes over freeze); ms_per_clock_before / _after (median gap between the chief's
+# reports of consecutive clocks, 50 clocks each side) and samples_per_s likewise;
 # lost_s, the training time the change cost: the gap from clock CLOCK - 1's last report to clock
 # CLOCK's first, less a median clock. With -r, a resize_restart.json (scripts/bench/
 # resize_restart.sh, the stop-the-world way: checkpoint, new process, --resume --ps), each case
@@ -23,13 +27,17 @@ set -euo pipefail
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="$root/build" out="" ctr_rows=2000000 clock=200 new_ps=3 restart=""
-while getopts "o:b:n:c:p:r:h" opt; do
+build="$root/build" out="" ctr_rows=2000000 clock=200 new_ps=3 restart="" input="" sparse_clock=""
+cases=mlp,large,ctr,sparse
+while getopts "o:b:n:i:c:s:k:p:r:h" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     b) build="$(realpath -m "$OPTARG")" ;;
     n) ctr_rows="$OPTARG" ;;
+    i) input="$(realpath -m "$OPTARG")" ;;
     c) clock="$OPTARG" ;;
+    s) sparse_clock="$OPTARG" ;;
+    k) cases="$OPTARG" ;;
     p) new_ps="$OPTARG" ;;
     r) restart="$(realpath -m "$OPTARG")" ;;
     *) usage ;;
@@ -45,6 +53,10 @@ if ! [[ "$ctr_rows" =~ ^[0-9]+$ && "$clock" =~ ^[0-9]+$ && "$new_ps" =~ ^[0-9]+$
   exit 2
 fi
 [[ -z "$restart" || -f "$restart" ]] || { echo "live_resize.sh: -r $restart: no such file" >&2; exit 2; }
+[[ -z "$sparse_clock" || ( "$sparse_clock" =~ ^[0-9]+$ && "$sparse_clock" -ge 10 ) ]] \
+  || { echo "live_resize.sh: -s must be 10 or more" >&2; exit 2; }
+[[ "$cases" =~ ^(mlp|large|ctr|sparse)(,(mlp|large|ctr|sparse))*$ ]] \
+  || { echo "live_resize.sh: -k $cases: expected cases of mlp,large,ctr,sparse" >&2; exit 2; }
 
 name=$(basename "$0")
 . "$root/scripts/bench/bench_lib.sh"
@@ -53,18 +65,32 @@ require_bench "$sim"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-echo "$name: generating $ctr_rows CTR rows..." >&2
-"$sim" gen-data criteo --out "$tmp/criteo" --rows "$ctr_rows" --test-rows 2000 >/dev/null
-sparse_clock=$(( ctr_rows / 2 / 256 / 2 ))  # the middle of its epoch (2 workers, batch 256)
-(( sparse_clock >= 10 )) || sparse_clock=10
+data="$tmp/criteo"
+if [[ -n "$input" ]]; then
+  data="$input"
+  [[ -f "$data/test.tsv" && ( -f "$data/train.tsv" || -d "$data/train" ) ]] \
+    || { echo "live_resize.sh: -i $input: no gen-data criteo output there" >&2; exit 2; }
+  ctr_rows=$(cat "$data"/train.tsv "$data"/train/* 2>/dev/null | wc -l)
+else
+  echo "$name: generating $ctr_rows CTR rows..." >&2
+  "$sim" gen-data criteo --out "$data" --rows "$ctr_rows" --test-rows 2000 >/dev/null
+fi
+train="$data/train.tsv"
+[[ -d "$data/train" ]] && train="$data/train"
+sparse_steps=(--epochs 1)
+if [[ -n "$sparse_clock" ]]; then
+  sparse_steps=(--steps $((sparse_clock + 60)))
+else
+  sparse_clock=$(( ctr_rows / 2 / 256 / 2 ))  # the middle of its epoch (2 workers, batch 256)
+  (( sparse_clock >= 10 )) || sparse_clock=10
+fi
 
 mlp=(--model 784-256-128-10 --steps $((clock + 60)))
 large=(--model 784-2048-2048-10 --steps $((clock + 60)))
-ctr=(--model dlrm --dataset "criteo:$tmp/criteo/train.tsv" --test "$tmp/criteo/test.tsv"
-     --steps $((clock + 60)))
-sparse=("${ctr[@]:0:6}" --admit-after 1 --epochs 1)
+ctr=(--model dlrm --dataset "criteo:$train" --test "$data/test.tsv" --steps $((clock + 60)))
+sparse=("${ctr[@]:0:6}" --admit-after 1 "${sparse_steps[@]}")
 
-for kind in mlp large ctr sparse; do
+for kind in ${cases//,/ }; do
   at=$clock
   [[ $kind == sparse ]] && at=$sparse_clock
   echo "$name: $kind: 2 -> $new_ps shards at clock $at" >&2
@@ -79,10 +105,11 @@ for kind in mlp large ctr sparse; do
   unset -n flags
 done
 
-python3 - "$tmp" "$out" "$ctr_rows" "$clock" "$new_ps" "$restart" <<'PY'
+python3 - "$tmp" "$out" "$ctr_rows" "$clock" "$new_ps" "$restart" "$cases" <<'PY'
 import json, os, statistics, sys
 
-tmp, out, ctr_rows, clock, new_ps, restart = sys.argv[1:]
+tmp, out, ctr_rows, clock, new_ps, restart, cases = sys.argv[1:]
+cases = cases.split(",")
 restart = json.load(open(restart)) if restart else {}
 
 def case(kind):
@@ -109,6 +136,7 @@ def case(kind):
     res = {
         "clock": at, "from": r["from"], "to": r["to"], "bytes": r["bytes"],
         "buckets": r["buckets"], "blocks": r["blocks"], "freeze_ms": round(r["freeze_ms"], 2),
+        "cut_ms": round(r["cut_ms"], 2), "restore_ms": round(r["restore_ms"], 2),
         "gb_per_s": round(r["bytes"] / (r["freeze_ms"] / 1000) / 1e9, 3) if r["freeze_ms"] else None,
         "ms_per_clock_before": round(per_clock * 1000, 3),
         "ms_per_clock_after": round(after_clock * 1000, 3) if after_clock else None,
@@ -130,13 +158,13 @@ result = {
     "bench": "live_resize",
     "what": f"sync, 2 workers, one process: 2 -> {new_ps} shards at clock {clock} (sparse: the "
             f"middle of its epoch)",
-    "mlp": dict(run="784-256-128-10 on Fashion-MNIST", **case("mlp")),
-    "large": dict(run="784-2048-2048-10 on Fashion-MNIST", **case("large")),
-    "ctr": dict(run=f"dlrm on {ctr_rows} gen-data criteo rows", **case("ctr")),
-    "sparse": dict(run=f"dlrm --admit-after 1 on {ctr_rows} gen-data criteo rows, one epoch",
-                   **case("sparse")),
     "load_average": os.getloadavg()[0],
 }
+runs = {"mlp": "784-256-128-10 on Fashion-MNIST", "large": "784-2048-2048-10 on Fashion-MNIST",
+        "ctr": f"dlrm on {ctr_rows} gen-data criteo rows",
+        "sparse": f"dlrm --admit-after 1 on {ctr_rows} gen-data criteo rows"}
+for kind in cases:
+    result[kind] = dict(run=runs[kind], **case(kind))
 json.dump(result, open(out, "w"), indent=1)
 print(json.dumps(result, indent=1))
 PY

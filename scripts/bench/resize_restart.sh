@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Usage: scripts/bench/resize_restart.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS] [-c CLOCK] [-p NEW_PS] [-a ADMIT_AFTER]
+# Usage: scripts/bench/resize_restart.sh [-o FILE] [-b BUILD_DIR] [-n CTR_ROWS | -i GEN_DIR] [-c CLOCK] [-p NEW_PS] [-a ADMIT_AFTER] [-k CASES]
 #
 # A change of shard count the stop-the-world way: a sync run at 2 shards × 2 workers stops at
 # CLOCK (default 200) with a checkpoint there, then starts again with `--resume --ps NEW_PS`
 # (default 3) for one clock more. For the README's CTR example (`dlrm` on CTR_ROWS `gen-data
 # criteo` rows, default 2 000 000, a test set of 2 000) and the default MLP (784-256-128-10 on
 # Fashion-MNIST); the same restart at 2 shards (no cut) for comparison. -a N gives the CTR runs
-# --admit-after N (default: the model's, 20; 1 gives every key seen a row).
+# --admit-after N (default: the model's, 20; 1 gives every key seen a row). -i GEN_DIR: the CTR
+# data is a `gen-data criteo` output directory instead (train.tsv, or train/ of --days: read as a
+# stream). -k the cases to run (comma-separated, default ctr,mlp; `sparse` is the CTR example with
+# --admit-after 1, live_resize.sh's case of that name).
 #
 # Figures per case, in seconds: checkpoint_s (the stopped run's checkpoint, asked to committed:
 # its metrics), start_to_restored (the new process's launch to its last shard's "restored" log
@@ -20,13 +23,15 @@ set -euo pipefail
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="$root/build" out="" ctr_rows=2000000 clock=200 new_ps=3 admit=()
-while getopts "o:b:n:c:p:a:h" opt; do
+build="$root/build" out="" ctr_rows=2000000 clock=200 new_ps=3 admit=() input="" cases=ctr,mlp
+while getopts "o:b:n:i:c:p:a:k:h" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     b) build="$(realpath -m "$OPTARG")" ;;
     n) ctr_rows="$OPTARG" ;;
+    i) input="$(realpath -m "$OPTARG")" ;;
     c) clock="$OPTARG" ;;
+    k) cases="$OPTARG" ;;
     p) new_ps="$OPTARG" ;;
     a) admit=(--admit-after "$OPTARG") ;;
     *) usage ;;
@@ -42,6 +47,9 @@ if ! [[ "$ctr_rows" =~ ^[0-9]+$ && "$clock" =~ ^[0-9]+$ && "$new_ps" =~ ^[0-9]+$
   exit 2
 fi
 
+[[ "$cases" =~ ^(mlp|ctr|sparse)(,(mlp|ctr|sparse))*$ ]] \
+  || { echo "resize_restart.sh: -k $cases: expected cases of ctr,mlp,sparse" >&2; exit 2; }
+
 name=$(basename "$0")
 . "$root/scripts/bench/bench_lib.sh"
 sim="$build/actorps"
@@ -49,9 +57,20 @@ require_bench "$sim"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-echo "$name: generating $ctr_rows CTR training rows..." >&2
-"$sim" gen-data criteo --out "$tmp/criteo" --rows "$ctr_rows" --test-rows 2000 >/dev/null
-ctr=(--model dlrm --dataset "criteo:$tmp/criteo/train.tsv" --test "$tmp/criteo/test.tsv" "${admit[@]}")
+data="$tmp/criteo"
+if [[ -n "$input" ]]; then
+  data="$input"
+  [[ -f "$data/test.tsv" && ( -f "$data/train.tsv" || -d "$data/train" ) ]] \
+    || { echo "resize_restart.sh: -i $input: no gen-data criteo output there" >&2; exit 2; }
+  ctr_rows=$(cat "$data"/train.tsv "$data"/train/* 2>/dev/null | wc -l)
+else
+  echo "$name: generating $ctr_rows CTR training rows..." >&2
+  "$sim" gen-data criteo --out "$data" --rows "$ctr_rows" --test-rows 2000 >/dev/null
+fi
+train="$data/train.tsv"
+[[ -d "$data/train" ]] && train="$data/train"
+ctr=(--model dlrm --dataset "criteo:$train" --test "$data/test.tsv" "${admit[@]}")
+sparse=(--model dlrm --dataset "criteo:$train" --test "$data/test.tsv" --admit-after 1)
 mlp=(--model 784-256-128-10)
 common=(--no-progress --mode sync --workers 2)
 
@@ -99,17 +118,18 @@ json.dump({"start": start, "first_clock": first, "exit": time.time()},
 PY
 }
 
-for kind in ctr mlp; do
+for kind in ${cases//,/ }; do
   echo "$name: $kind: stopping at 2 shards at clock $clock, restarting at $new_ps and at 2" >&2
   stopped "$kind"
   restarted "$kind" "$new_ps"
   restarted "$kind" 2
 done
 
-python3 - "$tmp" "$out" "$ctr_rows" "$clock" "$new_ps" "${admit[*]:-}" <<'PY'
+python3 - "$tmp" "$out" "$ctr_rows" "$clock" "$new_ps" "${admit[*]:-}" "$cases" <<'PY'
 import datetime, json, os, re, sys
 
-tmp, out, ctr_rows, clock, new_ps, admit = sys.argv[1:]
+tmp, out, ctr_rows, clock, new_ps, admit, cases = sys.argv[1:]
+cases = cases.split(",")
 
 def t(path):
     return float(open(path).read())
@@ -145,13 +165,16 @@ result = {
     "bench": "resize_restart",
     "what": f"sync, 2 workers: stop at 2 shards at clock {clock} with a checkpoint, resume at "
             f"{new_ps} (and at 2) for one clock",
-    "ctr": dict(run=f"dlrm on {ctr_rows} gen-data criteo rows {admit}".strip(), **case("ctr")),
-    "mlp": dict(run="784-256-128-10 on Fashion-MNIST", **case("mlp")),
     "load_average": os.getloadavg()[0],
     "date": datetime.date.today().isoformat(),
 }
+runs = {"ctr": f"dlrm on {ctr_rows} gen-data criteo rows {admit}".strip(),
+        "sparse": f"dlrm --admit-after 1 on {ctr_rows} gen-data criteo rows",
+        "mlp": "784-256-128-10 on Fashion-MNIST"}
+for kind in cases:
+    result[kind] = dict(run=runs[kind], **case(kind))
 json.dump(result, open(out, "w"), indent=2)
-for kind in ("ctr", "mlp"):
+for kind in cases:
     c = result[kind]
     a, b = c[f"restart_at_{new_ps}"], c["restart_at_2"]
     print(f"{kind}: stop -> first clock at {new_ps} shards {a['stop_to_first_clock_s']:.2f} s "
