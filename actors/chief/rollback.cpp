@@ -25,7 +25,9 @@
 // message (the rollback starts over); any other error fails the run.
 #include "actors/chief/state.hpp"
 
+#include "actors/protocol/checkpoint_codec.hpp"
 #include "actors/protocol/log.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
 
 #include <filesystem>
 
@@ -135,13 +137,21 @@ void restart_roles(self_ptr self, int64_t clock) {
 }
 
 /// The next delta checkpoint continues the chain restored when it lies in this run's directory
-/// (not a resumed run's elsewhere), whatever the run committed after it before going back.
+/// (not a resumed run's elsewhere), whatever the run committed after it before going back; a
+/// checkpoint cut for another placement (taken before a resize) starts a new one: the next
+/// checkpoint is full (a delta's shard files hold the rows each shard holds now).
 void continue_chain(chief_state& st, const loaded_checkpoint& restored) {
   const bool ours = !restored.dir.empty() && !restored.manifest_sha256.empty()
                     && restored.clock > 0
                     && std::filesystem::path(restored.dir).parent_path().lexically_normal()
                          == std::filesystem::path(st.cfg.checkpoints.dir).lexically_normal();
   if (!ours) return;
+  auto run = decode_run_checkpoint(restored.run_bytes);  // verified when it was loaded
+  if (!run || needs_resize(run->spec, st.cfg.spec)) {
+    st.chain = {};
+    st.chain_deltas = 0;
+    return;
+  }
   auto clock = restored.clock;
   if (restored.link.base_clock >= 0) {
     st.chain = {restored.link.base_clock, restored.link.base_sha256, clock,
@@ -226,8 +236,10 @@ const char* why_no_rollback(const chief_state& st) {
     case run_phase::training:
     case run_phase::rolling_back:  // it starts over
     case run_phase::stopping: break;
-    case run_phase::resizing:  // in one process resize_shard_lost restores it again
-      return " while the shards were being resized";
+    case run_phase::resizing:  // in one process: a shard the resize spawned is given its part
+                               // again (resize_shard_lost), any other goes back like in training
+      if (st.cfg.remote) return " while the shards were being resized";
+      break;
   }
   // a signal is stopping the run (every task may be getting it too): nothing to go back for
   if (st.interrupts > 0) return " while the run was stopping on a signal";
@@ -279,7 +291,7 @@ bool rollback_episode_down(self_ptr self, const caf::down_msg& dm) {
 
 void begin_rollback(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto& st = self->state;
-  if (st.phase == run_phase::resizing && !st.cfg.remote) return resize_shard_lost(self, s, dm);
+  if (resize_can_replace(st, s)) return resize_shard_lost(self, s, dm);
   if (auto why = why_no_rollback(st))
     return fail_run(self, "parameter shard " + std::to_string(s) + " lost" + why,
                     dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
