@@ -31,9 +31,9 @@ std::string ask_outcome(shard_fixture& f, const ps_shard_actor& to, Show show, T
 }
 
 /// The lines ask_every_signature returns: one per verb of the shard (shard_verbs.hpp: a new one
-/// is asked below) and 18 more: the messages over CAF alone, and three asked again another way
+/// is asked below) and 20 more: the messages over CAF alone, and three asked again another way
 /// (a push with a reply stream, done of a worker the run lacks, the snapshot after all).
-inline constexpr std::size_t lines_asked = std::tuple_size_v<shard_verbs> + 18;
+inline constexpr std::size_t lines_asked = std::tuple_size_v<shard_verbs> + 20;
 
 /// Asks `to` every signature of the shard, a push_pull as a worker asks it (a push still
 /// arriving and the notice of its progress, which a link's server alone sends its own shard, are
@@ -77,6 +77,11 @@ inline std::vector<std::string> ask_every_signature(shard_fixture& f, const ps_s
   }, checkpoint_atom::value, dir, int64_t{2}));
   note("restore", ask_outcome<caf::ok_atom>(f, to, ok, restore_atom::value, image,
                                             std::vector<uint32_t>{0}));
+  // a live resize's hand-over under the placement now (no row leaves), and the move back in
+  note("hand-over", ask_outcome<wire_buffer>(f, to, bytes, resize_atom::value, int64_t{2},
+                                             f.spec.bucket_shards));
+  note("move", ask_outcome<caf::ok_atom>(f, to, ok, restore_atom::value, resize_atom::value,
+                                         image, std::vector<uint32_t>{1}));
   (*f.self)->send(to, leave_atom::value, int32_t{0});
   note("rejoin", ask_outcome<int64_t>(f, to, number, rejoin_atom::value, int32_t{0}));
   note("admit", ask_outcome<caf::ok_atom>(f, to, ok, admit_atom::value, int32_t{0}, int64_t{2},

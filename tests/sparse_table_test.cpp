@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,31 @@ std::vector<float> read_all(const sparse_table& table, const std::vector<uint64_
   std::vector<float> out(keys.size() * table.config().dim, -1.0f);
   table.read(keys.data(), keys.size(), out.data());
   return out;
+}
+
+/// Round r of a test's pushes: keys [begin, begin + count) with begin = r × 97 mod `spread`
+/// and count = 150 + r mod 50, gradients grads_for(count × dim, r), rate scale 1 / (r + 1).
+/// Rounds overlap, so that some keys are admitted, some pending, and Adam's steps differ.
+struct push_round {
+  std::size_t begin, count;
+  std::vector<float> grads;
+  float lr_scale;
+};
+
+push_round round_of(uint64_t r, std::size_t spread, uint32_t dim) {
+  const std::size_t count = 150 + r % 50;
+  return {(r * 97) % spread, count, grads_for(count * dim, r), 1.0f / float(r + 1)};
+}
+
+/// Rounds [first, first + rounds) of round_of pushed into `table`, each at the clock of its
+/// number.
+void push_rounds(sparse_table& table, const std::vector<uint64_t>& keys, std::size_t spread,
+                 uint64_t first, uint64_t rounds) {
+  const auto dim = table.config().dim;
+  for (uint64_t r = first; r < first + rounds; ++r) {
+    const auto p = round_of(r, spread, dim);
+    table.apply(keys.data() + p.begin, p.count, p.grads.data(), p.lr_scale, int64_t(r));
+  }
 }
 
 /// Bytes malloc hands out right now: the main arena's chunks in use plus mmap'd blocks.
@@ -277,29 +303,25 @@ TEST_CASE("sparse table export and import round-trip bit for bit, then update id
   cfg.admit_after = 2;
   const std::vector<uint64_t> keys = keys_for(500);
   // Rounds over overlapping key ranges: some keys admitted, some pending, steps differ.
-  auto push_rounds = [&](sparse_table& table, uint64_t first_round, uint64_t rounds) {
-    for (uint64_t r = first_round; r < first_round + rounds; ++r) {
-      const std::size_t begin = (r * 97) % 300, count = 150 + r % 50;
-      const auto grads = grads_for(count * cfg.dim, r);
-      table.apply(keys.data() + begin, count, grads.data(), 1.0f / float(r + 1));
-    }
+  auto rounds = [&](sparse_table& table, uint64_t first, uint64_t count) {
+    push_rounds(table, keys, 300, first, count);
   };
   sparse_table original(cfg, 3, 1);
-  push_rounds(original, 0, 6);
+  rounds(original, 0, 6);
   const sparse_table_rows saved = original.export_rows();
   REQUIRE(saved.keys.size() > 100);
   REQUIRE(saved.pending_keys.size() > 10);
   CHECK(std::is_sorted(saved.keys.begin(), saved.keys.end()));
 
   sparse_table restored(cfg, 3, 1);
-  push_rounds(restored, 40, 2);  // contents that the import must replace, not merge with
+  rounds(restored, 40, 2);  // contents that the import must replace, not merge with
   restored.import_rows(saved);
   CHECK(restored.rows() == original.rows());
   CHECK(restored.pending() == original.pending());
   check_same_rows(restored.export_rows(), saved);
 
-  push_rounds(original, 6, 5);
-  push_rounds(restored, 6, 5);
+  rounds(original, 6, 5);
+  rounds(restored, 6, 5);
   check_same_rows(restored.export_rows(), original.export_rows());
   CHECK(same_bits(read_all(restored, keys), read_all(original, keys)));
 }
@@ -335,6 +357,78 @@ TEST_CASE("sparse table import refuses mismatched rows and keeps what it had") {
   sparse_table no_admission(config(2, row_optimizer_kind::adagrad), 1, 0);
   CHECK_THROWS_WITH_AS(no_admission.import_rows(good), doctest::Contains("pending keys"),
                        std::invalid_argument);
+}
+
+TEST_CASE("sparse table buckets that move: rows out of one table, into another, bit for bit") {
+  // One table's keys split by a key test (a bucket placement's), its picked rows handed to a
+  // second table that holds others: both then read and update as one table would.
+  auto cfg = config(3, row_optimizer_kind::adam, row_init::normal, 0.2f);
+  cfg.admit_after = 2;
+  const std::vector<uint64_t> keys = keys_for(600);
+  auto rounds = [&](sparse_table& table, uint64_t first, uint64_t count) {
+    push_rounds(table, keys, 400, first, count);
+  };
+  const sparse_table::key_filter odd = [](uint64_t key, const void*) { return key % 2 == 1; };
+  const sparse_table::key_filter even = [](uint64_t key, const void*) { return key % 2 == 0; };
+  sparse_table whole(cfg, 3, 1);
+  rounds(whole, 0, 8);
+  const auto all = whole.export_rows();
+  REQUIRE(all.keys.size() > 200);
+  REQUIRE(all.pending_keys.size() > 10);
+  // source: every key; destination: the odd keys' rows taken from an export of its own
+  sparse_table source(cfg, 3, 1), destination(cfg, 3, 1);
+  source.import_rows(all);
+  const auto moving = source.export_rows_of(odd, nullptr);
+  CHECK(std::all_of(moving.keys.begin(), moving.keys.end(), [](uint64_t k) { return k % 2; }));
+  CHECK(std::all_of(moving.pending_keys.begin(), moving.pending_keys.end(),
+                    [](uint64_t k) { return k % 2; }));
+  CHECK(std::is_sorted(moving.keys.begin(), moving.keys.end()));
+  CHECK(moving.clocks.size() == moving.keys.size());
+  const auto rows_before = source.rows();
+  CHECK(source.drop_rows_of(odd, nullptr) == moving.keys.size());
+  CHECK(source.rows() == rows_before - moving.keys.size());
+  CHECK(source.evicted() == 0);  // handed over, not evicted
+  CHECK(source.removed_remembered() == 0);
+  const auto staying = source.export_rows();
+  CHECK(std::all_of(staying.keys.begin(), staying.keys.end(), [](uint64_t k) { return !(k % 2); }));
+  CHECK(std::all_of(staying.pending_keys.begin(), staying.pending_keys.end(),
+                    [](uint64_t k) { return !(k % 2); }));
+  destination.take_rows(moving);
+  // the two halves hold every row and pending count of the whole, bit for bit
+  CHECK(source.rows() + destination.rows() == whole.rows());
+  CHECK(source.pending() + destination.pending() == whole.pending());
+  check_same_rows(destination.export_rows(), moving);
+  check_same_rows(source.export_rows(), whole.export_rows_of(even, nullptr));
+  CHECK(destination.export_rows().clocks == moving.clocks);
+  // and train on as the whole does: each key on the half that holds it
+  rounds(whole, 8, 4);
+  for (uint64_t r = 8; r < 12; ++r) {
+    const auto p = round_of(r, 400, cfg.dim);
+    for (auto* half : {&source, &destination}) {
+      std::vector<uint64_t> mine;
+      std::vector<float> g;
+      for (std::size_t i = 0; i < p.count; ++i) {
+        const auto key = keys[p.begin + i];
+        if ((key % 2 == 1) != (half == &destination)) continue;
+        mine.push_back(key);
+        g.insert(g.end(), p.grads.begin() + std::ptrdiff_t(i * cfg.dim),
+                 p.grads.begin() + std::ptrdiff_t((i + 1) * cfg.dim));
+      }
+      half->apply(mine.data(), mine.size(), g.data(), p.lr_scale, int64_t(r));
+    }
+  }
+  check_same_rows(destination.export_rows(), whole.export_rows_of(odd, nullptr));
+  check_same_rows(source.export_rows(), whole.export_rows_of(even, nullptr));
+  // a key held already is refused, and nothing changes
+  const auto held = destination.export_rows();
+  CHECK_THROWS_WITH_AS(destination.take_rows(moving), doctest::Contains("is held here already"),
+                       std::invalid_argument);
+  check_same_rows(destination.export_rows(), held);
+  auto bad = source.export_rows_of(even, nullptr);
+  bad.values.pop_back();
+  CHECK_THROWS_WITH_AS(destination.take_rows(bad),
+                       doctest::Contains("take_rows: values holds"), std::invalid_argument);
+  check_same_rows(destination.export_rows(), held);
 }
 
 TEST_CASE("sparse table apply refuses a bad lr_scale and changes nothing") {

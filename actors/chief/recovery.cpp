@@ -298,7 +298,6 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   auto now = std::chrono::steady_clock::now();
   if (on_spare_down(self, dm)) return;  // a spare ps task (spare_tasks.cpp)
   if (on_spare_worker_down(self, dm)) return;  // a spare worker task (spare_workers.cpp)
-  if (resize_episode_down(self, dm)) return;
   if (rollback_episode_down(self, dm)) return;
   for (auto& task : st.ps_tasks)
     if (is(task)) {  // a host of standbys only (rejoin_as_standby_host): their own downs tell

@@ -2,21 +2,25 @@
 // workers=M@clock=C or both), one step per function, each going on to the next once its work is
 // done:
 //
-//   arm_next_resize   training: every shard is asked, ahead of it, for its state at clock C
-//                     (each holds the request until its clock reaches C); every worker pauses
-//                     before computing clock C (worker_config::pause_at; across processes
-//                     told by message first: worker_pause.cpp), so in every mode that state
-//                     holds exactly the pushes of the clocks before C
-//   checkpoints_then_resize  every state is in hand: a checkpoint due by C is written first,
+//   arm_next_resize   training: every shard is asked, ahead of it, for its hand-over at clock C
+//                     under the new placement (each holds the request until its clock reaches
+//                     C): its dense blocks and the rows (with optimizer state, touches, clocks)
+//                     and pending counts of the keys whose bucket goes to another shard; every
+//                     worker pauses before computing clock C (worker_config::pause_at; across
+//                     processes told by message first: worker_pause.cpp), so in every mode that
+//                     state holds exactly the pushes of the clocks before C
+//   checkpoints_then_resize  every hand-over is in hand: a checkpoint due by C is written first,
 //                     from the states the shards keep of it under the old placement
-//   begin_resize      every state is in hand: the phase is resizing; the workers and the
-//                     evaluator are stopped (under new incarnations: a push of theirs still on
-//                     its way is refused), the shards beyond N stop, shards up to N are spawned
-//                     (distributed: spare ps tasks' shards are taken in, spare_tasks.cpp, and
-//                     spare worker tasks for new workers, spare_workers.cpp),
-//                     and a resize episode, an actor of its own (resize_episode.cpp draws its
-//                     steps: cutting -> restoring -> done | failed), cuts the states for the new
-//                     placement and has every shard of the new size take its part
+//   begin_resize      the phase is resizing; the workers and the evaluator are stopped (under
+//                     new incarnations: a push of theirs still on its way is refused), the
+//                     shards beyond N stop (everything they held is in their hand-overs), shards
+//                     up to N are spawned (distributed: spare ps tasks' shards are taken in,
+//                     spare_tasks.cpp, and spare worker tasks for new workers,
+//                     spare_workers.cpp), and a resize episode, an actor of its own
+//                     (resize_episode.cpp draws its steps: decoding -> cutting -> moving -> done
+//                     | failed), cuts the hand-overs for the new placement and has every shard
+//                     of the new size take its part: the rows of the buckets a shard keeps stay
+//                     where they are, only the moving ones and the dense blocks go through here
 //   finish_resize     every worker starts again at clock C (its data where it was then; after a
 //                     change of workers, its share of what no worker had trained: data_plan.hpp)
 //                     and the evaluator on the new shards; training resumes, the next change is
@@ -25,19 +29,18 @@
 // The new placement follows from the old one and N alone (placement_change.hpp: the fewest
 // buckets and dense blocks move), and the spec records it, so that every role, checkpoint and
 // export cuts the model as the shards hold it. Nothing is applied twice or lost: no worker
-// pushes clock C before the states are taken, each starts again at C where its data was, and
-// the next checkpoint is a full one.
+// pushes clock C before the hand-overs are taken, each starts again at C where its data was,
+// and the next checkpoint is a full one.
 //
-// What is not done yet: the change is a stop at C within one process. Every shard's whole
-// state goes through the chief and every shard of the new size is restored, not only the
-// buckets and blocks that change shard (the resize event's bytes count those), and training
-// waits meanwhile; copying the moving parts while training goes on, then freezing only them,
-// needs the shards to hand out and take in parts of their state.
+// A shard the resize spawned that is lost while the parts move held nothing before: it is
+// spawned again and given its part again (resize_shard_lost). A shard of the old size lost then
+// takes with it the rows of the buckets it kept: the run goes back to the newest checkpoint, as
+// after any lost shard (rollback.cpp; the change is made by restoring it at the new size). A
+// rollback begun before the hand-overs are in hand asks for them again once it has resumed.
 //
-// A shard lost while the states are restored is spawned again and every shard restored again
-// from the states the chief keeps until the change is done (resize_shard_lost); a rollback
-// begun before the states are in hand asks for them again once it has resumed (the checkpoint's
-// state replaced the one asked for).
+// What is not done yet: the move is a stop at C (the workers wait while the moving rows go
+// through the chief); copying the moving buckets while training goes on, then freezing only
+// them, is the next step.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -64,7 +67,7 @@ std::string resize_text(const chief_state::resize_run& r) {
   return out.empty() ? "to the same size" : out;
 }
 
-void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double restore_ms) {
+void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double move_ms) {
   auto& st = self->state;
   st.resizing = nullptr;
   st.resize.states.clear();
@@ -93,8 +96,9 @@ void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double restore_
                         .add("workers_from", r.workers_from).add("workers_to", r.workers_to)
                         .add("buckets", static_cast<uint64_t>(r.buckets))
                         .add("blocks", static_cast<uint64_t>(r.blocks)).add("bytes", bytes)
+                        .add("handed_over_bytes", r.handed_over)
                         .add("freeze_ms", ms).add("cut_ms", cut_ms)
-                        .add("restore_ms", restore_ms).add("clock", clock)
+                        .add("move_ms", move_ms).add("clock", clock)
                         .add("shards_lost", static_cast<uint64_t>(r.lost.size()))
                         .add("retrained_samples", retrained * st.cfg.batch)
                         .add("wall_s", st.elapsed()));
@@ -118,13 +122,11 @@ void run_resize_episode(self_ptr self) {
     self->system(), caf::actor_cast<caf::actor>(self), std::move(plan));
   self->request(episode, caf::infinite, resize_atom::value)
     .then(
-      [=](uint64_t bytes, double cut_ms, double restore_ms) {
-        if (self->state.resizing == episode) finish_resize(self, bytes, cut_ms, restore_ms);
+      [=](uint64_t bytes, double cut_ms, double move_ms) {
+        if (self->state.resizing == episode) finish_resize(self, bytes, cut_ms, move_ms);
       },
       [=](caf::error& err) {
         if (self->state.resizing != episode) return;  // aborted: the run ended, or restarted
-        // A shard that went down: its down message starts the episode again (resize_shard_lost).
-        if (is_error(err, errc::shard_lost)) return;
         self->state.resizing = nullptr;
         fail_run(self, "resizing the shards failed", err);
       });
@@ -183,7 +185,8 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   }
   auto& r = st.resize;
   r = {st.cfg.spec.shards, shards, st.cfg.spec.workers, workers, planned.at_clock, 0, 0,
-       std::chrono::steady_clock::now(), std::move(states), {}};
+       std::chrono::steady_clock::now(), std::move(states), 0, {}};
+  for (const auto& h : r.states) r.handed_over += h.size_bytes();
   for (const auto& m : moves) {
     r.buckets += m.buckets.size();
     r.blocks += m.blocks.size();
@@ -248,15 +251,23 @@ void checkpoints_then_resize(self_ptr self, int64_t clock, uint64_t generation,
   };
 }
 
-/// Every shard is asked for its state at `clock` (the next resize's), which it holds until it
-/// reaches that clock.
+/// Every shard is asked for its hand-over at `clock` (the next resize's) under the placement of
+/// the size it plans, which it holds until it reaches that clock.
 void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
   auto& st = self->state;
+  const auto& planned = st.cfg.resizes[st.resizes_done];
+  std::vector<uint16_t> placement;
+  try {
+    placement = planned.shards > 0 ? resized_spec(st.cfg.spec, planned.shards).bucket_shards
+                                   : st.cfg.spec.bucket_shards;
+  } catch (const std::invalid_argument& e) {
+    return fail_run(self, "resizing the shards failed",
+                    caf::make_error(caf::sec::runtime_error, e.what()));
+  }
   ask_each<wire_buffer>(
     st.shards.size(),
     [&](std::size_t s) {  // held by each shard until it reaches the clock: no timeout
-      return self->request(st.shards[s], caf::infinite, checkpoint_atom::value,
-                           snapshot_atom::value, clock, int64_t{-1});
+      return self->request(st.shards[s], caf::infinite, resize_atom::value, clock, placement);
     },
     [=](std::vector<wire_buffer> states) {
       auto& st = self->state;
@@ -276,7 +287,8 @@ void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
         if (st.cfg.remote) release_paused_workers(self);
         return arm_next_resize(self);
       }
-      fail_run(self, "asking the shards for their state at clock " + std::to_string(clock), err);
+      fail_run(self, "asking the shards for their hand-over at clock " + std::to_string(clock),
+               err);
     });
 }
 
@@ -305,23 +317,14 @@ void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {
   auto& r = st.resize;
   r.lost.emplace_back(s, std::chrono::steady_clock::now());
   record_failure(self, ps_role(s), loss_reason(st, ps_role(s), dm.reason),
-                 "spawned again and restored from the states of clock " + std::to_string(r.clock)
-                   + " the resize holds");
+                 "spawned again and given its part of the resize at clock "
+                   + std::to_string(r.clock) + " again");
   spawn_local_shard(self, s);
-  if (auto episode = std::exchange(st.resizing, nullptr)) {
-    st.resize_replaced = episode.address();
-    self->monitor(episode);
-    self->send_exit(episode, caf::exit_reason::kill);
-  }
-  if (!st.resize_replaced) run_resize_episode(self);  // else once it is down (resize_episode_down)
+  self->send(st.resizing, resize_atom::value, s, st.shards[static_cast<std::size_t>(s)]);
 }
 
-bool resize_episode_down(self_ptr self, const caf::down_msg& dm) {
-  auto& st = self->state;
-  if (!st.resize_replaced || dm.source != st.resize_replaced) return false;
-  st.resize_replaced = nullptr;
-  if (st.phase == run_phase::resizing) run_resize_episode(self);
-  return true;
+bool resize_can_replace(const chief_state& st, int32_t s) {
+  return st.phase == run_phase::resizing && !st.cfg.remote && st.resizing && s >= st.resize.from;
 }
 
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock) {
@@ -334,7 +337,6 @@ void abort_resize(self_ptr self) {
   auto& st = self->state;
   ++st.resize_generation;
   st.resize_asked = false;
-  st.resize_replaced = nullptr;  // its down starts nothing
   if (auto episode = std::exchange(st.resizing, nullptr))
     self->send_exit(episode, caf::exit_reason::kill);
 }

@@ -1,24 +1,28 @@
-// A resize episode (resize_episode.hpp): every old shard's state at the clock of the change is
-// in hand and no worker runs; the chief spawns this actor and asks it (resize). Its steps:
+// A resize episode (resize_episode.hpp): every old shard has handed over, at the clock of the
+// change, its dense blocks and the rows of its buckets that go to another shard (keeping them all
+// until it moves), and no worker runs; the chief spawns this actor and asks it (resize). Its steps:
 //
-//   asked --(resize)--> decoding --(all read)--> cutting --(a state per new shard)--> restoring
-//                          |                        |                                  |
-//                          | (a state unreadable)   | (the states do not make a run)   |
-//                          v                        v                                  |
-//                        failed <-------------------+------(a shard refused, or lost)--+
-//   restoring --(every shard ok)--> done
+//   asked --(resize)--> decoding --(all read)--> cutting --(a part per shard)--> moving
+//                          |                        |                               |
+//                          | (a hand-over unreadable)  (they do not make a run)     |
+//                          v                        v                               |
+//                        failed <-------------------+--------(a shard refused)------+
+//   moving --(every shard ok)--> done
 //
-//   decoding    every old shard's state read, each by an actor of its own (the workers are
-//               stopped: every core may read)
-//   cutting     the states cut for the new size (checkpoint_resize.hpp): every block and row
-//               on the shard the new placement names, nothing lost or doubled; the states read
-//               once, each new shard's file cut by an actor of its own
-//   restoring   every shard of the new size takes its state under the new spec, with every
+//   decoding    every hand-over read, each by an actor of its own (the workers are stopped:
+//               every core may read)
+//   cutting     the hand-overs cut for the new size (checkpoint_resize.hpp): every shard of the
+//               new size gets every dense block of its new layout and the rows of the buckets it
+//               gains, nothing lost or doubled; each part cut by an actor of its own
+//   moving      every shard of the new size takes its part under the new spec (move_in: the rows
+//               of the buckets it keeps stay where they are, those it gives away go), with every
 //               worker's new incarnation (a push of the stopped workers still on its way is
-//               refused); the shards that leave are the chief's to stop
-//   done        the answer: the bytes that changed shard, the time to read and cut the states
-//               and the time the shards took to restore them; then it quits
-//   failed      the answer is the error (shard_lost: a shard was lost while restoring)
+//               refused); the shards that leave are the chief's to stop. A shard the resize
+//               spawned that is lost is spawned again by the chief, which names the replacement
+//               (resize, s, replacement): its part goes there.
+//   done        the answer: the bytes that changed shard, the time to read and cut the hand-overs
+//               and the time the shards took to take their parts; then it quits
+//   failed      the answer is the error
 //
 // The chief lost: the episode quits (it monitors it).
 #include "actors/chief/resize_episode.hpp"
@@ -49,6 +53,12 @@ struct resize_state {
   caf::typed_response_promise<uint64_t, double, double> answer;
   clock_type::time_point asked;
   double cut_ms = 0;
+  // moving: each shard's part, whether it took it, and how many have not
+  std::vector<wire_buffer> parts;
+  std::vector<bool> moved;
+  std::size_t waiting = 0;
+  uint64_t moved_bytes = 0;
+  clock_type::time_point moving_from;
 };
 
 double ms_since(clock_type::time_point t) {
@@ -69,26 +79,57 @@ auto busy() {
   };
 }
 
-behavior restoring(episode self, std::vector<wire_buffer> files, uint64_t moved) {
-  auto& plan = self->state.plan;
-  self->state.cut_ms = ms_since(self->state.asked);
-  const auto restore_from = clock_type::now();
-  ask_each<caf::ok_atom>(
-    plan.shards.size(),
-    [&](std::size_t s) {
-      return self->request(plan.shards[s], plan.request_timeout, restore_atom::value, files[s],
-                           plan.incarnations);
-    },
-    [=](std::vector<caf::ok_atom>) {
-      self->state.answer.deliver(moved, self->state.cut_ms, ms_since(restore_from));
-      self->quit();
-    },
-    [=](caf::error& err) {
-      if (err == caf::sec::request_receiver_down)
-        err = make_error(errc::shard_lost, "a shard was lost while taking its new state");
-      fail(self, std::move(err));
-    });
-  return {busy()};
+void send_part(episode self, std::size_t s);
+
+/// (resize, s, replacement): shard s (one the resize spawned) lost and spawned again; before
+/// the parts are cut it is only remembered, after they are it gets its part.
+auto replaced(episode self) {
+  return [=](resize_atom, int32_t s, ps_shard_actor& replacement) {
+    auto& st = self->state;
+    if (s < 0 || static_cast<std::size_t>(s) >= st.plan.shards.size()) return;
+    st.plan.shards[static_cast<std::size_t>(s)] = std::move(replacement);
+    if (st.parts.empty()) return;  // not cut yet: sent when they are
+    if (st.moved[static_cast<std::size_t>(s)]) {  // it had taken its part: take it again
+      st.moved[static_cast<std::size_t>(s)] = false;
+      ++st.waiting;
+    }
+    send_part(self, static_cast<std::size_t>(s));
+  };
+}
+
+void send_part(episode self, std::size_t s) {
+  auto& st = self->state;
+  const auto shard = st.plan.shards[s];
+  self->request(shard, st.plan.request_timeout, restore_atom::value, resize_atom::value,
+                st.parts[s], st.plan.incarnations)
+    .then(
+      [=](caf::ok_atom) {
+        auto& st = self->state;
+        if (st.plan.shards[s] != shard || st.moved[s]) return;  // a replaced one's late answer
+        st.moved[s] = true;
+        if (--st.waiting > 0) return;
+        st.answer.deliver(st.moved_bytes, st.cut_ms, ms_since(st.moving_from));
+        self->quit();
+      },
+      [=](caf::error& err) {
+        // A shard that went down: the chief gives a replacement (a shard the resize spawned)
+        // or ends the resize (a rollback: the rows it kept are gone).
+        if (err == caf::sec::request_receiver_down) return;
+        if (self->state.plan.shards[s] != shard) return;
+        fail(self, std::move(err));
+      });
+}
+
+behavior moving(episode self, std::vector<wire_buffer> parts, uint64_t moved) {
+  auto& st = self->state;
+  st.cut_ms = ms_since(st.asked);
+  st.moving_from = clock_type::now();
+  st.parts = std::move(parts);
+  st.moved.assign(st.parts.size(), false);
+  st.waiting = st.parts.size();
+  st.moved_bytes = moved;
+  for (std::size_t s = 0; s < st.parts.size(); ++s) send_part(self, s);
+  return {busy(), replaced(self)};
 }
 
 behavior cutting(episode self, std::vector<shard_checkpoint_view> decoded) {
@@ -100,13 +141,13 @@ behavior cutting(episode self, std::vector<shard_checkpoint_view> decoded) {
   } catch (const std::invalid_argument& e) {
     fail(self, make_error(errc::checkpoint_failed, std::string("cutting the shards' states: ")
                                                      + e.what()));
-    return {busy()};
+    return {busy(), replaced(self)};
   }
   plan.states.clear();  // read: the cut holds them
   if (static_cast<std::size_t>(plan.after.shards) != plan.shards.size()) {
     fail(self, make_error(errc::wrong_shard, std::to_string(plan.after.shards) + " states for "
                                                + std::to_string(plan.shards.size()) + " shards"));
-    return {busy()};
+    return {busy(), replaced(self)};
   }
   // Each new shard's file by a cutter of its own: the workers are stopped, every core may cut.
   ask_each<wire_buffer>(
@@ -126,10 +167,10 @@ behavior cutting(episode self, std::vector<shard_checkpoint_view> decoded) {
       return self->request(cutter, caf::infinite, static_cast<int32_t>(s));
     },
     [=](std::vector<wire_buffer> files) {
-      self->become(restoring(self, std::move(files), cut->moving_bytes()));
+      self->become(moving(self, std::move(files), cut->moving_bytes()));
     },
     [=](caf::error& err) { fail(self, std::move(err)); });
-  return {busy()};
+  return {busy(), replaced(self)};
 }
 
 behavior decoding(episode self) {
@@ -157,7 +198,7 @@ behavior decoding(episode self) {
     },
     [=](std::vector<caf::ok_atom>) { self->become(cutting(self, std::move(*decoded))); },
     [=](caf::error& err) { fail(self, std::move(err)); });
-  return {busy()};
+  return {busy(), replaced(self)};
 }
 
 behavior resize_episode(episode self, caf::actor parent, resize_plan plan) {
@@ -173,6 +214,7 @@ behavior resize_episode(episode self, caf::actor parent, resize_plan plan) {
       self->become(decoding(self));
       return self->state.answer;
     },
+    replaced(self),
   };
 }
 

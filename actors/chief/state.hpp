@@ -169,20 +169,18 @@ struct chief_state {
   // the answers of an earlier ask are told apart.
   uint64_t resize_generation = 0;
   resize_episode_actor resizing;  // the episode under way (resize_episode.cpp), null when none
-  // An episode stopped because a shard was lost, until it is down: the next one starts then,
-  // so no restore of the stopped one (sent as it handled its request, on another thread)
-  // reaches a shard after the next one's and puts an older state back.
-  caf::actor_addr resize_replaced;
   struct resize_run {
     int from = 0, to = 0;         // shards
     int workers_from = 0, workers_to = 0;
     int64_t clock = 0;            // the clock boundary of the change
     std::size_t buckets = 0, blocks = 0;  // that change shard
-    time_point frozen;            // every shard's state at the clock was in hand
-    // The old shards' states at the clock (shared bytes), kept until the change is done: a
-    // shard lost while they are restored is spawned again and every shard restored from them.
+    time_point frozen;            // every shard's hand-over at the clock was in hand
+    // The old shards' hand-overs at the clock (shared bytes): their dense blocks and the rows
+    // of the buckets that leave them.
     std::vector<wire_buffer> states;
-    std::vector<std::pair<int32_t, time_point>> lost;  // shards lost while restoring, and when
+    uint64_t handed_over = 0;     // their bytes
+    // shards the resize spawned, lost while the parts moved and given theirs again, and when
+    std::vector<std::pair<int32_t, time_point>> lost;
   } resize;
 
   // distributed runs: ps tasks beyond the run's shards that joined and wait to be taken into
@@ -558,11 +556,12 @@ void arm_next_resize(self_ptr self);
 void abort_resize(self_ptr self);
 /// The end of a run: says (log and metrics) which planned resizes never happened.
 void report_unfired_resizes(self_ptr self);
-/// Shard s was lost while a resize restores the shards: it is spawned again and the change
-/// restores every shard again from the states it holds (nothing of clock C is lost).
+/// Shard s, one the resize spawned, was lost while the parts move: it is spawned again and the
+/// episode gives it its part again (nothing of clock C is lost).
 void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm);
-/// Whether `dm` is the down of an episode resize_shard_lost stopped; the next one starts then.
-bool resize_episode_down(self_ptr self, const caf::down_msg& dm);
+/// Whether losing shard `s` now is resize_shard_lost's: one process, a move under way, a shard
+/// the resize spawned (it held nothing before). Any other lost shard sends the run back.
+bool resize_can_replace(const chief_state& st, int32_t s);
 /// The clock of the next resize not done yet at or after `start_clock`, where a worker starting
 /// there pauses (worker_config::pause_at); -1 when none.
 int64_t next_resize_clock(const chief_state& st, int64_t start_clock);

@@ -339,6 +339,12 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
         [=](restore_atom a, const wire_buffer& x, const std::vector<uint32_t>& y) {
           return self->delegate(remote, a, x, y);
         },
+        [=](restore_atom a, resize_atom b, const wire_buffer& x, const std::vector<uint32_t>& y) {
+          return self->delegate(remote, a, b, x, y);
+        },
+        [=](resize_atom a, int64_t c, const std::vector<uint16_t>& p) {
+          return self->delegate(remote, a, c, p);
+        },
         [=](stats_atom a) { return self->delegate(remote, a); },
         [=](leave_atom a, int32_t w) { self->send(remote, a, w); },
         [=](done_atom a, int32_t w) { return self->delegate(remote, a, w); },

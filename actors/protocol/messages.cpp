@@ -17,6 +17,7 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<replica_image>("actorps::replica_image");
   cfg.add_message_type<std::vector<int64_t>>("std::vector<int64_t>");
   cfg.add_message_type<std::vector<uint32_t>>("std::vector<uint32_t>");
+  cfg.add_message_type<std::vector<uint16_t>>("std::vector<uint16_t>");  // a bucket placement
   cfg.add_message_type<file_record>("actorps::file_record");
   cfg.add_message_type<checkpoint_link>("actorps::checkpoint_link");
   cfg.add_message_type<std::vector<file_record>>("std::vector<actorps::file_record>");

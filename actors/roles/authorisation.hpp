@@ -12,7 +12,8 @@
 //   ps_shard       init                                 chief:0
 //                  checkpoint (dir, clock)              chief:0 (and under the shard's root)
 //                  checkpoint (clock)                   chief:0
-//                  restore, rejoin, admit, stats        chief:0
+//                  restore, rejoin, admit, stats,       chief:0
+//                    resize (hand-over), restore resize
 //                  leave (worker w)                     chief:0, worker:w
 //                  pull (w, clock), pull (Pull of w)    worker:w
 //                  push_pull (Push of w)                worker:w

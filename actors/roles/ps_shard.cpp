@@ -156,18 +156,34 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
   return caf::ok_atom::value;
 }
 
-/// Replaces the whole state with the checkpoint in `buf`, every worker live at its clock with
-/// `incarnations`; held pulls and checkpoints are answered with rolled_back, `why` and the
-/// clock.
+/// Installs a ShardCheckpoint's state under its spec: its dense blocks, and its sparse rows
+/// imported whole (a restore), or with `moving` (a live resize's part, move_in) taken in beside
+/// the rows of the buckets this shard keeps, the rows of those it gives away dropped (a shard
+/// not initialised takes a part as a restore). Every worker is live at the file's clock with
+/// `incarnations`; held pulls and checkpoints are answered with rolled_back, `why` and the clock.
 caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
-                              std::vector<uint32_t> incarnations, const std::string& why) {
+                              std::vector<uint32_t> incarnations, const std::string& why,
+                              bool moving = false) {
+  moving = moving && st.initialized();
+  const char* verb = moving ? "move" : "restore";
+  if (moving) {
+    // A part of a resize the run has gone back from since (a restore under newer
+    // incarnations came first): refused, so that it cannot undo the restore.
+    const auto& now = st.clocks.incarnations();
+    for (std::size_t w = 0; w < now.size() && w < incarnations.size(); ++w)
+      if (incarnations[w] < now[w])
+        return drop(st, verb, make_error(errc::rolled_back, "a part of a resize the run went "
+                                                            "back from"));
+  }
   auto saved = decode_shard_checkpoint(buf);
-  if (!saved) return drop(st, "restore", saved.error());
+  if (!saved) return drop(st, verb, saved.error());
+  if (moving && saved->delta_since >= 0)
+    return drop(st, verb, make_error(errc::checkpoint_failed, "a delta is no resize's part"));
   auto layout = layout_for(st, saved->spec);
-  if (!layout) return drop(st, "restore", layout.error());
+  if (!layout) return drop(st, verb, layout.error());
   if (auto err = check_shard_checkpoint(*saved, **layout, st.shard,
                                         st.config.bounds.max_parameter))
-    return drop(st, "restore", std::move(err));
+    return drop(st, verb, std::move(err));
   float_buffer params((*layout)->shard_floats(st.shard));
   optimizer_state opt;
   opt.slots = optimizer_state_slots(saved->spec.optimizer.kind);
@@ -180,9 +196,16 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
     std::memcpy(opt.values.data() + opt.slots * b.shard_offset, saved->state[i].values,
                 opt.slots * b.size * sizeof(float));
   }
-  shard_tables tables(saved->spec, st.shard, st.config.bounds.max_parameter);
-  if (auto err = tables.import_rows(saved->sparse, saved->clock))
-    return drop(st, "restore", std::move(err));
+  shard_tables tables;
+  if (moving) {
+    if (auto err = st.tables.move_to(saved->spec, saved->sparse, saved->clock))
+      return drop(st, verb, std::move(err));
+    tables = std::move(st.tables);
+  } else {
+    tables = shard_tables(saved->spec, st.shard, st.config.bounds.max_parameter);
+    if (auto err = tables.import_rows(saved->sparse, saved->clock))
+      return drop(st, verb, std::move(err));
+  }
   install(st, saved->spec, std::move(*layout), std::move(params), std::move(opt),
           std::move(tables), saved->clock, saved->newest_clock, std::move(incarnations),
           make_error(errc::rolled_back, why + std::to_string(saved->clock)));
@@ -190,18 +213,21 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
   return caf::none;
 }
 
+/// (restore, ...) and move_in: the state installed once the standby's queue is empty.
 caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
-                                     std::vector<uint32_t> incarnations) {
-  if (auto err = refused_unless_chief(self, "restore")) return err;
+                                     std::vector<uint32_t> incarnations, bool moving) {
+  if (auto err = refused_unless_chief(self, moving ? "move" : "restore")) return err;
   auto& st = self->state;
   // The standby holds the state being replaced: the chief builds a new one from the restored
   // state. Operations still waiting for it are applied first, to the old state.
   st.standby = nullptr;
   auto restore = [=](const std::vector<uint32_t>& incarnations) -> caf::error {
     auto& st = self->state;
-    auto err = install_checkpoint(st, buf, incarnations, "restored to clock ");
+    auto err = install_checkpoint(st, buf, incarnations,
+                                  moving ? "moved to clock " : "restored to clock ", moving);
     if (!err)
-      log_line(st.who(), "restored to the checkpoint at clock "
+      log_line(st.who(), (moving ? "took its part of the resize at clock "
+                                 : "restored to the checkpoint at clock ")
                            + std::to_string(st.clocks.progress()));
     return err;
   };
@@ -215,6 +241,11 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
     else promise.deliver(caf::ok_atom::value);
   });
   return promise;
+}
+
+caf::result<caf::ok_atom> move_in(self_ptr self, const wire_buffer& buf,
+                                  std::vector<uint32_t> incarnations) {
+  return on_restore(self, buf, std::move(incarnations), true);
 }
 
 caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
@@ -449,7 +480,7 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
     write_checkpoint(self, dir, clock, since, promise);
   } else {
     expect_checkpoint(st, clock);
-    st.held_checkpoints.push_back({dir, clock, promise, {}, since});
+    st.held_checkpoints.push_back({dir, clock, promise, {}, since, nullptr});
   }
   return promise;
 }
@@ -468,7 +499,7 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock, int64
     return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<wire_buffer>();
   expect_checkpoint(st, clock);
-  st.held_checkpoints.push_back({"", clock, {}, promise, since});
+  st.held_checkpoints.push_back({"", clock, {}, promise, since, nullptr});
   return promise;
 }
 
@@ -623,7 +654,14 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
   return {
     [=](init_atom, const wire_buffer& buf) { return on_init(self, buf); },
     [=](restore_atom, const wire_buffer& buf, std::vector<uint32_t>& incarnations) {
-      return on_restore(self, buf, std::move(incarnations));
+      return on_restore(self, buf, std::move(incarnations), false);
+    },
+    [=](restore_atom, resize_atom, const wire_buffer& buf, std::vector<uint32_t>& incarnations) {
+      return move_in(self, buf, std::move(incarnations));
+    },
+    [=](resize_atom, int64_t clock, std::vector<uint16_t>& placement) -> caf::result<wire_buffer> {
+      if (auto err = refused_unless_chief(self, "resize")) return err;
+      return hand_over(self, clock, std::move(placement));
     },
     [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
     [=](push_pull_atom, const push_request& request) { return on_push_request(self, request); },

@@ -156,7 +156,15 @@ wire_buffer export_state(ps_shard_state& st, int64_t clock, int64_t since) {
   return bytes;
 }
 
-/// Answers the export requests whose clock min has reached (`now`) with export_state.
+/// A hand-over's bytes at the clock now (hand_over).
+wire_buffer hand_over_state(const ps_shard_state& st, int64_t clock,
+                            const std::vector<uint16_t>& placement) {
+  return encode_shard_checkpoint(
+    st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
+    st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_moving(placement));
+}
+
+/// Answers the export requests (and hand-overs) whose clock min has reached (`now`).
 void answer_exports(ps_shard_state& st, int64_t now) {
   auto keep = st.held_exports.begin();
   for (auto& h : st.held_exports) {
@@ -165,7 +173,8 @@ void answer_exports(ps_shard_state& st, int64_t now) {
       ++keep;
       continue;
     }
-    h.bytes.deliver(export_state(st, h.clock, h.since));
+    if (h.moving_to) h.bytes.deliver(hand_over_state(st, h.clock, *h.moving_to));
+    else h.bytes.deliver(export_state(st, h.clock, h.since));
   }
   st.held_exports.erase(keep, st.held_exports.end());
 }
@@ -187,7 +196,26 @@ caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t s
                       "clock " + std::to_string(clock) + " had passed (the shard is at clock "
                         + std::to_string(st.clocks.progress()) + ")");
   auto promise = self->make_response_promise<wire_buffer>();
-  st.held_exports.push_back({"", clock, {}, promise, since});
+  st.held_exports.push_back({"", clock, {}, promise, since, nullptr});
+  return promise;
+}
+
+caf::result<wire_buffer> hand_over(self_ptr self, int64_t clock, std::vector<uint16_t> placement) {
+  auto& st = self->state;
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  if (placement.size() != st.spec.bucket_shards.size())
+    return make_error(errc::invalid_spec, "a placement of " + std::to_string(placement.size())
+                                            + " buckets, the run's keys hash into "
+                                            + std::to_string(st.spec.bucket_shards.size()));
+  if (st.clocks.progress() == clock) return hand_over_state(st, clock, placement);
+  if (clock < st.clocks.progress())
+    return make_error(errc::checkpoint_clock_passed,
+                      "clock " + std::to_string(clock) + " had passed (the shard is at clock "
+                        + std::to_string(st.clocks.progress()) + ")");
+  auto promise = self->make_response_promise<wire_buffer>();
+  held_checkpoint h{"", clock, {}, promise, -1, nullptr};
+  h.moving_to = std::make_shared<const std::vector<uint16_t>>(std::move(placement));
+  st.held_exports.push_back(std::move(h));
   return promise;
 }
 

@@ -155,6 +155,62 @@ void shard_tables::track_removed(bool on) {
   for (auto& t : tables_) t.track_removed(track_removed_ && t.evicting());
 }
 
+namespace {
+
+/// sparse_table::key_filter's context for a move: the keys whose new shard is not `shard`.
+struct leaving {
+  const std::vector<uint16_t>* placement;
+  int32_t shard;
+
+  static bool test(uint64_t key, const void* self) {
+    const auto& l = *static_cast<const leaving*>(self);
+    return shard_of_key(*l.placement, key) != l.shard;
+  }
+};
+
+} // namespace
+
+std::vector<sparse_table_rows> shard_tables::export_moving(
+  const std::vector<uint16_t>& placement) const {
+  const leaving moving{&placement, shard_};
+  std::vector<sparse_table_rows> out;
+  out.reserve(tables_.size());
+  for (const auto& t : tables_) out.push_back(t.export_rows_of(&leaving::test, &moving, now_));
+  return out;
+}
+
+caf::error shard_tables::move_to(const train_spec& after,
+                                 const std::vector<sparse_table_rows>& incoming, int64_t clock) {
+  auto refuse = [](const std::string& why) { return make_error(errc::checkpoint_failed, why); };
+  if (incoming.size() != tables_.size())
+    return refuse("the move brings " + std::to_string(incoming.size()) + " sparse tables, the "
+                  "spec has " + std::to_string(tables_.size()));
+  const leaving moving{&after.bucket_shards, shard_};
+  // Everything checked before anything changes: each key this shard's under `after`, and held
+  // neither as a row nor as a pending count here (sparse_table::take_rows checks the rest).
+  for (uint32_t t = 0; t < incoming.size(); ++t) {
+    const auto& in = incoming[t];
+    for (const auto* keys : {&in.keys, &in.pending_keys})
+      for (auto key : *keys)
+        if (leaving::test(key, &moving))
+          return refuse("sparse table " + std::to_string(t) + ": key " + std::to_string(key)
+                        + " is another shard's");
+  }
+  try {
+    for (uint32_t t = 0; t < incoming.size(); ++t) {
+      tables_[t].drop_rows_of(&leaving::test, &moving);
+      tables_[t].take_rows(incoming[t], clock);
+    }
+  } catch (const std::exception& e) {
+    // a row held twice: the chief's cut was wrong; the tables are no longer whole
+    return refuse(std::string("moving the sparse rows: ") + e.what());
+  }
+  buckets_ = after.bucket_shards;
+  for (auto& k : kept_) k = kept_push{};
+  kept_.resize(static_cast<std::size_t>(after.workers));
+  return caf::none;
+}
+
 caf::error shard_tables::import_rows(const std::vector<sparse_table_rows>& saved,
                                      int64_t clock) {
   if (saved.size() != tables_.size())

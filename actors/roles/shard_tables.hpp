@@ -97,6 +97,20 @@ public:
   /// do. Whether they were wanted already (else those before now are unknown).
   bool want_removals();
 
+  // --- a live resize: the buckets that change shard move, the others stay where they are ---
+
+  /// Every table's rows and pending counts of the keys whose bucket `placement` (the new bucket
+  /// → shard placement) gives to another shard, at the clock now; each table's admission sketch
+  /// whole (sparse_table::export_rows_of). Nothing changes here until move_to.
+  std::vector<sparse_table_rows> export_moving(const std::vector<uint16_t>& placement) const;
+  /// Goes on under `after` (its bucket placement): drops the rows and pending counts of the keys
+  /// it gives to another shard and takes `incoming` (every table's rows of the buckets it gives
+  /// this shard from the others, export_moving's, merged with their sketches), rows without
+  /// clocks at `clock`. On error (table count, a key this shard does not own under `after` or
+  /// holds already, a table's contents) nothing changes.
+  caf::error move_to(const train_spec& after, const std::vector<sparse_table_rows>& incoming,
+                     int64_t clock);
+
   /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
   /// rows' last clocks, where it has none); on error (table count, a table's contents, a key
   /// another shard owns) nothing changes.

@@ -187,20 +187,29 @@ void sparse_table::create_row(uint64_t key, uint32_t index) {
   init_row_state(cfg_.optimizer, values, values + cfg_.dim, cfg_.dim);
 }
 
+void sparse_table::ensure_pages_to(uint32_t index) {
+  while (pages_.size() <= index / rows_per_page_)
+    pages_.emplace_back(new float[std::size_t(rows_per_page_) * stride_]);
+}
+
 void sparse_table::reserve_rows(std::size_t more) {
   if (counts_steps_) reserve_room(steps_, more);
 }
 
 void sparse_table::remove_row(uint32_t index, uint32_t clock) {
-  const auto last = static_cast<uint32_t>(index_.size() - 1);
   if (track_removed_) removed_.emplace_back(row_key(index), clock);
+  unlink_row(index);
+  ++evicted_;
+}
+
+void sparse_table::unlink_row(uint32_t index) {
+  const auto last = static_cast<uint32_t>(index_.size() - 1);
   index_.erase(row_key(index), key_of());  // the last row's key now finds `index`
   if (index != last) {
     std::memcpy(row_start(index), row_start(last), std::size_t(stride_) * sizeof(float));
     if (counts_steps_) steps_[index] = steps_[last];
   }
   if (counts_steps_) steps_.pop_back();
-  ++evicted_;
   // Pages no longer needed go back, but one spare: rows going and coming around a page's
   // boundary would otherwise free and allocate it each time.
   const std::size_t needed = (index_.size() + rows_per_page_ - 1) / rows_per_page_;
@@ -475,6 +484,24 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     if (!stale(index, at)) by_key.emplace_back(row_key(index), index);
   std::sort(by_key.begin(), by_key.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
+  return export_indices(by_key, at, nullptr, nullptr);
+}
+
+sparse_table_rows sparse_table::export_rows_of(key_filter moving, const void* context,
+                                               int64_t now) const {
+  const uint32_t at = clock32(now);
+  std::vector<std::pair<uint64_t, uint32_t>> by_key;
+  for (uint32_t index = 0; index < index_.size(); ++index)
+    if (!stale(index, at) && moving(row_key(index), context))
+      by_key.emplace_back(row_key(index), index);
+  std::sort(by_key.begin(), by_key.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return export_indices(by_key, at, moving, context);
+}
+
+sparse_table_rows sparse_table::export_indices(
+  const std::vector<std::pair<uint64_t, uint32_t>>& by_key, uint32_t at, key_filter keep,
+  const void* context) const {
   const uint32_t dim = cfg_.dim;
   const std::size_t state_floats = std::size_t(slots_) * dim;
   sparse_table_rows out;
@@ -493,16 +520,35 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     out.clocks.push_back(row_clock(index));
     if (counts_steps_) out.steps.push_back(steps_[index]);
   }
-  export_admission(out, at);
+  export_admission(out, at, keep, context);
   return out;
 }
 
-void sparse_table::export_admission(sparse_table_rows& out, uint32_t at) const {
+std::size_t sparse_table::drop_rows_of(key_filter moving, const void* context) {
+  std::size_t dropped = 0;
+  // From the last row down: the row that moves into a hole was looked at already.
+  for (auto index = static_cast<uint32_t>(index_.size()); index-- > 0;)
+    if (moving(row_key(index), context)) {
+      unlink_row(index);
+      ++dropped;
+    }
+  for (auto entry = pending_.begin(); entry != pending_.end();) {
+    auto at = entry++;  // erasing leaves the other entries where they are
+    if (moving(at->first, context)) erase_pending(at);
+  }
+  sweep_at_ = 0;  // a pass goes on over the rows left
+  pending_sweep_at_ = 0;
+  return dropped;
+}
+
+void sparse_table::export_admission(sparse_table_rows& out, uint32_t at, key_filter keep,
+                                    const void* context) const {
   std::vector<std::pair<uint64_t, pending_ref>> pending;
-  pending.reserve(pending_.size());
+  pending.reserve(keep ? 0 : pending_.size());
   const bool clocked = pending_clocked();
   for (const auto& entry : pending_)
-    if (!(clocked && pending_stale(entry.second.index, at))) pending.push_back(entry);
+    if (!(clocked && pending_stale(entry.second.index, at)) && (!keep || keep(entry.first, context)))
+      pending.push_back(entry);
   std::sort(pending.begin(), pending.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [key, ref] : pending) {
@@ -806,53 +852,104 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
   base = std::move(out);
 }
 
-void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
+void sparse_table::check_rows(const sparse_table_rows& in, const char* who) const {
   const std::size_t n = in.keys.size();
   const uint32_t dim = cfg_.dim;
-  auto sizes = [](const char* what, std::size_t got, std::size_t want) {
-    require(got == want, std::string(what) + " holds " + std::to_string(got) + " entries, " +
-                           std::to_string(want) + " expected");
+  const std::string at = std::string(who) + ": ";
+  auto sizes = [&](const char* what, std::size_t got, std::size_t want) {
+    require(got == want, at + what + " holds " + std::to_string(got) + " entries, "
+                           + std::to_string(want) + " expected");
   };
-  require(n <= max_rows, "import_rows: more rows than one table can hold");
-  sizes("import_rows: values", in.values.size(), n * dim);
-  sizes("import_rows: state", in.state.size(), n * slots_ * dim);
-  sizes("import_rows: touches", in.touches.size(), n);
-  sizes("import_rows: steps", in.steps.size(), counts_steps_ ? n : 0);
-  if (!in.clocks.empty()) sizes("import_rows: clocks", in.clocks.size(), n);
-  sizes("import_rows: pending_counts", in.pending_counts.size(), in.pending_keys.size());
+  require(n <= max_rows, at + "more rows than one table can hold");
+  sizes("values", in.values.size(), n * dim);
+  sizes("state", in.state.size(), n * slots_ * dim);
+  sizes("touches", in.touches.size(), n);
+  sizes("steps", in.steps.size(), counts_steps_ ? n : 0);
+  if (!in.clocks.empty()) sizes("clocks", in.clocks.size(), n);
+  sizes("pending_counts", in.pending_counts.size(), in.pending_keys.size());
   if (!in.pending_clocks.empty())
-    sizes("import_rows: pending_clocks", in.pending_clocks.size(), in.pending_keys.size());
+    sizes("pending_clocks", in.pending_clocks.size(), in.pending_keys.size());
   require(!sketch_ || in.pending_keys.empty(),
-          "import_rows: exact pending counts for a table whose counts are a sketch "
-          "(admission_memory)");
+          at + "exact pending counts for a table whose counts are a sketch (admission_memory)");
   require(sketch_ || in.sketch.depth == 0,
-          "import_rows: an admission sketch for a table that counts exactly "
-          "(admission_memory 0)");
+          at + "an admission sketch for a table that counts exactly (admission_memory 0)");
   if (sketch_) {
-    require(in.sketch.depth > 0, "import_rows: no admission sketch for a table with one "
-                                 "(admission_memory " + std::to_string(cfg_.admission_memory) +
-                                 ")");
+    require(in.sketch.depth > 0, at + "no admission sketch for a table with one "
+                                      "(admission_memory "
+                                   + std::to_string(cfg_.admission_memory) + ")");
     auto why = sketch_->mismatch(in.sketch);
-    require(why.empty(), "import_rows: " + why);
+    require(why.empty(), at + why);
   }
-  for (std::size_t r = 1; r < n; ++r) {
+  for (std::size_t r = 1; r < n; ++r)
     require(in.keys[r - 1] < in.keys[r],
-            "import_rows: keys are not strictly ascending at row " + std::to_string(r));
-  }
+            at + "keys are not strictly ascending at row " + std::to_string(r));
   require(in.pending_keys.empty() || cfg_.admit_after > 1,
-          "import_rows: pending keys for a table without admission (admit_after <= 1)");
+          at + "pending keys for a table without admission (admit_after <= 1)");
   for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
     require(p == 0 || in.pending_keys[p - 1] < in.pending_keys[p],
-            "import_rows: pending keys are not strictly ascending at " + std::to_string(p));
+            at + "pending keys are not strictly ascending at " + std::to_string(p));
     require(in.pending_counts[p] >= 1 && in.pending_counts[p] < cfg_.admit_after,
-            "import_rows: pending count " + std::to_string(in.pending_counts[p]) +
-              " of key " + std::to_string(in.pending_keys[p]) + " is outside [1, " +
-              std::to_string(cfg_.admit_after) + ")");
+            at + "pending count " + std::to_string(in.pending_counts[p]) + " of key "
+              + std::to_string(in.pending_keys[p]) + " is outside [1, "
+              + std::to_string(cfg_.admit_after) + ")");
     require(!std::binary_search(in.keys.begin(), in.keys.end(), in.pending_keys[p]),
-            "import_rows: key " + std::to_string(in.pending_keys[p]) +
-              " is both a row and pending");
+            at + "key " + std::to_string(in.pending_keys[p]) + " is both a row and pending");
   }
+}
 
+void sparse_table::take_rows(const sparse_table_rows& in, int64_t clock) {
+  check_rows(in, "take_rows");
+  for (auto key : in.keys)
+    require(index_.find(key, key_of()) == row_index::npos && !pending_.count(key),
+            "take_rows: key " + std::to_string(key) + " is held here already");
+  for (auto key : in.pending_keys)
+    require(index_.find(key, key_of()) == row_index::npos && !pending_.count(key),
+            "take_rows: pending key " + std::to_string(key) + " is held here already");
+  const std::size_t n = in.keys.size();
+  require(index_.size() + n <= max_rows, "take_rows: more rows than one table can hold");
+  const uint32_t dim = cfg_.dim;
+  const std::size_t state_floats = std::size_t(slots_) * dim;
+  // Every allocation first (pages, steps, the index's growth), so that a throw leaves the
+  // table as it was.
+  const auto first = static_cast<uint32_t>(index_.size());
+  if (n > 0) ensure_pages_to(first + static_cast<uint32_t>(n) - 1);
+  reserve_rows(n);
+  index_.reserve(first + n, key_of());
+  pending_.reserve(pending_.size() + in.pending_keys.size());
+  if (pending_clocked()) {
+    pending_keys_.reserve(pending_keys_.size() + in.pending_keys.size());
+    pending_clocks_.reserve(pending_clocks_.size() + in.pending_keys.size());
+  }
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto index = static_cast<uint32_t>(first + r);
+    std::memcpy(row_start(index), &in.keys[r], sizeof(uint64_t));
+    float* values = row(index);
+    std::memcpy(values, in.values.data() + r * dim, dim * sizeof(float));
+    std::memcpy(values + dim, in.state.data() + r * state_floats, state_floats * sizeof(float));
+    set_row_clock(index, in.clocks.empty() ? clock32(clock) : in.clocks[r]);
+    set_row_touches(index, in.touches[r]);
+    if (counts_steps_) steps_.push_back(in.steps[r]);
+    index_.insert(in.keys[r], key_of());
+  }
+  const bool clocked = pending_clocked();
+  for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
+    const uint32_t last = in.pending_clocks.empty() ? clock32(clock) : in.pending_clocks[p];
+    uint32_t where = last;  // without eviction the slot holds the entry's last clock
+    if (clocked) {
+      where = static_cast<uint32_t>(pending_keys_.size());
+      pending_keys_.push_back(in.pending_keys[p]);
+      pending_clocks_.push_back(last);
+    }
+    pending_.emplace(in.pending_keys[p], pending_ref{in.pending_counts[p], where});
+  }
+  if (sketch_ && in.sketch.depth > 0) sketch_->restore(in.sketch);
+  peak_rows_ = std::max(peak_rows_, index_.size());
+}
+
+void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
+  check_rows(in, "import_rows");
+  const std::size_t n = in.keys.size();
+  const uint32_t dim = cfg_.dim;
   // Built aside and swapped in, so a failed allocation leaves the table as it was.
   sparse_table fresh(cfg_, seed_, table_);
   fresh.pages_.reserve((n + rows_per_page_ - 1) / rows_per_page_);

@@ -199,6 +199,28 @@ public:
   /// Removals remembered, rows and pending entries (for tests and the stats).
   std::size_t removed_remembered() const { return removed_.size() + removed_pending_.size(); }
 
+  // --- buckets that change shard (a live resize): rows out of one table, into another ---
+
+  /// Which keys a move concerns (a bucket placement's test: does the key's new shard differ).
+  using key_filter = bool (*)(uint64_t key, const void* context);
+
+  /// The rows and exact pending counts of the keys `moving` picks, as export_rows writes them
+  /// (keys ascending, rows stale at `now` left out) with the admission sketch whole (it cannot
+  /// be split by key): what a shard hands over when those keys' buckets go to another shard.
+  sparse_table_rows export_rows_of(key_filter moving, const void* context, int64_t now = 0) const;
+
+  /// Removes the rows and exact pending counts of the keys `moving` picks (handed over: not
+  /// counted as evicted, not remembered for deltas); returns how many rows went.
+  std::size_t drop_rows_of(key_filter moving, const void* context);
+
+  /// Adds `rows` (export_rows_of of another shard's table: keys this one holds neither as rows
+  /// nor as pending counts) to this table, each row with its values, optimizer state, touches,
+  /// Adam's step and clock (rows without clocks take `clock`); a sketch in `rows` replaces this
+  /// table's (the caller merged every sketch that counted keys now here). Throws
+  /// std::invalid_argument naming the first mismatch (as import_rows) or a key held already;
+  /// the table is unchanged then.
+  void take_rows(const sparse_table_rows& rows, int64_t clock = 0);
+
   /// Replaces the table's contents with `rows`. Throws std::invalid_argument naming the first
   /// mismatch (array sizes against dim and the optimizer's slots, keys not strictly ascending,
   /// a pending key that is also a row, a pending count outside [1, admit_after), a sketch
@@ -283,9 +305,19 @@ private:
   /// Removes row `index` (its key from the index) at global clock `clock`; the last row takes
   /// its place.
   void remove_row(uint32_t index, uint32_t clock);
+  /// remove_row without counting it as evicted or remembering it for deltas (a move).
+  void unlink_row(uint32_t index);
+  /// The rows of `indices` (ascending keys) and the admission state as export_rows writes
+  /// them; only the pending entries `keep` picks (none: every one).
+  sparse_table_rows export_indices(const std::vector<std::pair<uint64_t, uint32_t>>& by_key,
+                                   uint32_t at, key_filter keep, const void* context) const;
+  /// Checks `in` as import_rows takes it (sizes, order, admission); throws naming the mismatch.
+  void check_rows(const sparse_table_rows& in, const char* who) const;
   /// The admission state (pending keys, counts and clocks, the sketch), whole, as every export
-  /// writes it; pending entries stale at global clock `at` left out.
-  void export_admission(sparse_table_rows& out, uint32_t at) const;
+  /// writes it; pending entries stale at global clock `at` left out, and with `keep` those it
+  /// does not pick.
+  void export_admission(sparse_table_rows& out, uint32_t at, key_filter keep = nullptr,
+                        const void* context = nullptr) const;
   /// Room in the per-row arrays for `more` rows, before the index changes.
   void reserve_rows(std::size_t more);
   void touch_row(uint32_t index, uint32_t floats) const;
@@ -297,6 +329,8 @@ private:
   bool push_missing(uint64_t key, uint64_t h, const float* grad, float lr_scale);
   /// Makes room for row `index` (a new page when the last one is full).
   void ensure_page_for(uint32_t index);
+  /// Makes room for every row up to `index`.
+  void ensure_pages_to(uint32_t index);
   /// Writes `key` and its initial values and state into row `index` (whose page exists).
   void create_row(uint64_t key, uint32_t index);
   /// The age (in clocks) beyond which max_rows evicts, from the ages of the pass just done.

@@ -13,7 +13,7 @@
 #
 # Figures per case, from the run's metrics file: the resize event's bytes (the rows, values and
 # optimizer state that changed shard), buckets and blocks moved, freeze_ms (states in hand to
-# training again; of it cut_ms reading and cutting the states, restore_ms the shards' restores)
+# training again; of it cut_ms reading and cutting the hand-overs, move_ms the shards' moves)
 # and GB/s (bytes over freeze); ms_per_clock_before / _after (median gap between the chief's
 # reports of consecutive clocks, 50 clocks each side) and samples_per_s likewise;
 # lost_s, the training time the change cost: the gap from clock CLOCK - 1's last report to clock
@@ -136,7 +136,10 @@ def case(kind):
     res = {
         "clock": at, "from": r["from"], "to": r["to"], "bytes": r["bytes"],
         "buckets": r["buckets"], "blocks": r["blocks"], "freeze_ms": round(r["freeze_ms"], 2),
-        "cut_ms": round(r["cut_ms"], 2), "restore_ms": round(r["restore_ms"], 2),
+        # (not in the events of builds before the move in place: None then)
+        "cut_ms": r.get("cut_ms") and round(r["cut_ms"], 2),
+        "move_ms": r.get("move_ms") and round(r["move_ms"], 2),
+        "handed_over_bytes": r.get("handed_over_bytes"),
         "gb_per_s": round(r["bytes"] / (r["freeze_ms"] / 1000) / 1e9, 3) if r["freeze_ms"] else None,
         "ms_per_clock_before": round(per_clock * 1000, 3),
         "ms_per_clock_after": round(after_clock * 1000, 3) if after_clock else None,
