@@ -62,7 +62,8 @@ if [[ -n "$input" ]]; then
   data="$input"
   [[ -f "$data/test.tsv" && ( -f "$data/train.tsv" || -d "$data/train" ) ]] \
     || { echo "resize_restart.sh: -i $input: no gen-data criteo output there" >&2; exit 2; }
-  ctr_rows=$(cat "$data"/train.tsv "$data"/train/* 2>/dev/null | wc -l)
+  if [[ -f "$data/train.tsv" ]]; then ctr_rows=$(wc -l < "$data/train.tsv")
+  else ctr_rows=$(cat "$data"/train/* | wc -l); fi
 else
   echo "$name: generating $ctr_rows CTR training rows..." >&2
   "$sim" gen-data criteo --out "$data" --rows "$ctr_rows" --test-rows 2000 >/dev/null
