@@ -80,10 +80,11 @@ behavior restoring(episode self, checkpoint_ptr ckpt) {
                            (*files)[s], plan.incarnations);
     },
     [=](std::vector<caf::ok_atom>) {
-      loaded_checkpoint restored;  // what it was, without its bytes
+      loaded_checkpoint restored;  // what it was, without its shards' bytes
       if (ckpt) {
         restored.dir = ckpt->dir;
         restored.clock = ckpt->clock;
+        restored.run_bytes = ckpt->run_bytes;  // its spec: whether it was cut for this one
         restored.manifest_sha256 = ckpt->manifest_sha256;
         restored.link = ckpt->link;
         restored.chain = ckpt->chain;
