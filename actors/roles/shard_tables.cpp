@@ -186,8 +186,9 @@ caf::error shard_tables::move_to(const train_spec& after,
     return refuse("the move brings " + std::to_string(incoming.size()) + " sparse tables, the "
                   "spec has " + std::to_string(tables_.size()));
   const leaving moving{&after.bucket_shards, shard_};
-  // Everything checked before anything changes: each key this shard's under `after`, and held
-  // neither as a row nor as a pending count here (sparse_table::take_rows checks the rest).
+  // Checked before anything changes: each key is this shard's under `after`. A key held here
+  // already, or arrays that do not fit, sparse_table::take_rows refuses with that table left as
+  // it was, the tables before it moved: the chief's cut was wrong, and the run fails.
   for (uint32_t t = 0; t < incoming.size(); ++t) {
     const auto& in = incoming[t];
     for (const auto* keys : {&in.keys, &in.pending_keys})
@@ -202,7 +203,6 @@ caf::error shard_tables::move_to(const train_spec& after,
       tables_[t].take_rows(incoming[t], clock);
     }
   } catch (const std::exception& e) {
-    // a row held twice: the chief's cut was wrong; the tables are no longer whole
     return refuse(std::string("moving the sparse rows: ") + e.what());
   }
   buckets_ = after.bucket_shards;

@@ -547,7 +547,8 @@ void sparse_table::export_admission(sparse_table_rows& out, uint32_t at, key_fil
   pending.reserve(keep ? 0 : pending_.size());
   const bool clocked = pending_clocked();
   for (const auto& entry : pending_)
-    if (!(clocked && pending_stale(entry.second.index, at)) && (!keep || keep(entry.first, context)))
+    if (!(clocked && pending_stale(entry.second.index, at))
+        && (!keep || keep(entry.first, context)))
       pending.push_back(entry);
   std::sort(pending.begin(), pending.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
