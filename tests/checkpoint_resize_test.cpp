@@ -190,15 +190,19 @@ TEST_CASE("a cut in two steps: files cut in any order, rows in key order, the by
   spec.bucket_shards = resumed_placement(before, 3);
   const std::vector<wire_buffer> sorted{old_shard(before, 0, 1), old_shard(before, 1, 4)};
   const auto whole = resize_shard_files(sorted, spec);
+  // every new shard's file of `cut`, cut in the order given, is resize_shard_files' own
+  auto cuts_the_same = [&](const shard_cut& cut, std::initializer_list<int> order) {
+    for (int s : order) {
+      CAPTURE(s);
+      const auto file = cut.cut_for(s);
+      const auto& want = whole[std::size_t(s)];
+      REQUIRE(file.size_bytes() == want.size_bytes());
+      CHECK(std::equal(file.bytes(), file.bytes() + file.size_bytes(), want.bytes()));
+    }
+  };
   // out of key order in the old files: sorted rather than merged, the same files
   const shard_cut cut({old_shard(before, 0, 1, true), old_shard(before, 1, 4, true)}, spec);
-  for (int s : {2, 0, 1}) {
-    CAPTURE(s);
-    const auto file = cut.cut_for(s);
-    const auto& want = whole[std::size_t(s)];
-    REQUIRE(file.size_bytes() == want.size_bytes());
-    CHECK(std::equal(file.bytes(), file.bytes() + file.size_bytes(), want.bytes()));
-  }
+  cuts_the_same(cut, {2, 0, 1});
   // by hand: each moving block's values and slots; each moving row's key, 2 values, 4 Adam
   // slots (2 × 2 floats) and 3 counters; each moving pending key and its count
   const block_layout from(before), to(spec);
@@ -216,13 +220,7 @@ TEST_CASE("a cut in two steps: files cut in any order, rows in key order, the by
   std::vector<shard_checkpoint_view> decoded;
   for (const auto& f : sorted) decoded.push_back(*decode_shard_checkpoint(f));
   const shard_cut read_before(sorted, decoded, spec);
-  for (int s : {0, 1, 2}) {
-    CAPTURE(s);
-    const auto file = read_before.cut_for(s);
-    const auto& want = whole[std::size_t(s)];
-    REQUIRE(file.size_bytes() == want.size_bytes());
-    CHECK(std::equal(file.bytes(), file.bytes() + file.size_bytes(), want.bytes()));
-  }
+  cuts_the_same(read_before, {0, 1, 2});
   CHECK(read_before.moving_bytes() == bytes);
   decoded.pop_back();
   CHECK_THROWS_WITH_AS(shard_cut(sorted, decoded, spec),

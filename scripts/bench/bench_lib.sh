@@ -46,3 +46,25 @@ parse_ab_options() {
     [ -x "$b/actorps_bench_transport" ] || { echo "$b/actorps_bench_transport is missing" >&2; exit 2; }
   done
 }
+
+# criteo_data INPUT DIR: the CTR data of the resize benchmarks. INPUT, a `gen-data criteo` output
+# directory (-i), or when empty $ctr_rows rows generated into DIR with $sim. Sets data (the
+# directory), train (its train.tsv, or train/ of --days, read as a stream) and ctr_rows (its
+# training lines).
+criteo_data() {
+  local input=$1
+  data=$2
+  if [[ -n "$input" ]]; then
+    data=$input
+    [[ -f "$data/test.tsv" && ( -f "$data/train.tsv" || -d "$data/train" ) ]] \
+      || { echo "$name: -i $input: no gen-data criteo output there" >&2; exit 2; }
+    if [[ -f "$data/train.tsv" ]]; then ctr_rows=$(wc -l < "$data/train.tsv")
+    else ctr_rows=$(cat "$data"/train/* | wc -l); fi
+  else
+    echo "$name: generating $ctr_rows CTR training rows..." >&2
+    "$sim" gen-data criteo --out "$data" --rows "$ctr_rows" --test-rows 2000 >/dev/null
+  fi
+  train="$data/train.tsv"
+  [[ -d "$data/train" ]] && train="$data/train"
+  return 0
+}

@@ -65,19 +65,7 @@ require_bench "$sim"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-data="$tmp/criteo"
-if [[ -n "$input" ]]; then
-  data="$input"
-  [[ -f "$data/test.tsv" && ( -f "$data/train.tsv" || -d "$data/train" ) ]] \
-    || { echo "live_resize.sh: -i $input: no gen-data criteo output there" >&2; exit 2; }
-  if [[ -f "$data/train.tsv" ]]; then ctr_rows=$(wc -l < "$data/train.tsv")
-  else ctr_rows=$(cat "$data"/train/* | wc -l); fi
-else
-  echo "$name: generating $ctr_rows CTR rows..." >&2
-  "$sim" gen-data criteo --out "$data" --rows "$ctr_rows" --test-rows 2000 >/dev/null
-fi
-train="$data/train.tsv"
-[[ -d "$data/train" ]] && train="$data/train"
+criteo_data "$input" "$tmp/criteo"
 sparse_steps=(--epochs 1)
 if [[ -n "$sparse_clock" ]]; then
   sparse_steps=(--steps $((sparse_clock + 60)))

@@ -57,19 +57,7 @@ require_bench "$sim"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-data="$tmp/criteo"
-if [[ -n "$input" ]]; then
-  data="$input"
-  [[ -f "$data/test.tsv" && ( -f "$data/train.tsv" || -d "$data/train" ) ]] \
-    || { echo "resize_restart.sh: -i $input: no gen-data criteo output there" >&2; exit 2; }
-  if [[ -f "$data/train.tsv" ]]; then ctr_rows=$(wc -l < "$data/train.tsv")
-  else ctr_rows=$(cat "$data"/train/* | wc -l); fi
-else
-  echo "$name: generating $ctr_rows CTR training rows..." >&2
-  "$sim" gen-data criteo --out "$data" --rows "$ctr_rows" --test-rows 2000 >/dev/null
-fi
-train="$data/train.tsv"
-[[ -d "$data/train" ]] && train="$data/train"
+criteo_data "$input" "$tmp/criteo"
 ctr=(--model dlrm --dataset "criteo:$train" --test "$data/test.tsv" "${admit[@]}")
 sparse=(--model dlrm --dataset "criteo:$train" --test "$data/test.tsv" --admit-after 1)
 mlp=(--model 784-256-128-10)
