@@ -90,6 +90,12 @@ await_exit() {  # await_exit PID SECONDS: sets $status to the child's exit statu
   [ "$waited" = 0 ] || fail "process $1 still running after $2 s"
 }
 await_training() { await_event "$1" '"event":"train"'; }
+ask_scale() {  # ask_scale TASK FLAGS...: `actorps scale` with TASK's certificate; sets $scaled to
+  # its exit status and $said to its output
+  local as=$1
+  shift
+  set +e; said=$("$bin" scale --chief "$chief_addr" --timeout 60 $(tls "$as") "$@" 2>&1); scaled=$?; set -e
+}
 tls() {  # tls TASK: the TLS flags of TASK's certificate in $dir/certs (scripts/make_certs.sh)
   echo --tls-cert "$dir/certs/${1/:/-}.pem" --tls-key "$dir/certs/${1/:/-}.key" --tls-ca "$dir/certs/ca.pem"
 }

@@ -17,9 +17,6 @@ dir=$(mktemp -d /tmp/actorps-scale-replicas.XXXXXX)
 scale_clusters 1 0  # c.json; grown.json adds ps:2; certificates; $net
 train=(--dataset synthetic --model 784-64-10 --mode sync --batch 32 --steps 300 --eval-every 0
        --seed 5 --no-progress --replicas 1)
-scale() {  # scale N: sets $scaled to the exit status, $said to the output
-  set +e; said=$("$bin" scale --chief "$chief_addr" --ps "$1" --timeout 60 $(tls admin:0) 2>&1); scaled=$?; set -e
-}
 count() { grep -c "$2" "$1" || true; }
 
 echo "== the run never scaled nor killed"
@@ -29,7 +26,7 @@ all_exit_0 plain ps:0 ps:1 worker:0 worker:1
 echo "== grown to 3 shards, each with a standby; the new shard's task killed"
 start_job scaled --slow worker:0=40
 start_spare_ps scaled
-scale 3
+ask_scale admin:0 --ps 3
 [ "$scaled" = 0 ] || fail "the growth to 3 with --replicas 1 exited $scaled: $said"
 grep -q '"event":"resize","from":2,"to":3' "$dir/scaled.jsonl" || fail "no resize event 2 -> 3"
 # the standbys built for the new size: one per shard, after the resize event
@@ -38,7 +35,7 @@ for s in 0 1 2; do
 done
 kill -9 "$pid_scaled_ps_2"
 await_event "$dir/scaled.jsonl" '"event":"failover".*"shard":2'
-scale 2
+ask_scale admin:0 --ps 2
 [ "$scaled" = 2 ] || fail "a shrink after the fail-over exited $scaled: $said"
 grep -q "shard 2 is served by ps:0 since a fail-over" <<< "$said" || fail "the shrink's refusal: $said"
 all_exit_0 scaled ps:0 ps:1 worker:0 worker:1

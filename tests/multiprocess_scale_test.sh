@@ -16,9 +16,6 @@ dir=$(mktemp -d /tmp/actorps-scale.XXXXXX)
 scale_clusters 1 0  # c.json; grown.json adds ps:2; certificates; $net
 train=(--dataset synthetic --model 784-64-10 --mode sync --batch 32 --steps 300 --eval-every 0
        --seed 5 --no-progress)
-scale() {  # scale CERT N: sets $scaled to the exit status, $said to the output
-  set +e; said=$("$bin" scale --chief "$chief_addr" --ps "$2" --timeout 60 $(tls "$1") 2>&1); scaled=$?; set -e
-}
 
 echo "== refused before asking: a bad N (2), no chief there (1)"
 scale_insecure() { set +e; said=$("$bin" scale --insecure --connect-timeout 1 "$@" 2>&1); scaled=$?; set -e; }
@@ -34,23 +31,23 @@ all_exit_0 plain ps:0 ps:1 worker:0 worker:1
 echo "== the same run, grown to 3 shards and shrunk back to 2 while it trains"
 start_job scaled --slow worker:0=40
 start_spare_ps scaled
-scale worker:0 3
+ask_scale worker:0 --ps 3
 [ "$scaled" = 2 ] || fail "a scale request from worker:0's certificate exited $scaled: $said"
 grep -q "only chief:0 and admin:0 may send it" <<< "$said" || fail "worker:0's refusal: $said"
-scale admin:0 4
+ask_scale admin:0 --ps 4
 [ "$scaled" = 2 ] || fail "a growth to 4 without a spare ps:3 exited $scaled: $said"
 grep -q "no spare ps:3" <<< "$said" || fail "the growth to 4's refusal: $said"
 # the growth to 3, and a second request while it is under way (the change takes some 0.5 s)
 "$bin" scale --chief "$chief_addr" --ps 3 --timeout 60 $(tls admin:0) > "$dir/growth.out" 2>&1 &
 growth=$!; pids+=($growth)
 await_event "$dir/scaled-chief.log" "scale from 2 to 3 shards asked"
-scale admin:0 3
+ask_scale admin:0 --ps 3
 [ "$scaled" = 2 ] || fail "a request while a resize is under way exited $scaled: $said"
 grep -q "a resize to 3 shards is under way already" <<< "$said" || fail "its refusal: $said"
 await_exit "$growth" 60
 [ "$status" = 0 ] || fail "the growth to 3 exited $status: $(cat "$dir/growth.out")"
 grep -q '"event":"resize","from":2,"to":3' "$dir/scaled.jsonl" || fail "no resize event 2 -> 3"
-scale admin:0 2
+ask_scale admin:0 --ps 2
 [ "$scaled" = 0 ] || fail "the shrink to 2 exited $scaled: $said"
 grep -q '"event":"resize","from":3,"to":2' "$dir/scaled.jsonl" || fail "no resize event 3 -> 2"
 await_exit "$pid_scaled_ps_2" 60

@@ -26,9 +26,8 @@ spare() {  # spare NAME TASK: TASK of grown.json joins as a spare
   await_event "$dir/$1.jsonl" "\"event\":\"spare\".*\"task\":\"$2\""
 }
 scale() {  # scale FLAGS...: fails unless the chief did it
-  local said
-  said=$("$bin" scale --chief "$chief_addr" --timeout 60 $(tls admin:0) "$@" 2>&1) \
-    || fail "scale $*: $said"
+  ask_scale admin:0 "$@"
+  [ "$scaled" = 0 ] || fail "scale $*: $said"
 }
 samples_planned() {  # samples_planned NAME: the summary's samples are the planned samples
   local line
