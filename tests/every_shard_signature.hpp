@@ -78,10 +78,14 @@ inline std::vector<std::string> ask_every_signature(shard_fixture& f, const ps_s
   note("restore", ask_outcome<caf::ok_atom>(f, to, ok, restore_atom::value, image,
                                             std::vector<uint32_t>{0}));
   // a live resize's hand-over under the placement now (no row leaves), and the move back in
-  note("hand-over", ask_outcome<wire_buffer>(f, to, bytes, resize_atom::value, int64_t{2},
-                                             f.spec.bucket_shards));
+  note("hand-over", ask_outcome<std::vector<wire_buffer>>(f, to, [&](std::vector<wire_buffer>& v) {
+    std::string out = std::to_string(v.size()) + " files:";
+    for (auto& b : v) out += " " + bytes(b);
+    return out;
+  }, resize_atom::value, int64_t{2}, f.spec.bucket_shards));
   note("move", ask_outcome<caf::ok_atom>(f, to, ok, restore_atom::value, resize_atom::value,
-                                         image, std::vector<uint32_t>{1}));
+                                         image, std::vector<wire_buffer>{},
+                                         std::vector<uint32_t>{1}));
   (*f.self)->send(to, leave_atom::value, int32_t{0});
   note("rejoin", ask_outcome<int64_t>(f, to, number, rejoin_atom::value, int32_t{0}));
   note("admit", ask_outcome<caf::ok_atom>(f, to, ok, admit_atom::value, int32_t{0}, int64_t{2},

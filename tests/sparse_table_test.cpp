@@ -431,6 +431,58 @@ TEST_CASE("sparse table buckets that move: rows out of one table, into another, 
   check_same_rows(destination.export_rows(), held);
 }
 
+TEST_CASE("sparse table rows split by destination: each part as its own key test exports it") {
+  // A shard's hand-over addressed to each new shard: key % 4 == 0 stays, 1, 2 and 3 go to
+  // parts 0, 1 and 2; in a table whose pending counts are a sketch the parts carry none, and a
+  // table that takes them keeps its own.
+  for (uint32_t memory : {0u, 4096u}) {
+    CAPTURE(memory);
+    auto cfg = config(2, row_optimizer_kind::adam, row_init::normal, 0.2f);
+    cfg.admit_after = 2;
+    cfg.admission_memory = memory;
+    const auto keys = keys_for(600);
+    sparse_table table(cfg, 3, 1);
+    push_rounds(table, keys, 400, 0, 8);
+    const sparse_table::key_part to = [](uint64_t key, const void*) {
+      return static_cast<int32_t>(key % 4) - 1;
+    };
+    const auto parts = table.export_parts(to, nullptr, 3);
+    REQUIRE(parts.size() == 3);
+    std::size_t rows = 0;
+    for (uint32_t p = 0; p < 3; ++p) {
+      CAPTURE(p);
+      const sparse_table::key_filter mine[] = {
+        [](uint64_t key, const void*) { return key % 4 == 1; },
+        [](uint64_t key, const void*) { return key % 4 == 2; },
+        [](uint64_t key, const void*) { return key % 4 == 3; }};
+      const auto alone = table.export_rows_of(mine[p], nullptr);
+      CHECK(!parts[p].keys.empty());
+      check_same_rows(parts[p], alone);
+      CHECK(parts[p].clocks == alone.clocks);
+      CHECK(parts[p].sketch.depth == 0);
+      CHECK((alone.sketch.depth > 0) == (memory > 0));
+      CHECK(parts[p].pending_keys.empty() == (memory > 0));
+      rows += parts[p].keys.size();
+    }
+    const sparse_table::key_filter staying = [](uint64_t key, const void*) { return key % 4 == 0; };
+    CHECK(rows + table.export_rows_of(staying, nullptr).keys.size() == table.rows());
+    CHECK(table.admission_state().depth == (memory > 0 ? table.export_rows().sketch.depth : 0));
+    // taken by a table that has a sketch of its own: the rows come, its sketch stays
+    sparse_table other(cfg, 3, 1);
+    push_rounds(other, keys_for(600, 7), 400, 0, 2);
+    const auto sketch_before = other.admission_state();
+    sparse_table empty(cfg, 3, 1);
+    empty.take_rows(parts[1]);
+    check_same_rows(empty.export_rows(), parts[1]);
+    if (memory > 0) {
+      sparse_table with_sketch(cfg, 3, 1);
+      with_sketch.import_rows(other.export_rows());
+      with_sketch.take_rows(parts[2]);
+      CHECK(with_sketch.admission_state().counters == sketch_before.counters);
+    }
+  }
+}
+
 TEST_CASE("sparse table apply refuses a bad lr_scale and changes nothing") {
   sparse_table table(config(2, row_optimizer_kind::sgd), 1, 0);
   const uint64_t key = 1;

@@ -5,7 +5,8 @@
 //   arm_next_resize   training: every shard is asked, ahead of it, for its hand-over at clock C
 //                     under the new placement (each holds the request until its clock reaches
 //                     C): its dense blocks and the rows (with optimizer state, touches, clocks)
-//                     and pending counts of the keys whose bucket goes to another shard; every
+//                     and pending counts of the keys whose bucket goes to another shard, split
+//                     by that shard; every
 //                     worker pauses before computing clock C (worker_config::pause_at; across
 //                     processes told by message first: worker_pause.cpp), so in every mode that
 //                     state holds exactly the pushes of the clocks before C
@@ -18,9 +19,10 @@
 //                     spare_tasks.cpp, and spare worker tasks for new workers,
 //                     spare_workers.cpp), and a resize episode, an actor of its own
 //                     (resize_episode.cpp draws its steps: decoding -> cutting -> moving -> done
-//                     | failed), cuts the hand-overs for the new placement and has every shard
-//                     of the new size take its part: the rows of the buckets a shard keeps stay
-//                     where they are, only the moving ones and the dense blocks go through here
+//                     | failed), cuts the dense hand-overs for the new placement and has every
+//                     shard of the new size take its part and the rows handed to it: the rows
+//                     of the buckets a shard keeps stay where they are, the moving ones come as
+//                     their old shard split them, addressed to it
 //   finish_resize     every worker starts again at clock C (its data where it was then; after a
 //                     change of workers, its share of what no worker had trained: data_plan.hpp)
 //                     and the evaluator on the new shards; training resumes, the next change is
@@ -38,9 +40,9 @@
 // after any lost shard (rollback.cpp; the change is made by restoring it at the new size). A
 // rollback begun before the hand-overs are in hand asks for them again once it has resumed.
 //
-// What is not done yet: the move is a stop at C (the workers wait while the moving rows go
-// through the chief); copying the moving buckets while training goes on, then freezing only
-// them, is the next step.
+// What is not done yet: the move is a stop at C (the workers wait while the moving rows are
+// exported, passed on and taken); copying the moving buckets while training goes on, then
+// freezing only them, is the next step.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -114,7 +116,21 @@ void run_resize_episode(self_ptr self) {
   auto& st = self->state;
   resize_plan plan;
   plan.after = st.cfg.spec;
-  plan.states = st.resize.states;  // shares the bytes: kept for a restore again
+  for (const auto& files : st.resize.states) {  // shares the bytes
+    plan.states.push_back(files.front());
+    for (std::size_t s = 1; s < files.size(); ++s)
+      if (files[s].size_bytes() > 0) {
+        if (plan.rows.size() < s) plan.rows.resize(s);
+        plan.rows[s - 1].push_back(files[s]);
+      }
+  }
+  if (plan.rows.size() > st.shards.size())  // rows for a shard the run does not have
+    return fail_run(self, "resizing the shards failed",
+                    caf::make_error(caf::sec::runtime_error,
+                                    "a hand-over holds rows for shard "
+                                      + std::to_string(plan.rows.size() - 1) + " of "
+                                      + std::to_string(st.shards.size())));
+  plan.rows.resize(st.shards.size());
   plan.shards = st.shards;
   plan.incarnations = st.incarnation;
   plan.request_timeout = st.cfg.request_timeout;
@@ -164,7 +180,7 @@ void share_out_data(chief_state& st, int32_t workers, int64_t clock) {
   st.data_spans.assign(n, {chief_state::data_span{clock, no_end, clock}});
 }
 
-void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
+void begin_resize(self_ptr self, std::vector<std::vector<wire_buffer>> states) {
   auto& st = self->state;
   const auto planned = st.cfg.resizes[st.resizes_done++];
   st.resize_asked = false;
@@ -186,7 +202,8 @@ void begin_resize(self_ptr self, std::vector<wire_buffer> states) {
   auto& r = st.resize;
   r = {st.cfg.spec.shards, shards, st.cfg.spec.workers, workers, planned.at_clock, 0, 0,
        std::chrono::steady_clock::now(), std::move(states), 0, {}};
-  for (const auto& h : r.states) r.handed_over += h.size_bytes();
+  for (const auto& files : r.states)
+    for (const auto& h : files) r.handed_over += h.size_bytes();
   for (const auto& m : moves) {
     r.buckets += m.buckets.size();
     r.blocks += m.blocks.size();
@@ -235,7 +252,7 @@ namespace {
 /// clocks under the old placement, and once they are restored for the new one they keep none of
 /// them (the checkpoint at the change's own clock would be lost). Then the change begins.
 void checkpoints_then_resize(self_ptr self, int64_t clock, uint64_t generation,
-                             std::shared_ptr<std::vector<wire_buffer>> states) {
+                             std::shared_ptr<std::vector<std::vector<wire_buffer>>> states) {
   auto& st = self->state;
   // The states at `clock` show that every worker pushed every clock before it; their reports of
   // those clocks, by which a checkpoint comes due, may still be on their way.
@@ -264,16 +281,21 @@ void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
     return fail_run(self, "resizing the shards failed",
                     caf::make_error(caf::sec::runtime_error, e.what()));
   }
-  ask_each<wire_buffer>(
+  ask_each<std::vector<wire_buffer>>(
     st.shards.size(),
     [&](std::size_t s) {  // held by each shard until it reaches the clock: no timeout
       return self->request(st.shards[s], caf::infinite, resize_atom::value, clock, placement);
     },
-    [=](std::vector<wire_buffer> states) {
+    [=](std::vector<std::vector<wire_buffer>> states) {
       auto& st = self->state;
       if (st.resize_generation != generation || st.phase != run_phase::training) return;
-      checkpoints_then_resize(self, clock, generation,
-                              std::make_shared<std::vector<wire_buffer>>(std::move(states)));
+      for (const auto& files : states)
+        if (files.empty())
+          return fail_run(self, "resizing the shards failed",
+                          caf::make_error(caf::sec::runtime_error, "an empty hand-over"));
+      checkpoints_then_resize(
+        self, clock, generation,
+        std::make_shared<std::vector<std::vector<wire_buffer>>>(std::move(states)));
     },
     [=](caf::error& err) {
       auto& st = self->state;

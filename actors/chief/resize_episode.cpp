@@ -1,6 +1,7 @@
 // A resize episode (resize_episode.hpp): every old shard has handed over, at the clock of the
-// change, its dense blocks and the rows of its buckets that go to another shard (keeping them all
-// until it moves), and no worker runs; the chief spawns this actor and asks it (resize). Its steps:
+// change, its dense blocks and sketches, and the rows of its buckets that go to another shard
+// split by that shard (keeping them all until it moves), and no worker runs; the chief spawns
+// this actor and asks it (resize). Its steps:
 //
 //   asked --(resize)--> decoding --(all read)--> cutting --(a part per shard)--> moving
 //                          |                        |                               |
@@ -9,19 +10,21 @@
 //                        failed <-------------------+--------(a shard refused)------+
 //   moving --(every shard ok)--> done
 //
-//   decoding    every hand-over read, each by an actor of its own (the workers are stopped:
-//               every core may read)
-//   cutting     the hand-overs cut for the new size (checkpoint_resize.hpp): every shard of the
-//               new size gets every dense block of its new layout and the rows of the buckets it
-//               gains, nothing lost or doubled; each part cut by an actor of its own
-//   moving      every shard of the new size takes its part under the new spec (move_in: the rows
-//               of the buckets it keeps stay where they are, those it gives away go), with every
-//               worker's new incarnation (a push of the stopped workers still on its way is
-//               refused); the shards that leave are the chief's to stop. A shard the resize
-//               spawned that is lost is spawned again by the chief, which names the replacement
-//               (resize, s, replacement): its part goes there.
-//   done        the answer: the bytes that changed shard, the time to read and cut the hand-overs
-//               and the time the shards took to take their parts; then it quits
+//   decoding    every dense hand-over read, each by an actor of its own (the workers are
+//               stopped: every core may read)
+//   cutting     the dense hand-overs cut for the new size (checkpoint_resize.hpp): every shard
+//               of the new size gets every dense block of its new layout and the sketches of
+//               the old shards that held its buckets, nothing lost or doubled; each part cut by
+//               an actor of its own. The rows are not read here: each old shard split them by
+//               destination already.
+//   moving      every shard of the new size takes its part and the rows handed to it under the
+//               new spec (move_in: the rows of the buckets it keeps stay where they are, those it
+//               gives away go), with every worker's new incarnation (a push of the stopped
+//               workers still on its way is refused); the shards that leave are the chief's to
+//               stop. A shard the resize spawned that is lost is spawned again by the chief,
+//               which names the replacement (resize, s, replacement): its part goes there.
+//   done        the answer: the bytes that changed shard, the time to read and cut the dense
+//               hand-overs and the time the shards took to take their parts; then it quits
 //   failed      the answer is the error
 //
 // The chief lost: the episode quits (it monitors it).
@@ -101,7 +104,7 @@ void send_part(episode self, std::size_t s) {
   auto& st = self->state;
   const auto shard = st.plan.shards[s];
   self->request(shard, st.plan.request_timeout, restore_atom::value, resize_atom::value,
-                st.parts[s], st.plan.incarnations)
+                st.parts[s], st.plan.rows[s], st.plan.incarnations)
     .then(
       [=](caf::ok_atom) {
         auto& st = self->state;
@@ -128,6 +131,8 @@ behavior moving(episode self, std::vector<wire_buffer> parts, uint64_t moved) {
   st.moved.assign(st.parts.size(), false);
   st.waiting = st.parts.size();
   st.moved_bytes = moved;
+  for (const auto& rows : st.plan.rows)
+    for (const auto& part : rows) st.moved_bytes += shard_checkpoint_row_bytes(part);
   for (std::size_t s = 0; s < st.parts.size(); ++s) send_part(self, s);
   return {busy(), replaced(self)};
 }
@@ -144,7 +149,8 @@ behavior cutting(episode self, std::vector<shard_checkpoint_view> decoded) {
     return {busy(), replaced(self)};
   }
   plan.states.clear();  // read: the cut holds them
-  if (static_cast<std::size_t>(plan.after.shards) != plan.shards.size()) {
+  if (static_cast<std::size_t>(plan.after.shards) != plan.shards.size()
+      || plan.rows.size() != plan.shards.size()) {
     fail(self, make_error(errc::wrong_shard, std::to_string(plan.after.shards) + " states for "
                                                + std::to_string(plan.shards.size()) + " shards"));
     return {busy(), replaced(self)};

@@ -1,9 +1,9 @@
 // A resize episode: the actor that moves a run onto another number of shards at a clock
 // boundary, spawned by the chief (resize.cpp has the chief's steps around it) once every shard
-// has handed over, at that clock, what leaves it (its dense blocks and the rows of the buckets
-// the new placement gives another shard) and the workers are stopped. The chief asks it
-// (resize); the answer is its report: what moved, or why it could not. resize_episode.cpp draws
-// its steps.
+// has handed over, at that clock, what leaves it (its dense blocks, and the rows of the buckets
+// the new placement gives another shard, addressed to that shard) and the workers are stopped.
+// The chief asks it (resize); the answer is its report: what moved, or why it could not.
+// resize_episode.cpp draws its steps.
 #pragma once
 
 #include "actors/protocol/messages.hpp"
@@ -18,8 +18,8 @@
 namespace actorps {
 
 /// A resize episode: (resize) -> the bytes of the buckets' rows and the dense blocks (with
-/// their optimizer state) that changed shard, the milliseconds the hand-overs took to read and
-/// cut and those the shards took to take their parts; or the error that stopped it. Asked once;
+/// their optimizer state) that changed shard, the milliseconds the dense hand-overs took to read
+/// and cut and those the shards took to take their parts; or the error that stopped it. Asked once;
 /// it quits after answering, or once the actor that spawned it goes down.
 /// (resize, s, replacement): shard s of the new size, one the resize spawned (it held nothing
 /// before), was lost and spawned again: its part goes to the replacement. The loss of any other
@@ -31,9 +31,12 @@ using resize_episode_actor =
 /// What a resize episode is given: everything it needs, nothing of the chief's state.
 struct resize_plan {
   train_spec after;                    ///< the run's spec at the new size (resized_spec)
-  /// Every old shard's hand-over at the clock of the change (ShardCheckpoint, in shard order,
-  /// under the old spec: its dense blocks and the rows of the buckets that leave it).
+  /// Every old shard's hand-over of its dense blocks and admission sketches at the clock of the
+  /// change (ShardCheckpoint, in shard order, under the old spec).
   std::vector<wire_buffer> states;
+  /// For each shard of the new size, the rows the old shards hand it (the hand-overs' [1 + s]:
+  /// the buckets it gains), passed on as they are.
+  std::vector<std::vector<wire_buffer>> rows;
   /// The shards of the new size, in shard order: the old ones that stay (each keeps the rows of
   /// its buckets that stay), then the new ones (empty).
   std::vector<ps_shard_actor> shards;

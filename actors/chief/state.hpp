@@ -175,9 +175,9 @@ struct chief_state {
     int64_t clock = 0;            // the clock boundary of the change
     std::size_t buckets = 0, blocks = 0;  // that change shard
     time_point frozen;            // every shard's hand-over at the clock was in hand
-    // The old shards' hand-overs at the clock (shared bytes): their dense blocks and the rows
-    // of the buckets that leave them.
-    std::vector<wire_buffer> states;
+    // The old shards' hand-overs at the clock (shared bytes), by old shard: [0] its dense
+    // blocks and sketches, [1 + s] the rows of the buckets that leave it for shard s.
+    std::vector<std::vector<wire_buffer>> states;
     uint64_t handed_over = 0;     // their bytes
     // shards the resize spawned, lost while the parts moved and given theirs again, and when
     std::vector<std::pair<int32_t, time_point>> lost;

@@ -339,8 +339,9 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
         [=](restore_atom a, const wire_buffer& x, const std::vector<uint32_t>& y) {
           return self->delegate(remote, a, x, y);
         },
-        [=](restore_atom a, resize_atom b, const wire_buffer& x, const std::vector<uint32_t>& y) {
-          return self->delegate(remote, a, b, x, y);
+        [=](restore_atom a, resize_atom b, const wire_buffer& x,
+            const std::vector<wire_buffer>& p, const std::vector<uint32_t>& y) {
+          return self->delegate(remote, a, b, x, p, y);
         },
         [=](resize_atom a, int64_t c, const std::vector<uint16_t>& p) {
           return self->delegate(remote, a, c, p);

@@ -176,6 +176,18 @@ int64_t shard_checkpoint_delta_since(const wire_buffer& buf) {
   return since ? *since : -1;
 }
 
+uint64_t shard_checkpoint_row_bytes(const wire_buffer& buf) {
+  auto bytes = decode<uint64_t>(buf, "shard checkpoint", [](capnp::MessageReader& reader) {
+    uint64_t n = 0;
+    for (auto t : reader.getRoot<wire::ShardCheckpoint>().getSparse())
+      for (auto data : {t.getKeys(), t.getValues(), t.getState(), t.getTouches(), t.getSteps(),
+                        t.getClocks(), t.getPendingKeys(), t.getPendingCounts()})
+        n += data.size();
+    return caf::expected<uint64_t>(n);
+  });
+  return bytes ? *bytes : 0;
+}
+
 caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf) {
   using result = caf::expected<shard_checkpoint_view>;
   return decode<shard_checkpoint_view>(buf, "shard checkpoint", [](capnp::MessageReader& reader) -> result {

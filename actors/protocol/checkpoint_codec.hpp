@@ -89,6 +89,10 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run);
 /// the rest.
 int64_t shard_checkpoint_delta_since(const wire_buffer& buf);
 
+/// The bytes of a ShardCheckpoint's sparse rows and pending counts (keys, values, optimizer
+/// state, touches, steps, clocks; pending keys and counts), read in place; 0 when unreadable.
+uint64_t shard_checkpoint_row_bytes(const wire_buffer& buf);
+
 caf::expected<shard_checkpoint_view> decode_shard_checkpoint(const wire_buffer& buf);
 caf::expected<run_checkpoint> decode_run_checkpoint(const wire_buffer& buf);
 

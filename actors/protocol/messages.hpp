@@ -220,15 +220,18 @@ using ps_shard_actor = typed_actor_with_verbs<shard_verbs,
   // checkpoints are answered with rolled_back.
   caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
   // --- a live resize: the buckets and blocks that change shard move, the rest stays ---
-  // (resize, clock, placement) -> ShardCheckpoint: at `clock` (held until min reaches it,
-  // refused once past): every dense block the shard holds and the rows and pending counts of
-  // the keys whose bucket the new placement gives another shard; the shard keeps it all.
-  caf::replies_to<resize_atom, int64_t, std::vector<uint16_t>>::with<wire_buffer>,
-  // (restore, resize, ShardCheckpoint, incarnations) -> ok: goes on under the file's spec: its
-  // dense blocks, the rows of the buckets the shard keeps left where they are, those it gives
-  // away dropped, the file's rows taken in; every worker live at its clock with the given
-  // incarnation (held requests: rolled_back). A shard not initialised takes it as a restore.
-  caf::replies_to<restore_atom, resize_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
+  // (resize, clock, placement) -> ShardCheckpoints: at `clock` (held until min reaches it,
+  // refused once past): [0] every dense block the shard holds and each table's admission
+  // sketch, [1 + s] the rows and pending counts of the keys whose bucket the new placement
+  // gives shard s (empty where none); the shard keeps it all.
+  caf::replies_to<resize_atom, int64_t, std::vector<uint16_t>>::with<std::vector<wire_buffer>>,
+  // (restore, resize, ShardCheckpoint, parts, incarnations) -> ok: goes on under the file's
+  // spec: its dense blocks and sketches, the rows of the buckets the shard keeps left where they
+  // are, those it gives away dropped, the rows of the file and of the parts (hand-overs'
+  // [1 + s]) taken in; every worker live at its clock with the given incarnation (held
+  // requests: rolled_back). A shard not initialised takes them into empty tables.
+  caf::replies_to<restore_atom, resize_atom, wire_buffer, std::vector<wire_buffer>,
+                  std::vector<uint32_t>>::with<caf::ok_atom>,
   // --- hot standby (replication.hpp); sent by the primary to its standby, or by the chief ---
   // (replicate, Push) -> ok: the standby applies a push its primary accepted, as the primary will.
   caf::replies_to<replicate_atom, wire_buffer>::with<caf::ok_atom>,

@@ -157,15 +157,16 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
 }
 
 /// Installs a ShardCheckpoint's state under its spec: its dense blocks, and its sparse rows
-/// imported whole (a restore), or with `moving` (a live resize's part, move_in) taken in beside
-/// the rows of the buckets this shard keeps, the rows of those it gives away dropped (a shard
-/// not initialised takes a part as a restore). Every worker is live at the file's clock with
-/// `incarnations`; held pulls and checkpoints are answered with rolled_back, `why` and the clock.
+/// imported whole (a restore), or with `resize` (a live resize's part, move_in) taken in with
+/// the rows of `parts` beside the rows of the buckets this shard keeps, the rows of those it
+/// gives away dropped (a shard not initialised takes them into empty tables). Every worker is
+/// live at the file's clock with `incarnations`; held pulls and checkpoints are answered with
+/// rolled_back, `why` and the clock.
 caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
                               std::vector<uint32_t> incarnations, const std::string& why,
-                              bool moving = false) {
-  moving = moving && st.initialized();
-  const char* verb = moving ? "move" : "restore";
+                              bool resize = false, const std::vector<wire_buffer>& parts = {}) {
+  const bool moving = resize && st.initialized();
+  const char* verb = resize ? "move" : "restore";
   if (moving) {
     // A part of a resize the run has gone back from since (a restore under newer
     // incarnations came first): refused, so that it cannot undo the restore.
@@ -177,8 +178,19 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
   }
   auto saved = decode_shard_checkpoint(buf);
   if (!saved) return drop(st, verb, saved.error());
-  if (moving && saved->delta_since >= 0)
+  if (resize && saved->delta_since >= 0)
     return drop(st, verb, make_error(errc::checkpoint_failed, "a delta is no resize's part"));
+  std::vector<std::vector<sparse_table_rows>> rows;  // the parts' rows
+  for (const auto& part : parts) {
+    auto view = decode_shard_checkpoint(part);
+    if (!view) return drop(st, verb, view.error());
+    if (view->delta_since >= 0 || view->clock != saved->clock || !view->blocks.empty())
+      return drop(st, verb, make_error(errc::checkpoint_failed,
+                                       "a part of the resize at clock "
+                                         + std::to_string(saved->clock)
+                                         + " holds a delta, dense blocks or another clock"));
+    rows.push_back(std::move(view->sparse));
+  }
   auto layout = layout_for(st, saved->spec);
   if (!layout) return drop(st, verb, layout.error());
   if (auto err = check_shard_checkpoint(*saved, **layout, st.shard,
@@ -197,8 +209,9 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
                 opt.slots * b.size * sizeof(float));
   }
   shard_tables tables;
-  if (moving) {
-    if (auto err = st.tables.move_to(saved->spec, saved->sparse, saved->clock))
+  if (resize) {
+    if (!moving) st.tables = shard_tables(saved->spec, st.shard, st.config.bounds.max_parameter);
+    if (auto err = st.tables.move_to(saved->spec, saved->sparse, rows, saved->clock))
       return drop(st, verb, std::move(err));
     tables = std::move(st.tables);
   } else {
@@ -215,7 +228,8 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
 
 /// (restore, ...) and move_in: the state installed once the standby's queue is empty.
 caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
-                                     std::vector<uint32_t> incarnations, bool moving) {
+                                     std::vector<uint32_t> incarnations, bool moving,
+                                     std::vector<wire_buffer> parts = {}) {
   if (auto err = refused_unless_chief(self, moving ? "move" : "restore")) return err;
   auto& st = self->state;
   // The standby holds the state being replaced: the chief builds a new one from the restored
@@ -224,7 +238,8 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
   auto restore = [=](const std::vector<uint32_t>& incarnations) -> caf::error {
     auto& st = self->state;
     auto err = install_checkpoint(st, buf, incarnations,
-                                  moving ? "moved to clock " : "restored to clock ", moving);
+                                  moving ? "moved to clock " : "restored to clock ", moving,
+                                  parts);
     if (!err)
       log_line(st.who(), (moving ? "took its part of the resize at clock "
                                  : "restored to the checkpoint at clock ")
@@ -244,8 +259,9 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
 }
 
 caf::result<caf::ok_atom> move_in(self_ptr self, const wire_buffer& buf,
+                                  const std::vector<wire_buffer>& parts,
                                   std::vector<uint32_t> incarnations) {
-  return on_restore(self, buf, std::move(incarnations), true);
+  return on_restore(self, buf, std::move(incarnations), true, parts);
 }
 
 caf::result<wire_buffer> on_pull(self_ptr self, int32_t worker, int64_t clock) {
@@ -480,7 +496,7 @@ caf::result<file_record> on_checkpoint(self_ptr self, const std::string& dir, in
     write_checkpoint(self, dir, clock, since, promise);
   } else {
     expect_checkpoint(st, clock);
-    st.held_checkpoints.push_back({dir, clock, promise, {}, since, nullptr});
+    st.held_checkpoints.push_back({dir, clock, promise, {}, since, nullptr, {}});
   }
   return promise;
 }
@@ -499,7 +515,7 @@ caf::result<wire_buffer> on_checkpoint_bytes(self_ptr self, int64_t clock, int64
     return passed_without_snapshot(st, clock);
   auto promise = self->make_response_promise<wire_buffer>();
   expect_checkpoint(st, clock);
-  st.held_checkpoints.push_back({"", clock, {}, promise, since, nullptr});
+  st.held_checkpoints.push_back({"", clock, {}, promise, since, nullptr, {}});
   return promise;
 }
 
@@ -656,10 +672,12 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
     [=](restore_atom, const wire_buffer& buf, std::vector<uint32_t>& incarnations) {
       return on_restore(self, buf, std::move(incarnations), false);
     },
-    [=](restore_atom, resize_atom, const wire_buffer& buf, std::vector<uint32_t>& incarnations) {
-      return move_in(self, buf, std::move(incarnations));
+    [=](restore_atom, resize_atom, const wire_buffer& buf, const std::vector<wire_buffer>& parts,
+        std::vector<uint32_t>& incarnations) {
+      return move_in(self, buf, parts, std::move(incarnations));
     },
-    [=](resize_atom, int64_t clock, std::vector<uint16_t>& placement) -> caf::result<wire_buffer> {
+    [=](resize_atom, int64_t clock,
+        std::vector<uint16_t>& placement) -> caf::result<std::vector<wire_buffer>> {
       if (auto err = refused_unless_chief(self, "resize")) return err;
       return hand_over(self, clock, std::move(placement));
     },

@@ -156,12 +156,27 @@ wire_buffer export_state(ps_shard_state& st, int64_t clock, int64_t since) {
   return bytes;
 }
 
-/// A hand-over's bytes at the clock now (hand_over).
-wire_buffer hand_over_state(const ps_shard_state& st, int64_t clock,
-                            const std::vector<uint16_t>& placement) {
-  return encode_shard_checkpoint(
+/// A hand-over's files at the clock now (hand_over): the dense blocks and sketches, then the
+/// rows for each new shard.
+std::vector<wire_buffer> hand_over_state(const ps_shard_state& st, int64_t clock,
+                                         const std::vector<uint16_t>& placement) {
+  std::vector<wire_buffer> out;
+  out.push_back(encode_shard_checkpoint(
     st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
-    st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.export_moving(placement));
+    st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.admission_states()));
+  shard_checkpoint_view rows;  // no dense blocks
+  rows.spec = st.spec;
+  rows.shard = st.shard;
+  rows.clock = clock;
+  rows.optimizer_step = static_cast<uint64_t>(st.opt.step);
+  rows.newest_clock = st.newest_clock;
+  for (auto& part : st.tables.export_moving(placement)) {
+    bool any = false;
+    for (const auto& t : part) any = any || !t.keys.empty() || !t.pending_keys.empty();
+    rows.sparse = std::move(part);
+    out.push_back(any ? encode_shard_checkpoint(st.spec, rows) : wire_buffer{});
+  }
+  return out;
 }
 
 /// Answers the export requests (and hand-overs) whose clock min has reached (`now`).
@@ -173,7 +188,7 @@ void answer_exports(ps_shard_state& st, int64_t now) {
       ++keep;
       continue;
     }
-    if (h.moving_to) h.bytes.deliver(hand_over_state(st, h.clock, *h.moving_to));
+    if (h.moving_to) h.parts.deliver(hand_over_state(st, h.clock, *h.moving_to));
     else h.bytes.deliver(export_state(st, h.clock, h.since));
   }
   st.held_exports.erase(keep, st.held_exports.end());
@@ -196,11 +211,12 @@ caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t s
                       "clock " + std::to_string(clock) + " had passed (the shard is at clock "
                         + std::to_string(st.clocks.progress()) + ")");
   auto promise = self->make_response_promise<wire_buffer>();
-  st.held_exports.push_back({"", clock, {}, promise, since, nullptr});
+  st.held_exports.push_back({"", clock, {}, promise, since, nullptr, {}});
   return promise;
 }
 
-caf::result<wire_buffer> hand_over(self_ptr self, int64_t clock, std::vector<uint16_t> placement) {
+caf::result<std::vector<wire_buffer>> hand_over(self_ptr self, int64_t clock,
+                                                std::vector<uint16_t> placement) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
   if (placement.size() != st.spec.bucket_shards.size())
@@ -212,11 +228,11 @@ caf::result<wire_buffer> hand_over(self_ptr self, int64_t clock, std::vector<uin
     return make_error(errc::checkpoint_clock_passed,
                       "clock " + std::to_string(clock) + " had passed (the shard is at clock "
                         + std::to_string(st.clocks.progress()) + ")");
-  auto promise = self->make_response_promise<wire_buffer>();
-  held_checkpoint h{"", clock, {}, promise, -1, nullptr};
+  held_checkpoint h{"", clock, {}, {}, -1, nullptr, {}};
   h.moving_to = std::make_shared<const std::vector<uint16_t>>(std::move(placement));
-  st.held_exports.push_back(std::move(h));
-  return promise;
+  h.parts = self->make_response_promise<std::vector<wire_buffer>>();
+  st.held_exports.push_back(h);
+  return h.parts;
 }
 
 void checkpoint_committed(self_ptr self, int64_t clock, int64_t next_since) {

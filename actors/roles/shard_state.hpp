@@ -64,11 +64,14 @@ struct held_checkpoint {
   caf::typed_response_promise<file_record> written;
   caf::typed_response_promise<wire_buffer> bytes;
   int64_t since = -1;  ///< a delta's predecessor clock (-1: the whole state)
-  /// A live resize's hand-over (hand_over): the new bucket placement; null for an export.
+  /// A live resize's hand-over (hand_over): the new bucket placement, and where its parts go;
+  /// null for an export.
   std::shared_ptr<const std::vector<uint16_t>> moving_to;
+  caf::typed_response_promise<std::vector<wire_buffer>> parts;
 
   void fail(const caf::error& err) {
-    if (dir.empty()) bytes.deliver(err);
+    if (moving_to) parts.deliver(err);
+    else if (dir.empty()) bytes.deliver(err);
     else written.deliver(err);
   }
 };
@@ -272,17 +275,21 @@ bool snapshot_at_rest(self_ptr self, int64_t clock, std::optional<int64_t> wante
 /// the shard cannot tell them); refused with checkpoint_clock_passed when min has passed it.
 caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t since);
 /// (resize, clock, placement): a live resize's hand-over at `clock`, now or once min reaches
-/// it (refused with checkpoint_clock_passed when min has passed it): every dense block this
-/// shard holds with its optimizer state, and the rows and pending counts of the keys whose
-/// bucket `placement` gives to another shard (a ShardCheckpoint under the spec now). The shard
-/// keeps all of it, serving as before, until it moves (move_in).
-caf::result<wire_buffer> hand_over(self_ptr self, int64_t clock, std::vector<uint16_t> placement);
-/// (restore, resize, ShardCheckpoint, incarnations): goes on under the file's spec at its clock:
-/// every dense block of the new layout from the file, the rows of the buckets it keeps where they
-/// are, those it gives away dropped, the file's rows (the buckets it gains) taken in; every
-/// worker live at that clock with the given incarnation. An uninitialised shard (one the resize
-/// spawned) takes the file as a restore. Held requests are answered with rolled_back.
+/// it (refused with checkpoint_clock_passed when min has passed it), as ShardCheckpoints under
+/// the spec now: [0] every dense block this shard holds with its optimizer state, and each
+/// table's admission sketch; [1 + s] the rows and pending counts of the keys whose bucket
+/// `placement` gives to shard s (empty for this shard and where nothing goes). The shard keeps
+/// all of it, serving as before, until it moves (move_in).
+caf::result<std::vector<wire_buffer>> hand_over(self_ptr self, int64_t clock,
+                                                std::vector<uint16_t> placement);
+/// (restore, resize, ShardCheckpoint, parts, incarnations): goes on under the file's spec at
+/// its clock: every dense block of the new layout and each table's admission sketch from the
+/// file, the rows of the buckets it keeps where they are, those it gives away dropped, the rows
+/// of the file and of every part (the buckets it gains: hand-overs' [1 + s]) taken in; every
+/// worker live at that clock with the given incarnation. An uninitialised shard (one the
+/// resize spawned) takes them into empty tables. Held requests are answered with rolled_back.
 caf::result<caf::ok_atom> move_in(self_ptr self, const wire_buffer& buf,
+                                  const std::vector<wire_buffer>& parts,
                                   std::vector<uint32_t> incarnations);
 
 // --- pushes and the rising min clock (shard_pushes.cpp) -------------------------------------

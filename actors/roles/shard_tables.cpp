@@ -157,7 +157,8 @@ void shard_tables::track_removed(bool on) {
 
 namespace {
 
-/// sparse_table::key_filter's context for a move: the keys whose new shard is not `shard`.
+/// sparse_table's key_filter and key_part for a move: the keys whose new shard is not `shard`,
+/// each sent to its new shard's part.
 struct leaving {
   const std::vector<uint16_t>* placement;
   int32_t shard;
@@ -166,41 +167,64 @@ struct leaving {
     const auto& l = *static_cast<const leaving*>(self);
     return shard_of_key(*l.placement, key) != l.shard;
   }
+  static int32_t part(uint64_t key, const void* self) {
+    const auto& l = *static_cast<const leaving*>(self);
+    const auto s = shard_of_key(*l.placement, key);
+    return s == l.shard ? -1 : s;
+  }
 };
 
 } // namespace
 
-std::vector<sparse_table_rows> shard_tables::export_moving(
+std::vector<std::vector<sparse_table_rows>> shard_tables::export_moving(
   const std::vector<uint16_t>& placement) const {
   const leaving moving{&placement, shard_};
-  std::vector<sparse_table_rows> out;
-  out.reserve(tables_.size());
-  for (const auto& t : tables_) out.push_back(t.export_rows_of(&leaving::test, &moving, now_));
+  std::size_t shards = 0;
+  for (auto s : placement) shards = std::max<std::size_t>(shards, s + 1u);
+  std::vector<std::vector<sparse_table_rows>> out(shards);
+  for (auto& part : out) part.reserve(tables_.size());
+  for (const auto& t : tables_) {
+    auto parts = t.export_parts(&leaving::part, &moving, shards, now_);
+    for (std::size_t s = 0; s < shards; ++s) out[s].push_back(std::move(parts[s]));
+  }
+  return out;
+}
+
+std::vector<sparse_table_rows> shard_tables::admission_states() const {
+  std::vector<sparse_table_rows> out(tables_.size());
+  for (std::size_t t = 0; t < tables_.size(); ++t) out[t].sketch = tables_[t].admission_state();
   return out;
 }
 
 caf::error shard_tables::move_to(const train_spec& after,
-                                 const std::vector<sparse_table_rows>& incoming, int64_t clock) {
+                                 const std::vector<sparse_table_rows>& incoming,
+                                 const std::vector<std::vector<sparse_table_rows>>& parts,
+                                 int64_t clock) {
   auto refuse = [](const std::string& why) { return make_error(errc::checkpoint_failed, why); };
-  if (incoming.size() != tables_.size())
-    return refuse("the move brings " + std::to_string(incoming.size()) + " sparse tables, the "
-                  "spec has " + std::to_string(tables_.size()));
   const leaving moving{&after.bucket_shards, shard_};
   // Checked before anything changes: each key is this shard's under `after`. A key held here
   // already, or arrays that do not fit, sparse_table::take_rows refuses with that table left as
   // it was, the tables before it moved: the chief's cut was wrong, and the run fails.
-  for (uint32_t t = 0; t < incoming.size(); ++t) {
-    const auto& in = incoming[t];
-    for (const auto* keys : {&in.keys, &in.pending_keys})
-      for (auto key : *keys)
-        if (leaving::test(key, &moving))
-          return refuse("sparse table " + std::to_string(t) + ": key " + std::to_string(key)
-                        + " is another shard's");
-  }
+  auto check = [&](const std::vector<sparse_table_rows>& in) -> caf::error {
+    if (in.size() != tables_.size())
+      return refuse("the move brings " + std::to_string(in.size()) + " sparse tables, the "
+                    "spec has " + std::to_string(tables_.size()));
+    for (uint32_t t = 0; t < in.size(); ++t)
+      for (const auto* keys : {&in[t].keys, &in[t].pending_keys})
+        for (auto key : *keys)
+          if (leaving::test(key, &moving))
+            return refuse("sparse table " + std::to_string(t) + ": key " + std::to_string(key)
+                          + " is another shard's");
+    return caf::none;
+  };
+  if (auto err = check(incoming)) return err;
+  for (const auto& part : parts)
+    if (auto err = check(part)) return err;
   try {
     for (uint32_t t = 0; t < incoming.size(); ++t) {
       tables_[t].drop_rows_of(&leaving::test, &moving);
       tables_[t].take_rows(incoming[t], clock);
+      for (const auto& part : parts) tables_[t].take_rows(part[t], clock);
     }
   } catch (const std::exception& e) {
     return refuse(std::string("moving the sparse rows: ") + e.what());

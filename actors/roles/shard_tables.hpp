@@ -100,16 +100,23 @@ public:
   // --- a live resize: the buckets that change shard move, the others stay where they are ---
 
   /// Every table's rows and pending counts of the keys whose bucket `placement` (the new bucket
-  /// → shard placement) gives to another shard, at the clock now; each table's admission sketch
-  /// whole (sparse_table::export_rows_of). Nothing changes here until move_to.
-  std::vector<sparse_table_rows> export_moving(const std::vector<uint16_t>& placement) const;
+  /// → shard placement) gives to another shard, at the clock now, split by that shard: out[s]
+  /// holds every table's rows for new shard s (none for this one), without the admission
+  /// sketches (admission_states). Nothing changes here until move_to.
+  std::vector<std::vector<sparse_table_rows>> export_moving(
+    const std::vector<uint16_t>& placement) const;
+  /// Every table's admission sketch alone (depth 0 where it counts exactly): the part of a
+  /// table a move cannot split by key.
+  std::vector<sparse_table_rows> admission_states() const;
   /// Goes on under `after` (its bucket placement): drops the rows and pending counts of the keys
-  /// it gives to another shard and takes `incoming` (every table's rows of the buckets it gives
-  /// this shard from the others, export_moving's, merged with their sketches), rows without
-  /// clocks at `clock`. On error (table count, a key this shard does not own under `after` or
-  /// holds already, a table's contents) nothing changes.
+  /// it gives to another shard and takes `incoming` (every table's rows of the buckets it gains
+  /// and its admission sketch, every sketch that counted keys now here merged) and `parts`
+  /// (more such rows, each export_moving's for this shard, without sketches), rows without
+  /// clocks at `clock`. On error (table count, a key this shard does not own under `after`)
+  /// nothing changes; a key held already or a table's contents refused stop the move part way
+  /// (the run fails).
   caf::error move_to(const train_spec& after, const std::vector<sparse_table_rows>& incoming,
-                     int64_t clock);
+                     const std::vector<std::vector<sparse_table_rows>>& parts, int64_t clock);
 
   /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
   /// rows' last clocks, where it has none); on error (table count, a table's contents, a key

@@ -484,24 +484,62 @@ sparse_table_rows sparse_table::export_rows(int64_t now) const {
     if (!stale(index, at)) by_key.emplace_back(row_key(index), index);
   std::sort(by_key.begin(), by_key.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  return export_indices(by_key, at, nullptr, nullptr);
+  auto out = export_indices(by_key);
+  export_admission(out, at);
+  return out;
 }
 
 sparse_table_rows sparse_table::export_rows_of(key_filter moving, const void* context,
                                                int64_t now) const {
+  struct picked {
+    key_filter moving;
+    const void* context;
+    static int32_t part(uint64_t key, const void* self) {
+      const auto& p = *static_cast<const picked*>(self);
+      return p.moving(key, p.context) ? 0 : -1;
+    }
+  } pick{moving, context};
+  auto out = std::move(export_parts(&picked::part, &pick, 1, now).front());
+  out.sketch = admission_state();
+  return out;
+}
+
+std::vector<sparse_table_rows> sparse_table::export_parts(key_part part, const void* context,
+                                                          std::size_t parts,
+                                                          int64_t now) const {
   const uint32_t at = clock32(now);
-  std::vector<std::pair<uint64_t, uint32_t>> by_key;
-  for (uint32_t index = 0; index < index_.size(); ++index)
-    if (!stale(index, at) && moving(row_key(index), context))
-      by_key.emplace_back(row_key(index), index);
-  std::sort(by_key.begin(), by_key.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  return export_indices(by_key, at, moving, context);
+  std::vector<std::vector<std::pair<uint64_t, uint32_t>>> by_key(parts);
+  for (uint32_t index = 0; index < index_.size(); ++index) {
+    if (stale(index, at)) continue;
+    const auto p = part(row_key(index), context);
+    if (p >= 0 && static_cast<std::size_t>(p) < parts)
+      by_key[static_cast<std::size_t>(p)].emplace_back(row_key(index), index);
+  }
+  std::vector<sparse_table_rows> out(parts);
+  for (std::size_t p = 0; p < parts; ++p) {
+    std::sort(by_key[p].begin(), by_key[p].end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    out[p] = export_indices(by_key[p]);
+  }
+  // The pending counts, in one pass too.
+  std::vector<std::vector<std::pair<uint64_t, pending_ref>>> pending(parts);
+  const bool clocked = pending_clocked();
+  for (const auto& entry : pending_) {
+    if (clocked && pending_stale(entry.second.index, at)) continue;
+    const auto p = part(entry.first, context);
+    if (p >= 0 && static_cast<std::size_t>(p) < parts)
+      pending[static_cast<std::size_t>(p)].push_back(entry);
+  }
+  for (std::size_t p = 0; p < parts; ++p) write_pending(out[p], pending[p]);
+  return out;
+}
+
+admission_sketch_state sparse_table::admission_state() const {
+  return sketch_ ? sketch_->save() : admission_sketch_state{};
 }
 
 sparse_table_rows sparse_table::export_indices(
-  const std::vector<std::pair<uint64_t, uint32_t>>& by_key, uint32_t at, key_filter keep,
-  const void* context) const {
+  const std::vector<std::pair<uint64_t, uint32_t>>& by_key) const {
   const uint32_t dim = cfg_.dim;
   const std::size_t state_floats = std::size_t(slots_) * dim;
   sparse_table_rows out;
@@ -520,7 +558,6 @@ sparse_table_rows sparse_table::export_indices(
     out.clocks.push_back(row_clock(index));
     if (counts_steps_) out.steps.push_back(steps_[index]);
   }
-  export_admission(out, at, keep, context);
   return out;
 }
 
@@ -541,23 +578,29 @@ std::size_t sparse_table::drop_rows_of(key_filter moving, const void* context) {
   return dropped;
 }
 
-void sparse_table::export_admission(sparse_table_rows& out, uint32_t at, key_filter keep,
-                                    const void* context) const {
+void sparse_table::export_admission(sparse_table_rows& out, uint32_t at) const {
   std::vector<std::pair<uint64_t, pending_ref>> pending;
-  pending.reserve(keep ? 0 : pending_.size());
+  pending.reserve(pending_.size());
   const bool clocked = pending_clocked();
   for (const auto& entry : pending_)
-    if (!(clocked && pending_stale(entry.second.index, at))
-        && (!keep || keep(entry.first, context)))
-      pending.push_back(entry);
-  std::sort(pending.begin(), pending.end(),
+    if (!(clocked && pending_stale(entry.second.index, at))) pending.push_back(entry);
+  write_pending(out, pending);
+  out.sketch = admission_state();
+}
+
+void sparse_table::write_pending(sparse_table_rows& out,
+                                 std::vector<std::pair<uint64_t, pending_ref>>& entries) const {
+  std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [key, ref] : pending) {
+  const bool clocked = pending_clocked();
+  out.pending_keys.reserve(entries.size());
+  out.pending_counts.reserve(entries.size());
+  if (clocked) out.pending_clocks.reserve(entries.size());
+  for (const auto& [key, ref] : entries) {
     out.pending_keys.push_back(key);
     out.pending_counts.push_back(ref.count);
     if (clocked) out.pending_clocks.push_back(pending_clocks_[ref.index]);
   }
-  if (sketch_) out.sketch = sketch_->save();
 }
 
 sparse_table_rows sparse_table::delta_of(sparse_table_rows whole, int64_t since,
@@ -853,7 +896,8 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
   base = std::move(out);
 }
 
-void sparse_table::check_rows(const sparse_table_rows& in, const char* who) const {
+void sparse_table::check_rows(const sparse_table_rows& in, const char* who,
+                              bool sketch_optional) const {
   const std::size_t n = in.keys.size();
   const uint32_t dim = cfg_.dim;
   const std::string at = std::string(who) + ": ";
@@ -874,7 +918,7 @@ void sparse_table::check_rows(const sparse_table_rows& in, const char* who) cons
           at + "exact pending counts for a table whose counts are a sketch (admission_memory)");
   require(sketch_ || in.sketch.depth == 0,
           at + "an admission sketch for a table that counts exactly (admission_memory 0)");
-  if (sketch_) {
+  if (sketch_ && !(sketch_optional && in.sketch.depth == 0)) {
     require(in.sketch.depth > 0, at + "no admission sketch for a table with one "
                                       "(admission_memory "
                                    + std::to_string(cfg_.admission_memory) + ")");
@@ -899,7 +943,7 @@ void sparse_table::check_rows(const sparse_table_rows& in, const char* who) cons
 }
 
 void sparse_table::take_rows(const sparse_table_rows& in, int64_t clock) {
-  check_rows(in, "take_rows");
+  check_rows(in, "take_rows", true);
   for (auto key : in.keys)
     require(index_.find(key, key_of()) == row_index::npos && !pending_.count(key),
             "take_rows: key " + std::to_string(key) + " is held here already");

@@ -206,8 +206,20 @@ public:
 
   /// The rows and exact pending counts of the keys `moving` picks, as export_rows writes them
   /// (keys ascending, rows stale at `now` left out) with the admission sketch whole (it cannot
-  /// be split by key): what a shard hands over when those keys' buckets go to another shard.
+  /// be split by key).
   sparse_table_rows export_rows_of(key_filter moving, const void* context, int64_t now = 0) const;
+
+  /// Where a move sends a key: the index of its part, or -1 where it stays.
+  using key_part = int32_t (*)(uint64_t key, const void* context);
+
+  /// export_rows_of split by destination in one pass: part p holds the rows and exact pending
+  /// counts of the keys `part` sends to p (p < parts), each part as export_rows writes it, none
+  /// with the sketch (admission_state has it): what a shard hands over when those keys'
+  /// buckets go to other shards, addressed to each.
+  std::vector<sparse_table_rows> export_parts(key_part part, const void* context,
+                                              std::size_t parts, int64_t now = 0) const;
+  /// The admission sketch alone (depth 0 without one), as export_rows writes it.
+  admission_sketch_state admission_state() const;
 
   /// Removes the rows and exact pending counts of the keys `moving` picks (handed over: not
   /// counted as evicted, not remembered for deltas); returns how many rows went.
@@ -216,7 +228,8 @@ public:
   /// Adds `rows` (export_rows_of of another shard's table: keys this one holds neither as rows
   /// nor as pending counts) to this table, each row with its values, optimizer state, touches,
   /// Adam's step and clock (rows without clocks take `clock`); a sketch in `rows` replaces this
-  /// table's (the caller merged every sketch that counted keys now here). Throws
+  /// table's (the caller merged every sketch that counted keys now here), rows without one
+  /// (export_parts) leave it as it is. Throws
   /// std::invalid_argument naming the first mismatch (as import_rows) or a key held already;
   /// the table is unchanged then.
   void take_rows(const sparse_table_rows& rows, int64_t clock = 0);
@@ -307,17 +320,18 @@ private:
   void remove_row(uint32_t index, uint32_t clock);
   /// remove_row without counting it as evicted or remembering it for deltas (a move).
   void unlink_row(uint32_t index);
-  /// The rows of `indices` (ascending keys) and the admission state as export_rows writes
-  /// them; only the pending entries `keep` picks (none: every one).
-  sparse_table_rows export_indices(const std::vector<std::pair<uint64_t, uint32_t>>& by_key,
-                                   uint32_t at, key_filter keep, const void* context) const;
+  /// The rows of `by_key` (ascending keys) as export_rows writes them, without the admission
+  /// state.
+  sparse_table_rows export_indices(const std::vector<std::pair<uint64_t, uint32_t>>& by_key) const;
   /// Checks `in` as import_rows takes it (sizes, order, admission); throws naming the mismatch.
-  void check_rows(const sparse_table_rows& in, const char* who) const;
+  /// sketch_optional: rows without a sketch pass in a table with one (a move's part).
+  void check_rows(const sparse_table_rows& in, const char* who, bool sketch_optional = false) const;
   /// The admission state (pending keys, counts and clocks, the sketch), whole, as every export
-  /// writes it; pending entries stale at global clock `at` left out, and with `keep` those it
-  /// does not pick.
-  void export_admission(sparse_table_rows& out, uint32_t at, key_filter keep = nullptr,
-                        const void* context = nullptr) const;
+  /// writes it; pending entries stale at global clock `at` left out.
+  void export_admission(sparse_table_rows& out, uint32_t at) const;
+  /// `entries` (pending keys and where their counts are) written into `out` in key order.
+  void write_pending(sparse_table_rows& out,
+                     std::vector<std::pair<uint64_t, pending_ref>>& entries) const;
   /// Room in the per-row arrays for `more` rows, before the index changes.
   void reserve_rows(std::size_t more);
   void touch_row(uint32_t index, uint32_t floats) const;
