@@ -3,6 +3,7 @@
 #include "actors/protocol/checkpoint_codec.hpp"
 
 #include "actors/protocol/wire_message.hpp"
+#include "kernels/sparse/row_optimizer.hpp"
 
 namespace actorps {
 
@@ -174,6 +175,103 @@ int64_t shard_checkpoint_delta_since(const wire_buffer& buf) {
     return caf::expected<int64_t>(reader.getRoot<wire::ShardCheckpoint>().getDeltaSince());
   });
   return since ? *since : -1;
+}
+
+wire_buffer encode_shard_rows(const train_spec& spec, int32_t shard, int64_t clock,
+                              const std::vector<const sparse_table*>& tables,
+                              const std::vector<sparse_table::picked_rows>& picked) {
+  constexpr std::size_t element = wire::SparseTableState::_capnpPrivate::dataWordSize
+                                  + wire::SparseTableState::_capnpPrivate::pointerCount;
+  std::size_t bound = header_bound + spec_bound(spec) + 1 + element * tables.size();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const auto n = picked[t].rows.size();
+    const auto dim = tables[t]->config().dim;
+    const auto slots = row_state_slots(tables[t]->config().optimizer.kind);
+    const auto& p = picked[t].pending;
+    bound += words_for(8 * n) + words_for(4 * n * dim) + words_for(4 * n * slots * dim)
+             + 3 * words_for(4 * n) + words_for(8 * p.pending_keys.size())
+             + words_for(4 * p.pending_counts.size()) + admission_state_bound(p);
+  }
+  return build(bound, bound, [&](capnp::MessageBuilder& mb) {
+    auto msg = mb.initRoot<wire::ShardCheckpoint>();
+    write_spec(msg.initSpec(), spec);
+    msg.setShard(shard);
+    msg.setClock(clock);
+    msg.setNewestClock(-1);
+    auto list = msg.initSparse(static_cast<unsigned>(tables.size()));
+    for (unsigned t = 0; t < tables.size(); ++t) {
+      const auto& table = *tables[t];
+      const auto n = picked[t].rows.size();
+      const auto dim = table.config().dim;
+      const auto slots = row_state_slots(table.config().optimizer.kind);
+      auto out = list[t];
+      out.setTable(t);
+      // Data fields start on a word: the rows are written straight into them.
+      auto words = [](capnp::Data::Builder data) { return data.begin(); };
+      auto keys = words(out.initKeys(8 * n));
+      auto values = words(out.initValues(4 * n * dim));
+      auto state = words(out.initState(4 * n * slots * dim));
+      auto touches = words(out.initTouches(4 * n));
+      auto steps = table.counts_steps() ? words(out.initSteps(4 * n)) : nullptr;
+      auto clocks = words(out.initClocks(4 * n));
+      table.copy_rows(picked[t].rows,
+                      {reinterpret_cast<uint64_t*>(keys), reinterpret_cast<float*>(values),
+                       reinterpret_cast<float*>(state), reinterpret_cast<uint32_t*>(touches),
+                       reinterpret_cast<uint32_t*>(steps), reinterpret_cast<uint32_t*>(clocks)});
+      write_admission_state(out, picked[t].pending);
+    }
+    msg.setDeltaSince(-1);
+  });
+}
+
+namespace {
+
+/// A Data field as an array of T where it lies; false when its length is not a whole number
+/// of T or it is not aligned for T.
+template <class T>
+bool in_place(capnp::Data::Reader data, array_in<T>& to) {
+  if (data.size() % sizeof(T) != 0 || reinterpret_cast<uintptr_t>(data.begin()) % alignof(T) != 0)
+    return false;
+  to = {reinterpret_cast<const T*>(data.begin()), data.size() / sizeof(T)};
+  return true;
+}
+
+} // namespace
+
+caf::expected<shard_rows_view> read_shard_rows(const wire_buffer& buf) {
+  using result = caf::expected<shard_rows_view>;
+  return decode<shard_rows_view>(buf, "rows of a resize", [](capnp::MessageReader& reader) -> result {
+    auto msg = reader.getRoot<wire::ShardCheckpoint>();
+    shard_rows_view out;
+    if (auto err = take(read_spec(msg.getSpec()), out.spec)) return err;
+    out.shard = msg.getShard();
+    out.clock = msg.getClock();
+    if (msg.getDeltaSince() != -1 || msg.getBlocks().size() > 0 || msg.getState().size() > 0)
+      return make_error(errc::malformed_message, "rows of a resize: a delta, or dense blocks");
+    const auto tables = msg.getSparse();
+    out.tables.resize(tables.size());
+    for (unsigned i = 0; i < tables.size(); ++i) {
+      auto t = tables[i];
+      auto& o = out.tables[i];
+      const auto admission = t.getAdmission();
+      if (t.getTable() != i || t.getRemovedKeys().size() > 0 || t.getRemovedPending().size() > 0
+          || t.getPendingChangesOnly() || admission.getSketchDepth() != 0
+          || admission.getSketchCounters().size() > 0)
+        return make_error(errc::malformed_message,
+                          "rows of a resize: table " + std::to_string(i)
+                            + " is out of order, or holds tombstones or a sketch");
+      if (!in_place(t.getKeys(), o.keys) || !in_place(t.getValues(), o.values)
+          || !in_place(t.getState(), o.state) || !in_place(t.getTouches(), o.touches)
+          || !in_place(t.getSteps(), o.steps) || !in_place(t.getClocks(), o.clocks)
+          || !in_place(t.getPendingKeys(), o.pending_keys)
+          || !in_place(t.getPendingCounts(), o.pending_counts)
+          || !in_place(admission.getPendingClocks(), o.pending_clocks))
+        return make_error(errc::malformed_message,
+                          "rows of a resize: table " + std::to_string(i)
+                            + ": an array of partial or misaligned items");
+    }
+    return out;
+  });
 }
 
 uint64_t shard_checkpoint_row_bytes(const wire_buffer& buf) {

@@ -89,6 +89,26 @@ wire_buffer encode_run_checkpoint(const run_checkpoint& run);
 /// the rest.
 int64_t shard_checkpoint_delta_since(const wire_buffer& buf);
 
+/// A live resize's rows for one shard (a hand-over's [1 + s]: a ShardCheckpoint without dense
+/// blocks, sketches or tombstones) read in place: the arrays point into the buffer read, which
+/// must outlive the view. Their sizes are checked by sparse_table::take_rows.
+struct shard_rows_view {
+  train_spec spec;     ///< the run's before the resize (its placement)
+  int32_t shard = 0;   ///< the old shard that handed them over
+  int64_t clock = 0;
+  std::vector<sparse_rows_in> tables;  ///< in spec order
+};
+
+caf::expected<shard_rows_view> read_shard_rows(const wire_buffer& buf);
+
+/// Old shard `shard`'s rows for one new shard at `clock` under `spec` (the run's before the
+/// resize): of each table of `tables`, the rows and pending counts `picked` holds
+/// (sparse_table::pick_parts, the tables unchanged since), copied from the table straight into
+/// the message (read_shard_rows reads it).
+wire_buffer encode_shard_rows(const train_spec& spec, int32_t shard, int64_t clock,
+                              const std::vector<const sparse_table*>& tables,
+                              const std::vector<sparse_table::picked_rows>& picked);
+
 /// The bytes of a ShardCheckpoint's sparse rows and pending counts (keys, values, optimizer
 /// state, touches, steps, clocks; pending keys and counts), read in place; 0 when unreadable.
 uint64_t shard_checkpoint_row_bytes(const wire_buffer& buf);

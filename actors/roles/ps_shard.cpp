@@ -180,16 +180,16 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
   if (!saved) return drop(st, verb, saved.error());
   if (resize && saved->delta_since >= 0)
     return drop(st, verb, make_error(errc::checkpoint_failed, "a delta is no resize's part"));
-  std::vector<std::vector<sparse_table_rows>> rows;  // the parts' rows
+  std::vector<shard_rows_view> rows;  // the parts' rows, read where they lie in `parts`
   for (const auto& part : parts) {
-    auto view = decode_shard_checkpoint(part);
+    auto view = read_shard_rows(part);
     if (!view) return drop(st, verb, view.error());
-    if (view->delta_since >= 0 || view->clock != saved->clock || !view->blocks.empty())
+    if (view->clock != saved->clock)
       return drop(st, verb, make_error(errc::checkpoint_failed,
-                                       "a part of the resize at clock "
-                                         + std::to_string(saved->clock)
-                                         + " holds a delta, dense blocks or another clock"));
-    rows.push_back(std::move(view->sparse));
+                                       "rows of the resize at clock "
+                                         + std::to_string(view->clock) + " for one at clock "
+                                         + std::to_string(saved->clock)));
+    rows.push_back(std::move(*view));
   }
   auto layout = layout_for(st, saved->spec);
   if (!layout) return drop(st, verb, layout.error());

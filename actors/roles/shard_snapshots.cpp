@@ -164,17 +164,11 @@ std::vector<wire_buffer> hand_over_state(const ps_shard_state& st, int64_t clock
   out.push_back(encode_shard_checkpoint(
     st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
     st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.admission_states()));
-  shard_checkpoint_view rows;  // no dense blocks
-  rows.spec = st.spec;
-  rows.shard = st.shard;
-  rows.clock = clock;
-  rows.optimizer_step = static_cast<uint64_t>(st.opt.step);
-  rows.newest_clock = st.newest_clock;
-  for (auto& part : st.tables.export_moving(placement)) {
+  const auto tables = st.tables.tables();
+  for (const auto& part : st.tables.pick_moving(placement)) {
     bool any = false;
-    for (const auto& t : part) any = any || !t.keys.empty() || !t.pending_keys.empty();
-    rows.sparse = std::move(part);
-    out.push_back(any ? encode_shard_checkpoint(st.spec, rows) : wire_buffer{});
+    for (const auto& t : part) any = any || !t.rows.empty() || !t.pending.pending_keys.empty();
+    out.push_back(any ? encode_shard_rows(st.spec, st.shard, clock, tables, part) : wire_buffer{});
   }
   return out;
 }

@@ -176,17 +176,23 @@ struct leaving {
 
 } // namespace
 
-std::vector<std::vector<sparse_table_rows>> shard_tables::export_moving(
+std::vector<std::vector<sparse_table::picked_rows>> shard_tables::pick_moving(
   const std::vector<uint16_t>& placement) const {
   const leaving moving{&placement, shard_};
   std::size_t shards = 0;
   for (auto s : placement) shards = std::max<std::size_t>(shards, s + 1u);
-  std::vector<std::vector<sparse_table_rows>> out(shards);
+  std::vector<std::vector<sparse_table::picked_rows>> out(shards);
   for (auto& part : out) part.reserve(tables_.size());
   for (const auto& t : tables_) {
-    auto parts = t.export_parts(&leaving::part, &moving, shards, now_);
+    auto parts = t.pick_parts(&leaving::part, &moving, shards, now_);
     for (std::size_t s = 0; s < shards; ++s) out[s].push_back(std::move(parts[s]));
   }
+  return out;
+}
+
+std::vector<const sparse_table*> shard_tables::tables() const {
+  std::vector<const sparse_table*> out;
+  for (const auto& t : tables_) out.push_back(&t);
   return out;
 }
 
@@ -198,33 +204,47 @@ std::vector<sparse_table_rows> shard_tables::admission_states() const {
 
 caf::error shard_tables::move_to(const train_spec& after,
                                  const std::vector<sparse_table_rows>& incoming,
-                                 const std::vector<std::vector<sparse_table_rows>>& parts,
-                                 int64_t clock) {
+                                 const std::vector<shard_rows_view>& parts, int64_t clock) {
   auto refuse = [](const std::string& why) { return make_error(errc::checkpoint_failed, why); };
   const leaving moving{&after.bucket_shards, shard_};
-  // Checked before anything changes: each key is this shard's under `after`. A key held here
-  // already, or arrays that do not fit, sparse_table::take_rows refuses with that table left as
-  // it was, the tables before it moved: the chief's cut was wrong, and the run fails.
-  auto check = [&](const std::vector<sparse_table_rows>& in) -> caf::error {
-    if (in.size() != tables_.size())
-      return refuse("the move brings " + std::to_string(in.size()) + " sparse tables, the "
-                    "spec has " + std::to_string(tables_.size()));
-    for (uint32_t t = 0; t < in.size(); ++t)
-      for (const auto* keys : {&in[t].keys, &in[t].pending_keys})
+  if (incoming.size() != tables_.size())
+    return refuse("the move brings " + std::to_string(incoming.size()) + " sparse tables, the "
+                  "spec has " + std::to_string(tables_.size()));
+  // Checked before anything changes: each key is this shard's under `after`, and each part's
+  // key was its old shard's (so no key is held here, or in two parts: their rows are taken
+  // without a lookup). Arrays that do not fit, sparse_table::take_rows refuses with that
+  // table left as it was, the tables before it moved: a shard's hand-over was wrong, and the
+  // run fails.
+  for (uint32_t t = 0; t < incoming.size(); ++t)
+    for (const auto* keys : {&incoming[t].keys, &incoming[t].pending_keys})
+      for (auto key : *keys)
+        if (leaving::test(key, &moving))
+          return refuse("sparse table " + std::to_string(t) + ": key " + std::to_string(key)
+                        + " is another shard's");
+  bool holds_nothing = true;
+  for (const auto& t : tables_) holds_nothing = holds_nothing && t.rows() == 0 && t.pending() == 0;
+  std::vector<int32_t> from;
+  for (const auto& part : parts) {
+    const auto& before = part.spec.bucket_shards;
+    if (part.tables.size() != tables_.size() || part.shard == shard_
+        || std::find(from.begin(), from.end(), part.shard) != from.end()
+        || before != parts.front().spec.bucket_shards || (before != buckets_ && !holds_nothing))
+      return refuse("the rows of shard " + std::to_string(part.shard) + " come twice, to their "
+                    "own shard, under another placement or with another number of tables");
+    from.push_back(part.shard);
+    for (uint32_t t = 0; t < part.tables.size(); ++t)
+      for (const auto* keys : {&part.tables[t].keys, &part.tables[t].pending_keys})
         for (auto key : *keys)
-          if (leaving::test(key, &moving))
+          if (leaving::test(key, &moving) || shard_of_key(before, key) != part.shard)
             return refuse("sparse table " + std::to_string(t) + ": key " + std::to_string(key)
-                          + " is another shard's");
-    return caf::none;
-  };
-  if (auto err = check(incoming)) return err;
-  for (const auto& part : parts)
-    if (auto err = check(part)) return err;
+                          + " of shard " + std::to_string(part.shard)
+                          + "'s rows is not its to give or this shard's to take");
+  }
   try {
     for (uint32_t t = 0; t < incoming.size(); ++t) {
       tables_[t].drop_rows_of(&leaving::test, &moving);
       tables_[t].take_rows(incoming[t], clock);
-      for (const auto& part : parts) tables_[t].take_rows(part[t], clock);
+      for (const auto& part : parts) tables_[t].take_rows(part.tables[t], clock, true);
     }
   } catch (const std::exception& e) {
     return refuse(std::string("moving the sparse rows: ") + e.what());

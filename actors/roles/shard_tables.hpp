@@ -13,6 +13,7 @@
 // blocks do. The run's learning-rate schedule is for dense tensors and does not touch tables.
 #pragma once
 
+#include "actors/protocol/checkpoint_codec.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/wire.hpp"
 #include "kernels/sparse/sparse_table.hpp"
@@ -100,23 +101,26 @@ public:
   // --- a live resize: the buckets that change shard move, the others stay where they are ---
 
   /// Every table's rows and pending counts of the keys whose bucket `placement` (the new bucket
-  /// → shard placement) gives to another shard, at the clock now, split by that shard: out[s]
-  /// holds every table's rows for new shard s (none for this one), without the admission
-  /// sketches (admission_states). Nothing changes here until move_to.
-  std::vector<std::vector<sparse_table_rows>> export_moving(
+  /// → shard placement) gives to another shard, at the clock now, picked by that shard: out[s]
+  /// holds every table's for new shard s (none for this one), the rows not copied yet
+  /// (encode_shard_rows copies them from tables()). Nothing changes here until move_to.
+  std::vector<std::vector<sparse_table::picked_rows>> pick_moving(
     const std::vector<uint16_t>& placement) const;
+  /// The tables, in spec order, to read (pick_moving's rows).
+  std::vector<const sparse_table*> tables() const;
   /// Every table's admission sketch alone (depth 0 where it counts exactly): the part of a
   /// table a move cannot split by key.
   std::vector<sparse_table_rows> admission_states() const;
   /// Goes on under `after` (its bucket placement): drops the rows and pending counts of the keys
   /// it gives to another shard and takes `incoming` (every table's rows of the buckets it gains
-  /// and its admission sketch, every sketch that counted keys now here merged) and `parts`
-  /// (more such rows, each export_moving's for this shard, without sketches), rows without
-  /// clocks at `clock`. On error (table count, a key this shard does not own under `after`)
-  /// nothing changes; a key held already or a table's contents refused stop the move part way
-  /// (the run fails).
+  /// and its admission sketch, every sketch that counted keys now here merged) and the rows of
+  /// `parts` (each an old shard's hand-over for this one, read in place, without sketches), rows
+  /// without clocks at `clock`. The parts' keys must each be their old shard's under the parts'
+  /// placement, which must be this shard's now unless it holds nothing. On error (table count,
+  /// a key not this shard's to take) nothing changes; a table's contents refused stop the move
+  /// part way (the run fails).
   caf::error move_to(const train_spec& after, const std::vector<sparse_table_rows>& incoming,
-                     const std::vector<std::vector<sparse_table_rows>>& parts, int64_t clock);
+                     const std::vector<shard_rows_view>& parts, int64_t clock);
 
   /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
   /// rows' last clocks, where it has none); on error (table count, a table's contents, a key

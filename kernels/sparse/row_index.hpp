@@ -132,6 +132,13 @@ public:
   template <class KeyOf>
   void reserve(std::size_t rows, KeyOf&& key_of);
 
+  /// Indexes rows size() … size() + count − 1, written already, whose keys key_of(r) are
+  /// distinct and held by no row indexed (the caller knows: they are not looked up), growing
+  /// first if needed; the slots' misses overlap as in a rehash. Throws as insert does (the
+  /// index unchanged then).
+  template <class KeyOf>
+  void append(std::size_t count, KeyOf&& key_of);
+
   /// Replaces the contents with rows 0 … rows − 1, whose keys key_of(r) must be distinct.
   template <class KeyOf>
   void assign(std::size_t rows, KeyOf&& key_of);
@@ -259,6 +266,25 @@ void row_index::reserve(std::size_t rows, KeyOf&& key_of) {
   if (rows + tombstones_ <= max_used_) return;
   const std::size_t want = capacity_for(rows), grown = regrown(size_);
   rehash(want > grown ? want : grown, key_of);
+}
+
+template <class KeyOf>
+void row_index::append(std::size_t count, KeyOf&& key_of) {
+  if (count > max_size - size_) throw std::length_error("row_index: more than 2^32 - 2 rows");
+  reserve(size_ + count, key_of);
+  const std::size_t first = size_;
+  constexpr std::size_t ahead = 32;  // as in rehash
+  uint64_t hashes[ahead];
+  for (std::size_t r = 0; r < count + ahead; ++r) {
+    if (r >= ahead) {
+      place(hashes[r % ahead], static_cast<uint32_t>(first + r - ahead));
+      ++size_;
+    }
+    if (r < count) {
+      hashes[r % ahead] = hash(key_of(static_cast<uint32_t>(first + r)));
+      __builtin_prefetch(slots_.get() + home(hashes[r % ahead]), 1);
+    }
+  }
 }
 
 template <class KeyOf>

@@ -507,20 +507,32 @@ sparse_table_rows sparse_table::export_rows_of(key_filter moving, const void* co
 std::vector<sparse_table_rows> sparse_table::export_parts(key_part part, const void* context,
                                                           std::size_t parts,
                                                           int64_t now) const {
+  auto picked = pick_parts(part, context, parts, now);
+  std::vector<sparse_table_rows> out(parts);
+  for (std::size_t p = 0; p < parts; ++p) {
+    out[p] = export_indices(picked[p].rows);
+    out[p].pending_keys = std::move(picked[p].pending.pending_keys);
+    out[p].pending_counts = std::move(picked[p].pending.pending_counts);
+    out[p].pending_clocks = std::move(picked[p].pending.pending_clocks);
+  }
+  return out;
+}
+
+std::vector<sparse_table::picked_rows> sparse_table::pick_parts(key_part part,
+                                                                const void* context,
+                                                                std::size_t parts,
+                                                                int64_t now) const {
   const uint32_t at = clock32(now);
-  std::vector<std::vector<std::pair<uint64_t, uint32_t>>> by_key(parts);
+  std::vector<picked_rows> out(parts);
   for (uint32_t index = 0; index < index_.size(); ++index) {
     if (stale(index, at)) continue;
     const auto p = part(row_key(index), context);
     if (p >= 0 && static_cast<std::size_t>(p) < parts)
-      by_key[static_cast<std::size_t>(p)].emplace_back(row_key(index), index);
+      out[static_cast<std::size_t>(p)].rows.emplace_back(row_key(index), index);
   }
-  std::vector<sparse_table_rows> out(parts);
-  for (std::size_t p = 0; p < parts; ++p) {
-    std::sort(by_key[p].begin(), by_key[p].end(),
+  for (auto& o : out)
+    std::sort(o.rows.begin(), o.rows.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
-    out[p] = export_indices(by_key[p]);
-  }
   // The pending counts, in one pass too.
   std::vector<std::vector<std::pair<uint64_t, pending_ref>>> pending(parts);
   const bool clocked = pending_clocked();
@@ -530,8 +542,24 @@ std::vector<sparse_table_rows> sparse_table::export_parts(key_part part, const v
     if (p >= 0 && static_cast<std::size_t>(p) < parts)
       pending[static_cast<std::size_t>(p)].push_back(entry);
   }
-  for (std::size_t p = 0; p < parts; ++p) write_pending(out[p], pending[p]);
+  for (std::size_t p = 0; p < parts; ++p) write_pending(out[p].pending, pending[p]);
   return out;
+}
+
+void sparse_table::copy_rows(const std::vector<std::pair<uint64_t, uint32_t>>& rows,
+                             const rows_out& out) const {
+  const uint32_t dim = cfg_.dim;
+  const std::size_t state_floats = std::size_t(slots_) * dim;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto& [key, index] = rows[r];
+    const float* values = row(index);
+    out.keys[r] = key;
+    std::memcpy(out.values + r * dim, values, dim * sizeof(float));
+    std::memcpy(out.state + r * state_floats, values + dim, state_floats * sizeof(float));
+    out.touches[r] = row_touches(index);
+    out.clocks[r] = row_clock(index);
+    if (counts_steps_) out.steps[r] = steps_[index];
+  }
 }
 
 admission_sketch_state sparse_table::admission_state() const {
@@ -540,35 +568,45 @@ admission_sketch_state sparse_table::admission_state() const {
 
 sparse_table_rows sparse_table::export_indices(
   const std::vector<std::pair<uint64_t, uint32_t>>& by_key) const {
-  const uint32_t dim = cfg_.dim;
-  const std::size_t state_floats = std::size_t(slots_) * dim;
+  const std::size_t n = by_key.size();
   sparse_table_rows out;
-  out.keys.reserve(by_key.size());
-  out.values.resize(by_key.size() * dim);
-  out.state.resize(by_key.size() * state_floats);
-  out.touches.reserve(by_key.size());
-  out.clocks.reserve(by_key.size());
-  for (std::size_t r = 0; r < by_key.size(); ++r) {
-    const auto& [key, index] = by_key[r];
-    const float* values = row(index);
-    out.keys.push_back(key);
-    std::memcpy(out.values.data() + r * dim, values, dim * sizeof(float));
-    std::memcpy(out.state.data() + r * state_floats, values + dim, state_floats * sizeof(float));
-    out.touches.push_back(row_touches(index));
-    out.clocks.push_back(row_clock(index));
-    if (counts_steps_) out.steps.push_back(steps_[index]);
-  }
+  out.keys.resize(n);
+  out.values.resize(n * cfg_.dim);
+  out.state.resize(n * slots_ * cfg_.dim);
+  out.touches.resize(n);
+  out.clocks.resize(n);
+  if (counts_steps_) out.steps.resize(n);
+  copy_rows(by_key, {out.keys.data(), out.values.data(), out.state.data(), out.touches.data(),
+                     counts_steps_ ? out.steps.data() : nullptr, out.clocks.data()});
   return out;
 }
 
 std::size_t sparse_table::drop_rows_of(key_filter moving, const void* context) {
-  std::size_t dropped = 0;
-  // From the last row down: the row that moves into a hole was looked at already.
-  for (auto index = static_cast<uint32_t>(index_.size()); index-- > 0;)
-    if (moving(row_key(index), context)) {
-      unlink_row(index);
-      ++dropped;
+  // The rows kept slide to the front in their order and the index is built again: a move drops
+  // a large share of the rows, where an erase each (two lookups, cache misses both) costs more
+  // than a rebuild whose misses overlap. The new index is allocated before a row moves.
+  const auto n = static_cast<uint32_t>(index_.size());
+  uint32_t kept = 0;
+  for (uint32_t index = 0; index < n; ++index) kept += moving(row_key(index), context) ? 0 : 1;
+  const std::size_t dropped = n - kept;
+  if (dropped > 0) {
+    row_index fresh;
+    fresh.reserve(kept, key_of());  // no rows yet: reads no key
+    uint32_t to = 0;
+    for (uint32_t index = 0; index < n; ++index) {
+      if (moving(row_key(index), context)) continue;
+      if (to != index) {
+        std::memcpy(row_start(to), row_start(index), std::size_t(stride_) * sizeof(float));
+        if (counts_steps_) steps_[to] = steps_[index];
+      }
+      ++to;
     }
+    if (counts_steps_) steps_.resize(kept);
+    fresh.append(kept, key_of());  // reserved: cannot throw
+    index_ = std::move(fresh);
+    const std::size_t needed = (index_.size() + rows_per_page_ - 1) / rows_per_page_;
+    while (pages_.size() > needed + 1) pages_.pop_back();  // one spare, as unlink_row keeps
+  }
   for (auto entry = pending_.begin(); entry != pending_.end();) {
     auto at = entry++;  // erasing leaves the other entries where they are
     if (moving(at->first, context)) erase_pending(at);
@@ -896,9 +934,18 @@ void apply_delta_rows(sparse_table_rows& base, const sparse_table_rows& delta, u
   base = std::move(out);
 }
 
-void sparse_table::check_rows(const sparse_table_rows& in, const char* who,
-                              bool sketch_optional) const {
-  const std::size_t n = in.keys.size();
+sparse_rows_in rows_in(const sparse_table_rows& rows) {
+  auto in = [](const auto& v) {
+    return array_in<typename std::decay_t<decltype(v)>::value_type>{v.data(), v.size()};
+  };
+  return {in(rows.keys),         in(rows.values),         in(rows.state),
+          in(rows.touches),      in(rows.steps),          in(rows.clocks),
+          in(rows.pending_keys), in(rows.pending_counts), in(rows.pending_clocks)};
+}
+
+void sparse_table::check_rows(const sparse_rows_in& in, const admission_sketch_state* sketch,
+                              const char* who) const {
+  const std::size_t n = in.keys.size;
   const uint32_t dim = cfg_.dim;
   const std::string at = std::string(who) + ": ";
   auto sizes = [&](const char* what, std::size_t got, std::size_t want) {
@@ -906,31 +953,33 @@ void sparse_table::check_rows(const sparse_table_rows& in, const char* who,
                            + std::to_string(want) + " expected");
   };
   require(n <= max_rows, at + "more rows than one table can hold");
-  sizes("values", in.values.size(), n * dim);
-  sizes("state", in.state.size(), n * slots_ * dim);
-  sizes("touches", in.touches.size(), n);
-  sizes("steps", in.steps.size(), counts_steps_ ? n : 0);
-  if (!in.clocks.empty()) sizes("clocks", in.clocks.size(), n);
-  sizes("pending_counts", in.pending_counts.size(), in.pending_keys.size());
+  sizes("values", in.values.size, n * dim);
+  sizes("state", in.state.size, n * slots_ * dim);
+  sizes("touches", in.touches.size, n);
+  sizes("steps", in.steps.size, counts_steps_ ? n : 0);
+  if (!in.clocks.empty()) sizes("clocks", in.clocks.size, n);
+  sizes("pending_counts", in.pending_counts.size, in.pending_keys.size);
   if (!in.pending_clocks.empty())
-    sizes("pending_clocks", in.pending_clocks.size(), in.pending_keys.size());
+    sizes("pending_clocks", in.pending_clocks.size, in.pending_keys.size);
   require(!sketch_ || in.pending_keys.empty(),
           at + "exact pending counts for a table whose counts are a sketch (admission_memory)");
-  require(sketch_ || in.sketch.depth == 0,
-          at + "an admission sketch for a table that counts exactly (admission_memory 0)");
-  if (sketch_ && !(sketch_optional && in.sketch.depth == 0)) {
-    require(in.sketch.depth > 0, at + "no admission sketch for a table with one "
+  if (sketch) {
+    require(sketch_ || sketch->depth == 0,
+            at + "an admission sketch for a table that counts exactly (admission_memory 0)");
+    if (sketch_) {
+      require(sketch->depth > 0, at + "no admission sketch for a table with one "
                                       "(admission_memory "
                                    + std::to_string(cfg_.admission_memory) + ")");
-    auto why = sketch_->mismatch(in.sketch);
-    require(why.empty(), at + why);
+      auto why = sketch_->mismatch(*sketch);
+      require(why.empty(), at + why);
+    }
   }
   for (std::size_t r = 1; r < n; ++r)
     require(in.keys[r - 1] < in.keys[r],
             at + "keys are not strictly ascending at row " + std::to_string(r));
   require(in.pending_keys.empty() || cfg_.admit_after > 1,
           at + "pending keys for a table without admission (admit_after <= 1)");
-  for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
+  for (std::size_t p = 0; p < in.pending_keys.size; ++p) {
     require(p == 0 || in.pending_keys[p - 1] < in.pending_keys[p],
             at + "pending keys are not strictly ascending at " + std::to_string(p));
     require(in.pending_counts[p] >= 1 && in.pending_counts[p] < cfg_.admit_after,
@@ -943,14 +992,30 @@ void sparse_table::check_rows(const sparse_table_rows& in, const char* who,
 }
 
 void sparse_table::take_rows(const sparse_table_rows& in, int64_t clock) {
-  check_rows(in, "take_rows", true);
-  for (auto key : in.keys)
-    require(index_.find(key, key_of()) == row_index::npos && !pending_.count(key),
-            "take_rows: key " + std::to_string(key) + " is held here already");
-  for (auto key : in.pending_keys)
-    require(index_.find(key, key_of()) == row_index::npos && !pending_.count(key),
-            "take_rows: pending key " + std::to_string(key) + " is held here already");
-  const std::size_t n = in.keys.size();
+  const auto rows = rows_in(in);
+  // A sketch in `in` replaces this table's; rows without one leave it.
+  check_rows(rows, in.sketch.depth > 0 ? &in.sketch : nullptr, "take_rows");
+  take_checked(rows, clock, false);
+  if (sketch_ && in.sketch.depth > 0) sketch_->restore(in.sketch);
+}
+
+void sparse_table::take_rows(const sparse_rows_in& in, int64_t clock, bool known_new) {
+  check_rows(in, nullptr, "take_rows");
+  take_checked(in, clock, known_new);
+}
+
+void sparse_table::take_checked(const sparse_rows_in& in, int64_t clock, bool known_new) {
+  auto held = [&](uint64_t key) {
+    return index_.find(key, key_of()) != row_index::npos || pending_.count(key) > 0;
+  };
+  if (!known_new) {
+    for (auto key : in.keys)
+      require(!held(key), "take_rows: key " + std::to_string(key) + " is held here already");
+    for (auto key : in.pending_keys)
+      require(!held(key),
+              "take_rows: pending key " + std::to_string(key) + " is held here already");
+  }
+  const std::size_t n = in.keys.size;
   require(index_.size() + n <= max_rows, "take_rows: more rows than one table can hold");
   const uint32_t dim = cfg_.dim;
   const std::size_t state_floats = std::size_t(slots_) * dim;
@@ -960,24 +1025,24 @@ void sparse_table::take_rows(const sparse_table_rows& in, int64_t clock) {
   if (n > 0) ensure_pages_to(first + static_cast<uint32_t>(n) - 1);
   reserve_rows(n);
   index_.reserve(first + n, key_of());
-  pending_.reserve(pending_.size() + in.pending_keys.size());
+  pending_.reserve(pending_.size() + in.pending_keys.size);
   if (pending_clocked()) {
-    pending_keys_.reserve(pending_keys_.size() + in.pending_keys.size());
-    pending_clocks_.reserve(pending_clocks_.size() + in.pending_keys.size());
+    pending_keys_.reserve(pending_keys_.size() + in.pending_keys.size);
+    pending_clocks_.reserve(pending_clocks_.size() + in.pending_keys.size);
   }
   for (std::size_t r = 0; r < n; ++r) {
     const auto index = static_cast<uint32_t>(first + r);
     std::memcpy(row_start(index), &in.keys[r], sizeof(uint64_t));
     float* values = row(index);
-    std::memcpy(values, in.values.data() + r * dim, dim * sizeof(float));
-    std::memcpy(values + dim, in.state.data() + r * state_floats, state_floats * sizeof(float));
+    std::memcpy(values, in.values.data + r * dim, dim * sizeof(float));
+    std::memcpy(values + dim, in.state.data + r * state_floats, state_floats * sizeof(float));
     set_row_clock(index, in.clocks.empty() ? clock32(clock) : in.clocks[r]);
     set_row_touches(index, in.touches[r]);
     if (counts_steps_) steps_.push_back(in.steps[r]);
-    index_.insert(in.keys[r], key_of());
   }
+  index_.append(n, key_of());  // reserved: cannot throw now
   const bool clocked = pending_clocked();
-  for (std::size_t p = 0; p < in.pending_keys.size(); ++p) {
+  for (std::size_t p = 0; p < in.pending_keys.size; ++p) {
     const uint32_t last = in.pending_clocks.empty() ? clock32(clock) : in.pending_clocks[p];
     uint32_t where = last;  // without eviction the slot holds the entry's last clock
     if (clocked) {
@@ -987,12 +1052,11 @@ void sparse_table::take_rows(const sparse_table_rows& in, int64_t clock) {
     }
     pending_.emplace(in.pending_keys[p], pending_ref{in.pending_counts[p], where});
   }
-  if (sketch_ && in.sketch.depth > 0) sketch_->restore(in.sketch);
   peak_rows_ = std::max(peak_rows_, index_.size());
 }
 
 void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
-  check_rows(in, "import_rows");
+  check_rows(rows_in(in), &in.sketch, "import_rows");
   const std::size_t n = in.keys.size();
   const uint32_t dim = cfg_.dim;
   // Built aside and swapped in, so a failed allocation leaves the table as it was.

@@ -77,6 +77,30 @@ struct sparse_table_rows {
   std::vector<uint64_t> removed_pending;
 };
 
+/// An array read where it lies (a message's Data field, or a vector's contents).
+template <class T>
+struct array_in {
+  const T* data = nullptr;
+  std::size_t size = 0;  ///< entries
+  const T& operator[](std::size_t i) const { return data[i]; }
+  const T* begin() const { return data; }
+  const T* end() const { return data + size; }
+  bool empty() const { return size == 0; }
+};
+
+/// A table's rows as sparse_table_rows holds them, without the admission sketch, read in place
+/// (a move's part in its message): each array as sparse_table_rows's namesake, checked as that.
+struct sparse_rows_in {
+  array_in<uint64_t> keys;
+  array_in<float> values, state;
+  array_in<uint32_t> touches, steps, clocks;
+  array_in<uint64_t> pending_keys;
+  array_in<uint32_t> pending_counts, pending_clocks;
+};
+
+/// `rows`'s arrays in place (they must outlive the result).
+sparse_rows_in rows_in(const sparse_table_rows& rows);
+
 /// Folds `delta` (a delta_of of the table `base` is an export of, at its clock or later) into
 /// `base`: its tombstones' rows go, its rows replace or join base's (keys stay ascending), and
 /// its admission state replaces base's: the sketch whole; the exact pending entries whole, or
@@ -218,6 +242,32 @@ public:
   /// buckets go to other shards, addressed to each.
   std::vector<sparse_table_rows> export_parts(key_part part, const void* context,
                                               std::size_t parts, int64_t now = 0) const;
+
+  /// One part of export_parts before it is copied: its rows as (key, row number) in key order,
+  /// and its pending counts written out (pending_keys, pending_counts, pending_clocks only).
+  struct picked_rows {
+    std::vector<std::pair<uint64_t, uint32_t>> rows;
+    sparse_table_rows pending;
+  };
+  /// export_parts's picking: each part's rows and pending counts, the rows not copied yet.
+  std::vector<picked_rows> pick_parts(key_part part, const void* context, std::size_t parts,
+                                      int64_t now = 0) const;
+  /// Where copy_rows writes rows: arrays of as many entries as rows (values dim floats each,
+  /// state slots × dim, steps only where the optimizer counts them: else null).
+  struct rows_out {
+    uint64_t* keys;
+    float* values;
+    float* state;
+    uint32_t* touches;
+    uint32_t* steps;
+    uint32_t* clocks;
+  };
+  /// Copies picked rows (pick_parts's, of this table unchanged since) into `out`, as
+  /// export_rows writes them.
+  void copy_rows(const std::vector<std::pair<uint64_t, uint32_t>>& rows,
+                 const rows_out& out) const;
+  /// Whether rows carry Adam's step (copy_rows writes steps).
+  bool counts_steps() const { return counts_steps_; }
   /// The admission sketch alone (depth 0 without one), as export_rows writes it.
   admission_sketch_state admission_state() const;
 
@@ -233,6 +283,10 @@ public:
   /// std::invalid_argument naming the first mismatch (as import_rows) or a key held already;
   /// the table is unchanged then.
   void take_rows(const sparse_table_rows& rows, int64_t clock = 0);
+  /// The same of rows read in place, without a sketch (this table's stays). With `known_new`
+  /// the caller vouches that no key is held here (each came from a bucket this shard did not
+  /// own), and they are not looked up first.
+  void take_rows(const sparse_rows_in& rows, int64_t clock = 0, bool known_new = false);
 
   /// Replaces the table's contents with `rows`. Throws std::invalid_argument naming the first
   /// mismatch (array sizes against dim and the optimizer's slots, keys not strictly ascending,
@@ -323,9 +377,13 @@ private:
   /// The rows of `by_key` (ascending keys) as export_rows writes them, without the admission
   /// state.
   sparse_table_rows export_indices(const std::vector<std::pair<uint64_t, uint32_t>>& by_key) const;
-  /// Checks `in` as import_rows takes it (sizes, order, admission); throws naming the mismatch.
-  /// sketch_optional: rows without a sketch pass in a table with one (a move's part).
-  void check_rows(const sparse_table_rows& in, const char* who, bool sketch_optional = false) const;
+  /// Checks `in` as import_rows takes it (sizes, order, admission) with `sketch` (null: none
+  /// given, as in a move's part); throws naming the mismatch.
+  void check_rows(const sparse_rows_in& in, const admission_sketch_state* sketch,
+                  const char* who) const;
+  /// take_rows once `in` is checked: throws only where a key is held already (unless
+  /// known_new) or the table is full, and the table is unchanged then.
+  void take_checked(const sparse_rows_in& in, int64_t clock, bool known_new);
   /// The admission state (pending keys, counts and clocks, the sketch), whole, as every export
   /// writes it; pending entries stale at global clock `at` left out.
   void export_admission(sparse_table_rows& out, uint32_t at) const;
