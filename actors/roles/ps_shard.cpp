@@ -237,13 +237,16 @@ caf::result<caf::ok_atom> on_restore(self_ptr self, const wire_buffer& buf,
   st.standby = nullptr;
   auto restore = [=](const std::vector<uint32_t>& incarnations) -> caf::error {
     auto& st = self->state;
+    const auto began = std::chrono::steady_clock::now();
     auto err = install_checkpoint(st, buf, incarnations,
                                   moving ? "moved to clock " : "restored to clock ", moving,
                                   parts);
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - began;
     if (!err)
       log_line(st.who(), (moving ? "took its part of the resize at clock "
                                  : "restored to the checkpoint at clock ")
-                           + std::to_string(st.clocks.progress()));
+                           + std::to_string(st.clocks.progress()) + " in "
+                           + std::to_string(static_cast<int64_t>(took.count())) + " ms");
     return err;
   };
   if (st.queue.idle()) {

@@ -10,6 +10,7 @@
 #include "actors/storage/checkpoint_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -160,6 +161,7 @@ wire_buffer export_state(ps_shard_state& st, int64_t clock, int64_t since) {
 /// rows for each new shard.
 std::vector<wire_buffer> hand_over_state(const ps_shard_state& st, int64_t clock,
                                          const std::vector<uint16_t>& placement) {
+  const auto began = std::chrono::steady_clock::now();
   std::vector<wire_buffer> out;
   out.push_back(encode_shard_checkpoint(
     st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
@@ -170,6 +172,12 @@ std::vector<wire_buffer> hand_over_state(const ps_shard_state& st, int64_t clock
     for (const auto& t : part) any = any || !t.rows.empty() || !t.pending.pending_keys.empty();
     out.push_back(any ? encode_shard_rows(st.spec, st.shard, clock, tables, part) : wire_buffer{});
   }
+  uint64_t bytes = 0;
+  for (const auto& b : out) bytes += b.size_bytes();
+  const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - began;
+  log_line(st.who(), "handed over " + std::to_string(bytes) + " bytes for the resize at clock "
+                       + std::to_string(clock) + " in "
+                       + std::to_string(static_cast<int64_t>(took.count())) + " ms");
   return out;
 }
 
