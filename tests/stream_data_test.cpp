@@ -157,6 +157,62 @@ TEST_CASE("a directory reads as one stream: each worker its part of each file, e
   CHECK(count_criteo_rows(data) == 21);
 }
 
+TEST_CASE("a reader started again deep in a stream passes the files read before unread") {
+  // What a worker started again at a clock (after a resize or a rollback) does: pass the rows
+  // before its place. Files this process read its part of to their end, unchanged since (size
+  // and time), are passed whole; a changed one is read again.
+  test::text_file_dir dir("actorps_stream_pass");
+  const std::string data = dir.path + "/data";
+  fs::create_directories(data);
+  const std::string a = dir.plain("data/a.tsv", criteo_lines("a", 40));
+  dir.plain("data/b.tsv", criteo_lines("b", 30));
+  dir.plain("data/c.tsv", criteo_lines("c", 20));
+  for (int w = 0; w < 2; ++w) {
+    CAPTURE(w);
+    criteo_reader first(data, w, 2);
+    const auto keys = row_keys(first);  // every file of the part read to its end
+    const auto in_a = count_criteo_parts(data, 2)[0].rows[static_cast<std::size_t>(w)];
+    REQUIRE(in_a > 5);
+    for (std::size_t skip : {std::size_t(3), std::size_t(in_a), std::size_t(in_a + 4)}) {
+      CAPTURE(skip);
+      criteo_reader again(data, w, 2);
+      CHECK(again.skip_rows(skip) == skip);
+      const auto rest = row_keys(again);
+      CHECK(rest == std::vector<uint64_t>(keys.begin() + std::ptrdiff_t(skip), keys.end()));
+    }
+  }
+  // The first row of b.tsv's first part, and a's rows of that part as read before.
+  criteo_batch batch;
+  criteo_reader b_only(data + "/b.tsv", 0, 2);
+  REQUIRE(b_only.next_batch(1, batch) == 1);
+  const auto first_of_b = batch.keys[0];
+  criteo_reader a_only(data + "/a.tsv", 0, 2);
+  const auto in_a = row_keys(a_only).size();
+  auto next_after = [&](std::size_t skip) {
+    criteo_reader reader(data, 0, 2);
+    CHECK(reader.skip_rows(skip) == skip);
+    criteo_batch one;
+    REQUIRE(reader.next_batch(1, one) == 1);
+    return one.keys[0];
+  };
+  CHECK(next_after(in_a) == first_of_b);
+  // a.tsv rewritten with the same size and time, two of its rows joined into one line: passed
+  // unread, its count is the one known (a reader of it would find one row less and take b's
+  // first row as a's last)
+  const auto time = fs::last_write_time(a);
+  auto text = criteo_lines("a", 40);
+  text[text.find('\n')] = ' ';
+  dir.plain("data/a.tsv", text);
+  fs::last_write_time(a, time);
+  CHECK(next_after(in_a) == first_of_b);
+  // another size: read again
+  dir.plain("data/a.tsv", criteo_lines("a", 44));
+  criteo_reader grown(data + "/a.tsv", 0, 2);
+  const auto in_grown = row_keys(grown).size();
+  REQUIRE(in_grown > in_a);
+  CHECK(next_after(in_grown) == first_of_b);
+}
+
 TEST_CASE("a bad line in a directory names its file and line, and an empty directory is refused") {
   test::text_file_dir dir("actorps_stream");
   fs::create_directories(dir.path + "/data");

@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace actorps {
 
@@ -24,6 +29,53 @@ const std::string& checked(const std::string& path, int part, int parts, const c
 uint64_t part_begin(uint64_t size, int part, int parts) {
   return static_cast<uint64_t>(static_cast<unsigned __int128>(size) * part / parts);
 }
+
+/// A file's size and modification time now ({0, 0} when it cannot be read).
+std::pair<uint64_t, int64_t> size_and_time(const std::string& file) {
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) return {0, 0};
+  const auto time = fs::last_write_time(file, ec);
+  if (ec) return {0, 0};
+  return {size, static_cast<int64_t>(time.time_since_epoch().count())};
+}
+
+/// The data lines each part of each file has (by reader, part and parts), as this process read
+/// them to a file's end, with the file's size and time then: a file unchanged since need not be
+/// read again to pass them. Shared by every file_part of the process (workers started again).
+class known_lines {
+public:
+  struct key {
+    std::string file, reader;
+    int part, parts;
+    uint64_t size;
+    int64_t time;
+    bool operator<(const key& o) const {
+      return std::tie(file, reader, part, parts, size, time)
+             < std::tie(o.file, o.reader, o.part, o.parts, o.size, o.time);
+    }
+  };
+  static known_lines& of_process() {
+    static known_lines instance;
+    return instance;
+  }
+  std::optional<int64_t> find(const key& k) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = lines_.find(k);
+    if (it == lines_.end()) return std::nullopt;
+    return it->second;
+  }
+  void remember(key k, int64_t lines) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (lines_.size() >= max_entries) lines_.clear();  // a bound: a stream of very many files
+    lines_[std::move(k)] = lines;
+  }
+
+private:
+  static constexpr std::size_t max_entries = 1 << 16;
+  std::mutex mutex_;
+  std::map<key, int64_t> lines_;
+};
 
 } // namespace
 
@@ -57,7 +109,7 @@ std::vector<std::string> stream_files(const std::string& path) {
 
 file_part::file_part(const std::string& path, int part, int parts, const char* reader)
     : path_(path), files_(stream_files(checked(path, part, parts, reader))), part_(part),
-      parts_(parts) {
+      parts_(parts), reader_(reader) {
   open(0);
 }
 
@@ -68,6 +120,9 @@ void file_part::open(std::size_t file) {
     file_ = file;
   }
   data_lines_seen_ = 0;
+  std::tie(file_size_, file_time_) = size_and_time(files_[file]);
+  at_start_ = true;
+  ours_in_file_ = 0;
   if (!lines_->compressed() && parts_ > 1) {
     const uint64_t size = fs::file_size(files_[file]);
     lines_->restrict_to(part_begin(size, part_, parts_), part_begin(size, part_ + 1, parts_));
@@ -77,11 +132,41 @@ void file_part::open(std::size_t file) {
 }
 
 bool file_part::next(std::string_view& line) {
-  while (!lines_->next(line)) {
-    if (file_ + 1 >= files_.size() && !list_again()) return false;
+  while (!line_in_file(line))
+    if (!next_file()) return false;
+  return true;
+}
+
+bool file_part::line_in_file(std::string_view& line) {
+  if (!lines_->next(line)) return false;
+  at_start_ = false;
+  return true;
+}
+
+bool file_part::next_file() {
+  remember_file();
+  if (file_ + 1 >= files_.size() && !list_again()) return false;
+  open(file_ + 1);
+  return true;
+}
+
+void file_part::remember_file() {
+  if (file_size_ == 0 || size_and_time(files_[file_]) != std::make_pair(file_size_, file_time_))
+    return;  // unreadable, or changed while it was read: not known
+  known_lines::of_process().remember(
+    {files_[file_], reader_, part_, parts_, file_size_, file_time_}, ours_in_file_);
+}
+
+std::size_t file_part::pass_known_files(std::size_t max) {
+  std::size_t passed = 0;
+  while (at_start_ && file_ + 1 < files_.size() && file_size_ > 0) {
+    const auto lines = known_lines::of_process().find(
+      {files_[file_], reader_, part_, parts_, file_size_, file_time_});
+    if (!lines || static_cast<std::size_t>(*lines) > max - passed) break;
+    passed += static_cast<std::size_t>(*lines);
     open(file_ + 1);
   }
-  return true;
+  return passed;
 }
 
 void file_part::follow() {
@@ -99,8 +184,10 @@ bool file_part::list_again() {
 
 bool file_part::ours(std::string_view data) {
   if (data.empty()) return false;
-  if (!lines_->compressed()) return true;  // the byte range already chose
-  return data_lines_seen_++ % parts_ == part_;
+  const bool mine = !lines_->compressed()  // the byte range already chose
+                    || data_lines_seen_++ % parts_ == part_;
+  ours_in_file_ += mine ? 1 : 0;
+  return mine;
 }
 
 void file_part::rewind() { open(0); }

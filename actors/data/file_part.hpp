@@ -50,13 +50,23 @@ public:
   /// for empty data. For gzip it also counts the data line.
   bool ours(std::string_view data);
   /// Passes up to `max` of this part's data lines (those ours(data_of(line)) takes) unread:
-  /// how a reader skips rows it need not parse. Returns how many it passed.
+  /// how a reader skips rows it need not parse. Returns how many it passed. A file of a
+  /// directory this process has read this part of to its end before, unchanged since (its size
+  /// and time), is passed whole without reading it again: a worker started again at a clock
+  /// deep into a stream of daily files reads only the last file's lines before its place.
   template <class DataOf>
   std::size_t pass(std::size_t max, DataOf data_of) {
     std::size_t passed = 0;
     std::string_view line;
-    while (passed < max && next(line))
+    while (passed < max) {
+      passed += pass_known_files(max - passed);  // at a file's start only
+      if (passed >= max) break;
+      if (!line_in_file(line)) {
+        if (!next_file()) break;
+        continue;
+      }
       if (ours(data_of(line))) ++passed;
+    }
     return passed;
   }
   /// Starts the part again from its first line (of the first file).
@@ -78,6 +88,15 @@ public:
 
 private:
   void open(std::size_t file);
+  /// The next line of the file open (false at its end).
+  bool line_in_file(std::string_view& line);
+  /// At a file's end: opens the next one (false when there is none); see next().
+  bool next_file();
+  /// At a file's first line, with a file after it: passes whole files whose data lines of this
+  /// part are known (read to the end before) and at most `max`; returns how many lines.
+  std::size_t pass_known_files(std::size_t max);
+  /// At a file's end: what its data lines of this part are, when it was read whole.
+  void remember_file();
   /// follow(): appends the files that appeared since; whether there were any.
   bool list_again();
 
@@ -87,7 +106,14 @@ private:
   std::size_t file_ = 0;
   std::unique_ptr<line_reader> lines_;
   int part_, parts_;
+  const char* reader_;           ///< whose part: which lines are data is its rule
   int64_t data_lines_seen_ = 0;  ///< gzip: data lines of all parts so far in this file
+  // the file open: its size and time then, whether no line of it was read yet, and the lines
+  // ours() took of it
+  uint64_t file_size_ = 0;
+  int64_t file_time_ = 0;
+  bool at_start_ = true;
+  int64_t ours_in_file_ = 0;
 };
 
 /// One file of a stream and the data lines each part reads of it (count_stream_parts).
