@@ -181,6 +181,15 @@ TEST_CASE("row index grows by about 1.6 and keeps its load between 0.54 and 0.87
   for (int i = 0; i < 100000; ++i) t.insert(rng.next());
   CHECK(t.index.capacity() == capacity);
   t.check(13);
+  // rows reserved in bulk (a resize's rows taken) are sized as a rebuild, at the cycle's lowest
+  // load: the rows created next do not rehash them all at once
+  checked_index bulk;
+  bulk.index.reserve(100000, bulk.key_of());
+  const auto sized = bulk.index.capacity();
+  CHECK(100000.0 / double(sized) == doctest::Approx(0.875 / 1.6).epsilon(0.01));
+  for (int i = 0; i < 150000; ++i) bulk.insert(rng.next());
+  CHECK(bulk.index.capacity() == sized);
+  bulk.check(14);
 }
 
 TEST_CASE("row index erase-heavy churn keeps probes short and the index small") {

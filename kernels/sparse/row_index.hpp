@@ -127,8 +127,9 @@ public:
   bool erase(uint64_t key, KeyOf&& key_of);
 
   /// Room for `rows` rows in all without a rehash (reads key_of(r) for every row r if it
-  /// rehashes). Grows by growth at least, so that reserving a little more each time does not
-  /// rehash each time.
+  /// rehashes). Grows to the growth cycle's lowest load for `rows` (as a rebuild), so that
+  /// reserving a little more each time does not rehash each time, and rows taken in bulk are
+  /// not followed at once by a rehash of them all.
   template <class KeyOf>
   void reserve(std::size_t rows, KeyOf&& key_of);
 
@@ -264,7 +265,7 @@ bool row_index::erase(uint64_t key, KeyOf&& key_of) {
 template <class KeyOf>
 void row_index::reserve(std::size_t rows, KeyOf&& key_of) {
   if (rows + tombstones_ <= max_used_) return;
-  const std::size_t want = capacity_for(rows), grown = regrown(size_);
+  const std::size_t want = regrown(rows), grown = regrown(size_);
   rehash(want > grown ? want : grown, key_of);
 }
 
