@@ -124,7 +124,7 @@ void file_part::open(std::size_t file) {
   at_start_ = true;
   ours_in_file_ = 0;
   if (!lines_->compressed() && parts_ > 1) {
-    const uint64_t size = fs::file_size(files_[file]);
+    const uint64_t size = file_size_ > 0 ? file_size_ : fs::file_size(files_[file]);
     lines_->restrict_to(part_begin(size, part_, parts_), part_begin(size, part_ + 1, parts_));
   } else {
     lines_->rewind();

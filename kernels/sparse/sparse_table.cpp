@@ -586,15 +586,19 @@ std::size_t sparse_table::drop_rows_of(key_filter moving, const void* context) {
   // a large share of the rows, where an erase each (two lookups, cache misses both) costs more
   // than a rebuild whose misses overlap. The new index is allocated before a row moves.
   const auto n = static_cast<uint32_t>(index_.size());
+  std::vector<bool> leaves(n);  // each row's key tested once
   uint32_t kept = 0;
-  for (uint32_t index = 0; index < n; ++index) kept += moving(row_key(index), context) ? 0 : 1;
+  for (uint32_t index = 0; index < n; ++index) {
+    leaves[index] = moving(row_key(index), context);
+    kept += leaves[index] ? 0 : 1;
+  }
   const std::size_t dropped = n - kept;
   if (dropped > 0) {
     row_index fresh;
     fresh.reserve(kept, key_of());  // no rows yet: reads no key
     uint32_t to = 0;
     for (uint32_t index = 0; index < n; ++index) {
-      if (moving(row_key(index), context)) continue;
+      if (leaves[index]) continue;
       if (to != index) {
         std::memcpy(row_start(to), row_start(index), std::size_t(stride_) * sizeof(float));
         if (counts_steps_) steps_[to] = steps_[index];
