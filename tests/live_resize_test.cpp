@@ -76,6 +76,9 @@ std::vector<json> compare_resized(train_options o, const std::string& dir) {
     CHECK(cut > 0);
     CHECK(move > 0);
     CHECK(cut + move <= freeze);
+    // a change of shards only: both workers took the new shards where they were paused (their
+    // data readers kept), none was started again
+    CHECK(changes[i]["workers_kept"] == 2);
   }
   CHECK(test::metrics_events(resized.metrics, "resize_not_done").empty());
   return changes;
@@ -155,7 +158,12 @@ TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
       summary[resized] = ends.front();
       const auto changes = test::metrics_events(metrics, "resize");
       REQUIRE(changes.size() == (resized ? 2u : 0u));
-      for (const auto& change : changes) CHECK(change["retrained_samples"] == 0);
+      for (const auto& change : changes) {
+        CHECK(change["retrained_samples"] == 0);
+        // a worker running ahead (ssp) or with its round open when asked took the new shards
+        // once it paused: none was started again
+        CHECK(change["workers_kept"] == 2);
+      }
     }
     const auto& b = summary[1];
     CAPTURE(b.dump());

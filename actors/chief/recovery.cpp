@@ -316,6 +316,13 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
                       dm.reason ? dm.reason : caf::make_error(caf::sec::runtime_error));
     if (st.before_training()) return lose_before_training(self, w, node, reason);
     st.data_stopped(w);
+    if (st.phase == run_phase::resizing && !node) {
+      // A worker kept through a change of shards (the others are stopped): started afresh at
+      // the change's clock with the others once the shards have moved.
+      st.workers[w] = nullptr;
+      record_failure(self, worker_role(w), reason, "started again once the shards have moved");
+      return;
+    }
     if (node) {
       st.worker_nodes[w] = nullptr;  // its restarted process may join again
       if (st.replacing.count(w)) abandon_replacement(self, w, reason);

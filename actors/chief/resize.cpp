@@ -12,8 +12,8 @@
 //                     state holds exactly the pushes of the clocks before C
 //   checkpoints_then_resize  every hand-over is in hand: a checkpoint due by C is written first,
 //                     from the states the shards keep of it under the old placement
-//   begin_resize      the phase is resizing; the workers and the evaluator are stopped (under
-//                     new incarnations: a push of theirs still on its way is refused), the
+//   begin_resize      the phase is resizing; the workers (but below) and the evaluator are
+//                     stopped (under new incarnations: a push still on its way is refused), the
 //                     shards beyond N stop (everything they held is in their hand-overs), shards
 //                     up to N are spawned (distributed: spare ps tasks' shards are taken in,
 //                     spare_tasks.cpp, and spare worker tasks for new workers,
@@ -26,7 +26,9 @@
 //   finish_resize     every worker starts again at clock C (its data where it was then; after a
 //                     change of workers, its share of what no worker had trained: data_plan.hpp)
 //                     and the evaluator on the new shards; training resumes, the next change is
-//                     asked
+//                     asked. A change of shards only, in one process, stops no worker: each,
+//                     paused at C, is told the new shards (resize_worker) and pulls C's
+//                     parameters again from them, its data reader where it was
 //
 // The new placement follows from the old one and N alone (placement_change.hpp: the fewest
 // buckets and dense blocks move), and the spec records it, so that every role, checkpoint and
@@ -77,7 +79,9 @@ void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double move_ms)
   st.chain_deltas = 0;
   const auto generation = st.resize_generation;
   const auto clock = st.resize.clock;
-  restart_roles_at(self, clock, [=](int64_t retrained) {
+  restart_roles_at(
+    self, clock,
+    [=](int64_t retrained) {
     auto& st = self->state;
     if (st.phase != run_phase::resizing || st.resize_generation != generation) return;
     enter(self, run_phase::training);
@@ -103,12 +107,14 @@ void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double move_ms)
                         .add("move_ms", move_ms).add("clock", clock)
                         .add("shards_lost", static_cast<uint64_t>(r.lost.size()))
                         .add("retrained_samples", retrained * st.cfg.batch)
+                        .add("workers_kept", static_cast<uint64_t>(r.kept))
                         .add("wall_s", st.elapsed()));
     st.metrics->flush();
     answer_scale_request(self);  // actorps scale: done
     arm_next_resize(self);
     check_all_done(self);
-  });
+    },
+    st.resize.keeps_workers);
 }
 
 /// An episode cuts the states in hand for the shards of the new size and restores each of them.
@@ -201,7 +207,7 @@ void begin_resize(self_ptr self, std::vector<std::vector<wire_buffer>> states) {
   }
   auto& r = st.resize;
   r = {st.cfg.spec.shards, shards, st.cfg.spec.workers, workers, planned.at_clock, 0, 0,
-       std::chrono::steady_clock::now(), std::move(states), 0, {}};
+       std::chrono::steady_clock::now(), std::move(states), 0, false, 0, {}};
   for (const auto& files : r.states)
     for (const auto& h : files) r.handed_over += h.size_bytes();
   for (const auto& m : moves) {
@@ -212,7 +218,10 @@ void begin_resize(self_ptr self, std::vector<std::vector<wire_buffer>> states) {
                       + std::to_string(r.buckets) + " buckets and " + std::to_string(r.blocks)
                       + " dense blocks change shard");
   enter(self, run_phase::resizing);
-  stop_roles(self);
+  // A change of shards only, in one process: the workers, paused at the clock, stay and take the
+  // new shards where they are (their data readers would otherwise read up to there again).
+  r.keeps_workers = !st.cfg.remote && r.workers_to == r.workers_from;
+  stop_roles(self, r.keeps_workers);
   drop_standbys(self);  // they hold the old placement's states; built again for the new one
   if (r.workers_to != r.workers_from) {
     if (st.cfg.remote) take_spare_workers(self, r.workers_from, r.workers_to);
@@ -332,6 +341,36 @@ void arm_next_resize(self_ptr self) {
     st.cfg.resizes[st.resizes_done].at_clock = at;
     ask_states_at(self, at, generation);
   });
+}
+
+void resize_worker(self_ptr self, int32_t w, int64_t clock, std::function<void(bool)> done) {
+  auto& st = self->state;
+  const auto worker = st.workers[w];
+  const auto generation = st.resize_generation;
+  st.clocks[w] = clock;
+  st.done[w] = false;
+  st.released[w] = false;
+  st.live[w] = true;
+  self->request(worker, st.cfg.request_timeout, resize_atom::value, st.cfg.spec.shards, st.shards,
+                st.incarnation[w], next_resize_clock(st, clock))
+    .then(
+      [=](int64_t) {
+        ++self->state.resize.kept;
+        done(true);
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (st.phase != run_phase::resizing || st.resize_generation != generation)
+          return done(false);  // the run went back or ended meanwhile: started by that, if at all
+        if (st.workers[w] == worker) {
+          log_line(log_level::warn, "chief", worker_role(w).text() + " did not take the new shards ("
+                                               + describe(err) + "); started again");
+          self->demonitor(worker.address());
+          self->send_exit(worker, caf::exit_reason::kill);
+          st.workers[w] = nullptr;
+        }
+        start_worker(self, w, clock, done);
+      });
 }
 
 void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {

@@ -86,7 +86,8 @@ void resume_training(self_ptr self, int64_t clock) {
 
 } // namespace
 
-void restart_roles_at(self_ptr self, int64_t clock, std::function<void(int64_t)> then) {
+void restart_roles_at(self_ptr self, int64_t clock, std::function<void(int64_t)> then,
+                      bool keep_workers) {
   auto& st = self->state;
   st.start_clock = clock;
   st.last_checkpoint = std::min(st.last_checkpoint, clock);
@@ -120,6 +121,10 @@ void restart_roles_at(self_ptr self, int64_t clock, std::function<void(int64_t)>
       continue;
     }
     st.awaiting_rejoin.erase(worker_role(w));  // started here
+    if (keep_workers && st.workers[w]) {
+      resize_worker(self, w, clock, [=](bool) { one_started(); });
+      continue;
+    }
     start_worker(self, w, clock, [=](bool) { one_started(); });
   }
   start_evaluator(self, [=](bool) { one_started(); });
@@ -249,7 +254,7 @@ const char* why_no_rollback(const chief_state& st) {
 
 } // namespace
 
-void stop_roles(self_ptr self) {
+void stop_roles(self_ptr self, bool keep_workers) {
   auto& st = self->state;
   // every worker restarts under a new incarnation: the shards refuse a push still in flight
   // from before, and a replacement under way gives up
@@ -267,7 +272,8 @@ void stop_roles(self_ptr self) {
     self->send_exit(handle, caf::exit_reason::kill);
     handle = nullptr;
   };
-  for (auto& w : st.workers) stop(w);
+  if (!keep_workers)
+    for (auto& w : st.workers) stop(w);
   stop(st.evaluator);
   abandon_eval(self);
 }

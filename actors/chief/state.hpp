@@ -179,6 +179,8 @@ struct chief_state {
     // blocks and sketches, [1 + s] the rows of the buckets that leave it for shard s.
     std::vector<std::vector<wire_buffer>> states;
     uint64_t handed_over = 0;     // their bytes
+    bool keeps_workers = false;   // a change of shards only, in one process: the workers stay
+    std::size_t kept = 0;         // workers that took the new shards where they were
     // shards the resize spawned, lost while the parts moved and given theirs again, and when
     std::vector<std::pair<int32_t, time_point>> lost;
   } resize;
@@ -541,10 +543,16 @@ void on_rejoin_due(self_ptr self, uint64_t rollback);
 
 /// Stops every worker and the evaluator (their state is ahead of the clock the run goes back or
 /// on from) under new incarnations; the checkpoint and evaluation in flight are abandoned.
-void stop_roles(self_ptr self);
+/// `keep_workers` (a change of shards only, in one process): the workers, paused at its clock,
+/// are not stopped; they take the new shards where they are (restart_roles_at).
+void stop_roles(self_ptr self, bool keep_workers = false);
 /// Starts every worker again at `clock`, its data where it was then (what it trained since is
 /// trained again), and the evaluator; then `then` with the minibatches trained again.
-void restart_roles_at(self_ptr self, int64_t clock, std::function<void(int64_t)> then);
+/// `keep_workers`: a worker stop_roles kept, paused at `clock`, is told the new shards instead
+/// (worker_actor's resize: its data reader stays); one that refuses, or was lost, is started
+/// afresh. st.resize.kept counts those that took it.
+void restart_roles_at(self_ptr self, int64_t clock, std::function<void(int64_t)> then,
+                      bool keep_workers = false);
 
 // resize.cpp
 /// training: asks every shard, ahead of it, for its state at the next --resize's clock (each
@@ -657,6 +665,10 @@ void place_roles(self_ptr self);
 /// Starts worker w at `start_clock` (spawned here, or by its process); calls `done` with
 /// whether it worked.
 void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<void(bool)> done);
+/// A worker kept through a change of shards (one process), paused at `clock`: told the new
+/// shards and its incarnation (worker_actor's resize); one that refuses is started afresh.
+/// Calls `done` with whether it goes on.
+void resize_worker(self_ptr self, int32_t w, int64_t clock, std::function<void(bool)> done);
 /// Starts the evaluator (spawned here, or by its process); calls `done` once it is up.
 void start_evaluator(self_ptr self, std::function<void(bool)> done);
 /// Spawns shard s in this process (simulate) and monitors it.

@@ -311,7 +311,15 @@ using worker_actor = caf::typed_actor<
   // (pause, clock) -> the clock it pauses at: it computes no clock from there on
   // (worker_config::pause_at), `clock` or the first it has not begun, if later; -1: it pauses
   // nowhere, and goes on if it waited.
-  caf::replies_to<pause_atom, int64_t>::with<int64_t>>;
+  caf::replies_to<pause_atom, int64_t>::with<int64_t>,
+  // (resize, shards, actors, incarnation, pause) -> the clock it goes on at: a change of the
+  // number of shards at the clock it paused at, in one process. It takes the new placement
+  // (resized_spec of its spec for `shards`), talks to `actors` under `incarnation`, pauses next at
+  // `pause` (-1: nowhere) and, on (start), pulls that clock's parameters again: its data reader
+  // and trainer stay where they are. Asked before its round of the clock before has ended, it
+  // answers once it has.
+  caf::replies_to<resize_atom, int32_t, std::vector<ps_shard_actor>, uint32_t,
+                  int64_t>::with<int64_t>>;
 
 /// The evaluator: (eval, clock) -> the test metrics of a fresh parameter snapshot.
 using evaluator_actor = caf::typed_actor<

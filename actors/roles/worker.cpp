@@ -6,7 +6,9 @@
 #include "actors/roles/shard_conversation.hpp"
 #include "actors/data/csv_batches.hpp"
 #include "actors/protocol/buffer_lease.hpp"
+#include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
+#include "actors/protocol/placement_change.hpp"
 #include "actors/ps/model_registry.hpp"
 #include "kernels/denormals.hpp"
 #include "actors/ps/lr_schedule.hpp"
@@ -80,6 +82,17 @@ struct worker_state {
   // Following a stream: what waits for files the chief has not counted yet, if anything (the
   // initial pull, or the computation of st.clock whose parameters have come).
   enum class waiting { nothing, pull, compute } waits = waiting::nothing;
+  // A change of shards asked while its round of the clock before the pause was still open:
+  // taken once the worker pauses (take_resize).
+  struct resize_ask {
+    int32_t shards = 0;
+    std::vector<ps_shard_actor> actors;
+    uint32_t incarnation = 0;
+    int64_t pause_at = -1;
+    caf::typed_response_promise<int64_t> answer;
+  };
+  std::unique_ptr<resize_ask> resize_waits;
+  bool resumes = false;  // a change of shards taken: (start) pulls again, the trainer kept
 
   std::string who() const { return "worker:" + std::to_string(cfg.index); }
 
@@ -90,6 +103,7 @@ struct worker_state {
 void compute(self_ptr self);
 void push(self_ptr self);
 void predict_step(worker_state& st, int64_t c);
+caf::expected<int64_t> take_resize(self_ptr self, worker_state::resize_ask& ask);
 
 /// The clock the worker is done at: its last clock trains the last minibatch of its data.
 int64_t end_clock(const worker_config& cfg) { return cfg.steps + cfg.data_offset; }
@@ -151,6 +165,13 @@ void on_parameters(self_ptr self) {
   }
   if (st.cfg.pause_at >= 0 && st.clock >= st.cfg.pause_at) {
     send_reports(self, true);  // the chief stops it there (a resize)
+    if (auto ask = std::move(st.resize_waits)) {  // asked while its last round was open
+      auto taken = take_resize(self, *ask);
+      if (taken)
+        ask->answer.deliver(*taken);
+      else
+        ask->answer.deliver(std::move(taken.error()));
+    }
     return;
   }
   if (!next_batch_there(st)) {
@@ -312,6 +333,113 @@ void compute(self_ptr self) {
   }
 }
 
+/// The trainer worker `part` of `parts` has: its part of the data and the plug-in's half.
+/// An error when the plug-in or the data refuse.
+caf::error make_trainer(worker_state& st) {
+  const auto& cfg = st.cfg;
+  auto make_part = [cfg](int32_t part, int32_t parts) {
+    part_trainer out;
+    if (cfg.source.what == data_source::kind::csv)  // its part of the files, streamed
+      out.data = std::make_unique<csv_batches>(cfg.source, part, parts, cfg.batch,
+                                               cfg.train->cols, cfg.train->classes);
+    else if (!streamed(cfg.source.what))  // else the plug-in streams it
+      out.data = std::make_unique<data_shard>(cfg.train, part, parts, cfg.batch, cfg.spec.seed);
+    trainer_context ctx;
+    ctx.worker = part;
+    ctx.workers = parts;
+    ctx.batch = cfg.batch;
+    ctx.seed = cfg.spec.seed;
+    ctx.data = out.data.get();
+    ctx.backend = cfg.backend;
+    ctx.device = cfg.device;
+    ctx.source = cfg.source;
+    out.model = make_model(cfg.spec.model.name)->make_trainer(ctx);
+    return out;
+  };
+  try {
+    if (st.cfg.plan.empty()) {
+      auto own = make_part(st.cfg.index, st.cfg.spec.workers);
+      st.data = std::move(own.data);
+      st.model = std::move(own.model);
+    } else {
+      st.model = make_planned_trainer(st.cfg.plan, make_part);
+    }
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, e.what());
+  }
+  return caf::none;
+}
+
+/// What the worker's rounds need under st.cfg.spec's placement and st.cfg.shards: the layout,
+/// the parameter buffers, the batch tables and the conversation with the shards (a new one
+/// after a change of shards: the watchdog already running looks at it).
+void talk_to_shards(self_ptr self) {
+  auto& st = self->state;
+  st.layout = std::make_shared<const block_layout>(st.cfg.spec);
+  st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
+  const auto optimizer = st.cfg.spec.optimizer.kind;
+  // Not with standbys: a request sent again to a promoted shard may be answered twice,
+  // and the late answer would land in the buffer being computed on. Only alone: its own
+  // push is then all there is to foresee, and it trains as the worker that waits; with
+  // more, the others' gradients of a clock come one clock later, which cost the default run
+  // (2 workers, momentum 0.9) 0.01 of test accuracy, and 6-8 % more CPU per sample bought
+  // no speed on a machine with no idle core (scripts/bench/README.md, throughput.sh).
+  st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0 && !st.cfg.standbys
+               && st.cfg.spec.workers == 1
+               && st.cfg.spec.model.sparse_tables.empty()
+               && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
+  st.ahead = st.overlap ? std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f)
+                        : nullptr;
+  st.incoming = st.overlap
+                  ? std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f)
+                  : st.params;
+  // Dense replies over a data link land in params directly (a reply with sparse rows is
+  // read into a buffer: the rows go to the batch tables); with overlap, in the buffer of
+  // each round (begin_round).
+  if (st.cfg.spec.model.sparse_tables.empty() && !st.overlap)
+    for (auto& d : st.cfg.destinations)
+      if (d) d->set(st.layout, st.params);
+  // A push may still hold the last gradient (a shard keeps each worker's last push in sync
+  // mode): then compute() takes another buffer before writing.
+  if (st.grads.size() != st.layout->total_floats()
+      && !release_for_writing(st.grads, st.grads_lease))
+    st.grads.assign(st.layout->total_floats(), 0.0f);
+  st.rows = batch_tables(st.cfg.spec);
+  st.next = batch_tables(st.cfg.spec);
+  st.keys.resize(st.cfg.spec.model.sparse_tables.size());
+  st.held_clock = -1;
+  st.prev_clock = -1;
+  st.received = {};
+  st.shards = std::make_unique<shard_conversation<self_ptr>>(
+    self, st.who(), st.cfg.shards, st.layout, st.cfg.standbys, st.cfg.request_timeout);
+}
+
+/// A change of shards at the clock the worker paused at (worker_actor's resize): the new
+/// placement and shards from the next round on; the data reader and the trainer stay.
+caf::expected<int64_t> take_resize(self_ptr self, worker_state::resize_ask& ask) {
+  auto& st = self->state;
+  if (st.cfg.pause_at < 0 || st.clock != st.cfg.pause_at)
+    return caf::make_error(caf::sec::runtime_error, "a change of shards at clock "
+                                                      + std::to_string(st.clock)
+                                                      + ", where this worker has not paused");
+  if (ask.shards < 1 || ask.actors.size() != static_cast<std::size_t>(ask.shards))
+    return make_error(errc::wrong_shard, std::to_string(ask.actors.size()) + " shards for "
+                                           + std::to_string(ask.shards));
+  train_spec after;
+  try {
+    after = resized_spec(st.cfg.spec, ask.shards);
+  } catch (const std::invalid_argument& e) {
+    return make_error(errc::wrong_shard, e.what());
+  }
+  st.cfg.spec = std::move(after);
+  st.cfg.shards = std::move(ask.actors);
+  st.cfg.incarnation = ask.incarnation;
+  st.cfg.pause_at = ask.pause_at;
+  talk_to_shards(self);
+  st.resumes = true;
+  return st.clock;
+}
+
 /// `err` when a message was refused as not authorised: logged, and counted in the reports.
 caf::error refusal(self_ptr self, caf::error err) {
   if (err) ++self->state.refused;
@@ -336,74 +464,13 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
     [=](start_atom) {
       auto& st = self->state;
       if (refusal(self, authorise_chief(current_role(self), "start"))) return;
+      if (std::exchange(st.resumes, false)) return pull_initial(self);  // after a change of shards
       flush_denormals_to_zero();  // this (detached) thread runs the kernels
       st.chief_elsewhere = st.cfg.chief && st.cfg.chief.node() != self->node();
       st.reports_sent = std::chrono::steady_clock::now();
-      st.layout = std::make_shared<const block_layout>(st.cfg.spec);
-      // The trainer worker `part` of `parts` has: its part of the data and the plug-in's half.
-      const auto& cfg = st.cfg;
-      auto make_part = [cfg](int32_t part, int32_t parts) {
-        part_trainer out;
-        if (cfg.source.what == data_source::kind::csv)  // its part of the files, streamed
-          out.data = std::make_unique<csv_batches>(cfg.source, part, parts, cfg.batch,
-                                                   cfg.train->cols, cfg.train->classes);
-        else if (!streamed(cfg.source.what))  // else the plug-in streams it
-          out.data = std::make_unique<data_shard>(cfg.train, part, parts, cfg.batch,
-                                                  cfg.spec.seed);
-        trainer_context ctx;
-        ctx.worker = part;
-        ctx.workers = parts;
-        ctx.batch = cfg.batch;
-        ctx.seed = cfg.spec.seed;
-        ctx.data = out.data.get();
-        ctx.backend = cfg.backend;
-        ctx.device = cfg.device;
-        ctx.source = cfg.source;
-        out.model = make_model(cfg.spec.model.name)->make_trainer(ctx);
-        return out;
-      };
-      try {
-        if (st.cfg.plan.empty()) {
-          auto own = make_part(st.cfg.index, st.cfg.spec.workers);
-          st.data = std::move(own.data);
-          st.model = std::move(own.model);
-        } else {
-          st.model = make_planned_trainer(st.cfg.plan, make_part);
-        }
-      } catch (const std::exception& e) {
-        return fail(self, "cannot start its trainer", caf::make_error(caf::sec::runtime_error,
-                                                                     e.what()));
-      }
-      st.params = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
-      const auto optimizer = st.cfg.spec.optimizer.kind;
-      // Not with standbys: a request sent again to a promoted shard may be answered twice,
-      // and the late answer would land in the buffer being computed on. Only alone: its own
-      // push is then all there is to foresee, and it trains as the worker that waits; with
-      // more, the others' gradients of a clock come one clock later, which cost the default run
-      // (2 workers, momentum 0.9) 0.01 of test accuracy, and 6-8 % more CPU per sample bought
-      // no speed on a machine with no idle core (scripts/bench/README.md, throughput.sh).
-      st.overlap = st.cfg.overlap && st.cfg.spec.staleness_bound() != 0 && !st.cfg.standbys
-                   && st.cfg.spec.workers == 1
-                   && st.cfg.spec.model.sparse_tables.empty()
-                   && (optimizer == optimizer_kind::sgd || optimizer == optimizer_kind::momentum);
-      if (st.overlap)
-        st.ahead = std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f);
-      st.incoming = st.overlap
-                      ? std::make_shared<std::vector<float>>(st.layout->total_floats(), 0.0f)
-                      : st.params;
-      // Dense replies over a data link land in params directly (a reply with sparse rows is
-      // read into a buffer: the rows go to the batch tables); with overlap, in the buffer of
-      // each round (begin_round).
-      if (st.cfg.spec.model.sparse_tables.empty() && !st.overlap)
-        for (auto& d : st.cfg.destinations)
-          if (d) d->set(st.layout, st.params);
-      st.grads.assign(st.layout->total_floats(), 0.0f);
-      st.rows = batch_tables(st.cfg.spec);
-      st.next = batch_tables(st.cfg.spec);
-      st.keys.resize(st.cfg.spec.model.sparse_tables.size());
+      if (auto err = make_trainer(st)) return fail(self, "cannot start its trainer", err);
+      talk_to_shards(self);
       st.clock = st.cfg.start_clock;
-      st.shards = std::make_unique<shard_conversation<self_ptr>>(
-        self, st.who(), st.cfg.shards, st.layout, st.cfg.standbys, st.cfg.request_timeout);
       st.shards->start_watchdog();
       const auto until = st.cfg.follow_until;
       if (until >= 0 && batch_of(st.cfg, st.clock) >= until && st.clock < end_clock(st.cfg))
@@ -448,6 +515,22 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       st.cfg.pause_at = clock < 0 ? -1 : std::max(clock, first_free);
       if (waited && (st.cfg.pause_at < 0 || st.clock < st.cfg.pause_at)) on_parameters(self);
       return st.cfg.pause_at;
+    },
+    [=](resize_atom, int32_t shards, std::vector<ps_shard_actor>& actors, uint32_t incarnation,
+        int64_t pause_at) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (auto err = refusal(self, authorise_chief(current_role(self), "resize"))) return err;
+      if (!st.shards || st.resumes || st.resize_waits)
+        return caf::make_error(caf::sec::runtime_error,
+                               "a change of shards before this worker trained, or a second one "
+                               "before it went on");
+      worker_state::resize_ask ask{shards, std::move(actors), incarnation, pause_at, {}};
+      if (st.in_flight || st.stepping || st.push_waits) {  // taken once it pauses
+        ask.answer = self->make_response_promise<int64_t>();
+        st.resize_waits = std::make_unique<worker_state::resize_ask>(std::move(ask));
+        return st.resize_waits->answer;
+      }
+      return take_resize(self, ask);
     },
     [=](reroute_atom, int32_t s, ps_shard_actor shard) -> caf::result<int32_t> {
       auto& st = self->state;
