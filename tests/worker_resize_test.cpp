@@ -88,6 +88,40 @@ TEST_CASE("sync: workers 2 -> 4 -> 3 (shards 2 -> 3 -> 3) train every minibatch 
   for (const auto& c : changes) CHECK(c["retrained_samples"] == 0);
 }
 
+TEST_CASE("a shard from before a change of shards and workers killed in it: back, every minibatch once") {
+  // ps:0 held the rows of the buckets it keeps: lost while the parts move, the run goes back to
+  // the checkpoint written at the change's clock and makes the change by restoring it, at the
+  // new number of shards and with the untrained minibatches shared out among the new number of
+  // workers. Sync: the keys with rows are the never-resized run's (no minibatch missed or
+  // trained twice), and the summary counts each minibatch once.
+  test::scratch_dir dir{"actorps_worker_resize"};
+  const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
+                          "--steps 40 --admit-after 1 "
+                          + test::generated_criteo(dir.path, 6000, 500);
+  const auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
+  REQUIRE_MESSAGE(still.status == 0, still.output);
+  const auto metrics = dir.path + "/killed.jsonl", out = dir.path + "/killed";
+  const auto r = test::run_actorps(run + " --resize ps=3,workers=4@clock=10 --kill ps:0@resize=1 "
+                                   "--checkpoint-dir " + dir.path + "/ckpt --checkpoint-every 10 "
+                                   "--export-dir " + out + " --metrics " + metrics);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const auto keys = exported_keys(dir.path + "/still");
+  CHECK(keys.size() > 1000);
+  CHECK(exported_keys(out) == keys);
+  CHECK(test::metrics_events(metrics, "resize").empty());  // made by the rollback's restore
+  CHECK(test::metrics_events(metrics, "failure").size() == 1);
+  const auto recovered = test::metrics_events(metrics, "recovery");
+  REQUIRE(recovered.size() == 1);
+  CHECK(recovered[0]["clock"] == 10);
+  const auto summary = test::metrics_events(metrics, "summary");
+  REQUIRE(summary.size() == 1);
+  CAPTURE(summary[0].dump());
+  CHECK(summary[0]["shards"] == 3);
+  CHECK(summary[0]["workers"] == 4);
+  CHECK(summary[0]["samples"] == 2 * 40 * 64);  // every minibatch once, none trained again
+  CHECK(summary[0]["planned_samples"] == 2 * 40 * 64);
+}
+
 TEST_CASE("ssp and async: shards and workers 2 -> 4 -> 3 train every minibatch once") {
   test::scratch_dir dir{"actorps_worker_resize"};
   const auto data = test::generated_criteo(dir.path, 20000, 4000);
