@@ -4,8 +4,9 @@
 # A change of shard count the stop-the-world way: a sync run at 2 shards × 2 workers stops at
 # CLOCK (default 200) with a checkpoint there, then starts again with `--resume --ps NEW_PS`
 # (default 3) for one clock more. For the README's CTR example (`dlrm` on CTR_ROWS `gen-data
-# criteo` rows, default 2 000 000, a test set of 2 000) and the default MLP (784-256-128-10 on
-# Fashion-MNIST); the same restart at 2 shards (no cut) for comparison. -a N gives the CTR runs
+# criteo` rows, default 2 000 000, a test set of 2 000), the default MLP (784-256-128-10 on
+# Fashion-MNIST) and the large one (`large`: 784-2048-2048-10); the same restart at 2 shards (no
+# cut) for comparison. -a N gives the CTR runs
 # --admit-after N (default: the model's, 20; 1 gives every key seen a row). -i GEN_DIR: the CTR
 # data is a `gen-data criteo` output directory instead (train.tsv, or train/ of --days: read as a
 # stream). -k the cases to run (comma-separated, default ctr,mlp; `sparse` is the CTR example with
@@ -47,8 +48,8 @@ if ! [[ "$ctr_rows" =~ ^[0-9]+$ && "$clock" =~ ^[0-9]+$ && "$new_ps" =~ ^[0-9]+$
   exit 2
 fi
 
-[[ "$cases" =~ ^(mlp|ctr|sparse)(,(mlp|ctr|sparse))*$ ]] \
-  || { echo "resize_restart.sh: -k $cases: expected cases of ctr,mlp,sparse" >&2; exit 2; }
+[[ "$cases" =~ ^(mlp|large|ctr|sparse)(,(mlp|large|ctr|sparse))*$ ]] \
+  || { echo "resize_restart.sh: -k $cases: expected cases of ctr,mlp,large,sparse" >&2; exit 2; }
 
 name=$(basename "$0")
 . "$root/scripts/bench/bench_lib.sh"
@@ -61,6 +62,7 @@ criteo_data "$input" "$tmp/criteo"
 ctr=(--model dlrm --dataset "criteo:$train" --test "$data/test.tsv" "${admit[@]}")
 sparse=(--model dlrm --dataset "criteo:$train" --test "$data/test.tsv" --admit-after 1)
 mlp=(--model 784-256-128-10)
+large=(--model 784-2048-2048-10)
 common=(--no-progress --mode sync --workers 2)
 
 # stopped CASE: the case at 2 shards, to clock $clock, where it checkpoints.
@@ -159,7 +161,8 @@ result = {
 }
 runs = {"ctr": f"dlrm on {ctr_rows} gen-data criteo rows {admit}".strip(),
         "sparse": f"dlrm --admit-after 1 on {ctr_rows} gen-data criteo rows",
-        "mlp": "784-256-128-10 on Fashion-MNIST"}
+        "mlp": "784-256-128-10 on Fashion-MNIST",
+        "large": "784-2048-2048-10 on Fashion-MNIST"}
 for kind in cases:
     result[kind] = dict(run=runs[kind], **case(kind))
 json.dump(result, open(out, "w"), indent=2)
