@@ -3,6 +3,7 @@
 // on the shard the new placement names, nothing lost or doubled; an admission sketch becomes the
 // counters' maximum over the old shards that held the new shard's buckets.
 #include "actors/protocol/checkpoint_codec.hpp"
+#include "actors/protocol/errors.hpp"
 #include "actors/protocol/placement_change.hpp"
 #include "actors/storage/checkpoint_resize.hpp"
 #include "kernels/optimizer.hpp"
@@ -226,6 +227,67 @@ TEST_CASE("a cut in two steps: files cut in any order, rows in key order, the by
   CHECK_THROWS_WITH_AS(shard_cut(sorted, decoded, spec),
                        doctest::Contains("1 decoded files for 2 shard files"),
                        std::invalid_argument);
+}
+
+TEST_CASE("a live resize's part: only the dense blocks a shard gains, checked against both layouts") {
+  const auto before = two_shard_spec();
+  const std::vector<wire_buffer> saved{old_shard(before, 0, 1), old_shard(before, 1, 4)};
+  const block_layout from(before);
+  for (int shards : {1, 3}) {
+    CAPTURE(shards);
+    const auto spec = resized_spec(before, shards);
+    const block_layout to(spec);
+    const shard_cut cut(saved, spec);
+    for (int s = 0; s < shards; ++s) {
+      CAPTURE(s);
+      const auto part_file = cut.part_for(s), whole_file = cut.cut_for(s);
+      const auto part = decode_shard_checkpoint(part_file), whole = decode_shard_checkpoint(whole_file);
+      REQUIRE(part);
+      REQUIRE(whole);
+      // the blocks the new layout gives s that another old shard held, in its order, each with
+      // the whole cut's values and slots; a shard the resize adds gets every one
+      std::vector<uint32_t> gained, ids;
+      for (auto id : to.shard_blocks(s))
+        if (from.blocks()[id].shard != s) gained.push_back(id);
+      for (const auto& b : part->blocks) ids.push_back(b.id);
+      CHECK(ids == gained);
+      if (s >= 2) CHECK(ids.size() == whole->blocks.size());
+      for (std::size_t i = 0; i < part->blocks.size(); ++i) {
+        const auto& w = to.shard_blocks(s);
+        const auto at = std::size_t(std::find(w.begin(), w.end(), part->blocks[i].id) - w.begin());
+        REQUIRE(at < whole->blocks.size());
+        CHECK(std::equal(part->blocks[i].values, part->blocks[i].values + part->blocks[i].count,
+                         whole->blocks[at].values));
+        CHECK(std::equal(part->state[i].values, part->state[i].values + part->state[i].count,
+                         whole->state[at].values));
+      }
+      REQUIRE(part->sparse.size() == 1);
+      CHECK(part->sparse[0].keys == whole->sparse[0].keys);  // the tables as cut_for's
+      CHECK(part->sparse[0].pending_keys == whole->sparse[0].pending_keys);
+      CHECK_FALSE(check_resize_part(*part, from, to, s, 1e6f));
+    }
+  }
+  // 2 -> 1: shard 0 gains shard 1's blocks; what does not fit is refused, naming why
+  const auto spec = resized_spec(before, 1);
+  const block_layout to(spec);
+  const shard_cut cut(saved, spec);
+  const auto part_file = cut.part_for(0), whole_file = cut.cut_for(0);
+  const auto part = *decode_shard_checkpoint(part_file);
+  REQUIRE(!part.blocks.empty());
+  CHECK(part.blocks.size() == from.shard_blocks(1).size());
+  auto missing = part;
+  missing.blocks.pop_back();
+  missing.state.pop_back();
+  CHECK(check_resize_part(missing, from, to, 0, 1e6f) == make_error(errc::missing_block));
+  // every block again, its own too: a block it keeps is not the one expected
+  CHECK(check_resize_part(*decode_shard_checkpoint(whole_file), from, to, 0, 1e6f)
+        == make_error(errc::wrong_element_count));
+  auto short_block = part;
+  short_block.blocks[0].count -= 1;
+  CHECK(check_resize_part(short_block, from, to, 0, 1e6f) == make_error(errc::wrong_element_count));
+  CHECK(check_resize_part(part, from, to, 1, 1e6f) == make_error(errc::wrong_shard));
+  // its values are the floats' places: beyond a bound of 0.5 most of them
+  CHECK(check_resize_part(part, from, to, 0, 0.5f) == make_error(errc::value_out_of_bounds));
 }
 
 TEST_CASE("a checkpoint taken under a carried dense placement restores into any size") {

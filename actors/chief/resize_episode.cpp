@@ -12,8 +12,9 @@
 //
 //   decoding    every dense hand-over read, each by an actor of its own (the workers are
 //               stopped: every core may read)
-//   cutting     the dense hand-overs cut for the new size (checkpoint_resize.hpp): every shard
-//               of the new size gets every dense block of its new layout and the sketches of
+//   cutting     the dense hand-overs cut for the new size (checkpoint_resize.hpp, part_for):
+//               every shard of the new size gets the dense blocks of its new layout that another
+//               old shard held (a shard that stays keeps its own in place) and the sketches of
 //               the old shards that held its buckets, nothing lost or doubled; each part cut by
 //               an actor of its own. The rows are not read here: each old shard split them by
 //               destination already.
@@ -163,7 +164,7 @@ behavior cutting(episode self, std::vector<shard_checkpoint_view> decoded) {
         return {[=](int32_t s) -> caf::result<wire_buffer> {
           me->quit();  // one file, then gone (the answer still leaves)
           try {
-            return cut->cut_for(s);
+            return cut->part_for(s);
           } catch (const std::invalid_argument& e) {
             return make_error(errc::checkpoint_failed,
                               std::string("cutting the shards' states: ") + e.what());

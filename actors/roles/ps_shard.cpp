@@ -9,6 +9,7 @@
 #include "actors/roles/shard_replicate.hpp"
 #include "actors/roles/shard_state.hpp"
 #include "actors/roles/streamed_push.hpp"
+#include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_root.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/optimizer.hpp"
@@ -159,7 +160,8 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
 /// Installs a ShardCheckpoint's state under its spec: its dense blocks, and its sparse rows
 /// imported whole (a restore), or with `resize` (a live resize's part, move_in) taken in with
 /// the rows of `parts` beside the rows of the buckets this shard keeps, the rows of those it
-/// gives away dropped (a shard not initialised takes them into empty tables). Every worker is
+/// gives away dropped, and of the dense blocks those it gains beside those it keeps (a shard
+/// not initialised takes everything from the part). Every worker is
 /// live at the file's clock with `incarnations`; held pulls and checkpoints are answered with
 /// rolled_back, `why` and the clock.
 caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
@@ -193,19 +195,37 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
   }
   auto layout = layout_for(st, saved->spec);
   if (!layout) return drop(st, verb, layout.error());
-  if (auto err = check_shard_checkpoint(*saved, **layout, st.shard,
-                                        st.config.bounds.max_parameter))
+  // A shard that stays in a resize keeps its dense blocks that stay: the part brings only those
+  // it gains (shard_cut::part_for).
+  const block_layout* kept = moving ? st.layout.get() : nullptr;
+  if (kept && (st.opt.slots != optimizer_state_slots(saved->spec.optimizer.kind)
+               || st.params.size() != kept->shard_floats(st.shard)))
+    return drop(st, verb, make_error(errc::invalid_spec, "a resize's part of another optimizer"));
+  if (auto err = kept ? check_resize_part(*saved, *kept, **layout, st.shard,
+                                          st.config.bounds.max_parameter)
+                      : check_shard_checkpoint(*saved, **layout, st.shard,
+                                               st.config.bounds.max_parameter))
     return drop(st, verb, std::move(err));
   float_buffer params((*layout)->shard_floats(st.shard));
   optimizer_state opt;
   opt.slots = optimizer_state_slots(saved->spec.optimizer.kind);
   opt.values.resize(opt.slots * params.size());
   opt.step = static_cast<int64_t>(saved->optimizer_step);
-  const auto& ids = (*layout)->shard_blocks(st.shard);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const auto& b = (*layout)->blocks()[ids[i]];
-    std::memcpy(params.data() + b.shard_offset, saved->blocks[i].values, b.size * sizeof(float));
-    std::memcpy(opt.values.data() + opt.slots * b.shard_offset, saved->state[i].values,
+  std::size_t next = 0;  // the part's next block
+  for (auto id : (*layout)->shard_blocks(st.shard)) {
+    const auto& b = (*layout)->blocks()[id];
+    const float *values, *state;
+    if (kept && kept->blocks()[id].shard == st.shard) {
+      const auto at = kept->blocks()[id].shard_offset;
+      values = st.params.data() + at;
+      state = st.opt.values.data() + opt.slots * at;
+    } else {
+      values = saved->blocks[next].values;
+      state = saved->state[next].values;
+      ++next;
+    }
+    std::memcpy(params.data() + b.shard_offset, values, b.size * sizeof(float));
+    std::memcpy(opt.values.data() + opt.slots * b.shard_offset, state,
                 opt.slots * b.size * sizeof(float));
   }
   shard_tables tables;

@@ -84,12 +84,12 @@ std::string shard_inconsistency(const shard_checkpoint_view& shard, const run_ch
 }
 
 std::string out_of_bounds(const shard_checkpoint_view& shard, const block_layout& layout,
-                          int32_t shard_index, float max_parameter) {
+                          float max_parameter) {
   constexpr float any_finite = std::numeric_limits<float>::max();
   auto value = [](float v) { return value_text(v); };
-  const auto& ids = layout.shard_blocks(shard_index);
-  for (std::size_t i = 0; i < ids.size() && i < shard.blocks.size(); ++i) {
-    const auto& b = layout.blocks()[ids[i]];
+  for (std::size_t i = 0; i < shard.blocks.size(); ++i) {
+    if (shard.blocks[i].id >= layout.blocks().size()) return "block " + n(shard.blocks[i].id);
+    const auto& b = layout.blocks()[shard.blocks[i].id];
     const auto& tensor = layout.tensors()[b.tensor].name;
     const auto& v = shard.blocks[i];
     if (auto at = first_outside(v.values, v.count, max_parameter))

@@ -23,11 +23,11 @@ std::string shard_inconsistency(const shard_checkpoint_view& shard, const run_ch
 
 /// What in a shard file lies beyond the bounds a shard keeps its state in ("" when nothing
 /// does): a parameter, dense or sparse, with |value| > max_parameter or not finite, or an
-/// optimizer state value that is not finite; names the tensor or table and the value. The
-/// blocks must already match `layout` (check_shard_checkpoint checks that first). A checkpoint
-/// with such values would restore a state no update could have made: resuming from one trained
-/// nothing (every gradient computed from it overflowed) instead of failing.
+/// optimizer state value that is not finite; names the tensor or table and the value. Each block
+/// is found in `layout` by its id (a live resize's part holds only some of a shard's blocks). A
+/// checkpoint with such values would restore a state no update could have made: resuming from
+/// one trained nothing (every gradient computed from it overflowed) instead of failing.
 std::string out_of_bounds(const shard_checkpoint_view& shard, const block_layout& layout,
-                          int32_t shard_index, float max_parameter);
+                          float max_parameter);
 
 } // namespace actorps

@@ -1,6 +1,7 @@
 #include "actors/storage/checkpoint_resize.hpp"
 
 #include "actors/protocol/errors.hpp"
+#include "actors/storage/checkpoint_consistency.hpp"
 #include "actors/protocol/placement_change.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
@@ -128,6 +129,7 @@ void shard_cut::take(std::vector<shard_checkpoint_view> decoded) {
   // every block's values and optimizer slots, wherever they were
   values_.resize(after_->blocks().size());
   state_.resize(after_->blocks().size());
+  held_by_.assign(after_->blocks().size(), -1);
   for (std::size_t o = 0; o < old_.size(); ++o) {
     const auto& v = old_[o];
     if (v.blocks.size() != v.state.size()) refuse("a shard's blocks and state differ in number");
@@ -140,6 +142,7 @@ void shard_cut::take(std::vector<shard_checkpoint_view> decoded) {
         refuse("block " + std::to_string(id) + " holds another number of values");
       values_[id] = v.blocks[i];
       state_[id] = v.state[i];
+      held_by_[id] = static_cast<int32_t>(o);
       if (b.shard != static_cast<int>(o))
         moving_ += sizeof(float) * (v.blocks[i].count + v.state[i].count);
     }
@@ -269,7 +272,11 @@ sparse_table_rows shard_cut::cut_table(std::size_t t, int s) const {
   return out;
 }
 
-wire_buffer shard_cut::cut_for(int s) const {
+wire_buffer shard_cut::cut_for(int s) const { return cut(s, false); }
+
+wire_buffer shard_cut::part_for(int s) const { return cut(s, true); }
+
+wire_buffer shard_cut::cut(int s, bool gains_only) const {
   if (s < 0 || s >= spec_.shards) refuse("no new shard " + std::to_string(s));
   shard_checkpoint_view cut;
   cut.spec = spec_;
@@ -278,6 +285,7 @@ wire_buffer shard_cut::cut_for(int s) const {
   cut.optimizer_step = step_;
   cut.newest_clock = newest_;
   for (auto id : after_->shard_blocks(s)) {
+    if (gains_only && held_by_[id] == s) continue;  // it keeps the block where it is
     cut.blocks.push_back(values_[id]);
     cut.state.push_back(state_[id]);
   }
@@ -287,6 +295,43 @@ wire_buffer shard_cut::cut_for(int s) const {
 }
 
 shard_cut::~shard_cut() = default;
+
+caf::error check_resize_part(const shard_checkpoint_view& part, const block_layout& before,
+                             const block_layout& after, int32_t shard, float max_parameter) {
+  if (shard < 0 || shard >= after.shards() || part.shard != shard)
+    return make_error(errc::wrong_shard, "a resize's part for shard " + std::to_string(part.shard));
+  if (before.blocks().size() != after.blocks().size())
+    return make_error(errc::missing_block, "a resize's part of a model cut into "
+                                             + std::to_string(after.blocks().size())
+                                             + " blocks, this shard's into "
+                                             + std::to_string(before.blocks().size()));
+  if (part.blocks.size() != part.state.size())
+    return make_error(errc::missing_block, "a resize's part whose blocks and state differ");
+  const auto slots = optimizer_state_slots(part.spec.optimizer.kind);
+  std::size_t next = 0;
+  for (auto id : after.shard_blocks(shard)) {
+    if (before.blocks()[id].shard == shard) continue;  // held here already
+    if (next >= part.blocks.size())
+      return make_error(errc::missing_block, "a resize's part without block " + std::to_string(id));
+    const auto& b = after.blocks()[id];
+    const auto& v = part.blocks[next];
+    const auto& st = part.state[next];
+    ++next;
+    if (v.id != id || st.id != id || v.count != b.size || st.count != slots * b.size)
+      return make_error(errc::wrong_element_count, "a resize's block " + std::to_string(v.id));
+  }
+  if (next != part.blocks.size())
+    return make_error(errc::missing_block, "a resize's part with " + std::to_string(part.blocks.size())
+                                             + " blocks, expected " + std::to_string(next));
+  if (part.sparse.size() != part.spec.model.sparse_tables.size())
+    return make_error(errc::unknown_table, "a resize's part with "
+                                             + std::to_string(part.sparse.size())
+                                             + " sparse tables, the spec "
+                                             + std::to_string(part.spec.model.sparse_tables.size()));
+  if (auto why = out_of_bounds(part, after, max_parameter); !why.empty())
+    return make_error(errc::value_out_of_bounds, why);
+  return caf::none;
+}
 
 std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& saved,
                                             const train_spec& spec) {

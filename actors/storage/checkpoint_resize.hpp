@@ -58,6 +58,9 @@ public:
 
   /// New shard s's file; throws std::invalid_argument (a key held by two old shards, say).
   wire_buffer cut_for(int s) const;
+  /// New shard s's part of a live resize: cut_for(s) with, of the dense blocks, only those an
+  /// old shard other than s held (an old shard keeps its own where they are: check_resize_part).
+  wire_buffer part_for(int s) const;
   /// The bytes that change shard: each moving dense block's values and optimizer slots, and
   /// each row of a moving bucket (key, values, optimizer state, touches, Adam step, clock) or
   /// pending key (key and count).
@@ -65,6 +68,7 @@ public:
 
 private:
   void take(std::vector<shard_checkpoint_view> decoded);
+  wire_buffer cut(int s, bool gains_only) const;
   void sort_rows();
   sparse_table_rows cut_table(std::size_t t, int s) const;
 
@@ -73,6 +77,7 @@ private:
   std::vector<shard_checkpoint_view> old_;
   std::unique_ptr<block_layout> after_;
   std::vector<block_view> values_, state_;    // every block's, by id
+  std::vector<int32_t> held_by_;              // the old shard of each block, by id
   uint64_t step_ = 0;
   int64_t newest_ = -1;
   uint64_t moving_ = 0;
@@ -90,5 +95,13 @@ std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards);
 /// Whether a checkpoint written under `saved` (its run.capnp's spec) must be cut again to restore
 /// under `spec`: another shard count, bucket placement or dense placement.
 bool needs_resize(const train_spec& saved, const train_spec& spec);
+
+/// A live resize's part for `shard` (shard_cut::part_for), checked against the layouts before
+/// (`before`: what the shard holds now) and after (`after`, the part's spec's): its dense blocks
+/// are exactly those `after` gives the shard and `before` did not, in `after`'s order, each of its
+/// size with finite optimizer state and values within `max_parameter`; it holds every table of
+/// the spec. An error (missing_block, wrong_element_count, value_out_of_bounds, ...) otherwise.
+caf::error check_resize_part(const shard_checkpoint_view& part, const block_layout& before,
+                             const block_layout& after, int32_t shard, float max_parameter);
 
 } // namespace actorps

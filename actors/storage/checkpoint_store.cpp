@@ -329,7 +329,7 @@ caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block
     return make_error(errc::unknown_table, "checkpoint carries " + std::to_string(view.sparse.size())
                                              + " sparse tables, the spec "
                                              + std::to_string(view.spec.model.sparse_tables.size()));
-  if (auto why = out_of_bounds(view, layout, shard, max_parameter); !why.empty())
+  if (auto why = out_of_bounds(view, layout, max_parameter); !why.empty())
     return make_error(errc::value_out_of_bounds, why);
   return caf::none;
 }
