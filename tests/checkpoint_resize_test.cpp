@@ -241,7 +241,8 @@ TEST_CASE("a live resize's part: only the dense blocks a shard gains, checked ag
     for (int s = 0; s < shards; ++s) {
       CAPTURE(s);
       const auto part_file = cut.part_for(s), whole_file = cut.cut_for(s);
-      const auto part = decode_shard_checkpoint(part_file), whole = decode_shard_checkpoint(whole_file);
+      const auto part = decode_shard_checkpoint(part_file);
+      const auto whole = decode_shard_checkpoint(whole_file);
       REQUIRE(part);
       REQUIRE(whole);
       // the blocks the new layout gives s that another old shard held, in its order, each with

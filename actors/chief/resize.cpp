@@ -363,8 +363,9 @@ void resize_worker(self_ptr self, int32_t w, int64_t clock, std::function<void(b
         if (st.phase != run_phase::resizing || st.resize_generation != generation)
           return done(false);  // the run went back or ended meanwhile: started by that, if at all
         if (st.workers[w] == worker) {
-          log_line(log_level::warn, "chief", worker_role(w).text() + " did not take the new shards ("
-                                               + describe(err) + "); started again");
+          log_line(log_level::warn, "chief",
+                   worker_role(w).text() + " did not take the new shards (" + describe(err)
+                     + "); started again");
           self->demonitor(worker.address());
           self->send_exit(worker, caf::exit_reason::kill);
           st.workers[w] = nullptr;

@@ -161,9 +161,9 @@ caf::result<caf::ok_atom> on_init(self_ptr self, const wire_buffer& buf) {
 /// imported whole (a restore), or with `resize` (a live resize's part, move_in) taken in with
 /// the rows of `parts` beside the rows of the buckets this shard keeps, the rows of those it
 /// gives away dropped, and of the dense blocks those it gains beside those it keeps (a shard
-/// not initialised takes everything from the part). Every worker is
-/// live at the file's clock with `incarnations`; held pulls and checkpoints are answered with
-/// rolled_back, `why` and the clock.
+/// not initialised takes everything from the part). Every worker is live at the file's clock
+/// with `incarnations`; held pulls and checkpoints are answered with rolled_back, `why` and the
+/// clock.
 caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
                               std::vector<uint32_t> incarnations, const std::string& why,
                               bool resize = false, const std::vector<wire_buffer>& parts = {}) {

@@ -1,8 +1,8 @@
 #include "actors/storage/checkpoint_resize.hpp"
 
 #include "actors/protocol/errors.hpp"
-#include "actors/storage/checkpoint_consistency.hpp"
 #include "actors/protocol/placement_change.hpp"
+#include "actors/storage/checkpoint_consistency.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 
@@ -321,13 +321,14 @@ caf::error check_resize_part(const shard_checkpoint_view& part, const block_layo
       return make_error(errc::wrong_element_count, "a resize's block " + std::to_string(v.id));
   }
   if (next != part.blocks.size())
-    return make_error(errc::missing_block, "a resize's part with " + std::to_string(part.blocks.size())
+    return make_error(errc::missing_block, "a resize's part with "
+                                             + std::to_string(part.blocks.size())
                                              + " blocks, expected " + std::to_string(next));
   if (part.sparse.size() != part.spec.model.sparse_tables.size())
-    return make_error(errc::unknown_table, "a resize's part with "
-                                             + std::to_string(part.sparse.size())
-                                             + " sparse tables, the spec "
-                                             + std::to_string(part.spec.model.sparse_tables.size()));
+    return make_error(errc::unknown_table,
+                      "a resize's part with " + std::to_string(part.sparse.size())
+                        + " sparse tables, the spec "
+                        + std::to_string(part.spec.model.sparse_tables.size()));
   if (auto why = out_of_bounds(part, after, max_parameter); !why.empty())
     return make_error(errc::value_out_of_bounds, why);
   return caf::none;
