@@ -211,6 +211,13 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
       auto& spans = st.data_spans[w];
       auto left_at = std::min(spans.back().until, st.clocks[w]);
       auto batch = st.batches_trained(w);
+      // Sync: a shard drops a leaving worker's gradient of the clock its round still waits for
+      // (apply_leave), so what the predecessor reported from `clock` on was never applied: the
+      // replacement trains those minibatches again rather than skipping them.
+      if (st.cfg.spec.mode == consistency::sync && st.batches_at(w, clock) < batch) {
+        batch = st.batches_at(w, clock);
+        left_at = clock;
+      }
       spans.push_back({clock, std::numeric_limits<int64_t>::max(), clock - batch});
       release_finished_workers(self);
       start_worker(self, w, clock, [=](bool ok) {
