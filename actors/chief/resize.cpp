@@ -92,11 +92,13 @@ void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double move_ms)
       if (w) self->send(w, start_atom::value);
     const auto& r = st.resize;
     const double ms = ms_since(r.frozen);
-    char text[160];
+    char text[200];
     std::snprintf(text, sizeof text,
-                  " at clock %lld in %.1f ms: %zu buckets and %zu dense blocks moved (%llu bytes)",
+                  " at clock %lld in %.1f ms: %zu buckets and %zu dense blocks moved (%llu bytes)"
+                  "%s",
                   static_cast<long long>(clock), ms, r.buckets, r.blocks,
-                  static_cast<unsigned long long>(bytes));
+                  static_cast<unsigned long long>(bytes),
+                  r.keeps_workers ? (", " + std::to_string(r.kept) + " workers kept").c_str() : "");
     log_line("chief", "resized " + resize_text(r) + text);
     st.metrics->write(json_object().add("event", "resize").add("from", r.from).add("to", r.to)
                         .add("workers_from", r.workers_from).add("workers_to", r.workers_to)
