@@ -213,3 +213,84 @@ TEST_CASE("worker: a request its shard never answers fails with request_timeout 
   CHECK(took < std::chrono::milliseconds(400 * 5 / 4 + 300));  // a period late at most, + slack
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
+
+namespace {
+
+/// What a recording shard was asked: the clocks pulled, and each push's clock and incarnation.
+struct seen_requests {
+  std::vector<int64_t> pulls;
+  std::vector<std::pair<int64_t, uint32_t>> pushes;
+};
+
+/// A shard that answers at once and records what it is asked; with `hold_at` >= 0 it holds its
+/// answer to the push of that clock until told (ok).
+caf::behavior recording_shard(caf::event_based_actor* self, block_layout layout,
+                              std::shared_ptr<seen_requests> seen, int64_t hold_at) {
+  auto values = std::make_shared<std::vector<float>>(layout.shard_floats(0), 0.0f);
+  auto held = std::make_shared<caf::response_promise>();
+  auto reply = [=](int64_t clock) {
+    return encode_shard_parameters(0, clock, clock - 1, layout, values->data());
+  };
+  return {
+    [=](pull_atom, int32_t, int64_t clock) {
+      seen->pulls.push_back(clock);
+      return reply(clock);
+    },
+    [=](push_pull_atom, const push_request& request) {
+      auto promise = self->make_response_promise();
+      auto push = decode_push(request.bytes);
+      if (!push) return promise.deliver(push.error());
+      seen->pushes.emplace_back(push->clock, push->incarnation);
+      if (push->clock == hold_at) *held = promise;
+      else promise.deliver(reply(push->clock + 1));
+    },
+    [=](caf::ok_atom) { held->deliver(reply(hold_at + 1)); },
+  };
+}
+
+} // namespace
+
+TEST_CASE("worker: a change of shards asked while its last round is open is taken once it pauses, its data kept") {
+  actor_fixture f;
+  auto spec = even_spec();
+  block_layout layout{spec};
+  auto before = std::make_shared<seen_requests>(), after = std::make_shared<seen_requests>();
+  auto old_shard = f.sys->spawn(recording_shard, layout, before, int64_t{1});
+  auto new_shard = f.sys->spawn(recording_shard, layout, after, int64_t{-1});
+  auto wc = worker_for(spec, caf::actor_cast<ps_shard_actor>(old_shard), 4);
+  wc.overlap = false;
+  wc.pause_at = 2;  // computes clocks 0 and 1, then waits there
+  auto me = caf::actor_cast<caf::actor>(*f.self);
+  wc.chief = caf::actor_cast<chief_actor>(f.sys->spawn(chief_stand_in, me));
+  auto worker = spawn_worker(*f.sys, std::move(wc));
+  (*f.self)->send(worker, start_atom::value);
+  // Asked right after its start, a round open (the first pull, or a push: that of clock 1 is
+  // held): the answer waits until it pauses at 2, which it reaches only once the old shard lets
+  // the push of 1 go (taken at once, a round's reply would land in the conversation it
+  // replaced; taken anywhere but at its pause, it is refused).
+  const std::vector<ps_shard_actor> shards{caf::actor_cast<ps_shard_actor>(new_shard)};
+  auto asked = (*f.self)->request(worker, timeout, resize_atom::value, int32_t{1}, shards,
+                                  uint32_t{5}, int64_t{-1});
+  bool early = false;
+  (*f.self)->receive([&](int64_t) { early = true; }, [&](caf::error&) { early = true; },
+                     caf::after(std::chrono::milliseconds(200)) >> [] {});
+  CHECK_FALSE(early);
+  (*f.self)->send(old_shard, caf::ok_atom::value);
+  int64_t goes_on_at = -1;
+  std::move(asked).receive([&](int64_t clock) { goes_on_at = clock; },
+                           [&](caf::error& e) { FAIL(describe(e)); });
+  CHECK(goes_on_at == 2);
+  (*f.self)->send(worker, start_atom::value);
+  bool done = false;
+  (*f.self)->receive([&](done_atom, int32_t) { done = true; }, caf::after(timeout) >> [] {});
+  REQUIRE(done);
+  // The old shard saw clocks 0 and 1 under the first incarnation; the new one the pull of
+  // clock 2 and the pushes of 2 and 3 under the new incarnation: the worker went on at its
+  // clock with its data where it was, nothing pushed twice.
+  CHECK(before->pulls == std::vector<int64_t>{0});
+  CHECK(before->pushes == std::vector<std::pair<int64_t, uint32_t>>{{0, 0}, {1, 0}});
+  CHECK(after->pulls == std::vector<int64_t>{2});
+  CHECK(after->pushes == std::vector<std::pair<int64_t, uint32_t>>{{2, 5}, {3, 5}});
+  caf::anon_send_exit(old_shard, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(new_shard, caf::exit_reason::user_shutdown);
+}
