@@ -6,6 +6,7 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/placement_change.hpp"
 #include "actors/storage/checkpoint_resize.hpp"
+#include "actors/storage/checkpoint_store.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 
@@ -265,7 +266,7 @@ TEST_CASE("a live resize's part: only the dense blocks a shard gains, checked ag
       REQUIRE(part->sparse.size() == 1);
       CHECK(part->sparse[0].keys == whole->sparse[0].keys);  // the tables as cut_for's
       CHECK(part->sparse[0].pending_keys == whole->sparse[0].pending_keys);
-      CHECK_FALSE(check_resize_part(*part, from, to, s, 1e6f));
+      CHECK_FALSE(check_shard_checkpoint(*part, to, s, 1e6f, &from));
     }
   }
   // 2 -> 1: shard 0 gains shard 1's blocks; what does not fit is refused, naming why
@@ -279,16 +280,28 @@ TEST_CASE("a live resize's part: only the dense blocks a shard gains, checked ag
   auto missing = part;
   missing.blocks.pop_back();
   missing.state.pop_back();
-  CHECK(check_resize_part(missing, from, to, 0, 1e6f) == make_error(errc::missing_block));
-  // every block again, its own too: a block it keeps is not the one expected
-  CHECK(check_resize_part(*decode_shard_checkpoint(whole_file), from, to, 0, 1e6f)
+  CHECK(check_shard_checkpoint(missing, to, 0, 1e6f, &from)
+        == make_error(errc::missing_block));
+  // every block again, its own too: more blocks than it gains
+  CHECK(check_shard_checkpoint(*decode_shard_checkpoint(whole_file), to, 0, 1e6f, &from)
+        == make_error(errc::missing_block));
+  // a part whose first gained block is replaced by one it keeps
+  auto kept_block = part;
+  for (auto id : to.shard_blocks(0))
+    if (from.blocks()[id].shard == 0) {
+      kept_block.blocks[0].id = id;
+      break;
+    }
+  CHECK(check_shard_checkpoint(kept_block, to, 0, 1e6f, &from)
         == make_error(errc::wrong_element_count));
   auto short_block = part;
   short_block.blocks[0].count -= 1;
-  CHECK(check_resize_part(short_block, from, to, 0, 1e6f) == make_error(errc::wrong_element_count));
-  CHECK(check_resize_part(part, from, to, 1, 1e6f) == make_error(errc::wrong_shard));
+  CHECK(check_shard_checkpoint(short_block, to, 0, 1e6f, &from)
+        == make_error(errc::wrong_element_count));
+  CHECK(check_shard_checkpoint(part, to, 1, 1e6f, &from) == make_error(errc::wrong_shard));
   // its values are the floats' places: beyond a bound of 0.5 most of them
-  CHECK(check_resize_part(part, from, to, 0, 0.5f) == make_error(errc::value_out_of_bounds));
+  CHECK(check_shard_checkpoint(part, to, 0, 0.5f, &from)
+        == make_error(errc::value_out_of_bounds));
 }
 
 TEST_CASE("a checkpoint taken under a carried dense placement restores into any size") {

@@ -9,7 +9,6 @@
 #include "actors/roles/shard_replicate.hpp"
 #include "actors/roles/shard_state.hpp"
 #include "actors/roles/streamed_push.hpp"
-#include "actors/storage/checkpoint_resize.hpp"
 #include "actors/storage/checkpoint_root.hpp"
 #include "actors/storage/checkpoint_store.hpp"
 #include "kernels/optimizer.hpp"
@@ -201,10 +200,8 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
   if (kept && (st.opt.slots != optimizer_state_slots(saved->spec.optimizer.kind)
                || st.params.size() != kept->shard_floats(st.shard)))
     return drop(st, verb, make_error(errc::invalid_spec, "a resize's part of another optimizer"));
-  if (auto err = kept ? check_resize_part(*saved, *kept, **layout, st.shard,
-                                          st.config.bounds.max_parameter)
-                      : check_shard_checkpoint(*saved, **layout, st.shard,
-                                               st.config.bounds.max_parameter))
+  if (auto err = check_shard_checkpoint(*saved, **layout, st.shard,
+                                        st.config.bounds.max_parameter, kept))
     return drop(st, verb, std::move(err));
   float_buffer params((*layout)->shard_floats(st.shard));
   optimizer_state opt;

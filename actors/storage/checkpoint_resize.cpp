@@ -2,7 +2,6 @@
 
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/placement_change.hpp"
-#include "actors/storage/checkpoint_consistency.hpp"
 #include "kernels/optimizer.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 
@@ -295,44 +294,6 @@ wire_buffer shard_cut::cut(int s, bool gains_only) const {
 }
 
 shard_cut::~shard_cut() = default;
-
-caf::error check_resize_part(const shard_checkpoint_view& part, const block_layout& before,
-                             const block_layout& after, int32_t shard, float max_parameter) {
-  if (shard < 0 || shard >= after.shards() || part.shard != shard)
-    return make_error(errc::wrong_shard, "a resize's part for shard " + std::to_string(part.shard));
-  if (before.blocks().size() != after.blocks().size())
-    return make_error(errc::missing_block, "a resize's part of a model cut into "
-                                             + std::to_string(after.blocks().size())
-                                             + " blocks, this shard's into "
-                                             + std::to_string(before.blocks().size()));
-  if (part.blocks.size() != part.state.size())
-    return make_error(errc::missing_block, "a resize's part whose blocks and state differ");
-  const auto slots = optimizer_state_slots(part.spec.optimizer.kind);
-  std::size_t next = 0;
-  for (auto id : after.shard_blocks(shard)) {
-    if (before.blocks()[id].shard == shard) continue;  // held here already
-    if (next >= part.blocks.size())
-      return make_error(errc::missing_block, "a resize's part without block " + std::to_string(id));
-    const auto& b = after.blocks()[id];
-    const auto& v = part.blocks[next];
-    const auto& st = part.state[next];
-    ++next;
-    if (v.id != id || st.id != id || v.count != b.size || st.count != slots * b.size)
-      return make_error(errc::wrong_element_count, "a resize's block " + std::to_string(v.id));
-  }
-  if (next != part.blocks.size())
-    return make_error(errc::missing_block, "a resize's part with "
-                                             + std::to_string(part.blocks.size())
-                                             + " blocks, expected " + std::to_string(next));
-  if (part.sparse.size() != part.spec.model.sparse_tables.size())
-    return make_error(errc::unknown_table,
-                      "a resize's part with " + std::to_string(part.sparse.size())
-                        + " sparse tables, the spec "
-                        + std::to_string(part.spec.model.sparse_tables.size()));
-  if (auto why = out_of_bounds(part, after, max_parameter); !why.empty())
-    return make_error(errc::value_out_of_bounds, why);
-  return caf::none;
-}
 
 std::vector<wire_buffer> resize_shard_files(const std::vector<wire_buffer>& saved,
                                             const train_spec& spec) {

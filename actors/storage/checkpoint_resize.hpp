@@ -59,7 +59,8 @@ public:
   /// New shard s's file; throws std::invalid_argument (a key held by two old shards, say).
   wire_buffer cut_for(int s) const;
   /// New shard s's part of a live resize: cut_for(s) with, of the dense blocks, only those an
-  /// old shard other than s held (an old shard keeps its own where they are: check_resize_part).
+  /// old shard other than s held (an old shard keeps its own where they are; check_shard_checkpoint
+  /// with `held` checks such a part).
   wire_buffer part_for(int s) const;
   /// The bytes that change shard: each moving dense block's values and optimizer slots, and
   /// each row of a moving bucket (key, values, optimizer state, touches, Adam step, clock) or
@@ -95,13 +96,5 @@ std::vector<uint16_t> resumed_placement(const train_spec& saved, int shards);
 /// Whether a checkpoint written under `saved` (its run.capnp's spec) must be cut again to restore
 /// under `spec`: another shard count, bucket placement or dense placement.
 bool needs_resize(const train_spec& saved, const train_spec& spec);
-
-/// A live resize's part for `shard` (shard_cut::part_for), checked against the layouts before
-/// (`before`: what the shard holds now) and after (`after`, the part's spec's): its dense blocks
-/// are exactly those `after` gives the shard and `before` did not, in `after`'s order, each of its
-/// size with finite optimizer state and values within `max_parameter`; it holds every table of
-/// the spec. An error (missing_block, wrong_element_count, value_out_of_bounds, ...) otherwise.
-caf::error check_resize_part(const shard_checkpoint_view& part, const block_layout& before,
-                             const block_layout& after, int32_t shard, float max_parameter);
 
 } // namespace actorps

@@ -310,10 +310,17 @@ void check_shard(const fs::path& file, const shard_checkpoint_view& view, const 
 } // namespace
 
 caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block_layout& layout,
-                                  int32_t shard, float max_parameter) {
+                                  int32_t shard, float max_parameter, const block_layout* held) {
   if (shard < 0 || shard >= layout.shards() || view.shard != shard)
     return make_error(errc::wrong_shard, "checkpoint of shard " + std::to_string(view.shard));
-  const auto& ids = layout.shard_blocks(shard);
+  if (held && held->blocks().size() != layout.blocks().size())
+    return make_error(errc::missing_block, "a resize's part of a model cut into "
+                                             + std::to_string(layout.blocks().size())
+                                             + " blocks, the shard's into "
+                                             + std::to_string(held->blocks().size()));
+  std::vector<uint32_t> ids;  // the blocks the view carries
+  for (auto id : layout.shard_blocks(shard))
+    if (!held || held->blocks()[id].shard != shard) ids.push_back(id);
   if (view.blocks.size() != ids.size() || view.state.size() != ids.size())
     return make_error(errc::missing_block, "checkpoint carries " + std::to_string(view.blocks.size())
                                              + " blocks, expected " + std::to_string(ids.size()));

@@ -116,8 +116,11 @@ loaded_checkpoint load_newest_checkpoint(const std::filesystem::path& path,
 /// with its size in values and slots × size in optimizer state, every parameter within
 /// max_parameter and every state value finite (checkpoint_consistency.hpp's out_of_bounds).
 /// Shards run it on every restore with their own bound; loading runs it on every file.
+/// `held` (a live resize's part, shard_cut::part_for): the layout the shard holds its blocks
+/// under now; the view then carries only the blocks `layout` gives the shard and `held` did not.
 caf::error check_shard_checkpoint(const shard_checkpoint_view& view, const block_layout& layout,
-                                  int32_t shard, float max_parameter = default_max_parameter);
+                                  int32_t shard, float max_parameter = default_max_parameter,
+                                  const block_layout* held = nullptr);
 
 /// Why a checkpoint cannot continue the run `current` ("" when it can): the model, its cut into
 /// blocks, its buckets, the number of workers and the optimizer must be the same (the whole
