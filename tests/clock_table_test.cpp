@@ -50,6 +50,23 @@ TEST_CASE("clock table: a rejoined worker holds min at the progress clock until 
   CHECK(t.min() == 3);       // now worker 0 is the laggard
   CHECK(t.incarnation(1) == 7);
   CHECK(t.finished(1) == 4);
+  CHECK(t.pushed(1) == 1);   // rejoin and admit moved where it counts as finished, not this
+  t.finish(1, 4);
+  CHECK(t.pushed(1) == 5);
+}
+
+TEST_CASE("clock table: a replacement whose predecessor's push waits for its clock's mean is live after it") {
+  clock_table t(3, 0, 0);
+  t.finish(0, 0);  // worker 0 pushed clock 0, then left; 1 pushed it, 2 not yet
+  t.finish(1, 0);
+  t.leave(0);
+  CHECK(t.min() == 0);
+  CHECK(t.rejoin(0, true) == 1);  // after the push kept for clock 0's mean
+  CHECK(t.finished(0) == 1);
+  CHECK(t.min() == 0);            // worker 2 still owes clock 0
+  t.leave(0);
+  CHECK(t.rejoin(0, false) == 0);  // no push kept: at min
+  CHECK(t.pushed(0) == 1);
 }
 
 TEST_CASE("clock table: sync (bound 0) allows a pull only up to min") {

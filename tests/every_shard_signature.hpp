@@ -87,7 +87,9 @@ inline std::vector<std::string> ask_every_signature(shard_fixture& f, const ps_s
                                          image, std::vector<wire_buffer>{},
                                          std::vector<uint32_t>{1}));
   (*f.self)->send(to, leave_atom::value, int32_t{0});
-  note("rejoin", ask_outcome<int64_t>(f, to, number, rejoin_atom::value, int32_t{0}));
+  note("rejoin", ask_outcome<rejoin_point>(f, to, [](rejoin_point& p) {
+    return "live at " + std::to_string(p.clock) + ", " + std::to_string(p.pushed) + " pushed";
+  }, rejoin_atom::value, int32_t{0}));
   note("admit", ask_outcome<caf::ok_atom>(f, to, ok, admit_atom::value, int32_t{0}, int64_t{2},
                                           uint32_t{1}));
   note("done", ask_outcome<caf::ok_atom>(f, to, ok, done_atom::value, int32_t{0}));

@@ -3,8 +3,10 @@
 # per task (chief, 2 ps, 2 workers, evaluator), one epoch of a synthetic set:
 #  1. SIGTERM worker:1 mid-run (it leaves at once, as a deleted pod does) and start it again 2 s
 #     later with the same command: the workers' own train events add up to the epoch, each
-#     worker's to its part, and the summary says the same; the recovery event names the
-#     minibatch the new process went on from (the one after the last its predecessor reported).
+#     worker's to its part with the minibatches its lost process pushed but never reported
+#     (the recovery's unreported_batches), and the summary says the same; the recovery event
+#     names the minibatch the new process went on from: the one after the last every shard
+#     holds of its predecessor, as the ps processes' logs say.
 #  2. SIGTERM worker:1 the moment it has joined, before the run began (worker:0 not started
 #     yet): the chief waits for its next process instead of failing; started again, it trains.
 #  3. SIGTERM worker:1 mid-run, start it again and SIGKILL that process the moment the chief has
@@ -40,6 +42,9 @@ steps, batch = int(sys.argv[2]), int(sys.argv[3])
 per = {0: 0, 1: 0}
 for e in events:
     if e["event"] == "train": per[e["worker"]] += e["samples"]
+    # minibatches a lost process pushed to every shard but never reported
+    if e["event"] == "recovery" and e["role"] == "worker":
+        per[e["index"]] += e["unreported_batches"] * batch
 summary = [e for e in events if e["event"] == "summary"][-1]
 print("train samples per worker:", per, "summary:", summary["samples"])
 ok = all(n == steps * batch for n in per.values()) and summary["samples"] == sum(per.values())
@@ -63,15 +68,21 @@ sleep 2  # what the orchestrator takes to restart it (not a wait for an event)
 start worker:1
 await_exit "$chief" 120; [ "$status" = 0 ] || fail "the chief exited $status"
 grep -q '"event":"recovery","role":"worker","index":1' "$dir/m1.jsonl" || fail "no recovery of worker:1"
-"$python" - "$dir/m1.jsonl" <<'PY' || fail "the new process did not go on where the last left off"
-import json, sys
+"$python" - "$dir/m1.jsonl" "$dir/ps:0.log" "$dir/ps:1.log" <<'PY' || fail "the new process did not go on where the last left off"
+import json, re, sys
 before, recovery = 0, None
 for e in map(json.loads, open(sys.argv[1])):
     if e["event"] == "failure" and e["role"] == "worker": break
     if e["event"] == "train" and e["worker"] == 1: before += 1
 recovery = [e for e in map(json.loads, open(sys.argv[1])) if e["event"] == "recovery"][0]
-print("reported before the loss:", before, "recovery:", recovery)
-sys.exit(0 if recovery["resumed_batch"] == before and recovery["skipped_samples"] == 0 else 1)
+# What each shard holds of worker:1's pushes, in the ps processes' own logs: the replacement
+# goes on after the fewest (the reports may lag them: a process sends them in batches).
+held = [int(re.search(r"worker 1 rejoins, live at clock \d+; (\d+) clocks", open(f).read())[1])
+        for f in sys.argv[2:]]
+print("reported before the loss:", before, "shards hold:", held, "recovery:", recovery)
+ok = (recovery["resumed_batch"] == min(held) >= before and recovery["skipped_samples"] == 0
+      and recovery["unreported_batches"] == min(held) - before)
+sys.exit(0 if ok else 1)
 PY
 check_epoch 1
 every_task_exits_0

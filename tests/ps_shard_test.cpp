@@ -27,6 +27,21 @@ std::vector<std::pair<uint32_t, std::vector<float>>> all_blocks(const block_layo
   return out;
 }
 
+/// (rejoin, w): where a replacement for w is live, and how many clocks of w's the shard holds.
+rejoin_point ask_rejoin(shard_fixture& f, int32_t w) {
+  rejoin_point point{-1, -1};
+  (*f.self)->request(f.shard, timeout, rejoin_atom::value, w)
+    .receive([&](rejoin_point& p) { point = p; }, [&](caf::error&) {});
+  return point;
+}
+
+caf::error admit_worker(shard_fixture& f, int32_t w, int64_t clock, uint32_t incarnation) {
+  caf::error err;
+  (*f.self)->request(f.shard, timeout, admit_atom::value, w, clock, incarnation)
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+  return err;
+}
+
 } // namespace
 
 TEST_CASE("async shard applies each push at once with lr / workers and answers immediately") {
@@ -128,16 +143,8 @@ TEST_CASE("a worker that leaves no longer holds back the others") {
 TEST_CASE("sync: a replacement holds the min clock until admitted and only its incarnation may push") {
   shard_fixture f(tiny_spec(consistency::sync, 2));
   auto& self = *f.self;
-  auto ask_clock = [&](auto... xs) {
-    int64_t clock = -1;
-    self->request(f.shard, timeout, xs...).receive([&](int64_t c) { clock = c; }, [&](caf::error&) {});
-    return clock;
-  };
   auto admit = [&](int32_t w, int64_t clock, uint32_t incarnation) {
-    caf::error err;
-    self->request(f.shard, timeout, admit_atom::value, w, clock, incarnation)
-      .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
-    return err;
+    return admit_worker(f, w, clock, incarnation);
   };
   self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});
   CHECK(f.stats().updates == 0);                                      // waits for worker 1
@@ -145,7 +152,9 @@ TEST_CASE("sync: a replacement holds the min clock until admitted and only its i
   self->receive([](const wire_buffer&) {}, caf::after(timeout) >> [] { FAIL("not released"); });
   CHECK(f.stats().updates == 1);
 
-  CHECK(ask_clock(rejoin_atom::value, int32_t{1}) == 1);  // counted live at the min clock, 1
+  auto point = ask_rejoin(f, 1);
+  CHECK(point.clock == 1);   // counted live at the min clock, 1
+  CHECK(point.pushed == 0);  // the worker it replaces pushed nothing here
   self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 1, 2.0f)});
   CHECK(f.stats().updates == 1);  // clock 1 now waits for the replacement too
   CHECK(admit(1, 0, 7) != caf::none);  // never below the clock it was given
@@ -165,6 +174,58 @@ TEST_CASE("sync: a replacement holds the min clock until admitted and only its i
   REQUIRE(params);
   CHECK(f.stats().updates == 3);  // clock 2: the mean of both
   self->receive([](const wire_buffer&) {}, caf::after(timeout) >> [] { FAIL("not released"); });
+}
+
+TEST_CASE("sync: a push of the clock accumulated is applied with its mean after its worker leaves") {
+  // Worker 0 pushes clock 0 (to every shard at once) and is lost. A shard that had every push
+  // of clock 0 before the leave applied the mean of both; this one, whose worker 1 is slower,
+  // must apply the same mean, not worker 1's gradient alone: else minibatch 0 of worker 0
+  // would be applied on some shards only. Its replacement is live after it: clock 1.
+  shard_fixture f(tiny_spec(consistency::sync, 2));
+  auto& self = *f.self;
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 4.0f)});
+  self->send(f.shard, leave_atom::value, int32_t{0});  // (its held pull is answered: it left)
+  CHECK(f.stats().updates == 0);  // clock 0 still waits for worker 1
+  auto point = ask_rejoin(f, 0);
+  CHECK(point.clock == 1);   // after its predecessor's push, which clock 0's mean holds
+  CHECK(point.pushed == 1);  // clock 0 of its predecessor is here
+  CHECK(admit_worker(f, 0, 1, 5) == caf::none);
+  auto params = f.push_pull(f.push_of(1, 0, 2.0f));
+  REQUIRE(params);
+  CHECK(f.stats().updates == 1);
+  for (std::size_t i = 0; i < params->size(); ++i)
+    CHECK((*params)[i] == doctest::Approx(f.initial[i] - 3.0f));  // lr 1 × mean(4, 2)
+  // The replacement goes on at clock 1 with worker 1: one mean of both again.
+  self->send(f.shard, push_pull_atom::value,
+             push_request{encode_push(0, 1, 0, f.layout,
+                                      std::vector<float>(f.layout.total_floats(), 1.0f).data(),
+                                      5)});
+  auto next = f.push_pull(f.push_of(1, 1, 3.0f));
+  REQUIRE(next);
+  CHECK((*next)[0] == doctest::Approx(f.initial[0] - 3.0f - 2.0f));
+  CHECK(f.stats().updates == 2);
+}
+
+TEST_CASE("sync: a replacement for a worker that left behind enters at min, told what it pushed") {
+  // Worker 0 pushed clock 0 and is lost before pushing clock 1; the run goes on without it to
+  // clock 2. The shard says: live at 2, 1 clock of the predecessor here (its replacement trains
+  // minibatch 1 on). A rejoin undone (a leave) and asked again says the same: the first rejoin
+  // moved where the worker counts as finished, not what it pushed.
+  shard_fixture f(tiny_spec(consistency::sync, 2));
+  auto& self = *f.self;
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});
+  REQUIRE(f.push_pull(f.push_of(1, 0, 1.0f)));
+  self->receive([](const wire_buffer&) {}, caf::after(timeout) >> [] { FAIL("not released"); });
+  self->send(f.shard, leave_atom::value, int32_t{0});
+  REQUIRE(f.push_pull(f.push_of(1, 1, 1.0f)));  // the mean of worker 1's alone
+  CHECK(f.stats().updates == 2);
+  auto point = ask_rejoin(f, 0);
+  CHECK(point.clock == 2);
+  CHECK(point.pushed == 1);
+  self->send(f.shard, leave_atom::value, int32_t{0});
+  point = ask_rejoin(f, 0);
+  CHECK(point.clock == 2);
+  CHECK(point.pushed == 1);
 }
 
 TEST_CASE("restore replaces values, optimizer state and clocks, and answers held pulls") {

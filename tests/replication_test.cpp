@@ -152,6 +152,28 @@ TEST_CASE("a standby holds every push its primary acknowledged and applies a re-
   CHECK_FALSE(f.push_pull(f.push_of(1, 0, 2.0f)));  // two clocks back: refused
 }
 
+TEST_CASE("a standby made while a worker that left has a push waiting for its clock's mean holds it") {
+  // Sync: worker 0 pushed clock 0 and left; the mean of clock 0 waits for worker 1. A standby
+  // made now must apply worker 0's push with that mean, as its primary will (the image replays
+  // it with its worker live, which then leaves again).
+  test::shard_fixture f(test::tiny_spec(consistency::sync, 2));
+  (*f.self)->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 4.0f)});
+  (*f.self)->send(f.shard, leave_atom::value, int32_t{0});
+  auto standby = spawn_ps_shard(*f.sys, 0);
+  bool backed_up = false;
+  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
+                     caf::actor_cast<caf::strong_actor_ptr>(standby))
+    .receive([&](uint64_t) { backed_up = true; },
+             [&](caf::error& err) { FAIL("backup failed: " << describe(err)); });
+  REQUIRE(backed_up);
+  REQUIRE(f.push_pull(f.push_of(1, 0, 2.0f)));
+  auto primary_values = snapshot_of(f, f.shard);
+  CHECK(primary_values[5] == doctest::Approx(f.initial[5] - 3.0f));  // lr 1 × mean(4, 2)
+  CHECK(same_bits(snapshot_of(f, standby), primary_values));
+  CHECK(stats_of(f, standby).updates == 1);
+  CHECK(stats_of(f, standby).min_clock == 1);
+}
+
 namespace {
 
 using test::synthetic_run;

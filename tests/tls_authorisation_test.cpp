@@ -193,7 +193,7 @@ TEST_CASE("tls roles: a worker's certificate cannot control the shard or push as
                        "init", "worker:1");
   check_not_authorised(w1.ask<caf::ok_atom>(admit_atom::value, int32_t{0}, int64_t{5}, uint32_t{3}), "admit",
                        "worker:1");
-  check_not_authorised(w1.ask<int64_t>(rejoin_atom::value, int32_t{0}), "rejoin", "worker:1");
+  check_not_authorised(w1.ask<rejoin_point>(rejoin_atom::value, int32_t{0}), "rejoin", "worker:1");
   check_not_authorised(w1.ask<void>(leave_atom::value, int32_t{0}), "leave of worker 0", "worker:1");
   check_not_authorised(w1.ask<wire_buffer>(push_pull_atom::value, push_request{ps.push(0, 1)}), "push_pull as worker 0",
                        "worker:1");

@@ -67,7 +67,12 @@ void record_recovery(self_ptr self, role_id role, time_point detected, int64_t c
     what += " (its data resumes at minibatch " + n(cost.resumed_batch) + ", "
             + n(cost.behind_clocks) + " clocks behind, trained past the others' end; "
             + n(cost.lost_clocks) + " clocks lost, " + n(cost.skipped_samples)
-            + " samples skipped)";
+            + " samples skipped"
+            + (cost.unreported_batches > 0
+                 ? "; " + n(cost.unreported_batches) + " minibatches the shards hold were never "
+                     "reported"
+                 : std::string())
+            + ")";
   else if (role.kind == role_kind::ps)
     what += " (" + n(cost.lost_clocks) + " clocks lost; " + n(cost.retrained_samples)
             + " samples trained again, " + n(cost.skipped_samples) + " skipped)";
@@ -80,7 +85,8 @@ void record_recovery(self_ptr self, role_id role, time_point detected, int64_t c
                  .add("skipped_samples", cost.skipped_samples)
                  .add("retrained_samples", cost.retrained_samples);
   if (cost.resumed_batch >= 0)
-    event.add("resumed_batch", cost.resumed_batch).add("behind_clocks", cost.behind_clocks);
+    event.add("resumed_batch", cost.resumed_batch).add("behind_clocks", cost.behind_clocks)
+      .add("unreported_batches", cost.unreported_batches);
   st.metrics->write(event.add("wall_s", st.elapsed()));
   st.metrics->flush();
 }
@@ -199,25 +205,33 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
   // answering): a leave first undoes it, so that the promoted shard answers it again.
   auto leave_first = [=](const ps_shard_actor& shard) { self->send(shard, leave_atom::value, w); };
   auto admit_again = [](const ps_shard_actor&) {};  // admitting twice at one clock is the same
-  ask_all_shards_across_failover<int64_t>(self, [=](std::vector<int64_t> mins) {
+  ask_all_shards_across_failover<rejoin_point>(self, [=](std::vector<rejoin_point> points) {
     if (superseded()) return;
-    auto clock = *std::max_element(mins.begin(), mins.end());
+    auto clock = points.front().clock;
+    auto pushed = points.front().pushed, pushed_most = pushed;
+    for (const auto& p : points) {
+      clock = std::max(clock, p.clock);
+      pushed = std::min(pushed, p.pushed);
+      pushed_most = std::max(pushed_most, p.pushed);
+    }
+    if (pushed != pushed_most)  // a process lost while its pushes were on their way
+      log_line("chief", worker_role(w).text() + "'s pushes of clocks " + std::to_string(pushed)
+                          + " to " + std::to_string(pushed_most - 1)
+                          + " reached some shards only; its replacement trains them again");
     ask_all_shards_across_failover<caf::ok_atom>(self, [=](std::vector<caf::ok_atom>) {
       if (superseded()) return;
-      // It goes on with its predecessor's data where that left it (the minibatches the chief
-      // has reports of), at the clock it enters at: it runs as many clocks past the others'
-      // end as it enters behind its predecessor's last.
+      // It goes on with its predecessor's data after the last clock every shard holds of it
+      // (the shards' word: a process sends its reports in batches, so they may lag), at the
+      // clock it enters at: it runs as many clocks past the others' end as it enters behind.
       auto& st = self->state;
       auto& spans = st.data_spans[w];
-      auto left_at = std::min(spans.back().until, st.clocks[w]);
-      auto batch = st.batches_trained(w);
-      // Sync: a shard drops a leaving worker's gradient of the clock its round still waits for
-      // (apply_leave), so what the predecessor reported from `clock` on was never applied: the
-      // replacement trains those minibatches again rather than skipping them.
-      if (st.cfg.spec.mode == consistency::sync && st.batches_at(w, clock) < batch) {
-        batch = st.batches_at(w, clock);
-        left_at = clock;
-      }
+      auto& last = spans.back();
+      const auto reported = st.batches_trained(w);
+      // (below its span's start: a replacement admitted there that pushed nothing)
+      auto left_at = std::max(last.from, pushed);
+      last.until = left_at;
+      auto batch = left_at - last.offset;
+      st.unreported[w] += std::max<int64_t>(0, batch - reported);
       spans.push_back({clock, std::numeric_limits<int64_t>::max(), clock - batch});
       release_finished_workers(self);
       start_worker(self, w, clock, [=](bool ok) {
@@ -229,6 +243,7 @@ void replace_worker(self_ptr self, int32_t w, time_point detected) {
         recovery_cost cost;
         cost.behind_clocks = clock - left_at;
         cost.resumed_batch = batch;
+        cost.unreported_batches = std::exchange(st.unreported[w], 0);
         record_recovery(self, worker_role(w), detected, clock, cost);
       });
     }, [=](const caf::error& err) { give_up(describe(err)); }, admit_again, admit_atom::value, w,

@@ -122,6 +122,9 @@ struct chief_state {
                                       // under way stops when it is no longer its own)
   uint32_t next_incarnation = 1;
   std::set<int32_t> replacing;     // workers whose replacement is under way
+  // Minibatches a lost worker pushed to every shard but never reported (the shards' word at its
+  // rejoin against its reports), kept until the recovery event that says so.
+  std::map<int32_t, int64_t> unreported;
   std::set<int32_t> parked;        // workers that stopped because a shard is gone (they
                                    // restart with the shard's recovery)
   // Rollbacks begun. It tags the rejoin_due timer and an evaluator restart, whose answers may
@@ -486,6 +489,8 @@ struct recovery_cost {
   int64_t resumed_batch = -1;     ///< a replaced worker: the minibatch of its data it goes on from
   int64_t behind_clocks = 0;      ///< a replaced worker: the clocks it enters after its
                                   ///< predecessor's last, which it trains past the others' end
+  int64_t unreported_batches = 0; ///< a replaced worker: minibatches its predecessor pushed to
+                                  ///< every shard but was lost before reporting (no train event)
 };
 void record_recovery(self_ptr self, role_id role, std::chrono::steady_clock::time_point detected,
                      int64_t clock, const recovery_cost& cost);

@@ -15,6 +15,7 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<std::vector<shard_stats>>("std::vector<actorps::shard_stats>");
   cfg.add_message_type<run_summary>("actorps::run_summary");
   cfg.add_message_type<replica_image>("actorps::replica_image");
+  cfg.add_message_type<rejoin_point>("actorps::rejoin_point");
   cfg.add_message_type<std::vector<int64_t>>("std::vector<int64_t>");
   cfg.add_message_type<std::vector<uint32_t>>("std::vector<uint32_t>");
   cfg.add_message_type<std::vector<uint16_t>>("std::vector<uint16_t>");  // a bucket placement

@@ -131,6 +131,21 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
            x.rows_evicted, x.pending_keys, x.admission_bytes);
 }
 
+/// A shard's answer to (rejoin, worker): where a replacement for a worker that left enters, and
+/// how far its predecessor got here. In sync mode a leaver's push of the clock still being
+/// accumulated is applied with that clock's mean (it was sent whole), so `pushed` may be one
+/// past `clock`'s min; the chief resumes the replacement's data after the fewest clocks any
+/// shard has of the predecessor.
+struct rejoin_point {
+  int64_t clock = 0;   ///< live from here (>= the min clock), held there until admitted
+  int64_t pushed = 0;  ///< clocks of the predecessor this shard has applied or will apply
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rejoin_point& x) {
+  return f(caf::meta::type_name("rejoin_point"), x.clock, x.pushed);
+}
+
 /// A shard's whole state as its new standby takes it over (replication.hpp): the values,
 /// optimizer state and rows as a ShardCheckpoint, the clock table, and in sync mode the pushes
 /// of the clock being accumulated, which the standby replays (so that their gradients and kept
@@ -187,9 +202,11 @@ using ps_shard_actor = typed_actor_with_verbs<shard_verbs,
   // (done, worker) -> ok once applied: a worker of a loop of the user's own has finished for
   // good (worker_client::finish): as leave, answered, so that it knows the shard took it.
   caf::replies_to<done_atom, int32_t>::with<caf::ok_atom>,
-  // (rejoin, worker) -> clock m: a replacement for a worker that left; it counts as live at the
-  // shard's min clock m, which therefore cannot advance until (admit) says where it enters.
-  caf::replies_to<rejoin_atom, int32_t>::with<int64_t>,
+  // (rejoin, worker) -> rejoin_point: a replacement for a worker that left; it counts as live
+  // at the point's clock (the shard's min clock, or one past it while the leaver's push of the
+  // clock still accumulated waits to be applied), which min therefore cannot pass until (admit)
+  // says where it enters; and how many clocks of the leaver the shard holds.
+  caf::replies_to<rejoin_atom, int32_t>::with<rejoin_point>,
   // (admit, worker, clock, incarnation) -> ok: the replacement enters at `clock` (>= the m it
   // was given); only pushes of that incarnation are accepted from it.
   caf::replies_to<admit_atom, int32_t, int64_t, uint32_t>::with<caf::ok_atom>,

@@ -6,15 +6,15 @@ namespace actorps {
 
 clock_table::clock_table(std::size_t workers, int64_t clock, int32_t bound,
                          std::vector<uint32_t> incarnations)
-  : finished_(workers, clock), live_(workers, true), incarnation_(std::move(incarnations)),
-    bound_(bound) {
+  : finished_(workers, clock), pushed_(finished_), live_(workers, true),
+    incarnation_(std::move(incarnations)), bound_(bound) {
   incarnation_.resize(workers, 0);
   recompute_min();
 }
 
 clock_table::clock_table(std::vector<int64_t> finished, const std::vector<uint32_t>& live,
                          int32_t bound, std::vector<uint32_t> incarnations)
-  : finished_(std::move(finished)), live_(live.begin(), live.end()),
+  : finished_(std::move(finished)), pushed_(finished_), live_(live.begin(), live.end()),
     incarnation_(std::move(incarnations)), bound_(bound) {
   live_.resize(finished_.size(), false);
   incarnation_.resize(finished_.size(), 0);
@@ -32,7 +32,7 @@ int64_t clock_table::progress() const {
 
 int64_t clock_table::finish(int32_t worker, int64_t clock) {
   auto before = progress();
-  finished_[worker] = clock + 1;
+  finished_[worker] = pushed_[worker] = clock + 1;
   recompute_min();
   return before;
 }
@@ -44,8 +44,8 @@ int64_t clock_table::leave(int32_t worker) {
   return before;
 }
 
-int64_t clock_table::rejoin(int32_t worker) {
-  auto clock = progress();
+int64_t clock_table::rejoin(int32_t worker, bool holds_push) {
+  auto clock = holds_push ? std::max(progress(), pushed_[worker]) : progress();
   live_[worker] = true;
   finished_[worker] = clock;
   recompute_min();

@@ -50,6 +50,9 @@ public:
   std::size_t live_count() const;
   /// Clocks `worker` has finished, i.e. the clock it computes next.
   int64_t finished(int32_t worker) const { return finished_[worker]; }
+  /// Clocks `worker` has pushed here (or was at when the table was made): what finished() says
+  /// before a rejoin or an admit moves it to where a replacement enters.
+  int64_t pushed(int32_t worker) const { return pushed_[worker]; }
   uint32_t incarnation(int32_t worker) const { return incarnation_[worker]; }
 
   int64_t min() const { return min_; }
@@ -64,8 +67,10 @@ public:
   /// Live `worker` is gone: min stops waiting for it. Returns the progress clock before.
   int64_t leave(int32_t worker);
   /// A replacement for `worker`, which left: live at the progress clock p, which it holds min at
-  /// until admitted. Returns p.
-  int64_t rejoin(int32_t worker);
+  /// until admitted; or, when `holds_push` (its predecessor's push of the clock still
+  /// accumulated is kept, to be applied with that clock's mean), at the clock after that push
+  /// when that is later. Returns where it is live.
+  int64_t rejoin(int32_t worker, bool holds_push = false);
   /// The rejoined `worker` enters at `clock` (>= the p rejoin gave it), and only pushes of
   /// `incarnation` are its own. Returns the progress clock before.
   int64_t admit(int32_t worker, int64_t clock, uint32_t incarnation);
@@ -74,6 +79,7 @@ private:
   void recompute_min();
 
   std::vector<int64_t> finished_;
+  std::vector<int64_t> pushed_;
   std::vector<bool> live_;
   std::vector<uint32_t> incarnation_;
   int64_t min_ = no_live_workers;

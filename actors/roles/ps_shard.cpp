@@ -395,15 +395,22 @@ caf::result<caf::ok_atom> on_done(self_ptr self, int32_t worker) {
   return answer;
 }
 
-/// Rejoin's checks and effect: the clock the replacement counts as live at.
-caf::expected<int64_t> apply_rejoin(ps_shard_state& st, int32_t worker) {
+/// Rejoin's checks and effect: where the replacement counts as live, and how many clocks of its
+/// predecessor this shard holds. A push of the predecessor's still waiting for its clock's
+/// mean stays (apply_leave): the replacement is live after it.
+caf::expected<rejoin_point> apply_rejoin(ps_shard_state& st, int32_t worker) {
   if (!st.initialized()) return drop(st, "rejoin", make_error(errc::not_initialized));
   if (!st.clocks.known(worker) || st.clocks.live(worker))
     return drop(st, "rejoin", make_error(errc::unknown_worker,
                                          "worker " + std::to_string(worker) + " is not gone"));
-  st.sync.pushed[worker] = false;
-  st.tables.forget(worker);
-  return st.clocks.rejoin(worker);  // holds the min clock there until admit
+  rejoin_point point;
+  point.pushed = st.clocks.pushed(worker);
+  // holds the min clock there until admit
+  point.clock = st.clocks.rejoin(worker, st.sync.pushed[worker]);
+  log_line(st.who(), "worker " + std::to_string(worker) + " rejoins, live at clock "
+                       + std::to_string(point.clock) + "; " + std::to_string(point.pushed)
+                       + " clocks of it here");
+  return point;
 }
 
 /// Admit's checks and effect.
@@ -418,12 +425,13 @@ caf::error apply_admit(self_ptr self, int32_t worker, int64_t clock, uint32_t in
   return caf::none;
 }
 
-/// Worker `worker` is gone: its pending gradient, kept rows and held pulls go with it.
+/// Worker `worker` is gone: its held pulls go with it. In sync mode a push it sent for the clock
+/// still accumulated stays, and is applied with that clock's mean: the worker sent it to every
+/// shard at once, and a shard that had completed the clock before the leave applied it already,
+/// so dropping it here would leave the minibatch applied on some shards only.
 void apply_leave(self_ptr self, int32_t worker) {
   auto& st = self->state;
   if (!st.initialized() || !st.clocks.live(worker)) return;
-  st.sync.pushed[worker] = false;  // its gradient for the pending clock goes with it
-  st.tables.forget(worker);
   auto keep = std::remove_if(st.held.begin(), st.held.end(), [&](held_pull& h) {
     if (h.worker != worker) return false;
     h.promise.deliver(make_error(errc::unknown_worker, "worker left"));
@@ -433,19 +441,19 @@ void apply_leave(self_ptr self, int32_t worker) {
   on_min_rose(self, st.clocks.leave(worker));
 }
 
-caf::result<int64_t> on_rejoin(self_ptr self, int32_t worker) {
+caf::result<rejoin_point> on_rejoin(self_ptr self, int32_t worker) {
   if (auto err = refused_unless_chief(self, "rejoin")) return err;
   auto& st = self->state;
   if (!replicating(st)) {
-    auto clock = apply_rejoin(st, worker);
-    if (!clock) return std::move(clock.error());
-    return *clock;
+    auto point = apply_rejoin(st, worker);
+    if (!point) return std::move(point.error());
+    return *point;
   }
-  auto promise = self->make_response_promise<int64_t>();
+  auto promise = self->make_response_promise<rejoin_point>();
   replicate(self, [=]() mutable {
-    auto clock = apply_rejoin(self->state, worker);
-    if (clock) promise.deliver(*clock);
-    else promise.deliver(std::move(clock.error()));
+    auto point = apply_rejoin(self->state, worker);
+    if (point) promise.deliver(*point);
+    else promise.deliver(std::move(point.error()));
   }, replicate_atom::value, rejoin_atom::value, worker);
   return promise;
 }
@@ -578,7 +586,7 @@ replica_image make_image(const ps_shard_state& st) {
   image.incarnations = st.clocks.incarnations();
   if (st.spec.mode == consistency::sync)
     for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.workers()); ++w)
-      if (st.clocks.live(w) && st.sync.pushed[w]) {
+      if (st.sync.pushed[w]) {  // (a worker that left after pushing too: apply_leave)
         image.pending.push_back(st.round_pushes[w]);
         --image.finished[w];  // the replay finishes it again
       }
@@ -603,15 +611,26 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
     return err;
   if (image.finished.size() != st.clocks.workers() || image.live.size() != st.clocks.workers())
     return drop(st, "replica image", make_error(errc::malformed_message, "clock table size"));
-  st.clocks = clock_table(image.finished, image.live, st.spec.staleness_bound(),
-                          image.incarnations);
+  // A pending push of a worker that left after sending it is replayed with its worker live, which
+  // then leaves again (its finished clock is past min: min does not move).
+  auto live = image.live;
+  std::vector<int32_t> left;
+  std::vector<push_view> pending;
   for (const auto& buf : image.pending) {
     auto push = decode_push(buf);
     if (!push) return drop(st, "replica image", push.error());
-    if (auto err = check_push(st, *push)) return err;
-    if (auto applied = apply_push(self, buf, *push, nullptr, false); !applied)
+    if (!st.clocks.known(push->worker))
+      return drop(st, "replica image", make_error(errc::unknown_worker, "a pending push's"));
+    if (!live[push->worker]) live[push->worker] = 1, left.push_back(push->worker);
+    pending.push_back(std::move(*push));
+  }
+  st.clocks = clock_table(image.finished, live, st.spec.staleness_bound(), image.incarnations);
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    if (auto err = check_push(st, pending[i])) return err;
+    if (auto applied = apply_push(self, image.pending[i], pending[i], nullptr, false); !applied)
       return std::move(applied.error());
   }
+  for (auto w : left) st.clocks.leave(w);
   st.stats = image.stats;  // counted the replayed pushes already
   st.init_digest = image.init_digest;
   st.cache = reply_cache{};

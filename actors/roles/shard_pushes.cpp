@@ -229,19 +229,20 @@ caf::error take_gradient(ps_shard_state& st, const wire_buffer& buf, push_view& 
 }
 
 /// Sync mode: once no live worker still owes a gradient for the clock being accumulated (the
-/// one the pushers pushed), applies the mean of the live pushers' gradients once. A replacement
-/// admitted at a later clock owes nothing for this one.
+/// one the pushers pushed), applies the mean of the pushers' gradients once: the live ones' and
+/// those of workers that left after pushing it (apply_leave). A replacement admitted at a later
+/// clock owes nothing for this one.
 void maybe_apply_sync(ps_shard_state& st) {
   int64_t clock = -1;
   std::vector<int32_t> pushers;
   auto workers = static_cast<int32_t>(st.clocks.workers());
   for (int32_t w = 0; w < workers; ++w)
-    if (st.clocks.live(w) && st.sync.pushed[w]) clock = st.clocks.finished(w) - 1, pushers.push_back(w);
+    if (st.sync.pushed[w]) clock = st.clocks.pushed(w) - 1, pushers.push_back(w);
   if (pushers.empty() || st.clocks.min() <= clock) return;
   auto& sum = st.sync.sum;
   bool first = true;
   for (int32_t w = 0; w < workers; ++w) {  // worker order: arrival order never matters
-    if (!st.clocks.live(w) || !st.sync.pushed[w]) continue;
+    if (!st.sync.pushed[w]) continue;
     const auto& g = st.sync.grads[w];
     if (first) {
       std::copy(g.begin(), g.end(), sum.begin());
