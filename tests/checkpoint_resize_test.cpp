@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -302,6 +303,66 @@ TEST_CASE("a live resize's part: only the dense blocks a shard gains, checked ag
   // its values are the floats' places: beyond a bound of 0.5 most of them
   CHECK(check_shard_checkpoint(part, to, 0, 0.5f, &from)
         == make_error(errc::value_out_of_bounds));
+}
+
+TEST_CASE("a live resize's hand-overs hold only the blocks that leave: the same parts, and refusals") {
+  const auto before = two_shard_spec();
+  const std::vector<wire_buffer> saved{old_shard(before, 0, 1), old_shard(before, 1, 4)};
+  const block_layout from(before);
+  // old shard o's hand-over: only the blocks the new layout gives another shard
+  auto leaving = [&](int o, const block_layout& to, int64_t drop_id = -1) {
+    auto view = *decode_shard_checkpoint(saved[std::size_t(o)]);
+    shard_checkpoint_view out = view;
+    out.blocks.clear();
+    out.state.clear();
+    for (std::size_t i = 0; i < view.blocks.size(); ++i) {
+      const auto id = view.blocks[i].id;
+      if (to.blocks()[id].shard == o || int64_t(id) == drop_id) continue;
+      out.blocks.push_back(view.blocks[i]);
+      out.state.push_back(view.state[i]);
+    }
+    return encode_shard_checkpoint(before, out);
+  };
+  auto decoded = [](const std::vector<wire_buffer>& files) {
+    std::vector<shard_checkpoint_view> out;
+    for (const auto& f : files) out.push_back(*decode_shard_checkpoint(f));
+    return out;
+  };
+  for (int shards : {1, 2, 3}) {
+    CAPTURE(shards);
+    const auto spec = resized_spec(before, shards);
+    const block_layout to(spec);
+    const std::vector<wire_buffer> handed{leaving(0, to), leaving(1, to)};
+    std::size_t sent = 0;  // exactly the blocks that change shard
+    for (const auto& f : handed) sent += decode_shard_checkpoint(f)->blocks.size();
+    CHECK(sent == moved_count(from.owners(), to.owners()));
+    const shard_cut whole(saved, spec);
+    const shard_cut cut(handed, decoded(handed), spec, shard_cut::dense_files::leaving_only);
+    CHECK(cut.moving_bytes() == whole.moving_bytes());
+    for (int s = 0; s < shards; ++s) {
+      CAPTURE(s);
+      const auto a = cut.part_for(s), b = whole.part_for(s);
+      REQUIRE(a.size_bytes() == b.size_bytes());
+      CHECK(std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) == 0);
+      const auto& mine = to.shard_blocks(s);
+      if (std::any_of(mine.begin(), mine.end(),  // it keeps a block no file holds
+                      [&](uint32_t id) { return from.blocks()[id].shard == s; }))
+        CHECK_THROWS_WITH_AS(cut.cut_for(s), doctest::Contains("which did not hand it over"),
+                             std::invalid_argument);
+    }
+    // the files as a checkpoint's (every block somewhere) would be refused the same way
+    CHECK_THROWS_WITH_AS(shard_cut(handed, decoded(handed), spec),
+                         doctest::Contains("no shard holds block"), std::invalid_argument);
+  }
+  // 2 -> 1: a block that leaves shard 1, left out of its hand-over, is refused by name
+  const auto spec = resized_spec(before, 1);
+  const block_layout to(spec);
+  const auto gone = from.shard_blocks(1).front();
+  const std::vector<wire_buffer> handed{leaving(0, to), leaving(1, to, gone)};
+  const auto why = "block " + std::to_string(gone) + " moves from shard 1 to shard 0";
+  CHECK_THROWS_WITH_AS(
+    shard_cut(handed, decoded(handed), spec, shard_cut::dense_files::leaving_only),
+    doctest::Contains(why.c_str()), std::invalid_argument);
 }
 
 TEST_CASE("a checkpoint taken under a carried dense placement restores into any size") {

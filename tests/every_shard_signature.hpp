@@ -82,7 +82,7 @@ inline std::vector<std::string> ask_every_signature(shard_fixture& f, const ps_s
     std::string out = std::to_string(v.size()) + " files:";
     for (auto& b : v) out += " " + bytes(b);
     return out;
-  }, resize_atom::value, int64_t{2}, f.spec.bucket_shards));
+  }, resize_atom::value, int64_t{2}, f.spec.bucket_shards, std::vector<uint16_t>{}));
   note("move", ask_outcome<caf::ok_atom>(f, to, ok, restore_atom::value, resize_atom::value,
                                          image, std::vector<wire_buffer>{},
                                          std::vector<uint32_t>{1}));

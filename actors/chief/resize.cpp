@@ -284,10 +284,15 @@ void checkpoints_then_resize(self_ptr self, int64_t clock, uint64_t generation,
 void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
   auto& st = self->state;
   const auto& planned = st.cfg.resizes[st.resizes_done];
-  std::vector<uint16_t> placement;
+  // Where the change puts each bucket and each dense block (a change of workers alone: every
+  // bucket where it is, no block moves).
+  std::vector<uint16_t> placement = st.cfg.spec.bucket_shards, blocks;
   try {
-    placement = planned.shards > 0 ? resized_spec(st.cfg.spec, planned.shards).bucket_shards
-                                   : st.cfg.spec.bucket_shards;
+    if (planned.shards > 0) {
+      auto after = resized_spec(st.cfg.spec, planned.shards);
+      placement = std::move(after.bucket_shards);
+      blocks = std::move(after.block_shards);
+    }
   } catch (const std::invalid_argument& e) {
     return fail_run(self, "resizing the shards failed",
                     caf::make_error(caf::sec::runtime_error, e.what()));
@@ -295,7 +300,8 @@ void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
   ask_each<std::vector<wire_buffer>>(
     st.shards.size(),
     [&](std::size_t s) {  // held by each shard until it reaches the clock: no timeout
-      return self->request(st.shards[s], caf::infinite, resize_atom::value, clock, placement);
+      return self->request(st.shards[s], caf::infinite, resize_atom::value, clock, placement,
+                           blocks);
     },
     [=](std::vector<std::vector<wire_buffer>> states) {
       auto& st = self->state;

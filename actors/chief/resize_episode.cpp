@@ -142,8 +142,9 @@ behavior cutting(episode self, std::vector<shard_checkpoint_view> decoded) {
   auto& plan = self->state.plan;
   std::shared_ptr<const shard_cut> cut;
   try {
+    // each old shard handed over only the dense blocks that leave it
     cut = std::make_shared<const shard_cut>(std::move(plan.states), std::move(decoded),
-                                            plan.after);
+                                            plan.after, shard_cut::dense_files::leaving_only);
   } catch (const std::invalid_argument& e) {
     fail(self, make_error(errc::checkpoint_failed, std::string("cutting the shards' states: ")
                                                      + e.what()));

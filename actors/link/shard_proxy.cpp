@@ -343,9 +343,8 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
             const std::vector<wire_buffer>& p, const std::vector<uint32_t>& y) {
           return self->delegate(remote, a, b, x, p, y);
         },
-        [=](resize_atom a, int64_t c, const std::vector<uint16_t>& p) {
-          return self->delegate(remote, a, c, p);
-        },
+        [=](resize_atom a, int64_t c, const std::vector<uint16_t>& p,
+            const std::vector<uint16_t>& b) { return self->delegate(remote, a, c, p, b); },
         [=](stats_atom a) { return self->delegate(remote, a); },
         [=](leave_atom a, int32_t w) { self->send(remote, a, w); },
         [=](done_atom a, int32_t w) { return self->delegate(remote, a, w); },

@@ -237,11 +237,13 @@ using ps_shard_actor = typed_actor_with_verbs<shard_verbs,
   // checkpoints are answered with rolled_back.
   caf::replies_to<restore_atom, wire_buffer, std::vector<uint32_t>>::with<caf::ok_atom>,
   // --- a live resize: the buckets and blocks that change shard move, the rest stays ---
-  // (resize, clock, placement) -> ShardCheckpoints: at `clock` (held until min reaches it,
-  // refused once past): [0] every dense block the shard holds and each table's admission
-  // sketch, [1 + s] the rows and pending counts of the keys whose bucket the new placement
-  // gives shard s (empty where none); the shard keeps it all.
-  caf::replies_to<resize_atom, int64_t, std::vector<uint16_t>>::with<std::vector<wire_buffer>>,
+  // (resize, clock, buckets, blocks) -> ShardCheckpoints: at `clock` (held until min reaches
+  // it, refused once past): [0] the dense blocks the new dense placement `blocks` (each block's
+  // shard, by id; empty: the blocks stay) gives another shard, with their optimizer slots, and
+  // each table's admission sketch, [1 + s] the rows and pending counts of the keys whose bucket
+  // the new bucket placement gives shard s (empty where none); the shard keeps it all.
+  caf::replies_to<resize_atom, int64_t, std::vector<uint16_t>,
+                  std::vector<uint16_t>>::with<std::vector<wire_buffer>>,
   // (restore, resize, ShardCheckpoint, parts, incarnations) -> ok: goes on under the file's
   // spec: its dense blocks and sketches, the rows of the buckets the shard keeps left where they
   // are, those it gives away dropped, the rows of the file and of the parts (hand-overs'

@@ -715,10 +715,10 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
         std::vector<uint32_t>& incarnations) {
       return move_in(self, buf, parts, std::move(incarnations));
     },
-    [=](resize_atom, int64_t clock,
-        std::vector<uint16_t>& placement) -> caf::result<std::vector<wire_buffer>> {
+    [=](resize_atom, int64_t clock, std::vector<uint16_t>& buckets,
+        std::vector<uint16_t>& blocks) -> caf::result<std::vector<wire_buffer>> {
       if (auto err = refused_unless_chief(self, "resize")) return err;
-      return hand_over(self, clock, std::move(placement));
+      return hand_over(self, clock, {std::move(buckets), std::move(blocks)});
     },
     [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
     [=](push_pull_atom, const push_request& request) { return on_push_request(self, request); },

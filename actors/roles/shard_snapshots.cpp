@@ -157,17 +157,29 @@ wire_buffer export_state(ps_shard_state& st, int64_t clock, int64_t since) {
   return bytes;
 }
 
-/// A hand-over's files at the clock now (hand_over): the dense blocks and sketches, then the
-/// rows for each new shard.
+/// A hand-over's files at the clock now (hand_over): the dense blocks that leave and the
+/// sketches, then the rows for each new shard. The blocks that stay are neither copied nor sent.
 std::vector<wire_buffer> hand_over_state(const ps_shard_state& st, int64_t clock,
-                                         const std::vector<uint16_t>& placement) {
+                                         const new_placement& placement) {
   const auto began = std::chrono::steady_clock::now();
   std::vector<wire_buffer> out;
-  out.push_back(encode_shard_checkpoint(
-    st.spec, st.shard, clock, static_cast<uint64_t>(st.opt.step), st.newest_clock, *st.layout,
-    st.params.data(), st.opt.values.data(), st.opt.slots, st.tables.admission_states()));
+  shard_checkpoint_view leaving;
+  leaving.spec = st.spec;
+  leaving.shard = st.shard;
+  leaving.clock = clock;
+  leaving.optimizer_step = static_cast<uint64_t>(st.opt.step);
+  leaving.newest_clock = st.newest_clock;
+  for (auto id : st.layout->shard_blocks(st.shard)) {
+    if (placement.blocks.empty() || placement.blocks[id] == st.shard) continue;
+    const auto& b = st.layout->blocks()[id];
+    leaving.blocks.push_back({id, st.params.data() + b.shard_offset, b.size});
+    leaving.state.push_back(
+      {id, st.opt.values.data() + st.opt.slots * b.shard_offset, st.opt.slots * b.size});
+  }
+  leaving.sparse = st.tables.admission_states();
+  out.push_back(encode_shard_checkpoint(st.spec, leaving));
   const auto tables = st.tables.tables();
-  for (const auto& part : st.tables.pick_moving(placement)) {
+  for (const auto& part : st.tables.pick_moving(placement.buckets)) {
     bool any = false;
     for (const auto& t : part) any = any || !t.rows.empty() || !t.pending.pending_keys.empty();
     out.push_back(any ? encode_shard_rows(st.spec, st.shard, clock, tables, part) : wire_buffer{});
@@ -218,20 +230,26 @@ caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t s
 }
 
 caf::result<std::vector<wire_buffer>> hand_over(self_ptr self, int64_t clock,
-                                                std::vector<uint16_t> placement) {
+                                                new_placement placement) {
   auto& st = self->state;
   if (!st.initialized()) return make_error(errc::not_initialized);
-  if (placement.size() != st.spec.bucket_shards.size())
-    return make_error(errc::invalid_spec, "a placement of " + std::to_string(placement.size())
-                                            + " buckets, the run's keys hash into "
-                                            + std::to_string(st.spec.bucket_shards.size()));
+  if (placement.buckets.size() != st.spec.bucket_shards.size())
+    return make_error(errc::invalid_spec,
+                      "a placement of " + std::to_string(placement.buckets.size())
+                        + " buckets, the run's keys hash into "
+                        + std::to_string(st.spec.bucket_shards.size()));
+  if (!placement.blocks.empty() && placement.blocks.size() != st.layout->blocks().size())
+    return make_error(errc::invalid_spec,
+                      "a placement of " + std::to_string(placement.blocks.size())
+                        + " dense blocks, the model is cut into "
+                        + std::to_string(st.layout->blocks().size()));
   if (st.clocks.progress() == clock) return hand_over_state(st, clock, placement);
   if (clock < st.clocks.progress())
     return make_error(errc::checkpoint_clock_passed,
                       "clock " + std::to_string(clock) + " had passed (the shard is at clock "
                         + std::to_string(st.clocks.progress()) + ")");
   held_checkpoint h{"", clock, {}, {}, -1, nullptr, {}};
-  h.moving_to = std::make_shared<const std::vector<uint16_t>>(std::move(placement));
+  h.moving_to = std::make_shared<const new_placement>(std::move(placement));
   h.parts = self->make_response_promise<std::vector<wire_buffer>>();
   st.held_exports.push_back(h);
   return h.parts;

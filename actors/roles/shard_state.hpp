@@ -58,15 +58,22 @@ struct held_pull {
 /// Snapshots a shard keeps for checkpoints the chief has not asked for yet, at most.
 constexpr std::size_t max_snapshots = 4;
 
+/// Where a live resize moves things (hand_over): each bucket's new shard, and each dense block's
+/// (empty: every block stays where it is).
+struct new_placement {
+  std::vector<uint16_t> buckets;
+  std::vector<uint16_t> blocks;
+};
+
 struct held_checkpoint {
   std::string dir;
   int64_t clock;
   caf::typed_response_promise<file_record> written;
   caf::typed_response_promise<wire_buffer> bytes;
   int64_t since = -1;  ///< a delta's predecessor clock (-1: the whole state)
-  /// A live resize's hand-over (hand_over): the new bucket placement, and where its parts go;
-  /// null for an export.
-  std::shared_ptr<const std::vector<uint16_t>> moving_to;
+  /// A live resize's hand-over (hand_over): the new placement, and where its parts go; null
+  /// for an export.
+  std::shared_ptr<const new_placement> moving_to;
   caf::typed_response_promise<std::vector<wire_buffer>> parts;
 
   void fail(const caf::error& err) {
@@ -274,14 +281,15 @@ bool snapshot_at_rest(self_ptr self, int64_t clock, std::optional<int64_t> wante
 /// once min reaches it: whole, or with `since` >= 0 the sparse rows changed since (whole when
 /// the shard cannot tell them); refused with checkpoint_clock_passed when min has passed it.
 caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t since);
-/// (resize, clock, placement): a live resize's hand-over at `clock`, now or once min reaches
-/// it (refused with checkpoint_clock_passed when min has passed it), as ShardCheckpoints under
-/// the spec now: [0] every dense block this shard holds with its optimizer state, and each
-/// table's admission sketch; [1 + s] the rows and pending counts of the keys whose bucket
-/// `placement` gives to shard s (empty for this shard and where nothing goes). The shard keeps
-/// all of it, serving as before, until it moves (move_in).
+/// (resize, clock, buckets, blocks): a live resize's hand-over at `clock`, now or once min
+/// reaches it (refused with checkpoint_clock_passed when min has passed it), as
+/// ShardCheckpoints under the spec now: [0] the dense blocks `placement.blocks` gives another
+/// shard, with their optimizer state, and each table's admission sketch; [1 + s] the rows and
+/// pending counts of the keys whose bucket `placement.buckets` gives to shard s (empty for this
+/// shard and where nothing goes). The shard keeps all of it, serving as before, until it moves
+/// (move_in).
 caf::result<std::vector<wire_buffer>> hand_over(self_ptr self, int64_t clock,
-                                                std::vector<uint16_t> placement);
+                                                new_placement placement);
 /// (restore, resize, ShardCheckpoint, parts, incarnations): goes on under the file's spec at
 /// its clock: every dense block of the new layout and each table's admission sketch from the
 /// file, the rows of the buckets it keeps where they are, those it gives away dropped, the rows

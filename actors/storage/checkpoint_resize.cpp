@@ -82,19 +82,19 @@ shard_cut::shard_cut(std::vector<wire_buffer> saved, const train_spec& spec)
     if (!view) refuse("shard " + std::to_string(o) + ": " + describe(view.error()));
     decoded.push_back(std::move(*view));
   }
-  take(std::move(decoded));
+  take(std::move(decoded), dense_files::whole);
 }
 
 shard_cut::shard_cut(std::vector<wire_buffer> saved, std::vector<shard_checkpoint_view> decoded,
-                     const train_spec& spec)
+                     const train_spec& spec, dense_files dense)
     : saved_(std::move(saved)), spec_(spec) {
   if (decoded.size() != saved_.size())
     refuse(std::to_string(decoded.size()) + " decoded files for " + std::to_string(saved_.size())
            + " shard files");
-  take(std::move(decoded));
+  take(std::move(decoded), dense);
 }
 
-void shard_cut::take(std::vector<shard_checkpoint_view> decoded) {
+void shard_cut::take(std::vector<shard_checkpoint_view> decoded, dense_files dense) {
   const auto& spec = spec_;
   if (saved_.empty()) refuse("no shard files");
   for (std::size_t o = 0; o < saved_.size(); ++o) {
@@ -148,8 +148,18 @@ void shard_cut::take(std::vector<shard_checkpoint_view> decoded) {
     step_ = std::max(step_, v.optimizer_step);
     newest_ = std::max(newest_, v.newest_clock);
   }
-  for (std::size_t id = 0; id < values_.size(); ++id)
-    if (!values_[id].values) refuse("no shard holds block " + std::to_string(id));
+  in_place_.assign(values_.size(), false);
+  for (std::size_t id = 0; id < values_.size(); ++id) {
+    if (values_[id].values) continue;
+    const auto from = before.blocks()[id].shard, to = after_->blocks()[id].shard;
+    if (dense == dense_files::whole) refuse("no shard holds block " + std::to_string(id));
+    if (from != to)
+      refuse("block " + std::to_string(id) + " moves from shard " + std::to_string(from)
+             + " to shard " + std::to_string(to) + ", but shard " + std::to_string(from)
+             + " did not hand it over");
+    held_by_[id] = from;  // it stays there
+    in_place_[id] = true;
+  }
   sort_rows();
 }
 
@@ -285,6 +295,9 @@ wire_buffer shard_cut::cut(int s, bool gains_only) const {
   cut.newest_clock = newest_;
   for (auto id : after_->shard_blocks(s)) {
     if (gains_only && held_by_[id] == s) continue;  // it keeps the block where it is
+    if (in_place_[id])
+      refuse("block " + std::to_string(id) + " stays on shard " + std::to_string(s)
+             + ", which did not hand it over");
     cut.blocks.push_back(values_[id]);
     cut.state.push_back(state_[id]);
   }

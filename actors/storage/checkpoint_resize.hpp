@@ -48,15 +48,20 @@ public:
 
   /// Throws std::invalid_argument naming what does not fit (as resize_shard_files).
   shard_cut(std::vector<wire_buffer> saved, const train_spec& spec);
+  /// How the old shards' dense blocks come: every block in some file (a checkpoint's), or, in a
+  /// live resize's hand-overs, only those that leave their shard (a block no file holds stays
+  /// where it is, which the new layout must agree with).
+  enum class dense_files { whole, leaving_only };
   /// The same with every file decoded already (decoded[o]: decode_shard_checkpoint of saved[o]),
   /// so that a caller may decode the files at once, each on a core of its own.
   shard_cut(std::vector<wire_buffer> saved, std::vector<shard_checkpoint_view> decoded,
-            const train_spec& spec);
+            const train_spec& spec, dense_files dense = dense_files::whole);
   ~shard_cut();
   shard_cut(const shard_cut&) = delete;
   shard_cut& operator=(const shard_cut&) = delete;
 
-  /// New shard s's file; throws std::invalid_argument (a key held by two old shards, say).
+  /// New shard s's file; throws std::invalid_argument (a key held by two old shards, say, or
+  /// a block kept in place, which no file holds).
   wire_buffer cut_for(int s) const;
   /// New shard s's part of a live resize: cut_for(s) with, of the dense blocks, only those an
   /// old shard other than s held (an old shard keeps its own where they are; check_shard_checkpoint
@@ -68,7 +73,7 @@ public:
   uint64_t moving_bytes() const { return moving_; }
 
 private:
-  void take(std::vector<shard_checkpoint_view> decoded);
+  void take(std::vector<shard_checkpoint_view> decoded, dense_files dense);
   wire_buffer cut(int s, bool gains_only) const;
   void sort_rows();
   sparse_table_rows cut_table(std::size_t t, int s) const;
@@ -79,6 +84,7 @@ private:
   std::unique_ptr<block_layout> after_;
   std::vector<block_view> values_, state_;    // every block's, by id
   std::vector<int32_t> held_by_;              // the old shard of each block, by id
+  std::vector<bool> in_place_;                // by id: no file holds it, its shard keeps it
   uint64_t step_ = 0;
   int64_t newest_ = -1;
   uint64_t moving_ = 0;
