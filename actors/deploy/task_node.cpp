@@ -6,6 +6,7 @@
 #include "actors/roles/evaluator.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/log.hpp"
+#include "actors/deploy/leave_notice.hpp"
 #include "actors/deploy/remote_shard.hpp"
 #include "actors/roles/worker.hpp"
 #include "actors/data/load_split.hpp"
@@ -147,6 +148,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
       log_line(self->state.cfg.name, "connected to " + shards->describe() + "; starting worker "
                                        + std::to_string(wc.index));
       auto worker = spawn_worker(self->system(), std::move(wc));
+      arm_leave_reports(worker);
       close_links_with(worker, std::move(*shards));
       // Not linked: the chief may stop the role (a rollback) and set this task up again.
       self->state.roles->push_back(worker.address());

@@ -317,6 +317,9 @@ using checkpoint_io_actor = caf::typed_actor<
 using worker_actor = caf::typed_actor<
   // (start): begin training.
   caf::reacts_to<start_atom>,
+  // (train) -> ok: sends the chief every train report it holds back (a process sends them in
+  // batches), answered once sent: its process is about to leave (leave_notice.hpp).
+  caf::replies_to<train_atom>::with<caf::ok_atom>,
   // (step): push the gradient computed last (sent to itself after a straggler delay).
   caf::reacts_to<step_atom>,
   // (watchdog): times out the requests in flight to the shards (sent to itself, periodically).

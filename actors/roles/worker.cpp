@@ -78,6 +78,7 @@ struct worker_state {
   // Train reports not sent yet, and when the last batch went (send_reports).
   std::vector<train_report> reports;
   std::chrono::steady_clock::time_point reports_sent;
+  bool leaving = false;  // its process is about to exit: every report goes at once
   bool chief_elsewhere = false;  // the chief runs in another process
   // Following a stream: what waits for files the chief has not counted yet, if anything (the
   // initial pull, or the computation of st.clock whose parameters have come).
@@ -120,13 +121,14 @@ void fail(self_ptr self, const std::string& what, const caf::error& err) {
 /// another process in batches of at least 20 ms, the last when the worker is done: each
 /// message across processes costs both sides a serialization, a socket write and the wake-up
 /// of CAF's network thread, per clock of every worker, on cores the kernels need. The chief
-/// takes every report of a batch in order, up to 20 ms later than one by one.
+/// takes every report of a batch in order, up to 20 ms later than one by one. Once its process
+/// says it leaves ((train)), each at once.
 void send_reports(self_ptr self, bool now) {
   auto& st = self->state;
   constexpr auto batch_interval = std::chrono::milliseconds(20);
   if (st.reports.empty()) return;
   auto t = std::chrono::steady_clock::now();
-  if (!now && st.chief_elsewhere && t - st.reports_sent < batch_interval) return;
+  if (!now && !st.leaving && st.chief_elsewhere && t - st.reports_sent < batch_interval) return;
   self->send(st.cfg.chief, train_atom::value, std::move(st.reports));
   st.reports.clear();
   st.reports_sent = t;
@@ -461,6 +463,11 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
     }
   });
   return {
+    [=](train_atom) {  // (only sends the chief what is its own: anyone may ask)
+      self->state.leaving = true;  // a clock it still pushes is reported at once too
+      send_reports(self, true);
+      return caf::ok_atom::value;
+    },
     [=](start_atom) {
       auto& st = self->state;
       if (refusal(self, authorise_chief(current_role(self), "start"))) return;
