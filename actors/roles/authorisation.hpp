@@ -35,6 +35,7 @@
 //   failover       leave (worker w lost)                this process only
 //   worker         start                                chief:0
 //                  step                                 this process only (its own timer)
+//                  train (its reports now)              this process only (its leave notice)
 //   evaluator      eval                                 chief:0
 //   task_node      setup, setup (eval)                  chief:0
 //   any actor      exit (send_exit, even kill)          chief:0 (checked on the connection,

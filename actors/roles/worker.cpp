@@ -463,7 +463,8 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
     }
   });
   return {
-    [=](train_atom) {  // (only sends the chief what is its own: anyone may ask)
+    [=](train_atom) -> caf::result<caf::ok_atom> {  // (its process's leave notice)
+      if (auto err = refusal(self, authorise_local(current_role(self), "train"))) return err;
       self->state.leaving = true;  // a clock it still pushes is reported at once too
       send_reports(self, true);
       return caf::ok_atom::value;
