@@ -59,11 +59,7 @@ failover_plan plan_for(ps_shard_actor promoted) {
 TEST_CASE("a fail-over episode promotes the standby, reroutes the workers and reports done") {
   test::shard_fixture f(test::tiny_spec(consistency::async, 3));
   auto standby = spawn_ps_shard(*f.sys, 0);
-  bool backed_up = false;
-  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
-                     caf::actor_cast<caf::strong_actor_ptr>(standby))
-    .receive([&](uint64_t) { backed_up = true; }, [](caf::error&) {});
-  REQUIRE(backed_up);
+  REQUIRE(f.back_up(standby));
   REQUIRE(f.push_pull(f.push_of(0, 0, 1.0f)));  // worker 0 at clock 1, workers 1 and 2 at 0
   (*f.self)->send_exit(f.shard, caf::exit_reason::kill);
 

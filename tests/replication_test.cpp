@@ -107,12 +107,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST_CASE("a standby holds every push its primary acknowledged and applies a re-sent one once") {
   test::shard_fixture f(test::tiny_spec(consistency::async, 2));
   auto standby = spawn_ps_shard(*f.sys, 0);
-  uint64_t bytes = 0;
-  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
-                     caf::actor_cast<caf::strong_actor_ptr>(standby))
-    .receive([&](uint64_t b) { bytes = b; },
-             [&](caf::error& err) { FAIL("backup failed: " << describe(err)); });
-  CHECK(bytes >= f.layout.total_floats() * sizeof(float));  // the values at least
+  auto bytes = f.back_up(standby);
+  REQUIRE_MESSAGE(bytes, "backup failed: " << describe(bytes.error()));
+  CHECK(*bytes >= f.layout.total_floats() * sizeof(float));  // the values at least
 
   // async, lr 1, 2 live workers: each push moves every value by -gradient / 2
   REQUIRE(f.push_pull(f.push_of(0, 0, 1.0f)));
@@ -160,12 +157,8 @@ TEST_CASE("a standby made while a worker that left has a push waiting for its cl
   (*f.self)->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 4.0f)});
   (*f.self)->send(f.shard, leave_atom::value, int32_t{0});
   auto standby = spawn_ps_shard(*f.sys, 0);
-  bool backed_up = false;
-  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
-                     caf::actor_cast<caf::strong_actor_ptr>(standby))
-    .receive([&](uint64_t) { backed_up = true; },
-             [&](caf::error& err) { FAIL("backup failed: " << describe(err)); });
-  REQUIRE(backed_up);
+  auto backed_up = f.back_up(standby);
+  REQUIRE_MESSAGE(backed_up, "backup failed: " << describe(backed_up.error()));
   REQUIRE(f.push_pull(f.push_of(1, 0, 2.0f)));
   auto primary_values = snapshot_of(f, f.shard);
   CHECK(primary_values[5] == doctest::Approx(f.initial[5] - 3.0f));  // lr 1 × mean(4, 2)
@@ -328,11 +321,7 @@ TEST_CASE("a worker replaced while its shards replicate: leave, rejoin and admit
 TEST_CASE("a standby that cannot take its primary's state is dropped and the primary serves on") {
   test::shard_fixture f(test::tiny_spec(consistency::async, 1));
   auto wrong = spawn_ps_shard(*f.sys, 3);  // another shard's index: the state is not its own
-  bool refused = false;
-  (*f.self)->request(f.shard, test::timeout, backup_atom::value,
-                     caf::actor_cast<caf::strong_actor_ptr>(wrong))
-    .receive([&](uint64_t) {}, [&](caf::error&) { refused = true; });
-  CHECK(refused);
+  CHECK_FALSE(f.back_up(wrong));  // refused
   auto reply = f.push_pull(f.push_of(0, 0, 1.0f));  // applied at once: no standby waits
   REQUIRE(reply);
   CHECK((*reply)[0] == f.initial[0] - 1.0f);

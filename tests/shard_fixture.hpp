@@ -82,6 +82,17 @@ struct shard_fixture : actor_fixture {
     return out;
   }
 
+  /// A standby of the shard (backup), holding its state: the image's bytes the shard answered,
+  /// or the error.
+  caf::expected<uint64_t> back_up(const ps_shard_actor& standby) {
+    caf::expected<uint64_t> out{caf::none};
+    (*self)->request(shard, timeout, backup_atom::value,
+                     caf::actor_cast<caf::strong_actor_ptr>(standby))
+      .receive([&](uint64_t bytes) { out = bytes; },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
   /// Sends push_pull and waits for the answer: the parameters, or the error.
   caf::expected<std::vector<float>> push_pull(const wire_buffer& push) {
     caf::expected<std::vector<float>> out{caf::none};

@@ -160,12 +160,8 @@ TEST_CASE("a standby applies its primary's bf16 pushes as they came and ends bit
     spec.optimizer.learning_rate = 0.01f;
     shard_fixture f(spec);
     auto standby = spawn_ps_shard(*f.sys, 0);
-    bool backed = false;
-    (*f.self)->request(f.shard, test::timeout, backup_atom::value,
-                       caf::actor_cast<caf::strong_actor_ptr>(standby))
-      .receive([&](uint64_t) { backed = true; },
-               [&](caf::error& err) { FAIL("backup failed: " << describe(err)); });
-    REQUIRE(backed);
+    auto backed = f.back_up(standby);
+    REQUIRE_MESSAGE(backed, "backup failed: " << describe(backed.error()));
     const auto n = f.layout.total_floats();
     for (int64_t c = 0; c < 4; ++c) {
       std::vector<wire_buffer> pushes;
