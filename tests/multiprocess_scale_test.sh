@@ -5,7 +5,7 @@
 # byte-identical to the same run never scaled; every task exits 0, the removed ps:2 too; a
 # scale request from a worker's certificate is refused (exit 2) and counted, and those the run
 # cannot take (a growth to 4 with no spare ps:3, one while a resize is under way) are refused
-# with the reason.
+# with the reason. The worker processes keep their workers through both changes.
 # usage: tests/multiprocess_scale_test.sh [path/to/actorps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +58,16 @@ line=$(grep '"event":"summary"' "$dir/scaled.jsonl") || fail "no summary event"
 [ "$(summary_field "$line" clocks)" = 300 ] || fail "clocks: $line"
 [ "$(summary_field "$line" refused_unauthorised)" -ge 1 ] || fail "the refusal is not counted: $line"
 [ "$(grep -c '"event":"resize"' "$dir/scaled.jsonl")" = 2 ] || fail "not 2 resize events"
+# each worker process kept its worker through both changes: started once, its shards reached
+# anew at each change (its data not loaded again)
+[ "$(grep -c '"event":"resize".*"workers_kept":2' "$dir/scaled.jsonl")" = 2 ] \
+  || fail "the workers were not kept: $(grep '"event":"resize"' "$dir/scaled.jsonl")"
+for w in 0 1; do
+  log="$dir/scaled-worker:$w.log"
+  [ "$(grep -c "starting worker" "$log")" = 1 ] || fail "worker:$w started more than once"
+  [ "$(grep -c "worker $w goes on with them" "$log")" = 2 ] || fail "worker:$w: not 2 changes"
+  grep -q "connected to 3 shard(s)" "$log" || fail "worker:$w never reached 3 shards"
+done
 cmp "$dir/plain-export/1/model.capnp" "$dir/scaled-export/1/model.capnp" \
   || fail "the scaled run's model differs from the run never scaled"
 no_listeners "$dir/grown.json"

@@ -268,7 +268,7 @@ TEST_CASE("worker: a change of shards asked while its last round is open is take
   // held): the answer waits until it pauses at 2, which it reaches only once the old shard lets
   // the push of 1 go (taken at once, a round's reply would land in the conversation it
   // replaced; taken anywhere but at its pause, it is refused).
-  const std::vector<ps_shard_actor> shards{caf::actor_cast<ps_shard_actor>(new_shard)};
+  const worker_shards shards{{caf::actor_cast<ps_shard_actor>(new_shard)}, {}};
   auto asked = (*f.self)->request(worker, timeout, resize_atom::value, int32_t{1}, shards,
                                   uint32_t{5}, int64_t{-1});
   bool early = false;

@@ -188,6 +188,49 @@ void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<v
       });
 }
 
+void resize_worker(self_ptr self, int32_t w, int64_t clock, std::function<void(bool)> done) {
+  auto& st = self->state;
+  const auto worker = st.workers[w];
+  const auto generation = st.resize_generation;
+  st.clocks[w] = clock;
+  st.done[w] = false;
+  st.released[w] = false;
+  st.live[w] = true;
+  auto taken = [=](int64_t) {
+    ++self->state.resize.kept;
+    done(true);
+  };
+  auto refused = [=](caf::error& err) {
+    auto& st = self->state;
+    if (st.phase != run_phase::resizing || st.resize_generation != generation)
+      return done(false);  // the run went back or ended meanwhile: started by that, if at all
+    if (st.workers[w] == worker) {
+      log_line(log_level::warn, "chief",
+               worker_role(w).text() + " did not take the new shards (" + describe(err)
+                 + "); started again");
+      self->demonitor(worker.address());
+      self->send_exit(worker, caf::exit_reason::kill);
+      st.workers[w] = nullptr;
+    }
+    start_worker(self, w, clock, done);
+  };
+  const auto pause_at = next_resize_clock(st, clock);
+  if (!st.cfg.remote) {
+    self->request(worker, st.cfg.request_timeout, resize_atom::value, st.cfg.spec.shards,
+                  worker_shards{st.shards, {}}, st.incarnation[w], pause_at)
+      .then(taken, refused);
+    return;
+  }
+  // In another process the worker's node reaches the new shards first, with their data links.
+  auto setup = base_setup(st);
+  setup.index = w;
+  setup.incarnation = st.incarnation[w];
+  setup.pause_at = pause_at;
+  self->request(st.worker_nodes[w], st.cfg.request_timeout, resize_atom::value, worker,
+                encode_role_setup(setup), served_elsewhere(st))
+    .then(taken, refused);
+}
+
 void start_evaluator(self_ptr self, std::function<void(bool)> done) {
   auto& st = self->state;
   if (!st.cfg.remote) {

@@ -349,6 +349,12 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
       st.worker_nodes[w] = nullptr;  // its restarted process may join again
       if (st.replacing.count(w)) abandon_replacement(self, w, reason);
       fail_pending_start(self, w);
+      if (st.phase == run_phase::resizing && st.resizing) {
+        // A worker kept through a change of shards, its process lost while the shards move:
+        // as a stopped one, its next process is awaited once they have (restart_roles_at).
+        st.workers[w] = nullptr;
+        return;
+      }
     }
     bool was_live = st.live[w] && !st.done[w] && st.workers[w];
     st.workers[w] = nullptr;

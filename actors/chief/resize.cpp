@@ -220,9 +220,10 @@ void begin_resize(self_ptr self, std::vector<std::vector<wire_buffer>> states) {
                       + std::to_string(r.buckets) + " buckets and " + std::to_string(r.blocks)
                       + " dense blocks change shard");
   enter(self, run_phase::resizing);
-  // A change of shards only, in one process: the workers, paused at the clock, stay and take the
-  // new shards where they are (their data readers would otherwise read up to there again).
-  r.keeps_workers = !st.cfg.remote && r.workers_to == r.workers_from;
+  // A change of shards only: the workers, paused at the clock, stay and take the new shards
+  // where they are (their data readers would otherwise read up to there again; in another
+  // process each would load its data and reach the shards afresh).
+  r.keeps_workers = r.workers_to == r.workers_from;
   stop_roles(self, r.keeps_workers);
   drop_standbys(self);  // they hold the old placement's states; built again for the new one
   if (r.workers_to != r.workers_from) {
@@ -349,37 +350,6 @@ void arm_next_resize(self_ptr self) {
     st.cfg.resizes[st.resizes_done].at_clock = at;
     ask_states_at(self, at, generation);
   });
-}
-
-void resize_worker(self_ptr self, int32_t w, int64_t clock, std::function<void(bool)> done) {
-  auto& st = self->state;
-  const auto worker = st.workers[w];
-  const auto generation = st.resize_generation;
-  st.clocks[w] = clock;
-  st.done[w] = false;
-  st.released[w] = false;
-  st.live[w] = true;
-  self->request(worker, st.cfg.request_timeout, resize_atom::value, st.cfg.spec.shards, st.shards,
-                st.incarnation[w], next_resize_clock(st, clock))
-    .then(
-      [=](int64_t) {
-        ++self->state.resize.kept;
-        done(true);
-      },
-      [=](caf::error& err) {
-        auto& st = self->state;
-        if (st.phase != run_phase::resizing || st.resize_generation != generation)
-          return done(false);  // the run went back or ended meanwhile: started by that, if at all
-        if (st.workers[w] == worker) {
-          log_line(log_level::warn, "chief",
-                   worker_role(w).text() + " did not take the new shards (" + describe(err)
-                     + "); started again");
-          self->demonitor(worker.address());
-          self->send_exit(worker, caf::exit_reason::kill);
-          st.workers[w] = nullptr;
-        }
-        start_worker(self, w, clock, done);
-      });
 }
 
 void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm) {

@@ -182,7 +182,7 @@ struct chief_state {
     // blocks and sketches, [1 + s] the rows of the buckets that leave it for shard s.
     std::vector<std::vector<wire_buffer>> states;
     uint64_t handed_over = 0;     // their bytes
-    bool keeps_workers = false;   // a change of shards only, in one process: the workers stay
+    bool keeps_workers = false;   // a change of shards only: the workers stay
     std::size_t kept = 0;         // workers that took the new shards where they were
     // shards the resize spawned, lost while the parts moved and given theirs again, and when
     std::vector<std::pair<int32_t, time_point>> lost;
@@ -548,8 +548,8 @@ void on_rejoin_due(self_ptr self, uint64_t rollback);
 
 /// Stops every worker and the evaluator (their state is ahead of the clock the run goes back or
 /// on from) under new incarnations; the checkpoint and evaluation in flight are abandoned.
-/// `keep_workers` (a change of shards only, in one process): the workers, paused at its clock,
-/// are not stopped; they take the new shards where they are (restart_roles_at).
+/// `keep_workers` (a change of shards only): the workers, paused at its clock, are not stopped;
+/// they take the new shards where they are (restart_roles_at).
 void stop_roles(self_ptr self, bool keep_workers = false);
 /// Starts every worker again at `clock`, its data where it was then (what it trained since is
 /// trained again), and the evaluator; then `then` with the minibatches trained again.
@@ -670,8 +670,9 @@ void place_roles(self_ptr self);
 /// Starts worker w at `start_clock` (spawned here, or by its process); calls `done` with
 /// whether it worked.
 void start_worker(self_ptr self, int32_t w, int64_t start_clock, std::function<void(bool)> done);
-/// A worker kept through a change of shards (one process), paused at `clock`: told the new
-/// shards and its incarnation (worker_actor's resize); one that refuses is started afresh.
+/// A worker kept through a change of shards, paused at `clock`: told the new shards and its
+/// incarnation (worker_actor's resize; in another process through its task node, which reaches
+/// the shards); one that refuses is started afresh.
 /// Calls `done` with whether it goes on.
 void resize_worker(self_ptr self, int32_t w, int64_t clock, std::function<void(bool)> done);
 /// Starts the evaluator (spawned here, or by its process); calls `done` once it is up.

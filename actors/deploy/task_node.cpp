@@ -13,19 +13,13 @@
 
 #include <caf/all.hpp>
 
+#include <map>
+#include <memory>
+#include <mutex>
+
 namespace actorps {
 
 namespace {
-
-struct task_node_state {
-  static inline const char* name = "task_node";
-  task_node_config cfg;
-  // what it spawned, stopped when this task stops (shared with the functor that does it: the
-  // state is gone when attached functors run)
-  std::shared_ptr<std::vector<caf::actor_addr>> roles = std::make_shared<std::vector<caf::actor_addr>>();
-};
-
-using self_ptr = task_node_actor::stateful_pointer<task_node_state>;
 
 /// The shards of a role, connected in shard order; closed when the role stops.
 struct shard_set {
@@ -49,6 +43,44 @@ struct shard_set {
     return out + ")";
   }
 };
+
+/// The shards a worker talks to: closed when it stops, swapped by a change of shards (its
+/// exit and the swap may meet: the worker's thread runs the one, the node's the other).
+class worker_links {
+public:
+  explicit worker_links(shard_set shards) : current_(std::move(shards)) {}
+
+  void close() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    closed_ = true;
+    current_.close();
+  }
+
+  /// `next` from now on, the previous ones closed; `next` too when the worker has stopped.
+  void replace(shard_set next) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    current_.close();
+    current_ = std::move(next);
+    if (closed_) current_.close();
+  }
+
+private:
+  std::mutex mutex_;
+  shard_set current_;
+  bool closed_ = false;
+};
+
+struct task_node_state {
+  static inline const char* name = "task_node";
+  task_node_config cfg;
+  // what it spawned, stopped when this task stops (shared with the functor that does it: the
+  // state is gone when attached functors run)
+  std::shared_ptr<std::vector<caf::actor_addr>> roles = std::make_shared<std::vector<caf::actor_addr>>();
+  // the links of each worker it spawned, which a change of shards replaces
+  std::map<caf::actor_addr, std::shared_ptr<worker_links>> links;
+};
+
+using self_ptr = task_node_actor::stateful_pointer<task_node_state>;
 
 /// Connects to every shard of the setup, with its data link; a shard in `elsewhere` (served by
 /// a promoted standby, task_node_actor's setup) is that handle, over CAF.
@@ -113,6 +145,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
   self->attach_functor([roles = self->state.roles] {  // stopping this task stops its roles
     for (const auto& role : *roles) caf::anon_send_exit(role, caf::exit_reason::user_shutdown);
   });
+  self->set_down_handler([=](const caf::down_msg& dm) { self->state.links.erase(dm.source); });
   return {
     [=](setup_atom, const wire_buffer& buf, bool standbys,
         const std::vector<caf::actor>& elsewhere) -> caf::result<worker_actor> {
@@ -149,10 +182,49 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
                                        + std::to_string(wc.index));
       auto worker = spawn_worker(self->system(), std::move(wc));
       arm_leave_reports(worker);
-      close_links_with(worker, std::move(*shards));
+      auto links = std::make_shared<worker_links>(std::move(*shards));
+      self->state.links[worker.address()] = links;
+      caf::actor_cast<caf::strong_actor_ptr>(worker)->get()->attach_functor([links] {
+        links->close();
+      });
+      self->monitor(worker);  // its entry in links goes with it
       // Not linked: the chief may stop the role (a rollback) and set this task up again.
       self->state.roles->push_back(worker.address());
       return worker;
+    },
+    [=](resize_atom, const worker_actor& worker, const wire_buffer& buf,
+        const std::vector<caf::actor>& elsewhere) -> caf::result<int64_t> {
+      if (auto err = note_refusal(self->state.cfg.name,
+                                  authorise_chief(current_role(self), "resize")))
+        return err;
+      auto found = self->state.links.find(worker.address());
+      if (found == self->state.links.end())
+        return caf::make_error(caf::sec::runtime_error,
+                               "a change of shards for a worker this task does not run");
+      auto setup = decode_role_setup(buf);
+      if (!setup) return cannot_start(self, "the worker on new shards", std::move(setup.error()));
+      auto shards = connect_shards(self, *setup, elsewhere);
+      if (!shards)
+        return cannot_start(self, "the worker on new shards", std::move(shards.error()));
+      log_line(self->state.cfg.name, "connected to " + shards->describe() + "; worker "
+                                       + std::to_string(setup->index) + " goes on with them");
+      auto taken = std::make_shared<shard_set>(std::move(*shards));
+      auto links = found->second;
+      auto answer = self->make_response_promise<int64_t>();
+      self->request(worker, setup->request_timeout, resize_atom::value,
+                    static_cast<int32_t>(taken->remote.size()),
+                    worker_shards{taken->handles(), destinations_of(taken->remote)},
+                    setup->incarnation, setup->pause_at)
+        .then(
+          [=](int64_t clock) mutable {
+            links->replace(std::move(*taken));
+            answer.deliver(clock);
+          },
+          [=](caf::error& err) mutable {
+            taken->close();
+            answer.deliver(std::move(err));
+          });
+      return answer;
     },
     [=](setup_atom, eval_atom, const wire_buffer& buf,
         const std::vector<caf::actor>& elsewhere) -> caf::result<evaluator_actor> {

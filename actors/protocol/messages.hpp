@@ -4,18 +4,21 @@
 #pragma once
 
 #include "actors/protocol/checkpoint_types.hpp"
+#include "actors/protocol/parameter_destination.hpp"
 #include "actors/protocol/push_request.hpp"
 #include "actors/protocol/shard_verbs.hpp"
 #include "actors/protocol/wire.hpp"
 #include "actors/ps/run_summary.hpp"
 
 #include <caf/actor_system_config.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -313,6 +316,15 @@ using checkpoint_io_actor = caf::typed_actor<
   // (discard, dir): removes a checkpoint directory whose writing failed (never a complete one)
   caf::reacts_to<discard_atom, std::string>>;
 
+/// The shards a worker talks to after a change of their number, as its process reaches them:
+/// their handles (local proxies of a data link, or the shards themselves) and, by shard, where
+/// each proxy receives replies in place (worker_config::destinations; empty, or null for a
+/// shard without a data link). Local only: it holds the proxies' destinations.
+struct worker_shards {
+  std::vector<ps_shard_actor> actors;
+  std::vector<std::shared_ptr<parameter_destination>> destinations;
+};
+
 /// A worker: pull → forward/backward → push, once per clock (worker.hpp).
 using worker_actor = caf::typed_actor<
   // (start): begin training.
@@ -334,14 +346,14 @@ using worker_actor = caf::typed_actor<
   // (worker_config::pause_at), `clock` or the first it has not begun, if later; -1: it pauses
   // nowhere, and goes on if it waited.
   caf::replies_to<pause_atom, int64_t>::with<int64_t>,
-  // (resize, shards, actors, incarnation, pause) -> the clock it goes on at: a change of the
-  // number of shards at the clock it paused at, in one process. It takes the new placement
-  // (resized_spec of its spec for `shards`), talks to `actors` under `incarnation`, pauses next at
-  // `pause` (-1: nowhere) and, on (start), pulls that clock's parameters again: its data reader
-  // and trainer stay where they are. Asked before its round of the clock before has ended, it
-  // answers once it has.
-  caf::replies_to<resize_atom, int32_t, std::vector<ps_shard_actor>, uint32_t,
-                  int64_t>::with<int64_t>>;
+  // (resize, shards, worker_shards, incarnation, pause) -> the clock it goes on at: a change of
+  // the number of shards at the clock it paused at, asked by the chief in its process or by its
+  // task node (which reached the new shards). It takes the new placement (resized_spec of its
+  // spec for `shards`), talks to those shards under `incarnation`, pauses next at `pause` (-1:
+  // nowhere) and, on (start), pulls that clock's parameters again: its data reader and trainer
+  // stay where they are. Asked before its round of the clock before has ended, it answers once
+  // it has.
+  caf::replies_to<resize_atom, int32_t, worker_shards, uint32_t, int64_t>::with<int64_t>>;
 
 /// The evaluator: (eval, clock) -> the test metrics of a fresh parameter snapshot.
 using evaluator_actor = caf::typed_actor<
@@ -358,7 +370,13 @@ using task_node_actor = caf::typed_actor<
   // reached over CAF), else none; empty: every shard is at its address.
   caf::replies_to<setup_atom, wire_buffer, bool, std::vector<caf::actor>>::with<worker_actor>,
   // (setup, eval, RoleSetup, served elsewhere) -> the evaluator it spawned.
-  caf::replies_to<setup_atom, eval_atom, wire_buffer, std::vector<caf::actor>>::with<evaluator_actor>>;
+  caf::replies_to<setup_atom, eval_atom, wire_buffer, std::vector<caf::actor>>::with<evaluator_actor>,
+  // (resize, worker, RoleSetup, served elsewhere) -> the clock the worker goes on at: a change
+  // of the number of shards keeps the worker this node started, paused at the change's clock
+  // (its data reader where it is). The node reaches the shards at the setup's addresses (its
+  // spec, incarnation and pause_at the worker takes), hands them to the worker (its resize)
+  // and closes the worker's links to the old ones once it took them.
+  caf::replies_to<resize_atom, worker_actor, wire_buffer, std::vector<caf::actor>>::with<int64_t>>;
 
 /// A fail-over episode's report of success (chief/failover.hpp): shard `shard`'s standby
 /// `promoted` serves it, and every worker re-sent its request in flight to it.
@@ -438,3 +456,6 @@ using chief_actor = caf::typed_actor<
 void register_message_types(caf::actor_system_config& cfg);
 
 } // namespace actorps
+
+// Local only: the destinations are the proxies of this process.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorps::worker_shards)

@@ -36,8 +36,10 @@
 //   worker         start                                chief:0
 //                  step                                 this process only (its own timer)
 //                  train (its reports now)              this process only (its leave notice)
+//                  resize (the new shards)              this process only (the chief in one
+//                                                       process, else the worker's task node)
 //   evaluator      eval                                 chief:0
-//   task_node      setup, setup (eval)                  chief:0
+//   task_node      setup, setup (eval), resize          chief:0
 //   any actor      exit (send_exit, even kill)          chief:0 (checked on the connection,
 //                                                        basp_origin.hpp: CAF carries out a
 //                                                        kill whatever the actor's handler says)

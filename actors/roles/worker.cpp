@@ -87,7 +87,7 @@ struct worker_state {
   // taken once the worker pauses (take_resize).
   struct resize_ask {
     int32_t shards = 0;
-    std::vector<ps_shard_actor> actors;
+    worker_shards actors;
     uint32_t incarnation = 0;
     int64_t pause_at = -1;
     caf::typed_response_promise<int64_t> answer;
@@ -424,8 +424,10 @@ caf::expected<int64_t> take_resize(self_ptr self, worker_state::resize_ask& ask)
     return caf::make_error(caf::sec::runtime_error, "a change of shards at clock "
                                                       + std::to_string(st.clock)
                                                       + ", where this worker has not paused");
-  if (ask.shards < 1 || ask.actors.size() != static_cast<std::size_t>(ask.shards))
-    return make_error(errc::wrong_shard, std::to_string(ask.actors.size()) + " shards for "
+  const auto given = ask.actors.actors.size();
+  if (ask.shards < 1 || given != static_cast<std::size_t>(ask.shards)
+      || (!ask.actors.destinations.empty() && ask.actors.destinations.size() != given))
+    return make_error(errc::wrong_shard, std::to_string(given) + " shards for "
                                            + std::to_string(ask.shards));
   train_spec after;
   try {
@@ -434,7 +436,8 @@ caf::expected<int64_t> take_resize(self_ptr self, worker_state::resize_ask& ask)
     return make_error(errc::wrong_shard, e.what());
   }
   st.cfg.spec = std::move(after);
-  st.cfg.shards = std::move(ask.actors);
+  st.cfg.shards = std::move(ask.actors.actors);
+  st.cfg.destinations = std::move(ask.actors.destinations);
   st.cfg.incarnation = ask.incarnation;
   st.cfg.pause_at = ask.pause_at;
   talk_to_shards(self);
@@ -524,10 +527,10 @@ worker_actor::behavior_type worker(self_ptr self, worker_config cfg) {
       if (waited && (st.cfg.pause_at < 0 || st.clock < st.cfg.pause_at)) on_parameters(self);
       return st.cfg.pause_at;
     },
-    [=](resize_atom, int32_t shards, std::vector<ps_shard_actor>& actors, uint32_t incarnation,
+    [=](resize_atom, int32_t shards, worker_shards& actors, uint32_t incarnation,
         int64_t pause_at) -> caf::result<int64_t> {
       auto& st = self->state;
-      if (auto err = refusal(self, authorise_chief(current_role(self), "resize"))) return err;
+      if (auto err = refusal(self, authorise_local(current_role(self), "resize"))) return err;
       if (!st.shards || st.resumes || st.resize_waits)
         return caf::make_error(caf::sec::runtime_error,
                                "a change of shards before this worker trained, or a second one "
