@@ -306,15 +306,18 @@ private:
 /// A ps task hosts one shard until every worker has called finish(). A worker task connects to
 /// every shard (retrying until opts.timeout) and initialises it: every worker sends the same
 /// init and a shard keeps the first, so no task waits for another. opts.ps and opts.workers are
-/// the cluster's.
+/// the cluster's: every worker task TF_CONFIG lists trains, and the first `shards` ps tasks
+/// (0: all) hold shards; those beyond serve() as spares that scale() may take in.
 ///
 /// CAF 0.17: the actor system of a task whose peers have gone may wait for them forever when
 /// destroyed; end such a process with std::_Exit once its work is done, as `actorps` does
 /// (apps/examples/kv_loop.cpp shows it).
 class task_cluster {
 public:
-  /// Throws std::invalid_argument naming what is wrong with TF_CONFIG or the model.
-  task_cluster(const std::string& tf_config, const model_spec& model, cluster_options opts);
+  /// Throws std::invalid_argument naming what is wrong with TF_CONFIG, the model or `shards`
+  /// (which every task of the cluster is given alike).
+  task_cluster(const std::string& tf_config, const model_spec& model, cluster_options opts,
+               int shards = 0);
   ~task_cluster();
   task_cluster(const task_cluster&) = delete;
   task_cluster& operator=(const task_cluster&) = delete;
@@ -350,6 +353,20 @@ public:
   /// A worker task (after worker()): local_cluster::restore, once every worker task has
   /// connected (a shard takes no init after a restore) and before any trains on.
   caf::expected<int64_t> restore(const std::string& path);
+
+  /// A worker task (after worker()): goes on with the first `ps` ps tasks TF_CONFIG lists as
+  /// the shards, as local_cluster::scale does: the shards' state at one clock is cut for the
+  /// new number (the fewest buckets and dense blocks change shard) and handed to the shards of
+  /// that size; returns that clock, from which this worker goes on (its client talks to the
+  /// new shards from its next call). Every worker task not finished calls it, at the same point
+  /// of its loop with no call in flight (every ticket waited): each waits at ps:0 until all
+  /// have; worker 0 then moves the state. A growth takes in spare ps tasks (serving); the ps
+  /// tasks a shrink leaves out hear from every worker that it is done, and their serve()
+  /// returns 0. Refused, naming the reason, for a number out of range or more than TF_CONFIG
+  /// lists, and for every worker when two ask for different numbers (nothing changes then);
+  /// an error after worker 0 began handing out the parts leaves the shards' state unreliable
+  /// (restore() a checkpoint). The number of workers is the processes you run: it stays.
+  caf::expected<int64_t> scale(int ps);
 
   struct impl;
 

@@ -10,6 +10,7 @@
 #include <caf/io/all.hpp>
 #include <doctest/doctest.h>
 
+#include <map>
 #include <memory>
 
 using namespace actorps;
@@ -130,4 +131,87 @@ TEST_CASE("connect_shard reaches the shard through the published ps task, with t
     remote->close();
   }
   set_data_link_path(data_link_path::automatic);
+}
+
+namespace {
+
+/// Worker `w` of a loop of its own asking ps:0 to go on with `shards`: the answer comes to
+/// `observer` as (w, clock), or (w, the error's text).
+void ask_scale(caf::actor_system& sys, const ps_task_actor& task, const caf::actor& observer,
+               int32_t w, int32_t shards) {
+  sys.spawn([=](caf::event_based_actor* self) {
+    self->request(task, caf::infinite, scale_atom::value, w, shards)
+      .then([=](int64_t clock) { self->send(observer, w, clock); },
+            [=](caf::error& err) { self->send(observer, w, describe(err)); });
+  });
+}
+
+} // namespace
+
+TEST_CASE("ps:0 is where the workers of a loop of their own meet to change the shards") {
+  actor_fixture f;
+  auto shard = spawn_ps_shard(*f.sys, 0);
+  ps_task_config tc{shard, 0, {}};
+  tc.finish_after = 3;  // workers 0, 1 and 2
+  auto task = spawn_ps_task(*f.sys, tc);
+  auto& self = *f.self;
+  auto me = caf::actor_cast<caf::actor>(self);
+  std::map<int32_t, int64_t> clocks;
+  std::map<int32_t, std::string> errors;
+  auto answered = [&](std::chrono::milliseconds within) {
+    bool any = false;
+    self->receive([&](int32_t w, int64_t clock) { clocks[w] = clock; any = true; },
+                  [&](int32_t w, std::string& why) { errors[w] = why; any = true; },
+                  caf::after(within) >> [] {});
+    return any;
+  };
+  auto outcome = [&](int32_t shards, int64_t clock, const std::string& why) {
+    self->request(task, timeout, scale_atom::value, done_atom::value, shards, clock, why)
+      .receive([](caf::ok_atom) {}, [&](caf::error& err) { FAIL(describe(err)); });
+  };
+
+  // Held until every worker has asked; worker 0 is told to move the state (-1), the others the
+  // clock it says the change went on from.
+  ask_scale(*f.sys, task, me, 1, 2);
+  ask_scale(*f.sys, task, me, 2, 2);
+  CHECK_FALSE(answered(std::chrono::milliseconds(200)));
+  ask_scale(*f.sys, task, me, 0, 2);
+  REQUIRE(answered(timeout));
+  CHECK(clocks == std::map<int32_t, int64_t>{{0, -1}});
+  CHECK_FALSE(answered(std::chrono::milliseconds(100)));
+  outcome(2, 7, "");
+  REQUIRE(answered(timeout));
+  REQUIRE(answered(timeout));
+  CHECK(clocks == std::map<int32_t, int64_t>{{0, -1}, {1, 7}, {2, 7}});
+  CHECK(errors.empty());
+
+  // Two numbers: both refused, each naming the two, and the one waiting with them.
+  clocks.clear();
+  ask_scale(*f.sys, task, me, 2, 3);
+  ask_scale(*f.sys, task, me, 1, 3);
+  CHECK_FALSE(answered(std::chrono::milliseconds(200)));
+  ask_scale(*f.sys, task, me, 0, 1);
+  for (int i = 0; i < 3; ++i) REQUIRE(answered(timeout));
+  CHECK(clocks.empty());
+  REQUIRE(errors.size() == 3);
+  for (const auto& [w, why] : errors) {
+    CAPTURE(w);
+    CHECK(why.find("worker 0 asks for 1 shards, worker 1 for 3") != std::string::npos);
+  }
+
+  // A worker that has finished is not waited for; worker 0's failure reaches the others.
+  errors.clear();
+  self->request(task, timeout, done_atom::value, int32_t{1})
+    .receive([](caf::ok_atom) {}, [&](caf::error& err) { FAIL(describe(err)); });
+  ask_scale(*f.sys, task, me, 1, 2);  // refused: it has finished
+  REQUIRE(answered(timeout));
+  CHECK(errors[1].find("worker 1 has finished") != std::string::npos);
+  ask_scale(*f.sys, task, me, 2, 2);
+  ask_scale(*f.sys, task, me, 0, 2);
+  REQUIRE(answered(timeout));
+  CHECK(clocks == std::map<int32_t, int64_t>{{0, -1}});
+  outcome(2, -1, "the spare ps:2 could not be reached");
+  REQUIRE(answered(timeout));
+  CHECK(errors[2].find("the spare ps:2 could not be reached") != std::string::npos);
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }

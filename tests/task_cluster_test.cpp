@@ -50,6 +50,17 @@ TEST_CASE("a user loop's cluster has ps and worker tasks only, and names this pr
   CHECK(worker.workers() == 2);  // from the cluster, not the options
   CHECK(worker.total_floats() == 10);
   CHECK_THROWS_AS(worker.serve(), std::logic_error);
+  auto unconnected = worker.scale(1);
+  REQUIRE(!unconnected);
+  CHECK(describe(unconnected.error()).find("call worker() first") != std::string::npos);
+
+  // the shards from the start: the first N ps tasks, no more than TF_CONFIG lists
+  CHECK_THROWS_WITH_AS(task_cluster(config_text(ps_workers, R"({"type": "worker", "index": 0})"),
+                                    tiny_model(), {}, 2),
+                       "shards: 1 to the 1 ps task(s) TF_CONFIG lists, or 0 for all (got 2)",
+                       std::invalid_argument);
+  task_cluster ps(config_text(ps_workers, R"({"type": "ps", "index": 0})"), tiny_model(), {}, 1);
+  CHECK_THROWS_AS(ps.scale(1), std::logic_error);
 }
 
 TEST_CASE("a worker task whose ps task never listens gets the error naming the address") {

@@ -6,6 +6,7 @@
 
 #include <caf/all.hpp>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <utility>
@@ -91,6 +92,46 @@ struct finished_workers {
   std::vector<std::pair<int32_t, caf::typed_response_promise<caf::ok_atom>>> waiting;
 };
 
+/// A loop of the user's own changing its number of shards (task_cluster::scale), met at ps:0:
+/// the workers that asked, held until worker 0, answered once every worker not done has asked,
+/// says how the change went.
+struct scale_rendezvous {
+  int32_t shards = 0;  // the number asked (0: none asked)
+  bool moving = false; // worker 0 was answered: it moves the state
+  std::map<int32_t, caf::typed_response_promise<int64_t>> asked;
+
+  /// Every worker waiting gets `why`; the next change starts afresh.
+  void refuse_all(const std::string& why) {
+    for (auto& [worker, promise] : asked)
+      promise.deliver(caf::make_error(caf::sec::invalid_argument, why));
+    *this = {};
+  }
+
+  /// Once every worker not done has asked, worker 0 (which then moves the state) is answered.
+  void begin_when_all_asked(const finished_workers& finished) {
+    if (asked.empty() || moving) return;
+    if (finished.done.count(0))
+      return refuse_all("a change of shards: worker 0, which moves the state, has finished");
+    const auto live = finished.workers - static_cast<int32_t>(finished.done.size());
+    if (static_cast<int32_t>(asked.size()) < live) return;
+    moving = true;
+    auto first = asked.find(0);
+    first->second.deliver(int64_t{-1});
+    asked.erase(first);
+  }
+
+  /// Worker 0's outcome, to every other worker waiting.
+  void answer(int64_t clock, const std::string& why) {
+    for (auto& [worker, promise] : asked) {
+      if (why.empty())
+        promise.deliver(clock);
+      else
+        promise.deliver(caf::make_error(caf::sec::runtime_error, why));
+    }
+    *this = {};
+  }
+};
+
 ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config cfg) {
   self->monitor(cfg.shard);
   // Only the shard's own end stops the task: a down_msg is an ordinary message to send.
@@ -109,6 +150,7 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
     for (const auto& s : *standbys) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   });
   auto finishing = std::make_shared<finished_workers>(cfg.finish_after);
+  auto scaling = std::make_shared<scale_rendezvous>();
   // A done (or a wait) from a worker that is not one of this loop's, or not allowed to say so.
   auto check_worker = [=](int32_t worker, const std::string& what) -> caf::error {
     auto from = what + " from worker " + std::to_string(worker);
@@ -132,6 +174,7 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
       if (auto err = check_worker(worker, "done")) return err;
       finishing->done.insert(worker);
       finishing->answer_waiting();
+      scaling->begin_when_all_asked(*finishing);  // one fewer to wait for
       if (static_cast<int32_t>(finishing->done.size()) == cfg.finish_after)
         self->send_exit(cfg.shard, caf::exit_reason::user_shutdown);  // this task follows it
       return caf::ok_atom::value;
@@ -142,6 +185,41 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
       finishing->waiting.emplace_back(worker, promise);
       finishing->answer_waiting();  // at once when the others are done already
       return promise;
+    },
+    [=](scale_atom, int32_t worker, int32_t shards) -> caf::result<int64_t> {
+      if (auto err = check_worker(worker, "a change of shards")) return err;
+      auto refuse = [](const std::string& why) {
+        return caf::make_error(caf::sec::invalid_argument, "a change of shards: " + why);
+      };
+      if (cfg.index != 0) return refuse("ask ps:0, not ps:" + std::to_string(cfg.index));
+      if (shards < 1) return refuse("the number of shards is 1 or more");
+      if (finishing->done.count(worker))
+        return refuse("worker " + std::to_string(worker) + " has finished");
+      if (scaling->moving) return refuse("one is under way already");
+      if (scaling->asked.count(worker))
+        return refuse("worker " + std::to_string(worker) + " asked twice");
+      if (!scaling->asked.empty() && scaling->shards != shards) {
+        auto why = "worker " + std::to_string(worker) + " asks for " + std::to_string(shards)
+                   + " shards, worker " + std::to_string(scaling->asked.begin()->first)
+                   + " for " + std::to_string(scaling->shards);
+        scaling->refuse_all("a change of shards: " + why);
+        return refuse(why);
+      }
+      scaling->shards = shards;
+      auto promise = self->make_response_promise<int64_t>();
+      scaling->asked.emplace(worker, promise);
+      scaling->begin_when_all_asked(*finishing);
+      return promise;
+    },
+    [=](scale_atom, done_atom, int32_t shards, int64_t clock,
+        const std::string& why) -> caf::result<caf::ok_atom> {
+      if (auto err = check_worker(0, "the outcome of a change of shards")) return err;
+      if (!scaling->moving || shards != scaling->shards)
+        return caf::make_error(caf::sec::invalid_argument,
+                               "the outcome of a change to " + std::to_string(shards)
+                                 + " shards, which is not under way");
+      scaling->answer(clock, why);
+      return caf::ok_atom::value;
     },
     [=](standby_atom) -> caf::result<caf::ok_atom> {
       if (auto err = note_refusal(authorise_ps_task(current_role(self), "standby hello")))

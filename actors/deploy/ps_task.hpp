@@ -3,7 +3,8 @@
 // where the process's data link listens (remote_shard.hpp): placement is deployment's
 // knowledge, so the shard itself keeps to the algorithm. It stops when the shard does, with
 // the shard's reason, taking the published address with it. Without a chief (a loop of the
-// user's own) it also counts the workers that said done and stops the shard after the last.
+// user's own) it also counts the workers that said done and stops the shard after the last,
+// and ps:0 is where the workers meet to change the number of shards (task_cluster::scale).
 // With --replicas 1 the chief has it spawn standbys of other tasks' shards (standby): they live
 // as long as the task, in its process. Before it answers, the task dials its standby's primary's
 // task directly, so that the replication between the two travels on a connection of their own:

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace actorps::detail {
@@ -67,6 +68,27 @@ caf::expected<int64_t> restore_shards(cluster_core& core, const std::string& pat
 
 /// local_cluster::scale (cluster_scale.cpp).
 caf::expected<int64_t> scale_shards(cluster_core& core, int ps, int workers);
+
+// What local_cluster::scale and task_cluster::scale share (cluster_scale.cpp).
+/// invalid_argument "scale: <why>".
+caf::error refused(const std::string& why);
+/// None when the run may go on at `ps` shards and `workers` workers; else why not (refused).
+caf::error check_scale(const cluster_core& core, int ps, int workers);
+/// The shards' states at one clock (states_now) cut for `ps` shards and `workers` workers, as
+/// a live resize cuts them: the fewest buckets and dense blocks change shard.
+struct scaled_states {
+  int64_t clock = 0;
+  train_spec after;                ///< the run's spec at the new size
+  std::vector<wire_buffer> files;  ///< ShardCheckpoint, one per shard of the new size
+};
+caf::expected<scaled_states> cut_states(cluster_core& core, int ps, int workers);
+/// Every shard of the new size (`shards`, in order) takes its part, every worker live at the
+/// cut's clock; the first refusal, naming its shard.
+caf::error restore_cut(cluster_core& core, const std::vector<ps_shard_actor>& shards,
+                       const scaled_states& cut);
+/// The core goes on at the spec `after`: its layout, and a new generation, by which each worker
+/// client finds the new shards and layout on its next call.
+void adopt_spec(cluster_core& core, train_spec after);
 
 /// The client of worker `w`: an actor of core.sys that talks to core.shards.
 worker_client make_worker_client(std::shared_ptr<cluster_core> core, int32_t w);

@@ -2,11 +2,9 @@
 // the user's own. A ps task hosts its shard (deployment.hpp's serve_shard_of_own_loop); a worker
 // task connects to every shard over the data link and initialises it — every worker sends the
 // same init and a shard keeps the first, so no task waits for another and none coordinates.
-#include "actors/node/cluster_core.hpp"
+#include "actors/node/task_cluster_impl.hpp"
 
-#include "actors/deploy/cluster_spec.hpp"
 #include "actors/deploy/deployment.hpp"
-#include "actors/deploy/remote_shard.hpp"
 #include "actors/protocol/system_config.hpp"
 
 #include <caf/all.hpp>
@@ -22,15 +20,8 @@ caf::error not_connected() {
 
 } // namespace
 
-struct task_cluster::impl {
-  cluster_spec cluster;
-  task_id task;
-  std::shared_ptr<detail::cluster_core> core;
-  std::vector<remote_shard> remote;  // a worker: its shards, connected and initialised
-};
-
 task_cluster::task_cluster(const std::string& tf_config, const model_spec& model,
-                           cluster_options opts)
+                           cluster_options opts, int shards)
   : impl_(std::make_shared<impl>()) {
   auto& im = *impl_;
   try {
@@ -41,7 +32,12 @@ task_cluster::task_cluster(const std::string& tf_config, const model_spec& model
   } catch (const cluster_error& e) {
     throw std::invalid_argument(e.what());
   }
-  opts.ps = im.cluster.count("ps");
+  const int listed = im.cluster.count("ps");
+  if (shards < 0 || shards > listed)
+    throw std::invalid_argument("shards: 1 to the " + std::to_string(listed)
+                                + " ps task(s) TF_CONFIG lists, or 0 for all (got "
+                                + std::to_string(shards) + ")");
+  opts.ps = shards > 0 ? shards : listed;
   opts.workers = im.cluster.count("worker");
   im.core = std::make_shared<detail::cluster_core>();
   auto& core = *im.core;
@@ -118,14 +114,15 @@ caf::error task_cluster::finish() {
       .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
     if (failed) return failed;
   }
-  for (const auto& r : im.remote) {  // the ps tasks worker() connected to
+  for (const auto& r : im.remote) {  // the ps tasks of the shards in use
     caf::error failed;
     self->request(r.task, im.core->opts.timeout, done_atom::value,
                   static_cast<int32_t>(im.task.index))
       .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
     if (failed) return failed;
   }
-  return {};
+  // and the spares beyond them, so that their serve() returns too
+  return detail::tell_spares_done(im);
 }
 
 caf::expected<std::vector<float>> task_cluster::snapshot() {

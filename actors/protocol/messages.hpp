@@ -290,6 +290,16 @@ using ps_task_actor = caf::typed_actor<
   // (done, others, worker) -> ok, held until every worker but `worker` is done: the worker that
   // evaluates the final parameters of a loop of the user's own asks first, then says done.
   caf::replies_to<done_atom, others_atom, int32_t>::with<caf::ok_atom>,
+  // (scale, worker, shards) -> the clock of the change: a loop of the user's own changes its
+  // number of shards (task_cluster::scale), asked of ps:0 by every worker not done, each at the
+  // same point of its loop with no call in flight. Worker 0 is answered -1 once all have asked
+  // (the shards' state is then complete): it moves the state and says how that went (below);
+  // the others are answered the clock it went on from, or its error. Asking for another number
+  // than a worker waiting refuses both and every one waiting, naming the two.
+  caf::replies_to<scale_atom, int32_t, int32_t>::with<int64_t>,
+  // (scale, done, shards, clock, why) -> ok: worker 0's outcome of the change under way: `why`
+  // empty, the shards went on at `shards` from `clock`; else why not.
+  caf::replies_to<scale_atom, done_atom, int32_t, int64_t, std::string>::with<caf::ok_atom>,
   // (standby) -> ok: a ps task that dialled this one to host a standby of its shard hears the
   // answer on that connection, so this task knows it directly before any standby exists: a
   // handle of the standby reaching this process through the chief would else route monitoring

@@ -24,6 +24,7 @@
 //                                                       chief:0; in simulate this process only
 //   ps_task        shard, link                          chief:0, evaluator:0, any worker
 //                  done (worker w)                      chief:0, worker:w
+//                  scale (worker w), scale done         chief:0, worker:w (done: worker:0)
 //                  standby (shard, primary task)        chief:0
 //   chief          train (report of w), done (w)        worker:w
 //                  join (ps index i, shard)             ps:i

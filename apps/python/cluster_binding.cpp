@@ -127,8 +127,8 @@ struct python_task_cluster {
   std::unique_ptr<task_cluster> cluster;
 
   python_task_cluster(const model_spec& spec, const std::string& tf_config,
-                      const cluster_options& opts) : model(spec) {
-    cluster = std::make_unique<task_cluster>(tf_config, model, opts);
+                      const cluster_options& opts, int shards) : model(spec) {
+    cluster = std::make_unique<task_cluster>(tf_config, model, opts, shards);
   }
 };
 
@@ -209,21 +209,26 @@ void bind_clusters(py::module_& m) {
     "This process's task in a cluster of processes (TF_CONFIG, or $TF_CONFIG when None): a ps "
     "task serve()s its shard until every worker has finished; a worker task gets its client "
     "from worker() and calls finish() at the end. The same options as LocalCluster; ps and "
-    "workers come from TF_CONFIG. CAF 0.17 may wait forever for gone peers when the process "
-    "ends: end a task with actorps.exit_task(status).");
+    "workers come from TF_CONFIG (ps=N: the first N ps tasks hold shards from the start, the "
+    "others serve() as spares for scale()). CAF 0.17 may wait forever for gone peers when the "
+    "process ends: end a task with actorps.exit_task(status).");
   task.def(py::init([](const model_spec& spec, std::optional<std::string> tf_config,
-                       std::optional<std::string> mode, std::optional<int> staleness,
-                       const std::string& optimizer, std::optional<float> lr, float momentum,
+                       std::optional<int> ps, std::optional<std::string> mode,
+                       std::optional<int> staleness, const std::string& optimizer,
+                       std::optional<float> lr, float momentum,
                        std::optional<std::string> schedule, int64_t total_clocks, uint64_t seed,
                        uint32_t block_floats, double timeout) {
+             if (ps && *ps < 1)
+               throw py::value_error("ps: must be 1 or more (None: every ps task)");
              python_options o{mode, staleness, optimizer, lr, momentum, schedule,
                               total_clocks, seed, block_floats, timeout};
              return std::make_unique<python_task_cluster>(spec, tf_config_of(tf_config),
-                                                          o.resolve(1, 1));
+                                                          o.resolve(1, 1), ps.value_or(0));
            }),
            py::arg("spec"), py::arg("tf_config") = py::none(), py::kw_only(),
-           py::arg("mode") = py::none(), py::arg("staleness") = py::none(),
-           py::arg("optimizer") = "momentum", py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
+           py::arg("ps") = py::none(), py::arg("mode") = py::none(),
+           py::arg("staleness") = py::none(), py::arg("optimizer") = "momentum",
+           py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
            py::arg("schedule") = py::none(), py::arg("total_clocks") = 0, py::arg("seed") = 1,
            py::arg("block_floats") = 4096, py::arg("timeout") = 60.0)
     .def_property_readonly("is_ps", [](const python_task_cluster& c) { return c.cluster->is_ps(); })
@@ -285,7 +290,33 @@ void bind_clusters(py::module_& m) {
          },
          py::arg("path"),
          "A worker task, after every worker task has connected and before any trains on: "
-         "LocalCluster.restore.");
+         "LocalCluster.restore.")
+    .def("scale",
+         [](python_task_cluster& c, std::optional<int> ps, std::optional<int> workers) {
+           if (workers && *workers != c.cluster->workers())
+             throw py::value_error("scale: a TaskCluster's workers are the worker processes "
+                                   "TF_CONFIG lists (" + std::to_string(c.cluster->workers())
+                                   + "); it changes its number of shards (ps=)");
+           if (!ps) throw py::value_error("scale: give ps=, the number of shards to go on with");
+           if (*ps < 1) throw py::value_error("scale: the number of shards is 1 or more");
+           std::optional<caf::expected<int64_t>> clock;
+           {
+             py::gil_scoped_release release;  // waits for every worker at ps:0
+             clock.emplace(c.cluster->scale(*ps));
+           }
+           if (!*clock) raise_error(clock->error());
+           return **clock;
+         },
+         py::kw_only(), py::arg("ps") = py::none(), py::arg("workers") = py::none(),
+         "A worker task: goes on with the first `ps` ps tasks of TF_CONFIG as the shards "
+         "(LocalCluster.scale across processes). Every worker task calls it at the same point "
+         "of its loop with every ticket waited; it returns, in each, the clock every worker "
+         "goes on from, once worker 0 has handed the shards of the new size their parts. A "
+         "growth takes in spare ps tasks (those beyond TaskCluster's ps=, serving); those a "
+         "shrink leaves out return from serve() with 0 once every worker has gone on. Raises "
+         "actorps.Error naming the reason (a number TF_CONFIG does not list, workers asking "
+         "for different numbers, a spare that cannot be reached), ValueError for a bad argument "
+         "or a change of workers.");
 }
 
 } // namespace actorps::python

@@ -9,6 +9,12 @@ running this file, with SGD at lr 0.5.
   clocks; worker 0 then await_others() and its snapshot() is exactly -0.5 (1 + 2 * 2000) / 2
   (async scales each push by 1/W): every push of worker 1, which was still pushing when
   worker 0 ended its loop.
+- scale: 3 ps tasks listed, the first 2 holding shards (ps=2), 16-float blocks; in sync as above
+  every worker calls scale(ps=3) after clock 1 (the spare ps:2 taken in) and scale(ps=1) after
+  clock 3 (ps:1 and ps:2 left out: their serve() returns 0): each returns the clock it goes on
+  from (2, then 4) and every value is exactly -1.5 (c + 1) at every clock throughout. A change of
+  workers is a ValueError; workers asking for different numbers are both refused, nothing
+  changed.
 Each worker calls finish(), the ps's serve() then returns 0, and every process exits 0 (through
 actorps.exit_task)."""
 import json
@@ -33,8 +39,65 @@ def spec():
     return actorps.ModelSpec([("w", [100]), ("b", [7, 3])])
 
 
+SCALE_AT = {1: 3, 3: 1}  # after clock c, every worker goes on with that many shards
+
+
+def run_scaled(task):
+    """Sync on 2 of 3 ps tasks, grown to 3 and shrunk to 1: the values exact throughout."""
+    client = task.worker()
+    params = np.empty(task.total_floats, np.float32)
+    client.wait(client.pull(0, params))
+    grad = np.full(task.total_floats, 3 + 2 * task.index - (task.workers - 1), np.float32)
+    try:
+        task.scale(ps=2, workers=task.workers + 1)
+        print(f"worker {task.index}: a change of workers was taken", flush=True)
+        return 1
+    except ValueError as e:
+        print(f"worker {task.index}: ValueError: {e}", flush=True)
+    wrong, went_on = 0, []
+    for c in range(CLOCKS + 2):
+        client.wait(client.push_pull(c, grad, params))
+        wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
+        if c in SCALE_AT:
+            went_on.append(task.scale(ps=SCALE_AT[c]))
+    wrong += int(np.count_nonzero(task.snapshot() != np.float32(-1.5 * (CLOCKS + 2))))
+    task.finish()
+    print(f"worker {task.index}: went on at clocks {went_on}; {CLOCKS + 2} clocks, "
+          f"{params.size} values, {wrong} wrong", flush=True)
+    return 0 if wrong == 0 else 1
+
+
+def run_mismatched(task):
+    """The two workers ask for different numbers of shards: both refused, the run goes on."""
+    client = task.worker()
+    params = np.empty(task.total_floats, np.float32)
+    client.wait(client.pull(0, params))
+    grad = np.full(task.total_floats, 3 + 2 * task.index - (task.workers - 1), np.float32)
+    wrong = 0
+    for c in range(CLOCKS):
+        client.wait(client.push_pull(c, grad, params))
+        wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
+        if c == 1:
+            try:
+                task.scale(ps=1 + task.index)
+                print(f"worker {task.index}: scale(ps={1 + task.index}) was taken", flush=True)
+                return 1
+            except actorps.Error as e:
+                print(f"worker {task.index}: refused: {e}", flush=True)
+    task.finish()
+    print(f"worker {task.index}: {CLOCKS} clocks, {params.size} values, {wrong} wrong",
+          flush=True)
+    return 0 if wrong == 0 else 1
+
+
 def run_task(mode):
     """This process is the task $TF_CONFIG names; returns its exit status."""
+    if mode in ("scale", "mismatch"):
+        task = actorps.TaskCluster(spec(), ps=2, mode="sync", optimizer="sgd", lr=0.5,
+                                   block_floats=16, timeout=60)
+        if task.is_ps:
+            return task.serve()
+        return run_scaled(task) if mode == "scale" else run_mismatched(task)
     task = actorps.TaskCluster(spec(), mode=mode, optimizer="sgd", lr=0.5, timeout=60)
     if task.is_ps:
         return task.serve()
@@ -91,12 +154,14 @@ def free_ports(n):
     return [int(p) for p in out.split()]
 
 
-def run_cluster(test, mode):
-    """1 ps and 2 worker processes of this file in `mode`; each one's output, all exited 0."""
-    ports = free_ports(1 + WORKERS)
-    cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
-               "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
-    tasks = [("worker", w) for w in range(WORKERS)] + [("ps", 0)]  # workers retry first
+def run_cluster(test, mode, ps_tasks=1):
+    """ps_tasks ps and 2 worker processes of this file in `mode`; each one's output (workers
+    first), all exited 0."""
+    ports = free_ports(ps_tasks + WORKERS)
+    cluster = {"ps": [f"127.0.0.1:{p}" for p in ports[:ps_tasks]],
+               "worker": [f"127.0.0.1:{p}" for p in ports[ps_tasks:]]}
+    # workers retry first
+    tasks = [("worker", w) for w in range(WORKERS)] + [("ps", p) for p in range(ps_tasks)]
     procs = []
     checkpoints = tempfile.mkdtemp(prefix="actorps-task-ckpt-")
     for kind, index in tasks:
@@ -126,6 +191,27 @@ class TaskClusterProcesses(unittest.TestCase):
             self.assertIn(f"worker {w}: {CLOCKS} clocks, 121 values, 0 wrong", outputs[w])
         self.assertIn(f"worker 0: checkpoint at clock {CLOCKS} in ckpt-{CLOCKS:012d}, restored "
                       f"to clock {CLOCKS}, the same values", outputs[0])
+
+    def test_scale_grows_and_shrinks_the_shards_exactly(self):
+        outputs = run_cluster(self, "scale", ps_tasks=3)
+        for w in range(WORKERS):
+            self.assertIn(f"worker {w}: ValueError: scale: a TaskCluster's workers", outputs[w])
+            self.assertIn(f"worker {w}: went on at clocks [2, 4]; {CLOCKS + 2} clocks, 121 "
+                          "values, 0 wrong", outputs[w])
+        # the shards' own word: ps:0 took both parts, ps:1 the first only, the spare ps:2 its
+        # first part at the growth
+        ps_logs = outputs[WORKERS:]
+        self.assertIn("restored to the checkpoint at clock 4", ps_logs[0])
+        self.assertIn("restored to the checkpoint at clock 2", ps_logs[1])
+        self.assertNotIn("at clock 4", ps_logs[1])
+        self.assertIn("restored to the checkpoint at clock 2", ps_logs[2])
+
+    def test_scale_refuses_workers_asking_for_different_numbers(self):
+        outputs = run_cluster(self, "mismatch", ps_tasks=3)
+        for w in range(WORKERS):
+            self.assertIn(f"worker {w}: refused: ", outputs[w])
+            self.assertIn("asks for", outputs[w])
+            self.assertIn(f"worker {w}: {CLOCKS} clocks, 121 values, 0 wrong", outputs[w])
 
     def test_await_others_then_snapshot_has_every_push(self):
         outputs = run_cluster(self, "async")
