@@ -41,6 +41,7 @@ void record_tables(self_ptr self, int64_t clock) {
                           .add("admission_bytes", admission)
                           .add("table_bytes", bytes)
                           .add("wall_s", st.elapsed()));
+      grow_for_rows(self, stats);  // --max-rows-per-shard with a spare ps task waiting
     },
     [](caf::error&) {}, stats_atom::value);
 }
@@ -123,7 +124,8 @@ void final_without_evaluator(self_ptr self) {
 void start_eval(self_ptr self, int64_t clock, bool final_eval) {
   auto& st = self->state;
   if (!st.evaluator) {
-    if (final_eval) final_without_evaluator(self);
+    if (final_eval) return final_without_evaluator(self);
+    record_tables(self, clock);  // the table figures keep their schedule without one
     return;
   }
   st.eval_in_flight = final_eval ? evaluation::final_one : evaluation::periodic;

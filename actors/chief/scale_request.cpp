@@ -69,63 +69,72 @@ std::string missing_tasks(const chief_state& st, int32_t shards, int32_t workers
 
 } // namespace
 
-caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, int32_t workers) {
-  auto& st = self->state;
+std::string scale_refusal(const chief_state& st, int32_t shards, int32_t workers) {
   const auto now = static_cast<int32_t>(st.shards.size());
-  const auto workers_now = st.cfg.spec.workers;
-  if (shards == 0) shards = now;  // 0: as many as now
-  if (workers == 0) workers = workers_now;
-  const auto what = size_text(st, shards, workers);
-  if (!st.cfg.remote)
-    return refusal(what, "this chief runs every role in one process (use --resize)");
+  if (!st.cfg.remote) return "this chief runs every role in one process (use --resize)";
   if (shards < 1 || shards > max_shards)
-    return refusal(what, "the number of shards is 1 to " + std::to_string(max_shards));
+    return "the number of shards is 1 to " + std::to_string(max_shards);
   if (workers < 1 || workers > max_workers)
-    return refusal(what, "the number of workers is 1 to " + std::to_string(max_workers));
+    return "the number of workers is 1 to " + std::to_string(max_workers);
   if (const auto buckets = st.cfg.spec.bucket_shards.size();
       buckets > 0 && static_cast<std::size_t>(shards) > buckets)
-    return refusal(what, "more shards than the " + std::to_string(buckets)
-                           + " buckets of the sparse keys");
+    return "more shards than the " + std::to_string(buckets) + " buckets of the sparse keys";
   if (st.scale_answer.pending())
-    return refusal(what, "a resize to " + size_text(st, st.scale_to, st.scale_workers_to)
-                           + " is under way already");
-  if (auto why = phase_refusal(st.phase); !why.empty()) return refusal(what, why);
+    return "a resize to " + size_text(st, st.scale_to, st.scale_workers_to)
+           + " is under way already";
+  if (auto why = phase_refusal(st.phase); !why.empty()) return why;
   if (st.resize_asked || st.resizes_done < st.cfg.resizes.size())
-    return refusal(what, "a resize is under way already");
-  if (shards == now && workers == workers_now) {
-    log_line("chief", "scale to " + what + ": the run has as many");
-    return caf::result<int32_t, int32_t>(shards, workers);
-  }
+    return "a resize is under way already";
+  if (shards == now && workers == st.cfg.spec.workers) return "";  // nothing to change
   // A change of shards counts ps tasks by shard (spare_tasks.cpp: task s serves shard s), which
   // a fail-over has made untrue: a shrink would stop a task beyond the new size that serves a
   // shard that stays.
   if (shards != now)
     for (int32_t s = 0; s < static_cast<int32_t>(st.primary_host.size()); ++s)
       if (st.primary_host[s] >= 0 && st.primary_host[s] != s)
-        return refusal(what, "shard " + std::to_string(s) + " is served by ps:"
-                               + std::to_string(st.primary_host[s]) + " since a fail-over "
-                               "(the number of workers may change)");
-  if (st.cfg.source.follow) return refusal(what, "not while following a stream (--follow)");
-  if (!st.failing_over.empty()) return refusal(what, "a fail-over is under way");
-  if (workers != workers_now && !st.cfg.checkpoints.dir.empty() && !st.cfg.checkpoints.files.empty())
-    return refusal(what, "a change of workers is not made with --checkpoint-dir over a "
-                         "directory read as a stream (a checkpoint holds each worker's own "
-                         "file position)");
-  if (auto missing = missing_tasks(st, shards, workers); !missing.empty())
-    return refusal(what, missing);
+        return "shard " + std::to_string(s) + " is served by ps:"
+               + std::to_string(st.primary_host[s])
+               + " since a fail-over (the number of workers may change)";
+  if (st.cfg.source.follow) return "not while following a stream (--follow)";
+  if (!st.failing_over.empty()) return "a fail-over is under way";
+  if (workers != st.cfg.spec.workers && !st.cfg.checkpoints.dir.empty()
+      && !st.cfg.checkpoints.files.empty())
+    return "a change of workers is not made with --checkpoint-dir over a directory read as a "
+           "stream (a checkpoint holds each worker's own file position)";
+  return missing_tasks(st, shards, workers);
+}
+
+std::string schedule_scale(self_ptr self, int32_t shards, int32_t workers) {
+  auto& st = self->state;
+  const auto now = static_cast<int32_t>(st.shards.size());
   const auto clock = st.global_clock() + first_margin;
   if (clock >= st.cfg.steps)
-    return refusal(what, "the run ends at clock " + std::to_string(st.cfg.steps)
-                           + ", too soon for a change (the workers are at clock "
-                           + std::to_string(st.global_clock()) + ")");
+    return "the run ends at clock " + std::to_string(st.cfg.steps)
+           + ", too soon for a change (the workers are at clock "
+           + std::to_string(st.global_clock()) + ")";
   log_line("chief", "scale from " + size_text(st, shards, workers, true)
                       + " asked: at clock " + std::to_string(clock));
-  st.cfg.resizes.push_back({shards == now ? 0 : shards, clock, workers == workers_now ? 0 : workers});
+  st.cfg.resizes.push_back({shards == now ? 0 : shards, clock,
+                            workers == st.cfg.spec.workers ? 0 : workers});
   st.scale_to = shards;
   st.scale_workers_to = workers;
   st.scale_margin = first_margin;
-  st.scale_answer = self->make_response_promise<int32_t, int32_t>();
   arm_next_resize(self);
+  return "";
+}
+
+caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, int32_t workers) {
+  auto& st = self->state;
+  if (shards == 0) shards = static_cast<int32_t>(st.shards.size());  // 0: as many as now
+  if (workers == 0) workers = st.cfg.spec.workers;
+  const auto what = size_text(st, shards, workers);
+  if (auto why = scale_refusal(st, shards, workers); !why.empty()) return refusal(what, why);
+  if (shards == static_cast<int32_t>(st.shards.size()) && workers == st.cfg.spec.workers) {
+    log_line("chief", "scale to " + what + ": the run has as many");
+    return caf::result<int32_t, int32_t>(shards, workers);
+  }
+  if (auto why = schedule_scale(self, shards, workers); !why.empty()) return refusal(what, why);
+  st.scale_answer = self->make_response_promise<int32_t, int32_t>();
   return st.scale_answer;
 }
 

@@ -622,6 +622,18 @@ void take_spare_workers(self_ptr self, int32_t from, int32_t to);
 /// (scale, shards, workers): checked, then asked as the next resize; answered by
 /// answer_scale_request once it is done, or refused now with the reason.
 caf::result<int32_t, int32_t> on_scale_request(self_ptr self, int32_t shards, int32_t workers);
+/// Distributed: "" when the run may go on with `shards` and `workers` now (or has as many);
+/// else why not (the phase, a change under way, a spare task missing, ...).
+std::string scale_refusal(const chief_state& st, int32_t shards, int32_t workers);
+/// The change scale_refusal allowed becomes the next resize, a few clocks ahead of the
+/// slowest live worker; "" when asked, else why not (the run ends too soon).
+std::string schedule_scale(self_ptr self, int32_t shards, int32_t workers);
+
+// row_growth.cpp
+/// Distributed, --max-rows-per-shard: the table figures of an evaluation (`stats`, by shard)
+/// show a shard at 90 % or more of a table's bound while the spare ps task the next shard
+/// would be waits: the run grows onto it (its rows spread, not evicted). Nothing otherwise.
+void grow_for_rows(self_ptr self, const std::vector<shard_stats>& stats);
 /// A resize to `to` shards and `workers` workers is about to begin with every state in hand:
 /// false when it cannot (distributed: a spare it needs is gone), logged, and its scale request
 /// refused.
