@@ -114,8 +114,9 @@ struct scale_rendezvous {
       return refuse_all("a change of shards: worker 0, which moves the state, has finished");
     const auto live = finished.workers - static_cast<int32_t>(finished.done.size());
     if (static_cast<int32_t>(asked.size()) < live) return;
-    moving = true;
     auto first = asked.find(0);
+    if (first == asked.end()) return;  // (worker 0 not done has asked, as every one live)
+    moving = true;
     first->second.deliver(int64_t{-1});
     asked.erase(first);
   }

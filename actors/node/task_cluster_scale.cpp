@@ -154,8 +154,11 @@ caf::expected<int64_t> task_cluster::scale(int ps) {
       for (auto& r : joining) r.close();
       return moved.error();
     }
-    if (failed) return failed;
     clock = *moved;
+    if (failed) {  // the shards have moved: this worker goes on with them all the same
+      detail::go_on(im, ps, std::move(joining));  // its own error second to that one
+      return failed;
+    }
   } else {
     auto reached = detail::reach_spares(im, before, ps);
     if (!reached) return reached.error();
