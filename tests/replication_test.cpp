@@ -167,6 +167,41 @@ TEST_CASE("a standby made while a worker that left has a push waiting for its cl
   CHECK(stats_of(f, standby).min_clock == 1);
 }
 
+TEST_CASE("a standby made before a rejoined worker is admitted says what its predecessor pushed") {
+  // Sync: worker 0 pushed clock 0 and left; worker 1 trained clock 1 alone. The chief's rejoin
+  // of worker 0 hears: live at 2, 1 clock of its predecessor here (where its replacement's data
+  // resumes). A standby made before the admit, promoted, and asked again (the chief asks the
+  // shard that serves after a fail-over) says the same, not the clock the rejoin moved it to.
+  test::shard_fixture f(test::tiny_spec(consistency::sync, 2));
+  auto& self = *f.self;
+  auto rejoin = [&] {
+    rejoin_point point{-1, -1};
+    self->request(f.shard, test::timeout, rejoin_atom::value, int32_t{0})
+      .receive([&](rejoin_point& p) { point = p; },
+               [&](caf::error& err) { FAIL(describe(err)); });
+    return point;
+  };
+  self->send(f.shard, push_pull_atom::value, push_request{f.push_of(0, 0, 1.0f)});
+  REQUIRE(f.push_pull(f.push_of(1, 0, 1.0f)));
+  self->receive([](const wire_buffer&) {}, caf::after(test::timeout) >> [] { FAIL("held"); });
+  self->send(f.shard, leave_atom::value, int32_t{0});
+  REQUIRE(f.push_pull(f.push_of(1, 1, 1.0f)));
+  auto point = rejoin();
+  CHECK(point.clock == 2);
+  CHECK(point.pushed == 1);
+  auto standby = spawn_ps_shard(*f.sys, 0);
+  auto backed_up = f.back_up(standby);
+  REQUIRE_MESSAGE(backed_up, "backup failed: " << describe(backed_up.error()));
+  self->send_exit(f.shard, caf::exit_reason::kill);
+  self->request(standby, test::timeout, promote_atom::value)
+    .receive([](int64_t) {}, [&](caf::error& err) { FAIL(describe(err)); });
+  f.shard = standby;
+  self->send(f.shard, leave_atom::value, int32_t{0});  // the rejoin undone, and asked again
+  point = rejoin();
+  CHECK(point.clock == 2);
+  CHECK(point.pushed == 1);
+}
+
 namespace {
 
 using test::synthetic_run;

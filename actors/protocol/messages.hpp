@@ -158,6 +158,9 @@ struct replica_image {
   std::vector<int64_t> finished;        ///< per worker, before the replayed pushes
   std::vector<uint32_t> live;           ///< per worker, 1: live
   std::vector<uint32_t> incarnations;   ///< per worker
+  /// per worker, the clocks it pushed there, before the replayed pushes (a rejoined worker not
+  /// yet admitted counts as finished where its replacement enters: this is its predecessor's)
+  std::vector<int64_t> pushed;
   std::vector<wire_buffer> pending;     ///< sync: the pushes of the clock being accumulated
   shard_stats stats;                    ///< the primary's counters, continued by the standby
   uint64_t init_digest = 0;             ///< of the init installed (an identical init is a no-op)
@@ -166,7 +169,7 @@ struct replica_image {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, replica_image& x) {
   return f(caf::meta::type_name("replica_image"), x.checkpoint, x.finished, x.live,
-           x.incarnations, x.pending, x.stats, x.init_digest);
+           x.incarnations, x.pushed, x.pending, x.stats, x.init_digest);
 }
 
 template <class Inspector>

@@ -13,9 +13,11 @@ clock_table::clock_table(std::size_t workers, int64_t clock, int32_t bound,
 }
 
 clock_table::clock_table(std::vector<int64_t> finished, const std::vector<uint32_t>& live,
-                         int32_t bound, std::vector<uint32_t> incarnations)
-  : finished_(std::move(finished)), pushed_(finished_), live_(live.begin(), live.end()),
-    incarnation_(std::move(incarnations)), bound_(bound) {
+                         int32_t bound, std::vector<uint32_t> incarnations,
+                         std::vector<int64_t> pushed)
+  : finished_(std::move(finished)),
+    pushed_(pushed.size() == finished_.size() ? std::move(pushed) : finished_),
+    live_(live.begin(), live.end()), incarnation_(std::move(incarnations)), bound_(bound) {
   live_.resize(finished_.size(), false);
   incarnation_.resize(finished_.size(), 0);
   recompute_min();

@@ -31,14 +31,15 @@ public:
               std::vector<uint32_t> incarnations = {});
 
   /// A table as another shard's was (a standby taking over its primary's, replication.hpp):
-  /// worker w has finished finished[w] clocks, is live when live[w] != 0, and pushes as
-  /// incarnations[w]. The three have one entry per worker.
+  /// worker w has finished finished[w] clocks (pushed[w] pushed here; empty: as finished), is
+  /// live when live[w] != 0, and pushes as incarnations[w]. Each has one entry per worker.
   clock_table(std::vector<int64_t> finished, const std::vector<uint32_t>& live, int32_t bound,
-              std::vector<uint32_t> incarnations);
+              std::vector<uint32_t> incarnations, std::vector<int64_t> pushed = {});
 
   /// Whether `worker` is live (as a 0/1 per worker, what the constructor above takes).
   std::vector<uint32_t> live_flags() const { return std::vector<uint32_t>(live_.begin(), live_.end()); }
   const std::vector<int64_t>& finished_clocks() const { return finished_; }
+  const std::vector<int64_t>& pushed_clocks() const { return pushed_; }
   const std::vector<uint32_t>& incarnations() const { return incarnation_; }
 
   std::size_t workers() const { return finished_.size(); }

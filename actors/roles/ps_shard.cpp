@@ -584,11 +584,13 @@ replica_image make_image(const ps_shard_state& st) {
   image.finished = st.clocks.finished_clocks();
   image.live = st.clocks.live_flags();
   image.incarnations = st.clocks.incarnations();
+  image.pushed = st.clocks.pushed_clocks();
   if (st.spec.mode == consistency::sync)
     for (int32_t w = 0; w < static_cast<int32_t>(st.clocks.workers()); ++w)
       if (st.sync.pushed[w]) {  // (a worker that left after pushing too: apply_leave)
         image.pending.push_back(st.round_pushes[w]);
         --image.finished[w];  // the replay finishes it again
+        --image.pushed[w];
       }
   image.stats = st.stats;
   image.init_digest = st.init_digest;
@@ -597,7 +599,7 @@ replica_image make_image(const ps_shard_state& st) {
 
 uint64_t image_bytes(const replica_image& image) {
   uint64_t bytes = image.checkpoint.size_bytes()
-                   + image.finished.size() * (sizeof(int64_t) + 2 * sizeof(uint32_t));
+                   + image.finished.size() * (2 * sizeof(int64_t) + 2 * sizeof(uint32_t));
   for (const auto& p : image.pending) bytes += p.size_bytes();
   return bytes;
 }
@@ -609,7 +611,8 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
   if (auto err = install_checkpoint(st, image.checkpoint, image.incarnations,
                                     "replaced by its primary's state at clock "))
     return err;
-  if (image.finished.size() != st.clocks.workers() || image.live.size() != st.clocks.workers())
+  if (image.finished.size() != st.clocks.workers() || image.live.size() != st.clocks.workers()
+      || image.pushed.size() != st.clocks.workers())
     return drop(st, "replica image", make_error(errc::malformed_message, "clock table size"));
   // A pending push of a worker that left after sending it is replayed with its worker live, which
   // then leaves again (its finished clock is past min: min does not move).
@@ -624,7 +627,8 @@ caf::result<caf::ok_atom> on_replica_image(self_ptr self, const replica_image& i
     if (!live[push->worker]) live[push->worker] = 1, left.push_back(push->worker);
     pending.push_back(std::move(*push));
   }
-  st.clocks = clock_table(image.finished, live, st.spec.staleness_bound(), image.incarnations);
+  st.clocks = clock_table(image.finished, live, st.spec.staleness_bound(), image.incarnations,
+                          image.pushed);
   for (std::size_t i = 0; i < pending.size(); ++i) {
     if (auto err = check_push(st, pending[i])) return err;
     if (auto applied = apply_push(self, image.pending[i], pending[i], nullptr, false); !applied)

@@ -12,7 +12,8 @@ running this file, with SGD at lr 0.5.
 - scale: 3 ps tasks listed, the first 2 holding shards (ps=2), 16-float blocks; in sync as above
   every worker calls scale(ps=3) after clock 1 (the spare ps:2 taken in) and scale(ps=1) after
   clock 3 (ps:1 and ps:2 left out: their serve() returns 0): each returns the clock it goes on
-  from (2, then 4) and every value is exactly -1.5 (c + 1) at every clock throughout. A change of
+  from (2, then 4) and every value is exactly -1.5 (c + 1) at every clock throughout, every row of
+  64 sparse keys (their buckets moving) its first clock's step times c + 1. A change of
   workers is a ValueError; workers asking for different numbers are both refused, nothing
   changed.
 Each worker calls finish(), the ps's serve() then returns 0, and every process exits 0 (through
@@ -42,28 +43,43 @@ def spec():
 SCALE_AT = {1: 3, 3: 1}  # after clock c, every worker goes on with that many shards
 
 
+def sparse_spec():
+    table = actorps.SparseTable("emb", 2, optimizer="sgd", lr=0.5)
+    return actorps.ModelSpec([("w", [100]), ("b", [7, 3])], sparse_tables=[table])
+
+
 def run_scaled(task):
-    """Sync on 2 of 3 ps tasks, grown to 3 and shrunk to 1: the values exact throughout."""
+    """Sync on 2 of 3 ps tasks, grown to 3 and shrunk to 1: the values exact throughout, and
+    the rows of 64 keys (whose buckets move between the shards) too."""
     client = task.worker()
     params = np.empty(task.total_floats, np.float32)
-    client.wait(client.pull(0, params))
+    keys = np.arange(1, 65, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    rows = np.empty((keys.size, 2), np.float32)
+    client.wait(client.pull(0, params, rows=[(0, keys, rows)]))
     grad = np.full(task.total_floats, 3 + 2 * task.index - (task.workers - 1), np.float32)
+    row_grads = np.full((keys.size, 2), 3 + 2 * task.index - (task.workers - 1), np.float32)
     try:
         task.scale(ps=2, workers=task.workers + 1)
         print(f"worker {task.index}: a change of workers was taken", flush=True)
         return 1
     except ValueError as e:
         print(f"worker {task.index}: ValueError: {e}", flush=True)
-    wrong, went_on = 0, []
+    wrong, went_on, first_rows = 0, [], None
     for c in range(CLOCKS + 2):
-        client.wait(client.push_pull(c, grad, params))
+        client.wait(client.push_pull(c, grad, params, push=[(0, keys, row_grads)],
+                                     rows=[(0, keys, rows)]))
         wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
+        if first_rows is None:  # a row's step, the same every clock: SGD on the same mean
+            first_rows = rows.copy()
+            wrong += int(np.count_nonzero(first_rows != first_rows[0, 0]))
+            wrong += int(first_rows[0, 0] == 0)
+        wrong += int(np.count_nonzero(rows != first_rows * np.float32(c + 1)))
         if c in SCALE_AT:
             went_on.append(task.scale(ps=SCALE_AT[c]))
     wrong += int(np.count_nonzero(task.snapshot() != np.float32(-1.5 * (CLOCKS + 2))))
     task.finish()
     print(f"worker {task.index}: went on at clocks {went_on}; {CLOCKS + 2} clocks, "
-          f"{params.size} values, {wrong} wrong", flush=True)
+          f"{params.size} values and {keys.size} rows, {wrong} wrong", flush=True)
     return 0 if wrong == 0 else 1
 
 
@@ -93,8 +109,9 @@ def run_mismatched(task):
 def run_task(mode):
     """This process is the task $TF_CONFIG names; returns its exit status."""
     if mode in ("scale", "mismatch"):
-        task = actorps.TaskCluster(spec(), ps=2, mode="sync", optimizer="sgd", lr=0.5,
-                                   block_floats=16, timeout=60)
+        task = actorps.TaskCluster(sparse_spec() if mode == "scale" else spec(), ps=2,
+                                   mode="sync", optimizer="sgd", lr=0.5, block_floats=16,
+                                   timeout=60)
         if task.is_ps:
             return task.serve()
         return run_scaled(task) if mode == "scale" else run_mismatched(task)
@@ -197,7 +214,7 @@ class TaskClusterProcesses(unittest.TestCase):
         for w in range(WORKERS):
             self.assertIn(f"worker {w}: ValueError: scale: a TaskCluster's workers", outputs[w])
             self.assertIn(f"worker {w}: went on at clocks [2, 4]; {CLOCKS + 2} clocks, 121 "
-                          "values, 0 wrong", outputs[w])
+                          "values and 64 rows, 0 wrong", outputs[w])
         # the shards' own word: ps:0 took both parts, ps:1 the first only, the spare ps:2 its
         # first part at the growth
         ps_logs = outputs[WORKERS:]
