@@ -93,8 +93,8 @@ struct finished_workers {
 };
 
 /// A loop of the user's own changing its number of shards (task_cluster::scale), met at ps:0:
-/// the workers that asked, held until worker 0, answered once every worker not done has asked,
-/// says how the change went.
+/// the workers that asked, held until worker 0 (answered first, once every worker not done has
+/// asked) says how the change went.
 struct scale_rendezvous {
   int32_t shards = 0;  // the number asked (0: none asked)
   bool moving = false; // worker 0 was answered: it moves the state

@@ -1,7 +1,8 @@
 // task_cluster (actors/ps.hpp): one process's task in a cluster of processes running a loop of
 // the user's own. A ps task hosts its shard (deployment.hpp's serve_shard_of_own_loop); a worker
 // task connects to every shard over the data link and initialises it — every worker sends the
-// same init and a shard keeps the first, so no task waits for another and none coordinates.
+// same init and a shard keeps the first, so no task waits for another to start (a change of the
+// number of shards meets at ps:0: task_cluster_scale.cpp).
 #include "actors/node/task_cluster_impl.hpp"
 
 #include "actors/deploy/deployment.hpp"
