@@ -21,6 +21,44 @@ caf::error not_connected() {
 
 } // namespace
 
+namespace detail {
+
+caf::expected<std::vector<remote_shard>> connect_ps_tasks(task_cluster::impl& im, int from,
+                                                          int to) {
+  auto& core = *im.core;
+  std::vector<remote_shard> reached;
+  for (int s = from; s < to; ++s) {
+    auto shard = connect_shard(*core.sys, im.cluster.address({"ps", s}), s, core.opts.timeout,
+                               core.opts.timeout);
+    if (!shard) {
+      for (auto& r : reached) r.close();
+      return shard.error();
+    }
+    reached.push_back(std::move(*shard));
+  }
+  return reached;
+}
+
+void use_shards(task_cluster::impl& im, std::vector<remote_shard> remote) {
+  auto& core = *im.core;
+  im.remote = std::move(remote);
+  core.shards.clear();
+  for (const auto& r : im.remote) core.shards.push_back(r.handle);
+  core.destinations = destinations_of(im.remote);
+  core.stop = [remote = im.remote] {
+    for (const auto& r : remote) r.close();
+  };
+}
+
+caf::error tell_done(task_cluster::impl& im, caf::scoped_actor& self, const ps_task_actor& task) {
+  caf::error failed;
+  self->request(task, im.core->opts.timeout, done_atom::value, static_cast<int32_t>(im.task.index))
+    .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
+  return failed;
+}
+
+} // namespace detail
+
 task_cluster::task_cluster(const std::string& tf_config, const model_spec& model,
                            cluster_options opts, int shards)
   : impl_(std::make_shared<impl>()) {
@@ -66,22 +104,14 @@ caf::expected<worker_client> task_cluster::worker() {
   if (is_ps()) throw std::logic_error("worker() is for a worker task; this is " + im.task.text());
   auto& core = *im.core;
   if (im.remote.empty()) {
-    std::vector<remote_shard> remote;
-    for (int s = 0; s < core.opts.ps; ++s) {
-      auto shard = connect_shard(*core.sys, im.cluster.address({"ps", s}), s, core.opts.timeout,
-                                 core.opts.timeout);
-      if (!shard) return shard.error();
-      remote.push_back(*shard);
-    }
-    core.shards.clear();
-    for (auto& r : remote) core.shards.push_back(r.handle);
+    auto remote = detail::connect_ps_tasks(im, 0, core.opts.ps);
+    if (!remote) return remote.error();
+    detail::use_shards(im, std::move(*remote));
     core.shards_elsewhere = true;
-    core.destinations = destinations_of(remote);
-    core.stop = [remote] {
-      for (auto& r : remote) r.close();
-    };
-    if (auto err = detail::init_shards(core)) return err;
-    im.remote = std::move(remote);
+    if (auto err = detail::init_shards(core)) {
+      im.remote.clear();  // not connected: the core closes the links when it goes
+      return err;
+    }
   }
   return detail::make_worker_client(im.core, static_cast<int32_t>(im.task.index));
 }
@@ -115,13 +145,8 @@ caf::error task_cluster::finish() {
       .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
     if (failed) return failed;
   }
-  for (const auto& r : im.remote) {  // the ps tasks of the shards in use
-    caf::error failed;
-    self->request(r.task, im.core->opts.timeout, done_atom::value,
-                  static_cast<int32_t>(im.task.index))
-      .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
-    if (failed) return failed;
-  }
+  for (const auto& r : im.remote)  // the ps tasks of the shards in use
+    if (auto err = detail::tell_done(im, self, r.task)) return err;
   // and the spares beyond them, so that their serve() returns too
   return detail::tell_spares_done(im);
 }

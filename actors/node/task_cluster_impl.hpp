@@ -7,6 +7,8 @@
 #include "actors/deploy/remote_shard.hpp"
 #include "actors/node/cluster_core.hpp"
 
+#include <caf/scoped_actor.hpp>
+
 #include <memory>
 #include <set>
 #include <vector>
@@ -24,6 +26,15 @@ struct task_cluster::impl {
 };
 
 namespace detail {
+/// ps:from .. ps:to-1 of the cluster, each with its data link; the first that cannot be reached
+/// closes those reached and names itself.
+caf::expected<std::vector<remote_shard>> connect_ps_tasks(task_cluster::impl& im, int from,
+                                                          int to);
+/// The worker talks to `remote` (the shards in order) from now on: im.remote, and the core's
+/// handles, in-place destinations and what closes them.
+void use_shards(task_cluster::impl& im, std::vector<remote_shard> remote);
+/// Tells the ps task that this worker is done; its error, if any.
+caf::error tell_done(task_cluster::impl& im, caf::scoped_actor& self, const ps_task_actor& task);
 /// A worker's finish(): the ps tasks beyond the shards in use that it has not told yet (spares
 /// never taken in) hear that it is done, so that their serve() returns.
 caf::error tell_spares_done(task_cluster::impl& im);

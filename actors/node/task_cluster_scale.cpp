@@ -22,25 +22,12 @@ namespace detail {
 
 namespace {
 
-host_port ps_address(const task_cluster::impl& im, int s) {
-  return im.cluster.address({"ps", s});
-}
-
 /// ps:from .. ps:to-1, the spares a growth takes in, each with its data link.
 caf::expected<std::vector<remote_shard>> reach_spares(task_cluster::impl& im, int from, int to) {
-  auto& core = *im.core;
-  std::vector<remote_shard> reached;
-  for (int s = from; s < to; ++s) {
-    auto shard = connect_shard(*core.sys, ps_address(im, s), s, core.opts.timeout,
-                               core.opts.timeout);
-    if (!shard) {
-      for (auto& r : reached) r.close();
-      return caf::make_error(caf::sec::cannot_connect_to_node,
-                             "scale: the spare ps:" + std::to_string(s) + " ("
-                               + describe(shard.error()) + ")");
-    }
-    reached.push_back(std::move(*shard));
-  }
+  auto reached = connect_ps_tasks(im, from, to);
+  if (!reached)
+    return caf::make_error(caf::sec::cannot_connect_to_node,
+                           "scale: a spare ps task (" + describe(reached.error()) + ")");
   return reached;
 }
 
@@ -72,27 +59,18 @@ caf::error go_on(task_cluster::impl& im, int ps, std::vector<remote_shard> joini
   }
   caf::scoped_actor self{*core.sys};
   caf::error failed;
-  for (auto s = static_cast<std::size_t>(ps); s < im.remote.size(); ++s) {
-    self->request(im.remote[s].task, core.opts.timeout, done_atom::value,
-                  static_cast<int32_t>(im.task.index))
-      .receive([](caf::ok_atom) {},
-               [&](caf::error& err) {
-                 if (!failed) failed = std::move(err);
-               });
-    im.remote[s].close();
+  auto remote = std::move(im.remote);
+  for (auto s = static_cast<std::size_t>(ps); s < remote.size(); ++s) {
+    if (auto err = tell_done(im, self, remote[s].task); err && !failed) failed = std::move(err);
+    remote[s].close();
     im.told_done.insert(static_cast<int32_t>(s));
   }
-  im.remote.resize(std::min(im.remote.size(), static_cast<std::size_t>(ps)));
+  remote.resize(std::min(remote.size(), static_cast<std::size_t>(ps)));
   for (auto& r : joining) {
-    im.told_done.erase(static_cast<int32_t>(im.remote.size()));
-    im.remote.push_back(std::move(r));
+    im.told_done.erase(static_cast<int32_t>(remote.size()));
+    remote.push_back(std::move(r));
   }
-  core.shards.clear();
-  for (const auto& r : im.remote) core.shards.push_back(r.handle);
-  core.destinations = destinations_of(im.remote);
-  core.stop = [remote = im.remote] {
-    for (const auto& r : remote) r.close();
-  };
+  use_shards(im, std::move(remote));
   adopt_spec(core, std::move(after));
   return failed;
 }
@@ -104,12 +82,10 @@ caf::error tell_spares_done(task_cluster::impl& im) {
   caf::scoped_actor self{*core.sys};
   for (int s = static_cast<int>(im.remote.size()); s < im.cluster.count("ps"); ++s) {
     if (im.told_done.count(s)) continue;
-    auto task = connect_to<ps_task_actor>(*core.sys, ps_address(im, s), core.opts.timeout);
+    auto task = connect_to<ps_task_actor>(*core.sys, im.cluster.address({"ps", s}),
+                                          core.opts.timeout);
     if (!task) return task.error();
-    caf::error failed;
-    self->request(*task, core.opts.timeout, done_atom::value, static_cast<int32_t>(im.task.index))
-      .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
-    if (failed) return failed;
+    if (auto err = tell_done(im, self, *task)) return err;
     im.told_done.insert(s);
   }
   return {};
