@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@ namespace {
 /// The shards of a role, connected in shard order; closed when the role stops.
 struct shard_set {
   std::vector<remote_shard> remote;
+  std::vector<std::string> addresses;  ///< by shard, where it was reached ("": elsewhere)
 
   std::vector<ps_shard_actor> handles() const {
     std::vector<ps_shard_actor> out;
@@ -32,6 +34,13 @@ struct shard_set {
   }
   void close() const {
     for (const auto& s : remote) s.close();
+  }
+  /// Closes those not in `kept` (a change of shards keeps the links to the shards that stay).
+  void close_all_but(const shard_set& kept) const {
+    for (const auto& s : remote) {
+      auto same = [&](const remote_shard& k) { return k.handle == s.handle; };
+      if (std::none_of(kept.remote.begin(), kept.remote.end(), same)) s.close();
+    }
   }
   /// "2 shard(s) (data links: shared memory, tcp)", for the log (remote_shard::transport()).
   std::string describe() const {
@@ -56,10 +65,17 @@ public:
     current_.close();
   }
 
-  /// `next` from now on, the previous ones closed; `next` too when the worker has stopped.
+  /// The links it uses now.
+  shard_set current() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return current_;
+  }
+
+  /// `next` from now on, the previous ones it does not keep closed; `next` too when the worker
+  /// has stopped.
   void replace(shard_set next) {
     std::lock_guard<std::mutex> guard{mutex_};
-    current_.close();
+    current_.close_all_but(next);
     current_ = std::move(next);
     if (closed_) current_.close();
   }
@@ -83,31 +99,43 @@ struct task_node_state {
 using self_ptr = task_node_actor::stateful_pointer<task_node_state>;
 
 /// Connects to every shard of the setup, with its data link; a shard in `elsewhere` (served by
-/// a promoted standby, task_node_actor's setup) is that handle, over CAF.
+/// a promoted standby, task_node_actor's setup) is that handle, over CAF. A link of `kept` (a
+/// worker's, at a change of shards) to the same shard at the same address is taken as it is.
 caf::expected<shard_set> connect_shards(self_ptr self, const role_setup& setup,
-                                        const std::vector<caf::actor>& elsewhere) {
+                                        const std::vector<caf::actor>& elsewhere,
+                                        const shard_set& kept = {}) {
   shard_set shards;
+  shard_set fresh;  // closed on a failure (not those of `kept`)
   for (std::size_t i = 0; i < setup.shard_addresses.size(); ++i) {
     if (i < elsewhere.size() && elsewhere[i]) {
       remote_shard over_caf;  // no data link: its ps task's link serves another shard
       over_caf.handle = over_caf.shard = caf::actor_cast<ps_shard_actor>(elsewhere[i]);
       shards.remote.push_back(std::move(over_caf));
+      shards.addresses.emplace_back();
+      continue;
+    }
+    const auto& address = setup.shard_addresses[i];
+    if (i < kept.addresses.size() && kept.addresses[i] == address) {
+      shards.remote.push_back(kept.remote[i]);
+      shards.addresses.push_back(address);
       continue;
     }
     host_port addr;
     try {
-      addr = parse_address(setup.shard_addresses[i], "shard address");
+      addr = parse_address(address, "shard address");
     } catch (const cluster_error& e) {
-      shards.close();
+      fresh.close();
       return caf::make_error(caf::sec::runtime_error, e.what());
     }
     auto shard = connect_shard(self->system(), addr, static_cast<int32_t>(i),
                                self->state.cfg.connect_timeout, setup.request_timeout);
     if (!shard) {
-      shards.close();
+      fresh.close();
       return std::move(shard.error());
     }
+    fresh.remote.push_back(*shard);
     shards.remote.push_back(std::move(*shard));
+    shards.addresses.push_back(address);
   }
   return shards;
 }
@@ -203,13 +231,13 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
                                "a change of shards for a worker this task does not run");
       auto setup = decode_role_setup(buf);
       if (!setup) return cannot_start(self, "the worker on new shards", std::move(setup.error()));
-      auto shards = connect_shards(self, *setup, elsewhere);
+      auto links = found->second;
+      auto shards = connect_shards(self, *setup, elsewhere, links->current());
       if (!shards)
         return cannot_start(self, "the worker on new shards", std::move(shards.error()));
       log_line(self->state.cfg.name, "connected to " + shards->describe() + "; worker "
                                        + std::to_string(setup->index) + " goes on with them");
       auto taken = std::make_shared<shard_set>(std::move(*shards));
-      auto links = found->second;
       auto answer = self->make_response_promise<int64_t>();
       self->request(worker, setup->request_timeout, resize_atom::value,
                     static_cast<int32_t>(taken->remote.size()),
@@ -221,7 +249,7 @@ task_node_actor::behavior_type task_node(self_ptr self, task_node_config cfg) {
             answer.deliver(clock);
           },
           [=](caf::error& err) mutable {
-            taken->close();
+            taken->close_all_but(links->current());
             answer.deliver(std::move(err));
           });
       return answer;
