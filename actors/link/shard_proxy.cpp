@@ -345,6 +345,12 @@ ps_shard_actor::behavior_type detached_proxy(ps_shard_actor::stateful_pointer<pr
         },
         [=](resize_atom a, int64_t c, const std::vector<uint16_t>& p,
             const std::vector<uint16_t>& b) { return self->delegate(remote, a, c, p, b); },
+        [=](resize_atom a, copy_atom b, int64_t c, const std::vector<uint16_t>& p, uint64_t n) {
+          return self->delegate(remote, a, b, c, p, n);
+        },
+        [=](resize_atom a, copy_atom b, const wire_buffer& x) {
+          return self->delegate(remote, a, b, x);
+        },
         [=](stats_atom a) { return self->delegate(remote, a); },
         [=](leave_atom a, int32_t w) { self->send(remote, a, w); },
         [=](done_atom a, int32_t w) { return self->delegate(remote, a, w); },

@@ -5,6 +5,8 @@
 #include "actors/protocol/wire_message.hpp"
 #include "kernels/sparse/row_optimizer.hpp"
 
+#include <cstring>
+
 namespace actorps {
 
 using namespace wire_detail;
@@ -179,7 +181,8 @@ int64_t shard_checkpoint_delta_since(const wire_buffer& buf) {
 
 wire_buffer encode_shard_rows(const train_spec& spec, int32_t shard, int64_t clock,
                               const std::vector<const sparse_table*>& tables,
-                              const std::vector<sparse_table::picked_rows>& picked) {
+                              const std::vector<sparse_table::picked_rows>& picked,
+                              int64_t delta_since) {
   constexpr std::size_t element = wire::SparseTableState::_capnpPrivate::dataWordSize
                                   + wire::SparseTableState::_capnpPrivate::pointerCount;
   std::size_t bound = header_bound + spec_bound(spec) + 1 + element * tables.size();
@@ -190,7 +193,8 @@ wire_buffer encode_shard_rows(const train_spec& spec, int32_t shard, int64_t clo
     const auto& p = picked[t].pending;
     bound += words_for(8 * n) + words_for(4 * n * dim) + words_for(4 * n * slots * dim)
              + 3 * words_for(4 * n) + words_for(8 * p.pending_keys.size())
-             + words_for(4 * p.pending_counts.size()) + admission_state_bound(p);
+             + words_for(4 * p.pending_counts.size()) + admission_state_bound(p)
+             + words_for(8 * picked[t].gone.size());
   }
   return build(bound, bound, [&](capnp::MessageBuilder& mb) {
     auto msg = mb.initRoot<wire::ShardCheckpoint>();
@@ -219,8 +223,12 @@ wire_buffer encode_shard_rows(const train_spec& spec, int32_t shard, int64_t clo
                        reinterpret_cast<float*>(state), reinterpret_cast<uint32_t*>(touches),
                        reinterpret_cast<uint32_t*>(steps), reinterpret_cast<uint32_t*>(clocks)});
       write_admission_state(out, picked[t].pending);
+      if (!picked[t].gone.empty()) {
+        auto gone = out.initRemovedKeys(8 * picked[t].gone.size());
+        std::memcpy(gone.begin(), picked[t].gone.data(), 8 * picked[t].gone.size());
+      }
     }
-    msg.setDeltaSince(-1);
+    msg.setDeltaSince(delta_since);
   });
 }
 
@@ -246,26 +254,31 @@ caf::expected<shard_rows_view> read_shard_rows(const wire_buffer& buf) {
     if (auto err = take(read_spec(msg.getSpec()), out.spec)) return err;
     out.shard = msg.getShard();
     out.clock = msg.getClock();
-    if (msg.getDeltaSince() != -1 || msg.getBlocks().size() > 0 || msg.getState().size() > 0)
-      return make_error(errc::malformed_message, "rows of a resize: a delta, or dense blocks");
+    out.delta_since = msg.getDeltaSince();
+    if (out.delta_since < -1 || msg.getBlocks().size() > 0 || msg.getState().size() > 0)
+      return make_error(errc::malformed_message, "rows of a resize: dense blocks, or a delta "
+                                                 "since clock " + std::to_string(out.delta_since));
     const auto tables = msg.getSparse();
     out.tables.resize(tables.size());
+    out.gone.resize(tables.size());
     for (unsigned i = 0; i < tables.size(); ++i) {
       auto t = tables[i];
       auto& o = out.tables[i];
       const auto admission = t.getAdmission();
-      if (t.getTable() != i || t.getRemovedKeys().size() > 0 || t.getRemovedPending().size() > 0
-          || t.getPendingChangesOnly() || admission.getSketchDepth() != 0
-          || admission.getSketchCounters().size() > 0)
+      if (t.getTable() != i || (out.delta_since < 0 && t.getRemovedKeys().size() > 0)
+          || t.getRemovedPending().size() > 0 || t.getPendingChangesOnly()
+          || admission.getSketchDepth() != 0 || admission.getSketchCounters().size() > 0)
         return make_error(errc::malformed_message,
                           "rows of a resize: table " + std::to_string(i)
-                            + " is out of order, or holds tombstones or a sketch");
+                            + " is out of order, or holds tombstones (without a copy ahead) or "
+                              "a sketch");
       if (!in_place(t.getKeys(), o.keys) || !in_place(t.getValues(), o.values)
           || !in_place(t.getState(), o.state) || !in_place(t.getTouches(), o.touches)
           || !in_place(t.getSteps(), o.steps) || !in_place(t.getClocks(), o.clocks)
           || !in_place(t.getPendingKeys(), o.pending_keys)
           || !in_place(t.getPendingCounts(), o.pending_counts)
-          || !in_place(admission.getPendingClocks(), o.pending_clocks))
+          || !in_place(admission.getPendingClocks(), o.pending_clocks)
+          || !in_place(t.getRemovedKeys(), out.gone[i]))
         return make_error(errc::malformed_message,
                           "rows of a resize: table " + std::to_string(i)
                             + ": an array of partial or misaligned items");

@@ -97,6 +97,11 @@ struct shard_rows_view {
   int32_t shard = 0;   ///< the old shard that handed them over
   int64_t clock = 0;
   std::vector<sparse_rows_in> tables;  ///< in spec order
+  /// -1: the rows whole; C: what changed since the copy ahead begun at clock C (the rows
+  /// pushed since or never copied, to write over the copies), and `gone` per table: the keys
+  /// copied that are no rows any more (sparse_table::pick_after_copy).
+  int64_t delta_since = -1;
+  std::vector<array_in<uint64_t>> gone;
 };
 
 caf::expected<shard_rows_view> read_shard_rows(const wire_buffer& buf);
@@ -104,10 +109,12 @@ caf::expected<shard_rows_view> read_shard_rows(const wire_buffer& buf);
 /// Old shard `shard`'s rows for one new shard at `clock` under `spec` (the run's before the
 /// resize): of each table of `tables`, the rows and pending counts `picked` holds
 /// (sparse_table::pick_parts, the tables unchanged since), copied from the table straight into
-/// the message (read_shard_rows reads it).
+/// the message (read_shard_rows reads it); with `delta_since` >= 0 a delta after a copy ahead
+/// begun then (pick_after_copy: its `gone` keys as tombstones).
 wire_buffer encode_shard_rows(const train_spec& spec, int32_t shard, int64_t clock,
                               const std::vector<const sparse_table*>& tables,
-                              const std::vector<sparse_table::picked_rows>& picked);
+                              const std::vector<sparse_table::picked_rows>& picked,
+                              int64_t delta_since = -1);
 
 /// The bytes of a ShardCheckpoint's sparse rows and pending counts (keys, values, optimizer
 /// state, touches, steps, clocks; pending keys and counts), read in place; 0 when unreadable.

@@ -67,6 +67,7 @@ using failover_atom = caf::atom_constant<caf::atom("failover")>;  // a fail-over
 using stream_atom = caf::atom_constant<caf::atom("stream")>;  // a followed stream (--follow)
 using resize_atom = caf::atom_constant<caf::atom("resize")>;  // a change of the shard count
 using pause_atom = caf::atom_constant<caf::atom("pause")>;  // a worker's clock to stop before
+using copy_atom = caf::atom_constant<caf::atom("copy")>;  // a resize's rows copied ahead
 
 // --- reports --------------------------------------------------------------------------------
 
@@ -250,6 +251,15 @@ using ps_shard_actor = typed_actor_with_verbs<shard_verbs,
   // the new bucket placement gives shard s (empty where none); the shard keeps it all.
   caf::replies_to<resize_atom, int64_t, std::vector<uint16_t>,
                   std::vector<uint16_t>>::with<std::vector<wire_buffer>>,
+  // (resize, copy, clock, buckets, budget) -> (done, rows per new shard): one bounded step of
+  // copying ahead, while the run trains, the rows the resize at `clock` to the bucket placement
+  // `buckets` moves (at most `budget` rows looked at); its hand-over at `clock` then holds only
+  // what changed since the copy began. Refused once the shard is at `clock`. Empty `buckets`:
+  // that copy is forgotten (the copies marked here, and those kept aside for this shard).
+  caf::replies_to<resize_atom, copy_atom, int64_t, std::vector<uint16_t>,
+                  uint64_t>::with<bool, std::vector<wire_buffer>>,
+  // (resize, copy, rows) -> ok: rows copied ahead to this shard, kept aside until the move.
+  caf::replies_to<resize_atom, copy_atom, wire_buffer>::with<caf::ok_atom>,
   // (restore, resize, ShardCheckpoint, parts, incarnations) -> ok: goes on under the file's
   // spec: its dense blocks and sketches, the rows of the buckets the shard keeps left where they
   // are, those it gives away dropped, the rows of the file and of the parts (hand-overs'

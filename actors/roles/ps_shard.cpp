@@ -226,9 +226,14 @@ caf::error install_checkpoint(ps_shard_state& st, const wire_buffer& buf,
                 opt.slots * b.size * sizeof(float));
   }
   shard_tables tables;
+  // The rows copied ahead for this resize join at the move; any other's are forgotten.
+  auto arriving = std::move(st.arriving);
+  if (!resize || st.arriving_clock != saved->clock) arriving = nullptr;
+  st.arriving_clock = -1;
   if (resize) {
     if (!moving) st.tables = shard_tables(saved->spec, st.shard, st.config.bounds.max_parameter);
-    if (auto err = st.tables.move_to(saved->spec, saved->sparse, rows, saved->clock))
+    if (auto err = st.tables.move_to(saved->spec, saved->sparse, rows, saved->clock,
+                                     arriving.get()))
       return drop(st, verb, std::move(err));
     tables = std::move(st.tables);
   } else {
@@ -723,6 +728,15 @@ ps_shard_actor::behavior_type ps_shard(self_ptr self, int32_t shard, shard_confi
         std::vector<uint16_t>& blocks) -> caf::result<std::vector<wire_buffer>> {
       if (auto err = refused_unless_chief(self, "resize")) return err;
       return hand_over(self, clock, {std::move(buckets), std::move(blocks)});
+    },
+    [=](resize_atom, copy_atom, int64_t clock, const std::vector<uint16_t>& buckets,
+        uint64_t budget) -> caf::result<bool, std::vector<wire_buffer>> {
+      if (auto err = refused_unless_chief(self, "copy ahead")) return err;
+      return copy_ahead(self, clock, buckets, budget);
+    },
+    [=](resize_atom, copy_atom, const wire_buffer& rows) -> caf::result<caf::ok_atom> {
+      if (auto err = refused_unless_chief(self, "take rows copied ahead")) return err;
+      return stage_copy(self, rows);
     },
     [=](pull_atom, int32_t worker, int64_t clock) { return on_pull(self, worker, clock); },
     [=](push_pull_atom, const push_request& request) { return on_push_request(self, request); },

@@ -179,10 +179,14 @@ std::vector<wire_buffer> hand_over_state(const ps_shard_state& st, int64_t clock
   leaving.sparse = st.tables.admission_states();
   out.push_back(encode_shard_checkpoint(st.spec, leaving));
   const auto tables = st.tables.tables();
-  for (const auto& part : st.tables.pick_moving(placement.buckets)) {
+  // After a copy ahead, only what changed since (and what it copied that is gone).
+  const auto since = st.tables.copied_since(placement.buckets, clock);
+  for (const auto& part : st.tables.pick_moving(placement.buckets, clock)) {
     bool any = false;
-    for (const auto& t : part) any = any || !t.rows.empty() || !t.pending.pending_keys.empty();
-    out.push_back(any ? encode_shard_rows(st.spec, st.shard, clock, tables, part) : wire_buffer{});
+    for (const auto& t : part)
+      any = any || !t.rows.empty() || !t.pending.pending_keys.empty() || !t.gone.empty();
+    out.push_back(any ? encode_shard_rows(st.spec, st.shard, clock, tables, part, since)
+                      : wire_buffer{});
   }
   uint64_t bytes = 0;
   for (const auto& b : out) bytes += b.size_bytes();
@@ -227,6 +231,55 @@ caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t s
   auto promise = self->make_response_promise<wire_buffer>();
   st.held_exports.push_back({"", clock, {}, promise, since, nullptr, {}});
   return promise;
+}
+
+caf::result<bool, std::vector<wire_buffer>> copy_ahead(self_ptr self, int64_t clock,
+                                                       const std::vector<uint16_t>& buckets,
+                                                       uint64_t budget) {
+  auto& st = self->state;
+  if (buckets.empty()) {  // the copy will not be used: forgotten, as copied and as kept aside
+    st.tables.end_copy();
+    if (st.arriving_clock == clock) {
+      st.arriving = nullptr;
+      st.arriving_clock = -1;
+    }
+    return caf::result<bool, std::vector<wire_buffer>>(true, std::vector<wire_buffer>{});
+  }
+  if (!st.initialized()) return make_error(errc::not_initialized);
+  if (buckets.size() != st.spec.bucket_shards.size())
+    return make_error(errc::invalid_spec,
+                      "a placement of " + std::to_string(buckets.size())
+                        + " buckets, the run's keys hash into "
+                        + std::to_string(st.spec.bucket_shards.size()));
+  if (clock <= st.clocks.progress())  // the hand-over holds the rest
+    return make_error(errc::checkpoint_clock_passed,
+                      "a copy ahead of the resize at clock " + std::to_string(clock)
+                        + " (the shard is at clock " + std::to_string(st.clocks.progress()) + ")");
+  if (!st.tables.copying_for(buckets, clock)) st.tables.begin_copy(buckets, clock);
+  bool done = false;
+  const auto picked = st.tables.copy_step(std::max<uint64_t>(budget, 1), done);
+  const auto tables = st.tables.tables();
+  std::vector<wire_buffer> out;
+  for (const auto& part : picked) {
+    bool any = false;
+    for (const auto& t : part) any = any || !t.rows.empty();
+    out.push_back(any ? encode_shard_rows(st.spec, st.shard, clock, tables, part)
+                      : wire_buffer{});
+  }
+  return caf::result<bool, std::vector<wire_buffer>>(done, std::move(out));
+}
+
+caf::result<caf::ok_atom> stage_copy(self_ptr self, const wire_buffer& rows) {
+  auto& st = self->state;
+  auto view = read_shard_rows(rows);
+  if (!view) return view.error();
+  if (!st.arriving || st.arriving_clock != view->clock) {  // an earlier resize's: forgotten
+    st.arriving = std::make_unique<shard_tables>(view->spec, st.shard,
+                                                 st.config.bounds.max_parameter);
+    st.arriving_clock = view->clock;
+  }
+  if (auto err = st.arriving->stage(*view)) return err;
+  return caf::ok_atom::value;
 }
 
 caf::result<std::vector<wire_buffer>> hand_over(self_ptr self, int64_t clock,

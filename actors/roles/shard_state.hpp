@@ -131,6 +131,10 @@ struct ps_shard_state {
   optimizer_state opt;
   shard_tables tables;              // the sparse rows whose buckets the spec places here
   sweep_state sweep;
+  // The rows a live resize copies ahead to this shard (stage_copy), taken in at the move of
+  // that resize's clock; null: none.
+  std::unique_ptr<shard_tables> arriving;
+  int64_t arriving_clock = -1;
 
   clock_table clocks;
   int64_t newest_clock = -1;       // of the newest gradient applied to params; -1: none
@@ -281,6 +285,16 @@ bool snapshot_at_rest(self_ptr self, int64_t clock, std::optional<int64_t> wante
 /// once min reaches it: whole, or with `since` >= 0 the sparse rows changed since (whole when
 /// the shard cannot tell them); refused with checkpoint_clock_passed when min has passed it.
 caf::result<wire_buffer> export_snapshot(self_ptr self, int64_t clock, int64_t since);
+/// (resize, copy, clock, buckets, budget): one bounded step of copying ahead the rows the
+/// resize at `clock` to `buckets` moves (shard_tables::copy_step): whether the copy is done, and
+/// per new shard the rows copied now (empty where none). Refused once the shard is at `clock`.
+/// Empty `buckets`: that copy is forgotten (its marks, and the copies kept aside here).
+caf::result<bool, std::vector<wire_buffer>> copy_ahead(self_ptr self, int64_t clock,
+                                                       const std::vector<uint16_t>& buckets,
+                                                       uint64_t budget);
+/// (resize, copy, rows): rows another shard copied ahead to this one, kept aside until the move.
+caf::result<caf::ok_atom> stage_copy(self_ptr self, const wire_buffer& rows);
+
 /// (resize, clock, buckets, blocks): a live resize's hand-over at `clock`, now or once min
 /// reaches it (refused with checkpoint_clock_passed when min has passed it), as
 /// ShardCheckpoints under the spec now: [0] the dense blocks `placement.blocks` gives another

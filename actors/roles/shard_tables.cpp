@@ -177,17 +177,85 @@ struct leaving {
 } // namespace
 
 std::vector<std::vector<sparse_table::picked_rows>> shard_tables::pick_moving(
-  const std::vector<uint16_t>& placement) const {
+  const std::vector<uint16_t>& placement, int64_t resize_clock) const {
   const leaving moving{&placement, shard_};
   std::size_t shards = 0;
   for (auto s : placement) shards = std::max<std::size_t>(shards, s + 1u);
   std::vector<std::vector<sparse_table::picked_rows>> out(shards);
   for (auto& part : out) part.reserve(tables_.size());
+  const bool after_copy = copied_since(placement, resize_clock) >= 0;
   for (const auto& t : tables_) {
-    auto parts = t.pick_parts(&leaving::part, &moving, shards, now_);
+    auto parts = after_copy ? t.pick_after_copy(&leaving::part, &moving, shards, now_)
+                            : t.pick_parts(&leaving::part, &moving, shards, now_);
     for (std::size_t s = 0; s < shards; ++s) out[s].push_back(std::move(parts[s]));
   }
   return out;
+}
+
+void shard_tables::begin_copy(const std::vector<uint16_t>& placement, int64_t resize_clock) {
+  copy_clock_ = resize_clock;
+  copy_placement_ = placement;
+  copy_table_ = copy_row_ = 0;
+  for (auto& t : tables_) t.begin_copy(now_);
+}
+
+std::vector<std::vector<sparse_table::picked_rows>> shard_tables::copy_step(std::size_t budget,
+                                                                            bool& done) {
+  const leaving moving{&copy_placement_, shard_};
+  std::size_t shards = 0;
+  for (auto s : copy_placement_) shards = std::max<std::size_t>(shards, s + 1u);
+  std::vector<std::vector<sparse_table::picked_rows>> out(shards);
+  for (auto& part : out) part.resize(tables_.size());
+  while (copy_table_ < tables_.size() && budget > 0) {
+    auto& t = tables_[copy_table_];
+    const auto from = copy_row_;
+    auto parts = t.pick_copy(&leaving::part, &moving, shards, copy_row_, budget, now_);
+    budget -= std::min<std::size_t>(budget, copy_row_ - from);
+    for (std::size_t s = 0; s < shards; ++s) out[s][copy_table_] = std::move(parts[s]);
+    if (copy_row_ >= t.rows()) {
+      ++copy_table_;
+      copy_row_ = 0;
+    }
+  }
+  done = copy_table_ >= tables_.size();
+  return out;
+}
+
+int64_t shard_tables::copied_since(const std::vector<uint16_t>& placement,
+                                   int64_t resize_clock) const {
+  if (!copying_for(placement, resize_clock) || tables_.empty()) return -1;
+  return tables_.front().copy_since();
+}
+
+void shard_tables::end_copy() {
+  copy_clock_ = -1;
+  copy_placement_.clear();
+  for (auto& t : tables_) t.end_copy();
+}
+
+caf::error shard_tables::stage(const shard_rows_view& copy) {
+  if (copy.tables.size() != tables_.size() || copy.delta_since >= 0)
+    return make_error(errc::checkpoint_failed,
+                      "a copy ahead of " + std::to_string(copy.tables.size())
+                        + " sparse tables (or a delta), the spec has "
+                        + std::to_string(tables_.size()));
+  try {
+    for (std::size_t t = 0; t < tables_.size(); ++t) {
+      if (!copy.tables[t].pending_keys.empty())
+        return make_error(errc::checkpoint_failed, "a copy ahead with pending counts");
+      // a key copied, removed and created again is copied again: the newer copy wins
+      tables_[t].put_rows(copy.tables[t], copy.clock);
+    }
+  } catch (const std::exception& e) {
+    return make_error(errc::checkpoint_failed, std::string("a copy ahead: ") + e.what());
+  }
+  return caf::none;
+}
+
+uint64_t shard_tables::row_count() const {
+  uint64_t n = 0;
+  for (const auto& t : tables_) n += t.rows();
+  return n;
 }
 
 std::vector<const sparse_table*> shard_tables::tables() const {
@@ -204,7 +272,8 @@ std::vector<sparse_table_rows> shard_tables::admission_states() const {
 
 caf::error shard_tables::move_to(const train_spec& after,
                                  const std::vector<sparse_table_rows>& incoming,
-                                 const std::vector<shard_rows_view>& parts, int64_t clock) {
+                                 const std::vector<shard_rows_view>& parts, int64_t clock,
+                                 shard_tables* arriving) {
   auto refuse = [](const std::string& why) { return make_error(errc::checkpoint_failed, why); };
   const leaving moving{&after.bucket_shards, shard_};
   if (incoming.size() != tables_.size())
@@ -233,18 +302,44 @@ caf::error shard_tables::move_to(const train_spec& after,
                     "own shard, under another placement or with another number of tables");
     from.push_back(part.shard);
     for (uint32_t t = 0; t < part.tables.size(); ++t)
-      for (const auto* keys : {&part.tables[t].keys, &part.tables[t].pending_keys})
+      for (const auto* keys : {&part.tables[t].keys, &part.tables[t].pending_keys,
+                               t < part.gone.size() ? &part.gone[t] : &part.tables[t].keys})
         for (auto key : *keys)
           if (leaving::test(key, &moving) || shard_of_key(before, key) != part.shard)
             return refuse("sparse table " + std::to_string(t) + ": key " + std::to_string(key)
                           + " of shard " + std::to_string(part.shard)
                           + "'s rows is not its to give or this shard's to take");
   }
+  if (arriving && arriving->tables_.size() != tables_.size())
+    return refuse("the rows copied ahead hold " + std::to_string(arriving->tables_.size())
+                  + " sparse tables, the spec has " + std::to_string(tables_.size()));
+  end_copy();
   try {
     for (uint32_t t = 0; t < incoming.size(); ++t) {
       tables_[t].drop_rows_of(&leaving::test, &moving);
+      if (arriving) {  // the copies first: a new shard takes them as they are
+        if (holds_nothing) std::swap(tables_[t], arriving->tables_[t]);
+        else tables_[t].take_all(arriving->tables_[t]);
+      }
       tables_[t].take_rows(incoming[t], clock);
-      for (const auto& part : parts) tables_[t].take_rows(part.tables[t], clock, true);
+      for (const auto& part : parts) {
+        const auto& rows = part.tables[t];
+        if (part.delta_since < 0 && !arriving) {  // every key new here: no lookup
+          tables_[t].take_rows(rows, clock, true);
+          continue;
+        }
+        // On top of the copies: the keys gone since, then the rows written over them, then
+        // the pending counts (of keys now neither rows nor pending here).
+        if (t < part.gone.size()) tables_[t].remove_keys(part.gone[t].data, part.gone[t].size);
+        sparse_rows_in just_rows = rows, just_pending{};
+        just_rows.pending_keys = {};
+        just_rows.pending_counts = just_rows.pending_clocks = {};
+        just_pending.pending_keys = rows.pending_keys;
+        just_pending.pending_counts = rows.pending_counts;
+        just_pending.pending_clocks = rows.pending_clocks;
+        tables_[t].put_rows(just_rows, clock);
+        tables_[t].take_rows(just_pending, clock);
+      }
     }
   } catch (const std::exception& e) {
     return refuse(std::string("moving the sparse rows: ") + e.what());

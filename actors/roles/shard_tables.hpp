@@ -103,9 +103,11 @@ public:
   /// Every table's rows and pending counts of the keys whose bucket `placement` (the new bucket
   /// → shard placement) gives to another shard, at the clock now, picked by that shard: out[s]
   /// holds every table's for new shard s (none for this one), the rows not copied yet
-  /// (encode_shard_rows copies them from tables()). Nothing changes here until move_to.
+  /// (encode_shard_rows copies them from tables()). Nothing changes here until move_to. After
+  /// a copy ahead for this placement and `resize_clock` (copied_since), only what changed since
+  /// (sparse_table::pick_after_copy).
   std::vector<std::vector<sparse_table::picked_rows>> pick_moving(
-    const std::vector<uint16_t>& placement) const;
+    const std::vector<uint16_t>& placement, int64_t resize_clock = -1) const;
   /// The tables, in spec order, to read (pick_moving's rows).
   std::vector<const sparse_table*> tables() const;
   /// Every table's admission sketch alone (depth 0 where it counts exactly): the part of a
@@ -119,8 +121,37 @@ public:
   /// placement, which must be this shard's now unless it holds nothing. On error (table count,
   /// a key not this shard's to take) nothing changes; a table's contents refused stop the move
   /// part way (the run fails).
+  /// `arriving`, when given, holds the rows copied ahead to this shard (stage): they join
+  /// first, then each part after a copy (shard_rows_view::delta_since) is taken on top of them
+  /// (its gone keys removed, its rows written over the copies).
   caf::error move_to(const train_spec& after, const std::vector<sparse_table_rows>& incoming,
-                     const std::vector<shard_rows_view>& parts, int64_t clock);
+                     const std::vector<shard_rows_view>& parts, int64_t clock,
+                     shard_tables* arriving = nullptr);
+
+  // --- copying ahead: the moving rows copied while the run trains, only what changes after
+  // handed over at the resize's clock ---
+
+  /// Starts copying ahead the rows of the keys whose bucket `placement` gives another shard, for
+  /// the resize at `resize_clock`, at the clock now; an earlier copy is forgotten.
+  void begin_copy(const std::vector<uint16_t>& placement, int64_t resize_clock);
+  /// Whether a copy ahead for `placement` at `resize_clock` is under way.
+  bool copying_for(const std::vector<uint16_t>& placement, int64_t resize_clock) const {
+    return copy_clock_ == resize_clock && copy_placement_ == placement;
+  }
+  /// One bounded step of the copy: at most `budget` rows looked at; out[s] holds every table's
+  /// rows newly copied for new shard s, to encode from tables() now. `done` once every row was
+  /// looked at.
+  std::vector<std::vector<sparse_table::picked_rows>> copy_step(std::size_t budget, bool& done);
+  /// The clock the copy for the resize to `placement` at `resize_clock` began at (pick_moving's
+  /// rows are its delta then), or -1.
+  int64_t copied_since(const std::vector<uint16_t>& placement, int64_t resize_clock) const;
+  /// Forgets a copy ahead (the move is made, or will not be).
+  void end_copy();
+  /// Takes a copy ahead's rows for this shard (a key copied again, removed and created anew
+  /// since its first copy, is written over).
+  caf::error stage(const shard_rows_view& copy);
+  /// Rows staged (stage), over every table.
+  uint64_t row_count() const;
 
   /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
   /// rows' last clocks, where it has none); on error (table count, a table's contents, a key
@@ -155,6 +186,11 @@ private:
   uint32_t sweep_table_ = 0;     // the table the next sweep() starts with
   bool checkpointing_ = false;   // the run writes checkpoints or exports: removals wanted
   bool track_removed_ = false;   // evicting tables remember removals
+  // a copy ahead (begin_copy): its resize's clock (-1: none) and placement, and where it is
+  int64_t copy_clock_ = -1;
+  std::vector<uint16_t> copy_placement_;
+  uint32_t copy_table_ = 0;
+  uint32_t copy_row_ = 0;
 
   bool owns(uint64_t key) const {
     return shard_of_key(buckets_, key) == shard_;

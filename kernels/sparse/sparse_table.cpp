@@ -204,6 +204,13 @@ void sparse_table::remove_row(uint32_t index, uint32_t clock) {
 
 void sparse_table::unlink_row(uint32_t index) {
   const auto last = static_cast<uint32_t>(index_.size() - 1);
+  if (copying_) {  // a copied key that goes is the copy's to remove; the last row's marks move
+    if (copied(index)) copied_gone_.push_back(row_key(index));
+    for (auto* bits : {&copied_, &changed_}) {
+      set_bit(*bits, index, bit(*bits, last));
+      set_bit(*bits, last, false);
+    }
+  }
   index_.erase(row_key(index), key_of());  // the last row's key now finds `index`
   if (index != last) {
     std::memcpy(row_start(index), row_start(last), std::size_t(stride_) * sizeof(float));
@@ -223,6 +230,7 @@ void sparse_table::set_max_parameter(float bound) {
 }
 
 bool sparse_table::update_row(uint32_t index, const float* grad, float lr_scale) {
+  note_change(index);
   const uint32_t step = counts_steps_ ? saturating_increment(steps_[index]) : 1;
   float* values = row(index);
   const uint32_t floats = stride_ - meta_floats;
@@ -346,6 +354,7 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
           }
           ++evicted_;
           if (track_removed_) removed_.emplace_back(keys[start + j], clock_);  // starts over
+          note_change(index);
           create_row(keys[start + j], index);
           set_row_touches(index, 0);
           if (counts_steps_) steps_[index] = 0;
@@ -522,10 +531,17 @@ std::vector<sparse_table::picked_rows> sparse_table::pick_parts(key_part part,
                                                                 const void* context,
                                                                 std::size_t parts,
                                                                 int64_t now) const {
+  return pick(part, context, parts, now, false);
+}
+
+std::vector<sparse_table::picked_rows> sparse_table::pick(key_part part, const void* context,
+                                                          std::size_t parts, int64_t now,
+                                                          bool changed_only) const {
   const uint32_t at = clock32(now);
   std::vector<picked_rows> out(parts);
   for (uint32_t index = 0; index < index_.size(); ++index) {
     if (stale(index, at)) continue;
+    if (changed_only && copied(index) && !bit(changed_, index)) continue;  // its copy is right
     const auto p = part(row_key(index), context);
     if (p >= 0 && static_cast<std::size_t>(p) < parts)
       out[static_cast<std::size_t>(p)].rows.emplace_back(row_key(index), index);
@@ -582,6 +598,7 @@ sparse_table_rows sparse_table::export_indices(
 }
 
 std::size_t sparse_table::drop_rows_of(key_filter moving, const void* context) {
+  end_copy();  // the rows slide: marks would no longer match them
   // The rows kept slide to the front in their order and the index is built again: a move drops
   // a large share of the rows, where an erase each (two lookups, cache misses both) costs more
   // than a rebuild whose misses overlap. The new index is allocated before a row moves.
@@ -1108,6 +1125,148 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   ages_.clear();
   evict_age_ = std::numeric_limits<uint32_t>::max();
   peak_rows_ = std::max(peak_rows_, index_.size());
+}
+
+
+// --- copying ahead ------------------------------------------------------------------------------
+
+void sparse_table::set_bit(std::vector<uint64_t>& bits, uint32_t index, bool on) {
+  if (index / 64 >= bits.size()) {
+    if (!on) return;
+    bits.resize(index / 64 + 1, 0);
+  }
+  if (on) bits[index / 64] |= uint64_t{1} << (index % 64);
+  else bits[index / 64] &= ~(uint64_t{1} << (index % 64));
+}
+
+void sparse_table::begin_copy(int64_t since) {
+  copying_ = true;
+  copy_since_ = since;
+  copied_.assign((index_.size() + 63) / 64, 0);
+  changed_.assign(copied_.size(), 0);
+  copied_gone_.clear();
+}
+
+void sparse_table::end_copy() {
+  copying_ = false;
+  copied_ = {};
+  changed_ = {};
+  copied_gone_ = {};
+}
+
+std::vector<sparse_table::picked_rows> sparse_table::pick_copy(key_part part, const void* context,
+                                                               std::size_t parts,
+                                                               uint32_t& cursor,
+                                                               std::size_t budget,
+                                                               int64_t now) const {
+  std::vector<picked_rows> out(parts);
+  if (!copying_) {
+    cursor = static_cast<uint32_t>(index_.size());
+    return out;
+  }
+  const uint32_t at = clock32(now);
+  const auto end = static_cast<uint32_t>(
+    std::min<std::size_t>(index_.size(), std::size_t(cursor) + budget));
+  for (; cursor < end; ++cursor) {
+    if (copied(cursor) || stale(cursor, at)) continue;
+    const auto p = part(row_key(cursor), context);
+    if (p < 0 || static_cast<std::size_t>(p) >= parts) continue;
+    out[static_cast<std::size_t>(p)].rows.emplace_back(row_key(cursor), cursor);
+    set_bit(copied_, cursor, true);
+  }
+  for (auto& o : out)
+    std::sort(o.rows.begin(), o.rows.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+std::vector<sparse_table::picked_rows> sparse_table::pick_after_copy(key_part part,
+                                                                     const void* context,
+                                                                     std::size_t parts,
+                                                                     int64_t now) const {
+  auto out = pick(part, context, parts, now, copying_);
+  if (!copying_) return out;
+  const uint32_t at = clock32(now);
+  auto gone_to = [&](uint64_t key) {
+    // A key removed and created again is a live row: its copy is right, or it is written over.
+    const uint32_t index = index_.find(key, key_of());
+    if (index != row_index::npos && !stale(index, at)) return;
+    const auto p = part(key, context);
+    if (p >= 0 && static_cast<std::size_t>(p) < parts)
+      out[static_cast<std::size_t>(p)].gone.push_back(key);
+  };
+  for (auto key : copied_gone_) gone_to(key);
+  for (uint32_t index = 0; index < index_.size(); ++index)  // copied, stale since
+    if (copied(index) && stale(index, at)) gone_to(row_key(index));
+  for (auto& o : out) {
+    std::sort(o.gone.begin(), o.gone.end());
+    o.gone.erase(std::unique(o.gone.begin(), o.gone.end()), o.gone.end());
+  }
+  return out;
+}
+
+std::size_t sparse_table::remove_keys(const uint64_t* keys, std::size_t count) {
+  std::size_t removed = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const uint32_t index = index_.find(keys[k], key_of());
+    if (index == row_index::npos) continue;
+    unlink_row(index);
+    ++removed;
+  }
+  return removed;
+}
+
+void sparse_table::put_rows(const sparse_rows_in& in, int64_t clock) {
+  check_rows(in, nullptr, "put_rows");
+  require(in.pending_keys.empty(), "put_rows: pending counts are taken by take_rows");
+  const std::size_t n = in.keys.size;
+  const uint32_t dim = cfg_.dim;
+  const std::size_t state_floats = std::size_t(slots_) * dim;
+  std::vector<uint32_t> found(n);
+  std::size_t fresh = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    found[r] = index_.find(in.keys[r], key_of());
+    if (found[r] == row_index::npos) {
+      require(pending_.count(in.keys[r]) == 0,
+              "put_rows: key " + std::to_string(in.keys[r]) + " is pending here");
+      ++fresh;
+    }
+  }
+  require(index_.size() + fresh <= max_rows, "put_rows: more rows than one table can hold");
+  // Every allocation first, so that a throw leaves the table as it was.
+  const auto first = static_cast<uint32_t>(index_.size());
+  if (fresh > 0) ensure_pages_to(first + static_cast<uint32_t>(fresh) - 1);
+  reserve_rows(fresh);
+  index_.reserve(first + fresh, key_of());
+  uint32_t next = first;
+  for (std::size_t r = 0; r < n; ++r) {
+    const bool is_new = found[r] == row_index::npos;
+    const uint32_t index = is_new ? next++ : found[r];
+    if (is_new) std::memcpy(row_start(index), &in.keys[r], sizeof(uint64_t));
+    float* values = row(index);
+    std::memcpy(values, in.values.data + r * dim, dim * sizeof(float));
+    std::memcpy(values + dim, in.state.data + r * state_floats, state_floats * sizeof(float));
+    set_row_clock(index, in.clocks.empty() ? clock32(clock) : in.clocks[r]);
+    set_row_touches(index, in.touches[r]);
+    if (counts_steps_) {
+      if (is_new) steps_.push_back(in.steps[r]);
+      else steps_[index] = in.steps[r];
+    }
+  }
+  index_.append(fresh, key_of());  // reserved: cannot throw now
+  peak_rows_ = std::max(peak_rows_, index_.size());
+}
+
+void sparse_table::take_all(sparse_table& other) {
+  const auto n = static_cast<uint32_t>(other.index_.size());
+  std::vector<std::pair<uint64_t, uint32_t>> rows;
+  rows.reserve(n);
+  for (uint32_t index = 0; index < n; ++index) rows.emplace_back(other.row_key(index), index);
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto all = other.export_indices(rows);
+  take_rows(rows_in(all), 0, true);
+  other = sparse_table(other.cfg_, other.seed_, other.table_);
 }
 
 } // namespace actorps

@@ -248,6 +248,8 @@ public:
   struct picked_rows {
     std::vector<std::pair<uint64_t, uint32_t>> rows;
     sparse_table_rows pending;
+    /// pick_after_copy only: keys copied ahead that are no rows here any more (ascending).
+    std::vector<uint64_t> gone;
   };
   /// export_parts's picking: each part's rows and pending counts, the rows not copied yet.
   std::vector<picked_rows> pick_parts(key_part part, const void* context, std::size_t parts,
@@ -270,6 +272,40 @@ public:
   bool counts_steps() const { return counts_steps_; }
   /// The admission sketch alone (depth 0 without one), as export_rows writes it.
   admission_sketch_state admission_state() const;
+
+  // --- copying ahead: the moving rows copied while the table goes on changing, then only
+  // what changed since forwarded at the move ---
+
+  /// Starts a copy ahead at global clock `since`: no row is marked copied yet (what an earlier
+  /// copy marked is forgotten).
+  void begin_copy(int64_t since);
+  /// Whether a copy ahead is under way, and the clock it began at.
+  bool copying() const { return copying_; }
+  int64_t copy_since() const { return copy_since_; }
+  /// One bounded step of the copy: the rows [cursor, cursor + budget) that `part` sends to a
+  /// part (< parts), not stale at `now` and not copied yet, picked and marked copied (each part
+  /// in key order, pending counts left out); `cursor` moves on. A row keeps its mark when
+  /// another row's removal moves it. Done when cursor reaches rows().
+  std::vector<picked_rows> pick_copy(key_part part, const void* context, std::size_t parts,
+                                     uint32_t& cursor, std::size_t budget, int64_t now) const;
+  /// At the move, after a copy ahead: as pick_parts, but of the rows only those not copied or
+  /// changed since their copy, and in `gone` the copied keys that are no live rows here now
+  /// (removed since, or stale at `now`). Taken on top of the copies
+  /// (remove_keys(gone), put_rows(rows), the pending counts) it gives pick_parts's rows.
+  std::vector<picked_rows> pick_after_copy(key_part part, const void* context, std::size_t parts,
+                                           int64_t now) const;
+  /// Ends a copy ahead: the marks and what they remembered are forgotten.
+  void end_copy();
+
+  /// Removes the rows of `keys` held here (handed over, as drop_rows_of); others are ignored.
+  std::size_t remove_keys(const uint64_t* keys, std::size_t count);
+  /// Writes `rows` (no pending counts, no sketch) over the rows of their keys, creating those
+  /// not held (each with its values, state, touches, Adam's step and clock; rows without clocks
+  /// at `clock`). Throws std::invalid_argument as take_rows, the table unchanged then.
+  void put_rows(const sparse_rows_in& rows, int64_t clock = 0);
+  /// Moves every row of `other` (a table of the same config holding none of this one's keys,
+  /// without pending counts) into this one; `other` is left empty.
+  void take_all(sparse_table& other);
 
   /// Removes the rows and exact pending counts of the keys `moving` picks (handed over: not
   /// counted as evicted, not remembered for deltas); returns how many rows went.
@@ -440,6 +476,26 @@ private:
   std::vector<std::pair<uint64_t, uint32_t>> removed_;
   /// track_removed: each exact pending entry the sweep dropped, with the clock of the drop.
   std::vector<std::pair<uint64_t, uint32_t>> removed_pending_;
+  /// A copy ahead (begin_copy): per row a bit set once pick_copy copied it and one set once it
+  /// changed after (both moved with the row by unlink_row; rows beyond them clear), and the
+  /// copied keys removed since.
+  bool copying_ = false;
+  int64_t copy_since_ = 0;
+  mutable std::vector<uint64_t> copied_;
+  std::vector<uint64_t> changed_;
+  std::vector<uint64_t> copied_gone_;
+  static bool bit(const std::vector<uint64_t>& bits, uint32_t index) {
+    return index / 64 < bits.size() && (bits[index / 64] >> (index % 64) & 1u);
+  }
+  static void set_bit(std::vector<uint64_t>& bits, uint32_t index, bool on);
+  bool copied(uint32_t index) const { return bit(copied_, index); }
+  /// pick_parts, with `changed_only` leaving out the rows whose copy ahead is still right.
+  std::vector<picked_rows> pick(key_part part, const void* context, std::size_t parts,
+                                int64_t now, bool changed_only) const;
+  /// A row about to change: its copy (if any) will need writing over.
+  void note_change(uint32_t index) {
+    if (copying_ && copied(index)) set_bit(changed_, index, true);
+  }
 };
 
 } // namespace actorps
