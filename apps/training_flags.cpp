@@ -234,7 +234,8 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "the global clock reaches C, ROLE:I@seconds=T that long after training began (ROLE: "
      "worker, ps, evaluator); ps:I@resize=K kills shard I as the K-th --resize moves the "
      "shards' rows (a shard it spawned gets its part again; an older one: back to a "
-     "checkpoint); process@checkpoint=C SIGKILLs this process once the first shard "
+     "checkpoint; ps:I@clock=C with I beyond the shards then, the shard a growth spawned "
+     "for its rows copied ahead); process@checkpoint=C SIGKILLs this process once the first shard "
      "file of the checkpoint at clock C is on disk (a crash between shard files); "
      "disk@checkpoint=C makes writing the checkpoint at clock C fail as a full disk would")
     ("resize", po::value(&o.resize)->composing(),

@@ -95,6 +95,8 @@ TEST_CASE("a dense model resized 2 -> 3 -> 1 -> 2 in sync mode exports the same 
   for (const auto& c : changes) {
     CHECK(c["buckets"] == 0);  // no sparse table
     CHECK(c["blocks"].get<int64_t>() > 0);  // each change moves some dense blocks
+    CHECK(c["copies_ahead"] == 0);  // no rows to copy ahead: the blocks move at the clock
+    CHECK(c["copy_ms"] == -1);
   }
   // Shrinking to one shard moves every block the two others held; growing back from one
   // moves what the new shard is owed, not everything.
@@ -117,13 +119,51 @@ TEST_CASE("a sparse lr resized 2 -> 3 -> 1 -> 2 in sync mode exports the same by
   // and twice what moves). Each old shard hands over two files here, its dense blocks and the
   // rows for the one shard that gains buckets, each carrying the run's spec: its 4 096 bucket
   // placements (8 KB) are most of it.
+  // The rows went ahead, copied while the run trained (from the first report after the change
+  // before: the first copy finds only pending counts, admitted at a key's second push); the
+  // hand-overs at the clocks held what changed since (and each copy and file carries the spec's
+  // placements).
+  for (std::size_t i : {1, 2}) {
+    CAPTURE(i);
+    CHECK(changes[i]["copies_ahead"].get<int64_t>() > 0);
+    CHECK(changes[i]["copied_ahead_bytes"].get<int64_t>() > 0);
+  }
   for (std::size_t i : {0, 2}) {
     CAPTURE(i);
     const double handed = changes[i]["handed_over_bytes"], moved = changes[i]["bytes"];
-    const double files = 2.0 * from[i], framing = files * (2 * 4096 + 1024);
-    CHECK(handed > 0.9 * moved);
-    CHECK(handed < 1.4 * moved + framing);
+    const double copied = changes[i]["copied_ahead_bytes"];
+    const double copies = changes[i]["copies_ahead"];
+    CHECK(changes[i]["copy_ms"].get<double>() >= 0);
+    CHECK(changes[i]["copy_from_clock"].get<int64_t>() < changes[i]["clock"].get<int64_t>());
+    const double files = 2.0 * from[i] + copies, framing = files * (2 * 4096 + 1024);
+    CHECK(handed + copied > 0.9 * moved);
+    CHECK(handed + copied < 1.4 * moved + framing);
   }
+}
+
+TEST_CASE("a shard spawned for a growth's copy ahead, lost before it: the next gets the copies") {
+  // Sync: ps:2 is spawned for the change to 3 shards at clock 12 once it is near (8 clocks at
+  // least), takes the rows copied to it, and is killed at clock 9; the shard the change spawns
+  // instead is given those copies before its part, and the model is the never-resized run's.
+  test::scratch_dir dir{"actorps_live_resize"};
+  const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
+                          "--steps 30 --slow worker:0=10 "
+                          + test::generated_criteo(dir.path, 6000, 500);
+  auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
+  REQUIRE_MESSAGE(still.status == 0, still.output);
+  const auto metrics = dir.path + "/killed.jsonl", out = dir.path + "/killed";
+  const auto r = test::run_actorps(run + " --resize ps=3@clock=12 --resize ps=1@clock=20 "
+                                   "--kill ps:2@clock=9 --export-dir " + out + " --metrics "
+                                   + metrics);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(bytes_of(out + "/1/model.capnp") == bytes_of(dir.path + "/still/1/model.capnp"));
+  CHECK_MESSAGE(test::contains(r.output, "fault injection: killing ps:2 at clock 9"), r.output);
+  CHECK_MESSAGE(test::contains(r.output, "shard 2, spawned for the resize at clock 12, was lost"),
+                r.output);
+  const auto changes = test::metrics_events(metrics, "resize");
+  REQUIRE(changes.size() == 2);
+  CHECK(changes[0]["copies_ahead"].get<int64_t>() > 0);
+  CHECK(changes[0]["shards_lost"] == 0);  // lost before the change, not while the parts moved
 }
 
 TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {

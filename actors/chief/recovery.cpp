@@ -321,6 +321,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   if (on_spare_down(self, dm)) return;  // a spare ps task (spare_tasks.cpp)
   if (on_spare_worker_down(self, dm)) return;  // a spare worker task (spare_workers.cpp)
   if (rollback_episode_down(self, dm)) return;
+  if (arriving_shard_down(self, dm)) return;  // spawned for a copy ahead (copy_ahead.cpp)
   for (auto& task : st.ps_tasks)
     if (is(task)) {  // a host of standbys only (rejoin_as_standby_host): their own downs tell
       task = nullptr;
@@ -456,6 +457,11 @@ void run_kill(self_ptr self, int32_t i) {
   else if (k.target == role_kind::ps && k.index < static_cast<int32_t>(st.shards.size())
            && st.shards[k.index])  // (a --resize may have removed it)
     target = st.shards[k.index].address();
+  else if (k.target == role_kind::ps && k.index >= static_cast<int32_t>(st.shards.size())
+           && static_cast<std::size_t>(k.index) - st.shards.size() < st.copy.arriving.size()
+           && st.copy.arriving[static_cast<std::size_t>(k.index) - st.shards.size()])
+    // spawned for a growth's copy ahead, not serving yet
+    target = st.copy.arriving[static_cast<std::size_t>(k.index) - st.shards.size()].address();
   else if (k.target == role_kind::evaluator && st.evaluator)
     target = st.evaluator.address();
   auto name = role_id{k.target, k.index}.text();

@@ -42,9 +42,10 @@
 // after any lost shard (rollback.cpp; the change is made by restoring it at the new size). A
 // rollback begun before the hand-overs are in hand asks for them again once it has resumed.
 //
-// What is not done yet: the move is a stop at C (the workers wait while the moving rows are
-// exported, passed on and taken); copying the moving buckets while training goes on, then
-// freezing only them, is the next step.
+// In one process the rows a change of shards moves are copied ahead while the run trains
+// (copy_ahead.cpp): each new shard holds its copies before C, and the hand-overs at C hold only
+// the rows changed or never copied since and the copied keys that went, so that the stop at C
+// takes in what changed, not every moving row. Across processes the rows still move at C.
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/log.hpp"
@@ -110,6 +111,9 @@ void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double move_ms)
                         .add("shards_lost", static_cast<uint64_t>(r.lost.size()))
                         .add("retrained_samples", retrained * st.cfg.batch)
                         .add("workers_kept", static_cast<uint64_t>(r.kept))
+                        .add("copied_ahead_bytes", r.copied)
+                        .add("copies_ahead", r.copies).add("copy_ms", r.copy_ms)
+                        .add("copy_from_clock", r.copy_from)
                         .add("wall_s", st.elapsed()));
     st.metrics->flush();
     answer_scale_request(self);  // actorps scale: done
@@ -139,6 +143,25 @@ void run_resize_episode(self_ptr self) {
                                       + std::to_string(plan.rows.size() - 1) + " of "
                                       + std::to_string(st.shards.size())));
   plan.rows.resize(st.shards.size());
+  // The rows copied ahead: each shard holds its copies already, but one spawned since the
+  // shard spawned for the copy was lost (given them before its part).
+  auto& c = st.copy;
+  if (c.generation == st.resize_generation && c.generation != 0) {
+    plan.copied = std::move(c.staged);
+    st.resize.copied = c.bytes;
+    st.resize.copies = c.chunks;
+    st.resize.copy_ms = std::chrono::duration<double, std::milli>(c.ended - c.began).count();
+    st.resize.copy_from = c.from_clock;
+    plan.copy_again.assign(st.shards.size(), false);
+    for (std::size_t i = 0; i < c.arrived_lost.size(); ++i)
+      if (c.arrived_lost[i] && st.resize.from + i < plan.copy_again.size())
+        plan.copy_again[st.resize.from + i] = true;
+    clear_copy_ahead(self);
+  } else {
+    end_copy_ahead(self);  // none, or an earlier change's
+  }
+  plan.copied.resize(st.shards.size());
+  plan.copy_again.resize(st.shards.size(), false);
   plan.shards = st.shards;
   plan.incarnations = st.incarnation;
   plan.request_timeout = st.cfg.request_timeout;
@@ -195,9 +218,12 @@ void begin_resize(self_ptr self, std::vector<std::vector<wire_buffer>> states) {
   const auto shards = planned.shards > 0 ? planned.shards : st.cfg.spec.shards;
   const auto workers = planned.workers > 0 ? planned.workers : st.cfg.spec.workers;
   if (!resize_can_begin(self, shards, workers)) {
+    end_copy_ahead(self);
     if (st.cfg.remote) release_paused_workers(self);
     return arm_next_resize(self);
   }
+  if (st.copy.failed)  // a copy the hand-overs count on was not taken
+    return fail_run(self, "resizing the shards failed", st.copy.failed);
   train_spec after;
   std::vector<placement_move> moves;
   try {
@@ -247,7 +273,10 @@ void begin_resize(self_ptr self, std::vector<std::vector<wire_buffer>> states) {
       self->send_exit(st.shards[s], caf::exit_reason::user_shutdown);
     }
     st.shards.resize(static_cast<std::size_t>(r.to));
-    for (int32_t s = r.from; s < r.to; ++s) spawn_local_shard(self, s);
+    for (int32_t s = r.from; s < r.to; ++s) {
+      if (auto arriving = take_arriving_shard(self, s)) st.shards[s] = std::move(arriving);
+      else spawn_local_shard(self, s);
+    }
   }
   st.cfg.spec = std::move(after);
   run_resize_episode(self);
@@ -271,7 +300,11 @@ void checkpoints_then_resize(self_ptr self, int64_t clock, uint64_t generation,
   for (std::size_t w = 0; w < st.clocks.size(); ++w)
     if (st.live[w]) st.clocks[w] = std::max(st.clocks[w], clock);
   maybe_checkpoint(self);
-  if (!st.checkpoint_in_flight) return begin_resize(self, std::move(*states));
+  if (!st.checkpoint_in_flight) {
+    if (!copy_ahead_in_flight(st)) return begin_resize(self, std::move(*states));
+    st.copy.held_states = states;  // begins once the last copy is taken (begin_held_resize)
+    return;
+  }
   st.after_checkpoint = [=, before = std::move(st.after_checkpoint)] {
     if (before) before();  // a stop on a signal, say: it ends the phase, and the change with it
     auto& st = self->state;
@@ -321,6 +354,7 @@ void ask_states_at(self_ptr self, int64_t clock, uint64_t generation) {
       st.resize_asked = false;
       if (is_error(err, errc::checkpoint_clock_passed)) {  // resumed past it, say
         if (ask_scale_later(self)) return arm_next_resize(self);  // actorps scale: further on
+        end_copy_ahead(self);
         const auto& planned = st.cfg.resizes[st.resizes_done++];
         log_line(log_level::warn, "chief",
                  "resize " + to_string(planned) + " skipped: the shards are past that clock");
@@ -373,8 +407,16 @@ int64_t next_resize_clock(const chief_state& st, int64_t start_clock) {
   return -1;
 }
 
+void begin_held_resize(self_ptr self) {
+  auto& st = self->state;
+  auto states = std::exchange(st.copy.held_states, nullptr);
+  if (states && st.phase == run_phase::training && st.copy.generation == st.resize_generation)
+    begin_resize(self, std::move(*states));
+}
+
 void abort_resize(self_ptr self) {
   auto& st = self->state;
+  end_copy_ahead(self);
   ++st.resize_generation;
   st.resize_asked = false;
   if (auto episode = std::exchange(st.resizing, nullptr))

@@ -23,7 +23,8 @@
 //               gives away go), with every worker's new incarnation (a push of the stopped
 //               workers still on its way is refused); the shards that leave are the chief's to
 //               stop. A shard the resize spawned that is lost is spawned again by the chief,
-//               which names the replacement (resize, s, replacement): its part goes there.
+//               which names the replacement (resize, s, replacement): its part goes there, after
+//               the rows copied ahead to it (resize_plan::copied), which it does not hold.
 //   done        the answer: the bytes that changed shard, the time to read and cut the dense
 //               hand-overs and the time the shards took to take their parts; then it quits
 //   failed      the answer is the error
@@ -92,6 +93,8 @@ auto replaced(episode self) {
     auto& st = self->state;
     if (s < 0 || static_cast<std::size_t>(s) >= st.plan.shards.size()) return;
     st.plan.shards[static_cast<std::size_t>(s)] = std::move(replacement);
+    if (static_cast<std::size_t>(s) < st.plan.copy_again.size())
+      st.plan.copy_again[static_cast<std::size_t>(s)] = true;  // it holds no copies
     if (st.parts.empty()) return;  // not cut yet: sent when they are
     if (st.moved[static_cast<std::size_t>(s)]) {  // it had taken its part: take it again
       st.moved[static_cast<std::size_t>(s)] = false;
@@ -101,7 +104,32 @@ auto replaced(episode self) {
   };
 }
 
+void send_part_now(episode self, std::size_t s);
+
+/// Shard s's part, after the rows copied ahead to it where it holds none of them (a shard
+/// spawned since the copy).
 void send_part(episode self, std::size_t s) {
+  auto& st = self->state;
+  const bool again = s < st.plan.copy_again.size() && st.plan.copy_again[s]
+                     && !st.plan.copied[s].empty();
+  if (!again) return send_part_now(self, s);
+  const auto shard = st.plan.shards[s];
+  auto left = std::make_shared<std::size_t>(st.plan.copied[s].size());
+  for (const auto& copy : st.plan.copied[s])
+    self->request(shard, st.plan.request_timeout, resize_atom::value, copy_atom::value, copy)
+      .then(
+        [=](caf::ok_atom) {
+          if (self->state.plan.shards[s] != shard) return;  // replaced since: given again
+          if (--*left == 0) send_part_now(self, s);
+        },
+        [=](caf::error& err) {
+          if (err == caf::sec::request_receiver_down) return;  // replaced: given again
+          if (self->state.plan.shards[s] != shard) return;
+          fail(self, std::move(err));
+        });
+}
+
+void send_part_now(episode self, std::size_t s) {
   auto& st = self->state;
   const auto shard = st.plan.shards[s];
   self->request(shard, st.plan.request_timeout, restore_atom::value, resize_atom::value,
@@ -132,8 +160,9 @@ behavior moving(episode self, std::vector<wire_buffer> parts, uint64_t moved) {
   st.moved.assign(st.parts.size(), false);
   st.waiting = st.parts.size();
   st.moved_bytes = moved;
-  for (const auto& rows : st.plan.rows)
-    for (const auto& part : rows) st.moved_bytes += shard_checkpoint_row_bytes(part);
+  for (const auto* parts : {&st.plan.rows, &st.plan.copied})
+    for (const auto& rows : *parts)
+      for (const auto& part : rows) st.moved_bytes += shard_checkpoint_row_bytes(part);
   for (std::size_t s = 0; s < st.parts.size(); ++s) send_part(self, s);
   return {busy(), replaced(self)};
 }

@@ -40,6 +40,11 @@ struct resize_plan {
   /// The shards of the new size, in shard order: the old ones that stay (each keeps the rows of
   /// its buckets that stay), then the new ones (empty).
   std::vector<ps_shard_actor> shards;
+  /// For each shard of the new size, the rows copied ahead to it while the run trained
+  /// (copy_ahead.cpp): the hand-overs' rows are what changed since. It holds them aside already,
+  /// unless `copy_again` says it is a shard spawned since (given them before its part).
+  std::vector<std::vector<wire_buffer>> copied;
+  std::vector<bool> copy_again;
   std::vector<uint32_t> incarnations;  ///< every worker's, which the shards admit from now on
   std::chrono::milliseconds request_timeout{std::chrono::minutes(2)};
 };

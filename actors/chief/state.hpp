@@ -186,7 +186,31 @@ struct chief_state {
     std::size_t kept = 0;         // workers that took the new shards where they were
     // shards the resize spawned, lost while the parts moved and given theirs again, and when
     std::vector<std::pair<int32_t, time_point>> lost;
+    // the rows copied ahead for it (copy_ahead.cpp): bytes, copies, and the copy's time (-1: none)
+    uint64_t copied = 0, copies = 0;
+    double copy_ms = -1;
+    int64_t copy_from = -1;       // the run's clock when the copy began
   } resize;
+  // The rows a change of shards moves, copied ahead while the run trains (copy_ahead.cpp; one
+  // process): the old shards copy them in bounded steps, each new shard keeps its copies aside,
+  // and the hand-overs at the clock then hold only what changed since.
+  struct copy_ahead_run {
+    uint64_t generation = 0;              // the resize's (resize_generation); 0: none
+    int64_t clock = 0;                    // the resize's clock
+    int32_t to = 0;                       // its number of shards
+    int64_t from_clock = 0;               // the run's clock when the copy began
+    std::vector<uint16_t> placement;      // its bucket placement
+    std::vector<ps_shard_actor> arriving; // the shards beyond the old ones, spawned for it
+    std::vector<bool> arrived_lost;       // by those: lost before the change took them
+    // By shard of the new size: the copies it took (given again to a replacement).
+    std::vector<std::vector<wire_buffer>> staged;
+    std::size_t in_flight = 0;            // copy steps and copies on their way
+    caf::error failed;                    // a copy a shard refused: the change cannot use them
+    uint64_t bytes = 0, chunks = 0;
+    time_point began, ended;
+    // the hand-overs in hand, kept while copies are still on their way
+    std::shared_ptr<std::vector<std::vector<wire_buffer>>> held_states;
+  } copy;
 
   // distributed runs: ps tasks beyond the run's shards that joined and wait to be taken into
   // it by a growth (spare_tasks.cpp), by ps index
@@ -569,6 +593,26 @@ void arm_next_resize(self_ptr self);
 void abort_resize(self_ptr self);
 /// The end of a run: says (log and metrics) which planned resizes never happened.
 void report_unfired_resizes(self_ptr self);
+/// The change waiting for its copies ahead (copy.held_states) begins.
+void begin_held_resize(self_ptr self);
+
+// copy_ahead.cpp
+/// training: once the next change of shards is near (a couple of seconds of training before
+/// its clock, at the rate so far), the old shards start copying ahead the rows it moves.
+void maybe_copy_ahead(self_ptr self);
+/// Whether copies ahead are still on their way (the change waits for them).
+bool copy_ahead_in_flight(const chief_state& st);
+/// Shard s of the new size, spawned for the copy ahead (monitored): the change takes it; null
+/// when there is none (spawned by the change then).
+ps_shard_actor take_arriving_shard(self_ptr self, int32_t s);
+/// The copy ahead will not be used: its shards not taken stop, the old shards forget it (their
+/// hand-overs are whole again), its record is cleared.
+void end_copy_ahead(self_ptr self);
+/// The change took the copy ahead (its shards and copies): its record is cleared.
+void clear_copy_ahead(self_ptr self);
+/// Whether `dm` is a shard spawned for the copy ahead going down (its copies are given again to
+/// the one the change spawns instead).
+bool arriving_shard_down(self_ptr self, const caf::down_msg& dm);
 /// Shard s, one the resize spawned, was lost while the parts move: it is spawned again and the
 /// episode gives it its part again (nothing of clock C is lost).
 void resize_shard_lost(self_ptr self, int32_t s, const caf::down_msg& dm);

@@ -105,6 +105,7 @@ void on_train_report(self_ptr self, const train_report& r) {
   check_kills(self);
   maybe_checkpoint(self);
   maybe_export(self);
+  maybe_copy_ahead(self);
   auto& st = self->state;
   if (st.progress->due(false)) st.progress->show(progress_text(st), false);
 }

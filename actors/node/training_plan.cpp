@@ -484,20 +484,24 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
           "must be at least 1");
   if (o.export_every > 0 && o.export_dir.empty())
     throw usage_error("--export-every needs --export-dir");
+  for (const auto& r : o.resize) v.resizes.push_back(parse_resize(r));
+  for (const auto& r : o.resizes)
+    v.resizes.push_back(parse_resize(to_string(planned_resize{r.ps, r.at_clock, r.workers})));
+  // A shard a planned growth adds may be killed at a clock too (before the change: while the
+  // rows are copied ahead to it; a kill finding none says so).
+  int shards = o.ps;
+  for (const auto& r : v.resizes) shards = std::max(shards, r.shards);
   for (const auto& kills : o.kill) {  // repeatable, and each may list several: a,b,c
     std::stringstream items(kills);
     for (std::string k; std::getline(items, k, ',');) {
-      auto kill = parse_kill(k, o.workers, o.ps, &v.crash_at, &v.disk_fail_at);
+      auto kill = parse_kill(k, o.workers, shards, &v.crash_at, &v.disk_fail_at);
       if (k.rfind("process@", 0) != 0 && k.rfind("disk@", 0) != 0) v.kills.push_back(kill);
     }
   }
   for (const auto& k : o.kills)  // the library's, as values: checked as typed ones are
     v.kills.push_back(parse_kill(k.role + ":" + std::to_string(k.index) + "@clock="
                                    + std::to_string(k.at_clock),
-                                 o.workers, o.ps, &v.crash_at, &v.disk_fail_at));
-  for (const auto& r : o.resize) v.resizes.push_back(parse_resize(r));
-  for (const auto& r : o.resizes)
-    v.resizes.push_back(parse_resize(to_string(planned_resize{r.ps, r.at_clock, r.workers})));
+                                 o.workers, shards, &v.crash_at, &v.disk_fail_at));
   if (v.crash_at >= 0 && o.checkpoint_dir.empty())
     throw usage_error("--kill process@checkpoint needs --checkpoint-dir");
   if (v.disk_fail_at >= 0 && o.checkpoint_dir.empty())

@@ -17,7 +17,9 @@
 # and GB/s (bytes over freeze); ms_per_clock_before / _after (median gap between the chief's
 # reports of consecutive clocks, 50 clocks each side) and samples_per_s likewise;
 # lost_s, the training time the change cost: the gap from clock CLOCK - 1's last report to clock
-# CLOCK's first, less a median clock. With -r, a resize_restart.json (scripts/bench/
+# CLOCK's first, less a median clock, plus what the clocks during the copy ahead (the sparse
+# rows copied while the run trains, from copy_from_clock: copy_ms, copied_ahead_bytes) took
+# beyond a median clock each (lost_in_copy_s; samples_per_s_during_copy). With -r, a resize_restart.json (scripts/bench/
 # resize_restart.sh, the stop-the-world way: checkpoint, new process, --resume --ps), each case
 # it has gets lost_s / its stop_to_first_clock_s. The JSON (default BUILD_DIR/bench/
 # live_resize.json) holds them. About 5 min at the defaults on 2 cores; `-n 20000 -c 20` takes
@@ -117,11 +119,17 @@ def case(kind):
         samples[c] = samples.get(c, 0) + e["samples"]
     def gaps(clocks):
         return [last[c] - last[c - 1] for c in clocks if c in last and c - 1 in last]
-    before = gaps(range(max(1, at - 50), at))
+    # With a copy ahead (from copy_from_clock to the change), "before" ends where it began, and
+    # the clocks it slowed count as lost beside the gap at the change.
+    copy_from = r.get("copy_from_clock", -1)
+    copy_from = copy_from if copy_from is not None and 0 <= copy_from < at else at
+    before = gaps(range(max(1, copy_from - 50), copy_from)) or gaps(range(max(1, at - 50), at))
+    during = gaps(range(copy_from + 1, at))
     after = gaps(range(at + 2, at + 52))
     per_clock = statistics.median(before)
     after_clock = statistics.median(after) if after else None
     gap = first[at] - last[at - 1]
+    copy_lost = sum(max(0.0, g - per_clock) for g in during)
     res = {
         "clock": at, "from": r["from"], "to": r["to"], "bytes": r["bytes"],
         "buckets": r["buckets"], "blocks": r["blocks"], "freeze_ms": round(r["freeze_ms"], 2),
@@ -134,7 +142,13 @@ def case(kind):
         "ms_per_clock_after": round(after_clock * 1000, 3) if after_clock else None,
         "samples_per_s_before": round(samples.get(at - 1, 0) / per_clock) if per_clock else None,
         "samples_per_s_after": round(samples.get(at + 1, 0) / after_clock) if after_clock else None,
-        "lost_s": round(max(0.0, gap - per_clock), 4),
+        "copy_from_clock": r.get("copy_from_clock"), "copy_ms": r.get("copy_ms"),
+        "copied_ahead_bytes": r.get("copied_ahead_bytes"), "copies_ahead": r.get("copies_ahead"),
+        "ms_per_clock_during_copy": round(statistics.median(during) * 1000, 3) if during else None,
+        "samples_per_s_during_copy":
+            round(samples.get(at - 1, 0) / statistics.median(during)) if during else None,
+        "lost_in_copy_s": round(copy_lost, 4),
+        "lost_s": round(max(0.0, gap - per_clock) + copy_lost, 4),
     }
     summary = [e for e in events if e["event"] == "summary"][-1]
     res["samples"], res["planned_samples"] = summary["samples"], summary["planned_samples"]
