@@ -165,6 +165,12 @@ struct train_options : common_run_options {
     int32_t workers = 0;
   };
   std::vector<resize_at> resizes;
+  /// How a change of shards moves the sparse rows, as --copy-ahead: "always" copies them to
+  /// their new shard while the run trains (the stop at the clock then takes what changed
+  /// since), "never" moves them all at the clock, "auto" copies ahead when this process has a
+  /// core beyond its workers and shards (the copy costs as much work as the move: on cores
+  /// that are all busy it slows the training around it more than it shortens the stop).
+  std::string copy_ahead = "auto";
   /// Hot standbys per shard, as --replicas (train() only): 0 none (a lost shard rolls the run
   /// back to its newest checkpoint), 1 a standby that takes over with no update lost.
   int replicas = 0;

@@ -244,7 +244,12 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "blocks changing shard; workers=N@clock=C on N workers, every minibatch not trained yet "
      "shared out among them (each still trained once); ps=N,workers=M@clock=C both; every "
      "worker pauses before C, so each push is applied once in every mode; with --replicas 1 "
-     "the new shards get standbys; export versions go on (one process)");
+     "the new shards get standbys; export versions go on (one process)")
+    ("copy-ahead", po::value(&o.copy_ahead)->default_value(o.copy_ahead),
+     "how a --resize of shards moves the sparse rows: always copies them to their new shard "
+     "while training goes on (the stop at the clock takes only what changed since), never "
+     "moves them at the clock, auto copies ahead when a core is left beyond the workers and "
+     "shards (on busy cores the copy slows training more than it shortens the stop)");
   add_replica_options(desc, o);
 }
 

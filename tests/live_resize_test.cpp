@@ -107,6 +107,7 @@ TEST_CASE("a sparse lr resized 2 -> 3 -> 1 -> 2 in sync mode exports the same by
   test::scratch_dir dir{"actorps_live_resize"};
   auto o = test::lr_on_generated_criteo(dir.path, 6000, 500);
   o.admit_after = 2;  // pending counts move with their buckets too
+  o.copy_ahead = "always";  // whatever cores this machine has
   auto changes = compare_resized(o, dir.path);
   const int from[] = {2, 3, 1};
   // buckets_after_resize of 4096 round-robin buckets: 2 -> 3 moves a third, 3 -> 1 the two
@@ -141,29 +142,44 @@ TEST_CASE("a sparse lr resized 2 -> 3 -> 1 -> 2 in sync mode exports the same by
   }
 }
 
+TEST_CASE("with --copy-ahead never the rows move at the clock, the same bytes exported") {
+  test::scratch_dir dir{"actorps_live_resize"};
+  auto o = test::lr_on_generated_criteo(dir.path, 6000, 500);
+  o.copy_ahead = "never";
+  for (const auto& c : compare_resized(o, dir.path)) {
+    CHECK(c["copies_ahead"] == 0);
+    CHECK(c["copied_ahead_bytes"] == 0);
+    CHECK(c["copy_from_clock"] == -1);
+    // every moving row handed over at the clock (with the files' framing)
+    CHECK(c["handed_over_bytes"].get<double>() > 0.9 * c["bytes"].get<double>());
+  }
+}
+
 TEST_CASE("a shard spawned for a growth's copy ahead, lost before it: the next gets the copies") {
-  // Sync: ps:2 is spawned for the change to 3 shards at clock 12 once it is near (8 clocks at
-  // least), takes the rows copied to it, and is killed at clock 9; the shard the change spawns
-  // instead is given those copies before its part, and the model is the never-resized run's.
+  // Sync: 2 -> 1 shard at clock 8, then 1 -> 3 at clock 20: ps:1 and ps:2 are spawned for the
+  // growth as soon as the first change is made (its clock near: 8 clocks at least), take the
+  // rows copied to them, and ps:2 is killed at clock 16; the shard the change spawns instead is
+  // given those copies before its part, and the model is the never-resized run's.
   test::scratch_dir dir{"actorps_live_resize"};
   const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
-                          "--steps 30 --slow worker:0=10 "
+                          "--steps 30 --admit-after 1 --slow worker:0=10 --copy-ahead always "
                           + test::generated_criteo(dir.path, 6000, 500);
   auto still = test::run_actorps(run + " --export-dir " + dir.path + "/still");
   REQUIRE_MESSAGE(still.status == 0, still.output);
   const auto metrics = dir.path + "/killed.jsonl", out = dir.path + "/killed";
-  const auto r = test::run_actorps(run + " --resize ps=3@clock=12 --resize ps=1@clock=20 "
-                                   "--kill ps:2@clock=9 --export-dir " + out + " --metrics "
+  const auto r = test::run_actorps(run + " --resize ps=1@clock=8 --resize ps=3@clock=20 "
+                                   "--kill ps:2@clock=16 --export-dir " + out + " --metrics "
                                    + metrics);
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(bytes_of(out + "/1/model.capnp") == bytes_of(dir.path + "/still/1/model.capnp"));
-  CHECK_MESSAGE(test::contains(r.output, "fault injection: killing ps:2 at clock 9"), r.output);
-  CHECK_MESSAGE(test::contains(r.output, "shard 2, spawned for the resize at clock 12, was lost"),
+  CHECK_MESSAGE(test::contains(r.output, "fault injection: killing ps:2 at clock 16"), r.output);
+  CHECK_MESSAGE(test::contains(r.output, "shard 2, spawned for the resize at clock 20, was lost"),
                 r.output);
   const auto changes = test::metrics_events(metrics, "resize");
   REQUIRE(changes.size() == 2);
-  CHECK(changes[0]["copies_ahead"].get<int64_t>() > 0);
-  CHECK(changes[0]["shards_lost"] == 0);  // lost before the change, not while the parts moved
+  CHECK(changes[1]["copies_ahead"].get<int64_t>() > 0);
+  CHECK(changes[1]["copy_from_clock"].get<int64_t>() >= 8);
+  CHECK(changes[1]["shards_lost"] == 0);  // lost before the change, not while the parts moved
 }
 
 TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
@@ -383,6 +399,14 @@ TEST_CASE("simulate --resize refuses a value it cannot run, naming the flag") {
   CHECK(r.status == 2);
   CHECK_MESSAGE(test::contains(r.output, "--resize: ps=2@clock=10: the clock is 1 to 9"),
                 r.output);
+  r = test::run_actorps(base + "--mode sync --resize ps=3@clock=5 --copy-ahead sometimes");
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(test::contains(r.output, "--copy-ahead"), r.output);
+  CHECK_MESSAGE(test::contains(r.output, "must be auto, always or never"), r.output);
+  // a shard a planned growth adds may be named by a kill at a clock, no other
+  r = test::run_actorps(base + "--mode sync --resize ps=3@clock=5 --kill ps:3@clock=2");
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(test::contains(r.output, "there is no ps:3 (3 in this run)"), r.output);
 }
 
 } // namespace

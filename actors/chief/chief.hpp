@@ -65,6 +65,10 @@ struct planned_resize {
   int32_t workers = 0;
 };
 
+/// Whether a change of shards copies its sparse rows ahead while the run trains (`--copy-ahead`,
+/// copy_ahead.cpp): automatic when a core is left beyond the workers and shards.
+enum class copy_ahead_policy { automatic, always, never };
+
 /// Who writes the shard files of a checkpoint (`--checkpoint-writer`).
 enum class checkpoint_writer {
   shards,  ///< each shard its own, into the checkpoint directory: a filesystem the chief and
@@ -150,6 +154,7 @@ struct chief_config {
   /// In clock order, each after the one before (sync mode, one process, no standbys or export
   /// versions: resize_refusal says why not otherwise).
   std::vector<planned_resize> resizes;
+  copy_ahead_policy copy_ahead = copy_ahead_policy::automatic;  ///< --copy-ahead
   int max_replacements = 3;       ///< per role index; then the run goes on without it
   /// Hot standbys per shard (--replicas): 0 none (a lost shard rolls back to a checkpoint), 1 a
   /// standby that takes over (simulate only; actors/roles/replication.hpp).

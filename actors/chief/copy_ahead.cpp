@@ -26,8 +26,11 @@
 #include "actors/protocol/placement_change.hpp"
 #include "actors/roles/ps_shard.hpp"
 
+#include <caf/scheduler/abstract_coordinator.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace actorps::chief_detail {
 
@@ -45,6 +48,20 @@ constexpr uint64_t copy_step = 64 * 1024;
 ps_shard_actor destination(const chief_state& st, std::size_t s) {
   const auto old = st.shards.size();
   return s < old ? st.shards[s] : st.copy.arriving[s - old];
+}
+
+/// --copy-ahead: always, never, or (auto) when a core of this process is left beyond one per
+/// worker and one per shard of either size: the copy is as much work as moving the rows at the
+/// clock, and on busy cores it only slows the clocks around it.
+bool copy_ahead_wanted(self_ptr self, int32_t shards) {
+  const auto& cfg = self->state.cfg;
+  if (cfg.copy_ahead != copy_ahead_policy::automatic)
+    return cfg.copy_ahead == copy_ahead_policy::always;
+  const auto cores = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                           self->system().scheduler().num_workers());
+  const auto busy = static_cast<std::size_t>(cfg.spec.workers)
+                    + static_cast<std::size_t>(std::max(shards, cfg.spec.shards));
+  return cores > busy;
 }
 
 void settle(self_ptr self) {
@@ -90,9 +107,12 @@ void copy_from(self_ptr self, std::size_t source) {
               [=](caf::error& err) {
                 auto& st = self->state;
                 if (st.copy.generation != generation) return;
-                // A spawned shard lost: its copies go to the next one (arriving_shard_down);
-                // anything else leaves a copy the hand-overs count on untaken.
-                const bool lost = s >= st.shards.size() && st.copy.arrived_lost[s - st.shards.size()];
+                // A spawned shard lost (its down message may come after this answer): its
+                // copies go to the next one (arriving_shard_down); anything else leaves a copy
+                // the hand-overs count on untaken (an old shard lost: a rollback ends the copy).
+                const bool lost = s >= st.shards.size()
+                                  && (st.copy.arrived_lost[s - st.shards.size()]
+                                      || err == caf::sec::request_receiver_down);
                 if (lost) st.copy.staged[s].push_back(copy);
                 else if (!st.copy.failed) st.copy.failed = std::move(err);
                 --st.copy.in_flight;
@@ -126,7 +146,9 @@ void maybe_copy_ahead(self_ptr self) {
       || st.resizes_done >= st.cfg.resizes.size() || st.cfg.spec.model.sparse_tables.empty())
     return;
   const auto& planned = st.cfg.resizes[st.resizes_done];
-  if (planned.shards <= 0 || planned.shards == st.cfg.spec.shards) return;
+  if (planned.shards <= 0 || planned.shards == st.cfg.spec.shards
+      || !copy_ahead_wanted(self, planned.shards))
+    return;
   const auto now = st.global_clock();
   const double rate = st.elapsed() > 0 ? static_cast<double>(now) / st.elapsed() : 0.0;
   const auto lead =

@@ -114,6 +114,7 @@ void finish_resize(self_ptr self, uint64_t bytes, double cut_ms, double move_ms)
                         .add("copied_ahead_bytes", r.copied)
                         .add("copies_ahead", r.copies).add("copy_ms", r.copy_ms)
                         .add("copy_from_clock", r.copy_from)
+                        .add("unreported_batches", r.unreported)
                         .add("wall_s", st.elapsed()));
     st.metrics->flush();
     answer_scale_request(self);  // actorps scale: done
@@ -184,6 +185,8 @@ void run_resize_episode(self_ptr self) {
 /// number starting at `clock` at the start of its share. The workers are stopped.
 void share_out_data(chief_state& st, int32_t workers, int64_t clock) {
   const auto before = static_cast<int32_t>(st.workers.size());
+  for (const auto& [w, batches] : st.unreported) st.resize.unreported += batches;
+  st.unreported.clear();
   std::vector<data_plan> rest;
   for (int32_t w = 0; w < before; ++w) {
     const auto at = std::min(st.batches_at(w, clock), st.batches_planned(w));

@@ -190,6 +190,9 @@ struct chief_state {
     uint64_t copied = 0, copies = 0;
     double copy_ms = -1;
     int64_t copy_from = -1;       // the run's clock when the copy began
+    // minibatches lost workers pushed but never reported, told by this event rather than by a
+    // recovery of an index that a change of workers gives another share
+    int64_t unreported = 0;
   } resize;
   // The rows a change of shards moves, copied ahead while the run trains (copy_ahead.cpp; one
   // process): the old shards copy them in bounded steps, each new shard keeps its copies aside,

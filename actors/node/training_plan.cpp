@@ -512,6 +512,8 @@ checked_flags check_training_flags(const training_flags& typed, const known_data
     throw usage_error("--overwrite-checkpoints needs --checkpoint-dir");
   require(o.writer == "shards" || o.writer == "chief", "checkpoint-writer",
           o.writer, "must be shards or chief");
+  require(o.copy_ahead == "auto" || o.copy_ahead == "always" || o.copy_ahead == "never",
+          "copy-ahead", o.copy_ahead, "must be auto, always or never");
   return v;
 }
 
@@ -561,6 +563,9 @@ training_plan build_training_plan(const training_flags& typed, const checked_fla
   set_run_length(o, v.train_rows, c);  // again: the checkpoint clocks follow --checkpoint-dir
   c.kills = v.kills;
   c.resizes = v.resizes;  // checked once the run's length is known (open_training_files)
+  c.copy_ahead = o.copy_ahead == "always" ? copy_ahead_policy::always
+                 : o.copy_ahead == "never" ? copy_ahead_policy::never
+                                           : copy_ahead_policy::automatic;
   return plan;
 }
 

@@ -243,8 +243,8 @@ caf::error shard_tables::stage(const shard_rows_view& copy) {
     for (std::size_t t = 0; t < tables_.size(); ++t) {
       if (!copy.tables[t].pending_keys.empty())
         return make_error(errc::checkpoint_failed, "a copy ahead with pending counts");
-      // a key copied, removed and created again is copied again: the newer copy wins
-      tables_[t].put_rows(copy.tables[t], copy.clock);
+      // pick_copy copies no key twice, and each old shard its own keys: none held here
+      tables_[t].take_rows(copy.tables[t], copy.clock, true);
     }
   } catch (const std::exception& e) {
     return make_error(errc::checkpoint_failed, std::string("a copy ahead: ") + e.what());

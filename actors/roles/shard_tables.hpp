@@ -147,8 +147,7 @@ public:
   int64_t copied_since(const std::vector<uint16_t>& placement, int64_t resize_clock) const;
   /// Forgets a copy ahead (the move is made, or will not be).
   void end_copy();
-  /// Takes a copy ahead's rows for this shard (a key copied again, removed and created anew
-  /// since its first copy, is written over).
+  /// Takes a copy ahead's rows for this shard (keys no copy brought before: not looked up).
   caf::error stage(const shard_rows_view& copy);
   /// Rows staged (stage), over every table.
   uint64_t row_count() const;

@@ -509,7 +509,7 @@ void bind_train(py::module_& m) {
        const std::string& tensorboard_dir, int full_checkpoint_every,
        const std::string& export_dir, int64_t export_every, int full_export_every,
        std::optional<std::string> slice_auc,
-       const std::vector<py::tuple>& resizes) {
+       const std::vector<py::tuple>& resizes, const std::string& copy_ahead) {
       train_options o;
       o.slice_auc = slice_auc.value_or("");
       o.ps = ps;
@@ -538,6 +538,7 @@ void bind_train(py::module_& m) {
         o.resizes.push_back({r[0].cast<int32_t>(), r[1].cast<int64_t>(),
                              r.size() == 3 ? r[2].cast<int32_t>() : 0});
       }
+      o.copy_ahead = copy_ahead;
       o.export_dir = export_dir;
       o.export_every = export_every;
       o.full_export_every = full_export_every;
@@ -557,7 +558,7 @@ void bind_train(py::module_& m) {
     py::arg("replicas") = 0, py::arg("tensorboard_dir") = "", py::arg("full_checkpoint_every") = 10,
     py::arg("export_dir") = "", py::arg("export_every") = 0, py::arg("full_export_every") = 10,
     py::arg("slice_auc") = py::none(),
-    py::arg("resizes") = std::vector<py::tuple>{},
+    py::arg("resizes") = std::vector<py::tuple>{}, py::arg("copy_ahead") = "auto",
     "Trains `model` with the runtime owning the loop (actorps.train_options, the defaults of "
     "`actorps simulate`: each of mode, staleness, schedule, optimizer, lr, momentum, batch and "
     "epochs left None is the run's (ssp, staleness 2, cosine) or the model's own; a Python "
@@ -588,7 +589,7 @@ void bind_train(py::module_& m) {
     "lr, dlrm, wdl or deepfm). slice_auc: as --slice-auc, a key field of the test file ('C9') "
     "whose slices' AUC the evaluations add. resizes: as --resize, a list of (ps, clock) or (ps, "
     "clock, workers): from that global clock the run goes on on ps shards and workers workers "
-    "(0: that number unchanged). "
+    "(0: that number unchanged); copy_ahead: as --copy-ahead ('auto', 'always', 'never'). "
     "Returns the run's summary as a dict, with the final "
     "parameters (flat, model order) under 'parameters'; raises actorps.Error for the "
     "runtime's errors and RuntimeError naming the first exception a callback raised.");

@@ -205,7 +205,7 @@ void sparse_table::remove_row(uint32_t index, uint32_t clock) {
 void sparse_table::unlink_row(uint32_t index) {
   const auto last = static_cast<uint32_t>(index_.size() - 1);
   if (copying_) {  // a copied key that goes is the copy's to remove; the last row's marks move
-    if (copied(index)) copied_gone_.push_back(row_key(index));
+    if (copied(index)) copied_gone_.insert(row_key(index));
     for (auto* bits : {&copied_, &changed_}) {
       set_bit(*bits, index, bit(*bits, last));
       set_bit(*bits, last, false);
@@ -1169,6 +1169,7 @@ std::vector<sparse_table::picked_rows> sparse_table::pick_copy(key_part part, co
     std::min<std::size_t>(index_.size(), std::size_t(cursor) + budget));
   for (; cursor < end; ++cursor) {
     if (copied(cursor) || stale(cursor, at)) continue;
+    if (!copied_gone_.empty() && copied_gone_.count(row_key(cursor)) > 0) continue;  // copied once
     const auto p = part(row_key(cursor), context);
     if (p < 0 || static_cast<std::size_t>(p) >= parts) continue;
     out[static_cast<std::size_t>(p)].rows.emplace_back(row_key(cursor), cursor);

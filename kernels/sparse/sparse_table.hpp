@@ -36,6 +36,7 @@
 #include "kernels/value_bounds.hpp"
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -285,7 +286,9 @@ public:
   /// One bounded step of the copy: the rows [cursor, cursor + budget) that `part` sends to a
   /// part (< parts), not stale at `now` and not copied yet, picked and marked copied (each part
   /// in key order, pending counts left out); `cursor` moves on. A row keeps its mark when
-  /// another row's removal moves it. Done when cursor reaches rows().
+  /// another row's removal moves it. No key is picked twice (one copied, removed and created
+  /// again waits for pick_after_copy), so that the copies may be taken without a lookup. Done
+  /// when cursor reaches rows().
   std::vector<picked_rows> pick_copy(key_part part, const void* context, std::size_t parts,
                                      uint32_t& cursor, std::size_t budget, int64_t now) const;
   /// At the move, after a copy ahead: as pick_parts, but of the rows only those not copied or
@@ -483,7 +486,7 @@ private:
   int64_t copy_since_ = 0;
   mutable std::vector<uint64_t> copied_;
   std::vector<uint64_t> changed_;
-  std::vector<uint64_t> copied_gone_;
+  absl::flat_hash_set<uint64_t> copied_gone_;
   static bool bit(const std::vector<uint64_t>& bits, uint32_t index) {
     return index / 64 < bits.size() && (bits[index / 64] >> (index % 64) & 1u);
   }
