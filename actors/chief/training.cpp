@@ -49,6 +49,17 @@ std::string backends_text(const chief_state& st) {
   return out.empty() ? to_string(st.cfg.backend) : out;
 }
 
+namespace {
+
+/// A change of shards whose rows are being copied ahead: the progress line says so.
+std::string copying_text(const chief_state& st) {
+  if (st.copy.generation == 0 || st.copy.generation != st.resize_generation) return "";
+  return " | resize at clock " + std::to_string(st.copy.clock) + ": "
+         + std::to_string(st.copy.bytes >> 20) + " MiB copied ahead";
+}
+
+} // namespace
+
 std::string progress_text(const chief_state& st) {
   char buf[256];
   auto clock = st.global_clock();
@@ -83,7 +94,7 @@ std::string progress_text(const chief_state& st) {
                   epoch, static_cast<long long>(clock), total.c_str(), n ? loss / n : 0.0,
                   st.last_auc, gauc, slice, st.last_calibration, rate, rows,
                   static_cast<long long>(st.max_staleness), backends_text(st).c_str());
-    return buf;
+    return buf + copying_text(st);
   }
   char acc[32] = "test acc   -   ";
   if (st.last_accuracy >= 0)
@@ -95,7 +106,7 @@ std::string progress_text(const chief_state& st) {
                 epoch, static_cast<long long>(clock), total.c_str(), rate,
                 n ? loss / n : 0.0, acc, rows, static_cast<long long>(st.max_staleness),
                 backends_text(st).c_str());
-  return buf;
+  return buf + copying_text(st);
 }
 
 void on_train_report(self_ptr self, const train_report& r) {

@@ -206,6 +206,12 @@ class Train(unittest.TestCase):
                          [(2, 3, 4), (3, 1, 8)])
         with self.assertRaisesRegex(actorps.Error, "--resize: ps=3@clock=12: the clock is 1 to 11"):
             self.run_model(SoftmaxModel(), steps=12, resizes=[(3, 12)])
+        # how the rows move (a dense model has none to copy ahead): either way the same values
+        never = self.run_model(SoftmaxModel(), steps=12, resizes=[(3, 4)], copy_ahead="never")
+        np.testing.assert_array_equal(never["parameters"], clean["parameters"])
+        with self.assertRaisesRegex(actorps.Error,
+                                    r"--copy-ahead must be auto, always or never \(got sometimes\)"):
+            self.run_model(SoftmaxModel(), steps=12, resizes=[(3, 4)], copy_ahead="sometimes")
 
     def test_resized_workers_step_every_minibatch_once(self):
         clean_model, model = SoftmaxModel(), SoftmaxModel()
