@@ -54,8 +54,10 @@ namespace {
 /// A change of shards whose rows are being copied ahead: the progress line says so.
 std::string copying_text(const chief_state& st) {
   if (st.copy.generation == 0 || st.copy.generation != st.resize_generation) return "";
+  const bool small = st.copy.bytes < (uint64_t{1} << 20);
   return " | resize at clock " + std::to_string(st.copy.clock) + ": "
-         + std::to_string(st.copy.bytes >> 20) + " MiB copied ahead";
+         + std::to_string(st.copy.bytes >> (small ? 10 : 20)) + (small ? " KiB" : " MiB")
+         + " copied ahead";
 }
 
 } // namespace
