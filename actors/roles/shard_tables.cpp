@@ -252,12 +252,6 @@ caf::error shard_tables::stage(const shard_rows_view& copy) {
   return caf::none;
 }
 
-uint64_t shard_tables::row_count() const {
-  uint64_t n = 0;
-  for (const auto& t : tables_) n += t.rows();
-  return n;
-}
-
 std::vector<const sparse_table*> shard_tables::tables() const {
   std::vector<const sparse_table*> out;
   for (const auto& t : tables_) out.push_back(&t);

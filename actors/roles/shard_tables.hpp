@@ -149,8 +149,6 @@ public:
   void end_copy();
   /// Takes a copy ahead's rows for this shard (keys no copy brought before: not looked up).
   caf::error stage(const shard_rows_view& copy);
-  /// Rows staged (stage), over every table.
-  uint64_t row_count() const;
 
   /// Replaces every table's contents with a checkpoint's taken at global clock `clock` (its
   /// rows' last clocks, where it has none); on error (table count, a table's contents, a key

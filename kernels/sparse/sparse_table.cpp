@@ -1127,7 +1127,6 @@ void sparse_table::import_rows(const sparse_table_rows& in, int64_t clock) {
   peak_rows_ = std::max(peak_rows_, index_.size());
 }
 
-
 // --- copying ahead ------------------------------------------------------------------------------
 
 void sparse_table::set_bit(std::vector<uint64_t>& bits, uint32_t index, bool on) {
