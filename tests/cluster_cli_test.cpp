@@ -1,10 +1,13 @@
 // The cluster commands refuse bad input with a message naming the problem: malformed cluster
 // JSON or TF_CONFIG, unknown task types, indices outside the cluster, duplicate addresses,
 // a port already in use, a chief that cannot be reached.
+#include "tests/scratch_dir.hpp"
+
 #include <doctest/doctest.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
 #include <string>
@@ -32,7 +35,7 @@ run_result run(const std::string& env_and_args) {
   return r;
 }
 
-std::string actorps(const std::string& args) { return std::string(ACTORPS_BINARY) + " " + args; }
+std::string command_line(const std::string& args) { return std::string(ACTORPS_BINARY) + " " + args; }
 
 /// A listening socket on 127.0.0.1 holding a free port for the test's lifetime.
 struct held_port {
@@ -57,10 +60,13 @@ struct held_port {
   ~held_port() { release(); }
 };
 
+/// `text` as file `name` in a directory of its own, all of them removed when the tests end.
 std::string write_file(const std::string& name, const std::string& text) {
-  char dir[] = "/tmp/actorps-cluster-test-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  std::string path = std::string(dir) + "/" + name;
+  static actorps::test::scratch_dir files{"actorps-cluster-test"};
+  static int written = 0;
+  const auto dir = files.path + "/" + std::to_string(written++);
+  std::filesystem::create_directory(dir);
+  std::string path = dir + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -82,24 +88,24 @@ TEST_CASE("bad cluster specs and tasks exit 2 naming the problem") {
   auto nochief = write_file("nochief.json", R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"]}})");
   auto unknown_job = write_file("job.json", R"({"cluster": {"chief": ["a:1"], "ps": ["a:2"], "worker": ["b:2"], "gpu": ["c:3"]}})");
   for (const auto& c : std::vector<bad>{
-         {actorps("worker --insecure --cluster " + spec + " --task gpu:0"), "unknown task type 'gpu'"},
-         {actorps("worker --insecure --cluster " + spec + " --task worker:2"), "outside the cluster"},
-         {actorps("worker --insecure --cluster " + spec + " --task worker"), "--task expects TYPE:INDEX"},
-         {actorps("worker --insecure --cluster " + spec + " --task worker:0 --data-link udp"),
+         {command_line("worker --insecure --cluster " + spec + " --task gpu:0"), "unknown task type 'gpu'"},
+         {command_line("worker --insecure --cluster " + spec + " --task worker:2"), "outside the cluster"},
+         {command_line("worker --insecure --cluster " + spec + " --task worker"), "--task expects TYPE:INDEX"},
+         {command_line("worker --insecure --cluster " + spec + " --task worker:0 --data-link udp"),
           "--data-link udp is none of auto, tcp, socket, shm"},
-         {actorps("ps --insecure --cluster " + spec + " --task worker:0"), "the task is worker:0"},
-         {actorps("ps --insecure --cluster /nonexistent/cluster.json --task ps:0"), "/nonexistent/cluster.json"},
-         {actorps("ps --insecure --cluster " + broken + " --task ps:0"), broken + ": malformed JSON"},
-         {actorps("ps --insecure --cluster " + dup + " --task ps:0"), "used by both chief:0 and ps:0"},
-         {actorps("ps --insecure --cluster " + noport + " --task ps:0"), "is not host:port"},
-         {actorps("ps --insecure --cluster " + nochief + " --task ps:0"), "exactly one chief"},
-         {actorps("ps --insecure --cluster " + unknown_job + " --task ps:0"), "unknown job type 'gpu'"},
-         {actorps("ps --task ps:0"), "no cluster"},
-         {"TF_CONFIG='{\"cluster\": 3}' " + actorps("ps"), "TF_CONFIG: expected an object"},
-         {"TF_CONFIG='not json' " + actorps("ps"), "TF_CONFIG: malformed JSON"},
-         {actorps("chief --insecure --cluster " + spec + " --task chief:0 --ps 3"), "--ps 3 disagrees with the cluster"},
-         {actorps("chief --insecure --cluster " + spec + " --task chief:0 --model 784-x"), "--model"},
-         {actorps("ps --insecure --cluster " + spec + " --task ps:0 --epochs 3"), "unrecognised option '--epochs'"},
+         {command_line("ps --insecure --cluster " + spec + " --task worker:0"), "the task is worker:0"},
+         {command_line("ps --insecure --cluster /nonexistent/cluster.json --task ps:0"), "/nonexistent/cluster.json"},
+         {command_line("ps --insecure --cluster " + broken + " --task ps:0"), broken + ": malformed JSON"},
+         {command_line("ps --insecure --cluster " + dup + " --task ps:0"), "used by both chief:0 and ps:0"},
+         {command_line("ps --insecure --cluster " + noport + " --task ps:0"), "is not host:port"},
+         {command_line("ps --insecure --cluster " + nochief + " --task ps:0"), "exactly one chief"},
+         {command_line("ps --insecure --cluster " + unknown_job + " --task ps:0"), "unknown job type 'gpu'"},
+         {command_line("ps --task ps:0"), "no cluster"},
+         {"TF_CONFIG='{\"cluster\": 3}' " + command_line("ps"), "TF_CONFIG: expected an object"},
+         {"TF_CONFIG='not json' " + command_line("ps"), "TF_CONFIG: malformed JSON"},
+         {command_line("chief --insecure --cluster " + spec + " --task chief:0 --ps 3"), "--ps 3 disagrees with the cluster"},
+         {command_line("chief --insecure --cluster " + spec + " --task chief:0 --model 784-x"), "--model"},
+         {command_line("ps --insecure --cluster " + spec + " --task ps:0 --epochs 3"), "unrecognised option '--epochs'"},
        }) {
     CAPTURE(c.args);
     auto r = run(c.args);
@@ -113,7 +119,7 @@ TEST_CASE("a task whose port is taken exits 2 saying so") {
   auto spec = write_file("cluster.json",
                          R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:)"
                            + std::to_string(taken.port) + R"("], "worker": ["127.0.0.1:3"]}})");
-  auto r = run(actorps("ps --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  auto r = run(command_line("ps --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(taken.port))
                   != std::string::npos,
@@ -131,7 +137,7 @@ TEST_CASE("a task that cannot reach the chief gives up after the connect timeout
   own.release();
   data.release();
   auto r = run("TF_CONFIG='" + tf + "' "
-               + actorps("ps --insecure --connect-timeout 0.5 --data-port " + std::to_string(data.port)));
+               + command_line("ps --insecure --connect-timeout 0.5 --data-port " + std::to_string(data.port)));
   CHECK(r.status == 138);  // TFJob's ExitCode policy restarts it
   CHECK_MESSAGE(r.output.find("cannot reach 127.0.0.1:" + std::to_string(chief.port))
                   != std::string::npos,
@@ -148,7 +154,7 @@ TEST_CASE("--cluster FILE takes this replica's task from TF_CONFIG") {
   own.release();
   data.release();
   auto r = run(R"(TF_CONFIG='{"task": {"type": "PS", "index": 0}, "environment": "cloud"}' )"
-               + actorps("run --insecure --cluster " + spec + " --connect-timeout 0.5 --data-port "
+               + command_line("run --insecure --cluster " + spec + " --connect-timeout 0.5 --data-port "
                          + std::to_string(data.port)));
   CHECK(r.status == 138);
   CHECK_MESSAGE(r.output.find("ps:0: cannot reach 127.0.0.1:" + std::to_string(chief.port))
@@ -160,7 +166,7 @@ TEST_CASE("a task whose own host name does not resolve retries up to --connect-t
   auto spec = write_file("cluster.json", R"({"cluster": {"chief": ["127.0.0.1:1"],
                                             "ps": ["no-such-host.invalid:2222"],
                                             "worker": ["127.0.0.1:3"]}})");
-  auto r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  auto r = run(command_line("run --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
   CHECK(r.status == 138);
   CHECK_MESSAGE(r.output.find("ps:0: its host name 'no-such-host.invalid' does not resolve yet")
                   != std::string::npos,
@@ -179,16 +185,16 @@ TEST_CASE("a ps task whose derived data port is another task's address exits 2 n
                            + std::to_string(ps.port) + R"("], "worker": ["127.0.0.1:)" + next
                            + R"("]}})");
   ps.release();
-  auto r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
+  auto r = run(command_line("run --insecure --cluster " + spec + " --task ps:0 --connect-timeout 1"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("the data port of ps:0 (its port + 1), " + next
                               + ", is the address of worker:0") != std::string::npos,
                 r.output);
   CHECK_MESSAGE(r.output.find("another --data-port") != std::string::npos, r.output);
-  r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --data-port 70000"));
+  r = run(command_line("run --insecure --cluster " + spec + " --task ps:0 --data-port 70000"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("--data-port must be 0") != std::string::npos, r.output);
-  r = run(actorps("run --insecure --cluster " + spec + " --task ps:0 --bind []"));
+  r = run(command_line("run --insecure --cluster " + spec + " --task ps:0 --bind []"));
   CHECK(r.status == 2);
   CHECK_MESSAGE(r.output.find("--bind needs an address") != std::string::npos, r.output);
 }

@@ -3,6 +3,8 @@
 // the chief says so at ERROR and keeps waiting for a task with the right spec.
 #include "tests/command_runner.hpp"
 
+#include "tests/scratch_dir.hpp"
+
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -41,9 +43,8 @@ std::string slurp(const std::string& path) {
 } // namespace
 
 TEST_CASE("a task whose cluster spec differs from the chief's is refused at join, naming it") {
-  char dir_template[] = "/tmp/actorps-cluster-mismatch-XXXXXX";
-  REQUIRE(mkdtemp(dir_template) != nullptr);
-  const std::string dir = dir_template;
+  actorps::test::scratch_dir scratch{"actorps-cluster-mismatch"};
+  const std::string dir = scratch.path;
   const int chief = free_port(), ps0 = free_port(), ps1 = free_port(), worker = free_port();
   const std::string chiefs = R"({"cluster": {"chief": [)" + address(chief) + R"(], "ps": [)"
                              + address(ps0) + R"(], "worker": [)" + address(worker) + "]}}";

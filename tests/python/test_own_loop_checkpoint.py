@@ -10,6 +10,7 @@ parameters, in sync mode with 2 workers (threads):
 - a cluster of another table layout (its rows' optimizer) refuses it, naming the table."""
 import json
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -59,6 +60,7 @@ def rows(adapter):
 class OwnLoopCheckpointTest(unittest.TestCase):
     def test_restored_cluster_continues_bit_for_bit(self):
         root = tempfile.mkdtemp(prefix="actorps-own-ckpt-")
+        self.addCleanup(shutil.rmtree, root, True)
         first = cluster(Net())
         train(first, 0, N)
         rows_at_n = rows(actorps.torch.ShardedParameters(Net(), first.worker(0), clock=N))
@@ -95,6 +97,7 @@ class OwnLoopCheckpointTest(unittest.TestCase):
 
     def test_another_table_layout_is_refused(self):
         root = tempfile.mkdtemp(prefix="actorps-own-ckpt-")
+        self.addCleanup(shutil.rmtree, root, True)
         ps = cluster(Net())
         train(ps, 0, 2)
         ps.checkpoint(root)
@@ -102,7 +105,9 @@ class OwnLoopCheckpointTest(unittest.TestCase):
         with self.assertRaisesRegex(actorps.Error, r"sparse table 0 is embedding \(dim 4, adagrad"):
             other.restore(root)
         with self.assertRaisesRegex(actorps.Error, "no valid checkpoint"):
-            other.restore(tempfile.mkdtemp(prefix="actorps-own-ckpt-empty-"))
+            empty = tempfile.mkdtemp(prefix="actorps-own-ckpt-empty-")
+            self.addCleanup(shutil.rmtree, empty, True)
+            other.restore(empty)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ actorps.feature_key); a field that is none, or a slice of a Python plug-in's in-
 refused with ValueError naming slice_auc."""
 import collections
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -26,6 +27,10 @@ class SliceAucTest(unittest.TestCase):
         assert gen.returncode == 0, gen.stderr
         cls.train = "criteo:" + os.path.join(cls.dir, "train.tsv")
         cls.test = os.path.join(cls.dir, "test.tsv")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def test_summary_holds_the_largest_slices(self):
         summary = actorps.train("lr", self.train, self.test, steps=20, workers=1, ps=1,

@@ -20,6 +20,7 @@ Each worker calls finish(), the ps's serve() then returns 0, and every process e
 actorps.exit_task)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -198,6 +199,7 @@ def run_cluster(test, mode, ps_tasks=1):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        shutil.rmtree(checkpoints, ignore_errors=True)
     return outputs
 
 
