@@ -185,7 +185,8 @@ TEST_CASE("a shard spawned for a growth's copy ahead, lost before it: the next g
 TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
   // Worker 1 is slowed so worker 0 runs ahead (in ssp up to the bound): without the workers'
   // pause at the resize's clock, its pushes past that clock are in the shards' state and are
-  // trained again after it, and a shard's updates exceed the pushes sent.
+  // trained again after it, and a shard's updates exceed the pushes sent. The rows are copied
+  // ahead while both push.
   test::scratch_dir dir{"actorps_live_resize"};
   const auto data = test::generated_criteo(dir.path, 20000, 4000);
   struct run_case {
@@ -207,7 +208,7 @@ TEST_CASE("ssp and async: shards resized 2 -> 4 -> 3 apply every push once") {
       const auto r = test::run_actorps(
         "simulate --no-progress --model lr --mode " + c.mode + " --ps 2 --workers 2 " + c.length
         + " --slow worker:1=1 " + data + " --metrics " + metrics
-        + (resized ? " --resize " + c.resizes : ""));
+        + (resized ? " --copy-ahead always --resize " + c.resizes : ""));
       REQUIRE_MESSAGE(r.status == 0, r.output);
       const auto ends = test::metrics_events(metrics, "summary");
       REQUIRE(ends.size() == 1);
@@ -250,9 +251,10 @@ TEST_CASE("a shard killed while the parts of a resize move: given its part again
   REQUIRE_MESSAGE(still.status == 0, still.output);
   const std::string resizes = " --resize ps=3@clock=10 --resize ps=1@clock=20 ";
   const auto metrics = dir.path + "/killed.jsonl", out = dir.path + "/killed";
-  SUBCASE("a new shard: given its part again") {
-    const auto r = test::run_actorps(run + resizes + "--kill ps:2@resize=1 --export-dir " + out
-                                     + " --metrics " + metrics);
+  SUBCASE("a new shard: given its part again, after the rows copied ahead to the one lost") {
+    const auto r = test::run_actorps(run + resizes + "--copy-ahead always --slow worker:0=3 "
+                                     "--kill ps:2@resize=1 --export-dir " + out + " --metrics "
+                                     + metrics);
     REQUIRE_MESSAGE(r.status == 0, r.output);
     CHECK(bytes_of(out + "/1/model.capnp") == bytes_of(dir.path + "/still/1/model.capnp"));
     const auto changes = test::metrics_events(metrics, "resize");
@@ -293,7 +295,8 @@ TEST_CASE("a shard killed while the parts of a resize move: given its part again
 TEST_CASE("with --replicas 1 the shards of each new size get standbys that take over") {
   // 2 -> 3 at clock 10, 3 -> 1 at clock 30; ps:1 killed at 20 and ps:0 at 45, each a shard of
   // the size then. Sync: a fail-over (or, were a standby not ready yet, a rollback to the
-  // checkpoint) keeps the run's bytes those of the run never resized nor killed.
+  // checkpoint) keeps the run's bytes those of the run never resized nor killed. The rows are
+  // copied ahead: the kill at 20 abandons the copy for 30, which starts again after it.
   test::scratch_dir dir{"actorps_live_resize"};
   const std::string run = "simulate --no-progress --model lr --mode sync --ps 2 --workers 2 "
                           "--steps 60 " + test::generated_criteo(dir.path, 6000, 500);
@@ -303,7 +306,8 @@ TEST_CASE("with --replicas 1 the shards of each new size get standbys that take 
   const auto r = test::run_actorps(
     run + " --replicas 1 --slow worker:0=2 --checkpoint-dir " + dir.path + "/ckpt "
     "--checkpoint-every 5 --resize ps=3@clock=10 --resize ps=1@clock=30 --kill ps:1@clock=20 "
-    "--kill ps:0@clock=45 --export-dir " + dir.path + "/resized --metrics " + metrics);
+    "--kill ps:0@clock=45 --copy-ahead always --export-dir " + dir.path + "/resized --metrics "
+    + metrics);
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(bytes_of(dir.path + "/resized/1/model.capnp")
         == bytes_of(dir.path + "/still/1/model.capnp"));
