@@ -37,8 +37,9 @@ namespace actorps::chief_detail {
 namespace {
 
 /// How long before the change's clock the copy starts, in seconds of training at the rate so
-/// far: long enough for the copy of ten million rows to end before it on two cores, short
-/// enough that few copied rows change again.
+/// far: about what copying 3.5 M rows took in live_resize.sh's sparse case (2.3-6 s on two busy
+/// cores; what is not copied by the clock goes in the hand-over), short enough that few copied
+/// rows change again (3 % of them there).
 constexpr double copy_lead_s = 2.0;
 /// And at least this many clocks before it (the rate is not known yet early in a run).
 constexpr int64_t copy_lead_clocks = 8;
