@@ -62,43 +62,39 @@ py::array_t<float> to_array(std::vector<float>&& values) {
   return py::array_t<float>(owned->size(), owned->data(), free_when_done);
 }
 
-template <class Cluster>
-py::array_t<float> snapshot_of(Cluster& cluster) {
-  std::optional<caf::expected<std::vector<float>>> values;
+/// `call()`, a caf::expected, run without the GIL: its value, or its error raised as
+/// actorps.Error.
+template <class Call>
+auto without_gil(Call&& call) {
+  std::optional<decltype(call())> result;
   {
     py::gil_scoped_release release;
-    values.emplace(cluster.snapshot());
+    result.emplace(call());
   }
-  if (!*values) raise_error(values->error());
-  return to_array(std::move(**values));
+  if (!*result) raise_error(result->error());
+  return std::move(**result);
+}
+
+template <class Cluster>
+py::array_t<float> snapshot_of(Cluster& cluster) {
+  return to_array(without_gil([&] { return cluster.snapshot(); }));
 }
 
 /// cluster.checkpoint(root): {"dir", "clock", "bytes"}.
 template <class Cluster>
 py::dict checkpoint_of(Cluster& cluster, const std::string& root) {
-  std::optional<caf::expected<cluster_checkpoint>> taken;
-  {
-    py::gil_scoped_release release;
-    taken.emplace(cluster.checkpoint(root));
-  }
-  if (!*taken) raise_error(taken->error());
+  const auto taken = without_gil([&] { return cluster.checkpoint(root); });
   py::dict out;
-  out["dir"] = (*taken)->dir;
-  out["clock"] = (*taken)->clock;
-  out["bytes"] = (*taken)->bytes;
+  out["dir"] = taken.dir;
+  out["clock"] = taken.clock;
+  out["bytes"] = taken.bytes;
   return out;
 }
 
 /// cluster.restore(path): the clock the workers go on from.
 template <class Cluster>
 int64_t restore_of(Cluster& cluster, const std::string& path) {
-  std::optional<caf::expected<int64_t>> clock;
-  {
-    py::gil_scoped_release release;
-    clock.emplace(cluster.restore(path));
-  }
-  if (!*clock) raise_error(clock->error());
-  return **clock;
+  return without_gil([&] { return cluster.restore(path); });
 }
 
 constexpr const char* checkpoint_doc =
@@ -189,13 +185,8 @@ void bind_clusters(py::module_& m) {
            if (!ps && !workers) throw py::value_error("scale: give ps=, workers= or both");
            if ((ps && *ps < 1) || (workers && *workers < 1))
              throw py::value_error("scale: the numbers of shards and workers are 1 or more");
-           std::optional<caf::expected<int64_t>> clock;
-           {
-             py::gil_scoped_release release;
-             clock.emplace(c.cluster->scale(ps.value_or(0), workers.value_or(0)));
-           }
-           if (!*clock) raise_error(clock->error());
-           return **clock;
+           return without_gil(
+             [&] { return c.cluster->scale(ps.value_or(0), workers.value_or(0)); });
          },
          py::kw_only(), py::arg("ps") = py::none(), py::arg("workers") = py::none(),
          "Goes on with ps shards and workers workers (None: as many as now): every shard's "
@@ -246,13 +237,9 @@ void bind_clusters(py::module_& m) {
          "cannot listen on its address.")
     .def("worker",
          [](python_task_cluster& c) {
-           std::optional<caf::expected<worker_client>> client;
-           {
-             py::gil_scoped_release release;  // connects to every shard, retrying
-             client.emplace(c.cluster->worker());
-           }
-           if (!*client) raise_error(client->error());
-           return std::make_unique<python_worker>(std::move(**client), c.cluster->total_floats(),
+           // connects to every shard, retrying
+           auto client = without_gil([&] { return c.cluster->worker(); });
+           return std::make_unique<python_worker>(std::move(client), c.cluster->total_floats(),
                                                   table_dims(c.model));
          },
          "A worker task: its client, connecting to and initialising the shards on the first "
@@ -299,13 +286,7 @@ void bind_clusters(py::module_& m) {
                                    + "); it changes its number of shards (ps=)");
            if (!ps) throw py::value_error("scale: give ps=, the number of shards to go on with");
            if (*ps < 1) throw py::value_error("scale: the number of shards is 1 or more");
-           std::optional<caf::expected<int64_t>> clock;
-           {
-             py::gil_scoped_release release;  // waits for every worker at ps:0
-             clock.emplace(c.cluster->scale(*ps));
-           }
-           if (!*clock) raise_error(clock->error());
-           return **clock;
+           return without_gil([&] { return c.cluster->scale(*ps); });  // every worker meets
          },
          py::kw_only(), py::arg("ps") = py::none(), py::arg("workers") = py::none(),
          "A worker task: goes on with the first `ps` ps tasks of TF_CONFIG as the shards "

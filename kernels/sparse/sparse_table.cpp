@@ -1196,8 +1196,9 @@ std::vector<sparse_table::picked_rows> sparse_table::pick_after_copy(key_part pa
       out[static_cast<std::size_t>(p)].gone.push_back(key);
   };
   for (auto key : copied_gone_) gone_to(key);
-  for (uint32_t index = 0; index < index_.size(); ++index)  // copied, stale since
-    if (copied(index) && stale(index, at)) gone_to(row_key(index));
+  if (cfg_.evict_after > 0)  // copied, stale since
+    for (uint32_t index = 0; index < index_.size(); ++index)
+      if (copied(index) && stale(index, at)) gone_to(row_key(index));
   for (auto& o : out) {
     std::sort(o.gone.begin(), o.gone.end());
     o.gone.erase(std::unique(o.gone.begin(), o.gone.end()), o.gone.end());
@@ -1258,14 +1259,22 @@ void sparse_table::put_rows(const sparse_rows_in& in, int64_t clock) {
 }
 
 void sparse_table::take_all(sparse_table& other) {
-  const auto n = static_cast<uint32_t>(other.index_.size());
-  std::vector<std::pair<uint64_t, uint32_t>> rows;
-  rows.reserve(n);
-  for (uint32_t index = 0; index < n; ++index) rows.emplace_back(other.row_key(index), index);
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  const auto all = other.export_indices(rows);
-  take_rows(rows_in(all), 0, true);
+  require(other.stride_ == stride_ && other.counts_steps_ == counts_steps_,
+          "take_all: a table of another dim or optimizer");
+  const std::size_t n = other.index_.size();
+  require(index_.size() + n <= max_rows, "take_all: more rows than one table can hold");
+  // Every allocation first, so that a throw leaves the table as it was; then each row (its key,
+  // clock and touches with it) copied as it lies, in no particular order.
+  const auto first = static_cast<uint32_t>(index_.size());
+  if (n > 0) ensure_pages_to(first + static_cast<uint32_t>(n) - 1);
+  reserve_rows(n);
+  index_.reserve(first + n, key_of());
+  for (uint32_t r = 0; r < n; ++r) {
+    std::memcpy(row_start(first + r), other.row_start(r), std::size_t(stride_) * sizeof(float));
+    if (counts_steps_) steps_.push_back(other.steps_[r]);
+  }
+  index_.append(n, key_of());  // reserved: cannot throw now
+  peak_rows_ = std::max(peak_rows_, index_.size());
   other = sparse_table(other.cfg_, other.seed_, other.table_);
 }
 
