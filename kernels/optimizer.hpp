@@ -14,21 +14,14 @@
 
 namespace actorps {
 
-// What each optimizer is (name, state, default rate, hyper-parameters) is one row of
-// kernels/optimizer_table.hpp; these read it, as do the names and default rates of
-// actors/ps/optimizer.hpp.
+// What each optimizer is (name, state, default rate, hyper-parameters) is its row in the traits
+// table of actors/ps/optimizer.hpp, its rule is in kernels/math.hpp; these read the two joined
+// (kernels/optimizer_table.hpp), as do the names and default rates of actors/ps/optimizer.hpp.
 
 /// Floats of optimizer state per parameter: 0 (sgd), 1 (momentum, adagrad), 2 (adam).
 std::size_t optimizer_state_slots(optimizer_kind kind);
 
-/// The hyper-parameters of optimizer_config an optimizer reads besides its learning rate.
-enum optimizer_hyper : uint8_t {
-  hyper_none = 0,
-  hyper_momentum = 1,  ///< momentum
-  hyper_betas = 2,     ///< beta1, beta2
-  hyper_epsilon = 4,   ///< epsilon
-};
-/// The optimizer_hyper bits of `kind`.
+/// The optimizer_hyper bits of `kind` (actors/ps/optimizer.hpp).
 uint8_t optimizer_hyper_parameters(optimizer_kind kind);
 
 /// True when none of the n values is NaN or infinite. The shards check every pushed gradient

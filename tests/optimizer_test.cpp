@@ -27,23 +27,31 @@ optimizer_config config_for(optimizer_kind kind) {
 } // namespace
 
 TEST_CASE("optimizer names round-trip and unknown names are rejected") {
-  for (auto kind : {optimizer_kind::sgd, optimizer_kind::momentum, optimizer_kind::adam,
-                    optimizer_kind::adagrad}) {
-    const auto parsed = parse_optimizer_kind(to_string(kind));
+  for (const auto& row : optimizer_traits_table) {
+    const auto parsed = parse_optimizer_kind(to_string(row.kind));
     REQUIRE(parsed.has_value());
-    CHECK(*parsed == kind);
+    CHECK(*parsed == row.kind);
   }
+  CHECK(optimizer_names() == "sgd, momentum, adam or adagrad");
   CHECK(std::string(to_string(optimizer_kind::adagrad)) == "adagrad");
   CHECK_FALSE(parse_optimizer_kind("rmsprop").has_value());
   CHECK_FALSE(parse_optimizer_kind("").has_value());
   CHECK_FALSE(parse_optimizer_kind("Adam").has_value());  // names are lower-case, exact
 }
 
-TEST_CASE("optimizer state slots") {
+TEST_CASE("optimizer state slots, default rates and hyper-parameters") {
   CHECK(optimizer_state_slots(optimizer_kind::sgd) == 0);
   CHECK(optimizer_state_slots(optimizer_kind::momentum) == 1);
   CHECK(optimizer_state_slots(optimizer_kind::adam) == 2);
   CHECK(optimizer_state_slots(optimizer_kind::adagrad) == 1);
+  CHECK(default_learning_rate(optimizer_kind::sgd) == 0.1f);
+  CHECK(default_learning_rate(optimizer_kind::momentum) == 0.05f);
+  CHECK(default_learning_rate(optimizer_kind::adam) == 0.001f);
+  CHECK(default_learning_rate(optimizer_kind::adagrad) == 0.05f);
+  CHECK(optimizer_hyper_parameters(optimizer_kind::sgd) == hyper_none);
+  CHECK(optimizer_hyper_parameters(optimizer_kind::momentum) == hyper_momentum);
+  CHECK(optimizer_hyper_parameters(optimizer_kind::adam) == (hyper_betas | hyper_epsilon));
+  CHECK(optimizer_hyper_parameters(optimizer_kind::adagrad) == hyper_epsilon);
 }
 
 TEST_CASE("sgd: p -= lr g") {
@@ -145,8 +153,8 @@ TEST_CASE("every optimizer loop is the per-element step bit for bit: in place, o
   const std::size_t n = 1003;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f), positive(0.0f, 0.5f);
-  for (auto kind : {optimizer_kind::sgd, optimizer_kind::momentum, optimizer_kind::adam,
-                    optimizer_kind::adagrad}) {
+  for (const auto& row : optimizer_traits_table) {  // every optimizer, the switch says how
+    const auto kind = row.kind;
     CAPTURE(to_string(kind));
     const auto cfg = config_for(kind);
     const float lr = 0.03f;

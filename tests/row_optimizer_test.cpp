@@ -39,19 +39,25 @@ row_optimizer_config ftrl(float alpha, float beta, float l1, float l2) {
 
 } // namespace
 
-TEST_CASE("row optimizer names round-trip, unknown names are rejected, slots per kind") {
-  for (auto kind : {row_optimizer_kind::sgd, row_optimizer_kind::adagrad, row_optimizer_kind::adam,
-                    row_optimizer_kind::ftrl}) {
-    const auto parsed = parse_row_optimizer_kind(to_string(kind));
+TEST_CASE("row optimizer names round-trip, unknown names are rejected, slots, steps and rates") {
+  for (const auto& row : row_optimizer_traits_table) {
+    const auto parsed = parse_row_optimizer_kind(to_string(row.kind));
     REQUIRE(parsed.has_value());
-    CHECK(*parsed == kind);
+    CHECK(*parsed == row.kind);
+    CHECK(default_row_learning_rate(row.kind) == 0.05f);
   }
+  CHECK(row_optimizer_names() == "sgd, adagrad, adam or ftrl");
   CHECK_FALSE(parse_row_optimizer_kind("momentum").has_value());  // dense only
   CHECK_FALSE(parse_row_optimizer_kind("FTRL").has_value());
   CHECK(row_state_slots(row_optimizer_kind::sgd) == 0);
   CHECK(row_state_slots(row_optimizer_kind::adagrad) == 1);
   CHECK(row_state_slots(row_optimizer_kind::adam) == 2);
   CHECK(row_state_slots(row_optimizer_kind::ftrl) == 2);
+  // Only Adam's bias correction needs each row's own count of updates.
+  CHECK_FALSE(row_counts_steps(row_optimizer_kind::sgd));
+  CHECK_FALSE(row_counts_steps(row_optimizer_kind::adagrad));
+  CHECK(row_counts_steps(row_optimizer_kind::adam));
+  CHECK_FALSE(row_counts_steps(row_optimizer_kind::ftrl));
 }
 
 TEST_CASE("row optimizer settings out of range are refused by name") {

@@ -1,5 +1,7 @@
 #include "actors/ps/training_defaults.hpp"
 
+#include "kernels/optimizer.hpp"
+
 #include <cstdio>
 #include <stdexcept>
 
@@ -77,7 +79,8 @@ std::string describe(const training_settings& s, const model_spec& spec, bool fo
   const auto& v = s.values;
   std::string line = "model=" + s.model + " optimizer=" + to_string(v.optimizer)
                      + " lr=" + number(v.lr);
-  if (v.optimizer == optimizer_kind::momentum) line += " momentum=" + number(v.momentum);
+  if (optimizer_hyper_parameters(v.optimizer) & hyper_momentum)
+    line += " momentum=" + number(v.momentum);
   line += " batch=" + std::to_string(v.batch)
           + " epochs=" + (followed ? std::string("none (a followed stream)") : number(v.epochs));
   if (!spec.sparse_tables.empty()) {  // the first table's; the settings set them all alike

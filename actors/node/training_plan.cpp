@@ -11,6 +11,7 @@
 #include "actors/data/load_split.hpp"
 #include "actors/ps/model_registry.hpp"
 #include "actors/model/mlp_plugin.hpp"
+#include "kernels/optimizer.hpp"
 
 #include <unistd.h>
 
@@ -697,7 +698,7 @@ training_flags flags_of(const train_options& o) {
   if (o.optimizer) {
     typed("optimizer");
     if (o.optimizer->learning_rate != 0) typed("lr");
-    if (o.optimizer->kind == optimizer_kind::momentum) typed("momentum");
+    if (optimizer_hyper_parameters(o.optimizer->kind) & hyper_momentum) typed("momentum");
   }
   if (o.batch) typed("batch");
   if (o.epochs) typed("epochs");

@@ -35,11 +35,12 @@ static_assert(same(consistency::sync, wire::Mode::SYNC) && same(consistency::ssp
 // i is row i, by name, and there are no more; a new optimizer touches nothing here.
 static_assert(rows_name_enumerators<wire::Optimizer, optimizer_table>(
                 std::make_index_sequence<optimizer_count>{}),
-              "schema Optimizer's enumerant i is named as row i of kernels/optimizer_table.hpp");
+              "schema Optimizer's enumerant i is named as row i of actors/ps/optimizer.hpp's "
+              "traits table");
 static_assert(rows_name_enumerators<wire::SparseTableSpec::Optimizer, row_optimizer_table>(
                 std::make_index_sequence<row_optimizer_count>{}),
               "schema SparseTableSpec.Optimizer's enumerant i is named as row i of "
-              "kernels/sparse/row_optimizer_table.hpp");
+              "actors/ps/row_optimizer.hpp's traits table");
 
 static_assert(same(row_init::zeros, wire::SparseTableSpec::Init::ZEROS)
               && same(row_init::uniform, wire::SparseTableSpec::Init::UNIFORM)

@@ -1,15 +1,46 @@
 // The optimizers a run's shards apply to its dense tensors, as a user names and configures
-// them: SGD, momentum, Adam, Adagrad. What each one is (its state, default rate and
-// hyper-parameters) is one row of kernels/optimizer_table.hpp, and its update is in
-// kernels/optimizer.hpp; the functions here read that table.
+// them: SGD, momentum, Adam, Adagrad. Each is one row of the traits table below (its name, the
+// floats of state it keeps per parameter, its default learning rate, the hyper-parameters it
+// reads); its update, the formula and the rule that applies it, is in kernels/math.hpp. A new
+// optimizer is an enumerator and a row here, its formula and rule there, the schema's
+// enumerant of the same name (schema/actorps.capnp: the wire and every checkpoint carry the
+// kind) and a test; a row, rule or enumerant missing or misnamed fails the build
+// (kernels/optimizer_table.hpp, actors/protocol/schema_enums.cpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace actorps {
 
 enum class optimizer_kind { sgd, momentum, adam, adagrad };
+
+/// The hyper-parameters of optimizer_config an optimizer reads besides its learning rate.
+enum optimizer_hyper : uint8_t {
+  hyper_none = 0,
+  hyper_momentum = 1,  ///< momentum
+  hyper_betas = 2,     ///< beta1, beta2
+  hyper_epsilon = 4,   ///< epsilon
+};
+
+/// What the runtime knows of an optimizer besides its rule.
+struct optimizer_traits {
+  optimizer_kind kind;
+  const char* name;             ///< as --optimizer, the schema's enumerant (case aside)
+  std::size_t slots;            ///< floats of state per parameter, laid out slot after slot
+  float default_learning_rate;
+  uint8_t hyper;                ///< optimizer_hyper bits
+};
+
+/// The traits table, in the order of optimizer_kind and of the schema's Optimizer enum.
+inline constexpr optimizer_traits optimizer_traits_table[] = {
+  {optimizer_kind::sgd, "sgd", 0, 0.1f, hyper_none},
+  {optimizer_kind::momentum, "momentum", 1, 0.05f, hyper_momentum},
+  {optimizer_kind::adam, "adam", 2, 0.001f, hyper_betas | hyper_epsilon},  // m, v
+  {optimizer_kind::adagrad, "adagrad", 1, 0.05f, hyper_epsilon},          // the accumulator
+};
 
 struct optimizer_config {
   optimizer_kind kind = optimizer_kind::momentum;

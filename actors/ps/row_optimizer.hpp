@@ -1,15 +1,43 @@
 // The optimizers a sparse table applies to its rows, as a user names and configures them: SGD,
-// Adagrad, Adam, FTRL-proximal. What each one is (its state, default rate) is one row of
-// kernels/sparse/row_optimizer_table.hpp, and its update is in kernels/sparse/row_optimizer.hpp;
-// the functions here read that table.
+// Adagrad, Adam, FTRL-proximal. Each is one row of the traits table below (name, state, whether
+// a row counts its own steps, default rate); its rule (what a configuration must satisfy, the
+// state a new row starts with, one row's update) is in kernels/math.hpp beside its formula. A
+// new row optimizer is an enumerator and a row here, its formula and rule there, the schema's
+// enumerant of the same name (schema/actorps.capnp's SparseTableSpec.Optimizer) and a test; a
+// row, rule or enumerant missing or misnamed fails the build
+// (kernels/sparse/row_optimizer_table.hpp, actors/protocol/schema_enums.cpp).
+//
+// "adam" means the same here as for dense tensors (actors/ps/optimizer.hpp): the bias
+// correction counts the updates of the value it corrects. Every dense value is updated on every
+// step, so a dense tensor counts steps once; rows are touched at different rates, so a row
+// counts its own (`counts_steps`: the sparse table keeps a step per row for such an optimizer).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace actorps {
 
 enum class row_optimizer_kind { sgd, adagrad, adam, ftrl };
+
+/// What the runtime knows of a row optimizer besides its rule.
+struct row_optimizer_traits {
+  row_optimizer_kind kind;
+  const char* name;             ///< as --table-optimizer, the schema's enumerant (case aside)
+  uint32_t slots;               ///< floats of state per value, laid out slot after slot
+  bool counts_steps;            ///< the table keeps a step count per row for it
+  float default_learning_rate;
+};
+
+/// The traits table, in the order of row_optimizer_kind and of the schema's
+/// SparseTableSpec.Optimizer enum.
+inline constexpr row_optimizer_traits row_optimizer_traits_table[] = {
+  {row_optimizer_kind::sgd, "sgd", 0, false, 0.05f},
+  {row_optimizer_kind::adagrad, "adagrad", 1, false, 0.05f},  // the accumulator
+  {row_optimizer_kind::adam, "adam", 2, true, 0.05f},         // m, v
+  {row_optimizer_kind::ftrl, "ftrl", 2, false, 0.05f},        // z, n; the rate is alpha
+};
 
 struct row_optimizer_config {
   row_optimizer_kind kind = row_optimizer_kind::adagrad;

@@ -59,9 +59,9 @@ float default_row_learning_rate(row_optimizer_kind kind) {
 
 void validate_row_optimizer(const row_optimizer_config& cfg) {
   with_row(cfg.kind, "validate_row_optimizer", [&](auto row) {
-    row_optimizers::detail::require(std::isfinite(cfg.learning_rate) && cfg.learning_rate > 0,
+    math::detail::require(std::isfinite(cfg.learning_rate) && cfg.learning_rate > 0,
                                     "learning_rate", "positive and finite", cfg.learning_rate);
-    row_optimizers::detail::require(row_optimizers::detail::non_negative(cfg.epsilon), "epsilon",
+    math::detail::require(math::detail::non_negative(cfg.epsilon), "epsilon",
                                     ">= 0", cfg.epsilon);
     decltype(row)::validate(cfg);
   });

@@ -1,5 +1,6 @@
 // The optimizers a sparse table applies to one row at a time: SGD, Adagrad, Adam, FTRL-proximal
-// (one row each of row_optimizer_table.hpp, which these functions read).
+// (one row each of row_optimizer_table.hpp, the traits table joined with the rules, which these
+// functions read).
 //
 // A row is `dim` values; its state is row_state_slots(kind) × dim floats laid out slot after
 // slot (Adagrad: the accumulator; Adam: m then v; FTRL: z then n). Unlike the dense optimizers
