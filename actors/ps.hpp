@@ -312,25 +312,32 @@ private:
 /// A ps task hosts one shard until every worker has called finish(). A worker task connects to
 /// every shard (retrying until opts.timeout) and initialises it: every worker sends the same
 /// init and a shard keeps the first, so no task waits for another. opts.ps and opts.workers are
-/// the cluster's: every worker task TF_CONFIG lists trains, and the first `shards` ps tasks
-/// (0: all) hold shards; those beyond serve() as spares that scale() may take in.
+/// the cluster's: the first `workers` worker tasks TF_CONFIG lists (0: all) train, and the first
+/// `shards` ps tasks (0: all) hold shards; those beyond are spares that scale() may take in (a
+/// spare ps task serves, a spare worker task waits in worker()).
 ///
 /// CAF 0.17: the actor system of a task whose peers have gone may wait for them forever when
 /// destroyed; end such a process with std::_Exit once its work is done, as `actorps` does
 /// (apps/examples/kv_loop.cpp shows it).
 class task_cluster {
 public:
-  /// Throws std::invalid_argument naming what is wrong with TF_CONFIG, the model or `shards`
-  /// (which every task of the cluster is given alike).
+  /// Throws std::invalid_argument naming what is wrong with TF_CONFIG, the model, `shards` or
+  /// `workers` (which every task of the cluster is given alike).
   task_cluster(const std::string& tf_config, const model_spec& model, cluster_options opts,
-               int shards = 0);
+               int shards = 0, int workers = 0);
   ~task_cluster();
   task_cluster(const task_cluster&) = delete;
   task_cluster& operator=(const task_cluster&) = delete;
 
   bool is_ps() const;  ///< else a worker
   int index() const;
-  int workers() const;
+  int workers() const;  ///< the workers in the job now
+  /// A worker task: whether it is in the job (false for a spare not taken in yet, and for a
+  /// worker a scale() left out, which then calls finish() and ends).
+  bool in_job() const;
+  /// A worker task in the job: the clock it goes on from (pull, push_pull of that clock): 0 from
+  /// the start, else the clock of the change that took it in.
+  int64_t joined_at() const;
   std::size_t total_floats() const;
 
   /// A ps task: hosts the shard until every worker has finished (0); 2 when it cannot listen on
@@ -338,13 +345,18 @@ public:
   int serve();
 
   /// A worker task: its client (connecting and initialising the shards on the first call), or
-  /// the error naming the shard that could not be reached or refused the init.
+  /// the error naming the shard that could not be reached or refused the init. A spare worker
+  /// task first waits at ps:0, with no timeout, until a scale() takes it in: it then goes on
+  /// from joined_at(), at the job's size then (workers()). When every worker in the job has
+  /// finished without taking it in, the error says so, and every ps task has heard that this
+  /// worker is done (no finish() to call).
   caf::expected<worker_client> worker();
 
-  /// A worker task, after worker() and before finish(): returns once every other worker has
-  /// called finish(), so that snapshot() then gives the run's final parameters (the worker that
-  /// evaluates the model asks; the ps tasks serve until it says done too). Waits as long as the
-  /// others train: a worker that never finishes keeps it waiting, as it keeps serve() serving.
+  /// A worker task, after worker() and before finish(): returns once every other worker in the
+  /// job has called finish(), so that snapshot() then gives the run's final parameters (the
+  /// worker that evaluates the model asks; the ps tasks serve until it says done too). Waits as
+  /// long as the others train: a worker that never finishes keeps it waiting, as it keeps
+  /// serve() serving.
   caf::error await_others();
 
   /// A worker task, after worker(): tells every ps task that this worker is done.
@@ -360,19 +372,24 @@ public:
   /// connected (a shard takes no init after a restore) and before any trains on.
   caf::expected<int64_t> restore(const std::string& path);
 
-  /// A worker task (after worker()): goes on with the first `ps` ps tasks TF_CONFIG lists as
-  /// the shards, as local_cluster::scale does: the shards' state at one clock is cut for the
-  /// new number (the fewest buckets and dense blocks change shard) and handed to the shards of
-  /// that size; returns that clock, from which this worker goes on (its client talks to the
-  /// new shards from its next call). Every worker task not finished calls it, at the same point
+  /// A worker task in the job (after worker()): goes on with the first `ps` ps tasks TF_CONFIG
+  /// lists as the shards and the first `workers` worker tasks (each 0: as many as now), as
+  /// local_cluster::scale does: the shards' state at one clock is cut for the new size (the
+  /// fewest buckets and dense blocks change shard) and handed to the shards of that size;
+  /// returns that clock, from which this worker goes on (its client talks to the new shards from
+  /// its next call). Every worker task in the job and not finished calls it, at the same point
   /// of its loop with no call in flight (every ticket waited): each waits at ps:0 until all
-  /// have; worker 0 then moves the state. A growth takes in spare ps tasks (serving); the ps
-  /// tasks a shrink leaves out hear from every worker that it is done, and their serve()
-  /// returns 0. Refused, naming the reason, for a number out of range or more than TF_CONFIG
-  /// lists, and for every worker when two ask for different numbers (nothing changes then);
-  /// an error after worker 0 began handing out the parts leaves the shards' state unreliable
-  /// (restore() a checkpoint). The number of workers is the processes you run: it stays.
-  caf::expected<int64_t> scale(int ps);
+  /// have; worker 0 then moves the state. A growth takes in spare ps tasks (serving) and spare
+  /// worker tasks (waiting in worker(); one not started yet is waited for from the change's
+  /// clock on, in sync mode by every other); a worker beyond the new number is out of the job
+  /// (in_job() false: it calls finish() and ends), and the ps tasks a shrink leaves out hear
+  /// from every worker that it is done, and their serve() returns 0. After a change of workers
+  /// a minibatch teaches as much as before and a decaying schedule runs on the minibatches
+  /// trained, as with --resize. Refused, naming the reason, for a number out of range or more
+  /// than TF_CONFIG lists, and for every worker when two ask for different numbers (nothing
+  /// changes then); an error after worker 0 began handing out the parts leaves the shards'
+  /// state unreliable (restore() a checkpoint).
+  caf::expected<int64_t> scale(int ps, int workers = 0);
 
   struct impl;
 

@@ -135,13 +135,24 @@ TEST_CASE("connect_shard reaches the shard through the published ps task, with t
 
 namespace {
 
-/// Worker `w` of a loop of its own asking ps:0 to go on with `shards`: the answer comes to
-/// `observer` as (w, clock), or (w, the error's text).
+/// Worker `w` of a loop of its own asking ps:0 to go on with `shards` and `workers`: the
+/// answer comes to `observer` as (w, clock), or (w, the error's text).
 void ask_scale(caf::actor_system& sys, const ps_task_actor& task, const caf::actor& observer,
-               int32_t w, int32_t shards) {
+               int32_t w, int32_t shards, int32_t workers = 3) {
   sys.spawn([=](caf::event_based_actor* self) {
-    self->request(task, caf::infinite, scale_atom::value, w, shards)
+    self->request(task, caf::infinite, scale_atom::value, w, shards, workers)
       .then([=](int64_t clock) { self->send(observer, w, clock); },
+            [=](caf::error& err) { self->send(observer, w, describe(err)); });
+  });
+}
+
+/// Spare worker `w` waiting at ps:0 to be taken in: the answer comes to `observer` as (w, the
+/// changes made), or (w, the error's text).
+void ask_join(caf::actor_system& sys, const ps_task_actor& task, const caf::actor& observer,
+              int32_t w) {
+  sys.spawn([=](caf::event_based_actor* self) {
+    self->request(task, caf::infinite, join_atom::value, w)
+      .then([=](const std::vector<int64_t>& changes) { self->send(observer, w, changes); },
             [=](caf::error& err) { self->send(observer, w, describe(err)); });
   });
 }
@@ -166,7 +177,8 @@ TEST_CASE("ps:0 is where the workers of a loop of their own meet to change the s
     return any;
   };
   auto outcome = [&](int32_t shards, int64_t clock, const std::string& why) {
-    self->request(task, timeout, scale_atom::value, done_atom::value, shards, clock, why)
+    self->request(task, timeout, scale_atom::value, done_atom::value, shards, int32_t{3}, clock,
+                  why)
       .receive([](caf::ok_atom) {}, [&](caf::error& err) { FAIL(describe(err)); });
   };
 
@@ -196,7 +208,8 @@ TEST_CASE("ps:0 is where the workers of a loop of their own meet to change the s
   REQUIRE(errors.size() == 3);
   for (const auto& [w, why] : errors) {
     CAPTURE(w);
-    CHECK(why.find("worker 0 asks for 1 shards, worker 1 for 3") != std::string::npos);
+    CHECK(why.find("worker 0 asks for 1 shards and 3 workers, worker 1 for 3 and 3")
+          != std::string::npos);
   }
 
   // A worker that has finished is not waited for; worker 0's failure reaches the others.
@@ -213,5 +226,100 @@ TEST_CASE("ps:0 is where the workers of a loop of their own meet to change the s
   outcome(2, -1, "the spare ps:2 could not be reached");
   REQUIRE(answered(timeout));
   CHECK(errors[2].find("the spare ps:2 could not be reached") != std::string::npos);
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("ps:0 takes spare workers in with a change of workers, and lets them go at the end") {
+  actor_fixture f;
+  auto shard = spawn_ps_shard(*f.sys, 0);
+  ps_task_config tc{shard, 0, {}};
+  tc.finish_after = 4;  // workers 0..3 listed
+  tc.training = 2;      // 0 and 1 in the job from the start, 2 and 3 spares
+  auto task = spawn_ps_task(*f.sys, tc);
+  auto& self = *f.self;
+  auto me = caf::actor_cast<caf::actor>(self);
+  std::map<int32_t, int64_t> clocks;
+  std::map<int32_t, std::string> errors;
+  std::map<int32_t, std::vector<int64_t>> taken_in;
+  auto answered = [&](std::chrono::milliseconds within) {
+    bool any = false;
+    self->receive([&](int32_t w, int64_t clock) { clocks[w] = clock; any = true; },
+                  [&](int32_t w, std::string& why) { errors[w] = why; any = true; },
+                  [&](int32_t w, std::vector<int64_t>& c) { taken_in[w] = c; any = true; },
+                  caf::after(within) >> [] {});
+    return any;
+  };
+  auto outcome = [&](int32_t shards, int32_t workers, int64_t clock) {
+    self->request(task, timeout, scale_atom::value, done_atom::value, shards, workers, clock,
+                  std::string{})
+      .receive([](caf::ok_atom) {}, [&](caf::error& err) { FAIL(describe(err)); });
+  };
+  auto done = [&](int32_t w) {
+    self->request(task, timeout, done_atom::value, w)
+      .receive([](caf::ok_atom) {}, [&](caf::error& err) { FAIL(describe(err)); });
+  };
+
+  // The spares wait; a spare cannot ask for a change; a number beyond the listed is refused.
+  ask_join(*f.sys, task, me, 2);
+  ask_join(*f.sys, task, me, 3);
+  ask_scale(*f.sys, task, me, 3, 1, 3);
+  REQUIRE(answered(timeout));
+  CHECK(errors[3].find("worker 3 is not in the job") != std::string::npos);
+  ask_scale(*f.sys, task, me, 1, 1, 5);
+  REQUIRE(answered(timeout));
+  CHECK(errors[1].find("the number of workers is 1 to the 4 worker tasks listed (got 5)")
+        != std::string::npos);
+  errors.clear();
+
+  // 0 and 1 grow the job to 3 workers at clock 5: spare 2 is taken in with the change, 3 waits.
+  ask_scale(*f.sys, task, me, 1, 1, 3);
+  ask_scale(*f.sys, task, me, 0, 1, 3);
+  REQUIRE(answered(timeout));
+  CHECK(clocks == std::map<int32_t, int64_t>{{0, -1}});
+  outcome(1, 3, 5);
+  REQUIRE(answered(timeout));
+  REQUIRE(answered(timeout));
+  CHECK(clocks == std::map<int32_t, int64_t>{{0, -1}, {1, 5}});
+  CHECK(taken_in == std::map<int32_t, std::vector<int64_t>>{{2, {1, 3, 5}}});
+  CHECK_FALSE(answered(std::chrono::milliseconds(100)));  // 3 still waits
+  CHECK(errors.empty());
+
+  // The next change waits for worker 2 too; it shrinks to 2 workers at clock 9: 2 is out.
+  clocks.clear();
+  ask_scale(*f.sys, task, me, 0, 1, 2);
+  ask_scale(*f.sys, task, me, 1, 1, 2);
+  CHECK_FALSE(answered(std::chrono::milliseconds(200)));
+  ask_scale(*f.sys, task, me, 2, 1, 2);
+  REQUIRE(answered(timeout));
+  CHECK(clocks == std::map<int32_t, int64_t>{{0, -1}});
+  outcome(1, 2, 9);
+  REQUIRE(answered(timeout));
+  REQUIRE(answered(timeout));
+  CHECK(clocks == std::map<int32_t, int64_t>{{0, -1}, {1, 9}, {2, 9}});
+  ask_scale(*f.sys, task, me, 2, 1, 3);
+  REQUIRE(answered(timeout));
+  CHECK(errors[2].find("worker 2 is not in the job") != std::string::npos);
+
+  // Worker 0's wait for the others counts the job's workers: 1, not 2 (out) nor 3 (a spare).
+  f.sys->spawn([task, me](caf::event_based_actor* s) {
+    s->request(task, caf::infinite, done_atom::value, others_atom::value, int32_t{0})
+      .then([=](caf::ok_atom) { s->send(me, int32_t{0}, std::string{"others done"}); });
+  });
+  CHECK_FALSE(answered(std::chrono::milliseconds(200)));
+  done(2);
+  CHECK_FALSE(answered(std::chrono::milliseconds(200)));
+  done(1);
+  REQUIRE(answered(timeout));
+  CHECK(errors[0] == "others done");
+
+  // Once every worker in the job has finished, the spare still waiting is let go, and a spare
+  // asking later is refused at once.
+  done(0);
+  REQUIRE(answered(timeout));
+  CHECK(errors[3].find("the job finished without taking worker 3 in") != std::string::npos);
+  errors.clear();
+  ask_join(*f.sys, task, me, 3);
+  REQUIRE(answered(timeout));
+  CHECK(errors[3].find("the job finished without taking worker 3 in") != std::string::npos);
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }

@@ -67,7 +67,7 @@ TEST_CASE("refusals as not authorised: a ps task's shard counts its data link's 
   caf::scoped_actor owner{ps_sys};
   cluster_spec cluster;
   cluster.jobs["ps"] = {host_port{"127.0.0.1", 0}};
-  auto hosted = host_shard(ps_sys, cluster, 0, 0, "127.0.0.1", 0, {}, certs.of("ps-0"));
+  auto hosted = host_shard(ps_sys, cluster, 0, 0, 0, "127.0.0.1", 0, {}, certs.of("ps-0"));
   REQUIRE(hosted);
   std::vector<float> values(layout.shard_floats(0), 0.5f);
   owner->request(hosted->shard, timeout, init_atom::value, encode_shard_init(spec, 0, layout, values.data()))

@@ -206,7 +206,8 @@ void configure_task_system(caf::actor_system_config& cfg, const deployment_optio
 
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
-                                       const std::string& bind, uint16_t data_port,
+                                       int32_t training, const std::string& bind,
+                                       uint16_t data_port,
                                        shard_config shard_cfg, const tls_files& tls,
                                        std::chrono::milliseconds connect_timeout) {
   auto name = task_id{"ps", index}.text();
@@ -224,8 +225,8 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
   };
   auto shard = spawn_ps_shard(sys, index, std::move(own_cfg));
   (*links)->serve(sys, shard, index);
-  ps_task_config task_cfg{shard, (*links)->port(), (*links)->local_name(), finish_after, index,
-                          std::move(shard_cfg)};
+  ps_task_config task_cfg{shard, (*links)->port(), (*links)->local_name(), finish_after,
+                          training, index, std::move(shard_cfg)};
   task_cfg.refusals = task_refusals;
   for (int32_t p = 0; p < cluster.count("ps"); ++p)  // a standby spawned here dials its primary
     task_cfg.ps_addresses.push_back(cluster.address({"ps", p}));
@@ -256,7 +257,7 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
       return exit_code::usage;
     }
     auto hosted =
-      host_shard(sys, opts.cluster, index, 0, opts.bind, data_port, opts.shard, opts.tls,
+      host_shard(sys, opts.cluster, index, 0, 0, opts.bind, data_port, opts.shard, opts.tls,
                  opts.connect_timeout);
     if (!hosted) {
       log_line(log_level::error, opts.task.text(), describe(hosted.error()) + "; exiting 2");
@@ -276,10 +277,11 @@ int run_task(caf::actor_system& sys, const deployment_options& opts) {
   });
 }
 
-int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster, int32_t index) {
+int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster, int32_t index,
+                            int32_t training) {
   auto name = task_id{"ps", index}.text();
   auto workers = static_cast<int32_t>(cluster.count("worker"));
-  auto hosted = host_shard(sys, cluster, index, workers);
+  auto hosted = host_shard(sys, cluster, index, workers, training);
   if (!hosted) {
     log_line(log_level::error, name, describe(hosted.error()) + "; exiting 2");
     return 2;

@@ -79,6 +79,7 @@ struct hosted_shard {
 /// authorised among its own (refused_unauthorised).
 caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spec& cluster,
                                        int32_t index, int32_t finish_after,
+                                       int32_t training = 0,
                                        const std::string& bind = {}, uint16_t data_port = 0,
                                        shard_config shard_cfg = {}, const tls_files& tls = {},
                                        std::chrono::milliseconds connect_timeout =
@@ -86,8 +87,10 @@ caf::expected<hosted_shard> host_shard(caf::actor_system& sys, const cluster_spe
 
 /// Hosts shard `index` of a loop of the user's own (ps.hpp's task_cluster): publishes its ps
 /// task on the cluster's address for ps:index and returns once every worker of the cluster has
-/// said done (0), or 2 when the task cannot listen there. The same CAF 0.17 caveat as run_task.
-int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster, int32_t index);
+/// said done (0), or 2 when the task cannot listen there. `training`: the workers in the job
+/// from the start (0: all; ps_task_config::training). The same CAF 0.17 caveat as run_task.
+int serve_shard_of_own_loop(caf::actor_system& sys, const cluster_spec& cluster, int32_t index,
+                            int32_t training = 0);
 
 /// Asks the running chief to stop early and cleanly (`why`: the signal, "SIGTERM"): after the
 /// next checkpoint when checkpoints are on, with the summary, every task told the run was

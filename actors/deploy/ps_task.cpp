@@ -67,16 +67,29 @@ void spawn_standby_when_connected(ps_task_actor::pointer self, const ps_task_con
       refused);
 }
 
-/// A loop of the user's own: the workers that said done, and the waits for the others held
-/// until every worker but the one waiting is among them.
+/// A loop of the user's own: the workers in the job (at ps:0, where changes of workers meet;
+/// every worker at the others), those that said done, and the waits for the others held until
+/// every worker in the job but the one waiting is among them.
 struct finished_workers {
-  explicit finished_workers(int32_t workers) : workers(workers) {}
+  finished_workers(int32_t listed, int32_t training) : listed(listed) {
+    for (int32_t w = 0; w < (training > 0 ? training : listed); ++w) in_job.insert(w);
+  }
+
+  /// Whether every worker in the job but `worker` has said done.
+  bool others_done(int32_t worker) const {
+    for (auto w : in_job)
+      if (w != worker && !done.count(w)) return false;
+    return true;
+  }
+
+  /// How many workers in the job have not said done.
+  int32_t live() const {
+    int32_t n = 0;
+    for (auto w : in_job) n += done.count(w) ? 0 : 1;
+    return n;
+  }
 
   void answer_waiting() {
-    auto others_done = [&](int32_t worker) {
-      auto mine = done.count(worker);
-      return static_cast<int32_t>(done.size() - mine) == workers - 1;
-    };
     for (auto i = waiting.begin(); i != waiting.end();) {
       if (others_done(i->first)) {
         i->second.deliver(caf::ok_atom::value);
@@ -87,33 +100,45 @@ struct finished_workers {
     }
   }
 
-  int32_t workers;
+  int32_t listed;           // the workers TF_CONFIG lists: each says done before the task stops
+  std::set<int32_t> in_job;
   std::set<int32_t> done;
   std::vector<std::pair<int32_t, caf::typed_response_promise<caf::ok_atom>>> waiting;
 };
 
-/// A loop of the user's own changing its number of shards (task_cluster::scale), met at ps:0:
-/// the workers that asked, held until worker 0 (answered first, once every worker not done has
-/// asked) says how the change went.
+/// A loop of the user's own changing its numbers of shards and workers (task_cluster::scale),
+/// met at ps:0: the workers that asked, held until worker 0 (answered first, once every worker
+/// in the job and not done has asked) says how the change went; the changes made, and the
+/// worker tasks beyond the job waiting to be taken in.
 struct scale_rendezvous {
-  int32_t shards = 0;  // the number asked (0: none asked)
-  bool moving = false; // worker 0 was answered: it moves the state
+  int32_t shards = 0;   // the numbers asked (0: none asked)
+  int32_t workers = 0;
+  bool moving = false;  // worker 0 was answered: it moves the state
   std::map<int32_t, caf::typed_response_promise<int64_t>> asked;
+  std::vector<int64_t> changes;  // (shards, workers, clock) of each change made
+  std::map<int32_t, caf::typed_response_promise<std::vector<int64_t>>> joining;
 
   /// Every worker waiting gets `why`; the next change starts afresh.
   void refuse_all(const std::string& why) {
     for (auto& [worker, promise] : asked)
       promise.deliver(caf::make_error(caf::sec::invalid_argument, why));
-    *this = {};
+    forget_asked();
   }
 
-  /// Once every worker not done has asked, worker 0 (which then moves the state) is answered.
+  void forget_asked() {
+    asked.clear();
+    shards = workers = 0;
+    moving = false;
+  }
+
+  /// Once every worker in the job and not done has asked, worker 0 (which then moves the
+  /// state) is answered.
   void begin_when_all_asked(const finished_workers& finished) {
     if (asked.empty() || moving) return;
     if (finished.done.count(0))
-      return refuse_all("a change of shards: worker 0, which moves the state, has finished");
-    const auto live = finished.workers - static_cast<int32_t>(finished.done.size());
-    if (static_cast<int32_t>(asked.size()) < live) return;
+      return refuse_all("a change of shards or workers: worker 0, which moves the state, has "
+                        "finished");
+    if (static_cast<int32_t>(asked.size()) < finished.live()) return;
     auto first = asked.find(0);
     if (first == asked.end()) return;  // (worker 0 not done has asked, as every one live)
     moving = true;
@@ -121,15 +146,40 @@ struct scale_rendezvous {
     asked.erase(first);
   }
 
-  /// Worker 0's outcome, to every other worker waiting.
-  void answer(int64_t clock, const std::string& why) {
+  /// Worker 0's outcome, to every other worker waiting; a change made takes the workers it
+  /// names into the job (and those waiting to join in), leaves those beyond out.
+  void answer(int64_t clock, const std::string& why, finished_workers& finished) {
     for (auto& [worker, promise] : asked) {
       if (why.empty())
         promise.deliver(clock);
       else
         promise.deliver(caf::make_error(caf::sec::runtime_error, why));
     }
-    *this = {};
+    if (why.empty()) {
+      changes.insert(changes.end(), {shards, workers, clock});
+      finished.in_job.clear();
+      for (int32_t w = 0; w < workers; ++w) finished.in_job.insert(w);
+      for (auto i = joining.begin(); i != joining.end();) {
+        if (finished.in_job.count(i->first)) {
+          i->second.deliver(changes);
+          i = joining.erase(i);
+        } else {
+          ++i;
+        }
+      }
+    }
+    forget_asked();
+  }
+
+  /// Once every worker in the job has finished, the worker tasks still waiting to join hear
+  /// that none will take them in.
+  void release_joining(const finished_workers& finished) {
+    if (finished.live() > 0) return;
+    for (auto& [worker, promise] : joining)
+      promise.deliver(caf::make_error(caf::sec::runtime_error,
+                                      "the job finished without taking worker "
+                                        + std::to_string(worker) + " in"));
+    joining.clear();
   }
 };
 
@@ -150,7 +200,7 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
   self->attach_functor([standbys] {
     for (const auto& s : *standbys) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   });
-  auto finishing = std::make_shared<finished_workers>(cfg.finish_after);
+  auto finishing = std::make_shared<finished_workers>(cfg.finish_after, cfg.training);
   auto scaling = std::make_shared<scale_rendezvous>();
   // A done (or a wait) from a worker that is not one of this loop's, or not allowed to say so.
   auto check_worker = [=](int32_t worker, const std::string& what) -> caf::error {
@@ -176,6 +226,7 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
       finishing->done.insert(worker);
       finishing->answer_waiting();
       scaling->begin_when_all_asked(*finishing);  // one fewer to wait for
+      scaling->release_joining(*finishing);
       if (static_cast<int32_t>(finishing->done.size()) == cfg.finish_after)
         self->send_exit(cfg.shard, caf::exit_reason::user_shutdown);  // this task follows it
       return caf::ok_atom::value;
@@ -187,40 +238,71 @@ ps_task_actor::behavior_type ps_task(ps_task_actor::pointer self, ps_task_config
       finishing->answer_waiting();  // at once when the others are done already
       return promise;
     },
-    [=](scale_atom, int32_t worker, int32_t shards) -> caf::result<int64_t> {
-      if (auto err = check_worker(worker, "a change of shards")) return err;
+    [=](scale_atom, int32_t worker, int32_t shards,
+        int32_t workers) -> caf::result<int64_t> {
+      if (auto err = check_worker(worker, "a change of shards or workers")) return err;
       auto refuse = [](const std::string& why) {
-        return caf::make_error(caf::sec::invalid_argument, "a change of shards: " + why);
+        return caf::make_error(caf::sec::invalid_argument, "a change of shards or workers: " + why);
       };
       if (cfg.index != 0) return refuse("ask ps:0, not ps:" + std::to_string(cfg.index));
       if (shards < 1) return refuse("the number of shards is 1 or more");
+      if (workers < 1 || workers > cfg.finish_after)
+        return refuse("the number of workers is 1 to the " + std::to_string(cfg.finish_after)
+                      + " worker tasks listed (got " + std::to_string(workers) + ")");
       if (finishing->done.count(worker))
         return refuse("worker " + std::to_string(worker) + " has finished");
+      if (!finishing->in_job.count(worker))
+        return refuse("worker " + std::to_string(worker) + " is not in the job");
       if (scaling->moving) return refuse("one is under way already");
       if (scaling->asked.count(worker))
         return refuse("worker " + std::to_string(worker) + " asked twice");
-      if (!scaling->asked.empty() && scaling->shards != shards) {
+      if (!scaling->asked.empty() && (scaling->shards != shards || scaling->workers != workers)) {
         auto why = "worker " + std::to_string(worker) + " asks for " + std::to_string(shards)
-                   + " shards, worker " + std::to_string(scaling->asked.begin()->first)
-                   + " for " + std::to_string(scaling->shards);
-        scaling->refuse_all("a change of shards: " + why);
+                   + " shards and " + std::to_string(workers) + " workers, worker "
+                   + std::to_string(scaling->asked.begin()->first) + " for "
+                   + std::to_string(scaling->shards) + " and " + std::to_string(scaling->workers);
+        scaling->refuse_all("a change of shards or workers: " + why);
         return refuse(why);
       }
       scaling->shards = shards;
+      scaling->workers = workers;
       auto promise = self->make_response_promise<int64_t>();
       scaling->asked.emplace(worker, promise);
       scaling->begin_when_all_asked(*finishing);
       return promise;
     },
-    [=](scale_atom, done_atom, int32_t shards, int64_t clock,
+    [=](scale_atom, done_atom, int32_t shards, int32_t workers, int64_t clock,
         const std::string& why) -> caf::result<caf::ok_atom> {
-      if (auto err = check_worker(0, "the outcome of a change of shards")) return err;
-      if (!scaling->moving || shards != scaling->shards)
+      if (auto err = check_worker(0, "the outcome of a change of shards or workers")) return err;
+      if (!scaling->moving || shards != scaling->shards || workers != scaling->workers)
         return caf::make_error(caf::sec::invalid_argument,
                                "the outcome of a change to " + std::to_string(shards)
-                                 + " shards, which is not under way");
-      scaling->answer(clock, why);
+                                 + " shards and " + std::to_string(workers)
+                                 + " workers, which is not under way");
+      scaling->answer(clock, why, *finishing);
       return caf::ok_atom::value;
+    },
+    [=](join_atom, int32_t worker) -> caf::result<std::vector<int64_t>> {
+      if (auto err = check_worker(worker, "a wait to join")) return err;
+      if (cfg.index != 0)
+        return caf::make_error(caf::sec::invalid_argument,
+                               "a wait to join: ask ps:0, not ps:" + std::to_string(cfg.index));
+      if (finishing->done.count(worker))
+        return caf::make_error(caf::sec::invalid_argument,
+                               "a wait to join: worker " + std::to_string(worker)
+                                 + " has finished");
+      if (finishing->in_job.count(worker)) return scaling->changes;  // taken in already
+      if (finishing->live() == 0)
+        return caf::make_error(caf::sec::runtime_error,
+                               "the job finished without taking worker "
+                                 + std::to_string(worker) + " in");
+      if (scaling->joining.count(worker))
+        return caf::make_error(caf::sec::invalid_argument,
+                               "a wait to join: worker " + std::to_string(worker)
+                                 + " waits already");
+      auto promise = self->make_response_promise<std::vector<int64_t>>();
+      scaling->joining.emplace(worker, promise);
+      return promise;
     },
     [=](standby_atom) -> caf::result<caf::ok_atom> {
       if (auto err = note_refusal(authorise_ps_task(current_role(self), "standby hello")))

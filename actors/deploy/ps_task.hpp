@@ -4,7 +4,8 @@
 // knowledge, so the shard itself keeps to the algorithm. It stops when the shard does, with
 // the shard's reason, taking the published address with it. Without a chief (a loop of the
 // user's own) it also counts the workers that said done and stops the shard after the last,
-// and ps:0 is where the workers meet to change the number of shards (task_cluster::scale).
+// and ps:0 is where the workers meet to change the numbers of shards and workers
+// (task_cluster::scale), and where a worker task beyond the job waits to be taken in.
 // With --replicas 1 the chief has it spawn standbys of other tasks' shards (standby): they live
 // as long as the task, in its process. Before it answers, the task dials its standby's primary's
 // task directly, so that the replication between the two travels on a connection of their own:
@@ -34,6 +35,10 @@ struct ps_task_config {
   /// A loop of the user's own: the shard stops (normally) once workers 0..finish_after-1 have
   /// each said done. 0: the chief of a runtime-owned run stops it.
   int32_t finish_after = 0;
+  /// Of those, the workers in the job from the start (0..training-1; 0: all): ps:0 keeps the
+  /// job's workers, which a change of workers grows or shrinks; those beyond wait there to be
+  /// taken in (task_cluster::worker).
+  int32_t training = 0;
   int32_t index = 0;          ///< this task's index: ps:<index>
   /// What a standby spawned here (--replicas 1, the chief asks) takes from this process.
   shard_config standby_config = {};

@@ -74,6 +74,10 @@ caf::expected<int64_t> scale_shards(cluster_core& core, int ps, int workers);
 caf::error refused(const std::string& why);
 /// None when the run may go on at `ps` shards and `workers` workers; else why not (refused).
 caf::error check_scale(const cluster_core& core, int ps, int workers);
+/// The spec of a run at `ps` shards and `workers` workers from clock `clock` on (each change of
+/// a loop's size, replayed in order, gives every worker task the same spec). Throws
+/// std::invalid_argument as resized_spec does.
+train_spec spec_after(const train_spec& spec, int ps, int workers, int64_t clock);
 /// The shards' states at one clock (states_now) cut for `ps` shards and `workers` workers, as
 /// a live resize cuts them: the fewest buckets and dense blocks change shard.
 struct scaled_states {

@@ -32,6 +32,12 @@ void change_workers(train_spec& spec, int workers, int64_t clock) {
 
 } // namespace
 
+train_spec spec_after(const train_spec& spec, int ps, int workers, int64_t clock) {
+  auto after = resized_spec(spec, ps);
+  change_workers(after, workers, clock);
+  return after;
+}
+
 caf::error refused(const std::string& why) {
   return caf::make_error(caf::sec::invalid_argument, "scale: " + why);
 }
@@ -56,8 +62,7 @@ caf::expected<scaled_states> cut_states(cluster_core& core, int ps, int workers)
   scaled_states cut;
   cut.clock = states->clock;
   try {
-    cut.after = resized_spec(core.spec, ps);
-    change_workers(cut.after, workers, cut.clock);
+    cut.after = spec_after(core.spec, ps, workers, cut.clock);
     cut.files = resize_shard_files(states->files, cut.after);
   } catch (const std::invalid_argument& e) {
     return refused(e.what());

@@ -60,7 +60,7 @@ caf::error tell_done(task_cluster::impl& im, caf::scoped_actor& self, const ps_t
 } // namespace detail
 
 task_cluster::task_cluster(const std::string& tf_config, const model_spec& model,
-                           cluster_options opts, int shards)
+                           cluster_options opts, int shards, int workers)
   : impl_(std::make_shared<impl>()) {
   auto& im = *impl_;
   try {
@@ -76,8 +76,14 @@ task_cluster::task_cluster(const std::string& tf_config, const model_spec& model
     throw std::invalid_argument("shards: 1 to the " + std::to_string(listed)
                                 + " ps task(s) TF_CONFIG lists, or 0 for all (got "
                                 + std::to_string(shards) + ")");
+  const int listed_workers = im.cluster.count("worker");
+  if (workers < 0 || workers > listed_workers)
+    throw std::invalid_argument("workers: 1 to the " + std::to_string(listed_workers)
+                                + " worker task(s) TF_CONFIG lists, or 0 for all (got "
+                                + std::to_string(workers) + ")");
   opts.ps = shards > 0 ? shards : listed;
-  opts.workers = im.cluster.count("worker");
+  opts.workers = workers > 0 ? workers : listed_workers;
+  im.in_job = im.task.type == "worker" && im.task.index < opts.workers;
   im.core = std::make_shared<detail::cluster_core>();
   auto& core = *im.core;
   core.opts = opts;
@@ -92,11 +98,14 @@ task_cluster::~task_cluster() = default;
 bool task_cluster::is_ps() const { return impl_->task.type == "ps"; }
 int task_cluster::index() const { return impl_->task.index; }
 int task_cluster::workers() const { return impl_->core->opts.workers; }
+bool task_cluster::in_job() const { return impl_->in_job; }
+int64_t task_cluster::joined_at() const { return impl_->joined_at; }
 std::size_t task_cluster::total_floats() const { return impl_->core->layout->total_floats(); }
 
 int task_cluster::serve() {
   if (!is_ps()) throw std::logic_error("serve() is for a ps task; this is " + impl_->task.text());
-  return serve_shard_of_own_loop(*impl_->core->sys, impl_->cluster, impl_->task.index);
+  return serve_shard_of_own_loop(*impl_->core->sys, impl_->cluster, impl_->task.index,
+                                 impl_->core->opts.workers);
 }
 
 caf::expected<worker_client> task_cluster::worker() {
@@ -104,11 +113,16 @@ caf::expected<worker_client> task_cluster::worker() {
   if (is_ps()) throw std::logic_error("worker() is for a worker task; this is " + im.task.text());
   auto& core = *im.core;
   if (im.remote.empty()) {
+    const bool spare = !im.in_job;
+    if (spare) {
+      if (auto err = detail::await_joining(im)) return err;
+    }
     auto remote = detail::connect_ps_tasks(im, 0, core.opts.ps);
     if (!remote) return remote.error();
     detail::use_shards(im, std::move(*remote));
     core.shards_elsewhere = true;
-    if (auto err = detail::init_shards(core)) {
+    // A worker taken in by a change finds the shards at that change's state: no init.
+    if (auto err = spare ? caf::error{} : detail::init_shards(core)) {
       im.remote.clear();  // not connected: the core closes the links when it goes
       return err;
     }
@@ -120,15 +134,14 @@ caf::error task_cluster::await_others() {
   auto& im = *impl_;
   if (is_ps()) throw std::logic_error("await_others() is for a worker task; this is " + im.task.text());
   if (im.remote.empty()) return not_connected();
+  // ps:0 knows the job's workers (a change of workers meets there) and answers once the others
+  // said done to it; a worker says done to the shards, its last push applied, before ps:0.
   caf::scoped_actor self{*im.core->sys};
-  for (const auto& r : im.remote) {  // each ps task answers once the others said done to it
-    caf::error failed;
-    self->request(r.task, caf::infinite, done_atom::value, others_atom::value,
-                  static_cast<int32_t>(im.task.index))
-      .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
-    if (failed) return failed;
-  }
-  return {};
+  caf::error failed;
+  self->request(im.remote[0].task, caf::infinite, done_atom::value, others_atom::value,
+                static_cast<int32_t>(im.task.index))
+    .receive([](caf::ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
+  return failed;
 }
 
 caf::error task_cluster::finish() {
@@ -137,8 +150,9 @@ caf::error task_cluster::finish() {
   if (im.remote.empty()) return not_connected();
   caf::scoped_actor self{*im.core->sys};
   // The shards stop waiting for this worker (worker_client::finish does the same; twice is
-  // harmless), then its ps tasks hear it is done.
-  for (const auto& shard : im.core->shards) {
+  // harmless), then its ps tasks hear it is done. A worker a change left out is no longer
+  // one the shards wait for.
+  for (const auto& shard : im.in_job ? im.core->shards : std::vector<ps_shard_actor>{}) {
     caf::error failed;
     self->request(shard, im.core->opts.timeout, done_atom::value,
                   static_cast<int32_t>(im.task.index))

@@ -23,6 +23,10 @@ struct task_cluster::impl {
   // A worker: the ps tasks beyond the shards in use that it told it is done (a shrink removed
   // them); finish() tells the others beyond, spares never taken in.
   std::set<int32_t> told_done;
+  // A worker: in the job (a spare not taken in yet, or one a scale left out: not), and the
+  // clock it went on from when taken in.
+  bool in_job = true;
+  int64_t joined_at = 0;
 };
 
 namespace detail {
@@ -38,6 +42,10 @@ caf::error tell_done(task_cluster::impl& im, caf::scoped_actor& self, const ps_t
 /// A worker's finish(): the ps tasks beyond the shards in use that it has not told yet (spares
 /// never taken in) hear that it is done, so that their serve() returns.
 caf::error tell_spares_done(task_cluster::impl& im);
+/// A spare worker task's wait at ps:0 until a change takes it in: the core's spec at the job's
+/// size then (every change replayed), joined_at its clock; or the error why not (every ps
+/// task then told this worker is done).
+caf::error await_joining(task_cluster::impl& im);
 } // namespace detail
 
 } // namespace actorps

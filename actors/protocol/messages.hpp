@@ -300,19 +300,26 @@ using ps_task_actor = caf::typed_actor<
   // (done, worker) -> ok: in a loop of the user's own (ps.hpp's task_cluster), worker `worker`
   // has finished; the task stops its shard once every worker has.
   caf::replies_to<done_atom, int32_t>::with<caf::ok_atom>,
-  // (done, others, worker) -> ok, held until every worker but `worker` is done: the worker that
-  // evaluates the final parameters of a loop of the user's own asks first, then says done.
+  // (done, others, worker) -> ok, held until every worker in the job but `worker` is done (the
+  // job's workers: those ps:0 counts, which alone is asked): the worker that evaluates the
+  // final parameters of a loop of the user's own asks first, then says done.
   caf::replies_to<done_atom, others_atom, int32_t>::with<caf::ok_atom>,
-  // (scale, worker, shards) -> the clock of the change: a loop of the user's own changes its
-  // number of shards (task_cluster::scale), asked of ps:0 by every worker not done, each at the
-  // same point of its loop with no call in flight. Worker 0 is answered -1 once all have asked
-  // (the shards' state is then complete): it moves the state and says how that went (below);
-  // the others are answered the clock it went on from, or its error. Asking for another number
-  // than a worker waiting refuses both and every one waiting, naming the two.
-  caf::replies_to<scale_atom, int32_t, int32_t>::with<int64_t>,
-  // (scale, done, shards, clock, why) -> ok: worker 0's outcome of the change under way: `why`
-  // empty, the shards went on at `shards` from `clock`; else why not.
-  caf::replies_to<scale_atom, done_atom, int32_t, int64_t, std::string>::with<caf::ok_atom>,
+  // (scale, worker, shards, workers) -> the clock of the change: a loop of the user's own
+  // changes its numbers of shards and workers (task_cluster::scale), asked of ps:0 by every
+  // worker in the job and not done, each at the same point of its loop with no call in flight.
+  // Worker 0 is answered -1 once all have asked (the shards' state is then complete): it moves
+  // the state and says how that went (below); the others are answered the clock it went on
+  // from, or its error. Asking for other numbers than a worker waiting refuses both and every
+  // one waiting, naming the two.
+  caf::replies_to<scale_atom, int32_t, int32_t, int32_t>::with<int64_t>,
+  // (scale, done, shards, workers, clock, why) -> ok: worker 0's outcome of the change under
+  // way: `why` empty, the run went on at `shards` and `workers` from `clock`; else why not.
+  caf::replies_to<scale_atom, done_atom, int32_t, int32_t, int64_t, std::string>::with<caf::ok_atom>,
+  // (join, worker) -> every change made so far, as (shards, workers, clock) triples in order:
+  // a worker task beyond the job's workers waits at ps:0 until a change takes it in (answered
+  // at once when one already has); an error once every worker in the job has finished
+  // without it.
+  caf::replies_to<join_atom, int32_t>::with<std::vector<int64_t>>,
   // (standby) -> ok: a ps task that dialled this one to host a standby of its shard hears the
   // answer on that connection, so this task knows it directly before any standby exists: a
   // handle of the standby reaching this process through the chief would else route monitoring

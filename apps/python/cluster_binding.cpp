@@ -123,8 +123,9 @@ struct python_task_cluster {
   std::unique_ptr<task_cluster> cluster;
 
   python_task_cluster(const model_spec& spec, const std::string& tf_config,
-                      const cluster_options& opts, int shards) : model(spec) {
-    cluster = std::make_unique<task_cluster>(tf_config, model, opts, shards);
+                      const cluster_options& opts, int shards, int workers)
+    : model(spec) {
+    cluster = std::make_unique<task_cluster>(tf_config, model, opts, shards, workers);
   }
 };
 
@@ -201,23 +202,28 @@ void bind_clusters(py::module_& m) {
     "task serve()s its shard until every worker has finished; a worker task gets its client "
     "from worker() and calls finish() at the end. The same options as LocalCluster; ps and "
     "workers come from TF_CONFIG (ps=N: the first N ps tasks hold shards from the start, the "
-    "others serve() as spares for scale()). CAF 0.17 may wait forever for gone peers when the "
-    "process ends: end a task with actorps.exit_task(status).");
+    "others serve() as spares for scale(); workers=M: the first M worker tasks train from the "
+    "start, the others wait in worker() until a scale() takes them in). CAF 0.17 may wait "
+    "forever for gone peers when the process ends: end a task with actorps.exit_task(status).");
   task.def(py::init([](const model_spec& spec, std::optional<std::string> tf_config,
-                       std::optional<int> ps, std::optional<std::string> mode,
+                       std::optional<int> ps, std::optional<int> workers,
+                       std::optional<std::string> mode,
                        std::optional<int> staleness, const std::string& optimizer,
                        std::optional<float> lr, float momentum,
                        std::optional<std::string> schedule, int64_t total_clocks, uint64_t seed,
                        uint32_t block_floats, double timeout) {
              if (ps && *ps < 1)
                throw py::value_error("ps: must be 1 or more (None: every ps task)");
+             if (workers && *workers < 1)
+               throw py::value_error("workers: must be 1 or more (None: every worker task)");
              python_options o{mode, staleness, optimizer, lr, momentum, schedule,
                               total_clocks, seed, block_floats, timeout};
              return std::make_unique<python_task_cluster>(spec, tf_config_of(tf_config),
-                                                          o.resolve(1, 1), ps.value_or(0));
+                                                          o.resolve(1, 1), ps.value_or(0),
+                                                          workers.value_or(0));
            }),
            py::arg("spec"), py::arg("tf_config") = py::none(), py::kw_only(),
-           py::arg("ps") = py::none(), py::arg("mode") = py::none(),
+           py::arg("ps") = py::none(), py::arg("workers") = py::none(), py::arg("mode") = py::none(),
            py::arg("staleness") = py::none(), py::arg("optimizer") = "momentum",
            py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
            py::arg("schedule") = py::none(), py::arg("total_clocks") = 0, py::arg("seed") = 1,
@@ -225,7 +231,16 @@ void bind_clusters(py::module_& m) {
     .def_property_readonly("is_ps", [](const python_task_cluster& c) { return c.cluster->is_ps(); })
     .def_property_readonly("index", [](const python_task_cluster& c) { return c.cluster->index(); })
     .def_property_readonly("workers",
-                           [](const python_task_cluster& c) { return c.cluster->workers(); })
+                           [](const python_task_cluster& c) { return c.cluster->workers(); },
+                           "The worker tasks in the job now.")
+    .def_property_readonly("in_job",
+                           [](const python_task_cluster& c) { return c.cluster->in_job(); },
+                           "A worker task: whether it trains (False for a spare not taken in "
+                           "yet, and after a scale() that left it out: it then calls finish()).")
+    .def_property_readonly("joined_at",
+                           [](const python_task_cluster& c) { return c.cluster->joined_at(); },
+                           "A worker task in the job: the clock it goes on from (0, or the "
+                           "clock of the scale() that took it in).")
     .def_property_readonly("total_floats",
                            [](const python_task_cluster& c) { return c.cluster->total_floats(); })
     .def("serve",
@@ -243,7 +258,9 @@ void bind_clusters(py::module_& m) {
                                                   table_dims(c.model));
          },
          "A worker task: its client, connecting to and initialising the shards on the first "
-         "call; raises actorps.Error naming a shard that could not be reached.")
+         "call; raises actorps.Error naming a shard that could not be reached. A spare worker "
+         "task first waits until a scale() takes it in (it goes on from joined_at), or raises "
+         "actorps.Error once the job finished without it (no finish() to call then).")
     .def("await_others",
          [](python_task_cluster& c) {
            caf::error err;
@@ -280,24 +297,24 @@ void bind_clusters(py::module_& m) {
          "LocalCluster.restore.")
     .def("scale",
          [](python_task_cluster& c, std::optional<int> ps, std::optional<int> workers) {
-           if (workers && *workers != c.cluster->workers())
-             throw py::value_error("scale: a TaskCluster's workers are the worker processes "
-                                   "TF_CONFIG lists (" + std::to_string(c.cluster->workers())
-                                   + "); it changes its number of shards (ps=)");
-           if (!ps) throw py::value_error("scale: give ps=, the number of shards to go on with");
-           if (*ps < 1) throw py::value_error("scale: the number of shards is 1 or more");
-           return without_gil([&] { return c.cluster->scale(*ps); });  // every worker meets
+           if (!ps && !workers) throw py::value_error("scale: give ps=, workers= or both");
+           if ((ps && *ps < 1) || (workers && *workers < 1))
+             throw py::value_error("scale: the numbers of shards and workers are 1 or more");
+           // every worker in the job meets
+           return without_gil(
+             [&] { return c.cluster->scale(ps.value_or(0), workers.value_or(0)); });
          },
          py::kw_only(), py::arg("ps") = py::none(), py::arg("workers") = py::none(),
-         "A worker task: goes on with the first `ps` ps tasks of TF_CONFIG as the shards "
-         "(LocalCluster.scale across processes). Every worker task calls it at the same point "
-         "of its loop with every ticket waited; it returns, in each, the clock every worker "
-         "goes on from, once worker 0 has handed the shards of the new size their parts. A "
-         "growth takes in spare ps tasks (those beyond TaskCluster's ps=, serving); those a "
+         "A worker task in the job: goes on with the first `ps` ps tasks of TF_CONFIG as the "
+         "shards and the first `workers` worker tasks (None: as many as now; LocalCluster.scale "
+         "across processes). Every worker task in the job calls it at the same point of its "
+         "loop with every ticket waited; it returns, in each, the clock every worker goes on "
+         "from, once worker 0 has handed the shards of the new size their parts. A growth takes "
+         "in spare ps tasks (serving) and spare worker tasks (waiting in worker()); a worker "
+         "beyond the new number is out (in_job False: it calls finish()), and the ps tasks a "
          "shrink leaves out return from serve() with 0 once every worker has gone on. Raises "
-         "actorps.Error naming the reason (a number TF_CONFIG does not list, workers asking "
-         "for different numbers, a spare that cannot be reached), ValueError for a bad argument "
-         "or a change of workers.");
+         "actorps.Error naming the reason (a number TF_CONFIG does not list, workers asking for "
+         "different numbers, a spare that cannot be reached), ValueError for a bad argument.");
 }
 
 } // namespace actorps::python

@@ -13,9 +13,18 @@ running this file, with SGD at lr 0.5.
   every worker calls scale(ps=3) after clock 1 (the spare ps:2 taken in) and scale(ps=1) after
   clock 3 (ps:1 and ps:2 left out: their serve() returns 0): each returns the clock it goes on
   from (2, then 4) and every value is exactly -1.5 (c + 1) at every clock throughout, every row of
-  64 sparse keys (their buckets moving) its first clock's step times c + 1. A change of
-  workers is a ValueError; workers asking for different numbers are both refused, nothing
+  64 sparse keys (their buckets moving) its first clock's step times c + 1. More workers than
+  TF_CONFIG lists are refused; workers asking for different numbers are both refused, nothing
   changed.
+- workers: 2 ps tasks and 4 worker tasks listed, the job started with 1 shard and 2 workers
+  (ps=1, workers=2): the spare workers 2 and 3 wait in worker(). After clock 1 the two call
+  scale(ps=2, workers=3): worker 2 is taken in at clock 2 (joined_at), with ps:1 as the second
+  shard; after clock 3 the three call scale(workers=2): worker 2 is out (in_job False) and
+  finishes. Each worker in the job pushes 6 / W + (w - (W - 1) / 2) for W workers, so that the
+  pushes sum to 6 and, a minibatch teaching as much as before a change (a push weighs 1 / 2,
+  the first number of workers), every value is exactly -1.5 (c + 1) after clock c, checked by
+  every worker at every clock, the joiner at its first pull too. Worker 3 is never taken in:
+  its worker() raises once the job has finished, and it exits 0.
 Each worker calls finish(), the ps's serve() then returns 0, and every process exits 0 (through
 actorps.exit_task)."""
 import json
@@ -61,10 +70,10 @@ def run_scaled(task):
     row_grads = np.full((keys.size, 2), 3 + 2 * task.index - (task.workers - 1), np.float32)
     try:
         task.scale(ps=2, workers=task.workers + 1)
-        print(f"worker {task.index}: a change of workers was taken", flush=True)
+        print(f"worker {task.index}: a worker TF_CONFIG does not list was taken", flush=True)
         return 1
-    except ValueError as e:
-        print(f"worker {task.index}: ValueError: {e}", flush=True)
+    except actorps.Error as e:
+        print(f"worker {task.index}: refused: {e}", flush=True)
     wrong, went_on, first_rows = 0, [], None
     for c in range(CLOCKS + 2):
         client.wait(client.push_pull(c, grad, params, push=[(0, keys, row_grads)],
@@ -81,6 +90,39 @@ def run_scaled(task):
     task.finish()
     print(f"worker {task.index}: went on at clocks {went_on}; {CLOCKS + 2} clocks, "
           f"{params.size} values and {keys.size} rows, {wrong} wrong", flush=True)
+    return 0 if wrong == 0 else 1
+
+
+WORKER_SCALE_AT = {1: dict(ps=2, workers=3), 3: dict(workers=2)}  # after clock c
+
+
+def run_workers(task):
+    """Workers taken in and left out of a sync job on 1 then 2 shards: the values exact
+    throughout (see the top)."""
+    try:
+        client = task.worker()  # a spare waits here until taken in
+    except actorps.Error as e:
+        print(f"worker {task.index}: not taken in: {e}", flush=True)
+        return 0 if task.index == 3 else 1
+    params = np.empty(task.total_floats, np.float32)
+    c = task.joined_at
+    client.wait(client.pull(c, params))
+    wrong = int(np.count_nonzero(params != np.float32(-1.5 * c)))
+    went_on = []
+    while c < CLOCKS + 2:
+        w = task.workers
+        grad = np.full(task.total_floats, 6 / w + (task.index - (w - 1) / 2), np.float32)
+        client.wait(client.push_pull(c, grad, params))
+        wrong += int(np.count_nonzero(params != np.float32(-1.5 * (c + 1))))
+        c += 1
+        if c - 1 in WORKER_SCALE_AT:
+            went_on.append(task.scale(**WORKER_SCALE_AT[c - 1]))
+            wrong += int(went_on[-1] != c)
+            if not task.in_job:
+                break
+    task.finish()
+    print(f"worker {task.index}: joined at {task.joined_at}, went on at clocks {went_on}, "
+          f"trained to clock {c} with {task.workers} workers, {wrong} wrong", flush=True)
     return 0 if wrong == 0 else 1
 
 
@@ -109,6 +151,10 @@ def run_mismatched(task):
 
 def run_task(mode):
     """This process is the task $TF_CONFIG names; returns its exit status."""
+    if mode == "workers":
+        task = actorps.TaskCluster(spec(), ps=1, workers=2, mode="sync", optimizer="sgd",
+                                   lr=0.5, block_floats=16, timeout=60)
+        return task.serve() if task.is_ps else run_workers(task)
     if mode in ("scale", "mismatch"):
         task = actorps.TaskCluster(sparse_spec() if mode == "scale" else spec(), ps=2,
                                    mode="sync", optimizer="sgd", lr=0.5, block_floats=16,
@@ -172,14 +218,14 @@ def free_ports(n):
     return [int(p) for p in out.split()]
 
 
-def run_cluster(test, mode, ps_tasks=1):
-    """ps_tasks ps and 2 worker processes of this file in `mode`; each one's output (workers
-    first), all exited 0."""
-    ports = free_ports(ps_tasks + WORKERS)
+def run_cluster(test, mode, ps_tasks=1, workers=WORKERS):
+    """ps_tasks ps and `workers` worker processes of this file in `mode`; each one's output
+    (workers first), all exited 0."""
+    ports = free_ports(ps_tasks + workers)
     cluster = {"ps": [f"127.0.0.1:{p}" for p in ports[:ps_tasks]],
                "worker": [f"127.0.0.1:{p}" for p in ports[ps_tasks:]]}
     # workers retry first
-    tasks = [("worker", w) for w in range(WORKERS)] + [("ps", p) for p in range(ps_tasks)]
+    tasks = [("worker", w) for w in range(workers)] + [("ps", p) for p in range(ps_tasks)]
     procs = []
     checkpoints = tempfile.mkdtemp(prefix="actorps-task-ckpt-")
     for kind, index in tasks:
@@ -214,7 +260,9 @@ class TaskClusterProcesses(unittest.TestCase):
     def test_scale_grows_and_shrinks_the_shards_exactly(self):
         outputs = run_cluster(self, "scale", ps_tasks=3)
         for w in range(WORKERS):
-            self.assertIn(f"worker {w}: ValueError: scale: a TaskCluster's workers", outputs[w])
+            self.assertIn(f"worker {w}: refused: invalid_argument: scale: TF_CONFIG lists 2 "
+                          "worker task(s), not 3",
+                          outputs[w])
             self.assertIn(f"worker {w}: went on at clocks [2, 4]; {CLOCKS + 2} clocks, 121 "
                           "values and 64 rows, 0 wrong", outputs[w])
         # the shards' own word: ps:0 took both parts, ps:1 the first only, the spare ps:2 its
@@ -224,6 +272,18 @@ class TaskClusterProcesses(unittest.TestCase):
         self.assertIn("restored to the checkpoint at clock 2", ps_logs[1])
         self.assertNotIn("at clock 4", ps_logs[1])
         self.assertIn("restored to the checkpoint at clock 2", ps_logs[2])
+
+    def test_scale_takes_workers_in_and_leaves_them_out_exactly(self):
+        outputs = run_cluster(self, "workers", ps_tasks=2, workers=4)
+        for w in (0, 1):
+            self.assertIn(f"worker {w}: joined at 0, went on at clocks [2, 4], trained to clock "
+                          f"{CLOCKS + 2} with 2 workers, 0 wrong", outputs[w])
+        self.assertIn("worker 2: joined at 2, went on at clocks [4], trained to clock 4 with 2 "
+                      "workers, 0 wrong", outputs[2])
+        self.assertIn("worker 3: not taken in: ", outputs[3])
+        self.assertIn("the job finished without taking worker 3 in", outputs[3])
+        # the spare ps:1 took its part at the growth
+        self.assertIn("restored to the checkpoint at clock 2", outputs[4 + 1])
 
     def test_scale_refuses_workers_asking_for_different_numbers(self):
         outputs = run_cluster(self, "mismatch", ps_tasks=3)
