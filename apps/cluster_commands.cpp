@@ -120,6 +120,7 @@ int cluster_command(const std::string& command, const std::vector<std::string>& 
   add_cluster_options(desc, cf, !chief_flags);
   if (chief_flags) add_training_options(desc, tf);
   if (chief_flags) add_replica_options(desc, tf);
+  if (chief_flags) add_copy_ahead_option(desc, tf);
   if (chief_flags) add_stream_options(desc, tf);
   if (type == "ps") add_shard_options(desc, cf);
   std::string log_level = "info";  // the chief's (and `run`'s) is a training flag

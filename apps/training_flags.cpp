@@ -244,13 +244,20 @@ void add_fault_options(po::options_description& desc, training_flags& o) {
      "blocks changing shard; workers=N@clock=C on N workers, every minibatch not trained yet "
      "shared out among them (each still trained once); ps=N,workers=M@clock=C both; every "
      "worker pauses before C, so each push is applied once in every mode; with --replicas 1 "
-     "the new shards get standbys; export versions go on (one process)")
-    ("copy-ahead", po::value(&o.copy_ahead)->default_value(o.copy_ahead),
-     "how a --resize of shards moves the sparse rows: always copies them to their new shard "
-     "while training goes on (the stop at the clock takes only what changed since), never "
-     "moves them at the clock, auto copies ahead when a core is left beyond the workers and "
-     "shards (on busy cores the copy slows training more than it shortens the stop)");
+     "the new shards get standbys; export versions go on (one process)");
+  add_copy_ahead_option(desc, o);
   add_replica_options(desc, o);
+}
+
+void add_copy_ahead_option(po::options_description& desc, training_flags& o) {
+  desc.add_options()
+    ("copy-ahead", po::value(&o.copy_ahead)->default_value(o.copy_ahead),
+     "how a change of shards (--resize, actorps scale) moves the sparse rows: always copies "
+     "them to their new shard (across processes: the spare ps task's) while training goes "
+     "on, the change set that far ahead (the stop at the clock takes only what changed "
+     "since), never moves them at the clock, auto copies ahead in one process when a core is "
+     "left beyond the workers and shards (on busy cores the copy slows training more than it "
+     "shortens the stop)");
 }
 
 void add_stream_options(po::options_description& desc, training_flags& o) {

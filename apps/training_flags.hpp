@@ -24,6 +24,10 @@ void add_fault_options(boost::program_options::options_description& desc, traini
 /// watches it and the stop file).
 void add_stream_options(boost::program_options::options_description& desc, training_flags& flags);
 
+/// --copy-ahead, how a change of shards moves the sparse rows (simulate's --resize and the
+/// chief's actorps scale).
+void add_copy_ahead_option(boost::program_options::options_description& desc,
+                           training_flags& flags);
 /// Adds --replicas (hot standbys): `actorps simulate` and `actorps chief`.
 void add_replica_options(boost::program_options::options_description& desc, training_flags& flags);
 

@@ -1,8 +1,10 @@
-// A change of shards copies the rows it moves ahead, while the run trains (one process):
+// A change of shards copies the rows it moves ahead, while the run trains:
 //
 //   maybe_copy_ahead  a report shows the change's clock near (copy_lead_s of training at the
 //                     rate so far, copy_lead_clocks at least): the shards beyond the old ones are
-//                     spawned, empty, and every old shard is asked for its first copy step
+//                     spawned, empty (in a distributed run: the spare ps tasks' shards the
+//                     change will take, waiting empty), and every old shard is asked for its
+//                     first copy step
 //   copy_from         an old shard's step (ps_shard's (resize, copy, ...)): at most copy_step
 //                     rows looked at, those whose bucket the change gives another shard copied
 //                     and marked; each copy goes to its new shard, which keeps it aside
@@ -14,11 +16,13 @@
 //                     spawned shards (take_arriving_shard) and the copies each took, so that
 //                     a shard lost and spawned again is given them again (resize_episode)
 //
-// A shard spawned for the copy that is lost before the change: its copies go to the one the
-// change spawns instead. A copy a shard refuses fails the change (the hand-overs count on every
-// copy). A rollback, a fail-over, a change that cannot be made or the run's end abandons it
-// (end_copy_ahead): the spawned shards stop and every old shard forgets what it copied and
-// kept aside, before anything it is asked next, so that a hand-over asked again is whole.
+// A shard of the copy that is lost before the change: its copies go to the one the change
+// spawns or takes instead. A copy a shard refuses fails the change (the hand-overs count on
+// every copy). A rollback, a fail-over, a change that cannot be made or the run's end abandons
+// it (end_copy_ahead): the spawned shards stop (a spare's forgets its copies) and every old
+// shard forgets what it copied and kept aside, before anything it is asked next, so that a
+// hand-over asked again is whole. A distributed run asked to change its shards (actorps scale,
+// --max-rows-per-shard) sets the change's clock the copy's lead ahead (copy_ahead_lead).
 #include "actors/chief/state.hpp"
 
 #include "actors/protocol/errors.hpp"
@@ -53,11 +57,13 @@ ps_shard_actor destination(const chief_state& st, std::size_t s) {
 
 /// --copy-ahead: always, never, or (auto) when a core of this process is left beyond one per
 /// worker and one per shard of either size: the copy is as much work as moving the rows at the
-/// clock, and on busy cores it only slows the clocks around it.
+/// clock, and on busy cores it only slows the clocks around it. A distributed run's shards and
+/// workers have cores the chief does not know of: auto copies ahead only in one process.
 bool copy_ahead_wanted(self_ptr self, int32_t shards) {
   const auto& cfg = self->state.cfg;
   if (cfg.copy_ahead != copy_ahead_policy::automatic)
     return cfg.copy_ahead == copy_ahead_policy::always;
+  if (cfg.remote) return false;
   const auto cores = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()),
                                            self->system().scheduler().num_workers());
   const auto busy = static_cast<std::size_t>(cfg.spec.workers)
@@ -140,21 +146,28 @@ void copy_from(self_ptr self, std::size_t source) {
 
 } // namespace
 
+int64_t copy_ahead_lead(self_ptr self, int32_t shards) {
+  const auto& st = self->state;
+  if (shards <= 0 || shards == st.cfg.spec.shards || st.cfg.spec.model.sparse_tables.empty()
+      || !copy_ahead_wanted(self, shards))
+    return 0;
+  const auto now = st.global_clock();
+  const double rate = st.elapsed() > 0 ? static_cast<double>(now) / st.elapsed() : 0.0;
+  return std::max(copy_lead_clocks, static_cast<int64_t>(std::ceil(rate * copy_lead_s)));
+}
+
 void maybe_copy_ahead(self_ptr self) {
   auto& st = self->state;
-  if (st.cfg.remote || st.phase != run_phase::training || !st.resize_asked
+  if (st.phase != run_phase::training || !st.resize_asked
       || st.copy.generation == st.resize_generation || !st.failing_over.empty()
       || st.resizes_done >= st.cfg.resizes.size() || st.cfg.spec.model.sparse_tables.empty())
     return;
   const auto& planned = st.cfg.resizes[st.resizes_done];
-  if (planned.shards <= 0 || planned.shards == st.cfg.spec.shards
-      || !copy_ahead_wanted(self, planned.shards))
-    return;
+  const auto lead = copy_ahead_lead(self, planned.shards);
   const auto now = st.global_clock();
-  const double rate = st.elapsed() > 0 ? static_cast<double>(now) / st.elapsed() : 0.0;
-  const auto lead =
-    std::max(copy_lead_clocks, static_cast<int64_t>(std::ceil(rate * copy_lead_s)));
-  if (now + lead < planned.at_clock || now >= planned.at_clock) return;
+  if (lead == 0 || now + lead < planned.at_clock || now >= planned.at_clock) return;
+  // A distributed run copies to the spare ps tasks the change will take: all must be waiting.
+  if (st.cfg.remote && !missing_spares(st, st.cfg.spec.shards, planned.shards).empty()) return;
   train_spec after;
   try {
     after = resized_spec(st.cfg.spec, planned.shards);
@@ -170,8 +183,13 @@ void maybe_copy_ahead(self_ptr self) {
   c.placement = std::move(after.bucket_shards);
   c.staged.assign(static_cast<std::size_t>(std::max<int32_t>(c.to, st.cfg.spec.shards)), {});
   for (int32_t s = st.cfg.spec.shards; s < c.to; ++s) {
-    auto shard = spawn_ps_shard(self->system(), s, {st.cfg.checkpoints.dir, st.cfg.bounds});
-    self->monitor(shard);
+    ps_shard_actor shard;
+    if (st.cfg.remote) {
+      shard = st.spares.at(s).shard;  // monitored since it joined
+    } else {
+      shard = spawn_ps_shard(self->system(), s, {st.cfg.checkpoints.dir, st.cfg.bounds});
+      self->monitor(shard);
+    }
     c.arriving.push_back(shard);
     c.arrived_lost.push_back(false);
   }
@@ -196,18 +214,24 @@ void end_copy_ahead(self_ptr self) {
   auto& st = self->state;
   auto& c = st.copy;
   if (c.generation == 0) return;
-  for (auto& shard : c.arriving)
-    if (shard) {
-      self->demonitor(shard.address());
-      self->send_exit(shard, caf::exit_reason::user_shutdown);
+  const auto forget = [&](const ps_shard_actor& shard) {
+    self->request(shard, st.cfg.request_timeout, resize_atom::value, copy_atom::value, c.clock,
+                  std::vector<uint16_t>{}, uint64_t{0})
+      .then([](bool, const std::vector<wire_buffer>&) {}, [](const caf::error&) {});
+  };
+  for (auto& shard : c.arriving) {
+    if (!shard) continue;
+    if (st.cfg.remote) {  // a spare ps task's: it waits on, without the copies
+      forget(shard);
+      continue;
     }
+    self->demonitor(shard.address());
+    self->send_exit(shard, caf::exit_reason::user_shutdown);
+  }
   // Every old shard forgets what it copied and what it kept aside, before anything it is asked
   // next (a hand-over at that clock is then whole). One lost meanwhile forgot with its tables.
   for (const auto& shard : st.shards)
-    if (shard)
-      self->request(shard, st.cfg.request_timeout, resize_atom::value, copy_atom::value, c.clock,
-                    std::vector<uint16_t>{}, uint64_t{0})
-        .then([](bool, const std::vector<wire_buffer>&) {}, [](const caf::error&) {});
+    if (shard) forget(shard);
   c = chief_state::copy_ahead_run{};
 }
 
@@ -221,10 +245,15 @@ bool arriving_shard_down(self_ptr self, const caf::down_msg& dm) {
     if (c.arriving[i] && c.arriving[i].address() == dm.source) {
       c.arriving[i] = nullptr;
       c.arrived_lost[i] = true;
+      const auto shard = std::to_string(self->state.shards.size() + i);
       log_line(log_level::warn, "chief",
-               "shard " + std::to_string(self->state.shards.size() + i)
-                 + ", spawned for the resize at clock " + std::to_string(c.clock)
-                 + ", was lost; the one the resize spawns is given its copies");
+               self->state.cfg.remote
+                 ? "the spare ps:" + shard + ", copied to ahead of the resize at clock "
+                     + std::to_string(c.clock) + ", was lost; the spare that takes its place "
+                     "is given its copies"
+                 : "shard " + shard + ", spawned for the resize at clock "
+                     + std::to_string(c.clock) + ", was lost; the one the resize spawns is "
+                     "given its copies");
       return true;
     }
   return false;

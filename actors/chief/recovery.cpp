@@ -318,7 +318,10 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   auto is = [&](const auto& handle) { return handle && handle.address() == dm.source; };
   auto now = std::chrono::steady_clock::now();
-  if (on_spare_down(self, dm)) return;  // a spare ps task (spare_tasks.cpp)
+  if (on_spare_down(self, dm)) {  // a spare ps task (spare_tasks.cpp)
+    arriving_shard_down(self, dm);  // and its copies ahead, if any, given again to the next
+    return;
+  }
   if (on_spare_worker_down(self, dm)) return;  // a spare worker task (spare_workers.cpp)
   if (rollback_episode_down(self, dm)) return;
   if (arriving_shard_down(self, dm)) return;  // spawned for a copy ahead (copy_ahead.cpp)

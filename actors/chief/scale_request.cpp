@@ -18,6 +18,8 @@
 #include "actors/protocol/log.hpp"
 #include "actors/protocol/model_spec.hpp"
 
+#include <algorithm>
+
 namespace actorps::chief_detail {
 
 namespace {
@@ -107,7 +109,9 @@ std::string scale_refusal(const chief_state& st, int32_t shards, int32_t workers
 std::string schedule_scale(self_ptr self, int32_t shards, int32_t workers) {
   auto& st = self->state;
   const auto now = static_cast<int32_t>(st.shards.size());
-  const auto clock = st.global_clock() + first_margin;
+  // Far enough ahead for the rows it moves to be copied first, where they are (copy_ahead.cpp).
+  const auto margin = std::max(first_margin, copy_ahead_lead(self, shards));
+  const auto clock = st.global_clock() + margin;
   if (clock >= st.cfg.steps)
     return "the run ends at clock " + std::to_string(st.cfg.steps)
            + ", too soon for a change (the workers are at clock "
@@ -118,7 +122,7 @@ std::string schedule_scale(self_ptr self, int32_t shards, int32_t workers) {
                             workers == st.cfg.spec.workers ? 0 : workers});
   st.scale_to = shards;
   st.scale_workers_to = workers;
-  st.scale_margin = first_margin;
+  st.scale_margin = margin;
   arm_next_resize(self);
   return "";
 }

@@ -194,16 +194,17 @@ struct chief_state {
     // recovery of an index that a change of workers gives another share
     int64_t unreported = 0;
   } resize;
-  // The rows a change of shards moves, copied ahead while the run trains (copy_ahead.cpp; one
-  // process): the old shards copy them in bounded steps, each new shard keeps its copies aside,
-  // and the hand-overs at the clock then hold only what changed since.
+  // The rows a change of shards moves, copied ahead while the run trains (copy_ahead.cpp): the
+  // old shards copy them in bounded steps, each new shard (spawned here, or a spare ps task's)
+  // keeps its copies aside, and the hand-overs at the clock then hold only what changed since.
   struct copy_ahead_run {
     uint64_t generation = 0;              // the resize's (resize_generation); 0: none
     int64_t clock = 0;                    // the resize's clock
     int32_t to = 0;                       // its number of shards
     int64_t from_clock = 0;               // the run's clock when the copy began
     std::vector<uint16_t> placement;      // its bucket placement
-    std::vector<ps_shard_actor> arriving; // the shards beyond the old ones, spawned for it
+    std::vector<ps_shard_actor> arriving; // the shards beyond the old ones: spawned for it, or
+                                          // (distributed) the spare ps tasks' it will take
     std::vector<bool> arrived_lost;       // by those: lost before the change took them
     // By shard of the new size: the copies it took (given again to a replacement).
     std::vector<std::vector<wire_buffer>> staged;
@@ -603,18 +604,23 @@ void begin_held_resize(self_ptr self);
 /// training: once the next change of shards is near (a couple of seconds of training before
 /// its clock, at the rate so far), the old shards start copying ahead the rows it moves.
 void maybe_copy_ahead(self_ptr self);
+/// How many clocks ahead a change to `shards` shards asked now is best set so that its rows can
+/// be copied ahead first; 0 when they will not be (--copy-ahead, a dense model, no change of
+/// shards).
+int64_t copy_ahead_lead(self_ptr self, int32_t shards);
 /// Whether copies ahead are still on their way (the change waits for them).
 bool copy_ahead_in_flight(const chief_state& st);
 /// Shard s of the new size, spawned for the copy ahead (monitored): the change takes it; null
 /// when there is none (spawned by the change then).
 ps_shard_actor take_arriving_shard(self_ptr self, int32_t s);
-/// The copy ahead will not be used: its shards not taken stop, the old shards forget it (their
-/// hand-overs are whole again), its record is cleared.
+/// The copy ahead will not be used: its shards not taken stop (a spare ps task's forgets its
+/// copies instead), the old shards forget it (their hand-overs are whole again), its record is
+/// cleared.
 void end_copy_ahead(self_ptr self);
 /// The change took the copy ahead (its shards and copies): its record is cleared.
 void clear_copy_ahead(self_ptr self);
-/// Whether `dm` is a shard spawned for the copy ahead going down (its copies are given again to
-/// the one the change spawns instead).
+/// Whether `dm` is a shard of the copy ahead going down (its copies are given again to the one
+/// the change spawns or takes instead).
 bool arriving_shard_down(self_ptr self, const caf::down_msg& dm);
 /// Shard s, one the resize spawned, was lost while the parts move: it is spawned again and the
 /// episode gives it its part again (nothing of clock C is lost).
