@@ -85,6 +85,9 @@ cmp "$dir/resumed-one-export/1/model.capnp" "$dir/resumed-export/1/model.capnp" 
   || fail "3 worker processes resumed at clock $mid train another model than one process"
 
 echo "== ssp, a straggler: shards and workers 2 -> 3 -> 2 together"
+# Ports of their own: those of the phase above lay free for a while (launch_local.sh, or a test
+# running beside this one, may have taken one meanwhile: seen as worker:2 unable to listen).
+scale_clusters 1 1
 start_job ssp --mode ssp --staleness 3 --slow worker:0=30
 spare ssp ps:2
 spare ssp worker:2
