@@ -270,8 +270,8 @@ void bind_clusters(py::module_& m) {
            }
            if (err) raise_error(err);
          },
-         "A worker task, before finish(): returns once every other worker has finished, so that "
-         "snapshot() gives the run's final parameters.")
+         "A worker task, before finish(): returns once every other worker in the job has "
+         "finished, so that snapshot() gives the run's final parameters.")
     .def("finish",
          [](python_task_cluster& c) {
            caf::error err;
