@@ -40,7 +40,8 @@ constexpr bool traits_in_kind_order(std::index_sequence<I...>) {
 } // namespace detail
 
 /// The table, in the order of optimizer_kind (and of the schema's Optimizer enum).
-using optimizer_table = decltype(detail::optimizer_rows(std::make_index_sequence<optimizer_count>{}));
+using optimizer_table =
+  decltype(detail::optimizer_rows(std::make_index_sequence<optimizer_count>{}));
 
 static_assert(detail::traits_in_kind_order(std::make_index_sequence<optimizer_count>{}),
               "row i of optimizer_traits_table is optimizer_kind i");

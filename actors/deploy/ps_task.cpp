@@ -71,7 +71,7 @@ void spawn_standby_when_connected(ps_task_actor::pointer self, const ps_task_con
 /// every worker at the others), those that said done, and the waits for the others held until
 /// every worker in the job but the one waiting is among them.
 struct finished_workers {
-  finished_workers(int32_t listed, int32_t training) : listed(listed) {
+  finished_workers(int32_t listed, int32_t training) {
     for (int32_t w = 0; w < (training > 0 ? training : listed); ++w) in_job.insert(w);
   }
 
@@ -100,7 +100,6 @@ struct finished_workers {
     }
   }
 
-  int32_t listed;           // the workers TF_CONFIG lists: each says done before the task stops
   std::set<int32_t> in_job;
   std::set<int32_t> done;
   std::vector<std::pair<int32_t, caf::typed_response_promise<caf::ok_atom>>> waiting;

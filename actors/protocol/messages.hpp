@@ -314,7 +314,8 @@ using ps_task_actor = caf::typed_actor<
   caf::replies_to<scale_atom, int32_t, int32_t, int32_t>::with<int64_t>,
   // (scale, done, shards, workers, clock, why) -> ok: worker 0's outcome of the change under
   // way: `why` empty, the run went on at `shards` and `workers` from `clock`; else why not.
-  caf::replies_to<scale_atom, done_atom, int32_t, int32_t, int64_t, std::string>::with<caf::ok_atom>,
+  caf::replies_to<scale_atom, done_atom, int32_t, int32_t, int64_t,
+                  std::string>::with<caf::ok_atom>,
   // (join, worker) -> every change made so far, as (shards, workers, clock) triples in order:
   // a worker task beyond the job's workers waits at ps:0 until a change takes it in (answered
   // at once when one already has); an error once every worker in the job has finished

@@ -223,7 +223,8 @@ void bind_clusters(py::module_& m) {
                                                           workers.value_or(0));
            }),
            py::arg("spec"), py::arg("tf_config") = py::none(), py::kw_only(),
-           py::arg("ps") = py::none(), py::arg("workers") = py::none(), py::arg("mode") = py::none(),
+           py::arg("ps") = py::none(), py::arg("workers") = py::none(),
+           py::arg("mode") = py::none(),
            py::arg("staleness") = py::none(), py::arg("optimizer") = "momentum",
            py::arg("lr") = py::none(), py::arg("momentum") = 0.9f,
            py::arg("schedule") = py::none(), py::arg("total_clocks") = 0, py::arg("seed") = 1,
