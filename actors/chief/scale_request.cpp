@@ -18,8 +18,6 @@
 #include "actors/protocol/log.hpp"
 #include "actors/protocol/model_spec.hpp"
 
-#include <algorithm>
-
 namespace actorps::chief_detail {
 
 namespace {
@@ -109,8 +107,11 @@ std::string scale_refusal(const chief_state& st, int32_t shards, int32_t workers
 std::string schedule_scale(self_ptr self, int32_t shards, int32_t workers) {
   auto& st = self->state;
   const auto now = static_cast<int32_t>(st.shards.size());
-  // Far enough ahead for the rows it moves to be copied first, where they are (copy_ahead.cpp).
-  const auto margin = std::max(first_margin, copy_ahead_lead(self, shards));
+  // Far enough ahead for the rows it moves to be copied first, where they are (copy_ahead.cpp);
+  // too near the run's end for that, they move at the clock.
+  const auto lead = copy_ahead_lead(self, shards);
+  const auto margin =
+    lead > first_margin && st.global_clock() + lead < st.cfg.steps ? lead : first_margin;
   const auto clock = st.global_clock() + margin;
   if (clock >= st.cfg.steps)
     return "the run ends at clock " + std::to_string(st.cfg.steps)
