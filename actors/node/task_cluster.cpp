@@ -152,7 +152,8 @@ caf::error task_cluster::finish() {
   // The shards stop waiting for this worker (worker_client::finish does the same; twice is
   // harmless), then its ps tasks hear it is done. A worker a change left out is no longer
   // one the shards wait for.
-  for (const auto& shard : im.in_job ? im.core->shards : std::vector<ps_shard_actor>{}) {
+  for (const auto& shard : im.core->shards) {
+    if (!im.in_job) break;
     caf::error failed;
     self->request(shard, im.core->opts.timeout, done_atom::value,
                   static_cast<int32_t>(im.task.index))

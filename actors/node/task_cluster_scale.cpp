@@ -79,21 +79,6 @@ caf::error go_on(task_cluster::impl& im, int ps, int workers, int64_t clock,
   return failed;
 }
 
-/// Tells every ps task TF_CONFIG lists that this worker is done (a spare never taken in); the
-/// first error.
-caf::error tell_all_done(task_cluster::impl& im) {
-  auto& core = *im.core;
-  caf::scoped_actor self{*core.sys};
-  caf::error failed;
-  for (int s = 0; s < im.cluster.count("ps"); ++s) {
-    auto task = connect_to<ps_task_actor>(*core.sys, im.cluster.address({"ps", s}),
-                                          core.opts.timeout);
-    auto err = task ? tell_done(im, self, *task) : task.error();
-    if (err && !failed) failed = std::move(err);
-  }
-  return failed;
-}
-
 } // namespace
 
 caf::error await_joining(task_cluster::impl& im) {
@@ -109,7 +94,9 @@ caf::error await_joining(task_cluster::impl& im) {
     .receive([&](std::vector<int64_t>& c) { changes = std::move(c); },
              [&](caf::error& err) { failed = std::move(err); });
   if (failed) {
-    tell_all_done(im);  // so that every serve() returns; the wait's error is the one to say
+    // Every ps task hears this worker is done (with no shards in use, all are beyond them), so
+    // that every serve() returns; the wait's error is the one to say.
+    tell_spares_done(im);
     return failed;
   }
   auto spec = core.spec;
