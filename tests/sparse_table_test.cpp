@@ -209,6 +209,51 @@ TEST_CASE("sparse table read never creates a row nor counts a push") {
   CHECK(admitting.pending() == 0);
 }
 
+TEST_CASE("sparse table a read of many keys gives each what its row or its initial value holds") {
+  // read() looks keys up in a pipeline (slots and rows prefetched keys ahead): every length
+  // around its stages' distances, rows found, stale and never pushed mixed in, each checked
+  // against the table's export (rows) or an empty table's one-key read (initial values).
+  auto cfg = config(3, row_optimizer_kind::adagrad, row_init::uniform, 0.3f);
+  cfg.evict_after = 5;
+  const std::vector<uint64_t> old_keys = keys_for(300, 1), live_keys = keys_for(300, 2),
+                              unseen = keys_for(300, 3);
+  sparse_table table(cfg, 9, 2), empty(cfg, 9, 2);
+  const auto g = grads_for(300 * cfg.dim, 5);
+  table.apply(old_keys.data(), old_keys.size(), g.data(), 1.0f, 0);
+  table.apply(live_keys.data(), live_keys.size(), g.data(), 1.0f, 10);
+  const sparse_table_rows rows = table.export_rows(10);
+  REQUIRE(rows.keys.size() == live_keys.size());  // the old rows are stale at clock 10
+  std::vector<uint64_t> mixed;
+  for (std::size_t i = 0; i < 300; ++i) {
+    mixed.push_back(live_keys[i]);
+    if (i % 3 == 0) mixed.push_back(old_keys[i]);
+    if (i % 4 == 0) mixed.push_back(unseen[i]);
+  }
+  for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(15), std::size_t(16),
+                              std::size_t(17), std::size_t(31), std::size_t(32), std::size_t(33),
+                              std::size_t(48), std::size_t(65), mixed.size()}) {
+    CAPTURE(n);
+    std::vector<float> out(n * cfg.dim + 1, -7.0f);
+    table.read(mixed.data(), n, out.data(), 10);
+    CHECK(out[n * cfg.dim] == -7.0f);  // nothing written past the n-th row
+    std::size_t from_rows = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<float> want(cfg.dim);
+      const auto at = std::lower_bound(rows.keys.begin(), rows.keys.end(), mixed[i]);
+      if (at != rows.keys.end() && *at == mixed[i]) {
+        const auto row = std::size_t(at - rows.keys.begin());
+        std::copy_n(rows.values.begin() + row * cfg.dim, cfg.dim, want.begin());
+        ++from_rows;
+      } else {
+        empty.read(&mixed[i], 1, want.data(), 10);
+      }
+      CHECK(std::memcmp(want.data(), out.data() + i * cfg.dim, cfg.dim * sizeof(float)) == 0);
+    }
+    if (n == mixed.size()) CHECK(from_rows == live_keys.size());
+  }
+  CHECK(table.rows() == old_keys.size() + live_keys.size());  // reads evict nothing
+}
+
 TEST_CASE("sparse table admission: N - 1 pushes leave no row, the N-th creates it") {
   auto cfg = config(3, row_optimizer_kind::sgd, row_init::uniform, 0.5f);
   cfg.admit_after = 3;

@@ -380,13 +380,18 @@ private:
   auto key_of() const {
     return [this](uint32_t index) { return row_key(index); };
   }
-  /// Keys are looked up this many at a time (find_block).
+  /// apply() looks keys up this many at a time (find_block).
   static constexpr std::size_t lookup_block = 16;
 
   /// Each key's row (row_index::npos: none), with the metadata and first `row_floats` floats
   /// of each row found (and Adam's step) brought into cache.
   void find_block(const uint64_t* keys, std::size_t count, uint32_t row_floats,
                   uint32_t* found) const;
+  /// A read's lookups run this many keys ahead of its copies (read()).
+  static constexpr std::size_t read_ahead = 16;
+  /// Prefetches the metadata and first `floats` floats of the row a key of hash `h` likely
+  /// has (read()'s second stage).
+  void prefetch_row(uint64_t h, uint32_t floats) const;
   /// Whether row `index` is stale at global clock `now` (evict_after).
   bool stale(uint32_t index, uint32_t now) const {
     const uint32_t last = row_clock(index);
