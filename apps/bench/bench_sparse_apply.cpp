@@ -5,7 +5,9 @@
 // unique keys (first pass: every push creates its rows), then takes a second pass over the
 // same keys in another order (every push updates existing rows), then a read pass. Reports
 // rows/s for each pass and bytes per row three ways: memory_bytes()/rows, malloc's own count
-// (mallinfo2) and the floats alone.
+// (mallinfo2) and the floats alone; and the read pass next to this machine's floor for the
+// same keys, rows and row width (random_access_floor.hpp): the rate no table of rows apart
+// from their index can pass here.
 //
 // --growth ROWS: instead, for each --dims, one table grows from empty to ROWS rows by pushes of
 // --batch new keys, and its bytes per row (memory_bytes()/rows) is sampled 16 times per doubling
@@ -25,6 +27,7 @@
 #include "actors/ps/splitmix64.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "apps/bench/random_access_floor.hpp"
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -72,6 +75,10 @@ std::vector<uint64_t> parse_list(const std::string& text, const char* flag) {
   }
   return values;
 }
+
+/// Floats of metadata before a row's values: its key, last clock and touch count (16 bytes,
+/// sparse_table.hpp).
+constexpr uint32_t row_meta_floats = 4;
 
 /// The key of the i-th row: a bijection of i, so keys are distinct and look random.
 uint64_t key_of(uint64_t i) { return splitmix64_mix(i + 1); }
@@ -158,6 +165,10 @@ ordered_json apply_case(uint32_t dim, uint64_t rows, uint32_t batch) {
     table.read(keys, n, out.data());
   });
   if (table.rows() != rows) throw std::runtime_error("the second pass created rows");
+  const uint32_t row_floats = static_cast<uint32_t>(
+      row_meta_floats + dim * (1 + row_state_slots(row_optimizer_kind::adagrad)));
+  const double floor_ns = random_access_floor_ns({rows, row_floats, dim, rows * 10 / 7},
+                                                 scattered_key);
 
   const double floats = double(dim) * (1 + row_state_slots(row_optimizer_kind::adagrad)) * 4;
   const double reported = double(table.memory_bytes()) / double(rows);
@@ -169,6 +180,8 @@ ordered_json apply_case(uint32_t dim, uint64_t rows, uint32_t batch) {
                       {"create_rows_per_cpu_s", double(rows) / create.cpu_s},
                       {"update_rows_per_cpu_s", double(rows) / update.cpu_s},
                       {"read_rows_per_cpu_s", double(rows) / read.cpu_s},
+                      {"read_floor_rows_per_cpu_s", 1e9 / floor_ns},
+                      {"read_over_floor", (double(rows) / read.cpu_s) / (1e9 / floor_ns)},
                       {"bytes_per_row", reported},
                       {"malloc_bytes_per_row", double(heap) / double(rows)},
                       {"float_bytes_per_row", floats},

@@ -3,11 +3,12 @@
 #
 # One shard's sparse_table alone (actorps_bench_sparse_apply; builds nothing): Adagrad rows
 # created by a first pass of pushes, updated by a second, then read, for each of DIMS (default
-# 1,16) × SIZES (default 1000000,10000000 rows); rows/s and bytes per row. With -r, also the
-# peak resident set of 2 shards grown to 20 M rows × dim 16 in a process of its own (needs
-# about 3 GB of memory). Writes one JSON object to OUT_FILE (default
-# BUILD_DIR/bench/sparse_apply.json, BUILD_DIR default build) and prints a table. ~1 min; -r
-# adds ~1 min.
+# 1,16) × SIZES (default 1000000,10000000 rows); rows/s, the read's floor on this machine
+# (random_access_floor.hpp: no table of rows apart from their index reads faster here) and
+# bytes per row. With -r, also the peak resident set of 2 shards grown to 20 M rows × dim 16
+# in a process of its own (needs about 3 GB of memory). Writes one JSON object to OUT_FILE
+# (default BUILD_DIR/bench/sparse_apply.json, BUILD_DIR default build) and prints a table.
+# ~1 min; -r adds ~1 min.
 set -euo pipefail
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
@@ -46,13 +47,15 @@ r = json.load(open(sys.argv[1]))
 if os.path.getsize(sys.argv[2]):
     r["peak_rss"] = json.load(open(sys.argv[2]))["peak_rss"]
 json.dump(r, open(sys.argv[3], "w"), indent=1)
-print(f"sparse_table, {r['optimizer']}, {r['batch']} unique keys a push; rows/s in millions, "
-      f"bytes/row (load average {r['loadavg_1m_before']:.1f} before, {r['loadavg_1m_after']:.1f} after)")
-print(f"{'dim':>4s} {'rows':>10s} {'create':>8s} {'update':>8s} {'read':>8s} "
+print(f"sparse_table, {r['optimizer']}, {r['batch']} unique keys a push; rows/s in millions "
+      f"(floor: the read's least on this machine, in CPU time), bytes/row (load average "
+      f"{r['loadavg_1m_before']:.1f} before, {r['loadavg_1m_after']:.1f} after)")
+print(f"{'dim':>4s} {'rows':>10s} {'create':>8s} {'update':>8s} {'read':>8s} {'floor':>8s} "
       f"{'bytes':>7s} {'malloc':>7s} {'floats':>7s} {'extra':>6s}")
 for c in r["apply"]:
     print(f"{c['dim']:4d} {c['rows']:10d} {c['create_rows_per_s'] / 1e6:8.2f} "
           f"{c['update_rows_per_s'] / 1e6:8.2f} {c['read_rows_per_s'] / 1e6:8.2f} "
+          f"{c['read_floor_rows_per_cpu_s'] / 1e6:8.2f} "
           f"{c['bytes_per_row']:7.1f} {c['malloc_bytes_per_row']:7.1f} "
           f"{c['float_bytes_per_row']:7.1f} {c['overhead_bytes_per_row']:6.1f}")
 if "peak_rss" in r:
