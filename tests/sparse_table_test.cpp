@@ -335,6 +335,47 @@ TEST_CASE("sparse table a push of many keys updates rows as one key at a time wo
   check_same_rows(batched.export_rows(), one_by_one.export_rows());
 }
 
+TEST_CASE("sparse table a push and a read in parts give what one part gives, bit for bit") {
+  // parts > 1 updates the rows found on threads of their own (parallel_parts.hpp): every
+  // optimizer's state, Adam's steps, refused rows and admission come out as on one thread.
+  for (const auto kind : {row_optimizer_kind::adagrad, row_optimizer_kind::adam,
+                          row_optimizer_kind::ftrl}) {
+    for (const uint32_t admit : {1u, 2u}) {
+      CAPTURE(int(kind));
+      CAPTURE(admit);
+      auto cfg = config(5, kind, row_init::normal, 0.2f);
+      cfg.admit_after = admit;
+      const std::vector<uint64_t> keys = keys_for(3100, 11);  // the last range ends at 3100
+      sparse_table one(cfg, 4, 1), split(cfg, 4, 1);
+      one.set_max_parameter(0.3f);  // rows that would pass it are refused
+      split.set_max_parameter(0.3f);
+      std::size_t refused = 0;
+      for (uint64_t round = 0; round < 6; ++round) {
+        // Overlapping ranges of unique keys: rows found, keys pending and new keys mixed.
+        const std::size_t begin = round * 400, count = round == 5 ? 2 : 1500;
+        auto grads = grads_for(count * cfg.dim, round);
+        for (std::size_t i = 0; i < grads.size(); i += 37) grads[i] *= 40.0f;
+        const std::size_t parts = 2 + round % 3;  // 2, 3, 4; the last push has fewer keys
+        const auto a = one.apply(keys.data() + begin, count, grads.data(), 0.5f, int64_t(round));
+        const auto b = split.apply(keys.data() + begin, count, grads.data(), 0.5f,
+                                   int64_t(round), parts);
+        CHECK(a == b);
+        CHECK(one.rows() == split.rows());
+        refused += a;
+      }
+      CHECK(refused > 0);
+      REQUIRE(one.rows() > 1000);
+      check_same_rows(one.export_rows(), split.export_rows());
+      for (const std::size_t parts : {2, 3, 7}) {
+        std::vector<float> whole(keys.size() * cfg.dim), in_parts(keys.size() * cfg.dim, -1.0f);
+        one.read(keys.data(), keys.size(), whole.data());
+        one.read(keys.data(), keys.size(), in_parts.data(), 0, parts);
+        CHECK(same_bits(whole, in_parts));
+      }
+    }
+  }
+}
+
 TEST_CASE("sparse table find_duplicate names the first repeated key") {
   const std::vector<uint64_t> repeated = {5, 7, 9, 7, 5};
   CHECK(find_duplicate(repeated.data(), repeated.size()) == std::optional<std::size_t>(3));

@@ -70,7 +70,8 @@ std::size_t shard_tables::apply(const std::vector<sparse_rows_view>& parts, floa
                                 int64_t clock) {
   std::size_t refused = 0;
   for (const auto& p : parts)
-    refused += tables_[p.table].apply(p.keys, p.key_count, p.values, lr_scale, clock);
+    refused += tables_[p.table].apply(p.keys, p.key_count, p.values, lr_scale, clock,
+                                      parts_for(p.key_count));
   return refused;
 }
 
@@ -110,7 +111,8 @@ std::size_t shard_tables::apply_mean(const std::vector<int32_t>& pushers, float 
       }
     }
     for (auto& v : sum) v *= inv;
-    refused += tables_[t].apply(keys.data(), keys.size(), sum.data(), 1.0f, clock);
+    refused += tables_[t].apply(keys.data(), keys.size(), sum.data(), 1.0f, clock,
+                                parts_for(keys.size()));
   }
   for (auto& k : kept_) k = {};
   return refused;

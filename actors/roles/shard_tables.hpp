@@ -16,6 +16,7 @@
 #include "actors/protocol/checkpoint_codec.hpp"
 #include "actors/protocol/model_spec.hpp"
 #include "actors/protocol/wire.hpp"
+#include "kernels/sparse/parallel_parts.hpp"
 #include "kernels/sparse/sparse_table.hpp"
 
 #include <caf/error.hpp>
@@ -51,7 +52,8 @@ public:
 
   /// ssp, async: applies one valid push's rows at once with each table's rate × lr_scale, as
   /// pushed at global clock `clock`; returns the rows whose update was refused (it would have
-  /// left the bound).
+  /// left the bound). A large push's rows found are updated in parts on the machine's cores
+  /// (validate() proved its keys unique).
   std::size_t apply(const std::vector<sparse_rows_view>& parts, float lr_scale, int64_t clock);
 
   /// sync: keeps `worker`'s valid push for the clock; `push` holds the memory `parts` points to.
@@ -61,12 +63,13 @@ public:
   /// sync: applies, with each table's rate, the kept rows of `pushers` (ascending worker ids)
   /// summed per key in that order, times `scale` (1 / rate_divisor: their mean); then forgets
   /// every kept push. Returns the rows whose update was refused. `clock`: the clock whose mean
-  /// it is.
+  /// it is. Large means are applied in parts as apply() does (their keys are unique).
   std::size_t apply_mean(const std::vector<int32_t>& pushers, float scale, int64_t clock);
 
-  /// Writes the current rows of keys[0, n) of `table` (values a missing key would start with).
+  /// Writes the current rows of keys[0, n) of `table` (values a missing key would start with);
+  /// a large read in parts on the machine's cores (parallel_parts.hpp).
   void read(uint32_t table, const uint64_t* keys, std::size_t n, float* out) const {
-    tables_[table].read(keys, n, out, now_);
+    tables_[table].read(keys, n, out, now_, parts_for(n));
   }
 
   /// Whether any table evicts rows (sparse_table_config::evict_after, max_rows).

@@ -1,5 +1,7 @@
 #include "kernels/sparse/sparse_table.hpp"
 
+#include "kernels/sparse/parallel_parts.hpp"
+
 #include "actors/ps/splitmix64.hpp"
 
 #include <absl/container/flat_hash_set.h>
@@ -154,9 +156,19 @@ void sparse_table::touch_row(uint32_t index, uint32_t floats) const {
   (void)first[bytes - 1];
 }
 
-void sparse_table::read(const uint64_t* keys, std::size_t n, float* out, int64_t now) const {
-  const uint32_t dim = cfg_.dim;
+void sparse_table::read(const uint64_t* keys, std::size_t n, float* out, int64_t now,
+                        std::size_t parts) const {
   const uint32_t at = clock32(now);
+  if (parts <= 1) return read_range(keys, n, out, at);
+  const std::size_t dim = cfg_.dim;
+  run_in_parts(n, parts, [&](std::size_t, std::size_t begin, std::size_t end) {
+    read_range(keys + begin, end - begin, out + begin * dim, at);
+  });
+}
+
+void sparse_table::read_range(const uint64_t* keys, std::size_t n, float* out,
+                              uint32_t at) const {
+  const uint32_t dim = cfg_.dim;
   // A pipeline rather than apply()'s blocks: while key i's row is copied, key i + ahead's row
   // and key i + 2 ahead's slot are prefetched, so misses are always under way. A read does
   // little per key, so the prefetches' address translations (a TLB miss each, in a large
@@ -256,19 +268,20 @@ void sparse_table::set_max_parameter(float bound) {
   max_parameter_ = bound;
 }
 
-bool sparse_table::update_row(uint32_t index, const float* grad, float lr_scale) {
+bool sparse_table::update_row(uint32_t index, const float* grad, float lr_scale,
+                              std::vector<float>& saved) {
   note_change(index);
   const uint32_t step = counts_steps_ ? saturating_increment(steps_[index]) : 1;
   float* values = row(index);
   const uint32_t floats = stride_ - meta_floats;
   // The row is in cache (find_block touched it): keeping a copy to put back costs little next
   // to the lookup, and makes a refused update leave the row exactly as it was.
-  if (saved_row_.size() != floats) saved_row_.resize(floats);
-  std::memcpy(saved_row_.data(), values, std::size_t(floats) * sizeof(float));
+  if (saved.size() != floats) saved.resize(floats);
+  std::memcpy(saved.data(), values, std::size_t(floats) * sizeof(float));
   apply_row_update(cfg_.optimizer, lr_scale, step, values, grad, values + cfg_.dim, cfg_.dim);
   if (!all_within(values, cfg_.dim, max_parameter_)
       || !all_within(values + cfg_.dim, floats - cfg_.dim, std::numeric_limits<float>::max())) {
-    std::memcpy(values, saved_row_.data(), std::size_t(floats) * sizeof(float));
+    std::memcpy(values, saved.data(), std::size_t(floats) * sizeof(float));
     return false;
   }
   set_row_touches(index, saturating_increment(row_touches(index)));
@@ -302,7 +315,7 @@ bool sparse_table::push_missing(uint64_t key, uint64_t h, const float* grad, flo
     set_row_clock(at, clock_);
     if (counted != pending_.end()) erase_pending(counted);
   }
-  return update_row(at, grad, lr_scale);
+  return update_row(at, grad, lr_scale, saved_row_);
 }
 
 uint32_t sparse_table::count_pending(uint64_t key,
@@ -346,53 +359,77 @@ void sparse_table::erase_pending(absl::flat_hash_map<uint64_t, pending_ref>::ite
   pending_.erase(entry);
 }
 
+void sparse_table::update_found(const uint64_t* keys, std::size_t begin, std::size_t end,
+                                const float* grads, float lr_scale, found_pass& pass) {
+  // A stale row (evict_after) is evicted as it is found: without admission it starts over in
+  // place; with admission its key joins the missing ones, its row removed before they are
+  // created (no row found is used after that).
+  const bool evicting = cfg_.evict_after > 0;
+  const bool admission = cfg_.admit_after > 1;
+  const uint32_t dim = cfg_.dim;
+  uint32_t found[lookup_block];
+  for (std::size_t start = begin; start < end; start += lookup_block) {
+    const std::size_t count = std::min(lookup_block, end - start);
+    find_block(keys + start, count, stride_ - meta_floats, found);
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::size_t at = start + j;
+      if (found[j] == row_index::npos) {
+        pass.missing.push_back(at);
+        continue;
+      }
+      const uint32_t index = found[j];
+      if (evicting && stale(index, clock_)) {
+        if (admission) {  // counted as evicted when removed, in apply()
+          pass.missing.push_back(at);
+          ++pass.stale_rows;
+          continue;
+        }
+        ++evicted_;
+        if (track_removed_) removed_.emplace_back(keys[at], clock_);  // starts over
+        note_change(index);
+        create_row(keys[at], index);
+        set_row_touches(index, 0);
+        if (counts_steps_) steps_[index] = 0;
+        set_row_clock(index, clock_);
+      }
+      if (!update_row(index, grads + at * dim, lr_scale, pass.saved)) ++pass.refused;
+    }
+  }
+}
+
 std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float* grads,
-                                float lr_scale, int64_t clock) {
+                                float lr_scale, int64_t clock, std::size_t parts) {
   if (!(std::isfinite(lr_scale) && lr_scale >= 0)) {
     throw std::invalid_argument("sparse_table: lr_scale must be finite and >= 0, got " +
                                 std::to_string(lr_scale));
   }
   const uint32_t dim = cfg_.dim;
   clock_ = clock32(clock);
-  const bool evicting = cfg_.evict_after > 0;
-  const bool admission = cfg_.admit_after > 1;
-  uint32_t found[lookup_block];
   // Rows that exist are updated in the first pass, and the keys without a row collected for
   // the second: the index does not change meanwhile, so the rows found stay valid. Each key's
   // result does not depend on the others', so this order gives the same values as one key
   // after another (a repeated key's occurrences are all missing or all found, and keep their
-  // order).
-  // A stale row (evict_after) is evicted as it is found: without admission it starts over in
-  // place; with admission its key joins the missing ones, its row removed before they are
-  // created (no row found is used after that).
-  std::vector<std::size_t> missing;
-  std::size_t refused = 0, stale_rows = 0;
-  for (std::size_t start = 0; start < n; start += lookup_block) {
-    const std::size_t count = std::min(lookup_block, n - start);
-    find_block(keys + start, count, stride_ - meta_floats, found);
-    for (std::size_t j = 0; j < count; ++j) {
-      if (found[j] != row_index::npos) {
-        const uint32_t index = found[j];
-        if (evicting && stale(index, clock_)) {
-          if (admission) {  // counted as evicted when removed, below
-            missing.push_back(start + j);
-            ++stale_rows;
-            continue;
-          }
-          ++evicted_;
-          if (track_removed_) removed_.emplace_back(keys[start + j], clock_);  // starts over
-          note_change(index);
-          create_row(keys[start + j], index);
-          set_row_touches(index, 0);
-          if (counts_steps_) steps_[index] = 0;
-          set_row_clock(index, clock_);
-        }
-        if (!update_row(index, grads + (start + j) * dim, lr_scale)) ++refused;
-      } else {
-        missing.push_back(start + j);
-      }
+  // order). For the same reason the first pass may run in parts at once, each with the
+  // positions it found missing, joined in order.
+  if (cfg_.evict_after > 0 || copying_) parts = 1;  // their bookkeeping is the table's own
+  found_pass first;
+  first.saved = std::move(saved_row_);
+  if (parts <= 1) {
+    update_found(keys, 0, n, grads, lr_scale, first);
+  } else {
+    std::vector<found_pass> passes(parts);
+    run_in_parts(n, parts, [&](std::size_t part, std::size_t begin, std::size_t end) {
+      update_found(keys, begin, end, grads, lr_scale, passes[part]);
+    });
+    for (auto& pass : passes) {
+      first.refused += pass.refused;
+      first.missing.insert(first.missing.end(), pass.missing.begin(), pass.missing.end());
     }
   }
+  saved_row_ = std::move(first.saved);
+  std::vector<std::size_t>& missing = first.missing;
+  std::size_t refused = first.refused;
+  const std::size_t stale_rows = first.stale_rows;
   if (missing.empty()) return refused;
   if (stale_rows > 0) {
     for (auto at : missing) {

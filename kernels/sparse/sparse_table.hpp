@@ -164,8 +164,10 @@ public:
   /// Writes n × dim floats to out: each key's current values. A key without a row reads as
   /// the values it would start with (initial_row_values), or as zeros while admission is on
   /// (admit_after > 1). Never creates a row or counts a push. `now`: the global clock of the
-  /// read; a row stale at it (evict_after) reads as a key without a row.
-  void read(const uint64_t* keys, std::size_t n, float* out, int64_t now = 0) const;
+  /// read; a row stale at it (evict_after) reads as a key without a row. `parts` > 1: the keys
+  /// are read in that many contiguous parts at once, each on a thread (parallel_parts.hpp).
+  void read(const uint64_t* keys, std::size_t n, float* out, int64_t now = 0,
+            std::size_t parts = 1) const;
 
   /// The largest |value| a row may take (value_bounds.hpp; default default_max_parameter).
   /// Throws std::invalid_argument for a bound that is not positive and finite.
@@ -185,9 +187,13 @@ public:
   /// `clock`: the global clock of the push, recorded as each updated row's last (a row keeps a
   /// later one). A row stale at `clock` is evicted first: without admission it starts over in
   /// place (initial values and state, touch count and Adam's step 0), with admission its key
-  /// is counted anew like one never seen.
+  /// is counted anew like one never seen. `parts` > 1: the rows found are updated in that many
+  /// contiguous parts of the keys at once, each on a thread (parallel_parts.hpp), with the same
+  /// result, provided the keys are unique (a repeat in two parts would race); a table that
+  /// evicts, or copies rows ahead, updates on one. The new keys' rows are created on this
+  /// thread after.
   std::size_t apply(const uint64_t* keys, std::size_t n, const float* grads, float lr_scale,
-                    int64_t clock = 0);
+                    int64_t clock = 0, std::size_t parts = 1);
 
   /// Removes rows stale at global clock `now` (evict_after), and with max_rows the least
   /// recently pushed beyond it, then the exact pending admission counts not pushed for
@@ -438,8 +444,21 @@ private:
   void reserve_rows(std::size_t more);
   void touch_row(uint32_t index, uint32_t floats) const;
   /// One push of a key that has a row: touch count, Adam's step, the optimizer; false (and the
-  /// row as it was) when the result would leave the bounds.
-  bool update_row(uint32_t index, const float* grad, float lr_scale);
+  /// row as it was) when the result would leave the bounds. `saved`: room for the row's copy.
+  bool update_row(uint32_t index, const float* grad, float lr_scale, std::vector<float>& saved);
+  /// What apply()'s first pass over some of a push's keys leaves for the second.
+  struct found_pass {
+    std::vector<std::size_t> missing;  ///< positions of keys without a row (or stale rows)
+    std::size_t refused = 0, stale_rows = 0;
+    std::vector<float> saved;  ///< update_row's copy of a row
+  };
+  /// apply()'s first pass over keys[begin, end): each row found updated (or evicted and started
+  /// over), each key without one noted in `pass`. Touches no other state when the table
+  /// neither evicts nor copies ahead, so parts of a push may run at once.
+  void update_found(const uint64_t* keys, std::size_t begin, std::size_t end,
+                    const float* grads, float lr_scale, found_pass& pass);
+  /// read() of keys[0, n) on this thread, `at` its clock.
+  void read_range(const uint64_t* keys, std::size_t n, float* out, uint32_t at) const;
   /// One push of a key (of row_index::hash h) that had no row at lookup: admission, creation,
   /// then update_row; false when update_row refused.
   bool push_missing(uint64_t key, uint64_t h, const float* grad, float lr_scale);
