@@ -360,7 +360,8 @@ void sparse_table::erase_pending(absl::flat_hash_map<uint64_t, pending_ref>::ite
 }
 
 void sparse_table::update_found(const uint64_t* keys, std::size_t begin, std::size_t end,
-                                const float* grads, float lr_scale, found_pass& pass) {
+                                const float* grads, float lr_scale, found_pass& pass,
+                                std::vector<float>& saved) {
   // A stale row (evict_after) is evicted as it is found: without admission it starts over in
   // place; with admission its key joins the missing ones, its row removed before they are
   // created (no row found is used after that).
@@ -392,7 +393,7 @@ void sparse_table::update_found(const uint64_t* keys, std::size_t begin, std::si
         if (counts_steps_) steps_[index] = 0;
         set_row_clock(index, clock_);
       }
-      if (!update_row(index, grads + at * dim, lr_scale, pass.saved)) ++pass.refused;
+      if (!update_row(index, grads + at * dim, lr_scale, saved)) ++pass.refused;
     }
   }
 }
@@ -413,20 +414,19 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
   // positions it found missing, joined in order.
   if (cfg_.evict_after > 0 || copying_) parts = 1;  // their bookkeeping is the table's own
   found_pass first;
-  first.saved = std::move(saved_row_);
   if (parts <= 1) {
-    update_found(keys, 0, n, grads, lr_scale, first);
+    update_found(keys, 0, n, grads, lr_scale, first, saved_row_);
   } else {
     std::vector<found_pass> passes(parts);
     run_in_parts(n, parts, [&](std::size_t part, std::size_t begin, std::size_t end) {
-      update_found(keys, begin, end, grads, lr_scale, passes[part]);
+      std::vector<float> saved;
+      update_found(keys, begin, end, grads, lr_scale, passes[part], saved);
     });
     for (auto& pass : passes) {
       first.refused += pass.refused;
       first.missing.insert(first.missing.end(), pass.missing.begin(), pass.missing.end());
     }
   }
-  saved_row_ = std::move(first.saved);
   std::vector<std::size_t>& missing = first.missing;
   std::size_t refused = first.refused;
   const std::size_t stale_rows = first.stale_rows;

@@ -450,13 +450,13 @@ private:
   struct found_pass {
     std::vector<std::size_t> missing;  ///< positions of keys without a row (or stale rows)
     std::size_t refused = 0, stale_rows = 0;
-    std::vector<float> saved;  ///< update_row's copy of a row
   };
   /// apply()'s first pass over keys[begin, end): each row found updated (or evicted and started
-  /// over), each key without one noted in `pass`. Touches no other state when the table
-  /// neither evicts nor copies ahead, so parts of a push may run at once.
+  /// over), each key without one noted in `pass`; `saved` is update_row's. Touches no other
+  /// state when the table neither evicts nor copies ahead, so parts of a push may run at once.
   void update_found(const uint64_t* keys, std::size_t begin, std::size_t end,
-                    const float* grads, float lr_scale, found_pass& pass);
+                    const float* grads, float lr_scale, found_pass& pass,
+                    std::vector<float>& saved);
   /// read() of keys[0, n) on this thread, `at` its clock.
   void read_range(const uint64_t* keys, std::size_t n, float* out, uint32_t at) const;
   /// One push of a key (of row_index::hash h) that had no row at lookup: admission, creation,

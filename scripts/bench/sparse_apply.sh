@@ -4,11 +4,12 @@
 # One shard's sparse_table alone (actorps_bench_sparse_apply; builds nothing): Adagrad rows
 # created by a first pass of pushes, updated by a second, then read, for each of DIMS (default
 # 1,16) × SIZES (default 1000000,10000000 rows); rows/s, the read's floor on this machine
-# (random_access_floor.hpp: no table of rows apart from their index reads faster here) and
-# bytes per row. With -r, also the peak resident set of 2 shards grown to 20 M rows × dim 16
-# in a process of its own (needs about 3 GB of memory). Writes one JSON object to OUT_FILE
-# (default BUILD_DIR/bench/sparse_apply.json, BUILD_DIR default build) and prints a table.
-# ~1 min; -r adds ~1 min.
+# (random_access_floor.hpp: no table of rows apart from their index reads faster here; it
+# holds a second table's worth of rows, so 10 M rows × dim 16 peak near 3 GB) and bytes per
+# row. With -r, also the peak resident set of 2 shards grown to 20 M rows × dim 16 in a process
+# of its own (needs about 3 GB of memory). Writes one JSON object to OUT_FILE (default
+# BUILD_DIR/bench/sparse_apply.json, BUILD_DIR default build) and prints a table. ~1 min; -r
+# adds ~1 min.
 set -euo pipefail
 
 usage() { sed -n '2,2p' "$0" | sed 's/^# //' >&2; exit 2; }
