@@ -355,7 +355,7 @@ TEST_CASE("sparse table a push and a read in parts give what one part gives, bit
         const std::size_t begin = round * 400, count = round == 5 ? 2 : 1500;
         auto grads = grads_for(count * cfg.dim, round);
         for (std::size_t i = 0; i < grads.size(); i += 37) grads[i] *= 40.0f;
-        const std::size_t parts = 2 + round % 3;  // 2, 3, 4; the last push has fewer keys
+        const std::size_t parts = 2 + round % 3;  // 2, 3, 4; the last push: fewer keys than parts
         const auto a = one.apply(keys.data() + begin, count, grads.data(), 0.5f, int64_t(round));
         const auto b = split.apply(keys.data() + begin, count, grads.data(), 0.5f,
                                    int64_t(round), parts);
