@@ -27,6 +27,7 @@
 #include "actors/ps/splitmix64.hpp"
 
 #include "apps/bench/bench_main.hpp"
+#include "apps/bench/process_usage.hpp"
 #include "apps/bench/random_access_floor.hpp"
 
 #include <boost/program_options.hpp>
@@ -115,14 +116,6 @@ sparse_table_config adagrad_table(uint32_t dim) {
   cfg.scale = 0.01f;
   cfg.optimizer.kind = row_optimizer_kind::adagrad;
   return cfg;
-}
-
-/// This thread's CPU time, s: on a machine shared with other work the wall clock also counts
-/// the time the thread waited for a core, the CPU time does not.
-double thread_cpu_s() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
 /// Seconds spent inside `call(keys, n)` over all keys of a pass, a batch at a time, by the wall

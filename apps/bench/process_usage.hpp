@@ -14,6 +14,14 @@
 
 namespace actorps {
 
+/// This thread's CPU time, s: on a machine shared with other work the wall clock also counts
+/// the time the thread waited for a core, the CPU time does not.
+inline double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
 inline int64_t minor_faults() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -1,12 +1,11 @@
 #include "apps/bench/random_access_floor.hpp"
 
+#include "apps/bench/process_usage.hpp"
 #include "actors/ps/splitmix64.hpp"
 
 #include <sys/mman.h>
 
 #include <cstring>
-#include <ctime>
-#include <memory>
 #include <new>
 #include <vector>
 
@@ -16,12 +15,6 @@ namespace {
 
 constexpr std::size_t ahead = 16, ring = 64, wrap = ring - 1;
 constexpr std::size_t huge_bytes = std::size_t(32) << 20;
-
-double thread_cpu_s() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
 
 /// `bytes` of memory, advised onto 2 MiB pages from huge_bytes on.
 struct mapping {

@@ -410,29 +410,30 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
   // the second: the index does not change meanwhile, so the rows found stay valid. Each key's
   // result does not depend on the others', so this order gives the same values as one key
   // after another (a repeated key's occurrences are all missing or all found, and keep their
-  // order). For the same reason the first pass may run in parts at once, each with the
-  // positions it found missing, joined in order.
+  // order). For the same reason the first pass may run in parts at once; the second takes
+  // each part's missing positions in order of part, the push's order.
   if (cfg_.evict_after > 0 || copying_) parts = 1;  // their bookkeeping is the table's own
-  found_pass first;
+  found_pass whole;                  // one part: no allocation beyond its missing positions
+  std::vector<found_pass> in_parts;
   if (parts <= 1) {
-    update_found(keys, 0, n, grads, lr_scale, first, saved_row_);
+    update_found(keys, 0, n, grads, lr_scale, whole, saved_row_);
   } else {
-    std::vector<found_pass> passes(parts);
+    in_parts.resize(parts);
     run_in_parts(n, parts, [&](std::size_t part, std::size_t begin, std::size_t end) {
       std::vector<float> saved;
-      update_found(keys, begin, end, grads, lr_scale, passes[part], saved);
+      update_found(keys, begin, end, grads, lr_scale, in_parts[part], saved);
     });
-    for (auto& pass : passes) {
-      first.refused += pass.refused;
-      first.missing.insert(first.missing.end(), pass.missing.begin(), pass.missing.end());
-    }
   }
-  std::vector<std::size_t>& missing = first.missing;
-  std::size_t refused = first.refused;
-  const std::size_t stale_rows = first.stale_rows;
-  if (missing.empty()) return refused;
-  if (stale_rows > 0) {
-    for (auto at : missing) {
+  const found_pass* const passes = in_parts.empty() ? &whole : in_parts.data();
+  const std::size_t pass_count = in_parts.empty() ? 1 : in_parts.size();
+  std::size_t refused = 0, missing = 0;
+  for (std::size_t p = 0; p < pass_count; ++p) {
+    refused += passes[p].refused;
+    missing += passes[p].missing.size();
+  }
+  if (missing == 0) return refused;
+  if (passes[0].stale_rows > 0) {  // one part: the table evicts
+    for (auto at : passes[0].missing) {
       const uint32_t index = index_.find(keys[at], key_of());
       if (index != row_index::npos) remove_row(index, clock_);
     }
@@ -440,19 +441,22 @@ std::size_t sparse_table::apply(const uint64_t* keys, std::size_t n, const float
   // Room for every new row at once: a push of 10 M fresh keys would otherwise rehash the index
   // through a dozen growths. With admission most may stay pending.
   if (cfg_.admit_after <= 1) {
-    index_.reserve(std::min<std::size_t>(max_rows, index_.size() + missing.size()), key_of());
-    reserve_rows(missing.size());
+    index_.reserve(std::min<std::size_t>(max_rows, index_.size() + missing), key_of());
+    reserve_rows(missing);
   }
-  for (std::size_t start = 0; start < missing.size(); start += lookup_block) {
-    const std::size_t count = std::min(lookup_block, missing.size() - start);
-    uint64_t hashes[lookup_block];
-    for (std::size_t j = 0; j < count; ++j) {
-      hashes[j] = row_index::hash(keys[missing[start + j]]);
-      index_.prefetch(hashes[j]);
-    }
-    for (std::size_t j = 0; j < count; ++j) {
-      const std::size_t at = missing[start + j];
-      if (!push_missing(keys[at], hashes[j], grads + at * dim, lr_scale)) ++refused;
+  for (std::size_t p = 0; p < pass_count; ++p) {
+    const std::vector<std::size_t>& at_of = passes[p].missing;
+    for (std::size_t start = 0; start < at_of.size(); start += lookup_block) {
+      const std::size_t count = std::min(lookup_block, at_of.size() - start);
+      uint64_t hashes[lookup_block];
+      for (std::size_t j = 0; j < count; ++j) {
+        hashes[j] = row_index::hash(keys[at_of[start + j]]);
+        index_.prefetch(hashes[j]);
+      }
+      for (std::size_t j = 0; j < count; ++j) {
+        const std::size_t at = at_of[start + j];
+        if (!push_missing(keys[at], hashes[j], grads + at * dim, lr_scale)) ++refused;
+      }
     }
   }
   peak_rows_ = std::max(peak_rows_, index_.size());
